@@ -1,0 +1,9 @@
+# apps/: programs built on libuls.
+noinst_LTLIBRARIES += apps/libapps.la
+apps_libapps_la_SOURCES = apps/netops.c apps/netops.h apps/pattern.c apps/pattern.h
+
+bin_PROGRAMS += apps/ulsbench apps/ulsnode
+apps_ulsbench_SOURCES = apps/ulsbench.c
+apps_ulsbench_LDADD = apps/libapps.la stack/libuls.la netif/libnif.la -lpthread
+apps_ulsnode_SOURCES = apps/ulsnode.c
+apps_ulsnode_LDADD = apps/libapps.la stack/libuls.la netif/libnif.la -lpthread

@@ -1,0 +1,175 @@
+/* The kernel and ulstack socket tables, and the node options the apps share. */
+#include "apps/netops.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "netif/frame.h"
+
+#define K(expr) ((expr) < 0 ? -errno : 0)
+
+static int k_socket(int type)
+{
+	int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+	return fd < 0 ? -errno : fd;
+}
+static int k_bind(int sd, const struct sockaddr_in *a)
+{
+	return K(bind(sd, (const struct sockaddr *)a, sizeof(*a)));
+}
+static int k_listen(int sd, int backlog)
+{
+	return K(listen(sd, backlog));
+}
+static int k_accept(int sd, struct sockaddr_in *peer)
+{
+	socklen_t len = sizeof(*peer);
+	int fd = accept4(sd, (struct sockaddr *)peer, peer ? &len : NULL, SOCK_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+static int k_connect(int sd, const struct sockaddr_in *a)
+{
+	return K(connect(sd, (const struct sockaddr *)a, sizeof(*a)));
+}
+static ssize_t k_send(int sd, const void *buf, size_t len, int flags)
+{
+	ssize_t n = send(sd, buf, len, flags | MSG_NOSIGNAL);
+	return n < 0 ? -errno : n;
+}
+static ssize_t k_recv(int sd, void *buf, size_t len, int flags)
+{
+	ssize_t n = recv(sd, buf, len, flags);
+	return n < 0 ? -errno : n;
+}
+static int k_setsockopt(int sd, int level, int name, const void *v, socklen_t len)
+{
+	return K(setsockopt(sd, level, name, v, len));
+}
+static int k_shutdown(int sd, int how)
+{
+	return K(shutdown(sd, how));
+}
+static int k_close(int sd)
+{
+	return K(close(sd));
+}
+
+const struct netops bench__kernel_ops = {
+	"kernel", k_socket, k_bind, k_listen, k_accept, k_connect, k_send, k_recv,
+	k_setsockopt, k_shutdown, k_close,
+};
+
+const struct netops bench__uls_ops = {
+	"ulstack", uls_socket, uls_bind, uls_listen, uls_accept, uls_connect, uls_send, uls_recv,
+	uls_setsockopt, uls_shutdown, uls_close,
+};
+
+int bench__parse_size(const char *s, unsigned long long *out)
+{
+	char *end;
+	unsigned long long v, mul = 1;
+
+	if (!s || !*s || *s == '-')
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -1;
+	switch (*end) {
+	case 'K': case 'k': mul = 1ull << 10; end++; break;
+	case 'M': case 'm': mul = 1ull << 20; end++; break;
+	case 'G': case 'g': mul = 1ull << 30; end++; break;
+	default: break;
+	}
+	if (*end || (v && mul > ~0ull / v))
+		return -1;
+	*out = v * mul;
+	return 0;
+}
+
+int bench__parse_addr(const char *s, struct sockaddr_in *a, unsigned default_port)
+{
+	char host[INET_ADDRSTRLEN];
+	const char *colon = strchr(s, ':');
+	unsigned long port = default_port;
+	size_t hl = colon ? (size_t)(colon - s) : strlen(s);
+
+	if (hl == 0 || hl >= sizeof(host))
+		return -1;
+	memcpy(host, s, hl);
+	host[hl] = '\0';
+	if (colon) {
+		char *end;
+		errno = 0;
+		port = strtoul(colon + 1, &end, 10);
+		if (errno || *end || colon[1] == '\0' || port == 0 || port > 65535)
+			return -1;
+	}
+	memset(a, 0, sizeof(*a));
+	a->sin_family = AF_INET;
+	a->sin_port = htons((uint16_t)port);
+	return inet_pton(AF_INET, host, &a->sin_addr) == 1 ? 0 : -1;
+}
+
+int bench__node_opt(struct node_opts *o, const char *opt, const char *arg)
+{
+	if (strcmp(opt, "tap") == 0) {
+		o->cfg.tap = arg;
+		o->have_tap = true;
+		return 1;
+	}
+	if (strcmp(opt, "ip") == 0) {
+		if (uls_parse_cidr(arg, &o->cfg.addr, &o->cfg.prefix_len) < 0) {
+			fprintf(stderr, "bad --ip '%s': expected A.B.C.D/NN with NN in 1..30\n", arg);
+			return -1;
+		}
+		o->have_ip = true;
+		return 1;
+	}
+	if (strcmp(opt, "mac") == 0) {
+		if (!nif_mac_parse(arg, o->cfg.mac) || (o->cfg.mac[0] & 1)) {
+			fprintf(stderr, "bad --mac '%s': expected a unicast aa:bb:cc:dd:ee:ff\n", arg);
+			return -1;
+		}
+		return 1;
+	}
+	if (strcmp(opt, "gw") == 0) {
+		if (inet_pton(AF_INET, arg, &o->cfg.gateway) != 1) {
+			fprintf(stderr, "bad --gw '%s': expected A.B.C.D\n", arg);
+			return -1;
+		}
+		return 1;
+	}
+	if (strcmp(opt, "mtu") == 0) {
+		unsigned long long v;
+		if (bench__parse_size(arg, &v) < 0 || v < NIF_MTU_MIN || v > NIF_MTU_MAX) {
+			fprintf(stderr, "bad --mtu '%s': expected %d..%d\n", arg, NIF_MTU_MIN,
+				NIF_MTU_MAX);
+			return -1;
+		}
+		o->cfg.mtu = (unsigned)v;
+		return 1;
+	}
+	return 0;
+}
+
+int bench__node_start(struct node_opts *o, const char *prog)
+{
+	if (!o->have_tap && !o->have_ip)
+		return 0;
+	if (!o->have_tap || !o->have_ip) {
+		fprintf(stderr, "%s: --tap and --ip go together\n", prog);
+		return -1;
+	}
+	int rc = uls_node_start(&o->cfg);
+	if (rc < 0) {
+		fprintf(stderr, "%s: cannot start node on %s: %s\n", prog, o->cfg.tap, strerror(-rc));
+		return -1;
+	}
+	return 1;
+}

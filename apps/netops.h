@@ -1,0 +1,42 @@
+/* One socket interface over two implementations: ulstack (uls_*) or the Linux kernel, so
+ * the same benchmark code measures both. Every call returns >= 0 or -errno. */
+#ifndef ULS_APPS_NETOPS_H
+#define ULS_APPS_NETOPS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "uls.h"
+
+struct netops {
+	const char *name;
+	int (*socket)(int type);
+	int (*bind)(int sd, const struct sockaddr_in *a);
+	int (*listen)(int sd, int backlog);
+	int (*accept)(int sd, struct sockaddr_in *peer);
+	int (*connect)(int sd, const struct sockaddr_in *a);
+	ssize_t (*send)(int sd, const void *buf, size_t len, int flags);
+	ssize_t (*recv)(int sd, void *buf, size_t len, int flags);
+	int (*setsockopt)(int sd, int level, int name, const void *v, socklen_t len);
+	int (*shutdown)(int sd, int how);
+	int (*close)(int sd);
+};
+
+extern const struct netops bench__uls_ops;
+extern const struct netops bench__kernel_ops;
+
+/* Node options shared by the apps: --tap IF --ip A.B.C.D/NN [--mac M] [--gw G] [--mtu N].
+ * bench__node_opt() consumes one option (returns 1 if it took optarg, 0 if the option is not
+ * a node option, -1 with a message on stderr on a bad value). */
+struct node_opts {
+	struct uls_node_config cfg;
+	bool have_tap, have_ip;
+};
+int bench__node_opt(struct node_opts *o, const char *opt, const char *arg);
+/* Start the node if --tap/--ip were given; returns 1 if started, 0 if not asked, -1 on error. */
+int bench__node_start(struct node_opts *o, const char *prog);
+int bench__parse_addr(const char *s, struct sockaddr_in *a, unsigned default_port);
+int bench__parse_size(const char *s, unsigned long long *out);
+
+#endif

@@ -1,0 +1,282 @@
+/* ulsnode: one process that is a complete ulstack node on a TAP device, with the small
+ * services the conformance tests talk to. It is the single-process mode of ulstack: no
+ * daemon, the process owns the TAP.
+ *
+ *   TCP 7 echo, UDP 7 echo, TCP 9 discard, TCP 13 greet-and-close (active close),
+ *   TCP 19 pattern source (apps/pattern.h, seed 19), TCP 10 hold (accepts, never reads)
+ *
+ * --stats PATH creates a UNIX socket; each connection to it receives the node's counters
+ * as one JSON object and is closed. The socket appears once the node is up (tests wait for
+ * it), and is removed at exit. SIGTERM or SIGINT stops the node.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "apps/netops.h"
+#include "apps/pattern.h"
+#include "uls.h"
+
+#define SOURCE_LIMIT (1ull << 30)  /* bytes one source connection sends at most */
+#define SOURCE_SEED  19
+#define HOLD_SECONDS 120
+
+enum service { SVC_ECHO, SVC_DISCARD, SVC_GREET, SVC_SOURCE, SVC_HOLD };
+
+struct conn {
+	int sd;
+	enum service svc;
+};
+
+static void *serve_conn(void *arg)
+{
+	struct conn c = *(struct conn *)arg;
+	char *b = malloc(65536);
+	uint64_t off = 0;
+	ssize_t n;
+
+	free(arg);
+	if (!b) {
+		uls_close(c.sd);
+		return NULL;
+	}
+	switch (c.svc) {
+	case SVC_ECHO:
+		while ((n = uls_recv(c.sd, b, 65536, 0)) > 0)
+			if (uls_send(c.sd, b, (size_t)n, 0) != n)
+				break;
+		break;
+	case SVC_DISCARD:
+		while (uls_recv(c.sd, b, 65536, 0) > 0)
+			;
+		break;
+	case SVC_GREET:
+		uls_send(c.sd, "ulstack\n", 8, 0);
+		break;
+	case SVC_SOURCE:
+		while (off < SOURCE_LIMIT) {
+			bench__pattern_fill(SOURCE_SEED, off, b, 65536);
+			if ((n = uls_send(c.sd, b, 65536, 0)) <= 0)
+				break;
+			off += (uint64_t)n;  /* a short send continues from where it stopped */
+		}
+		break;
+	case SVC_HOLD:
+		/* Never read: the receive window closes and the peer must probe it. Hold the
+		 * connection until it is reset or times out, at most HOLD_SECONDS. */
+		for (int i = 0; i < HOLD_SECONDS; i++) {
+			struct sockaddr_in peer;
+			if (uls_getpeername(c.sd, &peer) < 0)
+				break;
+			sleep(1);
+		}
+		break;
+	}
+	free(b);
+	uls_close(c.sd);
+	return NULL;
+}
+
+struct listener {
+	int sd;
+	enum service svc;
+};
+
+static void *accept_loop(void *arg)
+{
+	struct listener *l = arg;
+
+	for (;;) {
+		int sd = uls_accept(l->sd, NULL);
+		if (sd < 0) {
+			if (sd == -EBADF || sd == -ENETDOWN)
+				return NULL;
+			continue;
+		}
+		struct conn *c = malloc(sizeof(*c));
+		pthread_t t;
+		if (!c) {
+			uls_close(sd);
+			continue;
+		}
+		c->sd = sd;
+		c->svc = l->svc;
+		if (pthread_create(&t, NULL, serve_conn, c) != 0) {
+			free(c);
+			uls_close(sd);
+			continue;
+		}
+		pthread_detach(t);
+	}
+}
+
+static int listen_on(unsigned port, enum service svc)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	struct listener *l = malloc(sizeof(*l));
+	pthread_t t;
+	int sd = uls_socket(SOCK_STREAM), one = 1;
+
+	if (!l || sd < 0)
+		return sd < 0 ? sd : -ENOMEM;
+	uls_setsockopt(sd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	int rc = uls_bind(sd, &a);
+	if (rc == 0)
+		rc = uls_listen(sd, 128);
+	if (rc < 0)
+		return rc;
+	l->sd = sd;
+	l->svc = svc;
+	if (pthread_create(&t, NULL, accept_loop, l) != 0)
+		return -EAGAIN;
+	pthread_detach(t);
+	return 0;
+}
+
+static void *udp_echo(void *arg)
+{
+	int sd = *(int *)arg;
+	static char buf[65536];
+
+	for (;;) {
+		struct sockaddr_in from;
+		ssize_t n = uls_recvfrom(sd, buf, sizeof(buf), 0, &from);
+		if (n == -EBADF || n == -ENETDOWN)
+			return NULL;
+		if (n >= 0)
+			uls_sendto(sd, buf, (size_t)n, 0, &from);
+	}
+}
+
+static int write_stats(int fd)
+{
+	int n = uls_counters(NULL, 0);
+	struct uls_counter *c = calloc((size_t)n, sizeof(*c));
+	FILE *f = fdopen(fd, "w");
+
+	if (!c || !f) {
+		free(c);
+		if (f)
+			fclose(f);
+		else
+			close(fd);
+		return -ENOMEM;
+	}
+	n = uls_counters(c, (size_t)n);
+	fprintf(f, "{\"counters\": {");
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%s\"%s\": %llu", i ? ", " : "", c[i].name, (unsigned long long)c[i].value);
+	fprintf(f, "}}\n");
+	fclose(f);
+	free(c);
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: ulsnode --tap IFNAME --ip A.B.C.D/NN [--mac MAC] [--gw A.B.C.D]\n"
+		   "               [--mtu N] [--stats PATH]\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "tap", required_argument, NULL, 't' }, { "ip", required_argument, NULL, 'i' },
+		{ "mac", required_argument, NULL, 'm' }, { "gw", required_argument, NULL, 'g' },
+		{ "mtu", required_argument, NULL, 'u' }, { "stats", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
+	};
+	struct node_opts no = { 0 };
+	const char *stats = NULL;
+	int c, idx;
+
+	while ((c = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
+		if (c == 'h') {
+			usage(stdout);
+			return 0;
+		}
+		if (c == 's') {
+			stats = optarg;
+			continue;
+		}
+		if (c == '?' || bench__node_opt(&no, opts[idx].name, optarg) != 1) {
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc || !no.have_tap || !no.have_ip) {
+		usage(stderr);
+		return 2;
+	}
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	if (stats && strlen(stats) >= sizeof(sun.sun_path)) {
+		fprintf(stderr, "ulsnode: --stats path too long\n");
+		return 2;
+	}
+
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);  /* threads inherit: only main sees them */
+
+	if (bench__node_start(&no, "ulsnode") < 0)
+		return 1;
+	static const struct { unsigned port; enum service svc; } svcs[] = {
+		{ 7, SVC_ECHO }, { 9, SVC_DISCARD }, { 10, SVC_HOLD },
+		{ 13, SVC_GREET }, { 19, SVC_SOURCE },
+	};
+	for (size_t i = 0; i < sizeof(svcs) / sizeof(svcs[0]); i++) {
+		int rc = listen_on(svcs[i].port, svcs[i].svc);
+		if (rc < 0) {
+			fprintf(stderr, "ulsnode: port %u: %s\n", svcs[i].port, strerror(-rc));
+			return 1;
+		}
+	}
+	int usd = uls_socket(SOCK_DGRAM);
+	struct sockaddr_in ua = { .sin_family = AF_INET, .sin_port = htons(7) };
+	pthread_t ut;
+	if (usd < 0 || uls_bind(usd, &ua) < 0 || pthread_create(&ut, NULL, udp_echo, &usd) != 0) {
+		fprintf(stderr, "ulsnode: UDP echo failed\n");
+		return 1;
+	}
+	pthread_detach(ut);
+
+	int ssd = -1;
+	if (stats) {
+		memcpy(sun.sun_path, stats, strlen(stats) + 1);
+		unlink(stats);
+		ssd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (ssd < 0 || bind(ssd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
+		    listen(ssd, 16) < 0) {
+			fprintf(stderr, "ulsnode: --stats %s: %s\n", stats, strerror(errno));
+			return 1;
+		}
+	}
+	fprintf(stderr, "ulsnode: up on %s\n", no.cfg.tap);
+
+	/* Main thread: serve stats requests and wait for a stop signal. */
+	for (;;) {
+		struct timespec tick = { 0, 50 * 1000 * 1000 };
+		int sig = sigtimedwait(&sigs, NULL, &tick);
+		if (sig == SIGTERM || sig == SIGINT)
+			break;
+		if (ssd >= 0) {
+			int fd = accept4(ssd, NULL, NULL, SOCK_CLOEXEC);
+			if (fd >= 0)
+				write_stats(fd);
+		}
+	}
+	if (stats)
+		unlink(stats);
+	uls_node_stop();
+	return 0;
+}

@@ -1,0 +1,58 @@
+/* Ethernet frame checks done before any protocol code sees a frame.
+ *
+ * Read first: RFC 894 (IPv4 over Ethernet), RFC 826 (ARP), RFC 791 §3.1 (IPv4 header).
+ *
+ * The checks are pure functions on byte arrays so that they can be unit-tested and fuzzed
+ * without a device. Every frame gets exactly one verdict; each drop verdict has a counter.
+ */
+#ifndef ULS_NETIF_FRAME_H
+#define ULS_NETIF_FRAME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define NIF_ETH_ALEN        6
+#define NIF_ETH_HLEN        14
+#define NIF_ETHERTYPE_IPV4  0x0800
+#define NIF_ETHERTYPE_ARP   0x0806
+#define NIF_ETHERTYPE_VLAN  0x8100
+#define NIF_IPV4_MIN_HLEN   20
+#define NIF_ARP_IPV4_LEN    28  /* RFC 826 packet for Ethernet/IPv4 */
+#define NIF_MTU_MIN         68  /* RFC 791: every host must accept 68-octet datagrams */
+#define NIF_MTU_MAX         65535
+
+/* Verdicts: the first ones pass the frame on, the rest are drop reasons. */
+enum nif_verdict {
+	NIF_PASS_IPV4,
+	NIF_PASS_ARP,
+	NIF_DROP_RUNT,           /* shorter than an Ethernet header */
+	NIF_DROP_OVERSIZE,       /* longer than MTU + header (or truncated by the device) */
+	NIF_DROP_NOT_OURS,       /* unicast to another MAC (the bridge floods before it learns) */
+	NIF_DROP_ETHERTYPE,      /* not IPv4 or ARP (IPv6, VLAN tags, ...) */
+	NIF_DROP_IPV4_HEADER,    /* bad version, header length or total length */
+	NIF_DROP_ARP_HEADER,     /* ARP not for Ethernet/IPv4, or too short */
+	NIF_VERDICT_COUNT
+};
+
+#define NIF_FRAME_LLBCAST 0x1u  /* link-layer broadcast */
+#define NIF_FRAME_LLMCAST 0x2u  /* link-layer multicast */
+
+/* What a passed frame holds: the network-layer bytes at frame[l3_off], l3_len long
+ * (Ethernet padding already trimmed for IPv4). */
+struct nif_frame_info {
+	size_t l3_off;
+	size_t l3_len;
+	unsigned flags;
+};
+
+enum nif_verdict nif_frame_check(const uint8_t *frame, size_t len, size_t max_len,
+				 const uint8_t own_mac[NIF_ETH_ALEN],
+				 struct nif_frame_info *info);
+const char *nif_verdict_name(enum nif_verdict v);
+bool nif_verdict_is_drop(enum nif_verdict v);
+
+/* Parse "aa:bb:cc:dd:ee:ff"; returns false (and leaves mac alone) on anything else. */
+bool nif_mac_parse(const char *s, uint8_t mac[NIF_ETH_ALEN]);
+
+#endif

@@ -1,0 +1,5 @@
+# netif/: network devices. No lwIP here: frames in, frames out.
+noinst_LTLIBRARIES += netif/libnif.la
+netif_libnif_la_SOURCES = netif/frame.c netif/frame.h netif/tap.c netif/tap.h
+netif_libnif_la_CFLAGS = $(AM_CFLAGS) $(LIBURING_CFLAGS)
+netif_libnif_la_LIBADD = $(LIBURING_LIBS)

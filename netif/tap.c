@@ -1,0 +1,477 @@
+/* TAP device over io_uring (see tap.h).
+ *
+ * Receive keeps rx_depth reads in flight on one ring that only the stack thread touches; a
+ * read of the wake eventfd sits in the same ring so that one wait covers frames, wake-ups
+ * and the timer deadline. Transmit uses a second ring, touched only under the caller's lock,
+ * so the two sides never share a submission queue.
+ *
+ * Deviation: frames are copied into transmit buffers rather than written from lwIP's pbufs
+ * in place. lwIP rewrites a segment's header when it retransmits it, and a write that
+ * io_uring has punted to a worker could otherwise read a half-rewritten header.
+ */
+#include "netif/tap.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/if.h>
+#include <linux/if_tun.h>
+#include <liburing.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define RX_DEPTH_DEFAULT   64
+#define TX_DEPTH_DEFAULT   256
+#define TX_SUBMIT_BATCH    64
+#define WAKE_TAG           UINT64_MAX
+#define RX_ERROR_BACKOFF_US 10000
+
+struct nif_tap {
+	int fd;
+	int wake_fd;
+	unsigned mtu;
+	size_t frame_max;      /* MTU + Ethernet header */
+	size_t buf_size;       /* one byte more than frame_max, to notice truncation */
+	bool uring;
+
+	struct io_uring rx;
+	unsigned rx_depth;
+	uint8_t *rx_bufs;
+	uint64_t wake_buf;
+	unsigned rx_rearm;     /* reads prepared but not yet submitted */
+	unsigned rx_errors_in_row;
+
+	struct io_uring tx;
+	unsigned tx_depth;
+	uint8_t *tx_bufs;
+	unsigned *tx_free;
+	unsigned tx_nfree;
+	unsigned tx_unsubmitted;
+
+	struct nif_tap_stats st;
+};
+
+static void default_log(int level, const char *msg)
+{
+	(void)level;
+	fprintf(stderr, "ulstack: %s\n", msg);
+}
+
+static nif_log_fn *log_fn = default_log;
+
+void nif_set_log(nif_log_fn *fn)
+{
+	log_fn = fn ? fn : default_log;
+}
+
+__attribute__((format(printf, 2, 3)))
+static void logf_(int level, const char *fmt, ...)
+{
+	char buf[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	log_fn(level, buf);
+}
+
+static int attach(const char *ifname)
+{
+	struct ifreq ifr;
+	int fd;
+
+	if (!ifname || !*ifname || strlen(ifname) >= IFNAMSIZ)
+		return -EINVAL;
+	fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	memset(&ifr, 0, sizeof(ifr));
+	ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+	memcpy(ifr.ifr_name, ifname, strlen(ifname));
+	if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
+		int err = -errno;
+		close(fd);
+		return err;
+	}
+	/* A persistent TAP keeps the offloads a previous owner set; without a virtio-net header
+	 * we must receive plain, fully checksummed frames, so reset them. */
+	if (ioctl(fd, TUNSETOFFLOAD, 0) < 0) {
+		int err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+static int device_mtu(const char *ifname, unsigned *mtu)
+{
+	struct ifreq ifr;
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (s < 0)
+		return -errno;
+	memset(&ifr, 0, sizeof(ifr));
+	memcpy(ifr.ifr_name, ifname, strlen(ifname));
+	int rc = ioctl(s, SIOCGIFMTU, &ifr);
+	int err = rc < 0 ? -errno : 0;
+	close(s);
+	if (err)
+		return err;
+	*mtu = (unsigned)ifr.ifr_mtu;
+	return 0;
+}
+
+static uint8_t *rx_buf(struct nif_tap *t, unsigned slot)
+{
+	return t->rx_bufs + (size_t)slot * t->buf_size;
+}
+
+static uint8_t *tx_buf(struct nif_tap *t, unsigned slot)
+{
+	return t->tx_bufs + (size_t)slot * t->buf_size;
+}
+
+static struct io_uring_sqe *rx_sqe(struct nif_tap *t)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&t->rx);
+
+	if (!sqe) {
+		io_uring_submit(&t->rx);
+		t->rx_rearm = 0;
+		sqe = io_uring_get_sqe(&t->rx);
+	}
+	return sqe;
+}
+
+static void arm_read(struct nif_tap *t, unsigned slot)
+{
+	struct io_uring_sqe *sqe = rx_sqe(t);
+
+	if (!sqe)
+		return;  /* cannot happen: the ring has room for every read we own */
+	io_uring_prep_read(sqe, t->fd, rx_buf(t, slot), (unsigned)t->buf_size, 0);
+	io_uring_sqe_set_data64(sqe, slot);
+	t->rx_rearm++;
+}
+
+static void arm_wake(struct nif_tap *t)
+{
+	struct io_uring_sqe *sqe = rx_sqe(t);
+
+	if (!sqe)
+		return;
+	io_uring_prep_read(sqe, t->wake_fd, &t->wake_buf, sizeof(t->wake_buf), 0);
+	io_uring_sqe_set_data64(sqe, WAKE_TAG);
+	t->rx_rearm++;
+}
+
+static int setup_uring(struct nif_tap *t)
+{
+	int rc = io_uring_queue_init(t->rx_depth * 2 + 2, &t->rx, 0);
+
+	if (rc < 0)
+		return rc;
+	rc = io_uring_queue_init(t->tx_depth, &t->tx, 0);
+	if (rc < 0) {
+		io_uring_queue_exit(&t->rx);
+		return rc;
+	}
+	for (unsigned i = 0; i < t->rx_depth; i++)
+		arm_read(t, i);
+	arm_wake(t);
+	rc = io_uring_submit(&t->rx);
+	if (rc < 0) {
+		io_uring_queue_exit(&t->rx);
+		io_uring_queue_exit(&t->tx);
+		return rc;
+	}
+	t->rx_rearm = 0;
+	return 0;
+}
+
+int nif_tap_open(struct nif_tap **out, const struct nif_tap_config *cfg)
+{
+	struct nif_tap *t;
+	unsigned devmtu = 0;
+	int rc;
+
+	if (!out || !cfg)
+		return -EINVAL;
+	if (cfg->mtu && (cfg->mtu < NIF_MTU_MIN || cfg->mtu > NIF_MTU_MAX))
+		return -EINVAL;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->fd = t->wake_fd = -1;
+	rc = attach(cfg->ifname);
+	if (rc < 0)
+		goto fail;
+	t->fd = rc;
+	rc = device_mtu(cfg->ifname, &devmtu);
+	if (rc < 0)
+		goto fail;
+	t->mtu = cfg->mtu ? cfg->mtu : devmtu;
+	/* Receive buffers hold the larger of the two MTUs: the kernel delivers up to the
+	 * device's MTU whatever the stack was told. */
+	t->frame_max = (size_t)t->mtu + NIF_ETH_HLEN;
+	t->buf_size = ((devmtu > t->mtu ? devmtu : t->mtu) + NIF_ETH_HLEN + 1 + 63) & ~(size_t)63;
+	t->rx_depth = cfg->rx_depth ? cfg->rx_depth : RX_DEPTH_DEFAULT;
+	t->tx_depth = cfg->tx_depth ? cfg->tx_depth : TX_DEPTH_DEFAULT;
+	t->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (t->wake_fd < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	t->rx_bufs = malloc(t->buf_size * t->rx_depth);
+	t->tx_bufs = malloc(t->buf_size * t->tx_depth);
+	t->tx_free = malloc(sizeof(*t->tx_free) * t->tx_depth);
+	if (!t->rx_bufs || !t->tx_bufs || !t->tx_free) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	for (unsigned i = 0; i < t->tx_depth; i++)
+		t->tx_free[i] = t->tx_depth - 1 - i;
+	t->tx_nfree = t->tx_depth;
+
+	const char *no_uring = getenv("ULS_NO_IO_URING");
+	if (no_uring && strcmp(no_uring, "1") == 0) {
+		logf_(1, "io_uring disabled by ULS_NO_IO_URING=1: using read/write on %s", cfg->ifname);
+	} else {
+		rc = setup_uring(t);
+		if (rc == 0)
+			t->uring = true;
+		else
+			logf_(1, "io_uring unavailable (%s): using read/write on %s",
+			      strerror(-rc), cfg->ifname);
+	}
+	*out = t;
+	return 0;
+fail:
+	nif_tap_close(t);
+	return rc;
+}
+
+void nif_tap_close(struct nif_tap *t)
+{
+	if (!t)
+		return;
+	if (t->uring) {
+		io_uring_queue_exit(&t->rx);
+		io_uring_queue_exit(&t->tx);
+	}
+	if (t->fd >= 0)
+		close(t->fd);
+	if (t->wake_fd >= 0)
+		close(t->wake_fd);
+	free(t->rx_bufs);
+	free(t->tx_bufs);
+	free(t->tx_free);
+	free(t);
+}
+
+unsigned nif_tap_mtu(const struct nif_tap *t)
+{
+	return t->mtu;
+}
+
+int nif_tap_uses_io_uring(const struct nif_tap *t)
+{
+	return t->uring;
+}
+
+/* Wait for frames, a wake-up or the timeout (-1: none). Only the receiving thread calls
+ * this, without holding the caller's lock. */
+int nif_tap_wait(struct nif_tap *t, int timeout_ms)
+{
+	if (t->uring) {
+		struct io_uring_cqe *cqe;
+		struct __kernel_timespec ts = {
+			.tv_sec = timeout_ms / 1000,
+			.tv_nsec = (long long)(timeout_ms % 1000) * 1000000,
+		};
+		int rc = io_uring_wait_cqe_timeout(&t->rx, &cqe, timeout_ms < 0 ? NULL : &ts);
+		if (rc == 0)
+			t->st.rx_wakeups++;
+		return rc == -ETIME || rc == -EINTR ? 0 : rc;
+	}
+	struct pollfd pfd[2] = {
+		{ .fd = t->fd, .events = POLLIN },
+		{ .fd = t->wake_fd, .events = POLLIN },
+	};
+	int rc = poll(pfd, 2, timeout_ms);
+	if (rc > 0)
+		t->st.rx_wakeups++;
+	return rc < 0 && errno != EINTR ? -errno : 0;
+}
+
+static void rx_error(struct nif_tap *t, int err)
+{
+	t->st.rx_errors++;
+	/* A device that keeps failing (taken down under us) must not turn this thread into a
+	 * busy loop. */
+	if (++t->rx_errors_in_row > 64)
+		usleep(RX_ERROR_BACKOFF_US);
+	if (t->st.rx_errors == 1)
+		logf_(1, "TAP read failed: %s", strerror(err));
+}
+
+static int rx_fallback(struct nif_tap *t, nif_rx_fn *fn, void *arg, unsigned budget)
+{
+	unsigned n = 0;
+	uint64_t v;
+
+	while (read(t->wake_fd, &v, sizeof(v)) > 0)
+		;
+	while (n < budget) {
+		ssize_t len = read(t->fd, t->rx_bufs, t->buf_size);
+		if (len < 0) {
+			if (errno != EAGAIN && errno != EINTR)
+				rx_error(t, errno);
+			break;
+		}
+		t->rx_errors_in_row = 0;
+		t->st.rx_frames++;
+		t->st.rx_bytes += (uint64_t)len;
+		fn(arg, t->rx_bufs, (size_t)len);
+		n++;
+	}
+	return (int)n;
+}
+
+/* Deliver up to budget received frames to fn and put their reads back in flight. The frame
+ * is only valid during the call. Returns the number of frames delivered. */
+int nif_tap_rx(struct nif_tap *t, nif_rx_fn *fn, void *arg, unsigned budget)
+{
+	struct io_uring_cqe *cqe;
+	unsigned n = 0;
+
+	if (!t->uring)
+		return rx_fallback(t, fn, arg, budget);
+	while (n < budget && io_uring_peek_cqe(&t->rx, &cqe) == 0) {
+		uint64_t tag = io_uring_cqe_get_data64(cqe);
+		int res = cqe->res;
+
+		io_uring_cqe_seen(&t->rx, cqe);
+		if (tag == WAKE_TAG) {
+			arm_wake(t);
+			continue;
+		}
+		if (res > 0) {
+			t->rx_errors_in_row = 0;
+			t->st.rx_frames++;
+			t->st.rx_bytes += (uint64_t)res;
+			fn(arg, rx_buf(t, (unsigned)tag), (size_t)res);
+			n++;
+		} else if (res < 0 && res != -EAGAIN && res != -EINTR) {
+			rx_error(t, -res);
+		}
+		arm_read(t, (unsigned)tag);
+	}
+	if (t->rx_rearm) {
+		io_uring_submit(&t->rx);
+		t->rx_rearm = 0;
+	}
+	return (int)n;
+}
+
+void nif_tap_wake(struct nif_tap *t)
+{
+	uint64_t one = 1;
+
+	/* EAGAIN means the counter is already non-zero: a wake-up is pending anyway. */
+	if (write(t->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		logf_(1, "wake write failed: %s", strerror(errno));
+}
+
+static void tx_reap(struct nif_tap *t)
+{
+	struct io_uring_cqe *cqe;
+
+	while (io_uring_peek_cqe(&t->tx, &cqe) == 0) {
+		unsigned slot = (unsigned)io_uring_cqe_get_data64(cqe);
+		if (cqe->res < 0)
+			t->st.tx_errors++;
+		t->tx_free[t->tx_nfree++] = slot;
+		io_uring_cqe_seen(&t->tx, cqe);
+	}
+}
+
+/* A transmit buffer of at least MTU + 14 bytes. The caller must hold its lock until the
+ * buffer is queued. Waits for the kernel to finish earlier writes when all are in use. */
+uint8_t *nif_tap_tx_slot(struct nif_tap *t)
+{
+	if (!t->uring)
+		return t->tx_bufs;
+	if (t->tx_nfree == 0)
+		tx_reap(t);
+	while (t->tx_nfree == 0) {
+		struct io_uring_cqe *cqe;
+		t->st.tx_waits++;
+		if (t->tx_unsubmitted) {
+			io_uring_submit(&t->tx);
+			t->tx_unsubmitted = 0;
+		}
+		if (io_uring_wait_cqe(&t->tx, &cqe) < 0)
+			return NULL;
+		tx_reap(t);
+	}
+	return tx_buf(t, t->tx_free[--t->tx_nfree]);
+}
+
+void nif_tap_tx_queue(struct nif_tap *t, uint8_t *slot, size_t len)
+{
+	if (!t->uring) {
+		ssize_t n = write(t->fd, slot, len);
+		if (n < 0)
+			t->st.tx_errors++;
+		else if ((size_t)n != len)
+			t->st.tx_short++;
+		else {
+			t->st.tx_frames++;
+			t->st.tx_bytes += len;
+		}
+		return;
+	}
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&t->tx);
+	if (!sqe) {
+		io_uring_submit(&t->tx);
+		t->tx_unsubmitted = 0;
+		sqe = io_uring_get_sqe(&t->tx);
+	}
+	io_uring_prep_write(sqe, t->fd, slot, (unsigned)len, 0);
+	io_uring_sqe_set_data64(sqe, (uint64_t)((size_t)(slot - t->tx_bufs) / t->buf_size));
+	t->st.tx_frames++;
+	t->st.tx_bytes += len;
+	if (++t->tx_unsubmitted >= TX_SUBMIT_BATCH) {
+		io_uring_submit(&t->tx);
+		t->tx_unsubmitted = 0;
+	}
+}
+
+/* Hand every queued frame to the kernel in one system call. */
+int nif_tap_tx_flush(struct nif_tap *t)
+{
+	int rc = 0;
+
+	if (!t->uring)
+		return 0;
+	if (t->tx_unsubmitted) {
+		rc = io_uring_submit(&t->tx);
+		t->tx_unsubmitted = 0;
+	}
+	tx_reap(t);
+	return rc < 0 ? rc : 0;
+}
+
+void nif_tap_get_stats(const struct nif_tap *t, struct nif_tap_stats *out)
+{
+	*out = t->st;
+}

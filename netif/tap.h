@@ -1,0 +1,57 @@
+/* A Linux TAP device driven through io_uring, with batched reads and writes.
+ *
+ * The device knows nothing of IP or lwIP: it moves Ethernet frames. Receive is owned by one
+ * thread (the stack thread): nif_tap_wait() then nif_tap_rx(). Transmit may be used from any
+ * thread as long as the caller serialises it (ulstack holds its core lock): frames are
+ * queued with nif_tap_tx_slot()/nif_tap_tx_queue() and go to the kernel in one system call
+ * at nif_tap_tx_flush(). nif_tap_wake() is safe from any thread and ends a wait.
+ *
+ * When io_uring is unavailable (or ULS_NO_IO_URING=1 is set) the same calls fall back to
+ * poll(2), read(2) and write(2); that is logged once.
+ */
+#ifndef ULS_NETIF_TAP_H
+#define ULS_NETIF_TAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "netif/frame.h"
+
+struct nif_tap;
+
+struct nif_tap_config {
+	const char *ifname;   /* an existing TAP device in the caller's network namespace */
+	unsigned mtu;         /* 0: the device's MTU */
+	unsigned rx_depth;    /* reads kept in flight (0: default) */
+	unsigned tx_depth;    /* transmit buffers (0: default) */
+};
+
+struct nif_tap_stats {
+	uint64_t rx_frames, rx_bytes, rx_errors;
+	uint64_t tx_frames, tx_bytes, tx_errors, tx_short;
+	uint64_t tx_waits;    /* times a sender had to wait for a free transmit buffer */
+	uint64_t rx_wakeups;  /* waits that ended with work to do */
+};
+
+typedef void nif_rx_fn(void *arg, const uint8_t *frame, size_t len);
+
+int nif_tap_open(struct nif_tap **out, const struct nif_tap_config *cfg);
+void nif_tap_close(struct nif_tap *tap);
+unsigned nif_tap_mtu(const struct nif_tap *tap);
+int nif_tap_uses_io_uring(const struct nif_tap *tap);
+
+int nif_tap_wait(struct nif_tap *tap, int timeout_ms);
+int nif_tap_rx(struct nif_tap *tap, nif_rx_fn *fn, void *arg, unsigned budget);
+void nif_tap_wake(struct nif_tap *tap);
+
+uint8_t *nif_tap_tx_slot(struct nif_tap *tap);
+void nif_tap_tx_queue(struct nif_tap *tap, uint8_t *slot, size_t len);
+int nif_tap_tx_flush(struct nif_tap *tap);
+
+void nif_tap_get_stats(const struct nif_tap *tap, struct nif_tap_stats *out);
+
+/* Logging hook: the host program decides where messages go (default: stderr). */
+typedef void nif_log_fn(int level, const char *msg);
+void nif_set_log(nif_log_fn *fn);
+
+#endif

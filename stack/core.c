@@ -1,0 +1,212 @@
+/* Bringing a node up and keeping it running: the core lock and the stack thread.
+ *
+ * lwIP runs with NO_SYS=1 under one mutex (the core lock). Application threads take it for
+ * each socket call and call lwIP directly; the stack thread takes it to feed received frames
+ * to lwIP and to run lwIP's timers. Because timers run in that thread, ACKs, retransmissions
+ * and keepalives go on while the application computes or sleeps.
+ */
+#include "internal.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lwip/etharp.h"
+#include "lwip/init.h"
+#include "lwip/ip4_addr.h"
+#include "lwip/netif.h"
+#include "lwip/timeouts.h"
+#include "netif/ethernet.h"
+
+#define RX_BUDGET 256  /* frames per round before timers run again */
+
+struct stk_node stk__node = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+void stk__lock(void)
+{
+	pthread_mutex_lock(&stk__node.lock);
+	stk__node.owner = pthread_self();
+	stk__node.owned = true;
+}
+
+static void unlock_raw(void)
+{
+	stk__node.owned = false;
+	pthread_mutex_unlock(&stk__node.lock);
+}
+
+/* Leave lwIP: send what the call queued, and wake the stack thread if the call armed a
+ * timer that fires before the stack thread's planned wake-up. */
+void stk__unlock(void)
+{
+	if (stk__node.up) {
+		nif_tap_tx_flush(stk__node.tap);
+		if (stk__node.sleeping) {
+			u32_t sleep = sys_timeouts_sleeptime();
+			if (sleep != SYS_TIMEOUTS_SLEEPTIME_INFINITE &&
+			    stk__now_ms() + sleep < stk__node.sleep_deadline) {
+				stk__node.sleep_deadline = 0;
+				nif_tap_wake(stk__node.tap);
+			}
+		}
+	}
+	unlock_raw();
+}
+
+static void *stack_thread(void *arg)
+{
+	struct stk_node *n = arg;
+
+	stk__lock();
+	while (n->running) {
+		u32_t sleep = sys_timeouts_sleeptime();
+		int timeout = sleep == SYS_TIMEOUTS_SLEEPTIME_INFINITE ? -1 :
+			      sleep > INT_MAX ? INT_MAX : (int)sleep;
+		n->sleep_deadline = timeout < 0 ? UINT64_MAX : stk__now_ms() + (uint64_t)timeout;
+		n->sleeping = true;
+		unlock_raw();
+		nif_tap_wait(n->tap, timeout);
+		stk__lock();
+		n->sleeping = false;
+		if (!n->running)
+			break;
+		nif_tap_rx(n->tap, stk__ethif_input, &n->netif, RX_BUDGET);
+		sys_check_timeouts();
+		nif_tap_tx_flush(n->tap);
+	}
+	unlock_raw();
+	return NULL;
+}
+
+int uls_parse_cidr(const char *s, struct in_addr *addr, unsigned *prefix_len)
+{
+	char buf[INET_ADDRSTRLEN];
+	const char *slash;
+	char *end;
+	unsigned long plen;
+	struct in_addr a;
+
+	if (!s || !addr || !prefix_len)
+		return -EINVAL;
+	slash = strchr(s, '/');
+	if (!slash || (size_t)(slash - s) >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, s, (size_t)(slash - s));
+	buf[slash - s] = '\0';
+	if (inet_pton(AF_INET, buf, &a) != 1)
+		return -EINVAL;
+	errno = 0;
+	plen = strtoul(slash + 1, &end, 10);
+	if (slash[1] == '\0' || *end || errno || plen < 1 || plen > 30)
+		return -EINVAL;
+	*addr = a;
+	*prefix_len = (unsigned)plen;
+	return 0;
+}
+
+static int check_config(const struct uls_node_config *cfg)
+{
+	uint32_t a;
+
+	if (!cfg || !cfg->tap || !*cfg->tap)
+		return -EINVAL;
+	if (cfg->prefix_len < 1 || cfg->prefix_len > 30)
+		return -EINVAL;
+	a = ntohl(cfg->addr.s_addr);
+	/* A node address must be a unicast host address. */
+	if (a == 0 || (a >> 24) == 127 || (a >> 28) >= 0xe)
+		return -EINVAL;
+	if (cfg->mtu && (cfg->mtu < NIF_MTU_MIN || cfg->mtu > NIF_MTU_MAX))
+		return -EINVAL;
+	if (cfg->mac[0] & 0x01)  /* a multicast MAC cannot be a station address */
+		return -EINVAL;
+	return 0;
+}
+
+int uls_node_start(const struct uls_node_config *cfg)
+{
+	struct nif_tap_config tcfg;
+	ip4_addr_t ip, mask, gw;
+	static const uint8_t zero[6];
+	int rc = check_config(cfg);
+
+	if (rc < 0)
+		return rc;
+	stk__lock();
+	if (stk__node.up) {
+		stk__unlock();
+		return -EALREADY;
+	}
+	memset(&tcfg, 0, sizeof(tcfg));
+	tcfg.ifname = cfg->tap;
+	tcfg.mtu = cfg->mtu;
+	rc = nif_tap_open(&stk__node.tap, &tcfg);
+	if (rc < 0) {
+		stk__unlock();
+		return rc;
+	}
+	if (memcmp(cfg->mac, zero, 6) != 0) {
+		memcpy(stk__node.mac, cfg->mac, 6);
+	} else {
+		/* Locally administered (bit 1 of the first octet), derived from the address. */
+		uint32_t a = ntohl(cfg->addr.s_addr);
+		uint8_t mac[6] = { 0x02, 0x75, 0x6c, (uint8_t)(a >> 16), (uint8_t)(a >> 8), (uint8_t)a };
+		memcpy(stk__node.mac, mac, 6);
+	}
+	static bool lwip_ready;
+	if (!lwip_ready) {
+		lwip_init();
+		lwip_ready = true;
+	}
+	ip.addr = cfg->addr.s_addr;
+	mask.addr = htonl(0xffffffffu << (32 - cfg->prefix_len));
+	gw.addr = cfg->gateway.s_addr;
+	if (!netif_add(&stk__node.netif, &ip, &mask, &gw, NULL, stk__ethif_init, ethernet_input)) {
+		nif_tap_close(stk__node.tap);
+		stk__node.tap = NULL;
+		stk__unlock();
+		return -EINVAL;
+	}
+	netif_set_default(&stk__node.netif);
+	stk__node.up = true;
+	netif_set_link_up(&stk__node.netif);
+	netif_set_up(&stk__node.netif);  /* announces the address: gratuitous ARP */
+	stk__node.running = true;
+	rc = pthread_create(&stk__node.thread, NULL, stack_thread, &stk__node);
+	if (rc != 0) {
+		stk__node.running = false;
+		stk__node.up = false;
+		netif_remove(&stk__node.netif);
+		nif_tap_close(stk__node.tap);
+		stk__node.tap = NULL;
+		stk__unlock();
+		return -rc;
+	}
+	stk__unlock();
+	return 0;
+}
+
+void uls_node_stop(void)
+{
+	stk__lock();
+	if (!stk__node.up) {
+		unlock_raw();
+		return;
+	}
+	stk__sockets_shutdown();
+	nif_tap_tx_flush(stk__node.tap);
+	stk__node.running = false;
+	nif_tap_wake(stk__node.tap);
+	unlock_raw();
+	pthread_join(stk__node.thread, NULL);
+	stk__lock();
+	netif_set_down(&stk__node.netif);
+	netif_remove(&stk__node.netif);
+	stk__node.up = false;
+	nif_tap_close(stk__node.tap);
+	stk__node.tap = NULL;
+	unlock_raw();
+}

@@ -1,0 +1,91 @@
+/* Named counters: every drop and refusal in the stack, from lwIP's statistics, the frame
+ * checks, the TAP, and the socket layer. Tests assert on these names; ulsstat prints them. */
+#include "internal.h"
+
+#include <string.h>
+
+#include "lwip/stats.h"
+
+static uint64_t own[STK_CNT__COUNT];
+static uint64_t verdicts[NIF_VERDICT_COUNT];
+
+static const char *const own_names[STK_CNT__COUNT] = {
+	[STK_CNT_UDP_RCVBUF_FULL] = "udp_rcvbuf_full",
+	[STK_CNT_TCP_ACCEPTQ_FULL] = "tcp_acceptq_full",
+	[STK_CNT_RX_NOMEM] = "rx_nomem",
+	[STK_CNT_TX_NOBUF] = "tx_nobuf",
+	[STK_CNT_TX_OVERSIZE] = "tx_oversize",
+};
+
+/* Called with the core lock held, like every other counter update. */
+void stk__count(enum stk_counter c)
+{
+	own[c]++;
+}
+
+void stk__count_verdict(enum nif_verdict v)
+{
+	if ((unsigned)v < NIF_VERDICT_COUNT)
+		verdicts[v]++;
+}
+
+struct sink {
+	struct uls_counter *out;
+	size_t n, i;
+};
+
+static void put(struct sink *k, const char *name, uint64_t v)
+{
+	if (k->i < k->n) {
+		k->out[k->i].name = name;
+		k->out[k->i].value = v;
+	}
+	k->i++;
+}
+
+#define PROTO(k, pfx, s)                                   \
+	do {                                               \
+		put(k, pfx "_recv", (s).recv);             \
+		put(k, pfx "_xmit", (s).xmit);             \
+		put(k, pfx "_drop", (s).drop);             \
+		put(k, pfx "_chkerr", (s).chkerr);         \
+		put(k, pfx "_lenerr", (s).lenerr);         \
+		put(k, pfx "_memerr", (s).memerr);         \
+		put(k, pfx "_rterr", (s).rterr);           \
+		put(k, pfx "_proterr", (s).proterr);       \
+		put(k, pfx "_opterr", (s).opterr);         \
+		put(k, pfx "_err", (s).err);               \
+	} while (0)
+
+int uls_counters(struct uls_counter *out, size_t n)
+{
+	struct sink k = { out, out ? n : 0, 0 };
+	struct nif_tap_stats ts;
+
+	stk__lock();
+	for (int v = 0; v < NIF_VERDICT_COUNT; v++)
+		if (nif_verdict_is_drop((enum nif_verdict)v))
+			put(&k, nif_verdict_name((enum nif_verdict)v), verdicts[v]);
+	for (int c = 0; c < STK_CNT__COUNT; c++)
+		put(&k, own_names[c], own[c]);
+	PROTO(&k, "link", lwip_stats.link);
+	PROTO(&k, "etharp", lwip_stats.etharp);
+	PROTO(&k, "ip", lwip_stats.ip);
+	PROTO(&k, "ipfrag", lwip_stats.ip_frag);
+	PROTO(&k, "icmp", lwip_stats.icmp);
+	PROTO(&k, "udp", lwip_stats.udp);
+	PROTO(&k, "tcp", lwip_stats.tcp);
+	memset(&ts, 0, sizeof(ts));
+	if (stk__node.tap)
+		nif_tap_get_stats(stk__node.tap, &ts);
+	put(&k, "tap_rx_frames", ts.rx_frames);
+	put(&k, "tap_rx_bytes", ts.rx_bytes);
+	put(&k, "tap_rx_errors", ts.rx_errors);
+	put(&k, "tap_tx_frames", ts.tx_frames);
+	put(&k, "tap_tx_bytes", ts.tx_bytes);
+	put(&k, "tap_tx_errors", ts.tx_errors);
+	put(&k, "tap_tx_waits", ts.tx_waits);
+	put(&k, "tap_rx_wakeups", ts.rx_wakeups);
+	stk__unlock();
+	return (int)k.i;
+}

@@ -1,0 +1,126 @@
+/* UDP sockets on lwIP's raw UDP API (RFC 768; RFC 1122 §4.1.3). */
+#include "sock.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "lwip/udp.h"
+
+/* Datagrams queued for the application beyond this are dropped and counted, as a kernel
+ * drops on a full SO_RCVBUF. */
+#define DGRAM_RCVBUF (4u << 20)
+/* 65535 - 20 (IPv4 header) - 8 (UDP header) */
+#define DGRAM_MAX 65507u
+
+static void on_recv(void *arg, struct udp_pcb *pcb, struct pbuf *p,
+		    const ip_addr_t *addr, u16_t port)
+{
+	struct stk_sock *s = arg;
+
+	(void)pcb;
+	if (!s || s->rxq.bytes + p->tot_len > DGRAM_RCVBUF ||
+	    stk__rxq_push(&s->rxq, p, ip_2_ip4(addr), port) < 0) {
+		stk__count(STK_CNT_UDP_RCVBUF_FULL);
+		pbuf_free(p);
+		return;
+	}
+	stk__sock_signal(s);
+}
+
+int stk__dgram_open(struct stk_sock *s)
+{
+	s->udp = udp_new_ip_type(IPADDR_TYPE_V4);
+	if (!s->udp)
+		return -ENOMEM;
+	udp_recv(s->udp, on_recv, s);
+	return 0;
+}
+
+int stk__dgram_bind(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port)
+{
+	ip_addr_t a;
+
+	if (s->udp->local_port)
+		return -EINVAL;
+	ip_addr_copy_from_ip4(a, *ip);
+	return stk__err_to_errno(udp_bind(s->udp, &a, port));
+}
+
+int stk__dgram_connect(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port)
+{
+	ip_addr_t a;
+
+	/* connect() to AF_INET INADDR_ANY:0 dissolves the association (like AF_UNSPEC). */
+	if (ip->addr == IPADDR_ANY && port == 0) {
+		udp_disconnect(s->udp);
+		s->state = STK_S_NEW;
+		return 0;
+	}
+	ip_addr_copy_from_ip4(a, *ip);
+	int rc = stk__err_to_errno(udp_connect(s->udp, &a, port));
+	if (rc == 0)
+		s->state = STK_S_CONNECTED;
+	return rc;
+}
+
+ssize_t stk__dgram_sendto(struct stk_sock *s, const void *buf, size_t len, int flags,
+			  const ip4_addr_t *ip, uint16_t port, bool has_to)
+{
+	ip_addr_t a;
+	struct pbuf *p;
+	err_t err;
+
+	(void)flags;
+	if (len > DGRAM_MAX)
+		return -EMSGSIZE;
+	if (!has_to && s->state != STK_S_CONNECTED)
+		return -EDESTADDRREQ;
+	if (has_to && port == 0)
+		return -EINVAL;
+	p = pbuf_alloc(PBUF_TRANSPORT, (u16_t)len, PBUF_RAM);
+	if (!p)
+		return -ENOBUFS;
+	if (len)
+		memcpy(p->payload, buf, len);
+	if (has_to) {
+		ip_addr_copy_from_ip4(a, *ip);
+		err = udp_sendto(s->udp, p, &a, port);
+	} else {
+		err = udp_send(s->udp, p);
+	}
+	pbuf_free(p);
+	return err == ERR_OK ? (ssize_t)len : stk__err_to_errno(err);
+}
+
+ssize_t stk__dgram_recvfrom(struct stk_sock *s, void *buf, size_t len, int flags,
+			    ip4_addr_t *ip, uint16_t *port)
+{
+	bool nonblock = s->nonblock || (flags & MSG_DONTWAIT);
+	struct stk_rxent *e;
+
+	while (!(e = stk__rxq_head(&s->rxq))) {
+		if (s->closed)
+			return -EBADF;
+		if (nonblock)
+			return -EAGAIN;
+		if (stk__sock_sleep(s, &s->rcvtimeo) == -ETIMEDOUT)
+			return -EAGAIN;
+	}
+	size_t dlen = e->p->tot_len;
+	size_t n = len < dlen ? len : dlen;
+	pbuf_copy_partial(e->p, buf, (u16_t)n, 0);
+	*ip = e->addr;
+	*port = e->port;
+	if (!(flags & MSG_PEEK))
+		stk__rxq_pop(&s->rxq);  /* the rest of a truncated datagram is discarded */
+	return (flags & MSG_TRUNC) ? (ssize_t)dlen : (ssize_t)n;
+}
+
+void stk__dgram_close(struct stk_sock *s)
+{
+	if (s->udp) {
+		udp_remove(s->udp);
+		s->udp = NULL;
+	}
+	s->state = STK_S_DEAD;
+}

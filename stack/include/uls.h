@@ -1,0 +1,80 @@
+/* ulstack: a user-level TCP/IP stack in every process.
+ *
+ * This is the only installed header. All functions return a non-negative value on success
+ * and -errno on failure; they never set errno. Descriptors returned by uls_socket() and
+ * uls_accept() are small non-negative integers private to the process (not kernel fds).
+ *
+ * A process runs one stack. uls_node_start() brings it up on a TAP device that the process
+ * opens itself (the single-process node: embedding and tests). Blocking calls sleep; a
+ * helper thread inside the library keeps timers, acknowledgements and retransmissions going
+ * while the caller computes or sleeps.
+ */
+#ifndef ULS_H
+#define ULS_H
+
+#include <netinet/in.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(ULS_BUILDING)
+#define ULS_EXTERN __attribute__((visibility("default")))
+#else
+#define ULS_EXTERN
+#endif
+
+struct uls_node_config {
+	const char *tap;        /* TAP device name (required) */
+	struct in_addr addr;    /* node address (required) */
+	unsigned prefix_len;    /* 1..30 */
+	struct in_addr gateway; /* 0.0.0.0: none */
+	uint8_t mac[6];         /* all zero: a locally administered MAC derived from addr */
+	unsigned mtu;           /* 0: the device's MTU; else 68..65535 */
+};
+
+/* Parse "A.B.C.D/NN" into addr and prefix_len (the CLI form). */
+ULS_EXTERN int uls_parse_cidr(const char *s, struct in_addr *addr, unsigned *prefix_len);
+
+ULS_EXTERN int uls_node_start(const struct uls_node_config *cfg);
+ULS_EXTERN void uls_node_stop(void);
+
+/* Sockets. type is SOCK_STREAM or SOCK_DGRAM, optionally or-ed with SOCK_NONBLOCK. */
+ULS_EXTERN int uls_socket(int type);
+ULS_EXTERN int uls_bind(int sd, const struct sockaddr_in *addr);
+ULS_EXTERN int uls_listen(int sd, int backlog);
+ULS_EXTERN int uls_accept(int sd, struct sockaddr_in *peer);
+ULS_EXTERN int uls_connect(int sd, const struct sockaddr_in *addr);
+ULS_EXTERN ssize_t uls_send(int sd, const void *buf, size_t len, int flags);
+ULS_EXTERN ssize_t uls_recv(int sd, void *buf, size_t len, int flags);
+ULS_EXTERN ssize_t uls_sendto(int sd, const void *buf, size_t len, int flags,
+			      const struct sockaddr_in *to);
+ULS_EXTERN ssize_t uls_recvfrom(int sd, void *buf, size_t len, int flags,
+				struct sockaddr_in *from);
+ULS_EXTERN int uls_shutdown(int sd, int how);
+ULS_EXTERN int uls_close(int sd);
+ULS_EXTERN int uls_setsockopt(int sd, int level, int name, const void *val, socklen_t len);
+ULS_EXTERN int uls_getsockopt(int sd, int level, int name, void *val, socklen_t *len);
+ULS_EXTERN int uls_getsockname(int sd, struct sockaddr_in *addr);
+ULS_EXTERN int uls_getpeername(int sd, struct sockaddr_in *addr);
+
+/* Counters: every drop and refusal has a name. uls_counters() fills up to n entries and
+ * returns how many there are in all. */
+struct uls_counter {
+	const char *name;
+	uint64_t value;
+};
+ULS_EXTERN int uls_counters(struct uls_counter *out, size_t n);
+
+/* Log messages go to this function (default: stderr). level: 0 error, 1 warning, 2 info. */
+typedef void uls_log_fn(int level, const char *msg);
+ULS_EXTERN void uls_set_log(uls_log_fn *fn);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,63 @@
+/* What the files of stack/ share. Nothing here is installed. */
+#ifndef ULS_STACK_INTERNAL_H
+#define ULS_STACK_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lwip/err.h"
+#include "lwip/ip4_addr.h"
+#include "lwip/netif.h"
+#include "netif/tap.h"
+#include "uls.h"
+
+/* The process's one node: lwIP is a set of globals, so there is one stack per process. */
+struct stk_node {
+	pthread_mutex_t lock;       /* lwIP's core lock: every call into lwIP holds it */
+	pthread_t owner;            /* holder of lock, for LWIP_ASSERT_CORE_LOCKED */
+	bool owned;
+	bool running;
+	bool up;
+	pthread_t thread;
+	struct nif_tap *tap;
+	struct netif netif;
+	uint8_t mac[6];
+	/* The stack thread's next planned wake-up (ms, sys_now() clock) while it sleeps, so a
+	 * caller that arms an earlier timer knows to wake it. */
+	bool sleeping;
+	uint64_t sleep_deadline;
+};
+
+extern struct stk_node stk__node;
+
+void stk__lock(void);
+void stk__unlock(void);
+uint64_t stk__now_ms(void);
+
+/* err_t to -errno: the one place where lwIP's error codes are converted. */
+int stk__err_to_errno(err_t err);
+
+/* Ethernet glue between the TAP and lwIP (ethif.c). */
+err_t stk__ethif_init(struct netif *netif);
+void stk__ethif_input(void *arg, const uint8_t *frame, size_t len);
+
+/* Counters of our own code, by name (counters.c). */
+enum stk_counter {
+	STK_CNT_UDP_RCVBUF_FULL,
+	STK_CNT_TCP_ACCEPTQ_FULL,
+	STK_CNT_RX_NOMEM,
+	STK_CNT_TX_NOBUF,
+	STK_CNT_TX_OVERSIZE,
+	STK_CNT__COUNT
+};
+void stk__count(enum stk_counter c);
+void stk__count_verdict(enum nif_verdict v);
+
+/* Sockets (sock.c) need to know when the node goes away. */
+void stk__sockets_shutdown(void);
+
+/* Logging (port.c). */
+void stk__log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,36 @@
+# stack/: lwIP's core built with our options, its port, and the socket layer.
+
+# lwIP is not our code: it is fetched at configure time into $(builddir)/lwip, built with
+# its own (milder) flags, and never shipped in our tarball.
+noinst_LTLIBRARIES += stack/liblwipcore.la
+nodist_stack_liblwipcore_la_SOURCES = \
+	lwip/src/core/def.c lwip/src/core/inet_chksum.c lwip/src/core/init.c \
+	lwip/src/core/ip.c lwip/src/core/mem.c lwip/src/core/memp.c lwip/src/core/netif.c \
+	lwip/src/core/pbuf.c lwip/src/core/stats.c lwip/src/core/tcp.c \
+	lwip/src/core/tcp_in.c lwip/src/core/tcp_out.c lwip/src/core/timeouts.c \
+	lwip/src/core/udp.c lwip/src/core/ipv4/etharp.c lwip/src/core/ipv4/icmp.c \
+	lwip/src/core/ipv4/ip4.c lwip/src/core/ipv4/ip4_addr.c lwip/src/core/ipv4/ip4_frag.c \
+	lwip/src/netif/ethernet.c
+stack_liblwipcore_la_CPPFLAGS = $(LWIP_CPPFLAGS)
+stack_liblwipcore_la_CFLAGS = -std=gnu11 -Wall -Wno-address -fvisibility=hidden $(SAN_FLAGS)
+
+ULS_STACK_SOURCES = \
+	stack/core.c stack/ethif.c stack/port.c stack/errmap.c stack/chksum.c stack/isn.c \
+	stack/counters.c stack/socket.c stack/stream.c stack/dgram.c stack/rxq.c \
+	stack/internal.h stack/sock.h stack/hooks.h stack/lwipopts.h stack/arch/cc.h
+
+lib_LTLIBRARIES += stack/libuls.la
+include_HEADERS += stack/include/uls.h
+stack_libuls_la_SOURCES = $(ULS_STACK_SOURCES)
+stack_libuls_la_CPPFLAGS = $(AM_CPPFLAGS) $(LWIP_CPPFLAGS) -DULS_BUILDING
+stack_libuls_la_LIBADD = stack/liblwipcore.la netif/libnif.la $(LIBURING_LIBS) -lpthread
+stack_libuls_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 \
+	-Wl,--version-script=$(top_srcdir)/stack/libuls.map
+EXTRA_stack_libuls_la_DEPENDENCIES = $(top_srcdir)/stack/libuls.map
+EXTRA_DIST += stack/libuls.map stack/patches
+
+# The same objects as a static convenience library, so unit tests can reach internals.
+noinst_LTLIBRARIES += stack/libuls-internal.la
+stack_libuls_internal_la_SOURCES = $(ULS_STACK_SOURCES)
+stack_libuls_internal_la_CPPFLAGS = $(stack_libuls_la_CPPFLAGS)
+stack_libuls_internal_la_LIBADD = $(stack_libuls_la_LIBADD)

@@ -1,0 +1,147 @@
+/* lwIP compile-time options for ulstack.
+ *
+ * Read first: RFC 7323 (window scale, timestamps), RFC 2018 (SACK), RFC 9293 §3.7.1 (MSS).
+ *
+ * lwIP's options are fixed at compile time, which is why ulstack builds lwIP's core itself
+ * instead of linking Debian's liblwip (whose options are the GNU Hurd's). Large windows are
+ * the default: every connection gets a 4 MiB receive window and a 4 MiB send buffer, and
+ * memory comes from the C heap so that such a window can really fill.
+ */
+#ifndef ULS_LWIPOPTS_H
+#define ULS_LWIPOPTS_H
+
+/* One stack per process, driven by ulstack's own stack thread under one core lock
+ * (stack/core.c). lwIP's sequential APIs (netconn, sockets) are not used: ulstack has its
+ * own socket layer on the raw API. */
+#define NO_SYS                          1
+#define LWIP_TIMERS                     1
+#define SYS_LIGHTWEIGHT_PROT            0
+#define LWIP_NETCONN                    0
+#define LWIP_SOCKET                     0
+#define LWIP_NETIF_API                  0
+#define LWIP_SINGLE_NETIF               1
+#define LWIP_NETIF_STATUS_CALLBACK      0
+#define LWIP_NETIF_LINK_CALLBACK        0
+
+/* Every entry into lwIP must hold the core lock; this turns a forgotten lock into a crash
+ * in development instead of silent corruption. */
+void stk__assert_core_locked(void);
+#define LWIP_ASSERT_CORE_LOCKED()       stk__assert_core_locked()
+
+/* Memory: the C heap for everything. Pools sized for 4 MiB windows would need thousands
+ * of static entries per connection; malloc sizes itself, and TCP's advertised window
+ * bounds what a peer can make us hold. */
+#define MEM_LIBC_MALLOC                 1
+#define MEMP_MEM_MALLOC                 1
+#define MEM_ALIGNMENT                   8
+#define MEM_USE_POOLS                   0
+
+/* Protocols. */
+#define LWIP_IPV4                       1
+#define LWIP_IPV6                       0
+#define LWIP_ARP                        1
+#define LWIP_ETHERNET                   1
+#define ETHARP_SUPPORT_STATIC_ENTRIES   1
+#define ARP_TABLE_SIZE                  64
+#define ARP_QUEUEING                    1
+#define ARP_QUEUE_LEN                   64
+#define ETHARP_TABLE_MATCH_NETIF        0
+#define LWIP_ICMP                       1
+#define LWIP_RAW                        0
+#define LWIP_UDP                        1
+#define LWIP_TCP                        1
+#define LWIP_DHCP                       0
+#define LWIP_AUTOIP                     0
+#define LWIP_IGMP                       0
+#define LWIP_DNS                        0
+#define LWIP_BROADCAST_PING             0
+
+/* IPv4 reassembly: a 64 KiB UDP datagram at MTU 1500 is ~45 fragments (lwIP's default of
+ * 10 pbufs cannot hold one). */
+#define IP_REASSEMBLY                   1
+#define IP_FRAG                         1
+#define IP_REASS_MAX_PBUFS              256
+#define MEMP_NUM_REASSDATA              16
+#define IP_DEFAULT_TTL                  64
+
+/* TCP: large windows (RFC 7323 §2). TCP_WND must fit in 16 bits after the shift:
+ * 4 MiB <= 0xFFFF << 7. The shift is one constant for all connections (lwIP limit). */
+#define LWIP_WND_SCALE                  1
+#define TCP_RCV_SCALE                   7
+#define TCP_WND                         (4U * 1024U * 1024U)
+#define TCP_SND_BUF                     (4U * 1024U * 1024U)
+/* The send queue counts pbufs (u16): at least 2 * SND_BUF / MSS for MSS 1460 (5746). */
+#define TCP_SND_QUEUELEN                16384
+#define MEMP_NUM_TCP_SEG                TCP_SND_QUEUELEN
+#define MEMP_NUM_TCP_PCB                1024
+#define MEMP_NUM_TCP_PCB_LISTEN         256
+#define MEMP_NUM_UDP_PCB                256
+#define MEMP_NUM_PBUF                   4096
+#define PBUF_POOL_SIZE                  1024
+/* lwIP derives the pool's buffer size from TCP_MSS, which overflows 16 bits here. ulstack
+ * allocates received frames from the heap (PBUF_RAM), so the pool only serves lwIP's own
+ * small allocations. */
+#define PBUF_POOL_BUFSIZE               1536
+#define MEMP_NUM_SYS_TIMEOUT            32
+
+/* The largest MSS IPv4 allows; each connection uses min(this, netif MTU - 40), and the
+ * SYN announces the same (RFC 9293 §3.7.1). */
+#define TCP_MSS                         65495
+#define TCP_CALCULATE_EFF_SEND_MSS      1
+#define LWIP_TCP_TIMESTAMPS             1      /* RFC 7323 §3 */
+#define LWIP_TCP_SACK_OUT               1      /* RFC 2018: SACK-permitted and SACK blocks */
+#define LWIP_TCP_MAX_SACK_NUM           4
+#define TCP_QUEUE_OOSEQ                 1
+#define TCP_LISTEN_BACKLOG              1
+#define TCP_DEFAULT_LISTEN_BACKLOG      128
+#define LWIP_TCP_KEEPALIVE              1
+#define TCP_MAXRTX                      12
+#define TCP_SYNMAXRTX                   6
+#define LWIP_CALLBACK_API               1
+#define LWIP_EVENT_API                  0
+#define TCP_TMR_INTERVAL                250
+
+/* Checksums in software, always verified (RFC 9293 §3.1 MUST-2, MUST-3). TCP data is
+ * summed while it is copied in (one pass over the bytes instead of two). */
+#define CHECKSUM_GEN_IP                 1
+#define CHECKSUM_GEN_TCP                1
+#define CHECKSUM_GEN_UDP                1
+#define CHECKSUM_GEN_ICMP               1
+#define CHECKSUM_CHECK_IP               1
+#define CHECKSUM_CHECK_TCP              1
+#define CHECKSUM_CHECK_UDP              1
+#define CHECKSUM_CHECK_ICMP             1
+#define LWIP_CHECKSUM_ON_COPY           1
+#include <stdint.h>
+uint16_t stk__inet_chksum(const void *data, int len);
+#define LWIP_CHKSUM                     stk__inet_chksum
+#define LWIP_CHKSUM_ALGORITHM           0
+
+/* Counters: lwIP's own statistics feed ulstack's named counters (stack/counters.c). */
+#define LWIP_STATS                      1
+#define LWIP_STATS_DISPLAY              0
+#define LINK_STATS                      1
+#define ETHARP_STATS                    1
+#define IP_STATS                        1
+#define IPFRAG_STATS                    1
+#define ICMP_STATS                      1
+#define UDP_STATS                       1
+#define TCP_STATS                       1
+#define MEM_STATS                       0
+#define MEMP_STATS                      0
+#define SYS_STATS                       0
+
+/* Randomness (ephemeral ports, ...) from the kernel's CSPRNG. */
+uint32_t stk__random32(void);
+#define LWIP_RAND()                     stk__random32()
+
+/* RFC 6528 initial sequence numbers (stack/isn.c). */
+struct ip_addr;
+#define LWIP_HOOK_FILENAME              "hooks.h"
+#define LWIP_HOOK_TCP_ISN(local_ip, local_port, remote_ip, remote_port) \
+        stk__tcp_isn(local_ip, local_port, remote_ip, remote_port)
+
+#define LWIP_DEBUG                      0
+#define LWIP_PERF                       0
+
+#endif

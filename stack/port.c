@@ -1,0 +1,85 @@
+/* lwIP's port to a Linux process: the clock, randomness, diagnostics and the core-lock
+ * check (lwIP doc/sys_arch.txt lists what a NO_SYS port provides). */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#include "lwip/sys.h"
+
+uint64_t stk__now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* lwIP's millisecond clock. It wraps after 49 days, which lwIP's timer code handles by
+ * comparing differences. It is also the RFC 7323 timestamp clock (1 ms per tick). */
+u32_t sys_now(void)
+{
+	return (u32_t)stk__now_ms();
+}
+
+uint32_t stk__random32(void)
+{
+	uint32_t v;
+
+	while (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v))
+		if (errno != EINTR)
+			break;
+	return v;
+}
+
+static void default_log(int level, const char *msg)
+{
+	(void)level;
+	fprintf(stderr, "ulstack: %s\n", msg);
+}
+
+static uls_log_fn *log_fn = default_log;
+
+ULS_EXTERN void uls_set_log(uls_log_fn *fn)
+{
+	log_fn = fn ? fn : default_log;
+	nif_set_log(fn ? (nif_log_fn *)fn : NULL);
+}
+
+void stk__log(int level, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	log_fn(level, buf);
+}
+
+void stk__lwip_diag(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	log_fn(2, buf);
+}
+
+void stk__lwip_assert(const char *msg, const char *file, int line)
+{
+	stk__log(0, "lwIP assertion \"%s\" failed at %s:%d", msg, file, line);
+	abort();
+}
+
+void stk__assert_core_locked(void)
+{
+	if (!stk__node.owned || !pthread_equal(stk__node.owner, pthread_self()))
+		stk__lwip_assert("core lock held", __FILE__, __LINE__);
+}

@@ -1,0 +1,97 @@
+/* The per-process socket layer on lwIP's raw API (shared by socket.c, stream.c, dgram.c).
+ *
+ * lwIP's TCP code never calls up into sockets: it raises callbacks (receive, sent, error,
+ * accept, connected) that record state here and signal the socket's condition variable;
+ * application threads sleep on that variable with the core lock released.
+ */
+#ifndef ULS_STACK_SOCK_H
+#define ULS_STACK_SOCK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "internal.h"
+#include "lwip/pbuf.h"
+#include "lwip/tcp.h"
+#include "lwip/udp.h"
+
+/* Received data waiting for the application: a ring of pbuf chains (with the sender's
+ * address for datagrams). pbuf chains cannot simply be concatenated: tot_len is 16 bits. */
+struct stk_rxent {
+	struct pbuf *p;
+	ip4_addr_t addr;
+	uint16_t port;
+};
+
+struct stk_rxq {
+	struct stk_rxent *ent;
+	unsigned cap, head, count;
+	size_t off;     /* bytes of the head entry already consumed (streams) */
+	size_t bytes;   /* bytes queued, not yet consumed */
+};
+
+int stk__rxq_push(struct stk_rxq *q, struct pbuf *p, const ip4_addr_t *addr, uint16_t port);
+size_t stk__rxq_read(struct stk_rxq *q, void *buf, size_t len, bool peek);
+struct stk_rxent *stk__rxq_head(struct stk_rxq *q);
+void stk__rxq_pop(struct stk_rxq *q);
+void stk__rxq_clear(struct stk_rxq *q);
+
+enum stk_state {
+	STK_S_NEW,         /* created, maybe bound */
+	STK_S_LISTEN,
+	STK_S_CONNECTING,
+	STK_S_CONNECTED,   /* TCP established (or later); UDP with a default peer */
+	STK_S_DEAD,        /* TCP connection gone (reset, timed out, closed) */
+};
+
+struct stk_sock {
+	int sd;                    /* -1 until it is in the table (accepted but not yet taken) */
+	int type;                  /* SOCK_STREAM or SOCK_DGRAM */
+	enum stk_state state;
+	bool nonblock;
+	bool closed;               /* uls_close() ran; freed when the last user leaves */
+	unsigned users;            /* calls currently inside, sleeping or not */
+	pthread_cond_t cond;
+	int err;                   /* pending error, -errno (SO_ERROR) */
+	struct timespec rcvtimeo, sndtimeo;  /* zero: wait forever */
+
+	struct tcp_pcb *tcp;
+	struct udp_pcb *udp;
+	bool rx_eof, rd_shut, wr_shut;
+	struct stk_rxq rxq;
+
+	/* Listeners: connections established and not yet accepted. */
+	struct stk_sock **acq;
+	unsigned acq_cap, acq_head, acq_count;
+};
+
+/* socket.c */
+struct stk_sock *stk__sock_new(int type);
+void stk__sock_release(struct stk_sock *s);
+int stk__sock_sleep(struct stk_sock *s, const struct timespec *timeout);
+void stk__sock_signal(struct stk_sock *s);
+
+/* stream.c */
+int stk__stream_open(struct stk_sock *s);
+int stk__stream_bind(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port);
+int stk__stream_listen(struct stk_sock *s, int backlog);
+int stk__stream_accept(struct stk_sock *s, struct stk_sock **child);
+int stk__stream_connect(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port);
+ssize_t stk__stream_send(struct stk_sock *s, const void *buf, size_t len, int flags);
+ssize_t stk__stream_recv(struct stk_sock *s, void *buf, size_t len, int flags);
+int stk__stream_shutdown(struct stk_sock *s, bool rd, bool wr);
+void stk__stream_close(struct stk_sock *s);
+
+/* dgram.c */
+int stk__dgram_open(struct stk_sock *s);
+int stk__dgram_bind(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port);
+int stk__dgram_connect(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port);
+ssize_t stk__dgram_sendto(struct stk_sock *s, const void *buf, size_t len, int flags,
+			  const ip4_addr_t *ip, uint16_t port, bool has_to);
+ssize_t stk__dgram_recvfrom(struct stk_sock *s, void *buf, size_t len, int flags,
+			    ip4_addr_t *ip, uint16_t *port);
+void stk__dgram_close(struct stk_sock *s);
+
+#endif

@@ -1,0 +1,577 @@
+/* The descriptor table, socket lifetime, options, and the public socket calls, which check
+ * their arguments and dispatch to stream.c (TCP) or dgram.c (UDP). */
+#include "sock.h"
+
+#include <errno.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lwip/ip.h"
+
+static struct stk_sock **table;
+static unsigned table_cap;
+
+struct stk_sock *stk__sock_new(int type)
+{
+	struct stk_sock *s = calloc(1, sizeof(*s));
+	pthread_condattr_t ca;
+
+	if (!s)
+		return NULL;
+	s->sd = -1;
+	s->type = type;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	return s;
+}
+
+/* Free a closed socket once no call is inside it any more. */
+void stk__sock_release(struct stk_sock *s)
+{
+	if (!s->closed || s->users)
+		return;
+	stk__rxq_clear(&s->rxq);
+	free(s->acq);
+	pthread_cond_destroy(&s->cond);
+	free(s);
+}
+
+void stk__sock_signal(struct stk_sock *s)
+{
+	pthread_cond_broadcast(&s->cond);
+}
+
+static int table_insert(struct stk_sock *s)
+{
+	unsigned i;
+
+	for (i = 0; i < table_cap; i++)
+		if (!table[i])
+			break;
+	if (i == table_cap) {
+		unsigned ncap = table_cap ? table_cap * 2 : 64;
+		struct stk_sock **n = realloc(table, sizeof(*n) * ncap);
+		if (!n)
+			return -ENOMEM;
+		memset(n + table_cap, 0, sizeof(*n) * (ncap - table_cap));
+		table = n;
+		table_cap = ncap;
+	}
+	table[i] = s;
+	s->sd = (int)i;
+	return (int)i;
+}
+
+/* Look a descriptor up and enter it (core lock held). Pair with leave(). */
+static struct stk_sock *enter(int sd)
+{
+	if (sd < 0 || (unsigned)sd >= table_cap || !table[sd])
+		return NULL;
+	table[sd]->users++;
+	return table[sd];
+}
+
+static void leave(struct stk_sock *s)
+{
+	s->users--;
+	stk__sock_release(s);
+}
+
+/* Sleep on the socket until signalled or timeout (zero: none). The core lock is released
+ * while asleep and held again on return. Returns 0 or -ETIMEDOUT. */
+int stk__sock_sleep(struct stk_sock *s, const struct timespec *timeout)
+{
+	int rc;
+
+	/* What the caller queued must leave before it sleeps, and the stack thread must know
+	 * about timers the caller armed: the same work as stk__unlock(). */
+	if (stk__node.up)
+		nif_tap_tx_flush(stk__node.tap);
+	stk__node.owned = false;
+	if (stk__node.sleeping && stk__node.up) {
+		stk__node.sleep_deadline = 0;
+		nif_tap_wake(stk__node.tap);
+	}
+	if (timeout && (timeout->tv_sec || timeout->tv_nsec)) {
+		struct timespec dl;
+		clock_gettime(CLOCK_MONOTONIC, &dl);
+		dl.tv_sec += timeout->tv_sec;
+		dl.tv_nsec += timeout->tv_nsec;
+		if (dl.tv_nsec >= 1000000000L) {
+			dl.tv_sec++;
+			dl.tv_nsec -= 1000000000L;
+		}
+		rc = pthread_cond_timedwait(&s->cond, &stk__node.lock, &dl);
+	} else {
+		rc = pthread_cond_wait(&s->cond, &stk__node.lock);
+	}
+	stk__node.owner = pthread_self();
+	stk__node.owned = true;
+	return rc == ETIMEDOUT ? -ETIMEDOUT : 0;
+}
+
+void stk__sockets_shutdown(void)
+{
+	for (unsigned i = 0; i < table_cap; i++) {
+		struct stk_sock *s = table[i];
+		if (!s)
+			continue;
+		table[i] = NULL;
+		if (s->type == SOCK_STREAM)
+			stk__stream_close(s);
+		else
+			stk__dgram_close(s);
+		s->closed = true;
+		s->err = -ENETDOWN;
+		stk__sock_signal(s);
+		stk__sock_release(s);
+	}
+}
+
+static int to_ip4(const struct sockaddr_in *a, ip4_addr_t *ip, uint16_t *port)
+{
+	if (!a)
+		return -EFAULT;
+	if (a->sin_family != AF_INET)
+		return -EAFNOSUPPORT;
+	ip->addr = a->sin_addr.s_addr;
+	*port = ntohs(a->sin_port);
+	return 0;
+}
+
+static void from_ip4(struct sockaddr_in *a, const ip4_addr_t *ip, uint16_t port)
+{
+	memset(a, 0, sizeof(*a));
+	a->sin_family = AF_INET;
+	a->sin_addr.s_addr = ip->addr;
+	a->sin_port = htons(port);
+}
+
+int uls_socket(int type)
+{
+	int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
+	struct stk_sock *s;
+	int rc;
+
+	if (base != SOCK_STREAM && base != SOCK_DGRAM)
+		return -EPROTONOSUPPORT;
+	stk__lock();
+	if (!stk__node.up) {
+		stk__unlock();
+		return -ENETDOWN;
+	}
+	s = stk__sock_new(base);
+	if (!s) {
+		stk__unlock();
+		return -ENOMEM;
+	}
+	s->nonblock = (type & SOCK_NONBLOCK) != 0;
+	rc = base == SOCK_STREAM ? stk__stream_open(s) : stk__dgram_open(s);
+	if (rc == 0)
+		rc = table_insert(s);
+	if (rc < 0) {
+		if (base == SOCK_STREAM)
+			stk__stream_close(s);
+		else
+			stk__dgram_close(s);
+		s->closed = true;
+		stk__sock_release(s);
+	}
+	stk__unlock();
+	return rc;
+}
+
+/* A local address must be the node's own or the wildcard. */
+static int check_local(const ip4_addr_t *ip)
+{
+	if (ip->addr != IPADDR_ANY && ip->addr != ip_2_ip4(&stk__node.netif.ip_addr)->addr)
+		return -EADDRNOTAVAIL;
+	return 0;
+}
+
+int uls_bind(int sd, const struct sockaddr_in *addr)
+{
+	ip4_addr_t ip;
+	uint16_t port;
+	int rc = to_ip4(addr, &ip, &port);
+
+	if (rc < 0)
+		return rc;
+	stk__lock();
+	struct stk_sock *s = enter(sd);
+	if (!s) {
+		stk__unlock();
+		return -EBADF;
+	}
+	rc = check_local(&ip);
+	if (rc == 0)
+		rc = s->type == SOCK_STREAM ? stk__stream_bind(s, &ip, port) :
+					      stk__dgram_bind(s, &ip, port);
+	leave(s);
+	stk__unlock();
+	return rc;
+}
+
+int uls_listen(int sd, int backlog)
+{
+	stk__lock();
+	struct stk_sock *s = enter(sd);
+	int rc = !s ? -EBADF : s->type != SOCK_STREAM ? -EOPNOTSUPP : stk__stream_listen(s, backlog);
+	if (s)
+		leave(s);
+	stk__unlock();
+	return rc;
+}
+
+int uls_accept(int sd, struct sockaddr_in *peer)
+{
+	struct stk_sock *child = NULL;
+
+	stk__lock();
+	struct stk_sock *s = enter(sd);
+	int rc = !s ? -EBADF : s->type != SOCK_STREAM ? -EOPNOTSUPP : stk__stream_accept(s, &child);
+	if (rc == 0) {
+		rc = table_insert(child);
+		if (rc < 0) {
+			stk__stream_close(child);
+			child->closed = true;
+			stk__sock_release(child);
+		} else if (peer) {
+			if (child->tcp)
+				from_ip4(peer, ip_2_ip4(&child->tcp->remote_ip), child->tcp->remote_port);
+			else
+				memset(peer, 0, sizeof(*peer));
+		}
+	}
+	if (s)
+		leave(s);
+	stk__unlock();
+	return rc;
+}
+
+int uls_connect(int sd, const struct sockaddr_in *addr)
+{
+	ip4_addr_t ip;
+	uint16_t port;
+	int rc = to_ip4(addr, &ip, &port);
+
+	if (rc < 0)
+		return rc;
+	if (port == 0 && ip.addr != IPADDR_ANY)
+		return -EINVAL;
+	stk__lock();
+	struct stk_sock *s = enter(sd);
+	if (!s)
+		rc = -EBADF;
+	else if (s->type == SOCK_STREAM)
+		rc = stk__stream_connect(s, &ip, port);
+	else
+		rc = stk__dgram_connect(s, &ip, port);
+	if (s)
+		leave(s);
+	stk__unlock();
+	return rc;
+}
+
+ssize_t uls_sendto(int sd, const void *buf, size_t len, int flags, const struct sockaddr_in *to)
+{
+	ip4_addr_t ip = { 0 };
+	uint16_t port = 0;
+	ssize_t rc;
+
+	if (!buf && len)
+		return -EFAULT;
+	if (to && (rc = to_ip4(to, &ip, &port)) < 0)
+		return rc;
+	stk__lock();
+	struct stk_sock *s = enter(sd);
+	if (!s)
+		rc = -EBADF;
+	else if (s->type == SOCK_STREAM)
+		rc = to ? -EISCONN : stk__stream_send(s, buf, len, flags);
+	else
+		rc = stk__dgram_sendto(s, buf, len, flags, &ip, port, to != NULL);
+	if (s)
+		leave(s);
+	stk__unlock();
+	return rc;
+}
+
+ssize_t uls_send(int sd, const void *buf, size_t len, int flags)
+{
+	return uls_sendto(sd, buf, len, flags, NULL);
+}
+
+ssize_t uls_recvfrom(int sd, void *buf, size_t len, int flags, struct sockaddr_in *from)
+{
+	ssize_t rc;
+
+	if (!buf && len)
+		return -EFAULT;
+	stk__lock();
+	struct stk_sock *s = enter(sd);
+	if (!s) {
+		rc = -EBADF;
+	} else if (s->type == SOCK_STREAM) {
+		rc = stk__stream_recv(s, buf, len, flags);
+		if (rc >= 0 && from) {
+			if (s->tcp)
+				from_ip4(from, ip_2_ip4(&s->tcp->remote_ip), s->tcp->remote_port);
+			else
+				memset(from, 0, sizeof(*from));
+		}
+	} else {
+		ip4_addr_t ip;
+		uint16_t port;
+		rc = stk__dgram_recvfrom(s, buf, len, flags, &ip, &port);
+		if (rc >= 0 && from)
+			from_ip4(from, &ip, port);
+	}
+	if (s)
+		leave(s);
+	stk__unlock();
+	return rc;
+}
+
+ssize_t uls_recv(int sd, void *buf, size_t len, int flags)
+{
+	return uls_recvfrom(sd, buf, len, flags, NULL);
+}
+
+int uls_shutdown(int sd, int how)
+{
+	int rc;
+
+	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR)
+		return -EINVAL;
+	stk__lock();
+	struct stk_sock *s = enter(sd);
+	if (!s)
+		rc = -EBADF;
+	else if (s->type != SOCK_STREAM)
+		rc = s->state == STK_S_CONNECTED ? 0 : -ENOTCONN;
+	else
+		rc = stk__stream_shutdown(s, how != SHUT_WR, how != SHUT_RD);
+	if (s)
+		leave(s);
+	stk__unlock();
+	return rc;
+}
+
+int uls_close(int sd)
+{
+	stk__lock();
+	if (sd < 0 || (unsigned)sd >= table_cap || !table[sd]) {
+		stk__unlock();
+		return -EBADF;
+	}
+	struct stk_sock *s = table[sd];
+	table[sd] = NULL;
+	if (s->type == SOCK_STREAM)
+		stk__stream_close(s);
+	else
+		stk__dgram_close(s);
+	s->closed = true;
+	s->err = -EBADF;
+	stk__sock_signal(s);  /* threads blocked in this socket return EBADF */
+	stk__sock_release(s);
+	stk__unlock();
+	return 0;
+}
+
+static struct ip_pcb *ip_of(struct stk_sock *s)
+{
+	return s->tcp ? (struct ip_pcb *)s->tcp : (struct ip_pcb *)s->udp;
+}
+
+static int get_int(const void *val, socklen_t len, int *out)
+{
+	if (!val || len < (socklen_t)sizeof(int))
+		return -EINVAL;
+	memcpy(out, val, sizeof(int));
+	return 0;
+}
+
+static int get_timeval(const void *val, socklen_t len, struct timespec *out)
+{
+	struct timeval tv;
+
+	if (!val || len < (socklen_t)sizeof(tv))
+		return -EINVAL;
+	memcpy(&tv, val, sizeof(tv));
+	if (tv.tv_sec < 0 || tv.tv_usec < 0 || tv.tv_usec >= 1000000)
+		return -EDOM;
+	out->tv_sec = tv.tv_sec;
+	out->tv_nsec = tv.tv_usec * 1000;
+	return 0;
+}
+
+static int setopt(struct stk_sock *s, int level, int name, const void *val, socklen_t len)
+{
+	int v = 0, rc;
+
+	if (level == SOL_SOCKET && (name == SO_RCVTIMEO || name == SO_SNDTIMEO))
+		return get_timeval(val, len, name == SO_RCVTIMEO ? &s->rcvtimeo : &s->sndtimeo);
+	rc = get_int(val, len, &v);
+	if (rc < 0)
+		return rc;
+	if (level == SOL_SOCKET) {
+		struct ip_pcb *pcb = ip_of(s);
+		switch (name) {
+		case SO_REUSEADDR:
+		case SO_KEEPALIVE:
+			if (!pcb)
+				return -EINVAL;
+			if (v)
+				ip_set_option(pcb, name == SO_REUSEADDR ? SOF_REUSEADDR : SOF_KEEPALIVE);
+			else
+				ip_reset_option(pcb, name == SO_REUSEADDR ? SOF_REUSEADDR : SOF_KEEPALIVE);
+			return 0;
+		case SO_RCVBUF:
+		case SO_SNDBUF:
+			/* Deviation: lwIP's window and send buffer are compile-time constants
+			 * (4 MiB); the request is accepted and the sizes stay (Linux, too,
+			 * adjusts what it is given). */
+			return v < 0 ? -EINVAL : 0;
+		default:
+			return -ENOPROTOOPT;
+		}
+	}
+	if (level == IPPROTO_TCP && s->type == SOCK_STREAM) {
+		if (!s->tcp)
+			return -EINVAL;
+		switch (name) {
+		case TCP_NODELAY:
+			if (v)
+				tcp_nagle_disable(s->tcp);
+			else
+				tcp_nagle_enable(s->tcp);
+			return 0;
+		case TCP_KEEPIDLE:
+		case TCP_KEEPINTVL:
+			if (v < 1 || v > 32767)
+				return -EINVAL;
+			if (name == TCP_KEEPIDLE)
+				s->tcp->keep_idle = (u32_t)v * 1000u;
+			else
+				s->tcp->keep_intvl = (u32_t)v * 1000u;
+			return 0;
+		case TCP_KEEPCNT:
+			if (v < 1 || v > 127)
+				return -EINVAL;
+			s->tcp->keep_cnt = (u32_t)v;
+			return 0;
+		default:
+			return -ENOPROTOOPT;
+		}
+	}
+	return -ENOPROTOOPT;
+}
+
+int uls_setsockopt(int sd, int level, int name, const void *val, socklen_t len)
+{
+	stk__lock();
+	struct stk_sock *s = enter(sd);
+	int rc = s ? setopt(s, level, name, val, len) : -EBADF;
+	if (s)
+		leave(s);
+	stk__unlock();
+	return rc;
+}
+
+static int getopt_int(struct stk_sock *s, int level, int name, int *v)
+{
+	struct ip_pcb *pcb = ip_of(s);
+
+	if (level == SOL_SOCKET) {
+		switch (name) {
+		case SO_TYPE:      *v = s->type; return 0;
+		case SO_DOMAIN:    *v = AF_INET; return 0;
+		case SO_ERROR:     *v = -s->err; s->err = 0; return 0;
+		case SO_RCVBUF:    *v = s->type == SOCK_STREAM ? (int)TCP_WND : 4 << 20; return 0;
+		case SO_SNDBUF:    *v = (int)TCP_SND_BUF; return 0;
+		case SO_REUSEADDR: *v = pcb && ip_get_option(pcb, SOF_REUSEADDR) ? 1 : 0; return 0;
+		case SO_KEEPALIVE: *v = pcb && ip_get_option(pcb, SOF_KEEPALIVE) ? 1 : 0; return 0;
+		case SO_ACCEPTCONN: *v = s->state == STK_S_LISTEN; return 0;
+		default:           return -ENOPROTOOPT;
+		}
+	}
+	if (level == IPPROTO_TCP && s->type == SOCK_STREAM) {
+		if (!s->tcp)
+			return -EINVAL;
+		switch (name) {
+		case TCP_NODELAY:   *v = tcp_nagle_disabled(s->tcp) ? 1 : 0; return 0;
+		case TCP_KEEPIDLE:  *v = (int)(s->tcp->keep_idle / 1000u); return 0;
+		case TCP_KEEPINTVL: *v = (int)(s->tcp->keep_intvl / 1000u); return 0;
+		case TCP_KEEPCNT:   *v = (int)s->tcp->keep_cnt; return 0;
+		case TCP_MAXSEG:    *v = s->tcp->mss; return 0;
+		default:            return -ENOPROTOOPT;
+		}
+	}
+	return -ENOPROTOOPT;
+}
+
+int uls_getsockopt(int sd, int level, int name, void *val, socklen_t *len)
+{
+	int v = 0, rc;
+
+	if (!val || !len || *len < (socklen_t)sizeof(int))
+		return -EINVAL;
+	stk__lock();
+	struct stk_sock *s = enter(sd);
+	rc = s ? getopt_int(s, level, name, &v) : -EBADF;
+	if (s)
+		leave(s);
+	stk__unlock();
+	if (rc == 0) {
+		memcpy(val, &v, sizeof(v));
+		*len = sizeof(v);
+	}
+	return rc;
+}
+
+static int name_of(int sd, struct sockaddr_in *addr, bool peer)
+{
+	int rc = 0;
+
+	if (!addr)
+		return -EFAULT;
+	stk__lock();
+	struct stk_sock *s = enter(sd);
+	if (!s) {
+		rc = -EBADF;
+	} else if (s->tcp) {
+		if (peer && s->state != STK_S_CONNECTED)
+			rc = -ENOTCONN;
+		else if (peer)
+			from_ip4(addr, ip_2_ip4(&s->tcp->remote_ip), s->tcp->remote_port);
+		else
+			from_ip4(addr, ip_2_ip4(&s->tcp->local_ip), s->tcp->local_port);
+	} else if (s->udp) {
+		if (peer && s->state != STK_S_CONNECTED)
+			rc = -ENOTCONN;
+		else if (peer)
+			from_ip4(addr, ip_2_ip4(&s->udp->remote_ip), s->udp->remote_port);
+		else
+			from_ip4(addr, ip_2_ip4(&s->udp->local_ip), s->udp->local_port);
+	} else {
+		rc = peer ? -ENOTCONN : -EINVAL;
+	}
+	if (s)
+		leave(s);
+	stk__unlock();
+	return rc;
+}
+
+int uls_getsockname(int sd, struct sockaddr_in *addr)
+{
+	return name_of(sd, addr, false);
+}
+
+int uls_getpeername(int sd, struct sockaddr_in *addr)
+{
+	return name_of(sd, addr, true);
+}

@@ -1,0 +1,429 @@
+/* TCP sockets on lwIP's raw TCP API.
+ *
+ * Read first: RFC 9293 §3.9 (the user interface: OPEN, SEND, RECEIVE, CLOSE, ABORT),
+ * RFC 1122 §4.2.2.13 (closing with unread data).
+ *
+ * lwIP keeps the protocol state; this file keeps what the application sees: queued received
+ * data, pending errors, the accept queue, and who is waiting for what.
+ */
+#include "sock.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "lwip/tcp.h"
+
+/* lwIP's tcp_write() takes a 16-bit length. */
+#define WRITE_CHUNK 0xffffu
+
+static err_t on_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err);
+static err_t on_sent(void *arg, struct tcp_pcb *pcb, u16_t len);
+static void on_err(void *arg, err_t err);
+
+static void attach(struct stk_sock *s, struct tcp_pcb *pcb)
+{
+	s->tcp = pcb;
+	tcp_arg(pcb, s);
+	tcp_recv(pcb, on_recv);
+	tcp_sent(pcb, on_sent);
+	tcp_err(pcb, on_err);
+}
+
+static void detach(struct tcp_pcb *pcb)
+{
+	tcp_arg(pcb, NULL);
+	tcp_recv(pcb, NULL);
+	tcp_sent(pcb, NULL);
+	tcp_err(pcb, NULL);
+	if (pcb->state == LISTEN)
+		tcp_accept(pcb, NULL);
+}
+
+static err_t on_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
+{
+	struct stk_sock *s = arg;
+
+	(void)err;
+	if (!s) {
+		if (p) {
+			tcp_recved(pcb, p->tot_len);
+			pbuf_free(p);
+		}
+		return ERR_OK;
+	}
+	if (!p) {
+		s->rx_eof = true;  /* FIN: RFC 9293 §3.10.7.4, eighth step */
+	} else if (s->rd_shut) {
+		/* Data after shutdown(SHUT_RD) is discarded, as Linux does. */
+		tcp_recved(pcb, p->tot_len);
+		pbuf_free(p);
+		return ERR_OK;
+	} else if (stk__rxq_push(&s->rxq, p, NULL, 0) < 0) {
+		/* lwIP keeps refused data and offers it again from its timer. */
+		stk__count(STK_CNT_RX_NOMEM);
+		return ERR_MEM;
+	}
+	stk__sock_signal(s);
+	return ERR_OK;
+}
+
+static err_t on_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
+{
+	struct stk_sock *s = arg;
+
+	(void)pcb;
+	(void)len;
+	if (s)
+		stk__sock_signal(s);
+	return ERR_OK;
+}
+
+/* lwIP has already freed the pcb when it calls this. */
+static void on_err(void *arg, err_t err)
+{
+	struct stk_sock *s = arg;
+
+	if (!s)
+		return;
+	s->tcp = NULL;
+	if (s->state == STK_S_CONNECTING)
+		/* RFC 9293 §3.10.7.3: a RST in SYN-SENT means "connection reset"; for connect()
+		 * that is ECONNREFUSED, and lwIP aborts a SYN that was never answered. */
+		s->err = err == ERR_RST ? -ECONNREFUSED : err == ERR_ABRT ? -ETIMEDOUT :
+			 stk__err_to_errno(err);
+	else
+		s->err = err == ERR_ABRT ? -ETIMEDOUT : stk__err_to_errno(err);
+	s->state = STK_S_DEAD;
+	stk__sock_signal(s);
+}
+
+static err_t on_connected(void *arg, struct tcp_pcb *pcb, err_t err)
+{
+	struct stk_sock *s = arg;
+
+	(void)pcb;
+	if (s && err == ERR_OK) {
+		s->state = STK_S_CONNECTED;
+		stk__sock_signal(s);
+	}
+	return ERR_OK;
+}
+
+static err_t on_accept(void *arg, struct tcp_pcb *newpcb, err_t err)
+{
+	struct stk_sock *l = arg, *s;
+
+	if (err != ERR_OK || !newpcb)
+		return ERR_VAL;
+	if (!l || l->acq_count >= l->acq_cap) {
+		stk__count(STK_CNT_TCP_ACCEPTQ_FULL);
+		tcp_abort(newpcb);
+		return ERR_ABRT;
+	}
+	s = stk__sock_new(SOCK_STREAM);
+	if (!s) {
+		stk__count(STK_CNT_RX_NOMEM);
+		tcp_abort(newpcb);
+		return ERR_ABRT;
+	}
+	attach(s, newpcb);
+	s->state = STK_S_CONNECTED;
+	l->acq[(l->acq_head + l->acq_count++) % l->acq_cap] = s;
+	/* Keep counting it against the listen backlog until the application accepts it, so
+	 * that lwIP refuses new SYNs instead of growing the queue without bound. */
+	tcp_backlog_delayed(newpcb);
+	stk__sock_signal(l);
+	return ERR_OK;
+}
+
+int stk__stream_open(struct stk_sock *s)
+{
+	struct tcp_pcb *pcb = tcp_new_ip_type(IPADDR_TYPE_V4);
+
+	if (!pcb)
+		return -ENOMEM;
+	attach(s, pcb);
+	return 0;
+}
+
+int stk__stream_bind(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port)
+{
+	ip_addr_t a;
+
+	if (!s->tcp || s->state != STK_S_NEW)
+		return -EINVAL;
+	if (s->tcp->local_port)
+		return -EINVAL;  /* already bound */
+	ip_addr_copy_from_ip4(a, *ip);
+	return stk__err_to_errno(tcp_bind(s->tcp, &a, port));
+}
+
+int stk__stream_listen(struct stk_sock *s, int backlog)
+{
+	struct tcp_pcb *lpcb;
+	err_t err;
+
+	if (s->state == STK_S_LISTEN)
+		return 0;
+	if (!s->tcp || s->state != STK_S_NEW)
+		return -EINVAL;
+	/* Linux clamps the backlog; lwIP's counter is 8 bits. */
+	if (backlog < 1)
+		backlog = 1;
+	if (backlog > 255)
+		backlog = 255;
+	if (!s->tcp->local_port) {
+		err = tcp_bind(s->tcp, IP4_ADDR_ANY, 0);
+		if (err != ERR_OK)
+			return stk__err_to_errno(err);
+	}
+	s->acq = calloc((size_t)backlog, sizeof(*s->acq));
+	if (!s->acq)
+		return -ENOMEM;
+	s->acq_cap = (unsigned)backlog;
+	lpcb = tcp_listen_with_backlog_and_err(s->tcp, (u8_t)backlog, &err);
+	if (!lpcb) {
+		free(s->acq);
+		s->acq = NULL;
+		s->acq_cap = 0;
+		return stk__err_to_errno(err);
+	}
+	s->tcp = lpcb;  /* lwIP freed the old pcb */
+	tcp_arg(lpcb, s);
+	tcp_accept(lpcb, on_accept);
+	s->state = STK_S_LISTEN;
+	return 0;
+}
+
+int stk__stream_accept(struct stk_sock *s, struct stk_sock **child)
+{
+	if (s->state != STK_S_LISTEN)
+		return -EINVAL;
+	while (s->acq_count == 0) {
+		if (s->closed)
+			return -EBADF;
+		if (s->nonblock)
+			return -EAGAIN;
+		if (stk__sock_sleep(s, &s->rcvtimeo) == -ETIMEDOUT)
+			return -EAGAIN;
+		if (s->state != STK_S_LISTEN)
+			return -EINVAL;
+	}
+	*child = s->acq[s->acq_head];
+	s->acq_head = (s->acq_head + 1) % s->acq_cap;
+	s->acq_count--;
+	if ((*child)->tcp)
+		tcp_backlog_accepted((*child)->tcp);
+	return 0;
+}
+
+int stk__stream_connect(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port)
+{
+	ip_addr_t a;
+	err_t err;
+	int rc;
+
+	switch (s->state) {
+	case STK_S_CONNECTED:
+		return -EISCONN;
+	case STK_S_CONNECTING:
+		if (s->nonblock)
+			return -EALREADY;
+		break;
+	case STK_S_LISTEN:
+		return -EISCONN;
+	case STK_S_DEAD:
+		rc = s->err ? s->err : -ECONNABORTED;
+		s->err = 0;
+		return rc;
+	case STK_S_NEW:
+		if (!s->tcp)
+			return -EINVAL;
+		ip_addr_copy_from_ip4(a, *ip);
+		err = tcp_connect(s->tcp, &a, port, on_connected);
+		if (err != ERR_OK)
+			return stk__err_to_errno(err);
+		s->state = STK_S_CONNECTING;
+		if (s->nonblock)
+			return -EINPROGRESS;
+		break;
+	}
+	while (s->state == STK_S_CONNECTING) {
+		if (s->closed)
+			return -EBADF;
+		if (stk__sock_sleep(s, &s->sndtimeo) == -ETIMEDOUT)
+			return -EINPROGRESS;  /* Linux: the connect goes on in the background */
+	}
+	if (s->state == STK_S_CONNECTED)
+		return 0;
+	rc = s->err ? s->err : -ECONNABORTED;
+	s->err = 0;
+	return rc;
+}
+
+/* An error owed to the caller of a failed call, reported once (like SO_ERROR). */
+static int take_err(struct stk_sock *s, int fallback)
+{
+	int rc = s->err ? s->err : fallback;
+
+	s->err = 0;
+	return rc;
+}
+
+ssize_t stk__stream_send(struct stk_sock *s, const void *buf, size_t len, int flags)
+{
+	const uint8_t *p = buf;
+	size_t sent = 0;
+	bool nonblock = s->nonblock || (flags & MSG_DONTWAIT);
+	int rc = 0;
+
+	if (s->state == STK_S_CONNECTING)
+		return nonblock ? -EAGAIN : -ENOTCONN;
+	if (s->state != STK_S_CONNECTED && s->state != STK_S_DEAD)
+		return -ENOTCONN;
+	if (s->wr_shut)
+		return -EPIPE;
+	while (sent < len) {
+		if (!s->tcp) {
+			rc = take_err(s, -EPIPE);
+			break;
+		}
+		size_t room = tcp_sndbuf(s->tcp);
+		size_t n = len - sent;
+		if (n > room)
+			n = room;
+		if (n > WRITE_CHUNK)
+			n = WRITE_CHUNK;
+		err_t err = ERR_MEM;
+		if (n > 0) {
+			u8_t wflags = TCP_WRITE_FLAG_COPY;
+			if ((flags & MSG_MORE) || sent + n < len)
+				wflags |= TCP_WRITE_FLAG_MORE;
+			err = tcp_write(s->tcp, p + sent, (u16_t)n, wflags);
+		}
+		if (err == ERR_OK) {
+			sent += n;
+			continue;
+		}
+		if (err != ERR_MEM) {
+			rc = stk__err_to_errno(err);
+			break;
+		}
+		/* The send buffer is full: push out what is queued and wait for ACKs. */
+		tcp_output(s->tcp);
+		if (nonblock) {
+			rc = -EAGAIN;
+			break;
+		}
+		if (stk__sock_sleep(s, &s->sndtimeo) == -ETIMEDOUT) {
+			rc = -EAGAIN;
+			break;
+		}
+		if (s->closed) {
+			rc = -EBADF;
+			break;
+		}
+	}
+	if (s->tcp)
+		tcp_output(s->tcp);
+	return sent ? (ssize_t)sent : rc;
+}
+
+/* Tell lwIP the application took n bytes: this opens the receive window again. */
+static void consumed(struct stk_sock *s, size_t n)
+{
+	while (s->tcp && n) {
+		u16_t step = n > 0xffff ? 0xffff : (u16_t)n;
+		tcp_recved(s->tcp, step);
+		n -= step;
+	}
+}
+
+ssize_t stk__stream_recv(struct stk_sock *s, void *buf, size_t len, int flags)
+{
+	bool peek = flags & MSG_PEEK;
+	bool waitall = (flags & MSG_WAITALL) && !peek;
+	bool nonblock = s->nonblock || (flags & MSG_DONTWAIT);
+	size_t got = 0;
+
+	if (s->state == STK_S_LISTEN || s->state == STK_S_NEW)
+		return -ENOTCONN;
+	if (len == 0)
+		return 0;
+	for (;;) {
+		if (s->rxq.bytes) {
+			size_t n = stk__rxq_read(&s->rxq, (uint8_t *)buf + got, len - got, peek);
+			if (!peek)
+				consumed(s, n);
+			got += n;
+			if (got == len || !waitall)
+				return (ssize_t)got;
+		}
+		if (s->rx_eof || s->rd_shut)
+			return (ssize_t)got;
+		if (s->state == STK_S_DEAD)
+			return got ? (ssize_t)got : take_err(s, 0);
+		if (s->closed)
+			return got ? (ssize_t)got : -EBADF;
+		if (nonblock)
+			return got ? (ssize_t)got : -EAGAIN;
+		if (stk__sock_sleep(s, &s->rcvtimeo) == -ETIMEDOUT)
+			return got ? (ssize_t)got : -EAGAIN;
+	}
+}
+
+int stk__stream_shutdown(struct stk_sock *s, bool rd, bool wr)
+{
+	if (s->state != STK_S_CONNECTED)
+		return -ENOTCONN;
+	if (rd) {
+		s->rd_shut = true;
+		consumed(s, s->rxq.bytes);
+		stk__rxq_clear(&s->rxq);
+	}
+	if (wr && !s->wr_shut) {
+		s->wr_shut = true;
+		if (s->tcp) {
+			err_t err = tcp_shutdown(s->tcp, 0, 1);  /* queues our FIN */
+			if (err != ERR_OK)
+				return stk__err_to_errno(err);
+			tcp_output(s->tcp);
+		}
+	}
+	stk__sock_signal(s);
+	return 0;
+}
+
+static void close_pcb(struct tcp_pcb *pcb, bool unread)
+{
+	detach(pcb);
+	/* RFC 1122 §4.2.2.13: closing with received data the application never read means
+	 * that data is lost; send a RST so the peer knows (Linux does the same). */
+	if (unread && pcb->state != LISTEN) {
+		tcp_abort(pcb);
+		return;
+	}
+	if (tcp_close(pcb) != ERR_OK)
+		tcp_abort(pcb);
+}
+
+void stk__stream_close(struct stk_sock *s)
+{
+	while (s->acq_count) {
+		struct stk_sock *c = s->acq[s->acq_head];
+		s->acq_head = (s->acq_head + 1) % s->acq_cap;
+		s->acq_count--;
+		if (c->tcp) {
+			detach(c->tcp);
+			tcp_abort(c->tcp);
+			c->tcp = NULL;
+		}
+		c->closed = true;
+		stk__sock_release(c);
+	}
+	if (s->tcp) {
+		close_pcb(s->tcp, s->rxq.bytes > 0);
+		s->tcp = NULL;
+	}
+	s->state = STK_S_DEAD;
+}

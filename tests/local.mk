@@ -1,0 +1,1 @@
+# tests/: unit tests (cmocka), conformance (pytest + Scapy), end to end, testbed self-check.
