@@ -1,1 +1,16 @@
-# tests/: unit tests (cmocka), conformance (pytest + Scapy), end to end, testbed self-check.
+# tests/: every test speaks TAP, so each case counts on its own in test-suite.log.
+#   unit/        cmocka, one program per source file
+#   testbed/     the namespace testbed's self-check
+#   conformance/ pytest + Scapy against a ulstack node on a real TAP
+#   e2e/         pytest: long verified transfers, captures
+LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/build-aux/tap-driver.sh
+AM_TESTS_ENVIRONMENT = \
+	CMOCKA_MESSAGE_OUTPUT=TAP; export CMOCKA_MESSAGE_OUTPUT; \
+	ULS_BUILDDIR='$(abs_top_builddir)'; export ULS_BUILDDIR; \
+	ULS_SRCDIR='$(abs_top_srcdir)'; export ULS_SRCDIR; \
+	PYTHON_TESTS='$(PYTHON_TESTS)'; export PYTHON_TESTS;
+
+include tests/unit/local.mk
+
+TESTS += tests/testbed/test_testbed.sh tests/conformance/run tests/e2e/run
+EXTRA_DIST += tests/testbed tests/conformance tests/e2e tests/pytest-tap

@@ -1,0 +1,104 @@
+"""End-to-end fixtures: a one-node testbed with a Linux kernel peer.
+
+    namespace ulse2e (TB_NETNS)            namespace ulse2e-k1 (TB_KERNEL_NETNS)
+    +-------------------------------+      +------------------------------+
+    | ulsbench --tap uls1 (ulstack) |      | ulsbench server (kernel TCP) |
+    |        |                      |      |   eth0 198.18.0.100          |
+    |      [uls1]--+--br0--+--[k1-br]------+                              |
+    |              |       |                                              |
+    |       tcpdump -i br0 (captures)                                     |
+    +-------------------------------+      +------------------------------+
+
+Everything lives in namespaces the testbed creates; the fixture tears them down at the end,
+also when a test fails.
+"""
+import json
+import os
+import shlex
+import signal
+import subprocess
+import time
+
+import pytest
+
+SRC = os.environ.get("ULS_SRCDIR") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILD = os.environ.get("ULS_BUILDDIR") or os.path.join(SRC, "build")
+TESTBED = os.path.join(SRC, "tests", "testbed", "testbed")
+BENCH = os.path.join(BUILD, "apps", "ulsbench")
+PORT = 5001
+
+
+def _testbed(*args, name):
+    env = dict(os.environ, TB_NAME=name)
+    return subprocess.run([TESTBED, *args], env=env, check=True, capture_output=True, text=True)
+
+
+def _parse_exports(text):
+    env = {}
+    for line in text.splitlines():
+        if line.startswith("export "):
+            k, _, v = line[len("export "):].partition("=")
+            env[k] = shlex.split(v)[0] if v else ""
+    return env
+
+
+class Testbed:
+    def __init__(self, env):
+        self.env = env
+        self.procs = []
+
+    def node_args(self, i=1):
+        e = self.env
+        return ["--tap", e[f"TB_NODE{i}_TAP"], "--ip", f"{e[f'TB_NODE{i}_IP']}/{e['TB_PREFIX']}",
+                "--mac", e[f"TB_NODE{i}_MAC"]]
+
+    def start(self, netns, argv, **kw):
+        p = subprocess.Popen(["ip", "netns", "exec", netns, *argv], **kw)
+        self.procs.append(p)
+        return p
+
+    def stop(self, p):
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+    def run(self, netns, argv, timeout):
+        return subprocess.run(["ip", "netns", "exec", netns, *argv], capture_output=True,
+                              text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def testbed():
+    if not os.path.exists(BENCH):
+        pytest.fail(f"{BENCH} not built: run make first (ULS_BUILDDIR={BUILD})")
+    name = "ulse2e"
+    tb = Testbed({})
+    try:
+        tb.env = _parse_exports(_testbed("up", "--nodes", "1", name=name).stdout)
+        server = tb.start(tb.env["TB_KERNEL_NETNS"], [BENCH, "server", "--port", str(PORT)],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(0.3)
+        assert server.poll() is None, server.stderr.read()
+        yield tb
+    finally:
+        for p in reversed(tb.procs):
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+        _testbed("down", name=name)
+
+
+def transfer(tb, direction, nbytes, tmp_path, timeout=300):
+    """One verified ulsbench transfer between node 1 (ulstack) and the kernel peer."""
+    out = tmp_path / f"{direction}.json"
+    r = tb.run(tb.env["TB_NETNS"],
+               [BENCH, "client", *tb.node_args(), "--to", f"{tb.env['TB_KERNEL_IP']}:{PORT}",
+                "--bytes", str(nbytes), "--dir", direction, "--json", str(out)], timeout)
+    assert r.returncode == 0, f"ulsbench failed: {r.stdout}\n{r.stderr}"
+    res = json.loads(out.read_text())
+    print(r.stdout.strip())
+    return res

@@ -1,0 +1,41 @@
+# Unit tests (cmocka): one program per source file under test.
+UNIT_TESTS = \
+	tests/unit/test_frame tests/unit/test_chksum tests/unit/test_isn tests/unit/test_rxq \
+	tests/unit/test_api tests/unit/test_timers tests/unit/test_pattern tests/unit/test_netops
+check_PROGRAMS += $(UNIT_TESTS)
+TESTS += $(UNIT_TESTS)
+
+UNIT_CPPFLAGS = $(AM_CPPFLAGS) $(LWIP_CPPFLAGS) $(CMOCKA_CFLAGS)
+UNIT_LDADD = stack/libuls-internal.la netif/libnif.la apps/libapps.la $(CMOCKA_LIBS) -lpthread
+
+tests_unit_test_frame_SOURCES = tests/unit/test_frame.c
+tests_unit_test_frame_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_frame_LDADD = netif/libnif.la $(CMOCKA_LIBS)
+
+tests_unit_test_chksum_SOURCES = tests/unit/test_chksum.c
+tests_unit_test_chksum_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_chksum_LDADD = $(UNIT_LDADD)
+
+tests_unit_test_isn_SOURCES = tests/unit/test_isn.c
+tests_unit_test_isn_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_isn_LDADD = $(UNIT_LDADD)
+
+tests_unit_test_rxq_SOURCES = tests/unit/test_rxq.c
+tests_unit_test_rxq_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_rxq_LDADD = $(UNIT_LDADD)
+
+tests_unit_test_api_SOURCES = tests/unit/test_api.c
+tests_unit_test_api_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_api_LDADD = $(UNIT_LDADD)
+
+tests_unit_test_timers_SOURCES = tests/unit/test_timers.c
+tests_unit_test_timers_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_timers_LDADD = $(UNIT_LDADD)
+
+tests_unit_test_pattern_SOURCES = tests/unit/test_pattern.c
+tests_unit_test_pattern_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_pattern_LDADD = apps/libapps.la $(CMOCKA_LIBS)
+
+tests_unit_test_netops_SOURCES = tests/unit/test_netops.c
+tests_unit_test_netops_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_netops_LDADD = $(UNIT_LDADD)

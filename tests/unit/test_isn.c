@@ -1,0 +1,144 @@
+/* stack/isn.c: SipHash-2-4 and the RFC 6528 initial sequence number generator. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+#include <arpa/inet.h>
+
+#include <cmocka.h>
+
+#include "hooks.h"
+
+uint64_t stk__siphash24(const uint8_t key[16], const void *data, size_t len);
+
+static void key_00_0f(uint8_t key[16])
+{
+	for (int i = 0; i < 16; i++)
+		key[i] = (uint8_t)i;
+}
+
+static void reference_key_15_byte_message_siphash_matches_paper(void **state)
+{
+	uint8_t key[16], msg[15];
+	(void)state;
+
+	/* SipHash paper, Appendix A: key 00..0f, message 00..0e. */
+	key_00_0f(key);
+	for (int i = 0; i < 15; i++)
+		msg[i] = (uint8_t)i;
+	assert_true(stk__siphash24(key, msg, sizeof(msg)) == 0xa129ca6149be45e5ull);
+}
+
+static void reference_key_empty_message_siphash_matches_vector(void **state)
+{
+	uint8_t key[16];
+	(void)state;
+
+	key_00_0f(key);
+	assert_true(stk__siphash24(key, "", 0) == 0x726fdb47dd0e0e31ull);
+}
+
+static void reference_key_8_byte_message_siphash_matches_vector(void **state)
+{
+	uint8_t key[16], msg[8];
+	(void)state;
+
+	/* The reference implementation's vectors.h, entry 8 (one full block, then the
+	 * length-only final block). */
+	key_00_0f(key);
+	for (int i = 0; i < 8; i++)
+		msg[i] = (uint8_t)i;
+	assert_true(stk__siphash24(key, msg, sizeof(msg)) == 0x93f5f5799a932462ull);
+}
+
+static void one_key_bit_flipped_siphash_changes(void **state)
+{
+	uint8_t key[16], msg[12] = { 0 };
+	(void)state;
+
+	key_00_0f(key);
+	uint64_t h = stk__siphash24(key, msg, sizeof(msg));
+	key[15] ^= 0x80;
+	assert_true(stk__siphash24(key, msg, sizeof(msg)) != h);
+}
+
+static ip_addr_t addr(uint8_t a, uint8_t b, uint8_t c, uint8_t d)
+{
+	ip_addr_t ip;
+
+	memset(&ip, 0, sizeof(ip));
+	ip_2_ip4(&ip)->addr = htonl((uint32_t)a << 24 | (uint32_t)b << 16 | (uint32_t)c << 8 | d);
+	return ip;
+}
+
+/* Two ISNs taken microseconds apart differ by a few ticks of M; for different tuples F
+ * must make them differ by far more than that. */
+static void assert_far(u32_t x, u32_t y)
+{
+	u32_t d = x - y;
+
+	if (d < 100000u || d > 0u - 100000u)
+		fail_msg("ISNs %#x and %#x are only %d apart", x, y, (int32_t)d);
+}
+
+static void different_tuples_isn_differs_beyond_clock(void **state)
+{
+	ip_addr_t l = addr(198, 18, 0, 1), r = addr(198, 18, 0, 2);
+	ip_addr_t l2 = addr(198, 18, 0, 3), r2 = addr(198, 18, 0, 4);
+	(void)state;
+
+	u32_t base = stk__tcp_isn(&l, 5000, &r, 80);
+	assert_far(stk__tcp_isn(&l2, 5000, &r, 80), base);   /* local address */
+	assert_far(stk__tcp_isn(&l, 5001, &r, 80), base);    /* local port */
+	assert_far(stk__tcp_isn(&l, 5000, &r2, 80), base);   /* remote address */
+	assert_far(stk__tcp_isn(&l, 5000, &r, 81), base);    /* remote port */
+	assert_far(stk__tcp_isn(&r, 80, &l, 5000), base);    /* the reverse direction */
+	assert_far(stk__tcp_isn(&l, 80, &r, 5000), base);    /* ports swapped */
+}
+
+static int64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void same_tuple_10ms_later_isn_advances_by_4us_ticks(void **state)
+{
+	ip_addr_t l = addr(198, 18, 0, 1), r = addr(198, 18, 0, 2);
+	struct timespec ten_ms = { 0, 10 * 1000 * 1000 };
+	(void)state;
+
+	int64_t t0 = now_us();
+	u32_t a = stk__tcp_isn(&l, 40000, &r, 443);
+	int64_t t1 = now_us();
+	nanosleep(&ten_ms, NULL);
+	int64_t t2 = now_us();
+	u32_t b = stk__tcp_isn(&l, 40000, &r, 443);
+	int64_t t3 = now_us();
+
+	/* RFC 6528 §3: "M is the 4 microsecond timer". F is the same for both calls, so the
+	 * difference is the time between them in 4 us ticks (1 tick of rounding each side). */
+	int64_t d = (int64_t)(u32_t)(b - a);
+	int64_t lo = (t2 - t1) / 4 - 1, hi = (t3 - t0) / 4 + 1;
+	if (d < lo || d > hi)
+		fail_msg("ISN advanced %lld ticks, expected %lld..%lld", (long long)d,
+			 (long long)lo, (long long)hi);
+	assert_true(d >= 2500 - 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(reference_key_15_byte_message_siphash_matches_paper),
+		cmocka_unit_test(reference_key_empty_message_siphash_matches_vector),
+		cmocka_unit_test(reference_key_8_byte_message_siphash_matches_vector),
+		cmocka_unit_test(one_key_bit_flipped_siphash_changes),
+		cmocka_unit_test(different_tuples_isn_differs_beyond_clock),
+		cmocka_unit_test(same_tuple_10ms_later_isn_advances_by_4us_ticks),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
