@@ -2,6 +2,7 @@
 #include "apps/netops.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,7 +75,7 @@ int bench__parse_size(const char *s, unsigned long long *out)
 	char *end;
 	unsigned long long v, mul = 1;
 
-	if (!s || !*s || *s == '-')
+	if (!s || !isdigit((unsigned char)*s))  /* no blanks, no sign */
 		return -1;
 	errno = 0;
 	v = strtoull(s, &end, 10);
@@ -105,15 +106,18 @@ int bench__parse_addr(const char *s, struct sockaddr_in *a, unsigned default_por
 	host[hl] = '\0';
 	if (colon) {
 		char *end;
+		if (!isdigit((unsigned char)colon[1]))
+			return -1;
 		errno = 0;
 		port = strtoul(colon + 1, &end, 10);
-		if (errno || *end || colon[1] == '\0' || port == 0 || port > 65535)
+		if (errno || *end || port == 0 || port > 65535)
 			return -1;
 	}
-	memset(a, 0, sizeof(*a));
-	a->sin_family = AF_INET;
-	a->sin_port = htons((uint16_t)port);
-	return inet_pton(AF_INET, host, &a->sin_addr) == 1 ? 0 : -1;
+	struct sockaddr_in out = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	if (inet_pton(AF_INET, host, &out.sin_addr) != 1)
+		return -1;
+	*a = out;
+	return 0;
 }
 
 int bench__node_opt(struct node_opts *o, const char *opt, const char *arg)
@@ -132,10 +136,12 @@ int bench__node_opt(struct node_opts *o, const char *opt, const char *arg)
 		return 1;
 	}
 	if (strcmp(opt, "mac") == 0) {
-		if (!nif_mac_parse(arg, o->cfg.mac) || (o->cfg.mac[0] & 1)) {
+		uint8_t mac[6];
+		if (!nif_mac_parse(arg, mac) || (mac[0] & 1)) {
 			fprintf(stderr, "bad --mac '%s': expected a unicast aa:bb:cc:dd:ee:ff\n", arg);
 			return -1;
 		}
+		memcpy(o->cfg.mac, mac, sizeof(mac));
 		return 1;
 	}
 	if (strcmp(opt, "gw") == 0) {

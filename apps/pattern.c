@@ -25,6 +25,13 @@ static uint64_t splitmix64(uint64_t x)
 	return x ^ (x >> 31);
 }
 
+/* Mixing the seed first keeps (seed, block) pairs from aliasing: with seed ^ block, seed 0
+ * block 1 would equal seed 1 block 0. */
+static uint64_t block_key(uint64_t seed, uint64_t block)
+{
+	return splitmix64(splitmix64(seed) + block);
+}
+
 static void table_init(void)
 {
 	for (uint64_t i = 0; i < TABLE_WORDS; i++)
@@ -34,7 +41,7 @@ static void table_init(void)
 /* Word w of the stream, as it sits in memory (little-endian). */
 static uint64_t word_at(uint64_t seed, uint64_t w)
 {
-	return htole64(table[w % TABLE_WORDS] ^ splitmix64(seed ^ (w / TABLE_WORDS)));
+	return htole64(table[w % TABLE_WORDS] ^ block_key(seed, w / TABLE_WORDS));
 }
 
 static uint8_t byte_at(uint64_t seed, uint64_t off)
@@ -56,7 +63,7 @@ void bench__pattern_fill(uint64_t seed, uint64_t off, void *buf, size_t len)
 		p[i] = byte_at(seed, off + i);
 	while (i + 8 <= len) {
 		uint64_t w = (off + i) / 8;
-		uint64_t key = splitmix64(seed ^ (w / TABLE_WORDS));
+		uint64_t key = block_key(seed, w / TABLE_WORDS);
 		/* the rest of this 64 KiB block shares one key */
 		uint64_t end = (w / TABLE_WORDS + 1) * TABLE_WORDS;
 		for (; w < end && i + 8 <= len; w++, i += 8) {
@@ -79,7 +86,7 @@ uint64_t bench__pattern_check(uint64_t seed, uint64_t off, const void *buf, size
 			return off + i;
 	while (i + 8 <= len) {
 		uint64_t w = (off + i) / 8;
-		uint64_t key = splitmix64(seed ^ (w / TABLE_WORDS));
+		uint64_t key = block_key(seed, w / TABLE_WORDS);
 		uint64_t end = (w / TABLE_WORDS + 1) * TABLE_WORDS;
 		for (; w < end && i + 8 <= len; w++, i += 8) {
 			uint64_t v, want = htole64(table[w % TABLE_WORDS] ^ key);

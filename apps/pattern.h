@@ -1,6 +1,7 @@
-/* The byte pattern every transfer sends and verifies: word w of a stream (bytes 8w..8w+7)
- * is splitmix64(seed + w), little-endian. Any corrupted, lost, duplicated or reordered
- * byte changes what the receiver sees at that offset. */
+/* The byte pattern every transfer sends and verifies: word w of a stream (bytes 8w..8w+7,
+ * little-endian) is T[w mod 8192] XOR K(seed, w / 8192), with T a fixed table of random
+ * words and K a per-64-KiB-block key (pattern.c). Any corrupted, lost, duplicated or
+ * reordered byte changes what the receiver sees at that offset. */
 #ifndef ULS_APPS_PATTERN_H
 #define ULS_APPS_PATTERN_H
 

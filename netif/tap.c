@@ -101,6 +101,13 @@ static int attach(const char *ifname)
 		close(fd);
 		return err;
 	}
+	/* TUNSETIFF creates the device when the name is free. The node must run on a TAP
+	 * that someone configured (bridge, MTU), so a device we just created, which is not
+	 * persistent, is an error; closing the fd removes it again. */
+	if (ioctl(fd, TUNGETIFF, &ifr) < 0 || !(ifr.ifr_flags & IFF_PERSIST)) {
+		close(fd);
+		return -ENODEV;
+	}
 	/* A persistent TAP keeps the offloads a previous owner set; without a virtio-net header
 	 * we must receive plain, fully checksummed frames, so reset them. */
 	if (ioctl(fd, TUNSETOFFLOAD, 0) < 0) {

@@ -8,6 +8,7 @@
 #include "internal.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -98,9 +99,12 @@ int uls_parse_cidr(const char *s, struct in_addr *addr, unsigned *prefix_len)
 	buf[slash - s] = '\0';
 	if (inet_pton(AF_INET, buf, &a) != 1)
 		return -EINVAL;
+	/* strtoul alone would accept blanks and a sign ("/ 24", "/-8"). */
+	if (!isdigit((unsigned char)slash[1]))
+		return -EINVAL;
 	errno = 0;
 	plen = strtoul(slash + 1, &end, 10);
-	if (slash[1] == '\0' || *end || errno || plen < 1 || plen > 30)
+	if (*end || errno || plen < 1 || plen > 30)
 		return -EINVAL;
 	*addr = a;
 	*prefix_len = (unsigned)plen;

@@ -6,7 +6,7 @@ check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
 
 UNIT_CPPFLAGS = $(AM_CPPFLAGS) $(LWIP_CPPFLAGS) $(CMOCKA_CFLAGS)
-UNIT_LDADD = stack/libuls-internal.la netif/libnif.la apps/libapps.la $(CMOCKA_LIBS) -lpthread
+UNIT_LDADD = apps/libapps.la stack/libuls-internal.la netif/libnif.la $(CMOCKA_LIBS) -lpthread
 
 tests_unit_test_frame_SOURCES = tests/unit/test_frame.c
 tests_unit_test_frame_CPPFLAGS = $(UNIT_CPPFLAGS)

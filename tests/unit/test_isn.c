@@ -5,7 +5,6 @@
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
-#include <arpa/inet.h>
 
 #include <cmocka.h>
 
@@ -69,7 +68,7 @@ static ip_addr_t addr(uint8_t a, uint8_t b, uint8_t c, uint8_t d)
 	ip_addr_t ip;
 
 	memset(&ip, 0, sizeof(ip));
-	ip_2_ip4(&ip)->addr = htonl((uint32_t)a << 24 | (uint32_t)b << 16 | (uint32_t)c << 8 | d);
+	ip_2_ip4(&ip)->addr = lwip_htonl((uint32_t)a << 24 | (uint32_t)b << 16 | (uint32_t)c << 8 | d);
 	return ip;
 }
 

@@ -1,0 +1,416 @@
+/* The public API without a running node: argument checks in stack/socket.c and
+ * stack/core.c, the counters (stack/counters.c) and the err_t mapping (stack/errmap.c).
+ *
+ * uls_node_start() is only ever called in a forked child inside a new network namespace:
+ * TUNSETIFF on a name that does not exist creates a TAP, and a test must never leave a
+ * device behind in the machine's own namespace.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <cmocka.h>
+
+/* lwIP first: its def.h defines htonl() and friends unless <arpa/inet.h> did. */
+#include "internal.h"
+
+#include <arpa/inet.h>
+
+static struct in_addr ip4(const char *s)
+{
+	struct in_addr a;
+
+	assert_int_equal(inet_pton(AF_INET, s, &a), 1);
+	return a;
+}
+
+/* --- sockets without a node --- */
+
+static void no_node_socket_fails_enetdown(void **state)
+{
+	(void)state;
+	assert_int_equal(uls_socket(SOCK_STREAM), -ENETDOWN);
+	assert_int_equal(uls_socket(SOCK_DGRAM), -ENETDOWN);
+	assert_int_equal(uls_socket(SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC), -ENETDOWN);
+}
+
+static void bad_type_socket_fails_eprotonosupport(void **state)
+{
+	(void)state;
+	assert_int_equal(uls_socket(SOCK_RAW), -EPROTONOSUPPORT);
+	assert_int_equal(uls_socket(SOCK_SEQPACKET), -EPROTONOSUPPORT);
+	assert_int_equal(uls_socket(0), -EPROTONOSUPPORT);
+	assert_int_equal(uls_socket(-1), -EPROTONOSUPPORT);
+	assert_int_equal(uls_socket(SOCK_NONBLOCK), -EPROTONOSUPPORT);
+}
+
+static const int bad_sds[] = { -1, 0, 1, 63, 64, 1 << 20, -2147483647 - 1 };
+#define N_BAD_SDS (sizeof(bad_sds) / sizeof(bad_sds[0]))
+
+static void bad_descriptor_close_fails_ebadf(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < N_BAD_SDS; i++)
+		assert_int_equal(uls_close(bad_sds[i]), -EBADF);
+}
+
+static void bad_descriptor_bind_fails_ebadf(void **state)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(80) };
+	(void)state;
+
+	for (size_t i = 0; i < N_BAD_SDS; i++)
+		assert_int_equal(uls_bind(bad_sds[i], &a), -EBADF);
+}
+
+static void bad_address_bind_fails_before_descriptor_check(void **state)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET6 };
+	(void)state;
+
+	assert_int_equal(uls_bind(0, NULL), -EFAULT);
+	assert_int_equal(uls_bind(0, &a), -EAFNOSUPPORT);
+}
+
+static void bad_descriptor_send_recv_fail_ebadf(void **state)
+{
+	char buf[4] = { 0 };
+	(void)state;
+
+	for (size_t i = 0; i < N_BAD_SDS; i++) {
+		assert_int_equal(uls_send(bad_sds[i], buf, sizeof(buf), 0), -EBADF);
+		assert_int_equal(uls_recv(bad_sds[i], buf, sizeof(buf), 0), -EBADF);
+	}
+	assert_int_equal(uls_send(0, NULL, 4, 0), -EFAULT);
+	assert_int_equal(uls_recv(0, NULL, 4, 0), -EFAULT);
+}
+
+static void bad_descriptor_other_calls_fail_ebadf(void **state)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(80) };
+	int one = 1;
+	socklen_t len = sizeof(one);
+	(void)state;
+
+	assert_int_equal(uls_listen(3, 5), -EBADF);
+	assert_int_equal(uls_accept(3, NULL), -EBADF);
+	assert_int_equal(uls_connect(3, &a), -EBADF);
+	assert_int_equal(uls_shutdown(3, SHUT_RDWR), -EBADF);
+	assert_int_equal(uls_shutdown(3, 42), -EINVAL);
+	assert_int_equal(uls_setsockopt(3, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)), -EBADF);
+	assert_int_equal(uls_getsockopt(3, SOL_SOCKET, SO_TYPE, &one, &len), -EBADF);
+	assert_int_equal(uls_getsockname(3, &a), -EBADF);
+	assert_int_equal(uls_getpeername(3, &a), -EBADF);
+}
+
+/* --- uls_parse_cidr --- */
+
+static void good_cidr_parse_writes_address_and_prefix(void **state)
+{
+	struct in_addr a;
+	unsigned plen;
+	(void)state;
+
+	assert_int_equal(uls_parse_cidr("198.18.0.1/24", &a, &plen), 0);
+	assert_int_equal(a.s_addr, ip4("198.18.0.1").s_addr);
+	assert_int_equal(plen, 24);
+	assert_int_equal(uls_parse_cidr("10.0.0.1/1", &a, &plen), 0);
+	assert_int_equal(plen, 1);
+	assert_int_equal(uls_parse_cidr("10.0.0.1/30", &a, &plen), 0);
+	assert_int_equal(plen, 30);
+}
+
+static void check_cidr_rejected(const char *s)
+{
+	struct in_addr a = { .s_addr = 0x5a5a5a5a };
+	unsigned plen = 77;
+
+	if (uls_parse_cidr(s, &a, &plen) != -EINVAL)
+		fail_msg("\"%s\" was not rejected with -EINVAL", s);
+	if (a.s_addr != 0x5a5a5a5a || plen != 77)
+		fail_msg("\"%s\": outputs written on failure", s);
+}
+
+static void bad_cidr_parse_fails_outputs_untouched(void **state)
+{
+	static const char *const bad[] = {
+		"", "1.2.3.4", "1.2.3.4/0", "/24", "1.2.3.4/31", "1.2.3.4/32", "1.2.3.4/24x",
+		"300.1.1.1/24", "1.2.3.4/", "1.2.3/24", "1.2.3.4.5/24", "1.2.3.4/-1",
+		"1.2.3.4/99999999999999999999999", "1.2.3.4//24", "1.2.3.4/24/24",
+		"255.255.255.255255255255/24",
+	};
+	struct in_addr a;
+	unsigned plen;
+	(void)state;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		check_cidr_rejected(bad[i]);
+	assert_int_equal(uls_parse_cidr(NULL, &a, &plen), -EINVAL);
+	assert_int_equal(uls_parse_cidr("1.2.3.4/24", NULL, &plen), -EINVAL);
+	assert_int_equal(uls_parse_cidr("1.2.3.4/24", &a, NULL), -EINVAL);
+}
+
+static void signed_or_spaced_prefix_cidr_parse_fails(void **state)
+{
+	(void)state;
+	/* strtoul() skips blanks and takes a sign; NN must be digits only. A minus sign
+	 * wraps: -(2^64 - 24) reads as 24. */
+	check_cidr_rejected("1.2.3.4/+24");
+	check_cidr_rejected("1.2.3.4/ 24");
+	check_cidr_rejected("1.2.3.4/-18446744073709551592");
+}
+
+/* --- uls_node_start, in a child in its own network namespace --- */
+
+#define CHILD_SKIP 0x7fffffff
+
+/* Run uls_node_start(cfg) in a forked child in a new network namespace; returns its
+ * result, or CHILD_SKIP if no namespace could be made while running as root. */
+static int start_in_child(const struct uls_node_config *cfg)
+{
+	int fds[2], rc = 0, status;
+	pid_t pid;
+
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(fds[0]);
+		/* Without root no TAP can be created, so the own namespace is safe then. */
+		if (unshare(CLONE_NEWNET) < 0 && geteuid() == 0)
+			rc = CHILD_SKIP;
+		else
+			rc = uls_node_start(cfg);
+		if (rc == 0)
+			uls_node_stop();
+		if (write(fds[1], &rc, sizeof(rc)) != (ssize_t)sizeof(rc))
+			_exit(2);
+		_exit(0);
+	}
+	close(fds[1]);
+	ssize_t n = read(fds[0], &rc, sizeof(rc));
+	close(fds[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fail_msg("uls_node_start crashed or failed in the child (status %#x)", status);
+	assert_int_equal(n, sizeof(rc));
+	return rc;
+}
+
+static struct uls_node_config good_config(void)
+{
+	struct uls_node_config c = {
+		.tap = "ulsnonexist0",
+		.addr = ip4("198.18.0.1"),
+		.prefix_len = 24,
+	};
+	return c;
+}
+
+static void expect_einval(const struct uls_node_config *cfg, const char *what)
+{
+	int rc = start_in_child(cfg);
+
+	if (rc == CHILD_SKIP)
+		skip();
+	if (rc != -EINVAL)
+		fail_msg("%s: uls_node_start returned %d, want -EINVAL", what, rc);
+}
+
+static void null_config_node_start_fails_einval(void **state)
+{
+	(void)state;
+	/* Checked before any device is touched, so safe in this process. */
+	assert_int_equal(uls_node_start(NULL), -EINVAL);
+}
+
+static void bad_configs_node_start_fail_einval(void **state)
+{
+	struct uls_node_config c;
+	(void)state;
+
+	c = good_config(); c.tap = NULL;                   expect_einval(&c, "no tap");
+	c = good_config(); c.tap = "";                     expect_einval(&c, "empty tap");
+	c = good_config(); c.prefix_len = 0;               expect_einval(&c, "prefix 0");
+	c = good_config(); c.prefix_len = 31;              expect_einval(&c, "prefix 31");
+	c = good_config(); c.addr = ip4("0.0.0.0");        expect_einval(&c, "0.0.0.0");
+	c = good_config(); c.addr = ip4("127.0.0.1");      expect_einval(&c, "127.0.0.1");
+	c = good_config(); c.addr = ip4("224.0.0.1");      expect_einval(&c, "224.0.0.1");
+	c = good_config(); c.addr = ip4("255.255.255.255"); expect_einval(&c, "broadcast");
+	c = good_config(); c.mac[0] = 0x01;                expect_einval(&c, "multicast MAC");
+	c = good_config(); c.mtu = 67;                     expect_einval(&c, "mtu 67");
+	c = good_config(); c.mtu = 65536;                  expect_einval(&c, "mtu 65536");
+	c = good_config(); c.tap = "ulsnamewaytoolong0";   expect_einval(&c, "tap name > IFNAMSIZ");
+}
+
+static void nonexistent_tap_node_start_fails_negative_errno(void **state)
+{
+	struct uls_node_config c = good_config();
+	(void)state;
+
+	/* tap.h: "an existing TAP device in the caller's network namespace". */
+	int rc = start_in_child(&c);
+	if (rc == CHILD_SKIP)
+		skip();
+	if (rc >= 0)
+		fail_msg("uls_node_start on nonexistent TAP %s returned %d", c.tap, rc);
+}
+
+static void no_node_stop_is_noop(void **state)
+{
+	(void)state;
+	uls_node_stop();
+	uls_node_stop();
+	assert_int_equal(uls_socket(SOCK_DGRAM), -ENETDOWN);
+}
+
+/* --- counters --- */
+
+static void null_out_counters_returns_count(void **state)
+{
+	(void)state;
+	assert_true(uls_counters(NULL, 0) > 20);
+	assert_int_equal(uls_counters(NULL, 5), uls_counters(NULL, 0));
+}
+
+static void all_counters_names_unique_values_zero(void **state)
+{
+	int n = uls_counters(NULL, 0);
+	struct uls_counter *c = calloc((size_t)n, sizeof(*c));
+	static const char *const must[] = {
+		"frame_runt", "frame_not_ours", "udp_rcvbuf_full", "tcp_chkerr", "ip_drop",
+		"tap_rx_frames",
+	};
+	(void)state;
+
+	assert_non_null(c);
+	assert_int_equal(uls_counters(c, (size_t)n), n);
+	for (int i = 0; i < n; i++) {
+		assert_non_null(c[i].name);
+		assert_true(c[i].name[0] != '\0');
+		assert_true(c[i].value == 0);
+		for (int j = 0; j < i; j++)
+			if (strcmp(c[i].name, c[j].name) == 0)
+				fail_msg("counter name %s appears twice", c[i].name);
+	}
+	for (size_t m = 0; m < sizeof(must) / sizeof(must[0]); m++) {
+		int found = 0;
+		for (int i = 0; i < n; i++)
+			found |= strcmp(c[i].name, must[m]) == 0;
+		if (!found)
+			fail_msg("no counter named %s", must[m]);
+	}
+	/* Pass verdicts are not drops and have no counter. */
+	for (int i = 0; i < n; i++)
+		assert_true(strncmp(c[i].name, "pass_", 5) != 0);
+	free(c);
+}
+
+static void short_array_counters_fills_only_n(void **state)
+{
+	struct uls_counter c[4];
+	(void)state;
+
+	memset(c, 0xa5, sizeof(c));
+	struct uls_counter sentinel = c[2];
+	assert_int_equal(uls_counters(c, 2), uls_counters(NULL, 0));
+	assert_non_null(c[0].name);
+	assert_non_null(c[1].name);
+	assert_memory_equal(&c[2], &sentinel, sizeof(sentinel));
+	assert_memory_equal(&c[3], &sentinel, sizeof(sentinel));
+}
+
+static void drop_verdict_counted_counter_increments(void **state)
+{
+	int n = uls_counters(NULL, 0);
+	struct uls_counter *c = calloc((size_t)n, sizeof(*c));
+	(void)state;
+
+	assert_non_null(c);
+	stk__lock();
+	stk__count_verdict(NIF_DROP_RUNT);
+	stk__count_verdict(NIF_DROP_RUNT);
+	stk__count_verdict(NIF_VERDICT_COUNT);   /* out of range: ignored */
+	stk__count(STK_CNT_TX_OVERSIZE);
+	stk__unlock();
+	uls_counters(c, (size_t)n);
+	for (int i = 0; i < n; i++) {
+		if (strcmp(c[i].name, "frame_runt") == 0)
+			assert_true(c[i].value == 2);
+		else if (strcmp(c[i].name, "tx_oversize") == 0)
+			assert_true(c[i].value == 1);
+		else
+			assert_true(c[i].value == 0);
+	}
+	free(c);
+}
+
+/* --- err_t to -errno --- */
+
+static void named_errs_err_to_errno_maps_exactly(void **state)
+{
+	(void)state;
+	assert_int_equal(stk__err_to_errno(ERR_OK), 0);
+	assert_int_equal(stk__err_to_errno(ERR_RST), -ECONNRESET);
+	assert_int_equal(stk__err_to_errno(ERR_USE), -EADDRINUSE);
+	assert_int_equal(stk__err_to_errno(ERR_MEM), -ENOMEM);
+	assert_int_equal(stk__err_to_errno(ERR_ABRT), -ECONNABORTED);
+	assert_int_equal(stk__err_to_errno(ERR_WOULDBLOCK), -EWOULDBLOCK);
+	assert_int_equal(stk__err_to_errno(ERR_RTE), -EHOSTUNREACH);
+	assert_int_equal(stk__err_to_errno(ERR_CONN), -ENOTCONN);
+}
+
+static void every_lwip_err_err_to_errno_negative_not_eio(void **state)
+{
+	(void)state;
+	for (int e = ERR_MEM; e >= ERR_ARG; e--) {
+		int rc = stk__err_to_errno((err_t)e);
+		if (rc >= 0 || rc == -EIO)
+			fail_msg("err_t %d maps to %d", e, rc);
+	}
+}
+
+static void unknown_err_err_to_errno_is_eio(void **state)
+{
+	(void)state;
+	assert_int_equal(stk__err_to_errno((err_t)(ERR_ARG - 1)), -EIO);
+	assert_int_equal(stk__err_to_errno((err_t)1), -EIO);
+	assert_int_equal(stk__err_to_errno((err_t)-128), -EIO);
+	assert_int_equal(stk__err_to_errno((err_t)127), -EIO);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(no_node_socket_fails_enetdown),
+		cmocka_unit_test(bad_type_socket_fails_eprotonosupport),
+		cmocka_unit_test(bad_descriptor_close_fails_ebadf),
+		cmocka_unit_test(bad_descriptor_bind_fails_ebadf),
+		cmocka_unit_test(bad_address_bind_fails_before_descriptor_check),
+		cmocka_unit_test(bad_descriptor_send_recv_fail_ebadf),
+		cmocka_unit_test(bad_descriptor_other_calls_fail_ebadf),
+		cmocka_unit_test(good_cidr_parse_writes_address_and_prefix),
+		cmocka_unit_test(bad_cidr_parse_fails_outputs_untouched),
+		cmocka_unit_test(signed_or_spaced_prefix_cidr_parse_fails),
+		cmocka_unit_test(null_config_node_start_fails_einval),
+		cmocka_unit_test(bad_configs_node_start_fail_einval),
+		cmocka_unit_test(nonexistent_tap_node_start_fails_negative_errno),
+		cmocka_unit_test(no_node_stop_is_noop),
+		cmocka_unit_test(null_out_counters_returns_count),
+		cmocka_unit_test(all_counters_names_unique_values_zero),
+		cmocka_unit_test(short_array_counters_fills_only_n),
+		cmocka_unit_test(drop_verdict_counted_counter_increments),
+		cmocka_unit_test(named_errs_err_to_errno_maps_exactly),
+		cmocka_unit_test(every_lwip_err_err_to_errno_negative_not_eio),
+		cmocka_unit_test(unknown_err_err_to_errno_is_eio),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
