@@ -31,9 +31,20 @@
 #define TX_DEPTH_DEFAULT   256
 #define TX_SUBMIT_BATCH    64
 #define WAKE_TAG           UINT64_MAX
+#define CANCEL_TAG         (UINT64_MAX - 1)
+#define WATCH_BIT          (1ull << 62)  /* user_data of watched eventfd reads */
 #define RX_ERROR_BACKOFF_US 10000
 
+struct watch {
+	int fd;
+	bool active;     /* unwatched entries wait for their cancelled read to complete */
+	bool in_flight;
+	uint64_t tag;
+	uint64_t buf;
+};
+
 struct nif_tap {
+	struct nif_dev dev;  /* first: the generic view */
 	int fd;
 	int wake_fd;
 	unsigned mtu;
@@ -55,8 +66,16 @@ struct nif_tap {
 	unsigned tx_nfree;
 	unsigned tx_unsubmitted;
 
-	struct nif_tap_stats st;
+	struct watch *watches;
+	unsigned nwatches;
+	nif_event_fn *event_fn;
+	void *event_arg;
+
+	struct nif_dev_stats st;
 };
+
+static const struct nif_dev_ops tap_ops;
+static void watch_done(struct nif_tap *t, unsigned i, int res);
 
 static void default_log(int level, const char *msg)
 {
@@ -218,6 +237,7 @@ int nif_tap_open(struct nif_tap **out, const struct nif_tap_config *cfg)
 	if (!t)
 		return -ENOMEM;
 	t->fd = t->wake_fd = -1;
+	t->dev.ops = &tap_ops;
 	rc = attach(cfg->ifname);
 	if (rc < 0)
 		goto fail;
@@ -226,6 +246,7 @@ int nif_tap_open(struct nif_tap **out, const struct nif_tap_config *cfg)
 	if (rc < 0)
 		goto fail;
 	t->mtu = cfg->mtu ? cfg->mtu : devmtu;
+	t->dev.mtu = t->mtu;
 	/* Receive buffers hold the larger of the two MTUs: the kernel delivers up to the
 	 * device's MTU whatever the stack was told. */
 	t->frame_max = (size_t)t->mtu + NIF_ETH_HLEN;
@@ -281,6 +302,7 @@ void nif_tap_close(struct nif_tap *t)
 	free(t->rx_bufs);
 	free(t->tx_bufs);
 	free(t->tx_free);
+	free(t->watches);
 	free(t);
 }
 
@@ -371,6 +393,12 @@ int nif_tap_rx(struct nif_tap *t, nif_rx_fn *fn, void *arg, unsigned budget)
 			arm_wake(t);
 			continue;
 		}
+		if (tag == CANCEL_TAG)
+			continue;
+		if (tag & WATCH_BIT) {
+			watch_done(t, (unsigned)(tag & ~WATCH_BIT), res);
+			continue;
+		}
 		if (res > 0) {
 			t->rx_errors_in_row = 0;
 			t->st.rx_frames++;
@@ -387,6 +415,90 @@ int nif_tap_rx(struct nif_tap *t, nif_rx_fn *fn, void *arg, unsigned budget)
 		t->rx_rearm = 0;
 	}
 	return (int)n;
+}
+
+static void arm_watch(struct nif_tap *t, unsigned i)
+{
+	struct io_uring_sqe *sqe = rx_sqe(t);
+
+	if (!sqe)
+		return;
+	io_uring_prep_read(sqe, t->watches[i].fd, &t->watches[i].buf, sizeof(uint64_t), 0);
+	io_uring_sqe_set_data64(sqe, WATCH_BIT | i);
+	t->watches[i].in_flight = true;
+	t->rx_rearm++;
+}
+
+static void watch_done(struct nif_tap *t, unsigned i, int res)
+{
+	struct watch *w;
+
+	if (i >= t->nwatches)
+		return;
+	w = &t->watches[i];
+	w->in_flight = false;
+	if (!w->active)
+		return;  /* cancelled: the entry is free again */
+	if (res > 0 && t->event_fn)
+		t->event_fn(t->event_arg, w->tag);
+	/* event_fn may have unwatched it */
+	if (w->active && (res > 0 || res == -EAGAIN || res == -EINTR))
+		arm_watch(t, i);
+	else if (w->active)
+		w->active = false;  /* the fd failed: stop watching it */
+}
+
+int nif_tap_watch(struct nif_tap *t, int fd, uint64_t tag)
+{
+	unsigned i;
+
+	if (!t->uring)
+		return -EOPNOTSUPP;
+	for (i = 0; i < t->nwatches; i++)
+		if (!t->watches[i].active && !t->watches[i].in_flight)
+			break;
+	if (i == t->nwatches) {
+		struct watch *n = realloc(t->watches, sizeof(*n) * (t->nwatches + 16));
+		if (!n)
+			return -ENOMEM;
+		memset(n + t->nwatches, 0, sizeof(*n) * 16);
+		t->watches = n;
+		t->nwatches += 16;
+		/* every watch needs room in the submission queue next to the reads */
+		if (t->nwatches > t->rx_depth)
+			return -ENOSPC;
+	}
+	t->watches[i].fd = fd;
+	t->watches[i].tag = tag;
+	t->watches[i].active = true;
+	arm_watch(t, i);
+	io_uring_submit(&t->rx);
+	t->rx_rearm = 0;
+	return 0;
+}
+
+void nif_tap_unwatch(struct nif_tap *t, uint64_t tag)
+{
+	for (unsigned i = 0; i < t->nwatches; i++) {
+		struct watch *w = &t->watches[i];
+		if (!w->active || w->tag != tag)
+			continue;
+		w->active = false;
+		if (w->in_flight) {
+			struct io_uring_sqe *sqe = rx_sqe(t);
+			if (sqe) {
+				io_uring_prep_cancel64(sqe, WATCH_BIT | i, 0);
+				io_uring_sqe_set_data64(sqe, CANCEL_TAG);
+				t->rx_rearm++;
+			}
+		}
+	}
+}
+
+void nif_tap_set_event_fn(struct nif_tap *t, nif_event_fn *fn, void *arg)
+{
+	t->event_fn = fn;
+	t->event_arg = arg;
 }
 
 void nif_tap_wake(struct nif_tap *t)
@@ -478,7 +590,41 @@ int nif_tap_tx_flush(struct nif_tap *t)
 	return rc < 0 ? rc : 0;
 }
 
-void nif_tap_get_stats(const struct nif_tap *t, struct nif_tap_stats *out)
+void nif_tap_get_stats(const struct nif_tap *t, struct nif_dev_stats *out)
 {
 	*out = t->st;
 }
+
+struct nif_dev *nif_tap_dev(struct nif_tap *t)
+{
+	return &t->dev;
+}
+
+static struct nif_tap *of(struct nif_dev *d)
+{
+	return (struct nif_tap *)d;  /* dev is the first member */
+}
+
+static int op_wait(struct nif_dev *d, int timeout_ms) { return nif_tap_wait(of(d), timeout_ms); }
+static int op_rx(struct nif_dev *d, nif_rx_fn *fn, void *arg, unsigned budget)
+{
+	return nif_tap_rx(of(d), fn, arg, budget);
+}
+static void op_wake(struct nif_dev *d) { nif_tap_wake(of(d)); }
+static uint8_t *op_tx_slot(struct nif_dev *d) { return nif_tap_tx_slot(of(d)); }
+static void op_tx_queue(struct nif_dev *d, uint8_t *slot, size_t len)
+{
+	nif_tap_tx_queue(of(d), slot, len);
+}
+static int op_tx_flush(struct nif_dev *d) { return nif_tap_tx_flush(of(d)); }
+static void op_get_stats(const struct nif_dev *d, struct nif_dev_stats *out)
+{
+	nif_tap_get_stats((const struct nif_tap *)d, out);
+}
+static void op_close(struct nif_dev *d) { nif_tap_close(of(d)); }
+
+static const struct nif_dev_ops tap_ops = {
+	.wait = op_wait, .rx = op_rx, .wake = op_wake, .tx_slot = op_tx_slot,
+	.tx_queue = op_tx_queue, .tx_flush = op_tx_flush, .get_stats = op_get_stats,
+	.close = op_close,
+};

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "netif/dev.h"
 #include "netif/frame.h"
 
 struct nif_tap;
@@ -26,19 +27,20 @@ struct nif_tap_config {
 	unsigned tx_depth;    /* transmit buffers (0: default) */
 };
 
-struct nif_tap_stats {
-	uint64_t rx_frames, rx_bytes, rx_errors;
-	uint64_t tx_frames, tx_bytes, tx_errors, tx_short;
-	uint64_t tx_waits;    /* times a sender had to wait for a free transmit buffer */
-	uint64_t rx_wakeups;  /* waits that ended with work to do */
-};
-
-typedef void nif_rx_fn(void *arg, const uint8_t *frame, size_t len);
-
 int nif_tap_open(struct nif_tap **out, const struct nif_tap_config *cfg);
 void nif_tap_close(struct nif_tap *tap);
+/* The TAP as a generic device (the stack's view); closing it closes the TAP. */
+struct nif_dev *nif_tap_dev(struct nif_tap *tap);
 unsigned nif_tap_mtu(const struct nif_tap *tap);
 int nif_tap_uses_io_uring(const struct nif_tap *tap);
+
+/* ulsd also waits on other eventfds (the processes' transmit rings) in the same wait as the
+ * TAP: nif_tap_watch() keeps a read of fd in flight; when it completes, nif_tap_rx() calls
+ * the event function with tag instead of delivering a frame. Receiving thread only. */
+typedef void nif_event_fn(void *arg, uint64_t tag);
+int nif_tap_watch(struct nif_tap *tap, int fd, uint64_t tag);
+void nif_tap_unwatch(struct nif_tap *tap, uint64_t tag);
+void nif_tap_set_event_fn(struct nif_tap *tap, nif_event_fn *fn, void *arg);
 
 int nif_tap_wait(struct nif_tap *tap, int timeout_ms);
 int nif_tap_rx(struct nif_tap *tap, nif_rx_fn *fn, void *arg, unsigned budget);
@@ -48,7 +50,7 @@ uint8_t *nif_tap_tx_slot(struct nif_tap *tap);
 void nif_tap_tx_queue(struct nif_tap *tap, uint8_t *slot, size_t len);
 int nif_tap_tx_flush(struct nif_tap *tap);
 
-void nif_tap_get_stats(const struct nif_tap *tap, struct nif_tap_stats *out);
+void nif_tap_get_stats(const struct nif_tap *tap, struct nif_dev_stats *out);
 
 /* Logging hook: the host program decides where messages go (default: stderr). */
 typedef void nif_log_fn(int level, const char *msg);

@@ -44,13 +44,13 @@ static void unlock_raw(void)
 void stk__unlock(void)
 {
 	if (stk__node.up) {
-		nif_tap_tx_flush(stk__node.tap);
+		stk__node.dev->ops->tx_flush(stk__node.dev);
 		if (stk__node.sleeping) {
 			u32_t sleep = sys_timeouts_sleeptime();
 			if (sleep != SYS_TIMEOUTS_SLEEPTIME_INFINITE &&
 			    stk__now_ms() + sleep < stk__node.sleep_deadline) {
 				stk__node.sleep_deadline = 0;
-				nif_tap_wake(stk__node.tap);
+				stk__node.dev->ops->wake(stk__node.dev);
 			}
 		}
 	}
@@ -69,14 +69,14 @@ static void *stack_thread(void *arg)
 		n->sleep_deadline = timeout < 0 ? UINT64_MAX : stk__now_ms() + (uint64_t)timeout;
 		n->sleeping = true;
 		unlock_raw();
-		nif_tap_wait(n->tap, timeout);
+		n->dev->ops->wait(n->dev, timeout);
 		stk__lock();
 		n->sleeping = false;
 		if (!n->running)
 			break;
-		nif_tap_rx(n->tap, stk__ethif_input, &n->netif, RX_BUDGET);
+		n->dev->ops->rx(n->dev, stk__ethif_input, &n->netif, RX_BUDGET);
 		sys_check_timeouts();
-		nif_tap_tx_flush(n->tap);
+		n->dev->ops->tx_flush(n->dev);
 	}
 	unlock_raw();
 	return NULL;
@@ -111,17 +111,23 @@ int uls_parse_cidr(const char *s, struct in_addr *addr, unsigned *prefix_len)
 	return 0;
 }
 
-static int check_config(const struct uls_node_config *cfg)
+static int check_addr(struct in_addr addr, unsigned prefix_len)
 {
-	uint32_t a;
+	uint32_t a = ntohl(addr.s_addr);
 
-	if (!cfg || !cfg->tap || !*cfg->tap)
+	if (prefix_len < 1 || prefix_len > 30)
 		return -EINVAL;
-	if (cfg->prefix_len < 1 || cfg->prefix_len > 30)
-		return -EINVAL;
-	a = ntohl(cfg->addr.s_addr);
 	/* A node address must be a unicast host address. */
 	if (a == 0 || (a >> 24) == 127 || (a >> 28) >= 0xe)
+		return -EINVAL;
+	return 0;
+}
+
+static int check_config(const struct uls_node_config *cfg)
+{
+	if (!cfg || !cfg->tap || !*cfg->tap)
+		return -EINVAL;
+	if (check_addr(cfg->addr, cfg->prefix_len) < 0)
 		return -EINVAL;
 	if (cfg->mtu && (cfg->mtu < NIF_MTU_MIN || cfg->mtu > NIF_MTU_MAX))
 		return -EINVAL;
@@ -130,11 +136,50 @@ static int check_config(const struct uls_node_config *cfg)
 	return 0;
 }
 
+/* Bring lwIP up on dev (core lock held, node down). Takes dev over, also on failure. */
+int stk__node_up(struct nif_dev *dev, struct in_addr addr, unsigned prefix_len,
+		 struct in_addr gateway, const uint8_t mac[6])
+{
+	ip4_addr_t ip, mask, gw;
+	static bool lwip_ready;
+	int rc;
+
+	stk__node.dev = dev;
+	memcpy(stk__node.mac, mac, 6);
+	if (!lwip_ready) {
+		lwip_init();
+		lwip_ready = true;
+	}
+	ip.addr = addr.s_addr;
+	mask.addr = htonl(0xffffffffu << (32 - prefix_len));
+	gw.addr = gateway.s_addr;
+	if (!netif_add(&stk__node.netif, &ip, &mask, &gw, NULL, stk__ethif_init, ethernet_input)) {
+		rc = -EINVAL;
+		goto fail;
+	}
+	netif_set_default(&stk__node.netif);
+	stk__node.up = true;
+	netif_set_link_up(&stk__node.netif);
+	netif_set_up(&stk__node.netif);  /* announces the address: gratuitous ARP */
+	stk__node.running = true;
+	rc = -pthread_create(&stk__node.thread, NULL, stack_thread, &stk__node);
+	if (rc == 0)
+		return 0;
+	stk__node.running = false;
+	stk__node.up = false;
+	netif_remove(&stk__node.netif);
+fail:
+	dev->ops->close(dev);
+	stk__node.dev = NULL;
+	return rc;
+}
+
 int uls_node_start(const struct uls_node_config *cfg)
 {
 	struct nif_tap_config tcfg;
-	ip4_addr_t ip, mask, gw;
+	struct nif_tap *tap;
 	static const uint8_t zero[6];
+	uint8_t mac[6];
 	int rc = check_config(cfg);
 
 	if (rc < 0)
@@ -147,50 +192,22 @@ int uls_node_start(const struct uls_node_config *cfg)
 	memset(&tcfg, 0, sizeof(tcfg));
 	tcfg.ifname = cfg->tap;
 	tcfg.mtu = cfg->mtu;
-	rc = nif_tap_open(&stk__node.tap, &tcfg);
+	rc = nif_tap_open(&tap, &tcfg);
 	if (rc < 0) {
 		stk__unlock();
 		return rc;
 	}
 	if (memcmp(cfg->mac, zero, 6) != 0) {
-		memcpy(stk__node.mac, cfg->mac, 6);
+		memcpy(mac, cfg->mac, 6);
 	} else {
 		/* Locally administered (bit 1 of the first octet), derived from the address. */
 		uint32_t a = ntohl(cfg->addr.s_addr);
-		uint8_t mac[6] = { 0x02, 0x75, 0x6c, (uint8_t)(a >> 16), (uint8_t)(a >> 8), (uint8_t)a };
-		memcpy(stk__node.mac, mac, 6);
+		uint8_t m[6] = { 0x02, 0x75, 0x6c, (uint8_t)(a >> 16), (uint8_t)(a >> 8), (uint8_t)a };
+		memcpy(mac, m, 6);
 	}
-	static bool lwip_ready;
-	if (!lwip_ready) {
-		lwip_init();
-		lwip_ready = true;
-	}
-	ip.addr = cfg->addr.s_addr;
-	mask.addr = htonl(0xffffffffu << (32 - cfg->prefix_len));
-	gw.addr = cfg->gateway.s_addr;
-	if (!netif_add(&stk__node.netif, &ip, &mask, &gw, NULL, stk__ethif_init, ethernet_input)) {
-		nif_tap_close(stk__node.tap);
-		stk__node.tap = NULL;
-		stk__unlock();
-		return -EINVAL;
-	}
-	netif_set_default(&stk__node.netif);
-	stk__node.up = true;
-	netif_set_link_up(&stk__node.netif);
-	netif_set_up(&stk__node.netif);  /* announces the address: gratuitous ARP */
-	stk__node.running = true;
-	rc = pthread_create(&stk__node.thread, NULL, stack_thread, &stk__node);
-	if (rc != 0) {
-		stk__node.running = false;
-		stk__node.up = false;
-		netif_remove(&stk__node.netif);
-		nif_tap_close(stk__node.tap);
-		stk__node.tap = NULL;
-		stk__unlock();
-		return -rc;
-	}
+	rc = stk__node_up(nif_tap_dev(tap), cfg->addr, cfg->prefix_len, cfg->gateway, mac);
 	stk__unlock();
-	return 0;
+	return rc;
 }
 
 void uls_node_stop(void)
@@ -201,16 +218,17 @@ void uls_node_stop(void)
 		return;
 	}
 	stk__sockets_shutdown();
-	nif_tap_tx_flush(stk__node.tap);
+	stk__node.dev->ops->tx_flush(stk__node.dev);
 	stk__node.running = false;
-	nif_tap_wake(stk__node.tap);
+	stk__node.dev->ops->wake(stk__node.dev);
 	unlock_raw();
 	pthread_join(stk__node.thread, NULL);
 	stk__lock();
 	netif_set_down(&stk__node.netif);
 	netif_remove(&stk__node.netif);
 	stk__node.up = false;
-	nif_tap_close(stk__node.tap);
-	stk__node.tap = NULL;
+	stk__node.dev->ops->close(stk__node.dev);
+	stk__node.dev = NULL;
+	stk__node_down_hook();
 	unlock_raw();
 }

@@ -60,7 +60,7 @@ static void put(struct sink *k, const char *name, uint64_t v)
 int uls_counters(struct uls_counter *out, size_t n)
 {
 	struct sink k = { out, out ? n : 0, 0 };
-	struct nif_tap_stats ts;
+	struct nif_dev_stats ts;
 
 	stk__lock();
 	for (int v = 0; v < NIF_VERDICT_COUNT; v++)
@@ -76,16 +76,17 @@ int uls_counters(struct uls_counter *out, size_t n)
 	PROTO(&k, "udp", lwip_stats.udp);
 	PROTO(&k, "tcp", lwip_stats.tcp);
 	memset(&ts, 0, sizeof(ts));
-	if (stk__node.tap)
-		nif_tap_get_stats(stk__node.tap, &ts);
-	put(&k, "tap_rx_frames", ts.rx_frames);
-	put(&k, "tap_rx_bytes", ts.rx_bytes);
-	put(&k, "tap_rx_errors", ts.rx_errors);
-	put(&k, "tap_tx_frames", ts.tx_frames);
-	put(&k, "tap_tx_bytes", ts.tx_bytes);
-	put(&k, "tap_tx_errors", ts.tx_errors);
-	put(&k, "tap_tx_waits", ts.tx_waits);
-	put(&k, "tap_rx_wakeups", ts.rx_wakeups);
+	if (stk__node.dev)
+		stk__node.dev->ops->get_stats(stk__node.dev, &ts);
+	put(&k, "dev_rx_frames", ts.rx_frames);
+	put(&k, "dev_rx_bytes", ts.rx_bytes);
+	put(&k, "dev_rx_errors", ts.rx_errors);
+	put(&k, "dev_tx_frames", ts.tx_frames);
+	put(&k, "dev_tx_bytes", ts.tx_bytes);
+	put(&k, "dev_tx_errors", ts.tx_errors);
+	put(&k, "dev_tx_waits", ts.tx_waits);
+	put(&k, "dev_rx_wakeups", ts.rx_wakeups);
+	put(&k, "dev_rx_dropped", ts.rx_dropped);
 	stk__unlock();
 	return (int)k.i;
 }

@@ -29,7 +29,7 @@ void stk__ethif_input(void *arg, const uint8_t *frame, size_t len)
 	enum nif_verdict v;
 	struct pbuf *p;
 
-	v = nif_frame_check(frame, len, (size_t)nif_tap_mtu(stk__node.tap) + NIF_ETH_HLEN,
+	v = nif_frame_check(frame, len, (size_t)stk__node.dev->mtu + NIF_ETH_HLEN,
 			    stk__node.mac, &info);
 	stk__count_verdict(v);
 	if (nif_verdict_is_drop(v)) {
@@ -64,24 +64,24 @@ void stk__ethif_input(void *arg, const uint8_t *frame, size_t len)
 static err_t linkoutput(struct netif *netif, struct pbuf *p)
 {
 	(void)netif;
-	if (p->tot_len > nif_tap_mtu(stk__node.tap) + NIF_ETH_HLEN) {
+	if (p->tot_len > stk__node.dev->mtu + NIF_ETH_HLEN) {
 		stk__count(STK_CNT_TX_OVERSIZE);
 		return ERR_BUF;
 	}
-	uint8_t *slot = nif_tap_tx_slot(stk__node.tap);
+	uint8_t *slot = stk__node.dev->ops->tx_slot(stk__node.dev);
 	if (!slot) {
 		stk__count(STK_CNT_TX_NOBUF);
 		return ERR_BUF;
 	}
 	pbuf_copy_partial(p, slot, p->tot_len, 0);
-	nif_tap_tx_queue(stk__node.tap, slot, p->tot_len);
+	stk__node.dev->ops->tx_queue(stk__node.dev, slot, p->tot_len);
 	LINK_STATS_INC(link.xmit);
 	return ERR_OK;
 }
 
 err_t stk__ethif_init(struct netif *netif)
 {
-	unsigned mtu = nif_tap_mtu(stk__node.tap);
+	unsigned mtu = stk__node.dev->mtu;
 
 	netif->name[0] = 'u';
 	netif->name[1] = 's';

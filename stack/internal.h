@@ -20,7 +20,7 @@ struct stk_node {
 	bool running;
 	bool up;
 	pthread_t thread;
-	struct nif_tap *tap;
+	struct nif_dev *dev;      /* the TAP, or the ring pair to ulsd */
 	struct netif netif;
 	uint8_t mac[6];
 	/* The stack thread's next planned wake-up (ms, sys_now() clock) while it sleeps, so a
@@ -34,6 +34,18 @@ extern struct stk_node stk__node;
 void stk__lock(void);
 void stk__unlock(void);
 uint64_t stk__now_ms(void);
+
+/* Bring lwIP up on a device (core lock held); stk__node_down_hook() runs when it stops. */
+int stk__node_up(struct nif_dev *dev, struct in_addr addr, unsigned prefix_len,
+		 struct in_addr gateway, const uint8_t mac[6]);
+void stk__node_down_hook(void);
+
+/* The lease with ulsd (lease.c); without one the process is a TAP node of its own. */
+struct uls_ctl_msg;
+bool stk__leased(void);
+int stk__lease_fd(void);
+int stk__lease_call(struct uls_ctl_msg *m);
+void stk__lease_notify(struct uls_ctl_msg *m);
 
 /* err_t to -errno: the one place where lwIP's error codes are converted. */
 int stk__err_to_errno(err_t err);

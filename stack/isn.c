@@ -68,6 +68,16 @@ uint64_t stk__siphash24(const uint8_t key[16], const void *data, size_t len)
 
 static uint8_t secret[16];
 static pthread_once_t secret_once = PTHREAD_ONCE_INIT;
+static void secret_init(void);
+
+/* A process on a node uses ulsd's secret, so that every process of the node numbers its
+ * connections from the same function (RFC 6528 §3: one secret per host). */
+void stk__isn_set_secret(const uint8_t s[16]);
+void stk__isn_set_secret(const uint8_t s[16])
+{
+	pthread_once(&secret_once, secret_init);
+	memcpy(secret, s, sizeof(secret));
+}
 
 static void secret_init(void)
 {

@@ -113,8 +113,8 @@ void stk__assert_core_locked(void);
 #define CHECKSUM_CHECK_ICMP             1
 #define LWIP_CHECKSUM_ON_COPY           1
 #include <stdint.h>
-uint16_t stk__inet_chksum(const void *data, int len);
-#define LWIP_CHKSUM                     stk__inet_chksum
+uint16_t nif_inet_chksum(const void *data, int len);
+#define LWIP_CHKSUM                     nif_inet_chksum
 #define LWIP_CHKSUM_ALGORITHM           0
 
 /* Counters: lwIP's own statistics feed ulstack's named counters (stack/counters.c). */

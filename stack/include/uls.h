@@ -41,6 +41,11 @@ struct uls_node_config {
 ULS_EXTERN int uls_parse_cidr(const char *s, struct in_addr *addr, unsigned *prefix_len);
 
 ULS_EXTERN int uls_node_start(const struct uls_node_config *cfg);
+
+/* Join the node served by the ulsd whose control socket is ctl_path: the process's stack
+ * then shares the node's address with the node's other processes. uls_socket() does this
+ * by itself, with $ULS_CTL, when no node is up yet. */
+ULS_EXTERN int uls_attach(const char *ctl_path);
 ULS_EXTERN void uls_node_stop(void);
 
 /* Sockets. type is SOCK_STREAM or SOCK_DGRAM, optionally or-ed with SOCK_NONBLOCK. */

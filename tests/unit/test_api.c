@@ -287,7 +287,7 @@ static void all_counters_names_unique_values_zero(void **state)
 	struct uls_counter *c = calloc((size_t)n, sizeof(*c));
 	static const char *const must[] = {
 		"frame_runt", "frame_not_ours", "udp_rcvbuf_full", "tcp_chkerr", "ip_drop",
-		"tap_rx_frames",
+		"dev_rx_frames",
 	};
 	(void)state;
 

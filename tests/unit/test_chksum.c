@@ -1,7 +1,7 @@
 /* stack/chksum.c: the Internet checksum (RFC 1071) as lwIP's LWIP_CHKSUM.
  *
  * The reference is the plain RFC 1071 §4.1 loop: big-endian 16-bit words, the odd byte
- * padded with zero, end-around carry. stk__inet_chksum() returns the sum such that storing
+ * padded with zero, end-around carry. nif_inet_chksum() returns the sum such that storing
  * it in native byte order gives the packet bytes, so the reference is compared after
  * converting it to network order and back.
  */
@@ -92,7 +92,7 @@ static void random_data_each_length_and_alignment_chksum_matches_reference(void 
 	for (size_t align = 0; align < 8; align++)
 		for (size_t len = 0; len <= 130; len++) {
 			const uint8_t *p = b->mem + align;
-			uint16_t got = as_wire(stk__inet_chksum(p, (int)len));
+			uint16_t got = as_wire(nif_inet_chksum(p, (int)len));
 			if (got != ref_sum(p, len))
 				fail_msg("align %zu len %zu: got %#06x want %#06x", align, len,
 					 got, ref_sum(p, len));
@@ -106,7 +106,7 @@ static void large_lengths_chksum_matches_reference(void **state)
 
 	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
 		for (size_t align = 0; align < 8; align += 3)
-			assert_int_equal(as_wire(stk__inet_chksum(b->mem + align, (int)lens[i])),
+			assert_int_equal(as_wire(nif_inet_chksum(b->mem + align, (int)lens[i])),
 					 ref_sum(b->mem + align, lens[i]));
 }
 
@@ -118,8 +118,8 @@ static void all_ones_max_length_chksum_folds_carries(void **state)
 	assert_non_null(p);
 	/* Every addition carries: the 64-bit accumulator and the folds must not lose one. */
 	memset(p, 0xff, BIG);
-	assert_int_equal(as_wire(stk__inet_chksum(p, BIG)), ref_sum(p, BIG));
-	assert_int_equal(as_wire(stk__inet_chksum(p, BIG - 1)), ref_sum(p, BIG - 1));
+	assert_int_equal(as_wire(nif_inet_chksum(p, BIG)), ref_sum(p, BIG));
+	assert_int_equal(as_wire(nif_inet_chksum(p, BIG - 1)), ref_sum(p, BIG - 1));
 	free(p);
 }
 
@@ -129,12 +129,12 @@ static void rfc1071_example_chksum_is_ddf2(void **state)
 	static const uint8_t bytes[8] = { 0x00, 0x01, 0xf2, 0x03, 0xf4, 0xf5, 0xf6, 0xf7 };
 	(void)state;
 
-	assert_int_equal(as_wire(stk__inet_chksum(bytes, 8)), 0xddf2);
+	assert_int_equal(as_wire(nif_inet_chksum(bytes, 8)), 0xddf2);
 	/* ... for every start alignment too. */
 	for (size_t align = 1; align < 8; align++) {
 		uint8_t mem[16];
 		memcpy(mem + align, bytes, 8);
-		assert_int_equal(as_wire(stk__inet_chksum(mem + align, 8)), 0xddf2);
+		assert_int_equal(as_wire(nif_inet_chksum(mem + align, 8)), 0xddf2);
 	}
 }
 
@@ -143,8 +143,8 @@ static void zero_or_negative_length_chksum_is_zero(void **state)
 	static const uint8_t x[4] = { 1, 2, 3, 4 };
 	(void)state;
 
-	assert_int_equal(stk__inet_chksum(x, 0), 0);
-	assert_int_equal(stk__inet_chksum(x, -1), 0);
+	assert_int_equal(nif_inet_chksum(x, 0), 0);
+	assert_int_equal(nif_inet_chksum(x, -1), 0);
 }
 
 static void stored_complement_packet_verifies_to_ffff(void **state)
@@ -156,9 +156,9 @@ static void stored_complement_packet_verifies_to_ffff(void **state)
 		uint8_t pkt[60];
 		memcpy(pkt, b->mem + len, len);
 		pkt[10] = pkt[11] = 0;
-		uint16_t c = (uint16_t)~stk__inet_chksum(pkt, (int)len);
+		uint16_t c = (uint16_t)~nif_inet_chksum(pkt, (int)len);
 		memcpy(pkt + 10, &c, 2);  /* native store, as lwIP does */
-		assert_int_equal(stk__inet_chksum(pkt, (int)len), 0xffff);
+		assert_int_equal(nif_inet_chksum(pkt, (int)len), 0xffff);
 		assert_int_equal(ref_sum(pkt, len), 0xffff);
 	}
 }

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "lwipopts.h"
+#include "netif/chksum.h"
 
 static uint64_t add_carry(uint64_t sum, uint64_t v)
 {
@@ -18,7 +18,7 @@ static uint64_t add_carry(uint64_t sum, uint64_t v)
 	return sum + (sum < v);
 }
 
-uint16_t stk__inet_chksum(const void *data, int len)
+uint16_t nif_inet_chksum(const void *data, int len)
 {
 	const uint8_t *p = data;
 	uint64_t sum = 0;

@@ -1,0 +1,180 @@
+/* The per-frame decisions: who receives a frame, and may a process send one (filter.h).
+ *
+ * Read first: RFC 791 §3.2 (fragments), RFC 1122 §3.2.2 (ICMP errors go to the transport
+ * endpoint they concern), RFC 826 (ARP).
+ *
+ * Both run once per frame on the data path. Each is a constant number of hash probes
+ * (two at most, plus one score per member of a shared group), independent of the number
+ * of rules in the table.
+ */
+#include "filter/internal.h"
+
+#include <string.h>
+
+/* The owner of the endpoint (proto, lport) for traffic with the remote (rip, rport), or
+ * FLT_NO_OWNER. *via_listen says which kind of rule answered. */
+static flt_owner_t endpoint_owner(const struct flt_table *t, uint8_t proto, uint32_t lip,
+				  uint16_t lport, uint32_t rip, uint16_t rport, bool *via_listen)
+{
+	const struct flt__slot *s;
+
+	*via_listen = false;
+	s = flt__find(t, FLT_RULE_CONNECTED, proto, lport, rip, rport);
+	if (s)
+		return s->owner;
+	s = flt__find(t, FLT_RULE_LISTEN, proto, lport, 0, 0);
+	if (!s)
+		return FLT_NO_OWNER;
+	*via_listen = true;
+	return flt__group_pick(t, s->group, rip, rport, lip, lport);
+}
+
+flt_owner_t flt_lookup_rx(const struct flt_table *t, const struct flt_pkt *p)
+{
+	struct flt_stats *st = t->stats;
+	flt_owner_t owner = FLT_NO_OWNER;
+	bool via_listen = false, icmp = false;
+
+	st->rx_lookups++;
+	if (p->ethertype != FLT_ETHERTYPE_IPV4) {
+		st->rx_no_owner++;
+		return FLT_NO_OWNER;
+	}
+	/* RFC 791 §3.2: only the whole datagram can be demultiplexed. The first fragment
+	 * has ports, but the others would not follow it, so all of them go to the server,
+	 * which reassembles and delivers the datagram. */
+	if (p->ip.fragment) {
+		st->rx_fragment++;
+		return FLT_NO_OWNER;
+	}
+	if (p->has_ports) {
+		owner = endpoint_owner(t, p->ip.proto, p->ip.dst, p->dport, p->ip.src, p->sport,
+				       &via_listen);
+	} else if (p->ip.proto == FLT_PROTO_ICMP && p->icmp.has_inner &&
+		   p->icmp.inner.has_ports) {
+		/* RFC 1122 §3.2.2: an ICMP error "MUST be passed to" the transport layer
+		 * of the endpoint that sent the quoted datagram. We sent it, so its source
+		 * is the local end. */
+		owner = endpoint_owner(t, p->icmp.inner.proto, p->icmp.inner.src,
+				       p->icmp.inner.sport, p->icmp.inner.dst,
+				       p->icmp.inner.dport, &via_listen);
+		icmp = true;
+	}
+	if (owner == FLT_NO_OWNER) {
+		st->rx_no_owner++;
+		return FLT_NO_OWNER;
+	}
+	if (via_listen)
+		st->rx_listen++;
+	else
+		st->rx_connected++;
+	if (icmp)
+		st->rx_icmp_error++;
+	return owner;
+}
+
+/* May owner send from (proto, lport) to (rip, rport)? A connected rule for the exact
+ * tuple decides alone, so a member of a shared listening group cannot write into a
+ * connection another member owns. Without one, owner must be in the listening group of
+ * the port; for TCP on a shared port it must also be the member that would receive the
+ * connection's segments, since a listener only ever answers segments delivered to it.
+ * UDP senders on a shared port may send anywhere, as with SO_REUSEPORT on Linux. */
+static int may_use(const struct flt_table *t, flt_owner_t owner, uint8_t proto, uint32_t lip,
+		   uint16_t lport, uint32_t rip, uint16_t rport)
+{
+	const struct flt__slot *s;
+
+	s = flt__find(t, FLT_RULE_CONNECTED, proto, lport, rip, rport);
+	if (s)
+		return s->owner == owner ? 0 : -FLT_DENY_PORT;
+	s = flt__find(t, FLT_RULE_LISTEN, proto, lport, 0, 0);
+	if (!s || !flt__group_has(s->group, owner))
+		return -FLT_DENY_PORT;
+	if (proto == FLT_PROTO_TCP && s->group->n > 1 &&
+	    flt__group_pick(t, s->group, rip, rport, lip, lport) != owner)
+		return -FLT_DENY_SHARED_PEER;
+	return 0;
+}
+
+static int check_arp(const struct flt_pkt *p, uint32_t node_ip, const uint8_t *node_mac)
+{
+	/* RFC 826: a process may ask and answer for the node's own address and nothing
+	 * else: sender fields are what other hosts put in their caches. */
+	if (p->arp.op != FLT__ARP_OP_REQUEST && p->arp.op != FLT__ARP_OP_REPLY)
+		return -FLT_DENY_ARP;
+	if (p->arp.spa != node_ip || memcmp(p->arp.sha, node_mac, FLT_ETH_ALEN) != 0)
+		return -FLT_DENY_ARP;
+	return 0;
+}
+
+/* ICMP a process may send: echo request and reply (RFC 792), and destination
+ * unreachable about a datagram that was delivered to one of its own endpoints (lwIP
+ * answers a UDP datagram for a closed port with port unreachable, RFC 1122 §4.1.3.1).
+ * Everything else (redirects, time exceeded, ...) is the node's business, not a
+ * process's.
+ * Deviation: the echo identifier is not tied to the sender; echo replies reach the
+ * server, not the process, so a process can ping but cannot see the answer. */
+static int check_icmp(const struct flt_table *t, const struct flt_pkt *p, flt_owner_t owner,
+		      uint32_t node_ip)
+{
+	switch (p->icmp.type) {
+	case FLT__ICMP_ECHO_REPLY:
+	case FLT__ICMP_ECHO:
+		return 0;
+	case FLT__ICMP_DEST_UNREACH:
+		/* The quoted datagram came to us: its destination is the local end. */
+		if (!p->icmp.has_inner || !p->icmp.inner.has_ports ||
+		    p->icmp.inner.dst != node_ip ||
+		    may_use(t, owner, p->icmp.inner.proto, node_ip, p->icmp.inner.dport,
+			    p->icmp.inner.src, p->icmp.inner.sport) < 0)
+			return -FLT_DENY_ICMP;
+		return 0;
+	default:
+		return -FLT_DENY_ICMP;
+	}
+}
+
+static int check_ipv4(const struct flt_table *t, const struct flt_pkt *p, flt_owner_t owner,
+		      uint32_t node_ip)
+{
+	if (p->ip.src != node_ip)
+		return -FLT_DENY_SRC_IP;
+	/* Deviation: a fragment after the first carries no ports, so all we can check is
+	 * that it comes from the node. A process could forge the later fragments of a
+	 * datagram another process sends, if it guessed the IP Identification; it cannot
+	 * send a datagram as another endpoint, because the first fragment is checked. */
+	if (p->ip.frag_off != 0)
+		return 0;
+	switch (p->ip.proto) {
+	case FLT_PROTO_TCP:
+	case FLT_PROTO_UDP:
+		if (!p->has_ports)
+			return -FLT_DENY_PORT;
+		return may_use(t, owner, p->ip.proto, node_ip, p->sport, p->ip.dst, p->dport);
+	case FLT_PROTO_ICMP:
+		return check_icmp(t, p, owner, node_ip);
+	default:
+		return -FLT_DENY_PROTO;
+	}
+}
+
+int flt_check_tx(const struct flt_table *t, const struct flt_pkt *p, flt_owner_t owner,
+		 uint32_t node_ip, const uint8_t node_mac[FLT_ETH_ALEN])
+{
+	int ret;
+
+	t->stats->tx_checks++;
+	if (memcmp(p->src_mac, node_mac, FLT_ETH_ALEN) != 0)
+		ret = -FLT_DENY_SRC_MAC;
+	else if (p->ethertype == FLT_ETHERTYPE_ARP)
+		ret = check_arp(p, node_ip, node_mac);
+	else if (p->ethertype == FLT_ETHERTYPE_IPV4)
+		ret = check_ipv4(t, p, owner, node_ip);
+	else
+		ret = -FLT_DENY_PROTO;
+	if (ret < 0)
+		t->stats->tx_deny[-ret]++;
+	else
+		t->stats->tx_allowed++;
+	return ret;
+}

@@ -1,0 +1,237 @@
+/* The packet-filter demultiplexer: which process owns a received frame, and may a process
+ * send this frame.
+ *
+ * Read first: RFC 894 (IPv4 over Ethernet), RFC 826 (ARP), RFC 791 §3.1 and §3.2 (IPv4
+ * header, fragmentation), RFC 1858 (fragment attacks on filters), RFC 9293 §3.1 (TCP
+ * header), RFC 768 (UDP), RFC 792 and RFC 1122 §3.2.2 (ICMP).
+ *
+ * The filter is a library on byte arrays: no I/O, no threads, no lwIP. ulsd parses every
+ * frame it reads from the TAP with flt_parse(), asks flt_lookup_rx() which process gets it,
+ * and checks every frame a process hands it with flt_check_tx() before it reaches the wire.
+ * The connection server programs the rule table (flt_add_*, flt_del_*) on the control path.
+ *
+ * Concurrency: none. A table is used by one thread at a time; the caller serialises.
+ * Lookups count into the table's statistics, so even a const table must not be looked up
+ * from two threads at once.
+ */
+#ifndef ULS_FILTER_FILTER_H
+#define ULS_FILTER_FILTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FLT_ETH_ALEN        6
+#define FLT_ETHERTYPE_IPV4  0x0800
+#define FLT_ETHERTYPE_ARP   0x0806
+#define FLT_PROTO_ICMP      1
+#define FLT_PROTO_TCP       6
+#define FLT_PROTO_UDP       17
+
+/* TCP flag bits as they sit in octet 13 of the header (RFC 9293 §3.1). */
+#define FLT_TCP_FIN 0x01
+#define FLT_TCP_SYN 0x02
+#define FLT_TCP_RST 0x04
+#define FLT_TCP_PSH 0x08
+#define FLT_TCP_ACK 0x10
+#define FLT_TCP_URG 0x20
+#define FLT_TCP_ECE 0x40
+#define FLT_TCP_CWR 0x80
+
+/* Why a frame was dropped (flt_parse, receive side) or refused (flt_check_tx, transmit
+ * side). Functions return the negated value; 0 is never a reason. Every reason has a
+ * counter in struct flt_stats. */
+enum flt_reason {
+	FLT_REASON_NONE,
+	/* flt_parse */
+	FLT_DROP_RUNT,           /* shorter than an Ethernet header */
+	FLT_DROP_ETHERTYPE,      /* neither IPv4 nor ARP (IPv6, VLAN tags, ...) */
+	FLT_DROP_ARP,            /* ARP not for Ethernet/IPv4, or too short */
+	FLT_DROP_IPV4_HEADER,    /* bad version, IHL, total length, or options past the end */
+	FLT_DROP_IPV4_CHECKSUM,  /* IPv4 header checksum wrong */
+	FLT_DROP_FRAGMENT,       /* fragment past 65535 octets or an RFC 1858 overlap */
+	FLT_DROP_TCP_HEADER,     /* data offset < 5 or past the datagram */
+	FLT_DROP_UDP_HEADER,     /* shorter than 8 octets, or length field inconsistent */
+	FLT_DROP_ICMP_HEADER,    /* shorter than the 8-octet ICMP header */
+	/* flt_check_tx */
+	FLT_DENY_SRC_MAC,        /* Ethernet source is not the node's MAC */
+	FLT_DENY_SRC_IP,         /* IPv4 source is not the node's address */
+	FLT_DENY_ARP,            /* ARP other than request/reply, or sender not the node */
+	FLT_DENY_PROTO,          /* an IP protocol processes may not send */
+	FLT_DENY_PORT,           /* TCP/UDP source port (or tuple) not the sender's */
+	FLT_DENY_SHARED_PEER,    /* shared TCP port: this 4-tuple belongs to another member */
+	FLT_DENY_ICMP,           /* ICMP type not allowed, or an error about another's port */
+	FLT_REASON_COUNT
+};
+
+/* A short stable name for counters and logs ("drop_runt", "deny_src_ip", ...). */
+const char *flt_reason_name(enum flt_reason r);
+
+/* What flt_parse() found. Addresses are in network byte order, as on the wire; ports,
+ * lengths and the other numeric fields in host order. Only the parts the ethertype and
+ * protocol select are meaningful; the rest are zero. */
+struct flt_pkt {
+	uint8_t dst_mac[FLT_ETH_ALEN];
+	uint8_t src_mac[FLT_ETH_ALEN];
+	uint16_t ethertype;
+
+	struct {
+		uint16_t op;                 /* 1 request, 2 reply (RFC 826) */
+		uint8_t sha[FLT_ETH_ALEN];   /* sender hardware address */
+		uint8_t tha[FLT_ETH_ALEN];   /* target hardware address */
+		uint32_t spa, tpa;           /* sender and target protocol (IPv4) address */
+	} arp;
+
+	struct {
+		uint32_t src, dst;
+		uint8_t proto;
+		uint8_t hlen;                /* header length in octets (IHL * 4) */
+		uint16_t total;              /* Total Length: Ethernet padding is not in it */
+		uint16_t id;
+		bool df, mf;                 /* don't fragment, more fragments */
+		uint16_t frag_off;           /* fragment offset in octets (field * 8) */
+		bool fragment;               /* mf || frag_off: part of a fragmented datagram */
+	} ip;
+
+	/* Ports: true for TCP and UDP unfragmented datagrams and first fragments. */
+	bool has_ports;
+	uint16_t sport, dport;
+
+	struct {
+		uint32_t seq, ack;
+		uint8_t flags;               /* FLT_TCP_* */
+		uint8_t doff;                /* header length in octets (data offset * 4) */
+		uint16_t payload_len;        /* TCP data octets in this frame */
+	} tcp;
+
+	struct {
+		uint16_t len;                /* the UDP Length field (header + data) */
+	} udp;
+
+	struct {
+		uint8_t type, code;
+		/* For errors (destination unreachable, time exceeded, parameter problem,
+		 * source quench, RFC 792): the datagram they quote, when its IPv4 header
+		 * and first 8 octets are there (RFC 1122 §3.2.2). Ports are set for a
+		 * quoted TCP or UDP first fragment. */
+		bool has_inner;
+		struct {
+			uint32_t src, dst;
+			uint8_t proto;
+			bool has_ports;
+			uint16_t sport, dport;
+		} inner;
+	} icmp;
+
+	/* Offsets into the frame: network header, transport header, transport payload.
+	 * For a non-first fragment l4_off is where the fragment's data starts. */
+	uint16_t l3_off, l4_off, payload_off;
+};
+
+/* Parse an Ethernet frame. Returns 0 and fills *out, or returns -FLT_DROP_* and leaves
+ * *out untouched. Never reads outside frame[0, len). Checksums are left to the stacks
+ * except the IPv4 header checksum, which is checked here because every decision the
+ * filter makes rests on that header (see parse.c). */
+int flt_parse(const uint8_t *frame, size_t len, struct flt_pkt *out);
+
+/* ---- The rule table ---------------------------------------------------------------- */
+
+typedef uint32_t flt_owner_t;
+#define FLT_NO_OWNER UINT32_MAX   /* "deliver to the server"; never a valid owner */
+
+enum flt_kind {
+	FLT_RULE_CONNECTED = 1,  /* (proto, local port, remote ip, remote port) -> one owner */
+	FLT_RULE_LISTEN,         /* (proto, local port) -> a group of owners */
+};
+
+/* Most owners in one listening group (processes sharing one port). Lookup cost grows
+ * with the size of the group, never with the number of rules. */
+#define FLT_GROUP_MAX 256
+
+struct flt_table;
+
+/* NULL on allocation failure. The hash seed comes from getrandom(2). */
+struct flt_table *flt_table_new(void);
+void flt_table_free(struct flt_table *t);
+
+/* Replace the random hash seed (tests use it for reproducible group picks). Rehashes the
+ * table: 0, or -ENOMEM with the table unchanged. */
+int flt_table_set_seed(struct flt_table *t, uint64_t seed);
+
+/* proto is FLT_PROTO_TCP or FLT_PROTO_UDP; ports are nonzero; owner is not FLT_NO_OWNER;
+ * rip is the remote address in network order, nonzero. Otherwise -EINVAL.
+ * -EEXIST if the exact tuple already has a rule (of any owner), -ENOMEM. */
+int flt_add_connected(struct flt_table *t, uint8_t proto, uint16_t lport, uint32_t rip,
+		      uint16_t rport, flt_owner_t owner);
+/* -ENOENT if there is no such rule, -EPERM if another owner holds it. */
+int flt_del_connected(struct flt_table *t, uint8_t proto, uint16_t lport, uint32_t rip,
+		      uint16_t rport, flt_owner_t owner);
+
+/* A listening TCP port or a bound UDP port. shared: the owner agrees to share the port
+ * (SO_REUSEPORT, or a listener inherited across fork). -EEXIST if owner is already in
+ * the group, -EADDRINUSE if another owner holds the port and either side is not shared,
+ * -ENOSPC if the group already has FLT_GROUP_MAX owners, -EINVAL, -ENOMEM. */
+int flt_add_listen(struct flt_table *t, uint8_t proto, uint16_t lport, flt_owner_t owner,
+		   bool shared);
+/* -ENOENT if owner is not in the group of (proto, lport). */
+int flt_del_listen(struct flt_table *t, uint8_t proto, uint16_t lport, flt_owner_t owner);
+
+/* Remove every rule of owner (its lease ended); returns how many were removed, counting
+ * each group membership as one. Walks the whole table: control path only. */
+size_t flt_del_owner(struct flt_table *t, flt_owner_t owner);
+
+/* Which owner gets this received frame, or FLT_NO_OWNER for the server. Order: the
+ * connected rule of the exact tuple (local = the packet's destination), then the
+ * listening group of (proto, dport), one member picked by a seeded hash of the 4-tuple so
+ * that every segment of one connection reaches the same member. ARP, fragments (the server
+ * reassembles), ICMP other than errors, and unmatched packets go to the server. An ICMP
+ * error goes to the owner of the endpoint whose datagram it quotes. The destination
+ * address is not checked: the caller has already decided the frame is for the node. */
+flt_owner_t flt_lookup_rx(const struct flt_table *t, const struct flt_pkt *p);
+
+/* May owner send this frame from a node with address node_ip (network order) and MAC
+ * node_mac? 0, or -FLT_DENY_* (counted). See demux.c for the exact policy. */
+int flt_check_tx(const struct flt_table *t, const struct flt_pkt *p, flt_owner_t owner,
+		 uint32_t node_ip, const uint8_t node_mac[FLT_ETH_ALEN]);
+
+/* ---- Introspection ------------------------------------------------------------------ */
+
+struct flt_stats {
+	uint64_t rx_drop[FLT_REASON_COUNT];  /* flt_count_rx_drop() */
+	uint64_t tx_deny[FLT_REASON_COUNT];  /* flt_check_tx(), flt_count_tx_drop() */
+	uint64_t rx_lookups;
+	uint64_t rx_connected;      /* lookups answered by a connected rule */
+	uint64_t rx_listen;         /* ... by a listening group */
+	uint64_t rx_icmp_error;     /* ... of those, ICMP errors delivered to an owner */
+	uint64_t rx_fragment;       /* fragments sent to the server for reassembly */
+	uint64_t rx_no_owner;       /* everything else sent to the server */
+	uint64_t tx_checks;
+	uint64_t tx_allowed;
+	uint64_t rules_connected;   /* current number of connected rules */
+	uint64_t rules_listen;      /* current number of group memberships */
+};
+
+/* flt_parse() is pure; the caller reports its failures here so they show in the stats:
+ * flt_count_rx_drop(t, -ret). Out-of-range reasons are ignored. */
+void flt_count_rx_drop(const struct flt_table *t, enum flt_reason r);
+void flt_count_tx_drop(const struct flt_table *t, enum flt_reason r);
+
+void flt_table_stats(const struct flt_table *t, struct flt_stats *out);
+
+/* One rule as flt_foreach() shows it. A group is shown as one rule per member. */
+struct flt_rule {
+	enum flt_kind kind;
+	uint8_t proto;
+	uint16_t lport;
+	uint32_t rip;            /* network order; 0 for FLT_RULE_LISTEN */
+	uint16_t rport;          /* 0 for FLT_RULE_LISTEN */
+	flt_owner_t owner;
+	bool shared;             /* FLT_RULE_LISTEN: the group is shared */
+};
+
+/* Call fn for every rule, in no particular order, until it returns nonzero; returns that
+ * value, or 0. fn must not change the table. */
+typedef int (*flt_visit_fn)(const struct flt_rule *rule, void *arg);
+int flt_foreach(const struct flt_table *t, flt_visit_fn fn, void *arg);
+
+#endif

@@ -1,0 +1,75 @@
+/* What the filter's files share: wire constants, the table layout, the hash. */
+#ifndef ULS_FILTER_INTERNAL_H
+#define ULS_FILTER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "filter/filter.h"
+
+/* ---- Wire constants, named as their RFCs name them ---------------------------------- */
+
+#define FLT__ETH_HLEN        14  /* RFC 894: destination, source, type */
+/* RFC 826: an Ethernet/IPv4 ARP packet is 28 octets. */
+#define FLT__ARP_LEN         28
+#define FLT__ARP_HTYPE_ETHER 1
+#define FLT__ARP_OP_REQUEST  1
+#define FLT__ARP_OP_REPLY    2
+/* RFC 791 §3.1 */
+#define FLT__IPV4_MIN_HLEN   20
+#define FLT__IPV4_DF         0x4000
+#define FLT__IPV4_MF         0x2000
+#define FLT__IPV4_OFFMASK    0x1fff
+#define FLT__IPV4_MAX_LEN    65535
+/* RFC 9293 §3.1 */
+#define FLT__TCP_MIN_HLEN    20
+/* RFC 768 */
+#define FLT__UDP_HLEN        8
+/* RFC 792: type, code, checksum, and 4 octets that depend on the type. */
+#define FLT__ICMP_HLEN       8
+#define FLT__ICMP_ECHO_REPLY      0
+#define FLT__ICMP_DEST_UNREACH    3
+#define FLT__ICMP_SOURCE_QUENCH   4
+#define FLT__ICMP_ECHO            8
+#define FLT__ICMP_TIME_EXCEEDED   11
+#define FLT__ICMP_PARAM_PROBLEM   12
+
+/* ---- The table ---------------------------------------------------------------------- */
+
+/* The owners of one listening port. More than one only if shared. Sorted, so that the
+ * same set of owners always behaves the same whatever order they joined in. */
+struct flt__group {
+	uint32_t n, cap;
+	bool shared;
+	flt_owner_t owners[];
+};
+
+/* One slot of the open-addressing hash table. Both kinds of rule live in one table; a
+ * listening rule has rip = 0 and rport = 0 and is told apart by kind. kind 0: empty. */
+struct flt__slot {
+	uint32_t rip;
+	uint16_t lport, rport;
+	uint8_t proto, kind;
+	flt_owner_t owner;           /* FLT_RULE_CONNECTED */
+	struct flt__group *group;    /* FLT_RULE_LISTEN */
+};
+
+struct flt_table {
+	struct flt__slot *slots;
+	size_t cap;                  /* a power of two */
+	size_t used;                 /* slots in use */
+	uint64_t k0, k1;             /* hash key */
+	/* Lookups on a const table still count: the counters live behind a pointer. */
+	struct flt_stats *stats;
+};
+
+uint64_t flt__siphash(uint64_t k0, uint64_t k1, uint64_t m0, uint64_t m1);
+
+const struct flt__slot *flt__find(const struct flt_table *t, uint8_t kind, uint8_t proto,
+				  uint16_t lport, uint32_t rip, uint16_t rport);
+flt_owner_t flt__group_pick(const struct flt_table *t, const struct flt__group *g,
+			    uint32_t rip, uint16_t rport, uint32_t lip, uint16_t lport);
+bool flt__group_has(const struct flt__group *g, flt_owner_t owner);
+
+#endif

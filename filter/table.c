@@ -1,0 +1,489 @@
+/* The filter's rule table (see filter.h).
+ *
+ * One open-addressing hash table with linear probing holds both kinds of rule: connected
+ * 4-tuples and listening ports (a listening rule is the tuple with remote address and
+ * port zero). The load factor stays at or below one half, so a lookup touches a short run
+ * of adjacent slots whatever the number of rules; deletion shifts the run back instead of
+ * leaving tombstones, so a long-lived table does not slow down with churn.
+ *
+ * The hash is SipHash-1-3 keyed with a per-table random seed: remote addresses and ports
+ * are chosen by peers, and an unkeyed hash would let them pile every connection into one
+ * probe run. The same key decides which member of a shared listening group a connection
+ * goes to, so a peer cannot aim its connections at one process either.
+ */
+#include "filter/internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+#define MIN_CAP 16
+
+/* ---- SipHash-1-3 of two 64-bit words (Aumasson & Bernstein, "SipHash: a fast
+ * short-input PRF", 2012; one compression round and three finalisation rounds, as the
+ * Linux kernel's hsiphash and Rust's HashMap use for hash tables). */
+
+#define ROTL(x, b) (((x) << (b)) | ((x) >> (64 - (b))))
+#define SIPROUND                                                                       \
+	do {                                                                           \
+		v0 += v1; v1 = ROTL(v1, 13); v1 ^= v0; v0 = ROTL(v0, 32);             \
+		v2 += v3; v3 = ROTL(v3, 16); v3 ^= v2;                                 \
+		v0 += v3; v3 = ROTL(v3, 21); v3 ^= v0;                                 \
+		v2 += v1; v1 = ROTL(v1, 17); v1 ^= v2; v2 = ROTL(v2, 32);             \
+	} while (0)
+
+uint64_t flt__siphash(uint64_t k0, uint64_t k1, uint64_t m0, uint64_t m1)
+{
+	uint64_t v0 = k0 ^ 0x736f6d6570736575ULL;
+	uint64_t v1 = k1 ^ 0x646f72616e646f6dULL;
+	uint64_t v2 = k0 ^ 0x6c7967656e657261ULL;
+	uint64_t v3 = k1 ^ 0x7465646279746573ULL;
+	const uint64_t b = (uint64_t)16 << 56;  /* message length in the last block */
+
+	v3 ^= m0; SIPROUND; v0 ^= m0;
+	v3 ^= m1; SIPROUND; v0 ^= m1;
+	v3 ^= b; SIPROUND; v0 ^= b;
+	v2 ^= 0xff;
+	SIPROUND; SIPROUND; SIPROUND;
+	return v0 ^ v1 ^ v2 ^ v3;
+}
+
+/* splitmix64: spreads one test seed into a two-word key. */
+static uint64_t splitmix64(uint64_t *x)
+{
+	uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static uint64_t key_hash(const struct flt_table *t, uint8_t kind, uint8_t proto, uint16_t lport,
+			 uint32_t rip, uint16_t rport)
+{
+	return flt__siphash(t->k0, t->k1,
+			    (uint64_t)rip << 32 | (uint64_t)lport << 16 | rport,
+			    (uint64_t)kind << 8 | proto);
+}
+
+static size_t slot_home(const struct flt_table *t, const struct flt__slot *s)
+{
+	return (size_t)key_hash(t, s->kind, s->proto, s->lport, s->rip, s->rport) & (t->cap - 1);
+}
+
+static bool slot_is(const struct flt__slot *s, uint8_t kind, uint8_t proto, uint16_t lport,
+		    uint32_t rip, uint16_t rport)
+{
+	return s->kind == kind && s->proto == proto && s->lport == lport && s->rip == rip &&
+	       s->rport == rport;
+}
+
+/* Index of the slot holding the key, or of the empty slot that ends its probe run. The
+ * load factor is at most 1/2, so an empty slot always exists. */
+static size_t probe(const struct flt_table *t, uint8_t kind, uint8_t proto, uint16_t lport,
+		    uint32_t rip, uint16_t rport)
+{
+	size_t mask = t->cap - 1;
+	size_t i = (size_t)key_hash(t, kind, proto, lport, rip, rport) & mask;
+
+	while (t->slots[i].kind && !slot_is(&t->slots[i], kind, proto, lport, rip, rport))
+		i = (i + 1) & mask;
+	return i;
+}
+
+const struct flt__slot *flt__find(const struct flt_table *t, uint8_t kind, uint8_t proto,
+				  uint16_t lport, uint32_t rip, uint16_t rport)
+{
+	const struct flt__slot *s = &t->slots[probe(t, kind, proto, lport, rip, rport)];
+
+	return s->kind ? s : NULL;
+}
+
+/* Move every rule into a fresh array of new_cap slots (also used to rehash under a new
+ * key). On failure the table is unchanged. */
+static int resize(struct flt_table *t, size_t new_cap)
+{
+	struct flt__slot *old = t->slots;
+	size_t old_cap = t->cap;
+	struct flt__slot *slots = calloc(new_cap, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	t->slots = slots;
+	t->cap = new_cap;
+	for (size_t i = 0; i < old_cap; i++) {
+		if (old[i].kind) {
+			const struct flt__slot *s = &old[i];
+			t->slots[probe(t, s->kind, s->proto, s->lport, s->rip, s->rport)] = *s;
+		}
+	}
+	free(old);
+	return 0;
+}
+
+/* Make room for one more rule before it is inserted. */
+static int reserve_one(struct flt_table *t)
+{
+	if ((t->used + 1) * 2 <= t->cap)
+		return 0;
+	return resize(t, t->cap * 2);
+}
+
+/* Empty slot i and close the gap (Knuth, TAOCP vol. 3, 6.4, Algorithm R): walk the run
+ * after i and move back every rule whose home slot is not cyclically in (hole, j]. */
+static void remove_at(struct flt_table *t, size_t i)
+{
+	size_t mask = t->cap - 1;
+	size_t hole = i;
+
+	for (size_t j = (i + 1) & mask; t->slots[j].kind; j = (j + 1) & mask) {
+		size_t home = slot_home(t, &t->slots[j]);
+		bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
+
+		if (!stays) {
+			t->slots[hole] = t->slots[j];
+			hole = j;
+		}
+	}
+	memset(&t->slots[hole], 0, sizeof(t->slots[hole]));
+	t->used--;
+}
+
+/* Give memory back after many deletions. A failed shrink leaves a larger table: fine. */
+static void maybe_shrink(struct flt_table *t)
+{
+	size_t cap = t->cap;
+
+	while (cap > MIN_CAP && t->used * 8 < cap)
+		cap /= 2;
+	if (cap != t->cap)
+		resize(t, cap);
+}
+
+static void seed_from(struct flt_table *t, uint64_t seed)
+{
+	t->k0 = splitmix64(&seed);
+	t->k1 = splitmix64(&seed);
+}
+
+struct flt_table *flt_table_new(void)
+{
+	struct flt_table *t = calloc(1, sizeof(*t));
+	uint64_t seed[2];
+
+	if (!t)
+		return NULL;
+	t->stats = calloc(1, sizeof(*t->stats));
+	t->slots = calloc(MIN_CAP, sizeof(*t->slots));
+	if (!t->stats || !t->slots) {
+		flt_table_free(t);
+		return NULL;
+	}
+	t->cap = MIN_CAP;
+	/* getrandom without GRND_NONBLOCK only blocks before the kernel's pool is first
+	 * seeded. Should it fail anyway, the clock and the heap address still differ from
+	 * one run to the next; a weak key costs hash quality, never correctness. */
+	if (getrandom(seed, sizeof(seed), 0) != (ssize_t)sizeof(seed)) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		seed[0] = (uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 32;
+		seed[1] = (uint64_t)(uintptr_t)t;
+	}
+	t->k0 = seed[0];
+	t->k1 = seed[1];
+	return t;
+}
+
+void flt_table_free(struct flt_table *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; t->slots && i < t->cap; i++)
+		if (t->slots[i].kind == FLT_RULE_LISTEN)
+			free(t->slots[i].group);
+	free(t->slots);
+	free(t->stats);
+	free(t);
+}
+
+int flt_table_set_seed(struct flt_table *t, uint64_t seed)
+{
+	uint64_t k0 = t->k0, k1 = t->k1;
+	int ret;
+
+	seed_from(t, seed);
+	ret = resize(t, t->cap);
+	if (ret < 0) {
+		t->k0 = k0;
+		t->k1 = k1;
+	}
+	return ret;
+}
+
+static bool valid_proto(uint8_t proto)
+{
+	return proto == FLT_PROTO_TCP || proto == FLT_PROTO_UDP;
+}
+
+int flt_add_connected(struct flt_table *t, uint8_t proto, uint16_t lport, uint32_t rip,
+		      uint16_t rport, flt_owner_t owner)
+{
+	size_t i;
+	int ret;
+
+	if (!valid_proto(proto) || !lport || !rip || !rport || owner == FLT_NO_OWNER)
+		return -EINVAL;
+	if (flt__find(t, FLT_RULE_CONNECTED, proto, lport, rip, rport))
+		return -EEXIST;
+	ret = reserve_one(t);
+	if (ret < 0)
+		return ret;
+	i = probe(t, FLT_RULE_CONNECTED, proto, lport, rip, rport);
+	t->slots[i] = (struct flt__slot){
+		.rip = rip, .lport = lport, .rport = rport, .proto = proto,
+		.kind = FLT_RULE_CONNECTED, .owner = owner,
+	};
+	t->used++;
+	t->stats->rules_connected++;
+	return 0;
+}
+
+int flt_del_connected(struct flt_table *t, uint8_t proto, uint16_t lport, uint32_t rip,
+		      uint16_t rport, flt_owner_t owner)
+{
+	size_t i = probe(t, FLT_RULE_CONNECTED, proto, lport, rip, rport);
+
+	if (!t->slots[i].kind)
+		return -ENOENT;
+	if (t->slots[i].owner != owner)
+		return -EPERM;
+	remove_at(t, i);
+	t->stats->rules_connected--;
+	maybe_shrink(t);
+	return 0;
+}
+
+bool flt__group_has(const struct flt__group *g, flt_owner_t owner)
+{
+	for (uint32_t i = 0; i < g->n; i++)
+		if (g->owners[i] == owner)
+			return true;
+	return false;
+}
+
+/* Add owner to g in sorted position; g may move. */
+static int group_insert(struct flt__group **gp, flt_owner_t owner)
+{
+	struct flt__group *g = *gp;
+	uint32_t i;
+
+	if (g->n == g->cap) {
+		uint32_t cap = g->cap * 2 > FLT_GROUP_MAX ? FLT_GROUP_MAX : g->cap * 2;
+		struct flt__group *ng = realloc(g, sizeof(*g) + cap * sizeof(g->owners[0]));
+
+		if (!ng)
+			return -ENOMEM;
+		ng->cap = cap;
+		*gp = g = ng;
+	}
+	for (i = g->n; i > 0 && g->owners[i - 1] > owner; i--)
+		g->owners[i] = g->owners[i - 1];
+	g->owners[i] = owner;
+	g->n++;
+	return 0;
+}
+
+int flt_add_listen(struct flt_table *t, uint8_t proto, uint16_t lport, flt_owner_t owner,
+		   bool shared)
+{
+	struct flt__slot *s;
+	struct flt__group *g;
+	size_t i;
+	int ret;
+
+	if (!valid_proto(proto) || !lport || owner == FLT_NO_OWNER)
+		return -EINVAL;
+	i = probe(t, FLT_RULE_LISTEN, proto, lport, 0, 0);
+	s = &t->slots[i];
+	if (s->kind) {
+		if (flt__group_has(s->group, owner))
+			return -EEXIST;
+		/* SO_REUSEPORT semantics: every holder of the port, old and new, must have
+		 * asked to share it. */
+		if (!s->group->shared || !shared)
+			return -EADDRINUSE;
+		if (s->group->n >= FLT_GROUP_MAX)
+			return -ENOSPC;
+		ret = group_insert(&s->group, owner);
+		if (ret < 0)
+			return ret;
+		t->stats->rules_listen++;
+		return 0;
+	}
+
+	g = malloc(sizeof(*g) + 2 * sizeof(g->owners[0]));
+	if (!g)
+		return -ENOMEM;
+	ret = reserve_one(t);
+	if (ret < 0) {
+		free(g);
+		return ret;
+	}
+	g->n = 1;
+	g->cap = 2;
+	g->shared = shared;
+	g->owners[0] = owner;
+	i = probe(t, FLT_RULE_LISTEN, proto, lport, 0, 0);
+	t->slots[i] = (struct flt__slot){
+		.lport = lport, .proto = proto, .kind = FLT_RULE_LISTEN,
+		.owner = FLT_NO_OWNER, .group = g,
+	};
+	t->used++;
+	t->stats->rules_listen++;
+	return 0;
+}
+
+/* Remove owner from the group in slot i; frees the slot with the last member. */
+static bool group_remove(struct flt_table *t, size_t i, flt_owner_t owner)
+{
+	struct flt__group *g = t->slots[i].group;
+	uint32_t k;
+
+	for (k = 0; k < g->n && g->owners[k] != owner; k++)
+		;
+	if (k == g->n)
+		return false;
+	memmove(&g->owners[k], &g->owners[k + 1], (g->n - k - 1) * sizeof(g->owners[0]));
+	g->n--;
+	t->stats->rules_listen--;
+	if (g->n == 0) {
+		free(g);
+		remove_at(t, i);
+	}
+	return true;
+}
+
+int flt_del_listen(struct flt_table *t, uint8_t proto, uint16_t lport, flt_owner_t owner)
+{
+	size_t i = probe(t, FLT_RULE_LISTEN, proto, lport, 0, 0);
+
+	if (!t->slots[i].kind || !group_remove(t, i, owner))
+		return -ENOENT;
+	maybe_shrink(t);
+	return 0;
+}
+
+size_t flt_del_owner(struct flt_table *t, flt_owner_t owner)
+{
+	size_t n = 0;
+
+	/* remove_at() only moves rules backwards into the hole at i, or into later holes,
+	 * so re-examining slot i after a removal visits every rule exactly once or (for a
+	 * rule that wrapped round from the start) again harmlessly. */
+	for (size_t i = 0; i < t->cap;) {
+		struct flt__slot *s = &t->slots[i];
+		bool moved = false;
+
+		if (s->kind == FLT_RULE_CONNECTED && s->owner == owner) {
+			remove_at(t, i);
+			t->stats->rules_connected--;
+			n++;
+			moved = true;
+		} else if (s->kind == FLT_RULE_LISTEN && flt__group_has(s->group, owner)) {
+			bool last = s->group->n == 1;
+
+			group_remove(t, i, owner);
+			n++;
+			moved = last;
+		}
+		if (!moved)
+			i++;
+	}
+	maybe_shrink(t);
+	return n;
+}
+
+/* murmur3's 64-bit finaliser: a cheap full-avalanche mix. */
+static uint64_t fmix64(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdULL;
+	k ^= k >> 33;
+	k *= 0xc4ceb9fe1a85ec53ULL;
+	k ^= k >> 33;
+	return k;
+}
+
+/* Which member of a listening group gets the connection (rip, rport) -> (lip, lport).
+ * Rendezvous (highest random weight) hashing: each member scores the connection and the
+ * highest score wins. With no per-connection state, every segment of a connection, the
+ * SYN first, reaches the same member; when a member joins or leaves, only the
+ * connections it wins or held change hands, not a shuffle of all of them. */
+flt_owner_t flt__group_pick(const struct flt_table *t, const struct flt__group *g,
+			    uint32_t rip, uint16_t rport, uint32_t lip, uint16_t lport)
+{
+	uint64_t h, best = 0;
+	flt_owner_t pick;
+
+	if (g->n == 1)
+		return g->owners[0];
+	h = flt__siphash(t->k0, t->k1, (uint64_t)rip << 32 | lip,
+			 (uint64_t)1 << 40 | (uint64_t)rport << 16 | lport);
+	pick = g->owners[0];
+	for (uint32_t i = 0; i < g->n; i++) {
+		uint64_t w = fmix64(h ^ (g->owners[i] * 0x9e3779b97f4a7c15ULL));
+
+		if (i == 0 || w > best) {
+			best = w;
+			pick = g->owners[i];
+		}
+	}
+	return pick;
+}
+
+void flt_count_rx_drop(const struct flt_table *t, enum flt_reason r)
+{
+	if ((unsigned)r < FLT_REASON_COUNT)
+		t->stats->rx_drop[r]++;
+}
+
+void flt_count_tx_drop(const struct flt_table *t, enum flt_reason r)
+{
+	if ((unsigned)r < FLT_REASON_COUNT)
+		t->stats->tx_deny[r]++;
+}
+
+void flt_table_stats(const struct flt_table *t, struct flt_stats *out)
+{
+	*out = *t->stats;
+}
+
+int flt_foreach(const struct flt_table *t, flt_visit_fn fn, void *arg)
+{
+	for (size_t i = 0; i < t->cap; i++) {
+		const struct flt__slot *s = &t->slots[i];
+		struct flt_rule r = {
+			.kind = (enum flt_kind)s->kind, .proto = s->proto, .lport = s->lport,
+			.rip = s->rip, .rport = s->rport, .owner = s->owner,
+		};
+		int ret;
+
+		if (s->kind == FLT_RULE_CONNECTED) {
+			ret = fn(&r, arg);
+			if (ret)
+				return ret;
+		} else if (s->kind == FLT_RULE_LISTEN) {
+			r.shared = s->group->shared;
+			for (uint32_t k = 0; k < s->group->n; k++) {
+				r.owner = s->group->owners[k];
+				ret = fn(&r, arg);
+				if (ret)
+					return ret;
+			}
+		}
+	}
+	return 0;
+}

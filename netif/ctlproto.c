@@ -1,0 +1,79 @@
+/* Control messages: construction and the one validator both sides use. */
+#include "netif/ctlproto.h"
+
+#include <netinet/in.h>
+#include <string.h>
+
+void uls_ctl_init(struct uls_ctl_msg *m, enum uls_ctl_type type, uint32_t seq)
+{
+	memset(m, 0, sizeof(*m));
+	m->magic = ULS_CTL_MAGIC;
+	m->version = ULS_CTL_VERSION;
+	m->type = (uint16_t)type;
+	m->seq = seq;
+}
+
+static bool proto_ok(uint8_t p)
+{
+	return p == IPPROTO_TCP || p == IPPROTO_UDP;
+}
+
+int uls_ctl_check(const void *buf, ssize_t n, struct uls_ctl_msg *out)
+{
+	struct uls_ctl_msg m;
+
+	if (!buf || n != (ssize_t)sizeof(m))
+		return ULS_CTL_BAD_SIZE;
+	memcpy(&m, buf, sizeof(m));
+	if (m.magic != ULS_CTL_MAGIC)
+		return ULS_CTL_BAD_MAGIC;
+	if (m.version != ULS_CTL_VERSION)
+		return ULS_CTL_BAD_VERSION;
+	if (m.type < ULS_CTL_HELLO || m.type >= ULS_CTL_TYPE_MAX)
+		return ULS_CTL_BAD_TYPE;
+	switch (m.type) {
+	case ULS_CTL_BIND:
+	case ULS_CTL_UNBIND:
+		if (!proto_ok(m.proto) || (m.type == ULS_CTL_UNBIND && m.lport == 0))
+			return ULS_CTL_BAD_FIELD;
+		break;
+	case ULS_CTL_LISTEN:
+		if (m.proto != IPPROTO_TCP || m.lport == 0)
+			return ULS_CTL_BAD_FIELD;
+		break;
+	case ULS_CTL_CONNECT:
+		if (m.proto != IPPROTO_TCP || m.rport == 0 || m.rip == 0)
+			return ULS_CTL_BAD_FIELD;
+		break;
+	case ULS_CTL_ACCEPTED:
+	case ULS_CTL_RELEASE:
+		if (m.proto != IPPROTO_TCP || m.lport == 0 || m.rport == 0 || m.rip == 0)
+			return ULS_CTL_BAD_FIELD;
+		break;
+	case ULS_CTL_STAT_COUNTER:
+		if (memchr(m.u.counter.name, '\0', sizeof(m.u.counter.name)) == NULL)
+			return ULS_CTL_BAD_FIELD;
+		break;
+	case ULS_CTL_HELLO:
+		if (m.u.hello.mtu && (m.u.hello.prefix_len < 1 || m.u.hello.prefix_len > 30 ||
+				      m.u.hello.mtu < 68 || m.u.hello.mtu > 65535))
+			return ULS_CTL_BAD_FIELD;
+		break;
+	default:
+		break;
+	}
+	*out = m;
+	return 0;
+}
+
+const char *uls_ctl_error_name(int err)
+{
+	switch (err) {
+	case ULS_CTL_BAD_SIZE:    return "ctl_bad_size";
+	case ULS_CTL_BAD_MAGIC:   return "ctl_bad_magic";
+	case ULS_CTL_BAD_VERSION: return "ctl_bad_version";
+	case ULS_CTL_BAD_TYPE:    return "ctl_bad_type";
+	case ULS_CTL_BAD_FIELD:   return "ctl_bad_field";
+	default:                  return "ctl_unknown_error";
+	}
+}

@@ -1,0 +1,101 @@
+/* The control protocol between a process's stack and ulsd (docs/control-protocol.md).
+ *
+ * A process holds one SOCK_SEQPACKET connection to ulsd, its lease, for its whole life.
+ * Every message is one fixed-size, versioned record; requests carry a sequence number that
+ * the reply repeats. ulsd identifies the peer by SO_PEERCRED, never by message contents.
+ */
+#ifndef ULS_NETIF_CTLPROTO_H
+#define ULS_NETIF_CTLPROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define ULS_CTL_MAGIC    0x554c5343u  /* "ULSC" */
+#define ULS_CTL_VERSION  1u
+#define ULS_CTL_MSG_SIZE 128u
+
+enum uls_ctl_type {
+	ULS_CTL_HELLO = 1,     /* open the lease; reply carries node facts and 3 fds */
+	ULS_CTL_BIND,          /* reserve (proto, lport or 0); reply: the port */
+	ULS_CTL_LISTEN,        /* TCP: deliver new connections to lport to this process */
+	ULS_CTL_CONNECT,       /* TCP: (lport or 0, rip, rport); reply: lport; installs the tuple */
+	ULS_CTL_ACCEPTED,      /* TCP, one-way: a connection accepted on a listener */
+	ULS_CTL_RELEASE,       /* TCP, one-way: a connection's state is gone (rip, rport set) */
+	ULS_CTL_UNBIND,        /* one-way: drop this process's hold on (proto, lport) */
+	ULS_CTL_STATS,         /* ulsstat: counters and endpoints follow, then END */
+	ULS_CTL_STAT_COUNTER,  /* reply record: name, value */
+	ULS_CTL_STAT_ENDPOINT, /* reply record: proto, kind, lport, rip, rport, pid */
+	ULS_CTL_END,           /* end of a STATS reply */
+	ULS_CTL_TYPE_MAX
+};
+
+#define ULS_CTL_F_REUSEADDR 0x01u
+#define ULS_CTL_F_REUSEPORT 0x02u
+
+/* Endpoint kinds in STAT_ENDPOINT records. */
+enum uls_ctl_kind { ULS_CTL_K_BOUND = 1, ULS_CTL_K_LISTEN, ULS_CTL_K_CONNECTED, ULS_CTL_K_TIMEWAIT };
+
+struct uls_ctl_hello {
+	uint32_t addr;        /* node address, network order */
+	uint32_t gateway;     /* network order, 0: none */
+	uint32_t mtu;
+	uint32_t lease_id;
+	uint8_t prefix_len;
+	uint8_t mac[6];
+	uint8_t pad;
+	uint8_t isn_secret[16];  /* RFC 6528's secret key, shared by the node's processes */
+};
+
+struct uls_ctl_counter {
+	char name[48];
+	uint64_t value;
+};
+
+struct uls_ctl_endpoint {
+	uint32_t pid;
+	uint8_t kind;
+	uint8_t pad[3];
+};
+
+struct uls_ctl_msg {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t type;
+	uint32_t seq;
+	int32_t status;       /* replies: 0 or -errno */
+	uint8_t proto;        /* IPPROTO_TCP or IPPROTO_UDP */
+	uint8_t flags;        /* ULS_CTL_F_* */
+	uint16_t lport;       /* host order */
+	uint32_t rip;         /* network order */
+	uint16_t rport;       /* host order */
+	uint16_t pad;
+	uint32_t pad2;
+	union {
+		struct uls_ctl_hello hello;
+		struct uls_ctl_counter counter;
+		struct uls_ctl_endpoint endpoint;
+		uint8_t raw[96];
+	} u;
+};
+
+_Static_assert(sizeof(struct uls_ctl_msg) == ULS_CTL_MSG_SIZE, "fixed-size control message");
+
+/* Why a received message was refused (each has a counter in ulsd). */
+enum uls_ctl_error {
+	ULS_CTL_BAD_SIZE = 1,   /* truncated or oversized */
+	ULS_CTL_BAD_MAGIC,
+	ULS_CTL_BAD_VERSION,
+	ULS_CTL_BAD_TYPE,
+	ULS_CTL_BAD_FIELD,      /* a field out of range for its type */
+	ULS_CTL_ERROR_MAX
+};
+
+/* Check a received message of n bytes; on success copy it to out and return 0, else return
+ * an enum uls_ctl_error (out untouched). */
+int uls_ctl_check(const void *buf, ssize_t n, struct uls_ctl_msg *out);
+const char *uls_ctl_error_name(int err);
+void uls_ctl_init(struct uls_ctl_msg *m, enum uls_ctl_type type, uint32_t seq);
+
+#endif

@@ -1,0 +1,43 @@
+/* A network device as the stack sees it: Ethernet frames in and out, one receiving thread,
+ * a transmit side serialised by the caller's lock, and a wake-up that any thread may use.
+ * Implemented by the TAP device (netif/tap.c: the single-process node) and by the
+ * shared-memory ring pair to ulsd (netif/ringdev.c: a process on a node). */
+#ifndef ULS_NETIF_DEV_H
+#define ULS_NETIF_DEV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef void nif_rx_fn(void *arg, const uint8_t *frame, size_t len);
+
+struct nif_dev_stats {
+	uint64_t rx_frames, rx_bytes, rx_errors;
+	uint64_t tx_frames, tx_bytes, tx_errors, tx_short;
+	uint64_t tx_waits;    /* times a sender had to wait for transmit space */
+	uint64_t rx_wakeups;  /* waits that ended with work to do */
+	uint64_t rx_dropped;  /* frames the device itself dropped (e.g. a full ring) */
+};
+
+struct nif_dev;
+
+struct nif_dev_ops {
+	/* Receiving thread only, caller's lock not held. timeout_ms < 0: no timeout. */
+	int (*wait)(struct nif_dev *dev, int timeout_ms);
+	/* Receiving thread only: deliver up to budget frames; returns how many. */
+	int (*rx)(struct nif_dev *dev, nif_rx_fn *fn, void *arg, unsigned budget);
+	/* Any thread: end a wait. */
+	void (*wake)(struct nif_dev *dev);
+	/* Caller's lock held: a buffer of at least mtu + 14 bytes, then queue it. */
+	uint8_t *(*tx_slot)(struct nif_dev *dev);
+	void (*tx_queue)(struct nif_dev *dev, uint8_t *slot, size_t len);
+	int (*tx_flush)(struct nif_dev *dev);
+	void (*get_stats)(const struct nif_dev *dev, struct nif_dev_stats *out);
+	void (*close)(struct nif_dev *dev);
+};
+
+struct nif_dev {
+	const struct nif_dev_ops *ops;
+	unsigned mtu;
+};
+
+#endif

@@ -1,0 +1,188 @@
+/* Shared-memory frame rings (see ring.h). */
+#include "netif/ring.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "netif/frame.h"
+
+#define RING_BYTES_TARGET (16u << 20)  /* per ring, before rounding to a power of two */
+#define RING_SLOTS_MIN 64u
+#define RING_SLOTS_MAX 1024u
+
+int nif_ring_layout(unsigned mtu, struct nif_ring_layout *out)
+{
+	if (mtu < NIF_MTU_MIN || mtu > NIF_MTU_MAX)
+		return -EINVAL;
+	uint32_t slot = (uint32_t)(sizeof(struct nif_ring_slot) + mtu + NIF_ETH_HLEN + 63) & ~63u;
+	uint32_t n = RING_SLOTS_MAX;
+	while (n > RING_SLOTS_MIN && (size_t)n * slot > RING_BYTES_TARGET)
+		n /= 2;
+	out->nslots = n;
+	out->slot_size = slot;
+	out->ring_bytes = ((sizeof(struct nif_ring_hdr) + (size_t)n * slot) + 4095) & ~(size_t)4095;
+	out->total = 2 * out->ring_bytes;
+	return 0;
+}
+
+int nif_ring_create(const struct nif_ring_layout *l, int *memfd)
+{
+	int fd = memfd_create("uls-rings", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	void *base;
+
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)l->total) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+		int err = -errno;
+		close(fd);
+		return err;
+	}
+	base = mmap(NULL, l->total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (base == MAP_FAILED) {
+		int err = -errno;
+		close(fd);
+		return err;
+	}
+	for (unsigned i = 0; i < 2; i++) {
+		struct nif_ring_hdr *h = (struct nif_ring_hdr *)((uint8_t *)base + i * l->ring_bytes);
+		h->magic = NIF_RING_MAGIC;
+		h->version = NIF_RING_VERSION;
+		h->nslots = l->nslots;
+		h->slot_size = l->slot_size;
+		/* ulsd drains transmit rings only when signalled, so it is always "asleep" for
+		 * them: every publish signals (one eventfd write per batch, not per frame). */
+		atomic_store(&h->sleeping, i == 1 ? 1u : 0u);
+	}
+	munmap(base, l->total);
+	*memfd = fd;
+	return 0;
+}
+
+int nif_ring_map(int memfd, const struct nif_ring_layout *l, void **out)
+{
+	void *base = mmap(NULL, l->total, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+
+	if (base == MAP_FAILED)
+		return -errno;
+	for (unsigned i = 0; i < 2; i++) {
+		const struct nif_ring_hdr *h =
+			(const struct nif_ring_hdr *)((uint8_t *)base + i * l->ring_bytes);
+		if (h->magic != NIF_RING_MAGIC || h->version != NIF_RING_VERSION ||
+		    h->nslots != l->nslots || h->slot_size != l->slot_size) {
+			munmap(base, l->total);
+			return -EPROTO;
+		}
+	}
+	*out = base;
+	return 0;
+}
+
+void nif_ring_unmap(void *base, const struct nif_ring_layout *l)
+{
+	if (base)
+		munmap(base, l->total);
+}
+
+void nif_ring_attach(struct nif_ring *r, void *base, const struct nif_ring_layout *l,
+		     unsigned i, int efd, bool producer)
+{
+	uint8_t *p = (uint8_t *)base + i * l->ring_bytes;
+
+	memset(r, 0, sizeof(*r));
+	r->hdr = (struct nif_ring_hdr *)p;
+	r->slots = p + sizeof(struct nif_ring_hdr);
+	/* Sizes come from the layout both sides agreed on, never from shared memory. */
+	r->nslots = l->nslots;
+	r->slot_size = l->slot_size;
+	r->data_max = l->slot_size - (uint32_t)sizeof(struct nif_ring_slot);
+	r->efd = efd;
+	r->local = atomic_load_explicit(producer ? &r->hdr->prod : &r->hdr->cons,
+					memory_order_relaxed);
+	r->published = r->local;
+}
+
+static struct nif_ring_slot *slot_at(const struct nif_ring *r, uint32_t idx)
+{
+	return (struct nif_ring_slot *)(r->slots + (size_t)(idx & (r->nslots - 1)) * r->slot_size);
+}
+
+uint8_t *nif_ring_prod_slot(struct nif_ring *r)
+{
+	uint32_t cons = atomic_load_explicit(&r->hdr->cons, memory_order_acquire);
+
+	/* A consumer that writes a wild index can make the ring look full or empty to us, but
+	 * never make us write outside it: slot_at() masks the index. */
+	if (r->local - cons >= r->nslots)
+		return NULL;
+	return slot_at(r, r->local)->data;
+}
+
+void nif_ring_prod_commit(struct nif_ring *r, size_t len)
+{
+	slot_at(r, r->local)->len = (uint32_t)len;
+	r->local++;
+}
+
+bool nif_ring_prod_publish(struct nif_ring *r)
+{
+	if (r->local == r->published)
+		return false;
+	atomic_store_explicit(&r->hdr->prod, r->local, memory_order_release);
+	r->published = r->local;
+	/* Order the publish before reading `sleeping` (pairs with prepare_sleep). */
+	atomic_thread_fence(memory_order_seq_cst);
+	return atomic_load_explicit(&r->hdr->sleeping, memory_order_relaxed) != 0;
+}
+
+void nif_ring_signal(struct nif_ring *r)
+{
+	uint64_t one = 1;
+
+	/* EAGAIN: the counter is already non-zero, a wake-up is pending anyway. */
+	if (write(r->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		return;
+}
+
+const uint8_t *nif_ring_cons_peek(struct nif_ring *r, size_t *len, uint64_t *bad)
+{
+	for (;;) {
+		uint32_t prod = atomic_load_explicit(&r->hdr->prod, memory_order_acquire);
+		if (prod == r->local || prod - r->local > r->nslots)
+			return NULL;  /* empty, or a producer index we cannot trust */
+		struct nif_ring_slot *s = slot_at(r, r->local);
+		uint32_t l = s->len;
+		if (l >= NIF_ETH_HLEN && l <= r->data_max) {
+			*len = l;
+			return s->data;
+		}
+		(*bad)++;
+		nif_ring_cons_release(r);
+	}
+}
+
+void nif_ring_cons_release(struct nif_ring *r)
+{
+	r->local++;
+	atomic_store_explicit(&r->hdr->cons, r->local, memory_order_release);
+}
+
+bool nif_ring_cons_prepare_sleep(struct nif_ring *r)
+{
+	atomic_store_explicit(&r->hdr->sleeping, 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&r->hdr->prod, memory_order_acquire) != r->local) {
+		atomic_store_explicit(&r->hdr->sleeping, 0, memory_order_relaxed);
+		return false;
+	}
+	return true;
+}
+
+void nif_ring_cons_awake(struct nif_ring *r)
+{
+	atomic_store_explicit(&r->hdr->sleeping, 0, memory_order_relaxed);
+}

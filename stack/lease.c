@@ -1,0 +1,196 @@
+/* The process's lease with ulsd: the control connection that lives as long as the process.
+ *
+ * uls_attach() (or the first uls_socket() when ULS_CTL is set) connects to ulsd's control
+ * socket, says HELLO and receives the node's address, MAC, MTU, the node-wide RFC 6528
+ * secret, and three file descriptors: the ring pair (a memfd) and the two eventfds. The
+ * stack then runs on the rings exactly as it runs on a TAP.
+ *
+ * Ports and endpoints are host-wide, so the socket layer asks ulsd before it binds, listens
+ * or connects (stk__lease_call, a synchronous round trip) and tells it when a connection's
+ * state is gone (one-way messages). No data ever passes through here.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "netif/ctlproto.h"
+#include "netif/ringdev.h"
+
+#define CALL_TIMEOUT_S 5
+
+struct lease {
+	int fd;
+	uint32_t seq;
+	uint32_t id;
+	pthread_mutex_t lock;  /* one request in flight at a time */
+};
+
+static struct lease lease = { .fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER };
+
+bool stk__leased(void)
+{
+	return lease.fd >= 0;
+}
+
+int stk__lease_fd(void)
+{
+	return lease.fd;
+}
+
+static int recv_reply(int fd, struct uls_ctl_msg *m, int *fds, size_t nfds)
+{
+	uint8_t buf[ULS_CTL_MSG_SIZE + 1];
+	char cbuf[CMSG_SPACE(sizeof(int) * 3)];
+	struct iovec iov = { buf, sizeof(buf) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+	ssize_t n;
+
+	do
+		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == EAGAIN ? -ETIMEDOUT : -errno;
+	if (n == 0)
+		return -ECONNRESET;  /* ulsd went away */
+	size_t got = 0;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		int *p = (int *)CMSG_DATA(c);
+		for (size_t i = 0; i < k; i++) {
+			if (got < nfds)
+				fds[got++] = p[i];
+			else
+				close(p[i]);  /* more than we asked for: do not leak them */
+		}
+	}
+	if (got != nfds || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+	    uls_ctl_check(buf, n, m) != 0) {
+		for (size_t i = 0; i < got; i++)
+			close(fds[i]);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+/* Send m and wait for its reply (same seq). Returns the reply's status or -errno. */
+int stk__lease_call(struct uls_ctl_msg *m)
+{
+	int rc;
+
+	if (lease.fd < 0)
+		return -ENOTCONN;
+	pthread_mutex_lock(&lease.lock);
+	m->seq = ++lease.seq;
+	if (send(lease.fd, m, sizeof(*m), MSG_NOSIGNAL) != (ssize_t)sizeof(*m)) {
+		rc = -errno;
+		goto out;
+	}
+	struct uls_ctl_msg r;
+	do
+		rc = recv_reply(lease.fd, &r, NULL, 0);
+	while (rc == 0 && r.seq != m->seq);  /* a stale reply of a timed-out call */
+	if (rc == 0) {
+		rc = r.status;
+		*m = r;
+	}
+out:
+	pthread_mutex_unlock(&lease.lock);
+	return rc;
+}
+
+/* One-way notification; losing it is harmless (ulsd cleans up when the lease ends). */
+void stk__lease_notify(struct uls_ctl_msg *m)
+{
+	if (lease.fd < 0)
+		return;
+	pthread_mutex_lock(&lease.lock);
+	m->seq = ++lease.seq;
+	if (send(lease.fd, m, sizeof(*m), MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof(*m))
+		stk__log(1, "lease: notification %u not sent: %s", m->type, strerror(errno));
+	pthread_mutex_unlock(&lease.lock);
+}
+
+void stk__isn_set_secret(const uint8_t secret[16]);
+
+int uls_attach(const char *ctl_path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct timeval tv = { CALL_TIMEOUT_S, 0 };
+	struct uls_ctl_msg m;
+	struct nif_dev *dev;
+	int fds[3], fd, rc;
+
+	if (!ctl_path || !*ctl_path || strlen(ctl_path) >= sizeof(sun.sun_path))
+		return -EINVAL;
+	memcpy(sun.sun_path, ctl_path, strlen(ctl_path));
+	stk__lock();
+	if (stk__node.up) {
+		stk__unlock();
+		return -EALREADY;
+	}
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0) {
+		rc = -errno;
+		goto fail_fd;
+	}
+	uls_ctl_init(&m, ULS_CTL_HELLO, ++lease.seq);
+	if (send(fd, &m, sizeof(m), MSG_NOSIGNAL) != (ssize_t)sizeof(m)) {
+		rc = -errno;
+		goto fail_fd;
+	}
+	rc = recv_reply(fd, &m, fds, 3);
+	if (rc < 0)
+		goto fail_fd;
+	if (m.type != ULS_CTL_HELLO || m.status < 0 || m.u.hello.mtu == 0) {
+		rc = m.status < 0 ? m.status : -EPROTO;
+		for (int i = 0; i < 3; i++)
+			close(fds[i]);
+		goto fail_fd;
+	}
+	rc = nif_ringdev_open(&dev, m.u.hello.mtu, fds[0], fds[1], fds[2]);
+	if (rc < 0) {
+		for (int i = 0; i < 3; i++)
+			close(fds[i]);
+		goto fail_fd;
+	}
+	stk__isn_set_secret(m.u.hello.isn_secret);
+	lease.fd = fd;
+	lease.id = m.u.hello.lease_id;
+	struct in_addr addr = { m.u.hello.addr }, gw = { m.u.hello.gateway };
+	rc = stk__node_up(dev, addr, m.u.hello.prefix_len, gw, m.u.hello.mac);
+	if (rc < 0) {
+		lease.fd = -1;
+		goto fail_fd;
+	}
+	stk__unlock();
+	return 0;
+fail_fd:
+	close(fd);
+fail:
+	stk__unlock();
+	return rc;
+}
+
+/* The node stopped (uls_node_stop): end the lease; ulsd reclaims what is left. */
+void stk__node_down_hook(void)
+{
+	if (lease.fd >= 0) {
+		close(lease.fd);
+		lease.fd = -1;
+	}
+}

@@ -1,0 +1,575 @@
+"""Conformance suite: Scapy plays a TCP/IP peer of one ulstack node on a private Ethernet.
+
+Topology (built by tests/testbed/testbed with TB_NAME=ulsconf; nothing in the root
+namespace is configured or sent on, pytest only enters the node namespace with setns):
+
+    root namespace: untouched (pytest starts here and returns here before teardown)
+
+    netns "ulsconf" (TB_NETNS)
+    +------------------------------------------------------------------+
+    |  ulsnode (ulstack, lwIP core)        pytest + Scapy (this file)   |
+    |  198.18.0.1  02:75:6c:00:00:01       198.18.0.200 (TB_SCAPY_IP)   |
+    |  services: tcp 7 echo, 9 discard,    02:75:6c:00:00:c8 (fake MAC) |
+    |  10 hold, 13 greet+close, 19 source  ARP responder thread answers |
+    |  udp 7 echo; --stats UNIX socket     who-has 198.18.0.200         |
+    |        | tap fd                            | AF_PACKET             |
+    |     [uls1]                             [scapy0] no IP, promisc    |
+    |        |                                   | veth                  |
+    |        |                              [scapy0-br]                 |
+    |  +-----+-----------------------------------+-----------------+    |
+    |  |                 br0: L2 only, STP off                     |    |
+    |  +-----------------------------------------------------------+    |
+    +------------------------------------------------------------------+
+    (the testbed's two Linux kernel peers also hang off br0; this suite does not use them)
+
+Scapy's source MAC is fake: frames to it never reach the namespace's kernel, so the kernel
+never answers (or RSTs) the segments the node sends to 198.18.0.200.
+
+Environment: ULS_BUILDDIR (apps/ulsnode lives there), ULS_SRCDIR (tests/testbed/testbed),
+ULS_CAPTURE_DIR (where each test's pcap goes; default $ULS_BUILDDIR/tests/conformance/
+captures), ULS_UPDATE_PCAPS=1 (tests that produce a curated capture rewrite it in pcaps/).
+"""
+
+import atexit
+import ctypes
+import itertools
+import json
+import os
+import random
+import select
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from scapy.config import conf
+from scapy.layers.inet import IP, TCP
+from scapy.layers.l2 import ARP, Ether
+from scapy.packet import Raw
+
+TB_NAME = "ulsconf"
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+CLONE_NEWNET = 0x40000000
+ETH_P_ALL = 0x0003
+
+conf.verb = 0
+
+
+# ---------------------------------------------------------------------------
+# Locating the tree
+# ---------------------------------------------------------------------------
+def _srcdir():
+    return Path(os.environ.get("ULS_SRCDIR") or REPO)
+
+
+def _builddir():
+    """The build directory: $ULS_BUILDDIR, or the source tree itself for an in-tree build."""
+    env = os.environ.get("ULS_BUILDDIR")
+    if env:
+        return Path(env)
+    if (REPO / "apps" / "ulsnode").exists():
+        return REPO
+    pytest.fail("ulsnode not found: set ULS_BUILDDIR to the build directory "
+                "(make check does), or build in-tree so apps/ulsnode exists", pytrace=False)
+
+
+def _capture_dir():
+    env = os.environ.get("ULS_CAPTURE_DIR")
+    d = Path(env) if env else _builddir() / "tests" / "conformance" / "captures"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+# ---------------------------------------------------------------------------
+# Network namespaces: the calling thread only (setns is per thread)
+# ---------------------------------------------------------------------------
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _setns(fd):
+    if _libc.setns(fd, CLONE_NEWNET) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, "setns(CLONE_NEWNET): " + os.strerror(e))
+
+
+# ---------------------------------------------------------------------------
+# pcap files (own writer: lets curated captures keep the original lengths when truncated)
+# ---------------------------------------------------------------------------
+def write_pcap(path, frames, snaplen=65535):
+    """frames: list of (timestamp, bytes). Linktype Ethernet, microsecond timestamps."""
+    with open(path, "wb") as f:
+        f.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, snaplen, 1))
+        for ts, data in frames:
+            cap = data[:snaplen]
+            sec = int(ts)
+            f.write(struct.pack("<IIII", sec, int((ts - sec) * 1e6), len(cap), len(data)))
+            f.write(cap)
+
+
+# ---------------------------------------------------------------------------
+# The node under test
+# ---------------------------------------------------------------------------
+class Node:
+    """One ulsnode process in the testbed's node namespace, plus what the tests need to
+    know about it (addresses) and the counter reader."""
+
+    def __init__(self, env, stats_path):
+        self.env = env
+        self.ip = env["TB_NODE1_IP"]
+        self.mac = env["TB_NODE1_MAC"]
+        self.my_ip = env["TB_SCAPY_IP"]
+        self.my_mac = env["TB_SCAPY_MAC"]
+        self.iface = env["TB_SCAPY_IF"]
+        self.stats_path = stats_path
+        self.proc = None
+
+    def counters(self):
+        """One snapshot of the node's counters (the JSON object of its --stats socket)."""
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(5)
+        try:
+            s.connect(self.stats_path)
+            data = b""
+            while True:
+                b = s.recv(65536)
+                if not b:
+                    break
+                data += b
+        finally:
+            s.close()
+        return json.loads(data)["counters"]
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+
+_ports = itertools.count(20000 + random.randrange(0, 20000))
+
+
+def fresh_port():
+    """A source port no earlier test of this session used."""
+    return next(_ports)
+
+
+# ---------------------------------------------------------------------------
+# The link: one AF_PACKET socket on scapy0 per test, every frame kept for the capture
+# ---------------------------------------------------------------------------
+class Link:
+    def __init__(self, node):
+        self.node = node
+        self.sock = conf.L2socket(iface=node.iface)
+        raw_sock = self.sock.ins
+        try:  # a 64 KiB burst must not overflow the socket while Python is busy
+            raw_sock.setsockopt(socket.SOL_SOCKET, 33, 8 << 20)  # SO_RCVBUFFORCE
+        except OSError:
+            raw_sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+        self.frames = []    # (timestamp, bytes), both directions, for the pcap
+        self.pending = []   # received, parsed, not yet consumed: (timestamp, Ether)
+        self.peers = []
+
+    def close(self):
+        self.sock.close()
+
+    def send(self, pkt):
+        data = bytes(pkt)
+        self.frames.append((time.time(), data))
+        self.sock.outs.send(data)
+
+    def _read(self, timeout):
+        """Read one frame (not our own outgoing ones) within timeout; None if none came."""
+        ins = self.sock.ins
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            r, _, _ = select.select([ins], [], [], left)
+            if not r:
+                return None
+            data, sa_ll = ins.recvfrom(65536)
+            if sa_ll[2] == socket.PACKET_OUTGOING:
+                continue
+            ts = time.time()
+            self.frames.append((ts, data))
+            return ts, Ether(data)
+
+    def recv(self, match, timeout=3.0):
+        """First not-yet-consumed received frame for which match(frame) is true, or None
+        after timeout seconds. Frames that do not match stay pending for later calls."""
+        for i, (_, p) in enumerate(self.pending):
+            if match(p):
+                del self.pending[i]
+                return p
+        deadline = time.monotonic() + timeout
+        while True:
+            got = self._read(deadline - time.monotonic())
+            if got is None:
+                return None
+            if match(got[1]):
+                return got[1]
+            self.pending.append(got)
+            del self.pending[:-2000]
+
+    def recv_all(self, match, duration):
+        """Every frame matching within duration seconds (waits the whole duration)."""
+        out = []
+        deadline = time.monotonic() + duration
+        while True:
+            p = self.recv(match, max(0.0, deadline - time.monotonic()))
+            if p is None:
+                return out
+            out.append(p)
+
+    def pcap(self, path, snaplen=65535):
+        write_pcap(path, sorted(self.frames, key=lambda f: f[0]), snaplen)
+
+
+# ---------------------------------------------------------------------------
+# A synchronous TCP peer: each test reads as the exchange it checks
+# ---------------------------------------------------------------------------
+def tcp_opts(p):
+    """TCP options of a segment as a dict name -> value."""
+    return {name: val for name, val in p[TCP].options}
+
+
+class TcpPeer:
+    """Scapy's end of one TCP connection to the node. Sequence numbers are absolute;
+    snd_nxt/rcv_nxt track the connection as the tests drive it."""
+
+    def __init__(self, link, dport, sport=None, mss=1460, wscale=7, ts=True, sack=True,
+                 window=65535):
+        self.link = link
+        self.node = link.node
+        self.dport = dport
+        self.sport = sport or fresh_port()
+        self.mss, self.wscale, self.use_ts, self.sack = mss, wscale, ts, sack
+        self.window = window
+        self.iss = random.randrange(1 << 32)
+        self.snd_nxt = self.iss
+        self.rcv_nxt = None
+        self.irs = None
+        self.ts_ok = False        # both SYNs carried TSopt
+        self.ts_recent = 0        # last TSval seen from the node
+        self.peer_wscale = None
+        self.synack = None
+        self.closed = False
+        link.peers.append(self)
+
+    # -- building and sending -------------------------------------------------
+    def tsval(self):
+        return int(time.monotonic() * 1000) & 0xFFFFFFFF
+
+    def syn_options(self):
+        opts = []
+        if self.mss is not None:
+            opts.append(("MSS", self.mss))
+        if self.sack:
+            opts.append(("SAckOK", b""))
+        if self.use_ts:
+            opts.append(("Timestamp", (self.tsval(), 0)))
+        if self.wscale is not None:
+            opts += [("NOP", None), ("WScale", self.wscale)]
+        return opts
+
+    def options(self):
+        if self.ts_ok:
+            return [("NOP", None), ("NOP", None), ("Timestamp", (self.tsval(), self.ts_recent))]
+        return []
+
+    def segment(self, flags="A", payload=b"", seq=None, ack=None, window=None,
+                options=None, chksum=None):
+        """An Ether/IP/TCP frame of this connection; only the differing fields spelled out."""
+        tcp = TCP(sport=self.sport, dport=self.dport, flags=flags,
+                  seq=self.snd_nxt if seq is None else seq,
+                  ack=(self.rcv_nxt or 0) if ack is None else ack,
+                  window=self.window if window is None else window,
+                  options=self.options() if options is None else options)
+        if chksum is not None:
+            tcp.chksum = chksum
+        pkt = (Ether(src=self.node.my_mac, dst=self.node.mac) /
+               IP(src=self.node.my_ip, dst=self.node.ip) / tcp)
+        if payload:
+            pkt = pkt / Raw(payload)
+        return pkt
+
+    def send(self, flags="A", payload=b"", seq=None, **kw):
+        """Send a segment; when seq is not given it is SND.NXT and SND.NXT advances."""
+        pkt = self.segment(flags, payload, seq=seq, **kw)
+        if seq is None:
+            self.snd_nxt = (self.snd_nxt + len(payload) + ("S" in flags) + ("F" in flags)) \
+                & 0xFFFFFFFF
+        self.link.send(pkt)
+        return pkt
+
+    def ack(self, **kw):
+        return self.send("A", **kw)
+
+    # -- receiving ------------------------------------------------------------
+    def mine(self, p):
+        return (TCP in p and p[IP].src == self.node.ip and p[IP].dst == self.node.my_ip
+                and p[TCP].sport == self.dport and p[TCP].dport == self.sport)
+
+    def recv(self, timeout=3.0, pred=None):
+        """Next segment of this connection from the node (optionally satisfying pred)."""
+        p = self.link.recv(lambda q: self.mine(q) and (pred is None or pred(q)), timeout)
+        if p is not None:
+            opts = tcp_opts(p)
+            if "Timestamp" in opts:
+                self.ts_recent = opts["Timestamp"][0]
+        return p
+
+    def recv_all(self, duration, pred=None):
+        out = []
+        deadline = time.monotonic() + duration
+        while True:
+            p = self.recv(max(0.0, deadline - time.monotonic()), pred)
+            if p is None:
+                return out
+            out.append(p)
+
+    def absorb(self, p):
+        """Advance RCV.NXT over p if it is the next in-order segment; True if it was."""
+        if p[TCP].seq != self.rcv_nxt:
+            return False
+        n = len(p[TCP].payload) + (1 if p[TCP].flags.F else 0)
+        self.rcv_nxt = (self.rcv_nxt + n) & 0xFFFFFFFF
+        return True
+
+    # -- conversations --------------------------------------------------------
+    def connect(self, timeout=5.0):
+        """Three-way handshake with the options chosen at construction; returns SYN-ACK."""
+        self.send("S", options=self.syn_options(), ack=0)
+        sa = self.recv(timeout, lambda q: q[TCP].flags.S and q[TCP].flags.A)
+        assert sa is not None, f"no SYN-ACK from {self.node.ip}:{self.dport}"
+        assert sa[TCP].ack == self.snd_nxt, "SYN-ACK does not acknowledge our SYN"
+        self.synack = sa
+        self.irs = sa[TCP].seq
+        self.rcv_nxt = (sa[TCP].seq + 1) & 0xFFFFFFFF
+        opts = tcp_opts(sa)
+        self.ts_ok = self.use_ts and "Timestamp" in opts
+        self.peer_wscale = opts.get("WScale")
+        self.ack()
+        return sa
+
+    def recv_data(self, nbytes, timeout=5.0, ack=True):
+        """Collect nbytes of in-order payload from the node, ACKing as it arrives."""
+        data = b""
+        deadline = time.monotonic() + timeout
+        while len(data) < nbytes:
+            p = self.recv(max(0.0, deadline - time.monotonic()),
+                          lambda q: len(q[TCP].payload) > 0 or q[TCP].flags.F)
+            if p is None:
+                break
+            if p[TCP].seq == self.rcv_nxt:
+                data += bytes(p[TCP].payload)
+                self.absorb(p)
+            if ack:
+                self.ack()
+        return data
+
+    def abort(self):
+        """RST at SND.NXT (exactly what the node expects), so nothing outlives the test."""
+        if not self.closed and self.rcv_nxt is not None:
+            self.send("R", seq=self.snd_nxt, ack=0, options=[])
+        self.closed = True
+
+
+# ---------------------------------------------------------------------------
+# ARP responder: lets the node resolve TB_SCAPY_IP
+# ---------------------------------------------------------------------------
+class ArpResponder(threading.Thread):
+    def __init__(self, node):
+        super().__init__(name="arp-responder", daemon=True)
+        self.node = node
+        self.stop = threading.Event()
+        self.sock = conf.L2socket(iface=node.iface)  # opened by the caller's thread (netns)
+        self.answered = 0
+
+    def run(self):
+        ins = self.sock.ins
+        me = self.node.my_ip
+        while not self.stop.is_set():
+            r, _, _ = select.select([ins], [], [], 0.1)
+            if not r:
+                continue
+            try:
+                data, sa_ll = ins.recvfrom(65536)
+            except OSError:
+                return
+            if sa_ll[2] == socket.PACKET_OUTGOING or len(data) < 42 or data[12:14] != b"\x08\x06":
+                continue
+            a = Ether(data)
+            if ARP in a and a[ARP].op == 1 and a[ARP].pdst == me:
+                reply = (Ether(src=self.node.my_mac, dst=a[ARP].hwsrc) /
+                         ARP(op=2, hwsrc=self.node.my_mac, psrc=me,
+                             hwdst=a[ARP].hwsrc, pdst=a[ARP].psrc))
+                self.sock.outs.send(bytes(reply))
+                self.answered += 1
+
+    def shutdown(self):
+        self.stop.set()
+        self.join(5)
+        self.sock.close()
+
+
+# ---------------------------------------------------------------------------
+# Session setup and teardown
+# ---------------------------------------------------------------------------
+def _sigterm_to_interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+class _Session:
+    """Everything the session creates, torn down exactly once (fixture finally or atexit)."""
+
+    def __init__(self):
+        self.testbed = str(_srcdir() / "tests" / "testbed" / "testbed")
+        self.env_vars = dict(os.environ, TB_NAME=TB_NAME)
+        self.tb_up = False
+        self.root_ns = None
+        self.node = None
+        self.arp = None
+        self.tmpdir = None
+        self.done = False
+        self.old_sigterm = None
+
+    def start(self):
+        # SIGTERM (e.g. a harness timeout) would end Python without running finally or
+        # atexit: turn it into KeyboardInterrupt so that teardown still happens.
+        self.old_sigterm = signal.signal(signal.SIGTERM, _sigterm_to_interrupt)
+        ulsnode = _builddir() / "apps" / "ulsnode"
+        if not ulsnode.exists():
+            pytest.fail(f"{ulsnode} does not exist: build first (make)", pytrace=False)
+        self.tb_up = True  # from here on, teardown runs `testbed down` (idempotent)
+        out = subprocess.run([self.testbed, "up", "--nodes", "1"], env=self.env_vars,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             timeout=120)
+        if out.returncode != 0:
+            raise RuntimeError(f"testbed up failed ({out.returncode}): {out.stderr}")
+        env = {}
+        for line in out.stdout.splitlines():
+            if line.startswith("export ") and "=" in line:
+                k, v = line[len("export "):].split("=", 1)
+                env[k] = v
+        self.tmpdir = tempfile.TemporaryDirectory(prefix="uls-conf-")
+        node = Node(env, os.path.join(self.tmpdir.name, "stats.sock"))
+        self.node = node
+        node.proc = subprocess.Popen(
+            ["ip", "netns", "exec", env["TB_NETNS"], str(ulsnode),
+             "--tap", env["TB_NODE1_TAP"], "--ip", f"{node.ip}/{env['TB_PREFIX']}",
+             "--mac", node.mac, "--stats", node.stats_path],
+            stdout=open(os.path.join(self.tmpdir.name, "ulsnode.log"), "wb"),
+            stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 10
+        while not os.path.exists(node.stats_path):
+            if node.proc.poll() is not None:
+                raise RuntimeError(f"ulsnode exited with {node.proc.returncode}: "
+                                   + self.node_log())
+            if time.monotonic() > deadline:
+                raise RuntimeError("ulsnode did not create its stats socket within 10 s")
+            time.sleep(0.05)
+        node.counters()  # answers: it is up
+        # Enter the node namespace on this (the main) thread: every Scapy socket the
+        # tests open from now on lives there; the root namespace is left alone.
+        self.root_ns = os.open("/proc/self/ns/net", os.O_RDONLY)
+        nsfd = os.open(f"/run/netns/{env['TB_NETNS']}", os.O_RDONLY)
+        try:
+            _setns(nsfd)
+        finally:
+            os.close(nsfd)
+        self.arp = ArpResponder(node)
+        self.arp.start()
+        return node
+
+    def node_log(self):
+        try:
+            with open(os.path.join(self.tmpdir.name, "ulsnode.log"), "rb") as f:
+                return f.read().decode(errors="replace")[-2000:]
+        except (OSError, AttributeError):
+            return ""
+
+    def stop(self):
+        if self.done:
+            return
+        self.done = True
+        if self.old_sigterm is not None:
+            signal.signal(signal.SIGTERM, self.old_sigterm)
+        try:
+            if self.arp is not None:
+                self.arp.shutdown()
+        finally:
+            if self.root_ns is not None:
+                _setns(self.root_ns)
+                os.close(self.root_ns)
+                self.root_ns = None
+            proc = self.node.proc if self.node else None
+            if proc is not None and proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(5)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(5)
+            if self.tb_up:
+                subprocess.run([self.testbed, "down"], env=self.env_vars,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               timeout=120)
+            if self.tmpdir is not None:
+                self.tmpdir.cleanup()
+
+
+@pytest.fixture(scope="session")
+def node():
+    """The node under test, up for the whole session."""
+    sess = _Session()
+    atexit.register(sess.stop)
+    try:
+        yield sess.start()
+        assert sess.node.alive(), "ulsnode died during the session: " + sess.node_log()
+    finally:
+        sess.stop()
+
+
+@pytest.fixture
+def link(node, request):
+    """A fresh AF_PACKET socket on scapy0 for one test; its frames become
+    <capture dir>/<test name>.pcap. Connections the test left open are reset."""
+    assert node.alive(), "ulsnode is not running"
+    lk = Link(node)
+    try:
+        yield lk
+    finally:
+        for peer in lk.peers:
+            peer.abort()
+        lk.pcap(_capture_dir() / f"{request.node.name}.pcap")
+        lk.close()
+
+
+@pytest.fixture
+def counters(node):
+    """counters() -> the node's counters now."""
+    return node.counters
+
+
+def curated_pcap(link, name, snaplen=128):
+    """With ULS_UPDATE_PCAPS=1, write this test's exchange as pcaps/<name>, every frame cut
+    to snaplen bytes (headers only) so the file stays small."""
+    if os.environ.get("ULS_UPDATE_PCAPS") == "1":
+        link.pcap(_srcdir() / "pcaps" / name, snaplen)
+
+
+def wait_counter(counters, name, minimum, timeout=3.0):
+    """Poll counter name until it is >= minimum; returns the last value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = counters()[name]
+        if v >= minimum or time.monotonic() > deadline:
+            return v
+        time.sleep(0.05)

@@ -1,0 +1,76 @@
+"""RFC 1122 §3.2.1 / RFC 894: IP layer input checks of the node."""
+
+from scapy.layers.inet import ICMP, IP
+from scapy.layers.l2 import ARP, Ether
+
+from conftest import wait_counter
+
+
+def _echo(node, ident, **ipfields):
+    return (Ether(src=node.my_mac, dst=node.mac) /
+            IP(src=node.my_ip, dst=node.ip, **ipfields) / ICMP(type=8, id=ident, seq=1) /
+            b"ping")
+
+
+def _answers_ping(node, link, ident):
+    link.send(_echo(node, ident))
+    return link.recv(lambda p: ICMP in p and p[ICMP].type == 0 and p[ICMP].id == ident, 3)
+
+
+def test_rfc1122_3_2_1_2_bad_ip_checksum_dropped_and_counted(node, link, counters):
+    """RFC 1122 §3.2.1.2: "A host MUST verify the IP header checksum on every received
+    datagram and silently discard every datagram that has a bad checksum." The drop is
+    counted (ip_chkerr)."""
+    before = counters()["ip_chkerr"]
+    good = _echo(node, 0x0C01)
+    good_sum = IP(bytes(good[IP])).chksum
+    link.send(_echo(node, 0x0C01, chksum=good_sum ^ 0x0101))
+    r = link.recv(lambda p: ICMP in p and p[ICMP].id == 0x0C01, 1.0)
+    assert r is None, "node answered a datagram with a bad header checksum"
+    assert counters()["ip_chkerr"] == before + 1, "ip_chkerr did not grow by 1"
+
+
+def test_rfc894_unknown_ethertype_dropped_and_counted(node, link, counters):
+    """RFC 894: "The type field of the Ethernet frame must contain the value hexadecimal
+    0800." for IP (RFC 826 uses 0806 for ARP); a frame of any other type is not for the
+    IP layer. The node drops it, counts it (frame_ethertype) and keeps answering."""
+    before = counters()["frame_ethertype"]
+    link.send(Ether(src=node.my_mac, dst=node.mac, type=0x88B5) / (b"\x00" * 46))
+    assert wait_counter(counters, "frame_ethertype", before + 1) == before + 1
+    assert _answers_ping(node, link, 0x0E01) is not None, "no echo reply afterwards"
+
+
+def test_rfc1122_3_2_1_1_truncated_ipv4_header_dropped_and_counted(node, link, counters):
+    """RFC 1122 §3.2.1.1: "A datagram whose version number is not 4 MUST be silently
+    discarded." and RFC 791: the IHL is "the length of the internet header in 32 bit
+    words ... the minimum value for a correct header is 5". A type-0800 frame holding
+    only 10 bytes of IPv4 header is dropped and counted (frame_ipv4_header); the node keeps
+    answering ping."""
+    before = counters()["frame_ipv4_header"]
+    hdr = bytes(IP(src=node.my_ip, dst=node.ip) / ICMP())[:10]
+    link.send(Ether(src=node.my_mac, dst=node.mac, type=0x0800) / hdr)
+    assert wait_counter(counters, "frame_ipv4_header", before + 1) == before + 1
+    assert _answers_ping(node, link, 0x0E02) is not None, "no echo reply afterwards"
+
+
+def test_rfc826_truncated_arp_dropped_and_counted(node, link, counters):
+    """RFC 826 packet format: an Ethernet/IPv4 ARP packet carries 28 bytes (hardware and
+    protocol types, lengths 6 and 4, opcode, two address pairs). A type-0806 frame cut
+    after 12 bytes of it is dropped and counted (frame_arp_header), and not answered."""
+    before = counters()["frame_arp_header"]
+    arp = bytes(ARP(op=1, hwsrc=node.my_mac, psrc=node.my_ip, pdst=node.ip))[:12]
+    link.send(Ether(src=node.my_mac, dst=node.mac, type=0x0806) / arp)
+    assert wait_counter(counters, "frame_arp_header", before + 1) == before + 1
+    assert link.recv(lambda p: ARP in p and p[ARP].op == 2, 0.5) is None, \
+        "node answered a truncated ARP request"
+
+
+def test_rfc1122_3_2_1_3_datagram_for_other_address_not_answered(node, link, counters):
+    """RFC 1122 §3.2.1.3: "An incoming datagram is destined for the host if the datagram's
+    destination address field is: (1) (one of) the host's IP address(es); or ... broadcast
+    ... or multicast". A unicast echo request to another address, delivered to the node's
+    MAC, is not answered."""
+    link.send(Ether(src=node.my_mac, dst=node.mac) / IP(src=node.my_ip, dst="198.18.0.77") /
+              ICMP(type=8, id=0x0E03, seq=1))
+    r = link.recv(lambda p: ICMP in p and p[ICMP].id == 0x0E03, 1.0)
+    assert r is None, "node answered a datagram addressed to another host"

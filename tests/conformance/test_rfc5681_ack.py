@@ -1,0 +1,43 @@
+"""RFC 5681: TCP Congestion Control (receiver side: ACK generation)."""
+
+from scapy.layers.inet import TCP
+
+from conftest import TcpPeer
+
+
+def test_rfc5681_4_2_immediate_dup_ack_for_each_out_of_order_segment(node, link):
+    """RFC 5681 §4.2: "A TCP receiver SHOULD send an immediate duplicate ACK when an
+    out-of-order segment arrives. The purpose of this ACK is to inform the sender that a
+    segment was received out-of-order and which sequence number is expected." Three
+    out-of-order segments sent back to back get three duplicate ACKs (a delayed ACK would
+    answer them with at most one)."""
+    peer = TcpPeer(link, 9)
+    peer.connect()
+    base = peer.snd_nxt
+    for off in (1000, 2000, 3000):
+        peer.send("PA", b"o" * 500, seq=base + off)
+    dups = peer.recv_all(1.0, lambda q: q[TCP].ack == base and len(q[TCP].payload) == 0)
+    assert len(dups) >= 3, f"{len(dups)} duplicate ACKs for 3 out-of-order segments"
+
+
+def test_rfc5681_4_2_immediate_ack_when_hole_is_filled(node, link):
+    """RFC 5681 §4.2: "A TCP receiver SHOULD send an immediate ACK when the incoming
+    segment fills in all or part of a gap in the sequence space." The node delays ACKs for
+    in-order data with a periodic timer (RFC 9293 §3.8.6.3, up to 250 ms here); we first
+    learn that timer's phase from the delayed ACK of one in-order segment, then send an
+    out-of-order segment and, right after its duplicate ACK, the segment that fills the
+    hole. Its ACK must come at once (under 100 ms), not with the next timer tick (~230 ms
+    later)."""
+    peer = TcpPeer(link, 9)
+    peer.connect()
+    peer.send("PA", b"0" * 500)
+    assert peer.recv(2, lambda q: q[TCP].ack == peer.snd_nxt) is not None, "no ACK"
+    base = peer.snd_nxt
+    peer.send("PA", b"2" * 500, seq=base + 500)
+    assert peer.recv(2, lambda q: q[TCP].ack == base) is not None, "no duplicate ACK"
+    peer.send("PA", b"1" * 500, seq=base)
+    t0 = link.frames[-1][0]
+    p = peer.recv(2, lambda q: q[TCP].ack == (base + 1000) & 0xFFFFFFFF)
+    assert p is not None, "the filled hole was not acknowledged"
+    t1 = link.frames[-1][0]
+    assert t1 - t0 < 0.1, f"the ACK for the hole fill came after {1000 * (t1 - t0):.0f} ms"

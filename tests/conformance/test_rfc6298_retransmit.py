@@ -1,0 +1,29 @@
+"""RFC 6298: Computing TCP's Retransmission Timer (RFC 9293 §3.8.1)."""
+
+import time
+
+from scapy.layers.inet import TCP
+
+from conftest import TcpPeer
+
+
+def test_rfc6298_5_unacknowledged_segment_is_retransmitted(node, link):
+    """RFC 6298 §5: "(5.4) Retransmit the earliest segment that has not been acknowledged
+    by the TCP receiver." when the retransmission timer expires; RFC 9293 §3.8.1: "TCP
+    MUST implement ... retransmission" of unacknowledged data (MUST-4 area). We never
+    acknowledge the echo of our data; the node sends the same bytes at the same sequence
+    number again."""
+    peer = TcpPeer(link, 7)
+    peer.connect()
+    msg = b"retransmit me\n"
+    peer.send("PA", msg)
+    first = peer.recv(5, lambda q: len(q[TCP].payload) > 0)
+    assert first is not None, "no echo"
+    t0 = time.monotonic()
+    again = peer.recv(10, lambda q: len(q[TCP].payload) > 0)
+    assert again is not None, "the unacknowledged echo was not retransmitted within 10 s"
+    assert again[TCP].seq == first[TCP].seq, "retransmission at another sequence number"
+    assert bytes(again[TCP].payload) == bytes(first[TCP].payload) == msg
+    assert time.monotonic() - t0 >= 0.2, "retransmitted before any plausible RTO"
+    peer.absorb(again)
+    peer.ack()

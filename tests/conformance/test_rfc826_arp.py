@@ -1,0 +1,28 @@
+"""RFC 826: An Ethernet Address Resolution Protocol."""
+
+from scapy.layers.l2 import ARP, Ether
+
+
+def test_rfc826_request_for_our_address_gets_reply(node, link):
+    """RFC 826, "Packet Reception": "If the opcode is ares_op$REQUEST (NOW look at the
+    opcode!!), then swap hardware and protocol fields, putting the local hardware and
+    protocol addresses in the sender fields. Set the ar$op field to ares_op$REPLY. Send
+    the packet to the (new) target hardware address on the same hardware on which the
+    request was received." """
+    link.send(Ether(src=node.my_mac, dst="ff:ff:ff:ff:ff:ff") /
+              ARP(op=1, hwsrc=node.my_mac, psrc=node.my_ip, pdst=node.ip))
+    r = link.recv(lambda p: ARP in p and p[ARP].op == 2 and p[ARP].psrc == node.ip, 3)
+    assert r is not None, "no ARP reply"
+    assert r[Ether].dst == node.my_mac, "reply not sent to the requester's hardware address"
+    assert r[Ether].src == node.mac
+    assert r[ARP].hwsrc == node.mac and r[ARP].psrc == node.ip
+    assert r[ARP].hwdst == node.my_mac and r[ARP].pdst == node.my_ip
+
+
+def test_rfc826_request_for_other_address_not_answered(node, link):
+    """RFC 826, "Packet Reception": "?Am I the target protocol address? Yes: ... (reply)";
+    a request for an address that is not ours gets no reply."""
+    link.send(Ether(src=node.my_mac, dst="ff:ff:ff:ff:ff:ff") /
+              ARP(op=1, hwsrc=node.my_mac, psrc=node.my_ip, pdst="198.18.0.77"))
+    r = link.recv(lambda p: ARP in p and p[ARP].op == 2, 1.0)
+    assert r is None, f"node answered for an address it does not own: {r.summary()}"

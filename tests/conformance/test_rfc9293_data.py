@@ -1,0 +1,43 @@
+"""RFC 9293: data transfer (checksum, reassembly)."""
+
+import os
+
+from scapy.layers.inet import TCP
+
+from conftest import TcpPeer
+
+
+def test_rfc9293_3_1_bad_checksum_segment_dropped_and_counted(node, link, counters):
+    """RFC 9293 §3.1: "The checksum field is the 16-bit ones' complement of the ones'
+    complement sum of all 16-bit words in the header and text." ... (MUST-2/MUST-3: a TCP
+    "MUST ... check the checksum in incoming segments"). A segment whose checksum is wrong
+    is dropped: it is neither acknowledged nor echoed, and the node counts it
+    (tcp_chkerr). The same data with the right checksum is then echoed."""
+    peer = TcpPeer(link, 7)
+    peer.connect()
+    payload = b"checksum test\n"
+    good = peer.segment("PA", payload)
+    good_sum = TCP(bytes(good[TCP])).chksum
+    before = counters()["tcp_chkerr"]
+    link.send(peer.segment("PA", payload, chksum=good_sum ^ 0x0101))
+    answers = peer.recv_all(1.0)
+    assert answers == [], f"node answered a bad-checksum segment: {[a.summary() for a in answers]}"
+    assert counters()["tcp_chkerr"] == before + 1, "tcp_chkerr did not grow by 1"
+    peer.send("PA", payload)
+    assert peer.recv_data(len(payload)) == payload, "the well-formed retry was not echoed"
+
+
+def test_rfc9293_3_10_7_4_out_of_order_data_reassembled(node, link):
+    """RFC 9293 §3.10.7.4: "Segments with higher beginning sequence numbers that are not
+    acceptable [next] may be held for later processing." and §3.4: "... the receiver ...
+    [delivers] in-sequence data to the user". The second half of a message is sent before
+    the first; the echo service (port 7) returns every byte, in order."""
+    peer = TcpPeer(link, 7)
+    peer.connect()
+    data = os.urandom(2000)
+    base = peer.snd_nxt
+    peer.send("PA", data[1000:], seq=base + 1000)
+    peer.send("PA", data[:1000], seq=base)
+    peer.snd_nxt = (base + 2000) & 0xFFFFFFFF
+    got = peer.recv_data(len(data), timeout=5)
+    assert got == data, f"echoed {len(got)} bytes, in order: {got == data[:len(got)]}"

@@ -1,0 +1,76 @@
+"""RFC 9293: connection establishment and segments to closed ports."""
+
+from scapy.layers.inet import IP, TCP
+from scapy.layers.l2 import Ether
+
+from conftest import TcpPeer, fresh_port, tcp_opts
+
+CLOSED_PORT = 4444
+
+
+def test_rfc9293_3_7_1_synack_carries_mss(node, link):
+    """RFC 9293 §3.7.1: "TCP implementations SHOULD send an MSS Option in every SYN
+    segment when its receive MSS differs from the default 536, and MAY send it always
+    (SHLD-5, MAY-3)." The node's MTU is 1500, so its receive MSS is 1500 - 40 = 1460."""
+    peer = TcpPeer(link, 7)
+    sa = peer.connect()
+    assert tcp_opts(sa).get("MSS") == 1460, f"SYN-ACK options: {sa[TCP].options}"
+
+
+def test_rfc9293_3_7_1_peer_mss_respected(node, link):
+    """RFC 9293 §3.7.1: "The MSS value to be sent in an MSS option must be less than or
+    equal to: MMS_R - 20" and the sender "MUST NOT send a segment larger than the
+    effective MSS": Eff.snd.MSS = min(SendMSS+20, MMS_S) - TCPhdrsize - IPoptionsize,
+    so with our MSS option of 536 no segment from the node carries more than 536 bytes."""
+    peer = TcpPeer(link, 19, mss=536)
+    peer.connect()
+    sizes = []
+    for _ in range(40):
+        p = peer.recv(5, lambda q: len(q[TCP].payload) > 0)
+        assert p is not None, "the pattern source stopped sending"
+        sizes.append(len(p[TCP].payload))
+        peer.absorb(p)
+        peer.ack()
+    assert max(sizes) <= 536, f"segment sizes from the node: {sizes}"
+
+
+def test_rfc9293_3_10_7_1_syn_to_closed_port_gets_rst(node, link):
+    """RFC 9293 §3.10.7.1 (CLOSED): "If the ACK bit is off, sequence number zero is used,
+    <SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>" (a SYN counts one in SEG.LEN)."""
+    sport, seq = fresh_port(), 0x1234ABCD
+    link.send(Ether(src=node.my_mac, dst=node.mac) / IP(src=node.my_ip, dst=node.ip) /
+              TCP(sport=sport, dport=CLOSED_PORT, flags="S", seq=seq,
+                  options=[("MSS", 1460)]))
+    r = link.recv(lambda p: TCP in p and p[TCP].dport == sport, 3)
+    assert r is not None, "no RST for a SYN to a closed port"
+    assert r[TCP].sport == CLOSED_PORT
+    assert r[TCP].flags == "RA", f"flags {r[TCP].flags}"
+    assert r[TCP].seq == 0
+    assert r[TCP].ack == seq + 1
+
+
+def test_rfc9293_3_10_7_1_rst_seq_zero_when_ack_bit_off(node, link):
+    """RFC 9293 §3.10.7.1 (CLOSED): "If the ACK bit is off, sequence number zero is used,
+    <SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>". With the ACK bit off the acknowledgment
+    field carries no meaning (§3.1: "If the ACK control bit is set, this field contains
+    the value of the next sequence number ..."), so a non-zero value left in it must not
+    leak into the RST's sequence number."""
+    sport, seq = fresh_port(), 0x0BADCAFE
+    link.send(Ether(src=node.my_mac, dst=node.mac) / IP(src=node.my_ip, dst=node.ip) /
+              TCP(sport=sport, dport=CLOSED_PORT, flags="S", seq=seq, ack=0x55667788))
+    r = link.recv(lambda p: TCP in p and p[TCP].dport == sport, 3)
+    assert r is not None, "no RST for a SYN to a closed port"
+    assert r[TCP].flags == "RA", f"flags {r[TCP].flags}"
+    assert r[TCP].seq == 0, f"RST SEQ={r[TCP].seq:#x} (the ignored ACK field was 0x55667788)"
+    assert r[TCP].ack == seq + 1
+
+
+def test_rfc9293_3_10_7_1_ack_to_closed_port_gets_rst_with_seq_ack(node, link):
+    """RFC 9293 §3.10.7.1 (CLOSED): "If the ACK bit is on, <SEQ=SEG.ACK><CTL=RST>"."""
+    sport, ack = fresh_port(), 0x7000_0001
+    link.send(Ether(src=node.my_mac, dst=node.mac) / IP(src=node.my_ip, dst=node.ip) /
+              TCP(sport=sport, dport=CLOSED_PORT, flags="A", seq=99, ack=ack) / b"xyz")
+    r = link.recv(lambda p: TCP in p and p[TCP].dport == sport, 3)
+    assert r is not None, "no RST for an ACK to a closed port"
+    assert r[TCP].flags.R
+    assert r[TCP].seq == ack

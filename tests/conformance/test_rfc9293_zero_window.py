@@ -1,0 +1,98 @@
+"""RFC 9293 §3.8.6.1: zero-window probing (and RFC 7323 §3.2 for the probes' options).
+
+One exchange, shared by the tests of this module (it takes ~11 s): port 19 sends; we take
+its first burst, then acknowledge everything with window 0 and answer each probe with
+window 0 again until three probes came; then we open the window and check that the data
+goes on where it stopped. Capture: zero_window_exchange.pcap.
+"""
+
+import time
+
+import pytest
+from scapy.layers.inet import TCP
+
+from conftest import Link, TcpPeer, _capture_dir, tcp_opts
+
+
+class _Exchange(dict):
+    def __repr__(self):   # keeps pytest's failure reports short
+        return f"<zero-window exchange: probes at {[round(t, 2) for t, _ in self['probes']]} s>"
+
+
+@pytest.fixture(scope="module")
+def zero_window(node):
+    link = Link(node)
+    peer = TcpPeer(link, 19)
+    try:
+        peer.connect()
+        burst = []
+        while True:   # the first flight, until the node waits for our ACK
+            p = peer.recv(0.3 if burst else 5.0, lambda q: len(q[TCP].payload) > 0)
+            if p is None:
+                break
+            burst.append(p)
+            peer.absorb(p)
+        assert burst, "the pattern source sent nothing"
+        closed_at = time.monotonic()
+        peer.ack(window=0)
+        probes = []   # (seconds since the window closed, segment)
+        while len(probes) < 3 and time.monotonic() - closed_at < 16:
+            p = peer.recv(max(0.0, 16 - (time.monotonic() - closed_at)))
+            if p is None:
+                break
+            probes.append((time.monotonic() - closed_at, p))
+            peer.ack(window=0)   # the probe's byte (if any) is not accepted: RCV.WND = 0
+        peer.ack()               # open the window again
+        resumed = peer.recv(5, lambda q: len(q[TCP].payload) > 0)
+        yield _Exchange(peer=peer, probes=probes, resumed=resumed,
+                        rcv_nxt_when_closed=peer.rcv_nxt)
+    finally:
+        peer.abort()
+        link.pcap(_capture_dir() / "zero_window_exchange.pcap")
+        link.close()
+
+
+def test_rfc9293_3_8_6_1_zero_window_is_probed(zero_window):
+    """RFC 9293 §3.8.6.1: "The sending TCP peer must regularly retransmit to the receiving
+    TCP peer even when the window is zero, in order to "probe" the window. ... A TCP
+    implementation MUST include support for probing of zero windows (MUST-36)." The first
+    probe is due after about one RTO (SHLD-29): we allow 5 s; each probe starts at RCV.NXT
+    so that its acknowledgment reports the window."""
+    probes = zero_window["probes"]
+    assert probes, "no zero-window probe within 16 s"
+    assert probes[0][0] < 5.0, f"first probe only after {probes[0][0]:.1f} s"
+    for _, p in probes:
+        assert p[TCP].seq in (zero_window["rcv_nxt_when_closed"],
+                              (zero_window["rcv_nxt_when_closed"] - 1) & 0xFFFFFFFF), \
+            f"probe at seq {p[TCP].seq}, RCV.NXT {zero_window['rcv_nxt_when_closed']}"
+        assert len(p[TCP].payload) <= 1, "a probe carried more than one byte into a zero window"
+
+
+def test_rfc9293_3_8_6_1_zero_window_probe_interval_grows(zero_window):
+    """RFC 9293 §3.8.6.1: "The transmitting host SHOULD send the first zero-window probe
+    when a zero window has existed for the retransmission timeout period (SHLD-29)
+    (Section 3.8.1), and SHOULD increase exponentially the interval between successive
+    probes (SHLD-30)." """
+    t = [at for at, _ in zero_window["probes"]]
+    assert len(t) >= 3, f"only {len(t)} probes in 16 s: at {t}"
+    i1, i2 = t[1] - t[0], t[2] - t[1]
+    assert i2 > 1.5 * i1, f"probe intervals {i1:.2f} s then {i2:.2f} s do not back off"
+
+
+def test_rfc9293_3_8_6_1_transfer_resumes_when_window_opens(zero_window):
+    """RFC 9293 §3.8.6.1: probing continues "until the window is opened"; once we announce
+    a non-zero window the data continues at the first unacknowledged byte."""
+    r = zero_window["resumed"]
+    assert r is not None, "no data after the window opened"
+    assert r[TCP].seq == zero_window["rcv_nxt_when_closed"]
+
+
+def test_rfc7323_3_2_zero_window_probe_carries_timestamps(zero_window):
+    """RFC 7323 §3.2: "Once TSopt has been successfully negotiated, that is both <SYN> and
+    <SYN,ACK> contain TSopt, the TSopt MUST be sent in every non-<RST> segment for the
+    duration of the connection". Zero-window probes are no exception."""
+    probes = zero_window["probes"]
+    assert zero_window["peer"].ts_ok, "timestamps not negotiated"
+    assert probes, "no zero-window probe"
+    missing = [round(at, 2) for at, p in probes if "Timestamp" not in tcp_opts(p)]
+    assert not missing, f"probes without TSopt (sent at {missing} s)"
