@@ -7,3 +7,7 @@ apps_ulsbench_SOURCES = apps/ulsbench.c
 apps_ulsbench_LDADD = apps/libapps.la stack/libuls.la netif/libnif.la -lpthread
 apps_ulsnode_SOURCES = apps/ulsnode.c
 apps_ulsnode_LDADD = apps/libapps.la stack/libuls.la netif/libnif.la -lpthread
+
+bin_PROGRAMS += apps/ulsstat
+apps_ulsstat_SOURCES = apps/ulsstat.c
+apps_ulsstat_LDADD = netif/libnif.la

@@ -122,6 +122,10 @@ int bench__parse_addr(const char *s, struct sockaddr_in *a, unsigned default_por
 
 int bench__node_opt(struct node_opts *o, const char *opt, const char *arg)
 {
+	if (strcmp(opt, "ctl") == 0) {
+		o->ctl = arg;
+		return 1;
+	}
 	if (strcmp(opt, "tap") == 0) {
 		o->cfg.tap = arg;
 		o->have_tap = true;
@@ -166,6 +170,19 @@ int bench__node_opt(struct node_opts *o, const char *opt, const char *arg)
 
 int bench__node_start(struct node_opts *o, const char *prog)
 {
+	if (o->ctl) {
+		if (o->have_tap || o->have_ip) {
+			fprintf(stderr, "%s: --ctl and --tap/--ip exclude each other\n", prog);
+			return -1;
+		}
+		int rc = uls_attach(o->ctl);
+		if (rc < 0) {
+			fprintf(stderr, "%s: cannot join the node at %s: %s\n", prog, o->ctl,
+				strerror(-rc));
+			return -1;
+		}
+		return 1;
+	}
 	if (!o->have_tap && !o->have_ip)
 		return 0;
 	if (!o->have_tap || !o->have_ip) {

@@ -176,7 +176,8 @@ static void *serve(void *arg)
 		send_all(sd, verdict, VERDICT_LEN);
 		double dt = now_s() - t0;
 		printf("{\"role\": \"server\", \"dir\": \"recv\", \"bytes\": %llu, \"verified\": %s, "
-		       "\"seconds\": %.6f}\n", (unsigned long long)good, st == ST_OK ? "true" : "false", dt);
+		       "\"seconds\": %.6f, \"pid\": %d}\n", (unsigned long long)good,
+		       st == ST_OK ? "true" : "false", dt, (int)getpid());
 		fflush(stdout);
 	} else if (req[5] == DIR_SERVER_SENDS) {
 		if (stream_out(sd, seed, bytes, buf) == 0)
@@ -188,7 +189,7 @@ out:
 	return NULL;
 }
 
-static int run_server(unsigned port, long count)
+static int run_server(unsigned port, long count, bool reuseport)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
 	int one = 1, sd = ops->socket(SOCK_STREAM);
@@ -198,6 +199,8 @@ static int run_server(unsigned port, long count)
 		return 1;
 	}
 	ops->setsockopt(sd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (reuseport)
+		ops->setsockopt(sd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
 	int rc = ops->bind(sd, &a);
 	if (rc == 0)
 		rc = ops->listen(sd, 64);
@@ -302,11 +305,12 @@ static int run_client(const struct sockaddr_in *to, uint64_t bytes, int dir, con
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: ulsbench server [--port P] [--count N] [NODE OPTIONS]\n"
+		"usage: ulsbench server [--port P] [--count N] [--reuseport] [NODE OPTIONS]\n"
 		"       ulsbench client --to IP[:PORT] [--bytes N[K|M|G]] [--dir send|recv]\n"
 		"                       [--json FILE] [NODE OPTIONS]\n"
 		"NODE OPTIONS: --tap IFNAME --ip A.B.C.D/NN [--mac MAC] [--gw A.B.C.D] [--mtu N]\n"
-		"              (without them the Linux kernel's TCP is used)\n");
+		"              (a node of its own), or --ctl PATH (join ulsd's node);\n"
+		"              without them the Linux kernel's TCP is used\n");
 }
 
 int main(int argc, char **argv)
@@ -314,10 +318,12 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "tap", required_argument, NULL, 'N' }, { "ip", required_argument, NULL, 'N' },
 		{ "mac", required_argument, NULL, 'N' }, { "gw", required_argument, NULL, 'N' },
-		{ "mtu", required_argument, NULL, 'N' }, { "port", required_argument, NULL, 'p' },
+		{ "mtu", required_argument, NULL, 'N' }, { "ctl", required_argument, NULL, 'N' },
+		{ "port", required_argument, NULL, 'p' },
 		{ "count", required_argument, NULL, 'c' }, { "to", required_argument, NULL, 't' },
 		{ "bytes", required_argument, NULL, 'b' }, { "dir", required_argument, NULL, 'd' },
 		{ "json", required_argument, NULL, 'j' }, { "help", no_argument, NULL, 'h' },
+		{ "reuseport", no_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct node_opts no = { 0 };
@@ -327,6 +333,7 @@ int main(int argc, char **argv)
 	unsigned port = DEFAULT_PORT;
 	long count = 0;
 	int dir = DIR_CLIENT_SENDS, c, idx;
+	bool reuseport = false;
 	const char *json = NULL;
 
 	if (argc < 2 || (strcmp(argv[1], "server") && strcmp(argv[1], "client"))) {
@@ -381,6 +388,9 @@ int main(int argc, char **argv)
 		case 'j':
 			json = optarg;
 			break;
+		case 'r':
+			reuseport = true;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -399,7 +409,7 @@ int main(int argc, char **argv)
 		return 1;
 	if (started)
 		ops = &bench__uls_ops;
-	int rc = server ? run_server(port, count) : run_client(&to, bytes, dir, json);
+	int rc = server ? run_server(port, count, reuseport) : run_client(&to, bytes, dir, json);
 	if (started)
 		uls_node_stop();
 	return rc;

@@ -182,7 +182,8 @@ static int write_stats(int fd)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: ulsnode --tap IFNAME --ip A.B.C.D/NN [--mac MAC] [--gw A.B.C.D]\n"
-		   "               [--mtu N] [--stats PATH]\n");
+		   "               [--mtu N] [--stats PATH]\n"
+		   "       ulsnode --ctl PATH [--stats PATH]\n");
 }
 
 int main(int argc, char **argv)
@@ -191,6 +192,7 @@ int main(int argc, char **argv)
 		{ "tap", required_argument, NULL, 't' }, { "ip", required_argument, NULL, 'i' },
 		{ "mac", required_argument, NULL, 'm' }, { "gw", required_argument, NULL, 'g' },
 		{ "mtu", required_argument, NULL, 'u' }, { "stats", required_argument, NULL, 's' },
+		{ "ctl", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	struct node_opts no = { 0 };
@@ -211,7 +213,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind != argc || !no.have_tap || !no.have_ip) {
+	if (optind != argc || (!no.ctl && (!no.have_tap || !no.have_ip))) {
 		usage(stderr);
 		return 2;
 	}
@@ -261,7 +263,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	fprintf(stderr, "ulsnode: up on %s\n", no.cfg.tap);
+	fprintf(stderr, "ulsnode: up on %s\n", no.ctl ? no.ctl : no.cfg.tap);
 
 	/* Main thread: serve stats requests and wait for a stop signal. */
 	for (;;) {

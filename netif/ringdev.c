@@ -17,7 +17,7 @@ struct ringdev {
 	struct nif_dev dev;
 	struct nif_ring_layout layout;
 	void *base;
-	int memfd, rx_efd, tx_efd;
+	int memfd, rx_efd, tx_efd, hup_fd;
 	struct nif_ring rx, tx;
 	struct nif_dev_stats st;
 	uint64_t bad_slots;
@@ -39,15 +39,22 @@ static void drain_efd(int fd)
 static int rd_wait(struct nif_dev *d, int timeout_ms)
 {
 	struct ringdev *r = of(d);
-	struct pollfd pfd = { .fd = r->rx_efd, .events = POLLIN };
+	struct pollfd pfd[2] = {
+		{ .fd = r->rx_efd, .events = POLLIN },
+		{ .fd = r->hup_fd, .events = POLLRDHUP },
+	};
 
 	if (!nif_ring_cons_prepare_sleep(&r->rx))
 		return 0;  /* frames are waiting */
-	int rc = poll(&pfd, 1, timeout_ms);
+	int rc = poll(pfd, r->hup_fd >= 0 ? 2 : 1, timeout_ms);
 	nif_ring_cons_awake(&r->rx);
-	if (rc > 0) {
+	if (rc > 0 && (pfd[0].revents & POLLIN)) {
 		r->st.rx_wakeups++;
 		drain_efd(r->rx_efd);
+	}
+	if (rc > 0 && r->hup_fd >= 0 && (pfd[1].revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+		r->hup_fd = -1;  /* report it once */
+		return -ECONNRESET;
 	}
 	return rc < 0 && errno != EINTR ? -errno : 0;
 }
@@ -135,7 +142,8 @@ static const struct nif_dev_ops ringdev_ops = {
 	.close = rd_close,
 };
 
-int nif_ringdev_open(struct nif_dev **out, unsigned mtu, int memfd, int rx_efd, int tx_efd)
+int nif_ringdev_open(struct nif_dev **out, unsigned mtu, int memfd, int rx_efd, int tx_efd,
+		     int hup_fd)
 {
 	struct ringdev *r = calloc(1, sizeof(*r));
 	int rc;
@@ -154,6 +162,7 @@ int nif_ringdev_open(struct nif_dev **out, unsigned mtu, int memfd, int rx_efd, 
 	r->memfd = memfd;
 	r->rx_efd = rx_efd;
 	r->tx_efd = tx_efd;
+	r->hup_fd = hup_fd;
 	nif_ring_attach(&r->rx, r->base, &r->layout, 0, rx_efd, false);
 	nif_ring_attach(&r->tx, r->base, &r->layout, 1, tx_efd, true);
 	*out = &r->dev;

@@ -6,7 +6,10 @@
 #include "netif/ring.h"
 
 /* Take over memfd (the ring pair), rx_efd (ours: ulsd signals it when frames arrive) and
- * tx_efd (ulsd's: we signal it after publishing frames); all three are closed by close(). */
-int nif_ringdev_open(struct nif_dev **out, unsigned mtu, int memfd, int rx_efd, int tx_efd);
+ * tx_efd (ulsd's: we signal it after publishing frames); all three are closed by close().
+ * hup_fd (the lease, not taken over) is watched for hang-up: when ulsd goes away, wait()
+ * returns -ECONNRESET, once. */
+int nif_ringdev_open(struct nif_dev **out, unsigned mtu, int memfd, int rx_efd, int tx_efd,
+		     int hup_fd);
 
 #endif

@@ -69,11 +69,19 @@ static void *stack_thread(void *arg)
 		n->sleep_deadline = timeout < 0 ? UINT64_MAX : stk__now_ms() + (uint64_t)timeout;
 		n->sleeping = true;
 		unlock_raw();
-		n->dev->ops->wait(n->dev, timeout);
+		int wrc = n->dev->ops->wait(n->dev, timeout);
 		stk__lock();
 		n->sleeping = false;
 		if (!n->running)
 			break;
+		if (wrc == -ECONNRESET && !n->lost) {
+			/* ulsd closed the lease (it stopped or crashed). Its rings are gone with
+			 * it, so established connections cannot survive: say so once and fail
+			 * every socket with ENETDOWN (docs/control-protocol.md). */
+			n->lost = true;
+			stk__log(0, "ulsd closed the lease: the node is gone, sockets fail with ENETDOWN");
+			stk__sockets_lost();
+		}
 		n->dev->ops->rx(n->dev, stk__ethif_input, &n->netif, RX_BUDGET);
 		sys_check_timeouts();
 		n->dev->ops->tx_flush(n->dev);
@@ -148,6 +156,7 @@ int stk__node_up(struct nif_dev *dev, struct in_addr addr, unsigned prefix_len,
 	memcpy(stk__node.mac, mac, 6);
 	if (!lwip_ready) {
 		lwip_init();
+		stk__ep_init();
 		lwip_ready = true;
 	}
 	ip.addr = addr.s_addr;

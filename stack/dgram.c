@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "lwip/udp.h"
+#include "netif/ctlproto.h"
 
 /* Datagrams queued for the application beyond this are dropped and counted, as a kernel
  * drops on a full SO_RCVBUF. */
@@ -42,8 +43,29 @@ int stk__dgram_bind(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port)
 
 	if (s->udp->local_port)
 		return -EINVAL;
+	unsigned flags = (ip_get_option(s->udp, SOF_REUSEADDR) ? ULS_CTL_F_REUSEADDR : 0) |
+			 (s->reuseport ? ULS_CTL_F_REUSEPORT : 0);
+	int p = stk__ep_bind(IPPROTO_UDP, port, flags);
+	if (p < 0)
+		return p;
 	ip_addr_copy_from_ip4(a, *ip);
-	return stk__err_to_errno(udp_bind(s->udp, &a, port));
+	int rc = stk__err_to_errno(udp_bind(s->udp, &a, (u16_t)p));
+	if (rc < 0)
+		stk__ep_unbind(IPPROTO_UDP, (uint16_t)p);
+	else if (stk__leased())
+		s->bound_port = (uint16_t)p;
+	return rc;
+}
+
+/* On a node, a socket that sends before binding gets its port from ulsd, not from lwIP,
+ * so that the filter delivers the replies and lets the datagrams out. */
+static int autobind(struct stk_sock *s)
+{
+	ip4_addr_t any = { IPADDR_ANY };
+
+	if (s->udp->local_port || !stk__leased())
+		return 0;
+	return stk__dgram_bind(s, &any, 0);
 }
 
 int stk__dgram_connect(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port)
@@ -56,8 +78,11 @@ int stk__dgram_connect(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port)
 		s->state = STK_S_NEW;
 		return 0;
 	}
+	int rc = autobind(s);
+	if (rc < 0)
+		return rc;
 	ip_addr_copy_from_ip4(a, *ip);
-	int rc = stk__err_to_errno(udp_connect(s->udp, &a, port));
+	rc = stk__err_to_errno(udp_connect(s->udp, &a, port));
 	if (rc == 0)
 		s->state = STK_S_CONNECTED;
 	return rc;
@@ -73,10 +98,15 @@ ssize_t stk__dgram_sendto(struct stk_sock *s, const void *buf, size_t len, int f
 	(void)flags;
 	if (len > DGRAM_MAX)
 		return -EMSGSIZE;
+	if (s->state == STK_S_DEAD)
+		return s->err ? s->err : -ENETDOWN;
 	if (!has_to && s->state != STK_S_CONNECTED)
 		return -EDESTADDRREQ;
 	if (has_to && port == 0)
 		return -EINVAL;
+	int rc = autobind(s);
+	if (rc < 0)
+		return rc;
 	p = pbuf_alloc(PBUF_TRANSPORT, (u16_t)len, PBUF_RAM);
 	if (!p)
 		return -ENOBUFS;
@@ -101,6 +131,11 @@ ssize_t stk__dgram_recvfrom(struct stk_sock *s, void *buf, size_t len, int flags
 	while (!(e = stk__rxq_head(&s->rxq))) {
 		if (s->closed)
 			return -EBADF;
+		if (s->state == STK_S_DEAD && s->err) {
+			int rc = s->err;
+			s->err = 0;
+			return rc;
+		}
 		if (nonblock)
 			return -EAGAIN;
 		if (stk__sock_sleep(s, &s->rcvtimeo) == -ETIMEDOUT)
@@ -121,6 +156,10 @@ void stk__dgram_close(struct stk_sock *s)
 	if (s->udp) {
 		udp_remove(s->udp);
 		s->udp = NULL;
+	}
+	if (s->bound_port) {
+		stk__ep_unbind(IPPROTO_UDP, s->bound_port);
+		s->bound_port = 0;
 	}
 	s->state = STK_S_DEAD;
 }

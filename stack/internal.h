@@ -19,6 +19,7 @@ struct stk_node {
 	bool owned;
 	bool running;
 	bool up;
+	bool lost;                  /* ulsd went away: every socket fails with ENETDOWN */
 	pthread_t thread;
 	struct nif_dev *dev;      /* the TAP, or the ring pair to ulsd */
 	struct netif netif;
@@ -66,8 +67,10 @@ enum stk_counter {
 void stk__count(enum stk_counter c);
 void stk__count_verdict(enum nif_verdict v);
 
-/* Sockets (sock.c) need to know when the node goes away. */
+/* Sockets (socket.c) need to know when the node goes away, or ulsd does. */
 void stk__sockets_shutdown(void);
+void stk__sockets_lost(void);
+void stk__ep_init(void);
 
 /* Logging (port.c). */
 void stk__log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -111,7 +111,7 @@ out:
 /* One-way notification; losing it is harmless (ulsd cleans up when the lease ends). */
 void stk__lease_notify(struct uls_ctl_msg *m)
 {
-	if (lease.fd < 0)
+	if (lease.fd < 0 || stk__node.lost)
 		return;
 	pthread_mutex_lock(&lease.lock);
 	m->seq = ++lease.seq;
@@ -162,7 +162,7 @@ int uls_attach(const char *ctl_path)
 			close(fds[i]);
 		goto fail_fd;
 	}
-	rc = nif_ringdev_open(&dev, m.u.hello.mtu, fds[0], fds[1], fds[2]);
+	rc = nif_ringdev_open(&dev, m.u.hello.mtu, fds[0], fds[1], fds[2], fd);
 	if (rc < 0) {
 		for (int i = 0; i < 3; i++)
 			close(fds[i]);
@@ -193,4 +193,5 @@ void stk__node_down_hook(void)
 		close(lease.fd);
 		lease.fd = -1;
 	}
+	stk__node.lost = false;
 }

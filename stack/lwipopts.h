@@ -95,6 +95,9 @@ void stk__assert_core_locked(void);
 #define TCP_LISTEN_BACKLOG              1
 #define TCP_DEFAULT_LISTEN_BACKLOG      128
 #define LWIP_TCP_KEEPALIVE              1
+/* One per-connection slot: on a node, the tuple to release at ulsd when lwIP frees the
+ * pcb (stack/endpoints.c). */
+#define LWIP_TCP_PCB_NUM_EXT_ARGS       1
 #define TCP_MAXRTX                      12
 #define TCP_SYNMAXRTX                   6
 #define LWIP_CALLBACK_API               1

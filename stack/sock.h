@@ -60,12 +60,23 @@ struct stk_sock {
 	struct tcp_pcb *tcp;
 	struct udp_pcb *udp;
 	bool rx_eof, rd_shut, wr_shut;
+	bool reuseport;            /* SO_REUSEPORT: share the port with other processes */
+	uint16_t bound_port;       /* a port reserved at ulsd by bind (released at close) */
 	struct stk_rxq rxq;
 
 	/* Listeners: connections established and not yet accepted. */
 	struct stk_sock **acq;
 	unsigned acq_cap, acq_head, acq_count;
 };
+
+/* endpoints.c: the node's port space lives in ulsd */
+int stk__ep_bind(uint8_t proto, uint16_t port, unsigned flags);
+void stk__ep_unbind(uint8_t proto, uint16_t port);
+int stk__ep_listen(uint16_t port, unsigned flags);
+int stk__ep_connect(uint16_t lport, const ip4_addr_t *rip, uint16_t rport);
+void stk__ep_connected(struct tcp_pcb *pcb);
+void stk__ep_release(uint16_t lport, const ip4_addr_t *rip, uint16_t rport);
+void stk__ep_accepted(struct tcp_pcb *pcb);
 
 /* socket.c */
 struct stk_sock *stk__sock_new(int type);
@@ -83,6 +94,7 @@ ssize_t stk__stream_send(struct stk_sock *s, const void *buf, size_t len, int fl
 ssize_t stk__stream_recv(struct stk_sock *s, void *buf, size_t len, int flags);
 int stk__stream_shutdown(struct stk_sock *s, bool rd, bool wr);
 void stk__stream_close(struct stk_sock *s);
+void stk__stream_lost(struct stk_sock *s);
 
 /* dgram.c */
 int stk__dgram_open(struct stk_sock *s);

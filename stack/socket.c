@@ -131,6 +131,23 @@ void stk__sockets_shutdown(void)
 	}
 }
 
+void stk__sockets_lost(void)
+{
+	for (unsigned i = 0; i < table_cap; i++) {
+		struct stk_sock *s = table[i];
+		if (!s)
+			continue;
+		if (s->type == SOCK_STREAM)
+			stk__stream_lost(s);
+		else
+			stk__dgram_close(s);
+		s->bound_port = 0;
+		s->state = STK_S_DEAD;
+		s->err = -ENETDOWN;
+		stk__sock_signal(s);
+	}
+}
+
 static int to_ip4(const struct sockaddr_in *a, ip4_addr_t *ip, uint16_t *port)
 {
 	if (!a)
@@ -158,8 +175,17 @@ int uls_socket(int type)
 
 	if (base != SOCK_STREAM && base != SOCK_DGRAM)
 		return -EPROTONOSUPPORT;
-	stk__lock();
 	if (!stk__node.up) {
+		/* A process on a node gets its stack on its first socket (DESIGN.md). */
+		const char *ctl = getenv("ULS_CTL");
+		if (ctl && *ctl) {
+			rc = uls_attach(ctl);
+			if (rc < 0 && rc != -EALREADY)
+				return rc;
+		}
+	}
+	stk__lock();
+	if (!stk__node.up || stk__node.lost) {
 		stk__unlock();
 		return -ENETDOWN;
 	}
@@ -430,6 +456,10 @@ static int setopt(struct stk_sock *s, int level, int name, const void *val, sock
 			else
 				ip_reset_option(pcb, name == SO_REUSEADDR ? SOF_REUSEADDR : SOF_KEEPALIVE);
 			return 0;
+		case SO_REUSEPORT:
+			/* Takes effect at bind: ulsd lets several processes share the port. */
+			s->reuseport = v != 0;
+			return 0;
 		case SO_RCVBUF:
 		case SO_SNDBUF:
 			/* Deviation: lwIP's window and send buffer are compile-time constants
@@ -496,6 +526,7 @@ static int getopt_int(struct stk_sock *s, int level, int name, int *v)
 		case SO_REUSEADDR: *v = pcb && ip_get_option(pcb, SOF_REUSEADDR) ? 1 : 0; return 0;
 		case SO_KEEPALIVE: *v = pcb && ip_get_option(pcb, SOF_KEEPALIVE) ? 1 : 0; return 0;
 		case SO_ACCEPTCONN: *v = s->state == STK_S_LISTEN; return 0;
+		case SO_REUSEPORT: *v = s->reuseport; return 0;
 		default:           return -ENOPROTOOPT;
 		}
 	}

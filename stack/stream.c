@@ -11,7 +11,9 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "lwip/priv/tcp_priv.h"
 #include "lwip/tcp.h"
+#include "netif/ctlproto.h"
 
 /* lwIP's tcp_write() takes a 16-bit length. */
 #define WRITE_CHUNK 0xffffu
@@ -19,6 +21,7 @@
 static err_t on_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err);
 static err_t on_sent(void *arg, struct tcp_pcb *pcb, u16_t len);
 static void on_err(void *arg, err_t err);
+static int take_err(struct stk_sock *s, int fallback);
 
 static void attach(struct stk_sock *s, struct tcp_pcb *pcb)
 {
@@ -32,11 +35,14 @@ static void attach(struct stk_sock *s, struct tcp_pcb *pcb)
 static void detach(struct tcp_pcb *pcb)
 {
 	tcp_arg(pcb, NULL);
+	if (pcb->state == LISTEN) {
+		/* a listening pcb has only the accept callback (lwIP asserts on the others) */
+		tcp_accept(pcb, NULL);
+		return;
+	}
 	tcp_recv(pcb, NULL);
 	tcp_sent(pcb, NULL);
 	tcp_err(pcb, NULL);
-	if (pcb->state == LISTEN)
-		tcp_accept(pcb, NULL);
 }
 
 static err_t on_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
@@ -128,6 +134,7 @@ static err_t on_accept(void *arg, struct tcp_pcb *newpcb, err_t err)
 	}
 	attach(s, newpcb);
 	s->state = STK_S_CONNECTED;
+	stk__ep_accepted(newpcb);
 	l->acq[(l->acq_head + l->acq_count++) % l->acq_cap] = s;
 	/* Keep counting it against the listen backlog until the application accepts it, so
 	 * that lwIP refuses new SYNs instead of growing the queue without bound. */
@@ -154,8 +161,18 @@ int stk__stream_bind(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port)
 		return -EINVAL;
 	if (s->tcp->local_port)
 		return -EINVAL;  /* already bound */
+	unsigned flags = (ip_get_option(s->tcp, SOF_REUSEADDR) ? ULS_CTL_F_REUSEADDR : 0) |
+			 (s->reuseport ? ULS_CTL_F_REUSEPORT : 0);
+	int p = stk__ep_bind(IPPROTO_TCP, port, flags);
+	if (p < 0)
+		return p;
 	ip_addr_copy_from_ip4(a, *ip);
-	return stk__err_to_errno(tcp_bind(s->tcp, &a, port));
+	int rc = stk__err_to_errno(tcp_bind(s->tcp, &a, (u16_t)p));
+	if (rc < 0)
+		stk__ep_unbind(IPPROTO_TCP, (uint16_t)p);
+	else if (stk__leased())
+		s->bound_port = (uint16_t)p;
+	return rc;
 }
 
 int stk__stream_listen(struct stk_sock *s, int backlog)
@@ -173,10 +190,14 @@ int stk__stream_listen(struct stk_sock *s, int backlog)
 	if (backlog > 255)
 		backlog = 255;
 	if (!s->tcp->local_port) {
-		err = tcp_bind(s->tcp, IP4_ADDR_ANY, 0);
-		if (err != ERR_OK)
-			return stk__err_to_errno(err);
+		ip4_addr_t any = { IPADDR_ANY };
+		int rc = stk__stream_bind(s, &any, 0);
+		if (rc < 0)
+			return rc;
 	}
+	int rc = stk__ep_listen(s->tcp->local_port, s->reuseport ? ULS_CTL_F_REUSEPORT : 0);
+	if (rc < 0)
+		return rc;
 	s->acq = calloc((size_t)backlog, sizeof(*s->acq));
 	if (!s->acq)
 		return -ENOMEM;
@@ -198,7 +219,7 @@ int stk__stream_listen(struct stk_sock *s, int backlog)
 int stk__stream_accept(struct stk_sock *s, struct stk_sock **child)
 {
 	if (s->state != STK_S_LISTEN)
-		return -EINVAL;
+		return s->err ? take_err(s, -EINVAL) : -EINVAL;
 	while (s->acq_count == 0) {
 		if (s->closed)
 			return -EBADF;
@@ -207,7 +228,7 @@ int stk__stream_accept(struct stk_sock *s, struct stk_sock **child)
 		if (stk__sock_sleep(s, &s->rcvtimeo) == -ETIMEDOUT)
 			return -EAGAIN;
 		if (s->state != STK_S_LISTEN)
-			return -EINVAL;
+			return s->err ? take_err(s, -EINVAL) : -EINVAL;
 	}
 	*child = s->acq[s->acq_head];
 	s->acq_head = (s->acq_head + 1) % s->acq_cap;
@@ -240,9 +261,19 @@ int stk__stream_connect(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port)
 		if (!s->tcp)
 			return -EINVAL;
 		ip_addr_copy_from_ip4(a, *ip);
-		err = tcp_connect(s->tcp, &a, port, on_connected);
-		if (err != ERR_OK)
+		rc = stk__ep_connect(s->tcp->local_port, ip, port);
+		if (rc < 0)
+			return rc;
+		err = ERR_OK;
+		if (!s->tcp->local_port && rc)
+			err = tcp_bind(s->tcp, IP4_ADDR_ANY, (u16_t)rc);
+		if (err == ERR_OK)
+			err = tcp_connect(s->tcp, &a, port, on_connected);
+		if (err != ERR_OK) {
+			stk__ep_release((uint16_t)rc, ip, port);
 			return stk__err_to_errno(err);
+		}
+		stk__ep_connected(s->tcp);
 		s->state = STK_S_CONNECTING;
 		if (s->nonblock)
 			return -EINPROGRESS;
@@ -407,6 +438,32 @@ static void close_pcb(struct tcp_pcb *pcb, bool unread)
 		tcp_abort(pcb);
 }
 
+/* ulsd is gone: forget every connection without a word on the wire (nothing would carry
+ * it) and let blocked callers return ENETDOWN. */
+void stk__stream_lost(struct stk_sock *s)
+{
+	while (s->acq_count) {
+		struct stk_sock *c = s->acq[s->acq_head];
+		s->acq_head = (s->acq_head + 1) % s->acq_cap;
+		s->acq_count--;
+		if (c->tcp) {
+			detach(c->tcp);
+			tcp_abandon(c->tcp, 0);
+			c->tcp = NULL;
+		}
+		c->closed = true;
+		stk__sock_release(c);
+	}
+	if (s->tcp) {
+		detach(s->tcp);
+		if (s->tcp->state == LISTEN)
+			tcp_close(s->tcp);
+		else
+			tcp_abandon(s->tcp, 0);
+		s->tcp = NULL;
+	}
+}
+
 void stk__stream_close(struct stk_sock *s)
 {
 	while (s->acq_count) {
@@ -424,6 +481,10 @@ void stk__stream_close(struct stk_sock *s)
 	if (s->tcp) {
 		close_pcb(s->tcp, s->rxq.bytes > 0);
 		s->tcp = NULL;
+	}
+	if (s->bound_port) {
+		stk__ep_unbind(IPPROTO_TCP, s->bound_port);
+		s->bound_port = 0;
 	}
 	s->state = STK_S_DEAD;
 }

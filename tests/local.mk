@@ -3,6 +3,7 @@
 #   testbed/     the namespace testbed's self-check
 #   conformance/ pytest + Scapy against a ulstack node on a real TAP
 #   e2e/         pytest: long verified transfers, captures
+#   node/        pytest: many processes on ulsd nodes: isolation, crashes, restarts
 LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/build-aux/tap-driver.sh
 AM_TESTS_ENVIRONMENT = \
 	CMOCKA_MESSAGE_OUTPUT=TAP; export CMOCKA_MESSAGE_OUTPUT; \
@@ -11,6 +12,7 @@ AM_TESTS_ENVIRONMENT = \
 	PYTHON_TESTS='$(PYTHON_TESTS)'; export PYTHON_TESTS;
 
 include tests/unit/local.mk
+include tests/node/local.mk
 
 TESTS += tests/testbed/test_testbed.sh tests/conformance/run tests/e2e/run
-EXTRA_DIST += tests/testbed tests/conformance tests/e2e tests/pytest-tap
+EXTRA_DIST += tests/testbed tests/conformance tests/e2e tests/node/run tests/pytest-tap

@@ -448,7 +448,7 @@ class _Session:
         if not ulsnode.exists():
             pytest.fail(f"{ulsnode} does not exist: build first (make)", pytrace=False)
         self.tb_up = True  # from here on, teardown runs `testbed down` (idempotent)
-        out = subprocess.run([self.testbed, "up", "--nodes", "1"], env=self.env_vars,
+        out = subprocess.run([self.testbed, "up", "--nodes", "1", "--no-ulsd"], env=self.env_vars,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              timeout=120)
         if out.returncode != 0:

@@ -78,7 +78,7 @@ def testbed():
     name = "ulse2e"
     tb = Testbed({})
     try:
-        tb.env = _parse_exports(_testbed("up", "--nodes", "1", name=name).stdout)
+        tb.env = _parse_exports(_testbed("up", "--nodes", "1", "--no-ulsd", name=name).stdout)
         server = tb.start(tb.env["TB_KERNEL_NETNS"], [BENCH, "server", "--port", str(PORT)],
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         time.sleep(0.3)

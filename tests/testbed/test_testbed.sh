@@ -83,6 +83,7 @@ expected_env() {
         printf 'export TB_NODE%d_IP=198.18.0.%d\nexport TB_NODE%d_TAP=uls%d\nexport TB_NODE%d_MAC=02:75:6c:00:00:%02x\n' \
             "$i" "$i" "$i" "$i" "$i" "$i"
     done
+    printf 'export TB_ULSD=0\n'
     printf 'export TB_KERNEL_IP=198.18.0.100\nexport TB_KERNEL2_IP=198.18.0.101\nexport TB_SCAPY_IF=scapy0\n'
     printf 'export TB_SCAPY_IP=198.18.0.200\nexport TB_SCAPY_MAC=02:75:6c:00:00:c8\n'
 }
@@ -326,7 +327,7 @@ root_netns >"$TMP/netns.before"
 # ---------------------------------------------------------------------------
 # up --nodes 3 --mtu 9000
 # ---------------------------------------------------------------------------
-"$TESTBED" up --nodes 3 --mtu 9000 >"$TMP/up1" 2>"$TMP/up1.err"
+"$TESTBED" up --no-ulsd --nodes 3 --mtu 9000 >"$TMP/up1" 2>"$TMP/up1.err"
 rc=$?
 cp "$TMP/up1.err" "$TMP/out"
 if (( rc == 0 )); then pass "up --nodes 3 --mtu 9000 exits 0"; else fail "up --nodes 3 --mtu 9000 exits 0 (rc=$rc)"; fi
@@ -386,12 +387,12 @@ result "env exits 0 and re-prints the same lines"
 # Idempotence and rebuild
 # ---------------------------------------------------------------------------
 inode_before=$(ns_inode "$TB_NETNS")
-"$TESTBED" up --nodes 3 --mtu 9000 >"$TMP/up2" 2>"$TMP/err"; rc=$?
+"$TESTBED" up --no-ulsd --nodes 3 --mtu 9000 >"$TMP/up2" 2>"$TMP/err"; rc=$?
 { cat "$TMP/err"; (( rc == 0 )) && cmp "$TMP/up1" "$TMP/up2"; } >"$TMP/out" 2>&1
 result "up again with same args exits 0 with identical output"
 check "up again did not rebuild (same namespace)" test "$(ns_inode "$TB_NETNS")" = "$inode_before"
 
-"$TESTBED" up --nodes 2 >"$TMP/up3" 2>"$TMP/err"; rc=$?
+"$TESTBED" up --no-ulsd --nodes 2 >"$TMP/up3" 2>"$TMP/err"; rc=$?
 { cat "$TMP/err"; (( rc == 0 )); } >"$TMP/out" 2>&1
 result "up --nodes 2 (rebuild) exits 0"
 expected_env ulstbselftest 2 1500 >"$TMP/up3.expected"
@@ -403,7 +404,7 @@ check "rebuild: devices for 2 nodes with MTU 1500, uls3 gone" devices_ok 2 1500
 # ---------------------------------------------------------------------------
 # A second testbed with another TB_NAME coexists
 # ---------------------------------------------------------------------------
-TB_NAME=$SECOND "$TESTBED" up --nodes 1 >"$TMP/second" 2>"$TMP/err"; rc=$?
+TB_NAME=$SECOND "$TESTBED" up --no-ulsd --nodes 1 >"$TMP/second" 2>"$TMP/err"; rc=$?
 { cat "$TMP/err"; (( rc == 0 )) && grep -qx "export TB_NETNS=$SECOND" "$TMP/second"; } >"$TMP/out" 2>&1
 result "second testbed ($SECOND) comes up alongside"
 { "$TESTBED" status >/dev/null 2>&1 && TB_NAME=$SECOND "$TESTBED" status >/dev/null 2>&1; } >"$TMP/out" 2>&1
@@ -441,7 +442,7 @@ result "env exits 1 with empty stdout when down"
 # A failing up cleans up after itself
 # ---------------------------------------------------------------------------
 for step in namespaces taps peers state; do
-    TB_TEST_FAIL_AT=$step "$TESTBED" up --nodes 2 >"$TMP/fail.out" 2>"$TMP/err"; rc=$?
+    TB_TEST_FAIL_AT=$step "$TESTBED" up --no-ulsd --nodes 2 >"$TMP/fail.out" 2>"$TMP/err"; rc=$?
     { cat "$TMP/err"; (( rc == 1 )) && [[ ! -s $TMP/fail.out ]] && ! ns_present ulstbselftest && ! ns_present ulstbselftest-k1 && ! ns_present ulstbselftest-k2 && [[ ! -e /run/ulstack-testbed/ulstbselftest.env && ! -e /run/ulstack-testbed/ulstbselftest.netns ]]; } >"$TMP/out" 2>&1
     result "up failing at step '$step' exits 1 and leaves nothing behind"
 done
@@ -450,7 +451,7 @@ done
 # A namespace the testbed did not create is never touched
 # ---------------------------------------------------------------------------
 ip netns add "$FOREIGN_NS" && foreign_created=1
-TB_NAME=$FOREIGN "$TESTBED" up >"$TMP/foreign.out" 2>"$TMP/err"; rc=$?
+TB_NAME=$FOREIGN "$TESTBED" up --no-ulsd >"$TMP/foreign.out" 2>"$TMP/err"; rc=$?
 { cat "$TMP/err"; (( rc == 1 )) && [[ ! -s $TMP/foreign.out ]] && ! ns_present "$FOREIGN" && ! ns_present "$FOREIGN-k2"; } >"$TMP/out" 2>&1
 result "up refuses (exit 1) when a same-named namespace already exists"
 TB_NAME=$FOREIGN "$TESTBED" down >"$TMP/out" 2>&1

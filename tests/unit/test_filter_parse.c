@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "filter/filter.h"
-#include "tests/unit/test_filter_frames.h"
+#include "tests/unit/filter_frames.h"
 
 /* An output block that a drop must leave alone. */
 static struct flt_pkt poison(void)

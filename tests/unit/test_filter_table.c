@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "filter/filter.h"
-#include "tests/unit/test_filter_frames.h"
+#include "tests/unit/filter_frames.h"
 
 #define TCP FLT_PROTO_TCP
 #define UDP FLT_PROTO_UDP

@@ -1,0 +1,389 @@
+/* The connection server: the control thread.
+ *
+ * It accepts control connections, turns a HELLO into a lease, and answers requests about
+ * ports and endpoints by programming the port space (ports.c) and the filter. It runs per
+ * control message, never per data packet: `ctl_messages` and `frames_demuxed` are counted
+ * separately so that tests can show it. A malformed, out-of-order or unauthorised message
+ * gets an error reply and a counter (docs/control-protocol.md).
+ */
+#include "server/internal.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "netif/ctlproto.h"
+
+#define MAX_EVENTS 64
+
+struct conn {
+	int fd;
+	pid_t pid;
+	uid_t uid;
+	struct srv_lease *lease;
+};
+
+static const char *const counter_names[SRV_COUNTER_MAX] = {
+	[SRV_CTL_MESSAGES] = "ctl_messages",
+	[SRV_CTL_REFUSED] = "ctl_refused",
+	[SRV_CTL_OUT_OF_ORDER] = "ctl_out_of_order",
+	[SRV_CTL_DENIED] = "ctl_denied",
+	[SRV_CTL_REPLY_LOST] = "ctl_reply_lost",
+	[SRV_LEASES_OPENED] = "leases_opened",
+	[SRV_LEASES_CLOSED] = "leases_closed",
+	[SRV_FRAMES_DEMUXED] = "frames_demuxed",
+	[SRV_FRAMES_TO_SERVER] = "frames_to_server",
+	[SRV_FRAMES_SENT] = "frames_sent",
+	[SRV_DROP_NOT_FOR_NODE] = "drop_not_for_node",
+	[SRV_DROP_RX_RING_FULL] = "drop_rx_ring_full",
+	[SRV_DROP_NO_OWNER] = "drop_no_owner",
+	[SRV_DROP_TX_DENIED] = "drop_tx_denied",
+	[SRV_DROP_TX_BAD_SLOT] = "drop_tx_bad_slot",
+	[SRV_DROP_FRAGMENT] = "drop_fragment",
+	[SRV_DROP_ICMP_RATE] = "drop_icmp_rate",
+	[SRV_ARP_REPLIES] = "arp_replies",
+	[SRV_ARP_SHARED] = "arp_shared",
+	[SRV_ICMP_ECHO_REPLIES] = "icmp_echo_replies",
+	[SRV_RST_SENT] = "rst_sent",
+	[SRV_ICMP_UNREACH_SENT] = "icmp_unreach_sent",
+	[SRV_RST_PROBES] = "rst_probes",
+};
+
+const char *srv_counter_name(enum srv_counter c)
+{
+	return (unsigned)c < SRV_COUNTER_MAX ? counter_names[c] : "unknown";
+}
+
+static void reply(struct srv *s, struct conn *c, struct uls_ctl_msg *m, const int *fds,
+		  size_t nfds)
+{
+	char cbuf[CMSG_SPACE(sizeof(int) * 3)];
+	struct iovec iov = { m, sizeof(*m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (nfds) {
+		memset(cbuf, 0, sizeof(cbuf));
+		mh.msg_control = cbuf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
+	}
+	/* Never block the connection server on one slow client. */
+	if (sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof(*m))
+		s->ctr[SRV_CTL_REPLY_LOST]++;
+}
+
+static void reply_status(struct srv *s, struct conn *c, const struct uls_ctl_msg *req, int status)
+{
+	struct uls_ctl_msg r;
+
+	uls_ctl_init(&r, (enum uls_ctl_type)req->type, req->seq);
+	r.status = status;
+	r.proto = req->proto;
+	r.lport = req->lport;
+	r.rip = req->rip;
+	r.rport = req->rport;
+	reply(s, c, &r, NULL, 0);
+}
+
+static void hello(struct srv *s, struct conn *c, const struct uls_ctl_msg *req)
+{
+	struct uls_ctl_msg r;
+	struct srv_lease *l;
+	int rc = srv_lease_new(s, c->fd, c->pid, c->uid, &l);
+
+	if (rc < 0) {
+		reply_status(s, c, req, rc);
+		return;
+	}
+	c->lease = l;
+	uls_ctl_init(&r, ULS_CTL_HELLO, req->seq);
+	r.u.hello.addr = s->ip;
+	r.u.hello.gateway = s->gw;
+	r.u.hello.mtu = s->mtu;
+	r.u.hello.lease_id = l->id;
+	r.u.hello.prefix_len = (uint8_t)s->prefix_len;
+	memcpy(r.u.hello.mac, s->mac, 6);
+	memcpy(r.u.hello.isn_secret, s->isn_secret, 16);
+	int fds[3] = { l->memfd, l->rx_efd, l->tx_efd };
+	reply(s, c, &r, fds, 3);
+	srv_log(2, "lease %u: pid %d uid %u", l->id, (int)c->pid, (unsigned)c->uid);
+}
+
+static int send_counter(struct srv *s, struct conn *c, uint32_t seq, const char *name, uint64_t v)
+{
+	struct uls_ctl_msg r;
+
+	uls_ctl_init(&r, ULS_CTL_STAT_COUNTER, seq);
+	snprintf(r.u.counter.name, sizeof(r.u.counter.name), "%s", name);
+	r.u.counter.value = v;
+	reply(s, c, &r, NULL, 0);
+	return 0;
+}
+
+struct ep_ctx {
+	struct srv *s;
+	struct conn *c;
+	uint32_t seq;
+};
+
+static int send_endpoint(const struct flt_rule *rule, void *arg)
+{
+	struct ep_ctx *e = arg;
+	struct uls_ctl_msg r;
+	struct srv_lease *l = rule->owner < SRV_MAX_LEASES ? e->s->leases[rule->owner] : NULL;
+
+	uls_ctl_init(&r, ULS_CTL_STAT_ENDPOINT, e->seq);
+	r.proto = rule->proto;
+	r.lport = rule->lport;
+	r.rip = rule->rip;
+	r.rport = rule->rport;
+	r.u.endpoint.pid = l ? (uint32_t)l->pid : 0;
+	r.u.endpoint.kind = rule->kind == FLT_RULE_CONNECTED ? ULS_CTL_K_CONNECTED :
+			    rule->proto == FLT_PROTO_UDP ? ULS_CTL_K_BOUND : ULS_CTL_K_LISTEN;
+	reply(e->s, e->c, &r, NULL, 0);
+	return 0;
+}
+
+/* ulsstat: every counter, then every endpoint, then END. The socket's buffer bounds how
+ * much one reply may hold; SEQPACKET keeps the records apart. */
+static void stats(struct srv *s, struct conn *c, const struct uls_ctl_msg *req)
+{
+	struct flt_stats fs;
+	struct ep_ctx e = { s, c, req->seq };
+	int big = 4 << 20;
+
+	setsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
+	for (int i = 0; i < SRV_COUNTER_MAX; i++)
+		send_counter(s, c, req->seq, srv_counter_name((enum srv_counter)i), s->ctr[i]);
+	for (int i = 1; i < ULS_CTL_ERROR_MAX; i++)
+		send_counter(s, c, req->seq, uls_ctl_error_name(i), s->ctl_errors[i]);
+	flt_table_stats(s->flt, &fs);
+	for (int i = 1; i < FLT_REASON_COUNT; i++) {
+		uint64_t v = fs.rx_drop[i] + fs.tx_deny[i];
+		send_counter(s, c, req->seq, flt_reason_name((enum flt_reason)i), v);
+	}
+	send_counter(s, c, req->seq, "custody_connections", s->ncustody);
+	flt_foreach(s->flt, send_endpoint, &e);
+	for (size_t i = 0; i < s->ncustody; i++) {
+		struct uls_ctl_msg r;
+		uls_ctl_init(&r, ULS_CTL_STAT_ENDPOINT, req->seq);
+		r.proto = FLT_PROTO_TCP;
+		r.lport = s->custody[i].lport;
+		r.rip = s->custody[i].rip;
+		r.rport = s->custody[i].rport;
+		r.u.endpoint.kind = ULS_CTL_K_TIMEWAIT;
+		reply(s, c, &r, NULL, 0);
+	}
+	struct uls_ctl_msg end;
+	uls_ctl_init(&end, ULS_CTL_END, req->seq);
+	reply(s, c, &end, NULL, 0);
+}
+
+static void handle(struct srv *s, struct conn *c, const struct uls_ctl_msg *m)
+{
+	struct srv_lease *l = c->lease;
+	int rc;
+
+	if (m->type == ULS_CTL_STATS) {
+		stats(s, c, m);
+		return;
+	}
+	if ((m->type == ULS_CTL_HELLO) == (l != NULL)) {
+		/* HELLO must come first and only once; nothing else before it. */
+		s->ctr[SRV_CTL_OUT_OF_ORDER]++;
+		reply_status(s, c, m, -EPROTO);
+		return;
+	}
+	switch (m->type) {
+	case ULS_CTL_HELLO:
+		hello(s, c, m);
+		return;
+	case ULS_CTL_BIND:
+		rc = srv_port_bind(s, l, m->proto, m->lport, m->flags);
+		if (rc >= 0) {
+			struct uls_ctl_msg r;
+			uls_ctl_init(&r, ULS_CTL_BIND, m->seq);
+			r.proto = m->proto;
+			r.lport = (uint16_t)rc;
+			reply(s, c, &r, NULL, 0);
+			return;
+		}
+		break;
+	case ULS_CTL_LISTEN:
+		rc = srv_port_held(s, l, IPPROTO_TCP, m->lport) ?
+		     flt_add_listen(s->flt, FLT_PROTO_TCP, m->lport, l->id,
+				    (m->flags & ULS_CTL_F_REUSEPORT) != 0) : -EPERM;
+		if (rc == -EEXIST)
+			rc = 0;
+		break;
+	case ULS_CTL_CONNECT:
+		rc = srv_port_connect(s, l, m->lport, m->rip, m->rport);
+		if (rc >= 0) {
+			struct uls_ctl_msg r = *m;
+			r.lport = (uint16_t)rc;
+			r.status = 0;
+			reply(s, c, &r, NULL, 0);
+			return;
+		}
+		break;
+	case ULS_CTL_ACCEPTED:
+		/* One-way. The listener must be this process's, and the tuple new. */
+		rc = srv_port_ref(s, l, IPPROTO_TCP, m->lport);
+		if (rc == 0) {
+			rc = flt_add_connected(s->flt, FLT_PROTO_TCP, m->lport, m->rip, m->rport, l->id);
+			if (rc < 0)
+				srv_port_release(s, l, IPPROTO_TCP, m->lport);
+		}
+		if (rc < 0)
+			s->ctr[SRV_CTL_DENIED]++;
+		return;
+	case ULS_CTL_RELEASE:
+		rc = flt_del_connected(s->flt, FLT_PROTO_TCP, m->lport, m->rip, m->rport, l->id);
+		if (rc == 0)
+			srv_port_release(s, l, IPPROTO_TCP, m->lport);
+		else
+			s->ctr[SRV_CTL_DENIED]++;
+		return;
+	case ULS_CTL_UNBIND:
+		/* The socket that held the port closed: a listener stops receiving new
+		 * connections at once, even while connections accepted on it live on. */
+		if (srv_port_held(s, l, m->proto, m->lport)) {
+			flt_del_listen(s->flt, m->proto == IPPROTO_UDP ? FLT_PROTO_UDP : FLT_PROTO_TCP,
+				       m->lport, l->id);
+			srv_port_release(s, l, m->proto, m->lport);
+		}
+		else
+			s->ctr[SRV_CTL_DENIED]++;
+		return;
+	default:
+		/* Records only ulsd sends. */
+		rc = -EBADMSG;
+		s->ctr[SRV_CTL_OUT_OF_ORDER]++;
+		break;
+	}
+	if (rc == -EPERM || rc == -EACCES)
+		s->ctr[SRV_CTL_DENIED]++;
+	reply_status(s, c, m, rc < 0 ? rc : 0);
+}
+
+static void conn_close(struct srv *s, struct conn *c)
+{
+	if (c->lease) {
+		srv_log(2, "lease %u ended (pid %d)", c->lease->id, (int)c->pid);
+		srv_lease_end(s, c->lease);  /* closes c->fd */
+	} else {
+		close(c->fd);
+	}
+	free(c);
+}
+
+/* One readable control connection: read every queued message. Returns false when the
+ * connection is gone. */
+static bool conn_read(struct srv *s, struct conn *c)
+{
+	uint8_t buf[ULS_CTL_MSG_SIZE + 1];
+
+	for (;;) {
+		ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC);
+		if (n < 0)
+			return errno == EAGAIN || errno == EINTR;
+		if (n == 0)
+			return false;
+		struct uls_ctl_msg m;
+		pthread_mutex_lock(&s->lock);
+		s->ctr[SRV_CTL_MESSAGES]++;
+		int err = uls_ctl_check(buf, n > (ssize_t)sizeof(buf) ? n : n, &m);
+		if (err) {
+			s->ctr[SRV_CTL_REFUSED]++;
+			s->ctl_errors[err]++;
+			struct uls_ctl_msg r;
+			uint32_t seq = 0;
+			if (n >= 8)
+				memcpy(&seq, buf + 8, sizeof(seq));
+			uls_ctl_init(&r, ULS_CTL_END, seq);
+			r.status = err == ULS_CTL_BAD_VERSION ? -EPROTONOSUPPORT : -EBADMSG;
+			reply(s, c, &r, NULL, 0);
+		} else {
+			handle(s, c, &m);
+		}
+		pthread_mutex_unlock(&s->lock);
+	}
+}
+
+int srv_ctl_run(struct srv *s, int lfd)
+{
+	struct epoll_event ev, evs[MAX_EVENTS];
+	sigset_t sigs;
+	int ep = epoll_create1(EPOLL_CLOEXEC), sfd;
+
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (ep < 0 || sfd < 0)
+		return -errno;
+	ev.events = EPOLLIN;
+	ev.data.ptr = NULL;
+	epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &ev);
+	ev.data.ptr = &sfd;
+	epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev);
+	int timeout = 1000;
+	while (!s->stop) {
+		int n = epoll_wait(ep, evs, MAX_EVENTS, timeout);
+		for (int i = 0; i < n; i++) {
+			if (evs[i].data.ptr == &sfd) {
+				srv_log(2, "stopping on signal");
+				s->stop = true;
+				continue;
+			}
+			if (!evs[i].data.ptr) {
+				int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+				if (fd < 0)
+					continue;
+				struct ucred cred;
+				socklen_t cl = sizeof(cred);
+				struct conn *c = calloc(1, sizeof(*c));
+				if (!c || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0) {
+					free(c);
+					close(fd);
+					continue;
+				}
+				c->fd = fd;
+				c->pid = cred.pid;
+				c->uid = cred.uid;
+				ev.events = EPOLLIN | EPOLLRDHUP;
+				ev.data.ptr = c;
+				epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+				continue;
+			}
+			struct conn *c = evs[i].data.ptr;
+			bool alive = conn_read(s, c);
+			if (!alive || (evs[i].events & (EPOLLHUP | EPOLLERR))) {
+				epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
+				pthread_mutex_lock(&s->lock);
+				conn_close(s, c);
+				pthread_mutex_unlock(&s->lock);
+			}
+		}
+		pthread_mutex_lock(&s->lock);
+		timeout = s->ncustody ? srv_custody_tick(s) : 1000;
+		nif_tap_tx_flush(s->tap);
+		pthread_mutex_unlock(&s->lock);
+		if (timeout < 1)
+			timeout = 1;
+	}
+	close(sfd);
+	close(ep);
+	return 0;
+}

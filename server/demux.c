@@ -1,0 +1,212 @@
+/* The demultiplexer: the data path of the node (seed 004, Figure 6).
+ *
+ * A frame read from the TAP is parsed once (filter/parse.c), looked up once
+ * (flt_lookup_rx) and copied once into the ring of the process that owns its endpoint.
+ * Frames from a process's ring are parsed, checked against that process's endpoints
+ * (flt_check_tx: no spoofing, no sending as another process) and copied into the TAP's
+ * transmit queue. Frames that no process owns get the node's own answer (reply.c). None of
+ * this touches the connection server's code: the control thread only changes the tables.
+ */
+#include "server/internal.h"
+
+#include <arpa/inet.h>
+#include <string.h>
+
+#define RX_BUDGET 256
+
+static void deliver(struct srv *s, struct srv_lease *l, const uint8_t *frame, size_t len)
+{
+	uint8_t *slot = nif_ring_prod_slot(&l->rx);
+
+	if (!slot || len > l->rx.data_max) {
+		/* The process is not keeping up: drop, as a NIC drops on a full ring; TCP
+		 * retransmits. */
+		l->rx_ring_full++;
+		s->ctr[SRV_DROP_RX_RING_FULL]++;
+		return;
+	}
+	memcpy(slot, frame, len);
+	nif_ring_prod_commit(&l->rx, len);
+	l->rx_frames++;
+	l->rx_bytes += len;
+	if (!l->rx_pending) {
+		l->rx_pending = true;
+		s->pending[s->npending++] = l;
+	}
+	s->ctr[SRV_FRAMES_DEMUXED]++;
+}
+
+/* ARP replies reach every process: each runs lwIP's ARP and learns from them. */
+static void share_arp(struct srv *s, const uint8_t *frame, size_t len)
+{
+	for (uint32_t i = 1; i < SRV_MAX_LEASES; i++) {
+		struct srv_lease *l = s->leases[i];
+		if (l && !l->dead)
+			deliver(s, l, frame, len);
+	}
+	s->ctr[SRV_ARP_SHARED]++;
+}
+
+static void for_server(struct srv *s, const uint8_t *frame, size_t len, const struct flt_pkt *p)
+{
+	s->ctr[SRV_FRAMES_TO_SERVER]++;
+	if (p->ethertype == FLT_ETHERTYPE_ARP) {
+		if (p->arp.op == 1)
+			srv_reply_arp(s, p);
+		else if (p->arp.op == 2 && p->arp.tpa == s->ip)
+			share_arp(s, frame, len);
+		return;
+	}
+	if (p->ip.fragment) {
+		/* Deviation: fragments are not reassembled for processes yet (docs/limits.md). */
+		s->ctr[SRV_DROP_FRAGMENT]++;
+		return;
+	}
+	switch (p->ip.proto) {
+	case FLT_PROTO_ICMP:
+		if (p->icmp.type == 8)
+			srv_reply_echo(s, frame, len, p);
+		else
+			s->ctr[SRV_DROP_NO_OWNER]++;
+		break;
+	case FLT_PROTO_TCP:
+		srv_reply_rst(s, frame, p);
+		break;
+	case FLT_PROTO_UDP:
+		srv_reply_port_unreachable(s, frame, len, p);
+		break;
+	default:
+		s->ctr[SRV_DROP_NO_OWNER]++;
+		break;
+	}
+}
+
+static void on_frame(void *arg, const uint8_t *frame, size_t len)
+{
+	struct srv *s = arg;
+	struct flt_pkt p;
+	int rc = flt_parse(frame, len, &p);
+
+	if (rc < 0) {
+		flt_count_rx_drop(s->flt, (enum flt_reason)-rc);
+		return;
+	}
+	/* Frames for other stations (the bridge floods until it learns) and IPv4 packets
+	 * for other addresses are not the node's. */
+	if (!(p.dst_mac[0] & 1) && memcmp(p.dst_mac, s->mac, 6) != 0) {
+		s->ctr[SRV_DROP_NOT_FOR_NODE]++;
+		return;
+	}
+	if (p.ethertype == FLT_ETHERTYPE_IPV4) {
+		uint32_t bcast = s->ip | htonl(0xffffffffu >> s->prefix_len);
+		if (p.ip.dst != s->ip && p.ip.dst != bcast && p.ip.dst != 0xffffffffu) {
+			s->ctr[SRV_DROP_NOT_FOR_NODE]++;
+			return;
+		}
+		srv_learn_neighbour(s, p.ip.src, p.src_mac);
+		flt_owner_t o = flt_lookup_rx(s->flt, &p);
+		if (o != FLT_NO_OWNER && o < SRV_MAX_LEASES && s->leases[o] && !s->leases[o]->dead) {
+			deliver(s, s->leases[o], frame, len);
+			return;
+		}
+	}
+	for_server(s, frame, len, &p);
+}
+
+void srv_send_frame(struct srv *s, const uint8_t *frame, size_t len)
+{
+	uint8_t *slot = nif_tap_tx_slot(s->tap);
+
+	if (!slot)
+		return;
+	memcpy(slot, frame, len);
+	nif_tap_tx_queue(s->tap, slot, len);
+	s->ctr[SRV_FRAMES_SENT]++;
+}
+
+/* A process published frames: check each against its endpoints and send it. */
+void srv_drain_tx(struct srv *s, struct srv_lease *l)
+{
+	size_t len;
+	const uint8_t *f;
+
+	while ((f = nif_ring_cons_peek(&l->tx, &len, &l->bad_slots))) {
+		struct flt_pkt p;
+		int rc = flt_parse(f, len, &p);
+		if (rc == 0 && len <= (size_t)s->mtu + 14)
+			rc = flt_check_tx(s->flt, &p, l->id, s->ip, s->mac);
+		else if (rc < 0)
+			flt_count_tx_drop(s->flt, (enum flt_reason)-rc);
+		if (rc == 0) {
+			srv_send_frame(s, f, len);
+			l->tx_frames++;
+			l->tx_bytes += len;
+		} else {
+			l->tx_denied++;
+			s->ctr[SRV_DROP_TX_DENIED]++;
+		}
+		nif_ring_cons_release(&l->tx);
+	}
+	s->ctr[SRV_DROP_TX_BAD_SLOT] += l->bad_slots;
+	l->bad_slots = 0;
+}
+
+static void on_event(void *arg, uint64_t tag)
+{
+	struct srv *s = arg;
+
+	if (tag < SRV_MAX_LEASES && s->leases[tag] && !s->leases[tag]->dead)
+		srv_drain_tx(s, s->leases[tag]);
+}
+
+/* Start watching new leases, stop watching and free dead ones. */
+static void sync_leases(struct srv *s)
+{
+	if (!s->leases_changed)
+		return;
+	s->leases_changed = false;
+	for (uint32_t i = 1; i < SRV_MAX_LEASES; i++) {
+		struct srv_lease *l = s->leases[i];
+		if (!l)
+			continue;
+		if (l->dead) {
+			if (l->watched)
+				nif_tap_unwatch(s->tap, l->id);
+			srv_lease_free(s, l);
+		} else if (!l->watched) {
+			if (nif_tap_watch(s->tap, l->tx_efd, l->id) == 0)
+				l->watched = true;
+			srv_drain_tx(s, l);  /* frames it queued before we watched */
+		}
+	}
+}
+
+/* Make delivered frames visible: one index store per process per batch, and one eventfd
+ * write only for a process that is asleep. */
+static void publish(struct srv *s)
+{
+	for (unsigned i = 0; i < s->npending; i++) {
+		struct srv_lease *l = s->pending[i];
+		l->rx_pending = false;
+		if (nif_ring_prod_publish(&l->rx))
+			nif_ring_signal(&l->rx);
+	}
+	s->npending = 0;
+}
+
+void *srv_demux_thread(void *arg)
+{
+	struct srv *s = arg;
+
+	nif_tap_set_event_fn(s->tap, on_event, s);
+	while (!s->stop) {
+		nif_tap_wait(s->tap, 500);
+		pthread_mutex_lock(&s->lock);
+		sync_leases(s);
+		nif_tap_rx(s->tap, on_frame, s, RX_BUDGET);
+		publish(s);
+		nif_tap_tx_flush(s->tap);
+		pthread_mutex_unlock(&s->lock);
+	}
+	return NULL;
+}

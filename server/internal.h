@@ -1,0 +1,136 @@
+/* ulsd: what the files of server/ share.
+ *
+ * Two threads, two roles (seed 004 §4.3):
+ *   - the demultiplexer (demux.c): TAP frames to process rings, process frames to the TAP,
+ *     and the node's own replies (ARP, ICMP echo, RST, port unreachable, reply.c);
+ *   - the connection server (ctl.c): leases, ports, filter rules, cleanup after a process.
+ * They share the filter table, the lease table and the ports under one mutex; the demux
+ * thread takes it once per batch of frames, the control thread once per message. Neither
+ * waits on the other for anything else.
+ */
+#ifndef ULS_SERVER_INTERNAL_H
+#define ULS_SERVER_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "filter/filter.h"
+#include "netif/ring.h"
+#include "netif/tap.h"
+
+#define SRV_MAX_LEASES      4096
+#define SRV_TIMEWAIT_MS     60000   /* 2 MSL (RFC 9293 §3.4.2 "MSL ... 2 minutes"; Linux uses 60 s) */
+#define SRV_EPHEMERAL_LO    32768   /* Linux's default ip_local_port_range */
+#define SRV_EPHEMERAL_HI    60999
+
+struct srv_lease {
+	uint32_t id;
+	int fd;                 /* control connection */
+	pid_t pid;
+	uid_t uid;
+	bool dead;              /* lease ended: the demux thread frees it */
+	bool watched;           /* its tx eventfd is in the demux thread's wait */
+	bool rx_pending;        /* frames delivered since the last publish */
+	int memfd, rx_efd, tx_efd;
+	void *rings;
+	struct nif_ring_layout layout;
+	struct nif_ring rx;     /* we produce: frames for the process */
+	struct nif_ring tx;     /* we consume: frames from the process */
+	uint64_t rx_frames, rx_bytes, tx_frames, tx_bytes, rx_ring_full, tx_denied;
+	uint64_t bad_slots;
+};
+
+/* A TCP connection whose process is gone: its tuple stays reserved for 2 MSL and segments
+ * for it are answered with RST (RFC 9293 §3.10.7.1); the peer is probed so that it learns
+ * at once instead of at its next timeout. */
+struct srv_custody {
+	uint16_t lport, rport;
+	uint32_t rip;
+	uint64_t expires_ms;
+	uint64_t next_probe_ms;
+	unsigned probes_left;
+};
+
+enum srv_counter {
+	SRV_CTL_MESSAGES, SRV_CTL_REFUSED, SRV_CTL_OUT_OF_ORDER, SRV_CTL_DENIED,
+	SRV_CTL_REPLY_LOST, SRV_LEASES_OPENED, SRV_LEASES_CLOSED,
+	SRV_FRAMES_DEMUXED, SRV_FRAMES_TO_SERVER, SRV_FRAMES_SENT,
+	SRV_DROP_NOT_FOR_NODE, SRV_DROP_RX_RING_FULL, SRV_DROP_NO_OWNER, SRV_DROP_TX_DENIED,
+	SRV_DROP_TX_BAD_SLOT, SRV_DROP_FRAGMENT, SRV_DROP_ICMP_RATE,
+	SRV_ARP_REPLIES, SRV_ARP_SHARED, SRV_ICMP_ECHO_REPLIES, SRV_RST_SENT,
+	SRV_ICMP_UNREACH_SENT, SRV_RST_PROBES,
+	SRV_COUNTER_MAX
+};
+
+struct srv {
+	/* node */
+	char tap_name[32];
+	uint32_t ip;            /* network order */
+	unsigned prefix_len;
+	uint32_t gw;
+	uint8_t mac[6];
+	unsigned mtu;
+	uint8_t isn_secret[16];
+	const char *ctl_path;
+
+	pthread_mutex_t lock;   /* everything below */
+	struct nif_tap *tap;
+	struct flt_table *flt;
+	struct srv_lease *leases[SRV_MAX_LEASES];   /* by id; id 0 unused */
+	uint32_t next_id;
+	bool leases_changed;                        /* the demux thread must sync_leases() */
+	struct srv_lease *pending[SRV_MAX_LEASES];  /* leases with unpublished frames */
+	unsigned npending;
+	struct srv_custody *custody;
+	size_t ncustody, custody_cap;
+	uint64_t ctr[SRV_COUNTER_MAX];
+	uint64_t ctl_errors[8];                     /* by enum uls_ctl_error */
+	uint64_t icmp_tokens_ms;                    /* rate limiter for ICMP errors */
+	unsigned icmp_tokens;
+	/* Neighbours seen on the wire (IPv4 source -> Ethernet source), so ulsd can address
+	 * a peer whose process died. Direct-mapped by the address's low bits. */
+	struct { uint32_t ip; uint8_t mac[6]; } neigh[256];
+	volatile bool stop;
+};
+
+/* ulsd.c */
+void srv_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+uint64_t srv_now_ms(void);
+
+/* demux.c: the demux thread */
+void *srv_demux_thread(void *arg);
+void srv_send_frame(struct srv *s, const uint8_t *frame, size_t len);
+void srv_drain_tx(struct srv *s, struct srv_lease *l);
+
+/* reply.c: frames the node sends itself (caller holds s->lock) */
+void srv_reply_arp(struct srv *s, const struct flt_pkt *p);
+void srv_reply_echo(struct srv *s, const uint8_t *frame, size_t len, const struct flt_pkt *p);
+void srv_reply_rst(struct srv *s, const uint8_t *frame, const struct flt_pkt *p);
+void srv_reply_port_unreachable(struct srv *s, const uint8_t *frame, size_t len,
+				const struct flt_pkt *p);
+void srv_send_probe(struct srv *s, const struct srv_custody *c);
+void srv_learn_neighbour(struct srv *s, uint32_t ip, const uint8_t mac[6]);
+
+/* ports.c (s->lock held) */
+int srv_port_bind(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port, unsigned flags);
+int srv_port_connect(struct srv *s, struct srv_lease *l, uint16_t lport, uint32_t rip, uint16_t rport);
+void srv_port_release(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port);
+bool srv_port_held(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port);
+int srv_port_ref(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port);
+void srv_ports_drop_lease(struct srv *s, struct srv_lease *l);
+bool srv_custody_holds(struct srv *s, uint16_t lport, uint32_t rip, uint16_t rport);
+void srv_custody_add(struct srv *s, uint16_t lport, uint32_t rip, uint16_t rport);
+int srv_custody_tick(struct srv *s);  /* probes and expiry; returns ms until next work */
+
+/* lease.c (s->lock held unless noted) */
+int srv_lease_new(struct srv *s, int fd, pid_t pid, uid_t uid, struct srv_lease **out);
+void srv_lease_end(struct srv *s, struct srv_lease *l);   /* control thread */
+void srv_lease_free(struct srv *s, struct srv_lease *l);  /* demux thread */
+
+/* ctl.c: the control thread (runs in main) */
+int srv_ctl_run(struct srv *s, int listen_fd);
+const char *srv_counter_name(enum srv_counter c);
+
+#endif

@@ -1,0 +1,119 @@
+/* Leases: one per process, from its HELLO to the end of its control connection.
+ *
+ * A lease owns the process's ring pair and eventfds. When the connection ends, for any
+ * reason (exit, crash, kill -9), the control thread reclaims what the process held: its
+ * filter rules and ports are dropped at once, and its TCP connections go into custody so
+ * their peers are reset within a second (ports.c, reply.c). The ring memory is freed by the
+ * demux thread, the only thread that touches rings, once it has stopped watching them.
+ */
+#include "server/internal.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+int srv_lease_new(struct srv *s, int fd, pid_t pid, uid_t uid, struct srv_lease **out)
+{
+	struct srv_lease *l;
+	uint32_t id = 0;
+	int rc;
+
+	for (uint32_t i = 0; i < SRV_MAX_LEASES - 1; i++) {
+		uint32_t cand = 1 + (s->next_id + i) % (SRV_MAX_LEASES - 1);
+		if (!s->leases[cand]) {
+			id = cand;
+			break;
+		}
+	}
+	if (!id)
+		return -EMFILE;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	l->id = id;
+	l->fd = fd;
+	l->pid = pid;
+	l->uid = uid;
+	l->memfd = l->rx_efd = l->tx_efd = -1;
+	rc = nif_ring_layout(s->mtu, &l->layout);
+	if (rc == 0)
+		rc = nif_ring_create(&l->layout, &l->memfd);
+	if (rc == 0)
+		rc = nif_ring_map(l->memfd, &l->layout, &l->rings);
+	if (rc == 0) {
+		l->rx_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		l->tx_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (l->rx_efd < 0 || l->tx_efd < 0)
+			rc = -errno;
+	}
+	if (rc < 0) {
+		l->dead = true;
+		srv_lease_free(s, l);
+		return rc;
+	}
+	nif_ring_attach(&l->rx, l->rings, &l->layout, 0, l->rx_efd, true);
+	nif_ring_attach(&l->tx, l->rings, &l->layout, 1, l->tx_efd, false);
+	s->leases[id] = l;
+	s->next_id = id;
+	s->leases_changed = true;
+	nif_tap_wake(s->tap);  /* the demux thread starts watching its transmit ring now */
+	s->ctr[SRV_LEASES_OPENED]++;
+	*out = l;
+	return 0;
+}
+
+struct end_ctx {
+	struct srv *s;
+	uint32_t owner;
+};
+
+static int take_custody(const struct flt_rule *r, void *arg)
+{
+	struct end_ctx *c = arg;
+
+	if (r->owner == c->owner && r->kind == FLT_RULE_CONNECTED && r->proto == FLT_PROTO_TCP)
+		srv_custody_add(c->s, r->lport, r->rip, r->rport);
+	return 0;
+}
+
+/* The process is gone (control thread, lock held). */
+void srv_lease_end(struct srv *s, struct srv_lease *l)
+{
+	struct end_ctx c = { s, l->id };
+
+	if (l->dead)
+		return;
+	/* What the process queued before it went (its last FINs and RSTs) still leaves under
+	 * its rules. The demux thread cannot be in the ring: we hold the lock. */
+	srv_drain_tx(s, l);
+	l->dead = true;
+	flt_foreach(s->flt, take_custody, &c);
+	flt_del_owner(s->flt, l->id);
+	srv_ports_drop_lease(s, l);
+	close(l->fd);
+	l->fd = -1;
+	s->ctr[SRV_LEASES_CLOSED]++;
+	s->leases_changed = true;
+	srv_custody_tick(s);  /* first probes now, not at the next tick */
+	nif_tap_wake(s->tap);  /* the demux thread unwatches and frees it */
+}
+
+/* Demux thread (lock held): the lease is dead and unwatched. */
+void srv_lease_free(struct srv *s, struct srv_lease *l)
+{
+	if (s->leases[l->id] == l)
+		s->leases[l->id] = NULL;
+	nif_ring_unmap(l->rings, &l->layout);
+	if (l->memfd >= 0)
+		close(l->memfd);
+	if (l->rx_efd >= 0)
+		close(l->rx_efd);
+	if (l->tx_efd >= 0)
+		close(l->tx_efd);
+	if (l->fd >= 0)
+		close(l->fd);
+	free(l);
+}

@@ -1,0 +1,275 @@
+/* The node's port space: who holds which TCP and UDP port, and the connections that ulsd
+ * keeps in custody after their process died.
+ *
+ * Read first: RFC 6056 (port selection), RFC 9293 §3.4.2 (TIME-WAIT), Linux's bind(2)
+ * semantics for SO_REUSEADDR and SO_REUSEPORT.
+ *
+ * A port is held by one or more leases, each with a reference count (a listener and the
+ * connections accepted on it, a bound socket, a connect()ed socket). Several leases may
+ * hold one port only when every one of them asked for SO_REUSEPORT and they run as the
+ * same user (Linux's rule, which keeps one user from hijacking another's port).
+ */
+#include "server/internal.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "netif/ctlproto.h"
+
+#define PRIVILEGED_BELOW 1024
+#define PROBES           4
+#define PROBE_GAP_MS     250
+
+struct holder {
+	uint32_t lease;
+	uint32_t refs;
+	uint8_t flags;
+	uid_t uid;
+};
+
+struct port {
+	struct holder *h;
+	uint32_t n;
+};
+
+/* [0] TCP, [1] UDP */
+static struct port ports[2][65536];
+
+static struct port *port_of(uint8_t proto, uint16_t p)
+{
+	return &ports[proto == IPPROTO_UDP][p];
+}
+
+static struct holder *holder_of(struct port *pt, uint32_t lease)
+{
+	for (uint32_t i = 0; i < pt->n; i++)
+		if (pt->h[i].lease == lease)
+			return &pt->h[i];
+	return NULL;
+}
+
+static int add_holder(struct port *pt, struct srv_lease *l, unsigned flags)
+{
+	struct holder *h = realloc(pt->h, sizeof(*h) * (pt->n + 1));
+
+	if (!h)
+		return -ENOMEM;
+	pt->h = h;
+	pt->h[pt->n++] = (struct holder){ .lease = l->id, .refs = 1, .flags = (uint8_t)flags,
+					  .uid = l->uid };
+	return 0;
+}
+
+static bool may_share(const struct port *pt, const struct srv_lease *l, unsigned flags)
+{
+	if (!(flags & ULS_CTL_F_REUSEPORT))
+		return false;
+	for (uint32_t i = 0; i < pt->n; i++)
+		if (!(pt->h[i].flags & ULS_CTL_F_REUSEPORT) || pt->h[i].uid != l->uid)
+			return false;
+	return true;
+}
+
+/* RFC 6056 §3.3.1 (Algorithm 1): a random starting point in the ephemeral range, then the
+ * next free port. */
+static int pick_ephemeral(struct srv *s, uint8_t proto, uint32_t rip, uint16_t rport)
+{
+	uint32_t r, span = SRV_EPHEMERAL_HI - SRV_EPHEMERAL_LO + 1;
+
+	if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+		r = (uint32_t)srv_now_ms();
+	for (uint32_t i = 0; i < span; i++) {
+		uint16_t p = (uint16_t)(SRV_EPHEMERAL_LO + (r + i) % span);
+		if (port_of(proto, p)->n == 0 && !(rip && srv_custody_holds(s, p, rip, rport)))
+			return p;
+	}
+	return -EADDRNOTAVAIL;
+}
+
+int srv_port_bind(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port,
+		  unsigned flags)
+{
+	struct port *pt;
+	struct holder *h;
+	int rc;
+
+	if (port == 0) {
+		rc = pick_ephemeral(s, proto, 0, 0);
+		if (rc < 0)
+			return rc;
+		port = (uint16_t)rc;
+	} else if (port < PRIVILEGED_BELOW && l->uid != 0) {
+		return -EACCES;
+	}
+	pt = port_of(proto, port);
+	h = holder_of(pt, l->id);
+	if (h) {
+		/* the same process binds it again (another socket): lwIP checks its own */
+		h->refs++;
+		h->flags |= (uint8_t)flags;
+	} else if (pt->n && !may_share(pt, l, flags)) {
+		return -EADDRINUSE;
+	} else if ((rc = add_holder(pt, l, flags)) < 0) {
+		return rc;
+	}
+	if (proto == IPPROTO_UDP) {
+		/* A bound UDP port receives at once. */
+		rc = flt_add_listen(s->flt, FLT_PROTO_UDP, port, l->id,
+				    (flags & ULS_CTL_F_REUSEPORT) != 0);
+		if (rc < 0 && rc != -EEXIST) {
+			srv_port_release(s, l, proto, port);
+			return rc;
+		}
+	}
+	return port;
+}
+
+int srv_port_connect(struct srv *s, struct srv_lease *l, uint16_t lport, uint32_t rip,
+		     uint16_t rport)
+{
+	struct port *pt;
+	struct holder *h;
+	int rc;
+
+	if (lport == 0) {
+		rc = pick_ephemeral(s, IPPROTO_TCP, rip, rport);
+		if (rc < 0)
+			return rc;
+		lport = (uint16_t)rc;
+		pt = port_of(IPPROTO_TCP, lport);
+		if ((rc = add_holder(pt, l, 0)) < 0)
+			return rc;
+	} else {
+		pt = port_of(IPPROTO_TCP, lport);
+		h = holder_of(pt, l->id);
+		if (!h)
+			return -EINVAL;  /* connect from a port this process does not hold */
+		if (srv_custody_holds(s, lport, rip, rport))
+			return -EADDRINUSE;
+		h->refs++;
+	}
+	rc = flt_add_connected(s->flt, FLT_PROTO_TCP, lport, rip, rport, l->id);
+	if (rc < 0) {
+		srv_port_release(s, l, IPPROTO_TCP, lport);
+		return rc == -EEXIST ? -EADDRINUSE : rc;
+	}
+	return lport;
+}
+
+bool srv_port_held(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port)
+{
+	(void)s;
+	return holder_of(port_of(proto, port), l->id) != NULL;
+}
+
+/* One more reference on a port the lease holds (a connection accepted on its listener). */
+int srv_port_ref(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port)
+{
+	struct holder *h = holder_of(port_of(proto, port), l->id);
+
+	(void)s;
+	if (!h)
+		return -EPERM;
+	h->refs++;
+	return 0;
+}
+
+void srv_port_release(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port)
+{
+	struct port *pt = port_of(proto, port);
+
+	for (uint32_t i = 0; i < pt->n; i++) {
+		if (pt->h[i].lease != l->id)
+			continue;
+		if (--pt->h[i].refs == 0) {
+			flt_del_listen(s->flt, proto == IPPROTO_UDP ? FLT_PROTO_UDP : FLT_PROTO_TCP,
+				       port, l->id);
+			pt->h[i] = pt->h[--pt->n];
+			if (pt->n == 0) {
+				free(pt->h);
+				pt->h = NULL;
+			}
+		}
+		return;
+	}
+}
+
+/* The lease ended: let go of every port it held (the filter rules are removed by the
+ * caller with flt_del_owner). */
+void srv_ports_drop_lease(struct srv *s, struct srv_lease *l)
+{
+	(void)s;
+	for (int pr = 0; pr < 2; pr++) {
+		for (uint32_t p = 1; p < 65536; p++) {
+			struct port *pt = &ports[pr][p];
+			for (uint32_t i = 0; i < pt->n; i++) {
+				if (pt->h[i].lease != l->id)
+					continue;
+				pt->h[i] = pt->h[--pt->n];
+				if (pt->n == 0) {
+					free(pt->h);
+					pt->h = NULL;
+				}
+				break;
+			}
+		}
+	}
+}
+
+bool srv_custody_holds(struct srv *s, uint16_t lport, uint32_t rip, uint16_t rport)
+{
+	for (size_t i = 0; i < s->ncustody; i++) {
+		const struct srv_custody *c = &s->custody[i];
+		if (c->lport == lport && c->rip == rip && c->rport == rport)
+			return true;
+	}
+	return false;
+}
+
+void srv_custody_add(struct srv *s, uint16_t lport, uint32_t rip, uint16_t rport)
+{
+	uint64_t now = srv_now_ms();
+
+	if (srv_custody_holds(s, lport, rip, rport))
+		return;
+	if (s->ncustody == s->custody_cap) {
+		size_t ncap = s->custody_cap ? s->custody_cap * 2 : 64;
+		struct srv_custody *n = realloc(s->custody, sizeof(*n) * ncap);
+		if (!n)
+			return;  /* no custody: the peer still gets RSTs for its next segment */
+		s->custody = n;
+		s->custody_cap = ncap;
+	}
+	s->custody[s->ncustody++] = (struct srv_custody){
+		.lport = lport, .rip = rip, .rport = rport,
+		.expires_ms = now + SRV_TIMEWAIT_MS, .next_probe_ms = now, .probes_left = PROBES,
+	};
+}
+
+/* Send due probes and forget expired custody; returns ms until the next due event. */
+int srv_custody_tick(struct srv *s)
+{
+	uint64_t now = srv_now_ms(), next = now + 1000;
+
+	for (size_t i = 0; i < s->ncustody;) {
+		struct srv_custody *c = &s->custody[i];
+		if (c->expires_ms <= now) {
+			s->custody[i] = s->custody[--s->ncustody];
+			continue;
+		}
+		if (c->probes_left && c->next_probe_ms <= now) {
+			srv_send_probe(s, c);
+			c->probes_left--;
+			c->next_probe_ms = now + PROBE_GAP_MS;
+		}
+		if (c->probes_left && c->next_probe_ms < next)
+			next = c->next_probe_ms;
+		if (c->expires_ms < next)
+			next = c->expires_ms;
+		i++;
+	}
+	return (int)(next - now);
+}

@@ -1,0 +1,251 @@
+/* ulsd: the per-node daemon. It owns the node's TAP device, demultiplexes every received
+ * frame to the one process whose endpoint it matches, and is the connection server for
+ * setup and teardown (see internal.h for its two threads).
+ *
+ *   ulsd --tap IFNAME --ip A.B.C.D/NN [--mac MAC] [--gw A.B.C.D] [--mtu N] --ctl PATH [-f]
+ *
+ * -f keeps it in the foreground and logs to stderr; otherwise it detaches and logs to
+ * syslog. SIGTERM or SIGINT stops it cleanly.
+ */
+#include "server/internal.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <syslog.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "netif/frame.h"
+
+static bool foreground;
+
+uint64_t srv_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+void srv_log(int level, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (foreground)
+		fprintf(stderr, "ulsd: %s\n", buf);
+	else
+		syslog(level == 0 ? LOG_ERR : level == 1 ? LOG_WARNING : LOG_INFO, "%s", buf);
+}
+
+static void nif_log(int level, const char *msg)
+{
+	srv_log(level, "%s", msg);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: ulsd --tap IFNAME --ip A.B.C.D/NN [--mac MAC] [--gw A.B.C.D]\n"
+		   "            [--mtu N] --ctl PATH [-f]\n");
+}
+
+static int parse_cidr(const char *s, uint32_t *ip, unsigned *plen)
+{
+	char buf[INET_ADDRSTRLEN];
+	const char *slash = strchr(s, '/');
+	char *end;
+
+	if (!slash || (size_t)(slash - s) >= sizeof(buf) || slash[1] < '0' || slash[1] > '9')
+		return -1;
+	memcpy(buf, s, (size_t)(slash - s));
+	buf[slash - s] = '\0';
+	errno = 0;
+	unsigned long p = strtoul(slash + 1, &end, 10);
+	struct in_addr a;
+	if (*end || errno || p < 1 || p > 30 || inet_pton(AF_INET, buf, &a) != 1)
+		return -1;
+	uint32_t h = ntohl(a.s_addr);
+	if (h == 0 || (h >> 24) == 127 || (h >> 28) >= 0xe)
+		return -1;
+	*ip = a.s_addr;
+	*plen = (unsigned)p;
+	return 0;
+}
+
+/* The control socket: refuse to take over one a running ulsd still answers on. */
+static int open_ctl(const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (strlen(path) >= sizeof(sun.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(sun.sun_path, path, strlen(path));
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0) {
+		close(fd);
+		return -EADDRINUSE;
+	}
+	close(fd);
+	unlink(path);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 || listen(fd, 128) < 0) {
+		int err = -errno;
+		close(fd);
+		return err;
+	}
+	/* Any local user may run programs on the node; privileged ports still need root
+	 * (ports.c, by SO_PEERCRED). */
+	chmod(path, 0666);
+	return fd;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "tap", required_argument, NULL, 't' }, { "ip", required_argument, NULL, 'i' },
+		{ "mac", required_argument, NULL, 'm' }, { "gw", required_argument, NULL, 'g' },
+		{ "mtu", required_argument, NULL, 'u' }, { "ctl", required_argument, NULL, 'c' },
+		{ "foreground", no_argument, NULL, 'f' }, { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static struct srv s;
+	bool have_ip = false, have_mac = false;
+	unsigned long mtu = 0;
+	int c;
+
+	pthread_mutex_init(&s.lock, NULL);
+	while ((c = getopt_long(argc, argv, "fh", opts, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			if (strlen(optarg) >= sizeof(s.tap_name) || !*optarg) {
+				fprintf(stderr, "ulsd: bad --tap '%s'\n", optarg);
+				return 2;
+			}
+			strcpy(s.tap_name, optarg);
+			break;
+		case 'i':
+			if (parse_cidr(optarg, &s.ip, &s.prefix_len) < 0) {
+				fprintf(stderr, "ulsd: bad --ip '%s': expected a unicast A.B.C.D/NN, NN 1..30\n", optarg);
+				return 2;
+			}
+			have_ip = true;
+			break;
+		case 'm':
+			if (!nif_mac_parse(optarg, s.mac) || (s.mac[0] & 1)) {
+				fprintf(stderr, "ulsd: bad --mac '%s': expected a unicast aa:bb:cc:dd:ee:ff\n", optarg);
+				return 2;
+			}
+			have_mac = true;
+			break;
+		case 'g': {
+			struct in_addr a;
+			if (inet_pton(AF_INET, optarg, &a) != 1) {
+				fprintf(stderr, "ulsd: bad --gw '%s'\n", optarg);
+				return 2;
+			}
+			s.gw = a.s_addr;
+			break;
+		}
+		case 'u': {
+			char *end;
+			errno = 0;
+			mtu = strtoul(optarg, &end, 10);
+			if (*end || errno || optarg[0] < '0' || optarg[0] > '9' ||
+			    mtu < NIF_MTU_MIN || mtu > NIF_MTU_MAX) {
+				fprintf(stderr, "ulsd: bad --mtu '%s': %d..%d\n", optarg, NIF_MTU_MIN, NIF_MTU_MAX);
+				return 2;
+			}
+			break;
+		}
+		case 'c':
+			s.ctl_path = optarg;
+			break;
+		case 'f':
+			foreground = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc || !s.tap_name[0] || !have_ip || !s.ctl_path) {
+		usage(stderr);
+		return 2;
+	}
+	if (!have_mac) {
+		uint32_t a = ntohl(s.ip);
+		uint8_t m[6] = { 0x02, 0x75, 0x6c, (uint8_t)(a >> 16), (uint8_t)(a >> 8), (uint8_t)a };
+		memcpy(s.mac, m, 6);
+	}
+	if (getrandom(s.isn_secret, sizeof(s.isn_secret), 0) != (ssize_t)sizeof(s.isn_secret)) {
+		fprintf(stderr, "ulsd: getrandom: %s\n", strerror(errno));
+		return 1;
+	}
+	if (!foreground)
+		openlog("ulsd", LOG_PID, LOG_DAEMON);
+	nif_set_log(nif_log);
+
+	struct nif_tap_config tc = { .ifname = s.tap_name, .mtu = (unsigned)mtu };
+	int rc = nif_tap_open(&s.tap, &tc);
+	if (rc < 0) {
+		fprintf(stderr, "ulsd: cannot open TAP %s: %s\n", s.tap_name, strerror(-rc));
+		return 1;
+	}
+	s.mtu = nif_tap_mtu(s.tap);
+	s.flt = flt_table_new();
+	int lfd = open_ctl(s.ctl_path);
+	if (!s.flt || lfd < 0) {
+		fprintf(stderr, "ulsd: control socket %s: %s\n", s.ctl_path,
+			lfd == -EADDRINUSE ? "another ulsd answers there" : strerror(-lfd));
+		return 1;
+	}
+	if (!foreground && daemon(0, 0) < 0) {
+		fprintf(stderr, "ulsd: daemon: %s\n", strerror(errno));
+		return 1;
+	}
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigaddset(&sigs, SIGPIPE);
+	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+
+	pthread_t demux;
+	if (pthread_create(&demux, NULL, srv_demux_thread, &s) != 0) {
+		fprintf(stderr, "ulsd: cannot start the demux thread\n");
+		return 1;
+	}
+	char ipbuf[INET_ADDRSTRLEN];
+	inet_ntop(AF_INET, &s.ip, ipbuf, sizeof(ipbuf));
+	srv_log(2, "node %s/%u on %s, MTU %u, control socket %s (%s)", ipbuf, s.prefix_len,
+		s.tap_name, s.mtu, s.ctl_path, nif_tap_uses_io_uring(s.tap) ? "io_uring" : "read/write");
+	srv_ctl_run(&s, lfd);
+	s.stop = true;
+	nif_tap_wake(s.tap);
+	pthread_join(demux, NULL);
+	close(lfd);
+	unlink(s.ctl_path);
+	srv_log(2, "stopped");
+	return 0;
+}

@@ -1,0 +1,156 @@
+/* Host-wide endpoints: on a node, the port space and the filter rules belong to ulsd, so
+ * the socket layer asks it before binding, listening and connecting, and tells it when a
+ * connection's state is gone. Without a lease (a TAP node of its own) every function here
+ * is a no-op and lwIP's own port allocation is used. */
+#include "sock.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+
+#include "lwip/priv/tcp_priv.h"
+#include "netif/ctlproto.h"
+
+struct tuple {
+	uint16_t lport, rport;
+	uint32_t rip;
+};
+
+static u8_t ext_id;
+static bool ext_ready;
+
+/* lwIP frees a pcb (after TIME-WAIT, a reset, an abort): the tuple is free again. */
+static void on_destroy(u8_t id, void *data)
+{
+	struct tuple *t = data;
+	struct uls_ctl_msg m;
+
+	(void)id;
+	if (!t)
+		return;
+	uls_ctl_init(&m, ULS_CTL_RELEASE, 0);
+	m.proto = IPPROTO_TCP;
+	m.lport = t->lport;
+	m.rip = t->rip;
+	m.rport = t->rport;
+	stk__lease_notify(&m);
+	free(t);
+}
+
+static const struct tcp_ext_arg_callbacks ext_cbs = { .destroy = on_destroy };
+
+void stk__ep_init(void)
+{
+	if (!ext_ready) {
+		ext_id = tcp_ext_arg_alloc_id();
+		ext_ready = true;
+	}
+}
+
+/* Remember a registered connection's tuple so its release reaches ulsd. */
+static void track(struct tcp_pcb *pcb)
+{
+	struct tuple *t = malloc(sizeof(*t));
+
+	if (!t)
+		return;  /* ulsd frees the tuple when the lease ends */
+	t->lport = pcb->local_port;
+	t->rport = pcb->remote_port;
+	t->rip = ip_2_ip4(&pcb->remote_ip)->addr;
+	tcp_ext_arg_set_callbacks(pcb, ext_id, &ext_cbs);
+	tcp_ext_arg_set(pcb, ext_id, t);
+}
+
+/* Reserve (proto, port); port 0 asks for an ephemeral one. Returns the port, or -errno. */
+int stk__ep_bind(uint8_t proto, uint16_t port, unsigned flags)
+{
+	struct uls_ctl_msg m;
+
+	if (!stk__leased())
+		return port;
+	uls_ctl_init(&m, ULS_CTL_BIND, 0);
+	m.proto = proto;
+	m.lport = port;
+	m.flags = (uint8_t)flags;
+	int rc = stk__lease_call(&m);
+	return rc < 0 ? rc : m.lport;
+}
+
+void stk__ep_unbind(uint8_t proto, uint16_t port)
+{
+	struct uls_ctl_msg m;
+
+	if (!stk__leased() || port == 0)
+		return;
+	uls_ctl_init(&m, ULS_CTL_UNBIND, 0);
+	m.proto = proto;
+	m.lport = port;
+	stk__lease_notify(&m);
+}
+
+int stk__ep_listen(uint16_t port, unsigned flags)
+{
+	struct uls_ctl_msg m;
+
+	if (!stk__leased())
+		return 0;
+	uls_ctl_init(&m, ULS_CTL_LISTEN, 0);
+	m.proto = IPPROTO_TCP;
+	m.lport = port;
+	m.flags = (uint8_t)flags;
+	return stk__lease_call(&m);
+}
+
+/* Register an outgoing connection; returns the local port to use, or -errno. */
+int stk__ep_connect(uint16_t lport, const ip4_addr_t *rip, uint16_t rport)
+{
+	struct uls_ctl_msg m;
+
+	if (!stk__leased())
+		return lport;
+	uls_ctl_init(&m, ULS_CTL_CONNECT, 0);
+	m.proto = IPPROTO_TCP;
+	m.lport = lport;
+	m.rip = rip->addr;
+	m.rport = rport;
+	int rc = stk__lease_call(&m);
+	return rc < 0 ? rc : m.lport;
+}
+
+void stk__ep_release(uint16_t lport, const ip4_addr_t *rip, uint16_t rport)
+{
+	struct tuple *t = malloc(sizeof(*t));
+
+	if (!stk__leased() || !t) {
+		free(t);
+		return;
+	}
+	t->lport = lport;
+	t->rip = rip->addr;
+	t->rport = rport;
+	on_destroy(0, t);
+}
+
+/* After tcp_connect() succeeded locally: report the tuple's end when lwIP frees it. */
+void stk__ep_connected(struct tcp_pcb *pcb)
+{
+	if (stk__leased())
+		track(pcb);
+}
+
+/* A connection accepted on a listener of ours: ulsd delivers its segments by tuple from
+ * now on and keeps it in custody if we die. */
+void stk__ep_accepted(struct tcp_pcb *pcb)
+{
+	struct uls_ctl_msg m;
+
+	if (!stk__leased())
+		return;
+	uls_ctl_init(&m, ULS_CTL_ACCEPTED, 0);
+	m.proto = IPPROTO_TCP;
+	m.lport = pcb->local_port;
+	m.rip = ip_2_ip4(&pcb->remote_ip)->addr;
+	m.rport = pcb->remote_port;
+	stk__lease_notify(&m);
+	track(pcb);
+}

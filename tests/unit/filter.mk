@@ -1,0 +1,12 @@
+# Unit tests of filter/ (cmocka): one program per source file under test.
+FILTER_UNIT_TESTS = tests/unit/test_filter_parse tests/unit/test_filter_table
+check_PROGRAMS += $(FILTER_UNIT_TESTS)
+TESTS += $(FILTER_UNIT_TESTS)
+
+tests_unit_test_filter_parse_SOURCES = tests/unit/test_filter_parse.c tests/unit/filter_frames.h
+tests_unit_test_filter_parse_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_filter_parse_LDADD = filter/libflt.la $(CMOCKA_LIBS)
+
+tests_unit_test_filter_table_SOURCES = tests/unit/test_filter_table.c tests/unit/filter_frames.h
+tests_unit_test_filter_table_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_filter_table_LDADD = filter/libflt.la $(CMOCKA_LIBS)

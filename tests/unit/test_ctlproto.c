@@ -1,0 +1,207 @@
+/* netif/ctlproto.c: the decoder every control message from an untrusted peer goes through.
+ * A message is accepted only whole, at its exact size, with our magic and version, a known
+ * type and in-range fields for that type; anything else is refused with a reason and the
+ * output is left untouched. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <netinet/in.h>
+
+#include "netif/ctlproto.h"
+
+static struct uls_ctl_msg valid_bind(void)
+{
+	struct uls_ctl_msg m;
+
+	uls_ctl_init(&m, ULS_CTL_BIND, 7);
+	m.proto = IPPROTO_TCP;
+	m.lport = 5001;
+	return m;
+}
+
+static int check(const struct uls_ctl_msg *m, struct uls_ctl_msg *out)
+{
+	return uls_ctl_check(m, sizeof(*m), out);
+}
+
+static void valid_bind_accepted_and_copied(void **state)
+{
+	struct uls_ctl_msg m = valid_bind(), out;
+
+	(void)state;
+	assert_int_equal(check(&m, &out), 0);
+	assert_memory_equal(&m, &out, sizeof(m));
+}
+
+static void truncated_message_refused_output_untouched(void **state)
+{
+	struct uls_ctl_msg m = valid_bind(), out;
+
+	(void)state;
+	memset(&out, 0xa5, sizeof(out));
+	struct uls_ctl_msg before = out;
+	for (ssize_t n = 0; n < (ssize_t)sizeof(m); n++)
+		assert_int_equal(uls_ctl_check(&m, n, &out), ULS_CTL_BAD_SIZE);
+	assert_memory_equal(&out, &before, sizeof(out));
+}
+
+static void oversized_message_refused(void **state)
+{
+	uint8_t buf[ULS_CTL_MSG_SIZE + 16];
+	struct uls_ctl_msg m = valid_bind(), out;
+
+	(void)state;
+	memcpy(buf, &m, sizeof(m));
+	assert_int_equal(uls_ctl_check(buf, sizeof(buf), &out), ULS_CTL_BAD_SIZE);
+	assert_int_equal(uls_ctl_check(&m, -1, &out), ULS_CTL_BAD_SIZE);
+	assert_int_equal(uls_ctl_check(NULL, sizeof(m), &out), ULS_CTL_BAD_SIZE);
+}
+
+static void wrong_magic_refused(void **state)
+{
+	struct uls_ctl_msg m = valid_bind(), out;
+
+	(void)state;
+	m.magic ^= 1;
+	assert_int_equal(check(&m, &out), ULS_CTL_BAD_MAGIC);
+}
+
+static void wrong_version_refused(void **state)
+{
+	struct uls_ctl_msg m = valid_bind(), out;
+
+	(void)state;
+	m.version = ULS_CTL_VERSION + 1;
+	assert_int_equal(check(&m, &out), ULS_CTL_BAD_VERSION);
+	m.version = 0;
+	assert_int_equal(check(&m, &out), ULS_CTL_BAD_VERSION);
+}
+
+static void unknown_type_refused(void **state)
+{
+	struct uls_ctl_msg m = valid_bind(), out;
+
+	(void)state;
+	m.type = 0;
+	assert_int_equal(check(&m, &out), ULS_CTL_BAD_TYPE);
+	m.type = ULS_CTL_TYPE_MAX;
+	assert_int_equal(check(&m, &out), ULS_CTL_BAD_TYPE);
+	m.type = 0xffff;
+	assert_int_equal(check(&m, &out), ULS_CTL_BAD_TYPE);
+}
+
+static void bind_with_unknown_protocol_refused(void **state)
+{
+	struct uls_ctl_msg m = valid_bind(), out;
+
+	(void)state;
+	m.proto = IPPROTO_ICMP;
+	assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);
+}
+
+static void listen_needs_tcp_and_a_port(void **state)
+{
+	struct uls_ctl_msg m, out;
+
+	(void)state;
+	uls_ctl_init(&m, ULS_CTL_LISTEN, 1);
+	m.proto = IPPROTO_TCP;
+	assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);  /* port 0 */
+	m.lport = 80;
+	assert_int_equal(check(&m, &out), 0);
+	m.proto = IPPROTO_UDP;
+	assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);
+}
+
+static void connect_needs_a_remote_address_and_port(void **state)
+{
+	struct uls_ctl_msg m, out;
+
+	(void)state;
+	uls_ctl_init(&m, ULS_CTL_CONNECT, 1);
+	m.proto = IPPROTO_TCP;
+	m.rport = 80;
+	assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);  /* rip 0 */
+	m.rip = htonl(0xc6120064);
+	assert_int_equal(check(&m, &out), 0);
+	m.rport = 0;
+	assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);
+}
+
+static void release_needs_a_full_tuple(void **state)
+{
+	struct uls_ctl_msg m, out;
+
+	(void)state;
+	uls_ctl_init(&m, ULS_CTL_RELEASE, 1);
+	m.proto = IPPROTO_TCP;
+	m.rip = htonl(0xc6120064);
+	m.rport = 80;
+	assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);  /* lport 0 */
+	m.lport = 40000;
+	assert_int_equal(check(&m, &out), 0);
+}
+
+static void counter_name_without_terminator_refused(void **state)
+{
+	struct uls_ctl_msg m, out;
+
+	(void)state;
+	uls_ctl_init(&m, ULS_CTL_STAT_COUNTER, 1);
+	memset(m.u.counter.name, 'x', sizeof(m.u.counter.name));
+	assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);
+	m.u.counter.name[5] = '\0';
+	assert_int_equal(check(&m, &out), 0);
+}
+
+static void hello_reply_with_bad_mtu_or_prefix_refused(void **state)
+{
+	struct uls_ctl_msg m, out;
+
+	(void)state;
+	uls_ctl_init(&m, ULS_CTL_HELLO, 1);
+	assert_int_equal(check(&m, &out), 0);  /* a request carries no node facts */
+	m.u.hello.mtu = 1500;
+	m.u.hello.prefix_len = 24;
+	assert_int_equal(check(&m, &out), 0);
+	m.u.hello.mtu = 67;
+	assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);
+	m.u.hello.mtu = 1500;
+	m.u.hello.prefix_len = 31;
+	assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);
+}
+
+static void error_names_unique_and_named(void **state)
+{
+	(void)state;
+	for (int i = 1; i < ULS_CTL_ERROR_MAX; i++) {
+		assert_true(strncmp(uls_ctl_error_name(i), "ctl_", 4) == 0);
+		for (int j = 1; j < i; j++)
+			assert_string_not_equal(uls_ctl_error_name(i), uls_ctl_error_name(j));
+	}
+	assert_string_equal(uls_ctl_error_name(999), "ctl_unknown_error");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(valid_bind_accepted_and_copied),
+		cmocka_unit_test(truncated_message_refused_output_untouched),
+		cmocka_unit_test(oversized_message_refused),
+		cmocka_unit_test(wrong_magic_refused),
+		cmocka_unit_test(wrong_version_refused),
+		cmocka_unit_test(unknown_type_refused),
+		cmocka_unit_test(bind_with_unknown_protocol_refused),
+		cmocka_unit_test(listen_needs_tcp_and_a_port),
+		cmocka_unit_test(connect_needs_a_remote_address_and_port),
+		cmocka_unit_test(release_needs_a_full_tuple),
+		cmocka_unit_test(counter_name_without_terminator_refused),
+		cmocka_unit_test(hello_reply_with_bad_mtu_or_prefix_refused),
+		cmocka_unit_test(error_names_unique_and_named),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
