@@ -190,6 +190,14 @@ static void stats(struct srv *s, struct conn *c, const struct uls_ctl_msg *req)
 	reply(s, c, &end, NULL, 0);
 }
 
+/* A refused one-way message still gets an error reply (the process's stack skips replies
+ * it is not waiting for) and a counter. */
+static void refuse_one_way(struct srv *s, struct conn *c, const struct uls_ctl_msg *m, int rc)
+{
+	s->ctr[SRV_CTL_DENIED]++;
+	reply_status(s, c, m, rc);
+}
+
 static void handle(struct srv *s, struct conn *c, const struct uls_ctl_msg *m)
 {
 	struct srv_lease *l = c->lease;
@@ -246,14 +254,14 @@ static void handle(struct srv *s, struct conn *c, const struct uls_ctl_msg *m)
 				srv_port_release(s, l, IPPROTO_TCP, m->lport);
 		}
 		if (rc < 0)
-			s->ctr[SRV_CTL_DENIED]++;
+			refuse_one_way(s, c, m, rc);
 		return;
 	case ULS_CTL_RELEASE:
 		rc = flt_del_connected(s->flt, FLT_PROTO_TCP, m->lport, m->rip, m->rport, l->id);
 		if (rc == 0)
 			srv_port_release(s, l, IPPROTO_TCP, m->lport);
 		else
-			s->ctr[SRV_CTL_DENIED]++;
+			refuse_one_way(s, c, m, rc);
 		return;
 	case ULS_CTL_UNBIND:
 		/* The socket that held the port closed: a listener stops receiving new
@@ -262,9 +270,9 @@ static void handle(struct srv *s, struct conn *c, const struct uls_ctl_msg *m)
 			flt_del_listen(s->flt, m->proto == IPPROTO_UDP ? FLT_PROTO_UDP : FLT_PROTO_TCP,
 				       m->lport, l->id);
 			srv_port_release(s, l, m->proto, m->lport);
+		} else {
+			refuse_one_way(s, c, m, -EPERM);
 		}
-		else
-			s->ctr[SRV_CTL_DENIED]++;
 		return;
 	default:
 		/* Records only ulsd sends. */

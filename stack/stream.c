@@ -438,9 +438,9 @@ static void close_pcb(struct tcp_pcb *pcb, bool unread)
 		tcp_abort(pcb);
 }
 
-/* ulsd is gone: forget every connection without a word on the wire (nothing would carry
- * it) and let blocked callers return ENETDOWN. */
-void stk__stream_lost(struct stk_sock *s)
+/* A listener goes away with connections it never handed to accept(): reset them (rst), or,
+ * when nothing can reach the wire any more, just forget them. */
+static void drop_unaccepted(struct stk_sock *s, bool rst)
 {
 	while (s->acq_count) {
 		struct stk_sock *c = s->acq[s->acq_head];
@@ -448,12 +448,19 @@ void stk__stream_lost(struct stk_sock *s)
 		s->acq_count--;
 		if (c->tcp) {
 			detach(c->tcp);
-			tcp_abandon(c->tcp, 0);
+			tcp_abandon(c->tcp, rst);
 			c->tcp = NULL;
 		}
 		c->closed = true;
 		stk__sock_release(c);
 	}
+}
+
+/* ulsd is gone: forget every connection without a word on the wire (nothing would carry
+ * it) and let blocked callers return ENETDOWN. */
+void stk__stream_lost(struct stk_sock *s)
+{
+	drop_unaccepted(s, false);
 	if (s->tcp) {
 		detach(s->tcp);
 		if (s->tcp->state == LISTEN)
@@ -466,18 +473,7 @@ void stk__stream_lost(struct stk_sock *s)
 
 void stk__stream_close(struct stk_sock *s)
 {
-	while (s->acq_count) {
-		struct stk_sock *c = s->acq[s->acq_head];
-		s->acq_head = (s->acq_head + 1) % s->acq_cap;
-		s->acq_count--;
-		if (c->tcp) {
-			detach(c->tcp);
-			tcp_abort(c->tcp);
-			c->tcp = NULL;
-		}
-		c->closed = true;
-		stk__sock_release(c);
-	}
+	drop_unaccepted(s, true);
 	if (s->tcp) {
 		close_pcb(s->tcp, s->rxq.bytes > 0);
 		s->tcp = NULL;
