@@ -4,6 +4,7 @@ apps_libapps_la_SOURCES = apps/netops.c apps/netops.h apps/pattern.c apps/patter
 
 bin_PROGRAMS += apps/ulsbench apps/ulsnode
 apps_ulsbench_SOURCES = apps/ulsbench.c
+apps_ulsbench_CPPFLAGS = $(AM_CPPFLAGS) -DPKGLIBEXECDIR='"$(pkglibexecdir)"'
 apps_ulsbench_LDADD = apps/libapps.la stack/libuls.la netif/libnif.la -lpthread
 apps_ulsnode_SOURCES = apps/ulsnode.c
 apps_ulsnode_LDADD = apps/libapps.la stack/libuls.la netif/libnif.la -lpthread
@@ -11,3 +12,10 @@ apps_ulsnode_LDADD = apps/libapps.la stack/libuls.la netif/libnif.la -lpthread
 bin_PROGRAMS += apps/ulsstat
 apps_ulsstat_SOURCES = apps/ulsstat.c
 apps_ulsstat_LDADD = netif/libnif.la
+
+bin_PROGRAMS += apps/ulsrelay
+apps_ulsrelay_SOURCES = apps/ulsrelay.c
+apps_ulsrelay_LDADD = apps/libapps.la stack/libuls.la netif/libnif.la -lpthread
+
+include apps/raw.mk
+include apps/sweep.mk

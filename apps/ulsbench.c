@@ -1,41 +1,53 @@
-/* ulsbench: verified TCP streams between a ulstack node and any peer, with throughput.
+/* ulsbench: verified TCP streams between a ulstack node and any peer, with throughput; and,
+ * without a subcommand, the concurrent-stream benchmark sweep (apps/ulsbench_sweep.py).
  *
- *   ulsbench server [--port P] [--count N] [NODE OPTIONS]
- *   ulsbench client --to IP[:PORT] [--bytes N] [--dir send|recv] [--json FILE] [NODE OPTIONS]
+ *   ulsbench server (--port P | --unix PATH) [--count N] [--reuseport] [NODE OPTIONS]
+ *   ulsbench client (--to IP[:PORT] | --unix PATH) (--bytes N | --seconds S) [--streams K]
+ *                   [--dir send|recv] [--json FILE] [NODE OPTIONS]
+ *   ulsbench [--mode MODE[,...]] [--streams N[,...]] [--seconds S] [--mtu M[,...]] ...
  *
- * NODE OPTIONS (--tap IF --ip A.B.C.D/NN [--mac M] [--gw G] [--mtu N]) make the process a
- * ulstack node; without them it uses the Linux kernel's TCP, so the same tool measures both
- * sides of every comparison. Data moves in 64 KiB messages (seed 004's message size) and
- * every byte is checked against apps/pattern.h. The client reports throughput only for a
- * transfer the receiver verified: for --dir send the clock stops when the server's verdict
- * arrives, so every byte has been delivered and checked.
+ * NODE OPTIONS: --tap IF --ip A.B.C.D/NN [--mac M] [--gw G] [--mtu N] (a node of its own) or
+ * --ctl PATH (join ulsd's node); without them the Linux kernel's TCP is used, so the same
+ * tool measures every side of a comparison. --unix uses AF_UNIX stream sockets (the worker
+ * side of the central-server organisation).
  *
- * Wire format: the client sends a 24-byte request {magic "ULSB", version 1, direction
- * (0: client sends, 1: server sends), 2 zero bytes, bytes (u64), seed (u64)}, big-endian;
- * the receiving side answers with a 16-byte verdict {status (u32: 0 ok, 1 corrupt, 2 short),
- * 4 zero bytes, bytes verified (u64)}.
+ * Data moves in 64 KiB messages (seed 004's message size) and every byte is checked
+ * against apps/pattern.h. The client reports throughput only for transfers the receiver
+ * verified: the clock of a stream stops when the receiver's verdict arrives.
+ *
+ * Wire format, big-endian: the client sends a 32-byte request {magic "ULSB", version 2,
+ * direction (0: client sends, 1: server sends), 2 zero bytes, bytes (u64; 0: until the
+ * sender's FIN), seed (u64), milliseconds (u32; the sender's time limit, 0: none), 4 zero
+ * bytes}; the receiving side answers with a 16-byte verdict {status (u32: 0 ok, 1 corrupt,
+ * 2 short), 4 zero bytes, bytes verified (u64)}. A time-limited sender stops at the limit
+ * and shuts its side down; the receiver verifies up to the FIN.
  */
 #include <endian.h>
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
-#include <netinet/tcp.h>
 
 #include "apps/netops.h"
 #include "apps/pattern.h"
 
 #define MSG_SIZE      65536
 #define DEFAULT_PORT  5001
-#define REQ_LEN       24
+#define REQ_LEN       32
 #define VERDICT_LEN   16
 #define MAGIC         0x554c5342u  /* "ULSB" */
+#define WIRE_VERSION  2
+#define STREAMS_MAX   1024
 
 enum { DIR_CLIENT_SENDS = 0, DIR_SERVER_SENDS = 1 };
 enum { ST_OK = 0, ST_CORRUPT = 1, ST_SHORT = 2 };
@@ -92,60 +104,48 @@ static int recv_all(int sd, void *buf, size_t len)
 	return 0;
 }
 
-static void put64(uint8_t *p, uint64_t v)
+static void put64(uint8_t *p, uint64_t v) { v = htobe64(v); memcpy(p, &v, 8); }
+static void put32(uint8_t *p, uint32_t v) { v = htobe32(v); memcpy(p, &v, 4); }
+static uint64_t get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return be64toh(v); }
+static uint32_t get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return be32toh(v); }
+
+/* Send the pattern in 64 KiB messages: `bytes` of it, or (bytes 0) until `millis` pass;
+ * then shut our side down so the receiver sees where the stream ends. */
+static int stream_out(int sd, uint64_t seed, uint64_t bytes, uint32_t millis, uint8_t *buf,
+		      uint64_t *sent)
 {
-	v = htobe64(v);
-	memcpy(p, &v, 8);
-}
+	double deadline = millis ? now_s() + millis / 1000.0 : 0;
+	uint64_t off = 0;
 
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return be64toh(v);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	v = htobe32(v);
-	memcpy(p, &v, 4);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return be32toh(v);
-}
-
-/* Send `bytes` of the pattern in 64 KiB messages. */
-static int stream_out(int sd, uint64_t seed, uint64_t bytes, uint8_t *buf)
-{
-	for (uint64_t off = 0; off < bytes;) {
-		size_t n = bytes - off < MSG_SIZE ? (size_t)(bytes - off) : MSG_SIZE;
+	while (bytes ? off < bytes : now_s() < deadline) {
+		size_t n = bytes && bytes - off < MSG_SIZE ? (size_t)(bytes - off) : MSG_SIZE;
 		bench__pattern_fill(seed, off, buf, n);
 		int rc = send_all(sd, buf, n);
 		if (rc < 0)
 			return rc;
 		off += n;
 	}
-	return 0;
+	*sent = off;
+	return ops->shutdown(sd, SHUT_WR);
 }
 
-/* Receive and verify `bytes`; returns a status and how many bytes were right. */
+/* Receive and verify up to `bytes` (0: until the sender's FIN); returns a status and how
+ * many bytes were right. */
 static int stream_in(int sd, uint64_t seed, uint64_t bytes, uint8_t *buf, uint64_t *good)
 {
 	uint64_t off = 0;
 
-	while (off < bytes) {
-		size_t want = bytes - off < MSG_SIZE ? (size_t)(bytes - off) : MSG_SIZE;
+	while (!bytes || off < bytes) {
+		size_t want = bytes && bytes - off < MSG_SIZE ? (size_t)(bytes - off) : MSG_SIZE;
 		ssize_t n = ops->recv(sd, buf, want, 0);
 		if (n == -EINTR)
 			continue;
-		if (n <= 0)
-			break;
+		if (n <= 0) {
+			if (n < 0 || bytes)
+				break;
+			*good = off;   /* FIN of a stream without a byte count */
+			return ST_OK;
+		}
 		uint64_t bad = bench__pattern_check(seed, off, buf, (size_t)n);
 		if (bad != UINT64_MAX) {
 			*good = bad;
@@ -154,7 +154,7 @@ static int stream_in(int sd, uint64_t seed, uint64_t bytes, uint8_t *buf, uint64
 		off += (uint64_t)n;
 	}
 	*good = off;
-	return off == bytes ? ST_OK : ST_SHORT;
+	return bytes && off == bytes ? ST_OK : ST_SHORT;
 }
 
 static void *serve(void *arg)
@@ -164,11 +164,12 @@ static void *serve(void *arg)
 	uint8_t *buf = malloc(MSG_SIZE);
 	double t0 = now_s();
 
-	if (!buf || recv_all(sd, req, REQ_LEN) < 0 || get32(req) != MAGIC || req[4] != 1) {
+	if (!buf || recv_all(sd, req, REQ_LEN) < 0 || get32(req) != MAGIC || req[4] != WIRE_VERSION) {
 		fprintf(stderr, "ulsbench server: bad or missing request\n");
 		goto out;
 	}
 	uint64_t bytes = get64(req + 8), seed = get64(req + 16), good = 0;
+	uint32_t millis = get32(req + 24);
 	if (req[5] == DIR_CLIENT_SENDS) {
 		int st = stream_in(sd, seed, bytes, buf, &good);
 		put32(verdict, (uint32_t)st);
@@ -180,7 +181,8 @@ static void *serve(void *arg)
 		       st == ST_OK ? "true" : "false", dt, (int)getpid());
 		fflush(stdout);
 	} else if (req[5] == DIR_SERVER_SENDS) {
-		if (stream_out(sd, seed, bytes, buf) == 0)
+		uint64_t sent;
+		if (stream_out(sd, seed, bytes, millis, buf, &sent) == 0)
 			recv_all(sd, verdict, VERDICT_LEN);
 	}
 out:
@@ -189,29 +191,56 @@ out:
 	return NULL;
 }
 
-static int run_server(unsigned port, long count, bool reuseport)
+struct endpoint {
+	bool unix_path;
+	struct sockaddr_in in;
+	struct sockaddr_un un;
+};
+
+/* Open a listening or connected socket on the endpoint; returns a descriptor or -errno.
+ * AF_UNIX sockets are kernel fds, used through the kernel table. */
+static int ep_socket(const struct endpoint *e)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-	int one = 1, sd = ops->socket(SOCK_STREAM);
+	if (!e->unix_path)
+		return ops->socket(SOCK_STREAM);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	return fd < 0 ? -errno : fd;
+}
+
+static int run_server(const struct endpoint *e, long count, bool reuseport)
+{
+	int one = 1, rc, sd = ep_socket(e);
 
 	if (sd < 0) {
 		fprintf(stderr, "ulsbench server: socket: %s\n", strerror(-sd));
 		return 1;
 	}
-	ops->setsockopt(sd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (reuseport)
-		ops->setsockopt(sd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
-	int rc = ops->bind(sd, &a);
-	if (rc == 0)
-		rc = ops->listen(sd, 64);
+	if (e->unix_path) {
+		unlink(e->un.sun_path);
+		rc = bind(sd, (const struct sockaddr *)&e->un, sizeof(e->un)) < 0 ||
+		     listen(sd, 1024) < 0 ? -errno : 0;
+	} else {
+		ops->setsockopt(sd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (reuseport)
+			ops->setsockopt(sd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+		rc = ops->bind(sd, &e->in);
+		if (rc == 0)
+			rc = ops->listen(sd, 1024);
+	}
 	if (rc < 0) {
-		fprintf(stderr, "ulsbench server: port %u: %s\n", port, strerror(-rc));
+		fprintf(stderr, "ulsbench server: listen: %s\n", strerror(-rc));
 		return 1;
 	}
-	fprintf(stderr, "ulsbench server: listening on port %u (%s)\n", port, ops->name);
+	if (e->unix_path)
+		fprintf(stderr, "ulsbench server: listening on %s (unix)\n", e->un.sun_path);
+	else
+		fprintf(stderr, "ulsbench server: listening on port %u (%s)\n",
+			ntohs(e->in.sin_port), ops->name);
 	pthread_t *threads = calloc(count > 0 ? (size_t)count : 1, sizeof(*threads));
 	for (long i = 0; count <= 0 || i < count; i++) {
-		int c = ops->accept(sd, NULL);
+		int c = e->unix_path ? accept4(sd, NULL, NULL, SOCK_CLOEXEC) : ops->accept(sd, NULL);
+		if (e->unix_path && c < 0)
+			c = -errno;
 		if (c < 0) {
 			fprintf(stderr, "ulsbench server: accept: %s\n", strerror(-c));
 			return 1;
@@ -230,87 +259,193 @@ static int run_server(unsigned port, long count, bool reuseport)
 		pthread_join(threads[i], NULL);
 	free(threads);
 	ops->close(sd);
+	if (e->unix_path)
+		unlink(e->un.sun_path);
 	return 0;
 }
 
-static int run_client(const struct sockaddr_in *to, uint64_t bytes, int dir, const char *json)
+struct stream {
+	const struct endpoint *to;
+	uint64_t bytes;
+	uint32_t millis;
+	int dir;
+	pthread_t thread;
+	/* results */
+	int rc, st;
+	uint64_t good;
+	double secs;
+};
+
+static void *client_stream(void *arg)
 {
+	struct stream *s = arg;
 	uint8_t req[REQ_LEN] = { 0 }, verdict[VERDICT_LEN] = { 0 };
 	uint8_t *buf = malloc(MSG_SIZE);
-	uint64_t seed = ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL), good = 0;
-	int st = ST_SHORT, rc, sd = ops->socket(SOCK_STREAM);
-	double cpu0 = cpu_s(), t0, t1;
+	uint64_t seed, sent = 0;
+	int sd = ep_socket(s->to);
 
+	s->st = ST_SHORT;
+	if (getrandom(&seed, sizeof(seed), 0) != (ssize_t)sizeof(seed))
+		seed = (uint64_t)now_s() ^ (uint64_t)(uintptr_t)s;
 	if (sd < 0 || !buf) {
-		fprintf(stderr, "ulsbench client: socket: %s\n", strerror(sd < 0 ? -sd : ENOMEM));
-		return 1;
+		s->rc = sd < 0 ? sd : -ENOMEM;
+		free(buf);
+		return NULL;
 	}
-	rc = ops->connect(sd, to);
-	if (rc < 0) {
-		fprintf(stderr, "ulsbench client: connect: %s\n", strerror(-rc));
-		return 1;
-	}
+	s->rc = s->to->unix_path ?
+		(connect(sd, (const struct sockaddr *)&s->to->un, sizeof(s->to->un)) < 0 ? -errno : 0) :
+		ops->connect(sd, &s->to->in);
+	if (s->rc < 0)
+		goto out;
 	put32(req, MAGIC);
-	req[4] = 1;
-	req[5] = (uint8_t)dir;
-	put64(req + 8, bytes);
+	req[4] = WIRE_VERSION;
+	req[5] = (uint8_t)s->dir;
+	put64(req + 8, s->bytes);
 	put64(req + 16, seed);
-	t0 = now_s();
-	rc = send_all(sd, req, REQ_LEN);
-	if (rc == 0 && dir == DIR_CLIENT_SENDS) {
-		rc = stream_out(sd, seed, bytes, buf);
-		if (rc == 0)
-			rc = recv_all(sd, verdict, VERDICT_LEN);
-		if (rc == 0) {
-			st = (int)get32(verdict);
-			good = get64(verdict + 8);
+	put32(req + 24, s->millis);
+	double t0 = now_s();
+	s->rc = send_all(sd, req, REQ_LEN);
+	if (s->rc == 0 && s->dir == DIR_CLIENT_SENDS) {
+		s->rc = stream_out(sd, seed, s->bytes, s->millis, buf, &sent);
+		if (s->rc == 0)
+			s->rc = recv_all(sd, verdict, VERDICT_LEN);
+		if (s->rc == 0) {
+			s->st = (int)get32(verdict);
+			s->good = get64(verdict + 8);
+			/* the receiver must have verified exactly what we sent */
+			if (s->st == ST_OK && s->good != sent)
+				s->st = ST_SHORT;
 		}
-	} else if (rc == 0) {
-		st = stream_in(sd, seed, bytes, buf, &good);
-		put32(verdict, (uint32_t)st);
-		put64(verdict + 8, good);
+	} else if (s->rc == 0) {
+		s->st = stream_in(sd, seed, s->bytes, buf, &s->good);
+		put32(verdict, (uint32_t)s->st);
+		put64(verdict + 8, s->good);
 		send_all(sd, verdict, VERDICT_LEN);
 	}
-	t1 = now_s();
-	double cpu = cpu_s() - cpu0;
+	s->secs = now_s() - t0;
+out:
 	ops->close(sd);
 	free(buf);
-	if (rc < 0) {
-		fprintf(stderr, "ulsbench client: transfer failed: %s\n", strerror(-rc));
+	return NULL;
+}
+
+static int run_client(const struct endpoint *to, uint64_t bytes, uint32_t millis, int dir,
+		      unsigned nstreams, const char *json)
+{
+	struct stream *st = calloc(nstreams, sizeof(*st));
+	double cpu0 = cpu_s(), t0 = now_s();
+	uint64_t total = 0;
+	bool ok = true;
+
+	if (!st)
 		return 1;
+	for (unsigned i = 0; i < nstreams; i++) {
+		st[i] = (struct stream){ .to = to, .bytes = bytes, .millis = millis, .dir = dir };
+		if (pthread_create(&st[i].thread, NULL, client_stream, &st[i]) != 0) {
+			fprintf(stderr, "ulsbench client: cannot start stream %u\n", i);
+			return 1;
+		}
 	}
-	bool ok = st == ST_OK && good == bytes;
-	double secs = t1 - t0, gbps = secs > 0 ? (double)good * 8 / secs / 1e9 : 0;
-	printf("%s %s: %llu bytes in %.3f s = %.3f Gbit/s, %s\n", ops->name,
-	       dir == DIR_CLIENT_SENDS ? "send" : "recv", (unsigned long long)good, secs, gbps,
-	       ok ? "every byte verified" :
-	       st == ST_CORRUPT ? "CORRUPT DATA" : "SHORT TRANSFER");
+	for (unsigned i = 0; i < nstreams; i++) {
+		pthread_join(st[i].thread, NULL);
+		bool good = st[i].rc == 0 && st[i].st == ST_OK && (!bytes || st[i].good == bytes);
+		if (st[i].rc < 0 && nstreams == 1)
+			fprintf(stderr, "ulsbench client: transfer failed: %s\n", strerror(-st[i].rc));
+		else if (st[i].rc < 0)
+			fprintf(stderr, "ulsbench client: stream %u failed: %s\n", i, strerror(-st[i].rc));
+		else if (!good)
+			fprintf(stderr, "ulsbench client: stream %u: %s after %llu bytes\n", i,
+				st[i].st == ST_CORRUPT ? "CORRUPT DATA" : "SHORT TRANSFER",
+				(unsigned long long)st[i].good);
+		ok = ok && good;
+		total += st[i].good;
+	}
+	double wall = now_s() - t0, cpu = cpu_s() - cpu0;
+	double gbps = wall > 0 ? (double)total * 8 / wall / 1e9 : 0;
+	if (!(nstreams == 1 && st[0].rc < 0))
+		printf("%s %s: %u stream%s, %llu bytes in %.3f s = %.3f Gbit/s, %s\n",
+		       to->unix_path ? "unix" : ops->name, dir == DIR_CLIENT_SENDS ? "send" : "recv",
+		       nstreams, nstreams == 1 ? "" : "s", (unsigned long long)total, wall, gbps,
+		       ok ? "every byte verified" : "NOT VERIFIED");
 	if (json) {
 		FILE *f = fopen(json, "w");
 		if (!f) {
 			fprintf(stderr, "ulsbench: %s: %s\n", json, strerror(errno));
 			return 1;
 		}
-		fprintf(f, "{\"stack\": \"%s\", \"dir\": \"%s\", \"bytes\": %llu, "
-			   "\"bytes_verified\": %llu, \"verified\": %s, \"seconds\": %.6f, "
-			   "\"gbps\": %.4f, \"cpu_seconds\": %.3f}\n",
-			ops->name, dir == DIR_CLIENT_SENDS ? "send" : "recv",
-			(unsigned long long)bytes, (unsigned long long)(ok ? good : 0),
-			ok ? "true" : "false", secs, gbps, cpu);
+		fprintf(f, "{\"stack\": \"%s\", \"dir\": \"%s\", \"streams\": [",
+			to->unix_path ? "unix" : ops->name, dir == DIR_CLIENT_SENDS ? "send" : "recv");
+		for (unsigned i = 0; i < nstreams; i++) {
+			bool good = st[i].rc == 0 && st[i].st == ST_OK;
+			fprintf(f, "%s{\"bytes_verified\": %llu, \"seconds\": %.6f, \"gbps\": %.4f, "
+				   "\"verified\": %s}", i ? ", " : "",
+				(unsigned long long)(good ? st[i].good : 0), st[i].secs,
+				st[i].secs > 0 ? (double)st[i].good * 8 / st[i].secs / 1e9 : 0,
+				good ? "true" : "false");
+		}
+		fprintf(f, "], \"bytes\": %llu, \"bytes_verified\": %llu, \"verified\": %s, "
+			   "\"seconds\": %.6f, \"gbps\": %.4f, \"cpu_seconds\": %.3f}\n",
+			(unsigned long long)(bytes * nstreams), (unsigned long long)(ok ? total : 0),
+			ok ? "true" : "false", wall, gbps, cpu);
 		fclose(f);
 	}
+	free(st);
 	return ok ? 0 : 1;
 }
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: ulsbench server [--port P] [--count N] [--reuseport] [NODE OPTIONS]\n"
-		"       ulsbench client --to IP[:PORT] [--bytes N[K|M|G]] [--dir send|recv]\n"
-		"                       [--json FILE] [NODE OPTIONS]\n"
+		"usage: ulsbench server (--port P | --unix PATH) [--count N] [--reuseport] [NODE OPTIONS]\n"
+		"       ulsbench client (--to IP[:PORT] | --unix PATH) (--bytes N[K|M|G] | --seconds S)\n"
+		"                       [--streams K] [--dir send|recv] [--json FILE] [NODE OPTIONS]\n"
+		"       ulsbench [--mode MODE[,MODE...]] [--streams N[,N...]] [--seconds S]\n"
+		"                [--mtu M[,M...]] [--json FILE] [--plot DIR]   (the benchmark sweep)\n"
 		"NODE OPTIONS: --tap IFNAME --ip A.B.C.D/NN [--mac MAC] [--gw A.B.C.D] [--mtu N]\n"
 		"              (a node of its own), or --ctl PATH (join ulsd's node);\n"
 		"              without them the Linux kernel's TCP is used\n");
+}
+
+/* The sweep lives in Python (it drives many processes and draws plots). */
+static int exec_sweep(char **argv)
+{
+	char self[PATH_MAX], script[PATH_MAX + 64];
+	const char *src = getenv("ULS_SRCDIR");
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (n > 0) {
+		self[n] = '\0';
+		/* Run from a build tree (libtool puts the binary in apps/.libs)? */
+		char *p = strstr(self, "/apps/.libs/");
+		if (!p)
+			p = strstr(self, "/apps/ulsbench");
+		if (p && !getenv("ULS_BUILDDIR")) {
+			*p = '\0';
+			char mk[PATH_MAX + 16];
+			snprintf(mk, sizeof(mk), "%s/Makefile", self);
+			if (access(mk, F_OK) == 0)
+				setenv("ULS_BUILDDIR", self, 0);
+		}
+	}
+	if (src && snprintf(script, sizeof(script), "%s/apps/ulsbench_sweep.py", src) > 0 &&
+	    access(script, R_OK) == 0) {
+		/* the source tree's copy */
+	} else {
+		snprintf(script, sizeof(script), "%s/ulsbench_sweep.py", PKGLIBEXECDIR);
+	}
+	size_t argc = 0;
+	while (argv[argc])
+		argc++;
+	char **args = calloc(argc + 3, sizeof(*args));
+	if (!args)
+		return 1;
+	args[0] = "python3";
+	args[1] = script;
+	for (size_t i = 1; i < argc; i++)
+		args[i + 1] = argv[i];
+	execv("/usr/bin/python3", args);
+	fprintf(stderr, "ulsbench: cannot run the sweep (%s): %s\n", script, strerror(errno));
+	return 1;
 }
 
 int main(int argc, char **argv)
@@ -319,27 +454,29 @@ int main(int argc, char **argv)
 		{ "tap", required_argument, NULL, 'N' }, { "ip", required_argument, NULL, 'N' },
 		{ "mac", required_argument, NULL, 'N' }, { "gw", required_argument, NULL, 'N' },
 		{ "mtu", required_argument, NULL, 'N' }, { "ctl", required_argument, NULL, 'N' },
-		{ "port", required_argument, NULL, 'p' },
+		{ "port", required_argument, NULL, 'p' }, { "unix", required_argument, NULL, 'u' },
 		{ "count", required_argument, NULL, 'c' }, { "to", required_argument, NULL, 't' },
-		{ "bytes", required_argument, NULL, 'b' }, { "dir", required_argument, NULL, 'd' },
-		{ "json", required_argument, NULL, 'j' }, { "help", no_argument, NULL, 'h' },
-		{ "reuseport", no_argument, NULL, 'r' },
-		{ NULL, 0, NULL, 0 },
+		{ "bytes", required_argument, NULL, 'b' }, { "seconds", required_argument, NULL, 's' },
+		{ "streams", required_argument, NULL, 'k' }, { "dir", required_argument, NULL, 'd' },
+		{ "json", required_argument, NULL, 'j' }, { "reuseport", no_argument, NULL, 'r' },
+		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	struct node_opts no = { 0 };
-	struct sockaddr_in to;
-	bool have_to = false;
+	struct endpoint ep = { .in = { .sin_family = AF_INET, .sin_port = htons(DEFAULT_PORT) } };
+	bool have_to = false, reuseport = false, have_bytes = false;
 	unsigned long long bytes = 1ull << 30, v;
-	unsigned port = DEFAULT_PORT;
+	uint32_t millis = 0;
+	unsigned nstreams = 1;
 	long count = 0;
 	int dir = DIR_CLIENT_SENDS, c, idx;
-	bool reuseport = false;
 	const char *json = NULL;
 
-	if (argc < 2 || (strcmp(argv[1], "server") && strcmp(argv[1], "client"))) {
-		usage(argc < 2 ? stderr : strcmp(argv[1], "--help") ? stderr : stdout);
-		return argc >= 2 && !strcmp(argv[1], "--help") ? 0 : 2;
+	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		usage(stdout);
+		return 0;
 	}
+	if (argc < 2 || (strcmp(argv[1], "server") && strcmp(argv[1], "client")))
+		return exec_sweep(argv);
 	bool server = !strcmp(argv[1], "server");
 	optind = 2;
 	while ((c = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
@@ -353,7 +490,17 @@ int main(int argc, char **argv)
 				fprintf(stderr, "ulsbench: bad --port '%s'\n", optarg);
 				return 2;
 			}
-			port = (unsigned)v;
+			ep.in.sin_port = htons((uint16_t)v);
+			break;
+		case 'u':
+			if (strlen(optarg) >= sizeof(ep.un.sun_path) || !*optarg) {
+				fprintf(stderr, "ulsbench: bad --unix '%s'\n", optarg);
+				return 2;
+			}
+			ep.unix_path = true;
+			ep.un.sun_family = AF_UNIX;
+			memcpy(ep.un.sun_path, optarg, strlen(optarg) + 1);
+			have_to = true;
 			break;
 		case 'c':
 			if (bench__parse_size(optarg, &v) < 0 || v == 0 || v > 1000000) {
@@ -363,17 +510,36 @@ int main(int argc, char **argv)
 			count = (long)v;
 			break;
 		case 't':
-			if (bench__parse_addr(optarg, &to, DEFAULT_PORT) < 0) {
+			if (bench__parse_addr(optarg, &ep.in, DEFAULT_PORT) < 0) {
 				fprintf(stderr, "ulsbench: bad --to '%s': expected A.B.C.D[:PORT]\n", optarg);
 				return 2;
 			}
 			have_to = true;
 			break;
 		case 'b':
-			if (bench__parse_size(optarg, &bytes) < 0) {
+			if (bench__parse_size(optarg, &bytes) < 0 || bytes == 0) {
 				fprintf(stderr, "ulsbench: bad --bytes '%s'\n", optarg);
 				return 2;
 			}
+			have_bytes = true;
+			break;
+		case 's': {
+			char *end;
+			errno = 0;
+			double s = strtod(optarg, &end);
+			if (*end || errno || !(s >= 0.1 && s <= 3600)) {
+				fprintf(stderr, "ulsbench: bad --seconds '%s': 0.1..3600\n", optarg);
+				return 2;
+			}
+			millis = (uint32_t)(s * 1000);
+			break;
+		}
+		case 'k':
+			if (bench__parse_size(optarg, &v) < 0 || v == 0 || v > STREAMS_MAX) {
+				fprintf(stderr, "ulsbench: bad --streams '%s': 1..%d\n", optarg, STREAMS_MAX);
+				return 2;
+			}
+			nstreams = (unsigned)v;
 			break;
 		case 'd':
 			if (!strcmp(optarg, "send"))
@@ -399,8 +565,18 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (millis && have_bytes) {
+		fprintf(stderr, "ulsbench: --bytes and --seconds exclude each other\n");
+		return 2;
+	}
+	if (millis)
+		bytes = 0;
 	if (optind != argc || (!server && !have_to)) {
 		usage(stderr);
+		return 2;
+	}
+	if (ep.unix_path && (no.ctl || no.have_tap || no.have_ip)) {
+		fprintf(stderr, "ulsbench: --unix streams use the kernel; no node options with it\n");
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
@@ -409,7 +585,8 @@ int main(int argc, char **argv)
 		return 1;
 	if (started)
 		ops = &bench__uls_ops;
-	int rc = server ? run_server(port, count, reuseport) : run_client(&to, bytes, dir, json);
+	int rc = server ? run_server(&ep, count, reuseport)
+			: run_client(&ep, bytes, millis, dir, nstreams, json);
 	if (started)
 		uls_node_stop();
 	return rc;

@@ -10,9 +10,14 @@
 
 #include "netif/frame.h"
 
-#define RING_BYTES_TARGET (16u << 20)  /* per ring, before rounding to a power of two */
+/* A receive ring should hold a whole TCP window (4 MiB, stack/lwipopts.h) of full-size
+ * frames: a process whose stack thread is descheduled for a moment then loses nothing,
+ * and lwIP's loss recovery (without NewReno or SACK-based recovery, docs/limits.md) is
+ * expensive. 4096 slots of 1536 bytes at MTU 1500 are 6 MiB; larger MTUs get fewer slots
+ * within 24 MiB. Only the pages a ring really uses become resident. */
+#define RING_BYTES_TARGET (24u << 20)  /* per ring, before rounding to a power of two */
 #define RING_SLOTS_MIN 64u
-#define RING_SLOTS_MAX 1024u
+#define RING_SLOTS_MAX 4096u
 
 int nif_ring_layout(unsigned mtu, struct nif_ring_layout *out)
 {

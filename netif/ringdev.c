@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@ struct ringdev {
 	struct nif_ring_layout layout;
 	void *base;
 	int memfd, rx_efd, tx_efd, hup_fd;
+	bool lease_lost;      /* hup_fd hung up (it is then no longer watched) */
 	struct nif_ring rx, tx;
 	struct nif_dev_stats st;
 	uint64_t bad_slots;
@@ -54,6 +56,7 @@ static int rd_wait(struct nif_dev *d, int timeout_ms)
 	}
 	if (rc > 0 && r->hup_fd >= 0 && (pfd[1].revents & (POLLRDHUP | POLLHUP | POLLERR))) {
 		r->hup_fd = -1;  /* report it once */
+		r->lease_lost = true;
 		return -ECONNRESET;
 	}
 	return rc < 0 && errno != EINTR ? -errno : 0;
@@ -101,9 +104,14 @@ static uint8_t *rd_tx_slot(struct nif_dev *d)
 
 	while (!(slot = nif_ring_prod_slot(&r->tx))) {
 		/* ulsd drains rings as fast as the TAP takes frames; hand it what we have and
-		 * give it the CPU (this machine may have fewer cores than busy threads). */
+		 * give it the CPU (this machine may have fewer cores than busy threads). A ring
+		 * nobody drains any more (ulsd died) must not hold the caller forever: the frame
+		 * is dropped, and the stack thread reports the lost lease. */
 		r->st.tx_waits++;
 		rd_flush(d);
+		struct pollfd hup = { .fd = r->hup_fd, .events = POLLRDHUP };
+		if (r->hup_fd >= 0 ? poll(&hup, 1, 0) > 0 : r->lease_lost)
+			return NULL;
 		struct timespec ts = { 0, TX_WAIT_NS };
 		nanosleep(&ts, NULL);
 	}

@@ -46,7 +46,7 @@ static const char *const counter_names[SRV_COUNTER_MAX] = {
 	[SRV_DROP_NO_OWNER] = "drop_no_owner",
 	[SRV_DROP_TX_DENIED] = "drop_tx_denied",
 	[SRV_DROP_TX_BAD_SLOT] = "drop_tx_bad_slot",
-	[SRV_DROP_FRAGMENT] = "drop_fragment",
+	[SRV_DROP_FRAGMENT] = "drop_fragment_not_reassembled",
 	[SRV_DROP_ICMP_RATE] = "drop_icmp_rate",
 	[SRV_ARP_REPLIES] = "arp_replies",
 	[SRV_ARP_SHARED] = "arp_shared",
@@ -203,6 +203,9 @@ static void handle(struct srv *s, struct conn *c, const struct uls_ctl_msg *m)
 	struct srv_lease *l = c->lease;
 	int rc;
 
+	if (s->trace)
+		srv_log(2, "lease %u: message %u proto %u lport %u rport %u", l ? l->id : 0,
+			m->type, m->proto, m->lport, m->rport);
 	if (m->type == ULS_CTL_STATS) {
 		stats(s, c, m);
 		return;
@@ -257,6 +260,9 @@ static void handle(struct srv *s, struct conn *c, const struct uls_ctl_msg *m)
 			refuse_one_way(s, c, m, rc);
 		return;
 	case ULS_CTL_RELEASE:
+		/* The process published the connection's last frames before this message:
+		 * send them while the tuple is still its own. */
+		srv_drain_tx(s, l);
 		rc = flt_del_connected(s->flt, FLT_PROTO_TCP, m->lport, m->rip, m->rport, l->id);
 		if (rc == 0)
 			srv_port_release(s, l, IPPROTO_TCP, m->lport);
@@ -264,6 +270,7 @@ static void handle(struct srv *s, struct conn *c, const struct uls_ctl_msg *m)
 			refuse_one_way(s, c, m, rc);
 		return;
 	case ULS_CTL_UNBIND:
+		srv_drain_tx(s, l);
 		/* The socket that held the port closed: a listener stops receiving new
 		 * connections at once, even while connections accepted on it live on. */
 		if (srv_port_held(s, l, m->proto, m->lport)) {

@@ -133,6 +133,7 @@ void srv_drain_tx(struct srv *s, struct srv_lease *l)
 	while ((f = nif_ring_cons_peek(&l->tx, &len, &l->bad_slots))) {
 		struct flt_pkt p;
 		int rc = flt_parse(f, len, &p);
+		bool parsed = rc == 0;
 		if (rc == 0 && len <= (size_t)s->mtu + 14)
 			rc = flt_check_tx(s->flt, &p, l->id, s->ip, s->mac);
 		else if (rc < 0)
@@ -144,6 +145,11 @@ void srv_drain_tx(struct srv *s, struct srv_lease *l)
 		} else {
 			l->tx_denied++;
 			s->ctr[SRV_DROP_TX_DENIED]++;
+			/* Rate-limited: a misbehaving process must not flood the log. */
+			if (l->tx_denied <= 5 && parsed)
+				srv_log(1, "lease %u (pid %d): frame refused (%s): proto %u port %u -> %u",
+					l->id, (int)l->pid, flt_reason_name((enum flt_reason)-rc),
+					p.ip.proto, p.sport, p.dport);
 		}
 		nif_ring_cons_release(&l->tx);
 	}

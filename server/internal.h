@@ -93,6 +93,7 @@ struct srv {
 	 * a peer whose process died. Direct-mapped by the address's low bits. */
 	struct { uint32_t ip; uint8_t mac[6]; } neigh[256];
 	volatile bool stop;
+	bool trace;             /* ULSD_TRACE=1: log every control message */
 };
 
 /* ulsd.c */

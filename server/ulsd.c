@@ -132,6 +132,7 @@ int main(int argc, char **argv)
 	int c;
 
 	pthread_mutex_init(&s.lock, NULL);
+	s.trace = getenv("ULSD_TRACE") && !strcmp(getenv("ULSD_TRACE"), "1");
 	while ((c = getopt_long(argc, argv, "fh", opts, NULL)) != -1) {
 		switch (c) {
 		case 't':

@@ -108,11 +108,16 @@ out:
 	return rc;
 }
 
-/* One-way notification; losing it is harmless (ulsd cleans up when the lease ends). */
+/* One-way notification; losing it is harmless (ulsd cleans up when the lease ends).
+ * Called with the core lock held. Frames queued before it (a verdict, a FIN, a RST) are
+ * published first: ulsd applies a RELEASE or UNBIND only after draining what the ring
+ * held, so those frames still leave under the rules they were sent under. */
 void stk__lease_notify(struct uls_ctl_msg *m)
 {
 	if (lease.fd < 0 || stk__node.lost)
 		return;
+	if (stk__node.dev)
+		stk__node.dev->ops->tx_flush(stk__node.dev);
 	pthread_mutex_lock(&lease.lock);
 	m->seq = ++lease.seq;
 	if (send(lease.fd, m, sizeof(*m), MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof(*m))

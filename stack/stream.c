@@ -295,6 +295,8 @@ int stk__stream_connect(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port)
 /* An error owed to the caller of a failed call, reported once (like SO_ERROR). */
 static int take_err(struct stk_sock *s, int fallback)
 {
+	if (stk__node.lost)
+		return -ENETDOWN;  /* sticky: the node is gone for every call */
 	int rc = s->err ? s->err : fallback;
 
 	s->err = 0;
@@ -316,7 +318,8 @@ ssize_t stk__stream_send(struct stk_sock *s, const void *buf, size_t len, int fl
 		return -EPIPE;
 	while (sent < len) {
 		if (!s->tcp) {
-			rc = take_err(s, -EPIPE);
+			/* after a partial send the error stays pending for the next call */
+			rc = sent ? 0 : take_err(s, -EPIPE);
 			break;
 		}
 		size_t room = tcp_sndbuf(s->tcp);

@@ -4,6 +4,7 @@
 #   conformance/ pytest + Scapy against a ulstack node on a real TAP
 #   e2e/         pytest: long verified transfers, captures
 #   node/        pytest: many processes on ulsd nodes: isolation, crashes, restarts
+#   bench/       pytest: the benchmark sweep's own logic (fairness, schema, checks)
 LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/build-aux/tap-driver.sh
 AM_TESTS_ENVIRONMENT = \
 	CMOCKA_MESSAGE_OUTPUT=TAP; export CMOCKA_MESSAGE_OUTPUT; \
@@ -14,5 +15,7 @@ AM_TESTS_ENVIRONMENT = \
 include tests/unit/local.mk
 include tests/node/local.mk
 
-TESTS += tests/testbed/test_testbed.sh tests/conformance/run tests/e2e/run
-EXTRA_DIST += tests/testbed tests/conformance tests/e2e tests/node/run tests/pytest-tap
+TESTS += tests/testbed/test_testbed.sh tests/conformance/run tests/e2e/run tests/node/run \
+	tests/bench/run
+EXTRA_DIST += tests/testbed tests/conformance tests/e2e tests/node/run tests/node/conftest.py \
+	tests/node/test_node.py tests/bench/run tests/pytest-tap

@@ -54,3 +54,10 @@ tests_unit_test_ring_LDADD = netif/libnif.la $(CMOCKA_LIBS)
 tests_unit_test_ports_SOURCES = tests/unit/test_ports.c server/ports.c
 tests_unit_test_ports_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
 tests_unit_test_ports_LDADD = filter/libflt.la netif/libnif.la $(CMOCKA_LIBS)
+
+# ulsraw's frame format and argument checks (the test includes apps/ulsraw.c).
+check_PROGRAMS += tests/unit/test_rawframe
+TESTS += tests/unit/test_rawframe
+tests_unit_test_rawframe_SOURCES = tests/unit/test_rawframe.c
+tests_unit_test_rawframe_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_rawframe_LDADD = apps/libapps.la netif/libnif.la $(CMOCKA_LIBS) $(LIBURING_LIBS) -lpthread

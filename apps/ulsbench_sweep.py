@@ -1,0 +1,1419 @@
+#!/usr/bin/python3
+"""ulsbench sweep: aggregate and per-stream throughput vs number of concurrent streams.
+
+    ulsbench [--mode MODE[,MODE...]] [--streams N[,N...]] [--seconds S | --bytes B]
+             [--mtu M[,M...]] [--json FILE] [--plot DIR]
+
+This is the driver behind `ulsbench` when its first argument is not a worker subcommand
+(`server`, `client`); it also runs on its own:
+
+    ULS_BUILDDIR=build ULS_SRCDIR=. /usr/bin/python3 apps/ulsbench_sweep.py --mode kernel
+
+Between the two nodes of a testbed it builds itself (tests/testbed/testbed, TB_NAME
+"ulsbench") it runs N concurrent streams of 64 KiB messages for each N of --streams, in
+each mode of --mode, at each MTU of --mtu (seed 004, section 4.3, Figures 5, 7 and 8):
+
+  raw      frames pushed through the same TAP and bridge path without TCP (ulsraw)
+  kernel   the Linux kernel's TCP between two namespaces on the same bridge and MTU
+  perproc  ulstack: one process, one stack per stream (the paper's design); above 64
+           streams, processes = 64 and several streams (threads) share a process
+  central  one ulstack process per node carries every stream (ulsrelay); the worker
+           processes hand it their data over UNIX sockets (the OSF/1 "Unix server")
+
+For each point it reports the aggregate throughput (total verified bytes / the time the
+streams moved data, see transfer_window), the per-stream throughput (each stream's
+verified bytes / its own seconds: min, median, max), Jain's fairness index over the
+per-stream throughputs, and CPU time. Every byte is verified by the workers; a worker that
+reports an unverified stream or exits non-zero fails the whole run (exit 1): unverified
+numbers are never reported.
+
+Network safety: everything runs inside the namespaces the testbed creates; the only
+processes signalled are the ones this driver started (by PID); the testbed is brought
+down at the end, also on errors, SIGINT and SIGTERM. Every point has a time limit.
+
+Importing this module runs nothing (the unit tests import it).
+"""
+
+import argparse
+import datetime
+import errno
+import fcntl
+import json
+import math
+import os
+import platform
+import re
+import shlex
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+# ---------------------------------------------------------------------------
+# Fixed parameters
+# ---------------------------------------------------------------------------
+MODES = ("raw", "kernel", "perproc", "central")     # also the order they run in
+ULSD_MODES = frozenset(("perproc", "central"))       # need the testbed's ulsd nodes
+DEFAULT_MODES = MODES
+DEFAULT_STREAMS = (1, 2, 4, 8, 16, 32, 64)
+DEFAULT_SECONDS = 2.0
+DEFAULT_MTUS = (1500,)
+MAX_STREAMS = 1024
+MAX_PROCS = 64              # above this, several streams (threads) share a process
+MIN_SECONDS, MAX_SECONDS = 0.5, 60.0
+MIN_BYTES, MAX_BYTES = 65536, 16 << 30
+MIN_MTU, TAP_MAX_MTU = 576, 65521  # 65535 minus the 14-byte Ethernet header
+MSG_SIZE = 65536            # seed 004's 64 KB messages; the workers' fixed message size
+
+TB_NAME = "ulsbench"
+KERNEL_PORT = 5201          # kernel mode: one receiver process in the K1 namespace
+PERPROC_BASE_PORT = 6000    # perproc mode: receiver process i listens on 6000+i
+CENTRAL_PORT = 7000         # central mode: the receiving node's relay
+RAW_RECV_MAC = "02:75:6c:ff:00:02"
+STATE_DIR = "/run/ulstack-testbed"
+LOCK_FILE = "/run/lock/ulsbench-sweep.lock"
+
+READY_TIMEOUT = 15.0        # a receiver/relay must be listening within this
+GRACE = 2.0                 # SIGTERM -> SIGKILL
+POLL = 0.01
+
+CPU_INCLUDES = ("user+system CPU of every process the point started (senders, receivers, "
+                "relays; from wait4 rusage) plus the CPU the testbed's ulsd daemons used "
+                "during the point (/proc/PID/stat utime+stime; perproc and central only); "
+                "each run's cpu.includes lists the parts its total has; kernel work done in "
+                "softirq context is counted only where the kernel charges it to one of "
+                "these processes")
+
+
+class UsageError(Exception):
+    """Bad command line: exit 2."""
+
+
+class BenchError(Exception):
+    """The run cannot go on (a worker failed, data unverified, a timeout): exit 1."""
+
+
+class Interrupted(Exception):
+    """SIGINT/SIGTERM/SIGHUP arrived."""
+
+    def __init__(self, signum):
+        super().__init__("interrupted by signal %d" % signum)
+        self.signum = signum
+
+
+# ---------------------------------------------------------------------------
+# Pure logic (unit-tested in tests/bench/test_sweep_logic.py)
+# ---------------------------------------------------------------------------
+def jain(xs):
+    """Jain's fairness index (sum x)^2 / (n * sum x^2): 1 when all are equal, 1/n when
+    one stream has everything. An empty or all-zero vector is None (undefined)."""
+    xs = [float(x) for x in xs]
+    if not xs:
+        return None
+    sq = sum(x * x for x in xs)
+    if sq == 0:
+        return None
+    return sum(xs) ** 2 / (len(xs) * sq)
+
+
+def summarize(xs):
+    """min, median, max of a non-empty list of numbers."""
+    if not xs:
+        raise ValueError("no values")
+    return {"min": min(xs), "median": statistics.median(xs), "max": max(xs)}
+
+
+def split_streams(n, max_procs=MAX_PROCS):
+    """How N streams are spread over processes: min(N, max_procs) processes, each with
+    N // procs streams and the first N % procs of them with one more. Returns the list of
+    streams per process (sums to N)."""
+    if not isinstance(n, int) or n < 1:
+        raise ValueError("streams must be a positive integer")
+    procs = min(n, max_procs)
+    base, extra = divmod(n, procs)
+    return [base + 1 if i < extra else base for i in range(procs)]
+
+
+def parse_int_list(text, what, lo, hi):
+    """'1,2,4' -> [1, 2, 4] (sorted, duplicates dropped); UsageError when malformed or out
+    of lo..hi."""
+    if text is None or not text.strip():
+        raise UsageError("%s: empty list" % what)
+    out = []
+    for item in text.split(","):
+        item = item.strip()
+        if not re.fullmatch(r"[0-9]{1,7}", item):
+            raise UsageError("%s: '%s' is not a positive integer" % (what, item))
+        v = int(item)
+        if v < lo or v > hi:
+            raise UsageError("%s: %d is out of range %d..%d" % (what, v, lo, hi))
+        if v not in out:
+            out.append(v)
+    return sorted(out)
+
+
+def parse_modes(text):
+    """'central,kernel' -> ['kernel', 'central'] (run order, duplicates dropped)."""
+    if text is None or not text.strip():
+        raise UsageError("--mode: empty list")
+    seen = set()
+    for item in text.split(","):
+        item = item.strip()
+        if item == "all":
+            seen.update(MODES)
+            continue
+        if item not in MODES:
+            raise UsageError("--mode: unknown mode '%s' (choose from %s, or all)"
+                             % (item, ", ".join(MODES)))
+        seen.add(item)
+    return [m for m in MODES if m in seen]
+
+
+def parse_mtus(text):
+    out = []
+    for item in (text or "").split(","):
+        item = item.strip()
+        if re.fullmatch(r"[0-9]{1,6}", item) and int(item) > TAP_MAX_MTU and int(item) <= 65535:
+            raise UsageError("--mtu: %s is above the TAP device maximum of %d (65535 minus the "
+                             "14-byte Ethernet header); use --mtu %d" % (item, TAP_MAX_MTU,
+                                                                        TAP_MAX_MTU))
+    return parse_int_list(text, "--mtu", MIN_MTU, TAP_MAX_MTU)
+
+
+def parse_seconds(text):
+    try:
+        v = float(text)
+    except (TypeError, ValueError):
+        raise UsageError("--seconds: '%s' is not a number" % text)
+    if not math.isfinite(v) or v < MIN_SECONDS or v > MAX_SECONDS:
+        raise UsageError("--seconds: %s is out of range %g..%g" % (text, MIN_SECONDS, MAX_SECONDS))
+    return v
+
+
+def parse_bytes(text):
+    """'64M' -> 67108864 (K, M, G are powers of 1024), a whole number of 64 KiB messages."""
+    m = re.fullmatch(r"([0-9]{1,12})([KMG]?)", (text or "").strip(), re.I)
+    if not m:
+        raise UsageError("--bytes: '%s' is not a size (N, NK, NM or NG)" % text)
+    v = int(m.group(1)) << {"": 0, "K": 10, "M": 20, "G": 30}[m.group(2).upper()]
+    if v < MIN_BYTES or v > MAX_BYTES:
+        raise UsageError("--bytes: %s is out of range 64K..16G" % text)
+    if v % MSG_SIZE:
+        raise UsageError("--bytes: %s is not a multiple of the 64 KiB message size" % text)
+    return v
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(message)
+
+
+def build_parser():
+    p = _Parser(
+        prog="ulsbench",
+        description="Concurrent-stream benchmark: aggregate and per-stream throughput of N "
+                    "concurrent 64 KiB-message streams between two testbed nodes, in the "
+                    "modes raw, kernel, perproc (ulstack, a stack per process) and central "
+                    "(one ulstack process per node carries every stream).",
+        epilog="Worker subcommands: ulsbench server ..., ulsbench client ... (ulsbench "
+               "server --help). Runs as root; builds and removes its own testbed "
+               "(TB_NAME=ulsbench).")
+    p.add_argument("--mode", default=",".join(DEFAULT_MODES), metavar="MODE[,MODE...]",
+                   help="modes to run, from %s, or all (default: all)" % ", ".join(MODES))
+    p.add_argument("--streams", default=",".join(map(str, DEFAULT_STREAMS)),
+                   metavar="N[,N...]",
+                   help="numbers of concurrent streams, 1..%d (default: %s)"
+                        % (MAX_STREAMS, ",".join(map(str, DEFAULT_STREAMS))))
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--seconds", default=None, metavar="S",
+                   help="seconds each point sends for, %g..%g (default %g)"
+                        % (MIN_SECONDS, MAX_SECONDS, DEFAULT_SECONDS))
+    g.add_argument("--bytes", default=None, metavar="B",
+                   help="instead of --seconds: bytes per stream (N[K|M|G], a multiple of "
+                        "64K; not for raw mode)")
+    p.add_argument("--mtu", default=",".join(map(str, DEFAULT_MTUS)), metavar="M[,M...]",
+                   help="link MTUs, %d..%d (default: 1500; 9000 and %d are the jumbo "
+                        "points)" % (MIN_MTU, TAP_MAX_MTU, TAP_MAX_MTU))
+    p.add_argument("--json", default=None, metavar="FILE", help="write the results as JSON")
+    p.add_argument("--plot", default=None, metavar="DIR",
+                   help="write aggregate.png and per_stream.png here (default: the "
+                        "directory of --json; no plots without either)")
+    return p
+
+
+def parse_args(argv):
+    """Validated options as a dict; UsageError on anything wrong."""
+    ns = build_parser().parse_args(argv)
+    opts = {
+        "modes": parse_modes(ns.mode),
+        "streams": parse_int_list(ns.streams, "--streams", 1, MAX_STREAMS),
+        "mtus": parse_mtus(ns.mtu),
+        "seconds": None,
+        "bytes": None,
+        "json": ns.json,
+        "plot": ns.plot,
+    }
+    if ns.bytes is not None:
+        opts["bytes"] = parse_bytes(ns.bytes)
+        if "raw" in opts["modes"]:
+            raise UsageError("--bytes: raw mode runs for a time only; use --seconds, or "
+                             "leave raw out of --mode")
+    else:
+        opts["seconds"] = (parse_seconds(ns.seconds) if ns.seconds is not None
+                           else DEFAULT_SECONDS)
+    if opts["plot"] is None and opts["json"]:
+        opts["plot"] = os.path.dirname(os.path.abspath(opts["json"]))
+    if opts["json"]:
+        d = os.path.dirname(os.path.abspath(opts["json"]))
+        if not os.path.isdir(d):
+            raise UsageError("--json: directory %s does not exist" % d)
+    return opts
+
+
+def plan_phases(modes, mtus):
+    """Group the runs by (mtu, needs ulsd): raw needs the TAPs free (no ulsd); perproc and
+    central need ulsd; kernel needs neither, so it joins whichever phase exists (the no-ulsd
+    one when raw runs). Modes keep the order raw, kernel, perproc, central."""
+    phases = []
+    for mtu in mtus:
+        free = [m for m in modes if m == "raw"]
+        node = [m for m in modes if m in ULSD_MODES]
+        if "kernel" in modes:
+            if free or not node:
+                free.append("kernel")
+            else:
+                node.insert(0, "kernel")
+        if free:
+            phases.append({"mtu": mtu, "ulsd": False, "modes": free})
+        if node:
+            phases.append({"mtu": mtu, "ulsd": True, "modes": node})
+    return phases
+
+
+def point_timeout(n, seconds=None, nbytes=None):
+    """Upper bound on one point's wall time: the transfer, plus setup for every process,
+    plus slack. For a byte count, assume at worst 20 MB/s aggregate."""
+    setup = 20.0 + 0.1 * n
+    if nbytes is not None:
+        return min(900.0, setup + n * nbytes / 20e6)
+    return setup + 3.0 * seconds
+
+
+def _as_bool(v):
+    return v is True
+
+
+def client_streams(doc, expect, who):
+    """Per-stream results of one `ulsbench client --json` document. Raises BenchError
+    unless the document says every stream was verified and holds `expect` streams that
+    each moved data. A document without a `streams` list (a single-stream client) counts
+    as one stream."""
+    if not isinstance(doc, dict):
+        raise BenchError("%s: result is not a JSON object" % who)
+    if not _as_bool(doc.get("verified")):
+        raise BenchError("%s: the receiver did not verify every byte (verified=%r)"
+                         % (who, doc.get("verified")))
+    raw = doc.get("streams")
+    if raw is None:
+        raw = [{"bytes_verified": doc.get("bytes_verified"), "seconds": doc.get("seconds"),
+                "verified": doc.get("verified")}]
+    if not isinstance(raw, list) or len(raw) != expect:
+        raise BenchError("%s: expected %d streams, got %s" % (
+            who, expect, len(raw) if isinstance(raw, list) else type(raw).__name__))
+    out = []
+    for i, s in enumerate(raw):
+        if not isinstance(s, dict) or not _as_bool(s.get("verified")):
+            raise BenchError("%s: stream %d not verified" % (who, i))
+        b, sec = s.get("bytes_verified"), s.get("seconds")
+        if not isinstance(b, int) or b <= 0 or not isinstance(sec, (int, float)) or sec <= 0:
+            raise BenchError("%s: stream %d moved no verified data (bytes_verified=%r, "
+                             "seconds=%r)" % (who, i, b, sec))
+        out.append({"bytes": b, "seconds": float(sec), "gbps": b * 8 / sec / 1e9})
+    total = doc.get("bytes_verified")
+    if isinstance(total, int) and total != sum(s["bytes"] for s in out):
+        raise BenchError("%s: bytes_verified %d is not the sum of its streams (%d)"
+                         % (who, total, sum(s["bytes"] for s in out)))
+    return out
+
+
+def server_lines(text, expect, who):
+    """The per-stream JSON lines of `ulsbench server`; BenchError unless there are exactly
+    `expect` of them and each says verified."""
+    out = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            d = json.loads(line)
+        except ValueError:
+            raise BenchError("%s: malformed output line %r" % (who, line[:200]))
+        if d.get("role") != "server":
+            continue
+        if not _as_bool(d.get("verified")):
+            raise BenchError("%s: a received stream failed verification (%r)" % (who, d))
+        if not isinstance(d.get("bytes"), int):
+            raise BenchError("%s: bad byte count in %r" % (who, d))
+        out.append(d)
+    if len(out) != expect:
+        raise BenchError("%s: %d verified streams reported, expected %d"
+                         % (who, len(out), expect))
+    return out
+
+
+def raw_streams(doc, expect, who):
+    """Per-stream results of `ulsraw recv --json`: BenchError on corrupt frames, an
+    explicit verified=false, or a stream count other than `expect`."""
+    if not isinstance(doc, dict):
+        raise BenchError("%s: result is not a JSON object" % who)
+    if doc.get("corrupt", 0) != 0:
+        raise BenchError("%s: %r corrupt frames" % (who, doc.get("corrupt")))
+    if "verified" in doc and not _as_bool(doc.get("verified")):
+        raise BenchError("%s: verified=%r" % (who, doc.get("verified")))
+    sec = doc.get("seconds")
+    if not isinstance(sec, (int, float)) or sec <= 0:
+        raise BenchError("%s: bad seconds %r" % (who, sec))
+    raw = doc.get("streams")
+    if not isinstance(raw, list) or len(raw) != expect:
+        raise BenchError("%s: expected %d streams, got %s" % (
+            who, expect, len(raw) if isinstance(raw, list) else raw))
+    out = []
+    for i, s in enumerate(raw):
+        b = s.get("bytes_verified") if isinstance(s, dict) else None
+        if not isinstance(b, int) or b <= 0:
+            raise BenchError("%s: stream %d received no verified data" % (who, i))
+        if "verified" in s and not _as_bool(s.get("verified")):
+            raise BenchError("%s: stream %d verified=%r" % (who, i, s.get("verified")))
+        # Frames carry no per-stream clock: every stream ran for the receiver's seconds
+        # (the same clock as the aggregate, so one stream's rate equals the aggregate).
+        out.append({"bytes": b, "seconds": float(sec), "gbps": b * 8 / sec / 1e9})
+    total = doc.get("bytes_verified")
+    if isinstance(total, int) and total != sum(s["bytes"] for s in out):
+        raise BenchError("%s: bytes_verified %d is not the sum of its streams" % (who, total))
+    return out
+
+
+def transfer_window(ends):
+    """The time during which a point's streams moved data, from (exit time, transfer
+    seconds) of each sender process: from the earliest transfer start (exit - seconds) to
+    the last exit. Excludes process start-up and connection set-up, includes any stagger
+    between processes. None when a sender did not report its seconds."""
+    if not ends or any(not isinstance(sec, (int, float)) or sec <= 0 for _, sec in ends):
+        return None
+    return max(e for e, _ in ends) - min(e - sec for e, sec in ends)
+
+
+def make_run(mode, n, mtu, wall, streams, cpu, extra=None):
+    """The JSON object of one point. `streams` are verified per-stream results
+    ({bytes, seconds, gbps}); `wall` is the point's wall time; `cpu` is a dict with a
+    `total` and its parts."""
+    if len(streams) != n:
+        raise BenchError("%s n=%d: %d stream results" % (mode, n, len(streams)))
+    if wall <= 0:
+        raise BenchError("%s n=%d: no wall time" % (mode, n))
+    total = sum(s["bytes"] for s in streams)
+    rates = [s["gbps"] for s in streams]
+    ps = summarize(rates)
+    run = {
+        "mode": mode,
+        "streams": n,
+        "mtu": mtu,
+        "seconds": round(wall, 6),
+        "bytes_verified": total,
+        "verified": True,
+        "aggregate_gbps": round(total * 8 / wall / 1e9, 4),
+        "per_stream_gbps": {k: round(v, 4) for k, v in ps.items()},
+        "jain": round(jain(rates), 4),
+        "cpu_seconds": round(cpu["total"], 3),
+        "cpu": {k: (round(v, 3) if isinstance(v, float) else v) for k, v in cpu.items()},
+        "message_bytes": MSG_SIZE,
+    }
+    if extra:
+        run.update(extra)
+    return run
+
+
+def role_of(name):
+    """sender, receiver or relay, from the name a point gives a process."""
+    base = name.rsplit("-", 1)[-1]
+    if base.startswith(("client", "send")):
+        return "sender"
+    if base.startswith("relay"):
+        return "relay"
+    return "receiver"
+
+
+def cpu_breakdown(procs, ulsd=None):
+    """CPU seconds of a point by role (senders, receivers, relays; from each process's
+    rusage) plus ulsd's (None: not part of this mode). `includes` names what the total
+    counts."""
+    cpu = {"total": 0.0}
+    for role in ("sender", "receiver", "relay"):
+        mine = [p for p in procs if role_of(p.name) == role]
+        if mine:
+            cpu[role + "s"] = sum(p.cpu for p in mine)
+    if ulsd is not None:
+        cpu["ulsd"] = ulsd
+    cpu["includes"] = [k for k in ("senders", "receivers", "relays", "ulsd") if k in cpu]
+    cpu["total"] = sum(cpu[k] for k in cpu["includes"])
+    return cpu
+
+
+RUN_KEYS = ("mode", "streams", "mtu", "seconds", "bytes_verified", "aggregate_gbps",
+            "per_stream_gbps", "jain", "cpu_seconds")
+
+
+def check_run_schema(run):
+    """A list of what is wrong with a run object (empty when it is fine)."""
+    bad = [k for k in RUN_KEYS if k not in run]
+    if bad:
+        return ["missing %s" % k for k in bad]
+    errs = []
+    if run["mode"] not in MODES:
+        errs.append("mode")
+    for k in ("streams", "mtu", "bytes_verified"):
+        if not isinstance(run[k], int) or isinstance(run[k], bool) or run[k] <= 0:
+            errs.append(k)
+    for k in ("seconds", "aggregate_gbps", "jain", "cpu_seconds"):
+        if not isinstance(run[k], (int, float)) or isinstance(run[k], bool) or run[k] < 0:
+            errs.append(k)
+    ps = run["per_stream_gbps"]
+    if not isinstance(ps, dict) or set(("min", "median", "max")) - set(ps):
+        errs.append("per_stream_gbps")
+    elif not ps["min"] <= ps["median"] <= ps["max"]:
+        errs.append("per_stream_gbps order")
+    if isinstance(run["jain"], (int, float)) and run["streams"] and \
+            not (1.0 / run["streams"] - 1e-3 <= run["jain"] <= 1.0 + 1e-3):
+        errs.append("jain range")
+    return errs
+
+
+def format_table(runs):
+    """The results table (a string)."""
+    head = ("%-8s %6s %7s %10s %9s %9s %9s %6s %8s %12s" %
+            ("mode", "mtu", "streams", "aggr Gb/s", "min Gb/s", "med Gb/s", "max Gb/s",
+             "Jain", "CPU s", "verified MB"))
+    lines = [head, "-" * len(head)]
+    for r in runs:
+        ps = r["per_stream_gbps"]
+        lines.append("%-8s %6d %7d %10.3f %9.3f %9.3f %9.3f %6.3f %8.2f %12.1f" % (
+            r["mode"], r["mtu"], r["streams"], r["aggregate_gbps"], ps["min"], ps["median"],
+            ps["max"], r["jain"], r["cpu_seconds"], r["bytes_verified"] / 1e6))
+    return "\n".join(lines)
+
+
+def sort_runs(runs):
+    order = {m: i for i, m in enumerate(MODES)}
+    return sorted(runs, key=lambda r: (r["mtu"], order.get(r["mode"], 99), r["streams"]))
+
+
+# ---------------------------------------------------------------------------
+# Plots
+# ---------------------------------------------------------------------------
+MODE_STYLE = {
+    "raw": {"color": "tab:gray", "marker": "s", "label": "raw frames (no TCP)"},
+    "kernel": {"color": "tab:blue", "marker": "o", "label": "Linux kernel TCP"},
+    "perproc": {"color": "tab:green", "marker": "^", "label": "ulstack, stack per process"},
+    "central": {"color": "tab:red", "marker": "v", "label": "ulstack, central server"},
+}
+MTU_LINES = ("-", "--", ":", "-.")
+
+
+def plot_runs(runs, outdir, title_suffix=""):
+    """aggregate.png and per_stream.png in outdir; returns the paths."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FixedLocator, ScalarFormatter, NullLocator
+
+    mtus = sorted({r["mtu"] for r in runs})
+    ns = sorted({r["streams"] for r in runs})
+    paths = []
+    for kind in ("aggregate", "per_stream"):
+        fig, ax = plt.subplots(figsize=(8, 5), dpi=110)
+        for mode in MODES:
+            for j, mtu in enumerate(mtus):
+                pts = sorted((r for r in runs if r["mode"] == mode and r["mtu"] == mtu),
+                             key=lambda r: r["streams"])
+                if not pts:
+                    continue
+                st = MODE_STYLE[mode]
+                label = st["label"] + ("" if len(mtus) == 1 else ", MTU %d" % mtu)
+                x = [r["streams"] for r in pts]
+                kw = dict(color=st["color"], marker=st["marker"],
+                          linestyle=MTU_LINES[j % len(MTU_LINES)], label=label)
+                if kind == "aggregate":
+                    ax.plot(x, [r["aggregate_gbps"] for r in pts], **kw)
+                else:
+                    med = [r["per_stream_gbps"]["median"] for r in pts]
+                    lo = [m - r["per_stream_gbps"]["min"] for m, r in zip(med, pts)]
+                    hi = [r["per_stream_gbps"]["max"] - m for m, r in zip(med, pts)]
+                    ax.errorbar(x, med, yerr=[lo, hi], capsize=3, **kw)
+        ax.set_xscale("log", base=2)
+        ax.xaxis.set_major_locator(FixedLocator(ns))
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xlabel("concurrent streams (64 KiB messages)")
+        if kind == "aggregate":
+            ax.set_ylabel("aggregate throughput (Gbit/s)")
+            ax.set_title("Aggregate throughput vs concurrent streams" + title_suffix)
+        else:
+            ax.set_ylabel("per-stream throughput (Gbit/s), median, min..max")
+            ax.set_yscale("log")
+            ax.set_title("Throughput per stream vs concurrent streams" + title_suffix)
+        ax.set_ylim(bottom=0 if kind == "aggregate" else None)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize="small")
+        fig.tight_layout()
+        path = os.path.join(outdir, kind + ".png")
+        fig.savefig(path)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+# ---------------------------------------------------------------------------
+# Processes: everything started here is tracked by PID and reaped with wait4
+# ---------------------------------------------------------------------------
+class Proc:
+    def __init__(self, name, argv, popen, out, err):
+        self.name, self.argv, self.popen = name, argv, popen
+        self.pid = popen.pid
+        self.out, self.err = out, err
+        self.rc = None
+        self.cpu = 0.0
+        self.started = time.monotonic()
+        self.ended = None
+
+    @property
+    def alive(self):
+        return self.rc is None
+
+    def describe(self):
+        if self.rc is None:
+            return "running"
+        if self.rc < 0:
+            return "killed by signal %d" % -self.rc
+        return "exit %d" % self.rc
+
+    def stderr_tail(self, n=8):
+        try:
+            with open(self.err, errors="replace") as f:
+                lines = f.read().splitlines()
+        except OSError:
+            return ""
+        return "\n".join("    " + l for l in lines[-n:])
+
+
+class Procs:
+    """Starts processes in their own session (so a terminal's ^C reaches only this
+    driver, which stops them in order), and stops them by PID."""
+
+    def __init__(self, logdir):
+        self.logdir = logdir
+        self.all = []
+        self.seq = 0
+
+    def spawn(self, name, argv, env=None):
+        self.seq += 1
+        base = os.path.join(self.logdir, "%04d-%s" % (self.seq, re.sub(r"[^\w.-]", "_", name)))
+        out, err = base + ".out", base + ".err"
+        with open(out, "wb") as fo, open(err, "wb") as fe:
+            try:
+                p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe,
+                                     env=env, start_new_session=True, close_fds=True)
+            except OSError as e:
+                raise BenchError("cannot start %s (%s): %s" % (name, argv[0], e))
+        proc = Proc(name, argv, p, out, err)
+        self.all.append(proc)
+        return proc
+
+    def reap(self, proc, block=False):
+        if proc.rc is not None:
+            return True
+        try:
+            pid, status, ru = os.wait4(proc.pid, 0 if block else os.WNOHANG)
+        except ChildProcessError:
+            pid, status, ru = proc.pid, 0, None
+        if pid == 0:
+            return False
+        proc.rc = os.waitstatus_to_exitcode(status)
+        proc.popen.returncode = proc.rc     # keep Popen from reaping again
+        if ru is not None:
+            proc.cpu = ru.ru_utime + ru.ru_stime
+        proc.ended = time.monotonic()
+        return True
+
+    def poll(self):
+        for p in self.all:
+            if p.rc is None:
+                self.reap(p)
+
+    def stop(self, procs, grace=GRACE):
+        """SIGTERM, then SIGKILL after `grace` seconds, each by its PID; reaps them."""
+        live = [p for p in procs if p.rc is None and not self.reap(p)]
+        for p in live:
+            self._signal(p, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            live = [p for p in live if not self.reap(p)]
+            if not live:
+                return
+            time.sleep(POLL)
+        for p in live:
+            self._signal(p, signal.SIGKILL)
+        for p in live:
+            self.reap(p, block=True)
+
+    @staticmethod
+    def _signal(p, sig):
+        try:
+            os.kill(p.pid, sig)
+        except ProcessLookupError:
+            pass
+
+    def stop_all(self):
+        self.stop([p for p in self.all if p.rc is None])
+
+
+# ---------------------------------------------------------------------------
+# Environment: binaries, testbed
+# ---------------------------------------------------------------------------
+def find_paths(environ=None):
+    """Where the binaries and the testbed script are. ULS_BUILDDIR/ULS_SRCDIR when set
+    (the build tree), else next to this script's installed location and $PATH."""
+    env = os.environ if environ is None else environ
+    here = os.path.dirname(os.path.abspath(__file__))
+    src = env.get("ULS_SRCDIR") or (os.path.dirname(here)
+                                    if os.path.exists(os.path.join(here, "..", "tests",
+                                                                   "testbed", "testbed"))
+                                    else None)
+    build = env.get("ULS_BUILDDIR")
+    if not build and src and os.path.exists(os.path.join(src, "build", "apps", "ulsbench")):
+        build = os.path.join(src, "build")
+    prefix = os.path.dirname(os.path.dirname(here))   # <prefix>/libexec/ulstack -> <prefix>
+
+    def binary(sub, name):
+        if build:
+            return os.path.join(build, sub, name)
+        for d in (os.path.join(prefix, "bin"), os.path.join(prefix, "sbin")):
+            if os.access(os.path.join(d, name), os.X_OK):
+                return os.path.join(d, name)
+        return shutil.which(name) or name
+
+    testbed = None
+    for cand in ([os.path.join(src, "tests", "testbed", "testbed")] if src else []) + \
+            [os.path.join(here, "testbed")]:
+        if os.path.exists(cand):
+            testbed = cand
+            break
+    return {
+        "src": src, "build": build, "testbed": testbed,
+        "ulsbench": binary("apps", "ulsbench"),
+        "ulsrelay": binary("apps", "ulsrelay"),
+        "ulsraw": binary("apps", "ulsraw"),
+        "ulsstat": binary("apps", "ulsstat"),
+        "ulsd": binary("server", "ulsd"),
+    }
+
+
+NEEDS = {"raw": ("ulsraw",), "kernel": ("ulsbench",), "perproc": ("ulsbench", "ulsd"),
+         "central": ("ulsbench", "ulsrelay", "ulsd")}
+
+
+def check_tools(paths, modes):
+    missing = []
+    for m in modes:
+        for tool in NEEDS[m]:
+            p = paths[tool]
+            if not (os.path.isfile(p) and os.access(p, os.X_OK)):
+                missing.append("%s mode needs %s (not found at %s)" % (m, tool, p))
+    if not paths["testbed"]:
+        missing.append("the testbed script tests/testbed/testbed was not found (set ULS_SRCDIR)")
+    for t in ("ip",):
+        if not shutil.which(t):
+            missing.append("'%s' (iproute2) not found" % t)
+    return missing
+
+
+def read_cpu_ticks(pid):
+    """utime+stime of a process in seconds, or None when it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            s = f.read()
+    except OSError:
+        return None
+    fields = s[s.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _comm(pid):
+    try:
+        with open("/proc/%d/comm" % pid) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def _children(pid):
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return [int(x) for x in f.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
+class Testbed:
+    def __init__(self, paths, name=TB_NAME):
+        self.paths, self.name = paths, name
+        self.env = {}
+        self.is_up = False
+
+    def _env(self):
+        e = dict(os.environ)
+        e["TB_NAME"] = self.name
+        if self.paths["build"]:
+            e["ULS_BUILDDIR"] = self.paths["build"]
+        e.setdefault("ULSD", self.paths["ulsd"])
+        return e
+
+    def _run(self, argv, timeout=120):
+        """Runs the testbed script with its output in files, not pipes: the daemons that
+        `up` starts inherit its descriptors, so a pipe would never see end-of-file.
+        Returns (exit code or None on timeout, stdout, stderr)."""
+        with tempfile.TemporaryFile("w+") as fo, tempfile.TemporaryFile("w+") as fe:
+            try:
+                r = subprocess.run(argv, env=self._env(), stdin=subprocess.DEVNULL,
+                                   stdout=fo, stderr=fe, timeout=timeout)
+                rc = r.returncode
+            except subprocess.TimeoutExpired:
+                rc = None
+            fo.seek(0)
+            fe.seek(0)
+            return rc, fo.read(), fe.read()
+
+    def up(self, mtu, ulsd):
+        argv = [self.paths["testbed"], "up", "--nodes", "2", "--mtu", str(mtu)]
+        if not ulsd:
+            argv.append("--no-ulsd")
+        self.is_up = True       # a failed `up` cleans up itself; `down` is safe anyway
+        rc, out, err = self._run(argv)
+        if rc != 0:
+            raise BenchError("testbed up --mtu %d%s failed (%s):\n%s" % (
+                mtu, "" if ulsd else " --no-ulsd",
+                "timed out" if rc is None else "exit %d" % rc, err.strip()))
+        env = {}
+        for line in out.splitlines():
+            m = re.fullmatch(r"export (TB_\w+)=(.*)", line.strip())
+            if m:
+                v = m.group(2)
+                env[m.group(1)] = shlex.split(v)[0] if v else ""
+        need = ["TB_NETNS", "TB_NODE1_IP", "TB_NODE2_IP", "TB_KERNEL_NETNS",
+                "TB_KERNEL2_NETNS", "TB_KERNEL_IP"]
+        if ulsd:
+            need += ["TB_NODE1_CTL", "TB_NODE2_CTL"]
+        lost = [k for k in need if k not in env]
+        if lost:
+            raise BenchError("testbed up did not export %s" % ", ".join(lost))
+        self.env = env
+        return env
+
+    def down(self):
+        if not self.is_up or not self.paths["testbed"]:
+            return
+        rc, _, err = self._run([self.paths["testbed"], "down"])
+        if rc != 0:
+            log("warning: testbed down %s: %s" % ("timed out" if rc is None else
+                                                  "failed (exit %d)" % rc, err.strip()))
+        self.is_up = False
+        self.env = {}
+
+    def ulsd_pids(self):
+        """The PIDs of the testbed's ulsd processes (only read, never signalled). The PID
+        file may name the ulsd itself or the shell that started it; then its ulsd child."""
+        pids = []
+        for i in (1, 2):
+            try:
+                with open(os.path.join(STATE_DIR, self.name + ".d", "ulsd%d.pid" % i)) as f:
+                    pid = int(f.read().strip())
+            except (OSError, ValueError):
+                continue
+            todo, depth = [pid], 0
+            while todo and depth < 3:
+                nxt = []
+                for p in todo:
+                    if _comm(p) == "ulsd":
+                        pids.append(p)
+                    else:
+                        nxt += _children(p)
+                todo, depth = nxt, depth + 1
+        return pids
+
+    def link_bytes(self, dev, direction="tx"):
+        """A device's byte counter in the node namespace (for progress), or None."""
+        try:
+            r = subprocess.run(["ip", "-n", self.env["TB_NETNS"], "-s", "-j", "link", "show",
+                                "dev", dev], capture_output=True, text=True, timeout=5)
+            return int(json.loads(r.stdout)[0]["stats64"][direction]["bytes"])
+        except (OSError, ValueError, KeyError, IndexError, subprocess.TimeoutExpired):
+            return None
+
+    def link_up(self, dev):
+        try:
+            r = subprocess.run(["ip", "-n", self.env["TB_NETNS"], "-j", "link", "show", "dev",
+                                dev], capture_output=True, text=True, timeout=5)
+            return "LOWER_UP" in json.loads(r.stdout)[0].get("flags", [])
+        except (OSError, ValueError, KeyError, IndexError, subprocess.TimeoutExpired):
+            return False
+
+
+# ---------------------------------------------------------------------------
+# Output
+# ---------------------------------------------------------------------------
+_TTY = sys.stderr.isatty()
+_progress_open = False
+
+
+def log(msg):
+    global _progress_open
+    if _progress_open:
+        sys.stderr.write("\n")
+        _progress_open = False
+    sys.stderr.write("ulsbench: %s\n" % msg)
+    sys.stderr.flush()
+
+
+def progress(msg, final=False):
+    """A progress line on stderr: rewritten in place on a terminal, one line a second
+    otherwise."""
+    global _progress_open
+    if _TTY:
+        sys.stderr.write("\r\033[K" + msg + ("\n" if final else ""))
+        _progress_open = not final
+    else:
+        sys.stderr.write(msg + "\n")
+    sys.stderr.flush()
+
+
+# ---------------------------------------------------------------------------
+# One point
+# ---------------------------------------------------------------------------
+class Point:
+    """Runs one (mode, N, mtu) point on an up testbed and returns its run object."""
+
+    def __init__(self, procs, tb, paths, mode, n, mtu, seconds, nbytes, workdir):
+        self.procs, self.tb, self.paths = procs, tb, paths
+        self.mode, self.n, self.mtu = mode, n, mtu
+        self.seconds, self.nbytes = seconds, nbytes
+        self.workdir = workdir
+        self.tag = "[%s n=%d mtu=%d]" % (mode, n, mtu)
+        self.started = []
+        self.deadline = time.monotonic() + point_timeout(n, seconds, nbytes)
+        self.window = None      # seconds the streams moved data (see transfer_window)
+
+    # -- helpers ---------------------------------------------------------------
+    def spawn(self, name, argv):
+        p = self.procs.spawn("%s-n%d-%s" % (self.mode, self.n, name), argv)
+        self.started.append(p)
+        return p
+
+    def amount(self):
+        return (["--seconds", "%g" % self.seconds] if self.seconds is not None
+                else ["--bytes", str(self.nbytes)])
+
+    def fail(self, msg, procs=None):
+        detail = []
+        for p in procs or []:
+            detail.append("  %s (pid %d): %s\n    $ %s\n%s" % (
+                p.name, p.pid, p.describe(), " ".join(shlex.quote(a) for a in p.argv),
+                p.stderr_tail()))
+        raise BenchError("%s %s%s" % (self.tag, msg, ("\n" + "\n".join(detail)) if detail
+                                      else ""))
+
+    def check_time(self, what):
+        if time.monotonic() > self.deadline:
+            self.fail("timed out (%s)" % what,
+                      [p for p in self.started if p.alive] or self.started[-3:])
+
+    def wait_ready(self, procs, ready, what):
+        """Until ready() is true; fails if one of procs exits first or the time is up."""
+        limit = min(self.deadline, time.monotonic() + READY_TIMEOUT)
+        while True:
+            self.procs.poll()
+            dead = [p for p in procs if not p.alive]
+            if dead:
+                self.fail("%s exited before it was ready" % what, dead)
+            if ready():
+                return
+            if time.monotonic() > limit:
+                self.fail("%s not ready within %.0f s" % (what, READY_TIMEOUT), procs)
+            time.sleep(0.05)
+
+    def listening_ulstack(self, ctl, ports):
+        """True when ulsd at ctl has a listener on every one of ports."""
+        try:
+            r = subprocess.run([self.paths["ulsstat"], "--ctl", ctl, "--json"],
+                               capture_output=True, text=True, timeout=5)
+            eps = json.loads(r.stdout).get("endpoints", [])
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            return False
+        have = set()
+        for e in eps:
+            if e.get("state") == "listen" and e.get("proto") == "tcp":
+                try:
+                    have.add(int(str(e.get("local", "")).rsplit(":", 1)[1]))
+                except (IndexError, ValueError):
+                    pass
+        return set(ports) <= have
+
+    def listening_kernel(self, ns, port):
+        try:
+            r = subprocess.run(["ip", "netns", "exec", ns, "ss", "-Hltn", "sport = :%d" % port],
+                               capture_output=True, text=True, timeout=5)
+            return bool(r.stdout.strip())
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+
+    def ulsd_cpu(self):
+        total = 0.0
+        for pid in self.tb.ulsd_pids():
+            v = read_cpu_ticks(pid)
+            if v is not None:
+                total += v
+        return total
+
+    def run_senders(self, senders, wire_dev):
+        """Waits for the senders, printing progress; returns the point's wall time (first
+        sender started -> last sender exited). Any sender failing ends the point."""
+        t0 = min(p.started for p in senders)
+        b0 = self.tb.link_bytes(wire_dev) if wire_dev else None
+        last_t, last_b = t0, b0
+        next_report = t0 + 1.0
+        total = self.seconds
+        while True:
+            self.procs.poll()
+            bad = [p for p in senders if not p.alive and p.rc != 0]
+            if bad:
+                self.fail("a sender failed", bad[:3])
+            # A receiver or relay that dies while data flows dooms the point.
+            others = [p for p in self.started if p not in senders and not p.alive and p.rc != 0]
+            if others:
+                self.fail("a receiver/relay failed", others[:3])
+            running = [p for p in senders if p.alive]
+            if not running:
+                return max(p.ended for p in senders) - t0
+            self.check_time("senders still running")
+            now = time.monotonic()
+            if now >= next_report:
+                b = self.tb.link_bytes(wire_dev) if wire_dev else None
+                rate = ""
+                if b is not None and last_b is not None and now > last_t:
+                    rate = "%.2f Gbit/s on the wire, " % ((b - last_b) * 8 / (now - last_t) / 1e9)
+                last_t, last_b = now, b
+                el = ("%.0f s of %g" % (now - t0, total)) if total else "%.0f s" % (now - t0)
+                progress("%s %s%s, %d/%d senders running" % (self.tag, rate, el, len(running),
+                                                             len(senders)))
+                next_report = now + 1.0
+            time.sleep(POLL)
+
+    def wait_exit(self, procs, what):
+        while True:
+            self.procs.poll()
+            live = [p for p in procs if p.alive]
+            if not live:
+                break
+            if time.monotonic() > self.deadline:
+                self.fail("timed out waiting for the %s to finish" % what, live)
+            time.sleep(POLL)
+        bad = [p for p in procs if p.rc != 0]
+        if bad:
+            self.fail("%s failed" % what, bad[:3])
+
+    def read_json(self, path, who, procs):
+        try:
+            with open(path) as f:
+                return json.load(f)
+        except (OSError, ValueError) as e:
+            self.fail("%s: no result in %s (%s)" % (who, path, e), procs)
+
+    def read_out(self, p):
+        with open(p.out, errors="replace") as f:
+            return f.read()
+
+    # -- modes -------------------------------------------------------------------
+    def run(self):
+        progress("%s starting %d stream%s" % (self.tag, self.n, "" if self.n == 1 else "s"))
+        cpu0 = self.ulsd_cpu()
+        try:
+            streams, wall, extra = getattr(self, "_run_" + self.mode)()
+            extra["wall_seconds"] = round(wall, 6)
+            if self.window is not None and 0 < self.window <= wall + 0.05:
+                wall = self.window
+        finally:
+            self.procs.stop([p for p in self.started if p.alive])
+        ulsd = max(0.0, self.ulsd_cpu() - cpu0) if self.mode in ULSD_MODES else 0.0
+        cpu = cpu_breakdown(self.started, ulsd if self.mode in ULSD_MODES else None)
+        rep = extra.pop("reported_cpu", None)
+        if rep is not None:
+            # What the workers measured of themselves (getrusage), for comparison.
+            cpu[("receiver" if self.mode == "raw" else "senders") + "_self_reported"] = rep
+        run = make_run(self.mode, self.n, self.mtu, wall, streams, cpu, extra)
+        run["requested"] = ({"seconds": self.seconds} if self.seconds is not None
+                            else {"bytes_per_stream": self.nbytes})
+        ps = run["per_stream_gbps"]
+        progress("%s %.3f Gbit/s aggregate, per stream %.3f/%.3f/%.3f (min/median/max), "
+                 "Jain %.3f, CPU %.1f s, %.0f MB verified" % (
+                     self.tag, run["aggregate_gbps"], ps["min"], ps["median"], ps["max"],
+                     run["jain"], run["cpu_seconds"], run["bytes_verified"] / 1e6), final=True)
+        return run
+
+    def _clients(self, groups, argv_for):
+        """Starts one client process per group; returns [(proc, json path, k)]."""
+        out = []
+        for i, k in enumerate(groups):
+            js = os.path.join(self.workdir, "%s-n%d-client%d.json" % (self.mode, self.n, i))
+            try:
+                os.unlink(js)
+            except FileNotFoundError:
+                pass
+            argv = argv_for(i, k) + self.amount() + ["--json", js]
+            if k > 1:
+                argv += ["--streams", str(k)]
+            out.append((self.spawn("client%d" % i, argv), js, k))
+        return out
+
+    def _collect_clients(self, clients):
+        streams, cpu, ends = [], 0.0, []
+        for p, js, k in clients:
+            doc = self.read_json(js, p.name, [p])
+            ends.append((p.ended, doc.get("seconds") if isinstance(doc, dict) else None))
+            try:
+                streams += client_streams(doc, k, p.name)
+            except BenchError as e:
+                self.fail(str(e), [p])
+            if isinstance(doc.get("cpu_seconds"), (int, float)):
+                cpu += doc["cpu_seconds"]
+        self.window = transfer_window(ends)
+        return streams, cpu
+
+    def _check_servers(self, servers, expect_each, client_streams_):
+        total = 0
+        for p, k in zip(servers, expect_each):
+            try:
+                lines = server_lines(self.read_out(p), k, p.name)
+            except BenchError as e:
+                self.fail(str(e), [p])
+            total += sum(d["bytes"] for d in lines)
+        sent = sum(s["bytes"] for s in client_streams_)
+        if total != sent:
+            self.fail("the receivers verified %d bytes but the senders report %d"
+                      % (total, sent), servers)
+
+    def _run_kernel(self):
+        env, bench = self.tb.env, self.paths["ulsbench"]
+        k1, k2 = env["TB_KERNEL_NETNS"], env["TB_KERNEL2_NETNS"]
+        srv = self.spawn("server", ["ip", "netns", "exec", k1, bench, "server",
+                                    "--port", str(KERNEL_PORT), "--count", str(self.n)])
+        self.wait_ready([srv], lambda: self.listening_kernel(k1, KERNEL_PORT),
+                        "kernel receiver")
+        groups = split_streams(self.n)
+        to = "%s:%d" % (env["TB_KERNEL_IP"], KERNEL_PORT)
+        clients = self._clients(groups, lambda i, k: ["ip", "netns", "exec", k2, bench,
+                                                      "client", "--to", to])
+        wall = self.run_senders([c[0] for c in clients], "k1-br")
+        self.wait_exit([srv], "receiver")
+        streams, rep = self._collect_clients(clients)
+        self._check_servers([srv], [self.n], streams)
+        return streams, wall, {"processes": {"senders": len(groups), "receivers": 1},
+                               "reported_cpu": rep}
+
+    def _run_perproc(self):
+        env, bench = self.tb.env, self.paths["ulsbench"]
+        groups = split_streams(self.n)
+        ports = [PERPROC_BASE_PORT + i for i in range(len(groups))]
+        servers = [self.spawn("server%d" % i, [bench, "server", "--ctl", env["TB_NODE2_CTL"],
+                                               "--port", str(port), "--count", str(k)])
+                   for i, (port, k) in enumerate(zip(ports, groups))]
+        self.wait_ready(servers, lambda: self.listening_ulstack(env["TB_NODE2_CTL"], ports),
+                        "ulstack receivers")
+        clients = self._clients(groups, lambda i, k: [
+            bench, "client", "--ctl", env["TB_NODE1_CTL"],
+            "--to", "%s:%d" % (env["TB_NODE2_IP"], ports[i])])
+        wall = self.run_senders([c[0] for c in clients], "uls2")
+        self.wait_exit(servers, "receivers")
+        streams, rep = self._collect_clients(clients)
+        self._check_servers(servers, groups, streams)
+        return streams, wall, {"processes": {"senders": len(groups),
+                                             "receivers": len(groups)},
+                               "reported_cpu": rep}
+
+    def _run_central(self):
+        env, bench, relay = self.tb.env, self.paths["ulsbench"], self.paths["ulsrelay"]
+        s1 = os.path.join(self.workdir, "central-in.sock")
+        s2 = os.path.join(self.workdir, "central-out.sock")
+        for s in (s1, s2):
+            try:
+                os.unlink(s)
+            except FileNotFoundError:
+                pass
+        srv = self.spawn("server", [bench, "server", "--unix", s2, "--count", str(self.n)])
+        self.wait_ready([srv], lambda: os.path.exists(s2), "UNIX receiver")
+        r2 = self.spawn("relay2", [relay, "--ctl", env["TB_NODE2_CTL"],
+                                   "--port", str(CENTRAL_PORT), "--unix-connect", s2])
+        self.wait_ready([srv, r2],
+                        lambda: self.listening_ulstack(env["TB_NODE2_CTL"], [CENTRAL_PORT]),
+                        "receiving relay")
+        r1 = self.spawn("relay1", [relay, "--ctl", env["TB_NODE1_CTL"], "--unix-listen", s1,
+                                   "--to", "%s:%d" % (env["TB_NODE2_IP"], CENTRAL_PORT)])
+        self.wait_ready([srv, r1, r2], lambda: os.path.exists(s1), "sending relay")
+        groups = split_streams(self.n)
+        clients = self._clients(groups, lambda i, k: [bench, "client", "--unix", s1])
+        wall = self.run_senders([c[0] for c in clients], "uls2")
+        self.wait_exit([srv], "receiver")
+        # The relays run until told to stop; a relay that already died has failed.
+        self.procs.poll()
+        dead = [r for r in (r1, r2) if not r.alive]
+        if dead:
+            self.fail("a relay exited during the point", dead)
+        self.procs.stop([r1, r2])
+        streams, rep = self._collect_clients(clients)
+        self._check_servers([srv], [self.n], streams)
+        return streams, wall, {"processes": {"senders": len(groups), "relays": 2,
+                                             "receivers": 1},
+                               "reported_cpu": rep}
+
+    def _run_raw(self):
+        env, raw = self.tb.env, self.paths["ulsraw"]
+        ns = env["TB_NETNS"]
+        rjs = os.path.join(self.workdir, "raw-n%d-recv.json" % self.n)
+        sjs = os.path.join(self.workdir, "raw-n%d-send.json" % self.n)
+        for f in (rjs, sjs):
+            try:
+                os.unlink(f)
+            except FileNotFoundError:
+                pass
+        rx_tap = env.get("TB_NODE2_TAP", "uls2")
+        tx_tap = env.get("TB_NODE1_TAP", "uls1")
+        # The previous point's ulsraw processes have exited, but the kernel may release
+        # their TAPs a little later (io_uring tears down asynchronously): opening a busy
+        # TAP fails with EBUSY, so wait until neither has a holder (no carrier).
+        limit = time.monotonic() + READY_TIMEOUT
+        while self.tb.link_up(rx_tap) or self.tb.link_up(tx_tap):
+            if time.monotonic() > limit:
+                self.fail("the TAPs %s/%s are still held by another process" % (tx_tap, rx_tap))
+            time.sleep(0.05)
+        recv = self.spawn("recv", ["ip", "netns", "exec", ns, raw, "recv", "--tap", rx_tap,
+                                   "--mtu", str(self.mtu), "--seconds", "%g" % (self.seconds + 1),
+                                   "--mac", RAW_RECV_MAC, "--json", rjs])
+        self.wait_ready([recv], lambda: self.tb.link_up(rx_tap), "raw receiver")
+        send = self.spawn("send", ["ip", "netns", "exec", ns, raw, "send", "--tap", tx_tap,
+                                   "--mtu", str(self.mtu), "--dst-mac", RAW_RECV_MAC,
+                                   "--seconds", "%g" % self.seconds, "--streams", str(self.n),
+                                   "--json", sjs])
+        wall = self.run_senders([send], rx_tap)
+        self.wait_exit([recv], "raw receiver")
+        doc = self.read_json(rjs, recv.name, [recv])
+        try:
+            streams = raw_streams(doc, self.n, recv.name)
+        except BenchError as e:
+            self.fail(str(e), [recv])
+        rep = doc.get("cpu_seconds") if isinstance(doc.get("cpu_seconds"), (int, float)) else None
+        extra = {"processes": {"senders": 1, "receivers": 1}, "reported_cpu": rep,
+                 "raw": {"frames": doc.get("frames"), "lost": doc.get("lost"),
+                         "corrupt": doc.get("corrupt", 0),
+                         "receiver_seconds": doc.get("seconds")}}
+        # The receiver's clock, not the sender's process lifetime, bounds what it counted.
+        if isinstance(doc.get("seconds"), (int, float)) and doc["seconds"] > 0:
+            self.window = float(doc["seconds"])
+        return streams, wall, extra
+
+
+# ---------------------------------------------------------------------------
+# The sweep
+# ---------------------------------------------------------------------------
+def machine_info(paths):
+    info = {"hostname": platform.node(), "kernel": platform.release(),
+            "machine": platform.machine(), "cpus": os.cpu_count(),
+            "python": platform.python_version()}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    info["cpu_model"] = line.split(":", 1)[1].strip()
+                    break
+        with open("/proc/meminfo") as f:
+            info["memory_kib"] = int(f.readline().split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    if paths.get("src"):
+        try:
+            r = subprocess.run(["git", "-C", paths["src"], "describe", "--always", "--dirty"],
+                               capture_output=True, text=True, timeout=10)
+            if r.returncode == 0:
+                info["source"] = r.stdout.strip()
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    return info
+
+
+def write_json(path, doc):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def _raise_signal(signum, frame):
+    raise Interrupted(signum)
+
+
+def estimate_seconds(opts):
+    """A rough wall-time estimate of the sweep (for the start message)."""
+    per = (opts["seconds"] or 2.0) + 1.0
+    pts = sum(len(opts["streams"]) * len(ph["modes"]) for ph in plan_phases(opts["modes"],
+                                                                            opts["mtus"]))
+    phases = len(plan_phases(opts["modes"], opts["mtus"]))
+    return pts * per + phases * 4
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        opts = parse_args(argv)
+    except UsageError as e:
+        sys.stderr.write("ulsbench: %s\n" % e)
+        sys.stderr.write(build_parser().format_usage())
+        return 2
+
+    if os.geteuid() != 0:
+        log("must run as root (the testbed creates network namespaces)")
+        return 1
+    paths = find_paths()
+    missing = check_tools(paths, opts["modes"])
+    if missing:
+        for m in missing:
+            log(m)
+        log("build the tree (make) or choose other modes with --mode")
+        return 1
+
+    os.makedirs(os.path.dirname(LOCK_FILE), exist_ok=True)
+    lock = open(LOCK_FILE, "a")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        if e.errno in (errno.EAGAIN, errno.EACCES):
+            log("another ulsbench sweep is running (lock %s held)" % LOCK_FILE)
+            return 1
+        raise
+
+    started = datetime.datetime.now(datetime.timezone.utc)
+    workdir = tempfile.mkdtemp(prefix="ulsbench-")
+    procs = Procs(workdir)
+    tb = Testbed(paths)
+    runs, error, rc = [], None, 0
+    old = {s: signal.signal(s, _raise_signal) for s in (signal.SIGINT, signal.SIGTERM,
+                                                        signal.SIGHUP)}
+    t_start = time.monotonic()
+    phases = plan_phases(opts["modes"], opts["mtus"])
+    log("%d points (modes %s; streams %s; MTU %s; %s per point), about %.0f s; logs in %s" % (
+        sum(len(p["modes"]) * len(opts["streams"]) for p in phases), ",".join(opts["modes"]),
+        ",".join(map(str, opts["streams"])), ",".join(map(str, opts["mtus"])),
+        ("%g s" % opts["seconds"]) if opts["seconds"] is not None
+        else "%d bytes per stream" % opts["bytes"], estimate_seconds(opts), workdir))
+    try:
+        for ph in phases:
+            log("testbed up: MTU %d, %s" % (ph["mtu"], "ulsd nodes" if ph["ulsd"]
+                                            else "TAPs free (no ulsd)"))
+            tb.is_up = True     # start clean: also removes a testbed a killed run left
+            tb.down()
+            tb.up(ph["mtu"], ph["ulsd"])
+            for mode in ph["modes"]:
+                for n in opts["streams"]:
+                    pt = Point(procs, tb, paths, mode, n, ph["mtu"], opts["seconds"],
+                               opts["bytes"], workdir)
+                    runs.append(pt.run())
+            tb.down()
+    except BenchError as e:
+        error, rc = str(e), 1
+    except Interrupted as e:
+        error, rc = str(e), 128 + e.signum
+    except KeyboardInterrupt:
+        error, rc = "interrupted", 130
+    finally:
+        # Stop everything, even if another signal arrives meanwhile.
+        for s in old:
+            signal.signal(s, signal.SIG_IGN)
+        procs.stop_all()
+        tb.down()
+        for s, h in old.items():
+            signal.signal(s, h)
+
+    elapsed = time.monotonic() - t_start
+    runs = sort_runs(runs)
+    if error:
+        log("FAILED: %s" % error)
+    if runs:
+        print(format_table(runs))
+        sys.stdout.flush()
+    doc = {
+        "benchmark": "ulsbench concurrent streams",
+        "command": ["ulsbench"] + list(argv),
+        "started": started.isoformat(timespec="seconds"),
+        "elapsed_seconds": round(elapsed, 1),
+        "complete": error is None,
+        "machine": machine_info(paths),
+        "options": {"modes": opts["modes"], "streams": opts["streams"], "mtus": opts["mtus"],
+                    "seconds": opts["seconds"], "bytes_per_stream": opts["bytes"],
+                    "message_bytes": MSG_SIZE, "max_processes": MAX_PROCS},
+        "definitions": {
+            "aggregate_gbps": "total verified bytes * 8 / seconds",
+            "seconds": "the time the point's streams moved data: from the earliest "
+                       "transfer start (a sender process's exit time minus the transfer "
+                       "seconds it reports) to the last sender's exit; raw mode: the "
+                       "receiver's measured seconds. Process start-up and connection "
+                       "set-up are excluded, stagger between processes is included",
+            "wall_seconds": "first sender process started -> last sender exited, as the "
+                            "driver saw it (start-up included)",
+            "per_stream_gbps": "each stream's verified bytes * 8 / its own seconds "
+                               "(request sent -> receiver's verdict received): min, "
+                               "median, max",
+            "jain": "(sum x)^2 / (n * sum x^2) over the per-stream throughputs",
+            "cpu_seconds": CPU_INCLUDES,
+        },
+        "runs": runs,
+    }
+    if error:
+        doc["error"] = error
+    if opts["json"]:
+        try:
+            write_json(opts["json"], doc)
+            log("wrote %s%s" % (opts["json"], "" if error is None else
+                                " (incomplete: only the points that finished and verified)"))
+        except OSError as e:
+            log("cannot write %s: %s" % (opts["json"], e))
+            rc = rc or 1
+    if not opts["plot"]:
+        log("no plots (give --json FILE or --plot DIR)")
+    elif runs and error is None:
+        try:
+            os.makedirs(opts["plot"], exist_ok=True)
+            mt = "" if len(opts["mtus"]) > 1 else " (MTU %d)" % opts["mtus"][0]
+            for p in plot_runs(runs, opts["plot"], mt):
+                log("wrote %s" % p)
+        except Exception as e:      # plotting is a report, not a measurement
+            log("plots failed: %s: %s" % (type(e).__name__, e))
+            rc = rc or 1
+    if error is None:
+        shutil.rmtree(workdir, ignore_errors=True)
+        log("done in %.0f s" % elapsed)
+    else:
+        log("worker logs kept in %s" % workdir)
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

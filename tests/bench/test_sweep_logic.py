@@ -1,0 +1,376 @@
+"""Unit tests of the pure logic of the ulsbench sweep driver (apps/ulsbench_sweep.py).
+
+No root, no network, no processes: the module is imported by path, which must not run
+anything.
+"""
+import importlib.util
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+SRC = os.environ.get("ULS_SRCDIR") or os.path.abspath(
+    os.path.join(os.path.dirname(__file__), "..", ".."))
+SCRIPT = os.path.join(SRC, "apps", "ulsbench_sweep.py")
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location("ulsbench_sweep", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+sw = _load()
+
+
+# --- Jain's fairness index -----------------------------------------------------------
+@pytest.mark.parametrize("n", [1, 2, 7, 64, 1024])
+def test_jain_equal_is_one(n):
+    assert sw.jain([3.5] * n) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("n", [2, 4, 64, 1024])
+def test_jain_one_hog_is_one_over_n(n):
+    assert sw.jain([5.0] + [0.0] * (n - 1)) == pytest.approx(1.0 / n)
+
+
+def test_jain_known_vectors():
+    # (1+2+3)^2 / (3 * (1+4+9)) = 36/42
+    assert sw.jain([1, 2, 3]) == pytest.approx(36 / 42)
+    # (1+3)^2 / (2 * (1+9)) = 16/20
+    assert sw.jain([1, 3]) == pytest.approx(0.8)
+    # half the streams get everything: index 1/2
+    assert sw.jain([2, 2, 0, 0]) == pytest.approx(0.5)
+
+
+def test_jain_scale_invariant_and_bounded():
+    xs = [0.3, 1.7, 2.2, 9.0, 0.01]
+    assert sw.jain(xs) == pytest.approx(sw.jain([x * 1000 for x in xs]))
+    assert 1 / len(xs) <= sw.jain(xs) <= 1
+
+
+def test_jain_undefined():
+    assert sw.jain([]) is None
+    assert sw.jain([0, 0, 0]) is None
+
+
+# --- min / median / max --------------------------------------------------------------
+def test_summarize_odd_even_single():
+    assert sw.summarize([3, 1, 2]) == {"min": 1, "median": 2, "max": 3}
+    assert sw.summarize([4, 1, 3, 2]) == {"min": 1, "median": 2.5, "max": 4}
+    assert sw.summarize([7.5]) == {"min": 7.5, "median": 7.5, "max": 7.5}
+
+
+def test_summarize_empty():
+    with pytest.raises(ValueError):
+        sw.summarize([])
+
+
+# --- streams per process ---------------------------------------------------------------
+@pytest.mark.parametrize("n", list(range(1, 130)) + [255, 256, 500, 512, 777, 1000, 1023, 1024])
+def test_split_streams(n):
+    groups = sw.split_streams(n)
+    assert sum(groups) == n
+    assert len(groups) == min(n, sw.MAX_PROCS)
+    assert max(groups) - min(groups) <= 1
+    assert all(g >= 1 for g in groups)
+
+
+def test_split_streams_paper_cases():
+    assert sw.split_streams(1) == [1]
+    assert sw.split_streams(64) == [1] * 64           # one stream per process up to 64
+    assert sw.split_streams(128) == [2] * 64
+    assert sw.split_streams(1024) == [16] * 64
+    assert sw.split_streams(100) == [2] * 36 + [1] * 28
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, "4"])
+def test_split_streams_rejects(bad):
+    with pytest.raises(ValueError):
+        sw.split_streams(bad)
+
+
+# --- argument validation -----------------------------------------------------------
+def test_defaults():
+    o = sw.parse_args([])
+    assert o["modes"] == ["raw", "kernel", "perproc", "central"]
+    assert o["streams"] == [1, 2, 4, 8, 16, 32, 64]
+    assert o["mtus"] == [1500]
+    assert o["seconds"] == sw.DEFAULT_SECONDS and o["bytes"] is None
+    assert o["json"] is None and o["plot"] is None
+
+
+def test_parse_lists_sorted_and_deduplicated():
+    o = sw.parse_args(["--mode", "central,kernel,kernel", "--streams", "8,1,8,1024",
+                       "--mtu", "9000,1500", "--seconds", "2.5"])
+    assert o["modes"] == ["kernel", "central"]          # run order, not command-line order
+    assert o["streams"] == [1, 8, 1024]
+    assert o["mtus"] == [1500, 9000]
+    assert o["seconds"] == 2.5
+
+
+def test_mode_all():
+    assert sw.parse_args(["--mode", "all"])["modes"] == list(sw.MODES)
+
+
+def test_plot_defaults_next_to_json(tmp_path):
+    o = sw.parse_args(["--json", str(tmp_path / "r.json")])
+    assert o["plot"] == str(tmp_path)
+    o = sw.parse_args(["--json", str(tmp_path / "r.json"), "--plot", "/x/y"])
+    assert o["plot"] == "/x/y"
+
+
+def test_bytes_option():
+    o = sw.parse_args(["--mode", "kernel,perproc", "--bytes", "64M"])
+    assert o["bytes"] == 64 << 20 and o["seconds"] is None
+
+
+@pytest.mark.parametrize("argv", [
+    ["--mode", "bogus"],
+    ["--mode", ""],
+    ["--mode", "kernel,"],
+    ["--streams", "0"],
+    ["--streams", "1025"],
+    ["--streams", "-4"],
+    ["--streams", "2,x"],
+    ["--streams", "1.5"],
+    ["--streams", ""],
+    ["--mtu", "100"],
+    ["--mtu", "65535"],                  # above the TAP maximum of 65521
+    ["--mtu", "70000"],
+    ["--mtu", "jumbo"],
+    ["--seconds", "0"],
+    ["--seconds", "-1"],
+    ["--seconds", "nan"],
+    ["--seconds", "inf"],
+    ["--seconds", "1000"],
+    ["--seconds", "abc"],
+    ["--seconds", "2", "--bytes", "1M"],  # mutually exclusive
+    ["--bytes", "1000"],                 # not a whole number of 64 KiB messages
+    ["--bytes", "1T"],
+    ["--bytes", "64M"],                  # raw mode is in the default modes: time only
+    ["--json", "/nonexistent-dir-for-ulsbench/x.json"],
+    ["--unknown"],
+    ["positional"],
+])
+def test_bad_arguments(argv):
+    with pytest.raises(sw.UsageError):
+        sw.parse_args(argv)
+
+
+def test_mtu_65535_message_names_the_tap_max():
+    with pytest.raises(sw.UsageError, match="65521"):
+        sw.parse_args(["--mtu", "65535"])
+
+
+def test_bad_arguments_exit_2_before_anything_runs():
+    # Bad arguments are rejected before the root check, the testbed or any process.
+    r = subprocess.run([sys.executable, SCRIPT, "--streams", "0"], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 2
+    assert "--streams" in r.stderr and r.stdout == ""
+
+
+def test_help_exits_0():
+    r = subprocess.run([sys.executable, SCRIPT, "--help"], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0 and "--streams" in r.stdout
+
+
+# --- phases ----------------------------------------------------------------------------
+def test_phases_default():
+    ph = sw.plan_phases(list(sw.MODES), [1500, 9000])
+    assert ph == [
+        {"mtu": 1500, "ulsd": False, "modes": ["raw", "kernel"]},
+        {"mtu": 1500, "ulsd": True, "modes": ["perproc", "central"]},
+        {"mtu": 9000, "ulsd": False, "modes": ["raw", "kernel"]},
+        {"mtu": 9000, "ulsd": True, "modes": ["perproc", "central"]},
+    ]
+
+
+def test_phases_kernel_joins_the_ulsd_phase_without_raw():
+    assert sw.plan_phases(["kernel", "perproc"], [1500]) == [
+        {"mtu": 1500, "ulsd": True, "modes": ["kernel", "perproc"]}]
+    assert sw.plan_phases(["kernel"], [1500]) == [
+        {"mtu": 1500, "ulsd": False, "modes": ["kernel"]}]
+    assert sw.plan_phases(["raw"], [9000]) == [{"mtu": 9000, "ulsd": False, "modes": ["raw"]}]
+
+
+def test_point_timeout_bounded():
+    assert sw.point_timeout(1, seconds=2) < 40
+    assert sw.point_timeout(1024, seconds=60) < 400
+    assert sw.point_timeout(1024, nbytes=16 << 30) <= 900
+
+
+# --- worker results: verified or rejected ----------------------------------------------
+def _client(streams, verified=True):
+    return {"stack": "ulstack", "dir": "send", "verified": verified,
+            "streams": [{"bytes_verified": b, "seconds": s, "gbps": b * 8 / s / 1e9 if s else 0.0,
+                         "verified": v} for b, s, v in streams],
+            "bytes_verified": sum(b for b, _, _ in streams), "seconds": 2.0,
+            "gbps": 1.0, "cpu_seconds": 0.5}
+
+
+def test_client_streams_ok():
+    out = sw.client_streams(_client([(1 << 20, 1.0, True), (2 << 20, 2.0, True)]), 2, "c")
+    assert [s["bytes"] for s in out] == [1 << 20, 2 << 20]
+    assert out[0]["gbps"] == pytest.approx((1 << 20) * 8 / 1e9)
+
+
+def test_client_streams_single_stream_document():
+    doc = {"stack": "kernel", "dir": "send", "bytes": 65536, "bytes_verified": 65536,
+           "verified": True, "seconds": 0.5, "gbps": 0.001, "cpu_seconds": 0.1}
+    assert sw.client_streams(doc, 1, "c")[0]["bytes"] == 65536
+
+
+@pytest.mark.parametrize("doc", [
+    _client([(1 << 20, 1.0, True)], verified=False),           # whole process unverified
+    _client([(1 << 20, 1.0, True), (1 << 20, 1.0, False)]),    # one stream unverified
+    _client([(0, 1.0, True), (1 << 20, 1.0, True)]),           # a stream moved nothing
+    _client([(1 << 20, 0.0, True), (1 << 20, 1.0, True)]),     # no time
+    _client([(1 << 20, 1.0, True)]),                           # too few streams
+    {"verified": "true", "streams": []},                       # not a JSON boolean
+    {"stack": "kernel", "verified": False, "bytes_verified": 0, "seconds": 1.0},
+    [],
+])
+def test_client_streams_rejects_unverified(doc):
+    with pytest.raises(sw.BenchError):
+        sw.client_streams(doc, 2, "c")
+
+
+def test_client_streams_rejects_inconsistent_total():
+    doc = _client([(1 << 20, 1.0, True), (1 << 20, 1.0, True)])
+    doc["bytes_verified"] += 1
+    with pytest.raises(sw.BenchError):
+        sw.client_streams(doc, 2, "c")
+
+
+def test_server_lines():
+    ok = ('ulsbench noise\n{"role": "server", "dir": "recv", "bytes": 10, "verified": true, '
+          '"seconds": 1.0, "pid": 1}\n{"role": "server", "dir": "recv", "bytes": 20, '
+          '"verified": true, "seconds": 1.0, "pid": 1}\n')
+    assert [d["bytes"] for d in sw.server_lines(ok, 2, "s")] == [10, 20]
+    with pytest.raises(sw.BenchError):
+        sw.server_lines(ok, 3, "s")                                    # one missing
+    bad = ok.replace('"bytes": 20, "verified": true', '"bytes": 20, "verified": false')
+    with pytest.raises(sw.BenchError):
+        sw.server_lines(bad, 2, "s")
+    with pytest.raises(sw.BenchError):
+        sw.server_lines('{"role": "server", "bytes": 1, "verified": tr', 1, "s")
+
+
+def _raw(streams, **kw):
+    d = {"mode": "raw", "role": "recv", "mtu": 1500, "seconds": 2.0, "frames": 100,
+         "bytes_verified": sum(streams), "gbps": 1.0, "lost": 0, "corrupt": 0,
+         "streams": [{"id": i, "bytes_verified": b, "gbps": b * 8 / 2.0 / 1e9}
+                     for i, b in enumerate(streams)], "cpu_seconds": 1.0}
+    d.update(kw)
+    return d
+
+
+def test_raw_streams():
+    out = sw.raw_streams(_raw([1000, 2000]), 2, "r")
+    assert [s["bytes"] for s in out] == [1000, 2000]
+    for bad in (_raw([1000, 2000], corrupt=1), _raw([1000, 0]), _raw([1000]),
+                _raw([1000, 2000], verified=False), _raw([1000, 2000], seconds=0)):
+        with pytest.raises(sw.BenchError):
+            sw.raw_streams(bad, 2, "r")
+
+
+# --- the run object ---------------------------------------------------------------------
+def _streams(rates, seconds=2.0):
+    return [{"bytes": int(r * 1e9 / 8 * seconds), "seconds": seconds, "gbps": r}
+            for r in rates]
+
+
+def test_make_run_schema_and_numbers():
+    st = _streams([1.0, 2.0, 3.0])
+    cpu = {"total": 4.25, "workers": 4.0, "ulsd": 0.25, "includes": "x"}
+    run = sw.make_run("perproc", 3, 1500, 2.0, st, cpu, {"processes": {"senders": 3}})
+    assert sw.check_run_schema(run) == []
+    assert json.loads(json.dumps(run)) == run                  # plain JSON types
+    for k in sw.RUN_KEYS:
+        assert k in run
+    assert run["mode"] == "perproc" and run["streams"] == 3 and run["mtu"] == 1500
+    assert run["bytes_verified"] == sum(s["bytes"] for s in st)
+    assert run["aggregate_gbps"] == pytest.approx(6.0, rel=1e-3)
+    assert run["per_stream_gbps"] == {"min": 1.0, "median": 2.0, "max": 3.0}
+    assert run["jain"] == pytest.approx(36 / 42, abs=1e-4)
+    assert run["cpu_seconds"] == pytest.approx(4.25)
+    assert run["cpu"]["includes"] == "x"
+    assert run["verified"] is True
+
+
+def test_make_run_rejects_missing_streams_and_time():
+    with pytest.raises(sw.BenchError):
+        sw.make_run("kernel", 4, 1500, 2.0, _streams([1.0, 2.0]), {"total": 0.0})
+    with pytest.raises(sw.BenchError):
+        sw.make_run("kernel", 1, 1500, 0.0, _streams([1.0]), {"total": 0.0})
+
+
+def test_check_run_schema_finds_problems():
+    run = sw.make_run("kernel", 2, 9000, 1.0, _streams([1.0, 1.0]), {"total": 1.0})
+    assert sw.check_run_schema(run) == []
+    broken = dict(run)
+    del broken["jain"]
+    assert sw.check_run_schema(broken) == ["missing jain"]
+    broken = dict(run, mode="fast")
+    assert "mode" in sw.check_run_schema(broken)
+    broken = dict(run, per_stream_gbps={"min": 2, "median": 1, "max": 3})
+    assert sw.check_run_schema(broken)
+
+
+def test_table_and_sort():
+    runs = [sw.make_run(m, n, 1500, 1.0, _streams([1.0] * n), {"total": 1.0})
+            for m in ("central", "kernel") for n in (4, 1)]
+    runs = sw.sort_runs(runs)
+    assert [(r["mode"], r["streams"]) for r in runs] == [
+        ("kernel", 1), ("kernel", 4), ("central", 1), ("central", 4)]
+    text = sw.format_table(runs)
+    assert len(text.splitlines()) == 2 + 4
+    assert "Jain" in text and "central" in text
+
+
+def test_plots(tmp_path):
+    pytest.importorskip("matplotlib")
+    runs = [sw.make_run(m, n, mtu, 1.0, _streams([1.0 / n + 0.01 * i for i in range(n)]),
+                        {"total": 1.0})
+            for m in sw.MODES for n in (1, 2, 4) for mtu in (1500, 9000)]
+    paths = sw.plot_runs(runs, str(tmp_path))
+    assert sorted(os.path.basename(p) for p in paths) == ["aggregate.png", "per_stream.png"]
+    for p in paths:
+        with open(p, "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+# --- CPU accounting --------------------------------------------------------------------
+class _P:
+    def __init__(self, name, cpu):
+        self.name, self.cpu = name, cpu
+
+
+def test_cpu_breakdown():
+    procs = [_P("central-n2-server", 1.0), _P("central-n2-relay2", 2.0),
+             _P("central-n2-relay1", 2.5), _P("central-n2-client0", 0.25),
+             _P("central-n2-client1", 0.25)]
+    cpu = sw.cpu_breakdown(procs, ulsd=0.5)
+    assert cpu["senders"] == 0.5 and cpu["receivers"] == 1.0 and cpu["relays"] == 4.5
+    assert cpu["ulsd"] == 0.5 and cpu["total"] == pytest.approx(6.5)
+    assert cpu["includes"] == ["senders", "receivers", "relays", "ulsd"]
+    cpu = sw.cpu_breakdown([_P("kernel-n1-server", 1.0), _P("kernel-n1-client0", 2.0)])
+    assert cpu["includes"] == ["senders", "receivers"] and cpu["total"] == 3.0
+    cpu = sw.cpu_breakdown([_P("raw-n4-recv", 1.0), _P("raw-n4-send", 1.5)])
+    assert cpu["senders"] == 1.5 and cpu["receivers"] == 1.0
+
+
+def test_transfer_window():
+    # Two processes: one transferred 100.0..102.0, the other 100.5..102.4.
+    assert sw.transfer_window([(102.0, 2.0), (102.4, 1.9)]) == pytest.approx(2.4)
+    assert sw.transfer_window([(10.0, 1.5)]) == pytest.approx(1.5)
+    assert sw.transfer_window([]) is None
+    assert sw.transfer_window([(10.0, None)]) is None
+    assert sw.transfer_window([(10.0, 1.0), (11.0, 0)]) is None

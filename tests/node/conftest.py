@@ -1,0 +1,392 @@
+"""Node fixtures: two ulsd nodes with many processes each, and Linux kernel peers.
+
+    namespace ulsnode (TB_NETNS)                           namespace ulsnode-k1
+    +-------------------------------------------------+    +-------------------------+
+    |  ulsd (node 1, 198.18.0.1)  ulsd (node 2, .2)    |    | kernel TCP 198.18.0.100 |
+    |     |  [uls1]                  |  [uls2]         |    | ulsbench server :5001   |
+    |     +----------+---- br0 ------+-----------------+----+ (and per-test peers)    |
+    |                |                                 |    +-------------------------+
+    +----------------|---------------------------------+    namespace ulsnode-k2 (.101)
+                     |
+      control sockets /run/ulstack-testbed/ulsnode.d/node{1,2}.ctl (mode 0666)
+                     |
+    root namespace:  ulsbench / hostile / ulsstat --ctl NODEi  (user-level stacks; they
+                     never touch kernel networking, so they run outside the namespaces)
+
+Every address lives in the namespaces `tests/testbed/testbed up` creates. The session
+fixture brings the testbed up once and down at the end, also when a test fails or pytest is
+interrupted (try/finally and atexit). Processes are stopped by the PIDs this suite started,
+never by name; a ulsd a test restarts is registered in the testbed's PID file so that
+`testbed down` stops it too, and is killed by PID afterwards if it is still alive.
+"""
+import atexit
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+SRC = os.environ.get("ULS_SRCDIR") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILD = os.environ.get("ULS_BUILDDIR") or os.path.join(SRC, "build")
+TESTBED = os.path.join(SRC, "tests", "testbed", "testbed")
+BENCH = os.path.join(BUILD, "apps", "ulsbench")
+STAT = os.path.join(BUILD, "apps", "ulsstat")
+HOSTILE = os.path.join(BUILD, "tests", "node", "hostile")
+ULSD = os.path.join(BUILD, "server", "ulsd")
+PYTHON = "/usr/bin/python3"
+TB_NAME = "ulsnode"
+KERNEL_SINK_PORT = 5001   # a kernel ulsbench server in ulsnode-k1 for the whole session
+
+MIB = 1 << 20
+
+
+def _testbed(*args):
+    """Run the testbed script; returns its stdout (the export lines). Its output goes
+    through files, not pipes: the ulsd daemons `up` starts inherit its stdout (fd 3 in the
+    script), so a pipe would not see end-of-file until they exit."""
+    env = dict(os.environ, TB_NAME=TB_NAME, ULS_BUILDDIR=BUILD)
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        r = subprocess.run([TESTBED, *args], env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                           timeout=120)
+        out.seek(0)
+        err.seek(0)
+        text, errors = out.read(), err.read()
+    assert r.returncode == 0, f"testbed {' '.join(args)}: exit {r.returncode}\n{errors}"
+    return text
+
+
+def _parse_exports(text):
+    env = {}
+    for line in text.splitlines():
+        if line.startswith("export "):
+            k, _, v = line[len("export "):].partition("=")
+            env[k] = shlex.split(v)[0] if v else ""
+    return env
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie is not alive for our purposes.
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+class Proc:
+    """A process this suite started; its output goes to files (no pipe can fill up)."""
+
+    def __init__(self, argv, outdir, name, netns=None, env=None):
+        self.name = name
+        self.out_path = os.path.join(outdir, f"{name}.out")
+        self.err_path = os.path.join(outdir, f"{name}.err")
+        full = ["ip", "netns", "exec", netns, *argv] if netns else list(argv)
+        self.argv = full
+        with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
+            # `ip netns exec` execs the program, so self.pid is the program's own PID.
+            self.p = subprocess.Popen(full, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env)
+        self.pid = self.p.pid
+        self.started = time.monotonic()
+
+    def poll(self):
+        return self.p.poll()
+
+    def wait(self, timeout):
+        try:
+            return self.p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(f"{self.name} did not finish within {timeout} s: "
+                                 f"{self.argv}\nstdout: {self.stdout()}\nstderr: {self.stderr()}")
+
+    def kill(self, sig=signal.SIGKILL):
+        if self.p.poll() is None:
+            self.p.send_signal(sig)
+            try:
+                self.p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+
+    def stdout(self):
+        with open(self.out_path, errors="replace") as f:
+            return f.read()
+
+    def stderr(self):
+        with open(self.err_path, errors="replace") as f:
+            return f.read()
+
+    def json_lines(self):
+        res = []
+        for line in self.stdout().splitlines():
+            line = line.strip()
+            if line.startswith("{"):
+                res.append(json.loads(line))
+        return res
+
+
+class Testbed:
+    def __init__(self):
+        self.env = {}
+        self.procs = []
+        self.restarted = []    # ulsd processes a test started again (Popen)
+        self.outdir = tempfile.mkdtemp(prefix="uls-node-")
+        self.seq = 0
+
+    # --- addresses ---------------------------------------------------------------------
+    def ctl(self, i):
+        return self.env[f"TB_NODE{i}_CTL"]
+
+    def ip(self, i):
+        return self.env[f"TB_NODE{i}_IP"]
+
+    @property
+    def kernel_ns(self):
+        return self.env["TB_KERNEL_NETNS"]
+
+    @property
+    def kernel_ip(self):
+        return self.env["TB_KERNEL_IP"]
+
+    @property
+    def daemon_dir(self):
+        return os.path.dirname(self.ctl(1))
+
+    # --- processes ---------------------------------------------------------------------
+    def start(self, argv, name=None, netns=None):
+        self.seq += 1
+        p = Proc(argv, self.outdir, f"{self.seq:03d}-{name or os.path.basename(argv[0])}", netns=netns)
+        self.procs.append(p)
+        return p
+
+    def server(self, node, port, count=None, reuseport=False):
+        """A ulsbench server on node `node` (ulsd's node), listening once this returns."""
+        argv = [BENCH, "server", "--ctl", self.ctl(node), "--port", str(port)]
+        if count is not None:
+            argv += ["--count", str(count)]
+        if reuseport:
+            argv.append("--reuseport")
+        p = self.start(argv, name=f"server-n{node}-{port}")
+        self.wait_listening(p)
+        return p
+
+    def kernel_server(self, port, netns=None):
+        p = self.start([BENCH, "server", "--port", str(port)], name=f"kserver-{port}",
+                       netns=netns or self.kernel_ns)
+        self.wait_listening(p)
+        return p
+
+    def wait_listening(self, p, timeout=5.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if "listening on port" in p.stderr():
+                return
+            if p.poll() is not None:
+                break
+            time.sleep(0.02)
+        raise AssertionError(f"{p.name} is not listening (exit {p.poll()}): {p.stderr()}")
+
+    def client(self, node, to, nbytes, direction="send", name=None):
+        """A ulsbench client on node `node`; `to` is "IP:PORT"."""
+        return self.start([BENCH, "client", "--ctl", self.ctl(node), "--to", to, "--bytes", str(nbytes),
+                           "--dir", direction], name=name or f"client-n{node}")
+
+    def kernel_client(self, to, nbytes, direction="send", name=None):
+        return self.start([BENCH, "client", "--to", to, "--bytes", str(nbytes), "--dir", direction],
+                          name=name or "kclient", netns=self.kernel_ns)
+
+    def hostile(self, node, *args, user=None, timeout=20):
+        argv = [HOSTILE, self.ctl(node), *map(str, args)]
+        if user is not None:
+            argv = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *argv]
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        assert r.returncode == 0, f"hostile {args}: exit {r.returncode}\n{r.stdout}\n{r.stderr}"
+        return r.stdout
+
+    def kernel_python(self, code, *args, name="kpy"):
+        return self.start([PYTHON, "-c", code, *map(str, args)], name=name, netns=self.kernel_ns)
+
+    # --- ulsd ----------------------------------------------------------------------------
+    def stat(self, node):
+        r = subprocess.run([STAT, "--ctl", self.ctl(node), "--json"], capture_output=True, text=True,
+                           timeout=10)
+        assert r.returncode == 0, f"ulsstat node {node}: {r.stderr}"
+        return json.loads(r.stdout)
+
+    def counters(self, node):
+        return self.stat(node)["counters"]
+
+    def ulsd_pid(self, node):
+        """The PID of node `node`'s ulsd, or None. testbed's ulsdI.pid may hold the PID of
+        the shell that started ulsd in the namespace rather than ulsd's own; then ulsd is
+        the process in the node namespace whose command line is ulsd with this node's
+        control socket."""
+        with open(os.path.join(self.daemon_dir, f"ulsd{node}.pid")) as f:
+            pid = int(f.read().strip())
+        if self._is_ulsd(pid, node):
+            return pid
+        r = subprocess.run(["ip", "netns", "pids", self.env["TB_NETNS"]], capture_output=True,
+                           text=True, timeout=10)
+        for p in r.stdout.split():
+            if self._is_ulsd(int(p), node):
+                return int(p)
+        return None
+
+    def _is_ulsd(self, pid, node):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+        except OSError:
+            return False
+        return (_alive(pid) and bool(argv) and os.path.basename(argv[0]) == "ulsd"
+                and self.ctl(node) in argv)
+
+    def ulsd_alive(self, node):
+        return self.ulsd_pid(node) is not None
+
+    def ulsd_cmdline(self, node):
+        pid = self.ulsd_pid(node)
+        assert pid is not None, f"no ulsd for node {node}"
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return [a.decode() for a in f.read().split(b"\0") if a]
+
+    def start_ulsd(self, node, argv, timeout=5.0):
+        """Start ulsd for `node` again, the way the testbed did (in its namespace, in the
+        foreground, its log appended), record its PID for `testbed down`, and wait until it
+        answers on its control socket."""
+        log = open(os.path.join(self.daemon_dir, f"ulsd{node}.log"), "ab")
+        p = subprocess.Popen(["ip", "netns", "exec", self.env["TB_NETNS"], *argv], stdout=log,
+                             stderr=log, stdin=subprocess.DEVNULL)
+        log.close()
+        self.restarted.append(p)
+        with open(os.path.join(self.daemon_dir, f"ulsd{node}.pid"), "w") as f:
+            f.write(f"{p.pid}\n")
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert p.poll() is None, f"restarted ulsd for node {node} exited with {p.returncode}"
+            r = subprocess.run([STAT, "--ctl", self.ctl(node)], capture_output=True, timeout=10)
+            if r.returncode == 0:
+                return p
+            time.sleep(0.05)
+        raise AssertionError(f"restarted ulsd for node {node} does not answer on {self.ctl(node)}")
+
+    def ulsd_log_tail(self, node, lines=10):
+        try:
+            with open(os.path.join(self.daemon_dir, f"ulsd{node}.log"), errors="replace") as f:
+                return "".join(f.readlines()[-lines:])
+        except OSError as e:
+            return str(e)
+
+    def save_logs(self):
+        """Keep the ulsd logs (testbed down deletes them) next to the processes' output."""
+        if self.env:
+            for node in (1, 2):
+                src = os.path.join(self.daemon_dir, f"ulsd{node}.log")
+                if os.path.exists(src):
+                    shutil.copy(src, os.path.join(self.outdir, f"ulsd{node}.log"))
+
+    def cleanup_procs(self):
+        for p in reversed(self.procs):
+            p.kill()
+        self.procs = []
+
+
+def _ulsd_argv_from_env(tb, node):
+    """The command line testbed's start_daemons() uses (if a test lost the original)."""
+    e = tb.env
+    return [ULSD, "--tap", e[f"TB_NODE{node}_TAP"], "--ip", f"{e[f'TB_NODE{node}_IP']}/{e['TB_PREFIX']}",
+            "--mac", e[f"TB_NODE{node}_MAC"], "--mtu", e["TB_MTU"], "--ctl", tb.ctl(node), "-f"]
+
+
+def ensure_ulsd(tb, node):
+    """Restore a node's ulsd if a test killed it (and did not restart it)."""
+    if not tb.ulsd_alive(node):
+        tb.start_ulsd(node, _ulsd_argv_from_env(tb, node))
+
+
+@pytest.fixture(scope="session")
+def testbed():
+    for prog in (BENCH, STAT, HOSTILE, ULSD):
+        if not os.path.exists(prog):
+            pytest.fail(f"{prog} not built: run `make` and `make tests/node/hostile` in {BUILD}")
+    tb = Testbed()
+    down_done = []
+
+    def down():
+        if down_done:
+            return
+        down_done.append(True)
+        tb.cleanup_procs()
+        try:
+            tb.save_logs()
+            _testbed("down")
+        finally:
+            # `down` stops the daemons by the PIDs it recorded, which include a restarted
+            # ulsd; anything we restarted and that still runs is ours to stop.
+            for p in tb.restarted:
+                if p.poll() is None:
+                    p.kill()
+                p.wait()
+
+    atexit.register(down)
+    try:
+        tb.env = _parse_exports(_testbed("up", "--nodes", "2"))
+        assert tb.env.get("TB_ULSD") == "1", tb.env
+        tb.kernel_server(KERNEL_SINK_PORT)
+        yield tb
+    finally:
+        down()
+
+
+@pytest.fixture
+def tb(testbed):
+    """The session testbed; processes a test started are stopped when it ends, and both
+    nodes' ulsd are alive again afterwards."""
+    n = len(testbed.procs)
+    try:
+        yield testbed
+    finally:
+        for p in reversed(testbed.procs[n:]):
+            p.kill()
+        del testbed.procs[n:]
+        died = [node for node in (1, 2) if not testbed.ulsd_alive(node)]
+        logs = {node: testbed.ulsd_log_tail(node) for node in died}
+        for node in died:
+            ensure_ulsd(testbed, node)
+        # A test that kills ulsd on purpose restarts it itself: a dead one here crashed.
+        assert not died, f"ulsd of node(s) {died} died during the test (restarted for the next " \
+                         f"test); end of their logs: {logs}"
+
+
+def check_client(p, timeout):
+    """A ulsbench client exited 0 and says every byte was verified."""
+    rc = p.wait(timeout)
+    assert rc == 0 and "every byte verified" in p.stdout(), \
+        f"{p.name} failed (exit {rc}): {p.stdout()} {p.stderr()}"
+    return p.stdout()
+
+
+def server_results(p, n, timeout=10.0):
+    """Wait for n JSON result lines from a ulsbench server; every one verified."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        lines = p.json_lines()
+        if len(lines) >= n:
+            break
+        time.sleep(0.05)
+    lines = p.json_lines()
+    assert len(lines) >= n, f"{p.name}: {len(lines)} results, expected {n}: {p.stdout()} {p.stderr()}"
+    for r in lines:
+        assert r["verified"] is True, f"{p.name}: {r}"
+    return lines
