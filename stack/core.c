@@ -14,15 +14,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lwip/etharp.h"
 #include "lwip/init.h"
 #include "lwip/ip4_addr.h"
 #include "lwip/netif.h"
+#include "lwip/priv/tcp_priv.h"
 #include "lwip/timeouts.h"
 #include "netif/ethernet.h"
 
 #define RX_BUDGET 256  /* frames per round before timers run again */
+#define STOP_LINGER_MS 3000  /* uls_node_stop(): time closed connections get to finish */
 
 struct stk_node stk__node = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
@@ -219,6 +222,18 @@ int uls_node_start(const struct uls_node_config *cfg)
 	return rc;
 }
 
+/* Does a closed connection still owe its peer something: data not yet acknowledged, or a
+ * FIN? (core lock held) */
+static bool close_pending(void)
+{
+	for (struct tcp_pcb *p = tcp_active_pcbs; p; p = p->next) {
+		if (p->unsent || p->unacked || p->state == FIN_WAIT_1 || p->state == CLOSING ||
+		    p->state == LAST_ACK)
+			return true;
+	}
+	return false;
+}
+
 void uls_node_stop(void)
 {
 	stk__lock();
@@ -227,6 +242,17 @@ void uls_node_stop(void)
 		return;
 	}
 	stk__sockets_shutdown();
+	/* What the application sent before it closed must still arrive: the kernel keeps a
+	 * closed socket's last segments going after close() and exit, but this stack dies with
+	 * the process. So the stack thread runs on until closed connections have had their data
+	 * and FIN acknowledged, for at most STOP_LINGER_MS (a peer that stopped answering
+	 * gets nothing more; ulsd resets it once the lease ends). */
+	uint64_t deadline = stk__now_ms() + STOP_LINGER_MS;
+	while (!stk__node.lost && close_pending() && stk__now_ms() < deadline) {
+		stk__unlock();
+		usleep(5000);
+		stk__lock();
+	}
 	stk__node.dev->ops->tx_flush(stk__node.dev);
 	stk__node.running = false;
 	stk__node.dev->ops->wake(stk__node.dev);

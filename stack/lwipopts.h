@@ -102,7 +102,11 @@ void stk__assert_core_locked(void);
 #define TCP_SYNMAXRTX                   6
 #define LWIP_CALLBACK_API               1
 #define LWIP_EVENT_API                  0
-#define TCP_TMR_INTERVAL                250
+/* The TCP timer: delayed ACKs wait at most one tick, and the slow timer (two ticks)
+ * is the RTO's unit. lwIP's 250 ms made a 500 ms RTO granularity, far coarser than a LAN
+ * round trip (stack/patches/0004). Deviation: zero-window probes back off in slow ticks,
+ * so they come at 0.15 s doubling to at most 6 s (lwIP's table), not Linux's 120 s. */
+#define TCP_TMR_INTERVAL                25
 
 /* Checksums in software, always verified (RFC 9293 §3.1 MUST-2, MUST-3). TCP data is
  * summed while it is copied in (one pass over the bytes instead of two). */
