@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "apps/netops.h"
+#include "apps/clock.h"
 #include "apps/pattern.h"
 
 #define MSG_SIZE      65536
@@ -54,22 +55,6 @@ enum { ST_OK = 0, ST_CORRUPT = 1, ST_SHORT = 2 };
 
 static const struct netops *ops = &bench__kernel_ops;
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double cpu_s(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
 
 static int send_all(int sd, const void *buf, size_t len)
 {
@@ -114,10 +99,10 @@ static uint32_t get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return b
 static int stream_out(int sd, uint64_t seed, uint64_t bytes, uint32_t millis, uint8_t *buf,
 		      uint64_t *sent)
 {
-	double deadline = millis ? now_s() + millis / 1000.0 : 0;
+	double deadline = millis ? bench__now_s() + millis / 1000.0 : 0;
 	uint64_t off = 0;
 
-	while (bytes ? off < bytes : now_s() < deadline) {
+	while (bytes ? off < bytes : bench__now_s() < deadline) {
 		size_t n = bytes && bytes - off < MSG_SIZE ? (size_t)(bytes - off) : MSG_SIZE;
 		bench__pattern_fill(seed, off, buf, n);
 		int rc = send_all(sd, buf, n);
@@ -162,7 +147,7 @@ static void *serve(void *arg)
 	int sd = (int)(intptr_t)arg;
 	uint8_t req[REQ_LEN], verdict[VERDICT_LEN] = { 0 };
 	uint8_t *buf = malloc(MSG_SIZE);
-	double t0 = now_s();
+	double t0 = bench__now_s();
 
 	if (!buf || recv_all(sd, req, REQ_LEN) < 0 || get32(req) != MAGIC || req[4] != WIRE_VERSION) {
 		fprintf(stderr, "ulsbench server: bad or missing request\n");
@@ -175,7 +160,7 @@ static void *serve(void *arg)
 		put32(verdict, (uint32_t)st);
 		put64(verdict + 8, good);
 		send_all(sd, verdict, VERDICT_LEN);
-		double dt = now_s() - t0;
+		double dt = bench__now_s() - t0;
 		printf("{\"role\": \"server\", \"dir\": \"recv\", \"bytes\": %llu, \"verified\": %s, "
 		       "\"seconds\": %.6f, \"pid\": %d}\n", (unsigned long long)good,
 		       st == ST_OK ? "true" : "false", dt, (int)getpid());
@@ -286,7 +271,7 @@ static void *client_stream(void *arg)
 
 	s->st = ST_SHORT;
 	if (getrandom(&seed, sizeof(seed), 0) != (ssize_t)sizeof(seed))
-		seed = (uint64_t)now_s() ^ (uint64_t)(uintptr_t)s;
+		seed = (uint64_t)bench__now_s() ^ (uint64_t)(uintptr_t)s;
 	if (sd < 0 || !buf) {
 		s->rc = sd < 0 ? sd : -ENOMEM;
 		free(buf);
@@ -303,7 +288,7 @@ static void *client_stream(void *arg)
 	put64(req + 8, s->bytes);
 	put64(req + 16, seed);
 	put32(req + 24, s->millis);
-	double t0 = now_s();
+	double t0 = bench__now_s();
 	s->rc = send_all(sd, req, REQ_LEN);
 	if (s->rc == 0 && s->dir == DIR_CLIENT_SENDS) {
 		s->rc = stream_out(sd, seed, s->bytes, s->millis, buf, &sent);
@@ -322,7 +307,7 @@ static void *client_stream(void *arg)
 		put64(verdict + 8, s->good);
 		send_all(sd, verdict, VERDICT_LEN);
 	}
-	s->secs = now_s() - t0;
+	s->secs = bench__now_s() - t0;
 out:
 	ops->close(sd);
 	free(buf);
@@ -333,7 +318,7 @@ static int run_client(const struct endpoint *to, uint64_t bytes, uint32_t millis
 		      unsigned nstreams, const char *json)
 {
 	struct stream *st = calloc(nstreams, sizeof(*st));
-	double cpu0 = cpu_s(), t0 = now_s();
+	double cpu0 = bench__cpu_s(), t0 = bench__now_s();
 	uint64_t total = 0;
 	bool ok = true;
 
@@ -360,7 +345,7 @@ static int run_client(const struct endpoint *to, uint64_t bytes, uint32_t millis
 		ok = ok && good;
 		total += st[i].good;
 	}
-	double wall = now_s() - t0, cpu = cpu_s() - cpu0;
+	double wall = bench__now_s() - t0, cpu = bench__cpu_s() - cpu0;
 	double gbps = wall > 0 ? (double)total * 8 / wall / 1e9 : 0;
 	if (!(nstreams == 1 && st[0].rc < 0))
 		printf("%s %s: %u stream%s, %llu bytes in %.3f s = %.3f Gbit/s, %s\n",

@@ -49,6 +49,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "apps/clock.h"
 #include "apps/pattern.h"
 #include "netif/frame.h"
 #include "netif/tap.h"
@@ -135,22 +136,6 @@ static void on_signal(int sig)
 	stop = 1;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double cpu_s(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
-	       (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
 
 static void sleep_ns(long ns)
 {
@@ -343,7 +328,7 @@ static void rx_frame(struct rx *rx, const uint8_t *f, size_t len)
 	if (h.stream >= rx->nstreams)
 		rx->nstreams = h.stream + 1;
 	if (rx->frames == 0) {
-		rx->t_first = now_s();
+		rx->t_first = bench__now_s();
 		rx->first_bytes = len - NIF_ETH_HLEN;
 	}
 	rx->frames++;
@@ -482,7 +467,7 @@ static int run_recv(const struct opts *o)
 		free(rx);
 		return rc;
 	}
-	double cpu0 = cpu_s();
+	double cpu0 = bench__cpu_s();
 	wait_forwarding(o->tap);
 	for (int i = 0; i < HELLO_COUNT; i++) {
 		slot = nif_tap_tx_slot(tap);
@@ -496,9 +481,9 @@ static int run_recv(const struct opts *o)
 		ret = 1;
 	}
 
-	double deadline = now_s() + o->seconds + 1;
+	double deadline = bench__now_s() + o->seconds + 1;
 	while (!ret && !stop && !rx->end_seen) {
-		double left = deadline - now_s();
+		double left = deadline - bench__now_s();
 		if (left <= 0)
 			break;
 		int ms = left * 1000 < WAIT_SLICE_MS ? (int)(left * 1000) + 1 : WAIT_SLICE_MS;
@@ -514,9 +499,9 @@ static int run_recv(const struct opts *o)
 			if (nif_tap_rx(tap, on_frame, rx, RX_BUDGET) == 0)
 				break;
 		if (rx->frames != before)
-			rx->t_last = now_s();
+			rx->t_last = bench__now_s();
 	}
-	double cpu = cpu_s() - cpu0;
+	double cpu = bench__cpu_s() - cpu0;
 	bool uring = nif_tap_uses_io_uring(tap);
 	nif_tap_get_stats(tap, &st);
 	nif_tap_close(tap);
@@ -608,10 +593,10 @@ static int run_send(const struct opts *o)
 		return rc;
 	}
 	size_t frame_len = (size_t)mtu + NIF_ETH_HLEN;
-	double cpu0 = cpu_s();
+	double cpu0 = bench__cpu_s();
 	wait_forwarding(o->tap);
 
-	double t0 = now_s(), deadline = t0 + o->seconds;
+	double t0 = bench__now_s(), deadline = t0 + o->seconds;
 	while (!ret && !stop) {
 		for (int i = 0; i < TX_BATCH; i++) {
 			uint8_t *slot = nif_tap_tx_slot(tap);
@@ -627,12 +612,12 @@ static int run_send(const struct opts *o)
 		}
 		if (nif_tap_tx_flush(tap) < 0)
 			ret = 1;
-		if (now_s() >= deadline)
+		if (bench__now_s() >= deadline)
 			break;
 	}
 	unsigned held = drain(tap, slots, TX_DEPTH);
-	double secs = now_s() - t0;
-	double cpu = cpu_s() - cpu0;
+	double secs = bench__now_s() - t0;
+	double cpu = bench__cpu_s() - cpu0;
 	if (ret || held < TX_DEPTH)
 		fprintf(stderr, "ulsraw: transmit on %s failed\n", o->tap);
 	if (held < TX_DEPTH)

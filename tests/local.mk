@@ -19,3 +19,9 @@ TESTS += tests/testbed/test_testbed.sh tests/conformance/run tests/e2e/run tests
 	tests/bench/run
 EXTRA_DIST += tests/testbed tests/conformance tests/e2e tests/node/run tests/node/conftest.py \
 	tests/node/test_node.py tests/bench/run tests/pytest-tap
+
+# What the suites leave in the build tree (captures of every conformance exchange).
+clean-local: clean-test-outputs
+clean-test-outputs:
+	-rm -rf tests/conformance/captures
+.PHONY: clean-test-outputs

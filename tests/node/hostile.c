@@ -11,6 +11,8 @@
  *   hostile CTL listen SECONDS           count frames ulsd delivers to us meanwhile, by
  *                                        IP protocol; prints "frames N tcp N arp N"
  *   hostile CTL garbage                  send malformed control messages; prints each reply
+ *   hostile CTL release LPORT RIP RPORT  claim another process's connection is gone, and
+ *                                        its port: RELEASE and UNBIND; prints each reply
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -208,6 +210,20 @@ int main(int argc, char **argv)
 			clock_gettime(CLOCK_MONOTONIC, &t);
 		} while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 < secs);
 		printf("frames %lu tcp %lu arp %lu\n", frames, tcp, arp);
+		return 0;
+	}
+	if (!strcmp(cmd, "release") && argc == 6) {
+		struct uls_ctl_msg m;
+		uls_ctl_init(&m, ULS_CTL_RELEASE, 3);
+		m.proto = IPPROTO_TCP;
+		m.lport = (uint16_t)atoi(argv[3]);
+		inet_pton(AF_INET, argv[4], &m.rip);
+		m.rport = (uint16_t)atoi(argv[5]);
+		printf("release status %d\n", call(&m, NULL, 0));
+		uls_ctl_init(&m, ULS_CTL_UNBIND, 4);
+		m.proto = IPPROTO_TCP;
+		m.lport = (uint16_t)atoi(argv[3]);
+		printf("unbind status %d\n", call(&m, NULL, 0));
 		return 0;
 	}
 	fprintf(stderr, "hostile: bad command\n");

@@ -125,6 +125,33 @@ def test_forged_segments_from_another_process_port_are_denied_and_not_sent(tb):
     assert r.stdout.strip() == "", f"forged segments reached the wire:\n{r.stdout}"
 
 
+def test_process_cannot_release_or_unbind_another_process_endpoint(tb):
+    """The connection server answers to the lease, not to what a message claims: a hostile
+    process that sends RELEASE for a victim's live connection and UNBIND for its port gets
+    EPERM for both, ctl_denied grows by 2, and the victim's transfer completes verified."""
+    port = 6250
+    victim = tb.server(1, port, count=1)
+    client = tb.kernel_client(f"{tb.ip(1)}:{port}", 256 * MIB, "send", name="kclient-victim")
+    deadline = time.monotonic() + 10
+    conn = None
+    while conn is None and time.monotonic() < deadline:
+        for e in tb.stat(1)["endpoints"]:
+            if e["state"] == "connected" and e["local"].endswith(f":{port}"):
+                conn = e
+        time.sleep(0.05)
+    assert conn is not None, "the victim's connection never appeared in ulsstat"
+    assert conn["pid"] == victim.pid
+    rip, rport = conn["remote"].rsplit(":", 1)
+    before = tb.counters(1)
+    out = tb.hostile(1, "release", port, rip, rport)
+    assert out.split() == ["release", "status", "-1", "unbind", "status", "-1"], out
+    after = tb.counters(1)
+    assert delta(before, after, "ctl_denied") == 2
+    check_client(client, TRANSFER_TIMEOUT)
+    (res,) = server_results(victim, 1)
+    assert res["verified"] and res["bytes"] == 256 * MIB
+
+
 def test_frames_with_a_foreign_source_address_are_denied(tb):
     """A process cannot send as another host: three frames with a source IP that is not the
     node's grow deny_src_ip by 3."""
