@@ -254,6 +254,7 @@ struct stream {
 	uint64_t bytes;
 	uint32_t millis;
 	int dir;
+	double start_at;  /* CLOCK_MONOTONIC seconds to start moving data at (0: at once) */
 	pthread_t thread;
 	/* results */
 	int rc, st;
@@ -288,6 +289,13 @@ static void *client_stream(void *arg)
 	put64(req + 8, s->bytes);
 	put64(req + 16, seed);
 	put32(req + 24, s->millis);
+	/* Connected and ready: wait for the common start, so that the streams of many
+	 * processes run at the same time instead of one after another. */
+	for (double now = bench__now_s(); s->start_at > now; now = bench__now_s()) {
+		double wait = s->start_at - now;
+		struct timespec ts = { (time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9) };
+		nanosleep(&ts, NULL);
+	}
 	double t0 = bench__now_s();
 	s->rc = send_all(sd, req, REQ_LEN);
 	if (s->rc == 0 && s->dir == DIR_CLIENT_SENDS) {
@@ -315,17 +323,18 @@ out:
 }
 
 static int run_client(const struct endpoint *to, uint64_t bytes, uint32_t millis, int dir,
-		      unsigned nstreams, const char *json)
+		      unsigned nstreams, double start_at, const char *json)
 {
 	struct stream *st = calloc(nstreams, sizeof(*st));
-	double cpu0 = bench__cpu_s(), t0 = bench__now_s();
+	double cpu0 = bench__cpu_s(), t0 = start_at > bench__now_s() ? start_at : bench__now_s();
 	uint64_t total = 0;
 	bool ok = true;
 
 	if (!st)
 		return 1;
 	for (unsigned i = 0; i < nstreams; i++) {
-		st[i] = (struct stream){ .to = to, .bytes = bytes, .millis = millis, .dir = dir };
+		st[i] = (struct stream){ .to = to, .bytes = bytes, .millis = millis, .dir = dir,
+					 .start_at = start_at };
 		if (pthread_create(&st[i].thread, NULL, client_stream, &st[i]) != 0) {
 			fprintf(stderr, "ulsbench client: cannot start stream %u\n", i);
 			return 1;
@@ -383,7 +392,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: ulsbench server (--port P | --unix PATH) [--count N] [--reuseport] [NODE OPTIONS]\n"
 		"       ulsbench client (--to IP[:PORT] | --unix PATH) (--bytes N[K|M|G] | --seconds S)\n"
-		"                       [--streams K] [--dir send|recv] [--json FILE] [NODE OPTIONS]\n"
+		"                       [--streams K] [--dir send|recv] [--start-at T] [--json FILE]\n"
+		"                       [NODE OPTIONS]   (T: CLOCK_MONOTONIC seconds to start at)\n"
 		"       ulsbench [--mode MODE[,MODE...]] [--streams N[,N...]] [--seconds S]\n"
 		"                [--mtu M[,M...]] [--json FILE] [--plot DIR]   (the benchmark sweep)\n"
 		"NODE OPTIONS: --tap IFNAME --ip A.B.C.D/NN [--mac MAC] [--gw A.B.C.D] [--mtu N]\n"
@@ -444,6 +454,7 @@ int main(int argc, char **argv)
 		{ "bytes", required_argument, NULL, 'b' }, { "seconds", required_argument, NULL, 's' },
 		{ "streams", required_argument, NULL, 'k' }, { "dir", required_argument, NULL, 'd' },
 		{ "json", required_argument, NULL, 'j' }, { "reuseport", no_argument, NULL, 'r' },
+		{ "start-at", required_argument, NULL, 'a' },
 		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	struct node_opts no = { 0 };
@@ -451,6 +462,7 @@ int main(int argc, char **argv)
 	bool have_to = false, reuseport = false, have_bytes = false;
 	unsigned long long bytes = 1ull << 30, v;
 	uint32_t millis = 0;
+	double start_at = 0;
 	unsigned nstreams = 1;
 	long count = 0;
 	int dir = DIR_CLIENT_SENDS, c, idx;
@@ -542,6 +554,18 @@ int main(int argc, char **argv)
 		case 'r':
 			reuseport = true;
 			break;
+		case 'a': {
+			char *end;
+			errno = 0;
+			start_at = strtod(optarg, &end);
+			if (*end || errno || !(start_at >= 0) ||
+			    start_at > bench__now_s() + 600) {
+				fprintf(stderr, "ulsbench: bad --start-at '%s': monotonic seconds, "
+						"at most 600 s ahead\n", optarg);
+				return 2;
+			}
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -571,7 +595,7 @@ int main(int argc, char **argv)
 	if (started)
 		ops = &bench__uls_ops;
 	int rc = server ? run_server(&ep, count, reuseport)
-			: run_client(&ep, bytes, millis, dir, nstreams, json);
+			: run_client(&ep, bytes, millis, dir, nstreams, start_at, json);
 	if (started)
 		uls_node_stop();
 	return rc;

@@ -70,6 +70,9 @@ MSG_SIZE = 65536            # seed 004's 64 KB messages; the workers' fixed mess
 
 TB_NAME = "ulsbench"
 KERNEL_PORT = 5201          # kernel mode: one receiver process in the K1 namespace
+# Clients start together: a margin for the processes to start and connect, first.
+START_MARGIN_S = 0.5
+START_PER_PROCESS_S = 0.02
 PERPROC_BASE_PORT = 6000    # perproc mode: receiver process i listens on 6000+i
 CENTRAL_PORT = 7000         # central mode: the receiving node's relay
 RAW_RECV_MAC = "02:75:6c:ff:00:02"
@@ -1071,15 +1074,20 @@ class Point:
         return run
 
     def _clients(self, groups, argv_for):
-        """Starts one client process per group; returns [(proc, json path, k)]."""
+        """Starts one client process per group; returns [(proc, json path, k)]. Every
+        client connects at once and then waits for one common start time (--start-at,
+        CLOCK_MONOTONIC), so that the streams of 64 processes run together instead of
+        starting one after another while the point's clock runs."""
         out = []
+        start_at = time.monotonic() + START_MARGIN_S + START_PER_PROCESS_S * len(groups)
         for i, k in enumerate(groups):
             js = os.path.join(self.workdir, "%s-n%d-client%d.json" % (self.mode, self.n, i))
             try:
                 os.unlink(js)
             except FileNotFoundError:
                 pass
-            argv = argv_for(i, k) + self.amount() + ["--json", js]
+            argv = argv_for(i, k) + self.amount() + ["--json", js,
+                                                     "--start-at", "%.6f" % start_at]
             if k > 1:
                 argv += ["--streams", str(k)]
             out.append((self.spawn("client%d" % i, argv), js, k))
