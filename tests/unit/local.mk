@@ -61,3 +61,10 @@ TESTS += tests/unit/test_rawframe
 tests_unit_test_rawframe_SOURCES = tests/unit/test_rawframe.c
 tests_unit_test_rawframe_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_rawframe_LDADD = apps/libapps.la netif/libnif.la $(CMOCKA_LIBS) $(LIBURING_LIBS) -lpthread
+
+# ulsping's statistics and echo verification (the test includes apps/ulsping.c).
+check_PROGRAMS += tests/unit/test_pingstats
+TESTS += tests/unit/test_pingstats
+tests_unit_test_pingstats_SOURCES = tests/unit/test_pingstats.c
+tests_unit_test_pingstats_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_pingstats_LDADD = $(UNIT_LDADD)
