@@ -21,3 +21,4 @@ apps_ulsrelay_LDADD = apps/libapps.la stack/libuls.la netif/libnif.la -lpthread
 include apps/raw.mk
 include apps/sweep.mk
 include apps/ping.mk
+include apps/preload.mk

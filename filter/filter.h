@@ -173,6 +173,13 @@ int flt_del_connected(struct flt_table *t, uint8_t proto, uint16_t lport, uint32
  * -ENOSPC if the group already has FLT_GROUP_MAX owners, -EINVAL, -ENOMEM. */
 int flt_add_listen(struct flt_table *t, uint8_t proto, uint16_t lport, flt_owner_t owner,
 		   bool shared);
+/* A process forked from a member joins the group of (proto, lport) whether or not it is
+ * shared (it holds the same socket); with no group yet, it makes one. -EEXIST, -ENOSPC,
+ * -EINVAL, -ENOMEM as above. */
+int flt_join_listen(struct flt_table *t, uint8_t proto, uint16_t lport, flt_owner_t owner);
+/* owner accepts connections on (proto, lport): the group's new connections go only to
+ * such members once there is one. -ENOENT if owner is not a member, -ENOMEM. */
+int flt_set_accepting(struct flt_table *t, uint8_t proto, uint16_t lport, flt_owner_t owner);
 /* -ENOENT if owner is not in the group of (proto, lport). */
 int flt_del_listen(struct flt_table *t, uint8_t proto, uint16_t lport, flt_owner_t owner);
 

@@ -42,6 +42,10 @@
 struct flt__group {
 	uint32_t n, cap;
 	bool shared;
+	/* The members that accept connections (flt_set_accepting): new connections go to
+	 * them when there are any, so a member that only holds the port gets none. */
+	uint32_t nacc;
+	flt_owner_t *acc;
 	flt_owner_t owners[];
 };
 

@@ -203,7 +203,10 @@ void flt_table_free(struct flt_table *t)
 		return;
 	for (size_t i = 0; t->slots && i < t->cap; i++)
 		if (t->slots[i].kind == FLT_RULE_LISTEN)
+		{
+			free(t->slots[i].group->acc);
 			free(t->slots[i].group);
+		}
 	free(t->slots);
 	free(t->stats);
 	free(t);
@@ -335,6 +338,8 @@ int flt_add_listen(struct flt_table *t, uint8_t proto, uint16_t lport, flt_owner
 	g->n = 1;
 	g->cap = 2;
 	g->shared = shared;
+	g->nacc = 0;
+	g->acc = NULL;
 	g->owners[0] = owner;
 	i = probe(t, FLT_RULE_LISTEN, proto, lport, 0, 0);
 	t->slots[i] = (struct flt__slot){
@@ -352,6 +357,13 @@ static bool group_remove(struct flt_table *t, size_t i, flt_owner_t owner)
 	struct flt__group *g = t->slots[i].group;
 	uint32_t k;
 
+	for (k = 0; k < g->nacc && g->acc[k] != owner; k++)
+		;
+	if (k < g->nacc) {
+		g->acc[k] = g->acc[g->nacc - 1];
+		g->nacc--;
+	}
+
 	for (k = 0; k < g->n && g->owners[k] != owner; k++)
 		;
 	if (k == g->n)
@@ -360,10 +372,50 @@ static bool group_remove(struct flt_table *t, size_t i, flt_owner_t owner)
 	g->n--;
 	t->stats->rules_listen--;
 	if (g->n == 0) {
+		free(g->acc);
 		free(g);
 		remove_at(t, i);
 	}
 	return true;
+}
+
+int flt_join_listen(struct flt_table *t, uint8_t proto, uint16_t lport, flt_owner_t owner)
+{
+	size_t i;
+	int ret;
+
+	if (!valid_proto(proto) || !lport || owner == FLT_NO_OWNER)
+		return -EINVAL;
+	i = probe(t, FLT_RULE_LISTEN, proto, lport, 0, 0);
+	if (!t->slots[i].kind)
+		return flt_add_listen(t, proto, lport, owner, false);
+	if (flt__group_has(t->slots[i].group, owner))
+		return -EEXIST;
+	if (t->slots[i].group->n >= FLT_GROUP_MAX)
+		return -ENOSPC;
+	ret = group_insert(&t->slots[i].group, owner);
+	if (ret == 0)
+		t->stats->rules_listen++;
+	return ret;
+}
+
+int flt_set_accepting(struct flt_table *t, uint8_t proto, uint16_t lport, flt_owner_t owner)
+{
+	size_t i = probe(t, FLT_RULE_LISTEN, proto, lport, 0, 0);
+	struct flt__group *g;
+
+	if (!t->slots[i].kind || !flt__group_has(t->slots[i].group, owner))
+		return -ENOENT;
+	g = t->slots[i].group;
+	for (uint32_t k = 0; k < g->nacc; k++)
+		if (g->acc[k] == owner)
+			return 0;
+	flt_owner_t *n = realloc(g->acc, sizeof(*n) * (g->nacc + 1));
+	if (!n)
+		return -ENOMEM;
+	n[g->nacc++] = owner;
+	g->acc = n;
+	return 0;
 }
 
 int flt_del_listen(struct flt_table *t, uint8_t proto, uint16_t lport, flt_owner_t owner)
@@ -426,19 +478,21 @@ flt_owner_t flt__group_pick(const struct flt_table *t, const struct flt__group *
 			    uint32_t rip, uint16_t rport, uint32_t lip, uint16_t lport)
 {
 	uint64_t h, best = 0;
+	const flt_owner_t *m = g->nacc ? g->acc : g->owners;
+	uint32_t n = g->nacc ? g->nacc : g->n;
 	flt_owner_t pick;
 
-	if (g->n == 1)
-		return g->owners[0];
+	if (n == 1)
+		return m[0];
 	h = flt__siphash(t->k0, t->k1, (uint64_t)rip << 32 | lip,
 			 (uint64_t)1 << 40 | (uint64_t)rport << 16 | lport);
-	pick = g->owners[0];
-	for (uint32_t i = 0; i < g->n; i++) {
-		uint64_t w = fmix64(h ^ (g->owners[i] * 0x9e3779b97f4a7c15ULL));
+	pick = m[0];
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t w = fmix64(h ^ (m[i] * 0x9e3779b97f4a7c15ULL));
 
 		if (i == 0 || w > best) {
 			best = w;
-			pick = g->owners[i];
+			pick = m[i];
 		}
 	}
 	return pick;

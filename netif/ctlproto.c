@@ -38,6 +38,7 @@ int uls_ctl_check(const void *buf, ssize_t n, struct uls_ctl_msg *out)
 			return ULS_CTL_BAD_FIELD;
 		break;
 	case ULS_CTL_LISTEN:
+	case ULS_CTL_ACCEPTING:
 		if (m.proto != IPPROTO_TCP || m.lport == 0)
 			return ULS_CTL_BAD_FIELD;
 		break;

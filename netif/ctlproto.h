@@ -28,11 +28,13 @@ enum uls_ctl_type {
 	ULS_CTL_STAT_COUNTER,  /* reply record: name, value */
 	ULS_CTL_STAT_ENDPOINT, /* reply record: proto, kind, lport, rip, rport, pid */
 	ULS_CTL_END,           /* end of a STATS reply */
+	ULS_CTL_ACCEPTING,     /* TCP, one-way: this process accepts on its listener at lport */
 	ULS_CTL_TYPE_MAX
 };
 
 #define ULS_CTL_F_REUSEADDR 0x01u
 #define ULS_CTL_F_REUSEPORT 0x02u
+#define ULS_CTL_F_INHERIT   0x04u  /* a fork child joins its parent's hold on the port */
 
 /* Endpoint kinds in STAT_ENDPOINT records. */
 enum uls_ctl_kind { ULS_CTL_K_BOUND = 1, ULS_CTL_K_LISTEN, ULS_CTL_K_CONNECTED, ULS_CTL_K_TIMEWAIT };

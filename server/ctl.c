@@ -232,9 +232,13 @@ static void handle(struct srv *s, struct conn *c, const struct uls_ctl_msg *m)
 		}
 		break;
 	case ULS_CTL_LISTEN:
-		rc = srv_port_held(s, l, IPPROTO_TCP, m->lport) ?
-		     flt_add_listen(s->flt, FLT_PROTO_TCP, m->lport, l->id,
-				    (m->flags & ULS_CTL_F_REUSEPORT) != 0) : -EPERM;
+		if (!srv_port_held(s, l, IPPROTO_TCP, m->lport))
+			rc = -EPERM;
+		else if (m->flags & ULS_CTL_F_INHERIT)
+			rc = flt_join_listen(s->flt, FLT_PROTO_TCP, m->lport, l->id);
+		else
+			rc = flt_add_listen(s->flt, FLT_PROTO_TCP, m->lport, l->id,
+					    (m->flags & ULS_CTL_F_REUSEPORT) != 0);
 		if (rc == -EEXIST)
 			rc = 0;
 		break;
@@ -267,6 +271,12 @@ static void handle(struct srv *s, struct conn *c, const struct uls_ctl_msg *m)
 		if (rc == 0)
 			srv_port_release(s, l, IPPROTO_TCP, m->lport);
 		else
+			refuse_one_way(s, c, m, rc);
+		return;
+	case ULS_CTL_ACCEPTING:
+		/* One-way: prefer this member of the port's listening group. */
+		rc = flt_set_accepting(s->flt, FLT_PROTO_TCP, m->lport, l->id);
+		if (rc < 0)
 			refuse_one_way(s, c, m, rc);
 		return;
 	case ULS_CTL_UNBIND:

@@ -65,6 +65,16 @@ static int add_holder(struct port *pt, struct srv_lease *l, unsigned flags)
 
 static bool may_share(const struct port *pt, const struct srv_lease *l, unsigned flags)
 {
+	if (flags & ULS_CTL_F_INHERIT) {
+		/* A fork child holds the very socket its parent bound: it shares the port
+		 * with processes of its own user.
+		 * Deviation: ulsd does not check that the holder is the requester's parent;
+		 * any process of the same user may join (as SO_REUSEPORT lets it). */
+		for (uint32_t i = 0; i < pt->n; i++)
+			if (pt->h[i].uid != l->uid)
+				return false;
+		return true;
+	}
 	if (!(flags & ULS_CTL_F_REUSEPORT))
 		return false;
 	for (uint32_t i = 0; i < pt->n; i++)
@@ -117,7 +127,9 @@ int srv_port_bind(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t po
 	}
 	if (proto == IPPROTO_UDP) {
 		/* A bound UDP port receives at once. */
-		rc = flt_add_listen(s->flt, FLT_PROTO_UDP, port, l->id,
+		rc = (flags & ULS_CTL_F_INHERIT) ?
+		     flt_join_listen(s->flt, FLT_PROTO_UDP, port, l->id) :
+		     flt_add_listen(s->flt, FLT_PROTO_UDP, port, l->id,
 				    (flags & ULS_CTL_F_REUSEPORT) != 0);
 		if (rc < 0 && rc != -EEXIST) {
 			srv_port_release(s, l, proto, port);

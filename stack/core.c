@@ -11,6 +11,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,7 +175,14 @@ int stk__node_up(struct nif_dev *dev, struct in_addr addr, unsigned prefix_len,
 	netif_set_link_up(&stk__node.netif);
 	netif_set_up(&stk__node.netif);  /* announces the address: gratuitous ARP */
 	stk__node.running = true;
+	/* Signals are the program's: the stack thread blocks them all, so that a handler
+	 * always runs in one of the program's threads (and never in one holding the core
+	 * lock on the program's behalf). */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	rc = -pthread_create(&stk__node.thread, NULL, stack_thread, &stk__node);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc == 0)
 		return 0;
 	stk__node.running = false;
@@ -262,6 +270,7 @@ void uls_node_stop(void)
 	netif_set_down(&stk__node.netif);
 	netif_remove(&stk__node.netif);
 	stk__node.up = false;
+	stk__lease_unmark_rings();
 	stk__node.dev->ops->close(stk__node.dev);
 	stk__node.dev = NULL;
 	stk__node_down_hook();

@@ -15,6 +15,7 @@ static const char *const own_names[STK_CNT__COUNT] = {
 	[STK_CNT_RX_NOMEM] = "rx_nomem",
 	[STK_CNT_TX_NOBUF] = "tx_nobuf",
 	[STK_CNT_TX_OVERSIZE] = "tx_oversize",
+	[STK_CNT_MIRROR_FAIL] = "mirror_syscall_failed",
 };
 
 /* Called with the core lock held, like every other counter update. */

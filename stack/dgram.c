@@ -44,7 +44,8 @@ int stk__dgram_bind(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port)
 	if (s->udp->local_port)
 		return -EINVAL;
 	unsigned flags = (ip_get_option(s->udp, SOF_REUSEADDR) ? ULS_CTL_F_REUSEADDR : 0) |
-			 (s->reuseport ? ULS_CTL_F_REUSEPORT : 0);
+			 (s->reuseport ? ULS_CTL_F_REUSEPORT : 0) |
+			 (s->share_inherited ? ULS_CTL_F_INHERIT : 0);
 	int p = stk__ep_bind(IPPROTO_UDP, port, flags);
 	if (p < 0)
 		return p;

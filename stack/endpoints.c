@@ -101,6 +101,21 @@ int stk__ep_listen(uint16_t port, unsigned flags)
 	return stk__lease_call(&m);
 }
 
+/* One-way: this process accepts connections on its listener at port, so ulsd should
+ * prefer it over members of the port's group that never do (a master process that only
+ * holds the listener for its workers). */
+void stk__ep_accepting(uint16_t port)
+{
+	struct uls_ctl_msg m;
+
+	if (!stk__leased())
+		return;
+	uls_ctl_init(&m, ULS_CTL_ACCEPTING, 0);
+	m.proto = IPPROTO_TCP;
+	m.lport = port;
+	stk__lease_notify(&m);
+}
+
 /* Register an outgoing connection; returns the local port to use, or -errno. */
 int stk__ep_connect(uint16_t lport, const ip4_addr_t *rip, uint16_t rport)
 {

@@ -47,6 +47,14 @@ bool stk__leased(void);
 int stk__lease_fd(void);
 int stk__lease_call(struct uls_ctl_msg *m);
 void stk__lease_notify(struct uls_ctl_msg *m);
+void stk__lease_unmark_rings(void);
+void stk__lease_forget(void);
+int stk__lease_reattach(void);
+
+/* fork() support (fork.c). */
+void stk__fork_init(void);
+struct stk_sock;
+void stk__sockets_each(void (*fn)(struct stk_sock *s));
 
 /* err_t to -errno: the one place where lwIP's error codes are converted. */
 int stk__err_to_errno(err_t err);
@@ -62,6 +70,7 @@ enum stk_counter {
 	STK_CNT_RX_NOMEM,
 	STK_CNT_TX_NOBUF,
 	STK_CNT_TX_OVERSIZE,
+	STK_CNT_MIRROR_FAIL,
 	STK_CNT__COUNT
 };
 void stk__count(enum stk_counter c);
@@ -71,6 +80,11 @@ void stk__count_verdict(enum nif_verdict v);
 void stk__sockets_shutdown(void);
 void stk__sockets_lost(void);
 void stk__ep_init(void);
+
+/* The library's own descriptors (privfd.c). */
+int stk__fd_hide(int fd);
+void stk__fd_close(int fd);
+void stk__fd_unmark(int fd);
 
 /* Logging (port.c). */
 void stk__log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

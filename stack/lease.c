@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -27,12 +28,15 @@
 
 struct lease {
 	int fd;
+	int ring_fds[3];       /* memfd and eventfds, the ring device's */
 	uint32_t seq;
 	uint32_t id;
+	char path[108];        /* the control socket, for a fork child's own lease */
 	pthread_mutex_t lock;  /* one request in flight at a time */
 };
 
-static struct lease lease = { .fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER };
+static struct lease lease = { .fd = -1, .ring_fds = { -1, -1, -1 },
+			      .lock = PTHREAD_MUTEX_INITIALIZER };
 
 bool stk__leased(void)
 {
@@ -167,6 +171,10 @@ int uls_attach(const char *ctl_path)
 			close(fds[i]);
 		goto fail_fd;
 	}
+	/* The library's own descriptors: high, and out of the program's reach. */
+	fd = stk__fd_hide(fd);
+	for (int i = 0; i < 3; i++)
+		fds[i] = stk__fd_hide(fds[i]);
 	rc = nif_ringdev_open(&dev, m.u.hello.mtu, fds[0], fds[1], fds[2], fd);
 	if (rc < 0) {
 		for (int i = 0; i < 3; i++)
@@ -175,6 +183,8 @@ int uls_attach(const char *ctl_path)
 	}
 	stk__isn_set_secret(m.u.hello.isn_secret);
 	lease.fd = fd;
+	memcpy(lease.ring_fds, fds, sizeof(lease.ring_fds));
+	snprintf(lease.path, sizeof(lease.path), "%s", ctl_path);
 	lease.id = m.u.hello.lease_id;
 	struct in_addr addr = { m.u.hello.addr }, gw = { m.u.hello.gateway };
 	rc = stk__node_up(dev, addr, m.u.hello.prefix_len, gw, m.u.hello.mac);
@@ -182,21 +192,54 @@ int uls_attach(const char *ctl_path)
 		lease.fd = -1;
 		goto fail_fd;
 	}
+	stk__fork_init();
 	stk__unlock();
 	return 0;
 fail_fd:
-	close(fd);
+	stk__fd_close(fd);
 fail:
 	stk__unlock();
 	return rc;
+}
+
+/* The ring device is about to close its descriptors itself. */
+void stk__lease_unmark_rings(void)
+{
+	for (int i = 0; i < 3; i++) {
+		stk__fd_unmark(lease.ring_fds[i]);
+		lease.ring_fds[i] = -1;
+	}
 }
 
 /* The node stopped (uls_node_stop): end the lease; ulsd reclaims what is left. */
 void stk__node_down_hook(void)
 {
 	if (lease.fd >= 0) {
-		close(lease.fd);
+		stk__fd_close(lease.fd);
 		lease.fd = -1;
 	}
 	stk__node.lost = false;
+}
+
+/* In a fork child (fork.c): the lease and the rings are the parent's. Closing the
+ * child's copies tells ulsd nothing; the parent still holds them. */
+void stk__lease_forget(void)
+{
+	stk__lease_unmark_rings();
+	if (stk__node.dev)
+		stk__node.dev->ops->close(stk__node.dev);
+	stk__node_down_hook();
+	pthread_mutex_init(&lease.lock, NULL);
+}
+
+/* A fork child's first use of the node: a lease of its own, at the parent's ulsd. */
+int stk__lease_reattach(void)
+{
+	const char *ctl = getenv("ULS_CTL");
+
+	if (lease.path[0])
+		ctl = lease.path;
+	if (!ctl || !*ctl)
+		return -ENETDOWN;
+	return uls_attach(ctl);
 }

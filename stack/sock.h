@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "internal.h"
@@ -56,6 +57,7 @@ struct stk_sock {
 	pthread_cond_t cond;
 	int err;                   /* pending error, -errno (SO_ERROR) */
 	struct timespec rcvtimeo, sndtimeo;  /* zero: wait forever */
+	struct linger linger;      /* SO_LINGER, kept for getsockopt (see setopt) */
 
 	struct tcp_pcb *tcp;
 	struct udp_pcb *udp;
@@ -67,12 +69,23 @@ struct stk_sock {
 	/* Listeners: connections established and not yet accepted. */
 	struct stk_sock **acq;
 	unsigned acq_cap, acq_head, acq_count;
+
+	struct stk_mirror *mirror;  /* a kernel descriptor showing readiness (mirror.c) */
+	/* Inherited across fork: the parent's state, kept only to build this process's own
+	 * socket from it (uls_adopt); the pcbs belong to the parent. */
+	bool inherited;
+	uint16_t inh_port;
+	bool inh_listen, inh_connected;
+	int inh_backlog;
+	bool share_inherited;      /* bind/listen join the parent's hold on the port */
+	bool accepting;            /* listener: ulsd was told this process accepts here */
 };
 
 /* endpoints.c: the node's port space lives in ulsd */
 int stk__ep_bind(uint8_t proto, uint16_t port, unsigned flags);
 void stk__ep_unbind(uint8_t proto, uint16_t port);
 int stk__ep_listen(uint16_t port, unsigned flags);
+void stk__ep_accepting(uint16_t port);
 int stk__ep_connect(uint16_t lport, const ip4_addr_t *rip, uint16_t rport);
 void stk__ep_connected(struct tcp_pcb *pcb);
 void stk__ep_release(uint16_t lport, const ip4_addr_t *rip, uint16_t rport);
@@ -80,15 +93,23 @@ void stk__ep_accepted(struct tcp_pcb *pcb);
 
 /* socket.c */
 struct stk_sock *stk__sock_new(int type);
+struct stk_sock *stk__sock_enter(int sd);
+void stk__sock_leave(struct stk_sock *s);
 void stk__sock_release(struct stk_sock *s);
 int stk__sock_sleep(struct stk_sock *s, const struct timespec *timeout);
 void stk__sock_signal(struct stk_sock *s);
+
+/* mirror.c */
+void stk__mirror_sync(struct stk_sock *s);
+void stk__mirror_hangup(struct stk_sock *s);
+void stk__mirror_free(struct stk_sock *s);
 
 /* stream.c */
 int stk__stream_open(struct stk_sock *s);
 int stk__stream_bind(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port);
 int stk__stream_listen(struct stk_sock *s, int backlog);
 int stk__stream_accept(struct stk_sock *s, struct stk_sock **child);
+void stk__stream_accepting(struct stk_sock *s);
 int stk__stream_connect(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port);
 ssize_t stk__stream_send(struct stk_sock *s, const void *buf, size_t len, int flags);
 ssize_t stk__stream_recv(struct stk_sock *s, void *buf, size_t len, int flags);

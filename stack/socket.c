@@ -3,14 +3,17 @@
 #include "sock.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lwip/ip.h"
+#include "lwip/priv/tcp_priv.h"
 
 static struct stk_sock **table;
 static unsigned table_cap;
+static unsigned table_next;  /* where the search for a free slot starts */
 
 struct stk_sock *stk__sock_new(int type)
 {
@@ -33,6 +36,7 @@ void stk__sock_release(struct stk_sock *s)
 {
 	if (!s->closed || s->users)
 		return;
+	stk__mirror_free(s);
 	stk__rxq_clear(&s->rxq);
 	free(s->acq);
 	pthread_cond_destroy(&s->cond);
@@ -42,15 +46,22 @@ void stk__sock_release(struct stk_sock *s)
 void stk__sock_signal(struct stk_sock *s)
 {
 	pthread_cond_broadcast(&s->cond);
+	stk__mirror_sync(s);
 }
 
+/* Slots are handed out round-robin, not lowest-first: a caller still holding the number
+ * of a socket closed under it meets an empty slot, not at once a new socket. */
 static int table_insert(struct stk_sock *s)
 {
-	unsigned i;
+	unsigned i = table_cap;
 
-	for (i = 0; i < table_cap; i++)
-		if (!table[i])
+	for (unsigned k = 0; k < table_cap; k++) {
+		unsigned j = (table_next + k) % table_cap;
+		if (!table[j]) {
+			i = j;
 			break;
+		}
+	}
 	if (i == table_cap) {
 		unsigned ncap = table_cap ? table_cap * 2 : 64;
 		struct stk_sock **n = realloc(table, sizeof(*n) * ncap);
@@ -61,12 +72,13 @@ static int table_insert(struct stk_sock *s)
 		table_cap = ncap;
 	}
 	table[i] = s;
+	table_next = i + 1;
 	s->sd = (int)i;
 	return (int)i;
 }
 
-/* Look a descriptor up and enter it (core lock held). Pair with leave(). */
-static struct stk_sock *enter(int sd)
+/* Look a descriptor up and enter it (core lock held). Pair with stk__sock_leave(). */
+struct stk_sock *stk__sock_enter(int sd)
 {
 	if (sd < 0 || (unsigned)sd >= table_cap || !table[sd])
 		return NULL;
@@ -74,11 +86,15 @@ static struct stk_sock *enter(int sd)
 	return table[sd];
 }
 
-static void leave(struct stk_sock *s)
+/* A call leaves the socket: what it consumed may have changed what poll() should say. */
+void stk__sock_leave(struct stk_sock *s)
 {
 	s->users--;
+	if (!s->closed)
+		stk__mirror_sync(s);
 	stk__sock_release(s);
 }
+
 
 /* Sleep on the socket until signalled or timeout (zero: none). The core lock is released
  * while asleep and held again on return. Returns 0 or -ETIMEDOUT. */
@@ -111,6 +127,13 @@ int stk__sock_sleep(struct stk_sock *s, const struct timespec *timeout)
 	stk__node.owner = pthread_self();
 	stk__node.owned = true;
 	return rc == ETIMEDOUT ? -ETIMEDOUT : 0;
+}
+
+void stk__sockets_each(void (*fn)(struct stk_sock *s))
+{
+	for (unsigned i = 0; i < table_cap; i++)
+		if (table[i])
+			fn(table[i]);
 }
 
 void stk__sockets_shutdown(void)
@@ -227,7 +250,7 @@ int uls_bind(int sd, const struct sockaddr_in *addr)
 	if (rc < 0)
 		return rc;
 	stk__lock();
-	struct stk_sock *s = enter(sd);
+	struct stk_sock *s = stk__sock_enter(sd);
 	if (!s) {
 		stk__unlock();
 		return -EBADF;
@@ -236,7 +259,7 @@ int uls_bind(int sd, const struct sockaddr_in *addr)
 	if (rc == 0)
 		rc = s->type == SOCK_STREAM ? stk__stream_bind(s, &ip, port) :
 					      stk__dgram_bind(s, &ip, port);
-	leave(s);
+	stk__sock_leave(s);
 	stk__unlock();
 	return rc;
 }
@@ -244,10 +267,10 @@ int uls_bind(int sd, const struct sockaddr_in *addr)
 int uls_listen(int sd, int backlog)
 {
 	stk__lock();
-	struct stk_sock *s = enter(sd);
+	struct stk_sock *s = stk__sock_enter(sd);
 	int rc = !s ? -EBADF : s->type != SOCK_STREAM ? -EOPNOTSUPP : stk__stream_listen(s, backlog);
 	if (s)
-		leave(s);
+		stk__sock_leave(s);
 	stk__unlock();
 	return rc;
 }
@@ -257,7 +280,7 @@ int uls_accept(int sd, struct sockaddr_in *peer)
 	struct stk_sock *child = NULL;
 
 	stk__lock();
-	struct stk_sock *s = enter(sd);
+	struct stk_sock *s = stk__sock_enter(sd);
 	int rc = !s ? -EBADF : s->type != SOCK_STREAM ? -EOPNOTSUPP : stk__stream_accept(s, &child);
 	if (rc == 0) {
 		rc = table_insert(child);
@@ -273,7 +296,7 @@ int uls_accept(int sd, struct sockaddr_in *peer)
 		}
 	}
 	if (s)
-		leave(s);
+		stk__sock_leave(s);
 	stk__unlock();
 	return rc;
 }
@@ -289,7 +312,7 @@ int uls_connect(int sd, const struct sockaddr_in *addr)
 	if (port == 0 && ip.addr != IPADDR_ANY)
 		return -EINVAL;
 	stk__lock();
-	struct stk_sock *s = enter(sd);
+	struct stk_sock *s = stk__sock_enter(sd);
 	if (!s)
 		rc = -EBADF;
 	else if (s->type == SOCK_STREAM)
@@ -297,7 +320,7 @@ int uls_connect(int sd, const struct sockaddr_in *addr)
 	else
 		rc = stk__dgram_connect(s, &ip, port);
 	if (s)
-		leave(s);
+		stk__sock_leave(s);
 	stk__unlock();
 	return rc;
 }
@@ -313,7 +336,7 @@ ssize_t uls_sendto(int sd, const void *buf, size_t len, int flags, const struct 
 	if (to && (rc = to_ip4(to, &ip, &port)) < 0)
 		return rc;
 	stk__lock();
-	struct stk_sock *s = enter(sd);
+	struct stk_sock *s = stk__sock_enter(sd);
 	if (!s)
 		rc = -EBADF;
 	else if (s->type == SOCK_STREAM)
@@ -321,7 +344,7 @@ ssize_t uls_sendto(int sd, const void *buf, size_t len, int flags, const struct 
 	else
 		rc = stk__dgram_sendto(s, buf, len, flags, &ip, port, to != NULL);
 	if (s)
-		leave(s);
+		stk__sock_leave(s);
 	stk__unlock();
 	return rc;
 }
@@ -338,7 +361,7 @@ ssize_t uls_recvfrom(int sd, void *buf, size_t len, int flags, struct sockaddr_i
 	if (!buf && len)
 		return -EFAULT;
 	stk__lock();
-	struct stk_sock *s = enter(sd);
+	struct stk_sock *s = stk__sock_enter(sd);
 	if (!s) {
 		rc = -EBADF;
 	} else if (s->type == SOCK_STREAM) {
@@ -357,7 +380,7 @@ ssize_t uls_recvfrom(int sd, void *buf, size_t len, int flags, struct sockaddr_i
 			from_ip4(from, &ip, port);
 	}
 	if (s)
-		leave(s);
+		stk__sock_leave(s);
 	stk__unlock();
 	return rc;
 }
@@ -374,7 +397,7 @@ int uls_shutdown(int sd, int how)
 	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR)
 		return -EINVAL;
 	stk__lock();
-	struct stk_sock *s = enter(sd);
+	struct stk_sock *s = stk__sock_enter(sd);
 	if (!s)
 		rc = -EBADF;
 	else if (s->type != SOCK_STREAM)
@@ -382,7 +405,7 @@ int uls_shutdown(int sd, int how)
 	else
 		rc = stk__stream_shutdown(s, how != SHUT_WR, how != SHUT_RD);
 	if (s)
-		leave(s);
+		stk__sock_leave(s);
 	stk__unlock();
 	return rc;
 }
@@ -402,7 +425,8 @@ int uls_close(int sd)
 		stk__dgram_close(s);
 	s->closed = true;
 	s->err = -EBADF;
-	stk__sock_signal(s);  /* threads blocked in this socket return EBADF */
+	pthread_cond_broadcast(&s->cond);  /* threads blocked in this socket return EBADF */
+	stk__mirror_hangup(s);             /* and so do those waiting on its mirror */
 	stk__sock_release(s);
 	stk__unlock();
 	return 0;
@@ -441,6 +465,17 @@ static int setopt(struct stk_sock *s, int level, int name, const void *val, sock
 
 	if (level == SOL_SOCKET && (name == SO_RCVTIMEO || name == SO_SNDTIMEO))
 		return get_timeval(val, len, name == SO_RCVTIMEO ? &s->rcvtimeo : &s->sndtimeo);
+	if (level == SOL_SOCKET && name == SO_LINGER) {
+		struct linger lg;
+		if (!val || len < (socklen_t)sizeof(lg))
+			return -EINVAL;
+		memcpy(&lg, val, sizeof(lg));
+		/* Deviation: the option is kept for getsockopt, but close() never blocks
+		 * and a zero linger time does not turn close() into a reset; the stack
+		 * finishes the close in the background (docs/limits.md). */
+		s->linger = lg;
+		return 0;
+	}
 	rc = get_int(val, len, &v);
 	if (rc < 0)
 		return rc;
@@ -469,6 +504,13 @@ static int setopt(struct stk_sock *s, int level, int name, const void *val, sock
 		default:
 			return -ENOPROTOOPT;
 		}
+	}
+	if (level == IPPROTO_IP && name == IP_TOS) {
+		struct ip_pcb *pcb = ip_of(s);
+		if (!pcb)
+			return -EINVAL;
+		pcb->tos = (u8_t)(v & 0xfc);  /* Linux keeps the ECN bits its own */
+		return 0;
 	}
 	if (level == IPPROTO_TCP && s->type == SOCK_STREAM) {
 		if (!s->tcp)
@@ -504,10 +546,10 @@ static int setopt(struct stk_sock *s, int level, int name, const void *val, sock
 int uls_setsockopt(int sd, int level, int name, const void *val, socklen_t len)
 {
 	stk__lock();
-	struct stk_sock *s = enter(sd);
+	struct stk_sock *s = stk__sock_enter(sd);
 	int rc = s ? setopt(s, level, name, val, len) : -EBADF;
 	if (s)
-		leave(s);
+		stk__sock_leave(s);
 	stk__unlock();
 	return rc;
 }
@@ -526,6 +568,7 @@ static int getopt_int(struct stk_sock *s, int level, int name, int *v)
 		case SO_REUSEADDR: *v = pcb && ip_get_option(pcb, SOF_REUSEADDR) ? 1 : 0; return 0;
 		case SO_KEEPALIVE: *v = pcb && ip_get_option(pcb, SOF_KEEPALIVE) ? 1 : 0; return 0;
 		case SO_ACCEPTCONN: *v = s->state == STK_S_LISTEN; return 0;
+		case SO_PROTOCOL:  *v = s->type == SOCK_STREAM ? IPPROTO_TCP : IPPROTO_UDP; return 0;
 		case SO_REUSEPORT: *v = s->reuseport; return 0;
 		default:           return -ENOPROTOOPT;
 		}
@@ -542,20 +585,127 @@ static int getopt_int(struct stk_sock *s, int level, int name, int *v)
 		default:            return -ENOPROTOOPT;
 		}
 	}
+	if (level == IPPROTO_IP && name == IP_TOS) {
+		*v = pcb ? pcb->tos : 0;
+		return 0;
+	}
 	return -ENOPROTOOPT;
+}
+
+/* TCP_INFO: what lwIP knows, in Linux's layout; the rest stays zero. */
+static void tcp_info_of(const struct stk_sock *s, struct tcp_info *ti)
+{
+	static const u8_t linux_state[] = {
+		[CLOSED] = 7, [LISTEN] = 10, [SYN_SENT] = 2, [SYN_RCVD] = 3,
+		[ESTABLISHED] = 1, [FIN_WAIT_1] = 4, [FIN_WAIT_2] = 5, [CLOSE_WAIT] = 8,
+		[CLOSING] = 11, [LAST_ACK] = 9, [TIME_WAIT] = 6,
+	};
+	const struct tcp_pcb *p = s->tcp;
+
+	memset(ti, 0, sizeof(*ti));
+	if (!p) {
+		ti->tcpi_state = 7;  /* TCP_CLOSE */
+		return;
+	}
+	ti->tcpi_state = p->state <= TIME_WAIT ? linux_state[p->state] : 7;
+	if (p->state == LISTEN)
+		return;
+	ti->tcpi_snd_mss = p->mss;
+	ti->tcpi_rcv_mss = p->mss;
+	ti->tcpi_retransmits = p->nrtx;
+	ti->tcpi_total_retrans = p->nrtx;
+	/* lwIP keeps RTO in slow-timer ticks and the smoothed RTT scaled by 8 (in ticks). */
+	ti->tcpi_rto = (u32_t)p->rto * TCP_SLOW_INTERVAL * 1000u;
+	ti->tcpi_rtt = (u32_t)(p->sa >> 3) * TCP_SLOW_INTERVAL * 1000u;
+	ti->tcpi_rttvar = (u32_t)(p->sv >> 2) * TCP_SLOW_INTERVAL * 1000u;
+	ti->tcpi_snd_cwnd = p->mss ? p->cwnd / p->mss : 0;
+	ti->tcpi_snd_ssthresh = p->mss ? p->ssthresh / p->mss : 0;
+	ti->tcpi_snd_wscale = p->snd_scale;
+	ti->tcpi_rcv_wscale = p->rcv_scale;
+	ti->tcpi_rcv_space = p->rcv_wnd;
+	ti->tcpi_unacked = p->snd_queuelen;
+}
+
+int uls_pending(int sd)
+{
+	stk__lock();
+	struct stk_sock *s = stk__sock_enter(sd);
+	int rc;
+	if (!s)
+		rc = -EBADF;
+	else if (s->state == STK_S_LISTEN)
+		rc = -EINVAL;
+	else if (s->type == SOCK_DGRAM)
+		/* FIONREAD on a UDP socket: the size of the next datagram (udp(7)). */
+		rc = s->rxq.count ? (int)(stk__rxq_head(&s->rxq)->p->tot_len) : 0;
+	else
+		rc = s->rxq.bytes > INT_MAX ? INT_MAX : (int)s->rxq.bytes;
+	if (s)
+		stk__sock_leave(s);
+	stk__unlock();
+	return rc;
+}
+
+/* The options whose value is a structure; Linux copies out at most *len bytes. */
+static int getopt_struct(int sd, int level, int name, void *val, socklen_t *len)
+{
+	union {
+		struct linger lg;
+		struct timeval tv;
+		struct tcp_info ti;
+	} u;
+	size_t n;
+
+	memset(&u, 0, sizeof(u));
+	stk__lock();
+	struct stk_sock *s = stk__sock_enter(sd);
+	if (!s) {
+		stk__unlock();
+		return -EBADF;
+	}
+	if (level == IPPROTO_TCP) {
+		if (s->type != SOCK_STREAM) {
+			stk__sock_leave(s);
+			stk__unlock();
+			return -EOPNOTSUPP;
+		}
+		tcp_info_of(s, &u.ti);
+		n = sizeof(u.ti);
+	} else if (name == SO_LINGER) {
+		u.lg = s->linger;
+		n = sizeof(u.lg);
+	} else {
+		const struct timespec *t = name == SO_RCVTIMEO ? &s->rcvtimeo : &s->sndtimeo;
+		u.tv.tv_sec = t->tv_sec;
+		u.tv.tv_usec = t->tv_nsec / 1000;
+		n = sizeof(u.tv);
+	}
+	stk__sock_leave(s);
+	stk__unlock();
+	if ((size_t)*len < n)
+		n = (size_t)*len;
+	memcpy(val, &u, n);
+	*len = (socklen_t)n;
+	return 0;
 }
 
 int uls_getsockopt(int sd, int level, int name, void *val, socklen_t *len)
 {
 	int v = 0, rc;
 
-	if (!val || !len || *len < (socklen_t)sizeof(int))
+	if (!val || !len)
+		return -EFAULT;
+	if ((level == SOL_SOCKET && (name == SO_LINGER || name == SO_RCVTIMEO ||
+				     name == SO_SNDTIMEO)) ||
+	    (level == IPPROTO_TCP && name == TCP_INFO))
+		return getopt_struct(sd, level, name, val, len);
+	if (*len < (socklen_t)sizeof(int))
 		return -EINVAL;
 	stk__lock();
-	struct stk_sock *s = enter(sd);
+	struct stk_sock *s = stk__sock_enter(sd);
 	rc = s ? getopt_int(s, level, name, &v) : -EBADF;
 	if (s)
-		leave(s);
+		stk__sock_leave(s);
 	stk__unlock();
 	if (rc == 0) {
 		memcpy(val, &v, sizeof(v));
@@ -571,7 +721,7 @@ static int name_of(int sd, struct sockaddr_in *addr, bool peer)
 	if (!addr)
 		return -EFAULT;
 	stk__lock();
-	struct stk_sock *s = enter(sd);
+	struct stk_sock *s = stk__sock_enter(sd);
 	if (!s) {
 		rc = -EBADF;
 	} else if (s->tcp) {
@@ -592,7 +742,7 @@ static int name_of(int sd, struct sockaddr_in *addr, bool peer)
 		rc = peer ? -ENOTCONN : -EINVAL;
 	}
 	if (s)
-		leave(s);
+		stk__sock_leave(s);
 	stk__unlock();
 	return rc;
 }

@@ -162,7 +162,8 @@ int stk__stream_bind(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port)
 	if (s->tcp->local_port)
 		return -EINVAL;  /* already bound */
 	unsigned flags = (ip_get_option(s->tcp, SOF_REUSEADDR) ? ULS_CTL_F_REUSEADDR : 0) |
-			 (s->reuseport ? ULS_CTL_F_REUSEPORT : 0);
+			 (s->reuseport ? ULS_CTL_F_REUSEPORT : 0) |
+			 (s->share_inherited ? ULS_CTL_F_INHERIT : 0);
 	int p = stk__ep_bind(IPPROTO_TCP, port, flags);
 	if (p < 0)
 		return p;
@@ -195,7 +196,8 @@ int stk__stream_listen(struct stk_sock *s, int backlog)
 		if (rc < 0)
 			return rc;
 	}
-	int rc = stk__ep_listen(s->tcp->local_port, s->reuseport ? ULS_CTL_F_REUSEPORT : 0);
+	int rc = stk__ep_listen(s->tcp->local_port, (s->reuseport ? ULS_CTL_F_REUSEPORT : 0) |
+						      (s->share_inherited ? ULS_CTL_F_INHERIT : 0));
 	if (rc < 0)
 		return rc;
 	s->acq = calloc((size_t)backlog, sizeof(*s->acq));
@@ -216,10 +218,20 @@ int stk__stream_listen(struct stk_sock *s, int backlog)
 	return 0;
 }
 
+/* The process accepts on this listener: tell ulsd once (see stk__ep_accepting). */
+void stk__stream_accepting(struct stk_sock *s)
+{
+	if (s->state == STK_S_LISTEN && !s->accepting && s->tcp) {
+		s->accepting = true;
+		stk__ep_accepting(s->tcp->local_port);
+	}
+}
+
 int stk__stream_accept(struct stk_sock *s, struct stk_sock **child)
 {
 	if (s->state != STK_S_LISTEN)
 		return s->err ? take_err(s, -EINVAL) : -EINVAL;
+	stk__stream_accepting(s);
 	while (s->acq_count == 0) {
 		if (s->closed)
 			return -EBADF;

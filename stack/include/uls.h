@@ -67,6 +67,37 @@ ULS_EXTERN int uls_getsockopt(int sd, int level, int name, void *val, socklen_t 
 ULS_EXTERN int uls_getsockname(int sd, struct sockaddr_in *addr);
 ULS_EXTERN int uls_getpeername(int sd, struct sockaddr_in *addr);
 
+/* Kernel descriptors for user-level sockets (what the POSIX shim, libuls-preload, is
+ * built on; see uls(3)).
+ *
+ * uls_socket_fd() returns a new kernel descriptor whose poll/select/epoll readiness is the
+ * socket's (readable, writable, RDHUP, HUP, ERR), so user-level sockets can sit in one
+ * epoll set with pipes and timerfds. The caller owns it; flags may hold SOCK_CLOEXEC.
+ * uls_socket_wait() sleeps in the kernel until the socket may have become readable
+ * (POLLIN) or writable (POLLOUT): 0, or -EINTR when a signal interrupted it (unless
+ * SA_RESTART restarted it), or -EAGAIN when SO_RCVTIMEO/SO_SNDTIMEO set on that
+ * descriptor expired. uls_fd_private() says whether fd is one of the library's own
+ * descriptors, which a program must not close. uls_pending() is FIONREAD. */
+ULS_EXTERN int uls_socket_fd(int sd, int flags);
+ULS_EXTERN int uls_socket_wait(int sd, int events);
+ULS_EXTERN int uls_fd_private(int fd);
+ULS_EXTERN int uls_fd_private_max(void);
+ULS_EXTERN int uls_pending(int sd);
+
+/* After fork(), sockets the child inherited still hold the parent's connections. In the
+ * child, uls_adopt() gives such a socket a life of its own: a listener listens again on
+ * its port (the node spreads new connections over every process listening there), an
+ * unconnected socket starts afresh. Connected sockets stay the parent's: -ENOTCONN.
+ * uls_inherited() says whether sd still needs adopting. */
+ULS_EXTERN int uls_adopt(int sd);
+ULS_EXTERN int uls_inherited(int sd);
+
+/* The process accepts connections on listener sd (it waits for them, in accept or in a
+ * poll or epoll set). Among the processes listening on one port, the node gives new
+ * connections to those that accept; one that only holds the listener (a master process
+ * that forked workers) gets none. accept() says it by itself. */
+ULS_EXTERN int uls_accepting(int sd);
+
 /* Counters: every drop and refusal has a name. uls_counters() fills up to n entries and
  * returns how many there are in all. */
 struct uls_counter {

@@ -1,0 +1,182 @@
+/* Which kernel descriptor numbers are user-level sockets.
+ *
+ * A table indexed by descriptor number, sized once from the descriptor limit so that it
+ * never moves: the hot path (every read() and write() of the program, most of them on
+ * files and pipes) is one atomic load that finds NULL. Changes and the reference counts
+ * take one mutex.
+ */
+#include "shim.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+
+#include "uls.h"
+
+#define TABLE_MAX (1u << 20)
+
+static _Atomic(struct shim_file *) *table;
+static unsigned table_len;
+static atomic_int maxfd = -1;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void table_init(void)
+{
+	struct rlimit rl;
+	unsigned len = 65536;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+		len = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > TABLE_MAX ? TABLE_MAX :
+		      rl.rlim_max < 1024 ? 1024 : (unsigned)rl.rlim_max;
+	table = calloc(len, sizeof(*table));
+	if (table)
+		table_len = len;
+}
+
+static bool in_range(int fd)
+{
+	pthread_once(&once, table_init);
+	return fd >= 0 && (unsigned)fd < table_len;
+}
+
+void shim__table_lock(void)
+{
+	pthread_mutex_lock(&lock);
+}
+
+void shim__table_unlock(void)
+{
+	pthread_mutex_unlock(&lock);
+}
+
+bool shim__is_ours(int fd)
+{
+	return in_range(fd) && atomic_load_explicit(&table[fd], memory_order_acquire);
+}
+
+/* Does fd name f? (table lock held) */
+bool shim__table_at(int fd, const struct shim_file *f)
+{
+	return in_range(fd) && atomic_load(&table[fd]) == f;
+}
+
+int shim__maxfd(void)
+{
+	return atomic_load(&maxfd);
+}
+
+struct shim_file *shim__get(int fd)
+{
+	struct shim_file *f;
+
+	if (!in_range(fd) || !atomic_load_explicit(&table[fd], memory_order_acquire))
+		return NULL;
+	pthread_mutex_lock(&lock);
+	f = atomic_load(&table[fd]);
+	if (f)
+		f->users++;
+	pthread_mutex_unlock(&lock);
+	/* A socket inherited across fork becomes this process's own on first use. */
+	if (f && f->gen != shim__generation())
+		shim__adopt(fd, f);
+	return f;
+}
+
+/* The last reference and the last call gone: the socket closes (table lock held). */
+static void release(struct shim_file *f)
+{
+	if (f->refs || f->users)
+		return;
+	sigset_t old;
+	shim__enter(&old);
+	uls_close(f->sd);
+	shim__leave(&old);
+	free(f);
+}
+
+void shim__put(struct shim_file *f)
+{
+	pthread_mutex_lock(&lock);
+	f->users--;
+	release(f);
+	pthread_mutex_unlock(&lock);
+}
+
+struct shim_file *shim__file_new(int sd, int type, bool nonblock)
+{
+	struct shim_file *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return NULL;
+	f->sd = sd;
+	f->type = type;
+	f->nonblock = nonblock;
+	f->gen = shim__generation();
+	return f;
+}
+
+/* Name f by descriptor fd (which the caller has just made a mirror of f). Whatever fd
+ * named before is dropped. */
+int shim__install(int fd, struct shim_file *f)
+{
+	if (!in_range(fd) || !table)
+		return -EMFILE;
+	pthread_mutex_lock(&lock);
+	struct shim_file *old = atomic_exchange(&table[fd], f);
+	f->refs++;
+	if (old && old != f) {
+		old->refs--;
+		release(old);
+	} else if (old == f) {
+		f->refs--;
+	}
+	int m = atomic_load(&maxfd);
+	while (fd > m && !atomic_compare_exchange_weak(&maxfd, &m, fd))
+		;
+	pthread_mutex_unlock(&lock);
+	return 0;
+}
+
+/* fd no longer names a user-level socket (closed, or replaced by dup2). Returns 1 if it
+ * did. */
+int shim__uninstall(int fd)
+{
+	if (!in_range(fd) || !atomic_load(&table[fd]))
+		return 0;
+	pthread_mutex_lock(&lock);
+	struct shim_file *f = atomic_exchange(&table[fd], NULL);
+	if (f) {
+		f->refs--;
+		release(f);
+	}
+	pthread_mutex_unlock(&lock);
+	return f != NULL;
+}
+
+/* How deep this thread is in calls into libuls: libuls's own use of descriptor calls
+ * (it calls close, fcntl and the rest too, and reaches this library's versions) must not
+ * meet the guard that keeps the program off the library's descriptors. */
+static __thread int inside;
+
+void shim__enter(sigset_t *old)
+{
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, old);
+	inside++;
+}
+
+void shim__leave(const sigset_t *old)
+{
+	inside--;
+	pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+/* Is fd one of libuls's descriptors, and the caller the program (not libuls)? */
+bool shim__guarded(int fd)
+{
+	return !inside && uls_fd_private(fd);
+}

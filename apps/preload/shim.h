@@ -1,0 +1,148 @@
+/* The POSIX shim (libuls-preload.so): what its files share.
+ *
+ * Every AF_INET stream or datagram socket a program opens becomes a libuls socket, shown
+ * to the program as a real kernel descriptor (a readiness mirror, see stack/mirror.c), so
+ * that descriptor numbers, poll/select/epoll, dup and fork keep the kernel's rules. This
+ * is the one place that turns libuls's -errno returns into errno.
+ */
+#ifndef ULS_SHIM_H
+#define ULS_SHIM_H
+
+#include <errno.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <poll.h>
+
+#define SHIM_EXPORT __attribute__((visibility("default")))
+
+/* One open user-level socket, shared by every descriptor number dup() made of it. */
+struct shim_file {
+	int sd;              /* libuls descriptor */
+	int type;            /* SOCK_STREAM or SOCK_DGRAM */
+	unsigned refs;       /* descriptor numbers naming it */
+	unsigned users;      /* calls in flight (it is freed when both reach zero) */
+	bool nonblock;       /* O_NONBLOCK, kept here: the mirror itself always blocks */
+	bool listening;      /* listen() was called */
+	bool active;         /* listener: this process accepts on it (fork.c) */
+	unsigned gen;        /* the fork generation it belongs to (fork.c) */
+	/* Options set so far, replayed if the socket turns out to be a loopback one and
+	 * moves to the kernel (socket.c). */
+	struct shim_opt {
+		int level, name, val;
+	} opts[16];
+	unsigned nopts;
+};
+
+/* The real functions of the C library (real.c). */
+struct shim_real {
+	int (*socket)(int, int, int);
+	int (*bind)(int, const struct sockaddr *, socklen_t);
+	int (*listen)(int, int);
+	int (*accept4)(int, struct sockaddr *, socklen_t *, int);
+	int (*connect)(int, const struct sockaddr *, socklen_t);
+	ssize_t (*read)(int, void *, size_t);
+	ssize_t (*write)(int, const void *, size_t);
+	ssize_t (*readv)(int, const struct iovec *, int);
+	ssize_t (*writev)(int, const struct iovec *, int);
+	ssize_t (*sendto)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
+	ssize_t (*recvfrom)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
+	ssize_t (*sendmsg)(int, const struct msghdr *, int);
+	ssize_t (*recvmsg)(int, struct msghdr *, int);
+	int (*sendmmsg)(int, struct mmsghdr *, unsigned, int);
+	int (*recvmmsg)(int, struct mmsghdr *, unsigned, int, struct timespec *);
+	int (*shutdown)(int, int);
+	int (*close)(int);
+	int (*close_range)(unsigned, unsigned, int);
+	int (*dup)(int);
+	int (*dup2)(int, int);
+	int (*dup3)(int, int, int);
+	int (*fcntl)(int, int, ...);
+	int (*ioctl)(int, unsigned long, ...);
+	int (*getsockopt)(int, int, int, void *, socklen_t *);
+	int (*setsockopt)(int, int, int, const void *, socklen_t);
+	int (*getsockname)(int, struct sockaddr *, socklen_t *);
+	int (*getpeername)(int, struct sockaddr *, socklen_t *);
+	int (*poll)(struct pollfd *, nfds_t, int);
+	int (*ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
+	int (*select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
+	int (*pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *,
+		       const sigset_t *);
+	int (*epoll_ctl)(int, int, int, struct epoll_event *);
+	ssize_t (*sendfile)(int, int, off_t *, size_t);
+	int (*execve)(const char *, char *const[], char *const[]);
+};
+extern struct shim_real shim__real;
+void shim__real_init(void);
+
+/* Is the shim on? (ULS_CTL names a node; without it every call goes to the kernel.) */
+bool shim__enabled(void);
+
+/* The descriptor table (fdtab.c). shim__get() returns the socket behind fd with a call
+ * counted in it (shim__put() ends the call), or NULL when fd is not a user-level socket. */
+struct shim_file *shim__get(int fd);
+void shim__put(struct shim_file *f);
+struct shim_file *shim__file_new(int sd, int type, bool nonblock);
+int shim__install(int fd, struct shim_file *f);
+int shim__uninstall(int fd);
+bool shim__is_ours(int fd);
+int shim__maxfd(void);
+bool shim__table_at(int fd, const struct shim_file *f);
+void shim__table_lock(void);
+void shim__table_unlock(void);
+
+/* Calls into libuls run with signals blocked: a handler that uses sockets must never find
+ * the stack's lock held by the very thread it interrupted. */
+void shim__enter(sigset_t *old);
+void shim__leave(const sigset_t *old);
+bool shim__guarded(int fd);
+
+/* Sockets (socket.c), data (io.c), waiting (wait in io.c). */
+int shim__wait(struct shim_file *f, int events);
+ssize_t shim__send(struct shim_file *f, const struct iovec *iov, size_t n, int flags,
+		   const struct sockaddr *to, socklen_t tolen);
+ssize_t shim__recv(struct shim_file *f, const struct iovec *iov, size_t n, int flags,
+		   struct sockaddr *from, socklen_t *fromlen, int *msg_flags);
+int shim__addr_in(const struct sockaddr *a, socklen_t len, struct sockaddr_in *out);
+void shim__addr_out(const struct sockaddr_in *in, struct sockaddr *a, socklen_t *len);
+
+/* fork and exec (fork.c). */
+void shim__fork_init(void);
+int shim__adopt(int fd, struct shim_file *f);
+void shim__adopt_set(const int *fds, size_t n);
+unsigned shim__generation(void);
+
+/* _FORTIFY_SOURCE's checked forms (glibc declares them only in its bits/ headers). */
+ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen);
+ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags);
+ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags,
+		       struct sockaddr *from, socklen_t *fromlen);
+int __poll_chk(struct pollfd *p, nfds_t n, int timeout, size_t len);
+int __ppoll_chk(struct pollfd *p, nfds_t n, const struct timespec *t, const sigset_t *m,
+		size_t len);
+void __chk_fail(void) __attribute__((noreturn));
+
+static inline int shim__ret(long rc)
+{
+	if (rc < 0) {
+		errno = (int)-rc;
+		return -1;
+	}
+	return (int)rc;
+}
+
+static inline ssize_t shim__sret(ssize_t rc)
+{
+	if (rc < 0) {
+		errno = (int)-rc;
+		return -1;
+	}
+	return rc;
+}
+
+#endif

@@ -1,0 +1,405 @@
+/* The socket calls: socket, bind, listen, accept, connect, shutdown, options and names.
+ *
+ * Read first: socket(7), tcp(7), udp(7), ip(7) for the errors a program expects.
+ */
+#include "shim.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "uls.h"
+
+static bool enabled;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void enabled_init(void)
+{
+	const char *ctl = getenv("ULS_CTL");
+
+	enabled = ctl && *ctl;
+}
+
+bool shim__enabled(void)
+{
+	pthread_once(&once, enabled_init);
+	return enabled;
+}
+
+/* A program whose sockets cannot reach the node must hear why, once, and not be moved
+ * to the kernel behind its back. */
+static void report(int err)
+{
+	static atomic_flag said = ATOMIC_FLAG_INIT;
+
+	if (!atomic_flag_test_and_set(&said))
+		fprintf(stderr, "ulstack: no user-level socket (node at ULS_CTL=%s): %s\n",
+			getenv("ULS_CTL"), strerror(-err));
+}
+
+int shim__addr_in(const struct sockaddr *a, socklen_t len, struct sockaddr_in *out)
+{
+	if (!a)
+		return -EFAULT;
+	if (len < (socklen_t)sizeof(sa_family_t))
+		return -EINVAL;
+	if (a->sa_family != AF_INET)
+		return -EAFNOSUPPORT;
+	if (len < (socklen_t)sizeof(struct sockaddr_in))
+		return -EINVAL;
+	memcpy(out, a, sizeof(*out));
+	return 0;
+}
+
+/* Linux copies out at most *len bytes and always says how long the address really is. */
+void shim__addr_out(const struct sockaddr_in *in, struct sockaddr *a, socklen_t *len)
+{
+	if (!a || !len)
+		return;
+	size_t n = *len < (socklen_t)sizeof(*in) ? (size_t)*len : sizeof(*in);
+	memcpy(a, in, n);
+	*len = sizeof(*in);
+}
+
+static bool loopback(const struct sockaddr_in *a)
+{
+	return (ntohl(a->sin_addr.s_addr) >> 24) == 127;
+}
+
+/* Make the kernel socket of the descriptor fd (and every other number naming f): traffic
+ * to 127.0.0.0/8 is the kernel's (DESIGN.md). Options set so far are replayed. */
+static int to_kernel(int fd, struct shim_file *f)
+{
+	int k = shim__real.socket(AF_INET, f->type | (f->nonblock ? SOCK_NONBLOCK : 0), 0);
+
+	if (k < 0)
+		return -errno;
+	for (unsigned i = 0; i < f->nopts; i++)
+		shim__real.setsockopt(k, f->opts[i].level, f->opts[i].name, &f->opts[i].val,
+				      sizeof(int));
+	int hi = shim__maxfd();
+	for (int n = 0; n <= hi; n++) {
+		struct shim_file *g = shim__get(n);
+		if (!g)
+			continue;
+		if (g == f) {
+			int cloexec = shim__real.fcntl(n, F_GETFD) & FD_CLOEXEC;
+			shim__uninstall(n);
+			shim__real.dup3(k, n, cloexec ? O_CLOEXEC : 0);
+		}
+		shim__put(g);
+	}
+	shim__real.close(k);
+	(void)fd;
+	return 0;
+}
+
+static int open_socket(int base, int type)
+{
+	sigset_t old;
+	struct shim_file *f;
+
+	shim__enter(&old);
+	int sd = uls_socket(base | SOCK_NONBLOCK);
+	int fd = sd < 0 ? sd : uls_socket_fd(sd, type & SOCK_CLOEXEC);
+	if (sd >= 0 && fd < 0)
+		uls_close(sd);
+	shim__leave(&old);
+	if (sd < 0) {
+		report(sd);
+		return sd;
+	}
+	if (fd < 0)
+		return fd;
+	f = shim__file_new(sd, base, (type & SOCK_NONBLOCK) != 0);
+	if (!f || shim__install(fd, f) < 0) {
+		shim__real.close(fd);
+		shim__enter(&old);
+		uls_close(sd);
+		shim__leave(&old);
+		free(f);
+		return -ENOMEM;
+	}
+	return fd;
+}
+
+SHIM_EXPORT int socket(int domain, int type, int protocol)
+{
+	int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+	shim__real_init();
+	if (domain != AF_INET || !shim__enabled() || (base != SOCK_STREAM && base != SOCK_DGRAM) ||
+	    (protocol && protocol != (base == SOCK_STREAM ? IPPROTO_TCP : IPPROTO_UDP)))
+		return shim__real.socket(domain, type, protocol);
+	return shim__ret(open_socket(base, type));
+}
+
+SHIM_EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct shim_file *f = shim__get(fd);
+	struct sockaddr_in a;
+	sigset_t old;
+	int rc;
+
+	shim__real_init();
+	if (!f)
+		return shim__real.bind(fd, addr, len);
+	rc = shim__addr_in(addr, len, &a);
+	if (rc == 0 && loopback(&a)) {
+		rc = to_kernel(fd, f);
+		shim__put(f);
+		return rc < 0 ? shim__ret(rc) : shim__real.bind(fd, addr, len);
+	}
+	if (rc == 0) {
+		shim__enter(&old);
+		rc = uls_bind(f->sd, &a);
+		shim__leave(&old);
+	}
+	shim__put(f);
+	return shim__ret(rc);
+}
+
+SHIM_EXPORT int listen(int fd, int backlog)
+{
+	struct shim_file *f = shim__get(fd);
+	sigset_t old;
+
+	shim__real_init();
+	if (!f)
+		return shim__real.listen(fd, backlog);
+	shim__enter(&old);
+	int rc = uls_listen(f->sd, backlog);
+	shim__leave(&old);
+	if (rc == 0)
+		f->listening = true;
+	shim__put(f);
+	return shim__ret(rc);
+}
+
+static int do_accept(struct shim_file *f, struct sockaddr *addr, socklen_t *len, int flags)
+{
+	struct sockaddr_in peer;
+	sigset_t old;
+	int csd, cfd = -1, rc;
+
+	if (flags & ~(SOCK_NONBLOCK | SOCK_CLOEXEC))
+		return -EINVAL;
+	if (addr && !len)
+		return -EFAULT;
+	f->active = true;  /* uls_accept() tells ulsd */
+	for (;;) {
+		shim__enter(&old);
+		csd = uls_accept(f->sd, &peer);
+		if (csd >= 0) {
+			cfd = uls_socket_fd(csd, flags & SOCK_CLOEXEC);
+			if (cfd < 0)
+				uls_close(csd);
+		}
+		shim__leave(&old);
+		if (csd != -EAGAIN || f->nonblock)
+			break;
+		rc = shim__wait(f, POLLIN);
+		if (rc < 0)
+			return rc;
+	}
+	if (csd < 0)
+		return csd;
+	if (cfd < 0)
+		return cfd;
+	struct shim_file *c = shim__file_new(csd, SOCK_STREAM, (flags & SOCK_NONBLOCK) != 0);
+	if (!c || shim__install(cfd, c) < 0) {
+		shim__real.close(cfd);
+		shim__enter(&old);
+		uls_close(csd);
+		shim__leave(&old);
+		free(c);
+		return -ENOMEM;
+	}
+	shim__addr_out(&peer, addr, len);
+	return cfd;
+}
+
+SHIM_EXPORT int accept4(int fd, struct sockaddr *addr, socklen_t *len, int flags)
+{
+	struct shim_file *f = shim__get(fd);
+
+	shim__real_init();
+	if (!f)
+		return shim__real.accept4(fd, addr, len, flags);
+	int rc = do_accept(f, addr, len, flags);
+	shim__put(f);
+	return shim__ret(rc);
+}
+
+SHIM_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	return accept4(fd, addr, len, 0);
+}
+
+/* A blocking connect() waits for the handshake on the mirror; a signal ends the wait with
+ * EINTR and the connection goes on (connect(2)). */
+static int do_connect(struct shim_file *f, const struct sockaddr_in *a)
+{
+	sigset_t old;
+	int rc;
+
+	shim__enter(&old);
+	rc = uls_connect(f->sd, a);
+	shim__leave(&old);
+	if (rc != -EINPROGRESS || f->nonblock || f->type != SOCK_STREAM)
+		return rc;
+	for (;;) {
+		rc = shim__wait(f, POLLOUT);
+		if (rc < 0)
+			return rc == -EAGAIN ? -EINPROGRESS : rc;
+		int err = 0;
+		socklen_t l = sizeof(err);
+		struct sockaddr_in peer;
+		shim__enter(&old);
+		rc = uls_getsockopt(f->sd, SOL_SOCKET, SO_ERROR, &err, &l);
+		if (rc == 0 && err)
+			rc = -err;
+		else if (rc == 0)
+			rc = uls_getpeername(f->sd, &peer) == 0 ? 0 : 1;
+		shim__leave(&old);
+		if (rc <= 0)
+			return rc;
+	}
+}
+
+SHIM_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct shim_file *f = shim__get(fd);
+	struct sockaddr_in a;
+	int rc;
+
+	shim__real_init();
+	if (!f)
+		return shim__real.connect(fd, addr, len);
+	if (addr && len >= (socklen_t)sizeof(sa_family_t) && addr->sa_family == AF_UNSPEC &&
+	    f->type == SOCK_DGRAM) {
+		/* connect(2): AF_UNSPEC dissolves a datagram socket's association. */
+		memset(&a, 0, sizeof(a));
+		a.sin_family = AF_INET;
+		rc = 0;
+	} else {
+		rc = shim__addr_in(addr, len, &a);
+	}
+	if (rc == 0 && loopback(&a)) {
+		rc = to_kernel(fd, f);
+		shim__put(f);
+		return rc < 0 ? shim__ret(rc) : shim__real.connect(fd, addr, len);
+	}
+	if (rc == 0)
+		rc = do_connect(f, &a);
+	shim__put(f);
+	return shim__ret(rc);
+}
+
+SHIM_EXPORT int shutdown(int fd, int how)
+{
+	struct shim_file *f = shim__get(fd);
+	sigset_t old;
+
+	shim__real_init();
+	if (!f)
+		return shim__real.shutdown(fd, how);
+	shim__enter(&old);
+	int rc = uls_shutdown(f->sd, how);
+	shim__leave(&old);
+	shim__put(f);
+	return shim__ret(rc);
+}
+
+SHIM_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
+{
+	struct shim_file *f = shim__get(fd);
+	sigset_t old;
+
+	shim__real_init();
+	if (!f)
+		return shim__real.getsockopt(fd, level, name, val, len);
+	shim__enter(&old);
+	int rc = uls_getsockopt(f->sd, level, name, val, len);
+	shim__leave(&old);
+	shim__put(f);
+	return shim__ret(rc);
+}
+
+static void remember(struct shim_file *f, int level, int name, const void *val, socklen_t len)
+{
+	unsigned i;
+
+	if (!val || len != (socklen_t)sizeof(int))
+		return;
+	for (i = 0; i < f->nopts; i++)
+		if (f->opts[i].level == level && f->opts[i].name == name)
+			break;
+	if (i == sizeof(f->opts) / sizeof(f->opts[0]))
+		return;
+	f->opts[i].level = level;
+	f->opts[i].name = name;
+	memcpy(&f->opts[i].val, val, sizeof(int));
+	if (i == f->nopts)
+		f->nopts++;
+}
+
+SHIM_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+	struct shim_file *f = shim__get(fd);
+	sigset_t old;
+
+	shim__real_init();
+	if (!f)
+		return shim__real.setsockopt(fd, level, name, val, len);
+	shim__enter(&old);
+	int rc = uls_setsockopt(f->sd, level, name, val, len);
+	shim__leave(&old);
+	if (rc == 0 && level == SOL_SOCKET && (name == SO_RCVTIMEO || name == SO_SNDTIMEO)) {
+		/* Blocking calls wait in the kernel on the mirror: it keeps the timeout. */
+		if (shim__real.setsockopt(fd, level, name, val, len) < 0)
+			rc = -errno;
+	}
+	if (rc == 0)
+		remember(f, level, name, val, len);
+	shim__put(f);
+	return shim__ret(rc);
+}
+
+static int name_of(int fd, struct sockaddr *addr, socklen_t *len, bool peer)
+{
+	struct shim_file *f = shim__get(fd);
+	struct sockaddr_in a;
+	sigset_t old;
+
+	shim__real_init();
+	if (!f)
+		return peer ? shim__real.getpeername(fd, addr, len) :
+			      shim__real.getsockname(fd, addr, len);
+	if (!addr || !len) {
+		shim__put(f);
+		return shim__ret(-EFAULT);
+	}
+	shim__enter(&old);
+	int rc = peer ? uls_getpeername(f->sd, &a) : uls_getsockname(f->sd, &a);
+	shim__leave(&old);
+	shim__put(f);
+	if (rc == 0)
+		shim__addr_out(&a, addr, len);
+	return shim__ret(rc);
+}
+
+SHIM_EXPORT int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	return name_of(fd, addr, len, false);
+}
+
+SHIM_EXPORT int getpeername(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	return name_of(fd, addr, len, true);
+}

@@ -1,0 +1,166 @@
+/* fork(): the child's stack starts empty.
+ *
+ * After fork() the child holds a copy of the parent's lwIP state, but the connections,
+ * the lease, the rings and the stack thread are the parent's: two stacks answering for one
+ * connection would corrupt it. So the child forgets them all without a word on the wire
+ * (its copies of the lease and ring descriptors close; ulsd sees nothing, the parent
+ * keeps them), and its sockets are marked inherited. A socket becomes the child's own
+ * with uls_adopt(): a listener listens again on its port, joining the node's group of
+ * listeners there, so new connections spread over parent and child (DESIGN.md: listening
+ * sockets stay usable in both); an unconnected socket starts afresh. A connected socket
+ * stays the parent's (the child gets ENOTCONN): moving a live connection between stacks
+ * is not done (docs/limits.md).
+ */
+#include "sock.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lwip/priv/tcp_priv.h"
+#include "lwip/udp.h"
+#include "netif/ctlproto.h"
+
+static void prepare(void)
+{
+	stk__lock();
+}
+
+static void parent(void)
+{
+	stk__node.owned = false;
+	pthread_mutex_unlock(&stk__node.lock);
+}
+
+static void forget_socket(struct stk_sock *s)
+{
+	if (s->inherited)
+		return;
+	s->inherited = true;
+	s->inh_listen = s->state == STK_S_LISTEN;
+	s->inh_backlog = (int)s->acq_cap;
+	s->inh_port = s->tcp ? s->tcp->local_port : s->udp ? s->udp->local_port : 0;
+	s->inh_connected = s->state == STK_S_CONNECTED || s->state == STK_S_CONNECTING;
+	/* The pcbs, queued connections and buffers are copies of the parent's: dropped,
+	 * never freed through lwIP (that would send or unbind on the parent's behalf). */
+	s->tcp = NULL;
+	s->udp = NULL;
+	s->acq_count = 0;
+	s->bound_port = 0;
+	s->rxq.count = 0;
+	s->rxq.bytes = 0;
+	s->rxq.off = 0;
+	s->rx_eof = s->rd_shut = s->wr_shut = false;
+	s->users = 0;
+	pthread_cond_init(&s->cond, NULL);
+	stk__mirror_free(s);
+	s->state = STK_S_DEAD;
+	s->err = -ENOTCONN;
+}
+
+static void child(void)
+{
+	pthread_mutex_init(&stk__node.lock, NULL);
+	stk__node.owner = pthread_self();
+	stk__node.owned = true;
+	if (stk__node.up) {
+		stk__sockets_each(forget_socket);
+		tcp_active_pcbs = NULL;
+		tcp_tw_pcbs = NULL;
+		tcp_bound_pcbs = NULL;
+		tcp_listen_pcbs.listen_pcbs = NULL;
+		udp_pcbs = NULL;
+		netif_remove(&stk__node.netif);
+		stk__lease_forget();  /* closes the child's copies of lease and rings */
+		stk__node.dev = NULL;
+		stk__node.up = false;
+		stk__node.running = false;
+		stk__node.sleeping = false;
+		stk__node.lost = false;
+	}
+	stk__node.owned = false;
+}
+
+void stk__fork_init(void)
+{
+	static bool done;
+
+	if (!done) {
+		done = true;
+		pthread_atfork(prepare, parent, child);
+	}
+}
+
+int uls_inherited(int sd)
+{
+	stk__lock();
+	struct stk_sock *s = stk__sock_enter(sd);
+	int rc = !s ? -EBADF : s->inherited;
+	if (s)
+		stk__sock_leave(s);
+	stk__unlock();
+	return rc;
+}
+
+static int adopt(struct stk_sock *s)
+{
+	ip4_addr_t any = { IPADDR_ANY };
+	int rc;
+
+	s->inherited = false;
+	s->err = 0;
+	s->state = STK_S_NEW;
+	if (s->inh_connected) {
+		/* Deviation: a connection stays with the process that made it. */
+		s->state = STK_S_DEAD;
+		s->err = -ENOTCONN;
+		return -ENOTCONN;
+	}
+	rc = s->type == SOCK_STREAM ? stk__stream_open(s) : stk__dgram_open(s);
+	if (rc < 0 || !s->inh_port)
+		return rc;
+	s->share_inherited = true;
+	rc = s->type == SOCK_STREAM ? stk__stream_bind(s, &any, s->inh_port) :
+				      stk__dgram_bind(s, &any, s->inh_port);
+	if (rc == 0 && s->inh_listen)
+		rc = stk__stream_listen(s, s->inh_backlog);
+	return rc;
+}
+
+int uls_adopt(int sd)
+{
+	int rc;
+
+	stk__lock();
+	bool up = stk__node.up;
+	stk__unlock();
+	if (!up) {
+		rc = stk__lease_reattach();
+		if (rc < 0 && rc != -EALREADY)
+			return rc;
+	}
+	stk__lock();
+	struct stk_sock *s = stk__sock_enter(sd);
+	if (!s)
+		rc = -EBADF;
+	else if (!s->inherited)
+		rc = 0;
+	else
+		rc = adopt(s);
+	if (s)
+		stk__sock_leave(s);
+	stk__unlock();
+	return rc;
+}
+
+int uls_accepting(int sd)
+{
+	stk__lock();
+	struct stk_sock *s = stk__sock_enter(sd);
+	if (s && s->type == SOCK_STREAM)
+		stk__stream_accepting(s);
+	if (s)
+		stk__sock_leave(s);
+	stk__unlock();
+	return s ? 0 : -EBADF;
+}

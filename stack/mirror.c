@@ -1,0 +1,280 @@
+/* Readiness mirrors: a kernel descriptor whose poll state is the socket's.
+ *
+ * A user-level socket must be a real descriptor that poll, select and epoll can watch
+ * next to pipes and timerfds, nested epoll sets included, with level and edge triggering
+ * done by the kernel. An eventfd cannot say "neither readable nor writable", so each
+ * mirrored socket is an AF_UNIX stream pair: the program holds end A (the socket's
+ * descriptor number), the library holds a duplicate of A (priv) and the other end B (peer).
+ *
+ *   readable   one token byte sits in A's receive queue (written through B);
+ *   writable   A's send queue is empty; filling it (through priv, with a small SO_SNDBUF)
+ *              makes A unwritable until the library reads B empty again;
+ *   RDHUP      B shut down for writing (the peer's FIN);
+ *   HUP        B shut down both ways (the connection is over);
+ *   ERR        B closed with bytes unread, which sets ECONNRESET on A (reset, refused).
+ *
+ * Every change of a socket's state reaches stk__mirror_sync() (from the socket's signal
+ * and when a call leaves the socket), under the core lock; system calls happen only on
+ * transitions. A blocking call waits in the kernel on the mirror (uls_socket_wait), so that
+ * signals interrupt it exactly as they interrupt a kernel socket call, SA_RESTART and
+ * SO_RCVTIMEO/SO_SNDTIMEO included.
+ */
+#include "sock.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "lwip/tcp.h"
+
+struct stk_mirror {
+	int priv, peer;
+	bool token;   /* a byte waits in A: readable */
+	bool filled;  /* A's send queue is full: not writable */
+	bool eof;     /* B shut down for writing */
+	bool hup;     /* B shut down both ways */
+	bool gone;    /* B closed: nothing more to say */
+};
+
+struct readiness {
+	bool rd, wr, eof, hup, err;
+};
+
+/* What the socket would report to poll(): the same cases as Linux's tcp_poll/udp_poll. */
+static struct readiness want(const struct stk_sock *s)
+{
+	struct readiness r = { 0 };
+
+	if (s->type == SOCK_DGRAM) {
+		r.rd = s->rxq.bytes > 0;
+		r.wr = true;
+		return r;
+	}
+	switch (s->state) {
+	case STK_S_NEW:
+		r.wr = true;  /* Linux: an unconnected TCP socket polls writable */
+		break;
+	case STK_S_LISTEN:
+		r.rd = s->acq_count > 0 || s->err;
+		break;
+	case STK_S_CONNECTING:
+		break;
+	case STK_S_CONNECTED:
+		r.eof = s->rx_eof;
+		r.rd = s->rxq.bytes > 0 || s->rx_eof || s->rd_shut || s->err;
+		/* lwIP's own select() uses the same low-water marks (on snd_buf itself:
+		 * tcp_sndbuf() clamps to 16 bits). */
+		r.wr = s->wr_shut || !s->tcp ||
+		       (s->tcp->snd_buf > TCP_SNDLOWAT &&
+			tcp_sndqueuelen(s->tcp) < TCP_SNDQUEUELOWAT);
+		r.hup = s->rx_eof && s->wr_shut;
+		break;
+	case STK_S_DEAD:
+		r.rd = r.wr = r.eof = r.hup = true;
+		r.err = s->err != 0;
+		break;
+	}
+	return r;
+}
+
+static void count_fail(void)
+{
+	stk__count(STK_CNT_MIRROR_FAIL);
+}
+
+static void put_token(struct stk_mirror *m)
+{
+	char c = 0;
+
+	if (send(m->peer, &c, 1, MSG_DONTWAIT | MSG_NOSIGNAL) == 1)
+		m->token = true;
+	else
+		count_fail();
+}
+
+static void take_token(struct stk_mirror *m)
+{
+	char c;
+
+	if (recv(m->priv, &c, 1, MSG_DONTWAIT) == 1 || errno == EAGAIN)
+		m->token = false;
+	else
+		count_fail();
+}
+
+static void fill(struct stk_mirror *m)
+{
+	static const char junk[4096];
+
+	for (int i = 0; i < 64; i++) {
+		if (send(m->priv, junk, sizeof(junk), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+			if (errno != EAGAIN)
+				count_fail();
+			break;
+		}
+	}
+	m->filled = true;
+}
+
+static void drain(struct stk_mirror *m)
+{
+	char buf[4096];
+
+	while (recv(m->peer, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+		;
+	m->filled = false;
+}
+
+void stk__mirror_sync(struct stk_sock *s)
+{
+	struct stk_mirror *m = s->mirror;
+
+	if (!m || m->gone)
+		return;
+	struct readiness r = want(s);
+
+	if (r.err) {
+		/* Closing B with bytes it never read sets ECONNRESET on A: POLLERR, and with
+		 * the pair gone, POLLHUP, POLLIN and POLLOUT, which is what a reset TCP socket
+		 * reports. Nothing can follow a reset, so B is not needed any more. */
+		char c = 0;
+		if (send(m->priv, &c, 1, MSG_DONTWAIT | MSG_NOSIGNAL) != 1 && !m->filled)
+			count_fail();
+		stk__fd_close(m->peer);
+		m->peer = -1;
+		m->gone = true;
+		return;
+	}
+	if (!m->eof && !m->hup && r.rd != m->token) {
+		if (r.rd)
+			put_token(m);
+		else
+			take_token(m);
+	}
+	if (r.wr == m->filled) {
+		if (r.wr)
+			drain(m);
+		else
+			fill(m);
+	}
+	if (r.hup && !m->hup) {
+		if (shutdown(m->peer, SHUT_RDWR) < 0)
+			count_fail();
+		m->hup = m->eof = true;
+	} else if (r.eof && !m->eof) {
+		if (shutdown(m->peer, SHUT_WR) < 0)
+			count_fail();
+		m->eof = true;
+	}
+}
+
+/* A blocked waiter must see the socket go away: shut the pair down, close it when the
+ * last user leaves (stk__mirror_free). */
+void stk__mirror_hangup(struct stk_sock *s)
+{
+	struct stk_mirror *m = s->mirror;
+
+	if (!m || m->gone)
+		return;
+	if (m->filled)
+		drain(m);
+	shutdown(m->peer, SHUT_RDWR);
+	m->hup = m->eof = true;
+}
+
+void stk__mirror_free(struct stk_sock *s)
+{
+	struct stk_mirror *m = s->mirror;
+
+	if (!m)
+		return;
+	stk__fd_close(m->priv);
+	stk__fd_close(m->peer);
+	free(m);
+	s->mirror = NULL;
+}
+
+static int mirror_new(struct stk_sock *s)
+{
+	int sv[2], sndbuf = 1;
+	struct stk_mirror *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return -ENOMEM;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+		int rc = -errno;
+		free(m);
+		return rc;
+	}
+	/* The smallest send buffer: filling A costs a system call or two. */
+	setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+	m->peer = stk__fd_hide(sv[1]);
+	m->priv = stk__fd_hide(sv[0]);
+	s->mirror = m;
+	stk__mirror_sync(s);
+	return 0;
+}
+
+int uls_socket_fd(int sd, int flags)
+{
+	int rc;
+
+	if (flags & ~SOCK_CLOEXEC)
+		return -EINVAL;
+	stk__lock();
+	struct stk_sock *s = stk__sock_enter(sd);
+	if (!s) {
+		stk__unlock();
+		return -EBADF;
+	}
+	rc = s->mirror ? 0 : mirror_new(s);
+	if (rc == 0 && s->mirror->priv >= 0) {
+		rc = fcntl(s->mirror->priv, (flags & SOCK_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD, 0);
+		if (rc < 0)
+			rc = -errno;
+	} else if (rc == 0) {
+		rc = -EBADF;
+	}
+	stk__sock_leave(s);
+	stk__unlock();
+	return rc;
+}
+
+int uls_socket_wait(int sd, int events)
+{
+	int rc = 0;
+	char c = 0;
+
+	if (events != POLLIN && events != POLLOUT)
+		return -EINVAL;
+	stk__lock();
+	struct stk_sock *s = stk__sock_enter(sd);
+	if (!s || !s->mirror || s->closed) {
+		if (s)
+			stk__sock_leave(s);
+		stk__unlock();
+		return -EBADF;
+	}
+	int priv = s->mirror->priv;
+	stk__unlock();
+	/* Kernel calls on the mirror, so that the kernel decides between EINTR and a restart
+	 * (signal(7): socket calls restart under SA_RESTART unless a timeout is set) and
+	 * applies the timeouts the program set on the descriptor. */
+	ssize_t n = events == POLLIN ? recv(priv, &c, 1, MSG_PEEK) :
+				       send(priv, &c, 1, MSG_NOSIGNAL);
+	if (n < 0)
+		rc = errno == EAGAIN ? -EAGAIN : errno == EINTR ? -EINTR : 0;
+	stk__lock();
+	if (events == POLLOUT && n == 1 && s->mirror && !s->mirror->gone) {
+		/* The byte that proved A writable sits in B: take it out, then let the
+		 * socket's state decide again. */
+		drain(s->mirror);
+		stk__mirror_sync(s);
+	}
+	stk__sock_leave(s);
+	stk__unlock();
+	return rc;
+}
