@@ -5,6 +5,8 @@
 #   e2e/         pytest: long verified transfers, captures
 #   node/        pytest: many processes on ulsd nodes: isolation, crashes, restarts
 #   bench/       pytest: the benchmark sweep's own logic (fairness, schema, checks)
+#   shim/        pytest: what libuls-preload promises programs (fds, epoll, signals, fork)
+#   interop/     pytest: real programs under ulsrun (nc, curl, iperf3, redis, nginx, asyncio)
 LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/build-aux/tap-driver.sh
 AM_TESTS_ENVIRONMENT = \
 	CMOCKA_MESSAGE_OUTPUT=TAP; export CMOCKA_MESSAGE_OUTPUT; \
@@ -16,9 +18,11 @@ include tests/unit/local.mk
 include tests/node/local.mk
 
 TESTS += tests/testbed/test_testbed.sh tests/conformance/run tests/e2e/run tests/node/run \
-	tests/bench/run
+	tests/bench/run tests/shim/run
 EXTRA_DIST += tests/testbed tests/conformance tests/e2e tests/node/run tests/node/conftest.py \
 	tests/node/test_node.py tests/bench/run tests/pytest-tap
+EXTRA_DIST += tests/shim/run tests/shim/conftest.py tests/shim/test_shim.py tests/shim/cases.py \
+	tests/shim/peer.py
 
 # What the suites leave in the build tree (captures of every conformance exchange).
 clean-local: clean-test-outputs

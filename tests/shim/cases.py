@@ -1,0 +1,435 @@
+"""Semantic cases of the POSIX shim, each run as its own program under ulsrun on node 1
+(python3 calls the C library's socket functions, so every call below goes through
+libuls-preload). Usage: cases.py CASE KERNEL_PEER_IP NODE_IP. Prints PASS or fails with a
+traceback. The kernel peer's services are in peer.py.
+"""
+import errno
+import fcntl
+import os
+import select
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import termios
+import threading
+import time
+
+CASE, KIP, NIP = sys.argv[1], sys.argv[2], sys.argv[3]
+ECHO, LATE, CONNECTOR, SINK, UDPECHO = 7100, 7101, 7102, 7103, 7104
+
+
+def connect(port):
+    """A blocking socket connected to the peer (no Python timeout: Python implements
+    those with O_NONBLOCK and poll, which would hide the blocking calls under test)."""
+    s = socket.create_connection((KIP, port), timeout=5)
+    s.settimeout(None)
+    assert s.getsockname()[0] == NIP, f"not on ulstack: {s.getsockname()}"
+    return s
+
+
+def ask_connector(port, n):
+    """The kernel peer opens n connections to our port; returns how many echoed."""
+    c = connect(CONNECTOR)
+    c.sendall(f"{NIP} {port} {n}\n".encode())
+    return c
+
+
+def connector_result(c):
+    line = c.makefile("rb").readline().split()
+    assert line[0] == b"done", line
+    return int(line[1])
+
+
+def serve_echo(lsock, count, out):
+    for _ in range(count):
+        a, _ = lsock.accept()
+        a.sendall(a.makefile("rb").readline())
+        a.close()
+        out.append(1)
+
+
+def case_fd_numbers():
+    probe = os.open("/dev/null", os.O_RDONLY)
+    os.close(probe)
+    s = connect(ECHO)
+    # socket(2): the lowest free descriptor, as the kernel would hand out
+    assert s.fileno() == probe, (s.fileno(), probe)
+    assert s.getsockopt(socket.SOL_SOCKET, socket.SO_TYPE) == socket.SOCK_STREAM
+    assert s.getsockopt(socket.SOL_SOCKET, socket.SO_DOMAIN) == socket.AF_INET
+    os.dup2(s.fileno(), 200)
+    t = socket.socket(fileno=200)
+    t.sendall(b"y")
+    assert s.recv(1) == b"y"
+    r, _, _ = select.select([s], [], [], 0)  # below FD_SETSIZE, select works
+    assert r == []
+    s.close()  # the copy keeps the socket open
+    t.sendall(b"z")
+    assert t.recv(1) == b"z"
+    # fcntl flags: O_NONBLOCK through F_SETFL, FD_CLOEXEC per number
+    fl = fcntl.fcntl(t, fcntl.F_GETFL)
+    fcntl.fcntl(t, fcntl.F_SETFL, fl | os.O_NONBLOCK)
+    assert fcntl.fcntl(t, fcntl.F_GETFL) & os.O_NONBLOCK
+    try:
+        t.recv(1)
+        raise AssertionError("recv on an empty nonblocking socket returned")
+    except BlockingIOError:
+        pass
+    os.set_inheritable(t.fileno(), True)
+    assert not fcntl.fcntl(t, fcntl.F_GETFD) & fcntl.FD_CLOEXEC
+    t.close()
+
+
+def case_mixed_epoll():
+    ep = select.epoll()
+    r, w = os.pipe()
+    efd = os.eventfd(0)
+    s = connect(ECHO)
+    ep.register(r, select.EPOLLIN)
+    ep.register(efd, select.EPOLLIN)
+    ep.register(s, select.EPOLLIN)
+    assert ep.poll(0.1) == []
+    os.write(w, b"a")
+    os.eventfd_write(efd, 1)
+    s.sendall(b"b")
+    time.sleep(0.3)
+    ready = dict(ep.poll(1))
+    assert set(ready) == {r, efd, s.fileno()}, ready
+    # level triggered: reported again until read
+    assert s.fileno() in dict(ep.poll(0))
+    assert s.recv(10) == b"b"
+    assert s.fileno() not in dict(ep.poll(0.1))
+    # edge triggered: one report per arrival
+    ep.modify(s, select.EPOLLIN | select.EPOLLET)
+    s.sendall(b"c")
+    time.sleep(0.3)
+    assert s.fileno() in dict(ep.poll(1))
+    assert s.fileno() not in dict(ep.poll(0.1))
+    assert s.recv(10) == b"c"
+    # one-shot: disarmed after one report until modified again
+    ep.modify(s, select.EPOLLIN | select.EPOLLONESHOT)
+    s.sendall(b"d")
+    time.sleep(0.3)
+    assert s.fileno() in dict(ep.poll(1))
+    assert s.recv(10) == b"d"
+    s.sendall(b"e")
+    time.sleep(0.3)
+    assert s.fileno() not in dict(ep.poll(0.2))
+    ep.modify(s, select.EPOLLIN | select.EPOLLONESHOT)
+    assert s.fileno() in dict(ep.poll(1))
+    # writable
+    ep.modify(s, select.EPOLLOUT)
+    assert dict(ep.poll(1)).get(s.fileno(), 0) & select.EPOLLOUT
+    # EPOLLRDHUP: the peer closed its side
+    late = connect(LATE)
+    ep.register(late, select.EPOLLIN | select.EPOLLRDHUP)
+    assert late.fileno() not in dict(ep.poll(0.5))
+    deadline = time.monotonic() + 5
+    got = 0
+    while time.monotonic() < deadline and not got & select.EPOLLRDHUP:
+        got |= dict(ep.poll(1)).get(late.fileno(), 0)
+        if got & select.EPOLLIN and not got & select.EPOLLRDHUP:
+            late.recv(100)
+    assert got & select.EPOLLRDHUP, got
+
+
+def case_nested_epoll():
+    inner, outer = select.epoll(), select.epoll()
+    s = connect(ECHO)
+    r, w = os.pipe()
+    inner.register(s, select.EPOLLIN)
+    outer.register(inner.fileno(), select.EPOLLIN)
+    outer.register(r, select.EPOLLIN)
+    assert outer.poll(0.2) == []
+    s.sendall(b"n")
+    ready = dict(outer.poll(2))
+    assert ready == {inner.fileno(): select.EPOLLIN}, ready
+    assert dict(inner.poll(0)) == {s.fileno(): select.EPOLLIN}
+    assert s.recv(1) == b"n"
+    assert outer.poll(0.2) == []
+
+
+def case_poll_select():
+    s = connect(ECHO)
+    r, w = os.pipe()
+    p = select.poll()
+    p.register(s, select.POLLIN)
+    p.register(r, select.POLLIN)
+    assert p.poll(100) == []
+    s.sendall(b"p")
+    os.write(w, b"q")
+    time.sleep(0.3)  # the echo's way back
+    ready = dict(p.poll(2000))
+    assert ready.get(s.fileno(), 0) & select.POLLIN and ready.get(r, 0) & select.POLLIN
+    rl, wl, _ = select.select([s, r], [s], [], 2)
+    assert s in rl and r in rl and s in wl
+
+
+def case_eintr_without_sa_restart():
+    """signal(7): a blocked recv() is interrupted by a handler installed without
+    SA_RESTART; Python then runs the handler, which raises."""
+    class Alarm(Exception):
+        pass
+
+    def h(sig, frm):
+        raise Alarm()
+    signal.signal(signal.SIGALRM, h)
+    s = connect(LATE)
+    t0 = time.monotonic()
+    signal.setitimer(signal.ITIMER_REAL, 0.4)
+    try:
+        s.recv(10)
+        raise AssertionError("recv returned")
+    except Alarm:
+        pass
+    dt = time.monotonic() - t0
+    assert dt < 1.2, f"interrupted only after {dt:.2f} s"
+
+
+def case_sa_restart_restarts():
+    """signal(7): under SA_RESTART a blocked recv() goes on until data comes (the
+    handler's exception surfaces only after recv returns, at ~1.5 s)."""
+    class Alarm(Exception):
+        pass
+
+    def h(sig, frm):
+        raise Alarm()
+    signal.signal(signal.SIGALRM, h)
+    signal.siginterrupt(signal.SIGALRM, False)
+    s = connect(LATE)
+    t0 = time.monotonic()
+    signal.setitimer(signal.ITIMER_REAL, 0.4)
+    try:
+        s.recv(10)
+    except Alarm:
+        pass
+    dt = time.monotonic() - t0
+    assert dt > 1.2, f"recv was not restarted ({dt:.2f} s)"
+
+
+def case_rcvtimeo():
+    s = connect(LATE)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, 300000))
+    t0 = time.monotonic()
+    try:
+        s.recv(10)
+        raise AssertionError("recv returned")
+    except (BlockingIOError, socket.timeout, OSError) as e:
+        assert getattr(e, "errno", None) in (errno.EAGAIN, None), e
+    assert 0.2 < time.monotonic() - t0 < 1.2
+
+
+def case_threads_share_sockets():
+    """A thread blocked in accept() does not stop others; sockets are shared."""
+    ls = socket.socket()
+    ls.bind(("0.0.0.0", 0))
+    ls.listen(8)
+    port = ls.getsockname()[1]
+    served = []
+    th = threading.Thread(target=serve_echo, args=(ls, 3, served))
+    th.start()
+    time.sleep(0.3)  # the thread now sleeps in accept
+    s = connect(ECHO)
+    for i in range(50):
+        s.sendall(b"%d\n" % i)
+        assert s.recv(100) == b"%d\n" % i
+    # another thread writes on a socket this thread reads
+    wr = threading.Thread(target=lambda: s.sendall(b"from thread"))
+    wr.start()
+    wr.join()
+    got = b""
+    while len(got) < 11:
+        got += s.recv(100)
+    assert got == b"from thread"
+    c = ask_connector(port, 3)
+    assert connector_result(c) == 3
+    th.join(10)
+    assert len(served) == 3
+
+
+def case_fork_listener_both_accept():
+    """fork(2): the listener works in parent and child; new connections spread."""
+    ls = socket.socket()
+    ls.bind(("0.0.0.0", 0))
+    ls.listen(64)
+    port = ls.getsockname()[1]
+    r, w = os.pipe()
+    pid = os.fork()
+    n = 0
+    ls.settimeout(3)
+    deadline = time.monotonic() + 8
+    # both processes accept until the connector is done (the parent asks for 20)
+    c = ask_connector(port, 20) if pid else None
+    while time.monotonic() < deadline:
+        try:
+            a, _ = ls.accept()
+        except socket.timeout:
+            break
+        a.sendall(a.makefile("rb").readline())
+        a.close()
+        n += 1
+        if pid and n >= 20:
+            break
+    if pid == 0:
+        os.write(w, b"%d\n" % n)
+        os._exit(0)
+    total = connector_result(c)
+    os.waitpid(pid, 0)
+    child_n = int(os.read(r, 100))
+    assert total == 20, total
+    assert n + child_n == 20 and n > 0 and child_n > 0, (n, child_n)
+
+
+def case_fork_connected_stays_with_parent():
+    """Deviation (docs/compatibility.md): a connected socket stays with the process
+    that has it; in the child it reads as not connected, and the child closing its
+    copy does not end the parent's connection."""
+    s = connect(ECHO)
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            s.send(b"x")
+            code = 3
+        except OSError as e:
+            code = 0 if e.errno in (errno.ENOTCONN, errno.EPIPE) else 4
+        s.close()
+        os._exit(code)
+    _, st = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(st) == 0, st
+    for i in range(10):
+        s.sendall(b"%d" % i)
+        assert s.recv(10) == b"%d" % i
+
+
+def case_nonblocking_connect():
+    s = socket.socket()
+    s.setblocking(False)
+    rc = s.connect_ex((KIP, ECHO))
+    assert rc == errno.EINPROGRESS, rc
+    _, wl, _ = select.select([], [s], [], 5)
+    assert wl == [s]
+    assert s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0
+    assert s.getpeername() == (KIP, ECHO)
+    # a port nobody listens on: the RST reaches SO_ERROR
+    t = socket.socket()
+    t.setblocking(False)
+    assert t.connect_ex((KIP, 7199)) == errno.EINPROGRESS
+    p = select.poll()
+    p.register(t, select.POLLOUT)
+    ev = dict(p.poll(5000)).get(t.fileno(), 0)
+    assert ev & select.POLLOUT, ev
+    assert t.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == errno.ECONNREFUSED
+    # blocking connect to the same: the error itself
+    u = socket.socket()
+    assert u.connect_ex((KIP, 7199)) == errno.ECONNREFUSED
+
+
+def case_peek_and_waitall():
+    s = connect(ECHO)
+    s.sendall(b"0123456789")
+    time.sleep(0.2)
+    assert s.recv(4, socket.MSG_PEEK) == b"0123"
+    assert s.recv(4) == b"0123"
+    buf = bytearray(6)
+    assert s.recv_into(buf, 6, socket.MSG_PEEK) == 6 and buf == b"456789"
+    assert s.recv(6) == b"456789"
+
+    def later():
+        time.sleep(0.3)
+        s.sendall(b"world")
+    threading.Thread(target=later).start()
+    s.sendall(b"hello ")
+    assert s.recv(11, socket.MSG_WAITALL) == b"hello world"
+    # FIONREAD
+    s.sendall(b"abc")
+    time.sleep(0.2)
+    n = struct.unpack("i", fcntl.ioctl(s, termios.FIONREAD, b"\0\0\0\0"))[0]
+    assert n == 3, n
+    # MSG_DONTWAIT on a blocking socket
+    assert s.recv(3) == b"abc"
+    try:
+        s.recv(3, socket.MSG_DONTWAIT)
+        raise AssertionError("returned")
+    except BlockingIOError:
+        pass
+
+
+def case_udp():
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.settimeout(3)
+    u.sendto(b"datagram", (KIP, UDPECHO))
+    data, addr = u.recvfrom(100)
+    assert data == b"datagram" and addr == (KIP, UDPECHO)
+    assert u.getsockname()[0] in ("0.0.0.0", NIP)
+
+
+def case_sendfile_and_large_transfer():
+    import hashlib
+    path = f"/tmp/uls-shim-{os.getpid()}"
+    data = os.urandom(8 << 20)
+    with open(path, "wb") as f:
+        f.write(data)
+    s = connect(SINK)
+    with open(path, "rb") as f:
+        assert s.sendfile(f) == len(data)
+    os.unlink(path)
+    s.shutdown(socket.SHUT_WR)
+    digest = s.makefile("rb").readline().strip().decode()
+    assert digest == hashlib.sha256(data).hexdigest()
+
+
+def case_exec_inherited_socket_is_closed():
+    """Across exec a user-level socket keeps its number but reads as closed; the new
+    program gets ulstack for sockets of its own, even with an empty environment."""
+    s = connect(ECHO)
+    os.set_inheritable(s.fileno(), True)
+    code = (
+        "import os, socket, sys\n"
+        f"fd = {s.fileno()}\n"
+        "assert os.read(fd, 10) == b'', 'inherited socket not closed'\n"
+        f"c = socket.create_connection(('{KIP}', {ECHO}), timeout=5)\n"
+        f"assert c.getsockname()[0] == '{NIP}', c.getsockname()\n"
+        "c.sendall(b'q'); assert c.recv(1) == b'q'\n"
+        "print('child ok')\n")
+    r = subprocess.run([sys.executable, "-c", code], pass_fds=[s.fileno()], env={},
+                       capture_output=True, timeout=20)
+    assert r.returncode == 0 and b"child ok" in r.stdout, r
+    # and the exec left this process's socket alone
+    s.sendall(b"still")
+    assert s.recv(10) == b"still"
+
+
+def case_close_range_spares_the_stack():
+    s = connect(ECHO)
+    keep = s.fileno()
+    os.closerange(keep + 1, 1 << 20)  # close_range(2): every descriptor above ours
+    s.sendall(b"ok")
+    assert s.recv(2) == b"ok"
+    t = connect(ECHO)
+    t.sendall(b"new")
+    assert t.recv(3) == b"new"
+
+
+def case_loopback_and_unix_pass_through():
+    ls = socket.socket()
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(1)
+    c = socket.create_connection(ls.getsockname(), timeout=5)
+    a, _ = ls.accept()
+    c.sendall(b"lo")
+    assert a.recv(2) == b"lo"
+    assert c.getsockname()[0] == "127.0.0.1"
+    x, y = socket.socketpair()
+    x.sendall(b"u")
+    assert y.recv(1) == b"u"
+
+
+def main():
+    globals()["case_" + CASE]()
+    print("PASS", CASE, flush=True)
+
+
+if __name__ == "__main__":
+    main()

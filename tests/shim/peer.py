@@ -1,0 +1,86 @@
+"""The kernel-side peer of the shim's semantic tests (runs in the testbed's kernel
+namespace, on the Linux stack, never under ulsrun).
+
+  7100  echo: every byte back, until the client closes
+  7101  late: waits 1.5 s, sends b"late!", closes
+  7102  connector: reads "IP PORT N\\n", opens N connections to IP:PORT one after another;
+        on each sends b"hello I\\n" and reads a line back; answers "done K\\n" with the
+        number K of connections whose echo came back right
+  7103  sink: reads until end of stream, answers the sha256 hex of what it read
+  7104  UDP echo
+"""
+import hashlib
+import socket
+import socketserver
+import sys
+import threading
+import time
+
+
+class Echo(socketserver.BaseRequestHandler):
+    def handle(self):
+        while True:
+            b = self.request.recv(65536)
+            if not b:
+                return
+            self.request.sendall(b)
+
+
+class Late(socketserver.BaseRequestHandler):
+    def handle(self):
+        time.sleep(1.5)
+        self.request.sendall(b"late!")
+
+
+class Connector(socketserver.StreamRequestHandler):
+    def handle(self):
+        ip, port, n = self.rfile.readline().split()
+        ok = 0
+        for i in range(int(n)):
+            try:
+                with socket.create_connection((ip.decode(), int(port)), timeout=5) as c:
+                    msg = b"hello %d\n" % i
+                    c.sendall(msg)
+                    f = c.makefile("rb")
+                    if f.readline() == msg:
+                        ok += 1
+            except OSError:
+                pass
+        self.wfile.write(b"done %d\n" % ok)
+
+
+class Sink(socketserver.BaseRequestHandler):
+    def handle(self):
+        h = hashlib.sha256()
+        while True:
+            b = self.request.recv(65536)
+            if not b:
+                break
+            h.update(b)
+        self.request.sendall(h.hexdigest().encode() + b"\n")
+
+
+class UdpEcho(socketserver.BaseRequestHandler):
+    def handle(self):
+        data, sock = self.request
+        sock.sendto(data, self.client_address)
+
+
+class Server(socketserver.ThreadingTCPServer):
+    allow_reuse_address = True
+    daemon_threads = True
+
+
+def main():
+    ip = sys.argv[1]
+    servers = [Server((ip, p), h) for p, h in ((7100, Echo), (7101, Late), (7102, Connector),
+                                              (7103, Sink))]
+    servers.append(socketserver.ThreadingUDPServer((ip, 7104), UdpEcho))
+    for s in servers:
+        threading.Thread(target=s.serve_forever, daemon=True).start()
+    print("peer ready", flush=True)
+    time.sleep(600)  # the suite stops it long before
+
+
+if __name__ == "__main__":
+    main()
