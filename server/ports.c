@@ -12,6 +12,7 @@
 #include "server/internal.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@ struct holder {
 	uint32_t refs;
 	uint8_t flags;
 	uid_t uid;
+	pid_t pid;
 };
 
 struct port {
@@ -59,22 +61,53 @@ static int add_holder(struct port *pt, struct srv_lease *l, unsigned flags)
 		return -ENOMEM;
 	pt->h = h;
 	pt->h[pt->n++] = (struct holder){ .lease = l->id, .refs = 1, .flags = (uint8_t)flags,
-					  .uid = l->uid };
+					  .uid = l->uid, .pid = l->pid };
 	return 0;
+}
+
+/* The parent of pid, from /proc (0 if it cannot be read). The field after the
+ * parenthesised command name, which may itself contain ')' and spaces. */
+static pid_t parent_of(pid_t pid)
+{
+	char path[64], buf[512];
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	char *rp = strrchr(buf, ')');
+	int ppid;
+	char state;
+	if (!rp || sscanf(rp + 1, " %c %d", &state, &ppid) != 2 || ppid <= 0)
+		return 0;
+	return (pid_t)ppid;
+}
+
+/* A fork child holds the very socket its parent bound: it joins the port when its
+ * parent is one of the holders (nginx's workers change user after fork, so the user
+ * cannot be the test), or when every holder is of its own user. */
+static bool inherits(const struct port *pt, const struct srv_lease *l)
+{
+	pid_t ppid = parent_of(l->pid);
+	bool same_uid = pt->n > 0;
+
+	for (uint32_t i = 0; i < pt->n; i++) {
+		if (ppid && pt->h[i].pid == ppid)
+			return true;
+		same_uid &= pt->h[i].uid == l->uid;
+	}
+	return same_uid;
 }
 
 static bool may_share(const struct port *pt, const struct srv_lease *l, unsigned flags)
 {
-	if (flags & ULS_CTL_F_INHERIT) {
-		/* A fork child holds the very socket its parent bound: it shares the port
-		 * with processes of its own user.
-		 * Deviation: ulsd does not check that the holder is the requester's parent;
-		 * any process of the same user may join (as SO_REUSEPORT lets it). */
-		for (uint32_t i = 0; i < pt->n; i++)
-			if (pt->h[i].uid != l->uid)
-				return false;
-		return true;
-	}
+	if (flags & ULS_CTL_F_INHERIT)
+		return inherits(pt, l);
 	if (!(flags & ULS_CTL_F_REUSEPORT))
 		return false;
 	for (uint32_t i = 0; i < pt->n; i++)
@@ -111,7 +144,10 @@ int srv_port_bind(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t po
 		if (rc < 0)
 			return rc;
 		port = (uint16_t)rc;
-	} else if (port < PRIVILEGED_BELOW && l->uid != 0) {
+	} else if (port < PRIVILEGED_BELOW && l->uid != 0 &&
+		   !((flags & ULS_CTL_F_INHERIT) && port_of(proto, port)->n &&
+		     inherits(port_of(proto, port), l))) {
+		/* A child that inherited a privileged port from its parent keeps it. */
 		return -EACCES;
 	}
 	pt = port_of(proto, port);
