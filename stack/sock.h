@@ -63,6 +63,7 @@ struct stk_sock {
 	struct udp_pcb *udp;
 	bool rx_eof, rd_shut, wr_shut;
 	bool reuseport;            /* SO_REUSEPORT: share the port with other processes */
+	bool cork;                 /* TCP_CORK */
 	uint16_t bound_port;       /* a port reserved at ulsd by bind (released at close) */
 	struct stk_rxq rxq;
 

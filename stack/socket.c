@@ -516,6 +516,14 @@ static int setopt(struct stk_sock *s, int level, int name, const void *val, sock
 		if (!s->tcp)
 			return -EINVAL;
 		switch (name) {
+		case TCP_CORK:
+			/* tcp(7): hold partial segments while corked; uncorking sends them.
+			 * Deviation: Linux also sends them after 200 ms; here they wait for
+			 * the uncork, or for the next ACK to carry them. */
+			s->cork = v != 0;
+			if (!s->cork)
+				tcp_output(s->tcp);
+			return 0;
 		case TCP_NODELAY:
 			if (v)
 				tcp_nagle_disable(s->tcp);
@@ -578,6 +586,7 @@ static int getopt_int(struct stk_sock *s, int level, int name, int *v)
 			return -EINVAL;
 		switch (name) {
 		case TCP_NODELAY:   *v = tcp_nagle_disabled(s->tcp) ? 1 : 0; return 0;
+		case TCP_CORK:      *v = s->cork; return 0;
 		case TCP_KEEPIDLE:  *v = (int)(s->tcp->keep_idle / 1000u); return 0;
 		case TCP_KEEPINTVL: *v = (int)(s->tcp->keep_intvl / 1000u); return 0;
 		case TCP_KEEPCNT:   *v = (int)s->tcp->keep_cnt; return 0;

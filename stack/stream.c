@@ -343,7 +343,7 @@ ssize_t stk__stream_send(struct stk_sock *s, const void *buf, size_t len, int fl
 		err_t err = ERR_MEM;
 		if (n > 0) {
 			u8_t wflags = TCP_WRITE_FLAG_COPY;
-			if ((flags & MSG_MORE) || sent + n < len)
+			if ((flags & MSG_MORE) || s->cork || sent + n < len)
 				wflags |= TCP_WRITE_FLAG_MORE;
 			err = tcp_write(s->tcp, p + sent, (u16_t)n, wflags);
 		}
@@ -370,7 +370,9 @@ ssize_t stk__stream_send(struct stk_sock *s, const void *buf, size_t len, int fl
 			break;
 		}
 	}
-	if (s->tcp)
+	/* Corked (TCP_CORK), what was written waits for the uncork, a full send buffer, or
+	 * an incoming ACK, which makes lwIP send what the window allows. */
+	if (s->tcp && !s->cork)
 		tcp_output(s->tcp);
 	return sent ? (ssize_t)sent : rc;
 }

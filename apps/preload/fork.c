@@ -48,6 +48,7 @@ __attribute__((constructor)) static void shim_init(void)
 	shim__real_init();
 	saved_preload = p ? strdup(p) : NULL;
 	saved_ctl = c ? strdup(c) : NULL;
+	shim__set_ctl(c);
 	/* Registered after libc's own and libuls's: the table lock is taken last and
 	 * released first around fork. */
 	pthread_atfork(prepare, parent, child);

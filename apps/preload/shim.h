@@ -82,6 +82,7 @@ void shim__real_init(void);
 
 /* Is the shim on? (ULS_CTL names a node; without it every call goes to the kernel.) */
 bool shim__enabled(void);
+void shim__set_ctl(const char *ctl);
 
 /* The descriptor table (fdtab.c). shim__get() returns the socket behind fd with a call
  * counted in it (shim__put() ends the call), or NULL when fd is not a user-level socket. */

@@ -15,20 +15,19 @@
 
 #include "uls.h"
 
-static bool enabled;
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+/* The node, as ULS_CTL named it when the program started: programs empty their
+ * environment (nginx's workers keep only TZ), and a socket opened after that must still
+ * find the node. */
+static char *node_ctl;
 
-static void enabled_init(void)
+void shim__set_ctl(const char *ctl)
 {
-	const char *ctl = getenv("ULS_CTL");
-
-	enabled = ctl && *ctl;
+	node_ctl = ctl && *ctl ? strdup(ctl) : NULL;
 }
 
 bool shim__enabled(void)
 {
-	pthread_once(&once, enabled_init);
-	return enabled;
+	return node_ctl != NULL;
 }
 
 /* A program whose sockets cannot reach the node must hear why, once, and not be moved
@@ -39,7 +38,7 @@ static void report(int err)
 
 	if (!atomic_flag_test_and_set(&said))
 		fprintf(stderr, "ulstack: no user-level socket (node at ULS_CTL=%s): %s\n",
-			getenv("ULS_CTL"), strerror(-err));
+			node_ctl, strerror(-err));
 }
 
 int shim__addr_in(const struct sockaddr *a, socklen_t len, struct sockaddr_in *out)
@@ -105,7 +104,9 @@ static int open_socket(int base, int type)
 	struct shim_file *f;
 
 	shim__enter(&old);
-	int sd = uls_socket(base | SOCK_NONBLOCK);
+	int sd = uls_attach(node_ctl);  /* joins the node once; -EALREADY after */
+	if (sd == 0 || sd == -EALREADY)
+		sd = uls_socket(base | SOCK_NONBLOCK);
 	int fd = sd < 0 ? sd : uls_socket_fd(sd, type & SOCK_CLOEXEC);
 	if (sd >= 0 && fd < 0)
 		uls_close(sd);

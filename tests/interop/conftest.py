@@ -1,0 +1,444 @@
+"""Interop fixtures: unmodified programs (nc, curl, python3, iperf3, redis, nginx, wrk) on two
+ulsd nodes through `ulsrun`, and against a Linux kernel peer.
+
+    namespace ulsinterop (TB_NETNS): no kernel address on 198.18.0.0/24
+    +------------------------------------------------------------------+
+    |  ulsd node 1 (198.18.0.1)          ulsd node 2 (198.18.0.2)      |    namespace
+    |  ulsrun --ctl NODE1 -- nginx ...   ulsrun --ctl NODE2 -- wrk ... |    ulsinterop-k1
+    |      [uls1] -------+----- br0 -----+------ [uls2]                |    +----------------+
+    |                    +---------------+--------------------[k1-br]--+----+ kernel TCP .100 |
+    +------------------------------------------------------------------+    | iperf3 (plain) |
+                                                                            +----------------+
+
+Every program that should use ulstack runs as `ip netns exec $TB_NETNS ulsrun --ctl CTL --
+PROGRAM ...`: that namespace has no kernel address on the nodes' subnet, so a socket the
+shim failed to take over cannot reach the other node and the test fails instead of passing
+through the kernel. Each test also reads ulsd's counters before and after and checks that
+the node(s) moved at least as many frames as the bytes transferred need.
+
+The session fixture brings the testbed up once (TB_NAME=ulsinterop, two nodes) and down at
+the end, also when a test fails or pytest is interrupted (try/finally and atexit). Every
+process is started in a session of its own; it is stopped through its process group, whose
+ID is the PID this suite recorded (so nginx's workers and any child of ulsrun go with it):
+SIGTERM, then SIGKILL after a bounded wait, at the end of each test, also on failure. Every
+wait is bounded.
+"""
+import atexit
+import hashlib
+import json
+import os
+import random
+import shlex
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+import pytest
+
+SRC = os.environ.get("ULS_SRCDIR") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILD = os.environ.get("ULS_BUILDDIR") or os.path.join(SRC, "build")
+TESTBED = os.path.join(SRC, "tests", "testbed", "testbed")
+ULSRUN = os.path.join(BUILD, "apps", "ulsrun")
+STAT = os.path.join(BUILD, "apps", "ulsstat")
+ULSD = os.path.join(BUILD, "server", "ulsd")
+HERE = os.path.dirname(os.path.abspath(__file__))
+PYTHON = "/usr/bin/python3"     # Debian's python3 (and pytest), never another on PATH
+TB_NAME = "ulsinterop"
+
+MIB = 1 << 20
+PAYLOAD_BYTES = 100 * MIB       # the bulk transfers (nc, curl): 100 MiB, hash verified
+PAYLOAD_SEED = 20250404
+
+# A lower bound on the frames a node's ulsd must see for N bytes of TCP payload: no frame
+# carries more than max(TB_MTU, 9000) bytes (the testbed's MTU is 1500; ulstack has no
+# segmentation offload). A program whose sockets fell back to the kernel moves ~0 frames
+# through ulsd, so even this loose bound tells the two apart.
+FRAME_PAYLOAD_MAX = 9000
+
+# The programs and the Debian packages they come from (build-aux/setup-debian installs them).
+PROGRAMS = {
+    "nc": "netcat-openbsd", "curl": "curl", "iperf3": "iperf3", "redis-server": "redis-server",
+    "redis-benchmark": "redis-tools", "redis-cli": "redis-tools", "nginx": "nginx",
+    "wrk": "wrk",
+}
+
+
+def program(name):
+    """The absolute path of an installed program, or the test fails saying how to get it."""
+    path = shutil.which(name, path="/usr/sbin:/usr/bin:/sbin:/bin")
+    if not path:
+        pytest.fail(f"{name} is not installed: run build-aux/setup-debian (Debian package "
+                    f"{PROGRAMS.get(name) or name})")
+    return path
+
+
+def _testbed(*args):
+    """Run the testbed script; returns its stdout (the export lines). Output goes through
+    files, not pipes: the ulsd daemons `up` starts inherit its stdout, so a pipe would not
+    see end-of-file until they exit."""
+    env = dict(os.environ, TB_NAME=TB_NAME, ULS_BUILDDIR=BUILD)
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        r = subprocess.run([TESTBED, *args], env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                           timeout=120)
+        out.seek(0)
+        err.seek(0)
+        text, errors = out.read(), err.read()
+    assert r.returncode == 0, f"testbed {' '.join(args)}: exit {r.returncode}\n{errors}"
+    return text
+
+
+def _parse_exports(text):
+    env = {}
+    for line in text.splitlines():
+        if line.startswith("export "):
+            k, _, v = line[len("export "):].partition("=")
+            env[k] = shlex.split(v)[0] if v else ""
+    return env
+
+
+def sha256_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while True:
+            b = f.read(4 * MIB)
+            if not b:
+                break
+            h.update(b)
+    return h.hexdigest()
+
+
+def make_payload(path, nbytes, seed):
+    """A deterministic pseudo-random file of nbytes; returns its SHA-256."""
+    rng = random.Random(seed)
+    h = hashlib.sha256()
+    with open(path, "wb") as f:
+        left = nbytes
+        while left:
+            b = rng.randbytes(min(left, 8 * MIB))
+            h.update(b)
+            f.write(b)
+            left -= len(b)
+    return h.hexdigest()
+
+
+class Proc:
+    """A process this suite started, in a session (and process group) of its own; its
+    output goes to files (no pipe can fill up)."""
+
+    def __init__(self, argv, outdir, name, stdin=None, stdout=None):
+        self.name = name
+        self.argv = list(argv)
+        self.data_out = stdout is not None    # stdout is the program's data, not text
+        self.out_path = stdout or os.path.join(outdir, f"{name}.out")
+        self.err_path = os.path.join(outdir, f"{name}.err")
+        inp = open(stdin, "rb") if stdin else subprocess.DEVNULL
+        try:
+            with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
+                # `ip netns exec` execs the program, so self.pid is the program's own PID
+                # (or ulsrun's, if ulsrun stays as a parent): either way the group leader.
+                self.p = subprocess.Popen(self.argv, stdin=inp, stdout=out, stderr=err,
+                                          start_new_session=True, close_fds=True)
+        finally:
+            if stdin:
+                inp.close()
+        self.pid = self.p.pid
+        self.started = time.monotonic()
+
+    def poll(self):
+        return self.p.poll()
+
+    def wait(self, timeout):
+        """The exit status; on timeout the process group is killed and the test fails."""
+        try:
+            return self.p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.stop(grace=0)
+            raise AssertionError(f"{self.name} did not finish within {timeout} s: {self.argv}\n"
+                                 f"stdout: {self.stdout()[-2000:]}\nstderr: {self.stderr()[-2000:]}")
+
+    def _signal_group(self, sig):
+        """Signal our process group (ID = our recorded PID). ESRCH: nobody is left in it."""
+        try:
+            os.killpg(self.pid, sig)
+            return True
+        except ProcessLookupError:
+            return False
+
+    def group_alive(self):
+        return self._signal_group(0)
+
+    def stop(self, sig=signal.SIGTERM, grace=5.0):
+        """Stop the process and everything in its group: `sig`, then SIGKILL after `grace`
+        seconds. Returns the leader's exit status."""
+        if self.p.poll() is None or self.group_alive():
+            if grace > 0:
+                self._signal_group(sig)
+                deadline = time.monotonic() + grace
+                while time.monotonic() < deadline:
+                    if self.p.poll() is not None and not self.group_alive():
+                        break
+                    time.sleep(0.02)
+            self._signal_group(signal.SIGKILL)
+            try:
+                self.p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass   # unkillable (D state): the testbed's `down` is the last resort
+        return self.p.returncode
+
+    def stdout(self):
+        if self.data_out:
+            return f"(data, to {self.out_path})"
+        with open(self.out_path, errors="replace") as f:
+            return f.read()
+
+    def stderr(self):
+        with open(self.err_path, errors="replace") as f:
+            return f.read()
+
+    def check(self, timeout):
+        """Wait (bounded) for a clean exit; returns stdout."""
+        rc = self.wait(timeout)
+        assert rc == 0, f"{self.name} failed:\n{self.output()}"
+        return self.stdout()
+
+    def output(self):
+        return f"{self.name} {self.argv}\nexit {self.p.returncode}\nstdout: " \
+               f"{self.stdout()[-3000:]}\nstderr: {self.stderr()[-3000:]}"
+
+
+class Testbed:
+    def __init__(self):
+        self.env = {}
+        self.procs = []
+        self.outdir = tempfile.mkdtemp(prefix="uls-interop-")
+        os.chmod(self.outdir, 0o755)   # nginx's workers (user nobody) serve files from here
+        self.seq = 0
+
+    # --- addresses ---------------------------------------------------------------------
+    def ctl(self, node):
+        return self.env[f"TB_NODE{node}_CTL"]
+
+    def ip(self, node):
+        return self.env[f"TB_NODE{node}_IP"]
+
+    @property
+    def netns(self):
+        return self.env["TB_NETNS"]
+
+    @property
+    def kernel_ns(self):
+        return self.env["TB_KERNEL_NETNS"]
+
+    @property
+    def kernel_ip(self):
+        return self.env["TB_KERNEL_IP"]
+
+    # --- command lines -------------------------------------------------------------------
+    def uls(self, node, argv):
+        """`argv` as a program on ulstack node `node`: under ulsrun, in the node namespace."""
+        return ["ip", "netns", "exec", self.netns, ULSRUN, "--ctl", self.ctl(node), "--", *argv]
+
+    def kernel(self, argv):
+        """`argv` as a plain program on the Linux kernel peer (its own namespace)."""
+        return ["ip", "netns", "exec", self.kernel_ns, *argv]
+
+    # --- processes ---------------------------------------------------------------------
+    def start(self, argv, name, stdin=None, stdout=None):
+        self.seq += 1
+        p = Proc(argv, self.outdir, f"{self.seq:03d}-{name}", stdin=stdin, stdout=stdout)
+        self.procs.append(p)
+        return p
+
+    def run(self, argv, name, timeout, stdin=None, stdout=None):
+        """Start and wait (bounded); returns the finished Proc."""
+        p = self.start(argv, name, stdin=stdin, stdout=stdout)
+        p.wait(timeout)
+        return p
+
+    # --- ulsd ----------------------------------------------------------------------------
+    def stat(self, node):
+        r = subprocess.run([STAT, "--ctl", self.ctl(node), "--json"], capture_output=True, text=True,
+                           timeout=10)
+        assert r.returncode == 0, f"ulsstat node {node}: {r.stderr}"
+        return json.loads(r.stdout)
+
+    def counters(self):
+        """Both nodes' ulsd counters: {node: {name: value}}."""
+        return {node: self.stat(node)["counters"] for node in (1, 2)}
+
+    def listeners(self, node, port):
+        return [e for e in self.stat(node).get("endpoints", [])
+                if e.get("proto") == "tcp" and e.get("state") == "listen"
+                and e.get("local", "").rpartition(":")[2] == str(port)]
+
+    def wait_listening(self, node, port, proc, timeout=15.0):
+        """Wait until node `node`'s ulsd has a TCP listener on `port` (the program's socket
+        is a ulstack socket, not a kernel one), while `proc` runs."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            eps = self.listeners(node, port)
+            if eps:
+                return eps
+            if proc.poll() is not None:
+                raise AssertionError(f"{proc.name} exited before listening on node {node} "
+                                     f"port {port}:\n{proc.output()}")
+            time.sleep(0.05)
+        raise AssertionError(f"no ulstack listener on node {node} port {port} after {timeout} s "
+                             f"(did the program's socket fall back to the kernel?)\n{proc.output()}")
+
+    def wait_kernel_listening(self, port, proc, timeout=15.0):
+        """Wait until a kernel socket listens on `port` in the kernel peer's namespace."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            r = subprocess.run(["ip", "netns", "exec", self.kernel_ns, "ss", "-Hltn", f"sport = :{port}"],
+                               capture_output=True, text=True, timeout=10)
+            if r.stdout.strip():
+                return
+            if proc.poll() is not None:
+                raise AssertionError(f"{proc.name} exited before listening on port {port}:\n"
+                                     f"{proc.output()}")
+            time.sleep(0.05)
+        raise AssertionError(f"nothing listens on port {port} in {self.kernel_ns} after {timeout} s\n"
+                             f"{proc.output()}")
+
+    def assert_through_ulstack(self, before, received=None, sent=None):
+        """The bytes went through ulsd: node n's ulsd delivered at least received[n] / F
+        frames to its processes (frames_demuxed) and sent at least sent[n] / F frames of
+        theirs (frames_sent), F = FRAME_PAYLOAD_MAX."""
+        after = self.counters()
+        problems = []
+        for what, counter in ((received or {}, "frames_demuxed"), (sent or {}, "frames_sent")):
+            for node, nbytes in what.items():
+                need = nbytes // max(FRAME_PAYLOAD_MAX, int(self.env.get("TB_MTU", "1500")))
+                got = after[node][counter] - before[node][counter]
+                if got < need:
+                    problems.append(f"node {node}: {counter} grew by {got}, but {nbytes} bytes need "
+                                    f">= {need} frames")
+        assert not problems, "traffic did not go through ulstack: " + "; ".join(problems)
+        return after
+
+    def ulsd_log_tail(self, node, lines=10):
+        try:
+            with open(os.path.join(os.path.dirname(self.ctl(node)), f"ulsd{node}.log"),
+                      errors="replace") as f:
+                return "".join(f.readlines()[-lines:])
+        except OSError as e:
+            return str(e)
+
+    def ulsd_alive(self, node):
+        """Node `node`'s ulsd answers on its control socket."""
+        r = subprocess.run([STAT, "--ctl", self.ctl(node)], capture_output=True, timeout=10)
+        return r.returncode == 0
+
+    def save_logs(self):
+        """Keep the ulsd logs (testbed down deletes them) next to the processes' output."""
+        if self.env:
+            for node in (1, 2):
+                src = os.path.join(os.path.dirname(self.ctl(node)), f"ulsd{node}.log")
+                if os.path.exists(src):
+                    shutil.copy(src, os.path.join(self.outdir, f"ulsd{node}.log"))
+
+    def stop_procs(self, first=0):
+        for p in reversed(self.procs[first:]):
+            p.stop()
+        del self.procs[first:]
+
+
+_failed = []   # node IDs of tests that failed: their outputs are kept
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    if outcome.get_result().failed:
+        _failed.append(item.nodeid)
+
+
+@pytest.fixture(scope="session")
+def testbed():
+    for prog in (ULSRUN, STAT, ULSD):
+        if not os.path.exists(prog):
+            pytest.fail(f"{prog} not built: run `make` in {BUILD} (ULS_BUILDDIR)")
+    # SIGTERM (a harness's timeout) unwinds like ^C, so that the fixtures' cleanup runs.
+    def on_term(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+    signal.signal(signal.SIGTERM, on_term)
+    tb = Testbed()
+    down_done = []
+
+    def down():
+        if down_done:
+            return
+        down_done.append(True)
+        tb.stop_procs()
+        tb.save_logs()
+        _testbed("down")
+
+    atexit.register(down)
+    try:
+        tb.env = _parse_exports(_testbed("up", "--nodes", "2"))
+        assert tb.env.get("TB_ULSD") == "1", tb.env
+        print(f"interop outputs in {tb.outdir}")
+        yield tb
+    finally:
+        down()
+        if _failed:
+            print(f"interop outputs kept in {tb.outdir}")
+        else:
+            shutil.rmtree(tb.outdir, ignore_errors=True)
+
+
+@pytest.fixture
+def tb(testbed):
+    """The session testbed; the processes a test started are stopped when it ends (also on
+    failure), and both nodes' ulsd must still be alive."""
+    n = len(testbed.procs)
+    try:
+        yield testbed
+    finally:
+        testbed.stop_procs(n)
+        died = [node for node in (1, 2) if not testbed.ulsd_alive(node)]
+        assert not died, f"ulsd of node(s) {died} died during the test; end of their logs: " \
+                         f"{ {node: testbed.ulsd_log_tail(node) for node in died} }"
+
+
+@pytest.fixture(scope="session")
+def datadir():
+    """A directory for the big files (payload, received copies), removed at the end."""
+    d = tempfile.mkdtemp(prefix="uls-interop-data-")
+    os.chmod(d, 0o755)   # nginx's workers run as nobody
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def payload(datadir):
+    """(path, sha256) of a deterministic pseudo-random 100 MiB file."""
+    path = os.path.join(datadir, "payload.bin")
+    digest = make_payload(path, PAYLOAD_BYTES, PAYLOAD_SEED)
+    os.chmod(path, 0o644)
+    return path, digest
+
+
+def received_file(datadir, name):
+    """A fresh path for a received copy (removed first if a previous test left it)."""
+    path = os.path.join(datadir, name)
+    if os.path.exists(path):
+        os.unlink(path)
+    return path
+
+
+def check_copy(path, digest, nbytes):
+    """The received copy has the payload's size and SHA-256; then it is removed."""
+    try:
+        size = os.path.getsize(path) if os.path.exists(path) else None
+        assert size == nbytes, f"{path}: {size} bytes received, expected {nbytes}"
+        got = sha256_file(path)
+        assert got == digest, f"{path}: SHA-256 {got}, expected {digest}"
+    finally:
+        if os.path.exists(path):
+            os.unlink(path)

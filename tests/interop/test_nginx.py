@@ -1,0 +1,179 @@
+"""nginx under ulsrun on node 1, in its default organisation: a master process that opens the
+listening socket and forks 2 worker processes (which drop to user nobody and share the
+listener), with Debian's stock settings `sendfile on; tcp_nopush on;` (sendfile(2) from a
+file to the socket, TCP_CORK). On node 2, curl under ulsrun fetches a 16 MiB file
+(hash verified) and wrk under ulsrun (-t2 -c32) loads a small file for 10 s: zero socket
+errors, every response 200, requests served by both workers. nginx then stops gracefully on
+SIGQUIT.
+
+`daemon off; master_process on;` keeps the master in the foreground, so the PID this suite
+records is nginx's own; everything nginx writes (pid file, logs, temp directories) is in a
+directory of the test's own.
+"""
+import os
+import re
+import signal
+import time
+
+from conftest import check_copy, make_payload, program, received_file
+
+PORT = 8080
+WORKERS = 2
+SECONDS = 10
+SMALL_BYTES = 4096
+BIG_BYTES = 16 << 20
+
+CONF = """\
+worker_processes {workers};
+daemon off;
+master_process on;
+pid {d}/nginx.pid;
+error_log {d}/error.log info;
+events {{
+    worker_connections 1024;
+}}
+http {{
+    log_format interop '$pid $status $body_bytes_sent "$request"';
+    access_log {d}/access.log interop;
+    client_body_temp_path {d}/tmp/client_body;
+    proxy_temp_path {d}/tmp/proxy;
+    fastcgi_temp_path {d}/tmp/fastcgi;
+    uwsgi_temp_path {d}/tmp/uwsgi;
+    scgi_temp_path {d}/tmp/scgi;
+    default_type application/octet-stream;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_timeout 65;
+    server {{
+        listen {port};
+        root {d}/www;
+        location = /big.bin {{
+            root {data};
+        }}
+    }}
+}}
+"""
+
+
+def children(pid):
+    """PIDs of the live processes whose parent is `pid`."""
+    res = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid and fields[0] != "Z":
+                res.append(int(entry))
+    return res
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def read_pid(path, proc, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open(path) as f:
+                text = f.read().strip()
+            if text:
+                return int(text)
+        except (OSError, ValueError):
+            pass
+        assert proc.poll() is None, f"nginx exited:\n{proc.output()}"
+        time.sleep(0.05)
+    raise AssertionError(f"nginx wrote no {path}:\n{proc.output()}")
+
+
+def error_log(d, lines=20):
+    """The last lines of nginx's error log at level error or worse, for failure messages."""
+    try:
+        with open(os.path.join(d, "error.log"), errors="replace") as f:
+            bad = [line for line in f if re.search(r"\[(error|crit|alert|emerg)\]", line)]
+    except OSError:
+        return []
+    return bad[-lines:]
+
+
+def test_nginx_master_and_two_workers_serve_wrk_and_curl_only_200s(tb, datadir):
+    nginx, wrk, curl = program("nginx"), program("wrk"), program("curl")
+    d = os.path.join(tb.outdir, "nginx")
+    os.makedirs(os.path.join(d, "www"))
+    os.makedirs(os.path.join(d, "tmp"))
+    for sub in (d, os.path.join(d, "www")):
+        os.chmod(sub, 0o755)
+    small = os.path.join(d, "www", "small.bin")
+    with open(small, "wb") as f:
+        f.write(bytes(range(256)) * (SMALL_BYTES // 256))
+    os.chmod(small, 0o644)
+    big = os.path.join(datadir, "big.bin")   # the data directory goes at the end of the session
+    big_digest = make_payload(big, BIG_BYTES, seed=8080)
+    os.chmod(big, 0o644)
+    conf = os.path.join(d, "nginx.conf")
+    with open(conf, "w") as f:
+        f.write(CONF.format(workers=WORKERS, d=d, data=datadir, port=PORT))
+
+    server = tb.start(tb.uls(1, [nginx, "-p", d, "-c", conf, "-e", os.path.join(d, "error.log")]),
+                      "nginx-n1")
+    tb.wait_listening(1, PORT, server)
+    master = read_pid(os.path.join(d, "nginx.pid"), server)
+    deadline = time.monotonic() + 10
+    while len(children(master)) < WORKERS and time.monotonic() < deadline:
+        time.sleep(0.05)
+    workers = children(master)
+    assert len(workers) == WORKERS, f"nginx master {master} has workers {workers}:\n{server.output()}"
+    before = tb.counters()
+
+    # A big file through sendfile, verified.
+    out = received_file(datadir, "nginx-big.bin")
+    c = tb.start(tb.uls(2, [curl, "-sS", "--fail", "--max-time", "30", "-o", out, "-w", "%{http_code}\n",
+                            f"http://{tb.ip(1)}:{PORT}/big.bin"]), "curl-n2")
+    rc = c.wait(40)
+    assert rc == 0 and c.stdout().strip() == "200", \
+        f"{c.output()}\nnginx error log:\n{''.join(error_log(d))}"
+    check_copy(out, big_digest, BIG_BYTES)
+
+    w = tb.start(tb.uls(2, [wrk, "-t2", "-c32", f"-d{SECONDS}s", "--timeout", "5s",
+                            f"http://{tb.ip(1)}:{PORT}/small.bin"]), "wrk-n2")
+    rc = w.wait(SECONDS + 30)
+    assert rc == 0, f"{w.output()}\nnginx error log:\n{''.join(error_log(d))}"
+    text = w.stdout()
+    m = re.search(r"^\s*(\d+) requests in ([\d.]+)(\w+), ", text, re.M)
+    assert m and int(m.group(1)) > 0, f"wrk made no request:\n{w.output()}"
+    requests = int(m.group(1))
+    assert "Socket errors" not in text, \
+        f"wrk saw socket errors:\n{text}\nnginx error log:\n{''.join(error_log(d))}"
+    assert "Non-2xx or 3xx responses" not in text, \
+        f"wrk saw responses other than 200:\n{text}\nnginx error log:\n{''.join(error_log(d))}"
+
+    # Stop gracefully (SIGQUIT to the master): it waits for its workers, exits 0.
+    os.kill(master, signal.SIGQUIT)
+    rc = server.wait(15)
+    assert rc == 0, f"nginx after SIGQUIT:\n{server.output()}"
+    left = [p for p in workers if alive(p)]
+    assert not left, f"workers {left} outlived the master"
+
+    with open(os.path.join(d, "access.log")) as f:
+        log = [line.split(" ", 3) for line in f.read().splitlines()]
+    statuses = {fields[1] for fields in log}
+    assert statuses == {"200"}, f"statuses in the access log: {statuses}"
+    small_lines = [fields for fields in log if "/small.bin" in fields[3]]
+    assert len(small_lines) >= requests, f"access log has {len(small_lines)} small.bin lines, wrk {requests}"
+    short = [fields for fields in small_lines if fields[2] != str(SMALL_BYTES)]
+    assert not short, f"{len(short)} responses with a short body, e.g. {short[:3]}"
+    served_by = {int(fields[0]) for fields in small_lines}
+    assert served_by <= set(workers) and len(served_by) == WORKERS, \
+        f"requests served by {served_by}, workers {workers}"
+    bad = error_log(d)
+    assert not bad, "nginx error log:\n" + "".join(bad)
+
+    body = sum(int(fields[2]) for fields in log)
+    tb.assert_through_ulstack(before, received={2: body}, sent={1: body})
