@@ -36,6 +36,11 @@ const char *const bench__bd_stage_title[BENCH_BD_STAGES] = {
 	"stack in -> app receive: lwIP input and TCP, wake-up of the application, copy out",
 };
 
+const char *const bench__bd_stage_col[BENCH_BD_STAGES] = {
+	"app>stack", "stack>ring", "ring>ulsd", "ulsd>TAP", "TAP>TAP",
+	"TAP>demux", "demux>ring", "ring>stack", "stack>app",
+};
+
 /* ---- matching ---- */
 
 static bool same_tuple(const struct uls_bd_frame *a, const struct uls_bd_frame *b)
@@ -166,8 +171,8 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Mean and nearest-rank median (the sample with at least half at or below it, as ulsping's
- * p50) of v[0..n), n > 0; sorts v. */
+/* Mean and nearest-rank percentiles (the smallest sample with at least pct% of the samples
+ * at or below it, as ulsping's RTT figures) of v[0..n), n > 0; sorts v. */
 static struct bench_bd_stat stat_of(double *v, size_t n)
 {
 	double sum = 0;
@@ -175,7 +180,8 @@ static struct bench_bd_stat stat_of(double *v, size_t n)
 	for (size_t i = 0; i < n; i++)
 		sum += v[i];
 	qsort(v, n, sizeof(*v), cmp_double);
-	return (struct bench_bd_stat){ .mean = sum / (double)n, .p50 = v[(n + 1) / 2 - 1] };
+	return (struct bench_bd_stat){ .mean = sum / (double)n, .p50 = v[(50 * n + 99) / 100 - 1],
+				       .p99 = v[(99 * n + 99) / 100 - 1] };
 }
 
 int bench__bd_analyse(const struct bench_bd_side *snd, const struct bench_bd_side *rcv,
@@ -223,6 +229,48 @@ out:
 	free(sent.v);
 	free(rcvd.v);
 	return rc;
+}
+
+/* ---- output ---- */
+
+void bench__bd_table_header(FILE *f)
+{
+	fprintf(f, "%9s %7s", "size", "samples");
+	for (unsigned k = 0; k < BENCH_BD_STAGES; k++)
+		fprintf(f, " %10s", bench__bd_stage_col[k]);
+	fprintf(f, " %9s %9s\n", "one-way", "rtt/2");
+}
+
+void bench__bd_table_row(FILE *f, unsigned long long size, const struct bench_bd_result *r,
+			 bool p50, double rtt_half)
+{
+	fprintf(f, "%9llu %7zu", size, r->samples);
+	for (unsigned k = 0; k < BENCH_BD_STAGES; k++)
+		fprintf(f, " %10.1f", p50 ? r->stage[k].p50 : r->stage[k].mean);
+	fprintf(f, " %9.1f %9.1f\n", p50 ? r->one_way.p50 : r->one_way.mean, rtt_half);
+}
+
+void bench__bd_table_legend(FILE *f)
+{
+	for (unsigned k = 0; k < BENCH_BD_STAGES; k++)
+		fprintf(f, "  %-10s %s\n", bench__bd_stage_col[k], bench__bd_stage_title[k]);
+}
+
+void bench__bd_json(FILE *f, const struct bench_bd_result *r, uint64_t lost)
+{
+	fprintf(f, "{\"messages\": %zu, \"samples\": %zu, \"no_segment\": %zu, "
+		   "\"unmatched\": %zu, \"disordered\": %zu, \"segments_lost\": %llu, "
+		   "\"one_way_us\": {\"mean\": %.3f, \"p50\": %.3f, \"p99\": %.3f}, "
+		   "\"stage_mean_sum_us\": %.3f, \"stages\": [",
+		r->messages, r->samples, r->no_segment, r->unmatched, r->disordered,
+		(unsigned long long)lost, r->one_way.mean, r->one_way.p50, r->one_way.p99,
+		r->stage_mean_sum);
+	for (unsigned k = 0; k < BENCH_BD_STAGES; k++)
+		fprintf(f, "%s{\"stage\": \"%s\", \"from\": \"%s\", \"to\": \"%s\", "
+			   "\"mean_us\": %.3f, \"p50_us\": %.3f, \"p99_us\": %.3f}", k ? ", " : "",
+			bench__bd_stage_key[k], bench__bd_point_name[k], bench__bd_point_name[k + 1],
+			r->stage[k].mean, r->stage[k].p50, r->stage[k].p99);
+	fputs("]}", f);
 }
 
 /* ---- files ---- */

@@ -15,8 +15,10 @@
 #ifndef ULS_APPS_BREAKDOWN_H
 #define ULS_APPS_BREAKDOWN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "uls_breakdown.h"
 
@@ -39,7 +41,7 @@ struct bench_bd_side {
 };
 
 struct bench_bd_stat {
-	double mean, p50;           /* microseconds */
+	double mean, p50, p99;      /* microseconds; nearest-rank percentiles, as ulsping's */
 };
 
 struct bench_bd_result {
@@ -57,12 +59,22 @@ struct bench_bd_result {
 extern const char *const bench__bd_point_name[BENCH_BD_POINTS];
 extern const char *const bench__bd_stage_key[BENCH_BD_STAGES];
 extern const char *const bench__bd_stage_title[BENCH_BD_STAGES];
+extern const char *const bench__bd_stage_col[BENCH_BD_STAGES];   /* <= 10 characters */
 
 /* Follow messages skip.. of the sender snd to the receiver rcv and compute the stages'
  * and the one-way latency's mean and median. Returns 0, -ENOMEM, or -ENODATA when no
  * message gave a sample (res is filled with the counts either way). */
 int bench__bd_analyse(const struct bench_bd_side *snd, const struct bench_bd_side *rcv,
 		      size_t skip, struct bench_bd_result *res);
+
+/* Output. A table row: size, samples, the stages' means (p50 = false) or medians, the
+ * one-way latency and rtt/2 for comparison; the header and legend go with it. JSON: one
+ * direction's object (counts, one-way, stages), no trailing newline. */
+void bench__bd_table_header(FILE *f);
+void bench__bd_table_row(FILE *f, unsigned long long size, const struct bench_bd_result *r,
+			 bool p50, double rtt_half);
+void bench__bd_table_legend(FILE *f);
+void bench__bd_json(FILE *f, const struct bench_bd_result *r, uint64_t lost);
 
 /* A side to and from a file (binary, for the driver that started the process). Load checks
  * every count against the file's size. Both return 0 or -errno. */

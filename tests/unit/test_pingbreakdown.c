@@ -244,7 +244,8 @@ static void median_is_nearest_rank_and_means_still_add_up(void **state)
 	struct bench_bd_side s = side(&snd_sim, 5), c = side(&rcv_sim, 5);
 	assert_int_equal(bench__bd_analyse(&s, &c, 0, &r), 0);
 	assert_float_equal(r.stage[4].mean, 2.2, 1e-9);
-	assert_float_equal(r.stage[4].p50, 2.2, 1e-9);
+	assert_float_equal(r.stage[4].p50, 2.2, 1e-9);    /* rank ceil(0.5 * 5) = 3 */
+	assert_float_equal(r.stage[4].p99, 4.2, 1e-9);    /* rank ceil(0.99 * 5) = 5 */
 	assert_float_equal(r.stage_mean_sum, r.one_way.mean, 1e-9);
 	assert_float_equal(r.one_way.p50, us(D[0] + D[1] + D[2] + D[3] + D[5] + D[6] + D[7] +
 					 D[8]) + 2.2, 1e-9);
@@ -290,6 +291,32 @@ static void saved_side_loads_back_the_same(void **state)
 	assert_null(in.fr);
 }
 
+static void json_names_every_stage_and_its_numbers(void **state)
+{
+	struct bench_bd_result r;
+	char *text = NULL;
+	size_t len = 0;
+	uint32_t seq = 1;
+	(void)state;
+
+	for (size_t i = 0; i < 3; i++)
+		seq = message(i, seq, 1, 100);
+	struct bench_bd_side s = side(&snd_sim, 3), c = side(&rcv_sim, 3);
+	assert_int_equal(bench__bd_analyse(&s, &c, 0, &r), 0);
+	FILE *f = open_memstream(&text, &len);
+	assert_non_null(f);
+	bench__bd_json(f, &r, 4);
+	fclose(f);
+	assert_non_null(strstr(text, "\"samples\": 3, "));
+	assert_non_null(strstr(text, "\"segments_lost\": 4, "));
+	assert_non_null(strstr(text, "{\"stage\": \"kernel\", \"from\": \"TAP write\", "
+				     "\"to\": \"TAP read\", \"mean_us\": 0.200, \"p50_us\": 0.200, "
+				     "\"p99_us\": 0.200}"));
+	assert_non_null(strstr(text, "\"stage\": \"recv_stack\""));
+	assert_int_equal(text[len - 1], '}');
+	free(text);
+}
+
 static void truncated_or_foreign_file_is_refused(void **state)
 {
 	struct bench_bd_side in = { 0 };
@@ -321,6 +348,7 @@ int main(void)
 		cmocka_unit_test_setup(message_without_segments_or_arrival_is_counted_not_guessed, reset),
 		cmocka_unit_test_setup(nothing_to_analyse_is_enodata, reset),
 		cmocka_unit_test_setup(median_is_nearest_rank_and_means_still_add_up, reset),
+		cmocka_unit_test_setup(json_names_every_stage_and_its_numbers, reset),
 		cmocka_unit_test_setup_teardown(saved_side_loads_back_the_same, file_setup, file_teardown),
 		cmocka_unit_test_setup_teardown(truncated_or_foreign_file_is_refused, file_setup,
 						file_teardown),
