@@ -1,7 +1,7 @@
 # apps/: programs built on libuls.
 noinst_LTLIBRARIES += apps/libapps.la
 apps_libapps_la_SOURCES = apps/netops.c apps/netops.h apps/pattern.c apps/pattern.h \
-	apps/clock.c apps/clock.h
+	apps/clock.c apps/clock.h apps/breakdown.c apps/breakdown.h
 
 bin_PROGRAMS += apps/ulsbench apps/ulsnode
 apps_ulsbench_SOURCES = apps/ulsbench.c

@@ -2,8 +2,9 @@
  * message, the first 50 dropped, bandwidth from half the round trip); and, without a
  * subcommand, the driver that measures it on a testbed it builds itself.
  *
- *   ulsping server --port P [NODE OPTIONS]
- *   ulsping client --to IP:PORT --size B [--count N] [--skip K] [--json FILE] [NODE OPTIONS]
+ *   ulsping server --port P [--breakdown FILE] [NODE OPTIONS]
+ *   ulsping client --to IP:PORT --size B [--count N] [--skip K] [--json FILE]
+ *                  [--breakdown FILE] [NODE OPTIONS]
  *   ulsping [--mode MODE[,MODE...]] [--sizes B[,B...]] [--json FILE] [--breakdown]
  *
  * NODE OPTIONS as in ulsbench: --ctl PATH joins ulsd's node, --tap/--ip makes the process a
@@ -18,7 +19,14 @@
  * Driver modes: perproc (server and client each a process joined to a ulsd node: server on
  * node 2, client on node 1) and kernel (kernel sockets, server in ${TB_NAME}-k1, client in
  * ${TB_NAME}-k2). Every process it starts is stopped by its PID, also on failure, and the
- * testbed is always taken down.
+ * testbed is always taken down. TB_NAME is "ulsping" unless set in the environment.
+ *
+ * --breakdown (builds configured with --enable-breakdown; perproc only): the one-way
+ * latency split by layer (seed 003's method, apps/breakdown.h). The workers note, per
+ * message, when the application started sending and when it had received the message whole
+ * (uls_breakdown_now(), the clock of the stack's stamps), and save that with their stack's
+ * segment trace (uls_breakdown.h) into the file the driver names; the driver matches the
+ * client's file with the server's.
  */
 #include <endian.h>
 #include <errno.h>
@@ -41,9 +49,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "apps/breakdown.h"
 #include "apps/netops.h"
 #include "apps/clock.h"
 #include "apps/pattern.h"
+#include "uls_breakdown.h"
 
 #define DEFAULT_COUNT   3000    /* seed 000: 3,000 round trips ... */
 #define DEFAULT_SKIP    50      /* ... the first 50 dropped */
@@ -58,6 +68,8 @@
 #define TESTBED_TIMEOUT_S 120.0
 #define SIZES_MAX       32
 #define TB_NAME         "ulsping"
+#define BD_SAVED_TIMEOUT_S 30.0 /* the server's "breakdown saved" line, after the client */
+#define BD_READ_CHUNK   65536
 
 static const struct netops *ops = &bench__kernel_ops;
 
@@ -177,10 +189,69 @@ static int set_nodelay(int sd)
 	return ops->setsockopt(sd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-/* Echo one connection: the size header, then messages of that size until EOF. */
-static void echo_conn(int sd)
+/* ---- breakdown, worker side ---- */
+
+/* Per message i: [0] this process started sending its message i, [1] it had received
+ * message i whole (apps/breakdown.h). */
+struct bd_app {
+	uint64_t (*v)[2];
+	size_t n, cap;
+};
+
+static int bd_app_note(struct bd_app *a, size_t i, unsigned which)
+{
+	if (i >= a->cap) {
+		size_t cap = a->cap ? a->cap : 4096;
+		while (cap <= i)
+			cap *= 2;
+		uint64_t (*v)[2] = realloc(a->v, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		memset(v + a->cap, 0, (cap - a->cap) * sizeof(*v));
+		a->v = v;
+		a->cap = cap;
+	}
+	a->v[i][which] = uls_breakdown_now();
+	if (i >= a->n)
+		a->n = i + 1;
+	return 0;
+}
+
+/* Save the application's stamps and every segment the stack's trace holds to path. */
+static int bd_save(const char *path, const struct bd_app *a, size_t *nseg)
+{
+	struct uls_bd_frame *fr = NULL;
+	size_t n = 0, cap = 0;
+	uint64_t lost = 0;
+	ssize_t k;
+	int rc;
+
+	do {
+		if (cap - n < BD_READ_CHUNK) {
+			struct uls_bd_frame *p = realloc(fr, (cap + BD_READ_CHUNK) * sizeof(*fr));
+			if (!p) {
+				free(fr);
+				return -ENOMEM;
+			}
+			fr = p;
+			cap += BD_READ_CHUNK;
+		}
+		k = uls_breakdown_read(fr + n, cap - n, &lost);
+		if (k > 0)
+			n += (size_t)k;
+	} while (k > 0);
+	rc = k < 0 ? (int)k : bench__bd_save(path, (const uint64_t (*)[2])a->v, a->n, fr, n, lost);
+	free(fr);
+	*nseg = n;
+	return rc;
+}
+
+/* Echo one connection: the size header, then messages of that size until EOF. With bd_path,
+ * note each message's receive and echo and save them with the trace at EOF. */
+static void echo_conn(int sd, const char *bd_path)
 {
 	uint8_t hdr[HDR_LEN], *buf = NULL;
+	struct bd_app app = { 0 };
 	uint32_t size;
 	bool eof;
 	int rc = set_nodelay(sd);
@@ -199,12 +270,16 @@ static void echo_conn(int sd)
 		fprintf(stderr, "ulsping server: refusing message size %u\n", size);
 		goto out;
 	}
-	for (;;) {
+	for (size_t i = 0;; i++) {
 		rc = recv_all(sd, buf, size, &eof);
 		if (rc < 0) {
 			if (!eof)
 				fprintf(stderr, "ulsping server: recv: %s\n",
 					rc == -EPIPE ? "EOF inside a message" : strerror(-rc));
+			break;
+		}
+		if (bd_path && (bd_app_note(&app, i, 1) < 0 || bd_app_note(&app, i, 0) < 0)) {
+			fprintf(stderr, "ulsping server: out of memory for the breakdown\n");
 			break;
 		}
 		rc = send_all(sd, buf, size);
@@ -213,14 +288,25 @@ static void echo_conn(int sd)
 			break;
 		}
 	}
+	if (bd_path && eof) {
+		size_t nseg = 0;
+		rc = bd_save(bd_path, &app, &nseg);
+		if (rc < 0)
+			fprintf(stderr, "ulsping server: breakdown: %s\n", strerror(-rc));
+		else
+			printf("ulsping server: breakdown saved (%zu messages, %zu segments)\n",
+			       app.n, nseg);
+		fflush(stdout);
+	}
 out:
+	free(app.v);
 	free(buf);
 	ops->close(sd);
 }
 
 /* Serve connections one at a time, forever (the driver stops the server by its PID). The
  * "listening" line on stdout is the driver's signal that connects will be accepted. */
-static int run_server(const struct sockaddr_in *at)
+static int run_server(const struct sockaddr_in *at, const char *bd_path)
 {
 	int one = 1, rc, sd = ops->socket(SOCK_STREAM);
 
@@ -247,7 +333,7 @@ static int run_server(const struct sockaddr_in *at)
 			fprintf(stderr, "ulsping server: accept: %s\n", strerror(-c));
 			return 1;
 		}
-		echo_conn(c);
+		echo_conn(c, bd_path);
 	}
 }
 
@@ -289,16 +375,18 @@ static int write_client_json(const char *path, unsigned long long size, const ch
 }
 
 static int run_client(const struct sockaddr_in *to, unsigned long long size,
-		      unsigned long long count, unsigned long long skip, const char *json)
+		      unsigned long long count, unsigned long long skip, const char *json,
+		      const char *bd_path)
 {
 	uint8_t *out = malloc(size), *in = malloc(size);
 	double *rtt = calloc(count, sizeof(*rtt));
+	struct bd_app app = { 0 };
 	uint32_t hdr = htobe32((uint32_t)size);
 	uint64_t seed, bad = 0;
 	struct rtt_stats st = { 0 };
 	int ret = 1, rc, sd = -1;
 
-	if (!out || !in || !rtt) {
+	if (!out || !in || !rtt || (bd_path && bd_app_note(&app, count - 1, 0) < 0)) {
 		fprintf(stderr, "ulsping client: out of memory\n");
 		goto out;
 	}
@@ -319,9 +407,13 @@ static int run_client(const struct sockaddr_in *to, unsigned long long size,
 	for (uint64_t i = 0; i < count; i++) {
 		bench__pattern_fill(seed, i * size, out, size);
 		double t0 = bench__now_s();
+		if (bd_path)
+			app.v[i][0] = uls_breakdown_now();
 		rc = send_all(sd, out, size);
 		if (rc == 0)
 			rc = recv_all(sd, in, size, NULL);
+		if (bd_path)
+			app.v[i][1] = uls_breakdown_now();
 		double t1 = bench__now_s();
 		if (rc < 0) {
 			fprintf(stderr, "ulsping client: round trip %llu: %s\n",
@@ -342,9 +434,18 @@ static int run_client(const struct sockaddr_in *to, unsigned long long size,
 	       st.p99, st.min, st.max, ops->name, st.n, bandwidth_mbps(size, st.p50));
 	fflush(stdout);
 	ret = json && write_client_json(json, size, ops->name, &st) < 0 ? 1 : 0;
+	if (bd_path) {
+		size_t nseg = 0;
+		rc = bd_save(bd_path, &app, &nseg);
+		if (rc < 0) {
+			fprintf(stderr, "ulsping client: breakdown: %s\n", strerror(-rc));
+			ret = 1;
+		}
+	}
 out:
 	if (sd >= 0)
 		ops->close(sd);
+	free(app.v);
 	free(out);
 	free(in);
 	free(rtt);
@@ -372,6 +473,9 @@ struct run {
 	unsigned long long size;
 	bool ok;
 	struct rtt_stats st;
+	bool bd, bd_ok;                   /* breakdown asked for, and obtained */
+	struct bench_bd_result fwd, rev;  /* client -> server, server -> client */
+	uint64_t bd_lost;                 /* segments the two traces overwrote unread */
 };
 
 /* Start argv with stdout on out_fd (-1: ours); returns the PID or -errno. */
@@ -561,10 +665,10 @@ out:
 	return ret;
 }
 
-/* Wait for the server's "listening" line on fd; returns 0 or -1. */
-static int wait_ready(int fd)
+/* Wait up to timeout_s for a line of the server's containing `word` on fd; returns 0 or -1. */
+static int wait_line(int fd, const char *word, double timeout_s)
 {
-	double deadline = bench__now_s() + READY_TIMEOUT_S;
+	double deadline = bench__now_s() + timeout_s;
 	char buf[256];
 	size_t have = 0;
 
@@ -579,7 +683,7 @@ static int wait_ready(int fd)
 			return -1;      /* the server exited (its message is on stderr) */
 		have += (size_t)n;
 		buf[have] = '\0';
-		if (strstr(buf, "listening"))
+		if (strstr(buf, word))
 			return 0;
 		if (have == sizeof(buf) - 1)
 			have = 0;
@@ -596,33 +700,75 @@ static double json_num(const char *text, const char *key)
 	return p ? strtod(p + strlen(pat), NULL) : -1;
 }
 
+/* The breakdown of a run whose client has exited: the server saves its file when the
+ * client's connection ends; match the two files in both directions. */
+static void measure_breakdown(struct run *r, int srv_out, const char *cpath, const char *spath)
+{
+	struct bench_bd_side c = { 0 }, s = { 0 };
+	int rc = -ETIMEDOUT;
+
+	if (wait_line(srv_out, "breakdown saved", BD_SAVED_TIMEOUT_S) == 0) {
+		rc = bench__bd_load(cpath, &c);
+		if (rc == 0)
+			rc = bench__bd_load(spath, &s);
+	}
+	if (rc < 0) {
+		fprintf(stderr, "ulsping: %s, %llu bytes: no breakdown from the %s (%s)\n", r->mode,
+			r->size, c.app ? "server" : "client", strerror(-rc));
+		goto out;
+	}
+	int f = bench__bd_analyse(&c, &s, DEFAULT_SKIP, &r->fwd);
+	int b = bench__bd_analyse(&s, &c, DEFAULT_SKIP, &r->rev);
+	r->bd_lost = c.lost + s.lost;
+	r->bd_ok = f == 0 && b == 0;
+	if (!r->bd_ok)
+		fprintf(stderr, "ulsping: %s, %llu bytes: no complete breakdown sample (%s)\n",
+			r->mode, r->size, strerror(-(f < 0 ? f : b)));
+	else if (r->fwd.samples < r->fwd.messages || r->rev.samples < r->rev.messages)
+		fprintf(stderr, "ulsping: %s, %llu bytes: breakdown of %zu and %zu of %zu messages "
+			"(left out: %zu and %zu without a segment, %zu and %zu unmatched, %zu and "
+			"%zu disordered; %llu segments lost)\n", r->mode, r->size, r->fwd.samples,
+			r->rev.samples, r->fwd.messages, r->fwd.no_segment, r->rev.no_segment,
+			r->fwd.unmatched, r->rev.unmatched, r->fwd.disordered, r->rev.disordered,
+			(unsigned long long)r->bd_lost);
+out:
+	bench__bd_free(&c);
+	bench__bd_free(&s);
+}
+
 /* One measurement: a server and a client of `mode` for `size`, each stopped by its PID. */
 static int measure(const struct testbed *tb, char *self, struct run *r, unsigned port)
 {
 	char portarg[16], toarg[96], sizearg[32], jpath[] = "/tmp/ulsping-run-XXXXXX";
+	char bdc[] = "/tmp/ulsping-bdc-XXXXXX", bds[] = "/tmp/ulsping-bds-XXXXXX";
 	bool perproc = strcmp(r->mode, "perproc") == 0;
 	pid_t srv = -1, cli = -1;
-	int pfd[2] = { -1, -1 }, jfd, ret = -1;
+	int pfd[2] = { -1, -1 }, jfd, bdc_fd = -1, bds_fd = -1, ret = -1;
 
 	snprintf(portarg, sizeof(portarg), "%u", port);
 	snprintf(toarg, sizeof(toarg), "%s:%u", perproc ? tb->node2_ip : tb->kernel_ip, port);
 	snprintf(sizearg, sizeof(sizearg), "%llu", r->size);
 	jfd = mkstemp(jpath);
-	if (jfd < 0 || pipe2(pfd, O_CLOEXEC) < 0) {
+	if (r->bd) {
+		bdc_fd = mkstemp(bdc);
+		bds_fd = mkstemp(bds);
+	}
+	if (jfd < 0 || (r->bd && (bdc_fd < 0 || bds_fd < 0)) || pipe2(pfd, O_CLOEXEC) < 0) {
 		fprintf(stderr, "ulsping: %s\n", strerror(errno));
 		goto out;
 	}
-	char *sv_uls[] = { self, "server", "--port", portarg, "--ctl", (char *)tb->node2_ctl, NULL };
+	char *sv_uls[] = { self, "server", "--port", portarg, "--ctl", (char *)tb->node2_ctl,
+			   r->bd ? "--breakdown" : NULL, bds, NULL };
 	char *sv_k[] = { "ip", "netns", "exec", (char *)tb->k1_ns, self, "server", "--port",
 			 portarg, NULL };
 	char *cl_uls[] = { self, "client", "--to", toarg, "--size", sizearg, "--json", jpath,
-			   "--ctl", (char *)tb->node1_ctl, NULL };
+			   "--ctl", (char *)tb->node1_ctl, r->bd ? "--breakdown" : NULL, bdc, NULL };
 	char *cl_k[] = { "ip", "netns", "exec", (char *)tb->k2_ns, self, "client", "--to", toarg,
 			 "--size", sizearg, "--json", jpath, NULL };
 
 	srv = spawn(perproc ? sv_uls : sv_k, pfd[1]);
 	close(pfd[1]);
-	if (srv < 0 || wait_ready(pfd[0]) < 0) {
+	if (srv < 0 || wait_line(pfd[0], "listening", READY_TIMEOUT_S) < 0) {
 		fprintf(stderr, "ulsping: %s server for size %llu did not start listening\n",
 			r->mode, r->size);
 		goto out;
@@ -651,6 +797,8 @@ static int measure(const struct testbed *tb, char *self, struct run *r, unsigned
 	}
 	r->ok = true;
 	ret = 0;
+	if (r->bd)
+		measure_breakdown(r, pfd[0], bdc, bds);
 out:
 	stop_child(cli);
 	stop_child(srv);
@@ -659,6 +807,14 @@ out:
 	if (jfd >= 0) {
 		close(jfd);
 		unlink(jpath);
+	}
+	if (bdc_fd >= 0) {
+		close(bdc_fd);
+		unlink(bdc);
+	}
+	if (bds_fd >= 0) {
+		close(bds_fd);
+		unlink(bds);
 	}
 	return ret;
 }
@@ -681,14 +837,53 @@ static int write_runs_json(const char *path, const struct run *runs, size_t n)
 				   "\"min\": %.3f, \"max\": %.3f}, \"bandwidth_mbps\": %.3f",
 				r->st.mean, r->st.p50, r->st.p99, r->st.min, r->st.max,
 				bandwidth_mbps(r->size, r->st.p50));
+		if (r->bd && r->bd_ok) {
+			fprintf(f, ", \"breakdown\": {\"skip\": %d, \"client_to_server\": ", DEFAULT_SKIP);
+			bench__bd_json(f, &r->fwd, r->bd_lost);
+			fputs(", \"server_to_client\": ", f);
+			bench__bd_json(f, &r->rev, r->bd_lost);
+			fputc('}', f);
+		} else if (r->bd) {
+			fputs(", \"breakdown\": null", f);
+		}
 		fputc('}', f);
 	}
 	fprintf(f, "\n]}\n");
 	return fclose(f) == 0 ? 0 : -1;
 }
 
+/* The breakdown tables (seed 003's Tables 2-5: a row per size, a column per layer). */
+static void print_breakdown(const struct run *runs, size_t n)
+{
+	static const char *const what[3] = {
+		"client -> server (node 1 -> node 2), mean us; the stages add up to the one-way "
+		"latency",
+		"client -> server, median us (each stage's own median: they need not add up)",
+		"server -> client (the echo, node 2 -> node 1), mean us",
+	};
+
+	for (unsigned t = 0; t < 3; t++) {
+		printf("\nOne-way latency by layer, perproc, %s\n", what[t]);
+		bench__bd_table_header(stdout);
+		for (size_t i = 0; i < n; i++) {
+			const struct run *r = &runs[i];
+			if (!r->bd)
+				continue;
+			if (!r->bd_ok) {
+				printf("%9llu %7s\n", r->size, "FAILED");
+				continue;
+			}
+			bench__bd_table_row(stdout, r->size, t == 2 ? &r->rev : &r->fwd, t == 1,
+					    (t == 1 ? r->st.p50 : r->st.mean) / 2);
+		}
+	}
+	printf("\nStages (a message is followed through the segment that carries its last "
+	       "byte):\n");
+	bench__bd_table_legend(stdout);
+}
+
 static int drive(const char **modes, size_t nmodes, const unsigned long long *sizes,
-		 size_t nsizes, const char *json)
+		 size_t nsizes, const char *json, bool breakdown)
 {
 	struct testbed tb = { 0 };
 	struct run runs[2 * SIZES_MAX] = { 0 };
@@ -709,7 +904,7 @@ static int drive(const char **modes, size_t nmodes, const unsigned long long *si
 	self[sl] = '\0';
 	if (find_trees(&tb) < 0)
 		return 1;
-	setenv("TB_NAME", TB_NAME, 1);
+	setenv("TB_NAME", TB_NAME, 0);   /* a caller's own TB_NAME wins */
 	setenv("ULS_BUILDDIR", tb.build, 1);
 	setenv("ULS_SRCDIR", tb.src, 1);
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -723,7 +918,8 @@ static int drive(const char **modes, size_t nmodes, const unsigned long long *si
 	for (size_t m = 0; m < nmodes && !got_signal; m++)
 		for (size_t s = 0; s < nsizes && !got_signal; s++) {
 			struct run *r = &runs[nruns];
-			*r = (struct run){ .mode = modes[m], .size = sizes[s] };
+			*r = (struct run){ .mode = modes[m], .size = sizes[s],
+					   .bd = breakdown && strcmp(modes[m], "perproc") == 0 };
 			fprintf(stderr, "ulsping: %s, %llu bytes\n", r->mode, r->size);
 			measure(&tb, self, r, BASE_PORT + (unsigned)nruns);
 			nruns++;
@@ -738,8 +934,10 @@ static int drive(const char **modes, size_t nmodes, const unsigned long long *si
 			       r->st.mean, r->st.p50, r->st.p99, bandwidth_mbps(r->size, r->st.p50));
 		else
 			printf("%-8s %9llu %11s\n", r->mode, r->size, "FAILED");
-		all_ok = all_ok && r->ok;
+		all_ok = all_ok && r->ok && (!r->bd || r->bd_ok);
 	}
+	if (breakdown)
+		print_breakdown(runs, nruns);
 	if (json && write_runs_json(json, runs, nruns) < 0)
 		all_ok = false;
 	ret = all_ok ? 0 : 1;
@@ -765,9 +963,11 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: ulsping [--mode MODE[,MODE...]] [--sizes B[,B...]] [--json FILE] [--breakdown]\n"
 		"               MODE: perproc, kernel (default both); sizes default " DEFAULT_SIZES "\n"
-		"       ulsping server --port P [NODE OPTIONS]\n"
+		"       ulsping server --port P [--breakdown FILE] [NODE OPTIONS]\n"
 		"       ulsping client --to IP:PORT --size B [--count N (3000)] [--skip K (50)]\n"
-		"                      [--json FILE] [NODE OPTIONS]\n"
+		"                      [--json FILE] [--breakdown FILE] [NODE OPTIONS]\n"
+		"--breakdown: one-way latency by layer (perproc; a build configured with\n"
+		"             --enable-breakdown); workers: save their stamps to FILE\n"
 		"NODE OPTIONS: --tap IFNAME --ip A.B.C.D/NN [--mac MAC] [--gw A.B.C.D] [--mtu N]\n"
 		"              (a node of its own), or --ctl PATH (join ulsd's node);\n"
 		"              without them the Linux kernel's TCP is used\n");
@@ -841,16 +1041,22 @@ static int driver_main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (breakdown) {
-		fprintf(stderr, "ulsping: --breakdown needs a build configured with --enable-trace "
-			"(not available yet)\n");
+	if (breakdown && !uls_breakdown_enabled()) {
+		fprintf(stderr, "ulsping: --breakdown needs a build configured with "
+			"--enable-breakdown: this one records no per-layer timestamps\n");
 		return 2;
 	}
 	int nmodes = parse_modes(mode_arg, modes);
 	int nsizes = nmodes < 0 ? -1 : parse_sizes(size_arg, sizes);
 	if (nmodes < 0 || nsizes < 0)
 		return 2;
-	return drive(modes, (size_t)nmodes, sizes, (size_t)nsizes, json);
+	if (breakdown && strcmp(modes[0], "perproc") != 0 &&
+	    (nmodes < 2 || strcmp(modes[1], "perproc") != 0)) {
+		fprintf(stderr, "ulsping: --breakdown is for the perproc mode (the kernel's layers "
+			"carry no stamps)\n");
+		return 2;
+	}
+	return drive(modes, (size_t)nmodes, sizes, (size_t)nsizes, json, breakdown);
 }
 
 int main(int argc, char **argv)
@@ -862,13 +1068,14 @@ int main(int argc, char **argv)
 		{ "port", required_argument, NULL, 'p' }, { "to", required_argument, NULL, 't' },
 		{ "size", required_argument, NULL, 'z' }, { "count", required_argument, NULL, 'c' },
 		{ "skip", required_argument, NULL, 'k' }, { "json", required_argument, NULL, 'j' },
+		{ "breakdown", required_argument, NULL, 'b' },
 		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	struct node_opts no = { 0 };
 	struct sockaddr_in at = { .sin_family = AF_INET };
 	unsigned long long size = 0, count = DEFAULT_COUNT, skip = DEFAULT_SKIP, v;
 	bool have_port = false, have_to = false;
-	const char *json = NULL;
+	const char *json = NULL, *bd_path = NULL;
 	int c, idx;
 
 	if (argc < 2 || (strcmp(argv[1], "server") && strcmp(argv[1], "client")))
@@ -920,6 +1127,9 @@ int main(int argc, char **argv)
 		case 'j':
 			json = optarg;
 			break;
+		case 'b':
+			bd_path = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -930,6 +1140,12 @@ int main(int argc, char **argv)
 	}
 	if (optind != argc) {
 		fprintf(stderr, "ulsping: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	if (bd_path && (!uls_breakdown_enabled() || !no.ctl)) {
+		fprintf(stderr, "ulsping %s: --breakdown needs %s\n", argv[1],
+			!uls_breakdown_enabled() ? "a build configured with --enable-breakdown" :
+			"--ctl (a process on a ulsd node: the stamps come from the rings)");
 		return 2;
 	}
 	if (server && !have_port) {
@@ -955,7 +1171,8 @@ int main(int argc, char **argv)
 		return 1;
 	if (started)
 		ops = &bench__uls_ops;
-	int rc = server ? run_server(&at) : run_client(&at, size, count, skip, json);
+	int rc = server ? run_server(&at, bd_path) :
+			  run_client(&at, size, count, skip, json, bd_path);
 	if (started)
 		uls_node_stop();
 	return rc;

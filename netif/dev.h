@@ -10,6 +10,8 @@
 
 typedef void nif_rx_fn(void *arg, const uint8_t *frame, size_t len);
 
+struct nif_bd_frame;
+
 struct nif_dev_stats {
 	uint64_t rx_frames, rx_bytes, rx_errors;
 	uint64_t tx_frames, tx_bytes, tx_errors, tx_short;
@@ -33,6 +35,10 @@ struct nif_dev_ops {
 	int (*tx_flush)(struct nif_dev *dev);
 	void (*get_stats)(const struct nif_dev *dev, struct nif_dev_stats *out);
 	void (*close)(struct nif_dev *dev);
+	/* Caller's lock held: read the latency trace (netif/breakdown.h). NULL for devices
+	 * that keep none (the TAP; every device of a build without --enable-breakdown). */
+	size_t (*breakdown)(struct nif_dev *dev, struct nif_bd_frame *out, size_t n,
+			    uint64_t *lost);
 };
 
 struct nif_dev {

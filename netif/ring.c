@@ -191,3 +191,16 @@ void nif_ring_cons_awake(struct nif_ring *r)
 {
 	atomic_store_explicit(&r->hdr->sleeping, 0, memory_order_relaxed);
 }
+
+#ifdef ULS_BREAKDOWN
+uint64_t *nif_ring_stamps_at(struct nif_ring *r, uint32_t idx)
+{
+	return slot_at(r, idx)->stamp;
+}
+
+/* Acquire: the consumer wrote a slot's stamps before it released the slot. */
+uint32_t nif_ring_prod_consumed(const struct nif_ring *r)
+{
+	return atomic_load_explicit(&r->hdr->cons, memory_order_acquire);
+}
+#endif

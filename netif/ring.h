@@ -19,14 +19,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "netif/breakdown.h"
+
 #define NIF_RING_MAGIC   0x756c7372u  /* "ulsr" */
+#ifdef ULS_BREAKDOWN
+/* Slot headers carry latency stamps (netif/breakdown.h): another layout, so a process and
+ * a ulsd built with and without --enable-breakdown refuse each other's rings. */
+#define NIF_RING_VERSION 0x10001u
+#else
 #define NIF_RING_VERSION 1u
+#endif
 #define NIF_CACHELINE    64
 
 struct nif_ring_hdr {
 	uint32_t magic, version;
 	uint32_t nslots;      /* a power of two */
-	uint32_t slot_size;   /* bytes per slot, including the 8-byte slot header */
+	uint32_t slot_size;   /* bytes per slot, including the slot header */
 	uint8_t pad0[NIF_CACHELINE - 16];
 	_Atomic uint32_t prod;       /* written by the producer */
 	uint8_t pad1[NIF_CACHELINE - 4];
@@ -38,6 +46,9 @@ struct nif_ring_hdr {
 struct nif_ring_slot {
 	uint32_t len;
 	uint32_t reserved;
+#ifdef ULS_BREAKDOWN
+	uint64_t stamp[NIF_BD_SLOT_STAMPS];
+#endif
 	uint8_t data[];
 };
 
@@ -82,5 +93,17 @@ void nif_ring_cons_release(struct nif_ring *r);
 /* Mark the consumer asleep; returns false (and clears the mark) if frames arrived. */
 bool nif_ring_cons_prepare_sleep(struct nif_ring *r);
 void nif_ring_cons_awake(struct nif_ring *r);
+
+#ifdef ULS_BREAKDOWN
+/* The stamps in the header of the slot whose data a side got from nif_ring_prod_slot() or
+ * nif_ring_cons_peek() (and still owns). */
+static inline uint64_t *nif_ring_stamps(const uint8_t *data)
+{
+	return ((struct nif_ring_slot *)(uintptr_t)(data - offsetof(struct nif_ring_slot, data)))->stamp;
+}
+/* Producer: the stamps of slot idx (a running index), and how far the consumer has come. */
+uint64_t *nif_ring_stamps_at(struct nif_ring *r, uint32_t idx);
+uint32_t nif_ring_prod_consumed(const struct nif_ring *r);
+#endif
 
 #endif

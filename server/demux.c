@@ -14,7 +14,46 @@
 
 #define RX_BUDGET 256
 
-static void deliver(struct srv *s, struct srv_lease *l, const uint8_t *frame, size_t len)
+#ifdef ULS_BREAKDOWN
+/* Latency stamps (netif/breakdown.h) into the slot headers: the receiving process finds
+ * ours in its rx slots, the sending process takes back ours from its tx slots. */
+static inline uint64_t bd_now(void)
+{
+	return nif_bd_now();
+}
+
+static void bd_rx_slot(uint8_t *slot, uint64_t t_read, uint64_t t_demux)
+{
+	uint64_t *st = nif_ring_stamps(slot);
+
+	st[NIF_BD_SLOT_TAP_READ] = t_read;
+	st[NIF_BD_SLOT_DEMUX] = t_demux;
+	st[NIF_BD_SLOT_RX_RING] = nif_bd_now();
+}
+
+static void bd_tx_slot(const uint8_t *slot, uint64_t t_taken)
+{
+	uint64_t *st = nif_ring_stamps(slot);
+
+	st[NIF_BD_SLOT_ULSD_TX] = t_taken;
+	st[NIF_BD_SLOT_TAP_WRITE] = nif_bd_now();
+}
+#else
+static inline uint64_t bd_now(void) { return 0; }
+static inline void bd_rx_slot(uint8_t *slot, uint64_t t_read, uint64_t t_demux)
+{
+	(void)slot; (void)t_read; (void)t_demux;
+}
+static inline void bd_tx_slot(const uint8_t *slot, uint64_t t_taken)
+{
+	(void)slot; (void)t_taken;
+}
+#endif
+
+/* t_read, t_demux: when the frame came off the TAP and when its owner was known (breakdown
+ * builds; 0 otherwise). */
+static void deliver(struct srv *s, struct srv_lease *l, const uint8_t *frame, size_t len,
+		    uint64_t t_read, uint64_t t_demux)
 {
 	uint8_t *slot = nif_ring_prod_slot(&l->rx);
 
@@ -26,6 +65,7 @@ static void deliver(struct srv *s, struct srv_lease *l, const uint8_t *frame, si
 		return;
 	}
 	memcpy(slot, frame, len);
+	bd_rx_slot(slot, t_read, t_demux);
 	nif_ring_prod_commit(&l->rx, len);
 	l->rx_frames++;
 	l->rx_bytes += len;
@@ -42,7 +82,7 @@ static void share_arp(struct srv *s, const uint8_t *frame, size_t len)
 	for (uint32_t i = 1; i < SRV_MAX_LEASES; i++) {
 		struct srv_lease *l = s->leases[i];
 		if (l && !l->dead)
-			deliver(s, l, frame, len);
+			deliver(s, l, frame, len, 0, 0);
 	}
 	s->ctr[SRV_ARP_SHARED]++;
 }
@@ -84,6 +124,7 @@ static void for_server(struct srv *s, const uint8_t *frame, size_t len, const st
 static void on_frame(void *arg, const uint8_t *frame, size_t len)
 {
 	struct srv *s = arg;
+	uint64_t t_read = bd_now();
 	struct flt_pkt p;
 	int rc = flt_parse(frame, len, &p);
 
@@ -106,7 +147,7 @@ static void on_frame(void *arg, const uint8_t *frame, size_t len)
 		srv_learn_neighbour(s, p.ip.src, p.src_mac);
 		flt_owner_t o = flt_lookup_rx(s->flt, &p);
 		if (o != FLT_NO_OWNER && o < SRV_MAX_LEASES && s->leases[o] && !s->leases[o]->dead) {
-			deliver(s, s->leases[o], frame, len);
+			deliver(s, s->leases[o], frame, len, t_read, bd_now());
 			return;
 		}
 	}
@@ -131,6 +172,7 @@ void srv_drain_tx(struct srv *s, struct srv_lease *l)
 	const uint8_t *f;
 
 	while ((f = nif_ring_cons_peek(&l->tx, &len, &l->bad_slots))) {
+		uint64_t t_taken = bd_now();
 		struct flt_pkt p;
 		int rc = flt_parse(f, len, &p);
 		bool parsed = rc == 0;
@@ -140,6 +182,7 @@ void srv_drain_tx(struct srv *s, struct srv_lease *l)
 			flt_count_tx_drop(s->flt, (enum flt_reason)-rc);
 		if (rc == 0) {
 			srv_send_frame(s, f, len);
+			bd_tx_slot(f, t_taken);
 			l->tx_frames++;
 			l->tx_bytes += len;
 		} else {

@@ -17,11 +17,13 @@ stack_liblwipcore_la_CFLAGS = -std=gnu11 -Wall -Wno-address -fvisibility=hidden 
 ULS_STACK_SOURCES = \
 	stack/core.c stack/ethif.c stack/port.c stack/errmap.c stack/isn.c stack/lease.c \
 	stack/counters.c stack/socket.c stack/stream.c stack/dgram.c stack/rxq.c \
-	stack/endpoints.c stack/mirror.c stack/privfd.c stack/fork.c \
+	stack/endpoints.c stack/mirror.c stack/privfd.c stack/fork.c stack/breakdown.c \
 	stack/internal.h stack/sock.h stack/hooks.h stack/lwipopts.h stack/arch/cc.h
 
 lib_LTLIBRARIES += stack/libuls.la
 include_HEADERS += stack/include/uls.h
+# The latency breakdown's API is for the tools of this tree (ulsping), not installed.
+noinst_HEADERS += stack/include/uls_breakdown.h
 stack_libuls_la_SOURCES = $(ULS_STACK_SOURCES)
 stack_libuls_la_CPPFLAGS = $(AM_CPPFLAGS) $(LWIP_CPPFLAGS) -DULS_BUILDING
 stack_libuls_la_LIBADD = stack/liblwipcore.la netif/libnif.la $(LIBURING_LIBS) -lpthread

@@ -68,3 +68,17 @@ TESTS += tests/unit/test_pingstats
 tests_unit_test_pingstats_SOURCES = tests/unit/test_pingstats.c
 tests_unit_test_pingstats_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_pingstats_LDADD = $(UNIT_LDADD)
+
+# The latency breakdown's frame parse and per-process trace (netif/breakdown.c).
+check_PROGRAMS += tests/unit/test_breakdown
+TESTS += tests/unit/test_breakdown
+tests_unit_test_breakdown_SOURCES = tests/unit/test_breakdown.c
+tests_unit_test_breakdown_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_breakdown_LDADD = netif/libnif.la $(CMOCKA_LIBS)
+
+# ulsping --breakdown: matching the stamps of two processes, stage statistics, files.
+check_PROGRAMS += tests/unit/test_pingbreakdown
+TESTS += tests/unit/test_pingbreakdown
+tests_unit_test_pingbreakdown_SOURCES = tests/unit/test_pingbreakdown.c
+tests_unit_test_pingbreakdown_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_pingbreakdown_LDADD = apps/libapps.la $(CMOCKA_LIBS)
