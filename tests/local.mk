@@ -21,7 +21,7 @@ TESTS += tests/testbed/test_testbed.sh tests/conformance/run tests/e2e/run tests
 	tests/bench/run tests/shim/run tests/interop/run
 EXTRA_DIST += tests/testbed tests/conformance tests/e2e tests/node/run tests/node/conftest.py \
 	tests/node/test_node.py tests/bench/run tests/pytest-tap
-EXTRA_DIST += tests/shim/run tests/shim/conftest.py tests/shim/test_shim.py tests/shim/cases.py \
+EXTRA_DIST += tests/tblib.py tests/shim/run tests/shim/conftest.py tests/shim/test_shim.py tests/shim/cases.py \
 	tests/shim/peer.py
 EXTRA_DIST += tests/interop/run tests/interop/conftest.py tests/interop/asyncio_echo.py \
 	tests/interop/test_asyncio.py tests/interop/test_curl.py tests/interop/test_iperf3.py \

@@ -143,16 +143,8 @@ SHIM_EXPORT int fcntl(int fd, int cmd, ...)
 	return do_fcntl(fd, cmd, arg);
 }
 
-SHIM_EXPORT int fcntl64(int fd, int cmd, ...)
-{
-	va_list ap;
-
-	va_start(ap, cmd);
-	unsigned long arg = va_arg(ap, unsigned long);
-	va_end(ap);
-	shim__real_init();
-	return do_fcntl(fd, cmd, arg);
-}
+/* The same call under the name _FILE_OFFSET_BITS=64 builds use. */
+SHIM_EXPORT int fcntl64(int fd, int cmd, ...) __attribute__((alias("fcntl")));
 
 SHIM_EXPORT int ioctl(int fd, unsigned long req, ...)
 {

@@ -84,12 +84,20 @@ struct shim_file *shim__get(int fd)
 	return f;
 }
 
-/* The last reference and the last call gone: the socket closes (table lock held). */
-static void release(struct shim_file *f)
+/* Is f's last reference and last call gone? (table lock held) Then the caller closes it
+ * with finish() after dropping the lock: the lock order is table, then libuls's core
+ * lock, and fork takes them in that order too (fork.c). */
+static struct shim_file *unused(struct shim_file *f)
 {
-	if (f->refs || f->users)
-		return;
+	return f && !f->refs && !f->users ? f : NULL;
+}
+
+static void finish(struct shim_file *f)
+{
 	sigset_t old;
+
+	if (!f)
+		return;
 	shim__enter(&old);
 	uls_close(f->sd);
 	shim__leave(&old);
@@ -100,8 +108,9 @@ void shim__put(struct shim_file *f)
 {
 	pthread_mutex_lock(&lock);
 	f->users--;
-	release(f);
+	struct shim_file *done = unused(f);
 	pthread_mutex_unlock(&lock);
+	finish(done);
 }
 
 struct shim_file *shim__file_new(int sd, int type, bool nonblock)
@@ -123,12 +132,13 @@ int shim__install(int fd, struct shim_file *f)
 {
 	if (!in_range(fd) || !table)
 		return -EMFILE;
+	struct shim_file *done = NULL;
 	pthread_mutex_lock(&lock);
 	struct shim_file *old = atomic_exchange(&table[fd], f);
 	f->refs++;
 	if (old && old != f) {
 		old->refs--;
-		release(old);
+		done = unused(old);
 	} else if (old == f) {
 		f->refs--;
 	}
@@ -136,6 +146,7 @@ int shim__install(int fd, struct shim_file *f)
 	while (fd > m && !atomic_compare_exchange_weak(&maxfd, &m, fd))
 		;
 	pthread_mutex_unlock(&lock);
+	finish(done);
 	return 0;
 }
 
@@ -145,13 +156,15 @@ int shim__uninstall(int fd)
 {
 	if (!in_range(fd) || !atomic_load(&table[fd]))
 		return 0;
+	struct shim_file *done = NULL;
 	pthread_mutex_lock(&lock);
 	struct shim_file *f = atomic_exchange(&table[fd], NULL);
 	if (f) {
 		f->refs--;
-		release(f);
+		done = unused(f);
 	}
 	pthread_mutex_unlock(&lock);
+	finish(done);
 	return f != NULL;
 }
 

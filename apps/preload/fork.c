@@ -41,6 +41,11 @@ static void child(void)
 	shim__table_unlock();
 }
 
+static void register_handlers(void)
+{
+	pthread_atfork(prepare, parent, child);
+}
+
 __attribute__((constructor)) static void shim_init(void)
 {
 	const char *p = getenv("LD_PRELOAD"), *c = getenv("ULS_CTL");
@@ -49,9 +54,16 @@ __attribute__((constructor)) static void shim_init(void)
 	saved_preload = p ? strdup(p) : NULL;
 	saved_ctl = c ? strdup(c) : NULL;
 	shim__set_ctl(c);
-	/* Registered after libc's own and libuls's: the table lock is taken last and
-	 * released first around fork. */
-	pthread_atfork(prepare, parent, child);
+}
+
+/* Called once the process has a node: registered after libuls's own handlers, so that
+ * fork takes the table lock first and libuls's core lock second (prepare handlers run
+ * in reverse order), the order every other path takes them in. */
+void shim__fork_init(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, register_handlers);
 }
 
 /* Closed sockets still owe their peers the last data and FIN: let the stack finish,
@@ -293,16 +305,27 @@ static char **gather(const char *arg0, va_list ap, char ***envp)
 	return v;
 }
 
+enum exec_kind { EXEC_PATH, EXEC_SEARCH, EXEC_ENV };
+
+static int exec_args(enum exec_kind k, const char *file, const char *arg, va_list ap)
+{
+	char **envp = NULL;
+	char **v = gather(arg, ap, k == EXEC_ENV ? &envp : NULL);
+
+	if (!v)
+		return shim__ret(-ENOMEM);
+	int rc = k == EXEC_SEARCH ? execvpe(file, v, environ) :
+				    execve(file, v, k == EXEC_ENV ? envp : environ);
+	free(v);
+	return rc;
+}
+
 SHIM_EXPORT int execl(const char *path, const char *arg, ...)
 {
 	va_list ap;
 	va_start(ap, arg);
-	char **v = gather(arg, ap, NULL);
+	int rc = exec_args(EXEC_PATH, path, arg, ap);
 	va_end(ap);
-	if (!v)
-		return shim__ret(-ENOMEM);
-	int rc = execve(path, v, environ);
-	free(v);
 	return rc;
 }
 
@@ -310,25 +333,16 @@ SHIM_EXPORT int execlp(const char *file, const char *arg, ...)
 {
 	va_list ap;
 	va_start(ap, arg);
-	char **v = gather(arg, ap, NULL);
+	int rc = exec_args(EXEC_SEARCH, file, arg, ap);
 	va_end(ap);
-	if (!v)
-		return shim__ret(-ENOMEM);
-	int rc = execvpe(file, v, environ);
-	free(v);
 	return rc;
 }
 
 SHIM_EXPORT int execle(const char *path, const char *arg, ...)
 {
 	va_list ap;
-	char **envp = NULL;
 	va_start(ap, arg);
-	char **v = gather(arg, ap, &envp);
+	int rc = exec_args(EXEC_ENV, path, arg, ap);
 	va_end(ap);
-	if (!v)
-		return shim__ret(-ENOMEM);
-	int rc = execve(path, v, envp);
-	free(v);
 	return rc;
 }

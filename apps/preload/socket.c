@@ -105,8 +105,10 @@ static int open_socket(int base, int type)
 
 	shim__enter(&old);
 	int sd = uls_attach(node_ctl);  /* joins the node once; -EALREADY after */
-	if (sd == 0 || sd == -EALREADY)
+	if (sd == 0 || sd == -EALREADY) {
+		shim__fork_init();
 		sd = uls_socket(base | SOCK_NONBLOCK);
+	}
 	int fd = sd < 0 ? sd : uls_socket_fd(sd, type & SOCK_CLOEXEC);
 	if (sd >= 0 && fd < 0)
 		uls_close(sd);

@@ -28,10 +28,10 @@ import hashlib
 import json
 import os
 import random
-import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -40,6 +40,8 @@ import pytest
 SRC = os.environ.get("ULS_SRCDIR") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("ULS_BUILDDIR") or os.path.join(SRC, "build")
 TESTBED = os.path.join(SRC, "tests", "testbed", "testbed")
+sys.path.insert(0, os.path.join(SRC, "tests"))
+from tblib import parse_exports, run_testbed  # noqa: E402
 ULSRUN = os.path.join(BUILD, "apps", "ulsrun")
 STAT = os.path.join(BUILD, "apps", "ulsstat")
 ULSD = os.path.join(BUILD, "server", "ulsd")
@@ -74,28 +76,8 @@ def program(name):
     return path
 
 
-def _testbed(*args):
-    """Run the testbed script; returns its stdout (the export lines). Output goes through
-    files, not pipes: the ulsd daemons `up` starts inherit its stdout, so a pipe would not
-    see end-of-file until they exit."""
-    env = dict(os.environ, TB_NAME=TB_NAME, ULS_BUILDDIR=BUILD)
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        r = subprocess.run([TESTBED, *args], env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                           timeout=120)
-        out.seek(0)
-        err.seek(0)
-        text, errors = out.read(), err.read()
-    assert r.returncode == 0, f"testbed {' '.join(args)}: exit {r.returncode}\n{errors}"
-    return text
 
 
-def _parse_exports(text):
-    env = {}
-    for line in text.splitlines():
-        if line.startswith("export "):
-            k, _, v = line[len("export "):].partition("=")
-            env[k] = shlex.split(v)[0] if v else ""
-    return env
 
 
 def sha256_file(path):
@@ -121,6 +103,10 @@ def make_payload(path, nbytes, seed):
             f.write(b)
             left -= len(b)
     return h.hexdigest()
+
+
+def _tb(*args):
+    return run_testbed(TESTBED, TB_NAME, BUILD, *args)
 
 
 class Proc:
@@ -374,11 +360,11 @@ def testbed():
         down_done.append(True)
         tb.stop_procs()
         tb.save_logs()
-        _testbed("down")
+        _tb("down")
 
     atexit.register(down)
     try:
-        tb.env = _parse_exports(_testbed("up", "--nodes", "2"))
+        tb.env = parse_exports(_tb("up", "--nodes", "2"))
         assert tb.env.get("TB_ULSD") == "1", tb.env
         print(f"interop outputs in {tb.outdir}")
         yield tb

@@ -8,41 +8,24 @@ and the testbed is torn down at the end, also on failure.
 """
 import atexit
 import os
-import shlex
 import subprocess
-import tempfile
-import time
+import sys
 
 import pytest
 
 SRC = os.environ.get("ULS_SRCDIR") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("ULS_BUILDDIR") or os.path.join(SRC, "build")
 TESTBED = os.path.join(SRC, "tests", "testbed", "testbed")
+sys.path.insert(0, os.path.join(SRC, "tests"))
+from tblib import parse_exports, run_testbed  # noqa: E402
 ULSRUN = os.path.join(BUILD, "apps", "ulsrun")
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON = "/usr/bin/python3"
 TB_NAME = "ulsshim"
 
 
-def _testbed(*args):
-    env = dict(os.environ, TB_NAME=TB_NAME, ULS_BUILDDIR=BUILD)
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        r = subprocess.run([TESTBED, *args], env=env, stdout=out, stderr=err,
-                           stdin=subprocess.DEVNULL, timeout=120)
-        out.seek(0)
-        err.seek(0)
-        text, errors = out.read(), err.read()
-    assert r.returncode == 0, f"testbed {' '.join(args)}: exit {r.returncode}\n{errors}"
-    return text
-
-
-def _exports(text):
-    env = {}
-    for line in text.splitlines():
-        if line.startswith("export "):
-            k, _, v = line[len("export "):].partition("=")
-            env[k] = shlex.split(v)[0] if v else ""
-    return env
+def _tb(*args):
+    return run_testbed(TESTBED, TB_NAME, BUILD, *args)
 
 
 class Bed:
@@ -67,9 +50,9 @@ class Bed:
 
 @pytest.fixture(scope="session")
 def bed():
-    _testbed("down")
-    atexit.register(lambda: _testbed("down"))
-    env = _exports(_testbed("up", "--nodes", "1"))
+    _tb("down")
+    atexit.register(lambda: _tb("down"))
+    env = parse_exports(_tb("up", "--nodes", "1"))
     peer = subprocess.Popen(["ip", "netns", "exec", env["TB_KERNEL_NETNS"], PYTHON,
                              os.path.join(HERE, "peer.py"), env["TB_KERNEL_IP"]],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -81,4 +64,4 @@ def bed():
     finally:
         peer.kill()
         peer.wait(timeout=10)
-        _testbed("down")
+        _tb("down")
