@@ -141,7 +141,13 @@ void stk__mirror_sync(struct stk_sock *s)
 		 * the pair gone, POLLHUP, POLLIN and POLLOUT, which is what a reset TCP socket
 		 * reports. Nothing can follow a reset, so B is not needed any more. */
 		char c = 0;
-		if (send(m->priv, &c, 1, MSG_DONTWAIT | MSG_NOSIGNAL) != 1 && !m->filled)
+		int roomy = 1 << 16;
+		/* A must already be writable when the close wakes its pollers (a poll that
+		 * sees ERR and HUP returns at once): empty B, give A room, and leave only
+		 * the one byte that makes the kernel set the error. */
+		drain(m);
+		setsockopt(m->priv, SOL_SOCKET, SO_SNDBUF, &roomy, sizeof(roomy));
+		if (send(m->priv, &c, 1, MSG_DONTWAIT | MSG_NOSIGNAL) != 1)
 			count_fail();
 		stk__fd_close(m->peer);
 		m->peer = -1;
