@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -251,21 +252,28 @@ int uls_socket_fd(int sd, int flags)
 
 int uls_socket_wait(int sd, int events)
 {
+	sigset_t all, old;
 	int rc = 0;
 	char c = 0;
 
 	if (events != POLLIN && events != POLLOUT)
 		return -EINVAL;
+	/* The core lock is held only with signals blocked: a handler that uses sockets must
+	 * never find it held by the thread it interrupted. The wait itself is open to them. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
 	stk__lock();
 	struct stk_sock *s = stk__sock_enter(sd);
 	if (!s || !s->mirror || s->closed) {
 		if (s)
 			stk__sock_leave(s);
 		stk__unlock();
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		return -EBADF;
 	}
 	int priv = s->mirror->priv;
 	stk__unlock();
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	/* Kernel calls on the mirror, so that the kernel decides between EINTR and a restart
 	 * (signal(7): socket calls restart under SA_RESTART unless a timeout is set) and
 	 * applies the timeouts the program set on the descriptor. */
@@ -273,6 +281,7 @@ int uls_socket_wait(int sd, int events)
 				       send(priv, &c, 1, MSG_NOSIGNAL);
 	if (n < 0)
 		rc = errno == EAGAIN ? -EAGAIN : errno == EINTR ? -EINTR : 0;
+	pthread_sigmask(SIG_BLOCK, &all, &old);
 	stk__lock();
 	if (events == POLLOUT && n == 1 && s->mirror && !s->mirror->gone) {
 		/* The byte that proved A writable sits in B: take it out, then let the
@@ -282,5 +291,6 @@ int uls_socket_wait(int sd, int events)
 	}
 	stk__sock_leave(s);
 	stk__unlock();
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return rc;
 }

@@ -16,11 +16,22 @@ AM_TESTS_ENVIRONMENT = \
 
 include tests/unit/local.mk
 include tests/node/local.mk
+include tests/shim/local.mk
 
 TESTS += tests/testbed/test_testbed.sh tests/conformance/run tests/e2e/run tests/node/run \
 	tests/bench/run tests/shim/run tests/interop/run
-EXTRA_DIST += tests/testbed tests/conformance tests/e2e tests/node/run tests/node/conftest.py \
-	tests/node/test_node.py tests/bench/run tests/pytest-tap
+# Files, not directories: for a directory, `make dist` would take the build tree's (where
+# the suites leave their logs) over the source tree's.
+EXTRA_DIST += tests/testbed/README.md tests/testbed/test_testbed.sh tests/testbed/testbed \
+	tests/conformance/conftest.py tests/conformance/run tests/conformance/test_rfc1122_ip.py \
+	tests/conformance/test_rfc2018_sack.py tests/conformance/test_rfc5681_ack.py \
+	tests/conformance/test_rfc5961_rst.py tests/conformance/test_rfc6298_retransmit.py \
+	tests/conformance/test_rfc7323_options.py tests/conformance/test_rfc768_udp.py \
+	tests/conformance/test_rfc792_icmp.py tests/conformance/test_rfc826_arp.py \
+	tests/conformance/test_rfc9293_close.py tests/conformance/test_rfc9293_data.py \
+	tests/conformance/test_rfc9293_handshake.py tests/conformance/test_rfc9293_zero_window.py \
+	tests/e2e/conftest.py tests/e2e/run tests/e2e/test_transfer.py \
+	tests/node/run tests/node/conftest.py tests/node/test_node.py tests/bench/run tests/pytest-tap
 EXTRA_DIST += tests/tblib.py tests/shim/run tests/shim/conftest.py tests/shim/test_shim.py tests/shim/cases.py \
 	tests/shim/peer.py
 EXTRA_DIST += tests/interop/run tests/interop/conftest.py tests/interop/asyncio_echo.py \

@@ -19,7 +19,11 @@
 static _Atomic(struct shim_file *) *table;
 static unsigned table_len;
 static atomic_int maxfd = -1;
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+/* Recursive: a signal handler that reads or writes a socket may interrupt its thread
+ * inside the lock, and must not deadlock on it. Every change below leaves the table
+ * consistent at each step (a reference is counted before it is published), so the
+ * handler's lookup, nested inside, sees nothing half done that matters. */
+static pthread_mutex_t lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void table_init(void)
@@ -51,6 +55,19 @@ void shim__table_unlock(void)
 	pthread_mutex_unlock(&lock);
 }
 
+/* In a fork child: the lock the parent's prepare handler took belongs to a thread id
+ * that no longer exists (a recursive mutex checks its owner on unlock), so it starts
+ * afresh. */
+void shim__table_reset(void)
+{
+	pthread_mutexattr_t a;
+
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&lock, &a);
+	pthread_mutexattr_destroy(&a);
+}
+
 bool shim__is_ours(int fd)
 {
 	return in_range(fd) && atomic_load_explicit(&table[fd], memory_order_acquire);
@@ -73,11 +90,11 @@ struct shim_file *shim__get(int fd)
 
 	if (!in_range(fd) || !atomic_load_explicit(&table[fd], memory_order_acquire))
 		return NULL;
-	pthread_mutex_lock(&lock);
+	shim__table_lock();
 	f = atomic_load(&table[fd]);
 	if (f)
-		f->users++;
-	pthread_mutex_unlock(&lock);
+		atomic_fetch_add(&f->users, 1);
+	shim__table_unlock();
 	/* A socket inherited across fork becomes this process's own on first use. */
 	if (f && f->gen != shim__generation())
 		shim__adopt(fd, f);
@@ -89,7 +106,7 @@ struct shim_file *shim__get(int fd)
  * lock, and fork takes them in that order too (fork.c). */
 static struct shim_file *unused(struct shim_file *f)
 {
-	return f && !f->refs && !f->users ? f : NULL;
+	return f && !atomic_load(&f->refs) && !atomic_load(&f->users) ? f : NULL;
 }
 
 static void finish(struct shim_file *f)
@@ -106,10 +123,10 @@ static void finish(struct shim_file *f)
 
 void shim__put(struct shim_file *f)
 {
-	pthread_mutex_lock(&lock);
-	f->users--;
+	shim__table_lock();
+	atomic_fetch_sub(&f->users, 1);
 	struct shim_file *done = unused(f);
-	pthread_mutex_unlock(&lock);
+	shim__table_unlock();
 	finish(done);
 }
 
@@ -133,19 +150,19 @@ int shim__install(int fd, struct shim_file *f)
 	if (!in_range(fd) || !table)
 		return -EMFILE;
 	struct shim_file *done = NULL;
-	pthread_mutex_lock(&lock);
+	shim__table_lock();
+	atomic_fetch_add(&f->refs, 1);
 	struct shim_file *old = atomic_exchange(&table[fd], f);
-	f->refs++;
 	if (old && old != f) {
-		old->refs--;
+		atomic_fetch_sub(&old->refs, 1);
 		done = unused(old);
 	} else if (old == f) {
-		f->refs--;
+		atomic_fetch_sub(&f->refs, 1);
 	}
 	int m = atomic_load(&maxfd);
 	while (fd > m && !atomic_compare_exchange_weak(&maxfd, &m, fd))
 		;
-	pthread_mutex_unlock(&lock);
+	shim__table_unlock();
 	finish(done);
 	return 0;
 }
@@ -157,13 +174,13 @@ int shim__uninstall(int fd)
 	if (!in_range(fd) || !atomic_load(&table[fd]))
 		return 0;
 	struct shim_file *done = NULL;
-	pthread_mutex_lock(&lock);
+	shim__table_lock();
 	struct shim_file *f = atomic_exchange(&table[fd], NULL);
 	if (f) {
-		f->refs--;
+		atomic_fetch_sub(&f->refs, 1);
 		done = unused(f);
 	}
-	pthread_mutex_unlock(&lock);
+	shim__table_unlock();
 	finish(done);
 	return f != NULL;
 }

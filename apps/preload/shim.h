@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/epoll.h>
@@ -25,8 +26,8 @@
 struct shim_file {
 	int sd;              /* libuls descriptor */
 	int type;            /* SOCK_STREAM or SOCK_DGRAM */
-	unsigned refs;       /* descriptor numbers naming it */
-	unsigned users;      /* calls in flight (it is freed when both reach zero) */
+	atomic_uint refs;    /* descriptor numbers naming it */
+	atomic_uint users;   /* calls in flight (it is freed when both reach zero) */
 	bool nonblock;       /* O_NONBLOCK, kept here: the mirror itself always blocks */
 	bool listening;      /* listen() was called */
 	bool active;         /* listener: this process accepts on it (fork.c) */
@@ -96,6 +97,7 @@ int shim__maxfd(void);
 bool shim__table_at(int fd, const struct shim_file *f);
 void shim__table_lock(void);
 void shim__table_unlock(void);
+void shim__table_reset(void);
 
 /* Calls into libuls run with signals blocked: a handler that uses sockets must never find
  * the stack's lock held by the very thread it interrupted. */

@@ -8,7 +8,7 @@ import tempfile
 
 import pytest
 
-from conftest import ULSRUN
+from conftest import BUILD, ULSRUN
 
 
 @pytest.mark.parametrize("name", [
@@ -71,3 +71,13 @@ def test_a_socket_that_cannot_reach_ulsd_fails_with_a_message(bed, tmp_path):
                         "import socket\ntry:\n socket.socket()\nexcept OSError as e:\n"
                         " print('refused', e.errno)\n"], capture_output=True, timeout=20)
     assert b"refused" in r.stdout and b"no user-level socket" in r.stderr, r
+
+
+def test_signal_handler_using_sockets_does_not_deadlock(bed):
+    """A handler sends on a UDP socket every millisecond while its thread streams over TCP:
+    calls into the stack run with signals blocked, so the handler never finds the stack's
+    lock held by the thread it interrupted."""
+    r = bed.ulsrun([f"{BUILD}/tests/shim/sighandler", bed.kip, "7100", "7104", "2"], timeout=30)
+    assert r.returncode == 0, r
+    handled, echoed = (int(x) for x in r.stdout.split()[1::2])
+    assert handled > 100 and echoed > 10, r.stdout
