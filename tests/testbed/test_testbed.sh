@@ -17,9 +17,13 @@ set -uo pipefail    # no -e: one failing check must not stop the others
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TESTBED=$HERE/testbed
-export TB_NAME=ulstbselftest
-SECOND=ulstbselftest2       # a second, coexisting testbed
-FOREIGN=ulstbselftest3      # TB_NAME whose -k1 namespace is "someone else's"
+# The names carry the run's TB_SUFFIX themselves, and the script below runs without it, so
+# the expected names are the names the testbed makes.
+SFX=${TB_SUFFIX:-}
+unset TB_SUFFIX
+export TB_NAME=ulstbselftest$SFX
+SECOND=ulstbselftest2$SFX   # a second, coexisting testbed
+FOREIGN=ulstbselftest3$SFX  # TB_NAME whose -k1 namespace is "someone else's"
 FOREIGN_NS=$FOREIGN-k1
 
 TMP=$(mktemp -d /tmp/test_testbed.XXXXXX)
@@ -54,7 +58,7 @@ note() { echo "# $*"; }
 # Cleanup, also on failure or interrupt
 # ---------------------------------------------------------------------------
 cleanup() {
-    TB_NAME=ulstbselftest "$TESTBED" down >/dev/null 2>&1
+    TB_NAME=$TB_NAME "$TESTBED" down >/dev/null 2>&1
     TB_NAME=$SECOND "$TESTBED" down >/dev/null 2>&1
     TB_NAME=$FOREIGN "$TESTBED" down >/dev/null 2>&1
     if (( foreign_created )); then ip netns del "$FOREIGN_NS" 2>/dev/null; fi
@@ -70,7 +74,8 @@ trap 'exit 143' TERM
 root_links() { ip -o link show; }
 # Names only: "(id: N)" appears when the root namespace assigns an nsid, which
 # is bookkeeping, not a change of the namespace list.
-root_netns() { ip netns list | awk '{print $1}' | sort; }
+# Only this script's own namespaces: other test runs may bring theirs up or down meanwhile.
+root_netns() { ip netns list | awk '{print $1}' | grep '^ulstbselftest' | sort; }
 ns_present() { ip netns list | awk '{print $1}' | grep -qxF -- "$1"; }
 ns_inode() { stat -L -c %i "/run/netns/$1" 2>/dev/null; }
 
@@ -312,7 +317,7 @@ if (( EUID != 0 )); then
     echo "Bail out! must run as root"
     exit 1
 fi
-for ns in ulstbselftest{,-k1,-k2} "$SECOND"{,-k1,-k2} "$FOREIGN"{,-k1,-k2}; do
+for ns in "$TB_NAME"{,-k1,-k2} "$SECOND"{,-k1,-k2} "$FOREIGN"{,-k1,-k2}; do
     if ns_present "$ns"; then
         echo "Bail out! namespace $ns already exists (leftover? run: TB_NAME=${ns%-k[12]} $TESTBED down)"
         exit 1
@@ -332,19 +337,19 @@ rc=$?
 cp "$TMP/up1.err" "$TMP/out"
 if (( rc == 0 )); then pass "up --nodes 3 --mtu 9000 exits 0"; else fail "up --nodes 3 --mtu 9000 exits 0 (rc=$rc)"; fi
 check "up prints only export lines on stdout" stdout_is_exports_only "$TMP/up1"
-expected_env ulstbselftest 3 9000 >"$TMP/up1.expected"
+expected_env "$TB_NAME" 3 9000 >"$TMP/up1.expected"
 check "up stdout is exactly the expected export lines" diff "$TMP/up1.expected" "$TMP/up1"
 
 eval "$(cat "$TMP/up1")"
 check "eval sets TB_NODES=3 TB_MTU=9000 TB_NETNS" \
-    test "${TB_NODES:-}:${TB_MTU:-}:${TB_NETNS:-}" = "3:9000:ulstbselftest"
+    test "${TB_NODES:-}:${TB_MTU:-}:${TB_NETNS:-}" = "3:9000:$TB_NAME"
 { ns_present "$TB_NETNS" && ns_present "$TB_KERNEL_NETNS" && ns_present "$TB_KERNEL2_NETNS"; } >"$TMP/out" 2>&1
 result "namespaces exist"
 check "devices exist with MTU 9000 (br0, uls1..3, scapy0, veths, peers)" devices_ok 3 9000
 check "br0 ports are uls1..3, scapy0-br, k1-br, k2-br; STP off, forward_delay 0" bridge_ports_ok
 check "addresses: none in node ns but 127.0.0.1, peers have their /24" addresses_ok
 check "IPv6 disabled everywhere, no IPv4 forwarding in node ns" sysctls_ok
-check "state file matches up output" cmp "/run/ulstack-testbed/ulstbselftest.env" "$TMP/up1"
+check "state file matches up output" cmp "/run/ulstack-testbed/$TB_NAME.env" "$TMP/up1"
 
 if (( have_python )); then
     check "testbed is quiet: no unsolicited frames on scapy0" probe "$TB_NETNS" quiet "$TB_SCAPY_IF" 1.5
@@ -377,7 +382,7 @@ else
 fi
 
 "$TESTBED" status >"$TMP/status" 2>&1; rc=$?
-{ cat "$TMP/status"; (( rc == 0 )) && grep -q "ulstbselftest: up (nodes=3 mtu=9000)" "$TMP/status"; } >"$TMP/out" 2>&1
+{ cat "$TMP/status"; (( rc == 0 )) && grep -q "$TB_NAME: up (nodes=3 mtu=9000)" "$TMP/status"; } >"$TMP/out" 2>&1
 result "status exits 0 and reports up"
 "$TESTBED" env >"$TMP/env1" 2>/dev/null; rc=$?
 { (( rc == 0 )) && cmp "$TMP/env1" "$TMP/up1"; } >"$TMP/out" 2>&1
@@ -395,7 +400,7 @@ check "up again did not rebuild (same namespace)" test "$(ns_inode "$TB_NETNS")"
 "$TESTBED" up --no-ulsd --nodes 2 >"$TMP/up3" 2>"$TMP/err"; rc=$?
 { cat "$TMP/err"; (( rc == 0 )); } >"$TMP/out" 2>&1
 result "up --nodes 2 (rebuild) exits 0"
-expected_env ulstbselftest 2 1500 >"$TMP/up3.expected"
+expected_env "$TB_NAME" 2 1500 >"$TMP/up3.expected"
 check "rebuild output is for 2 nodes, MTU 1500" diff "$TMP/up3.expected" "$TMP/up3"
 eval "$(cat "$TMP/up3")"
 check "rebuild: namespace recreated" test "$(ns_inode "$TB_NETNS")" != "$inode_before"
@@ -426,7 +431,7 @@ sleep 0.3
 result "down exits 0 with empty stdout"
 { gone "$sleeper_node" && gone "$sleeper_k1"; } >"$TMP/out" 2>&1
 result "down killed processes left inside the namespaces"
-{ ! ns_present ulstbselftest && ! ns_present ulstbselftest-k1 && ! ns_present ulstbselftest-k2 && [[ ! -e /run/ulstack-testbed/ulstbselftest.env ]]; } >"$TMP/out" 2>&1
+{ ! ns_present "$TB_NAME" && ! ns_present "$TB_NAME"-k1 && ! ns_present "$TB_NAME"-k2 && [[ ! -e /run/ulstack-testbed/$TB_NAME.env ]]; } >"$TMP/out" 2>&1
 result "namespaces and state file are gone"
 "$TESTBED" down >"$TMP/down2" 2>"$TMP/err"; rc=$?
 { cat "$TMP/err"; (( rc == 0 )) && [[ ! -s $TMP/down2 ]]; } >"$TMP/out" 2>&1
@@ -443,7 +448,7 @@ result "env exits 1 with empty stdout when down"
 # ---------------------------------------------------------------------------
 for step in namespaces taps peers state; do
     TB_TEST_FAIL_AT=$step "$TESTBED" up --no-ulsd --nodes 2 >"$TMP/fail.out" 2>"$TMP/err"; rc=$?
-    { cat "$TMP/err"; (( rc == 1 )) && [[ ! -s $TMP/fail.out ]] && ! ns_present ulstbselftest && ! ns_present ulstbselftest-k1 && ! ns_present ulstbselftest-k2 && [[ ! -e /run/ulstack-testbed/ulstbselftest.env && ! -e /run/ulstack-testbed/ulstbselftest.netns ]]; } >"$TMP/out" 2>&1
+    { cat "$TMP/err"; (( rc == 1 )) && [[ ! -s $TMP/fail.out ]] && ! ns_present "$TB_NAME" && ! ns_present "$TB_NAME"-k1 && ! ns_present "$TB_NAME"-k2 && [[ ! -e /run/ulstack-testbed/$TB_NAME.env && ! -e /run/ulstack-testbed/$TB_NAME.netns ]]; } >"$TMP/out" 2>&1
     result "up failing at step '$step' exits 1 and leaves nothing behind"
 done
 
@@ -466,7 +471,7 @@ bad_args() {
     "$TESTBED" "$@" >"$TMP/bad.out" 2>"$TMP/bad.err"
     rc=$?
     cat "$TMP/bad.err"
-    (( rc == 2 )) && [[ ! -s $TMP/bad.out ]] && ! ns_present ulstbselftest
+    (( rc == 2 )) && [[ ! -s $TMP/bad.out ]] && ! ns_present "$TB_NAME"
 }
 check "up --nodes 0 exits 2" bad_args up --nodes 0
 check "up --mtu 70000 exits 2" bad_args up --mtu 70000
