@@ -167,6 +167,12 @@ int flt_add_connected(struct flt_table *t, uint8_t proto, uint16_t lport, uint32
 int flt_del_connected(struct flt_table *t, uint8_t proto, uint16_t lport, uint32_t rip,
 		      uint16_t rport, flt_owner_t owner);
 
+/* Give the connected rule of the tuple, held by from, to another owner (a connection that
+ * moves between processes). -ENOENT if there is no such rule, -EPERM if from does not hold
+ * it, -EINVAL if to is FLT_NO_OWNER. */
+int flt_move_connected(struct flt_table *t, uint8_t proto, uint16_t lport, uint32_t rip,
+		       uint16_t rport, flt_owner_t from, flt_owner_t to);
+
 /* A listening TCP port or a bound UDP port. shared: the owner agrees to share the port
  * (SO_REUSEPORT, or a listener inherited across fork). -EEXIST if owner is already in
  * the group, -EADDRINUSE if another owner holds the port and either side is not shared,

@@ -269,6 +269,22 @@ int flt_del_connected(struct flt_table *t, uint8_t proto, uint16_t lport, uint32
 	return 0;
 }
 
+int flt_move_connected(struct flt_table *t, uint8_t proto, uint16_t lport, uint32_t rip,
+		       uint16_t rport, flt_owner_t from, flt_owner_t to)
+{
+	size_t i;
+
+	if (to == FLT_NO_OWNER)
+		return -EINVAL;
+	i = probe(t, FLT_RULE_CONNECTED, proto, lport, rip, rport);
+	if (!t->slots[i].kind)
+		return -ENOENT;
+	if (t->slots[i].owner != from)
+		return -EPERM;
+	t->slots[i].owner = to;
+	return 0;
+}
+
 bool flt__group_has(const struct flt__group *g, flt_owner_t owner)
 {
 	for (uint32_t i = 0; i < g->n; i++)

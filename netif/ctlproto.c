@@ -51,6 +51,12 @@ int uls_ctl_check(const void *buf, ssize_t n, struct uls_ctl_msg *out)
 		if (m.proto != IPPROTO_TCP || m.lport == 0 || m.rport == 0 || m.rip == 0)
 			return ULS_CTL_BAD_FIELD;
 		break;
+	case ULS_CTL_HANDOFF:
+	case ULS_CTL_CLAIM:
+		/* The nonce is checked by ulsd: replies do not carry it. */
+		if (m.proto != IPPROTO_TCP || m.lport == 0 || m.rport == 0 || m.rip == 0)
+			return ULS_CTL_BAD_FIELD;
+		break;
 	case ULS_CTL_STAT_COUNTER:
 		if (memchr(m.u.counter.name, '\0', sizeof(m.u.counter.name)) == NULL)
 			return ULS_CTL_BAD_FIELD;

@@ -29,6 +29,9 @@ enum uls_ctl_type {
 	ULS_CTL_STAT_ENDPOINT, /* reply record: proto, kind, lport, rip, rport, pid */
 	ULS_CTL_END,           /* end of a STATS reply */
 	ULS_CTL_ACCEPTING,     /* TCP, one-way: this process accepts on its listener at lport */
+	ULS_CTL_HANDOFF,       /* TCP: this process gives the connection up to whoever claims it
+				* with u.handoff.nonce; frames for it are held back meanwhile */
+	ULS_CTL_CLAIM,         /* TCP: take over the connection handed off under u.handoff.nonce */
 	ULS_CTL_TYPE_MAX
 };
 
@@ -61,6 +64,11 @@ struct uls_ctl_endpoint {
 	uint8_t pad[3];
 };
 
+/* HANDOFF and CLAIM: the secret the giving process passed to the taker (stack/handoff.c). */
+struct uls_ctl_handoff {
+	uint64_t nonce;       /* nonzero */
+};
+
 struct uls_ctl_msg {
 	uint32_t magic;
 	uint16_t version;
@@ -78,6 +86,7 @@ struct uls_ctl_msg {
 		struct uls_ctl_hello hello;
 		struct uls_ctl_counter counter;
 		struct uls_ctl_endpoint endpoint;
+		struct uls_ctl_handoff handoff;
 		uint8_t raw[96];
 	} u;
 };

@@ -54,6 +54,9 @@ static const char *const counter_names[SRV_COUNTER_MAX] = {
 	[SRV_RST_SENT] = "rst_sent",
 	[SRV_ICMP_UNREACH_SENT] = "icmp_unreach_sent",
 	[SRV_RST_PROBES] = "rst_probes",
+	[SRV_HANDOFFS] = "handoffs",
+	[SRV_HANDOFFS_EXPIRED] = "handoffs_expired",
+	[SRV_DROP_IN_TRANSIT] = "drop_in_transit",
 };
 
 const char *srv_counter_name(enum srv_counter c)
@@ -279,6 +282,12 @@ static void handle(struct srv *s, struct conn *c, const struct uls_ctl_msg *m)
 		if (rc < 0)
 			refuse_one_way(s, c, m, rc);
 		return;
+	case ULS_CTL_HANDOFF:
+		rc = srv_handoff_begin(s, l, m);
+		break;
+	case ULS_CTL_CLAIM:
+		rc = srv_handoff_claim(s, l, m);
+		break;
 	case ULS_CTL_UNBIND:
 		srv_drain_tx(s, l);
 		/* The socket that held the port closed: a listener stops receiving new
@@ -403,6 +412,10 @@ int srv_ctl_run(struct srv *s, int lfd)
 		}
 		pthread_mutex_lock(&s->lock);
 		timeout = s->ncustody ? srv_custody_tick(s) : 1000;
+		if (s->nhandoff) {
+			int t = srv_handoff_tick(s);
+			timeout = t < timeout ? t : timeout;
+		}
 		nif_tap_tx_flush(s->tap);
 		pthread_mutex_unlock(&s->lock);
 		if (timeout < 1)

@@ -146,6 +146,11 @@ static void on_frame(void *arg, const uint8_t *frame, size_t len)
 		}
 		srv_learn_neighbour(s, p.ip.src, p.src_mac);
 		flt_owner_t o = flt_lookup_rx(s->flt, &p);
+		if (o == SRV_IN_TRANSIT) {
+			/* Neither process may answer it (handoff.c): the peer sends it again. */
+			s->ctr[SRV_DROP_IN_TRANSIT]++;
+			return;
+		}
 		if (o != FLT_NO_OWNER && o < SRV_MAX_LEASES && s->leases[o] && !s->leases[o]->dead) {
 			deliver(s, s->leases[o], frame, len, t_read, bd_now());
 			return;

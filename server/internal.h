@@ -24,6 +24,9 @@
 #define SRV_TIMEWAIT_MS     60000   /* 2 MSL (RFC 9293 §3.4.2 "MSL ... 2 minutes"; Linux uses 60 s) */
 #define SRV_EPHEMERAL_LO    32768   /* Linux's default ip_local_port_range */
 #define SRV_EPHEMERAL_HI    60999
+#define SRV_HANDOFF_MS      5000    /* a connection in transit between processes (handoff.c) */
+/* The owner of a connected rule whose connection is in transit: never a lease id. */
+#define SRV_IN_TRANSIT      SRV_MAX_LEASES
 
 struct srv_lease {
 	uint32_t id;
@@ -53,6 +56,16 @@ struct srv_custody {
 	unsigned probes_left;
 };
 
+/* A connection handed off by one process and not yet claimed by another (handoff.c). */
+struct srv_handoff {
+	uint16_t lport, rport;
+	uint32_t rip;
+	uint64_t nonce;
+	uint32_t from;          /* the giving lease */
+	pid_t from_pid;
+	uint64_t expires_ms;
+};
+
 enum srv_counter {
 	SRV_CTL_MESSAGES, SRV_CTL_REFUSED, SRV_CTL_OUT_OF_ORDER, SRV_CTL_DENIED,
 	SRV_CTL_REPLY_LOST, SRV_LEASES_OPENED, SRV_LEASES_CLOSED,
@@ -61,6 +74,7 @@ enum srv_counter {
 	SRV_DROP_TX_BAD_SLOT, SRV_DROP_FRAGMENT, SRV_DROP_ICMP_RATE,
 	SRV_ARP_REPLIES, SRV_ARP_SHARED, SRV_ICMP_ECHO_REPLIES, SRV_RST_SENT,
 	SRV_ICMP_UNREACH_SENT, SRV_RST_PROBES,
+	SRV_HANDOFFS, SRV_HANDOFFS_EXPIRED, SRV_DROP_IN_TRANSIT,
 	SRV_COUNTER_MAX
 };
 
@@ -85,6 +99,8 @@ struct srv {
 	unsigned npending;
 	struct srv_custody *custody;
 	size_t ncustody, custody_cap;
+	struct srv_handoff *handoff;
+	size_t nhandoff, handoff_cap;
 	uint64_t ctr[SRV_COUNTER_MAX];
 	uint64_t ctl_errors[8];                     /* by enum uls_ctl_error */
 	uint64_t icmp_tokens_ms;                    /* rate limiter for ICMP errors */
@@ -120,10 +136,17 @@ int srv_port_connect(struct srv *s, struct srv_lease *l, uint16_t lport, uint32_
 void srv_port_release(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port);
 bool srv_port_held(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port);
 int srv_port_ref(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port);
+int srv_port_take(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port);
 void srv_ports_drop_lease(struct srv *s, struct srv_lease *l);
 bool srv_custody_holds(struct srv *s, uint16_t lport, uint32_t rip, uint16_t rport);
 void srv_custody_add(struct srv *s, uint16_t lport, uint32_t rip, uint16_t rport);
 int srv_custody_tick(struct srv *s);  /* probes and expiry; returns ms until next work */
+
+/* handoff.c (s->lock held) */
+struct uls_ctl_msg;
+int srv_handoff_begin(struct srv *s, struct srv_lease *l, const struct uls_ctl_msg *m);
+int srv_handoff_claim(struct srv *s, struct srv_lease *l, const struct uls_ctl_msg *m);
+int srv_handoff_tick(struct srv *s);  /* expiry; returns ms until the next one */
 
 /* lease.c (s->lock held unless noted) */
 int srv_lease_new(struct srv *s, int fd, pid_t pid, uid_t uid, struct srv_lease **out);

@@ -225,6 +225,22 @@ int srv_port_ref(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t por
 	return 0;
 }
 
+/* A connection handed over to this lease (handoff.c): one more reference on its port,
+ * held already or not. Sharing rules do not apply: the connection exists, and its tuple
+ * stays unique through the filter rule. */
+int srv_port_take(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port)
+{
+	struct port *pt = port_of(proto, port);
+	struct holder *h = holder_of(pt, l->id);
+
+	(void)s;
+	if (h) {
+		h->refs++;
+		return 0;
+	}
+	return add_holder(pt, l, 0);
+}
+
 void srv_port_release(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port)
 {
 	struct port *pt = port_of(proto, port);

@@ -234,6 +234,8 @@ int uls_node_start(const struct uls_node_config *cfg)
  * FIN? (core lock held) */
 static bool close_pending(void)
 {
+	if (stk__handoff_pending())
+		return true;  /* a fork child may still claim a connection (handoff.c) */
 	for (struct tcp_pcb *p = tcp_active_pcbs; p; p = p->next) {
 		if (p->unsent || p->unacked || p->state == FIN_WAIT_1 || p->state == CLOSING ||
 		    p->state == LAST_ACK)

@@ -16,6 +16,9 @@ static const char *const own_names[STK_CNT__COUNT] = {
 	[STK_CNT_TX_NOBUF] = "tx_nobuf",
 	[STK_CNT_TX_OVERSIZE] = "tx_oversize",
 	[STK_CNT_MIRROR_FAIL] = "mirror_syscall_failed",
+	[STK_CNT_HANDOFF_OUT] = "handoff_given",
+	[STK_CNT_HANDOFF_IN] = "handoff_claimed",
+	[STK_CNT_HANDOFF_FAIL] = "handoff_failed",
 };
 
 /* Called with the core lock held, like every other counter update. */

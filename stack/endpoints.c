@@ -153,6 +153,47 @@ void stk__ep_connected(struct tcp_pcb *pcb)
 		track(pcb);
 }
 
+/* The connection moves to another process: ulsd holds its frames back until the process
+ * presenting nonce claims it. Synchronous. */
+int stk__ep_handoff(struct tcp_pcb *pcb, uint64_t nonce)
+{
+	struct uls_ctl_msg m;
+
+	if (!stk__leased())
+		return -EOPNOTSUPP;  /* a TAP node of its own has nobody to give it to */
+	uls_ctl_init(&m, ULS_CTL_HANDOFF, 0);
+	m.proto = IPPROTO_TCP;
+	m.lport = pcb->local_port;
+	m.rip = ip_2_ip4(&pcb->remote_ip)->addr;
+	m.rport = pcb->remote_port;
+	m.u.handoff.nonce = nonce;
+	return stk__lease_call(&m);
+}
+
+int stk__ep_claim(uint16_t lport, const ip4_addr_t *rip, uint16_t rport, uint64_t nonce)
+{
+	struct uls_ctl_msg m;
+
+	if (!stk__leased())
+		return -EOPNOTSUPP;
+	uls_ctl_init(&m, ULS_CTL_CLAIM, 0);
+	m.proto = IPPROTO_TCP;
+	m.lport = lport;
+	m.rip = rip->addr;
+	m.rport = rport;
+	m.u.handoff.nonce = nonce;
+	return stk__lease_call(&m);
+}
+
+/* The pcb goes without a RELEASE: its tuple is another process's now. */
+void stk__ep_forget(struct tcp_pcb *pcb)
+{
+	if (!ext_ready)
+		return;
+	free(tcp_ext_arg_get(pcb, ext_id));
+	tcp_ext_arg_set(pcb, ext_id, NULL);
+}
+
 /* A connection accepted on a listener of ours: ulsd delivers its segments by tuple from
  * now on and keeps it in custody if we die. */
 void stk__ep_accepted(struct tcp_pcb *pcb)

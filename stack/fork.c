@@ -8,8 +8,8 @@
  * with uls_adopt(): a listener listens again on its port, joining the node's group of
  * listeners there, so new connections spread over parent and child (DESIGN.md: listening
  * sockets stay usable in both); an unconnected socket starts afresh. A connected socket
- * stays the parent's (the child gets ENOTCONN): moving a live connection between stacks
- * is not done (docs/limits.md).
+ * moves to the child once the parent has closed its copy (handoff.c: uls_adopt says
+ * ULS_ADOPT_CLAIM, and the caller claims it).
  */
 #include "sock.h"
 
@@ -28,6 +28,8 @@ static void prepare(void)
 
 static void parent(void)
 {
+	if (stk__node.up)
+		stk__handoff_forked();
 	stk__node.owned = false;
 	pthread_mutex_unlock(&stk__node.lock);
 }
@@ -65,6 +67,7 @@ static void child(void)
 	stk__node.owned = true;
 	if (stk__node.up) {
 		stk__sockets_each(forget_socket);
+		stk__handoff_forget();
 		tcp_active_pcbs = NULL;
 		tcp_tw_pcbs = NULL;
 		tcp_bound_pcbs = NULL;
@@ -107,15 +110,11 @@ static int adopt(struct stk_sock *s)
 	ip4_addr_t any = { IPADDR_ANY };
 	int rc;
 
+	if (s->inh_connected)
+		return ULS_ADOPT_CLAIM;  /* the parent must let go of it first (handoff.c) */
 	s->inherited = false;
 	s->err = 0;
 	s->state = STK_S_NEW;
-	if (s->inh_connected) {
-		/* Deviation: a connection stays with the process that made it. */
-		s->state = STK_S_DEAD;
-		s->err = -ENOTCONN;
-		return -ENOTCONN;
-	}
 	rc = s->type == SOCK_STREAM ? stk__stream_open(s) : stk__dgram_open(s);
 	if (rc < 0 || !s->inh_port)
 		return rc;

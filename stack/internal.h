@@ -51,10 +51,14 @@ void stk__lease_unmark_rings(void);
 void stk__lease_forget(void);
 int stk__lease_reattach(void);
 
-/* fork() support (fork.c). */
+/* fork() support (fork.c), and connections moving to the process that goes on with them
+ * (handoff.c). */
 void stk__fork_init(void);
 struct stk_sock;
 void stk__sockets_each(void (*fn)(struct stk_sock *s));
+void stk__handoff_forked(void);
+void stk__handoff_forget(void);
+bool stk__handoff_pending(void);
 
 /* err_t to -errno: the one place where lwIP's error codes are converted. */
 int stk__err_to_errno(err_t err);
@@ -71,6 +75,9 @@ enum stk_counter {
 	STK_CNT_TX_NOBUF,
 	STK_CNT_TX_OVERSIZE,
 	STK_CNT_MIRROR_FAIL,
+	STK_CNT_HANDOFF_OUT,
+	STK_CNT_HANDOFF_IN,
+	STK_CNT_HANDOFF_FAIL,
 	STK_CNT__COUNT
 };
 void stk__count(enum stk_counter c);

@@ -26,6 +26,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -38,7 +39,14 @@ struct stk_mirror {
 	bool eof;     /* B shut down for writing */
 	bool hup;     /* B shut down both ways */
 	bool gone;    /* B closed: nothing more to say */
+	bool parked;  /* this process closed A: B only watches the other holders */
+	int claim;    /* the reply socket of a holder of A that claimed it (handoff.c), or -1 */
 };
+
+/* What B may receive besides the bytes that fill A: a holder's claim, 'C' with the
+ * claimer's reply socket attached (handoff.c). */
+#define CLAIM_BYTE 'C'
+
 
 struct readiness {
 	bool rd, wr, eof, hup, err;
@@ -120,20 +128,63 @@ static void fill(struct stk_mirror *m)
 	m->filled = true;
 }
 
-static void drain(struct stk_mirror *m)
+/* Has the claimer whose reply socket this is stopped waiting? */
+static bool claim_gone(int fd)
 {
-	char buf[4096];
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
 
-	while (recv(m->peer, buf, sizeof(buf), MSG_DONTWAIT) > 0)
-		;
+	return poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR));
+}
+
+/* The descriptors a claim carried: the first live claimer's reply socket is kept, any
+ * other closed (that claimer reads end-of-file: not given). */
+static void take_claim(struct stk_mirror *m, struct msghdr *mh)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k; i++) {
+			int fd;
+			memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (m->claim >= 0 && claim_gone(m->claim)) {
+				stk__fd_close(m->claim);
+				m->claim = -1;
+			}
+			if (m->claim < 0)
+				m->claim = stk__fd_hide(fd);
+			else
+				close(fd);
+		}
+	}
+}
+
+/* Empty B. Returns 0 when B's end of the pair reached end-of-file (no holder of A is
+ * left), else 1. */
+static int drain(struct stk_mirror *m)
+{
+	char buf[4096], cbuf[CMSG_SPACE(sizeof(int) * 4)];
+	ssize_t n;
+
+	for (;;) {
+		struct iovec iov = { buf, sizeof(buf) };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+				     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+		n = recvmsg(m->peer, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		if (n <= 0)
+			break;
+		if (mh.msg_controllen)
+			take_claim(m, &mh);
+	}
 	m->filled = false;
+	return n == 0 ? 0 : 1;
 }
 
 void stk__mirror_sync(struct stk_sock *s)
 {
 	struct stk_mirror *m = s->mirror;
 
-	if (!m || m->gone)
+	if (!m || m->gone || m->parked)
 		return;
 	struct readiness r = want(s);
 
@@ -200,8 +251,74 @@ void stk__mirror_free(struct stk_sock *s)
 		return;
 	stk__fd_close(m->priv);
 	stk__fd_close(m->peer);
+	stk__fd_close(m->claim);
 	free(m);
 	s->mirror = NULL;
+}
+
+/* The application closed the socket, but other processes may still hold A: give up this
+ * process's hold on A (its token, its fill, priv) and keep B to watch them. -1 if the
+ * mirror cannot tell any more (B already hung up). */
+int stk__mirror_park(struct stk_sock *s)
+{
+	struct stk_mirror *m = s->mirror;
+
+	if (!m || m->gone || m->hup)
+		return -1;
+	if (m->token)
+		take_token(m);
+	drain(m);
+	stk__fd_close(m->priv);
+	m->priv = -1;
+	m->parked = true;
+	return 0;
+}
+
+enum stk_mirror_watch stk__mirror_watch(struct stk_sock *s)
+{
+	struct stk_mirror *m = s->mirror;
+	struct pollfd p = { .fd = m ? m->peer : -1, .events = POLLIN };
+
+	if (!m || m->peer < 0)
+		return STK_MIRROR_ALONE;
+	if (poll(&p, 1, 0) < 0)
+		return STK_MIRROR_SHARED;
+	int open = (p.revents & POLLIN) ? drain(m) : 1;
+	if (m->claim >= 0 && claim_gone(m->claim)) {
+		stk__fd_close(m->claim);  /* the claimer stopped waiting; it may claim again */
+		m->claim = -1;
+	}
+	if (m->claim >= 0)
+		return STK_MIRROR_CLAIMED;
+	/* A's last descriptor closed: B reads end-of-file and shows POLLHUP. */
+	return !open || (p.revents & (POLLHUP | POLLERR)) ? STK_MIRROR_ALONE : STK_MIRROR_SHARED;
+}
+
+/* Answer the claim on the claimer's reply socket: 'H' with the state's descriptor, or
+ * 'N' (state_fd < 0). */
+int stk__mirror_give(struct stk_sock *s, int state_fd)
+{
+	struct stk_mirror *m = s->mirror;
+	char tag = state_fd >= 0 ? 'H' : 'N', cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { &tag, 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (!m || m->claim < 0)
+		return -1;
+	if (state_fd >= 0) {
+		memset(cbuf, 0, sizeof(cbuf));
+		mh.msg_control = cbuf;
+		mh.msg_controllen = sizeof(cbuf);
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &state_fd, sizeof(int));
+	}
+	int rc = sendmsg(m->claim, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) == 1 ? 0 : -1;
+	stk__fd_close(m->claim);
+	m->claim = -1;
+	return rc;
 }
 
 static int mirror_new(struct stk_sock *s)
@@ -218,6 +335,7 @@ static int mirror_new(struct stk_sock *s)
 	}
 	/* The smallest send buffer: filling A costs a system call or two. */
 	setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+	m->claim = -1;
 	m->peer = stk__fd_hide(sv[1]);
 	m->priv = stk__fd_hide(sv[0]);
 	s->mirror = m;

@@ -80,6 +80,9 @@ struct stk_sock {
 	int inh_backlog;
 	bool share_inherited;      /* bind/listen join the parent's hold on the port */
 	bool accepting;            /* listener: ulsd was told this process accepts here */
+	/* Connections another process may hold too (handoff.c). */
+	bool forked;               /* it existed at a fork(): the child holds its mirror */
+	bool parked;               /* closed here, kept until the others let go or claim it */
 };
 
 /* endpoints.c: the node's port space lives in ulsd */
@@ -91,6 +94,9 @@ int stk__ep_connect(uint16_t lport, const ip4_addr_t *rip, uint16_t rport);
 void stk__ep_connected(struct tcp_pcb *pcb);
 void stk__ep_release(uint16_t lport, const ip4_addr_t *rip, uint16_t rport);
 void stk__ep_accepted(struct tcp_pcb *pcb);
+int stk__ep_handoff(struct tcp_pcb *pcb, uint64_t nonce);
+int stk__ep_claim(uint16_t lport, const ip4_addr_t *rip, uint16_t rport, uint64_t nonce);
+void stk__ep_forget(struct tcp_pcb *pcb);
 
 /* socket.c */
 struct stk_sock *stk__sock_new(int type);
@@ -104,6 +110,14 @@ void stk__sock_signal(struct stk_sock *s);
 void stk__mirror_sync(struct stk_sock *s);
 void stk__mirror_hangup(struct stk_sock *s);
 void stk__mirror_free(struct stk_sock *s);
+/* A parked socket's mirror (handoff.c): this process lets go of end A and watches B. */
+enum stk_mirror_watch { STK_MIRROR_SHARED, STK_MIRROR_ALONE, STK_MIRROR_CLAIMED };
+int stk__mirror_park(struct stk_sock *s);
+enum stk_mirror_watch stk__mirror_watch(struct stk_sock *s);
+int stk__mirror_give(struct stk_sock *s, int state_fd);
+
+/* handoff.c */
+bool stk__handoff_park(struct stk_sock *s);
 
 /* stream.c */
 int stk__stream_open(struct stk_sock *s);
@@ -117,6 +131,8 @@ ssize_t stk__stream_recv(struct stk_sock *s, void *buf, size_t len, int flags);
 int stk__stream_shutdown(struct stk_sock *s, bool rd, bool wr);
 void stk__stream_close(struct stk_sock *s);
 void stk__stream_lost(struct stk_sock *s);
+void stk__stream_forget(struct stk_sock *s);
+void stk__stream_adopted(struct stk_sock *s, struct tcp_pcb *pcb);
 
 /* dgram.c */
 int stk__dgram_open(struct stk_sock *s);

@@ -34,7 +34,7 @@ struct stk_sock *stk__sock_new(int type)
 /* Free a closed socket once no call is inside it any more. */
 void stk__sock_release(struct stk_sock *s)
 {
-	if (!s->closed || s->users)
+	if (!s->closed || s->users || s->parked)
 		return;
 	stk__mirror_free(s);
 	stk__rxq_clear(&s->rxq);
@@ -419,6 +419,15 @@ int uls_close(int sd)
 	}
 	struct stk_sock *s = table[sd];
 	table[sd] = NULL;
+	if (s->type == SOCK_STREAM && stk__handoff_park(s)) {
+		/* Another process holds the socket too: the connection waits for it to
+		 * claim it or let go (handoff.c). */
+		s->closed = true;
+		s->err = -EBADF;
+		pthread_cond_broadcast(&s->cond);
+		stk__unlock();
+		return 0;
+	}
 	if (s->type == SOCK_STREAM)
 		stk__stream_close(s);
 	else

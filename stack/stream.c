@@ -488,6 +488,32 @@ void stk__stream_lost(struct stk_sock *s)
 	}
 }
 
+/* The connection now lives in another process (handoff.c): drop the pcb without a word on
+ * the wire and without telling ulsd, which has moved the tuple already. */
+void stk__stream_forget(struct stk_sock *s)
+{
+	struct tcp_pcb *pcb = s->tcp;
+
+	if (!pcb)
+		return;
+	detach(pcb);
+	stk__ep_forget(pcb);
+	tcp_clear_flags(pcb, TF_ACK_DELAY | TF_ACK_NOW);
+	TCP_PCB_REMOVE_ACTIVE(pcb);
+	tcp_free(pcb);
+	s->tcp = NULL;
+	s->state = STK_S_DEAD;
+}
+
+/* A connection that came from another process (handoff.c), registered already. */
+void stk__stream_adopted(struct stk_sock *s, struct tcp_pcb *pcb)
+{
+	attach(s, pcb);
+	stk__ep_connected(pcb);
+	s->state = STK_S_CONNECTED;
+	s->err = 0;
+}
+
 void stk__stream_close(struct stk_sock *s)
 {
 	drop_unaccepted(s, true);

@@ -3,7 +3,9 @@
  * fork: libuls empties the child's stack (stack/fork.c); here every socket the child
  * inherited is adopted on its first use (a call on it, or being watched by poll, select
  * or epoll): libuls builds the child's own socket and its mirror is put under the same
- * descriptor numbers, so the child's readiness is no longer the parent's.
+ * descriptor numbers, so the child's readiness is no longer the parent's. A connection
+ * is claimed: it moves to the child once the parent has closed its copy
+ * (stack/handoff.c).
  *
  * exec: the new program cannot have the old stack. Sockets that stay open across exec
  * (no FD_CLOEXEC) keep their numbers but become closed sockets (reads give end-of-file,
@@ -80,7 +82,6 @@ int shim__adopt(int fd, struct shim_file *f)
 	sigset_t old;
 	int rc, nfd = -1;
 
-	(void)fd;
 	shim__table_lock();
 	if (f->gen == generation) {
 		shim__table_unlock();
@@ -88,8 +89,37 @@ int shim__adopt(int fd, struct shim_file *f)
 	}
 	shim__enter(&old);
 	rc = uls_adopt(f->sd);
-	/* A connection stays the parent's (ENOTCONN): the child still gets a mirror of its
-	 * own, which shows the socket closed, instead of the parent's readiness. */
+	if (rc == ULS_ADOPT_CLAIM) {
+		/* A connection: it moves here once the parent has closed its copy. The wait
+		 * is open to signals, like any blocking socket call. */
+		shim__leave(&old);
+		/* On a number of its own: fd itself is in the table, and libuls's calls on
+		 * it would come back here. */
+		int dfd = shim__real.fcntl(fd, F_DUPFD_CLOEXEC, 0);
+		int state = dfd < 0 ? -ENOTCONN : uls_claim_wait(dfd);
+		if (dfd >= 0)
+			shim__real.close(dfd);
+		shim__enter(&old);
+		if (f->gen == generation) {
+			/* A signal handler's call adopted it meanwhile. */
+			if (state >= 0)
+				shim__real.close(state);
+			shim__leave(&old);
+			shim__table_unlock();
+			return 0;
+		}
+		rc = uls_claim(f->sd, state);
+		if (rc == -EINTR) {
+			shim__leave(&old);
+			shim__table_unlock();
+			return rc;  /* this call reports EINTR; the next one claims again */
+		}
+		/* A claim that failed leaves the socket not connected (ENOTCONN): the child
+		 * still gets a mirror of its own, which shows it closed, instead of the
+		 * parent's readiness. */
+		if (rc < 0)
+			rc = -ENOTCONN;
+	}
 	if (rc == 0 || rc == -ENOTCONN)
 		nfd = uls_socket_fd(f->sd, SOCK_CLOEXEC);
 	if (rc == 0 && f->active)

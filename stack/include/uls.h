@@ -87,9 +87,19 @@ ULS_EXTERN int uls_pending(int sd);
 /* After fork(), sockets the child inherited still hold the parent's connections. In the
  * child, uls_adopt() gives such a socket a life of its own: a listener listens again on
  * its port (the node spreads new connections over every process listening there), an
- * unconnected socket starts afresh. Connected sockets stay the parent's: -ENOTCONN.
+ * unconnected socket starts afresh: 0. For a connected socket it returns ULS_ADOPT_CLAIM:
+ * the connection moves to this process once the parent has closed its copy. Then
+ * uls_claim_wait(fd), on the inherited descriptor fd that uls_socket_fd() made in the
+ * parent, asks for it and waits (kernel calls only, no lock held; a signal interrupts it)
+ * and returns a descriptor holding the connection's state, or -EINTR, or -ENOTCONN when
+ * the parent let go of the connection without giving it; uls_claim(sd, that result) takes
+ * the connection over, or records the failure (-EINTR: the socket's next call reports
+ * it, and the claim can be made again; otherwise the socket is left not connected).
  * uls_inherited() says whether sd still needs adopting. */
+#define ULS_ADOPT_CLAIM 1
 ULS_EXTERN int uls_adopt(int sd);
+ULS_EXTERN int uls_claim_wait(int fd);
+ULS_EXTERN int uls_claim(int sd, int state_fd);
 ULS_EXTERN int uls_inherited(int sd);
 
 /* The process accepts connections on listener sd (it waits for them, in accept or in a

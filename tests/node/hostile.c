@@ -13,6 +13,9 @@
  *   hostile CTL garbage                  send malformed control messages; prints each reply
  *   hostile CTL release LPORT RIP RPORT  claim another process's connection is gone, and
  *                                        its port: RELEASE and UNBIND; prints each reply
+ *   hostile CTL steal LPORT RIP RPORT    try to move another process's connection: HANDOFF
+ *                                        it, and CLAIM it with a guessed nonce; prints each
+ *                                        reply
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -224,6 +227,20 @@ int main(int argc, char **argv)
 		m.proto = IPPROTO_TCP;
 		m.lport = (uint16_t)atoi(argv[3]);
 		printf("unbind status %d\n", call(&m, NULL, 0));
+		return 0;
+	}
+	if (!strcmp(cmd, "steal") && argc == 6) {
+		struct uls_ctl_msg m;
+		enum uls_ctl_type types[2] = { ULS_CTL_HANDOFF, ULS_CTL_CLAIM };
+		for (int i = 0; i < 2; i++) {
+			uls_ctl_init(&m, types[i], 5 + (uint32_t)i);
+			m.proto = IPPROTO_TCP;
+			m.lport = (uint16_t)atoi(argv[3]);
+			inet_pton(AF_INET, argv[4], &m.rip);
+			m.rport = (uint16_t)atoi(argv[5]);
+			m.u.handoff.nonce = 0x0123456789abcdefull;
+			printf("%s status %d\n", i ? "claim" : "handoff", call(&m, NULL, 0));
+		}
 		return 0;
 	}
 	fprintf(stderr, "hostile: bad command\n");

@@ -128,7 +128,8 @@ def test_forged_segments_from_another_process_port_are_denied_and_not_sent(tb):
 def test_process_cannot_release_or_unbind_another_process_endpoint(tb):
     """The connection server answers to the lease, not to what a message claims: a hostile
     process that sends RELEASE for a victim's live connection and UNBIND for its port gets
-    EPERM for both, ctl_denied grows by 2, and the victim's transfer completes verified."""
+    EPERM for both, HANDOFF of it EPERM and CLAIM of it ENOENT; ctl_denied grows by 3, and
+    the victim's transfer completes verified."""
     port = 6250
     victim = tb.server(1, port, count=1)
     client = tb.kernel_client(f"{tb.ip(1)}:{port}", 256 * MIB, "send", name="kclient-victim")
@@ -145,8 +146,12 @@ def test_process_cannot_release_or_unbind_another_process_endpoint(tb):
     before = tb.counters(1)
     out = tb.hostile(1, "release", port, rip, rport)
     assert out.split() == ["release", "status", "-1", "unbind", "status", "-1"], out
+    # Nor can it move the connection to itself: HANDOFF is the holder's alone (EPERM),
+    # and a CLAIM finds no connection in transit (ENOENT).
+    out = tb.hostile(1, "steal", port, rip, rport)
+    assert out.split() == ["handoff", "status", "-1", "claim", "status", "-2"], out
     after = tb.counters(1)
-    assert delta(before, after, "ctl_denied") == 2
+    assert delta(before, after, "ctl_denied") == 3
     check_client(client, TRANSFER_TIMEOUT)
     (res,) = server_results(victim, 1)
     assert res["verified"] and res["bytes"] == 256 * MIB

@@ -146,6 +146,30 @@ static void release_needs_a_full_tuple(void **state)
 	assert_int_equal(check(&m, &out), 0);
 }
 
+/* HANDOFF and CLAIM name one TCP connection; the nonce is ulsd's to check (replies do
+ * not carry it). */
+static void handoff_and_claim_need_a_full_tcp_tuple(void **state)
+{
+	struct uls_ctl_msg m, out;
+	enum uls_ctl_type types[2] = { ULS_CTL_HANDOFF, ULS_CTL_CLAIM };
+
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		uls_ctl_init(&m, types[i], 1);
+		m.proto = IPPROTO_TCP;
+		m.lport = 40000;
+		m.rip = htonl(0xc6120064);
+		assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);  /* rport 0 */
+		m.rport = 80;
+		m.proto = IPPROTO_UDP;
+		assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);
+		m.proto = IPPROTO_TCP;
+		m.u.handoff.nonce = 42;
+		assert_int_equal(check(&m, &out), 0);
+		assert_true(out.u.handoff.nonce == 42);
+	}
+}
+
 static void counter_name_without_terminator_refused(void **state)
 {
 	struct uls_ctl_msg m, out;
@@ -199,6 +223,7 @@ int main(void)
 		cmocka_unit_test(listen_needs_tcp_and_a_port),
 		cmocka_unit_test(connect_needs_a_remote_address_and_port),
 		cmocka_unit_test(release_needs_a_full_tuple),
+		cmocka_unit_test(handoff_and_claim_need_a_full_tcp_tuple),
 		cmocka_unit_test(counter_name_without_terminator_refused),
 		cmocka_unit_test(hello_reply_with_bad_mtu_or_prefix_refused),
 		cmocka_unit_test(error_names_unique_and_named),

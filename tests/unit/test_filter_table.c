@@ -233,6 +233,26 @@ static void member_leaves_group_lookup_moves_only_its_connections(void **state)
 	}
 }
 
+/* A connection moving between processes: only its holder can move it, the rule then
+ * answers for the new owner, and the table's rule count does not change. */
+static void connected_rule_moves_only_from_its_owner(void **state)
+{
+	struct flt_table *t = *state;
+	struct flt_stats st;
+
+	assert_int_equal(flt_move_connected(t, TCP, 80, PEER_IP, 40000, 7, 9), -ENOENT);
+	assert_int_equal(flt_add_connected(t, TCP, 80, PEER_IP, 40000, 7), 0);
+	assert_int_equal(flt_move_connected(t, TCP, 80, PEER_IP, 40000, 8, 9), -EPERM);
+	assert_int_equal(flt_move_connected(t, TCP, 80, PEER_IP, 40000, 7, FLT_NO_OWNER), -EINVAL);
+	assert_int_equal(rx(t, &(struct fspec){ 0 }), 7);
+	assert_int_equal(flt_move_connected(t, TCP, 80, PEER_IP, 40000, 7, 9), 0);
+	assert_int_equal(rx(t, &(struct fspec){ 0 }), 9);
+	assert_int_equal(flt_del_connected(t, TCP, 80, PEER_IP, 40000, 7), -EPERM);
+	flt_table_stats(t, &st);
+	assert_int_equal(st.rules_connected, 1);
+	assert_int_equal(flt_del_connected(t, TCP, 80, PEER_IP, 40000, 9), 0);
+}
+
 static void missing_rules_del_fails_enoent_or_eperm(void **state)
 {
 	struct flt_table *t = *state;
@@ -693,6 +713,7 @@ int main(void)
 		T(same_members_in_any_order_lookup_picks_the_same),
 		T(member_leaves_group_lookup_moves_only_its_connections),
 		T(missing_rules_del_fails_enoent_or_eperm),
+		T(connected_rule_moves_only_from_its_owner),
 		T(owner_with_many_rules_del_owner_removes_all_and_only_them),
 		T(fragments_lookup_go_to_server),
 		T(arp_and_echo_lookup_go_to_server),

@@ -1,0 +1,123 @@
+/* Connections that move from one process to another.
+ *
+ * After fork(), parent and child hold the same connected socket, but only the parent's
+ * stack has the connection. When the parent closes its copy and the child goes on using
+ * it (inetd, sshd, Python's ForkingMixIn), the parent's stack hands the connection's
+ * state to the child's (stack/handoff.c) and ulsd moves the connection's filter rule and
+ * port reference between their leases:
+ *
+ *   HANDOFF(tuple, nonce)  from the holder: the rule goes "in transit". Frames for the
+ *                          tuple are dropped and counted (the peer retransmits them), so
+ *                          neither process's stack answers them with a RST meanwhile.
+ *   CLAIM(tuple, nonce)    from the taker, who got the nonce from the holder over their
+ *                          shared socket: the rule and the port reference become its own.
+ *
+ * A transit nobody claims within SRV_HANDOFF_MS ends like a connection whose process died:
+ * custody, probes, RST (ports.c).
+ */
+#include "server/internal.h"
+
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+
+#include "netif/ctlproto.h"
+
+static struct srv_handoff *find(struct srv *s, uint16_t lport, uint32_t rip, uint16_t rport)
+{
+	for (size_t i = 0; i < s->nhandoff; i++) {
+		struct srv_handoff *h = &s->handoff[i];
+		if (h->lport == lport && h->rip == rip && h->rport == rport)
+			return h;
+	}
+	return NULL;
+}
+
+static void forget(struct srv *s, struct srv_handoff *h)
+{
+	*h = s->handoff[--s->nhandoff];
+}
+
+/* The giving lease, if it still lives (ids are reused: the pid must match too). */
+static struct srv_lease *giver(struct srv *s, const struct srv_handoff *h)
+{
+	struct srv_lease *l = h->from < SRV_MAX_LEASES ? s->leases[h->from] : NULL;
+
+	return l && !l->dead && l->pid == h->from_pid ? l : NULL;
+}
+
+int srv_handoff_begin(struct srv *s, struct srv_lease *l, const struct uls_ctl_msg *m)
+{
+	if (!m->u.handoff.nonce)
+		return -EINVAL;  /* zero would be guessable */
+	if (find(s, m->lport, m->rip, m->rport))
+		return -EBUSY;
+	if (s->nhandoff == s->handoff_cap) {
+		size_t ncap = s->handoff_cap ? s->handoff_cap * 2 : 16;
+		struct srv_handoff *n = realloc(s->handoff, sizeof(*n) * ncap);
+		if (!n)
+			return -ENOMEM;
+		s->handoff = n;
+		s->handoff_cap = ncap;
+	}
+	/* What the process queued before it asked leaves under its own rule. */
+	srv_drain_tx(s, l);
+	int rc = flt_move_connected(s->flt, FLT_PROTO_TCP, m->lport, m->rip, m->rport, l->id,
+				    SRV_IN_TRANSIT);
+	if (rc < 0)
+		return rc;
+	s->handoff[s->nhandoff++] = (struct srv_handoff){
+		.lport = m->lport, .rip = m->rip, .rport = m->rport,
+		.nonce = m->u.handoff.nonce, .from = l->id, .from_pid = l->pid,
+		.expires_ms = srv_now_ms() + SRV_HANDOFF_MS,
+	};
+	return 0;
+}
+
+int srv_handoff_claim(struct srv *s, struct srv_lease *l, const struct uls_ctl_msg *m)
+{
+	struct srv_handoff *h = find(s, m->lport, m->rip, m->rport);
+
+	if (!h)
+		return -ENOENT;
+	if (h->nonce != m->u.handoff.nonce)
+		return -EPERM;
+	int rc = srv_port_take(s, l, IPPROTO_TCP, m->lport);
+	if (rc < 0)
+		return rc;
+	rc = flt_move_connected(s->flt, FLT_PROTO_TCP, m->lport, m->rip, m->rport,
+				SRV_IN_TRANSIT, l->id);
+	if (rc < 0) {
+		srv_port_release(s, l, IPPROTO_TCP, m->lport);
+		return rc;
+	}
+	struct srv_lease *g = giver(s, h);
+	if (g)
+		srv_port_release(s, g, IPPROTO_TCP, m->lport);
+	forget(s, h);
+	s->ctr[SRV_HANDOFFS]++;
+	return 0;
+}
+
+int srv_handoff_tick(struct srv *s)
+{
+	uint64_t now = srv_now_ms(), next = now + 1000;
+
+	for (size_t i = 0; i < s->nhandoff;) {
+		struct srv_handoff *h = &s->handoff[i];
+		if (h->expires_ms > now) {
+			if (h->expires_ms < next)
+				next = h->expires_ms;
+			i++;
+			continue;
+		}
+		flt_del_connected(s->flt, FLT_PROTO_TCP, h->lport, h->rip, h->rport, SRV_IN_TRANSIT);
+		srv_custody_add(s, h->lport, h->rip, h->rport);
+		struct srv_lease *g = giver(s, h);
+		if (g)
+			srv_port_release(s, g, IPPROTO_TCP, h->lport);
+		s->ctr[SRV_HANDOFFS_EXPIRED]++;
+		forget(s, h);
+	}
+	return (int)(next - now);
+}

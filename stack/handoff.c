@@ -1,0 +1,599 @@
+/* A connection moves to the process that goes on using it after fork().
+ *
+ * After fork() both processes hold the socket, but only the parent's stack has the
+ * connection (fork.c). The sshd and inetd pattern is: the parent closes its copy, the
+ * child goes on. So when the parent closes a connected socket that existed at a fork, it
+ * does not close the connection while another process may still hold the socket: it
+ * parks it (the pcb keeps running: ACKs, retransmissions, data queued for the reader)
+ * and watches the socket's readiness mirror (mirror.c), whose end A the other holders
+ * share and whose end B only the parent has:
+ *
+ *   B hangs up          nobody else holds the socket: close the connection as usual.
+ *   'C' arrives on B    a holder claims it (uls_claim_wait wrote it into A). The parent
+ *                       packs the connection's state into a memfd, tells ulsd HANDOFF
+ *                       with a random nonce (ulsd holds the tuple's frames back from
+ *                       both), sends 'H' and the memfd through B, and forgets the pcb
+ *                       without a word on the wire.
+ *
+ * The child reads the memfd (uls_claim), presents the nonce to ulsd in CLAIM (the tuple's
+ * filter rule and port reference become its own), and rebuilds the pcb: the sequence
+ * space, windows, scaling, timestamps, MSS and congestion state as they were; the bytes
+ * the parent's application had not read are queued for its reader; the bytes sent but
+ * not acknowledged and the bytes not yet sent are queued again from SND.UNA, so the peer
+ * gets every byte (some twice, which TCP discards: RFC 9293 §3.10.7.4).
+ *
+ * Deviation: two processes cannot use one connection at the same time. The child's first
+ * call on an inherited connection waits until the parent has closed its copy (a signal
+ * interrupts the wait with EINTR); the parent keeps using it meanwhile.
+ */
+#include "sock.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lwip/priv/tcp_priv.h"
+#include "lwip/timeouts.h"
+
+#define HOFF_MAGIC   0x554c5348u  /* "ULSH" */
+#define HOFF_VERSION 1u
+#define HOFF_MAX     (64u << 20) /* no state is larger: two 4 MiB buffers and a header */
+#define WATCH_MIN_MS 1
+#define WATCH_MAX_MS 100
+
+/* The connection, field by field: only values, so the taker need not be the same build
+ * of lwIP to read it (exec may come one day), and nothing in it points anywhere. */
+struct hoff_state {
+	uint32_t magic, version;
+	uint64_t nonce;
+	uint32_t local_ip, remote_ip;     /* network order */
+	uint16_t local_port, remote_port;
+	uint8_t state;                    /* ESTABLISHED or CLOSE_WAIT */
+	uint8_t prio, so_options, tos, ttl;
+	uint8_t snd_scale, rcv_scale;
+	uint8_t pad;
+	uint32_t flags;                   /* TF_NODELAY, TF_WND_SCALE, TF_TIMESTAMP, TF_SACK */
+	uint32_t rcv_nxt, rcv_wnd, rcv_ann_wnd, rcv_ann_right_edge;
+	uint32_t lastack, snd_wl1, snd_wl2, snd_lbb, snd_wnd, snd_wnd_max;
+	uint32_t cwnd, ssthresh;
+	uint32_t ts_recent, ts_lastacksent;
+	uint32_t keep_idle, keep_intvl, keep_cnt;
+	uint16_t mss;
+	int16_t sa, sv, rto;
+	/* Socket-level state. */
+	uint8_t rx_eof, cork;
+	uint8_t pad2[2];
+	/* Then rx_len bytes the application had not read, and tx_len bytes from SND.UNA. */
+	uint32_t rx_len, tx_len;
+};
+
+#define KEEP_FLAGS (TF_NODELAY | TF_WND_SCALE | TF_TIMESTAMP | TF_SACK)
+
+/* ---- The parent: parking, watching, giving ------------------------------------------ */
+
+static struct stk_sock **parked;
+static size_t nparked, parked_cap;
+static u32_t watch_ms;
+static bool watching;
+
+static void watch(void *arg);
+
+static void arm(u32_t ms)
+{
+	if (!watching) {
+		watching = true;
+		sys_timeout(ms, watch, NULL);
+	}
+}
+
+/* At fork, in the parent: the connections whose mirrors the child now holds too. */
+static void mark(struct stk_sock *s)
+{
+	if (s->type == SOCK_STREAM && s->state == STK_S_CONNECTED && s->mirror)
+		s->forked = true;
+}
+
+void stk__handoff_forked(void)
+{
+	stk__sockets_each(mark);
+}
+
+bool stk__handoff_park(struct stk_sock *s)
+{
+	if (!s->forked || !s->tcp || !stk__node.running || s->wr_shut || s->rd_shut ||
+	    (s->tcp->state != ESTABLISHED && s->tcp->state != CLOSE_WAIT))
+		return false;
+	if (nparked == parked_cap) {
+		size_t ncap = parked_cap ? parked_cap * 2 : 8;
+		struct stk_sock **n = realloc(parked, sizeof(*n) * ncap);
+		if (!n)
+			return false;
+		parked = n;
+		parked_cap = ncap;
+	}
+	if (stk__mirror_park(s) < 0)
+		return false;
+	s->parked = true;
+	parked[nparked++] = s;
+	watch_ms = WATCH_MIN_MS;
+	arm(0);  /* a claim may be waiting already */
+	return true;
+}
+
+/* In a fork child: the parked connections are the parent's (and so are the claims that
+ * reach them). Forget them, closing only this process's copies of their descriptors. */
+void stk__handoff_forget(void)
+{
+	if (watching)
+		sys_untimeout(watch, NULL);
+	watching = false;
+	for (size_t i = 0; i < nparked; i++) {
+		struct stk_sock *s = parked[i];
+		stk__mirror_free(s);
+		stk__rxq_clear(&s->rxq);
+		free(s->acq);
+		free(s);
+	}
+	nparked = 0;
+}
+
+bool stk__handoff_pending(void)
+{
+	return nparked > 0;
+}
+
+static int memfd_put(int fd, const void *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -EIO;
+		p = (const uint8_t *)p + w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* The bytes of a segment queue from sequence number `from` on, appended to fd. */
+static int put_segs(int fd, struct tcp_seg *seg, u32_t *from, uint32_t *len)
+{
+	uint8_t buf[4096];
+
+	for (; seg; seg = seg->next) {
+		u32_t seq = lwip_ntohl(seg->tcphdr->seqno);
+		if (seg->len == 0)
+			continue;
+		if (TCP_SEQ_GT(seq, *from))
+			return -EPROTO;  /* a hole: cannot happen in lwIP's queues */
+		u32_t skip = *from - seq;
+		if (skip >= seg->len)
+			continue;
+		u16_t hdr = (u16_t)(seg->p->tot_len - seg->len);
+		for (u32_t off = skip; off < seg->len;) {
+			u16_t n = (u16_t)LWIP_MIN(sizeof(buf), seg->len - off);
+			pbuf_copy_partial(seg->p, buf, n, (u16_t)(hdr + off));
+			if (memfd_put(fd, buf, n) < 0)
+				return -EIO;
+			off += n;
+		}
+		*len += seg->len - skip;
+		*from = seq + seg->len;
+	}
+	return 0;
+}
+
+/* Everything the taker needs, in a sealed memfd; -errno if the state cannot be moved. */
+static int pack(struct stk_sock *s, uint64_t nonce)
+{
+	struct tcp_pcb *pcb = s->tcp;
+	struct hoff_state h = {
+		.magic = HOFF_MAGIC, .version = HOFF_VERSION, .nonce = nonce,
+		.local_ip = ip_2_ip4(&pcb->local_ip)->addr, .remote_ip = ip_2_ip4(&pcb->remote_ip)->addr,
+		.local_port = pcb->local_port, .remote_port = pcb->remote_port,
+		.state = (uint8_t)pcb->state, .prio = pcb->prio, .so_options = pcb->so_options,
+		.tos = pcb->tos, .ttl = pcb->ttl, .snd_scale = pcb->snd_scale,
+		.rcv_scale = pcb->rcv_scale, .flags = pcb->flags & KEEP_FLAGS,
+		.rcv_nxt = pcb->rcv_nxt, .rcv_wnd = pcb->rcv_wnd, .rcv_ann_wnd = pcb->rcv_ann_wnd,
+		.rcv_ann_right_edge = pcb->rcv_ann_right_edge, .lastack = pcb->lastack,
+		.snd_wl1 = pcb->snd_wl1, .snd_wl2 = pcb->snd_wl2, .snd_lbb = pcb->snd_lbb,
+		.snd_wnd = pcb->snd_wnd, .snd_wnd_max = pcb->snd_wnd_max, .cwnd = pcb->cwnd,
+		.ssthresh = pcb->ssthresh, .ts_recent = pcb->ts_recent,
+		.ts_lastacksent = pcb->ts_lastacksent, .keep_idle = pcb->keep_idle,
+		.keep_intvl = pcb->keep_intvl, .keep_cnt = pcb->keep_cnt, .mss = pcb->mss,
+		.sa = pcb->sa, .sv = pcb->sv, .rto = pcb->rto, .rx_eof = s->rx_eof, .cork = s->cork,
+	};
+	uint8_t buf[4096];
+	int fd, rc;
+
+	if (pcb->refused_data)
+		return -EAGAIN;  /* lwIP still owes the reader data: not a state to move */
+	/* Not hidden among the library's descriptors (privfd.c): it lives for the length of
+	 * this function, and the shim's guard would refuse the stack thread its seals. */
+	fd = memfd_create("uls-handoff", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -errno;
+	if (lseek(fd, (off_t)sizeof(h), SEEK_SET) < 0)
+		goto io;
+	while (s->rxq.bytes) {
+		size_t n = stk__rxq_read(&s->rxq, buf, sizeof(buf), false);
+		if (memfd_put(fd, buf, n) < 0)
+			goto io;
+		h.rx_len += (uint32_t)n;
+	}
+	u32_t from = pcb->lastack;
+	if ((rc = put_segs(fd, pcb->unacked, &from, &h.tx_len)) < 0 ||
+	    (rc = put_segs(fd, pcb->unsent, &from, &h.tx_len)) < 0) {
+		close(fd);
+		return rc;
+	}
+	if (from != pcb->snd_lbb) {
+		close(fd);
+		return -EPROTO;
+	}
+	if (pwrite(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
+		goto io;
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
+		goto io;
+	return fd;
+io:
+	close(fd);
+	return -EIO;
+}
+
+static void unpark(size_t i)
+{
+	struct stk_sock *s = parked[i];
+
+	parked[i] = parked[--nparked];
+	s->parked = false;
+}
+
+/* Nobody took it: the close the application asked for, now. */
+static void finish(size_t i)
+{
+	struct stk_sock *s = parked[i];
+
+	unpark(i);
+	stk__stream_close(s);
+	stk__sock_release(s);
+}
+
+/* A holder claimed the connection. Returns false if the socket stays parked. */
+static bool give(size_t i)
+{
+	struct stk_sock *s = parked[i];
+	uint64_t nonce = ((uint64_t)stk__random32() << 32 | stk__random32()) | 1;
+	int fd = -ENOTCONN;
+
+	if (s->tcp && (s->tcp->state == ESTABLISHED || s->tcp->state == CLOSE_WAIT))
+		fd = pack(s, nonce);
+	if (fd >= 0) {
+		/* The frames this stack queued must leave while the tuple is still its own. */
+		stk__node.dev->ops->tx_flush(stk__node.dev);
+		int rc = stk__ep_handoff(s->tcp, nonce);
+		if (rc < 0) {
+			close(fd);
+			fd = rc;
+		}
+	}
+	if (fd < 0) {
+		/* The claimer learns it gets nothing; the connection closes here. */
+		stk__log(1, "a connection could not move to the process that claimed it: %s "
+			 "(local port %u, remote port %u)", strerror(-fd),
+			 s->tcp ? s->tcp->local_port : 0, s->tcp ? s->tcp->remote_port : 0);
+		stk__count(STK_CNT_HANDOFF_FAIL);
+		stk__mirror_give(s, -1);
+		finish(i);
+		return true;
+	}
+	int sent = stk__mirror_give(s, fd);
+	close(fd);
+	if (sent < 0) {
+		/* The claimer stopped waiting (a signal interrupted it; it claims again on its
+		 * next call): the connection comes back here and stays parked. */
+		ip4_addr_t rip = { ip_2_ip4(&s->tcp->remote_ip)->addr };
+		if (stk__ep_claim(s->tcp->local_port, &rip, s->tcp->remote_port, nonce) == 0)
+			return false;
+		stk__log(1, "a connection could not come back from its handoff");
+		stk__stream_forget(s);  /* ulsd keeps it in transit, then resets it */
+		unpark(i);
+		stk__sock_release(s);
+		return true;
+	}
+	stk__stream_forget(s);
+	stk__count(STK_CNT_HANDOFF_OUT);
+	unpark(i);
+	stk__sock_release(s);
+	return true;
+}
+
+static void watch(void *arg)
+{
+	(void)arg;
+	watching = false;
+	for (size_t i = 0; i < nparked;) {
+		struct stk_sock *s = parked[i];
+		switch (stk__mirror_watch(s)) {
+		case STK_MIRROR_CLAIMED:
+			if (give(i))
+				continue;
+			break;
+		case STK_MIRROR_ALONE:
+			finish(i);
+			continue;
+		case STK_MIRROR_SHARED:
+			if (!s->tcp) {
+				/* Reset or timed out while parked: nothing left to give. */
+				finish(i);
+				continue;
+			}
+			break;
+		}
+		i++;
+	}
+	if (nparked) {
+		arm(watch_ms);
+		watch_ms = watch_ms * 2 > WATCH_MAX_MS ? WATCH_MAX_MS : watch_ms * 2;
+	}
+}
+
+/* ---- The child: claiming ------------------------------------------------------------ */
+
+/* Send 'C' into A with fd attached. */
+static int send_claim(int a, int fd)
+{
+	char c = 'C', cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { &c, 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+
+	memset(cbuf, 0, sizeof(cbuf));
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	/* May block: the parent may have filled A to show it unwritable. */
+	if (sendmsg(a, &mh, MSG_NOSIGNAL) == 1)
+		return 0;
+	return errno == EINTR ? -EINTR : -ENOTCONN;
+}
+
+/* The claim carries a reply socket of the claimer's own, so that the answer never passes
+ * through A, whose readiness bytes are the parent's as long as it uses the socket. */
+int uls_claim_wait(int fd)
+{
+	char c, cbuf[CMSG_SPACE(sizeof(int))];
+	int sv[2], rc;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	rc = send_claim(fd, sv[1]);
+	close(sv[1]);
+	if (rc == 0)
+		rc = -ENOTCONN;
+	else
+		goto out;
+	for (int flags = 0;;) {
+		struct iovec iov = { &c, 1 };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+				     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
+		ssize_t n = recvmsg(sv[0], &mh, MSG_CMSG_CLOEXEC | flags);
+		if (n < 0 && errno == EINTR) {
+			/* Stop the parent's answer first (its send fails from now on, and it
+			 * keeps the connection), then take one that came before. */
+			shutdown(sv[0], SHUT_RD);
+			flags = MSG_DONTWAIT;
+			rc = -EINTR;
+			continue;
+		}
+		if (n <= 0 && flags) {
+			rc = -EINTR;  /* nothing came: the next call claims again */
+			break;
+		}
+		if (n <= 0) {
+			rc = -ENOTCONN;  /* the parent let go without giving it */
+			break;
+		}
+		int got = -1;
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		if (cm && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
+		    cm->cmsg_len == CMSG_LEN(sizeof(int)))
+			memcpy(&got, CMSG_DATA(cm), sizeof(int));
+		if (c == 'H' && got >= 0)
+			rc = got;
+		else if (got >= 0)
+			close(got);
+		if (c == 'H' || c == 'N')
+			break;
+	}
+out:
+	close(sv[0]);
+	return rc;
+}
+
+/* Read and check the state; returns the mapping (caller unmaps *size bytes) or NULL. */
+static const struct hoff_state *map_state(int fd, size_t *size)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0 || st.st_size < (off_t)sizeof(struct hoff_state) ||
+	    st.st_size > (off_t)HOFF_MAX)
+		return NULL;
+	/* Only a sealed memfd: its contents cannot change under us. */
+	int seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || !(seals & F_SEAL_WRITE) || !(seals & F_SEAL_SHRINK))
+		return NULL;
+	void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	const struct hoff_state *h = p;
+	if (h->magic != HOFF_MAGIC || h->version != HOFF_VERSION || !h->nonce ||
+	    (h->state != ESTABLISHED && h->state != CLOSE_WAIT) || !h->local_port ||
+	    !h->remote_port || !h->mss ||
+	    (uint64_t)sizeof(*h) + h->rx_len + h->tx_len != (uint64_t)st.st_size ||
+	    h->tx_len > TCP_SND_BUF || h->tx_len != h->snd_lbb - h->lastack ||
+	    h->snd_scale > 14 || h->rcv_scale > 14) {
+		munmap(p, (size_t)st.st_size);
+		return NULL;
+	}
+	*size = (size_t)st.st_size;
+	return h;
+}
+
+static void restore(struct tcp_pcb *pcb, const struct hoff_state *h)
+{
+	ip_addr_set_ip4_u32(&pcb->local_ip, h->local_ip);
+	ip_addr_set_ip4_u32(&pcb->remote_ip, h->remote_ip);
+	pcb->local_port = h->local_port;
+	pcb->remote_port = h->remote_port;
+	pcb->state = (enum tcp_state)h->state;
+	pcb->prio = h->prio;
+	pcb->so_options = h->so_options;
+	pcb->tos = h->tos;
+	pcb->ttl = h->ttl;
+	pcb->flags = (tcpflags_t)(h->flags & KEEP_FLAGS);
+	pcb->snd_scale = h->snd_scale;
+	pcb->rcv_scale = h->rcv_scale;
+	pcb->rcv_nxt = h->rcv_nxt;
+	pcb->rcv_wnd = h->rcv_wnd;
+	pcb->rcv_ann_wnd = h->rcv_ann_wnd;
+	pcb->rcv_ann_right_edge = h->rcv_ann_right_edge;
+	pcb->mss = h->mss;
+	pcb->sa = h->sa;
+	pcb->sv = h->sv;
+	pcb->rto = h->rto;
+	pcb->cwnd = h->cwnd;
+	pcb->ssthresh = h->ssthresh;
+	/* Sending starts again at SND.UNA: what was in flight is queued again below. */
+	pcb->lastack = h->lastack;
+	pcb->snd_nxt = h->lastack;
+	pcb->snd_lbb = h->lastack;
+	pcb->rto_end = h->lastack;
+	pcb->snd_wl1 = h->snd_wl1;
+	pcb->snd_wl2 = h->snd_wl2;
+	pcb->snd_wnd = h->snd_wnd;
+	pcb->snd_wnd_max = h->snd_wnd_max;
+	pcb->ts_recent = h->ts_recent;
+	pcb->ts_lastacksent = h->ts_lastacksent;
+	pcb->keep_idle = h->keep_idle;
+	pcb->keep_intvl = h->keep_intvl;
+	pcb->keep_cnt = h->keep_cnt;
+	pcb->tmr = tcp_ticks;
+	pcb->netif_idx = NETIF_NO_INDEX;
+}
+
+/* Queue bytes for the reader as pbufs of at most 64 KiB (their lengths are 16 bits). */
+static int queue_rx(struct stk_sock *s, const uint8_t *p, size_t len)
+{
+	while (len) {
+		u16_t n = (u16_t)LWIP_MIN(len, 0xfff0u);
+		struct pbuf *b = pbuf_alloc(PBUF_RAW, n, PBUF_RAM);
+		if (!b)
+			return -ENOMEM;
+		pbuf_take(b, p, n);
+		if (stk__rxq_push(&s->rxq, b, NULL, 0) < 0) {
+			pbuf_free(b);
+			return -ENOMEM;
+		}
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int queue_tx(struct tcp_pcb *pcb, const uint8_t *p, size_t len)
+{
+	while (len) {
+		u16_t n = (u16_t)LWIP_MIN(len, 0xffffu);
+		if (tcp_write(pcb, p, n, TCP_WRITE_FLAG_COPY | (len > n ? TCP_WRITE_FLAG_MORE : 0)) !=
+		    ERR_OK)
+			return -ENOMEM;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int claim(struct stk_sock *s, const struct hoff_state *h)
+{
+	const uint8_t *data = (const uint8_t *)(h + 1);
+	ip4_addr_t rip = { h->remote_ip };
+	int rc;
+
+	if (h->local_ip != ip_2_ip4(&stk__node.netif.ip_addr)->addr)
+		return -EINVAL;
+	rc = stk__ep_claim(h->local_port, &rip, h->remote_port, h->nonce);
+	if (rc < 0)
+		return rc;
+	/* From here the tuple's frames come to this process. */
+	struct tcp_pcb *pcb = tcp_new_ip_type(IPADDR_TYPE_V4);
+	if (!pcb) {
+		stk__ep_release(h->local_port, &rip, h->remote_port);
+		return -ENOMEM;
+	}
+	restore(pcb, h);
+	TCP_REG_ACTIVE(pcb);
+	stk__stream_adopted(s, pcb);  /* callbacks, and RELEASE at its end */
+	s->rx_eof = h->rx_eof;
+	s->cork = h->cork;
+	if (queue_rx(s, data, h->rx_len) < 0 || queue_tx(pcb, data + h->rx_len, h->tx_len) < 0) {
+		/* Some bytes cannot be kept: the connection cannot go on intact. */
+		stk__stream_close(s);
+		s->err = -ENOMEM;
+		return -ENOMEM;
+	}
+	tcp_ack_now(pcb);
+	tcp_output(pcb);
+	stk__count(STK_CNT_HANDOFF_IN);
+	return 0;
+}
+
+int uls_claim(int sd, int state_fd)
+{
+	size_t size = 0;
+	const struct hoff_state *h = NULL;
+	int rc;
+
+	if (state_fd >= 0) {
+		h = map_state(state_fd, &size);
+		close(state_fd);
+	}
+	stk__lock();
+	struct stk_sock *s = stk__sock_enter(sd);
+	if (!s) {
+		rc = -EBADF;
+	} else if (!s->inherited || !s->inh_connected || s->type != SOCK_STREAM) {
+		rc = -EINVAL;
+	} else if (state_fd == -EINTR) {
+		/* The wait was interrupted: the call says so, the next one waits again. */
+		s->err = -EINTR;
+		rc = -EINTR;
+	} else {
+		rc = state_fd < 0 ? state_fd : !h ? -EPROTO : !stk__node.up ? -ENETDOWN :
+			claim(s, h);
+		s->inherited = false;
+		if (rc < 0) {
+			/* Deviation: the connection stayed with the other process. */
+			stk__log(1, "an inherited connection could not be taken over: %s",
+				 strerror(-rc));
+			s->state = STK_S_DEAD;
+			s->err = -ENOTCONN;
+			stk__count(STK_CNT_HANDOFF_FAIL);
+		}
+	}
+	if (s)
+		stk__sock_leave(s);
+	stk__unlock();
+	if (h)
+		munmap((void *)h, size);
+	return rc;
+}
