@@ -210,7 +210,6 @@ static int pack(struct stk_sock *s, uint64_t nonce)
 		.keep_intvl = pcb->keep_intvl, .keep_cnt = pcb->keep_cnt, .mss = pcb->mss,
 		.sa = pcb->sa, .sv = pcb->sv, .rto = pcb->rto, .rx_eof = s->rx_eof, .cork = s->cork,
 	};
-	uint8_t buf[4096];
 	int fd, rc;
 
 	if (pcb->refused_data)
@@ -222,11 +221,17 @@ static int pack(struct stk_sock *s, uint64_t nonce)
 		return -errno;
 	if (lseek(fd, (off_t)sizeof(h), SEEK_SET) < 0)
 		goto io;
-	while (s->rxq.bytes) {
-		size_t n = stk__rxq_read(&s->rxq, buf, sizeof(buf), false);
-		if (memfd_put(fd, buf, n) < 0)
+	if (s->rxq.bytes) {
+		/* Peeked, not taken: an export that exec gives back leaves the socket as it was. */
+		uint8_t *rx = malloc(s->rxq.bytes);
+		if (!rx)
 			goto io;
-		h.rx_len += (uint32_t)n;
+		size_t n = stk__rxq_read(&s->rxq, rx, s->rxq.bytes, true);
+		int w = memfd_put(fd, rx, n);
+		free(rx);
+		if (w < 0)
+			goto io;
+		h.rx_len = (uint32_t)n;
 	}
 	u32_t from = pcb->lastack;
 	if ((rc = put_segs(fd, pcb->unacked, &from, &h.tx_len)) < 0 ||
@@ -369,7 +374,7 @@ static int send_claim(int a, int fd)
 
 /* The claim carries a reply socket of the claimer's own, so that the answer never passes
  * through A, whose readiness bytes are the parent's as long as it uses the socket. */
-int uls_claim_wait(int fd)
+int uls_claim_wait(int fd, int timeout_ms)
 {
 	char c, cbuf[CMSG_SPACE(sizeof(int))];
 	int sv[2], rc;
@@ -382,21 +387,27 @@ int uls_claim_wait(int fd)
 		rc = -ENOTCONN;
 	else
 		goto out;
-	for (int flags = 0;;) {
+	for (int flags = 0, stop = 0;;) {
 		struct iovec iov = { &c, 1 };
 		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
 				     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-		ssize_t n = recvmsg(sv[0], &mh, MSG_CMSG_CLOEXEC | flags);
-		if (n < 0 && errno == EINTR) {
+		struct pollfd p = { .fd = sv[0], .events = POLLIN };
+		ssize_t n = -1;
+		if (!flags && timeout_ms >= 0 && poll(&p, 1, timeout_ms) == 0) {
+			errno = ETIMEDOUT;
+		} else {
+			n = recvmsg(sv[0], &mh, MSG_CMSG_CLOEXEC | flags);
+		}
+		if (n < 0 && !flags && (errno == EINTR || errno == ETIMEDOUT)) {
 			/* Stop the parent's answer first (its send fails from now on, and it
 			 * keeps the connection), then take one that came before. */
+			stop = -errno;
 			shutdown(sv[0], SHUT_RD);
 			flags = MSG_DONTWAIT;
-			rc = -EINTR;
 			continue;
 		}
 		if (n <= 0 && flags) {
-			rc = -EINTR;  /* nothing came: the next call claims again */
+			rc = stop;  /* nothing came: the claim can be made again */
 			break;
 		}
 		if (n <= 0) {
@@ -557,29 +568,37 @@ static int claim(struct stk_sock *s, const struct hoff_state *h)
 	return 0;
 }
 
-int uls_claim(int sd, int state_fd)
+/* Take the connection whose state state_fd holds into s (core lock held); closes
+ * state_fd. */
+static int claim_state(struct stk_sock *s, int state_fd)
 {
 	size_t size = 0;
-	const struct hoff_state *h = NULL;
+	const struct hoff_state *h = map_state(state_fd, &size);
+	int rc = !h ? -EPROTO : !stk__node.up || stk__node.lost ? -ENETDOWN : claim(s, h);
+
+	close(state_fd);
+	if (h)
+		munmap((void *)h, size);
+	return rc;
+}
+
+int uls_claim(int sd, int state_fd)
+{
 	int rc;
 
-	if (state_fd >= 0) {
-		h = map_state(state_fd, &size);
-		close(state_fd);
-	}
 	stk__lock();
 	struct stk_sock *s = stk__sock_enter(sd);
 	if (!s) {
 		rc = -EBADF;
 	} else if (!s->inherited || !s->inh_connected || s->type != SOCK_STREAM) {
 		rc = -EINVAL;
-	} else if (state_fd == -EINTR) {
-		/* The wait was interrupted: the call says so, the next one waits again. */
-		s->err = -EINTR;
-		rc = -EINTR;
+	} else if (state_fd == -EINTR || state_fd == -ETIMEDOUT) {
+		/* The wait ended early: the call says so, the next one waits again. */
+		s->err = state_fd;
+		rc = state_fd;
 	} else {
-		rc = state_fd < 0 ? state_fd : !h ? -EPROTO : !stk__node.up ? -ENETDOWN :
-			claim(s, h);
+		rc = state_fd < 0 ? state_fd : claim_state(s, state_fd);
+		state_fd = -1;
 		s->inherited = false;
 		if (rc < 0) {
 			/* Deviation: the connection stayed with the other process. */
@@ -593,7 +612,91 @@ int uls_claim(int sd, int state_fd)
 	if (s)
 		stk__sock_leave(s);
 	stk__unlock();
-	if (h)
-		munmap((void *)h, size);
+	if (state_fd >= 0)
+		close(state_fd);
 	return rc;
+}
+
+/* ---- exec: the same state, for the program that replaces this one ------------------ */
+
+int uls_export(int sd, uint64_t *nonce)
+{
+	int rc;
+
+	stk__lock();
+	struct stk_sock *s = stk__sock_enter(sd);
+	if (!s)
+		rc = -EBADF;
+	else if (s->type != SOCK_STREAM || s->state != STK_S_CONNECTED || !s->tcp ||
+		 s->inherited || s->wr_shut || s->rd_shut ||
+		 (s->tcp->state != ESTABLISHED && s->tcp->state != CLOSE_WAIT))
+		rc = -ENOTCONN;
+	else if (!stk__leased())
+		rc = -EOPNOTSUPP;
+	else
+		rc = 0;
+	if (rc == 0) {
+		*nonce = ((uint64_t)stk__random32() << 32 | stk__random32()) | 1;
+		rc = pack(s, *nonce);
+	}
+	if (rc >= 0) {
+		stk__node.dev->ops->tx_flush(stk__node.dev);
+		int c = stk__ep_handoff(s->tcp, *nonce);
+		if (c < 0) {
+			close(rc);
+			rc = c;
+		}
+	}
+	if (rc >= 0)
+		stk__count(STK_CNT_HANDOFF_OUT);
+	if (s)
+		stk__sock_leave(s);
+	stk__unlock();
+	return rc;
+}
+
+int uls_export_undo(int sd, uint64_t nonce)
+{
+	int rc;
+
+	stk__lock();
+	struct stk_sock *s = stk__sock_enter(sd);
+	if (!s || !s->tcp) {
+		rc = -EBADF;
+	} else {
+		ip4_addr_t rip = { ip_2_ip4(&s->tcp->remote_ip)->addr };
+		rc = stk__ep_claim(s->tcp->local_port, &rip, s->tcp->remote_port, nonce);
+	}
+	if (s)
+		stk__sock_leave(s);
+	stk__unlock();
+	return rc;
+}
+
+int uls_import(int state_fd)
+{
+	int sd = uls_socket(SOCK_STREAM);
+
+	if (sd < 0) {
+		close(state_fd);
+		return sd;
+	}
+	stk__lock();
+	struct stk_sock *s = stk__sock_enter(sd);
+	int rc = -EBADF;
+	if (s) {
+		if (s->tcp)
+			tcp_close(s->tcp);  /* a fresh pcb, in no list yet */
+		s->tcp = NULL;
+		rc = claim_state(s, state_fd);
+		stk__sock_leave(s);
+	}
+	stk__unlock();
+	if (rc < 0) {
+		stk__log(1, "a connection passed across exec could not be taken over: %s",
+			 strerror(-rc));
+		uls_close(sd);
+		return rc;
+	}
+	return sd;
 }

@@ -97,7 +97,22 @@ struct shim_file *shim__get(int fd)
 	shim__table_unlock();
 	/* A socket inherited across fork becomes this process's own on first use. */
 	if (f && f->gen != shim__generation())
-		shim__adopt(fd, f);
+		shim__adopt(fd, f, -1);
+	return f;
+}
+
+/* shim__get() without adopting an inherited socket (exec.c adopts with a time limit). */
+struct shim_file *shim__get_raw(int fd)
+{
+	struct shim_file *f;
+
+	if (!in_range(fd) || !atomic_load_explicit(&table[fd], memory_order_acquire))
+		return NULL;
+	shim__table_lock();
+	f = atomic_load(&table[fd]);
+	if (f)
+		atomic_fetch_add(&f->users, 1);
+	shim__table_unlock();
 	return f;
 }
 

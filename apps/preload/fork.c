@@ -1,4 +1,4 @@
-/* fork and exec under the shim (the rules are in docs/compatibility.md).
+/* fork under the shim (the rules are in docs/compatibility.md; exec is in exec.c).
  *
  * fork: libuls empties the child's stack (stack/fork.c); here every socket the child
  * inherited is adopted on its first use (a call on it, or being watched by poll, select
@@ -6,11 +6,6 @@
  * descriptor numbers, so the child's readiness is no longer the parent's. A connection
  * is claimed: it moves to the child once the parent has closed its copy
  * (stack/handoff.c).
- *
- * exec: the new program cannot have the old stack. Sockets that stay open across exec
- * (no FD_CLOEXEC) keep their numbers but become closed sockets (reads give end-of-file,
- * writes EPIPE), never a raw view of the mirror; and the new program gets libuls again
- * for its own sockets (LD_PRELOAD and ULS_CTL are put back if its environment lost them).
  */
 #include "shim.h"
 
@@ -25,7 +20,7 @@
 #include "uls.h"
 
 static unsigned generation;
-static char *saved_preload, *saved_ctl;
+static pid_t self;  /* this process, as of its last fork: a vfork child is not it */
 
 static void prepare(void)
 {
@@ -40,22 +35,13 @@ static void parent(void)
 static void child(void)
 {
 	generation++;
+	shim__fork_note_self();
 	shim__table_reset();
 }
 
 static void register_handlers(void)
 {
 	pthread_atfork(prepare, parent, child);
-}
-
-__attribute__((constructor)) static void shim_init(void)
-{
-	const char *p = getenv("LD_PRELOAD"), *c = getenv("ULS_CTL");
-
-	shim__real_init();
-	saved_preload = p ? strdup(p) : NULL;
-	saved_ctl = c ? strdup(c) : NULL;
-	shim__set_ctl(c);
 }
 
 /* Called once the process has a node: registered after libuls's own handlers, so that
@@ -77,7 +63,7 @@ __attribute__((destructor)) static void shim_fini(void)
 }
 
 /* Give the child its own socket behind every number naming f. */
-int shim__adopt(int fd, struct shim_file *f)
+int shim__adopt(int fd, struct shim_file *f, int timeout_ms)
 {
 	sigset_t old;
 	int rc, nfd = -1;
@@ -96,7 +82,7 @@ int shim__adopt(int fd, struct shim_file *f)
 		/* On a number of its own: fd itself is in the table, and libuls's calls on
 		 * it would come back here. */
 		int dfd = shim__real.fcntl(fd, F_DUPFD_CLOEXEC, 0);
-		int state = dfd < 0 ? -ENOTCONN : uls_claim_wait(dfd);
+		int state = dfd < 0 ? -ENOTCONN : uls_claim_wait(dfd, timeout_ms);
 		if (dfd >= 0)
 			shim__real.close(dfd);
 		shim__enter(&old);
@@ -109,7 +95,7 @@ int shim__adopt(int fd, struct shim_file *f)
 			return 0;
 		}
 		rc = uls_claim(f->sd, state);
-		if (rc == -EINTR) {
+		if (rc == -EINTR || rc == -ETIMEDOUT) {
 			shim__leave(&old);
 			shim__table_unlock();
 			return rc;  /* this call reports EINTR; the next one claims again */
@@ -149,7 +135,7 @@ void shim__adopt_set(const int *fds, size_t n)
 		if (!f)
 			continue;
 		if (f->gen != generation)
-			shim__adopt(fds[i], f);
+			shim__adopt(fds[i], f, -1);
 		if (f->listening && !f->active) {
 			sigset_t old;
 			f->active = true;
@@ -161,218 +147,19 @@ void shim__adopt_set(const int *fds, size_t n)
 	}
 }
 
+/* Is this the process whose memory this is (not a vfork child running in it)? */
+bool shim__own_memory(void)
+{
+	return getpid() == self;
+}
+
+/* At load, and in every fork child. */
+void shim__fork_note_self(void)
+{
+	self = getpid();
+}
+
 unsigned shim__generation(void)
 {
 	return generation;
-}
-
-#define KEEP_MAX 256
-
-struct exec_undo {
-	int fd[KEEP_MAX], saved[KEEP_MAX];
-	int n;
-};
-
-/* Turn every socket that would survive exec into a closed socket, keeping what is needed
- * to undo it if exec fails. Only kernel calls: after vfork this runs in the parent's
- * memory. */
-static void exec_prepare(struct exec_undo *u)
-{
-	int hi = shim__maxfd();
-
-	u->n = 0;
-	for (int fd = 0; fd <= hi && u->n < KEEP_MAX; fd++) {
-		if (!shim__is_ours(fd))
-			continue;
-		int fl = shim__real.fcntl(fd, F_GETFD);
-		if (fl < 0 || (fl & FD_CLOEXEC))
-			continue;
-		int sv[2];
-		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-			continue;
-		shim__real.close(sv[1]);
-		int saved = shim__real.fcntl(fd, F_DUPFD_CLOEXEC, 0);
-		if (saved >= 0 && shim__real.dup2(sv[0], fd) >= 0) {
-			u->fd[u->n] = fd;
-			u->saved[u->n++] = saved;
-		} else if (saved >= 0) {
-			shim__real.close(saved);
-		}
-		shim__real.close(sv[0]);
-	}
-}
-
-static void exec_undo(struct exec_undo *u)
-{
-	int e = errno;
-
-	for (int i = 0; i < u->n; i++) {
-		shim__real.dup2(u->saved[i], u->fd[i]);
-		shim__real.close(u->saved[i]);
-	}
-	errno = e;
-}
-
-/* The environment the new program gets: the caller's, plus LD_PRELOAD and ULS_CTL as
- * this program had them if the caller's lacks them. Returns envp itself when nothing is
- * missing, NULL if memory ran out. */
-static char **with_shim_env(char *const envp[], char *extra[2])
-{
-	bool has_pre = false, has_ctl = false;
-	size_t n = 0;
-
-	extra[0] = extra[1] = NULL;
-	for (; envp && envp[n]; n++) {
-		has_pre |= strncmp(envp[n], "LD_PRELOAD=", 11) == 0;
-		has_ctl |= strncmp(envp[n], "ULS_CTL=", 8) == 0;
-	}
-	if ((has_pre || !saved_preload) && (has_ctl || !saved_ctl))
-		return (char **)envp;
-	char **e = calloc(n + 3, sizeof(*e));
-	if (!e)
-		return NULL;
-	size_t k = 0;
-	for (size_t i = 0; i < n; i++)
-		e[k++] = envp[i];
-	if (!has_pre && saved_preload && asprintf(&extra[0], "LD_PRELOAD=%s", saved_preload) > 0)
-		e[k++] = extra[0];
-	if (!has_ctl && saved_ctl && asprintf(&extra[1], "ULS_CTL=%s", saved_ctl) > 0)
-		e[k++] = extra[1];
-	return e;
-}
-
-SHIM_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
-{
-	struct exec_undo u;
-	char *extra[2];
-
-	shim__real_init();
-	char **env = with_shim_env(envp, extra);
-	if (!env)
-		return shim__ret(-ENOMEM);
-	exec_prepare(&u);
-	int rc = shim__real.execve(path, argv, env);
-	exec_undo(&u);
-	if (env != envp)
-		free(env);
-	free(extra[0]);
-	free(extra[1]);
-	return rc;
-}
-
-extern char **environ;
-
-SHIM_EXPORT int execv(const char *path, char *const argv[])
-{
-	return execve(path, argv, environ);
-}
-
-/* execvp(3)'s search, so that the exec itself comes back here. */
-SHIM_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
-{
-	if (!*file)
-		return shim__ret(-ENOENT);
-	if (strchr(file, '/'))
-		return execve(file, argv, envp);
-	const char *path = getenv("PATH");
-	if (!path || !*path)
-		path = "/bin:/usr/bin";
-	size_t fl = strlen(file);
-	int err = ENOENT;
-	for (const char *p = path;; p++) {
-		const char *end = strchrnul(p, ':');
-		size_t dl = (size_t)(end - p);
-		char *full = malloc(dl + fl + 2);
-		if (!full)
-			return shim__ret(-ENOMEM);
-		memcpy(full, p, dl);
-		if (dl)
-			full[dl++] = '/';
-		memcpy(full + dl, file, fl + 1);
-		execve(full, argv, envp);
-		free(full);
-		if (errno == EACCES)
-			err = EACCES;
-		else if (errno != ENOENT && errno != ENOTDIR)
-			return -1;
-		if (!*end)
-			break;
-		p = end;
-	}
-	return shim__ret(-err);
-}
-
-SHIM_EXPORT int execvp(const char *file, char *const argv[])
-{
-	return execvpe(file, argv, environ);
-}
-
-/* execl(3) and friends: gather the arguments and go through the calls above. */
-static char **gather(const char *arg0, va_list ap, char ***envp)
-{
-	size_t n = 1, cap = 16;
-	char **v = malloc(cap * sizeof(*v));
-
-	if (!v)
-		return NULL;
-	v[0] = (char *)arg0;
-	for (;;) {
-		char *a = arg0 ? va_arg(ap, char *) : NULL;
-		if (n + 1 >= cap) {
-			char **nv = realloc(v, (cap *= 2) * sizeof(*v));
-			if (!nv) {
-				free(v);
-				return NULL;
-			}
-			v = nv;
-		}
-		v[n++] = a;
-		if (!a)
-			break;
-	}
-	if (envp)
-		*envp = va_arg(ap, char **);
-	return v;
-}
-
-enum exec_kind { EXEC_PATH, EXEC_SEARCH, EXEC_ENV };
-
-static int exec_args(enum exec_kind k, const char *file, const char *arg, va_list ap)
-{
-	char **envp = NULL;
-	char **v = gather(arg, ap, k == EXEC_ENV ? &envp : NULL);
-
-	if (!v)
-		return shim__ret(-ENOMEM);
-	int rc = k == EXEC_SEARCH ? execvpe(file, v, environ) :
-				    execve(file, v, k == EXEC_ENV ? envp : environ);
-	free(v);
-	return rc;
-}
-
-SHIM_EXPORT int execl(const char *path, const char *arg, ...)
-{
-	va_list ap;
-	va_start(ap, arg);
-	int rc = exec_args(EXEC_PATH, path, arg, ap);
-	va_end(ap);
-	return rc;
-}
-
-SHIM_EXPORT int execlp(const char *file, const char *arg, ...)
-{
-	va_list ap;
-	va_start(ap, arg);
-	int rc = exec_args(EXEC_SEARCH, file, arg, ap);
-	va_end(ap);
-	return rc;
-}
-
-SHIM_EXPORT int execle(const char *path, const char *arg, ...)
-{
-	va_list ap;
-	va_start(ap, arg);
-	int rc = exec_args(EXEC_ENV, path, arg, ap);
-	va_end(ap);
-	return rc;
 }

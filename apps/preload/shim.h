@@ -84,10 +84,12 @@ void shim__real_init(void);
 /* Is the shim on? (ULS_CTL names a node; without it every call goes to the kernel.) */
 bool shim__enabled(void);
 void shim__set_ctl(const char *ctl);
+const char *shim__ctl(void);
 
 /* The descriptor table (fdtab.c). shim__get() returns the socket behind fd with a call
  * counted in it (shim__put() ends the call), or NULL when fd is not a user-level socket. */
 struct shim_file *shim__get(int fd);
+struct shim_file *shim__get_raw(int fd);
 void shim__put(struct shim_file *f);
 struct shim_file *shim__file_new(int sd, int type, bool nonblock);
 int shim__install(int fd, struct shim_file *f);
@@ -114,9 +116,11 @@ ssize_t shim__recv(struct shim_file *f, const struct iovec *iov, size_t n, int f
 int shim__addr_in(const struct sockaddr *a, socklen_t len, struct sockaddr_in *out);
 void shim__addr_out(const struct sockaddr_in *in, struct sockaddr *a, socklen_t *len);
 
-/* fork and exec (fork.c). */
+/* fork (fork.c) and exec (exec.c). */
 void shim__fork_init(void);
-int shim__adopt(int fd, struct shim_file *f);
+bool shim__own_memory(void);
+void shim__fork_note_self(void);
+int shim__adopt(int fd, struct shim_file *f, int timeout_ms);
 void shim__adopt_set(const int *fds, size_t n);
 unsigned shim__generation(void);
 

@@ -25,6 +25,11 @@ void shim__set_ctl(const char *ctl)
 	node_ctl = ctl && *ctl ? strdup(ctl) : NULL;
 }
 
+const char *shim__ctl(void)
+{
+	return node_ctl;
+}
+
 bool shim__enabled(void)
 {
 	return node_ctl != NULL;

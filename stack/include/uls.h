@@ -89,17 +89,27 @@ ULS_EXTERN int uls_pending(int sd);
  * its port (the node spreads new connections over every process listening there), an
  * unconnected socket starts afresh: 0. For a connected socket it returns ULS_ADOPT_CLAIM:
  * the connection moves to this process once the parent has closed its copy. Then
- * uls_claim_wait(fd), on the inherited descriptor fd that uls_socket_fd() made in the
- * parent, asks for it and waits (kernel calls only, no lock held; a signal interrupts it)
- * and returns a descriptor holding the connection's state, or -EINTR, or -ENOTCONN when
- * the parent let go of the connection without giving it; uls_claim(sd, that result) takes
- * the connection over, or records the failure (-EINTR: the socket's next call reports
- * it, and the claim can be made again; otherwise the socket is left not connected).
+ * uls_claim_wait(fd, timeout_ms), on the inherited descriptor fd that uls_socket_fd() made
+ * in the parent, asks for it and waits (kernel calls only, no lock held; a signal
+ * interrupts it; timeout_ms < 0: no limit) and returns a descriptor holding the
+ * connection's state, or -EINTR, -ETIMEDOUT, or -ENOTCONN when the parent let go of the
+ * connection without giving it; uls_claim(sd, that result) takes the connection over, or
+ * records the failure (-EINTR, -ETIMEDOUT: the socket's next call reports it, and the
+ * claim can be made again; otherwise the socket is left not connected).
  * uls_inherited() says whether sd still needs adopting. */
 #define ULS_ADOPT_CLAIM 1
 ULS_EXTERN int uls_adopt(int sd);
-ULS_EXTERN int uls_claim_wait(int fd);
+ULS_EXTERN int uls_claim_wait(int fd, int timeout_ms);
 ULS_EXTERN int uls_claim(int sd, int state_fd);
+
+/* Across exec, a connection goes to the program that replaces this one: uls_export()
+ * packs connected socket sd's state into a memfd (returned; close-on-exec) and has ulsd
+ * hold the connection's frames for whoever presents *nonce (written); the program after
+ * exec passes the memfd to uls_import(), which returns a socket with the connection. If
+ * exec fails, uls_export_undo() takes the connection back; sd was never changed. */
+ULS_EXTERN int uls_export(int sd, uint64_t *nonce);
+ULS_EXTERN int uls_export_undo(int sd, uint64_t nonce);
+ULS_EXTERN int uls_import(int state_fd);
 ULS_EXTERN int uls_inherited(int sd);
 
 /* The process accepts connections on listener sd (it waits for them, in accept or in a

@@ -531,6 +531,70 @@ def case_exec_inherited_socket_is_closed():
     assert s.recv(10) == b"still"
 
 
+def case_exec_connection_goes_on():
+    """exec(2) with a connection left open: the program that replaces this one has it,
+    under the same number, with the bytes this one had not read (docs/compatibility.md)."""
+    s = connect(ECHO)
+    s.sendall(b"unread")
+    time.sleep(0.3)             # the echo waits in this program's stack: it must move too
+    fd = s.fileno()
+    os.set_inheritable(fd, True)
+    os.execve(sys.executable, [sys.executable, __file__, "exec_continued", KIP, NIP],
+              dict(os.environ, CONT_FD=str(fd)))
+
+
+def case_exec_continued():
+    """The second half of exec_connection_goes_on, after exec."""
+    s = socket.socket(fileno=int(os.environ["CONT_FD"]))
+    assert s.getsockname()[0] == NIP, s.getsockname()
+    got = b""
+    while len(got) < 6:
+        got += s.recv(6 - len(got))
+    assert got == b"unread", got
+    data = os.urandom(1 << 20)
+    w = threading.Thread(target=s.sendall, args=(data,))
+    w.start()
+    back = bytearray()
+    while len(back) < len(data):
+        b = s.recv(1 << 20)
+        assert b, "EOF"
+        back += b
+    w.join()
+    assert bytes(back) == data
+    print("PASS exec_connection_goes_on", flush=True)
+
+
+# What inetd execs for each connection: a line from standard input back to standard output,
+# both the connection (socket.socket(fileno=0) for the reading side, as a service would).
+INETD_SERVICE = (
+    "import os, socket\n"
+    "s = socket.socket(fileno=0)\n"
+    "line = s.makefile('rb').readline()\n"
+    "os.write(1, line)\n")
+
+
+def case_exec_inetd():
+    """The inetd pattern: accept, fork; the child puts the connection on its standard input
+    and output and execs the service; the parent closes its copy. The kernel peer opens 3
+    connections one after another; each must be answered by its own exec'd service."""
+    ls = socket.socket()
+    ls.bind(("0.0.0.0", 0))
+    ls.listen(8)
+    port = ls.getsockname()[1]
+    c = ask_connector(port, 3)
+    for _ in range(3):
+        a, _ = ls.accept()
+        pid = os.fork()
+        if pid == 0:
+            os.dup2(a.fileno(), 0)
+            os.dup2(a.fileno(), 1)
+            os.execv(sys.executable, [sys.executable, "-c", INETD_SERVICE])
+        a.close()
+        _, st = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(st) == 0, st
+    assert connector_result(c) == 3
+
+
 def case_close_range_spares_the_stack():
     s = connect(ECHO)
     keep = s.fileno()

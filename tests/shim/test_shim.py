@@ -31,6 +31,8 @@ from conftest import BUILD, ULSRUN
     "udp",
     "sendfile_and_large_transfer",
     "exec_inherited_socket_is_closed",
+    "exec_connection_goes_on",
+    "exec_inetd",
     "close_range_spares_the_stack",
     "loopback_and_unix_pass_through",
 ])
@@ -85,3 +87,22 @@ def test_signal_handler_using_sockets_does_not_deadlock(bed):
     assert r.returncode == 0, r
     handled, echoed = (int(x) for x in r.stdout.split()[1::2])
     assert handled > 100 and echoed > 10, r.stdout
+
+
+@pytest.mark.parametrize("value", ["garbage", "1:2", "0:0:0", "5:999:1", "3:3:0,x", ""])
+def test_a_forged_list_of_passed_connections_is_refused_and_the_program_runs(bed, value):
+    """ULS_INHERIT, which names the connections passed across exec, comes from the
+    environment: what does not name a sealed memfd holding a connection is refused with a
+    message, standard input is left alone, and the program's sockets work."""
+    code = ("import os, socket, sys\n"
+            "assert os.read(0, 5) == b'stdin'\n"
+            f"c = socket.create_connection(('{bed.kip}', 7100), timeout=5)\n"
+            "c.sendall(b'q'); assert c.recv(1) == b'q'\n"
+            "assert 'ULS_INHERIT' not in os.environ\n"
+            "print('ran')\n")
+    r = subprocess.run(["ip", "netns", "exec", bed.ns, ULSRUN, "--ctl", bed.ctl, "--",
+                        "/usr/bin/python3", "-c", code], input=b"stdin", capture_output=True,
+                       timeout=30, env=dict(os.environ, ULS_INHERIT=value))
+    assert r.returncode == 0 and b"ran" in r.stdout, r
+    if value:
+        assert b"ULS_INHERIT" in r.stderr, r.stderr

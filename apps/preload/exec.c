@@ -1,0 +1,431 @@
+/* exec under the shim (the rules are in docs/compatibility.md).
+ *
+ * The new program cannot have the old stack, but it can have the old connections. At
+ * exec, each connected TCP socket that stays open (no FD_CLOEXEC) is exported: libuls
+ * packs its state into a memfd and ulsd holds its frames for whoever presents the nonce
+ * (stack/handoff.c). The memfd goes across exec at a descriptor of its own, named in
+ * ULS_INHERIT ("FD:MEMFD:NONBLOCK,..."); the socket's own numbers become closed sockets
+ * (reads give end-of-file, writes EPIPE), never a raw view of the mirror. The new
+ * program's shim, as it loads, takes each connection over and puts it back under its
+ * numbers. A program that does not load the shim (static, setuid) reads end-of-file, and
+ * ulsd resets the connection after 5 s. Other sockets (listeners, UDP, unconnected) become
+ * closed sockets. If exec fails, everything is put back. The new program also gets libuls
+ * for sockets of its own: LD_PRELOAD and ULS_CTL are put back if its environment lost them.
+ */
+#include "shim.h"
+
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "uls.h"
+
+#define KEEP_MAX 256
+#define INHERIT_VAR "ULS_INHERIT"
+#define CLAIM_WAIT_MS 2000  /* an inherited connection whose parent has not let go by then stays behind */
+
+static char *saved_preload, *saved_ctl;
+
+/* ---- After exec: take the connections over ------------------------------------------ */
+
+struct passed {
+	int fd, memfd, nonblock;
+};
+
+/* "FD:MEMFD:NONBLOCK,..." Entries that do not parse are skipped with a message. */
+static int parse_inherit(const char *v, struct passed *out, int max)
+{
+	int n = 0;
+
+	while (*v && n < max) {
+		char *end;
+		long a = strtol(v, &end, 10), b = -1, c = -1;
+		if (*end == ':')
+			b = strtol(end + 1, &end, 10);
+		if (*end == ':')
+			c = strtol(end + 1, &end, 10);
+		if (a < 0 || a > INT32_MAX || b < 0 || b > INT32_MAX || (c != 0 && c != 1) ||
+		    (*end && *end != ',')) {
+			fprintf(stderr, "ulstack: %s: bad entry, connections passed across exec "
+				"are lost\n", INHERIT_VAR);
+			return n;
+		}
+		out[n++] = (struct passed){ (int)a, (int)b, (int)c };
+		v = *end ? end + 1 : end;
+	}
+	return n;
+}
+
+/* Put a connection, once imported as sd, under every number that named it. */
+static void install(int sd, const struct passed *p, int n, int memfd)
+{
+	sigset_t old;
+
+	shim__enter(&old);
+	int nfd = uls_socket_fd(sd, SOCK_CLOEXEC);
+	shim__leave(&old);
+	if (nfd < 0)
+		return;
+	for (int i = 0; i < n; i++) {
+		if (p[i].memfd != memfd)
+			continue;
+		struct shim_file *f = shim__file_new(sd, SOCK_STREAM, p[i].nonblock);
+		if (!f)
+			continue;
+		if (shim__real.dup3(nfd, p[i].fd, 0) < 0 || shim__install(p[i].fd, f) < 0)
+			free(f);
+	}
+	shim__real.close(nfd);
+}
+
+static void import_passed(void)
+{
+	const char *v = getenv(INHERIT_VAR);
+	struct passed p[KEEP_MAX];
+
+	if (!v)
+		return;
+	int n = parse_inherit(v, p, KEEP_MAX);
+	unsetenv(INHERIT_VAR);  /* for this program only, not for what it runs */
+	if (!shim__enabled())
+		return;
+	sigset_t old;
+	shim__enter(&old);
+	int rc = uls_attach(shim__ctl());
+	if (rc == 0 || rc == -EALREADY)
+		shim__fork_init();
+	shim__leave(&old);
+	for (int i = 0; i < n; i++) {
+		bool first = true;
+		for (int k = 0; k < i; k++)
+			first &= p[k].memfd != p[i].memfd;
+		if (!first)
+			continue;
+		/* Only a sealed memfd can be ours: anything else named here is left alone. */
+		int seals = shim__real.fcntl(p[i].memfd, F_GET_SEALS);
+		if (seals < 0 || !(seals & F_SEAL_WRITE)) {
+			fprintf(stderr, "ulstack: %s: descriptor %d holds no connection\n",
+				INHERIT_VAR, p[i].memfd);
+			continue;
+		}
+		shim__enter(&old);
+		int sd = rc == 0 || rc == -EALREADY ? uls_import(p[i].memfd) : rc;
+		shim__leave(&old);
+		if (sd >= 0)
+			install(sd, p, n, p[i].memfd);
+		else
+			shim__real.close(p[i].memfd);
+	}
+}
+
+__attribute__((constructor)) static void shim_init(void)
+{
+	const char *p = getenv("LD_PRELOAD"), *c = getenv("ULS_CTL");
+
+	shim__real_init();
+	shim__fork_note_self();
+	saved_preload = p ? strdup(p) : NULL;
+	saved_ctl = c ? strdup(c) : NULL;
+	shim__set_ctl(c);
+	import_passed();
+}
+
+/* ---- Before exec -------------------------------------------------------------------- */
+
+struct exec_undo {
+	int fd[KEEP_MAX], saved[KEEP_MAX];
+	int n;
+	struct {
+		struct shim_file *f;
+		uint64_t nonce;
+		int memfd;
+	} exp[KEEP_MAX];
+	int nexp;
+	char inherit[KEEP_MAX * 36];  /* INHERIT_VAR=..., or empty */
+};
+
+/* The memfd exporting f's connection, exported now if it is not yet. -1: not exported. */
+static int export_of(struct exec_undo *u, struct shim_file *f)
+{
+	sigset_t old;
+	uint64_t nonce;
+
+	for (int i = 0; i < u->nexp; i++)
+		if (u->exp[i].f == f)
+			return u->exp[i].memfd;
+	if (f->type != SOCK_STREAM || u->nexp == KEEP_MAX)
+		return -1;
+	shim__enter(&old);
+	int m = uls_export(f->sd, &nonce);
+	shim__leave(&old);
+	if (m < 0)
+		return -1;
+	/* A number without FD_CLOEXEC, away from the low ones the new program may expect. */
+	int keep = shim__real.fcntl(m, F_DUPFD, 64);
+	shim__real.close(m);
+	if (keep < 0) {
+		shim__enter(&old);
+		uls_export_undo(f->sd, nonce);
+		shim__leave(&old);
+		return -1;
+	}
+	u->exp[u->nexp].f = f;
+	u->exp[u->nexp].nonce = nonce;
+	u->exp[u->nexp++].memfd = keep;
+	return keep;
+}
+
+/* Export the connection behind fd, if it is one and this is a process of its own. */
+static void pass(struct exec_undo *u, int fd)
+{
+	struct shim_file *f = shim__get_raw(fd);
+
+	if (!f)
+		return;
+	if (f->gen != shim__generation())
+		shim__adopt(fd, f, CLAIM_WAIT_MS);  /* inetd: the parent lets go right after fork */
+	int m = f->gen == shim__generation() ? export_of(u, f) : -1;
+	if (m >= 0) {
+		size_t len = strlen(u->inherit);
+		snprintf(u->inherit + len, sizeof(u->inherit) - len, "%s%d:%d:%d",
+			 len ? "," : INHERIT_VAR "=", fd, m, f->nonblock ? 1 : 0);
+	}
+	shim__put(f);
+}
+
+/* Turn every socket that would survive exec into a closed socket, keeping what is needed
+ * to undo it if exec fails; export the connections first. After vfork this runs in the
+ * parent's memory: then only kernel calls, and nothing is exported. */
+static void exec_prepare(struct exec_undo *u)
+{
+	int hi = shim__maxfd();
+	bool own = shim__own_memory();
+
+	u->n = 0;
+	u->nexp = 0;
+	u->inherit[0] = '\0';
+	for (int fd = 0; fd <= hi && u->n < KEEP_MAX; fd++) {
+		if (!shim__is_ours(fd))
+			continue;
+		int fl = shim__real.fcntl(fd, F_GETFD);
+		if (fl < 0 || (fl & FD_CLOEXEC))
+			continue;
+		if (own)
+			pass(u, fd);
+		int sv[2];
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+			continue;
+		shim__real.close(sv[1]);
+		int saved = shim__real.fcntl(fd, F_DUPFD_CLOEXEC, 0);
+		if (saved >= 0 && shim__real.dup2(sv[0], fd) >= 0) {
+			u->fd[u->n] = fd;
+			u->saved[u->n++] = saved;
+		} else if (saved >= 0) {
+			shim__real.close(saved);
+		}
+		shim__real.close(sv[0]);
+	}
+}
+
+static void exec_undo(struct exec_undo *u)
+{
+	int e = errno;
+	sigset_t old;
+
+	for (int i = 0; i < u->n; i++) {
+		shim__real.dup2(u->saved[i], u->fd[i]);
+		shim__real.close(u->saved[i]);
+	}
+	for (int i = 0; i < u->nexp; i++) {
+		shim__enter(&old);
+		uls_export_undo(u->exp[i].f->sd, u->exp[i].nonce);
+		shim__leave(&old);
+		shim__real.close(u->exp[i].memfd);
+	}
+	errno = e;
+}
+
+/* The environment the new program gets: the caller's, plus LD_PRELOAD and ULS_CTL as
+ * this program had them if the caller's lacks them, plus the connections passed (and no
+ * stale list of them). Returns envp itself when nothing changes, NULL if memory ran out. */
+static char **with_shim_env(char *const envp[], char *extra[2], const char *inherit)
+{
+	bool has_pre = false, has_ctl = false, stale = false;
+	size_t n = 0;
+
+	extra[0] = extra[1] = NULL;
+	for (; envp && envp[n]; n++) {
+		has_pre |= strncmp(envp[n], "LD_PRELOAD=", 11) == 0;
+		has_ctl |= strncmp(envp[n], "ULS_CTL=", 8) == 0;
+		stale |= strncmp(envp[n], INHERIT_VAR "=", sizeof(INHERIT_VAR)) == 0;
+	}
+	if ((has_pre || !saved_preload) && (has_ctl || !saved_ctl) && !*inherit && !stale)
+		return (char **)envp;
+	char **e = calloc(n + 4, sizeof(*e));
+	if (!e)
+		return NULL;
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(envp[i], INHERIT_VAR "=", sizeof(INHERIT_VAR)) != 0)
+			e[k++] = envp[i];
+	if (!has_pre && saved_preload && asprintf(&extra[0], "LD_PRELOAD=%s", saved_preload) > 0)
+		e[k++] = extra[0];
+	if (!has_ctl && saved_ctl && asprintf(&extra[1], "ULS_CTL=%s", saved_ctl) > 0)
+		e[k++] = extra[1];
+	if (*inherit)
+		e[k++] = (char *)inherit;
+	return e;
+}
+
+SHIM_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	struct exec_undo *u = NULL;
+	char *extra[2];
+
+	shim__real_init();
+	/* After vfork the stack is the parent's: no allocation there, kernel calls only. */
+	if (shim__own_memory())
+		u = malloc(sizeof(*u));
+	struct exec_undo local;
+	if (!u) {
+		u = &local;
+		local.inherit[0] = '\0';
+	}
+	exec_prepare(u);
+	char **env = with_shim_env(envp, extra, u->inherit);
+	int rc;
+	if (!env) {
+		rc = shim__ret(-ENOMEM);
+	} else {
+		rc = shim__real.execve(path, argv, env);
+		if (env != envp)
+			free(env);
+	}
+	exec_undo(u);
+	free(extra[0]);
+	free(extra[1]);
+	if (u != &local)
+		free(u);
+	return rc;
+}
+
+extern char **environ;
+
+SHIM_EXPORT int execv(const char *path, char *const argv[])
+{
+	return execve(path, argv, environ);
+}
+
+/* execvp(3)'s search, so that the exec itself comes back here. */
+SHIM_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+	if (!*file)
+		return shim__ret(-ENOENT);
+	if (strchr(file, '/'))
+		return execve(file, argv, envp);
+	const char *path = getenv("PATH");
+	if (!path || !*path)
+		path = "/bin:/usr/bin";
+	size_t fl = strlen(file);
+	int err = ENOENT;
+	for (const char *p = path;; p++) {
+		const char *end = strchrnul(p, ':');
+		size_t dl = (size_t)(end - p);
+		char *full = malloc(dl + fl + 2);
+		if (!full)
+			return shim__ret(-ENOMEM);
+		memcpy(full, p, dl);
+		if (dl)
+			full[dl++] = '/';
+		memcpy(full + dl, file, fl + 1);
+		execve(full, argv, envp);
+		free(full);
+		if (errno == EACCES)
+			err = EACCES;
+		else if (errno != ENOENT && errno != ENOTDIR)
+			return -1;
+		if (!*end)
+			break;
+		p = end;
+	}
+	return shim__ret(-err);
+}
+
+SHIM_EXPORT int execvp(const char *file, char *const argv[])
+{
+	return execvpe(file, argv, environ);
+}
+
+/* execl(3) and friends: gather the arguments and go through the calls above. */
+static char **gather(const char *arg0, va_list ap, char ***envp)
+{
+	size_t n = 1, cap = 16;
+	char **v = malloc(cap * sizeof(*v));
+
+	if (!v)
+		return NULL;
+	v[0] = (char *)arg0;
+	for (;;) {
+		char *a = arg0 ? va_arg(ap, char *) : NULL;
+		if (n + 1 >= cap) {
+			char **nv = realloc(v, (cap *= 2) * sizeof(*v));
+			if (!nv) {
+				free(v);
+				return NULL;
+			}
+			v = nv;
+		}
+		v[n++] = a;
+		if (!a)
+			break;
+	}
+	if (envp)
+		*envp = va_arg(ap, char **);
+	return v;
+}
+
+enum exec_kind { EXEC_PATH, EXEC_SEARCH, EXEC_ENV };
+
+static int exec_args(enum exec_kind k, const char *file, const char *arg, va_list ap)
+{
+	char **envp = NULL;
+	char **v = gather(arg, ap, k == EXEC_ENV ? &envp : NULL);
+
+	if (!v)
+		return shim__ret(-ENOMEM);
+	int rc = k == EXEC_SEARCH ? execvpe(file, v, environ) :
+				    execve(file, v, k == EXEC_ENV ? envp : environ);
+	free(v);
+	return rc;
+}
+
+SHIM_EXPORT int execl(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	va_start(ap, arg);
+	int rc = exec_args(EXEC_PATH, path, arg, ap);
+	va_end(ap);
+	return rc;
+}
+
+SHIM_EXPORT int execlp(const char *file, const char *arg, ...)
+{
+	va_list ap;
+	va_start(ap, arg);
+	int rc = exec_args(EXEC_SEARCH, file, arg, ap);
+	va_end(ap);
+	return rc;
+}
+
+SHIM_EXPORT int execle(const char *path, const char *arg, ...)
+{
+	va_list ap;
+	va_start(ap, arg);
+	int rc = exec_args(EXEC_ENV, path, arg, ap);
+	va_end(ap);
+	return rc;
+}
