@@ -12,8 +12,10 @@
  *   CLAIM(tuple, nonce)    from the taker, who got the nonce from the holder over their
  *                          shared socket: the rule and the port reference become its own.
  *
- * A transit nobody claims within SRV_HANDOFF_MS ends like a connection whose process died:
- * custody, probes, RST (ports.c).
+ * While in transit, the connection's reference on its port is held by a lease of its own
+ * (`transit`), so that the port stays taken even if the giver's lease ends meanwhile (an
+ * exec). A transit nobody claims within SRV_HANDOFF_MS ends like a connection whose
+ * process died: custody, probes, RST (ports.c).
  */
 #include "server/internal.h"
 
@@ -33,17 +35,11 @@ static struct srv_handoff *find(struct srv *s, uint16_t lport, uint32_t rip, uin
 	return NULL;
 }
 
+static struct srv_lease transit = { .id = SRV_IN_TRANSIT };
+
 static void forget(struct srv *s, struct srv_handoff *h)
 {
 	*h = s->handoff[--s->nhandoff];
-}
-
-/* The giving lease, if it still lives (ids are reused: the pid must match too). */
-static struct srv_lease *giver(struct srv *s, const struct srv_handoff *h)
-{
-	struct srv_lease *l = h->from < SRV_MAX_LEASES ? s->leases[h->from] : NULL;
-
-	return l && !l->dead && l->pid == h->from_pid ? l : NULL;
 }
 
 int srv_handoff_begin(struct srv *s, struct srv_lease *l, const struct uls_ctl_msg *m)
@@ -66,10 +62,17 @@ int srv_handoff_begin(struct srv *s, struct srv_lease *l, const struct uls_ctl_m
 				    SRV_IN_TRANSIT);
 	if (rc < 0)
 		return rc;
+	transit.uid = l->uid;
+	rc = srv_port_take(s, &transit, IPPROTO_TCP, m->lport);
+	if (rc < 0) {
+		flt_move_connected(s->flt, FLT_PROTO_TCP, m->lport, m->rip, m->rport,
+				   SRV_IN_TRANSIT, l->id);
+		return rc;
+	}
+	srv_port_release(s, l, IPPROTO_TCP, m->lport);
 	s->handoff[s->nhandoff++] = (struct srv_handoff){
 		.lport = m->lport, .rip = m->rip, .rport = m->rport,
-		.nonce = m->u.handoff.nonce, .from = l->id, .from_pid = l->pid,
-		.expires_ms = srv_now_ms() + SRV_HANDOFF_MS,
+		.nonce = m->u.handoff.nonce, .expires_ms = srv_now_ms() + SRV_HANDOFF_MS,
 	};
 	return 0;
 }
@@ -91,9 +94,7 @@ int srv_handoff_claim(struct srv *s, struct srv_lease *l, const struct uls_ctl_m
 		srv_port_release(s, l, IPPROTO_TCP, m->lport);
 		return rc;
 	}
-	struct srv_lease *g = giver(s, h);
-	if (g)
-		srv_port_release(s, g, IPPROTO_TCP, m->lport);
+	srv_port_release(s, &transit, IPPROTO_TCP, m->lport);
 	forget(s, h);
 	s->ctr[SRV_HANDOFFS]++;
 	return 0;
@@ -113,9 +114,7 @@ int srv_handoff_tick(struct srv *s)
 		}
 		flt_del_connected(s->flt, FLT_PROTO_TCP, h->lport, h->rip, h->rport, SRV_IN_TRANSIT);
 		srv_custody_add(s, h->lport, h->rip, h->rport);
-		struct srv_lease *g = giver(s, h);
-		if (g)
-			srv_port_release(s, g, IPPROTO_TCP, h->lport);
+		srv_port_release(s, &transit, IPPROTO_TCP, h->lport);
 		s->ctr[SRV_HANDOFFS_EXPIRED]++;
 		forget(s, h);
 	}

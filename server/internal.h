@@ -61,8 +61,6 @@ struct srv_handoff {
 	uint16_t lport, rport;
 	uint32_t rip;
 	uint64_t nonce;
-	uint32_t from;          /* the giving lease */
-	pid_t from_pid;
 	uint64_t expires_ms;
 };
 

@@ -98,7 +98,7 @@ int uls_inherited(int sd)
 {
 	stk__lock();
 	struct stk_sock *s = stk__sock_enter(sd);
-	int rc = !s ? -EBADF : s->inherited;
+	int rc = !s ? -EBADF : !s->inherited ? 0 : s->inh_connected ? 2 : 1;
 	if (s)
 		stk__sock_leave(s);
 	stk__unlock();

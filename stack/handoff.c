@@ -45,10 +45,11 @@
 #define HOFF_VERSION 1u
 #define HOFF_MAX     (64u << 20) /* no state is larger: two 4 MiB buffers and a header */
 #define WATCH_MIN_MS 1
-#define WATCH_MAX_MS 100
+#define WATCH_MAX_MS 20    /* the longest a claim waits to be seen */
 
-/* The connection, field by field: only values, so the taker need not be the same build
- * of lwIP to read it (exec may come one day), and nothing in it points anywhere. */
+/* The connection, field by field: only values, nothing that points anywhere, so that it
+ * can cross exec. The state and flag values are lwIP's own: giver and taker run the same
+ * libuls (the same LD_PRELOAD library, or the same program after fork). */
 struct hoff_state {
 	uint32_t magic, version;
 	uint64_t nonce;
@@ -57,10 +58,10 @@ struct hoff_state {
 	uint8_t state;                    /* ESTABLISHED or CLOSE_WAIT */
 	uint8_t prio, so_options, tos, ttl;
 	uint8_t snd_scale, rcv_scale;
-	uint8_t pad;
+	uint8_t in_recovery;              /* TF_INFR: fast recovery */
 	uint32_t flags;                   /* TF_NODELAY, TF_WND_SCALE, TF_TIMESTAMP, TF_SACK */
 	uint32_t rcv_nxt, rcv_wnd, rcv_ann_wnd, rcv_ann_right_edge;
-	uint32_t lastack, snd_wl1, snd_wl2, snd_lbb, snd_wnd, snd_wnd_max;
+	uint32_t lastack, snd_nxt, snd_wl1, snd_wl2, snd_lbb, snd_wnd, snd_wnd_max;
 	uint32_t cwnd, ssthresh;
 	uint32_t ts_recent, ts_lastacksent;
 	uint32_t keep_idle, keep_intvl, keep_cnt;
@@ -122,6 +123,10 @@ bool stk__handoff_park(struct stk_sock *s)
 	s->parked = true;
 	parked[nparked++] = s;
 	watch_ms = WATCH_MIN_MS;
+	if (watching) {
+		sys_untimeout(watch, NULL);
+		watching = false;
+	}
 	arm(0);  /* a claim may be waiting already */
 	return true;
 }
@@ -162,30 +167,39 @@ static int memfd_put(int fd, const void *p, size_t n)
 	return 0;
 }
 
-/* The bytes of a segment queue from sequence number `from` on, appended to fd. */
-static int put_segs(int fd, struct tcp_seg *seg, u32_t *from, uint32_t *len)
+/* The segment of either queue holding sequence number seq, or NULL. The two queues are
+ * not simply one after the other: tcp_rexmit() moves the first unacknowledged segment to
+ * the head of the unsent queue. */
+static struct tcp_seg *seg_at(struct tcp_pcb *pcb, u32_t seq)
+{
+	struct tcp_seg *queues[2] = { pcb->unacked, pcb->unsent };
+
+	for (int q = 0; q < 2; q++)
+		for (struct tcp_seg *seg = queues[q]; seg; seg = seg->next) {
+			u32_t start = lwip_ntohl(seg->tcphdr->seqno);
+			if (seg->len && TCP_SEQ_LEQ(start, seq) && TCP_SEQ_LT(seq, start + seg->len))
+				return seg;
+		}
+	return NULL;
+}
+
+/* The bytes from SND.UNA to the end of what the application wrote, appended to fd. */
+static int put_tx(int fd, struct tcp_pcb *pcb, uint32_t *len)
 {
 	uint8_t buf[4096];
 
-	for (; seg; seg = seg->next) {
-		u32_t seq = lwip_ntohl(seg->tcphdr->seqno);
-		if (seg->len == 0)
-			continue;
-		if (TCP_SEQ_GT(seq, *from))
-			return -EPROTO;  /* a hole: cannot happen in lwIP's queues */
-		u32_t skip = *from - seq;
-		if (skip >= seg->len)
-			continue;
+	for (u32_t from = pcb->lastack; from != pcb->snd_lbb;) {
+		struct tcp_seg *seg = seg_at(pcb, from);
+		if (!seg)
+			return -EPROTO;  /* a hole in what lwIP holds: cannot happen */
+		u32_t off = from - lwip_ntohl(seg->tcphdr->seqno);
 		u16_t hdr = (u16_t)(seg->p->tot_len - seg->len);
-		for (u32_t off = skip; off < seg->len;) {
-			u16_t n = (u16_t)LWIP_MIN(sizeof(buf), seg->len - off);
-			pbuf_copy_partial(seg->p, buf, n, (u16_t)(hdr + off));
-			if (memfd_put(fd, buf, n) < 0)
-				return -EIO;
-			off += n;
-		}
-		*len += seg->len - skip;
-		*from = seq + seg->len;
+		u16_t n = (u16_t)LWIP_MIN(sizeof(buf), seg->len - off);
+		pbuf_copy_partial(seg->p, buf, n, (u16_t)(hdr + off));
+		if (memfd_put(fd, buf, n) < 0)
+			return -EIO;
+		from += n;
+		*len += n;
 	}
 	return 0;
 }
@@ -203,6 +217,7 @@ static int pack(struct stk_sock *s, uint64_t nonce)
 		.rcv_scale = pcb->rcv_scale, .flags = pcb->flags & KEEP_FLAGS,
 		.rcv_nxt = pcb->rcv_nxt, .rcv_wnd = pcb->rcv_wnd, .rcv_ann_wnd = pcb->rcv_ann_wnd,
 		.rcv_ann_right_edge = pcb->rcv_ann_right_edge, .lastack = pcb->lastack,
+		.snd_nxt = pcb->snd_nxt, .in_recovery = (pcb->flags & TF_INFR) != 0,
 		.snd_wl1 = pcb->snd_wl1, .snd_wl2 = pcb->snd_wl2, .snd_lbb = pcb->snd_lbb,
 		.snd_wnd = pcb->snd_wnd, .snd_wnd_max = pcb->snd_wnd_max, .cwnd = pcb->cwnd,
 		.ssthresh = pcb->ssthresh, .ts_recent = pcb->ts_recent,
@@ -214,8 +229,9 @@ static int pack(struct stk_sock *s, uint64_t nonce)
 
 	if (pcb->refused_data)
 		return -EAGAIN;  /* lwIP still owes the reader data: not a state to move */
-	/* Not hidden among the library's descriptors (privfd.c): it lives for the length of
-	 * this function, and the shim's guard would refuse the stack thread its seals. */
+	/* Not hidden among the library's descriptors (privfd.c): it is short-lived (until
+	 * the claim, or the exec), and the shim's guard would refuse the stack thread its
+	 * seals. */
 	fd = memfd_create("uls-handoff", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return -errno;
@@ -233,15 +249,9 @@ static int pack(struct stk_sock *s, uint64_t nonce)
 			goto io;
 		h.rx_len = (uint32_t)n;
 	}
-	u32_t from = pcb->lastack;
-	if ((rc = put_segs(fd, pcb->unacked, &from, &h.tx_len)) < 0 ||
-	    (rc = put_segs(fd, pcb->unsent, &from, &h.tx_len)) < 0) {
+	if ((rc = put_tx(fd, pcb, &h.tx_len)) < 0) {
 		close(fd);
 		return rc;
-	}
-	if (from != pcb->snd_lbb) {
-		close(fd);
-		return -EPROTO;
 	}
 	if (pwrite(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
 		goto io;
@@ -280,6 +290,8 @@ static bool give(size_t i)
 
 	if (s->tcp && (s->tcp->state == ESTABLISHED || s->tcp->state == CLOSE_WAIT))
 		fd = pack(s, nonce);
+	if (fd == -EAGAIN)
+		return false;  /* lwIP still holds refused data for the reader: next tick */
 	if (fd >= 0) {
 		/* The frames this stack queued must leave while the tuple is still its own. */
 		stk__node.dev->ops->tx_flush(stk__node.dev);
@@ -352,8 +364,8 @@ static void watch(void *arg)
 
 /* ---- The child: claiming ------------------------------------------------------------ */
 
-/* Send 'C' into A with fd attached. */
-static int send_claim(int a, int fd)
+/* Send 'C' into A with fd attached, within timeout_ms (< 0: no limit). */
+static int send_claim(int a, int fd, int timeout_ms)
 {
 	char c = 'C', cbuf[CMSG_SPACE(sizeof(int))];
 	struct iovec iov = { &c, 1 };
@@ -366,14 +378,25 @@ static int send_claim(int a, int fd)
 	cm->cmsg_type = SCM_RIGHTS;
 	cm->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-	/* May block: the parent may have filled A to show it unwritable. */
-	if (sendmsg(a, &mh, MSG_NOSIGNAL) == 1)
-		return 0;
-	return errno == EINTR ? -EINTR : -ENOTCONN;
+	/* A may be full: the parent fills it to show it unwritable. */
+	for (;;) {
+		if (sendmsg(a, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == 1)
+			return 0;
+		if (errno != EAGAIN)
+			return errno == EINTR ? -EINTR : -ENOTCONN;
+		struct pollfd p = { .fd = a, .events = POLLOUT };
+		int n = poll(&p, 1, timeout_ms);
+		if (n < 0)
+			return errno == EINTR ? -EINTR : -ENOTCONN;
+		if (n == 0)
+			return -ETIMEDOUT;
+	}
 }
 
 /* The claim carries a reply socket of the claimer's own, so that the answer never passes
- * through A, whose readiness bytes are the parent's as long as it uses the socket. */
+ * through A, whose readiness bytes are the parent's as long as it uses the socket.
+ * Deviation: a signal always ends the wait with EINTR, SA_RESTART or not (the caller's
+ * next call claims again). */
 int uls_claim_wait(int fd, int timeout_ms)
 {
 	char c, cbuf[CMSG_SPACE(sizeof(int))];
@@ -381,7 +404,7 @@ int uls_claim_wait(int fd, int timeout_ms)
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
-	rc = send_claim(fd, sv[1]);
+	rc = send_claim(fd, sv[1], timeout_ms);
 	close(sv[1]);
 	if (rc == 0)
 		rc = -ENOTCONN;
@@ -393,11 +416,11 @@ int uls_claim_wait(int fd, int timeout_ms)
 				     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
 		struct pollfd p = { .fd = sv[0], .events = POLLIN };
 		ssize_t n = -1;
-		if (!flags && timeout_ms >= 0 && poll(&p, 1, timeout_ms) == 0) {
+		int ready = flags || timeout_ms < 0 ? 1 : poll(&p, 1, timeout_ms);
+		if (ready == 0)
 			errno = ETIMEDOUT;
-		} else {
+		else if (ready > 0)
 			n = recvmsg(sv[0], &mh, MSG_CMSG_CLOEXEC | flags);
-		}
 		if (n < 0 && !flags && (errno == EINTR || errno == ETIMEDOUT)) {
 			/* Stop the parent's answer first (its send fails from now on, and it
 			 * keeps the connection), then take one that came before. */
@@ -452,6 +475,7 @@ static const struct hoff_state *map_state(int fd, size_t *size)
 	    !h->remote_port || !h->mss ||
 	    (uint64_t)sizeof(*h) + h->rx_len + h->tx_len != (uint64_t)st.st_size ||
 	    h->tx_len > TCP_SND_BUF || h->tx_len != h->snd_lbb - h->lastack ||
+	    h->snd_nxt - h->lastack > h->tx_len ||
 	    h->snd_scale > 14 || h->rcv_scale > 14) {
 		munmap(p, (size_t)st.st_size);
 		return NULL;
@@ -484,11 +508,16 @@ static void restore(struct tcp_pcb *pcb, const struct hoff_state *h)
 	pcb->rto = h->rto;
 	pcb->cwnd = h->cwnd;
 	pcb->ssthresh = h->ssthresh;
-	/* Sending starts again at SND.UNA: what was in flight is queued again below. */
+	if (h->in_recovery && pcb->cwnd > pcb->ssthresh)
+		pcb->cwnd = pcb->ssthresh;  /* fast recovery ends here: RFC 5681 §3.2 step 6 */
+	/* Sending starts again at SND.UNA (queue_tx queues every byte from there), and the
+	 * pcb is put in the state lwIP itself is in after a retransmission timeout
+	 * (tcp_rexmit_rto_prepare): SND.NXT stays where the giver had got, so that the
+	 * peer's ACKs up to it are accepted, and segments it acknowledges are freed from the
+	 * unsent queue. No RTT sample is taken on what is sent again (RFC 6298 §3, Karn). */
 	pcb->lastack = h->lastack;
-	pcb->snd_nxt = h->lastack;
 	pcb->snd_lbb = h->lastack;
-	pcb->rto_end = h->lastack;
+	pcb->rttest = 0;
 	pcb->snd_wl1 = h->snd_wl1;
 	pcb->snd_wl2 = h->snd_wl2;
 	pcb->snd_wnd = h->snd_wnd;
@@ -557,10 +586,15 @@ static int claim(struct stk_sock *s, const struct hoff_state *h)
 	s->rx_eof = h->rx_eof;
 	s->cork = h->cork;
 	if (queue_rx(s, data, h->rx_len) < 0 || queue_tx(pcb, data + h->rx_len, h->tx_len) < 0) {
-		/* Some bytes cannot be kept: the connection cannot go on intact. */
-		stk__stream_close(s);
-		s->err = -ENOMEM;
+		/* Some bytes cannot be kept: the connection cannot go on intact, and the peer
+		 * must not take it for a clean end (RST, not FIN). */
+		stk__stream_abort(s);
 		return -ENOMEM;
+	}
+	pcb->snd_nxt = h->snd_nxt;
+	if (h->snd_nxt != h->lastack) {
+		tcp_set_flags(pcb, TF_RTO);
+		pcb->rto_end = h->snd_nxt;
 	}
 	tcp_ack_now(pcb);
 	tcp_output(pcb);

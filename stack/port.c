@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
@@ -30,9 +31,20 @@ uint32_t stk__random32(void)
 {
 	uint32_t v;
 
-	while (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v))
-		if (errno != EINTR)
+	while (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v)) {
+		if (errno == EINTR)
+			continue;
+		FILE *f = fopen("/dev/urandom", "re");
+		size_t n = f ? fread(&v, sizeof(v), 1, f) : 0;
+		if (f)
+			fclose(f);
+		if (n == 1)
 			break;
+		/* Without the kernel's generator there is no secret to be had (ISNs, handoff
+		 * nonces): better no stack than a guessable one. */
+		stk__log(0, "no random numbers (getrandom, /dev/urandom): %s", strerror(errno));
+		abort();
+	}
 	return v;
 }
 

@@ -132,6 +132,7 @@ int stk__stream_shutdown(struct stk_sock *s, bool rd, bool wr);
 void stk__stream_close(struct stk_sock *s);
 void stk__stream_lost(struct stk_sock *s);
 void stk__stream_forget(struct stk_sock *s);
+void stk__stream_abort(struct stk_sock *s);
 void stk__stream_adopted(struct stk_sock *s, struct tcp_pcb *pcb);
 
 /* dgram.c */

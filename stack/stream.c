@@ -505,6 +505,19 @@ void stk__stream_forget(struct stk_sock *s)
 	s->state = STK_S_DEAD;
 }
 
+/* End the connection with a RST (a move between processes that could not keep every
+ * byte): the peer must not take it for a clean end. */
+void stk__stream_abort(struct stk_sock *s)
+{
+	if (s->tcp) {
+		detach(s->tcp);
+		tcp_abort(s->tcp);
+		s->tcp = NULL;
+	}
+	s->state = STK_S_DEAD;
+	s->err = -ECONNABORTED;
+}
+
 /* A connection that came from another process (handoff.c), registered already. */
 void stk__stream_adopted(struct stk_sock *s, struct tcp_pcb *pcb)
 {

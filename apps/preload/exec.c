@@ -4,7 +4,9 @@
  * exec, each connected TCP socket that stays open (no FD_CLOEXEC) is exported: libuls
  * packs its state into a memfd and ulsd holds its frames for whoever presents the nonce
  * (stack/handoff.c). The memfd goes across exec at a descriptor of its own, named in
- * ULS_INHERIT ("FD:MEMFD:NONBLOCK,..."); the socket's own numbers become closed sockets
+ * ULS_INHERIT ("PID;FD:MEMFD:NONBLOCK,...": exec keeps the process ID, so a program that
+ * the new one starts in turn cannot take the list for its own); the socket's own numbers
+ * become closed sockets
  * (reads give end-of-file, writes EPIPE), never a raw view of the mirror. The new
  * program's shim, as it loads, takes each connection over and puts it back under its
  * numbers. A program that does not load the shim (static, setuid) reads end-of-file, and
@@ -20,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "uls.h"
@@ -36,50 +39,75 @@ struct passed {
 	int fd, memfd, nonblock;
 };
 
-/* "FD:MEMFD:NONBLOCK,..." Entries that do not parse are skipped with a message. */
+/* A decimal field of at most INT32_MAX, then the separator sep (or the end if sep is
+ * ','). Returns the value, or -1. */
+static long field(const char **v, char sep)
+{
+	char *end;
+
+	if (**v < '0' || **v > '9')
+		return -1;
+	long x = strtol(*v, &end, 10);
+	if (x > INT32_MAX || (*end != sep && !(sep == ',' && !*end)))
+		return -1;
+	*v = *end ? end + 1 : end;
+	return x;
+}
+
+/* "PID;FD:MEMFD:NONBLOCK,..." for this process. Entries that do not parse end the list,
+ * with a message. */
 static int parse_inherit(const char *v, struct passed *out, int max)
 {
 	int n = 0;
+	long pid = field(&v, ';');
 
+	if (pid != (long)getpid()) {
+		if (pid < 0)
+			fprintf(stderr, "ulstack: %s: bad list, connections passed across exec "
+				"are lost\n", INHERIT_VAR);
+		return 0;  /* another process's list: not ours to take */
+	}
 	while (*v && n < max) {
-		char *end;
-		long a = strtol(v, &end, 10), b = -1, c = -1;
-		if (*end == ':')
-			b = strtol(end + 1, &end, 10);
-		if (*end == ':')
-			c = strtol(end + 1, &end, 10);
-		if (a < 0 || a > INT32_MAX || b < 0 || b > INT32_MAX || (c != 0 && c != 1) ||
-		    (*end && *end != ',')) {
+		long a = field(&v, ':'), b = a < 0 ? -1 : field(&v, ':'),
+		     c = b < 0 ? -1 : field(&v, ',');
+		if (a < 0 || b < 0 || (c != 0 && c != 1)) {
 			fprintf(stderr, "ulstack: %s: bad entry, connections passed across exec "
 				"are lost\n", INHERIT_VAR);
 			return n;
 		}
 		out[n++] = (struct passed){ (int)a, (int)b, (int)c };
-		v = *end ? end + 1 : end;
 	}
 	return n;
 }
 
-/* Put a connection, once imported as sd, under every number that named it. */
+/* Put a connection, once imported as sd, under every number that named it: one socket,
+ * as before exec (closing one of the numbers must not close the connection). */
 static void install(int sd, const struct passed *p, int n, int memfd)
 {
 	sigset_t old;
+	struct shim_file *f = NULL;
+	int nfd = -1, named = 0;
 
 	shim__enter(&old);
-	int nfd = uls_socket_fd(sd, SOCK_CLOEXEC);
+	nfd = uls_socket_fd(sd, SOCK_CLOEXEC);
 	shim__leave(&old);
-	if (nfd < 0)
-		return;
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < n && nfd >= 0; i++) {
 		if (p[i].memfd != memfd)
 			continue;
-		struct shim_file *f = shim__file_new(sd, SOCK_STREAM, p[i].nonblock);
-		if (!f)
-			continue;
-		if (shim__real.dup3(nfd, p[i].fd, 0) < 0 || shim__install(p[i].fd, f) < 0)
-			free(f);
+		if (!f && !(f = shim__file_new(sd, SOCK_STREAM, p[i].nonblock)))
+			break;
+		if (shim__real.dup3(nfd, p[i].fd, 0) >= 0 && shim__install(p[i].fd, f) == 0)
+			named++;
 	}
-	shim__real.close(nfd);
+	if (nfd >= 0)
+		shim__real.close(nfd);
+	if (!named) {
+		/* Nowhere to put it: the connection ends here rather than linger unseen. */
+		shim__enter(&old);
+		uls_close(sd);
+		shim__leave(&old);
+		free(f);
+	}
 }
 
 static void import_passed(void)
@@ -91,8 +119,12 @@ static void import_passed(void)
 		return;
 	int n = parse_inherit(v, p, KEEP_MAX);
 	unsetenv(INHERIT_VAR);  /* for this program only, not for what it runs */
-	if (!shim__enabled())
+	if (!shim__enabled()) {
+		for (int i = 0; i < n; i++)
+			if (shim__real.fcntl(p[i].memfd, F_GET_SEALS) >= 0)
+				shim__real.close(p[i].memfd);
 		return;
+	}
 	sigset_t old;
 	shim__enter(&old);
 	int rc = uls_attach(shim__ctl());
@@ -179,20 +211,41 @@ static int export_of(struct exec_undo *u, struct shim_file *f)
 	return keep;
 }
 
-/* Export the connection behind fd, if it is one and this is a process of its own. */
-static void pass(struct exec_undo *u, int fd)
+static long now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000L + t.tv_nsec / 1000000L;
+}
+
+/* Export the connection behind fd, if it is one and this is a process of its own. A
+ * connection inherited across fork is claimed first (inetd: the parent lets go right
+ * after fork), all of them within one CLAIM_WAIT_MS; other inherited sockets are left
+ * alone (a listener would join its port's group just before this program goes). */
+static void pass(struct exec_undo *u, int fd, long deadline)
 {
 	struct shim_file *f = shim__get_raw(fd);
+	sigset_t old;
 
 	if (!f)
 		return;
-	if (f->gen != shim__generation())
-		shim__adopt(fd, f, CLAIM_WAIT_MS);  /* inetd: the parent lets go right after fork */
+	if (f->gen != shim__generation() && f->type == SOCK_STREAM) {
+		shim__enter(&old);
+		int inh = uls_inherited(f->sd);
+		shim__leave(&old);
+		long left = deadline - now_ms();
+		if (inh == 2 && left > 0)
+			shim__adopt(fd, f, (int)left);
+	}
 	int m = f->gen == shim__generation() ? export_of(u, f) : -1;
 	if (m >= 0) {
 		size_t len = strlen(u->inherit);
+		if (!len)
+			len = (size_t)snprintf(u->inherit, sizeof(u->inherit), "%s=%d;", INHERIT_VAR,
+					       (int)getpid());
 		snprintf(u->inherit + len, sizeof(u->inherit) - len, "%s%d:%d:%d",
-			 len ? "," : INHERIT_VAR "=", fd, m, f->nonblock ? 1 : 0);
+			 u->inherit[len - 1] == ';' ? "" : ",", fd, m, f->nonblock ? 1 : 0);
 	}
 	shim__put(f);
 }
@@ -204,6 +257,7 @@ static void exec_prepare(struct exec_undo *u)
 {
 	int hi = shim__maxfd();
 	bool own = shim__own_memory();
+	long deadline = own ? now_ms() + CLAIM_WAIT_MS : 0;
 
 	u->n = 0;
 	u->nexp = 0;
@@ -215,7 +269,7 @@ static void exec_prepare(struct exec_undo *u)
 		if (fl < 0 || (fl & FD_CLOEXEC))
 			continue;
 		if (own)
-			pass(u, fd);
+			pass(u, fd, deadline);
 		int sv[2];
 		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 			continue;
@@ -287,6 +341,10 @@ SHIM_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 	char *extra[2];
 
 	shim__real_init();
+	/* A program that cannot be run fails here, before any connection is exported and
+	 * taken back (a shell tries every PATH entry with execve). */
+	if (faccessat(AT_FDCWD, path, X_OK, AT_EACCESS) < 0)
+		return -1;
 	/* After vfork the stack is the parent's: no allocation there, kernel calls only. */
 	if (shim__own_memory())
 		u = malloc(sizeof(*u));

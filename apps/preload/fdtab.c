@@ -55,6 +55,20 @@ void shim__table_unlock(void)
 	pthread_mutex_unlock(&lock);
 }
 
+/* Claims of inherited connections (fork.c): a thread waits here, with the table lock
+ * (held once) released, while another thread claims the same socket. */
+static pthread_cond_t claimed = PTHREAD_COND_INITIALIZER;
+
+void shim__table_wait_claim(void)
+{
+	pthread_cond_wait(&claimed, &lock);
+}
+
+void shim__table_claim_done(void)
+{
+	pthread_cond_broadcast(&claimed);
+}
+
 /* In a fork child: the lock the parent's prepare handler took belongs to a thread id
  * that no longer exists (a recursive mutex checks its owner on unlock), so it starts
  * afresh. */
@@ -66,6 +80,7 @@ void shim__table_reset(void)
 	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
 	pthread_mutex_init(&lock, &a);
 	pthread_mutexattr_destroy(&a);
+	pthread_cond_init(&claimed, NULL);
 }
 
 bool shim__is_ours(int fd)
@@ -84,7 +99,7 @@ int shim__maxfd(void)
 	return atomic_load(&maxfd);
 }
 
-struct shim_file *shim__get(int fd)
+static struct shim_file *get(int fd, int claim)
 {
 	struct shim_file *f;
 
@@ -97,8 +112,23 @@ struct shim_file *shim__get(int fd)
 	shim__table_unlock();
 	/* A socket inherited across fork becomes this process's own on first use. */
 	if (f && f->gen != shim__generation())
-		shim__adopt(fd, f, -1);
+		shim__adopt(fd, f, claim);
 	return f;
+}
+
+/* A call that only asks or sets things about the descriptor (fcntl, ioctl, getsockopt,
+ * dup): an inherited connection is not claimed for it. A shell's child that checks
+ * isatty() on a socket it inherited must not wait for its parent, which waits for it. */
+struct shim_file *shim__get(int fd)
+{
+	return get(fd, SHIM_NO_CLAIM);
+}
+
+/* A call that uses the connection (data, shutdown, its addresses, its options): an
+ * inherited connection is claimed first, waiting for the parent to let go of it. */
+struct shim_file *shim__get_io(int fd)
+{
+	return get(fd, -1);
 }
 
 /* shim__get() without adopting an inherited socket (exec.c adopts with a time limit). */

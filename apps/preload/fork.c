@@ -35,8 +35,17 @@ static void parent(void)
 static void child(void)
 {
 	generation++;
-	shim__fork_note_self();
 	shim__table_reset();
+}
+
+static void note_self_in_child(void)
+{
+	self = getpid();
+}
+
+static void register_self(void)
+{
+	pthread_atfork(NULL, NULL, note_self_in_child);
 }
 
 static void register_handlers(void)
@@ -58,8 +67,16 @@ void shim__fork_init(void)
  * briefly, before the process is gone (uls_node_stop lingers at most 3 s). */
 __attribute__((destructor)) static void shim_fini(void)
 {
-	if (shim__maxfd() >= 0)
-		uls_node_stop();
+	int hi = shim__maxfd();
+
+	if (hi < 0)
+		return;
+	/* The descriptors close now rather than at exit, so that a connection a fork child
+	 * still holds goes to it (stack/handoff.c) and the others close as usual. */
+	for (int fd = 0; fd <= hi; fd++)
+		if (shim__uninstall(fd))
+			shim__real.close(fd);
+	uls_node_stop();
 }
 
 /* Give the child its own socket behind every number naming f. */
@@ -69,25 +86,41 @@ int shim__adopt(int fd, struct shim_file *f, int timeout_ms)
 	int rc, nfd = -1;
 
 	shim__table_lock();
+	/* Another thread is claiming this connection: its result is ours. */
+	while (f->gen != generation && f->claiming == generation + 1)
+		shim__table_wait_claim();
 	if (f->gen == generation) {
 		shim__table_unlock();
 		return 0;
 	}
 	shim__enter(&old);
 	rc = uls_adopt(f->sd);
+	if (rc == ULS_ADOPT_CLAIM && timeout_ms == SHIM_NO_CLAIM) {
+		shim__leave(&old);
+		shim__table_unlock();
+		return 0;  /* not for this call: the socket stays inherited */
+	}
 	if (rc == ULS_ADOPT_CLAIM) {
 		/* A connection: it moves here once the parent has closed its copy. The wait
-		 * is open to signals, like any blocking socket call. */
+		 * is open to signals, like any blocking socket call, and holds no lock: the
+		 * program's other threads and sockets go on meanwhile. */
+		unsigned gen = generation;
+		f->claiming = gen + 1;
 		shim__leave(&old);
+		shim__table_unlock();
 		/* On a number of its own: fd itself is in the table, and libuls's calls on
 		 * it would come back here. */
 		int dfd = shim__real.fcntl(fd, F_DUPFD_CLOEXEC, 0);
 		int state = dfd < 0 ? -ENOTCONN : uls_claim_wait(dfd, timeout_ms);
 		if (dfd >= 0)
 			shim__real.close(dfd);
+		shim__table_lock();
 		shim__enter(&old);
-		if (f->gen == generation) {
-			/* A signal handler's call adopted it meanwhile. */
+		f->claiming = 0;
+		shim__table_claim_done();
+		if (generation != gen || f->gen == generation) {
+			/* A fork meanwhile (this is the child now), or a signal handler's call
+			 * adopted it. */
 			if (state >= 0)
 				shim__real.close(state);
 			shim__leave(&old);
@@ -98,7 +131,7 @@ int shim__adopt(int fd, struct shim_file *f, int timeout_ms)
 		if (rc == -EINTR || rc == -ETIMEDOUT) {
 			shim__leave(&old);
 			shim__table_unlock();
-			return rc;  /* this call reports EINTR; the next one claims again */
+			return rc;  /* this call reports it; the next one claims again */
 		}
 		/* A claim that failed leaves the socket not connected (ENOTCONN): the child
 		 * still gets a mirror of its own, which shows it closed, instead of the
@@ -153,10 +186,14 @@ bool shim__own_memory(void)
 	return getpid() == self;
 }
 
-/* At load, and in every fork child. */
+/* At load, and in every fork child, from the first fork on (registered at load: it
+ * takes no lock, so its order among the fork handlers does not matter). */
 void shim__fork_note_self(void)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
 	self = getpid();
+	pthread_once(&once, register_self);
 }
 
 unsigned shim__generation(void)

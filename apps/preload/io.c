@@ -189,7 +189,7 @@ ssize_t shim__recv(struct shim_file *f, const struct iovec *iov, size_t n, int f
 
 SHIM_EXPORT ssize_t read(int fd, void *buf, size_t len)
 {
-	struct shim_file *f = shim__get(fd);
+	struct shim_file *f = shim__get_io(fd);
 
 	shim__real_init();
 	if (!f)
@@ -202,7 +202,7 @@ SHIM_EXPORT ssize_t read(int fd, void *buf, size_t len)
 
 SHIM_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 {
-	struct shim_file *f = shim__get(fd);
+	struct shim_file *f = shim__get_io(fd);
 
 	shim__real_init();
 	if (!f)
@@ -215,7 +215,7 @@ SHIM_EXPORT ssize_t write(int fd, const void *buf, size_t len)
 
 SHIM_EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)
 {
-	struct shim_file *f = shim__get(fd);
+	struct shim_file *f = shim__get_io(fd);
 
 	shim__real_init();
 	if (!f)
@@ -227,7 +227,7 @@ SHIM_EXPORT ssize_t readv(int fd, const struct iovec *iov, int n)
 
 SHIM_EXPORT ssize_t writev(int fd, const struct iovec *iov, int n)
 {
-	struct shim_file *f = shim__get(fd);
+	struct shim_file *f = shim__get_io(fd);
 
 	shim__real_init();
 	if (!f)
@@ -240,7 +240,7 @@ SHIM_EXPORT ssize_t writev(int fd, const struct iovec *iov, int n)
 SHIM_EXPORT ssize_t sendto(int fd, const void *buf, size_t len, int flags,
 			   const struct sockaddr *to, socklen_t tolen)
 {
-	struct shim_file *f = shim__get(fd);
+	struct shim_file *f = shim__get_io(fd);
 
 	shim__real_init();
 	if (!f)
@@ -259,7 +259,7 @@ SHIM_EXPORT ssize_t send(int fd, const void *buf, size_t len, int flags)
 SHIM_EXPORT ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *from,
 			     socklen_t *fromlen)
 {
-	struct shim_file *f = shim__get(fd);
+	struct shim_file *f = shim__get_io(fd);
 
 	shim__real_init();
 	if (!f)
@@ -300,7 +300,7 @@ static ssize_t do_recvmsg(struct shim_file *f, struct msghdr *m, int flags)
 
 SHIM_EXPORT ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
 {
-	struct shim_file *f = shim__get(fd);
+	struct shim_file *f = shim__get_io(fd);
 
 	shim__real_init();
 	if (!f)
@@ -312,7 +312,7 @@ SHIM_EXPORT ssize_t sendmsg(int fd, const struct msghdr *m, int flags)
 
 SHIM_EXPORT ssize_t recvmsg(int fd, struct msghdr *m, int flags)
 {
-	struct shim_file *f = shim__get(fd);
+	struct shim_file *f = shim__get_io(fd);
 
 	shim__real_init();
 	if (!f)
@@ -326,7 +326,7 @@ SHIM_EXPORT ssize_t recvmsg(int fd, struct msghdr *m, int flags)
  * an error after the first message ends the batch with the count so far. */
 SHIM_EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned n, int flags)
 {
-	struct shim_file *f = shim__get(fd);
+	struct shim_file *f = shim__get_io(fd);
 	unsigned i;
 	ssize_t rc = 0;
 
@@ -345,7 +345,7 @@ SHIM_EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned n, int flags)
 
 SHIM_EXPORT int recvmmsg(int fd, struct mmsghdr *v, unsigned n, int flags, struct timespec *t)
 {
-	struct shim_file *f = shim__get(fd);
+	struct shim_file *f = shim__get_io(fd);
 	unsigned i;
 	ssize_t rc = 0;
 
@@ -407,7 +407,7 @@ static ssize_t file_to_socket(struct shim_file *f, int in, off_t *off, size_t co
 
 SHIM_EXPORT ssize_t sendfile(int out, int in, off_t *off, size_t count)
 {
-	struct shim_file *f = shim__get(out);
+	struct shim_file *f = shim__get_io(out);
 
 	shim__real_init();
 	if (!f) {

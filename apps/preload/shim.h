@@ -32,6 +32,7 @@ struct shim_file {
 	bool listening;      /* listen() was called */
 	bool active;         /* listener: this process accepts on it (fork.c) */
 	unsigned gen;        /* the fork generation it belongs to (fork.c) */
+	unsigned claiming;   /* generation + 1 while a thread claims its connection (fork.c) */
 	/* Options set so far, replayed if the socket turns out to be a loopback one and
 	 * moves to the kernel (socket.c). */
 	struct shim_opt {
@@ -88,7 +89,9 @@ const char *shim__ctl(void);
 
 /* The descriptor table (fdtab.c). shim__get() returns the socket behind fd with a call
  * counted in it (shim__put() ends the call), or NULL when fd is not a user-level socket. */
+#define SHIM_NO_CLAIM (-2)  /* shim__adopt: leave an inherited connection unclaimed */
 struct shim_file *shim__get(int fd);
+struct shim_file *shim__get_io(int fd);
 struct shim_file *shim__get_raw(int fd);
 void shim__put(struct shim_file *f);
 struct shim_file *shim__file_new(int sd, int type, bool nonblock);
@@ -100,6 +103,8 @@ bool shim__table_at(int fd, const struct shim_file *f);
 void shim__table_lock(void);
 void shim__table_unlock(void);
 void shim__table_reset(void);
+void shim__table_wait_claim(void);
+void shim__table_claim_done(void);
 
 /* Calls into libuls run with signals blocked: a handler that uses sockets must never find
  * the stack's lock held by the very thread it interrupted. */

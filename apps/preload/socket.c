@@ -311,7 +311,7 @@ SHIM_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 
 SHIM_EXPORT int shutdown(int fd, int how)
 {
-	struct shim_file *f = shim__get(fd);
+	struct shim_file *f = shim__get_io(fd);
 	sigset_t old;
 
 	shim__real_init();
@@ -359,7 +359,7 @@ static void remember(struct shim_file *f, int level, int name, const void *val, 
 
 SHIM_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
-	struct shim_file *f = shim__get(fd);
+	struct shim_file *f = shim__get_io(fd);
 	sigset_t old;
 
 	shim__real_init();
@@ -381,7 +381,7 @@ SHIM_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen
 
 static int name_of(int fd, struct sockaddr *addr, socklen_t *len, bool peer)
 {
-	struct shim_file *f = shim__get(fd);
+	struct shim_file *f = shim__get_io(fd);
 	struct sockaddr_in a;
 	sigset_t old;
 

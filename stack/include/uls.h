@@ -96,7 +96,8 @@ ULS_EXTERN int uls_pending(int sd);
  * connection without giving it; uls_claim(sd, that result) takes the connection over, or
  * records the failure (-EINTR, -ETIMEDOUT: the socket's next call reports it, and the
  * claim can be made again; otherwise the socket is left not connected).
- * uls_inherited() says whether sd still needs adopting. */
+ * uls_inherited() says whether sd still needs adopting: 0 no, 1 yes, 2 yes and it is a
+ * connection. */
 #define ULS_ADOPT_CLAIM 1
 ULS_EXTERN int uls_adopt(int sd);
 ULS_EXTERN int uls_claim_wait(int fd, int timeout_ms);
