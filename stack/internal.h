@@ -61,7 +61,13 @@ int stk__err_to_errno(err_t err);
 
 /* Ethernet glue between the TAP and lwIP (ethif.c). */
 err_t stk__ethif_init(struct netif *netif);
-void stk__ethif_input(void *arg, const uint8_t *frame, size_t len);
+void stk__ethif_input(void *arg, const uint8_t *frame, size_t len, uint32_t off);
+
+/* Segmentation and checksum offload (tso.c; lwIP's hooks are in hooks.h). */
+void stk__tso_setup(struct netif *netif, const struct nif_dev *dev);
+bool stk__tso_enabled(void);
+uint32_t stk__tso_tx_offload(uint8_t *frame, size_t len);
+void stk__tso_ip_input(struct pbuf *p, struct netif *netif, uint32_t off);
 
 /* Counters of our own code, by name (counters.c). */
 enum stk_counter {
@@ -71,6 +77,8 @@ enum stk_counter {
 	STK_CNT_TX_NOBUF,
 	STK_CNT_TX_OVERSIZE,
 	STK_CNT_MIRROR_FAIL,
+	STK_CNT_TSO_HINT_MISS,
+	STK_CNT_RX_CSUM_OFFLOADED,
 	STK_CNT__COUNT
 };
 void stk__count(enum stk_counter c);
