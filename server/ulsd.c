@@ -57,9 +57,10 @@ static void nif_log(int level, const char *msg)
 }
 
 /* Offloads are off unless --offload on or ULS_TSO=1 (the same variable that libuls reads,
- * so one variable switches a whole testbed). Off by default until the end-of-stream loss
- * in docs/limits.md ("Segmentation offload") is found. A build with latency stamps must
- * keep them off: its breakdown follows frames one ring slot each. */
+ * so one variable switches a whole testbed). Off by default until the sweep is run again
+ * with them on (docs/limits.md, "Performance"; their end-of-stream loss is fixed by lwIP
+ * patch 0007). A build with latency stamps must keep them off: its breakdown follows
+ * frames one ring slot each. */
 static bool offload_default(void)
 {
 	const char *e = getenv("ULS_TSO");
