@@ -335,8 +335,9 @@ static void rx_frame(struct rx *rx, const uint8_t *f, size_t len)
 	rx->bytes += len - NIF_ETH_HLEN;
 }
 
-static void on_frame(void *arg, const uint8_t *frame, size_t len)
+static void on_frame(void *arg, const uint8_t *frame, size_t len, uint32_t off)
 {
+	(void)off;  /* the raw path runs on a TAP without offloads */
 	rx_frame(arg, frame, len);
 }
 
@@ -474,7 +475,7 @@ static int run_recv(const struct opts *o)
 		if (!slot)
 			break;
 		nif_tap_tx_queue(tap, slot, build_ctl(slot, mac_broadcast, rx->mac, MAGIC_HELLO,
-							0, (uint64_t)i));
+							0, (uint64_t)i), 0);
 	}
 	if (nif_tap_tx_flush(tap) < 0 || !slot) {
 		fprintf(stderr, "ulsraw: cannot send hello frames on %s\n", o->tap);
@@ -605,7 +606,7 @@ static int run_send(const struct opts *o)
 				break;
 			}
 			build_data(slot, frame_len, o->dst, o->mac, stream, seq[stream]);
-			nif_tap_tx_queue(tap, slot, frame_len);
+			nif_tap_tx_queue(tap, slot, frame_len, 0);
 			seq[stream]++;
 			frames++;
 			stream = stream + 1 == o->streams ? 0 : stream + 1;
@@ -629,7 +630,7 @@ static int run_send(const struct opts *o)
 	sleep_ns(END_PAUSE_NS);
 	for (unsigned i = 0; i < END_COUNT && i < held; i++)
 		nif_tap_tx_queue(tap, slots[i], build_ctl(slots[i], o->dst, o->mac, MAGIC_END,
-							  o->streams, frames));
+							  o->streams, frames), 0);
 	nif_tap_tx_flush(tap);
 	drain(tap, slots, END_COUNT < held ? END_COUNT : held);
 	nif_tap_close(tap);

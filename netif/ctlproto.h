@@ -49,9 +49,13 @@ struct uls_ctl_hello {
 	uint32_t lease_id;
 	uint8_t prefix_len;
 	uint8_t mac[6];
-	uint8_t pad;
+	uint8_t flags;        /* ULS_CTL_HELLO_F_* */
 	uint8_t isn_secret[16];  /* RFC 6528's secret key, shared by the node's processes */
 };
+
+/* The node's rings carry offload words (netif/vnet.h): the process may send TCP segments
+ * with a partial checksum and super-segments, and receives them. */
+#define ULS_CTL_HELLO_F_OFFLOAD 0x01u
 
 struct uls_ctl_counter {
 	char name[48];

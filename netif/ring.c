@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "netif/frame.h"
+#include "netif/vnet.h"
 
 /* A receive ring should hold a whole TCP window (4 MiB, stack/lwipopts.h) of full-size
  * frames: a process whose stack thread is descheduled for a moment then loses nothing,
@@ -104,7 +105,12 @@ void nif_ring_attach(struct nif_ring *r, void *base, const struct nif_ring_layou
 	/* Sizes come from the layout both sides agreed on, never from shared memory. */
 	r->nslots = l->nslots;
 	r->slot_size = l->slot_size;
-	r->data_max = l->slot_size - (uint32_t)sizeof(struct nif_ring_slot);
+	/* A frame may take several slots, but never more than half the ring. */
+	size_t one = l->slot_size - sizeof(struct nif_ring_slot);
+	size_t half = (size_t)l->nslots / 2 * l->slot_size - sizeof(struct nif_ring_slot);
+	size_t max = one > NIF_OFF_FRAME_MAX ? one : NIF_OFF_FRAME_MAX;
+	r->data_max = (uint32_t)(max < half ? max : half);
+	r->span = 1;
 	r->efd = efd;
 	r->local = atomic_load_explicit(producer ? &r->hdr->prod : &r->hdr->cons,
 					memory_order_relaxed);
@@ -116,21 +122,40 @@ static struct nif_ring_slot *slot_at(const struct nif_ring *r, uint32_t idx)
 	return (struct nif_ring_slot *)(r->slots + (size_t)(idx & (r->nslots - 1)) * r->slot_size);
 }
 
-uint8_t *nif_ring_prod_slot(struct nif_ring *r)
+/* Slots a frame of len bytes takes. */
+static uint32_t span_of(const struct nif_ring *r, size_t len)
+{
+	return (uint32_t)((sizeof(struct nif_ring_slot) + len + r->slot_size - 1) / r->slot_size);
+}
+
+uint8_t *nif_ring_prod_slot(struct nif_ring *r, size_t len)
 {
 	uint32_t cons = atomic_load_explicit(&r->hdr->cons, memory_order_acquire);
+	uint32_t used = r->local - cons;
 
-	/* A consumer that writes a wild index can make the ring look full or empty to us, but
-	 * never make us write outside it: slot_at() masks the index. */
-	if (r->local - cons >= r->nslots)
+	if (len > r->data_max)
 		return NULL;
+	uint32_t n = span_of(r, len), pos = r->local & (r->nslots - 1);
+	uint32_t pad = pos + n > r->nslots ? r->nslots - pos : 0;
+	/* A consumer that writes a wild index can make the ring look full or empty to us, but
+	 * never make us write outside it: slot_at() masks the index, and a frame never runs
+	 * past the last slot. */
+	if (used > r->nslots || r->nslots - used < pad + n)
+		return NULL;
+	if (pad) {
+		slot_at(r, r->local)->len = NIF_RING_PAD;
+		r->local += pad;
+	}
 	return slot_at(r, r->local)->data;
 }
 
-void nif_ring_prod_commit(struct nif_ring *r, size_t len)
+void nif_ring_prod_commit(struct nif_ring *r, size_t len, uint32_t off)
 {
-	slot_at(r, r->local)->len = (uint32_t)len;
-	r->local++;
+	struct nif_ring_slot *s = slot_at(r, r->local);
+
+	s->len = (uint32_t)len;
+	s->offload = off;
+	r->local += span_of(r, len);
 }
 
 bool nif_ring_prod_publish(struct nif_ring *r)
@@ -153,17 +178,30 @@ void nif_ring_signal(struct nif_ring *r)
 		return;
 }
 
-const uint8_t *nif_ring_cons_peek(struct nif_ring *r, size_t *len, uint64_t *bad)
+const uint8_t *nif_ring_cons_peek(struct nif_ring *r, size_t *len, uint32_t *off,
+				  uint64_t *bad)
 {
 	for (;;) {
 		uint32_t prod = atomic_load_explicit(&r->hdr->prod, memory_order_acquire);
-		if (prod == r->local || prod - r->local > r->nslots)
+		uint32_t avail = prod - r->local;
+		if (avail == 0 || avail > r->nslots)
 			return NULL;  /* empty, or a producer index we cannot trust */
 		struct nif_ring_slot *s = slot_at(r, r->local);
-		uint32_t l = s->len;
+		uint32_t l = s->len, pos = r->local & (r->nslots - 1);
+		r->span = 1;
+		if (l == NIF_RING_PAD && pos != 0 && r->nslots - pos <= avail) {
+			r->span = r->nslots - pos;  /* the rest of the ring is padding */
+			nif_ring_cons_release(r);
+			continue;
+		}
 		if (l >= NIF_ETH_HLEN && l <= r->data_max) {
-			*len = l;
-			return s->data;
+			uint32_t n = span_of(r, l);
+			if (n <= avail && pos + n <= r->nslots) {
+				r->span = n;
+				*len = l;
+				*off = s->offload;
+				return s->data;
+			}
 		}
 		(*bad)++;
 		nif_ring_cons_release(r);
@@ -172,7 +210,8 @@ const uint8_t *nif_ring_cons_peek(struct nif_ring *r, size_t *len, uint64_t *bad
 
 void nif_ring_cons_release(struct nif_ring *r)
 {
-	r->local++;
+	r->local += r->span;
+	r->span = 1;
 	atomic_store_explicit(&r->hdr->cons, r->local, memory_order_release);
 }
 

@@ -25,9 +25,9 @@
 #ifdef ULS_BREAKDOWN
 /* Slot headers carry latency stamps (netif/breakdown.h): another layout, so a process and
  * a ulsd built with and without --enable-breakdown refuse each other's rings. */
-#define NIF_RING_VERSION 0x10001u
+#define NIF_RING_VERSION 0x10002u
 #else
-#define NIF_RING_VERSION 1u
+#define NIF_RING_VERSION 2u
 #endif
 #define NIF_CACHELINE    64
 
@@ -43,9 +43,14 @@ struct nif_ring_hdr {
 	uint8_t pad2[NIF_CACHELINE - 8];
 };
 
+/* A frame starts in a slot and runs on through as many following slots as it needs (their
+ * headers are overwritten by its data), never across the end of the ring: a producer that
+ * would wrap writes NIF_RING_PAD as the length and starts again at slot 0. */
+#define NIF_RING_PAD UINT32_MAX
+
 struct nif_ring_slot {
 	uint32_t len;
-	uint32_t reserved;
+	uint32_t offload;     /* the frame's offload word (netif/vnet.h) */
 #ifdef ULS_BREAKDOWN
 	uint64_t stamp[NIF_BD_SLOT_STAMPS];
 #endif
@@ -56,7 +61,9 @@ struct nif_ring_slot {
 struct nif_ring {
 	struct nif_ring_hdr *hdr;
 	uint8_t *slots;
-	uint32_t nslots, slot_size, data_max;
+	uint32_t nslots, slot_size;
+	uint32_t data_max;    /* the longest frame (over several slots) */
+	uint32_t span;        /* consumer: slots of the frame last peeked */
 	int efd;              /* the consumer's eventfd */
 	uint32_t local;       /* producer: next prod to publish; consumer: next cons */
 	uint32_t published;   /* producer: prod as last published */
@@ -79,16 +86,17 @@ void nif_ring_unmap(void *base, const struct nif_ring_layout *l);
 void nif_ring_attach(struct nif_ring *r, void *base, const struct nif_ring_layout *l,
 		     unsigned i, int efd, bool producer);
 
-/* Producer. */
-uint8_t *nif_ring_prod_slot(struct nif_ring *r);     /* NULL if the ring is full */
-void nif_ring_prod_commit(struct nif_ring *r, size_t len);
+/* Producer. Room for a frame of len bytes (at most data_max), NULL if the ring is full. */
+uint8_t *nif_ring_prod_slot(struct nif_ring *r, size_t len);
+void nif_ring_prod_commit(struct nif_ring *r, size_t len, uint32_t off);
 /* Make committed slots visible; returns true if the consumer must be signalled. */
 bool nif_ring_prod_publish(struct nif_ring *r);
 void nif_ring_signal(struct nif_ring *r);
 
-/* Consumer. Returns the next frame (and its length) or NULL when empty; a slot whose
- * length is out of range is skipped and counted in *bad. */
-const uint8_t *nif_ring_cons_peek(struct nif_ring *r, size_t *len, uint64_t *bad);
+/* Consumer. Returns the next frame (its length and offload word) or NULL when empty; a slot
+ * whose length is out of range is skipped and counted in *bad. */
+const uint8_t *nif_ring_cons_peek(struct nif_ring *r, size_t *len, uint32_t *off,
+				  uint64_t *bad);
 void nif_ring_cons_release(struct nif_ring *r);
 /* Mark the consumer asleep; returns false (and clears the mark) if frames arrived. */
 bool nif_ring_cons_prepare_sleep(struct nif_ring *r);

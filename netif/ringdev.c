@@ -2,6 +2,7 @@
  * go into the tx ring. ulsd is trusted for nothing: lengths and indices read from the shared
  * mapping are checked (ring.c). */
 #include "netif/ringdev.h"
+#include "netif/vnet.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -147,13 +148,20 @@ static int rd_rx(struct nif_dev *d, nif_rx_fn *fn, void *arg, unsigned budget)
 	struct ringdev *r = of(d);
 	unsigned n = 0;
 	size_t len;
+	uint32_t off;
 	const uint8_t *f;
 
-	while (n < budget && (f = nif_ring_cons_peek(&r->rx, &len, &r->bad_slots))) {
+	while (n < budget && (f = nif_ring_cons_peek(&r->rx, &len, &off, &r->bad_slots))) {
 		r->st.rx_frames++;
 		r->st.rx_bytes += len;
+		if (nif_off_gso(off))
+			r->st.rx_gso++;
+		if (off & NIF_OFF_CSUM_PARTIAL)
+			r->st.rx_csum_partial++;
+		else if (off & NIF_OFF_CSUM_VALID)
+			r->st.rx_csum_valid++;
 		bd_rx(r, f, len);
-		fn(arg, f, len);
+		fn(arg, f, len, off);
 		nif_ring_cons_release(&r->rx);
 		n++;
 	}
@@ -178,13 +186,15 @@ static int rd_flush(struct nif_dev *d)
 	return 0;
 }
 
-static uint8_t *rd_tx_slot(struct nif_dev *d)
+static uint8_t *rd_tx_slot(struct nif_dev *d, size_t len)
 {
 	struct ringdev *r = of(d);
 	uint8_t *slot;
 
 	bd_stack_out(r);
-	while (!(slot = nif_ring_prod_slot(&r->tx))) {
+	if (len > r->tx.data_max)
+		return NULL;
+	while (!(slot = nif_ring_prod_slot(&r->tx, len))) {
 		/* ulsd drains rings as fast as the TAP takes frames; hand it what we have and
 		 * give it the CPU (this machine may have fewer cores than busy threads). A ring
 		 * nobody drains any more (ulsd died) must not hold the caller forever: the frame
@@ -200,14 +210,22 @@ static uint8_t *rd_tx_slot(struct nif_dev *d)
 	return slot;
 }
 
-static void rd_tx_queue(struct nif_dev *d, uint8_t *slot, size_t len)
+static int rd_tx_queue(struct nif_dev *d, uint8_t *slot, size_t len, uint32_t off)
 {
 	struct ringdev *r = of(d);
 
+	/* ulsd checks the offload word against the frame; here only whether it may carry one. */
+	if (off && !r->dev.offload) {
+		r->st.tx_bad_offload++;
+		return -EINVAL;
+	}
 	bd_tx_queue(r, slot, len);
-	nif_ring_prod_commit(&r->tx, len);
+	nif_ring_prod_commit(&r->tx, len, off);
 	r->st.tx_frames++;
 	r->st.tx_bytes += len;
+	if (nif_off_gso(off))
+		r->st.tx_gso++;
+	return 0;
 }
 
 static void rd_get_stats(const struct nif_dev *d, struct nif_dev_stats *out)
@@ -233,8 +251,8 @@ static const struct nif_dev_ops ringdev_ops = {
 	.close = rd_close, .breakdown = RD_BREAKDOWN,
 };
 
-int nif_ringdev_open(struct nif_dev **out, unsigned mtu, int memfd, int rx_efd, int tx_efd,
-		     int hup_fd)
+int nif_ringdev_open(struct nif_dev **out, unsigned mtu, bool offload, int memfd, int rx_efd,
+		     int tx_efd, int hup_fd)
 {
 	struct ringdev *r = calloc(1, sizeof(*r));
 	int rc;
@@ -250,6 +268,7 @@ int nif_ringdev_open(struct nif_dev **out, unsigned mtu, int memfd, int rx_efd, 
 	}
 	r->dev.ops = &ringdev_ops;
 	r->dev.mtu = mtu;
+	r->dev.offload = offload;
 	r->memfd = memfd;
 	r->rx_efd = rx_efd;
 	r->tx_efd = tx_efd;

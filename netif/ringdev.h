@@ -5,11 +5,11 @@
 #include "netif/dev.h"
 #include "netif/ring.h"
 
-/* Take over memfd (the ring pair), rx_efd (ours: ulsd signals it when frames arrive) and
+/* offload: ulsd's node carries offload words (netif/vnet.h) in both rings. Take over memfd (the ring pair), rx_efd (ours: ulsd signals it when frames arrive) and
  * tx_efd (ulsd's: we signal it after publishing frames); all three are closed by close().
  * hup_fd (the lease, not taken over) is watched for hang-up: when ulsd goes away, wait()
  * returns -ECONNRESET, once. */
-int nif_ringdev_open(struct nif_dev **out, unsigned mtu, int memfd, int rx_efd, int tx_efd,
-		     int hup_fd);
+int nif_ringdev_open(struct nif_dev **out, unsigned mtu, bool offload, int memfd, int rx_efd,
+		     int tx_efd, int hup_fd);
 
 #endif

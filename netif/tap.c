@@ -49,7 +49,8 @@ struct nif_tap {
 	int wake_fd;
 	unsigned mtu;
 	size_t frame_max;      /* MTU + Ethernet header */
-	size_t buf_size;       /* one byte more than frame_max, to notice truncation */
+	size_t buf_size;       /* one byte more than vhl + frame_max, to notice truncation */
+	size_t vhl;            /* virtio-net header in front of each frame: 0 or NIF_VNET_HLEN */
 	bool uring;
 
 	struct io_uring rx;
@@ -102,7 +103,7 @@ static void logf_(int level, const char *fmt, ...)
 	log_fn(level, buf);
 }
 
-static int attach(const char *ifname)
+static int attach(const char *ifname, bool offload)
 {
 	struct ifreq ifr;
 	int fd;
@@ -113,7 +114,7 @@ static int attach(const char *ifname)
 	if (fd < 0)
 		return -errno;
 	memset(&ifr, 0, sizeof(ifr));
-	ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
+	ifr.ifr_flags = IFF_TAP | IFF_NO_PI | (offload ? IFF_VNET_HDR : 0);
 	memcpy(ifr.ifr_name, ifname, strlen(ifname));
 	if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
 		int err = -errno;
@@ -127,9 +128,14 @@ static int attach(const char *ifname)
 		close(fd);
 		return -ENODEV;
 	}
-	/* A persistent TAP keeps the offloads a previous owner set; without a virtio-net header
-	 * we must receive plain, fully checksummed frames, so reset them. */
-	if (ioctl(fd, TUNSETOFFLOAD, 0) < 0) {
+	/* A persistent TAP keeps the offloads (and header size) a previous owner set: without
+	 * a virtio-net header we must receive plain, fully checksummed frames, so reset them;
+	 * with one, say exactly what we read: partial checksums and TCPv4 super-segments
+	 * (linux/if_tun.h). The kernel then delivers GSO frames intact instead of segmenting
+	 * them for us, and takes ours whole. */
+	int hsz = NIF_VNET_HLEN;
+	unsigned long feat = offload ? TUN_F_CSUM | TUN_F_TSO4 : 0;
+	if ((offload && ioctl(fd, TUNSETVNETHDRSZ, &hsz) < 0) || ioctl(fd, TUNSETOFFLOAD, feat) < 0) {
 		int err = -errno;
 		close(fd);
 		return err;
@@ -238,7 +244,7 @@ int nif_tap_open(struct nif_tap **out, const struct nif_tap_config *cfg)
 		return -ENOMEM;
 	t->fd = t->wake_fd = -1;
 	t->dev.ops = &tap_ops;
-	rc = attach(cfg->ifname);
+	rc = attach(cfg->ifname, cfg->offload);
 	if (rc < 0)
 		goto fail;
 	t->fd = rc;
@@ -251,6 +257,13 @@ int nif_tap_open(struct nif_tap **out, const struct nif_tap_config *cfg)
 	 * device's MTU whatever the stack was told. */
 	t->frame_max = (size_t)t->mtu + NIF_ETH_HLEN;
 	t->buf_size = ((devmtu > t->mtu ? devmtu : t->mtu) + NIF_ETH_HLEN + 1 + 63) & ~(size_t)63;
+	if (cfg->offload) {
+		/* Super-segments both ways; buffers are resident only as far as they are used. */
+		t->vhl = NIF_VNET_HLEN;
+		t->dev.offload = true;
+		t->frame_max = NIF_OFF_FRAME_MAX;
+		t->buf_size = (NIF_VNET_HLEN + NIF_OFF_FRAME_MAX + 1 + 63) & ~(size_t)63;
+	}
 	t->rx_depth = cfg->rx_depth ? cfg->rx_depth : RX_DEPTH_DEFAULT;
 	t->tx_depth = cfg->tx_depth ? cfg->tx_depth : TX_DEPTH_DEFAULT;
 	t->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -352,6 +365,33 @@ static void rx_error(struct nif_tap *t, int err)
 		logf_(1, "TAP read failed: %s", strerror(err));
 }
 
+/* One read: strip and check the virtio-net header, then hand the frame on. A header that
+ * does not describe its frame is counted and the frame dropped. */
+static bool deliver(struct nif_tap *t, nif_rx_fn *fn, void *arg, const uint8_t *buf, size_t len)
+{
+	uint32_t off = 0;
+
+	if (t->vhl) {
+		if (len < t->vhl ||
+		    nif_vnet_parse(buf, t->vhl, buf + t->vhl, len - t->vhl, &off) != NIF_VNET_OK) {
+			t->st.rx_bad_vnet++;
+			return false;
+		}
+		buf += t->vhl;
+		len -= t->vhl;
+		if (nif_off_gso(off))
+			t->st.rx_gso++;
+		if (off & NIF_OFF_CSUM_PARTIAL)
+			t->st.rx_csum_partial++;
+		else if (off & NIF_OFF_CSUM_VALID)
+			t->st.rx_csum_valid++;
+	}
+	t->st.rx_frames++;
+	t->st.rx_bytes += (uint64_t)len;
+	fn(arg, buf, len, off);
+	return true;
+}
+
 static int rx_fallback(struct nif_tap *t, nif_rx_fn *fn, void *arg, unsigned budget)
 {
 	unsigned n = 0;
@@ -367,10 +407,8 @@ static int rx_fallback(struct nif_tap *t, nif_rx_fn *fn, void *arg, unsigned bud
 			break;
 		}
 		t->rx_errors_in_row = 0;
-		t->st.rx_frames++;
-		t->st.rx_bytes += (uint64_t)len;
-		fn(arg, t->rx_bufs, (size_t)len);
-		n++;
+		if (deliver(t, fn, arg, t->rx_bufs, (size_t)len))
+			n++;
 	}
 	return (int)n;
 }
@@ -401,10 +439,8 @@ int nif_tap_rx(struct nif_tap *t, nif_rx_fn *fn, void *arg, unsigned budget)
 		}
 		if (res > 0) {
 			t->rx_errors_in_row = 0;
-			t->st.rx_frames++;
-			t->st.rx_bytes += (uint64_t)res;
-			fn(arg, rx_buf(t, (unsigned)tag), (size_t)res);
-			n++;
+			if (deliver(t, fn, arg, rx_buf(t, (unsigned)tag), (size_t)res))
+				n++;
 		} else if (res < 0 && res != -EAGAIN && res != -EINTR) {
 			rx_error(t, -res);
 		}
@@ -528,7 +564,7 @@ static void tx_reap(struct nif_tap *t)
 uint8_t *nif_tap_tx_slot(struct nif_tap *t)
 {
 	if (!t->uring)
-		return t->tx_bufs;
+		return t->tx_bufs + t->vhl;
 	if (t->tx_nfree == 0)
 		tx_reap(t);
 	while (t->tx_nfree == 0) {
@@ -542,22 +578,39 @@ uint8_t *nif_tap_tx_slot(struct nif_tap *t)
 			return NULL;
 		tx_reap(t);
 	}
-	return tx_buf(t, t->tx_free[--t->tx_nfree]);
+	return tx_buf(t, t->tx_free[--t->tx_nfree]) + t->vhl;
 }
 
-void nif_tap_tx_queue(struct nif_tap *t, uint8_t *slot, size_t len)
+int nif_tap_tx_queue(struct nif_tap *t, uint8_t *slot, size_t len, uint32_t off)
 {
+	uint8_t *buf = slot - t->vhl;
+
+	if (t->vhl) {
+		if (nif_vnet_build(buf, slot, len, off) != NIF_VNET_OK) {
+			t->st.tx_bad_offload++;
+			if (t->uring)  /* the buffer goes back unused */
+				t->tx_free[t->tx_nfree++] = (unsigned)((size_t)(buf - t->tx_bufs) / t->buf_size);
+			return -EINVAL;
+		}
+		if (buf[1] != 0)
+			t->st.tx_gso++;
+	} else if (off) {
+		t->st.tx_bad_offload++;
+		if (t->uring)
+			t->tx_free[t->tx_nfree++] = (unsigned)((size_t)(buf - t->tx_bufs) / t->buf_size);
+		return -EINVAL;
+	}
 	if (!t->uring) {
-		ssize_t n = write(t->fd, slot, len);
+		ssize_t n = write(t->fd, buf, len + t->vhl);
 		if (n < 0)
 			t->st.tx_errors++;
-		else if ((size_t)n != len)
+		else if ((size_t)n != len + t->vhl)
 			t->st.tx_short++;
 		else {
 			t->st.tx_frames++;
 			t->st.tx_bytes += len;
 		}
-		return;
+		return 0;
 	}
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&t->tx);
 	if (!sqe) {
@@ -565,14 +618,15 @@ void nif_tap_tx_queue(struct nif_tap *t, uint8_t *slot, size_t len)
 		t->tx_unsubmitted = 0;
 		sqe = io_uring_get_sqe(&t->tx);
 	}
-	io_uring_prep_write(sqe, t->fd, slot, (unsigned)len, 0);
-	io_uring_sqe_set_data64(sqe, (uint64_t)((size_t)(slot - t->tx_bufs) / t->buf_size));
+	io_uring_prep_write(sqe, t->fd, buf, (unsigned)(len + t->vhl), 0);
+	io_uring_sqe_set_data64(sqe, (uint64_t)((size_t)(buf - t->tx_bufs) / t->buf_size));
 	t->st.tx_frames++;
 	t->st.tx_bytes += len;
 	if (++t->tx_unsubmitted >= TX_SUBMIT_BATCH) {
 		io_uring_submit(&t->tx);
 		t->tx_unsubmitted = 0;
 	}
+	return 0;
 }
 
 /* Hand every queued frame to the kernel in one system call. */
@@ -611,10 +665,14 @@ static int op_rx(struct nif_dev *d, nif_rx_fn *fn, void *arg, unsigned budget)
 	return nif_tap_rx(of(d), fn, arg, budget);
 }
 static void op_wake(struct nif_dev *d) { nif_tap_wake(of(d)); }
-static uint8_t *op_tx_slot(struct nif_dev *d) { return nif_tap_tx_slot(of(d)); }
-static void op_tx_queue(struct nif_dev *d, uint8_t *slot, size_t len)
+static uint8_t *op_tx_slot(struct nif_dev *d, size_t len)
 {
-	nif_tap_tx_queue(of(d), slot, len);
+	(void)len;  /* every buffer holds the largest frame */
+	return nif_tap_tx_slot(of(d));
+}
+static int op_tx_queue(struct nif_dev *d, uint8_t *slot, size_t len, uint32_t off)
+{
+	return nif_tap_tx_queue(of(d), slot, len, off);
 }
 static int op_tx_flush(struct nif_dev *d) { return nif_tap_tx_flush(of(d)); }
 static void op_get_stats(const struct nif_dev *d, struct nif_dev_stats *out)

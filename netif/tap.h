@@ -17,6 +17,7 @@
 
 #include "netif/dev.h"
 #include "netif/frame.h"
+#include "netif/vnet.h"
 
 struct nif_tap;
 
@@ -25,6 +26,11 @@ struct nif_tap_config {
 	unsigned mtu;         /* 0: the device's MTU */
 	unsigned rx_depth;    /* reads kept in flight (0: default) */
 	unsigned tx_depth;    /* transmit buffers (0: default) */
+	/* Open with a virtio-net header (IFF_VNET_HDR) and turn on checksum and TCPv4
+	 * segmentation offload (TUN_F_CSUM | TUN_F_TSO4): frames carry offload words
+	 * (netif/vnet.h) and may be up to NIF_OFF_FRAME_MAX long. Off: plain frames of at most
+	 * MTU + 14, every offload of the device reset. */
+	bool offload;
 };
 
 int nif_tap_open(struct nif_tap **out, const struct nif_tap_config *cfg);
@@ -47,7 +53,9 @@ int nif_tap_rx(struct nif_tap *tap, nif_rx_fn *fn, void *arg, unsigned budget);
 void nif_tap_wake(struct nif_tap *tap);
 
 uint8_t *nif_tap_tx_slot(struct nif_tap *tap);
-void nif_tap_tx_queue(struct nif_tap *tap, uint8_t *slot, size_t len);
+/* Queue a frame from nif_tap_tx_slot() with its offload word (0 on a TAP without offloads).
+ * Returns 0, or -EINVAL when off does not fit the frame (dropped, tx_bad_offload). */
+int nif_tap_tx_queue(struct nif_tap *tap, uint8_t *slot, size_t len, uint32_t off);
 int nif_tap_tx_flush(struct nif_tap *tap);
 
 void nif_tap_get_stats(const struct nif_tap *tap, struct nif_dev_stats *out);

@@ -57,6 +57,11 @@ static const char *const counter_names[SRV_COUNTER_MAX] = {
 	[SRV_HANDOFFS] = "handoffs",
 	[SRV_HANDOFFS_EXPIRED] = "handoffs_expired",
 	[SRV_DROP_IN_TRANSIT] = "drop_in_transit",
+	[SRV_FRAMES_GSO_SENT] = "frames_gso_sent",
+	[SRV_FRAMES_GSO_RECEIVED] = "frames_gso_received",
+	[SRV_FRAMES_CSUM_PARTIAL_RECEIVED] = "frames_csum_partial_received",
+	[SRV_DROP_TX_BAD_OFFLOAD] = "drop_tx_bad_offload",
+	[SRV_DROP_RX_BAD_VNET] = "drop_rx_bad_vnet",
 };
 
 const char *srv_counter_name(enum srv_counter c)
@@ -117,6 +122,7 @@ static void hello(struct srv *s, struct conn *c, const struct uls_ctl_msg *req)
 	r.u.hello.lease_id = l->id;
 	r.u.hello.prefix_len = (uint8_t)s->prefix_len;
 	memcpy(r.u.hello.mac, s->mac, 6);
+	r.u.hello.flags = s->offload ? ULS_CTL_HELLO_F_OFFLOAD : 0;
 	memcpy(r.u.hello.isn_secret, s->isn_secret, 16);
 	int fds[3] = { l->memfd, l->rx_efd, l->tx_efd };
 	reply(s, c, &r, fds, 3);

@@ -53,11 +53,11 @@ static inline void bd_tx_slot(const uint8_t *slot, uint64_t t_taken)
 /* t_read, t_demux: when the frame came off the TAP and when its owner was known (breakdown
  * builds; 0 otherwise). */
 static void deliver(struct srv *s, struct srv_lease *l, const uint8_t *frame, size_t len,
-		    uint64_t t_read, uint64_t t_demux)
+		    uint32_t off, uint64_t t_read, uint64_t t_demux)
 {
-	uint8_t *slot = nif_ring_prod_slot(&l->rx);
+	uint8_t *slot = nif_ring_prod_slot(&l->rx, len);
 
-	if (!slot || len > l->rx.data_max) {
+	if (!slot) {
 		/* The process is not keeping up: drop, as a NIC drops on a full ring; TCP
 		 * retransmits. */
 		l->rx_ring_full++;
@@ -66,7 +66,7 @@ static void deliver(struct srv *s, struct srv_lease *l, const uint8_t *frame, si
 	}
 	memcpy(slot, frame, len);
 	bd_rx_slot(slot, t_read, t_demux);
-	nif_ring_prod_commit(&l->rx, len);
+	nif_ring_prod_commit(&l->rx, len, off);
 	l->rx_frames++;
 	l->rx_bytes += len;
 	if (!l->rx_pending) {
@@ -82,7 +82,7 @@ static void share_arp(struct srv *s, const uint8_t *frame, size_t len)
 	for (uint32_t i = 1; i < SRV_MAX_LEASES; i++) {
 		struct srv_lease *l = s->leases[i];
 		if (l && !l->dead)
-			deliver(s, l, frame, len, 0, 0);
+			deliver(s, l, frame, len, 0, 0, 0);
 	}
 	s->ctr[SRV_ARP_SHARED]++;
 }
@@ -121,7 +121,7 @@ static void for_server(struct srv *s, const uint8_t *frame, size_t len, const st
 	}
 }
 
-static void on_frame(void *arg, const uint8_t *frame, size_t len)
+static void on_frame(void *arg, const uint8_t *frame, size_t len, uint32_t off)
 {
 	struct srv *s = arg;
 	uint64_t t_read = bd_now();
@@ -151,8 +151,12 @@ static void on_frame(void *arg, const uint8_t *frame, size_t len)
 			s->ctr[SRV_DROP_IN_TRANSIT]++;
 			return;
 		}
+		if (nif_off_gso(off))
+			s->ctr[SRV_FRAMES_GSO_RECEIVED]++;
+		if (off & NIF_OFF_CSUM_PARTIAL)
+			s->ctr[SRV_FRAMES_CSUM_PARTIAL_RECEIVED]++;
 		if (o != FLT_NO_OWNER && o < SRV_MAX_LEASES && s->leases[o] && !s->leases[o]->dead) {
-			deliver(s, s->leases[o], frame, len, t_read, bd_now());
+			deliver(s, s->leases[o], frame, len, off, t_read, bd_now());
 			return;
 		}
 	}
@@ -166,37 +170,81 @@ void srv_send_frame(struct srv *s, const uint8_t *frame, size_t len)
 	if (!slot)
 		return;
 	memcpy(slot, frame, len);
-	nif_tap_tx_queue(s->tap, slot, len);
+	nif_tap_tx_queue(s->tap, slot, len, 0);
 	s->ctr[SRV_FRAMES_SENT]++;
+}
+
+/* Whether a process's frame may go out as it is: at most the MTU, or, on a node with
+ * offloads, a super-segment whose every piece on the wire fits the MTU. The TAP then checks
+ * the offload word against the headers (nif_vnet_build). */
+static bool tx_size_ok(const struct srv *s, const struct flt_pkt *p, size_t len, uint32_t off)
+{
+	unsigned gso = nif_off_gso(off);
+
+	if (off && !s->offload)
+		return false;
+	if (!gso)
+		return len <= (size_t)s->mtu + NIF_ETH_HLEN;
+	return len <= NIF_OFF_FRAME_MAX && p->ethertype == FLT_ETHERTYPE_IPV4 &&
+	       p->ip.proto == FLT_PROTO_TCP &&
+	       (size_t)p->ip.hlen + p->tcp.doff + gso <= (size_t)s->mtu;
+}
+
+/* Send a process's checked frame with its offload word. */
+static bool send_offloaded(struct srv *s, const uint8_t *frame, size_t len, uint32_t off)
+{
+	uint8_t *slot = nif_tap_tx_slot(s->tap);
+
+	if (!slot)
+		return false;
+	memcpy(slot, frame, len);
+	if (nif_tap_tx_queue(s->tap, slot, len, off) < 0) {
+		s->ctr[SRV_DROP_TX_BAD_OFFLOAD]++;
+		return false;
+	}
+	s->ctr[SRV_FRAMES_SENT]++;
+	if (nif_off_gso(off) && len > (size_t)s->mtu + NIF_ETH_HLEN)
+		s->ctr[SRV_FRAMES_GSO_SENT]++;
+	return true;
 }
 
 /* A process published frames: check each against its endpoints and send it. */
 void srv_drain_tx(struct srv *s, struct srv_lease *l)
 {
 	size_t len;
+	uint32_t off;
 	const uint8_t *f;
 
-	while ((f = nif_ring_cons_peek(&l->tx, &len, &l->bad_slots))) {
+	while ((f = nif_ring_cons_peek(&l->tx, &len, &off, &l->bad_slots))) {
 		uint64_t t_taken = bd_now();
 		struct flt_pkt p;
 		int rc = flt_parse(f, len, &p);
 		bool parsed = rc == 0;
-		if (rc == 0 && len <= (size_t)s->mtu + 14)
+		bool size_ok = rc == 0 && tx_size_ok(s, &p, len, off);
+		if (rc == 0 && !size_ok) {
+			/* Longer than the MTU without a valid super-segment, or an offload
+			 * word on a node without offloads. */
+			s->ctr[SRV_DROP_TX_BAD_OFFLOAD]++;
+			rc = -FLT_DENY_PROTO;
+		} else if (rc == 0) {
 			rc = flt_check_tx(s->flt, &p, l->id, s->ip, s->mac);
-		else if (rc < 0)
+		} else {
 			flt_count_tx_drop(s->flt, (enum flt_reason)-rc);
-		if (rc == 0) {
-			srv_send_frame(s, f, len);
+		}
+		if (rc == 0 && send_offloaded(s, f, len, off)) {
 			bd_tx_slot(f, t_taken);
 			l->tx_frames++;
 			l->tx_bytes += len;
+		} else if (rc == 0) {
+			l->tx_denied++;
 		} else {
 			l->tx_denied++;
 			s->ctr[SRV_DROP_TX_DENIED]++;
 			/* Rate-limited: a misbehaving process must not flood the log. */
 			if (l->tx_denied <= 5 && parsed)
 				srv_log(1, "lease %u (pid %d): frame refused (%s): proto %u port %u -> %u",
-					l->id, (int)l->pid, flt_reason_name((enum flt_reason)-rc),
+					l->id, (int)l->pid,
+					size_ok ? flt_reason_name((enum flt_reason)-rc) : "size or offload",
 					p.ip.proto, p.sport, p.dport);
 		}
 		nif_ring_cons_release(&l->tx);
@@ -258,6 +306,9 @@ void *srv_demux_thread(void *arg)
 		pthread_mutex_lock(&s->lock);
 		sync_leases(s);
 		nif_tap_rx(s->tap, on_frame, s, RX_BUDGET);
+		struct nif_dev_stats ts;
+		nif_tap_get_stats(s->tap, &ts);
+		s->ctr[SRV_DROP_RX_BAD_VNET] = ts.rx_bad_vnet;
 		publish(s);
 		nif_tap_tx_flush(s->tap);
 		pthread_mutex_unlock(&s->lock);

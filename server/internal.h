@@ -73,6 +73,8 @@ enum srv_counter {
 	SRV_ARP_REPLIES, SRV_ARP_SHARED, SRV_ICMP_ECHO_REPLIES, SRV_RST_SENT,
 	SRV_ICMP_UNREACH_SENT, SRV_RST_PROBES,
 	SRV_HANDOFFS, SRV_HANDOFFS_EXPIRED, SRV_DROP_IN_TRANSIT,
+	SRV_FRAMES_GSO_SENT, SRV_FRAMES_GSO_RECEIVED, SRV_FRAMES_CSUM_PARTIAL_RECEIVED,
+	SRV_DROP_TX_BAD_OFFLOAD, SRV_DROP_RX_BAD_VNET,
 	SRV_COUNTER_MAX
 };
 
@@ -84,6 +86,9 @@ struct srv {
 	uint32_t gw;
 	uint8_t mac[6];
 	unsigned mtu;
+	/* The TAP carries a virtio-net header with checksum and TCPv4 segmentation offload
+	 * (netif/vnet.h): processes may send super-segments and receive them. */
+	bool offload;
 	uint8_t isn_secret[16];
 	const char *ctl_path;
 

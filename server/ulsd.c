@@ -56,10 +56,22 @@ static void nif_log(int level, const char *msg)
 	srv_log(level, "%s", msg);
 }
 
+/* Offloads are off unless --offload on or ULS_TSO=1 (the same variable that libuls reads,
+ * so one variable switches a whole testbed). Off by default until the sweep is run again
+ * with them on (docs/limits.md, "Performance"; their end-of-stream loss is fixed by lwIP
+ * patch 0007). A build with latency stamps must keep them off: its breakdown follows
+ * frames one ring slot each. */
+static bool offload_default(void)
+{
+	const char *e = getenv("ULS_TSO");
+
+	return e && !strcmp(e, "1");
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: ulsd --tap IFNAME --ip A.B.C.D/NN [--mac MAC] [--gw A.B.C.D]\n"
-		   "            [--mtu N] --ctl PATH [-f]\n");
+		   "            [--mtu N] [--offload on|off] --ctl PATH [-f]\n");
 }
 
 static int parse_cidr(const char *s, uint32_t *ip, unsigned *plen)
@@ -124,6 +136,7 @@ int main(int argc, char **argv)
 		{ "mac", required_argument, NULL, 'm' }, { "gw", required_argument, NULL, 'g' },
 		{ "mtu", required_argument, NULL, 'u' }, { "ctl", required_argument, NULL, 'c' },
 		{ "foreground", no_argument, NULL, 'f' }, { "help", no_argument, NULL, 'h' },
+		{ "offload", required_argument, NULL, 'o' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct srv s;
@@ -132,6 +145,7 @@ int main(int argc, char **argv)
 	int c;
 
 	pthread_mutex_init(&s.lock, NULL);
+	s.offload = offload_default();
 	s.trace = getenv("ULSD_TRACE") && !strcmp(getenv("ULSD_TRACE"), "1");
 	while ((c = getopt_long(argc, argv, "fh", opts, NULL)) != -1) {
 		switch (c) {
@@ -179,6 +193,13 @@ int main(int argc, char **argv)
 		case 'c':
 			s.ctl_path = optarg;
 			break;
+		case 'o':
+			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
+				fprintf(stderr, "ulsd: bad --offload '%s': on or off\n", optarg);
+				return 2;
+			}
+			s.offload = !strcmp(optarg, "on");
+			break;
 		case 'f':
 			foreground = true;
 			break;
@@ -194,6 +215,12 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+#ifdef ULS_BREAKDOWN
+	if (s.offload) {
+		fprintf(stderr, "ulsd: --offload on needs a build without --enable-breakdown\n");
+		return 2;
+	}
+#endif
 	if (!have_mac) {
 		uint32_t a = ntohl(s.ip);
 		uint8_t m[6] = { 0x02, 0x75, 0x6c, (uint8_t)(a >> 16), (uint8_t)(a >> 8), (uint8_t)a };
@@ -207,7 +234,8 @@ int main(int argc, char **argv)
 		openlog("ulsd", LOG_PID, LOG_DAEMON);
 	nif_set_log(nif_log);
 
-	struct nif_tap_config tc = { .ifname = s.tap_name, .mtu = (unsigned)mtu };
+	struct nif_tap_config tc = { .ifname = s.tap_name, .mtu = (unsigned)mtu,
+				     .offload = s.offload };
 	int rc = nif_tap_open(&s.tap, &tc);
 	if (rc < 0) {
 		fprintf(stderr, "ulsd: cannot open TAP %s: %s\n", s.tap_name, strerror(-rc));
@@ -239,8 +267,9 @@ int main(int argc, char **argv)
 	}
 	char ipbuf[INET_ADDRSTRLEN];
 	inet_ntop(AF_INET, &s.ip, ipbuf, sizeof(ipbuf));
-	srv_log(2, "node %s/%u on %s, MTU %u, control socket %s (%s)", ipbuf, s.prefix_len,
-		s.tap_name, s.mtu, s.ctl_path, nif_tap_uses_io_uring(s.tap) ? "io_uring" : "read/write");
+	srv_log(2, "node %s/%u on %s, MTU %u, control socket %s (%s, offload %s)", ipbuf,
+		s.prefix_len, s.tap_name, s.mtu, s.ctl_path,
+		nif_tap_uses_io_uring(s.tap) ? "io_uring" : "read/write", s.offload ? "on" : "off");
 	srv_ctl_run(&s, lfd);
 	s.stop = true;
 	nif_tap_wake(s.tap);

@@ -19,6 +19,8 @@ static const char *const own_names[STK_CNT__COUNT] = {
 	[STK_CNT_HANDOFF_OUT] = "handoff_given",
 	[STK_CNT_HANDOFF_IN] = "handoff_claimed",
 	[STK_CNT_HANDOFF_FAIL] = "handoff_failed",
+	[STK_CNT_TSO_HINT_MISS] = "tso_hint_miss",
+	[STK_CNT_RX_CSUM_OFFLOADED] = "rx_csum_offloaded",
 };
 
 /* Called with the core lock held, like every other counter update. */
@@ -91,6 +93,12 @@ int uls_counters(struct uls_counter *out, size_t n)
 	put(&k, "dev_tx_waits", ts.tx_waits);
 	put(&k, "dev_rx_wakeups", ts.rx_wakeups);
 	put(&k, "dev_rx_dropped", ts.rx_dropped);
+	put(&k, "dev_rx_gso", ts.rx_gso);
+	put(&k, "dev_tx_gso", ts.tx_gso);
+	put(&k, "dev_rx_csum_partial", ts.rx_csum_partial);
+	put(&k, "dev_rx_csum_valid", ts.rx_csum_valid);
+	put(&k, "dev_rx_bad_vnet", ts.rx_bad_vnet);
+	put(&k, "dev_tx_bad_offload", ts.tx_bad_offload);
 	stk__unlock();
 	return (int)k.i;
 }

@@ -7,4 +7,13 @@
 u32_t stk__tcp_isn(const ip_addr_t *local_ip, u16_t local_port,
                    const ip_addr_t *remote_ip, u16_t remote_port);
 
+/* Segmentation offload (stack/tso.c, stack/patches/0006). */
+struct tcp_pcb;
+struct netif;
+u16_t stk__tso_size(const struct tcp_pcb *pcb);
+u16_t stk__tso_unit(const struct tcp_pcb *pcb);
+u32_t stk__tso_abc_limit(const struct tcp_pcb *pcb);
+void stk__tso_output(const struct tcp_pcb *pcb);
+int stk__tso_ip4_output_whole(const struct netif *netif, u8_t proto);
+
 #endif

@@ -65,7 +65,13 @@ int stk__err_to_errno(err_t err);
 
 /* Ethernet glue between the TAP and lwIP (ethif.c). */
 err_t stk__ethif_init(struct netif *netif);
-void stk__ethif_input(void *arg, const uint8_t *frame, size_t len);
+void stk__ethif_input(void *arg, const uint8_t *frame, size_t len, uint32_t off);
+
+/* Segmentation and checksum offload (tso.c; lwIP's hooks are in hooks.h). */
+void stk__tso_setup(struct netif *netif, const struct nif_dev *dev);
+bool stk__tso_enabled(void);
+uint32_t stk__tso_tx_offload(uint8_t *frame, size_t len);
+void stk__tso_ip_input(struct pbuf *p, struct netif *netif, uint32_t off);
 
 /* Counters of our own code, by name (counters.c). */
 enum stk_counter {
@@ -78,6 +84,8 @@ enum stk_counter {
 	STK_CNT_HANDOFF_OUT,
 	STK_CNT_HANDOFF_IN,
 	STK_CNT_HANDOFF_FAIL,
+	STK_CNT_TSO_HINT_MISS,
+	STK_CNT_RX_CSUM_OFFLOADED,
 	STK_CNT__COUNT
 };
 void stk__count(enum stk_counter c);

@@ -175,7 +175,8 @@ int uls_attach(const char *ctl_path)
 	fd = stk__fd_hide(fd);
 	for (int i = 0; i < 3; i++)
 		fds[i] = stk__fd_hide(fds[i]);
-	rc = nif_ringdev_open(&dev, m.u.hello.mtu, fds[0], fds[1], fds[2], fd);
+	rc = nif_ringdev_open(&dev, m.u.hello.mtu, (m.u.hello.flags & ULS_CTL_HELLO_F_OFFLOAD) != 0,
+			      fds[0], fds[1], fds[2], fd);
 	if (rc < 0) {
 		for (int i = 0; i < 3; i++)
 			close(fds[i]);

@@ -148,6 +148,17 @@ struct ip_addr;
 #define LWIP_HOOK_TCP_ISN(local_ip, local_port, remote_ip, remote_port) \
         stk__tcp_isn(local_ip, local_port, remote_ip, remote_port)
 
+/* Segmentation offload on a node (stack/tso.c, stack/patches/0006): TCP segments of up to
+ * 64 KiB with a partial checksum, cut into MSS-sized wire segments by the kernel. The
+ * checksum switches are per netif so that TCP's can be left to the kernel, and skipped
+ * on input for one packet whose checksum the kernel vouches for. */
+#define LWIP_CHECKSUM_CTRL_PER_NETIF    1
+#define LWIP_HOOK_TCP_TSO_SIZE(pcb)     stk__tso_size(pcb)
+#define LWIP_HOOK_TCP_TSO_UNIT(pcb)     stk__tso_unit(pcb)
+#define LWIP_HOOK_TCP_TSO_OUTPUT(pcb)   stk__tso_output(pcb)
+#define LWIP_HOOK_TCP_ABC_LIMIT(pcb)    stk__tso_abc_limit(pcb)
+#define LWIP_HOOK_IP4_OUTPUT_TSO(netif, proto) stk__tso_ip4_output_whole(netif, proto)
+
 #define LWIP_DEBUG                      0
 #define LWIP_PERF                       0
 

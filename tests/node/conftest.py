@@ -164,20 +164,24 @@ class Testbed:
         return os.path.dirname(self.ctl(1))
 
     # --- processes ---------------------------------------------------------------------
-    def start(self, argv, name=None, netns=None):
+    def start(self, argv, name=None, netns=None, env=None):
+        """env: variables to add to (or, with None as value, drop from) this environment."""
         self.seq += 1
-        p = Proc(argv, self.outdir, f"{self.seq:03d}-{name or os.path.basename(argv[0])}", netns=netns)
+        if env is not None:
+            env = {k: v for k, v in {**os.environ, **env}.items() if v is not None}
+        p = Proc(argv, self.outdir, f"{self.seq:03d}-{name or os.path.basename(argv[0])}", netns=netns,
+                 env=env)
         self.procs.append(p)
         return p
 
-    def server(self, node, port, count=None, reuseport=False):
+    def server(self, node, port, count=None, reuseport=False, env=None):
         """A ulsbench server on node `node` (ulsd's node), listening once this returns."""
         argv = [BENCH, "server", "--ctl", self.ctl(node), "--port", str(port)]
         if count is not None:
             argv += ["--count", str(count)]
         if reuseport:
             argv.append("--reuseport")
-        p = self.start(argv, name=f"server-n{node}-{port}")
+        p = self.start(argv, name=f"server-n{node}-{port}", env=env)
         self.wait_listening(p)
         return p
 
@@ -197,10 +201,10 @@ class Testbed:
             time.sleep(0.02)
         raise AssertionError(f"{p.name} is not listening (exit {p.poll()}): {p.stderr()}")
 
-    def client(self, node, to, nbytes, direction="send", name=None):
+    def client(self, node, to, nbytes, direction="send", name=None, env=None):
         """A ulsbench client on node `node`; `to` is "IP:PORT"."""
         return self.start([BENCH, "client", "--ctl", self.ctl(node), "--to", to, "--bytes", str(nbytes),
-                           "--dir", direction], name=name or f"client-n{node}")
+                           "--dir", direction], name=name or f"client-n{node}", env=env)
 
     def kernel_client(self, to, nbytes, direction="send", name=None):
         return self.start([BENCH, "client", "--to", to, "--bytes", str(nbytes), "--dir", direction],

@@ -118,10 +118,10 @@ static void send_frames(uint32_t src, uint16_t sport, uint32_t dst, uint16_t dpo
 	int queued = 0;
 
 	for (int i = 0; i < count; i++) {
-		uint8_t *slot = nif_ring_prod_slot(&tx);
+		uint8_t *slot = nif_ring_prod_slot(&tx, 64);
 		if (!slot)
 			break;
-		nif_ring_prod_commit(&tx, tcp_frame(slot, src, sport, dst, dport));
+		nif_ring_prod_commit(&tx, tcp_frame(slot, src, sport, dst, dport), 0);
 		queued++;
 	}
 	nif_ring_prod_publish(&tx);
@@ -196,12 +196,13 @@ int main(int argc, char **argv)
 		struct timespec t0, t;
 		unsigned long frames = 0, tcp = 0, arp = 0;
 		uint64_t bad = 0;
+		uint32_t off;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		double secs = atof(argv[3]);
 		do {
 			size_t len;
 			const uint8_t *f;
-			while ((f = nif_ring_cons_peek(&rx, &len, &bad))) {
+			while ((f = nif_ring_cons_peek(&rx, &len, &off, &bad))) {
 				frames++;
 				if (f[12] == 0x08 && f[13] == 0x06)
 					arp++;

@@ -42,7 +42,8 @@ tests_unit_test_netops_LDADD = $(UNIT_LDADD)
 include tests/unit/filter.mk
 
 # The control protocol, the rings and ulsd's port space.
-SERVER_UNIT_TESTS = tests/unit/test_ctlproto tests/unit/test_ring tests/unit/test_ports
+SERVER_UNIT_TESTS = tests/unit/test_ctlproto tests/unit/test_ring tests/unit/test_ports \
+	tests/unit/test_vnet
 check_PROGRAMS += $(SERVER_UNIT_TESTS)
 TESTS += $(SERVER_UNIT_TESTS)
 tests_unit_test_ctlproto_SOURCES = tests/unit/test_ctlproto.c
@@ -51,6 +52,9 @@ tests_unit_test_ctlproto_LDADD = netif/libnif.la $(CMOCKA_LIBS)
 tests_unit_test_ring_SOURCES = tests/unit/test_ring.c
 tests_unit_test_ring_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_ring_LDADD = netif/libnif.la $(CMOCKA_LIBS)
+tests_unit_test_vnet_SOURCES = tests/unit/test_vnet.c
+tests_unit_test_vnet_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_vnet_LDADD = netif/libnif.la $(CMOCKA_LIBS)
 tests_unit_test_ports_SOURCES = tests/unit/test_ports.c server/ports.c
 tests_unit_test_ports_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
 tests_unit_test_ports_LDADD = filter/libflt.la netif/libnif.la $(CMOCKA_LIBS)

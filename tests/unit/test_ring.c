@@ -48,13 +48,22 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* A producer that writes a slot header of its own making, one slot long. */
+static void put_raw_len(struct nif_ring *r, uint32_t len)
+{
+	uint8_t *data = nif_ring_prod_slot(r, 64);
+
+	((struct nif_ring_slot *)(void *)(data - offsetof(struct nif_ring_slot, data)))->len = len;
+	r->local++;
+}
+
 static void put_frame(struct nif_ring *r, uint8_t tag, size_t len)
 {
-	uint8_t *slot = nif_ring_prod_slot(r);
+	uint8_t *slot = nif_ring_prod_slot(r, 64);
 
 	assert_non_null(slot);
 	memset(slot, tag, len);
-	nif_ring_prod_commit(r, len);
+	nif_ring_prod_commit(r, len, 0);
 }
 
 static void layout_slots_hold_an_mtu_frame_and_are_a_power_of_two(void **state)
@@ -77,21 +86,22 @@ static void frames_arrive_in_order_only_after_publish(void **state)
 	struct pair *p = *state;
 	size_t len;
 	uint64_t bad = 0;
+	uint32_t off = 0;
 
 	put_frame(&p->prod, 1, 60);
 	put_frame(&p->prod, 2, 1514);
-	assert_null(nif_ring_cons_peek(&p->cons, &len, &bad));  /* not yet published */
+	assert_null(nif_ring_cons_peek(&p->cons, &len, &off, &bad));  /* not yet published */
 	nif_ring_prod_publish(&p->prod);
-	const uint8_t *f = nif_ring_cons_peek(&p->cons, &len, &bad);
+	const uint8_t *f = nif_ring_cons_peek(&p->cons, &len, &off, &bad);
 	assert_non_null(f);
 	assert_int_equal(len, 60);
 	assert_int_equal(f[59], 1);
 	nif_ring_cons_release(&p->cons);
-	f = nif_ring_cons_peek(&p->cons, &len, &bad);
+	f = nif_ring_cons_peek(&p->cons, &len, &off, &bad);
 	assert_int_equal(len, 1514);
 	assert_int_equal(f[0], 2);
 	nif_ring_cons_release(&p->cons);
-	assert_null(nif_ring_cons_peek(&p->cons, &len, &bad));
+	assert_null(nif_ring_cons_peek(&p->cons, &len, &off, &bad));
 	assert_int_equal(bad, 0);
 }
 
@@ -100,14 +110,15 @@ static void full_ring_refuses_a_slot_until_the_consumer_releases(void **state)
 	struct pair *p = *state;
 	size_t len;
 	uint64_t bad = 0;
+	uint32_t off = 0;
 
 	for (uint32_t i = 0; i < p->l.nslots; i++)
 		put_frame(&p->prod, (uint8_t)i, 64);
-	assert_null(nif_ring_prod_slot(&p->prod));
+	assert_null(nif_ring_prod_slot(&p->prod, 64));
 	nif_ring_prod_publish(&p->prod);
-	assert_non_null(nif_ring_cons_peek(&p->cons, &len, &bad));
+	assert_non_null(nif_ring_cons_peek(&p->cons, &len, &off, &bad));
 	nif_ring_cons_release(&p->cons);
-	assert_non_null(nif_ring_prod_slot(&p->prod));
+	assert_non_null(nif_ring_prod_slot(&p->prod, 64));
 }
 
 static void out_of_range_length_skipped_and_counted(void **state)
@@ -115,18 +126,17 @@ static void out_of_range_length_skipped_and_counted(void **state)
 	struct pair *p = *state;
 	size_t len;
 	uint64_t bad = 0;
+	uint32_t off = 0;
 
 	put_frame(&p->prod, 1, 60);
-	nif_ring_prod_slot(&p->prod);
-	nif_ring_prod_commit(&p->prod, 100000);  /* a lying producer */
-	nif_ring_prod_slot(&p->prod);
-	nif_ring_prod_commit(&p->prod, 3);       /* shorter than an Ethernet header */
+	put_raw_len(&p->prod, 100000);  /* a lying producer */
+	put_raw_len(&p->prod, 3);       /* shorter than an Ethernet header */
 	put_frame(&p->prod, 4, 70);
 	nif_ring_prod_publish(&p->prod);
-	assert_non_null(nif_ring_cons_peek(&p->cons, &len, &bad));
+	assert_non_null(nif_ring_cons_peek(&p->cons, &len, &off, &bad));
 	assert_int_equal(len, 60);
 	nif_ring_cons_release(&p->cons);
-	const uint8_t *f = nif_ring_cons_peek(&p->cons, &len, &bad);
+	const uint8_t *f = nif_ring_cons_peek(&p->cons, &len, &off, &bad);
 	assert_non_null(f);
 	assert_int_equal(len, 70);
 	assert_int_equal(bad, 2);
@@ -137,10 +147,11 @@ static void wild_producer_index_ignored(void **state)
 	struct pair *p = *state;
 	size_t len;
 	uint64_t bad = 0;
+	uint32_t off = 0;
 
 	/* A producer claims far more frames than the ring holds. */
 	atomic_store(&p->prod.hdr->prod, p->l.nslots * 3u);
-	assert_null(nif_ring_cons_peek(&p->cons, &len, &bad));
+	assert_null(nif_ring_cons_peek(&p->cons, &len, &off, &bad));
 }
 
 static void consumer_with_pending_frames_does_not_sleep(void **state)
@@ -165,7 +176,8 @@ static void publish_signals_only_a_sleeping_consumer(void **state)
 	assert_true(nif_ring_cons_prepare_sleep(&p->cons) == false);
 	size_t len;
 	uint64_t bad = 0;
-	nif_ring_cons_peek(&p->cons, &len, &bad);
+	uint32_t off = 0;
+	nif_ring_cons_peek(&p->cons, &len, &off, &bad);
 	nif_ring_cons_release(&p->cons);
 	assert_true(nif_ring_cons_prepare_sleep(&p->cons));
 	put_frame(&p->prod, 2, 60);
@@ -193,6 +205,36 @@ static void mapping_with_another_layout_refused(void **state)
 	assert_int_not_equal(nif_ring_map(p->memfd, &other, &base), 0);
 }
 
+/* A 64 KiB super-segment takes many slots and comes out whole, with its offload word;
+ * frames that would run past the ring's end start again at slot 0 (after a pad). */
+static void large_frames_span_slots_and_wrap_without_splitting(void **state)
+{
+	struct pair *p = *state;
+	size_t len;
+	uint64_t bad = 0;
+	uint32_t off = 0;
+	static uint8_t big[65549];
+
+	for (size_t i = 0; i < sizeof(big); i++)
+		big[i] = (uint8_t)(i * 7);
+	for (unsigned round = 0; round < 300; round++) {
+		uint8_t *slot = nif_ring_prod_slot(&p->prod, sizeof(big));
+		assert_non_null(slot);
+		memcpy(slot, big, sizeof(big));
+		nif_ring_prod_commit(&p->prod, sizeof(big), 0x11448u);
+		nif_ring_prod_publish(&p->prod);
+		const uint8_t *f = nif_ring_cons_peek(&p->cons, &len, &off, &bad);
+		assert_non_null(f);
+		assert_int_equal(len, sizeof(big));
+		assert_int_equal(off, 0x11448u);
+		assert_memory_equal(f, big, sizeof(big));
+		nif_ring_cons_release(&p->cons);
+	}
+	assert_int_equal(bad, 0);
+	assert_null(nif_ring_cons_peek(&p->cons, &len, &off, &bad));
+	assert_null(nif_ring_prod_slot(&p->prod, 70000));  /* longer than any frame */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -205,6 +247,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(publish_signals_only_a_sleeping_consumer, setup, teardown),
 		cmocka_unit_test_setup_teardown(transmit_ring_consumer_always_signalled, setup, teardown),
 		cmocka_unit_test_setup_teardown(mapping_with_another_layout_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(large_frames_span_slots_and_wrap_without_splitting, setup,
+						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,145 @@
+/* Segmentation offload on a node: super-segments out, partial checksums both ways.
+ *
+ * Read first: RFC 9293 §3.1 (the checksum and its pseudo-header), §3.7.1 and RFC 6691 (the
+ * MSS: what the peer may receive per segment, options excluded), RFC 5681 §3.1 (cwnd),
+ * RFC 3465 §2.2 (L), netif/vnet.h (the offload word), stack/patches/0006.
+ *
+ * When the node's rings carry offload words (ulsd --offload on, the default) and ULS_TSO is
+ * not 0, lwIP builds TCP segments of up to about 64 KiB (LWIP_HOOK_TCP_TSO_SIZE); the
+ * frame leaves with gso_size = the connection's MSS less its options, and the kernel cuts
+ * it into wire segments, or hands it whole to a receiver that takes super-segments (a ulsd
+ * with offloads, veth). lwIP leaves every TCP checksum to the kernel: the frame carries
+ * only the pseudo-header sum, marked partial; a receiver on the same machine never sums
+ * the data at all. Received frames whose checksum the kernel verified, or that a local
+ * sender left partial, skip lwIP's check (RFC 9293 §3.1 MUST-3 holds: "the checksum is
+ * checked", by the kernel, or there was no wire to corrupt the data).
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "hooks.h"
+#include "lwip/ip4.h"
+#include "lwip/tcp.h"
+#include "netif/vnet.h"
+
+/* Headers lwIP reserves in front of a TCP segment's pbuf (PBUF_TRANSPORT: Ethernet, IPv4,
+ * TCP); the pbuf's 16-bit length holds all of it. */
+#define TSO_HEADROOM (14 + 20 + 20)
+#define TSO_TS_OPTLEN 12   /* RFC 7323 timestamps as lwIP sends them, with two NOPs */
+
+static bool tso_on;
+/* The MSS of the connection whose segment is on its way to the netif (set by
+ * LWIP_HOOK_TCP_TSO_OUTPUT just before ip_output; lwIP is single-threaded under the core
+ * lock, and the ports make sure a frame that ARP queued meanwhile is not mistaken). */
+static struct {
+	u16_t mss, lport, rport;
+} hint;
+
+void stk__tso_setup(struct netif *netif, const struct nif_dev *dev)
+{
+	const char *e = getenv("ULS_TSO");
+
+	tso_on = dev->offload && !(e && strcmp(e, "0") == 0);
+	netif->chksum_flags = NETIF_CHECKSUM_ENABLE_ALL;
+	if (tso_on)
+		NETIF_SET_CHECKSUM_CTRL(netif, NETIF_CHECKSUM_ENABLE_ALL & ~NETIF_CHECKSUM_GEN_TCP);
+}
+
+bool stk__tso_enabled(void)
+{
+	return tso_on;
+}
+
+static u16_t optlen(const struct tcp_pcb *pcb)
+{
+	return (pcb->flags & TF_TIMESTAMP) ? TSO_TS_OPTLEN : 0;
+}
+
+u16_t stk__tso_unit(const struct tcp_pcb *pcb)
+{
+	if (!tso_on || pcb->mss <= optlen(pcb))
+		return pcb->mss;
+	return (u16_t)(pcb->mss - optlen(pcb));
+}
+
+/* A whole number of wire segments' payload, plus the options, within the pbuf's 16 bits. */
+u16_t stk__tso_size(const struct tcp_pcb *pcb)
+{
+	u16_t unit = stk__tso_unit(pcb), opt = optlen(pcb);
+
+	if (!tso_on || unit == pcb->mss)
+		return pcb->mss;
+	unsigned k = (0xffffu - TSO_HEADROOM - opt) / unit;
+	unsigned size = k * unit + opt;
+	return (u16_t)(size > pcb->mss ? size : pcb->mss);
+}
+
+u32_t stk__tso_abc_limit(const struct tcp_pcb *pcb)
+{
+	/* Deviation (RFC 3465 §2.2, L = 2 * SMSS): one ACK covers a whole super-segment, so cwnd
+	 * grows by what it acknowledges, as Linux's slow start does. */
+	return tso_on ? stk__tso_size(pcb) : (tcpwnd_size_t)(2 * pcb->mss);
+}
+
+void stk__tso_output(const struct tcp_pcb *pcb)
+{
+	hint.mss = pcb->mss;
+	hint.lport = pcb->local_port;
+	hint.rport = pcb->remote_port;
+}
+
+static uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+
+/* The offload word of a frame lwIP is sending (Ethernet header first); writes the
+ * pseudo-header sum into a TCP segment's checksum field. 0 for anything but TCP. */
+uint32_t stk__tso_tx_offload(uint8_t *frame, size_t len)
+{
+	if (!tso_on || len < NIF_ETH_HLEN + 40 || rd16(frame + 12) != NIF_ETHERTYPE_IPV4)
+		return 0;
+	uint8_t *ip = frame + NIF_ETH_HLEN;
+	size_t ihl = (size_t)(ip[0] & 0x0f) * 4, total = rd16(ip + 2);
+	if (ip[9] != 6 || ihl < 20 || total > len - NIF_ETH_HLEN || total < ihl + 20 ||
+	    (rd16(ip + 6) & 0x3fff))
+		return 0;
+	const uint8_t *tcp = ip + ihl;
+	size_t thl = (size_t)(tcp[12] >> 4) * 4;
+	if (thl < 20 || ihl + thl > total)
+		return 0;
+	nif_vnet_pseudo_csum(ip, ihl, 16);
+	uint32_t off = NIF_OFF_CSUM_PARTIAL;
+	size_t payload = total - ihl - thl;
+	if (payload + ihl + thl > stk__node.dev->mtu) {
+		unsigned mss = 536;  /* RFC 9293 §3.7.1's default, if the hint is not ours */
+		if (hint.lport == rd16(tcp) && hint.rport == rd16(tcp + 2))
+			mss = hint.mss;
+		else
+			stk__count(STK_CNT_TSO_HINT_MISS);
+		if (mss <= thl - 20 + NIF_OFF_GSO_MIN)
+			mss = thl - 20 + NIF_OFF_GSO_MIN;
+		off |= (uint32_t)(mss - (thl - 20));
+	}
+	return off;
+}
+
+/* Call lwIP's IPv4 input for a received packet, skipping the transport checksum check when
+ * the offload word says it was verified or never left the machine. */
+void stk__tso_ip_input(struct pbuf *p, struct netif *netif, uint32_t off)
+{
+	if (!nif_off_csum_ok(off)) {
+		ip4_input(p, netif);
+		return;
+	}
+	u16_t saved = netif->chksum_flags;
+	netif->chksum_flags = (u16_t)(saved & ~(NETIF_CHECKSUM_CHECK_TCP | NETIF_CHECKSUM_CHECK_UDP));
+	stk__count(STK_CNT_RX_CSUM_OFFLOADED);
+	ip4_input(p, netif);
+	netif->chksum_flags = saved;
+}
+
+int stk__tso_ip4_output_whole(const struct netif *netif, u8_t proto)
+{
+	(void)netif;
+	return tso_on && proto == IP_PROTO_TCP;
+}
