@@ -263,6 +263,12 @@ io:
 	return -EIO;
 }
 
+/* What the taker must show ulsd: 64 random bits, never zero. */
+static uint64_t new_nonce(void)
+{
+	return ((uint64_t)stk__random32() << 32 | stk__random32()) | 1;
+}
+
 static void unpark(size_t i)
 {
 	struct stk_sock *s = parked[i];
@@ -285,7 +291,7 @@ static void finish(size_t i)
 static bool give(size_t i)
 {
 	struct stk_sock *s = parked[i];
-	uint64_t nonce = ((uint64_t)stk__random32() << 32 | stk__random32()) | 1;
+	uint64_t nonce = new_nonce();
 	int fd = -ENOTCONN;
 
 	if (s->tcp && (s->tcp->state == ESTABLISHED || s->tcp->state == CLOSE_WAIT))
@@ -670,7 +676,7 @@ int uls_export(int sd, uint64_t *nonce)
 	else
 		rc = 0;
 	if (rc == 0) {
-		*nonce = ((uint64_t)stk__random32() << 32 | stk__random32()) | 1;
+		*nonce = new_nonce();
 		rc = pack(s, *nonce);
 	}
 	if (rc >= 0) {
