@@ -2,8 +2,8 @@
  * without a subcommand, the concurrent-stream benchmark sweep (apps/ulsbench_sweep.py).
  *
  *   ulsbench server (--port P | --unix PATH) [--count N] [--reuseport] [NODE OPTIONS]
- *   ulsbench client (--to IP[:PORT] | --unix PATH) (--bytes N | --seconds S) [--streams K]
- *                   [--dir send|recv] [--json FILE] [NODE OPTIONS]
+ *   ulsbench client (--to IP[:PORT] | --unix PATH) (--bytes N | --seconds S [--warmup W])
+ *                   [--streams K] [--dir send|recv] [--json FILE] [NODE OPTIONS]
  *   ulsbench [--mode MODE[,...]] [--streams N[,...]] [--seconds S] [--mtu M[,...]] ...
  *
  * NODE OPTIONS: --tap IF --ip A.B.C.D/NN [--mac M] [--gw G] [--mtu N] (a node of its own) or
@@ -15,12 +15,21 @@
  * against apps/pattern.h. The client reports throughput only for transfers the receiver
  * verified: the clock of a stream stops when the receiver's verdict arrives.
  *
- * Wire format, big-endian: the client sends a 32-byte request {magic "ULSB", version 2,
+ * A time-limited transfer may begin with a warm-up (--warmup W, like iperf3's --omit): the
+ * sender sends for W + S seconds and every byte is verified, but the throughput is that of
+ * the bytes the receiver's application took in from W seconds after the request on. So a
+ * figure describes streams that run together in steady state, after each process has
+ * faulted in its buffers and rings and TCP has opened its windows.
+ *
+ * Wire format, big-endian: the client sends a 32-byte request {magic "ULSB", version 3,
  * direction (0: client sends, 1: server sends), 2 zero bytes, bytes (u64; 0: until the
- * sender's FIN), seed (u64), milliseconds (u32; the sender's time limit, 0: none), 4 zero
- * bytes}; the receiving side answers with a 16-byte verdict {status (u32: 0 ok, 1 corrupt,
- * 2 short), 4 zero bytes, bytes verified (u64)}. A time-limited sender stops at the limit
- * and shuts its side down; the receiver verifies up to the FIN.
+ * sender's FIN), seed (u64), milliseconds (u32; the sender's time limit including the
+ * warm-up, 0: none), warm-up milliseconds (u32)}; the receiving side answers with a 40-byte
+ * verdict {status (u32: 0 ok, 1 corrupt, 2 short), 4 zero bytes, bytes verified (u64),
+ * bytes measured (u64: received after the warm-up), and the measured span's first and
+ * last instants (u64 each, CLOCK_MONOTONIC nanoseconds; every process of a testbed is on
+ * one machine, so one clock)}. A time-limited sender stops at the limit and shuts its side
+ * down; the receiver verifies up to the FIN.
  */
 #include <endian.h>
 #include <errno.h>
@@ -45,9 +54,9 @@
 #define MSG_SIZE      65536
 #define DEFAULT_PORT  5001
 #define REQ_LEN       32
-#define VERDICT_LEN   16
+#define VERDICT_LEN   40
 #define MAGIC         0x554c5342u  /* "ULSB" */
-#define WIRE_VERSION  2
+#define WIRE_VERSION  3
 #define STREAMS_MAX   1024
 
 enum { DIR_CLIENT_SENDS = 0, DIR_SERVER_SENDS = 1 };
@@ -114,32 +123,83 @@ static int stream_out(int sd, uint64_t seed, uint64_t bytes, uint32_t millis, ui
 	return ops->shutdown(sd, SHUT_WR);
 }
 
-/* Receive and verify up to `bytes` (0: until the sender's FIN); returns a status and how
- * many bytes were right. */
-static int stream_in(int sd, uint64_t seed, uint64_t bytes, uint8_t *buf, uint64_t *good)
-{
-	uint64_t off = 0;
+/* What a receiver measured: the bytes its application took in from the end of the warm-up
+ * on, and when (monotonic seconds). */
+struct measure {
+	uint64_t bytes;
+	double from, to;
+};
 
-	while (!bytes || off < bytes) {
+/* Receive and verify up to `bytes` (0: until the sender's FIN); returns a status and how
+ * many bytes were right, and measures what arrives from `mark` (monotonic seconds) on.
+ * A stream that ends before the mark is measured whole. */
+static int stream_in(int sd, uint64_t seed, uint64_t bytes, uint8_t *buf, uint64_t *good,
+		     double mark, struct measure *m)
+{
+	double begin = bench__now_s(), now = begin;
+	uint64_t off = 0, mark_off = 0;
+	bool marked = false;
+	int st;
+
+	m->from = mark;
+	for (;;) {
+		if (bytes && off >= bytes) {
+			st = ST_OK;
+			break;
+		}
 		size_t want = bytes && bytes - off < MSG_SIZE ? (size_t)(bytes - off) : MSG_SIZE;
 		ssize_t n = ops->recv(sd, buf, want, 0);
 		if (n == -EINTR)
 			continue;
+		now = bench__now_s();
 		if (n <= 0) {
-			if (n < 0 || bytes)
-				break;
-			*good = off;   /* FIN of a stream without a byte count */
-			return ST_OK;
+			/* FIN ends a stream without a byte count; anything else is short. */
+			st = n == 0 && !bytes ? ST_OK : ST_SHORT;
+			break;
+		}
+		if (!marked && now >= mark) {
+			marked = true;
+			mark_off = off;
+			m->from = now;
 		}
 		uint64_t bad = bench__pattern_check(seed, off, buf, (size_t)n);
 		if (bad != UINT64_MAX) {
 			*good = bad;
+			m->bytes = 0;
+			m->to = now;
 			return ST_CORRUPT;
 		}
 		off += (uint64_t)n;
 	}
+	if (!marked) {
+		mark_off = 0;
+		m->from = begin;
+	}
 	*good = off;
-	return bytes && off == bytes ? ST_OK : ST_SHORT;
+	m->bytes = off - mark_off;
+	m->to = now;
+	return st;
+}
+
+static uint64_t to_ns(double s) { return s > 0 ? (uint64_t)(s * 1e9) : 0; }
+
+static void put_verdict(uint8_t *v, int st, uint64_t good, const struct measure *m)
+{
+	memset(v, 0, VERDICT_LEN);
+	put32(v, (uint32_t)st);
+	put64(v + 8, good);
+	put64(v + 16, m->bytes);
+	put64(v + 24, to_ns(m->from));
+	put64(v + 32, to_ns(m->to));
+}
+
+static void get_verdict(const uint8_t *v, int *st, uint64_t *good, struct measure *m)
+{
+	*st = (int)get32(v);
+	*good = get64(v + 8);
+	m->bytes = get64(v + 16);
+	m->from = (double)get64(v + 24) / 1e9;
+	m->to = (double)get64(v + 32) / 1e9;
 }
 
 static void *serve(void *arg)
@@ -154,11 +214,12 @@ static void *serve(void *arg)
 		goto out;
 	}
 	uint64_t bytes = get64(req + 8), seed = get64(req + 16), good = 0;
-	uint32_t millis = get32(req + 24);
+	uint32_t millis = get32(req + 24), warmup = get32(req + 28);
 	if (req[5] == DIR_CLIENT_SENDS) {
-		int st = stream_in(sd, seed, bytes, buf, &good);
-		put32(verdict, (uint32_t)st);
-		put64(verdict + 8, good);
+		struct measure m = { 0 };
+		double mark = bench__now_s() + warmup / 1000.0;
+		int st = stream_in(sd, seed, bytes, buf, &good, mark, &m);
+		put_verdict(verdict, st, good, &m);
 		send_all(sd, verdict, VERDICT_LEN);
 		double dt = bench__now_s() - t0;
 		printf("{\"role\": \"server\", \"dir\": \"recv\", \"bytes\": %llu, \"verified\": %s, "
@@ -252,7 +313,8 @@ static int run_server(const struct endpoint *e, long count, bool reuseport)
 struct stream {
 	const struct endpoint *to;
 	uint64_t bytes;
-	uint32_t millis;
+	uint32_t millis;  /* the sender's time limit, the warm-up included */
+	uint32_t warmup;  /* milliseconds not measured at the start */
 	int dir;
 	double start_at;  /* CLOCK_MONOTONIC seconds to start moving data at (0: at once) */
 	pthread_t thread;
@@ -260,6 +322,7 @@ struct stream {
 	int rc, st;
 	uint64_t good;
 	double secs;
+	struct measure m;
 };
 
 static void *client_stream(void *arg)
@@ -289,6 +352,7 @@ static void *client_stream(void *arg)
 	put64(req + 8, s->bytes);
 	put64(req + 16, seed);
 	put32(req + 24, s->millis);
+	put32(req + 28, s->warmup);
 	/* Connected and ready: wait for the common start, so that the streams of many
 	 * processes run at the same time instead of one after another. */
 	for (double now = bench__now_s(); s->start_at > now; now = bench__now_s()) {
@@ -303,16 +367,14 @@ static void *client_stream(void *arg)
 		if (s->rc == 0)
 			s->rc = recv_all(sd, verdict, VERDICT_LEN);
 		if (s->rc == 0) {
-			s->st = (int)get32(verdict);
-			s->good = get64(verdict + 8);
+			get_verdict(verdict, &s->st, &s->good, &s->m);
 			/* the receiver must have verified exactly what we sent */
 			if (s->st == ST_OK && s->good != sent)
 				s->st = ST_SHORT;
 		}
 	} else if (s->rc == 0) {
-		s->st = stream_in(sd, seed, s->bytes, buf, &s->good);
-		put32(verdict, (uint32_t)s->st);
-		put64(verdict + 8, s->good);
+		s->st = stream_in(sd, seed, s->bytes, buf, &s->good, t0 + s->warmup / 1000.0, &s->m);
+		put_verdict(verdict, s->st, s->good, &s->m);
 		send_all(sd, verdict, VERDICT_LEN);
 	}
 	s->secs = bench__now_s() - t0;
@@ -322,8 +384,8 @@ out:
 	return NULL;
 }
 
-static int run_client(const struct endpoint *to, uint64_t bytes, uint32_t millis, int dir,
-		      unsigned nstreams, double start_at, const char *json)
+static int run_client(const struct endpoint *to, uint64_t bytes, uint32_t millis,
+		      uint32_t warmup, int dir, unsigned nstreams, double start_at, const char *json)
 {
 	struct stream *st = calloc(nstreams, sizeof(*st));
 	double cpu0 = bench__cpu_s(), t0 = start_at > bench__now_s() ? start_at : bench__now_s();
@@ -333,8 +395,8 @@ static int run_client(const struct endpoint *to, uint64_t bytes, uint32_t millis
 	if (!st)
 		return 1;
 	for (unsigned i = 0; i < nstreams; i++) {
-		st[i] = (struct stream){ .to = to, .bytes = bytes, .millis = millis, .dir = dir,
-					 .start_at = start_at };
+		st[i] = (struct stream){ .to = to, .bytes = bytes, .millis = millis + warmup,
+					 .warmup = warmup, .dir = dir, .start_at = start_at };
 		if (pthread_create(&st[i].thread, NULL, client_stream, &st[i]) != 0) {
 			fprintf(stderr, "ulsbench client: cannot start stream %u\n", i);
 			return 1;
@@ -355,12 +417,24 @@ static int run_client(const struct endpoint *to, uint64_t bytes, uint32_t millis
 		total += st[i].good;
 	}
 	double wall = bench__now_s() - t0, cpu = bench__cpu_s() - cpu0;
-	double gbps = wall > 0 ? (double)total * 8 / wall / 1e9 : 0;
+	/* The measured span of all streams together: first mark to last byte. */
+	double from = 0, to_s = 0;
+	uint64_t measured = 0;
+	for (unsigned i = 0; i < nstreams; i++) {
+		if (i == 0 || st[i].m.from < from)
+			from = st[i].m.from;
+		if (i == 0 || st[i].m.to > to_s)
+			to_s = st[i].m.to;
+		measured += st[i].m.bytes;
+	}
+	double span = to_s - from;
+	double gbps = span > 0 ? (double)measured * 8 / span / 1e9 : 0;
 	if (!(nstreams == 1 && st[0].rc < 0))
-		printf("%s %s: %u stream%s, %llu bytes in %.3f s = %.3f Gbit/s, %s\n",
+		printf("%s %s: %u stream%s, %llu bytes in %.3f s, %s; %.3f Gbit/s%s\n",
 		       to->unix_path ? "unix" : ops->name, dir == DIR_CLIENT_SENDS ? "send" : "recv",
-		       nstreams, nstreams == 1 ? "" : "s", (unsigned long long)total, wall, gbps,
-		       ok ? "every byte verified" : "NOT VERIFIED");
+		       nstreams, nstreams == 1 ? "" : "s", (unsigned long long)total, wall,
+		       ok ? "every byte verified" : "NOT VERIFIED", gbps,
+		       warmup ? " after the warm-up" : "");
 	if (json) {
 		FILE *f = fopen(json, "w");
 		if (!f) {
@@ -371,16 +445,22 @@ static int run_client(const struct endpoint *to, uint64_t bytes, uint32_t millis
 			to->unix_path ? "unix" : ops->name, dir == DIR_CLIENT_SENDS ? "send" : "recv");
 		for (unsigned i = 0; i < nstreams; i++) {
 			bool good = st[i].rc == 0 && st[i].st == ST_OK;
-			fprintf(f, "%s{\"bytes_verified\": %llu, \"seconds\": %.6f, \"gbps\": %.4f, "
-				   "\"verified\": %s}", i ? ", " : "",
-				(unsigned long long)(good ? st[i].good : 0), st[i].secs,
-				st[i].secs > 0 ? (double)st[i].good * 8 / st[i].secs / 1e9 : 0,
+			const struct measure *m = &st[i].m;
+			double sp = m->to - m->from;
+			fprintf(f, "%s{\"bytes_verified\": %llu, \"seconds\": %.6f, "
+				   "\"measured_bytes\": %llu, \"measured_from\": %.6f, "
+				   "\"measured_to\": %.6f, \"gbps\": %.4f, \"verified\": %s}",
+				i ? ", " : "", (unsigned long long)(good ? st[i].good : 0), st[i].secs,
+				(unsigned long long)(good ? m->bytes : 0), m->from, m->to,
+				good && sp > 0 ? (double)m->bytes * 8 / sp / 1e9 : 0,
 				good ? "true" : "false");
 		}
 		fprintf(f, "], \"bytes\": %llu, \"bytes_verified\": %llu, \"verified\": %s, "
-			   "\"seconds\": %.6f, \"gbps\": %.4f, \"cpu_seconds\": %.3f}\n",
+			   "\"seconds\": %.6f, \"warmup_seconds\": %.3f, \"measured_bytes\": %llu, "
+			   "\"measured_seconds\": %.6f, \"gbps\": %.4f, \"cpu_seconds\": %.3f}\n",
 			(unsigned long long)(bytes * nstreams), (unsigned long long)(ok ? total : 0),
-			ok ? "true" : "false", wall, gbps, cpu);
+			ok ? "true" : "false", wall, warmup / 1000.0,
+			(unsigned long long)(ok ? measured : 0), span, ok ? gbps : 0, cpu);
 		fclose(f);
 	}
 	free(st);
@@ -391,9 +471,11 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: ulsbench server (--port P | --unix PATH) [--count N] [--reuseport] [NODE OPTIONS]\n"
-		"       ulsbench client (--to IP[:PORT] | --unix PATH) (--bytes N[K|M|G] | --seconds S)\n"
+		"       ulsbench client (--to IP[:PORT] | --unix PATH)\n"
+		"                       (--bytes N[K|M|G] | --seconds S [--warmup W])\n"
 		"                       [--streams K] [--dir send|recv] [--start-at T] [--json FILE]\n"
-		"                       [NODE OPTIONS]   (T: CLOCK_MONOTONIC seconds to start at)\n"
+		"                       [NODE OPTIONS]   (T: CLOCK_MONOTONIC seconds to start at;\n"
+		"                       W: seconds sent before the measured S, default 0)\n"
 		"       ulsbench [--mode MODE[,MODE...]] [--streams N[,N...]] [--seconds S]\n"
 		"                [--mtu M[,M...]] [--json FILE] [--plot DIR]   (the benchmark sweep)\n"
 		"NODE OPTIONS: --tap IFNAME --ip A.B.C.D/NN [--mac MAC] [--gw A.B.C.D] [--mtu N]\n"
@@ -455,13 +537,14 @@ int main(int argc, char **argv)
 		{ "streams", required_argument, NULL, 'k' }, { "dir", required_argument, NULL, 'd' },
 		{ "json", required_argument, NULL, 'j' }, { "reuseport", no_argument, NULL, 'r' },
 		{ "start-at", required_argument, NULL, 'a' },
+		{ "warmup", required_argument, NULL, 'w' },
 		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	struct node_opts no = { 0 };
 	struct endpoint ep = { .in = { .sin_family = AF_INET, .sin_port = htons(DEFAULT_PORT) } };
 	bool have_to = false, reuseport = false, have_bytes = false;
 	unsigned long long bytes = 1ull << 30, v;
-	uint32_t millis = 0;
+	uint32_t millis = 0, warmup = 0;
 	double start_at = 0;
 	unsigned nstreams = 1;
 	long count = 0;
@@ -566,6 +649,17 @@ int main(int argc, char **argv)
 			}
 			break;
 		}
+		case 'w': {
+			char *end;
+			errno = 0;
+			double s = strtod(optarg, &end);
+			if (*end || errno || !(s >= 0 && s <= 600)) {
+				fprintf(stderr, "ulsbench: bad --warmup '%s': 0..600 seconds\n", optarg);
+				return 2;
+			}
+			warmup = (uint32_t)(s * 1000);
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -576,6 +670,10 @@ int main(int argc, char **argv)
 	}
 	if (millis && have_bytes) {
 		fprintf(stderr, "ulsbench: --bytes and --seconds exclude each other\n");
+		return 2;
+	}
+	if (warmup && !millis) {
+		fprintf(stderr, "ulsbench: --warmup needs --seconds (a time-limited transfer)\n");
 		return 2;
 	}
 	if (millis)
@@ -595,7 +693,7 @@ int main(int argc, char **argv)
 	if (started)
 		ops = &bench__uls_ops;
 	int rc = server ? run_server(&ep, count, reuseport)
-			: run_client(&ep, bytes, millis, dir, nstreams, start_at, json);
+			: run_client(&ep, bytes, millis, warmup, dir, nstreams, start_at, json);
 	if (started)
 		uls_node_stop();
 	return rc;

@@ -60,6 +60,10 @@ ULSD_MODES = frozenset(("perproc", "central"))       # need the testbed's ulsd n
 DEFAULT_MODES = MODES
 DEFAULT_STREAMS = (1, 2, 4, 8, 16, 32, 64)
 DEFAULT_SECONDS = 2.0
+# Seconds each stream runs before the measured --seconds (like iperf3 --omit): processes
+# fault in their buffers and rings and TCP opens its windows; every byte is still verified.
+DEFAULT_WARMUP = 1.0
+MAX_WARMUP = 60.0
 DEFAULT_MTUS = (1500,)
 MAX_STREAMS = 1024
 MAX_PROCS = 64              # above this, several streams (threads) share a process
@@ -196,6 +200,16 @@ def parse_seconds(text):
     return v
 
 
+def parse_warmup(text):
+    try:
+        v = float(text)
+    except ValueError:
+        raise UsageError("--warmup: %r is not a number of seconds" % text)
+    if not 0 <= v <= MAX_WARMUP or math.isnan(v):
+        raise UsageError("--warmup: %g is outside 0..%g" % (v, MAX_WARMUP))
+    return v
+
+
 def parse_bytes(text):
     """'64M' -> 67108864 (K, M, G are powers of 1024), a whole number of 64 KiB messages."""
     m = re.fullmatch(r"([0-9]{1,12})([KMG]?)", (text or "").strip(), re.I)
@@ -237,6 +251,10 @@ def build_parser():
     g.add_argument("--bytes", default=None, metavar="B",
                    help="instead of --seconds: bytes per stream (N[K|M|G], a multiple of "
                         "64K; not for raw mode)")
+    p.add_argument("--warmup", default=None, metavar="W",
+                   help="seconds the streams of a point run before the measured --seconds "
+                        "start, 0..%g (default %g; 0 with --bytes); not for raw mode, "
+                        "whose path has nothing to warm" % (MAX_WARMUP, DEFAULT_WARMUP))
     p.add_argument("--mtu", default=",".join(map(str, DEFAULT_MTUS)), metavar="M[,M...]",
                    help="link MTUs, %d..%d (default: 1500; 9000 and %d are the jumbo "
                         "points)" % (MIN_MTU, TAP_MAX_MTU, TAP_MAX_MTU))
@@ -256,6 +274,7 @@ def parse_args(argv):
         "mtus": parse_mtus(ns.mtu),
         "seconds": None,
         "bytes": None,
+        "warmup": 0.0,
         "json": ns.json,
         "plot": ns.plot,
     }
@@ -264,9 +283,14 @@ def parse_args(argv):
         if "raw" in opts["modes"]:
             raise UsageError("--bytes: raw mode runs for a time only; use --seconds, or "
                              "leave raw out of --mode")
+        if ns.warmup is not None and parse_warmup(ns.warmup) > 0:
+            raise UsageError("--warmup: a transfer of --bytes is measured whole; use "
+                             "--seconds with --warmup")
     else:
         opts["seconds"] = (parse_seconds(ns.seconds) if ns.seconds is not None
                            else DEFAULT_SECONDS)
+        opts["warmup"] = (parse_warmup(ns.warmup) if ns.warmup is not None
+                          else DEFAULT_WARMUP)
     if opts["plot"] is None and opts["json"]:
         opts["plot"] = os.path.dirname(os.path.abspath(opts["json"]))
     if opts["json"]:
@@ -334,7 +358,17 @@ def client_streams(doc, expect, who):
         if not isinstance(b, int) or b <= 0 or not isinstance(sec, (int, float)) or sec <= 0:
             raise BenchError("%s: stream %d moved no verified data (bytes_verified=%r, "
                              "seconds=%r)" % (who, i, b, sec))
-        out.append({"bytes": b, "seconds": float(sec), "gbps": b * 8 / sec / 1e9})
+        st = {"bytes": b, "seconds": float(sec), "gbps": b * 8 / sec / 1e9}
+        if "measured_bytes" in s:
+            # What the receiver took in after the warm-up, and when (monotonic seconds).
+            mb, t0, t1 = s.get("measured_bytes"), s.get("measured_from"), s.get("measured_to")
+            if (not isinstance(mb, int) or not 0 < mb <= b
+                    or not all(isinstance(t, (int, float)) for t in (t0, t1)) or t1 <= t0):
+                raise BenchError("%s: stream %d has no measured span (measured_bytes=%r, "
+                                 "from=%r, to=%r)" % (who, i, mb, t0, t1))
+            st.update({"measured_bytes": mb, "from": float(t0), "to": float(t1),
+                       "seconds": float(t1 - t0), "gbps": mb * 8 / (t1 - t0) / 1e9})
+        out.append(st)
     total = doc.get("bytes_verified")
     if isinstance(total, int) and total != sum(s["bytes"] for s in out):
         raise BenchError("%s: bytes_verified %d is not the sum of its streams (%d)"
@@ -415,9 +449,15 @@ def make_run(mode, n, mtu, wall, streams, cpu, extra=None):
     `total` and its parts."""
     if len(streams) != n:
         raise BenchError("%s n=%d: %d stream results" % (mode, n, len(streams)))
+    total = sum(s["bytes"] for s in streams)
+    counted = total
+    if streams and all("measured_bytes" in s for s in streams):
+        # After a warm-up: the measured bytes over the span from the first stream's mark
+        # to the last stream's last byte.
+        counted = sum(s["measured_bytes"] for s in streams)
+        wall = max(s["to"] for s in streams) - min(s["from"] for s in streams)
     if wall <= 0:
         raise BenchError("%s n=%d: no wall time" % (mode, n))
-    total = sum(s["bytes"] for s in streams)
     rates = [s["gbps"] for s in streams]
     ps = summarize(rates)
     run = {
@@ -426,8 +466,9 @@ def make_run(mode, n, mtu, wall, streams, cpu, extra=None):
         "mtu": mtu,
         "seconds": round(wall, 6),
         "bytes_verified": total,
+        "measured_bytes": counted,
         "verified": True,
-        "aggregate_gbps": round(total * 8 / wall / 1e9, 4),
+        "aggregate_gbps": round(counted * 8 / wall / 1e9, 4),
         "per_stream_gbps": {k: round(v, 4) for k, v in ps.items()},
         "jain": round(jain(rates), 4),
         "cpu_seconds": round(cpu["total"], 3),
@@ -838,9 +879,11 @@ class Testbed:
         """The PIDs of the testbed's ulsd processes (only read, never signalled). The PID
         file may name the ulsd itself or the shell that started it; then its ulsd child."""
         pids = []
+        # The name the testbed really used: it appends TB_SUFFIX to TB_NAME.
+        name = self.env.get("TB_NAME", self.name)
         for i in (1, 2):
             try:
-                with open(os.path.join(STATE_DIR, self.name + ".d", "ulsd%d.pid" % i)) as f:
+                with open(os.path.join(STATE_DIR, name + ".d", "ulsd%d.pid" % i)) as f:
                     pid = int(f.read().strip())
             except (OSError, ValueError):
                 continue
@@ -907,14 +950,16 @@ def progress(msg, final=False):
 class Point:
     """Runs one (mode, N, mtu) point on an up testbed and returns its run object."""
 
-    def __init__(self, procs, tb, paths, mode, n, mtu, seconds, nbytes, workdir):
+    def __init__(self, procs, tb, paths, mode, n, mtu, seconds, nbytes, workdir, warmup=0.0):
         self.procs, self.tb, self.paths = procs, tb, paths
         self.mode, self.n, self.mtu = mode, n, mtu
         self.seconds, self.nbytes = seconds, nbytes
+        self.warmup = warmup if mode != "raw" and seconds is not None else 0.0
         self.workdir = workdir
         self.tag = "[%s n=%d mtu=%d]" % (mode, n, mtu)
         self.started = []
-        self.deadline = time.monotonic() + point_timeout(n, seconds, nbytes)
+        self.deadline = time.monotonic() + point_timeout(
+            n, None if seconds is None else seconds + self.warmup, nbytes)
         self.window = None      # seconds the streams moved data (see transfer_window)
 
     # -- helpers ---------------------------------------------------------------
@@ -924,8 +969,10 @@ class Point:
         return p
 
     def amount(self):
-        return (["--seconds", "%g" % self.seconds] if self.seconds is not None
-                else ["--bytes", str(self.nbytes)])
+        if self.seconds is None:
+            return ["--bytes", str(self.nbytes)]
+        return ["--seconds", "%g" % self.seconds] + (
+            ["--warmup", "%g" % self.warmup] if self.warmup > 0 else [])
 
     def fail(self, msg, procs=None):
         detail = []
@@ -1066,6 +1113,7 @@ class Point:
         run = make_run(self.mode, self.n, self.mtu, wall, streams, cpu, extra)
         run["requested"] = ({"seconds": self.seconds} if self.seconds is not None
                             else {"bytes_per_stream": self.nbytes})
+        run["warmup_seconds"] = self.warmup
         ps = run["per_stream_gbps"]
         progress("%s %.3f Gbit/s aggregate, per stream %.3f/%.3f/%.3f (min/median/max), "
                  "Jain %.3f, CPU %.1f s, %.0f MB verified" % (
@@ -1281,7 +1329,7 @@ def _raise_signal(signum, frame):
 
 def estimate_seconds(opts):
     """A rough wall-time estimate of the sweep (for the start message)."""
-    per = (opts["seconds"] or 2.0) + 1.0
+    per = (opts["seconds"] or 2.0) + opts.get("warmup", 0.0) + 1.0
     pts = sum(len(opts["streams"]) * len(ph["modes"]) for ph in plan_phases(opts["modes"],
                                                                             opts["mtus"]))
     phases = len(plan_phases(opts["modes"], opts["mtus"]))
@@ -1342,7 +1390,7 @@ def main(argv=None):
             for mode in ph["modes"]:
                 for n in opts["streams"]:
                     pt = Point(procs, tb, paths, mode, n, ph["mtu"], opts["seconds"],
-                               opts["bytes"], workdir)
+                               opts["bytes"], workdir, opts["warmup"])
                     runs.append(pt.run())
             tb.down()
     except BenchError as e:
@@ -1376,19 +1424,27 @@ def main(argv=None):
         "machine": machine_info(paths),
         "options": {"modes": opts["modes"], "streams": opts["streams"], "mtus": opts["mtus"],
                     "seconds": opts["seconds"], "bytes_per_stream": opts["bytes"],
-                    "message_bytes": MSG_SIZE, "max_processes": MAX_PROCS},
+                    "warmup_seconds": opts["warmup"], "message_bytes": MSG_SIZE, "max_processes": MAX_PROCS},
         "definitions": {
-            "aggregate_gbps": "total verified bytes * 8 / seconds",
-            "seconds": "the time the point's streams moved data: from the earliest "
-                       "transfer start (a sender process's exit time minus the transfer "
-                       "seconds it reports) to the last sender's exit; raw mode: the "
-                       "receiver's measured seconds. Process start-up and connection "
-                       "set-up are excluded, stagger between processes is included",
+            "aggregate_gbps": "measured_bytes * 8 / seconds",
+            "warmup_seconds": "how long the streams ran before the measured span began "
+                              "(like iperf3 --omit); their bytes are verified but not "
+                              "measured. 0 for raw mode and for transfers of --bytes",
+            "measured_bytes": "the bytes the receivers' applications took in after the "
+                              "warm-up (all bytes_verified when there is none)",
+            "bytes_verified": "every byte the receivers verified, warm-up included",
+            "seconds": "the measured span: from the first stream's end of warm-up (as "
+                       "its receiver saw it) to the last stream's last byte; without a "
+                       "warm-up, from the earliest transfer start (a sender process's "
+                       "exit time minus the transfer seconds it reports) to the last "
+                       "sender's exit; raw mode: the receiver's measured seconds. "
+                       "Process start-up and connection set-up are excluded",
             "wall_seconds": "first sender process started -> last sender exited, as the "
                             "driver saw it (start-up included)",
-            "per_stream_gbps": "each stream's verified bytes * 8 / its own seconds "
-                               "(request sent -> receiver's verdict received): min, "
-                               "median, max",
+            "per_stream_gbps": "each stream's measured bytes * 8 / its own measured span "
+                               "(end of warm-up -> last byte, on the receiver's clock; "
+                               "without a warm-up, request sent -> receiver's verdict "
+                               "received): min, median, max",
             "jain": "(sum x)^2 / (n * sum x^2) over the per-stream throughputs",
             "cpu_seconds": CPU_INCLUDES,
         },

@@ -35,6 +35,8 @@ extern struct stk_node stk__node;
 void stk__lock(void);
 void stk__unlock(void);
 uint64_t stk__now_ms(void);
+/* Bytes on the free lists of lwIP's heap (heap.c; mem_clib_malloc in lwipopts.h). */
+size_t stk__heap_cached(void);
 
 /* Bring lwIP up on a device (core lock held); stk__node_down_hook() runs when it stops. */
 int stk__node_up(struct nif_dev *dev, struct in_addr addr, unsigned prefix_len,

@@ -33,6 +33,14 @@ void stk__assert_core_locked(void);
  * bounds what a peer can make us hold. */
 #define MEM_LIBC_MALLOC                 1
 #define MEMP_MEM_MALLOC                 1
+/* ... through size classes that keep freed frame buffers warm (stack/heap.c). */
+#include <stddef.h>
+void *stk__heap_alloc(size_t size);
+void *stk__heap_calloc(size_t n, size_t size);
+void stk__heap_free(void *p);
+#define mem_clib_malloc                 stk__heap_alloc
+#define mem_clib_calloc                 stk__heap_calloc
+#define mem_clib_free                   stk__heap_free
 #define MEM_ALIGNMENT                   8
 #define MEM_USE_POOLS                   0
 

@@ -374,3 +374,60 @@ def test_transfer_window():
     assert sw.transfer_window([]) is None
     assert sw.transfer_window([(10.0, None)]) is None
     assert sw.transfer_window([(10.0, 1.0), (11.0, 0)]) is None
+
+
+# --- the warm-up: measured after it, verified throughout --------------------------------
+def _measured(streams):
+    """A client document after a warm-up: (bytes verified, measured bytes, from, to)."""
+    return {"stack": "ulstack", "dir": "send", "verified": True, "warmup_seconds": 1.0,
+            "streams": [{"bytes_verified": b, "seconds": 3.0, "measured_bytes": mb,
+                         "measured_from": t0, "measured_to": t1, "gbps": 0.0,
+                         "verified": True} for b, mb, t0, t1 in streams],
+            "bytes_verified": sum(s[0] for s in streams)}
+
+
+def test_warmup_defaults_to_one_second_and_is_refused_with_bytes():
+    assert sw.parse_args([])["warmup"] == sw.DEFAULT_WARMUP == 1.0
+    assert sw.parse_args(["--warmup", "0"])["warmup"] == 0.0
+    assert sw.parse_args(["--mode", "kernel", "--bytes", "64M"])["warmup"] == 0.0
+    for bad in (["--warmup", "-1"], ["--warmup", "nan"], ["--warmup", "61"],
+                ["--warmup", "x"], ["--mode", "kernel", "--bytes", "64M", "--warmup", "1"]):
+        with pytest.raises(sw.UsageError):
+            sw.parse_args(bad)
+
+
+def test_stream_rate_is_its_measured_bytes_over_its_measured_span():
+    out = sw.client_streams(_measured([(300 << 20, 100 << 20, 10.0, 12.0),
+                                       (200 << 20, 50 << 20, 10.1, 12.1)]), 2, "c")
+    assert out[0]["bytes"] == 300 << 20                  # verified: warm-up included
+    assert out[0]["measured_bytes"] == 100 << 20
+    assert out[0]["gbps"] == pytest.approx((100 << 20) * 8 / 2.0 / 1e9)
+    assert out[1]["seconds"] == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("stream", [
+    (1 << 20, 0, 10.0, 12.0),           # nothing measured
+    (1 << 20, 2 << 20, 10.0, 12.0),     # measured more than verified
+    (1 << 20, 1 << 19, 12.0, 12.0),     # no span
+    (1 << 20, 1 << 19, None, 12.0),     # no start
+])
+def test_a_stream_without_a_sound_measured_span_is_rejected(stream):
+    with pytest.raises(sw.BenchError):
+        sw.client_streams(_measured([stream]), 1, "c")
+
+
+def test_aggregate_after_warmup_spans_first_mark_to_last_byte():
+    st = sw.client_streams(_measured([(3 << 30, 1 << 30, 100.0, 102.0),
+                                      (3 << 30, 1 << 30, 100.5, 103.0)]), 2, "c")
+    run = sw.make_run("perproc", 2, 1500, 99.0, st, {"total": 1.0})
+    assert sw.check_run_schema(run) == []
+    assert run["seconds"] == pytest.approx(3.0)         # 100.0 -> 103.0, not the wall
+    assert run["bytes_verified"] == 6 << 30
+    assert run["measured_bytes"] == 2 << 30
+    assert run["aggregate_gbps"] == pytest.approx((2 << 30) * 8 / 3.0 / 1e9, rel=1e-3)
+
+
+def test_without_warmup_every_verified_byte_is_measured():
+    run = sw.make_run("kernel", 2, 1500, 2.0, _streams([1.0, 3.0]), {"total": 1.0})
+    assert run["measured_bytes"] == run["bytes_verified"]
+    assert run["aggregate_gbps"] == pytest.approx(4.0, rel=1e-3)

@@ -1,7 +1,8 @@
 # Unit tests (cmocka): one program per source file under test.
 UNIT_TESTS = \
 	tests/unit/test_frame tests/unit/test_chksum tests/unit/test_isn tests/unit/test_rxq \
-	tests/unit/test_api tests/unit/test_timers tests/unit/test_pattern tests/unit/test_netops
+	tests/unit/test_api tests/unit/test_timers tests/unit/test_pattern tests/unit/test_netops \
+	tests/unit/test_heap
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
 
@@ -23,6 +24,10 @@ tests_unit_test_isn_LDADD = $(UNIT_LDADD)
 tests_unit_test_rxq_SOURCES = tests/unit/test_rxq.c
 tests_unit_test_rxq_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_rxq_LDADD = $(UNIT_LDADD)
+
+tests_unit_test_heap_SOURCES = tests/unit/test_heap.c
+tests_unit_test_heap_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_heap_LDADD = $(UNIT_LDADD)
 
 tests_unit_test_api_SOURCES = tests/unit/test_api.c
 tests_unit_test_api_CPPFLAGS = $(UNIT_CPPFLAGS)

@@ -1,0 +1,165 @@
+"""ulsbench as it runs: the receiver's verdict on the wire, and one short sweep of every mode.
+
+The verdict tests speak ulsbench's wire format (version 3, apps/ulsbench.c) from Python to
+an `ulsbench server` on the kernel's TCP, inside a network namespace of their own (only its
+loopback is used). The Python sender makes the stream pattern of apps/pattern.c itself, so
+a receiver that accepted a wrong byte, or named the wrong offset, fails here.
+
+The smoke run is the benchmark itself (`ulsbench --mode raw,kernel,perproc,central`), two
+streams per mode for half a second after a short warm-up, on a testbed it builds: every
+mode must verify its bytes and write runs that pass the JSON schema, and the plots.
+Needs root (namespaces, TAPs).
+"""
+import json
+import os
+import struct
+import subprocess
+import textwrap
+import uuid
+
+import pytest
+
+SRC = os.environ.get("ULS_SRCDIR") or os.path.abspath(
+    os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILD = os.environ.get("ULS_BUILDDIR") or os.path.join(SRC, "build")
+BENCH = os.path.join(BUILD, "apps", "ulsbench")
+
+# The sender side of the wire, run inside the namespace: the pattern of apps/pattern.c
+# (word w = T[w mod 8192] XOR K(seed, w / 8192), little-endian), a v3 request, the data
+# with at most one byte flipped, and the 40-byte verdict back as JSON.
+SENDER = textwrap.dedent(r"""
+    import json, socket, struct, sys
+    M = (1 << 64) - 1
+    def sm(x):
+        x = (x + 0x9e3779b97f4a7c15) & M
+        x = ((x ^ (x >> 30)) * 0xbf58476d1ce4e5b9) & M
+        x = ((x ^ (x >> 27)) * 0x94d049bb133111eb) & M
+        return x ^ (x >> 31)
+    T = [sm(i ^ 0x756c737461636b) for i in range(8192)]
+    def pattern(seed, n):
+        words = []
+        for blk in range((n + 65535) // 65536):
+            k = sm((sm(seed) + blk) & M)
+            words.extend(t ^ k for t in T)
+        return struct.pack("<%dQ" % len(words), *words)[:n]
+    port, seed, n, flip, cut = (int(a) for a in sys.argv[1:6])
+    data = bytearray(pattern(seed, n))
+    if flip >= 0:
+        data[flip] ^= 0x40
+    del data[cut:]
+    s = socket.create_connection(("127.0.0.1", port), timeout=20)
+    # magic, version 3, direction 0 (client sends), 2 zero bytes, bytes, seed, ms, warm-up ms
+    s.sendall(struct.pack(">IBBxxQQII", 0x554c5342, 3, 0, n, seed, 0, 0) + bytes(data))
+    s.shutdown(socket.SHUT_WR)
+    v = b""
+    while len(v) < 40:
+        c = s.recv(40 - len(v))
+        if not c:
+            break
+        v += c
+    st, good, measured, t0, t1 = struct.unpack(">IxxxxQQQQ", v)
+    print(json.dumps({"status": st, "good": good, "measured": measured,
+                      "from_ns": t0, "to_ns": t1}))
+""")
+
+
+@pytest.fixture
+def netns():
+    name = "ulsbw%s" % uuid.uuid4().hex[:8]
+    subprocess.run(["ip", "netns", "add", name], check=True)
+    try:
+        subprocess.run(["ip", "-n", name, "link", "set", "lo", "up"], check=True)
+        yield name
+    finally:
+        subprocess.run(["ip", "netns", "del", name], check=False)
+
+
+def _serve(ns, port, count):
+    return subprocess.Popen(["ip", "netns", "exec", ns, BENCH, "server", "--port", str(port),
+                             "--count", str(count)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _send(ns, port, seed, n, flip=-1, cut=None):
+    r = subprocess.run(["ip", "netns", "exec", ns, "python3", "-c", SENDER, str(port),
+                        str(seed), str(n), str(flip), str(n if cut is None else cut)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def _wait_listening(ns, port):
+    for _ in range(200):
+        out = subprocess.run(["ip", "netns", "exec", ns, "ss", "-Htln", "sport = :%d" % port],
+                             capture_output=True, text=True).stdout
+        if out.strip():
+            return
+        subprocess.run(["sleep", "0.02"])
+    pytest.fail("ulsbench server did not listen")
+
+
+def test_receiver_verifies_an_intact_stream_and_names_the_first_corrupted_byte(netns):
+    port, n = 5901, 1 << 20
+    srv = _serve(netns, port, 3)
+    try:
+        _wait_listening(netns, port)
+        ok = _send(netns, port, 12345, n)
+        assert ok["status"] == 0 and ok["good"] == n
+        # Without a warm-up the whole stream is measured, over a span the receiver saw.
+        assert ok["measured"] == n and 0 < ok["from_ns"] <= ok["to_ns"]
+        bad = _send(netns, port, 12345, n, flip=700001)
+        assert bad["status"] == 1, "a flipped byte was accepted"
+        assert bad["good"] == 700001
+        short = _send(netns, port, 777, n, cut=n - 65536 - 3)
+        assert short["status"] == 2 and short["good"] == n - 65536 - 3
+        srv.wait(timeout=30)
+        lines = [json.loads(x) for x in srv.stdout.read().splitlines() if x.startswith("{")]
+        assert [x["verified"] for x in lines] == [True, False, False]
+    finally:
+        if srv.poll() is None:
+            srv.kill()
+            srv.wait()
+
+
+def test_client_refuses_a_warmup_without_a_time_limit():
+    r = subprocess.run([BENCH, "client", "--to", "127.0.0.1:1", "--bytes", "1M",
+                        "--warmup", "1"], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 2 and "--warmup needs --seconds" in r.stderr
+    r = subprocess.run([BENCH, "client", "--to", "127.0.0.1:1", "--seconds", "1",
+                        "--warmup", "-2"], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 2 and "bad --warmup" in r.stderr
+
+
+def test_one_short_run_of_every_mode_verifies_and_writes_schema_and_plots(tmp_path):
+    out = tmp_path / "smoke.json"
+    env = dict(os.environ, ULS_BUILDDIR=BUILD, ULS_SRCDIR=SRC)
+    r = subprocess.run([BENCH, "--mode", "raw,kernel,perproc,central", "--streams", "2",
+                        "--seconds", "0.5", "--warmup", "0.3", "--json", str(out)],
+                       capture_output=True, text=True, timeout=300, env=env,
+                       stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
+    doc = json.loads(out.read_text())
+    assert doc["complete"] is True
+    assert sorted(x["mode"] for x in doc["runs"]) == ["central", "kernel", "perproc", "raw"]
+    sw = _sweep_module()
+    for run in doc["runs"]:
+        assert sw.check_run_schema(run) == [], run
+        assert run["verified"] is True and run["streams"] == 2
+        assert 0 < run["measured_bytes"] <= run["bytes_verified"]
+        assert run["aggregate_gbps"] > 0 and run["per_stream_gbps"]["min"] > 0
+        # raw has nothing to warm; the TCP modes measured after 0.3 s of it
+        assert run["warmup_seconds"] == (0.0 if run["mode"] == "raw" else 0.3)
+        if run["mode"] != "raw":
+            assert run["measured_bytes"] < run["bytes_verified"]
+    for png in ("aggregate.png", "per_stream.png"):
+        with open(tmp_path / png, "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def _sweep_module():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "ulsbench_sweep", os.path.join(SRC, "apps", "ulsbench_sweep.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
