@@ -265,6 +265,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ulsd: cannot start the demux thread\n");
 		return 1;
 	}
+	pthread_setname_np(demux, "ulsd-demux");
 	char ipbuf[INET_ADDRSTRLEN];
 	inet_ntop(AF_INET, &s.ip, ipbuf, sizeof(ipbuf));
 	srv_log(2, "node %s/%u on %s, MTU %u, control socket %s (%s, offload %s)", ipbuf,

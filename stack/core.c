@@ -43,21 +43,28 @@ static void unlock_raw(void)
 	pthread_mutex_unlock(&stk__node.lock);
 }
 
-/* Leave lwIP: send what the call queued, and wake the stack thread if the call armed a
- * timer that fires before the stack thread's planned wake-up. */
-void stk__unlock(void)
+/* Before a thread lets go of lwIP (core lock held): send what its call queued, and wake
+ * the stack thread only if the call armed a timer that fires before the stack thread's
+ * planned wake-up. Waking it otherwise costs two context switches for nothing, once per
+ * blocking call: a sender that fills its window sleeps on every ACK. */
+void stk__leave(void)
 {
-	if (stk__node.up) {
-		stk__node.dev->ops->tx_flush(stk__node.dev);
-		if (stk__node.sleeping) {
-			u32_t sleep = sys_timeouts_sleeptime();
-			if (sleep != SYS_TIMEOUTS_SLEEPTIME_INFINITE &&
-			    stk__now_ms() + sleep < stk__node.sleep_deadline) {
-				stk__node.sleep_deadline = 0;
-				stk__node.dev->ops->wake(stk__node.dev);
-			}
+	if (!stk__node.up)
+		return;
+	stk__node.dev->ops->tx_flush(stk__node.dev);
+	if (stk__node.sleeping) {
+		u32_t sleep = sys_timeouts_sleeptime();
+		if (sleep != SYS_TIMEOUTS_SLEEPTIME_INFINITE &&
+		    stk__now_ms() + sleep < stk__node.sleep_deadline) {
+			stk__node.sleep_deadline = 0;
+			stk__node.dev->ops->wake(stk__node.dev);
 		}
 	}
+}
+
+void stk__unlock(void)
+{
+	stk__leave();
 	unlock_raw();
 }
 
@@ -183,8 +190,11 @@ int stk__node_up(struct nif_dev *dev, struct in_addr addr, unsigned prefix_len,
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	rc = -pthread_create(&stk__node.thread, NULL, stack_thread, &stk__node);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc == 0)
+	if (rc == 0) {
+		/* So that ps -L, top -H and perf tell it from the program's own threads. */
+		pthread_setname_np(stk__node.thread, "uls-stack");
 		return 0;
+	}
 	stk__node.running = false;
 	stk__node.up = false;
 	netif_remove(&stk__node.netif);

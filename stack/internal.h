@@ -34,6 +34,8 @@ extern struct stk_node stk__node;
 
 void stk__lock(void);
 void stk__unlock(void);
+/* What stk__unlock() does before it unlocks: flush, and wake the stack thread if needed. */
+void stk__leave(void);
 uint64_t stk__now_ms(void);
 /* Bytes on the free lists of lwIP's heap (heap.c; mem_clib_malloc in lwipopts.h). */
 size_t stk__heap_cached(void);

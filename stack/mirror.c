@@ -74,11 +74,7 @@ static struct readiness want(const struct stk_sock *s)
 	case STK_S_CONNECTED:
 		r.eof = s->rx_eof;
 		r.rd = s->rxq.bytes > 0 || s->rx_eof || s->rd_shut || s->err;
-		/* lwIP's own select() uses the same low-water marks (on snd_buf itself:
-		 * tcp_sndbuf() clamps to 16 bits). */
-		r.wr = s->wr_shut || !s->tcp ||
-		       (s->tcp->snd_buf > TCP_SNDLOWAT &&
-			tcp_sndqueuelen(s->tcp) < TCP_SNDQUEUELOWAT);
+		r.wr = s->wr_shut || !s->tcp || stk__stream_has_room(s->tcp);
 		r.hup = s->rx_eof && s->wr_shut;
 		break;
 	case STK_S_DEAD:

@@ -120,6 +120,13 @@ int stk__mirror_give(struct stk_sock *s, int state_fd);
 bool stk__handoff_park(struct stk_sock *s);
 
 /* stream.c */
+/* Whether a connection's send buffer has room enough to report it writable: lwIP's own
+ * low-water marks, half the bytes and half the segments free (tcp_sndbuf() clamps to 16
+ * bits, so snd_buf itself). poll() and a blocked send wake at the same mark. */
+static inline bool stk__stream_has_room(const struct tcp_pcb *pcb)
+{
+	return pcb->snd_buf > TCP_SNDLOWAT && tcp_sndqueuelen(pcb) < TCP_SNDQUEUELOWAT;
+}
 int stk__stream_open(struct stk_sock *s);
 int stk__stream_bind(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port);
 int stk__stream_listen(struct stk_sock *s, int backlog);

@@ -104,13 +104,8 @@ int stk__sock_sleep(struct stk_sock *s, const struct timespec *timeout)
 
 	/* What the caller queued must leave before it sleeps, and the stack thread must know
 	 * about timers the caller armed: the same work as stk__unlock(). */
-	if (stk__node.up)
-		stk__node.dev->ops->tx_flush(stk__node.dev);
+	stk__leave();
 	stk__node.owned = false;
-	if (stk__node.sleeping && stk__node.up) {
-		stk__node.sleep_deadline = 0;
-		stk__node.dev->ops->wake(stk__node.dev);
-	}
 	if (timeout && (timeout->tv_sec || timeout->tv_nsec)) {
 		struct timespec dl;
 		clock_gettime(CLOCK_MONOTONIC, &dl);

@@ -73,13 +73,16 @@ static err_t on_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 	return ERR_OK;
 }
 
+/* ACKed data freed send buffer. A blocked sender is woken only once the socket would
+ * poll writable again (half the buffer free), as Linux's sk_stream_write_space() does:
+ * woken on every ACK, it wrote a few KiB per wake-up and slept again, two context
+ * switches per ACK. A buffer that empties completely is always past the mark. */
 static err_t on_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
 {
 	struct stk_sock *s = arg;
 
-	(void)pcb;
 	(void)len;
-	if (s)
+	if (s && stk__stream_has_room(pcb))
 		stk__sock_signal(s);
 	return ERR_OK;
 }
