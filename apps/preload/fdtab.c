@@ -8,6 +8,7 @@
 #include "shim.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/resource.h>
@@ -45,18 +46,37 @@ static bool in_range(int fd)
 	return fd >= 0 && (unsigned)fd < table_len;
 }
 
+/* The table lock is held only with signals blocked, like libuls's core lock. A handler
+ * that uses sockets takes it too, and a recursive mutex is not safe against its own
+ * thread's handler: one that lands inside pthread_mutex_unlock, after the owner is
+ * cleared and before the lock word is released, waits for the lock forever (seen in
+ * tests/shim's sighandler, one run in four). Nested holds block once. */
+static __thread int table_depth;
+static __thread sigset_t table_mask;
+
 void shim__table_lock(void)
 {
+	if (table_depth == 0) {
+		sigset_t all;
+
+		sigfillset(&all);
+		pthread_sigmask(SIG_BLOCK, &all, &table_mask);
+	}
+	table_depth++;
 	pthread_mutex_lock(&lock);
 }
 
 void shim__table_unlock(void)
 {
 	pthread_mutex_unlock(&lock);
+	if (--table_depth == 0)
+		pthread_sigmask(SIG_SETMASK, &table_mask, NULL);
 }
 
 /* Claims of inherited connections (fork.c): a thread waits here, with the table lock
- * (held once) released, while another thread claims the same socket. */
+ * (held once) released, while another thread claims the same socket. Deviation: its
+ * signals stay blocked meanwhile (the claimer's own wait, bounded by its deadline, is the
+ * one a signal interrupts). */
 static pthread_cond_t claimed = PTHREAD_COND_INITIALIZER;
 
 void shim__table_wait_claim(void)
@@ -71,7 +91,8 @@ void shim__table_claim_done(void)
 
 /* In a fork child: the lock the parent's prepare handler took belongs to a thread id
  * that no longer exists (a recursive mutex checks its owner on unlock), so it starts
- * afresh. */
+ * afresh, held as often as this thread held it before the prepare handler's hold, whose
+ * end (and the signal mask it saved, when it was the outermost) is undone here. */
 void shim__table_reset(void)
 {
 	pthread_mutexattr_t a;
@@ -81,6 +102,10 @@ void shim__table_reset(void)
 	pthread_mutex_init(&lock, &a);
 	pthread_mutexattr_destroy(&a);
 	pthread_cond_init(&claimed, NULL);
+	if (table_depth > 0 && --table_depth == 0)
+		pthread_sigmask(SIG_SETMASK, &table_mask, NULL);
+	for (int i = 0; i < table_depth; i++)
+		pthread_mutex_lock(&lock);
 }
 
 bool shim__is_ours(int fd)

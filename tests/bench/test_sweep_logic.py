@@ -431,3 +431,13 @@ def test_without_warmup_every_verified_byte_is_measured():
     run = sw.make_run("kernel", 2, 1500, 2.0, _streams([1.0, 3.0]), {"total": 1.0})
     assert run["measured_bytes"] == run["bytes_verified"]
     assert run["aggregate_gbps"] == pytest.approx(4.0, rel=1e-3)
+
+
+def test_offload_defaults_on_and_reaches_ulsd_through_the_testbed_environment():
+    assert sw.parse_args([])["offload"] == "on"
+    assert sw.parse_args(["--offload", "off"])["offload"] == "off"
+    with pytest.raises(sw.UsageError):
+        sw.parse_args(["--offload", "maybe"])
+    paths = {"build": None, "ulsd": "/x/ulsd"}
+    assert sw.Testbed(paths, offload="on")._env()["ULS_TSO"] == "1"
+    assert sw.Testbed(paths, offload="off")._env()["ULS_TSO"] == "0"

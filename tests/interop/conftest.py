@@ -54,10 +54,12 @@ PAYLOAD_BYTES = 100 * MIB       # the bulk transfers (nc, curl): 100 MiB, hash v
 PAYLOAD_SEED = 20250404
 
 # A lower bound on the frames a node's ulsd must see for N bytes of TCP payload: no frame
-# carries more than max(TB_MTU, 9000) bytes (the testbed's MTU is 1500; ulstack has no
-# segmentation offload). A program whose sockets fell back to the kernel moves ~0 frames
-# through ulsd, so even this loose bound tells the two apart.
+# carries more than max(TB_MTU, 9000) bytes (the testbed's MTU is 1500), or 64 KiB where
+# the node's frames carried super-segments (segmentation offload). A program whose sockets
+# fell back to the kernel moves ~0 frames through ulsd, so even this loose bound tells the
+# two apart.
 FRAME_PAYLOAD_MAX = 9000
+GSO_PAYLOAD_MAX = 65536      # a super-segment (ulsd --offload on, the default)
 
 # The programs and the Debian packages they come from (build-aux/setup-debian installs them).
 PROGRAMS = {
@@ -292,12 +294,16 @@ class Testbed:
     def assert_through_ulstack(self, before, received=None, sent=None):
         """The bytes went through ulsd: node n's ulsd delivered at least received[n] / F
         frames to its processes (frames_demuxed) and sent at least sent[n] / F frames of
-        theirs (frames_sent), F = FRAME_PAYLOAD_MAX."""
+        theirs (frames_sent), F = FRAME_PAYLOAD_MAX, or 64 KiB at a node whose frames carried
+        super-segments (segmentation offload: frames_gso_sent or frames_gso_received grew)."""
         after = self.counters()
         problems = []
         for what, counter in ((received or {}, "frames_demuxed"), (sent or {}, "frames_sent")):
             for node, nbytes in what.items():
-                need = nbytes // max(FRAME_PAYLOAD_MAX, int(self.env.get("TB_MTU", "1500")))
+                gso = any(after[node].get(k, 0) > before[node].get(k, 0)
+                          for k in ("frames_gso_sent", "frames_gso_received"))
+                per = GSO_PAYLOAD_MAX if gso else FRAME_PAYLOAD_MAX
+                need = nbytes // max(per, int(self.env.get("TB_MTU", "1500")))
                 got = after[node][counter] - before[node][counter]
                 if got < need:
                     problems.append(f"node {node}: {counter} grew by {got}, but {nbytes} bytes need "
