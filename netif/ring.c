@@ -17,13 +17,17 @@
  * expensive. 4096 slots of 1536 bytes at MTU 1500 are 6 MiB; larger MTUs get fewer slots
  * within 24 MiB.
  *
- * The rings are resident from the start (populate()): every slot is a whole frame's size,
- * so a stream of small frames (the ACKs coming back to a sender, the ACKs a receiver
- * sends) touches a new page every two or three frames until its ring wraps, which at a
- * few hundred ACKs a second takes many seconds. Measured with 64 concurrent streams
- * (perf record -e page-faults): 17,000 faults a second, in steady state, in the ring
- * copies of ulsd and of the stacks. Like the buffer pools other user-level stacks set up
- * front, this costs memory: 13 MiB per process at MTU 1500, up to 37 MiB at jumbo MTUs. */
+ * The process makes its rings resident when it maps them (nif_ring_populate()): every
+ * slot is a whole frame's size, so a stream of small frames (the ACKs coming back to a
+ * sender, the ACKs a receiver sends) touches a new page every two or three frames until
+ * its ring wraps, which at a few hundred ACKs a second takes many seconds. Measured with
+ * 64 concurrent streams (perf record -e page-faults): 17,000 faults a second, in steady
+ * state, in the ring copies of ulsd and of the stacks. Like the buffer pools other
+ * user-level stacks set up front, this costs memory: 12 MiB per process at MTU 1500, up to
+ * 37 MiB at jumbo MTUs. The process pays for it, in parallel with the others, not ulsd:
+ * ulsd's control thread serves every lease in turn, and zeroing 37 MiB for each of 64
+ * processes joining at once made the last ones time out at MTU 9000. ulsd's own mapping
+ * then takes only minor faults (the pages exist), once per page. */
 #define RING_BYTES_TARGET (24u << 20)  /* per ring, before rounding to a power of two */
 #define RING_SLOTS_MIN 64u
 #define RING_SLOTS_MAX 4096u
@@ -45,14 +49,14 @@ int nif_ring_layout(unsigned mtu, struct nif_ring_layout *out)
 
 /* Fault a ring mapping's pages in for writing now, not on the data path. Best effort: a
  * kernel without MADV_POPULATE_WRITE (before 5.14), or memory pressure, leaves them to be
- * faulted in on first use, as before. */
-static void populate(void *base, size_t len)
+ * faulted in on first use. */
+void nif_ring_populate(void *base, const struct nif_ring_layout *l)
 {
 #ifdef MADV_POPULATE_WRITE
-	(void)madvise(base, len, MADV_POPULATE_WRITE);
+	(void)madvise(base, l->total, MADV_POPULATE_WRITE);
 #else
 	(void)base;
-	(void)len;
+	(void)l;
 #endif
 }
 
@@ -75,7 +79,6 @@ int nif_ring_create(const struct nif_ring_layout *l, int *memfd)
 		close(fd);
 		return err;
 	}
-	populate(base, l->total);  /* allocates the memfd's pages, once */
 	for (unsigned i = 0; i < 2; i++) {
 		struct nif_ring_hdr *h = (struct nif_ring_hdr *)((uint8_t *)base + i * l->ring_bytes);
 		h->magic = NIF_RING_MAGIC;
@@ -106,7 +109,6 @@ int nif_ring_map(int memfd, const struct nif_ring_layout *l, void **out)
 			return -EPROTO;
 		}
 	}
-	populate(base, l->total);  /* this process's page tables */
 	*out = base;
 	return 0;
 }

@@ -81,6 +81,8 @@ int nif_ring_layout(unsigned mtu, struct nif_ring_layout *out);
 int nif_ring_create(const struct nif_ring_layout *l, int *memfd);
 /* Map a ring pair from its memfd and check its headers against l. */
 int nif_ring_map(int memfd, const struct nif_ring_layout *l, void **base);
+/* Make a mapping's pages resident now (the process side, at lease time; see ring.c). */
+void nif_ring_populate(void *base, const struct nif_ring_layout *l);
 void nif_ring_unmap(void *base, const struct nif_ring_layout *l);
 /* Attach to ring i (0: rx, 1: tx) of a mapped pair; efd is the consumer's eventfd. */
 void nif_ring_attach(struct nif_ring *r, void *base, const struct nif_ring_layout *l,

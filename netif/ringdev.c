@@ -266,6 +266,7 @@ int nif_ringdev_open(struct nif_dev **out, unsigned mtu, bool offload, int memfd
 		free(r);
 		return rc;
 	}
+	nif_ring_populate(r->base, &r->layout);
 	r->dev.ops = &ringdev_ops;
 	r->dev.mtu = mtu;
 	r->dev.offload = offload;
