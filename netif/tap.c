@@ -25,6 +25,7 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #define RX_DEPTH_DEFAULT   64
@@ -581,35 +582,86 @@ uint8_t *nif_tap_tx_slot(struct nif_tap *t)
 	return tx_buf(t, t->tx_free[--t->tx_nfree]) + t->vhl;
 }
 
-int nif_tap_tx_queue(struct nif_tap *t, uint8_t *slot, size_t len, uint32_t off)
+static void tx_put_back(struct nif_tap *t, uint8_t *buf)
+{
+	if (t->uring)
+		t->tx_free[t->tx_nfree++] = (unsigned)((size_t)(buf - t->tx_bufs) / t->buf_size);
+}
+
+size_t nif_tap_tx_room(const struct nif_tap *t)
+{
+	return t->frame_max;
+}
+
+void nif_tap_tx_unused(struct nif_tap *t, uint8_t *slot)
+{
+	tx_put_back(t, slot - t->vhl);
+}
+
+/* Fill in the virtio-net header in front of slot from the offload word. The header is
+ * built from the frame's headers alone, which lie in slot. */
+static int tx_header(struct nif_tap *t, uint8_t *slot, size_t len, uint32_t off)
 {
 	uint8_t *buf = slot - t->vhl;
 
 	if (t->vhl) {
 		if (nif_vnet_build(buf, slot, len, off) != NIF_VNET_OK) {
 			t->st.tx_bad_offload++;
-			if (t->uring)  /* the buffer goes back unused */
-				t->tx_free[t->tx_nfree++] = (unsigned)((size_t)(buf - t->tx_bufs) / t->buf_size);
 			return -EINVAL;
 		}
 		if (buf[1] != 0)
 			t->st.tx_gso++;
 	} else if (off) {
 		t->st.tx_bad_offload++;
-		if (t->uring)
-			t->tx_free[t->tx_nfree++] = (unsigned)((size_t)(buf - t->tx_bufs) / t->buf_size);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void tx_count_write(struct nif_tap *t, ssize_t n, size_t len)
+{
+	if (n < 0)
+		t->st.tx_errors++;
+	else if ((size_t)n != len + t->vhl)
+		t->st.tx_short++;
+	else {
+		t->st.tx_frames++;
+		t->st.tx_bytes += len;
+	}
+}
+
+int nif_tap_tx_send_split(struct nif_tap *t, uint8_t *slot, size_t head,
+			  const uint8_t *rest, size_t rest_len, uint32_t off)
+{
+	uint8_t *buf = slot - t->vhl;
+	size_t len = head + rest_len;
+	int rc = tx_header(t, slot, len, off);
+
+	if (rc == 0) {
+		struct iovec iov[2] = {
+			{ .iov_base = buf, .iov_len = head + t->vhl },
+			{ .iov_base = (void *)rest, .iov_len = rest_len },
+		};
+		if (t->uring && t->tx_unsubmitted) {
+			io_uring_submit(&t->tx);
+			t->tx_unsubmitted = 0;
+		}
+		tx_count_write(t, writev(t->fd, iov, 2), len);
+	}
+	tx_put_back(t, buf);
+	return rc;
+}
+
+int nif_tap_tx_queue(struct nif_tap *t, uint8_t *slot, size_t len, uint32_t off)
+{
+	uint8_t *buf = slot - t->vhl;
+
+	if (tx_header(t, slot, len, off) < 0) {
+		tx_put_back(t, buf);  /* the buffer goes back unused */
 		return -EINVAL;
 	}
 	if (!t->uring) {
-		ssize_t n = write(t->fd, buf, len + t->vhl);
-		if (n < 0)
-			t->st.tx_errors++;
-		else if ((size_t)n != len + t->vhl)
-			t->st.tx_short++;
-		else {
-			t->st.tx_frames++;
-			t->st.tx_bytes += len;
-		}
+		tx_count_write(t, write(t->fd, buf, len + t->vhl), len);
 		return 0;
 	}
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&t->tx);

@@ -57,6 +57,18 @@ uint8_t *nif_tap_tx_slot(struct nif_tap *tap);
  * Returns 0, or -EINVAL when off does not fit the frame (dropped, tx_bad_offload). */
 int nif_tap_tx_queue(struct nif_tap *tap, uint8_t *slot, size_t len, uint32_t off);
 int nif_tap_tx_flush(struct nif_tap *tap);
+/* The longest frame a buffer from nif_tap_tx_slot() holds. */
+size_t nif_tap_tx_room(const struct nif_tap *tap);
+/* Give back a buffer from nif_tap_tx_slot() that will not be sent. */
+void nif_tap_tx_unused(struct nif_tap *tap, uint8_t *slot);
+/* Send, now and in one system call, a frame whose first head bytes are in a buffer from
+ * nif_tap_tx_slot() and whose rest (rest_len bytes) lies elsewhere: a large frame leaves
+ * from where its owner wrote it, without a copy into a transmit buffer. Frames queued
+ * before it are handed to the kernel first, so frames leave in order. The buffer is free
+ * again on return. Returns 0, or -EINVAL for an offload word that does not describe the
+ * frame (nothing is sent). */
+int nif_tap_tx_send_split(struct nif_tap *tap, uint8_t *slot, size_t head,
+			  const uint8_t *rest, size_t rest_len, uint32_t off);
 
 void nif_tap_get_stats(const struct nif_tap *tap, struct nif_dev_stats *out);
 

@@ -190,22 +190,61 @@ static bool tx_size_ok(const struct srv *s, const struct flt_pkt *p, size_t len,
 	       (size_t)p->ip.hlen + p->tcp.doff + gso <= (size_t)s->mtu;
 }
 
-/* Send a process's checked frame with its offload word. */
-static bool send_offloaded(struct srv *s, const uint8_t *frame, size_t len, uint32_t off)
-{
-	uint8_t *slot = nif_tap_tx_slot(s->tap);
+/* Frames longer than this leave from the process's ring (nif_tap_tx_send_split): ulsd
+ * copies only their first TX_HEAD_COPY bytes, which hold every header it checks (Ethernet,
+ * IPv4 and TCP with options at most 14 + 60 + 60 bytes; an ICMP error's quote ends by
+ * 14 + 60 + 8 + 60 + 8). Copying a 64 KiB super-segment cost ulsd more than the system
+ * call that sends it (docs/benchmarks.md, "Profile"). Shorter frames are copied whole
+ * and go out in one batch. */
+#define TX_SPLIT_MIN 2048
+#define TX_HEAD_COPY 256
+_Static_assert(TX_HEAD_COPY <= TX_SPLIT_MIN, "a split frame's head fits its buffer");
 
-	if (!slot)
-		return false;
-	memcpy(slot, frame, len);
-	if (nif_tap_tx_queue(s->tap, slot, len, off) < 0) {
+/* A process's frame, once checked, goes out from what ulsd copied, never again from the
+ * ring: the process can rewrite its ring at any time, and a header rewritten between the
+ * check and the send would get past the filter. The rest of a split frame is data, which
+ * is the process's own to send. */
+static int send_checked(struct srv *s, struct srv_lease *l, uint8_t *slot, size_t head,
+			const uint8_t *f, size_t len, uint32_t off)
+{
+	struct flt_pkt p;
+	int rc = flt_parse(slot, len, &p);
+	bool parsed = rc == 0, size_ok = parsed && tx_size_ok(s, &p, len, off);
+
+	if (rc < 0) {
+		flt_count_tx_drop(s->flt, (enum flt_reason)-rc);
+	} else if (!size_ok) {
+		/* Longer than the MTU without a valid super-segment, or an offload word on a
+		 * node without offloads. */
 		s->ctr[SRV_DROP_TX_BAD_OFFLOAD]++;
-		return false;
+		rc = -FLT_DENY_PROTO;
+	} else {
+		rc = flt_check_tx(s->flt, &p, l->id, s->ip, s->mac);
+	}
+	if (rc < 0) {
+		nif_tap_tx_unused(s->tap, slot);
+		s->ctr[SRV_DROP_TX_DENIED]++;
+		/* Rate-limited: a misbehaving process must not flood the log. */
+		if (++l->tx_denied <= 5 && parsed)
+			srv_log(1, "lease %u (pid %d): frame refused (%s): proto %u port %u -> %u",
+				l->id, (int)l->pid,
+				size_ok ? flt_reason_name((enum flt_reason)-rc) : "size or offload",
+				p.ip.proto, p.sport, p.dport);
+		return rc;
+	}
+	rc = head < len ? nif_tap_tx_send_split(s->tap, slot, head, f + head, len - head, off)
+			: nif_tap_tx_queue(s->tap, slot, len, off);
+	if (rc < 0) {
+		s->ctr[SRV_DROP_TX_BAD_OFFLOAD]++;
+		l->tx_denied++;
+		return rc;
 	}
 	s->ctr[SRV_FRAMES_SENT]++;
 	if (nif_off_gso(off) && len > (size_t)s->mtu + NIF_ETH_HLEN)
 		s->ctr[SRV_FRAMES_GSO_SENT]++;
-	return true;
+	l->tx_frames++;
+	l->tx_bytes += len;
+	return 0;
 }
 
 /* A process published frames: check each against its endpoints and send it. */
@@ -217,36 +256,21 @@ void srv_drain_tx(struct srv *s, struct srv_lease *l)
 
 	while ((f = nif_ring_cons_peek(&l->tx, &len, &off, &l->bad_slots))) {
 		uint64_t t_taken = bd_now();
-		struct flt_pkt p;
-		int rc = flt_parse(f, len, &p);
-		bool parsed = rc == 0;
-		bool size_ok = rc == 0 && tx_size_ok(s, &p, len, off);
-		if (rc == 0 && !size_ok) {
-			/* Longer than the MTU without a valid super-segment, or an offload
-			 * word on a node without offloads. */
+		if (len > nif_tap_tx_room(s->tap)) {
+			/* Longer than any frame this node sends, super-segments included. */
 			s->ctr[SRV_DROP_TX_BAD_OFFLOAD]++;
-			rc = -FLT_DENY_PROTO;
-		} else if (rc == 0) {
-			rc = flt_check_tx(s->flt, &p, l->id, s->ip, s->mac);
-		} else {
-			flt_count_tx_drop(s->flt, (enum flt_reason)-rc);
-		}
-		if (rc == 0 && send_offloaded(s, f, len, off)) {
-			bd_tx_slot(f, t_taken);
-			l->tx_frames++;
-			l->tx_bytes += len;
-		} else if (rc == 0) {
-			l->tx_denied++;
-		} else {
-			l->tx_denied++;
 			s->ctr[SRV_DROP_TX_DENIED]++;
-			/* Rate-limited: a misbehaving process must not flood the log. */
-			if (l->tx_denied <= 5 && parsed)
-				srv_log(1, "lease %u (pid %d): frame refused (%s): proto %u port %u -> %u",
-					l->id, (int)l->pid,
-					size_ok ? flt_reason_name((enum flt_reason)-rc) : "size or offload",
-					p.ip.proto, p.sport, p.dport);
+			l->tx_denied++;
+			nif_ring_cons_release(&l->tx);
+			continue;
 		}
+		uint8_t *slot = nif_tap_tx_slot(s->tap);
+		if (!slot)
+			break;  /* the TAP is gone; the frames wait in the ring */
+		size_t head = len > TX_SPLIT_MIN ? TX_HEAD_COPY : len;
+		memcpy(slot, f, head);
+		if (send_checked(s, l, slot, head, f, len, off) == 0)
+			bd_tx_slot(f, t_taken);
 		nif_ring_cons_release(&l->tx);
 	}
 	s->ctr[SRV_DROP_TX_BAD_SLOT] += l->bad_slots;

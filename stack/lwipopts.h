@@ -116,8 +116,9 @@ void stk__heap_free(void *p);
  * so they come at 0.15 s doubling to at most 6 s (lwIP's table), not Linux's 120 s. */
 #define TCP_TMR_INTERVAL                25
 
-/* Checksums in software, always verified (RFC 9293 §3.1 MUST-2, MUST-3). TCP data is
- * summed while it is copied in (one pass over the bytes instead of two). */
+/* Checksums in software unless the node offloads them (stack/tso.c), always verified
+ * (RFC 9293 §3.1 MUST-2, MUST-3). Without offload, TCP data is summed as tcp_write copies
+ * it in, so a retransmission does not sum it again. */
 #define CHECKSUM_GEN_IP                 1
 #define CHECKSUM_GEN_TCP                1
 #define CHECKSUM_GEN_UDP                1
@@ -130,6 +131,9 @@ void stk__heap_free(void *p);
 #include <stdint.h>
 uint16_t nif_inet_chksum(const void *data, int len);
 #define LWIP_CHKSUM                     nif_inet_chksum
+/* Copy-and-sum that skips the sum when the node offloads TCP checksums (stack/tso.c). */
+uint16_t stk__chksum_copy(void *dst, const void *src, uint16_t len);
+#define LWIP_CHKSUM_COPY                stk__chksum_copy
 #define LWIP_CHKSUM_ALGORITHM           0
 
 /* Counters: lwIP's own statistics feed ulstack's named counters (stack/counters.c). */

@@ -4,8 +4,7 @@
  * MSS: what the peer may receive per segment, options excluded), RFC 5681 §3.1 (cwnd),
  * RFC 3465 §2.2 (L), netif/vnet.h (the offload word), stack/patches/0006.
  *
- * When the node's rings carry offload words (ulsd --offload on, the default) and ULS_TSO is
- * not 0, lwIP builds TCP segments of up to about 64 KiB (LWIP_HOOK_TCP_TSO_SIZE); the
+ * When the node's rings carry offload words (ulsd --offload on) and ULS_TSO is not 0, lwIP builds TCP segments of up to about 64 KiB (LWIP_HOOK_TCP_TSO_SIZE); the
  * frame leaves with gso_size = the connection's MSS less its options, and the kernel cuts
  * it into wire segments, or hands it whole to a receiver that takes super-segments (a ulsd
  * with offloads, veth). lwIP leaves every TCP checksum to the kernel: the frame carries
@@ -50,6 +49,16 @@ void stk__tso_setup(struct netif *netif, const struct nif_dev *dev)
 bool stk__tso_enabled(void)
 {
 	return tso_on;
+}
+
+/* lwIP sums TCP data while tcp_write copies it in (LWIP_CHECKSUM_ON_COPY), for the
+ * software checksum at output. With offload, output never reads that sum (the netif's
+ * NETIF_CHECKSUM_GEN_TCP is off), and summing every byte sent cost 6% of the machine's
+ * cycles at 8 streams (docs/benchmarks.md, "Profile"). Called under the core lock. */
+u16_t stk__chksum_copy(void *dst, const void *src, u16_t len)
+{
+	memcpy(dst, src, len);
+	return tso_on ? 0 : nif_inet_chksum(dst, len);
 }
 
 static u16_t optlen(const struct tcp_pcb *pcb)
