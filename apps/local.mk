@@ -5,7 +5,8 @@ apps_libapps_la_SOURCES = apps/netops.c apps/netops.h apps/pattern.c apps/patter
 
 bin_PROGRAMS += apps/ulsbench apps/ulsnode
 apps_ulsbench_SOURCES = apps/ulsbench.c
-apps_ulsbench_CPPFLAGS = $(AM_CPPFLAGS) -DPKGLIBEXECDIR='"$(pkglibexecdir)"'
+apps_ulsbench_CPPFLAGS = $(AM_CPPFLAGS) -DPKGLIBEXECDIR='"$(pkglibexecdir)"' \
+	-DULS_BUILD_SRCDIR='"$(abs_top_srcdir)"'
 apps_ulsbench_LDADD = apps/libapps.la stack/libuls.la netif/libnif.la -lpthread
 apps_ulsnode_SOURCES = apps/ulsnode.c
 apps_ulsnode_LDADD = apps/libapps.la stack/libuls.la netif/libnif.la -lpthread

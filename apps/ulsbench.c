@@ -500,8 +500,12 @@ static int exec_sweep(char **argv)
 			*p = '\0';
 			char mk[PATH_MAX + 16];
 			snprintf(mk, sizeof(mk), "%s/Makefile", self);
-			if (access(mk, F_OK) == 0)
+			if (access(mk, F_OK) == 0) {
 				setenv("ULS_BUILDDIR", self, 0);
+				/* and the sweep of the source tree it was built from */
+				if (!src)
+					src = ULS_BUILD_SRCDIR;
+			}
 		}
 	}
 	if (src && snprintf(script, sizeof(script), "%s/apps/ulsbench_sweep.py", src) > 0 &&
