@@ -150,6 +150,10 @@ enum flt_kind {
 
 struct flt_table;
 
+/* SipHash-2-4 of two 64-bit words under the key (k0, k1): the keyed pseudorandom function
+ * behind the table's hash and group picks, and ulsd's port selection (RFC 6056 §3.3.3). */
+uint64_t flt_siphash(uint64_t k0, uint64_t k1, uint64_t m0, uint64_t m1);
+
 /* NULL on allocation failure. The hash seed comes from getrandom(2). */
 struct flt_table *flt_table_new(void);
 void flt_table_free(struct flt_table *t);

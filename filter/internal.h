@@ -68,7 +68,6 @@ struct flt_table {
 	struct flt_stats *stats;
 };
 
-uint64_t flt__siphash(uint64_t k0, uint64_t k1, uint64_t m0, uint64_t m1);
 
 const struct flt__slot *flt__find(const struct flt_table *t, uint8_t kind, uint8_t proto,
 				  uint16_t lport, uint32_t rip, uint16_t rport);

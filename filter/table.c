@@ -34,7 +34,7 @@
 		v2 += v1; v1 = ROTL(v1, 17); v1 ^= v2; v2 = ROTL(v2, 32);             \
 	} while (0)
 
-uint64_t flt__siphash(uint64_t k0, uint64_t k1, uint64_t m0, uint64_t m1)
+uint64_t flt_siphash(uint64_t k0, uint64_t k1, uint64_t m0, uint64_t m1)
 {
 	uint64_t v0 = k0 ^ 0x736f6d6570736575ULL;
 	uint64_t v1 = k1 ^ 0x646f72616e646f6dULL;
@@ -63,7 +63,7 @@ static uint64_t splitmix64(uint64_t *x)
 static uint64_t key_hash(const struct flt_table *t, uint8_t kind, uint8_t proto, uint16_t lport,
 			 uint32_t rip, uint16_t rport)
 {
-	return flt__siphash(t->k0, t->k1,
+	return flt_siphash(t->k0, t->k1,
 			    (uint64_t)rip << 32 | (uint64_t)lport << 16 | rport,
 			    (uint64_t)kind << 8 | proto);
 }
@@ -500,7 +500,7 @@ flt_owner_t flt__group_pick(const struct flt_table *t, const struct flt__group *
 
 	if (n == 1)
 		return m[0];
-	h = flt__siphash(t->k0, t->k1, (uint64_t)rip << 32 | lip,
+	h = flt_siphash(t->k0, t->k1, (uint64_t)rip << 32 | lip,
 			 (uint64_t)1 << 40 | (uint64_t)rport << 16 | lport);
 	pick = m[0];
 	for (uint32_t i = 0; i < n; i++) {

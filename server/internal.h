@@ -90,6 +90,8 @@ struct srv {
 	 * (netif/vnet.h): processes may send super-segments and receive them. */
 	bool offload;
 	uint8_t isn_secret[16];
+	uint64_t port_key[2];      /* RFC 6056 §3.3.3's secret key */
+	uint32_t port_next[2];     /* and its next_ephemeral: [0] TCP, [1] UDP */
 	const char *ctl_path;
 
 	pthread_mutex_t lock;   /* everything below */

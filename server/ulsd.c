@@ -56,16 +56,18 @@ static void nif_log(int level, const char *msg)
 	srv_log(level, "%s", msg);
 }
 
-/* Offloads are off unless --offload on or ULS_TSO=1 (the same variable that libuls reads,
- * so one variable switches a whole testbed). Off by default until the sweep is run again
- * with them on (docs/limits.md, "Performance"; their end-of-stream loss is fixed by lwIP
- * patch 0007). A build with latency stamps must keep them off: its breakdown follows
- * frames one ring slot each. */
+/* Offloads are on unless --offload off or ULS_TSO=0 (the same variable that libuls reads,
+ * so one variable switches a whole testbed). A build with latency stamps keeps them off:
+ * its breakdown follows frames one ring slot each. */
 static bool offload_default(void)
 {
+#ifdef ULS_BREAKDOWN
+	return false;
+#else
 	const char *e = getenv("ULS_TSO");
 
-	return e && !strcmp(e, "1");
+	return !(e && !strcmp(e, "0"));
+#endif
 }
 
 static void usage(FILE *f)
@@ -226,7 +228,8 @@ int main(int argc, char **argv)
 		uint8_t m[6] = { 0x02, 0x75, 0x6c, (uint8_t)(a >> 16), (uint8_t)(a >> 8), (uint8_t)a };
 		memcpy(s.mac, m, 6);
 	}
-	if (getrandom(s.isn_secret, sizeof(s.isn_secret), 0) != (ssize_t)sizeof(s.isn_secret)) {
+	if (getrandom(s.isn_secret, sizeof(s.isn_secret), 0) != (ssize_t)sizeof(s.isn_secret) ||
+	    getrandom(s.port_key, sizeof(s.port_key), 0) != (ssize_t)sizeof(s.port_key)) {
 		fprintf(stderr, "ulsd: getrandom: %s\n", strerror(errno));
 		return 1;
 	}

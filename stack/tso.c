@@ -4,9 +4,10 @@
  * MSS: what the peer may receive per segment, options excluded), RFC 5681 §3.1 (cwnd),
  * RFC 3465 §2.2 (L), netif/vnet.h (the offload word), stack/patches/0006.
  *
- * When the node's rings carry offload words (ulsd --offload on) and ULS_TSO is not 0, lwIP builds TCP segments of up to about 64 KiB (LWIP_HOOK_TCP_TSO_SIZE); the
- * frame leaves with gso_size = the connection's MSS less its options, and the kernel cuts
- * it into wire segments, or hands it whole to a receiver that takes super-segments (a ulsd
+ * When the node's rings carry offload words (ulsd's default) and ULS_TSO is not 0, lwIP
+ * builds TCP segments of up to about 64 KiB (LWIP_HOOK_TCP_TSO_SIZE); the frame leaves
+ * with gso_size = the connection's MSS less its options, and the kernel cuts it into wire
+ * segments, or hands it whole to a receiver that takes super-segments (a ulsd
  * with offloads, veth). lwIP leaves every TCP checksum to the kernel: the frame carries
  * only the pseudo-header sum, marked partial; a receiver on the same machine never sums
  * the data at all. Received frames whose checksum the kernel verified, or that a local

@@ -103,6 +103,12 @@ def error_log(d, lines=20):
     return bad[-lines:]
 
 
+def moved(before, after):
+    """The ulsd counters that changed between two tb.counters(), for failure messages."""
+    return {node: {k: v - before[node].get(k, 0) for k, v in after[node].items()
+                   if v != before[node].get(k, 0)} for node in after}
+
+
 def test_nginx_master_and_two_workers_serve_wrk_and_curl_only_200s(tb, datadir):
     nginx, wrk, curl = program("nginx"), program("wrk"), program("curl")
     d = os.path.join(tb.outdir, "nginx")
@@ -150,7 +156,8 @@ def test_nginx_master_and_two_workers_serve_wrk_and_curl_only_200s(tb, datadir):
     assert m and int(m.group(1)) > 0, f"wrk made no request:\n{w.output()}"
     requests = int(m.group(1))
     assert "Socket errors" not in text, \
-        f"wrk saw socket errors:\n{text}\nnginx error log:\n{''.join(error_log(d))}"
+        f"wrk saw socket errors:\n{text}\nnginx error log:\n{''.join(error_log(d))}\n" \
+        f"ulsd counters that moved: {moved(before, tb.counters())}"
     assert "Non-2xx or 3xx responses" not in text, \
         f"wrk saw responses other than 200:\n{text}\nnginx error log:\n{''.join(error_log(d))}"
 

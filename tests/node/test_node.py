@@ -483,7 +483,7 @@ def test_udp_datagram_to_closed_port_gets_port_unreachable(tb):
 def restart_ulsd(tb, node, offload):
     """Stop node `node`'s ulsd (TERM, by its PID) and start it again the same way, with
     `--offload on` (True), `--offload off` (False) or without the option (None: the
-    default, off unless ULS_TSO=1)."""
+    default, on unless ULS_TSO=0)."""
     argv = tb.ulsd_cmdline(node)
     while "--offload" in argv:
         i = argv.index("--offload")

@@ -166,6 +166,30 @@ static void connect_from_port_zero_installs_tuple_on_ephemeral_port(void **state
 	assert_true(srv_port_held(&srv, &root_a, IPPROTO_TCP, (uint16_t)p));
 }
 
+/* RFC 6056 §3.3.3: a port freed by a closed connection does not come back for the same
+ * destination at once, where the peer may still hold the old connection in TIME-WAIT. */
+static void ephemeral_ports_to_one_destination_do_not_repeat_until_range_wraps(void **state)
+{
+	uint16_t seen[2000];
+
+	(void)state;
+	for (unsigned i = 0; i < 2000; i++) {
+		int p = srv_port_connect(&srv, &root_a, 0, peer, 8080);
+		assert_in_range(p, SRV_EPHEMERAL_LO, SRV_EPHEMERAL_HI);
+		for (unsigned j = 0; j < i; j++)
+			assert_int_not_equal(p, seen[j]);
+		seen[i] = (uint16_t)p;
+		if (i > 0)  /* consecutive, wrapping at the top of the range */
+			assert_int_equal(p, seen[i - 1] == SRV_EPHEMERAL_HI ? SRV_EPHEMERAL_LO
+									 : seen[i - 1] + 1);
+		/* the connection ends at once: its tuple and port are free again */
+		assert_int_equal(flt_del_connected(srv.flt, FLT_PROTO_TCP, (uint16_t)p, peer, 8080,
+						   root_a.id), 0);
+		srv_port_release(&srv, &root_a, IPPROTO_TCP, (uint16_t)p);
+		assert_false(srv_port_held(&srv, &root_a, IPPROTO_TCP, (uint16_t)p));
+	}
+}
+
 static void connect_from_port_not_held_einval(void **state)
 {
 	(void)state;
@@ -228,6 +252,7 @@ int main(void)
 		T(dead_lease_ports_freed),
 		T(udp_bind_installs_receive_rule),
 		T(connect_from_port_zero_installs_tuple_on_ephemeral_port),
+		T(ephemeral_ports_to_one_destination_do_not_repeat_until_range_wraps),
 		T(connect_from_port_not_held_einval),
 		T(same_tuple_connected_twice_eaddrinuse),
 		T(custody_tuple_not_reused_until_it_expires),
