@@ -130,6 +130,22 @@ struct measure {
 	double from, to;
 };
 
+/* Take the rest of a stream unchecked (`left` bytes, 0: until the sender's FIN): a sender
+ * whose stream failed the check then reads the verdict, not a reset for unread data. */
+static void drain(int sd, uint8_t *buf, uint64_t left)
+{
+	for (;;) {
+		size_t want = left && left < MSG_SIZE ? (size_t)left : MSG_SIZE;
+		ssize_t n = ops->recv(sd, buf, want, 0);
+		if (n == -EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		if (left && (left -= (uint64_t)n) == 0)
+			return;
+	}
+}
+
 /* Receive and verify up to `bytes` (0: until the sender's FIN); returns a status and how
  * many bytes were right, and measures what arrives from `mark` (monotonic seconds) on.
  * A stream that ends before the mark is measured whole. */
@@ -167,6 +183,7 @@ static int stream_in(int sd, uint64_t seed, uint64_t bytes, uint8_t *buf, uint64
 			*good = bad;
 			m->bytes = 0;
 			m->to = now;
+			drain(sd, buf, bytes ? bytes - off - (uint64_t)n : 0);
 			return ST_CORRUPT;
 		}
 		off += (uint64_t)n;

@@ -70,6 +70,27 @@ static bool offload_default(void)
 #endif
 }
 
+/* A ulsd that was just killed may still hold the TAP for a moment: the kernel tears down its
+ * io_uring, whose reads in flight keep the device's file open, after the process has gone
+ * (seen as "Device or resource busy" when tests/node restarts ulsd under load). A busy
+ * TAP is tried again for up to TAP_BUSY_WAIT_MS before ulsd gives up. */
+#define TAP_BUSY_WAIT_MS 3000
+#define TAP_BUSY_STEP_MS 50
+
+static int open_tap(struct nif_tap **tap, const struct nif_tap_config *tc)
+{
+	int rc = nif_tap_open(tap, tc);
+
+	for (int waited = 0; rc == -EBUSY && waited < TAP_BUSY_WAIT_MS; waited += TAP_BUSY_STEP_MS) {
+		if (waited == 0)
+			fprintf(stderr, "ulsd: TAP %s is busy; waiting up to %d ms\n", tc->ifname,
+				TAP_BUSY_WAIT_MS);
+		usleep(TAP_BUSY_STEP_MS * 1000);
+		rc = nif_tap_open(tap, tc);
+	}
+	return rc;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: ulsd --tap IFNAME --ip A.B.C.D/NN [--mac MAC] [--gw A.B.C.D]\n"
@@ -239,7 +260,7 @@ int main(int argc, char **argv)
 
 	struct nif_tap_config tc = { .ifname = s.tap_name, .mtu = (unsigned)mtu,
 				     .offload = s.offload };
-	int rc = nif_tap_open(&s.tap, &tc);
+	int rc = open_tap(&s.tap, &tc);
 	if (rc < 0) {
 		fprintf(stderr, "ulsd: cannot open TAP %s: %s\n", s.tap_name, strerror(-rc));
 		return 1;
