@@ -47,6 +47,17 @@ enum stk_state {
 	STK_S_DEAD,        /* TCP connection gone (reset, timed out, closed) */
 };
 
+/* Options the application set, kept in the socket as Linux keeps them in its struct sock:
+ * they outlive the connection (setsockopt after a reset still succeeds: nginx uncorks a
+ * keep-alive connection its client has just reset), an accepted socket inherits its
+ * listener's, and each pcb the socket gets (socket(), accept, a handed-off connection)
+ * takes them from here. */
+struct stk_opts {
+	bool reuseaddr, keepalive, nodelay;
+	uint8_t tos;
+	uint32_t keep_idle_s, keep_intvl_s, keep_cnt;
+};
+
 struct stk_sock {
 	int sd;                    /* -1 until it is in the table (accepted but not yet taken) */
 	int type;                  /* SOCK_STREAM or SOCK_DGRAM */
@@ -64,6 +75,7 @@ struct stk_sock {
 	bool rx_eof, rd_shut, wr_shut;
 	bool reuseport;            /* SO_REUSEPORT: share the port with other processes */
 	bool cork;                 /* TCP_CORK */
+	struct stk_opts opts;      /* what setsockopt set; applied to every pcb (attach) */
 	uint16_t bound_port;       /* a port reserved at ulsd by bind (released at close) */
 	struct stk_rxq rxq;
 
@@ -105,6 +117,7 @@ void stk__sock_leave(struct stk_sock *s);
 void stk__sock_release(struct stk_sock *s);
 int stk__sock_sleep(struct stk_sock *s, const struct timespec *timeout);
 void stk__sock_signal(struct stk_sock *s);
+void stk__sock_apply_opts(struct stk_sock *s);
 
 /* mirror.c */
 void stk__mirror_sync(struct stk_sock *s);

@@ -24,6 +24,9 @@ struct stk_sock *stk__sock_new(int type)
 		return NULL;
 	s->sd = -1;
 	s->type = type;
+	s->opts.keep_idle_s = TCP_KEEPIDLE_DEFAULT / 1000u;
+	s->opts.keep_intvl_s = TCP_KEEPINTVL_DEFAULT / 1000u;
+	s->opts.keep_cnt = TCP_KEEPCNT_DEFAULT;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&s->cond, &ca);
@@ -483,18 +486,16 @@ static int setopt(struct stk_sock *s, int level, int name, const void *val, sock
 	rc = get_int(val, len, &v);
 	if (rc < 0)
 		return rc;
+	/* Each option is recorded in s->opts and applied to the pcb if there is one: with no
+	 * connection (reset, or not yet accepted by a new process) Linux still accepts them. */
 	if (level == SOL_SOCKET) {
-		struct ip_pcb *pcb = ip_of(s);
 		switch (name) {
 		case SO_REUSEADDR:
+			s->opts.reuseaddr = v != 0;
+			break;
 		case SO_KEEPALIVE:
-			if (!pcb)
-				return -EINVAL;
-			if (v)
-				ip_set_option(pcb, name == SO_REUSEADDR ? SOF_REUSEADDR : SOF_KEEPALIVE);
-			else
-				ip_reset_option(pcb, name == SO_REUSEADDR ? SOF_REUSEADDR : SOF_KEEPALIVE);
-			return 0;
+			s->opts.keepalive = v != 0;
+			break;
 		case SO_REUSEPORT:
 			/* Takes effect at bind: ulsd lets several processes share the port. */
 			s->reuseport = v != 0;
@@ -508,51 +509,73 @@ static int setopt(struct stk_sock *s, int level, int name, const void *val, sock
 		default:
 			return -ENOPROTOOPT;
 		}
-	}
-	if (level == IPPROTO_IP && name == IP_TOS) {
-		struct ip_pcb *pcb = ip_of(s);
-		if (!pcb)
-			return -EINVAL;
-		pcb->tos = (u8_t)(v & 0xfc);  /* Linux keeps the ECN bits its own */
-		return 0;
-	}
-	if (level == IPPROTO_TCP && s->type == SOCK_STREAM) {
-		if (!s->tcp)
-			return -EINVAL;
+	} else if (level == IPPROTO_IP && name == IP_TOS) {
+		s->opts.tos = (uint8_t)(v & 0xfc);  /* Linux keeps the ECN bits its own */
+	} else if (level == IPPROTO_TCP && s->type == SOCK_STREAM) {
 		switch (name) {
 		case TCP_CORK:
 			/* tcp(7): hold partial segments while corked; uncorking sends them.
 			 * Deviation: Linux also sends them after 200 ms; here they wait for
 			 * the uncork, or for the next ACK to carry them. */
 			s->cork = v != 0;
-			if (!s->cork)
+			if (!s->cork && s->tcp && s->state == STK_S_CONNECTED)
 				tcp_output(s->tcp);
 			return 0;
 		case TCP_NODELAY:
-			if (v)
-				tcp_nagle_disable(s->tcp);
-			else
-				tcp_nagle_enable(s->tcp);
-			return 0;
+			s->opts.nodelay = v != 0;
+			break;
 		case TCP_KEEPIDLE:
 		case TCP_KEEPINTVL:
 			if (v < 1 || v > 32767)
 				return -EINVAL;
 			if (name == TCP_KEEPIDLE)
-				s->tcp->keep_idle = (u32_t)v * 1000u;
+				s->opts.keep_idle_s = (uint32_t)v;
 			else
-				s->tcp->keep_intvl = (u32_t)v * 1000u;
-			return 0;
+				s->opts.keep_intvl_s = (uint32_t)v;
+			break;
 		case TCP_KEEPCNT:
 			if (v < 1 || v > 127)
 				return -EINVAL;
-			s->tcp->keep_cnt = (u32_t)v;
-			return 0;
+			s->opts.keep_cnt = (uint32_t)v;
+			break;
 		default:
 			return -ENOPROTOOPT;
 		}
+	} else {
+		return -ENOPROTOOPT;
 	}
-	return -ENOPROTOOPT;
+	stk__sock_apply_opts(s);
+	return 0;
+}
+
+/* Give the socket's pcb the options recorded in s->opts. A listening pcb is lwIP's smaller
+ * struct tcp_pcb_listen, without the flags and keep-alive fields: only its so_options and
+ * tos are written, and the rest reach each accepted connection through on_accept. */
+void stk__sock_apply_opts(struct stk_sock *s)
+{
+	struct ip_pcb *pcb = ip_of(s);
+	const struct stk_opts *o = &s->opts;
+
+	if (!pcb)
+		return;
+	if (o->reuseaddr)
+		ip_set_option(pcb, SOF_REUSEADDR);
+	else
+		ip_reset_option(pcb, SOF_REUSEADDR);
+	if (o->keepalive)
+		ip_set_option(pcb, SOF_KEEPALIVE);
+	else
+		ip_reset_option(pcb, SOF_KEEPALIVE);
+	pcb->tos = o->tos;
+	if (!s->tcp || s->tcp->state == LISTEN)
+		return;
+	if (o->nodelay)
+		tcp_nagle_disable(s->tcp);
+	else
+		tcp_nagle_enable(s->tcp);
+	s->tcp->keep_idle = o->keep_idle_s * 1000u;
+	s->tcp->keep_intvl = o->keep_intvl_s * 1000u;
+	s->tcp->keep_cnt = o->keep_cnt;
 }
 
 int uls_setsockopt(int sd, int level, int name, const void *val, socklen_t len)
@@ -568,7 +591,7 @@ int uls_setsockopt(int sd, int level, int name, const void *val, socklen_t len)
 
 static int getopt_int(struct stk_sock *s, int level, int name, int *v)
 {
-	struct ip_pcb *pcb = ip_of(s);
+	const struct stk_opts *o = &s->opts;
 
 	if (level == SOL_SOCKET) {
 		switch (name) {
@@ -577,8 +600,8 @@ static int getopt_int(struct stk_sock *s, int level, int name, int *v)
 		case SO_ERROR:     *v = -s->err; s->err = 0; return 0;
 		case SO_RCVBUF:    *v = s->type == SOCK_STREAM ? (int)TCP_WND : 4 << 20; return 0;
 		case SO_SNDBUF:    *v = (int)TCP_SND_BUF; return 0;
-		case SO_REUSEADDR: *v = pcb && ip_get_option(pcb, SOF_REUSEADDR) ? 1 : 0; return 0;
-		case SO_KEEPALIVE: *v = pcb && ip_get_option(pcb, SOF_KEEPALIVE) ? 1 : 0; return 0;
+		case SO_REUSEADDR: *v = o->reuseaddr; return 0;
+		case SO_KEEPALIVE: *v = o->keepalive; return 0;
 		case SO_ACCEPTCONN: *v = s->state == STK_S_LISTEN; return 0;
 		case SO_PROTOCOL:  *v = s->type == SOCK_STREAM ? IPPROTO_TCP : IPPROTO_UDP; return 0;
 		case SO_REUSEPORT: *v = s->reuseport; return 0;
@@ -586,20 +609,21 @@ static int getopt_int(struct stk_sock *s, int level, int name, int *v)
 		}
 	}
 	if (level == IPPROTO_TCP && s->type == SOCK_STREAM) {
-		if (!s->tcp)
-			return -EINVAL;
 		switch (name) {
-		case TCP_NODELAY:   *v = tcp_nagle_disabled(s->tcp) ? 1 : 0; return 0;
+		case TCP_NODELAY:   *v = o->nodelay; return 0;
 		case TCP_CORK:      *v = s->cork; return 0;
-		case TCP_KEEPIDLE:  *v = (int)(s->tcp->keep_idle / 1000u); return 0;
-		case TCP_KEEPINTVL: *v = (int)(s->tcp->keep_intvl / 1000u); return 0;
-		case TCP_KEEPCNT:   *v = (int)s->tcp->keep_cnt; return 0;
-		case TCP_MAXSEG:    *v = s->tcp->mss; return 0;
+		case TCP_KEEPIDLE:  *v = (int)o->keep_idle_s; return 0;
+		case TCP_KEEPINTVL: *v = (int)o->keep_intvl_s; return 0;
+		case TCP_KEEPCNT:   *v = (int)o->keep_cnt; return 0;
+		case TCP_MAXSEG:
+			/* Without a connection, RFC 9293 §3.7.1's default send MSS, as Linux. */
+			*v = s->tcp && s->tcp->state != LISTEN ? s->tcp->mss : 536;
+			return 0;
 		default:            return -ENOPROTOOPT;
 		}
 	}
 	if (level == IPPROTO_IP && name == IP_TOS) {
-		*v = pcb ? pcb->tos : 0;
+		*v = o->tos;
 		return 0;
 	}
 	return -ENOPROTOOPT;

@@ -30,6 +30,7 @@ static void attach(struct stk_sock *s, struct tcp_pcb *pcb)
 	tcp_recv(pcb, on_recv);
 	tcp_sent(pcb, on_sent);
 	tcp_err(pcb, on_err);
+	stk__sock_apply_opts(s);
 }
 
 static void detach(struct tcp_pcb *pcb)
@@ -135,6 +136,7 @@ static err_t on_accept(void *arg, struct tcp_pcb *newpcb, err_t err)
 		tcp_abort(newpcb);
 		return ERR_ABRT;
 	}
+	s->opts = l->opts;  /* accept(2) inherits the listener's options, as on Linux */
 	attach(s, newpcb);
 	s->state = STK_S_CONNECTED;
 	stk__ep_accepted(newpcb);

@@ -638,6 +638,69 @@ def case_loopback_and_unix_pass_through():
     assert y.recv(1) == b"u"
 
 
+def case_options_outlive_the_connection():
+    # Linux keeps socket options in the socket, not the connection: setsockopt(2) on a
+    # connection the peer has reset succeeds and getsockopt reads the values back (nginx
+    # uncorks a keep-alive connection just after its client reset it, and logs EINVAL).
+    s = connect(LATE)
+    s.sendall(b"never read")  # the peer closes with this unread: FIN, then a reset
+    got = b""
+    try:
+        while True:
+            b = s.recv(64)
+            if not b:
+                break
+            got += b
+    except ConnectionResetError:
+        pass
+    assert got in (b"", b"late!"), got
+    deadline = time.monotonic() + 5
+    while struct.unpack("B", s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 8)[:1])[0] != 7:
+        assert time.monotonic() < deadline, "the reset never closed the connection"
+        time.sleep(0.05)  # tcp_info state 7: TCP_CLOSE
+    opts = [(socket.IPPROTO_TCP, socket.TCP_CORK, 1), (socket.IPPROTO_TCP, socket.TCP_CORK, 0),
+            (socket.IPPROTO_TCP, socket.TCP_NODELAY, 1), (socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 30),
+            (socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, 5), (socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 3),
+            (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1), (socket.SOL_SOCKET, socket.SO_REUSEADDR, 1),
+            (socket.IPPROTO_IP, socket.IP_TOS, 0x10)]
+    for level, name, v in opts:
+        s.setsockopt(level, name, v)
+        assert s.getsockopt(level, name) == v, (level, name, s.getsockopt(level, name))
+    # An out-of-range value is still refused, as on Linux.
+    try:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 0)
+        raise AssertionError("TCP_KEEPCNT 0 accepted")
+    except OSError as e:
+        assert e.errno == errno.EINVAL, e
+    s.close()
+
+
+def case_accepted_socket_inherits_listener_options():
+    # accept(2) on Linux copies the listener's options to the new socket; programs that
+    # set TCP_NODELAY or keep-alive once on the listener rely on it. A listener's MSS
+    # reads as the RFC 9293 §3.7.1 default, 536.
+    l = socket.socket()
+    l.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    l.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    l.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 77)
+    l.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, 0x20)
+    l.bind((NIP, 0))
+    l.listen()
+    assert l.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+    assert l.getsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG) == 536
+    c = ask_connector(l.getsockname()[1], 1)
+    a, _ = l.accept()
+    got = [a.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY),
+           a.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE),
+           a.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE),
+           a.getsockopt(socket.IPPROTO_IP, socket.IP_TOS)]
+    assert got == [1, 1, 77, 0x20], got
+    assert a.getsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG) > 536
+    a.sendall(a.makefile("rb").readline())
+    a.close()
+    assert connector_result(c) == 1
+
+
 def main():
     globals()["case_" + CASE]()
     print("PASS", CASE, flush=True)

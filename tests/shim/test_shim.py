@@ -35,6 +35,8 @@ from conftest import BUILD, ULSRUN
     "exec_inetd",
     "close_range_spares_the_stack",
     "loopback_and_unix_pass_through",
+    "options_outlive_the_connection",
+    "accepted_socket_inherits_listener_options",
 ])
 def test_case(bed, name):
     bed.case(name)
