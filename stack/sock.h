@@ -77,6 +77,10 @@ struct stk_sock {
 	bool cork;                 /* TCP_CORK */
 	struct stk_opts opts;      /* what setsockopt set; applied to every pcb (attach) */
 	uint16_t bound_port;       /* a port reserved at ulsd by bind (released at close) */
+	/* The connection's local address, kept for getsockname once the pcb is gone (Linux
+	 * still names a reset socket's address). */
+	ip4_addr_t conn_ip;
+	uint16_t conn_port;
 	struct stk_rxq rxq;
 
 	/* Listeners: connections established and not yet accepted. */

@@ -775,6 +775,8 @@ static int name_of(int sd, struct sockaddr_in *addr, bool peer)
 			from_ip4(addr, ip_2_ip4(&s->udp->remote_ip), s->udp->remote_port);
 		else
 			from_ip4(addr, ip_2_ip4(&s->udp->local_ip), s->udp->local_port);
+	} else if (!peer && s->conn_port) {
+		from_ip4(addr, &s->conn_ip, s->conn_port);  /* the connection is gone */
 	} else {
 		rc = peer ? -ENOTCONN : -EINVAL;
 	}

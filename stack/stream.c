@@ -107,12 +107,19 @@ static void on_err(void *arg, err_t err)
 	stk__sock_signal(s);
 }
 
+/* Keep the connection's local address for getsockname after the pcb is gone. */
+static void remember_name(struct stk_sock *s, const struct tcp_pcb *pcb)
+{
+	ip4_addr_copy(s->conn_ip, *ip_2_ip4(&pcb->local_ip));
+	s->conn_port = pcb->local_port;
+}
+
 static err_t on_connected(void *arg, struct tcp_pcb *pcb, err_t err)
 {
 	struct stk_sock *s = arg;
 
-	(void)pcb;
 	if (s && err == ERR_OK) {
+		remember_name(s, pcb);
 		s->state = STK_S_CONNECTED;
 		stk__sock_signal(s);
 	}
@@ -138,6 +145,7 @@ static err_t on_accept(void *arg, struct tcp_pcb *newpcb, err_t err)
 	}
 	s->opts = l->opts;  /* accept(2) inherits the listener's options, as on Linux */
 	attach(s, newpcb);
+	remember_name(s, newpcb);
 	s->state = STK_S_CONNECTED;
 	stk__ep_accepted(newpcb);
 	l->acq[(l->acq_head + l->acq_count++) % l->acq_cap] = s;
@@ -527,6 +535,7 @@ void stk__stream_abort(struct stk_sock *s)
 void stk__stream_adopted(struct stk_sock *s, struct tcp_pcb *pcb)
 {
 	attach(s, pcb);
+	remember_name(s, pcb);
 	stk__ep_connected(pcb);
 	s->state = STK_S_CONNECTED;
 	s->err = 0;

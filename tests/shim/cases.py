@@ -643,6 +643,7 @@ def case_options_outlive_the_connection():
     # connection the peer has reset succeeds and getsockopt reads the values back (nginx
     # uncorks a keep-alive connection just after its client reset it, and logs EINVAL).
     s = connect(LATE)
+    name = s.getsockname()
     s.sendall(b"never read")  # the peer closes with this unread: FIN, then a reset
     got = b""
     try:
@@ -658,6 +659,13 @@ def case_options_outlive_the_connection():
     while struct.unpack("B", s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 8)[:1])[0] != 7:
         assert time.monotonic() < deadline, "the reset never closed the connection"
         time.sleep(0.05)  # tcp_info state 7: TCP_CLOSE
+    # The socket keeps its name; the peer's is gone (ENOTCONN), as on Linux.
+    assert s.getsockname() == name, (s.getsockname(), name)
+    try:
+        s.getpeername()
+        raise AssertionError("a reset socket still has a peer")
+    except OSError as e:
+        assert e.errno == errno.ENOTCONN, e
     opts = [(socket.IPPROTO_TCP, socket.TCP_CORK, 1), (socket.IPPROTO_TCP, socket.TCP_CORK, 0),
             (socket.IPPROTO_TCP, socket.TCP_NODELAY, 1), (socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 30),
             (socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, 5), (socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 3),
