@@ -65,8 +65,7 @@ DEFAULT_SECONDS = 2.0
 DEFAULT_WARMUP = 1.0
 MAX_WARMUP = 60.0
 # The testbed's ulsd nodes run with segmentation offload (64 KiB super-segments through the
-# TAP's virtio-net header) unless --offload off: ulsd's own default is still off
-# (docs/limits.md), the sweep measures the configuration a user would run for speed.
+# TAP's virtio-net header), as ulsd does by default, unless --offload off.
 DEFAULT_OFFLOAD = "on"
 DEFAULT_MTUS = (1500,)
 MAX_STREAMS = 1024
