@@ -122,6 +122,7 @@ void stk__sock_release(struct stk_sock *s);
 int stk__sock_sleep(struct stk_sock *s, const struct timespec *timeout);
 void stk__sock_signal(struct stk_sock *s);
 void stk__sock_apply_opts(struct stk_sock *s);
+void stk__sock_take_opts(struct stk_sock *s, const struct tcp_pcb *pcb);
 
 /* mirror.c */
 void stk__mirror_sync(struct stk_sock *s);

@@ -578,6 +578,21 @@ void stk__sock_apply_opts(struct stk_sock *s)
 	s->tcp->keep_cnt = o->keep_cnt;
 }
 
+/* The other way: a connection handed over from another process (handoff.c) arrives with
+ * the options its giver had set, in the pcb; they become this socket's. */
+void stk__sock_take_opts(struct stk_sock *s, const struct tcp_pcb *pcb)
+{
+	struct stk_opts *o = &s->opts;
+
+	o->reuseaddr = ip_get_option(pcb, SOF_REUSEADDR) != 0;
+	o->keepalive = ip_get_option(pcb, SOF_KEEPALIVE) != 0;
+	o->tos = pcb->tos;
+	o->nodelay = tcp_nagle_disabled(pcb);
+	o->keep_idle_s = pcb->keep_idle / 1000u;
+	o->keep_intvl_s = pcb->keep_intvl / 1000u;
+	o->keep_cnt = pcb->keep_cnt;
+}
+
 int uls_setsockopt(int sd, int level, int name, const void *val, socklen_t len)
 {
 	stk__lock();

@@ -534,6 +534,7 @@ void stk__stream_abort(struct stk_sock *s)
 /* A connection that came from another process (handoff.c), registered already. */
 void stk__stream_adopted(struct stk_sock *s, struct tcp_pcb *pcb)
 {
+	stk__sock_take_opts(s, pcb);  /* before attach() applies them */
 	attach(s, pcb);
 	remember_name(s, pcb);
 	stk__ep_connected(pcb);

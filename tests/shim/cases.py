@@ -256,12 +256,21 @@ def case_fork_listener_both_accept():
     ls.listen(64)
     port = ls.getsockname()[1]
     r, w = os.pipe()
+    ready_r, ready_w = os.pipe()
     pid = os.fork()
     n = 0
     ls.settimeout(3)
     deadline = time.monotonic() + 8
-    # both processes accept until the connector is done (the parent asks for 20)
-    c = ask_connector(port, 20) if pid else None
+    # Both processes accept until the connector is done (the parent asks for 20). The
+    # parent asks only once the child is about to accept: under load a child scheduled
+    # late found all 20 taken by the parent (seen once in a full make check).
+    if pid:
+        assert os.read(ready_r, 1) == b"r"
+        time.sleep(0.2)
+        c = ask_connector(port, 20)
+    else:
+        os.write(ready_w, b"r")
+        c = None
     while time.monotonic() < deadline:
         try:
             a, _ = ls.accept()
@@ -536,6 +545,10 @@ def case_exec_connection_goes_on():
     """exec(2) with a connection left open: the program that replaces this one has it,
     under the same number, with the bytes this one had not read (docs/compatibility.md)."""
     s = connect(ECHO)
+    # Options move with the connection: the new program's socket is the same socket.
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 77)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
     s.sendall(b"unread")
     time.sleep(0.3)             # the echo waits in this program's stack: it must move too
     fd = s.fileno()
@@ -548,6 +561,10 @@ def case_exec_continued():
     """The second half of exec_connection_goes_on, after exec."""
     s = socket.socket(fileno=int(os.environ["CONT_FD"]))
     assert s.getsockname()[0] == NIP, s.getsockname()
+    opts = [s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY),
+            s.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE),
+            s.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE)]
+    assert opts == [1, 77, 1], opts
     got = b""
     while len(got) < 6:
         got += s.recv(6 - len(got))
