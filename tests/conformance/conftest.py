@@ -25,6 +25,12 @@ namespace is configured or sent on, pytest only enters the node namespace with s
 Scapy's source MAC is fake: frames to it never reach the namespace's kernel, so the kernel
 never answers (or RSTs) the segments the node sends to 198.18.0.200.
 
+Every test runs twice, once per deployment (DEPLOYMENTS below): first against the default
+deployment, where ulsd owns uls1 (with segmentation offload, its default) and ulsnode is a
+process that joined it over TB_NODE1_CTL, so ARP, ICMP echo, resets for unmatched segments
+and malformed frames are ulsd's to handle; then against ulsnode alone on uls1 ("own"), as
+drawn above. A test's id ends in [ulsd] or [own].
+
 Environment: ULS_BUILDDIR (apps/ulsnode lives there), ULS_SRCDIR (tests/testbed/testbed),
 ULS_CAPTURE_DIR (where each test's pcap goes; default $ULS_BUILDDIR/tests/conformance/
 captures), ULS_UPDATE_PCAPS=1 (tests that produce a curated capture rewrite it in pcaps/).
@@ -116,12 +122,31 @@ def write_pcap(path, frames, snaplen=65535):
 # ---------------------------------------------------------------------------
 # The node under test
 # ---------------------------------------------------------------------------
-class Node:
-    """One ulsnode process in the testbed's node namespace, plus what the tests need to
-    know about it (addresses) and the counter reader."""
+# Deployments the suite runs against (the `node` fixture is parametrised over them):
+#   ulsd  the default deployment: ulsd owns the TAP (segmentation offload on, its default)
+#         and ulsnode joins it over the control socket as an ordinary process
+#   own   ulsnode opens the TAP itself and is a node of its own (no daemon)
+DEPLOYMENTS = ("ulsd", "own")
 
-    def __init__(self, env, stats_path):
+# In the ulsd deployment a malformed frame is dropped by ulsd's filter before any process
+# sees it. The node's count of such a drop is the process's counter plus ulsd's.
+ULSD_COUNTER_OF = {
+    "ip_chkerr": "drop_ipv4_checksum",
+    "frame_ethertype": "drop_ethertype",
+    "frame_ipv4_header": "drop_ipv4_header",
+    "frame_arp_header": "drop_arp",
+}
+
+
+class Node:
+    """One ulsnode process in the testbed's node namespace (on its own TAP, or joined to
+    the testbed's ulsd), plus what the tests need to know about it (addresses) and the
+    counter reader."""
+
+    def __init__(self, env, stats_path, deployment):
         self.env = env
+        self.deployment = deployment
+        self.ctl = env.get("TB_NODE1_CTL") if deployment == "ulsd" else None
         self.ip = env["TB_NODE1_IP"]
         self.mac = env["TB_NODE1_MAC"]
         self.my_ip = env["TB_SCAPY_IP"]
@@ -131,7 +156,28 @@ class Node:
         self.proc = None
 
     def counters(self):
-        """One snapshot of the node's counters (the JSON object of its --stats socket)."""
+        """One snapshot of the node's counters: the process's (its --stats socket) and, in
+        the ulsd deployment, ulsd's under "ulsd:NAME", with the drops ULSD_COUNTER_OF names
+        added to the process's counter of the same meaning."""
+        c = self._process_counters()
+        if self.deployment == "ulsd":
+            d = self.ulsd_counters()
+            for name, v in d.items():
+                c["ulsd:" + name] = v
+            for name, theirs in ULSD_COUNTER_OF.items():
+                c[name] = c.get(name, 0) + d[theirs]
+        return c
+
+    def ulsd_counters(self):
+        """ulsd's counters (ulsstat --json), only in the ulsd deployment."""
+        out = subprocess.run([str(_builddir() / "apps" / "ulsstat"), "--ctl", self.ctl,
+                              "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, timeout=10)
+        if out.returncode != 0:
+            raise RuntimeError(f"ulsstat failed ({out.returncode}): {out.stderr}")
+        return json.loads(out.stdout)["counters"]
+
+    def _process_counters(self):
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         s.settimeout(5)
         try:
@@ -429,7 +475,8 @@ def _sigterm_to_interrupt(signum, frame):
 class _Session:
     """Everything the session creates, torn down exactly once (fixture finally or atexit)."""
 
-    def __init__(self):
+    def __init__(self, deployment):
+        self.deployment = deployment
         self.testbed = str(_srcdir() / "tests" / "testbed" / "testbed")
         self.env_vars = dict(os.environ, TB_NAME=TB_NAME)
         self.tb_up = False
@@ -448,7 +495,9 @@ class _Session:
         if not ulsnode.exists():
             pytest.fail(f"{ulsnode} does not exist: build first (make)", pytrace=False)
         self.tb_up = True  # from here on, teardown runs `testbed down` (idempotent)
-        out = subprocess.run([self.testbed, "up", "--nodes", "1", "--no-ulsd"], env=self.env_vars,
+        own = self.deployment == "own"
+        out = subprocess.run([self.testbed, "up", "--nodes", "1"] + (["--no-ulsd"] if own else []),
+                             env=self.env_vars,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              timeout=120)
         if out.returncode != 0:
@@ -459,12 +508,16 @@ class _Session:
                 k, v = line[len("export "):].split("=", 1)
                 env[k] = v
         self.tmpdir = tempfile.TemporaryDirectory(prefix="uls-conf-")
-        node = Node(env, os.path.join(self.tmpdir.name, "stats.sock"))
+        node = Node(env, os.path.join(self.tmpdir.name, "stats.sock"), self.deployment)
         self.node = node
+        if own:
+            where = ["--tap", env["TB_NODE1_TAP"], "--ip", f"{node.ip}/{env['TB_PREFIX']}",
+                     "--mac", node.mac]
+        else:
+            where = ["--ctl", node.ctl]
         node.proc = subprocess.Popen(
-            ["ip", "netns", "exec", env["TB_NETNS"], str(ulsnode),
-             "--tap", env["TB_NODE1_TAP"], "--ip", f"{node.ip}/{env['TB_PREFIX']}",
-             "--mac", node.mac, "--stats", node.stats_path],
+            ["ip", "netns", "exec", env["TB_NETNS"], str(ulsnode)] + where +
+            ["--stats", node.stats_path],
             stdout=open(os.path.join(self.tmpdir.name, "ulsnode.log"), "wb"),
             stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 10
@@ -525,10 +578,12 @@ class _Session:
                 self.tmpdir.cleanup()
 
 
-@pytest.fixture(scope="session")
-def node():
-    """The node under test, up for the whole session."""
-    sess = _Session()
+@pytest.fixture(scope="session", params=DEPLOYMENTS)
+def node(request):
+    """The node under test, up for the whole session, once per deployment (pytest groups
+    the tests by deployment: all of them run against ulsd's node, then against a node of
+    its own)."""
+    sess = _Session(request.param)
     atexit.register(sess.stop)
     try:
         yield sess.start()
@@ -560,8 +615,9 @@ def counters(node):
 
 def curated_pcap(link, name, snaplen=128):
     """With ULS_UPDATE_PCAPS=1, write this test's exchange as pcaps/<name>, every frame cut
-    to snaplen bytes (headers only) so the file stays small."""
-    if os.environ.get("ULS_UPDATE_PCAPS") == "1":
+    to snaplen bytes (headers only) so the file stays small. Only the default deployment's
+    (ulsd's) exchange is kept."""
+    if os.environ.get("ULS_UPDATE_PCAPS") == "1" and link.node.deployment == "ulsd":
         link.pcap(_srcdir() / "pcaps" / name, snaplen)
 
 
