@@ -613,6 +613,21 @@ def counters(node):
     return node.counters
 
 
+def requirement(*, fix, mutate, level=None):
+    """What a conformance test's requirement rests on, read by reqtable.py and mutate.py
+    (from the source; at run time this only marks the test):
+      fix     what makes ulstack meet it: "lwIP 2.1.3", "patch 0012", "hook stack/x.c",
+              "ulsd: server/reply.c; own: lwIP 2.1.3" when the deployments differ
+      mutate  a shell command, run at the top of a copy of the source tree, that undoes
+              it (tests/conformance/lwip-mutate edits lwIP); the test must then fail
+      level   the RFC 2119 level, when the quoted text does not carry one"""
+    return pytest.mark.requirement(fix=fix, mutate=mutate, level=level)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "requirement(fix, mutate, level): see conftest.py")
+
+
 def curated_pcap(link, name, snaplen=128):
     """With ULS_UPDATE_PCAPS=1, write this test's exchange as pcaps/<name>, every frame cut
     to snaplen bytes (headers only) so the file stays small. Only the default deployment's

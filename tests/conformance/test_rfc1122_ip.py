@@ -3,7 +3,7 @@
 from scapy.layers.inet import ICMP, IP
 from scapy.layers.l2 import ARP, Ether
 
-from conftest import wait_counter
+from conftest import requirement, wait_counter
 
 
 def _echo(node, ident, **ipfields):
@@ -17,6 +17,8 @@ def _answers_ping(node, link, ident):
     return link.recv(lambda p: ICMP in p and p[ICMP].type == 0 and p[ICMP].id == ident, 3)
 
 
+@requirement(fix='ulsd: filter/parse.c; own: lwIP 2.1.3 (CHECKSUM_CHECK_IP)',
+             mutate="sed -i 's/if (!ipv4_checksum_ok(ip, hlen))/if (0)/' filter/parse.c && sed -i 's/CHECKSUM_CHECK_IP  *1/CHECKSUM_CHECK_IP 0/' stack/lwipopts.h")
 def test_rfc1122_3_2_1_2_bad_ip_checksum_dropped_and_counted(node, link, counters):
     """RFC 1122 §3.2.1.2: "A host MUST verify the IP header checksum on every received
     datagram and silently discard every datagram that has a bad checksum." The drop is
@@ -30,6 +32,8 @@ def test_rfc1122_3_2_1_2_bad_ip_checksum_dropped_and_counted(node, link, counter
     assert counters()["ip_chkerr"] == before + 1, "ip_chkerr did not grow by 1"
 
 
+@requirement(fix='ulsd: filter/parse.c; own: netif/frame.c',
+             mutate="sed -i 's/ret = -FLT_DROP_ETHERTYPE;/ret = -FLT_DROP_RUNT;/' filter/parse.c && sed -i 's/return NIF_DROP_ETHERTYPE;/return NIF_DROP_RUNT;/' netif/frame.c")
 def test_rfc894_unknown_ethertype_dropped_and_counted(node, link, counters):
     """RFC 894: "The type field of the Ethernet frame must contain the value hexadecimal
     0800." for IP (RFC 826 uses 0806 for ARP); a frame of any other type is not for the
@@ -40,6 +44,8 @@ def test_rfc894_unknown_ethertype_dropped_and_counted(node, link, counters):
     assert _answers_ping(node, link, 0x0E01) is not None, "no echo reply afterwards"
 
 
+@requirement(fix='ulsd: filter/parse.c; own: netif/frame.c',
+             mutate="sed -i '0,/return -FLT_DROP_IPV4_HEADER;/s//return -FLT_DROP_RUNT;/' filter/parse.c && sed -i '0,/return NIF_DROP_IPV4_HEADER;/s//return NIF_DROP_RUNT;/' netif/frame.c")
 def test_rfc1122_3_2_1_1_truncated_ipv4_header_dropped_and_counted(node, link, counters):
     """RFC 1122 §3.2.1.1: "A datagram whose version number is not 4 MUST be silently
     discarded." and RFC 791: the IHL is "the length of the internet header in 32 bit
@@ -53,6 +59,8 @@ def test_rfc1122_3_2_1_1_truncated_ipv4_header_dropped_and_counted(node, link, c
     assert _answers_ping(node, link, 0x0E02) is not None, "no echo reply afterwards"
 
 
+@requirement(fix='ulsd: filter/parse.c; own: netif/frame.c',
+             mutate="sed -i 's/return -FLT_DROP_ARP;/return -FLT_DROP_RUNT;/' filter/parse.c && sed -i 's/return NIF_DROP_ARP_HEADER;/return NIF_DROP_RUNT;/' netif/frame.c")
 def test_rfc826_truncated_arp_dropped_and_counted(node, link, counters):
     """RFC 826 packet format: an Ethernet/IPv4 ARP packet carries 28 bytes (hardware and
     protocol types, lengths 6 and 4, opcode, two address pairs). A type-0806 frame cut
@@ -65,6 +73,8 @@ def test_rfc826_truncated_arp_dropped_and_counted(node, link, counters):
         "node answered a truncated ARP request"
 
 
+@requirement(fix='ulsd: server/reply.c; own: lwIP 2.1.3',
+             mutate="sed -i 's/p->icmp.type != 8 || p->ip.dst != s->ip ||/p->icmp.type != 8 ||/' server/reply.c")
 def test_rfc1122_3_2_1_3_datagram_for_other_address_not_answered(node, link, counters):
     """RFC 1122 §3.2.1.3: "An incoming datagram is destined for the host if the datagram's
     destination address field is: (1) (one of) the host's IP address(es); or ... broadcast

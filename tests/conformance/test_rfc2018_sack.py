@@ -2,9 +2,11 @@
 
 from scapy.layers.inet import TCP
 
-from conftest import TcpPeer, tcp_opts
+from conftest import TcpPeer, requirement, tcp_opts
 
 
+@requirement(fix='lwIP 2.1.3 (LWIP_TCP_SACK_OUT)',
+             mutate="tests/conformance/lwip-mutate core/tcp_out.c 's/if ((pcb->state != SYN_RCVD) || (pcb->flags \\& TF_SACK)) {/if (0) {/'")
 def test_rfc2018_2_synack_carries_sack_permitted(node, link):
     """RFC 2018 §2: "This two-byte option may be sent in a SYN by a TCP that has been
     extended to receive (and presumably process) the SACK option once the connection has
@@ -14,6 +16,8 @@ def test_rfc2018_2_synack_carries_sack_permitted(node, link):
     assert "SAckOK" in tcp_opts(sa), f"SYN-ACK options: {sa[TCP].options}"
 
 
+@requirement(fix='lwIP 2.1.3 (LWIP_TCP_SACK_OUT)',
+             mutate="sed -i 's/LWIP_TCP_SACK_OUT  *1/LWIP_TCP_SACK_OUT 0/' stack/lwipopts.h")
 def test_rfc2018_4_sack_block_reports_out_of_order_data(node, link):
     """RFC 2018 §4: "If sent at all, SACK options SHOULD be included in all ACKs which do
     not ACK the highest sequence number in the data receiver's queue." ... "The first SACK

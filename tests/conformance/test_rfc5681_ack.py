@@ -2,9 +2,11 @@
 
 from scapy.layers.inet import TCP
 
-from conftest import TcpPeer
+from conftest import TcpPeer, requirement
 
 
+@requirement(fix='lwIP 2.1.3',
+             mutate="tests/conformance/lwip-mutate core/tcp_in.c '/so they can be included in the acknowledgment/,+1 s/tcp_send_empty_ack(pcb);/tcp_ack(pcb);/'")
 def test_rfc5681_4_2_immediate_dup_ack_for_each_out_of_order_segment(node, link):
     """RFC 5681 §4.2: "A TCP receiver SHOULD send an immediate duplicate ACK when an
     out-of-order segment arrives. The purpose of this ACK is to inform the sender that a
@@ -20,6 +22,8 @@ def test_rfc5681_4_2_immediate_dup_ack_for_each_out_of_order_segment(node, link)
     assert len(dups) >= 3, f"{len(dups)} duplicate ACKs for 3 out-of-order segments"
 
 
+@requirement(fix='patch 0002',
+             mutate="tests/conformance/lwip-mutate core/tcp_in.c 's/if (fills_gap) {/if (0 \\&\\& fills_gap) {/'")
 def test_rfc5681_4_2_immediate_ack_when_hole_is_filled(node, link):
     """RFC 5681 §4.2: "A TCP receiver SHOULD send an immediate ACK when the incoming
     segment fills in all or part of a gap in the sequence space." The node delays ACKs for

@@ -2,7 +2,7 @@
 
 from scapy.layers.inet import TCP
 
-from conftest import TcpPeer
+from conftest import TcpPeer, requirement
 
 
 def _still_echoes(peer):
@@ -11,6 +11,8 @@ def _still_echoes(peer):
     return peer.recv_data(len(msg)) == msg
 
 
+@requirement(fix='lwIP 2.1.3',
+             mutate="tests/conformance/lwip-mutate core/tcp_in.c '/we send a challenge ACK/,+4 s/tcp_ack_now(pcb);/;/'")
 def test_rfc5961_3_2_in_window_rst_gets_challenge_ack(node, link):
     """RFC 5961 §3.2: "3) If the RST bit is set and the sequence number does not exactly
     match the next expected sequence value, yet is within the current receive window, TCP
@@ -28,6 +30,8 @@ def test_rfc5961_3_2_in_window_rst_gets_challenge_ack(node, link):
     assert _still_echoes(peer), "the connection did not survive an in-window RST"
 
 
+@requirement(fix='lwIP 2.1.3',
+             mutate="tests/conformance/lwip-mutate core/tcp_in.c 's/if (seqno == pcb->rcv_nxt) {/if (1) {/'")
 def test_rfc5961_3_2_out_of_window_rst_ignored(node, link):
     """RFC 5961 §3.2: "1) If the RST bit is set and the sequence number is outside the
     current receive window, silently drop the segment." """
@@ -39,6 +43,8 @@ def test_rfc5961_3_2_out_of_window_rst_ignored(node, link):
     assert _still_echoes(peer), "an out-of-window RST affected the connection"
 
 
+@requirement(fix='lwIP 2.1.3',
+             mutate="tests/conformance/lwip-mutate core/tcp_in.c 's/if (seqno == pcb->rcv_nxt) {/if (0) {/'")
 def test_rfc5961_3_2_exact_rst_resets_connection(node, link):
     """RFC 5961 §3.2: "2) If the RST bit is set and the sequence number exactly matches the
     next expected sequence number (RCV.NXT), then TCP MUST reset the connection." Data on

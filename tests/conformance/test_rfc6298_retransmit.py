@@ -4,9 +4,11 @@ import time
 
 from scapy.layers.inet import TCP
 
-from conftest import TcpPeer
+from conftest import TcpPeer, requirement
 
 
+@requirement(fix='lwIP 2.1.3',
+             mutate="sed -i 's/TCP_MAXRTX  *12/TCP_MAXRTX 0/' stack/lwipopts.h")
 def test_rfc6298_5_unacknowledged_segment_is_retransmitted(node, link):
     """RFC 6298 §5: "(5.4) Retransmit the earliest segment that has not been acknowledged
     by the TCP receiver." when the retransmission timer expires; RFC 9293 §3.8.1: "TCP

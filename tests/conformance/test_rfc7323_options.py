@@ -4,9 +4,11 @@ import time
 
 from scapy.layers.inet import TCP
 
-from conftest import TcpPeer, curated_pcap, tcp_opts
+from conftest import TcpPeer, curated_pcap, requirement, tcp_opts
 
 
+@requirement(fix='lwIP 2.1.3 (LWIP_WND_SCALE, TCP_RCV_SCALE 7)',
+             mutate="sed -i 's/TCP_RCV_SCALE  *7/TCP_RCV_SCALE 6/; s/TCP_WND  *(4U/TCP_WND (2U/' stack/lwipopts.h")
 def test_rfc7323_2_2_synack_carries_window_scale_shift_at_least_7(node, link):
     """RFC 7323 §2.2: "This option MAY be sent in an initial <SYN> segment ... It MAY also
     be sent in a <SYN,ACK> segment, but only if a Window Scale option was received in the
@@ -19,6 +21,8 @@ def test_rfc7323_2_2_synack_carries_window_scale_shift_at_least_7(node, link):
     assert 7 <= ws <= 14, f"shift {ws}"
 
 
+@requirement(fix='lwIP 2.1.3',
+             mutate="tests/conformance/lwip-mutate core/tcp_out.c 's/if ((pcb->state != SYN_RCVD) || (pcb->flags \\& TF_WND_SCALE)) {/if (1) {/'")
 def test_rfc7323_2_2_no_window_scale_in_synack_without_one_in_syn(node, link):
     """RFC 7323 §2.2: a Window Scale option "MAY also be sent in a <SYN,ACK> segment, but
     only if a Window Scale option was received in the initial <SYN> segment." """
@@ -27,6 +31,8 @@ def test_rfc7323_2_2_no_window_scale_in_synack_without_one_in_syn(node, link):
     assert "WScale" not in tcp_opts(sa), f"SYN-ACK options: {sa[TCP].options}"
 
 
+@requirement(fix='lwIP 2.1.3 (LWIP_TCP_TIMESTAMPS)',
+             mutate="tests/conformance/lwip-mutate core/tcp_out.c 's/if ((pcb->flags \\& TF_TIMESTAMP) || ((flags \\& TCP_SYN) \\&\\& (pcb->state != SYN_RCVD))) {/if (0) {/'")
 def test_rfc7323_3_2_synack_carries_timestamps(node, link):
     """RFC 7323 §3.2: "A TCP MAY send the TSopt in an initial <SYN> segment (i.e., segment
     containing a SYN bit and no ACK bit), and MAY send a TSopt in <SYN,ACK> only if it
@@ -45,6 +51,8 @@ def test_rfc7323_3_2_synack_carries_timestamps(node, link):
     assert ts[1] == syn_tsval, f"TSecr {ts[1]} does not echo our TSval {syn_tsval}"
 
 
+@requirement(fix='lwIP 2.1.3',
+             mutate="tests/conformance/lwip-mutate core/tcp_out.c 's/if ((pcb->flags \\& TF_TIMESTAMP) || ((flags \\& TCP_SYN) \\&\\& (pcb->state != SYN_RCVD))) {/if (1) {/'")
 def test_rfc7323_3_2_no_timestamps_in_synack_without_them_in_syn(node, link):
     """RFC 7323 §3.2: "... and MAY send a TSopt in <SYN,ACK> only if it received a TSopt
     in the initial <SYN> segment for the connection." """
@@ -53,6 +61,8 @@ def test_rfc7323_3_2_no_timestamps_in_synack_without_them_in_syn(node, link):
     assert "Timestamp" not in tcp_opts(sa), f"SYN-ACK options: {sa[TCP].options}"
 
 
+@requirement(fix='lwIP 2.1.3',
+             mutate="tests/conformance/lwip-mutate core/tcp_in.c 's/pcb->ts_recent = lwip_ntohl(tsval);/(void)tsval;/g'")
 def test_rfc7323_4_3_tsecr_echoes_our_tsval(node, link):
     """RFC 7323 §4.3: "(2) If Last.ACK.sent falls within the range of sequence numbers of
     an incoming segment: SEG.SEQ <= Last.ACK.sent < SEG.SEQ + SEG.LEN, then the TSval from
@@ -72,6 +82,8 @@ def test_rfc7323_4_3_tsecr_echoes_our_tsval(node, link):
     assert ts[1] == tsval, f"TSecr {ts[1]:#x}, expected our TSval {tsval:#x}"
 
 
+@requirement(fix='lwIP 2.1.3 (LWIP_WND_SCALE)',
+             mutate="tests/conformance/lwip-mutate core/tcp_in.c 's/^            tcp_set_flags(pcb, TF_WND_SCALE);/            (void)0;/'")
 def test_rfc7323_2_more_than_64k_in_flight_with_window_scale(node, link):
     """RFC 7323 §1.1/§2: "The TCP header uses a 16-bit field to report the receive window
     size to the sender. Therefore, the largest window that can be used is 2^16 = 64 KiB."

@@ -2,7 +2,11 @@
 
 from scapy.layers.l2 import ARP, Ether
 
+from conftest import requirement
 
+
+@requirement(fix='ulsd: server/reply.c; own: lwIP 2.1.3',
+             mutate="sed -i 's/if (p->arp.op != 1 || p->arp.tpa != s->ip)/if (1)/' server/reply.c")
 def test_rfc826_request_for_our_address_gets_reply(node, link):
     """RFC 826, "Packet Reception": "If the opcode is ares_op$REQUEST (NOW look at the
     opcode!!), then swap hardware and protocol fields, putting the local hardware and
@@ -19,6 +23,8 @@ def test_rfc826_request_for_our_address_gets_reply(node, link):
     assert r[ARP].hwdst == node.my_mac and r[ARP].pdst == node.my_ip
 
 
+@requirement(fix='ulsd: server/reply.c; own: lwIP 2.1.3',
+             mutate="sed -i 's/if (p->arp.op != 1 || p->arp.tpa != s->ip)/if (p->arp.op != 1)/' server/reply.c")
 def test_rfc826_request_for_other_address_not_answered(node, link):
     """RFC 826, "Packet Reception": "?Am I the target protocol address? Yes: ... (reply)";
     a request for an address that is not ours gets no reply."""

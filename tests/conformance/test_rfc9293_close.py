@@ -2,7 +2,7 @@
 
 from scapy.layers.inet import TCP
 
-from conftest import TcpPeer
+from conftest import TcpPeer, requirement
 
 GREETING = b"ulstack\n"
 
@@ -19,6 +19,8 @@ def _node_closes(peer):
     peer.ack()
 
 
+@requirement(fix='lwIP 2.1.3',
+             mutate="tests/conformance/lwip-mutate core/tcp.c 's/err = tcp_send_fin(pcb);/err = ERR_OK;/'")
 def test_rfc9293_3_6_active_close_fin_handshake(node, link):
     """RFC 9293 §3.6 (Case 1: Local user initiates the close): "a FIN segment can be
     constructed and placed on the outgoing segment queue ... the TCP endpoint enters
@@ -36,6 +38,8 @@ def test_rfc9293_3_6_active_close_fin_handshake(node, link):
     peer.closed = True
 
 
+@requirement(fix='lwIP 2.1.3',
+             mutate="tests/conformance/lwip-mutate core/tcp_in.c '/^tcp_timewait_input/,/^}/ s/tcp_ack_now(pcb);/;/'")
 def test_rfc9293_3_6_time_wait_acks_retransmitted_fin(node, link):
     """RFC 9293 §3.10.7.4, TIME-WAIT, "eighth, check the FIN bit": "TIME-WAIT STATE:
     Remain in the TIME-WAIT state. Restart the 2 MSL time-wait timeout." and "first, check

@@ -4,9 +4,11 @@ import os
 
 from scapy.layers.inet import TCP
 
-from conftest import TcpPeer
+from conftest import TcpPeer, requirement
 
 
+@requirement(fix='lwIP 2.1.3 (CHECKSUM_CHECK_TCP)',
+             mutate="sed -i 's/CHECKSUM_CHECK_TCP  *1/CHECKSUM_CHECK_TCP 0/' stack/lwipopts.h")
 def test_rfc9293_3_1_bad_checksum_segment_dropped_and_counted(node, link, counters):
     """RFC 9293 §3.1: "The checksum field is the 16-bit ones' complement of the ones'
     complement sum of all 16-bit words in the header and text." ... (MUST-2/MUST-3: a TCP
@@ -27,6 +29,8 @@ def test_rfc9293_3_1_bad_checksum_segment_dropped_and_counted(node, link, counte
     assert peer.recv_data(len(payload)) == payload, "the well-formed retry was not echoed"
 
 
+@requirement(fix='lwIP 2.1.3 (TCP_QUEUE_OOSEQ)',
+             mutate="sed -i 's/TCP_QUEUE_OOSEQ  *1/TCP_QUEUE_OOSEQ 0/' stack/lwipopts.h")
 def test_rfc9293_3_10_7_4_out_of_order_data_reassembled(node, link):
     """RFC 9293 §3.10.7.4: "Segments with higher beginning sequence numbers that are not
     acceptable [next] may be held for later processing." and §3.4: "... the receiver ...

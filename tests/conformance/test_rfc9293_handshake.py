@@ -3,11 +3,13 @@
 from scapy.layers.inet import IP, TCP
 from scapy.layers.l2 import Ether
 
-from conftest import TcpPeer, fresh_port, tcp_opts
+from conftest import TcpPeer, fresh_port, requirement, tcp_opts
 
 CLOSED_PORT = 4444
 
 
+@requirement(fix='lwIP 2.1.3',
+             mutate="tests/conformance/lwip-mutate core/tcp_out.c 's/optflags = TF_SEG_OPTS_MSS;/optflags = 0;/'")
 def test_rfc9293_3_7_1_synack_carries_mss(node, link):
     """RFC 9293 §3.7.1: "TCP implementations SHOULD send an MSS Option in every SYN
     segment when its receive MSS differs from the default 536, and MAY send it always
@@ -17,6 +19,8 @@ def test_rfc9293_3_7_1_synack_carries_mss(node, link):
     assert tcp_opts(sa).get("MSS") == 1460, f"SYN-ACK options: {sa[TCP].options}"
 
 
+@requirement(fix='lwIP 2.1.3',
+             mutate="tests/conformance/lwip-mutate core/tcp_in.c 's/pcb->mss = ((mss > TCP_MSS) || (mss == 0)) ? TCP_MSS : mss;/pcb->mss = TCP_MSS;/'")
 def test_rfc9293_3_7_1_peer_mss_respected(node, link):
     """RFC 9293 §3.7.1: "The MSS value to be sent in an MSS option must be less than or
     equal to: MMS_R - 20" and the sender "MUST NOT send a segment larger than the
@@ -34,6 +38,8 @@ def test_rfc9293_3_7_1_peer_mss_respected(node, link):
     assert max(sizes) <= 536, f"segment sizes from the node: {sizes}"
 
 
+@requirement(fix='ulsd: server/reply.c; own: lwIP 2.1.3',
+             mutate="sed -i 's/if (p->tcp.flags \\& FLT_TCP_RST || p->ip.dst != s->ip)/if (1)/' server/reply.c && tests/conformance/lwip-mutate core/tcp_in.c 's/if (!(TCPH_FLAGS(tcphdr) \\& TCP_RST)) {/if (0) {/'")
 def test_rfc9293_3_10_7_1_syn_to_closed_port_gets_rst(node, link):
     """RFC 9293 §3.10.7.1 (CLOSED): "If the ACK bit is off, sequence number zero is used,
     <SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>" (a SYN counts one in SEG.LEN)."""
@@ -49,6 +55,8 @@ def test_rfc9293_3_10_7_1_syn_to_closed_port_gets_rst(node, link):
     assert r[TCP].ack == seq + 1
 
 
+@requirement(fix='ulsd: server/reply.c; own: patch 0001',
+             mutate="sed -i 's/p->dport, p->sport, 0, p->tcp.seq + seglen,/p->dport, p->sport, p->tcp.ack, p->tcp.seq + seglen,/' server/reply.c && tests/conformance/lwip-mutate core/tcp_in.c 's/(TCPH_FLAGS(tcphdr) \\& TCP_ACK) ? ackno : 0/ackno/'")
 def test_rfc9293_3_10_7_1_rst_seq_zero_when_ack_bit_off(node, link):
     """RFC 9293 §3.10.7.1 (CLOSED): "If the ACK bit is off, sequence number zero is used,
     <SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>". With the ACK bit off the acknowledgment
@@ -65,6 +73,8 @@ def test_rfc9293_3_10_7_1_rst_seq_zero_when_ack_bit_off(node, link):
     assert r[TCP].ack == seq + 1
 
 
+@requirement(fix='ulsd: server/reply.c; own: lwIP 2.1.3',
+             mutate="sed -i 's/p->dport, p->sport, p->tcp.ack, 0, FLT_TCP_RST)/p->dport, p->sport, p->tcp.ack + 1, 0, FLT_TCP_RST)/' server/reply.c && tests/conformance/lwip-mutate core/tcp_in.c 's/(TCPH_FLAGS(tcphdr) \\& TCP_ACK) ? ackno : 0/(TCPH_FLAGS(tcphdr) \\& TCP_ACK) ? ackno + 1 : 0/'")
 def test_rfc9293_3_10_7_1_ack_to_closed_port_gets_rst_with_seq_ack(node, link):
     """RFC 9293 §3.10.7.1 (CLOSED): "If the ACK bit is on, <SEQ=SEG.ACK><CTL=RST>"."""
     sport, ack = fresh_port(), 0x7000_0001

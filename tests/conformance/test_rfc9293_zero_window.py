@@ -11,7 +11,7 @@ import time
 import pytest
 from scapy.layers.inet import TCP
 
-from conftest import Link, TcpPeer, _capture_dir, tcp_opts
+from conftest import Link, TcpPeer, _capture_dir, requirement, tcp_opts
 
 
 class _Exchange(dict):
@@ -52,6 +52,8 @@ def zero_window(node):
         link.close()
 
 
+@requirement(fix='lwIP 2.1.3',
+             mutate="tests/conformance/lwip-mutate core/tcp.c 's/if (tcp_zero_window_probe(pcb) != ERR_OK) {/if (0) {/'")
 def test_rfc9293_3_8_6_1_zero_window_is_probed(zero_window):
     """RFC 9293 §3.8.6.1: "The sending TCP peer must regularly retransmit to the receiving
     TCP peer even when the window is zero, in order to "probe" the window. ... A TCP
@@ -68,6 +70,8 @@ def test_rfc9293_3_8_6_1_zero_window_is_probed(zero_window):
         assert len(p[TCP].payload) <= 1, "a probe carried more than one byte into a zero window"
 
 
+@requirement(fix='lwIP 2.1.3',
+             mutate="tests/conformance/lwip-mutate core/tcp.c 's/pcb->persist_backoff++;/;/'")
 def test_rfc9293_3_8_6_1_zero_window_probe_interval_grows(zero_window):
     """RFC 9293 §3.8.6.1: "The transmitting host SHOULD send the first zero-window probe
     when a zero window has existed for the retransmission timeout period (SHLD-29)
@@ -79,6 +83,8 @@ def test_rfc9293_3_8_6_1_zero_window_probe_interval_grows(zero_window):
     assert i2 > 1.5 * i1, f"probe intervals {i1:.2f} s then {i2:.2f} s do not back off"
 
 
+@requirement(fix='lwIP 2.1.3',
+             mutate="tests/conformance/lwip-mutate core/tcp_in.c 's/pcb->snd_wnd = SND_WND_SCALE(pcb, tcphdr->wnd);/if (pcb->snd_wnd != 0) pcb->snd_wnd = SND_WND_SCALE(pcb, tcphdr->wnd);/'")
 def test_rfc9293_3_8_6_1_transfer_resumes_when_window_opens(zero_window):
     """RFC 9293 §3.8.6.1: probing continues "until the window is opened"; once we announce
     a non-zero window the data continues at the first unacknowledged byte."""
@@ -87,6 +93,8 @@ def test_rfc9293_3_8_6_1_transfer_resumes_when_window_opens(zero_window):
     assert r[TCP].seq == zero_window["rcv_nxt_when_closed"]
 
 
+@requirement(fix='patch 0003',
+             mutate="tests/conformance/lwip-mutate core/tcp_out.c 's/u8_t optflags = tcp_ts_optflags(pcb);/u8_t optflags = 0;/'")
 def test_rfc7323_3_2_zero_window_probe_carries_timestamps(zero_window):
     """RFC 7323 §3.2: "Once TSopt has been successfully negotiated, that is both <SYN> and
     <SYN,ACK> contain TSopt, the TSopt MUST be sent in every non-<RST> segment for the
