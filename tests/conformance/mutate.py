@@ -4,7 +4,7 @@
 Every test's @requirement(mutate="SHELL COMMAND") names a change to the source tree that
 undoes what makes ulstack meet the requirement (remove a patch, invert a check, configure
 the opposite). For each distinct command this script restores a private copy of the tree
-(the committed files of this checkout), runs the command in it, rebuilds incrementally,
+(HEAD of this checkout, exported when it starts), runs the command in it, rebuilds incrementally,
 runs the tests that name the command against both deployments, and records in
 tests/conformance/mutations.json whether they failed as they must. reqtable.py puts the
 outcome in docs/conformance.md. Needs root (the tests build a testbed); takes about a
@@ -32,14 +32,25 @@ import reqtable  # noqa: E402
 
 REPO = reqtable.REPO
 TIMEOUT = 900
+PRISTINE = None  # HEAD's tree, exported at start (see snapshot)
 
 
 def sh(cmd, **kw):
     return subprocess.run(cmd, shell=isinstance(cmd, str), **kw)
 
 
-def tracked():
-    out = sh(["git", "-C", str(REPO), "ls-files", "-z"], stdout=subprocess.PIPE, check=True)
+def snapshot(dest):
+    """HEAD's files, exported once into dest: the tree every mutation starts from, so that
+    edits made in the checkout while this runs change nothing. Returns their paths."""
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    archive = subprocess.Popen(["git", "-C", str(REPO), "archive", "HEAD"],
+                               stdout=subprocess.PIPE)
+    sh(["tar", "-x", "-C", str(dest)], stdin=archive.stdout, check=True)
+    if archive.wait() != 0:
+        sys.exit("mutate: git archive HEAD failed")
+    out = sh(["git", "-C", str(REPO), "ls-tree", "-r", "-z", "--name-only", "HEAD"],
+             stdout=subprocess.PIPE, check=True)
     return [f for f in out.stdout.decode().split("\0") if f]
 
 
@@ -60,7 +71,7 @@ def tree_sum(src, files):
 
 
 def restore(src, files):
-    """Make src hold exactly the committed content of every tracked file; a file whose
+    """Make src hold exactly HEAD's content (the snapshot) of every tracked file; a file whose
     content is put back gets a fresh mtime so that make rebuilds what the last mutation
     changed (a file copied the first time keeps its own mtime)."""
     src.mkdir(parents=True, exist_ok=True)
@@ -68,7 +79,7 @@ def restore(src, files):
         for f in untracked_patches(src, files):
             (src / f).unlink()
     for f in files:
-        a, b = REPO / f, src / f
+        a, b = PRISTINE / f, src / f
         if not a.exists():
             continue
         if not b.exists():
@@ -80,10 +91,8 @@ def restore(src, files):
 
 
 def commit():
-    rev = sh(["git", "-C", str(REPO), "rev-parse", "HEAD"], stdout=subprocess.PIPE,
-             text=True, check=True).stdout.strip()
-    dirty = sh(["git", "-C", str(REPO), "diff", "--quiet", "HEAD"]).returncode != 0
-    return rev + ("-dirty" if dirty else "")
+    return sh(["git", "-C", str(REPO), "rev-parse", "HEAD"], stdout=subprocess.PIPE,
+              text=True, check=True).stdout.strip()
 
 
 def run_tests(src, build, tests, log):
@@ -113,15 +122,16 @@ def main():
     ap.add_argument("--lwip-src", default=str(REPO / "build" / "lwip-upstream"))
     args = ap.parse_args()
 
+    global PRISTINE
     work = Path(args.workdir)
-    src, build = work / "src", work / "build"
-    files = tracked()
+    src, build, PRISTINE = work / "src", work / "build", work / "pristine"
+    rev = commit()
+    files = snapshot(PRISTINE)
     by_cmd = {}
     for t in reqtable.collect():
         if t.mutate and args.k in t.name:
             by_cmd.setdefault(t.mutate, []).append(t)
     results = reqtable.results()
-    rev = commit()
     env = dict(os.environ, ULS_BUILD=str(build),
                ULS_CONFIGURE_FLAGS=f"--with-lwip-src={args.lwip_src}",
                ULS_MUTATE_LWIP_UPSTREAM=args.lwip_src)
