@@ -168,6 +168,7 @@ int stk__node_up(struct nif_dev *dev, struct in_addr addr, unsigned prefix_len,
 	if (!lwip_ready) {
 		lwip_init();
 		stk__ep_init();
+		stk__tcp_checks_init();
 		lwip_ready = true;
 	}
 	ip.addr = addr.s_addr;

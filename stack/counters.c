@@ -21,6 +21,22 @@ static const char *const own_names[STK_CNT__COUNT] = {
 	[STK_CNT_HANDOFF_FAIL] = "handoff_failed",
 	[STK_CNT_TSO_HINT_MISS] = "tso_hint_miss",
 	[STK_CNT_RX_CSUM_OFFLOADED] = "rx_csum_offloaded",
+	/* TCP input checks (stack/tcp_checks.c; lwIP patches 0010-0019) */
+	[STK_CNT_TCP_MSS_NONSYN] = "tcp_mss_nonsyn_ignored",
+	[STK_CNT_TCP_MSS_CLAMPED] = "tcp_mss_clamped",
+	[STK_CNT_TCP_OOSEQ_TRIMMED] = "tcp_ooseq_trimmed",
+	[STK_CNT_TCP_PAST_FIN_DROPPED] = "tcp_data_past_fin_dropped",
+	[STK_CNT_TCP_SEQ_UNACCEPTABLE] = "tcp_seq_unacceptable",
+	[STK_CNT_TCP_RST_OUT_OF_WINDOW] = "tcp_rst_out_of_window",
+	[STK_CNT_TCP_RST_CHALLENGED] = "tcp_rst_challenged",
+	[STK_CNT_TCP_SYN_CHALLENGED] = "tcp_syn_challenged",
+	[STK_CNT_TCP_NO_ACK_DROPPED] = "tcp_no_ack_dropped",
+	[STK_CNT_TCP_ACK_UNACCEPTABLE] = "tcp_ack_unacceptable",
+	[STK_CNT_TCP_CHALLENGE_ACK_SENT] = "tcp_challenge_ack_sent",
+	[STK_CNT_TCP_CHALLENGE_ACK_LIMITED] = "tcp_challenge_ack_limited",
+	[STK_CNT_TCP_PAWS_DROPPED] = "tcp_paws_dropped",
+	[STK_CNT_TCP_TS_RECENT_EXPIRED] = "tcp_ts_recent_expired",
+	[STK_CNT_TCP_SIMULTANEOUS_OPEN] = "tcp_simultaneous_open",
 };
 
 /* Called with the core lock held, like every other counter update. */

@@ -2,6 +2,7 @@
 #ifndef ULS_STACK_HOOKS_H
 #define ULS_STACK_HOOKS_H
 
+#include "lwip/err.h"
 #include "lwip/ip_addr.h"
 
 u32_t stk__tcp_isn(const ip_addr_t *local_ip, u16_t local_port,
@@ -16,4 +17,19 @@ u32_t stk__tso_abc_limit(const struct tcp_pcb *pcb);
 void stk__tso_output(const struct tcp_pcb *pcb);
 int stk__tso_ip4_output_whole(const struct netif *netif, u8_t proto);
 
+
+/* TCP input checks (stack/tcp_checks.c): what lwIP's input path reports from our patches
+ * (LWIP_HOOK_TCP_INPUT_NOTE, patches 0010-0019), each counted by name. */
+enum stk_tcp_note {
+	STK_TCP_NOTE_MSS_NONSYN,     /* MSS option in a segment without SYN, ignored */
+	STK_TCP_NOTE_MSS_CLAMPED,    /* MSS option below the floor, raised to it */
+	STK_TCP_NOTE_OOSEQ_TRIMMED,  /* out-of-order data beyond the window, cut off */
+	STK_TCP_NOTE_PAST_FIN,       /* data beyond the peer's FIN, cut off */
+	STK_TCP_NOTE_SIMOPEN,        /* SYN-SENT received a SYN: simultaneous open */
+};
+void stk__tcp_note(enum stk_tcp_note what);
+struct tcp_hdr;
+struct pbuf;
+err_t stk__tcp_inpacket(struct tcp_pcb *pcb, struct tcp_hdr *hdr, u16_t optlen, u16_t opt1len,
+                        u8_t *opt2, struct pbuf *p);
 #endif

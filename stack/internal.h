@@ -90,9 +90,35 @@ enum stk_counter {
 	STK_CNT_HANDOFF_FAIL,
 	STK_CNT_TSO_HINT_MISS,
 	STK_CNT_RX_CSUM_OFFLOADED,
+	/* TCP input checks (stack/tcp_checks.c; lwIP patches 0010-0019) */
+	STK_CNT_TCP_MSS_NONSYN,
+	STK_CNT_TCP_MSS_CLAMPED,
+	STK_CNT_TCP_OOSEQ_TRIMMED,
+	STK_CNT_TCP_PAST_FIN_DROPPED,
+	STK_CNT_TCP_SEQ_UNACCEPTABLE,
+	STK_CNT_TCP_RST_OUT_OF_WINDOW,
+	STK_CNT_TCP_RST_CHALLENGED,
+	STK_CNT_TCP_SYN_CHALLENGED,
+	STK_CNT_TCP_NO_ACK_DROPPED,
+	STK_CNT_TCP_ACK_UNACCEPTABLE,
+	STK_CNT_TCP_CHALLENGE_ACK_SENT,
+	STK_CNT_TCP_CHALLENGE_ACK_LIMITED,
+	STK_CNT_TCP_PAWS_DROPPED,
+	STK_CNT_TCP_TS_RECENT_EXPIRED,
+	STK_CNT_TCP_SIMULTANEOUS_OPEN,
 	STK_CNT__COUNT
 };
 void stk__count(enum stk_counter c);
+
+/* TCP input checks (tcp_checks.c; the hook itself is declared in hooks.h). The pure
+ * decisions are exposed for the unit tests. */
+void stk__tcp_checks_init(void);
+bool stk__tcp_seq_acceptable(uint32_t seq, uint32_t len, uint32_t rcv_nxt, uint32_t rcv_wnd);
+bool stk__tcp_ack_acceptable(uint32_t ack, uint32_t snd_una, uint32_t snd_nxt,
+			     uint32_t max_snd_wnd);
+bool stk__tcp_paws_reject(uint32_t tsval, uint32_t ts_recent, uint64_t now,
+			  uint64_t ts_recent_at, bool *expired);
+bool stk__tcp_ack_budget(uint64_t *start, uint16_t *used, uint64_t now);
 void stk__count_verdict(enum nif_verdict v);
 
 /* Sockets (socket.c) need to know when the node goes away, or ulsd does. */

@@ -103,9 +103,9 @@ void stk__heap_free(void *p);
 #define TCP_LISTEN_BACKLOG              1
 #define TCP_DEFAULT_LISTEN_BACKLOG      128
 #define LWIP_TCP_KEEPALIVE              1
-/* One per-connection slot: on a node, the tuple to release at ulsd when lwIP frees the
- * pcb (stack/endpoints.c). */
-#define LWIP_TCP_PCB_NUM_EXT_ARGS       1
+/* Per-connection slots: on a node, the tuple to release at ulsd when lwIP frees the
+ * pcb (stack/endpoints.c); the input checks' state (stack/tcp_checks.c). */
+#define LWIP_TCP_PCB_NUM_EXT_ARGS       2
 #define TCP_MAXRTX                      12
 #define TCP_SYNMAXRTX                   6
 #define LWIP_CALLBACK_API               1
@@ -170,6 +170,17 @@ struct ip_addr;
 #define LWIP_HOOK_TCP_TSO_OUTPUT(pcb)   stk__tso_output(pcb)
 #define LWIP_HOOK_TCP_ABC_LIMIT(pcb)    stk__tso_abc_limit(pcb)
 #define LWIP_HOOK_IP4_OUTPUT_TSO(netif, proto) stk__tso_ip4_output_whole(netif, proto)
+
+/* TCP input checks (stack/tcp_checks.c): RFC 9293 §3.10.7.4's order of checks, RFC 5961
+ * and RFC 7323 PAWS run before lwIP's tcp_process(); our lwIP patches report what they
+ * drop or trim through LWIP_HOOK_TCP_INPUT_NOTE. */
+#define LWIP_HOOK_TCP_INPACKET_PCB(pcb, hdr, optlen, opt1len, opt2, p) \
+        stk__tcp_inpacket(pcb, hdr, optlen, opt1len, opt2, p)
+#define LWIP_HOOK_TCP_INPUT_NOTE(what)  stk__tcp_note(STK_TCP_NOTE_##what)
+/* RFC 9293 §3.7.1 leaves a floor to the implementation. Deviation: an MSS option below 48
+ * is raised to 48 (Linux's net.ipv4.tcp_min_snd_mss default), so a segment always has
+ * room for the 12-byte timestamp option and data (patch 0010). */
+#define TCP_MSS_FLOOR                   48
 
 #define LWIP_DEBUG                      0
 #define LWIP_PERF                       0

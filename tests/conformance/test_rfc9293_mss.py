@@ -1,0 +1,95 @@
+"""RFC 9293 §3.7.1: the MSS option is read from SYNs only, and a tiny one cannot break us.
+
+lwIP 2.1.3 read an MSS option from any segment: one ACK carrying MSS=1 on an established
+connection made the next send assert and abort the process (issue 13)."""
+
+import os
+
+from scapy.layers.inet import TCP
+
+from conftest import TcpPeer, requirement, wait_counter
+
+
+def _echo(peer, data, timeout=5.0):
+    peer.send("PA", data)
+    return peer.recv_data(len(data), timeout=timeout)
+
+
+@requirement(fix='patch 0010',
+             mutate="tests/conformance/lwip-mutate core/tcp_in.c 's/if (!(flags \\& TCP_SYN) || !tcp_syn_opts_ok(pcb)) {/if (0) {/'")
+def test_rfc9293_3_7_1_mss_option_in_non_syn_ignored(node, link, counters):
+    """RFC 9293 §3.7.1: "TCP implementations MUST be able to receive an MSS Option in
+    every SYN segment" and the option "MUST only be sent in the initial connection request
+    (i.e., in segments with the SYN control bit set)" (RFC 9293 §3.2, MSS: "This field
+    MUST only be sent in the initial connection request"). An MSS option in an ACK of an
+    established echo connection (port 7) is ignored and counted (tcp_mss_nonsyn_ignored):
+    echo still works, its segments stay full-size, and the node stays up."""
+    peer = TcpPeer(link, 7)
+    peer.connect()
+    assert _echo(peer, b"before\n") == b"before\n"
+    before = counters()["tcp_mss_nonsyn_ignored"]
+    peer.ack(options=peer.options() + [("MSS", 1)])
+    data = os.urandom(3000)
+    for i in range(0, len(data), 1000):
+        peer.send("PA", data[i:i + 1000])
+    segs, got = [], b""
+    while len(got) < len(data):
+        p = peer.recv(5, lambda q: len(q[TCP].payload) > 0)
+        assert p is not None, f"echo stopped after {len(got)} of {len(data)} bytes"
+        if p[TCP].seq == peer.rcv_nxt:
+            got += bytes(p[TCP].payload)
+            segs.append(len(p[TCP].payload))
+            peer.absorb(p)
+        peer.ack()
+    assert got == data, "echoed bytes differ"
+    assert max(segs) >= 1000, f"segments shrank after an MSS option in an ACK: {segs}"
+    assert node.alive(), "the node died"
+    assert wait_counter(counters, "tcp_mss_nonsyn_ignored", before + 1) == before + 1, \
+        "the MSS option in a non-SYN segment was not counted as ignored"
+
+
+@requirement(fix='patch 0010, TCP_MSS_FLOOR',
+             mutate="sed -i 's/#define TCP_MSS_FLOOR  *48/#define TCP_MSS_FLOOR 1/' stack/lwipopts.h")
+def test_rfc9293_3_7_1_tiny_syn_mss_clamped_to_48(node, link, counters):
+    """RFC 9293 §3.7.1: the sender "MUST NOT send a segment larger than the effective MSS"
+    ... "Eff.snd.MSS = min(SendMSS+20, MMS_S) - TCPhdrsize - IPoptionsize". A SYN with
+    MSS=1 would make every segment carry at most one byte (and left lwIP's segmentation
+    no room for its 12-byte timestamp option). Deviation: as Linux (net.ipv4.
+    tcp_min_snd_mss, default 48), ulstack raises an announced MSS below 48 to 48 and counts
+    it (tcp_mss_clamped). A 600-byte echo then comes back in segments whose options and
+    data fit in 48 bytes, each carrying more than one byte, and the node stays up.
+    Positive control: a SYN with MSS=100 is honoured as is (segments of at most 100)."""
+    before = counters()["tcp_mss_clamped"]
+    peer = TcpPeer(link, 7, mss=1)
+    peer.connect()
+    data = os.urandom(600)
+    peer.send("PA", data)
+    got, sizes = b"", []
+    while len(got) < len(data):
+        p = peer.recv(5, lambda q: len(q[TCP].payload) > 0)
+        assert p is not None, f"echo stopped after {len(got)} of {len(data)} bytes"
+        if p[TCP].seq == peer.rcv_nxt:
+            got += bytes(p[TCP].payload)
+            sizes.append(len(p[TCP].payload) + (p[TCP].dataofs * 4 - 20))
+            peer.absorb(p)
+        peer.ack()
+    assert got == data
+    assert max(sizes) <= 48, f"segment (options + data) above the 48-byte floor: {sizes}"
+    assert min(sizes) > 13, f"segments of a byte or so: the MSS was not raised: {sizes}"
+    assert node.alive()
+    assert counters()["tcp_mss_clamped"] == before + 1, "tiny MSS not counted as clamped"
+
+    ctl = TcpPeer(link, 7, mss=100)
+    ctl.connect()
+    assert counters()["tcp_mss_clamped"] == before + 1, "an MSS of 100 was clamped"
+    ctl.send("PA", data)
+    got, sizes = b"", []
+    while len(got) < len(data):
+        p = ctl.recv(5, lambda q: len(q[TCP].payload) > 0)
+        assert p is not None, "control echo stopped"
+        if p[TCP].seq == ctl.rcv_nxt:
+            got += bytes(p[TCP].payload)
+            sizes.append(len(p[TCP].payload) + (p[TCP].dataofs * 4 - 20))
+            ctl.absorb(p)
+        ctl.ack()
+    assert got == data and max(sizes) <= 100 and max(sizes) > 48, sizes
