@@ -67,9 +67,13 @@ static u16_t optlen(const struct tcp_pcb *pcb)
 	return (pcb->flags & TF_TIMESTAMP) ? TSO_TS_OPTLEN : 0;
 }
 
+/* A connection whose peer announced an MSS so small that a wire segment would carry less
+ * than NIF_OFF_GSO_MIN octets (the smallest gso_size ulsd and the TAP take) sends plain
+ * segments: its unit is then the MSS itself, which turns super-segments off for it. */
 u16_t stk__tso_unit(const struct tcp_pcb *pcb)
 {
-	if (!tso_on || pcb->mss <= optlen(pcb))
+	if (!tso_on || pcb->mss <= optlen(pcb) ||
+	    (unsigned)(pcb->mss - optlen(pcb)) < NIF_OFF_GSO_MIN)
 		return pcb->mss;
 	return (u16_t)(pcb->mss - optlen(pcb));
 }
@@ -120,9 +124,14 @@ uint32_t stk__tso_tx_offload(uint8_t *frame, size_t len)
 	nif_vnet_pseudo_csum(ip, ihl, 16);
 	uint32_t off = NIF_OFF_CSUM_PARTIAL;
 	size_t payload = total - ihl - thl;
-	if (payload + ihl + thl > stk__node.dev->mtu) {
+	bool hinted = hint.lport == rd16(tcp) && hint.rport == rd16(tcp + 2);
+	/* RFC 9293 §3.7.1: no wire segment may exceed the peer's MSS. A super-segment must be
+	 * cut whenever it carries more than one MSS of data, also when the whole of it would
+	 * fit the MTU (a peer that announced MSS 600 and 1100 octets queued). */
+	if ((hinted && hint.mss > thl - 20 && payload > hint.mss - (thl - 20)) ||
+	    payload + ihl + thl > stk__node.dev->mtu) {
 		unsigned mss = 536;  /* RFC 9293 §3.7.1's default, if the hint is not ours */
-		if (hint.lport == rd16(tcp) && hint.rport == rd16(tcp + 2))
+		if (hinted)
 			mss = hint.mss;
 		else
 			stk__count(STK_CNT_TSO_HINT_MISS);
