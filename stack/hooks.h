@@ -16,4 +16,7 @@ u32_t stk__tso_abc_limit(const struct tcp_pcb *pcb);
 void stk__tso_output(const struct tcp_pcb *pcb);
 int stk__tso_ip4_output_whole(const struct netif *netif, u8_t proto);
 
+/* SYN retransmissions before connect gives up (stack/tcpconf.c, stack/patches/0020). */
+u8_t stk__syn_retries(void);
+
 #endif
