@@ -19,7 +19,7 @@ def test_rfc3042_2_new_segment_on_each_of_first_two_duplicate_acks(node, link):
     r.window_of(s, 4)
     for i, want in ((1, 4 * SMSS), (2, 5 * SMSS)):
         r.ack(s)
-        got = r.segments(0.1)
+        got = r.segments(0.04)   # well inside the 200 ms RTO
         assert offsets(got, s) == [(want, SMSS)], \
             f"after duplicate ACK {i}: {offsets(got, s)}, expected [({want}, {SMSS})]"
     r.ack(s)
