@@ -3,7 +3,10 @@
  * daemon, the process owns the TAP.
  *
  *   TCP 7 echo, UDP 7 echo, TCP 9 discard, TCP 13 greet-and-close (active close),
- *   TCP 19 pattern source (apps/pattern.h, seed 19), TCP 10 hold (accepts, never reads)
+ *   TCP 19 pattern source (apps/pattern.h, seed 19), TCP 10 hold (accepts, never reads),
+ *   UDP 11 dial: a datagram holding a decimal port number makes the node connect to the
+ *   sender's address at that port (an active open, for the tests of SYN retransmission)
+ *   and serve echo on the connection
  *
  * --stats PATH creates a UNIX socket; each connection to it receives the node's counters
  * as one JSON object and is closed. The socket appears once the node is up (tests wait for
@@ -155,6 +158,56 @@ static void *udp_echo(void *arg)
 	}
 }
 
+static void *dial_conn(void *arg)
+{
+	struct sockaddr_in to = *(struct sockaddr_in *)arg;
+	int sd = uls_socket(SOCK_STREAM);
+	char *b = malloc(65536);
+	ssize_t n;
+
+	free(arg);
+	if (sd >= 0 && b && uls_connect(sd, &to) == 0)
+		while ((n = uls_recv(sd, b, 65536, 0)) > 0)
+			if (uls_send(sd, b, (size_t)n, 0) != n)
+				break;
+	free(b);
+	if (sd >= 0)
+		uls_close(sd);
+	return NULL;
+}
+
+/* UDP 11: "PORT" -> connect to the sender's address at PORT, one thread per request. */
+static void *udp_dial(void *arg)
+{
+	int sd = *(int *)arg;
+	char buf[16];
+
+	for (;;) {
+		struct sockaddr_in from;
+		ssize_t n = uls_recvfrom(sd, buf, sizeof(buf) - 1, 0, &from);
+		if (n == -EBADF || n == -ENETDOWN)
+			return NULL;
+		if (n <= 0)
+			continue;
+		buf[n] = 0;
+		char *end;
+		unsigned long port = strtoul(buf, &end, 10);
+		if (end == buf || port == 0 || port > 65535)
+			continue;
+		struct sockaddr_in *to = malloc(sizeof(*to));
+		pthread_t t;
+		if (!to)
+			continue;
+		*to = from;
+		to->sin_port = htons((uint16_t)port);
+		if (pthread_create(&t, NULL, dial_conn, to) != 0) {
+			free(to);
+			continue;
+		}
+		pthread_detach(t);
+	}
+}
+
 static int write_stats(int fd)
 {
 	int n = uls_counters(NULL, 0);
@@ -248,6 +301,14 @@ int main(int argc, char **argv)
 	pthread_t ut;
 	if (usd < 0 || uls_bind(usd, &ua) < 0 || pthread_create(&ut, NULL, udp_echo, &usd) != 0) {
 		fprintf(stderr, "ulsnode: UDP echo failed\n");
+		return 1;
+	}
+	pthread_detach(ut);
+	static int dsd;
+	struct sockaddr_in da = { .sin_family = AF_INET, .sin_port = htons(11) };
+	dsd = uls_socket(SOCK_DGRAM);
+	if (dsd < 0 || uls_bind(dsd, &da) < 0 || pthread_create(&ut, NULL, udp_dial, &dsd) != 0) {
+		fprintf(stderr, "ulsnode: UDP dial failed\n");
 		return 1;
 	}
 	pthread_detach(ut);

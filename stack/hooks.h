@@ -32,4 +32,7 @@ struct tcp_hdr;
 struct pbuf;
 err_t stk__tcp_inpacket(struct tcp_pcb *pcb, struct tcp_hdr *hdr, u16_t optlen, u16_t opt1len,
                         u8_t *opt2, struct pbuf *p);
+
+/* SYN retransmissions before connect gives up (stack/tcpconf.c, stack/patches/0020). */
+u8_t stk__syn_retries(void);
 #endif

@@ -107,7 +107,11 @@ void stk__heap_free(void *p);
  * pcb (stack/endpoints.c); the input checks' state (stack/tcp_checks.c). */
 #define LWIP_TCP_PCB_NUM_EXT_ARGS       2
 #define TCP_MAXRTX                      12
+/* SYN retransmissions: 6 as Linux (1 + 2 + ... + 64 s: connect gives up after 127 s);
+ * ULS_SYN_RETRIES=N (1-12) changes it (stack/tcpconf.c). Deviation: RFC 1122 §4.2.3.5 asks
+ * for at least 3 minutes; ULS_SYN_RETRIES=7 gives 255 s. */
 #define TCP_SYNMAXRTX                   6
+#define TCP_SYNMAXRTX_RUNTIME()         stk__syn_retries()
 #define LWIP_CALLBACK_API               1
 #define LWIP_EVENT_API                  0
 /* The TCP timer: delayed ACKs wait at most one tick, and the slow timer (two ticks)

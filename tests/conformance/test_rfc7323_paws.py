@@ -106,6 +106,9 @@ def test_rfc7323_4_3_ts_recent_follows_acceptable_segments(node, link):
     assert a is not None and bytes(a[TCP].payload) == b"jump\n"
     assert tcp_opts(a)["Timestamp"][1] == ahead & 0xFFFFFFFF, "TS.Recent did not follow"
     peer.absorb(a)
+    # Acknowledge the echo now, with a valid TSval: the PAWS-dropped segment below carries
+    # the same ACK, and an echo left unacknowledged would come back after the RTO (200 ms).
+    peer.ack(options=_ts(peer, ahead))
     peer.send("PA", b"behind\n", options=_ts(peer, ahead - 1000))
     assert _payload(peer, 0.7) == [], "a TSval below the new TS.Recent was delivered"
     peer.send("PA", b"behind\n", seq=(peer.snd_nxt - 7) & 0xFFFFFFFF,

@@ -1,0 +1,30 @@
+/* Run-time TCP settings read from the environment.
+ *
+ * Read first: RFC 1122 §4.2.3.5 (R2 for a SYN), RFC 6298 §5.5 (backoff).
+ *
+ * ULS_SYN_RETRIES: how many times an unanswered SYN is retransmitted before connect gives
+ * up, each after twice the time of the one before (1, 2, 4, ... s). The default, 6, is
+ * Linux's tcp_syn_retries: the last SYN leaves 63 s after the first and connect fails 64 s
+ * later, 127 s in all. Deviation: RFC 1122 §4.2.3.5 asks R2 for a SYN to cover at least
+ * 3 minutes; 7 does (255 s). lwIP's backoff table bounds it to 12.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+
+#include "hooks.h"
+#include "lwip/opt.h"
+
+/* Called from lwIP's slow timer under the core lock: the first call reads the variable. */
+u8_t stk__syn_retries(void)
+{
+	static int retries = -1;
+
+	if (retries < 0) {
+		const char *e = getenv("ULS_SYN_RETRIES");
+		char *end;
+		long v = e ? strtol(e, &end, 10) : -1;
+		retries = (e && *e && !*end && v >= 1 && v <= 12) ? (int)v : TCP_SYNMAXRTX;
+	}
+	return (u8_t)retries;
+}

@@ -1,0 +1,135 @@
+"""Scapy as the data receiver of the node: helpers for the sender-side tests (RFC 6298,
+5681, 3042, 6582, 6675).
+
+The node's source service (TCP 19) sends a byte pattern as fast as the window allows; Scapy
+decides which of its segments "arrive" by what it acknowledges (cumulative ACK, duplicate
+ACKs, SACK blocks), and watches what the node retransmits. The node dials out on request
+(UDP 11, see apps/ulsnode.c) for the tests of SYN retransmission.
+
+Segments are 1000 bytes: our SYN announces MSS 1000 and the tests turn timestamps off where
+they count bytes, so that no option shortens a segment.
+"""
+
+import time
+
+from scapy.layers.inet import IP, TCP, UDP
+from scapy.layers.l2 import Ether
+from scapy.packet import Raw
+
+from conftest import TcpPeer, fresh_port, tcp_opts
+
+SMSS = 1000
+
+
+def has_data(p):
+    return len(p[TCP].payload) > 0
+
+
+class Receiver:
+    """One connection to the node's source service, with Scapy as the receiver."""
+
+    def __init__(self, link, window=65535, sack=False, ts=False, port=19):
+        self.link = link
+        self.peer = TcpPeer(link, port, mss=SMSS, wscale=None, ts=ts, sack=sack,
+                            window=window)
+        self.window = window
+
+    def start(self):
+        """Handshake; returns the sequence number of the first data byte (SND.UNA)."""
+        self.peer.connect()
+        return self.peer.rcv_nxt
+
+    def ack(self, ack, sack=(), window=None):
+        """A pure ACK with acknowledgment number ack and the given SACK blocks
+        ((left, right) pairs, at most 3 with no timestamps)."""
+        opts = list(self.peer.options())
+        if sack:
+            blocks = []
+            for left, right in sack:
+                blocks += [left & 0xFFFFFFFF, right & 0xFFFFFFFF]
+            opts += [("NOP", None), ("NOP", None), ("SAck", tuple(blocks))]
+        self.peer.send("A", ack=ack & 0xFFFFFFFF, options=opts,
+                       window=self.window if window is None else window)
+
+    def segments(self, duration, pred=None):
+        """Every data segment from the node within duration seconds (waits it out)."""
+        return self.peer.recv_all(duration, lambda q: has_data(q) and (pred is None or pred(q)))
+
+    def segment(self, timeout, pred=None):
+        return self.peer.recv(timeout, lambda q: has_data(q) and (pred is None or pred(q)))
+
+    def grow(self, acks=24):
+        """Slow start: acknowledge every segment on its own until `acks` ACKs were sent, so
+        that cwnd ends far above the window; then acknowledge everything and return the
+        sequence number S at which the node sends a fresh window [S, S + window)."""
+        una = self.peer.rcv_nxt
+        sent = 0
+        deadline = time.monotonic() + 10
+        while sent < acks and time.monotonic() < deadline:
+            got = self.segments(0.03)
+            for p in sorted(got, key=lambda q: q[TCP].seq):
+                end = (p[TCP].seq + len(p[TCP].payload)) & 0xFFFFFFFF
+                if p[TCP].seq == una:
+                    una = end
+                    self.ack(una)
+                    sent += 1
+        assert sent >= acks, f"slow start stalled after {sent} ACKs"
+        # Whatever is still in flight, take it all, then open a fresh window.
+        for p in self.segments(0.1):
+            if p[TCP].seq == una:
+                una = (p[TCP].seq + len(p[TCP].payload)) & 0xFFFFFFFF
+        self.peer.rcv_nxt = una
+        self.ack(una)
+        return una
+
+    def window_of(self, start, nseg, timeout=1.0):
+        """Collect the nseg segments [start, start + nseg * SMSS) the node sends next;
+        asserts they come, each SMSS long, at the expected offsets."""
+        seen = {}
+        deadline = time.monotonic() + timeout
+        while len(seen) < nseg and time.monotonic() < deadline:
+            p = self.segment(max(0.0, deadline - time.monotonic()))
+            if p is None:
+                break
+            seen[(p[TCP].seq - start) & 0xFFFFFFFF] = len(p[TCP].payload)
+        want = {i * SMSS: SMSS for i in range(nseg)}
+        assert seen == want, f"expected {nseg} segments of {SMSS} from {start}, got " \
+            f"offsets {sorted(seen.items())}"
+
+
+def offsets(segs, start):
+    """(offset from start, length) of each segment, in arrival order."""
+    return [((p[TCP].seq - start) & 0xFFFFFFFF, len(p[TCP].payload)) for p in segs]
+
+
+def dial(link, timeout=3.0, ts=False):
+    """Ask the node to connect to us (UDP 11, apps/ulsnode.c); returns (peer, syn, t) with
+    the node's SYN and the time it arrived. The peer is ready to answer with syn_ack()."""
+    node = link.node
+    port = fresh_port()
+    link.send(Ether(src=node.my_mac, dst=node.mac) /
+              IP(src=node.my_ip, dst=node.ip) / UDP(sport=port, dport=11) /
+              Raw(str(port).encode()))
+    syn = link.recv(lambda q: TCP in q and q[IP].src == node.ip and q[TCP].dport == port
+                    and q[TCP].flags.S and not q[TCP].flags.A, timeout)
+    t = time.monotonic()
+    assert syn is not None, "the node did not dial out"
+    peer = TcpPeer(link, syn[TCP].sport, sport=port, mss=SMSS, wscale=None, ts=ts, sack=False)
+    peer.irs = syn[TCP].seq
+    peer.rcv_nxt = (syn[TCP].seq + 1) & 0xFFFFFFFF
+    opts = tcp_opts(syn)
+    peer.ts_ok = ts and "Timestamp" in opts
+    if "Timestamp" in opts:
+        peer.ts_recent = opts["Timestamp"][0]
+    return peer, syn, t
+
+
+def syn_ack(peer):
+    """Answer the node's SYN; returns once the node's ACK of our SYN arrived."""
+    opts = [("MSS", SMSS)]
+    if peer.ts_ok:
+        opts.append(("Timestamp", (peer.tsval(), peer.ts_recent)))
+    peer.send("SA", options=opts)
+    a = peer.recv(3, lambda q: q[TCP].flags.A and q[TCP].ack == peer.snd_nxt)
+    assert a is not None, "the node did not acknowledge our SYN-ACK"
+    return a

@@ -1,0 +1,82 @@
+"""RFC 6675: A Conservative Loss Recovery Algorithm Based on Selective Acknowledgment
+(SACK) for TCP, with the SACK blocks of RFC 2018 sent by Scapy."""
+
+from scapy.layers.inet import TCP
+
+from conftest import curated_pcap, requirement
+from flight import SMSS, Receiver, offsets
+
+W = 10 * SMSS
+
+
+def in_window(s):
+    return lambda q: (q[TCP].seq - s) & 0xFFFFFFFF < W
+
+
+@requirement(fix='patch 0021',
+             mutate='rm stack/patches/0021-*.patch')
+def test_rfc6675_5_both_holes_retransmitted_without_waiting_for_an_ack(node, link):
+    """RFC 6675 §5, step (4.3): "Retransmit the first data segment presumed dropped", then
+    (C): "If cwnd - pipe >= 1 SMSS, the sender SHOULD transmit one or more segments as
+    follows: (C.1) The scoreboard MUST be queried via NextSeg () for the sequence range of
+    the next segment to transmit", where NextSeg's rule (1) picks the first "S2 that meets
+    ... (1.a) S2 is greater than HighRxt. (1.b) S2 is less than the highest octet covered
+    by any received SACK. (1.c) IsLost (S2) returns true." Of a 10-segment window, offsets
+    0 and 4000 are "lost"; our duplicate ACKs SACK everything else. Both holes are
+    retransmitted before any cumulative ACK, and no SACKed segment is."""
+    r = Receiver(link, window=W, sack=True)
+    r.start()
+    s = r.grow()
+    r.window_of(s, 10)
+    for k in range(2, 5):            # segments 1..3 arrive
+        r.ack(s, sack=[(s + SMSS, s + k * SMSS)])
+    for k in range(6, 11):           # segments 5..9 arrive
+        r.ack(s, sack=[(s + 5 * SMSS, s + k * SMSS), (s + SMSS, s + 4 * SMSS)])
+    got = r.segments(0.15, in_window(s))
+    offs = sorted(set(o for o, _ in offsets(got, s)))
+    assert offs == [0, 4 * SMSS], f"retransmitted {offsets(got, s)}, expected the holes " \
+        "at 0 and 4000 and nothing that was SACKed"
+    curated_pcap(link, "test_rfc6675_5_both_holes_retransmitted_without_waiting_for_an_ack.pcap")
+
+
+@requirement(fix='patch 0021',
+             mutate='rm stack/patches/0021-*.patch')
+def test_rfc6675_5_one_duplicate_ack_sacking_three_segments_starts_recovery(node, link):
+    """RFC 6675 §5: "(2) If DupAcks < DupThresh but IsLost (HighACK + 1) returns true --
+    indicating at least three segments have arrived above the current cumulative
+    acknowledgment point, which is taken to indicate loss -- go to step (4)." with §4:
+    IsLost "returns true when either DupThresh discontiguous SACKed sequences have arrived
+    above 'SeqNum' or more than (DupThresh - 1) * SMSS bytes with sequence numbers greater
+    than 'SeqNum' have been SACKed." One duplicate ACK SACKs segments 1..3 at once (the
+    ACKs between were lost, or they arrived as one offloaded super-segment): segment 0 is
+    retransmitted at once."""
+    r = Receiver(link, window=W, sack=True)
+    r.start()
+    s = r.grow()
+    r.window_of(s, 10)
+    r.ack(s, sack=[(s + SMSS, s + 4 * SMSS)])
+    got = r.segments(0.15, in_window(s))
+    assert offsets(got, s)[:1] == [(0, SMSS)], \
+        f"after one duplicate ACK SACKing 3 segments: {offsets(got, s)}, expected offset 0"
+
+
+@requirement(fix='patch 0021',
+             mutate='rm stack/patches/0021-*.patch')
+def test_rfc6675_5_burst_of_lost_segments_retransmitted_in_one_round_trip(node, link):
+    """RFC 6675 §5 (C): "If cwnd - pipe >= 1 SMSS, the sender SHOULD transmit one or more
+    segments", each chosen by NextSeg (); the pipe counts a lost segment only once it is
+    retransmitted (SetPipe: "(a) If IsLost (S1) returns false: pipe is incremented by 1
+    octet. (b) If S1 <= HighRxt: Pipe is incremented by 1 octet."). Three consecutive
+    segments (offsets 0-2999) of a 10-segment window are "lost", the other seven SACKed:
+    cwnd = FlightSize / 2 = 5 segments leaves room for all three, which are retransmitted
+    before any cumulative ACK (Reno's recovery repairs one per round trip)."""
+    r = Receiver(link, window=W, sack=True)
+    r.start()
+    s = r.grow()
+    r.window_of(s, 10)
+    for k in range(4, 11):
+        r.ack(s, sack=[(s + 3 * SMSS, s + k * SMSS)])
+    got = r.segments(0.15, in_window(s))
+    offs = sorted(set(o for o, _ in offsets(got, s)))
+    assert offs == [0, SMSS, 2 * SMSS], \
+        f"retransmitted {offsets(got, s)}, expected offsets 0, 1000, 2000"
