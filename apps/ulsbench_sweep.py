@@ -622,6 +622,11 @@ def impair_delta(before, after):
         out["ports"][port] = d
     for k in IMPAIR_COUNTERS:
         out[k] = sum(d[k] for d in out["ports"].values())
+    # Every frame has at least its 14-byte Ethernet header: fewer bytes means a counter
+    # was misread (the testbed's awk once printed them with %d, which saturates at 2^31).
+    for port, d in out["ports"].items():
+        if d["bytes"] < 14 * d["frames"] or d["dropped_bytes"] < 14 * d["dropped"]:
+            raise BenchError("impairment counters of %s are not plausible: %r" % (port, d))
     return out
 
 

@@ -539,6 +539,11 @@ def test_impair_delta_counts_what_this_point_dropped():
     (_stats(1, uls1=(100, 1)), _stats(1, uls2=(200, 1))),       # other ports
     (_stats(1, uls1=(100, 1)), {"impaired": False, "loss_pct": None, "frames": 0,
                                 "dropped": 0, "bytes": 0, "dropped_bytes": 0, "ports": {}}),
+    # bytes that saturated at 2^31 - 1 in both readings: 1000 frames of 0 bytes
+    (dict(_stats(1, uls1=(100, 1)), ports={"uls1": {"frames": 100, "bytes": 2147483647,
+                                                    "dropped": 1, "dropped_bytes": 1000}}),
+     dict(_stats(1, uls1=(1100, 1)), ports={"uls1": {"frames": 1100, "bytes": 2147483647,
+                                                     "dropped": 1, "dropped_bytes": 1000}})),
 ])
 def test_impair_delta_refuses_counters_that_do_not_belong_together(before, after):
     with pytest.raises(sw.BenchError):

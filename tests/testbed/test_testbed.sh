@@ -4,8 +4,9 @@
 #
 # Builds and tears down testbeds named ulstbselftest* (never the default
 # "ulstb"), checks topology, MTU, isolation, idempotence, cleanup and argument
-# validation, and that the root namespace's links and namespace list are the
-# same afterwards.  Output is TAP ("ok N - name" / "not ok N - name");
+# validation, the loss impairment (`impair`: checked at the receivers against its
+# counters), and that the root namespace's links, namespace list and nftables
+# ruleset are the same afterwards.  Output is TAP ("ok N - name" / "not ok N - name");
 # exit status 0 only if every check passed.
 #
 # The traffic checks (TAP <-> kernel peer, Scapy interface) need python3
