@@ -190,6 +190,26 @@ def test_a_short_loss_run_records_the_rate_and_the_frames_dropped_and_verifies(t
             assert f.read(8) == b"\x89PNG\r\n\x1a\n"
 
 
+def test_raw_frames_under_loss_are_lost_at_the_receiver_as_the_rule_dropped_them(tmp_path):
+    """The receiving side's view of the loss rule on a TAP port: ulsraw numbers its frames
+    and counts the ones that never arrived; at 1% it must miss at least every frame the
+    rule says it dropped (more only if the receiving TAP's queue overflowed)."""
+    out = tmp_path / "raw.json"
+    env = dict(os.environ, ULS_BUILDDIR=BUILD, ULS_SRCDIR=SRC)
+    r = subprocess.run([BENCH, "--loss", "1", "--mode", "raw", "--streams", "1",
+                        "--seconds", "0.5", "--json", str(out)],
+                       capture_output=True, text=True, timeout=300, env=env,
+                       stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
+    run = json.loads(out.read_text())["runs"][0]
+    assert run["mode"] == "raw" and run["loss_pct"] == 1 and run["raw"]["corrupt"] == 0
+    dropped = run["impairment"]["ports"]["uls1"]["dropped"]
+    assert dropped == run["frames_dropped"] > 0
+    assert run["raw"]["lost"] >= dropped, run
+    # and about 1% of what the sender wrote
+    assert 0.005 < dropped / run["impairment"]["ports"]["uls1"]["frames"] < 0.02, run
+
+
 def _sweep_module():
     import importlib.util
     spec = importlib.util.spec_from_file_location(
