@@ -2,7 +2,8 @@
 """ulsbench sweep: aggregate and per-stream throughput vs number of concurrent streams.
 
     ulsbench [--mode MODE[,MODE...]] [--streams N[,N...]] [--seconds S | --bytes B]
-             [--mtu M[,M...]] [--json FILE] [--plot DIR]
+             [--mtu M[,M...]] [--offload on|off|on,off] [--loss PCT[,PCT...]]
+             [--repeat R] [--json FILE] [--plot DIR]
 
 This is the driver behind `ulsbench` when its first argument is not a worker subcommand
 (`server`, `client`); it also runs on its own:
@@ -19,6 +20,16 @@ each mode of --mode, at each MTU of --mtu (seed 004, section 4.3, Figures 5, 7 a
            streams, processes = 64 and several streams (threads) share a process
   central  one ulstack process per node carries every stream (ulsrelay); the worker
            processes hand it their data over UNIX sockets (the OSF/1 "Unix server")
+
+With --loss, every point runs again at each loss level: the testbed drops that percentage
+of the frames entering its bridge at random (`testbed impair`: an nftables rule at the
+ingress of every TAP and kernel-peer port, since this kernel has no netem), the same for
+every mode, and each run records loss_pct, the offload setting, and the frames the rule
+counted and dropped during that point (frames_seen, frames_dropped, per port in
+`impairment`). The table then gives the median of the --repeat runs of each point and
+each mode's ratio to the kernel's; the plots are throughput and that ratio against loss.
+Under loss, --offload applies to the kernel peers as well (TSO/GSO on their veths), so
+that with offload off every frame on the bridge is one wire segment in every mode.
 
 For each point it reports the aggregate throughput (total verified bytes / the time the
 streams moved data, see transfer_window), the per-stream throughput (each stream's
@@ -73,6 +84,15 @@ MAX_PROCS = 64              # above this, several streams (threads) share a proc
 MIN_SECONDS, MAX_SECONDS = 0.5, 60.0
 MIN_BYTES, MAX_BYTES = 65536, 16 << 30
 MIN_MTU, TAP_MAX_MTU = 576, 65521  # 65535 minus the 14-byte Ethernet header
+# --loss: percentages below 100 with at most 3 decimals (the testbed's rule drops N of
+# 100000 frames); without --mode, a loss sweep runs the TCP modes (raw is not TCP: under
+# loss it only shows the drop rate).
+LOSS_MODES = ("kernel", "perproc", "central")
+MAX_REPEAT = 20
+OFFLOADS = ("on", "off")
+# Extra seconds a point may take under loss: a stream's last segments can wait for
+# retransmission timeouts (and their backoff) after the sender's time is up.
+LOSS_SLACK = 120.0
 MSG_SIZE = 65536            # seed 004's 64 KB messages; the workers' fixed message size
 
 TB_NAME = "ulsbench"
@@ -226,6 +246,49 @@ def parse_bytes(text):
     return v
 
 
+def parse_loss(text):
+    """'1,0,0.1' -> [0.0, 0.1, 1.0]: percentages 0 <= p < 100 with at most 3 decimals,
+    sorted, duplicates dropped; UsageError otherwise."""
+    if text is None or not text.strip():
+        raise UsageError("--loss: empty list")
+    out = []
+    for item in text.split(","):
+        item = item.strip()
+        m = re.fullmatch(r"([0-9]{1,2})(?:\.([0-9]{1,3}))?", item)
+        if not m:
+            raise UsageError("--loss: '%s' is not a percentage 0..99.999 with at most 3 "
+                             "decimals" % item)
+        # Exact in thousandths, then one float per level.
+        milli = int(m.group(1)) * 1000 + int((m.group(2) or "").ljust(3, "0"))
+        v = milli / 1000.0
+        if v not in out:
+            out.append(v)
+    return sorted(out)
+
+
+def loss_arg(pct):
+    """A loss level as `testbed impair --loss` takes it: 0.1 -> '0.1', 1.0 -> '1'."""
+    milli = int(round(pct * 1000))
+    whole, frac = divmod(milli, 1000)
+    return str(whole) if not frac else ("%d.%03d" % (whole, frac)).rstrip("0")
+
+
+def parse_offloads(text):
+    """'off,on' -> ['on', 'off'] (on first, duplicates dropped)."""
+    items = [x.strip() for x in (text or "").split(",")]
+    bad = [x for x in items if x not in OFFLOADS]
+    if bad or not items:
+        raise UsageError("--offload: '%s' is not on, off or on,off" % text)
+    return [o for o in OFFLOADS if o in items]
+
+
+def parse_repeat(text):
+    if not re.fullmatch(r"[0-9]{1,3}", (text or "").strip()) or \
+            not 1 <= int(text) <= MAX_REPEAT:
+        raise UsageError("--repeat: '%s' is not a count 1..%d" % (text, MAX_REPEAT))
+    return int(text)
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):
         raise UsageError(message)
@@ -241,8 +304,9 @@ def build_parser():
         epilog="Worker subcommands: ulsbench server ..., ulsbench client ... (ulsbench "
                "server --help). Runs as root; builds and removes its own testbed "
                "(TB_NAME=ulsbench).")
-    p.add_argument("--mode", default=",".join(DEFAULT_MODES), metavar="MODE[,MODE...]",
-                   help="modes to run, from %s, or all (default: all)" % ", ".join(MODES))
+    p.add_argument("--mode", default=None, metavar="MODE[,MODE...]",
+                   help="modes to run, from %s, or all (default: all; with --loss: %s)"
+                        % (", ".join(MODES), ",".join(LOSS_MODES)))
     p.add_argument("--streams", default=",".join(map(str, DEFAULT_STREAMS)),
                    metavar="N[,N...]",
                    help="numbers of concurrent streams, 1..%d (default: %s)"
@@ -258,9 +322,19 @@ def build_parser():
                    help="seconds the streams of a point run before the measured --seconds "
                         "start, 0..%g (default %g; 0 with --bytes); not for raw mode, "
                         "whose path has nothing to warm" % (MAX_WARMUP, DEFAULT_WARMUP))
-    p.add_argument("--offload", default=DEFAULT_OFFLOAD, choices=("on", "off"),
+    p.add_argument("--offload", default=DEFAULT_OFFLOAD, metavar="on|off|on,off",
                    help="segmentation offload at the ulsd nodes (perproc and central; "
-                        "ulsd --offload), default %s" % DEFAULT_OFFLOAD)
+                        "ulsd --offload), default %s; on,off runs the sweep once with each. "
+                        "With --loss it applies to the kernel peers' TSO/GSO too"
+                        % DEFAULT_OFFLOAD)
+    p.add_argument("--loss", default=None, metavar="PCT[,PCT...]",
+                   help="run every point at each of these random frame-loss rates, in "
+                        "percent (0..99.999, 0 allowed), applied to the frames entering "
+                        "the testbed's bridge (testbed impair); each run records loss_pct "
+                        "and the frames dropped")
+    p.add_argument("--repeat", default="1", metavar="R",
+                   help="run each point R times (1..%d), interleaved: the table gives "
+                        "medians (default 1)" % MAX_REPEAT)
     p.add_argument("--mtu", default=",".join(map(str, DEFAULT_MTUS)), metavar="M[,M...]",
                    help="link MTUs, %d..%d (default: 1500; 9000 and %d are the jumbo "
                         "points)" % (MIN_MTU, TAP_MAX_MTU, TAP_MAX_MTU))
@@ -274,14 +348,21 @@ def build_parser():
 def parse_args(argv):
     """Validated options as a dict; UsageError on anything wrong."""
     ns = build_parser().parse_args(argv)
+    loss = parse_loss(ns.loss) if ns.loss is not None else None
+    offloads = parse_offloads(ns.offload)
+    mode_text = ns.mode if ns.mode is not None else (
+        ",".join(LOSS_MODES) if loss is not None else ",".join(DEFAULT_MODES))
     opts = {
-        "modes": parse_modes(ns.mode),
+        "modes": parse_modes(mode_text),
         "streams": parse_int_list(ns.streams, "--streams", 1, MAX_STREAMS),
         "mtus": parse_mtus(ns.mtu),
         "seconds": None,
         "bytes": None,
         "warmup": 0.0,
-        "offload": ns.offload,
+        "offload": ",".join(offloads),
+        "offloads": offloads,
+        "loss": loss,
+        "repeat": parse_repeat(ns.repeat),
         "json": ns.json,
         "plot": ns.plot,
     }
@@ -327,12 +408,36 @@ def plan_phases(modes, mtus):
     return phases
 
 
-def point_timeout(n, seconds=None, nbytes=None):
+def plan_sweep(modes, mtus, offloads, loss):
+    """The phases of the whole sweep: plan_phases for each offload setting, each phase
+    tagged with its "offload". Without --loss offload only changes the ulsd modes, so a
+    second pass runs only those; under loss it changes the kernel peers too (and raw runs
+    in each pass, if asked for)."""
+    out = []
+    for i, offload in enumerate(offloads):
+        these = modes if (i == 0 or loss is not None) else [m for m in modes
+                                                           if m in ULSD_MODES]
+        for ph in plan_phases(these, mtus):
+            out.append(dict(ph, offload=offload))
+    return out
+
+
+def plan_points(modes, streams, loss, repeat):
+    """The points of one phase in the order they run: repeats outermost, then loss levels
+    (None without --loss), then modes, then stream counts, so that the runs of a point are
+    spread over the phase's time and the modes of one loss level run side by side."""
+    return [{"repeat": r, "loss": l, "mode": m, "streams": n}
+            for r in range(repeat) for l in (loss if loss is not None else [None])
+            for m in modes for n in streams]
+
+
+def point_timeout(n, seconds=None, nbytes=None, loss=False):
     """Upper bound on one point's wall time: the transfer, plus setup for every process,
-    plus slack. For a byte count, assume at worst 20 MB/s aggregate."""
-    setup = 20.0 + 0.1 * n
+    plus slack (more under loss: see LOSS_SLACK). For a byte count, assume at worst 20 MB/s
+    aggregate."""
+    setup = 20.0 + 0.1 * n + (LOSS_SLACK if loss else 0.0)
     if nbytes is not None:
-        return min(900.0, setup + n * nbytes / 20e6)
+        return min(900.0 + (LOSS_SLACK if loss else 0.0), setup + n * nbytes / 20e6)
     return setup + 3.0 * seconds
 
 
@@ -487,6 +592,51 @@ def make_run(mode, n, mtu, wall, streams, cpu, extra=None):
     return run
 
 
+IMPAIR_COUNTERS = ("frames", "bytes", "dropped", "dropped_bytes")
+
+
+def impair_delta(before, after):
+    """What the testbed's loss rule counted between two `testbed impair-stats` documents:
+    the totals and each port's frames seen and dropped (and their bytes). BenchError when
+    the two do not describe one rule running on (not impaired, another rate, other ports,
+    or a counter that went back: the rule was replaced meanwhile)."""
+    for d in (before, after):
+        if not isinstance(d, dict) or d.get("impaired") is not True:
+            raise BenchError("the testbed is not impaired (impair-stats: %r)" % (d,))
+    if before.get("loss_pct") != after.get("loss_pct"):
+        raise BenchError("the loss rate changed during the point (%r -> %r)"
+                         % (before.get("loss_pct"), after.get("loss_pct")))
+    pb, pa = before.get("ports") or {}, after.get("ports") or {}
+    if set(pb) != set(pa) or not pa:
+        raise BenchError("the impaired ports changed during the point (%s -> %s)"
+                         % (sorted(pb), sorted(pa)))
+    out = {"loss_pct": after["loss_pct"], "ports": {}}
+    for port in sorted(pa):
+        d = {}
+        for k in IMPAIR_COUNTERS:
+            a, b = pa[port].get(k), pb[port].get(k)
+            if not isinstance(a, int) or not isinstance(b, int) or a < b:
+                raise BenchError("impairment counter %s of %s went from %r to %r"
+                                 % (k, port, b, a))
+            d[k] = a - b
+        out["ports"][port] = d
+    for k in IMPAIR_COUNTERS:
+        out[k] = sum(d[k] for d in out["ports"].values())
+    # Every frame has at least its 14-byte Ethernet header: fewer bytes means a counter
+    # was misread (the testbed's awk once printed them with %d, which saturates at 2^31).
+    for port, d in out["ports"].items():
+        if d["bytes"] < 14 * d["frames"] or d["dropped_bytes"] < 14 * d["dropped"]:
+            raise BenchError("impairment counters of %s are not plausible: %r" % (port, d))
+    return out
+
+
+def loss_fields(loss, delta, offload):
+    """The fields a run gets under --loss: the configured rate, the offload setting, and
+    the frames the rule saw and dropped during the point (`impairment`: per port too)."""
+    return {"loss_pct": loss, "offload": offload, "frames_seen": delta["frames"],
+            "frames_dropped": delta["dropped"], "impairment": delta}
+
+
 def role_of(name):
     """sender, receiver or relay, from the name a point gives a process."""
     base = name.rsplit("-", 1)[-1]
@@ -539,26 +689,110 @@ def check_run_schema(run):
     if isinstance(run["jain"], (int, float)) and run["streams"] and \
             not (1.0 / run["streams"] - 1e-3 <= run["jain"] <= 1.0 + 1e-3):
         errs.append("jain range")
+    if "offload" in run and run["offload"] not in OFFLOADS:
+        errs.append("offload")
+    if "loss_pct" in run:
+        lp, fd, fs = run["loss_pct"], run.get("frames_dropped"), run.get("frames_seen")
+        if not isinstance(lp, (int, float)) or isinstance(lp, bool) or not 0 <= lp < 100:
+            errs.append("loss_pct")
+        if not isinstance(fd, int) or isinstance(fd, bool) or fd < 0:
+            errs.append("frames_dropped")
+        elif not isinstance(fs, int) or isinstance(fs, bool) or fs < fd:
+            errs.append("frames_seen")
+        if "offload" not in run:
+            errs.append("offload")
     return errs
 
 
 def format_table(runs):
-    """The results table (a string)."""
+    """The results table (a string); runs of a loss sweep get their offload, loss rate,
+    the frames dropped during the point and the mean size of the frames the rule saw."""
+    loss = any("loss_pct" in r for r in runs)
     head = ("%-8s %6s %7s %10s %9s %9s %9s %6s %8s %12s" %
             ("mode", "mtu", "streams", "aggr Gb/s", "min Gb/s", "med Gb/s", "max Gb/s",
              "Jain", "CPU s", "verified MB"))
+    if loss:
+        head = "%-7s %6s " % ("offload", "loss%") + head + " %9s %8s" % ("dropped", "frame B")
     lines = [head, "-" * len(head)]
     for r in runs:
         ps = r["per_stream_gbps"]
-        lines.append("%-8s %6d %7d %10.3f %9.3f %9.3f %9.3f %6.3f %8.2f %12.1f" % (
+        line = "%-8s %6d %7d %10.3f %9.3f %9.3f %9.3f %6.3f %8.2f %12.1f" % (
             r["mode"], r["mtu"], r["streams"], r["aggregate_gbps"], ps["min"], ps["median"],
-            ps["max"], r["jain"], r["cpu_seconds"], r["bytes_verified"] / 1e6))
+            ps["max"], r["jain"], r["cpu_seconds"], r["bytes_verified"] / 1e6)
+        if loss:
+            imp = r.get("impairment") or {}
+            mean = (imp.get("bytes", 0) / imp["frames"]) if imp.get("frames") else 0
+            line = "%-7s %6s " % (r.get("offload", "-"), loss_arg(r.get("loss_pct", 0))) + \
+                line + " %9d %8.0f" % (r.get("frames_dropped", 0), mean)
+        lines.append(line)
     return "\n".join(lines)
 
 
 def sort_runs(runs):
     order = {m: i for i, m in enumerate(MODES)}
-    return sorted(runs, key=lambda r: (r["mtu"], order.get(r["mode"], 99), r["streams"]))
+    off = {o: i for i, o in enumerate(OFFLOADS)}
+    return sorted(runs, key=lambda r: (r["mtu"], off.get(r.get("offload"), -1),
+                                       r.get("loss_pct", -1), order.get(r["mode"], 99),
+                                       r["streams"], r.get("repeat", 0)))
+
+
+def loss_summary(runs):
+    """The runs of a loss sweep grouped by (mtu, offload, loss, streams): for each mode the
+    median, min and max aggregate throughput over its repeats, the median frames dropped,
+    and the ratio of its median to the kernel's median (None without a kernel run)."""
+    groups = {}
+    for r in runs:
+        key = (r["mtu"], r.get("offload", DEFAULT_OFFLOAD), r.get("loss_pct", 0.0),
+               r["streams"])
+        groups.setdefault(key, {}).setdefault(r["mode"], []).append(r)
+    off = {o: i for i, o in enumerate(OFFLOADS)}
+    rows = []
+    for key in sorted(groups, key=lambda k: (k[0], off.get(k[1], 9), k[2], k[3])):
+        modes = {}
+        for m in MODES:
+            rs = groups[key].get(m)
+            if not rs:
+                continue
+            g = [r["aggregate_gbps"] for r in rs]
+            modes[m] = {"gbps": statistics.median(g), "min": min(g), "max": max(g),
+                        "runs": len(rs),
+                        "frames_dropped": statistics.median(r.get("frames_dropped", 0)
+                                                            for r in rs)}
+        k = modes.get("kernel", {}).get("gbps")
+        for m, d in modes.items():
+            d["ratio"] = d["gbps"] / k if k else None
+        rows.append({"mtu": key[0], "offload": key[1], "loss_pct": key[2],
+                     "streams": key[3], "modes": modes})
+    return rows
+
+
+def format_loss_table(rows):
+    """Medians over the repeats, and each mode's ratio to the kernel (a string)."""
+    present = [m for m in MODES if any(m in r["modes"] for r in rows)]
+    mtus = len({r["mtu"] for r in rows}) > 1
+    head = "%-7s %7s %7s %4s" % ("offload", "loss%", "streams", "runs")
+    if mtus:
+        head = "%6s " % "mtu" + head
+    for m in present:
+        head += " %11s" % (m + " Gb/s") + ("" if m == "kernel" else " %8s" % "x kernel")
+    head += "   frames dropped (median per run, %s)" % "/".join(present)
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        md = r["modes"]
+        line = "%-7s %7s %7d %4d" % (r["offload"], loss_arg(r["loss_pct"]), r["streams"],
+                                      max(d["runs"] for d in md.values()))
+        if mtus:
+            line = "%6d " % r["mtu"] + line
+        for m in present:
+            d = md.get(m)
+            line += " %11s" % ("%.3f" % d["gbps"] if d else "-")
+            if m != "kernel":
+                line += " %8s" % ("%.3fx" % d["ratio"] if d and d["ratio"] is not None
+                                  else "-")
+        line += "   " + "/".join("%g" % md[m]["frames_dropped"] if m in md else "-"
+                                 for m in present)
+        lines.append(line)
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------
@@ -618,6 +852,75 @@ def plot_runs(runs, outdir, title_suffix=""):
         ax.set_ylim(bottom=0 if kind == "aggregate" else None)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize="small")
+        fig.tight_layout()
+        path = os.path.join(outdir, kind + ".png")
+        fig.savefig(path)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+STREAM_LINES = ("-", "--", ":", "-.")
+
+
+def plot_loss(runs, outdir, title_suffix=""):
+    """loss.png (aggregate throughput against the loss rate, median of the repeats with
+    their min..max, one panel per offload setting) and loss_ratio.png (each ulstack mode's
+    median over the kernel's) in outdir; returns the paths."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = loss_summary(runs)
+    offs = [o for o in OFFLOADS if any(r["offload"] == o for r in rows)]
+    levels = sorted({r["loss_pct"] for r in rows})
+    ns = sorted({r["streams"] for r in rows})
+    mtus = sorted({r["mtu"] for r in rows})
+    paths = []
+    for kind in ("loss", "loss_ratio"):
+        fig, axes = plt.subplots(1, len(offs), figsize=(6.5 * len(offs), 5), dpi=110,
+                                 squeeze=False, sharey=True)
+        for ax, off in zip(axes[0], offs):
+            for mode in MODES:
+                if kind == "loss_ratio" and mode == "kernel":
+                    continue
+                for j, n in enumerate(ns):
+                    for mtu in mtus:
+                        pts = [(levels.index(r["loss_pct"]), r["modes"][mode]) for r in rows
+                               if r["offload"] == off and r["streams"] == n and
+                               r["mtu"] == mtu and mode in r["modes"]]
+                        if kind == "loss_ratio":
+                            pts = [(x, d) for x, d in pts if d["ratio"] is not None]
+                        if not pts:
+                            continue
+                        st = MODE_STYLE[mode]
+                        label = "%s, %d stream%s%s" % (st["label"], n, "" if n == 1 else "s",
+                                                       "" if len(mtus) == 1 else
+                                                       ", MTU %d" % mtu)
+                        kw = dict(color=st["color"], marker=st["marker"], label=label,
+                                  linestyle=STREAM_LINES[j % len(STREAM_LINES)])
+                        x = [p[0] for p in pts]
+                        if kind == "loss":
+                            med = [p[1]["gbps"] for p in pts]
+                            lo = [m - p[1]["min"] for m, p in zip(med, pts)]
+                            hi = [p[1]["max"] - m for m, p in zip(med, pts)]
+                            ax.errorbar(x, med, yerr=[lo, hi], capsize=3, **kw)
+                        else:
+                            ax.plot(x, [p[1]["ratio"] for p in pts], **kw)
+            if kind == "loss_ratio":
+                ax.axhline(1.0, color="tab:blue", linewidth=1, alpha=0.6)
+            ax.set_yscale("log")
+            ax.set_xticks(range(len(levels)))
+            ax.set_xticklabels([loss_arg(l) + "%" for l in levels])
+            ax.set_xlim(-0.3, len(levels) - 0.7)
+            ax.set_xlabel("random loss of the frames entering the bridge")
+            ax.set_title("offload %s%s" % (off, title_suffix))
+            ax.grid(True, which="both", alpha=0.3)
+        axes[0][0].set_ylabel("aggregate throughput (Gbit/s), median, min..max"
+                              if kind == "loss" else "throughput / kernel's (medians)")
+        axes[0][-1].legend(fontsize="x-small")
+        fig.suptitle("Throughput under random frame loss" if kind == "loss" else
+                     "ulstack's throughput relative to the kernel's under loss")
         fig.tight_layout()
         path = os.path.join(outdir, kind + ".png")
         fig.savefig(path)
@@ -775,8 +1078,12 @@ NEEDS = {"raw": ("ulsraw",), "kernel": ("ulsbench",), "perproc": ("ulsbench", "u
          "central": ("ulsbench", "ulsrelay", "ulsd")}
 
 
-def check_tools(paths, modes):
+def check_tools(paths, modes, loss=False, offloads=(DEFAULT_OFFLOAD,)):
     missing = []
+    if loss and not shutil.which("nft"):
+        missing.append("--loss needs 'nft' (nftables; build-aux/setup-debian installs it)")
+    if loss and "off" in offloads and "kernel" in modes and not shutil.which("ethtool"):
+        missing.append("--loss with --offload off needs 'ethtool' (kernel peers' TSO/GSO)")
     for m in modes:
         for tool in NEEDS[m]:
             p = paths[tool]
@@ -885,6 +1192,39 @@ class Testbed:
         self.is_up = False
         self.env = {}
 
+    def impair(self, loss):
+        """Random loss of `loss` percent on the frames entering the bridge (testbed
+        impair); the rule's counters start at 0."""
+        rc, _, err = self._run([self.paths["testbed"], "impair", "--loss", loss_arg(loss)],
+                               timeout=30)
+        if rc != 0:
+            raise BenchError("testbed impair --loss %s failed (%s):\n%s" % (
+                loss_arg(loss), "timed out" if rc is None else "exit %d" % rc, err.strip()))
+
+    def impair_stats(self):
+        rc, out, err = self._run([self.paths["testbed"], "impair-stats"], timeout=30)
+        try:
+            doc = json.loads(out) if rc == 0 else None
+        except ValueError:
+            doc = None
+        if not isinstance(doc, dict):
+            raise BenchError("testbed impair-stats failed (%s):\n%s" % (
+                "timed out" if rc is None else "exit %d" % rc, (err + out).strip()))
+        return doc
+
+    def kernel_offload(self, on):
+        """TSO/GSO of the kernel peers' interfaces (inside their namespaces): off makes the
+        kernel's TCP hand the bridge wire-sized frames, as ulsd does with offload off."""
+        for ns in (self.env["TB_KERNEL_NETNS"], self.env["TB_KERNEL2_NETNS"]):
+            argv = ["ip", "netns", "exec", ns, "ethtool", "-K", "eth0",
+                    "tso", "on" if on else "off", "gso", "on" if on else "off"]
+            try:
+                r = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+            except (OSError, subprocess.TimeoutExpired) as e:
+                raise BenchError("%s: %s" % (" ".join(argv), e))
+            if r.returncode != 0:
+                raise BenchError("%s failed: %s" % (" ".join(argv), r.stderr.strip()))
+
     def ulsd_pids(self):
         """The PIDs of the testbed's ulsd processes (only read, never signalled). The PID
         file may name the ulsd itself or the shell that started it; then its ulsd child."""
@@ -960,16 +1300,19 @@ def progress(msg, final=False):
 class Point:
     """Runs one (mode, N, mtu) point on an up testbed and returns its run object."""
 
-    def __init__(self, procs, tb, paths, mode, n, mtu, seconds, nbytes, workdir, warmup=0.0):
+    def __init__(self, procs, tb, paths, mode, n, mtu, seconds, nbytes, workdir, warmup=0.0,
+                 loss=None):
         self.procs, self.tb, self.paths = procs, tb, paths
         self.mode, self.n, self.mtu = mode, n, mtu
         self.seconds, self.nbytes = seconds, nbytes
         self.warmup = warmup if mode != "raw" and seconds is not None else 0.0
         self.workdir = workdir
-        self.tag = "[%s n=%d mtu=%d]" % (mode, n, mtu)
+        self.tag = "[%s n=%d mtu=%d%s]" % (mode, n, mtu, "" if loss is None
+                                           else " loss=%s%%" % loss_arg(loss))
         self.started = []
         self.deadline = time.monotonic() + point_timeout(
-            n, None if seconds is None else seconds + self.warmup, nbytes)
+            n, None if seconds is None else seconds + self.warmup, nbytes,
+            loss=bool(loss))
         self.window = None      # seconds the streams moved data (see transfer_window)
 
     # -- helpers ---------------------------------------------------------------
@@ -1337,13 +1680,21 @@ def _raise_signal(signum, frame):
     raise Interrupted(signum)
 
 
+def sweep_phases(opts):
+    return plan_sweep(opts["modes"], opts["mtus"], opts.get("offloads", [DEFAULT_OFFLOAD]),
+                      opts.get("loss"))
+
+
+def count_points(opts):
+    levels = len(opts["loss"]) if opts.get("loss") is not None else 1
+    return sum(len(opts["streams"]) * len(ph["modes"]) for ph in sweep_phases(opts)) * \
+        levels * opts.get("repeat", 1)
+
+
 def estimate_seconds(opts):
     """A rough wall-time estimate of the sweep (for the start message)."""
     per = (opts["seconds"] or 2.0) + opts.get("warmup", 0.0) + 1.0
-    pts = sum(len(opts["streams"]) * len(ph["modes"]) for ph in plan_phases(opts["modes"],
-                                                                            opts["mtus"]))
-    phases = len(plan_phases(opts["modes"], opts["mtus"]))
-    return pts * per + phases * 4
+    return count_points(opts) * per + len(sweep_phases(opts)) * 4
 
 
 def main(argv=None):
@@ -1359,7 +1710,7 @@ def main(argv=None):
         log("must run as root (the testbed creates network namespaces)")
         return 1
     paths = find_paths()
-    missing = check_tools(paths, opts["modes"])
+    missing = check_tools(paths, opts["modes"], opts["loss"] is not None, opts["offloads"])
     if missing:
         for m in missing:
             log(m)
@@ -1379,29 +1730,52 @@ def main(argv=None):
     started = datetime.datetime.now(datetime.timezone.utc)
     workdir = tempfile.mkdtemp(prefix="ulsbench-")
     procs = Procs(workdir)
-    tb = Testbed(paths, offload=opts["offload"])
+    tb = Testbed(paths, offload=opts["offloads"][0])
     runs, error, rc = [], None, 0
     old = {s: signal.signal(s, _raise_signal) for s in (signal.SIGINT, signal.SIGTERM,
                                                         signal.SIGHUP)}
     t_start = time.monotonic()
-    phases = plan_phases(opts["modes"], opts["mtus"])
-    log("%d points (modes %s; streams %s; MTU %s; %s per point), about %.0f s; logs in %s" % (
-        sum(len(p["modes"]) * len(opts["streams"]) for p in phases), ",".join(opts["modes"]),
-        ",".join(map(str, opts["streams"])), ",".join(map(str, opts["mtus"])),
-        ("%g s" % opts["seconds"]) if opts["seconds"] is not None
-        else "%d bytes per stream" % opts["bytes"], estimate_seconds(opts), workdir))
+    loss = opts["loss"]
+    phases = sweep_phases(opts)
+    log("%d points (modes %s; streams %s; MTU %s; %s per point%s%s%s), about %.0f s; "
+        "logs in %s" % (
+            count_points(opts), ",".join(opts["modes"]),
+            ",".join(map(str, opts["streams"])), ",".join(map(str, opts["mtus"])),
+            ("%g s" % opts["seconds"]) if opts["seconds"] is not None
+            else "%d bytes per stream" % opts["bytes"],
+            "" if loss is None else "; loss %s%%" % ",".join(map(loss_arg, loss)),
+            "" if len(opts["offloads"]) == 1 else "; offload %s" % opts["offload"],
+            "" if opts["repeat"] == 1 else "; %d runs each" % opts["repeat"],
+            estimate_seconds(opts), workdir))
     try:
         for ph in phases:
-            log("testbed up: MTU %d, %s" % (ph["mtu"], "ulsd nodes" if ph["ulsd"]
-                                            else "TAPs free (no ulsd)"))
+            log("testbed up: MTU %d, %s, offload %s" % (
+                ph["mtu"], "ulsd nodes" if ph["ulsd"] else "TAPs free (no ulsd)",
+                ph["offload"]))
             tb.is_up = True     # start clean: also removes a testbed a killed run left
             tb.down()
+            tb.offload = ph["offload"]
             tb.up(ph["mtu"], ph["ulsd"])
-            for mode in ph["modes"]:
-                for n in opts["streams"]:
-                    pt = Point(procs, tb, paths, mode, n, ph["mtu"], opts["seconds"],
-                               opts["bytes"], workdir, opts["warmup"])
-                    runs.append(pt.run())
+            if loss is not None and "kernel" in ph["modes"]:
+                tb.kernel_offload(ph["offload"] == "on")
+            level = None
+            for spec in plan_points(ph["modes"], opts["streams"], loss, opts["repeat"]):
+                if spec["loss"] is not None and spec["loss"] != level:
+                    tb.impair(spec["loss"])
+                    level = spec["loss"]
+                before = tb.impair_stats() if level is not None else None
+                pt = Point(procs, tb, paths, spec["mode"], spec["streams"], ph["mtu"],
+                           opts["seconds"], opts["bytes"], workdir, opts["warmup"],
+                           loss=spec["loss"])
+                run = pt.run()
+                if level is not None:
+                    run.update(loss_fields(level, impair_delta(before, tb.impair_stats()),
+                                           ph["offload"]))
+                elif spec["mode"] in ULSD_MODES:
+                    run["offload"] = ph["offload"]
+                if opts["repeat"] > 1:
+                    run["repeat"] = spec["repeat"]
+                runs.append(run)
             tb.down()
     except BenchError as e:
         error, rc = str(e), 1
@@ -1424,6 +1798,9 @@ def main(argv=None):
         log("FAILED: %s" % error)
     if runs:
         print(format_table(runs))
+        if loss is not None:
+            print()
+            print(format_loss_table(loss_summary(runs)))
         sys.stdout.flush()
     doc = {
         "benchmark": "ulsbench concurrent streams",
@@ -1461,6 +1838,26 @@ def main(argv=None):
         },
         "runs": runs,
     }
+    if loss is not None or opts["repeat"] > 1 or len(opts["offloads"]) > 1:
+        doc["options"].update({"loss_pct": loss, "repeat": opts["repeat"],
+                               "offloads": opts["offloads"]})
+    if loss is not None:
+        doc["definitions"].update({
+            "loss_pct": "the configured rate: the testbed's nftables rule (testbed impair) "
+                        "drops this percentage of the frames entering the bridge from each "
+                        "TAP and kernel-peer port, at random (numgen random mod 100000), in "
+                        "both directions; every mode of the level runs through the same rule",
+            "frames_dropped": "the frames the rule dropped during this point (the delta of "
+                              "its counters around the point, connection set-up included); "
+                              "with offload on a frame can be a super-segment of up to 64 "
+                              "KiB, i.e. a burst of wire segments",
+            "frames_seen": "the frames that entered the bridge through the impaired ports "
+                           "during the point, the dropped ones included",
+            "impairment": "those counters (and their bytes) in total and per port",
+            "offload": "segmentation offload of the senders: ulsd's TSO through the TAP, "
+                       "and under --loss the kernel peers' TSO/GSO too",
+        })
+        doc["loss_summary"] = loss_summary(runs)
     if error:
         doc["error"] = error
     if opts["json"]:
@@ -1477,7 +1874,7 @@ def main(argv=None):
         try:
             os.makedirs(opts["plot"], exist_ok=True)
             mt = "" if len(opts["mtus"]) > 1 else " (MTU %d)" % opts["mtus"][0]
-            for p in plot_runs(runs, opts["plot"], mt):
+            for p in (plot_runs if loss is None else plot_loss)(runs, opts["plot"], mt):
                 log("wrote %s" % p)
         except Exception as e:      # plotting is a report, not a measurement
             log("plots failed: %s: %s" % (type(e).__name__, e))

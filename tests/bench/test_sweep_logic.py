@@ -441,3 +441,189 @@ def test_offload_defaults_on_and_reaches_ulsd_through_the_testbed_environment():
     paths = {"build": None, "ulsd": "/x/ulsd"}
     assert sw.Testbed(paths, offload="on")._env()["ULS_TSO"] == "1"
     assert sw.Testbed(paths, offload="off")._env()["ULS_TSO"] == "0"
+
+
+# --- the loss sweep (--loss): parsing, planning, counters, the ratio table ---------------
+def test_loss_option_parses_percentages_sorted_and_deduplicated():
+    assert sw.parse_loss("1,0,0.1,1") == [0.0, 0.1, 1.0]
+    assert sw.parse_loss("0.001,99.999") == [0.001, 99.999]
+    assert sw.parse_loss(" 2.50 ") == [2.5]
+
+
+@pytest.mark.parametrize("bad", ["", "x", "-1", "100", "150", "0.0001", "1e-3", "1,,2",
+                                 "nan", ".5"])
+def test_loss_option_rejects(bad):
+    with pytest.raises(sw.UsageError):
+        sw.parse_loss(bad)
+
+
+def test_loss_arg_is_what_the_testbed_takes():
+    assert [sw.loss_arg(x) for x in (0.0, 0.1, 1.0, 2.5, 0.001, 99.999)] == [
+        "0", "0.1", "1", "2.5", "0.001", "99.999"]
+
+
+def test_loss_defaults_to_the_tcp_modes_and_changes_nothing_without_it():
+    o = sw.parse_args([])
+    assert o["loss"] is None and o["repeat"] == 1
+    assert o["offloads"] == ["on"] and o["offload"] == "on"
+    assert o["modes"] == list(sw.MODES)
+    o = sw.parse_args(["--loss", "0,0.1,1"])
+    assert o["loss"] == [0.0, 0.1, 1.0]
+    assert o["modes"] == ["kernel", "perproc", "central"]
+    # modes named explicitly are kept, raw included
+    assert sw.parse_args(["--loss", "1", "--mode", "raw,perproc"])["modes"] == ["raw", "perproc"]
+
+
+def test_offload_list_and_repeat():
+    o = sw.parse_args(["--offload", "off,on"])
+    assert o["offloads"] == ["on", "off"] and o["offload"] == "on,off"
+    assert sw.parse_args(["--offload", "off,off"])["offloads"] == ["off"]
+    assert sw.parse_args(["--repeat", "3"])["repeat"] == 3
+    for bad in (["--offload", "on,maybe"], ["--offload", ""], ["--repeat", "0"],
+                ["--repeat", "21"], ["--repeat", "x"]):
+        with pytest.raises(sw.UsageError):
+            sw.parse_args(bad)
+
+
+def test_plan_sweep_without_loss_is_the_old_plan():
+    for modes in (list(sw.MODES), ["kernel", "perproc"], ["raw"]):
+        assert sw.plan_sweep(modes, [1500, 9000], ["on"], None) == [
+            dict(ph, offload="on") for ph in sw.plan_phases(modes, [1500, 9000])]
+
+
+def test_plan_sweep_offload_passes():
+    # Without loss the second offload pass only reruns what offload changes (ulsd modes).
+    ph = sw.plan_sweep(list(sw.MODES), [1500], ["on", "off"], None)
+    assert [(p["offload"], p["ulsd"], p["modes"]) for p in ph] == [
+        ("on", False, ["raw", "kernel"]), ("on", True, ["perproc", "central"]),
+        ("off", True, ["perproc", "central"])]
+    # Under loss the kernel's offload follows too, so every mode runs in both passes.
+    ph = sw.plan_sweep(["kernel", "perproc", "central"], [1500], ["on", "off"], [0.0, 1.0])
+    assert [(p["offload"], p["modes"]) for p in ph] == [
+        ("on", ["kernel", "perproc", "central"]), ("off", ["kernel", "perproc", "central"])]
+
+
+def test_plan_points_interleaves_repeats_and_loss_levels():
+    pts = sw.plan_points(["kernel", "perproc"], [1, 8], None, 1)
+    assert [(p["mode"], p["streams"]) for p in pts] == [
+        ("kernel", 1), ("kernel", 8), ("perproc", 1), ("perproc", 8)]
+    assert all(p["loss"] is None and p["repeat"] == 0 for p in pts)
+    pts = sw.plan_points(["kernel", "perproc"], [1], [0.0, 1.0], 2)
+    assert [(p["repeat"], p["loss"], p["mode"]) for p in pts] == [
+        (0, 0.0, "kernel"), (0, 0.0, "perproc"), (0, 1.0, "kernel"), (0, 1.0, "perproc"),
+        (1, 0.0, "kernel"), (1, 0.0, "perproc"), (1, 1.0, "kernel"), (1, 1.0, "perproc")]
+
+
+def _stats(loss, **ports):
+    p = {k: {"frames": f, "bytes": f * 1000, "dropped": d, "dropped_bytes": d * 1000}
+         for k, (f, d) in ports.items()}
+    return {"impaired": True, "loss_pct": loss,
+            "frames": sum(f for f, _ in ports.values()),
+            "dropped": sum(d for _, d in ports.values()),
+            "bytes": sum(f for f, _ in ports.values()) * 1000,
+            "dropped_bytes": sum(d for _, d in ports.values()) * 1000, "ports": p}
+
+
+def test_impair_delta_counts_what_this_point_dropped():
+    d = sw.impair_delta(_stats(1, uls1=(100, 1), uls2=(50, 0)),
+                        _stats(1, uls1=(1100, 11), uls2=(550, 6)))
+    assert d["loss_pct"] == 1 and d["frames"] == 1500 and d["dropped"] == 16
+    assert d["bytes"] == 1500 * 1000 and d["dropped_bytes"] == 16000
+    assert d["ports"]["uls1"] == {"frames": 1000, "bytes": 1000000, "dropped": 10,
+                                  "dropped_bytes": 10000}
+
+
+@pytest.mark.parametrize("before,after", [
+    (_stats(1, uls1=(100, 1)), _stats(1, uls1=(50, 1))),        # counters went back
+    (_stats(1, uls1=(100, 1)), _stats(0.1, uls1=(200, 1))),     # another rate
+    (_stats(1, uls1=(100, 1)), _stats(1, uls2=(200, 1))),       # other ports
+    (_stats(1, uls1=(100, 1)), {"impaired": False, "loss_pct": None, "frames": 0,
+                                "dropped": 0, "bytes": 0, "dropped_bytes": 0, "ports": {}}),
+    # bytes that saturated at 2^31 - 1 in both readings: 1000 frames of 0 bytes
+    (dict(_stats(1, uls1=(100, 1)), ports={"uls1": {"frames": 100, "bytes": 2147483647,
+                                                    "dropped": 1, "dropped_bytes": 1000}}),
+     dict(_stats(1, uls1=(1100, 1)), ports={"uls1": {"frames": 1100, "bytes": 2147483647,
+                                                     "dropped": 1, "dropped_bytes": 1000}})),
+])
+def test_impair_delta_refuses_counters_that_do_not_belong_together(before, after):
+    with pytest.raises(sw.BenchError):
+        sw.impair_delta(before, after)
+
+
+def _loss_run(mode, n, loss, gbps, offload="on", repeat=0, dropped=5, seen=1000):
+    run = sw.make_run(mode, n, 1500, 2.0, _streams([gbps / n] * n), {"total": 1.0})
+    run.update(sw.loss_fields(loss, {"loss_pct": loss, "frames": seen, "dropped": dropped,
+                                     "bytes": seen * 1500, "dropped_bytes": dropped * 1500,
+                                     "ports": {}}, offload))
+    run["repeat"] = repeat
+    return run
+
+
+def test_loss_fields_recorded_in_each_run_and_checked_by_the_schema():
+    run = _loss_run("perproc", 8, 0.1, 4.0, offload="off", dropped=7, seen=7000)
+    assert run["loss_pct"] == 0.1 and run["frames_dropped"] == 7
+    assert run["frames_seen"] == 7000 and run["offload"] == "off"
+    assert run["impairment"]["dropped_bytes"] == 7 * 1500
+    assert sw.check_run_schema(run) == []
+    for k, v in (("loss_pct", -1), ("loss_pct", "1"), ("frames_dropped", -1),
+                 ("frames_dropped", 1.5), ("frames_seen", 6), ("offload", "maybe")):
+        assert sw.check_run_schema(dict(run, **{k: v})), (k, v)
+
+
+def test_loss_table_medians_and_kernel_relative_ratios():
+    runs = [_loss_run("kernel", 1, 1.0, g, repeat=i) for i, g in enumerate((3.0, 4.0, 5.0))]
+    runs += [_loss_run("perproc", 1, 1.0, g, repeat=i) for i, g in enumerate((0.1, 0.4, 0.2))]
+    runs += [_loss_run("central", 1, 1.0, g, repeat=i) for i, g in enumerate((0.05, 0.8))]
+    runs += [_loss_run("perproc", 1, 0.0, 8.0), _loss_run("kernel", 1, 0.0, 10.0)]
+    rows = sw.loss_summary(runs)
+    assert [(r["offload"], r["loss_pct"], r["streams"]) for r in rows] == [
+        ("on", 0.0, 1), ("on", 1.0, 1)]
+    one = rows[1]["modes"]
+    assert one["kernel"]["gbps"] == pytest.approx(4.0) and one["kernel"]["runs"] == 3
+    assert one["perproc"]["gbps"] == pytest.approx(0.2)
+    assert one["perproc"]["ratio"] == pytest.approx(0.05)
+    assert one["central"]["gbps"] == pytest.approx(0.425)      # median of two
+    assert one["kernel"]["ratio"] == pytest.approx(1.0)
+    assert rows[0]["modes"]["perproc"]["ratio"] == pytest.approx(0.8)
+    assert "central" not in rows[0]["modes"]
+    text = sw.format_loss_table(rows)
+    assert "0.050x" in text and "0.800x" in text and "loss%" in text
+    # a table without a kernel run prints no ratio rather than a wrong one
+    rows = sw.loss_summary([_loss_run("perproc", 1, 1.0, 0.2)])
+    assert rows[0]["modes"]["perproc"]["ratio"] is None
+    assert "0.200" in sw.format_loss_table(rows)
+
+
+def test_loss_runs_sort_by_offload_loss_mode_streams_repeat():
+    runs = [_loss_run(m, n, l, 1.0, offload=o, repeat=r)
+            for o in ("off", "on") for l in (1.0, 0.0) for m in ("perproc", "kernel")
+            for n in (8, 1) for r in (1, 0)]
+    keys = [(r["offload"], r["loss_pct"], r["mode"], r["streams"], r["repeat"])
+            for r in sw.sort_runs(runs)]
+    assert keys[:3] == [("on", 0.0, "kernel", 1, 0), ("on", 0.0, "kernel", 1, 1),
+                        ("on", 0.0, "kernel", 8, 0)]
+    assert keys[-1] == ("off", 1.0, "perproc", 8, 1)
+    assert "loss%" in sw.format_table(sw.sort_runs(runs))
+
+
+def test_loss_plots(tmp_path):
+    pytest.importorskip("matplotlib")
+    runs = [_loss_run(m, n, l, g * (1 - l / 2), offload=o, repeat=r)
+            for o in ("on", "off") for l in (0.0, 0.1, 1.0) for n in (1, 8) for r in (0, 1)
+            for m, g in (("kernel", 8.0), ("perproc", 6.0), ("central", 3.0))]
+    paths = sw.plot_loss(runs, str(tmp_path))
+    assert sorted(os.path.basename(p) for p in paths) == ["loss.png", "loss_ratio.png"]
+    for p in paths:
+        with open(p, "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_loss_points_get_more_time_and_the_estimate_counts_every_pass():
+    assert sw.point_timeout(8, seconds=2, loss=True) > sw.point_timeout(8, seconds=2)
+    base = sw.parse_args(["--streams", "1,8"])
+    more = sw.parse_args(["--streams", "1,8", "--loss", "0,0.1,1", "--offload", "on,off",
+                          "--repeat", "3"])
+    one = sw.parse_args(["--streams", "1,8", "--mode", "kernel,perproc,central"])
+    # 3 loss levels x 2 offload passes x 3 repeats of the same points
+    assert sw.estimate_seconds(more) > 15 * sw.estimate_seconds(one) * 0.8
+    assert sw.estimate_seconds(base) > sw.estimate_seconds(one)

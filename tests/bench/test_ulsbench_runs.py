@@ -7,7 +7,8 @@ a receiver that accepted a wrong byte, or named the wrong offset, fails here.
 
 The smoke run is the benchmark itself (`ulsbench --mode raw,kernel,perproc,central`), two
 streams per mode for half a second after a short warm-up, on a testbed it builds: every
-mode must verify its bytes and write runs that pass the JSON schema, and the plots.
+mode must verify its bytes and write runs that pass the JSON schema, and the plots. The
+loss run does the same through the testbed's loss rule (`ulsbench --loss`).
 Needs root (namespaces, TAPs).
 """
 import json
@@ -154,6 +155,59 @@ def test_one_short_run_of_every_mode_verifies_and_writes_schema_and_plots(tmp_pa
     for png in ("aggregate.png", "per_stream.png"):
         with open(tmp_path / png, "rb") as f:
             assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_short_loss_run_records_the_rate_and_the_frames_dropped_and_verifies(tmp_path):
+    """`ulsbench --loss`: every TCP mode through the testbed's loss rule, offload off (so
+    that each frame is one wire segment, the kernel's too): each run records loss_pct and
+    the frames the rule dropped during it, and every byte is still verified. A fixed
+    2 MiB per stream, so that each point has about 1,400 data frames to drop from."""
+    out = tmp_path / "loss.json"
+    env = dict(os.environ, ULS_BUILDDIR=BUILD, ULS_SRCDIR=SRC)
+    r = subprocess.run([BENCH, "--loss", "1", "--offload", "off", "--streams", "1",
+                        "--bytes", "2M", "--json", str(out)],
+                       capture_output=True, text=True, timeout=600, env=env,
+                       stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
+    doc = json.loads(out.read_text())
+    assert doc["complete"] is True
+    assert sorted(x["mode"] for x in doc["runs"]) == ["central", "kernel", "perproc"]
+    sw = _sweep_module()
+    for run in doc["runs"]:
+        assert sw.check_run_schema(run) == [], run
+        assert run["verified"] is True and run["bytes_verified"] == 2 << 20
+        assert run["loss_pct"] == 1 and run["offload"] == "off"
+        imp = run["impairment"]
+        assert run["frames_dropped"] > 0, run
+        assert run["frames_dropped"] == imp["dropped"] == sum(
+            p["dropped"] for p in imp["ports"].values())
+        # Offload off everywhere: the frames the rule saw are wire-sized, the kernel's too.
+        assert imp["bytes"] / imp["frames"] < 1600, imp
+    assert "x kernel" in r.stdout and "loss%" in r.stdout
+    assert [row["loss_pct"] for row in doc["loss_summary"]] == [1]
+    for png in ("loss.png", "loss_ratio.png"):
+        with open(tmp_path / png, "rb") as f:
+            assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_raw_frames_under_loss_are_lost_at_the_receiver_as_the_rule_dropped_them(tmp_path):
+    """The receiving side's view of the loss rule on a TAP port: ulsraw numbers its frames
+    and counts the ones that never arrived; at 1% it must miss at least every frame the
+    rule says it dropped (more only if the receiving TAP's queue overflowed)."""
+    out = tmp_path / "raw.json"
+    env = dict(os.environ, ULS_BUILDDIR=BUILD, ULS_SRCDIR=SRC)
+    r = subprocess.run([BENCH, "--loss", "1", "--mode", "raw", "--streams", "1",
+                        "--seconds", "0.5", "--json", str(out)],
+                       capture_output=True, text=True, timeout=300, env=env,
+                       stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
+    run = json.loads(out.read_text())["runs"][0]
+    assert run["mode"] == "raw" and run["loss_pct"] == 1 and run["raw"]["corrupt"] == 0
+    dropped = run["impairment"]["ports"]["uls1"]["dropped"]
+    assert dropped == run["frames_dropped"] > 0
+    assert run["raw"]["lost"] >= dropped, run
+    # and about 1% of what the sender wrote
+    assert 0.005 < dropped / run["impairment"]["ports"]["uls1"]["frames"] < 0.02, run
 
 
 def _sweep_module():

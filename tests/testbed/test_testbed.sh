@@ -4,8 +4,9 @@
 #
 # Builds and tears down testbeds named ulstbselftest* (never the default
 # "ulstb"), checks topology, MTU, isolation, idempotence, cleanup and argument
-# validation, and that the root namespace's links and namespace list are the
-# same afterwards.  Output is TAP ("ok N - name" / "not ok N - name");
+# validation, the loss impairment (`impair`: checked at the receivers against its
+# counters), and that the root namespace's links, namespace list and nftables
+# ruleset are the same afterwards.  Output is TAP ("ok N - name" / "not ok N - name");
 # exit status 0 only if every check passed.
 #
 # The traffic checks (TAP <-> kernel peer, Scapy interface) need python3
@@ -243,6 +244,36 @@ def tap_ping(tap, mac, ip, peer, mtu):
         sys.exit("no %d-byte ICMP echo reply from %s" % (mtu, peer))
     print("tap %s: ARP + %d-byte ICMP echo with %s ok" % (tap, mtu, peer))
 
+def tap_echo(tap, mac, ip, peer, peer_mac, count):
+    """`count` ICMP echo requests written into the TAP, 3 ms apart, to the kernel peer
+    (whose neighbour entry for us the caller made static: no ARP); prints how many were
+    sent and how many distinct replies came back within 1 s of the last."""
+    send, recv = tap_open(tap)
+    payload = b"impair" * 8
+    got = set()
+    def match(f):
+        if (len(f) >= 42 and f[12:14] == b"\x08\x00" and f[23] == 1 and f[26:30] == ip_b(peer)
+                and f[34] == 0 and f[38:40] == b"\x43\x21"):
+            got.add(struct.unpack("!H", f[40:42])[0])
+    for seq in range(count):
+        icmp = struct.pack("!BBHHH", 8, 0, 0, 0x4321, seq) + payload
+        icmp = icmp[:2] + struct.pack("!H", csum(icmp)) + icmp[4:]
+        iph = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(icmp), seq, 0x4000, 64, 1, 0,
+                          ip_b(ip), ip_b(peer))
+        iph = iph[:10] + struct.pack("!H", csum(iph)) + iph[12:]
+        send(mac_b(peer_mac) + mac_b(mac) + b"\x08\x00" + iph + icmp)
+        end = time.time() + 0.003
+        while time.time() < end:
+            f = recv(end - time.time())
+            if f is not None:
+                match(f)
+    end = time.time() + 1.0
+    while time.time() < end:
+        f = recv(end - time.time())
+        if f is not None:
+            match(f)
+    print("sent %d received %d" % (count, len(got)))
+
 def scapy_arp(ifname, mac, ip, peer):
     """A frame from the fake Scapy MAC gets its answer back on scapy0."""
     _, send, recv = packet_open(ifname)
@@ -302,6 +333,8 @@ def quiet(ifname, seconds):
 cmd, args = sys.argv[1], sys.argv[2:]
 if cmd == "tap_ping":
     tap_ping(args[0], args[1], args[2], args[3], int(args[4]))
+elif cmd == "tap_echo":
+    tap_echo(args[0], args[1], args[2], args[3], args[4], int(args[5]))
 elif cmd == "scapy_arp":
     scapy_arp(*args)
 elif cmd == "scapy_checksums":
@@ -328,6 +361,10 @@ command -v python3 >/dev/null && have_python=1
 
 root_links >"$TMP/links.before"
 root_netns >"$TMP/netns.before"
+have_nft=0
+command -v nft >/dev/null && have_nft=1
+root_nft() { if (( have_nft )); then nft list ruleset 2>&1; fi; }
+root_nft >"$TMP/nft.before"
 
 # ---------------------------------------------------------------------------
 # up --nodes 3 --mtu 9000
@@ -389,6 +426,94 @@ result "status exits 0 and reports up"
 result "env exits 0 and re-prints the same lines"
 
 # ---------------------------------------------------------------------------
+# Impairment: random loss at the bridge ports' ingress, checked at the receivers
+# ---------------------------------------------------------------------------
+# counter JSON PORT FIELD (PORT "" = the totals) from `impair-stats`
+stat_of() {
+    python3 -c 'import json, sys
+d = json.loads(sys.argv[1])
+print(d[sys.argv[3]] if not sys.argv[2] else d["ports"][sys.argv[2]][sys.argv[3]])' "$@"
+}
+rx_packets() { ip -n "$1" -s -j link show dev "$2" | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["stats64"]["rx"]["packets"])'; }
+# in_band X LO HI: LO <= X <= HI (decimals)
+in_band() { python3 -c 'import sys; x, lo, hi = map(float, sys.argv[1:]); sys.exit(not lo <= x <= hi)' "$@"; }
+
+# The 30% ping check: k1 sends 400 echo requests to k2; every frame of it crosses one
+# impaired port each way (k1-br for requests, k2-br for replies). Static neighbours, so
+# that no ARP frame is dropped or sent: the counters then hold ICMP alone.
+impair_ping_ok() {
+    local stats out sent recvd lost rx0 rx1 req_seen req_drop
+    stats=$("$TESTBED" impair-stats 2>&1) || { echo "$stats"; return 1; }
+    [[ $(stat_of "$stats" "" frames) == 0 ]] || { echo "counters not zero at the start: $stats"; return 1; }
+    rx0=$(rx_packets "$TB_KERNEL2_NETNS" eth0)
+    out=$(ip netns exec "$TB_KERNEL_NETNS" ping -n -q -c 400 -i 0.005 -W 1 "$TB_KERNEL2_IP" 2>&1)
+    echo "$out"
+    rx1=$(rx_packets "$TB_KERNEL2_NETNS" eth0)
+    stats=$("$TESTBED" impair-stats 2>&1) || { echo "$stats"; return 1; }
+    echo "$stats"
+    sent=$(sed -nE 's/^([0-9]+) packets transmitted, ([0-9]+) received.*/\1/p' <<<"$out")
+    recvd=$(sed -nE 's/^([0-9]+) packets transmitted, ([0-9]+) received.*/\2/p' <<<"$out")
+    [[ $sent == 400 && -n $recvd ]] || { echo "cannot read ping's summary"; return 1; }
+    lost=$((sent - recvd))
+    req_seen=$(stat_of "$stats" k1-br frames) req_drop=$(stat_of "$stats" k1-br dropped)
+    echo "ping lost $lost of $sent; k1-br saw $req_seen dropped $req_drop; k2 eth0 received $((rx1 - rx0))"
+    # Every request entered at k1-br; the ones not dropped there reached k2 (its receive
+    # counter), and a ping is lost exactly when its request or its reply was dropped.
+    (( req_seen == sent )) || { echo "k1-br saw $req_seen frames, ping sent $sent"; return 1; }
+    (( rx1 - rx0 == req_seen - req_drop )) || { echo "k2 received $((rx1 - rx0)), expected $((req_seen - req_drop))"; return 1; }
+    (( lost == $(stat_of "$stats" "" dropped) )) || { echo "ping lost $lost, counters dropped $(stat_of "$stats" "" dropped)"; return 1; }
+    # 30% each way: the requests that arrived lost 30% (+-8 points: 3.5 sd at n = 400),
+    # the round trip 1 - 0.7^2 = 51%.
+    in_band "$(( (req_seen - (rx1 - rx0)) * 1000 / req_seen ))" 220 380 || { echo "request loss not near 30%"; return 1; }
+    in_band "$(( lost * 1000 / sent ))" 420 600 || { echo "round-trip loss not near 51%"; return 1; }
+}
+
+# The same through a TAP: frames a process writes into uls1 enter the bridge at uls1.
+impair_tap_ok() {
+    local stats out sent recvd
+    stats=$("$TESTBED" impair-stats 2>&1) || { echo "$stats"; return 1; }
+    out=$(probe "$TB_NETNS" tap_echo "$TB_NODE1_TAP" "$TB_NODE1_MAC" "$TB_NODE1_IP" "$TB_KERNEL_IP" 02:75:6c:00:00:64 300) || { echo "$out"; return 1; }
+    echo "$out"
+    local stats1
+    stats1=$("$TESTBED" impair-stats 2>&1) || { echo "$stats1"; return 1; }
+    echo "$stats1"
+    read -r _ sent _ recvd <<<"$out"
+    local seen=$(( $(stat_of "$stats1" uls1 frames) - $(stat_of "$stats" uls1 frames) ))
+    local dropped=$(( $(stat_of "$stats1" "" dropped) - $(stat_of "$stats" "" dropped) ))
+    (( seen == sent )) || { echo "uls1 saw $seen frames, the probe wrote $sent"; return 1; }
+    (( sent - recvd == dropped )) || { echo "lost $((sent - recvd)), counters dropped $dropped"; return 1; }
+    in_band "$(( (sent - recvd) * 1000 / sent ))" 410 610 || { echo "round-trip loss not near 51%"; return 1; }
+}
+
+if (( have_nft && have_python )) && command -v ping >/dev/null; then
+    "$TESTBED" impair --loss 30 >"$TMP/out" 2>&1
+    result "impair --loss 30 exits 0"
+    stats=$("$TESTBED" impair-stats 2>"$TMP/out")
+    { echo "$stats"; [[ $(python3 -c 'import json, sys; d = json.loads(sys.argv[1]); print(d["loss_pct"], " ".join(sorted(d["ports"])))' "$stats") == "30 k1-br k2-br uls1 uls2 uls3" ]]; } >"$TMP/out" 2>&1
+    result "impair-stats: loss_pct 30 on every TAP and kernel-peer port, not scapy0-br"
+    ip -n "$TB_KERNEL_NETNS" neigh replace "$TB_KERNEL2_IP" lladdr 02:75:6c:00:00:65 dev eth0 nud permanent
+    ip -n "$TB_KERNEL2_NETNS" neigh replace "$TB_KERNEL_IP" lladdr 02:75:6c:00:00:64 dev eth0 nud permanent
+    ip -n "$TB_KERNEL_NETNS" neigh replace "$TB_NODE1_IP" lladdr "$TB_NODE1_MAC" dev eth0 nud permanent
+    check "30% ingress loss: ping k1 -> k2 loses what the counters dropped, k2 received the rest" impair_ping_ok
+    check "30% ingress loss through a TAP: the echoes lost are the frames the counters dropped" impair_tap_ok
+    "$TESTBED" impair --loss 0.5 >"$TMP/out" 2>&1 &&
+        [[ $(stat_of "$("$TESTBED" impair-stats)" "" frames) == 0 ]] >>"$TMP/out" 2>&1
+    result "impair again replaces the rule and restarts its counters"
+    "$TESTBED" unimpair >"$TMP/out" 2>&1
+    result "unimpair exits 0"
+    { ip netns exec "$TB_KERNEL_NETNS" ping -n -q -c 100 -i 0.005 -W 1 "$TB_KERNEL2_IP" | tee /dev/stderr |
+        grep -q '^100 packets transmitted, 100 received, 0% packet loss' &&
+        [[ $(stat_of "$("$TESTBED" impair-stats)" "" impaired) == False ]] &&
+        ! ip netns exec "$TB_NETNS" nft list tables | grep -q ulstack_impair; } >"$TMP/out" 2>&1
+    result "unimpair: the table is gone and 100 pings see 0% loss"
+    check "impair --loss 100 exits 2" bash -c '"$0" impair --loss 100; (( $? == 2 ))' "$TESTBED"
+    check "impair --loss 0.0001 exits 2" bash -c '"$0" impair --loss 0.0001; (( $? == 2 ))' "$TESTBED"
+    check "impair without --loss exits 2" bash -c '"$0" impair; (( $? == 2 ))' "$TESTBED"
+else
+    skip "impairment checks" "needs nft (nftables), python3 and ping"
+fi
+
+# ---------------------------------------------------------------------------
 # Idempotence and rebuild
 # ---------------------------------------------------------------------------
 inode_before=$(ns_inode "$TB_NETNS")
@@ -442,6 +567,11 @@ result "status exits 1 when down"
 "$TESTBED" env >"$TMP/env2" 2>"$TMP/err"; rc=$?
 { cat "$TMP/err"; (( rc == 1 )) && [[ ! -s $TMP/env2 ]]; } >"$TMP/out" 2>&1
 result "env exits 1 with empty stdout when down"
+if (( have_nft )); then
+    "$TESTBED" impair --loss 1 >"$TMP/imp.out" 2>"$TMP/out"; rc=$?
+    { (( rc == 1 )) && [[ ! -s $TMP/imp.out ]] && ! ns_present "$TB_NAME"; } >>"$TMP/out" 2>&1
+    result "impair on a testbed that is down exits 1 and creates nothing"
+fi
 
 # ---------------------------------------------------------------------------
 # A failing up cleans up after itself
@@ -492,6 +622,8 @@ root_links >"$TMP/links.after"
 root_netns >"$TMP/netns.after"
 check "root namespace links identical to before" diff "$TMP/links.before" "$TMP/links.after"
 check "root netns list identical to before" diff "$TMP/netns.before" "$TMP/netns.after"
+root_nft >"$TMP/nft.after"
+check "root namespace nftables ruleset identical to before" diff "$TMP/nft.before" "$TMP/nft.after"
 
 echo "1..$num"
 if (( failed )); then
