@@ -21,6 +21,14 @@ static const char *const own_names[STK_CNT__COUNT] = {
 	[STK_CNT_HANDOFF_FAIL] = "handoff_failed",
 	[STK_CNT_TSO_HINT_MISS] = "tso_hint_miss",
 	[STK_CNT_RX_CSUM_OFFLOADED] = "rx_csum_offloaded",
+	/* ICMP errors for TCP (icmperr.c) */
+	[STK_CNT_ICMP_ERR_MALFORMED] = "icmp_err_malformed",
+	[STK_CNT_ICMP_ERR_NO_CONN] = "icmp_err_no_conn",
+	[STK_CNT_ICMP_ERR_OUT_OF_WINDOW] = "icmp_err_out_of_window",
+	[STK_CNT_ICMP_ERR_HARD] = "icmp_err_hard",
+	[STK_CNT_ICMP_ERR_SOFT] = "icmp_err_soft",
+	[STK_CNT_ICMP_PMTU_LOWERED] = "icmp_pmtu_lowered",
+	[STK_CNT_ICMP_PMTU_IGNORED] = "icmp_pmtu_ignored",
 };
 
 /* Called with the core lock held, like every other counter update. */

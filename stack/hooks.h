@@ -16,4 +16,8 @@ u32_t stk__tso_abc_limit(const struct tcp_pcb *pcb);
 void stk__tso_output(const struct tcp_pcb *pcb);
 int stk__tso_ip4_output_whole(const struct netif *netif, u8_t proto);
 
+/* ICMP errors for TCP connections (stack/icmperr.c, stack/patches/0030). */
+struct pbuf;
+int stk__icmp_error_input(struct pbuf *p, struct netif *inp);
+
 #endif

@@ -171,6 +171,10 @@ struct ip_addr;
 #define LWIP_HOOK_TCP_ABC_LIMIT(pcb)    stk__tso_abc_limit(pcb)
 #define LWIP_HOOK_IP4_OUTPUT_TSO(netif, proto) stk__tso_ip4_output_whole(netif, proto)
 
+/* ICMP errors reach TCP (stack/icmperr.c, stack/patches/0030): RFC 1122 §4.2.3.9,
+ * RFC 5927, RFC 1191. */
+#define LWIP_HOOK_ICMP_ERROR_INPUT(p, inp) stk__icmp_error_input(p, inp)
+
 #define LWIP_DEBUG                      0
 #define LWIP_PERF                       0
 

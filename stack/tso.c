@@ -120,9 +120,14 @@ uint32_t stk__tso_tx_offload(uint8_t *frame, size_t len)
 	nif_vnet_pseudo_csum(ip, ihl, 16);
 	uint32_t off = NIF_OFF_CSUM_PARTIAL;
 	size_t payload = total - ihl - thl;
-	if (payload + ihl + thl > stk__node.dev->mtu) {
+	bool ours = hint.lport == rd16(tcp) && hint.rport == rd16(tcp + 2);
+	/* Segmented when larger than the device's MTU, or than the connection's MSS: after
+	 * path MTU discovery lowered it (RFC 1191, stack/icmperr.c) a segment built before
+	 * fits the device but not the path. */
+	if (payload + ihl + thl > stk__node.dev->mtu ||
+	    (ours && payload + (thl - 20) > hint.mss)) {
 		unsigned mss = 536;  /* RFC 9293 §3.7.1's default, if the hint is not ours */
-		if (hint.lport == rd16(tcp) && hint.rport == rd16(tcp + 2))
+		if (ours)
 			mss = hint.mss;
 		else
 			stk__count(STK_CNT_TSO_HINT_MISS);
