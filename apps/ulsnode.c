@@ -6,12 +6,16 @@
  *   TCP 19 pattern source (apps/pattern.h, seed 19), TCP 10 hold (accepts, never reads),
  *   UDP 11 dial: a datagram holding a decimal port number makes the node connect to the
  *   sender's address at that port (an active open, for the tests of SYN retransmission)
- *   and serve echo on the connection
+ *   and serve echo on the connection;
+ *   TCP 11 dial: reads one line "A.B.C.D PORT", connects there (a blocking connect) and
+ *   answers "ok" or "err ERRNAME" (e.g. "err ECONNREFUSED"), so that tests can watch the
+ *   node's active open and what it reports to the application
  *
  * --stats PATH creates a UNIX socket; each connection to it receives the node's counters
  * as one JSON object and is closed. The socket appears once the node is up (tests wait for
  * it), and is removed at exit. SIGTERM or SIGINT stops the node.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
@@ -31,12 +35,45 @@
 #define SOURCE_SEED  19
 #define HOLD_SECONDS 120
 
-enum service { SVC_ECHO, SVC_DISCARD, SVC_GREET, SVC_SOURCE, SVC_HOLD };
+enum service { SVC_ECHO, SVC_DISCARD, SVC_GREET, SVC_SOURCE, SVC_HOLD, SVC_DIAL };
 
 struct conn {
 	int sd;
 	enum service svc;
 };
+
+/* The dial service: one request line, one connect, one answer line. */
+static void dial(int sd, char *b, size_t cap)
+{
+	size_t len = 0;
+	ssize_t n;
+
+	while (len < cap - 1 && !memchr(b, '\n', len) &&
+	       (n = uls_recv(sd, b + len, cap - 1 - len, 0)) > 0)
+		len += (size_t)n;
+	b[len] = 0;
+	char ip[32];
+	unsigned port;
+	struct sockaddr_in to = { .sin_family = AF_INET };
+	const char *answer = "err EINVAL\n";
+	char line[64];
+	if (sscanf(b, "%31s %u", ip, &port) == 2 && port > 0 && port < 65536 &&
+	    inet_pton(AF_INET, ip, &to.sin_addr) == 1) {
+		to.sin_port = htons((uint16_t)port);
+		int c = uls_socket(SOCK_STREAM);
+		int rc = c < 0 ? c : uls_connect(c, &to);
+		if (rc == 0) {
+			answer = "ok\n";
+		} else {
+			const char *name = strerrorname_np(-rc);
+			snprintf(line, sizeof(line), "err %s\n", name ? name : "?");
+			answer = line;
+		}
+		if (c >= 0)
+			uls_close(c);
+	}
+	uls_send(sd, answer, strlen(answer), 0);
+}
 
 static void *serve_conn(void *arg)
 {
@@ -62,6 +99,9 @@ static void *serve_conn(void *arg)
 		break;
 	case SVC_GREET:
 		uls_send(c.sd, "ulstack\n", 8, 0);
+		break;
+	case SVC_DIAL:
+		dial(c.sd, b, 65536);
 		break;
 	case SVC_SOURCE:
 		while (off < SOURCE_LIMIT) {
@@ -287,7 +327,7 @@ int main(int argc, char **argv)
 		return 1;
 	static const struct { unsigned port; enum service svc; } svcs[] = {
 		{ 7, SVC_ECHO }, { 9, SVC_DISCARD }, { 10, SVC_HOLD },
-		{ 13, SVC_GREET }, { 19, SVC_SOURCE },
+		{ 11, SVC_DIAL }, { 13, SVC_GREET }, { 19, SVC_SOURCE },
 	};
 	for (size_t i = 0; i < sizeof(svcs) / sizeof(svcs[0]); i++) {
 		int rc = listen_on(svcs[i].port, svcs[i].svc);

@@ -37,6 +37,14 @@ static const char *const own_names[STK_CNT__COUNT] = {
 	[STK_CNT_TCP_PAWS_DROPPED] = "tcp_paws_dropped",
 	[STK_CNT_TCP_TS_RECENT_EXPIRED] = "tcp_ts_recent_expired",
 	[STK_CNT_TCP_SIMULTANEOUS_OPEN] = "tcp_simultaneous_open",
+	/* ICMP errors for TCP (icmperr.c) */
+	[STK_CNT_ICMP_ERR_MALFORMED] = "icmp_err_malformed",
+	[STK_CNT_ICMP_ERR_NO_CONN] = "icmp_err_no_conn",
+	[STK_CNT_ICMP_ERR_OUT_OF_WINDOW] = "icmp_err_out_of_window",
+	[STK_CNT_ICMP_ERR_HARD] = "icmp_err_hard",
+	[STK_CNT_ICMP_ERR_SOFT] = "icmp_err_soft",
+	[STK_CNT_ICMP_PMTU_LOWERED] = "icmp_pmtu_lowered",
+	[STK_CNT_ICMP_PMTU_IGNORED] = "icmp_pmtu_ignored",
 };
 
 /* Called with the core lock held, like every other counter update. */

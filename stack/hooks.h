@@ -35,4 +35,8 @@ err_t stk__tcp_inpacket(struct tcp_pcb *pcb, struct tcp_hdr *hdr, u16_t optlen, 
 
 /* SYN retransmissions before connect gives up (stack/tcpconf.c, stack/patches/0020). */
 u8_t stk__syn_retries(void);
+
+/* ICMP errors for TCP connections (stack/icmperr.c, stack/patches/0030). */
+int stk__icmp_error_input(struct pbuf *p, struct netif *inp);
+
 #endif

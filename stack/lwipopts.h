@@ -185,6 +185,9 @@ struct ip_addr;
  * is raised to 48 (Linux's net.ipv4.tcp_min_snd_mss default), so a segment always has
  * room for the 12-byte timestamp option and data (patch 0010). */
 #define TCP_MSS_FLOOR                   48
+/* ICMP errors reach TCP (stack/icmperr.c, stack/patches/0030): RFC 1122 §4.2.3.9,
+ * RFC 5927, RFC 1191. */
+#define LWIP_HOOK_ICMP_ERROR_INPUT(p, inp) stk__icmp_error_input(p, inp)
 
 #define LWIP_DEBUG                      0
 #define LWIP_PERF                       0

@@ -99,6 +99,9 @@ struct stk_sock {
 	/* Connections another process may hold too (handoff.c). */
 	bool forked;               /* it existed at a fork(): the child holds its mirror */
 	bool parked;               /* closed here, kept until the others let go or claim it */
+	/* The last ICMP error for the connection (-errno; icmperr.c): reported instead of
+	 * ETIMEDOUT if it times out, or at once when it aborted the connection. */
+	int icmp_err;
 };
 
 /* endpoints.c: the node's port space lives in ulsd */
@@ -113,6 +116,10 @@ void stk__ep_accepted(struct tcp_pcb *pcb);
 int stk__ep_handoff(struct tcp_pcb *pcb, uint64_t nonce);
 int stk__ep_claim(uint16_t lport, const ip4_addr_t *rip, uint16_t rport, uint64_t nonce);
 void stk__ep_forget(struct tcp_pcb *pcb);
+
+/* stream.c: an ICMP error for the connection of pcb (icmperr.c) */
+struct tcp_pcb;
+void stk__stream_icmp_error(struct tcp_pcb *pcb, int err);
 
 /* socket.c */
 struct stk_sock *stk__sock_new(int type);

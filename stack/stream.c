@@ -83,6 +83,8 @@ static err_t on_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
 	struct stk_sock *s = arg;
 
 	(void)len;
+	if (s)
+		s->icmp_err = 0;  /* progress: an older soft error no longer explains anything */
 	if (s && stk__stream_has_room(pcb))
 		stk__sock_signal(s);
 	return ERR_OK;
@@ -96,15 +98,27 @@ static void on_err(void *arg, err_t err)
 	if (!s)
 		return;
 	s->tcp = NULL;
+	/* lwIP aborts a connection whose retransmissions ran out (ERR_ABRT): ETIMEDOUT, or the
+	 * last ICMP error it got meanwhile (RFC 1122 §4.2.3.9, soft errors; Linux reports
+	 * sk_err_soft the same way). An ICMP hard error aborts with its own error. */
+	int timeout = s->icmp_err ? s->icmp_err : -ETIMEDOUT;
 	if (s->state == STK_S_CONNECTING)
 		/* RFC 9293 §3.10.7.3: a RST in SYN-SENT means "connection reset"; for connect()
 		 * that is ECONNREFUSED, and lwIP aborts a SYN that was never answered. */
-		s->err = err == ERR_RST ? -ECONNREFUSED : err == ERR_ABRT ? -ETIMEDOUT :
+		s->err = err == ERR_RST ? -ECONNREFUSED : err == ERR_ABRT ? timeout :
 			 stk__err_to_errno(err);
 	else
-		s->err = err == ERR_ABRT ? -ETIMEDOUT : stk__err_to_errno(err);
+		s->err = err == ERR_ABRT ? timeout : stk__err_to_errno(err);
 	s->state = STK_S_DEAD;
 	stk__sock_signal(s);
+}
+
+void stk__stream_icmp_error(struct tcp_pcb *pcb, int err)
+{
+	struct stk_sock *s = pcb->callback_arg;
+
+	if (s && s->tcp == pcb)
+		s->icmp_err = err;
 }
 
 /* Keep the connection's local address for getsockname after the pcb is gone. */
@@ -119,6 +133,7 @@ static err_t on_connected(void *arg, struct tcp_pcb *pcb, err_t err)
 	struct stk_sock *s = arg;
 
 	if (s && err == ERR_OK) {
+		s->icmp_err = 0;
 		remember_name(s, pcb);
 		s->state = STK_S_CONNECTED;
 		stk__sock_signal(s);

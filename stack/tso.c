@@ -127,7 +127,8 @@ uint32_t stk__tso_tx_offload(uint8_t *frame, size_t len)
 	bool hinted = hint.lport == rd16(tcp) && hint.rport == rd16(tcp + 2);
 	/* RFC 9293 §3.7.1: no wire segment may exceed the peer's MSS. A super-segment must be
 	 * cut whenever it carries more than one MSS of data, also when the whole of it would
-	 * fit the MTU (a peer that announced MSS 600 and 1100 octets queued). */
+	 * fit the MTU (a peer that announced MSS 600 and 1100 octets queued), and after path
+	 * MTU discovery lowered the MSS (RFC 1191, stack/icmperr.c). */
 	if ((hinted && hint.mss > thl - 20 && payload > hint.mss - (thl - 20)) ||
 	    payload + ihl + thl > stk__node.dev->mtu) {
 		unsigned mss = 536;  /* RFC 9293 §3.7.1's default, if the hint is not ours */

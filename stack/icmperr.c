@@ -1,0 +1,209 @@
+/* ICMP errors for TCP connections: hard and soft errors, and path MTU discovery.
+ *
+ * Read first: RFC 1122 §4.2.3.9 (which Destination Unreachable codes are soft, which are
+ * hard), RFC 5927 (ICMP attacks against TCP: §4.1 the sequence-number check, §7.2 hard
+ * errors in synchronized states treated as soft), RFC 5461 (soft errors), RFC 1191 (path
+ * MTU discovery: DF on every segment, §4 the Next-Hop MTU field, §6.1 TCP's actions).
+ *
+ * lwIP 2.1.3 counts every ICMP error as an unsupported type and drops it. Our patch 0030
+ * hands Destination Unreachable, Time Exceeded and Parameter Problem messages here
+ * (LWIP_HOOK_ICMP_ERROR_INPUT, from icmp_input() after the IP header was checked and the
+ * datagram reassembled), and sets DF on TCP segments (ip4.c). Patch 0031 cuts a segment
+ * built for the old MSS to the new one when it is sent again.
+ *
+ * Linux for comparison (net/ipv4/tcp_ipv4.c, tcp_v4_err): in SYN-SENT every unreachable
+ * ends the connect; in synchronized states errors are only remembered (sk_err_soft) and
+ * reported if the connection times out. We follow RFC 1122 in SYN-SENT (Deviation below).
+ */
+#include "internal.h"
+#include "sock.h"
+
+#include <errno.h>
+
+#include "hooks.h"
+#include "lwip/inet_chksum.h"
+#include "lwip/ip.h"
+#include "lwip/pbuf.h"
+#include "lwip/priv/tcp_priv.h"
+#include "lwip/prot/icmp.h"
+#include "lwip/tcp.h"
+
+/* RFC 792 message types and RFC 792 / RFC 1812 Destination Unreachable codes. */
+#define ICMP_T_DEST_UNREACH   3
+#define ICMP_T_TIME_EXCEEDED  11
+#define ICMP_T_PARAM_PROBLEM  12
+#define DU_NET        0
+#define DU_HOST       1
+#define DU_PROTOCOL   2
+#define DU_PORT       3
+#define DU_FRAG_NEEDED 4
+
+/* RFC 1191 §3: "A host MUST never reduce its estimate of the Path MTU below 68 octets."
+ * Deviation: we never go below 576 (RFC 791's datagram every host must accept, and
+ * RFC 1122 §3.3.3's minimum reassembly buffer), and ignore (count) smaller next-hop MTUs:
+ * RFC 5927 §7.1 describes attackers forging frag-needed messages with tiny MTUs to make a
+ * connection send tiny segments; Linux clamps at 552 (net.ipv4.route.min_pmtu) for the same
+ * reason. A message without a next-hop MTU (an RFC 792 router writes 0) is also ignored:
+ * the segment is retransmitted at the old size and its timer runs as usual. */
+#define PMTU_MIN 576
+#define IP_TCP_HDRS 40   /* IPv4 and TCP headers without options: MSS = MTU - 40 */
+
+/* The bytes we read from the message: ICMP header (8), quoted IP header
+ * (up to 60), the first 8 octets of the quoted TCP header (RFC 792: "Internet Header + 64
+ * bits of Original Data Datagram"). */
+#define QUOTE_MAX (8 + 60 + 8)
+
+static u16_t rd16(const u8_t *p) { return (u16_t)(p[0] << 8 | p[1]); }
+static u32_t rd32(const u8_t *p)
+{
+	return (u32_t)p[0] << 24 | (u32_t)p[1] << 16 | (u32_t)p[2] << 8 | p[3];
+}
+
+/* The errno a connection reports for this message (Linux's icmp_err_convert table, so
+ * that programs see the same values), and whether RFC 1122 calls it hard. */
+static int classify(u8_t type, u8_t code, bool *hard)
+{
+	*hard = false;
+	if (type == ICMP_T_TIME_EXCEEDED)
+		return -EHOSTUNREACH;  /* RFC 1122 §4.2.3.9: "the same way as ... codes 0, 1, 5" */
+	if (type == ICMP_T_PARAM_PROBLEM)
+		return -EPROTO;        /* ditto; Deviation: Linux treats it as hard */
+	switch (code) {
+	case DU_PROTOCOL:
+		*hard = true;          /* RFC 1122 §4.2.3.9: "codes 2-4: ... hard error conditions" */
+		return -ENOPROTOOPT;
+	case DU_PORT:
+		*hard = true;
+		return -ECONNREFUSED;
+	case DU_NET: case 6: case 9: case 11:
+		return -ENETUNREACH;
+	case 5:
+		return -EOPNOTSUPP;
+	default:
+		/* 1 host, 7 host unknown, 8 isolated, 10, 12, 13-15 prohibited/precedence.
+		 * Deviation: Linux treats 6-10 and 13-15 as hard; RFC 1122 names only 2-4. */
+		return -EHOSTUNREACH;
+	}
+}
+
+static struct tcp_pcb *find_pcb(const ip4_addr_t *remote, u16_t lport, u16_t rport)
+{
+	for (struct tcp_pcb *pcb = tcp_active_pcbs; pcb; pcb = pcb->next)
+		if (pcb->local_port == lport && pcb->remote_port == rport &&
+		    ip4_addr_cmp(ip_2_ip4(&pcb->remote_ip), remote))
+			return pcb;
+	return NULL;
+}
+
+/* tcp_write() must not fill the last unsent pbuf up to the old MSS any more: it keeps
+ * the room left in it (TCP_OVERSIZE) to append to. */
+static void drop_oversize(struct tcp_pcb *pcb)
+{
+#if TCP_OVERSIZE
+	pcb->unsent_oversize = 0;
+#if TCP_OVERSIZE_DBGCHECK
+	struct tcp_seg *last = pcb->unsent;
+	while (last && last->next)
+		last = last->next;
+	if (last)
+		last->oversize_left = 0;
+#endif
+#else
+	(void)pcb;
+#endif
+}
+
+/* RFC 1191 §6.1 (TCP layer actions): the connection's MSS follows the new PMTU estimate,
+ * and what was dropped for being too big is retransmitted at once without a congestion
+ * response (as Linux's tcp_simple_retransmit): the segments in flight go back to the head
+ * of the unsent queue, and tcp_output() (patch 0031) cuts each to the new size. Neither
+ * cwnd nor ssthresh shrinks: nothing was lost to congestion. */
+static void lower_mss(struct tcp_pcb *pcb, u16_t mtu)
+{
+	if (mtu == 0 || mtu < PMTU_MIN) {
+		stk__count(STK_CNT_ICMP_PMTU_IGNORED);
+		return;
+	}
+	if ((u32_t)mtu >= (u32_t)pcb->mss + IP_TCP_HDRS) {
+		/* RFC 1191 §3: it never raises the estimate; a stale message says nothing new. */
+		stk__count(STK_CNT_ICMP_PMTU_IGNORED);
+		return;
+	}
+	pcb->mss = (u16_t)(mtu - IP_TCP_HDRS);
+	stk__count(STK_CNT_ICMP_PMTU_LOWERED);
+	if (pcb->state == SYN_SENT || pcb->state == SYN_RCVD)
+		return;  /* no data yet; the SYN's own retransmission is small */
+	bool resend = tcp_rexmit_rto_prepare(pcb) == ERR_OK;
+	drop_oversize(pcb);
+	if (resend || pcb->unsent)
+		tcp_output(pcb);
+}
+
+/* Called by icmp_input() (patch 0030) for Destination Unreachable, Time Exceeded and
+ * Parameter Problem; p->payload is the ICMP header. Returns 1: the message was ours to
+ * judge (handled or counted), lwIP only frees it. */
+int stk__icmp_error_input(struct pbuf *p, struct netif *inp)
+{
+	u8_t b[QUOTE_MAX];
+	u16_t n = pbuf_copy_partial(p, b, sizeof(b), 0);
+
+	if (n < 8 + 20 + 8 || inet_chksum_pbuf(p) != 0) {
+		stk__count(STK_CNT_ICMP_ERR_MALFORMED);
+		return 1;
+	}
+	const u8_t *ip = b + 8;
+	unsigned ihl = (unsigned)(ip[0] & 0x0f) * 4;
+	if ((ip[0] >> 4) != 4 || ihl < 20 || n < 8 + ihl + 8) {
+		stk__count(STK_CNT_ICMP_ERR_MALFORMED);
+		return 1;
+	}
+	ip4_addr_t src, dst;
+	ip4_addr_set_u32(&src, lwip_htonl(rd32(ip + 12)));
+	ip4_addr_set_u32(&dst, lwip_htonl(rd32(ip + 16)));
+	/* The quoted datagram must be one we sent (RFC 5927 §4.1's first check is the 4-tuple,
+	 * the source address ours), of TCP, and its first fragment (the ports). */
+	if (ip[9] != IP_PROTO_TCP || (rd16(ip + 6) & 0x1fff) != 0 ||
+	    !ip4_addr_cmp(&src, netif_ip4_addr(inp))) {
+		stk__count(STK_CNT_ICMP_ERR_NO_CONN);
+		return 1;
+	}
+	const u8_t *th = ip + ihl;
+	struct tcp_pcb *pcb = find_pcb(&dst, rd16(th), rd16(th + 2));
+	if (!pcb) {
+		stk__count(STK_CNT_ICMP_ERR_NO_CONN);
+		return 1;
+	}
+	/* RFC 5927 §4.1: "TCP SHOULD check that the TCP sequence number contained in the
+	 * payload of the ICMP error message is within the range SND.UNA =< SEG.SEQ <
+	 * SND.NXT." lwIP's lastack is SND.UNA in every state (in SYN-SENT its SYN's own
+	 * sequence number, with SND.NXT one above). */
+	u32_t seq = rd32(th + 4);
+	if (!(TCP_SEQ_GEQ(seq, pcb->lastack) && TCP_SEQ_LT(seq, pcb->snd_nxt))) {
+		stk__count(STK_CNT_ICMP_ERR_OUT_OF_WINDOW);
+		return 1;
+	}
+	u8_t type = b[0], code = b[1];
+	if (type == ICMP_T_DEST_UNREACH && code == DU_FRAG_NEEDED) {
+		lower_mss(pcb, rd16(b + 6));
+		return 1;
+	}
+	bool hard;
+	int err = classify(type, code, &hard);
+	if (hard && pcb->state == SYN_SENT) {
+		/* RFC 1122 §4.2.3.9: "codes 2-4: These are hard error conditions, so TCP SHOULD
+		 * abort the connection." connect() fails with the error (ECONNREFUSED for a port
+		 * unreachable), as on Linux. */
+		stk__count(STK_CNT_ICMP_ERR_HARD);
+		stk__stream_icmp_error(pcb, err);
+		tcp_abandon(pcb, 0);  /* no RST: the peer's port is closed, as Linux's tcp_done */
+		return 1;
+	}
+	/* RFC 1122 §4.2.3.9: soft errors: "TCP MUST NOT abort the connection, and it SHOULD make
+	 * the information available to the application"; reported when the connection times
+	 * out (as Linux reports sk_err_soft). RFC 5927 §7.2: hard errors in synchronized
+	 * states are treated as soft too, so a forged port unreachable cannot reset an
+	 * established connection. */
+	stk__count(STK_CNT_ICMP_ERR_SOFT);
+	stk__stream_icmp_error(pcb, err);
+	return 1;
+}

@@ -1,0 +1,174 @@
+"""RFC 1191: path MTU discovery for TCP.
+
+We play both the peer and a router with a smaller MTU in front of it: the pattern source
+(port 19) sends full-sized segments (MSS 1460, the node's MTU 1500); we answer the
+first one with a Fragmentation Needed message (type 3, code 4) carrying a next-hop MTU, and
+check what is sent next. Every echoed byte is compared with what we sent.
+"""
+
+import struct
+import time
+
+from scapy.layers.inet import IP, TCP
+
+from conftest import TcpPeer, curated_pcap, requirement, wait_counter
+from test_rfc1122_icmp_errors import icmp_error
+
+SOURCE_SEED = 19   # apps/ulsnode.c: port 19 sends the pattern of apps/pattern.c, seed 19
+_MASK = (1 << 64) - 1
+
+
+def _splitmix64(x):
+    x = (x + 0x9E3779B97F4A7C15) & _MASK
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK
+    return x ^ (x >> 31)
+
+
+_TABLE = [_splitmix64(i ^ 0x756C737461636B) for i in range(8192)]
+
+
+def pattern(off, n, seed=SOURCE_SEED):
+    """Bytes [off, off + n) of the stream apps/pattern.c generates (its Python twin)."""
+    out = bytearray()
+    w = off // 8
+    while len(out) < n + (off % 8):
+        key = _splitmix64((_splitmix64(seed) + w // 8192) & _MASK)
+        out += struct.pack("<Q", _TABLE[w % 8192] ^ key)
+        w += 1
+    return bytes(out[off % 8: off % 8 + n])
+
+
+def _source_first_segment(link):
+    """A connection to the pattern source (MSS 1460: full segments are 1500-byte datagrams)
+    and the first segment of its first flight; the whole flight is taken off the link
+    (nothing acknowledged), so every segment read later was sent later."""
+    peer = TcpPeer(link, 19, mss=1460)
+    peer.connect()
+    first = peer.recv(3, lambda q: len(q[TCP].payload) > 0)
+    assert first is not None, "the pattern source sent nothing"
+    assert first[TCP].seq == peer.rcv_nxt
+    while peer.recv(0.3, lambda q: len(q[TCP].payload) > 0) is not None:
+        pass
+    return peer, first
+
+
+def _collect(peer, first, nbytes, timeout=8.0):
+    """Data segments from first's sequence number on, acknowledging in order, until nbytes
+    arrived. Returns (bytes, segments)."""
+    data, segs = b"", []
+    peer.rcv_nxt = first[TCP].seq
+    deadline = time.monotonic() + timeout
+    while len(data) < nbytes and time.monotonic() < deadline:
+        p = peer.recv(max(0.0, deadline - time.monotonic()),
+                      lambda q: len(q[TCP].payload) > 0)
+        if p is None:
+            break
+        segs.append(p)
+        if p[TCP].seq == peer.rcv_nxt:
+            data += bytes(p[TCP].payload)
+            peer.absorb(p)
+        peer.ack()
+    return data[:nbytes], segs
+
+
+def _offset(peer, p):
+    """Stream offset of segment p's first byte (the SYN takes one sequence number)."""
+    return (p[TCP].seq - peer.irs - 1) & 0xFFFFFFFF
+
+
+@requirement(fix='patch 0030',
+             mutate="tests/conformance/lwip-mutate core/ipv4/ip4.c 's/IPH_OFFSET_SET(iphdr, proto == IP_PROTO_TCP ? PP_HTONS(IP_DF) : 0);/IPH_OFFSET_SET(iphdr, 0);/'")
+def test_rfc1191_3_tcp_segments_carry_df(link):
+    """RFC 1191 §3: "The basic idea is that a source host initially assumes that the PMTU of
+    a path is the (known) MTU of its first hop, and sends all datagrams on that path with the
+    DF bit set." The SYN-ACK and the data segments of a connection carry DF."""
+    peer = TcpPeer(link, 7)
+    sa = peer.connect()
+    assert sa[IP].flags.DF, "SYN-ACK without DF"
+    peer.send("PA", payload=b"df?")
+    seg = peer.recv(3, lambda q: len(q[TCP].payload) > 0)
+    assert seg is not None and bytes(seg[TCP].payload) == b"df?"
+    assert seg[IP].flags.DF, "data segment without DF"
+    peer.abort()
+
+
+@requirement(fix='hook stack/icmperr.c, patch 0031',
+             mutate="tests/conformance/lwip-mutate core/tcp_out.c 's/if (seg->len > LWIP_HOOK_TCP_TSO_SIZE(pcb) - (LWIP_TCP_OPT_LENGTH_SEGMENT(seg->flags, pcb)) \\&\\&/if (0 \\&\\& seg->len > 0 \\&\\&/'")
+def test_rfc1191_6_1_frag_needed_lowers_mss_and_lost_segment_resent_smaller(link, counters):
+    """RFC 1191 §6.1 (TCP layer actions): "The TCP layer must track the PMTU for the
+    destination of a connection; it should not send datagrams that would be larger than
+    this." and §4: the router's message carries "the MTU of the next-hop network". After a
+    Fragmentation Needed with MTU 1280 for the first echoed segment, that segment's data is
+    sent again in datagrams of at most 1280 octets, and so is everything after it; every
+    byte arrives intact."""
+    before = counters()["icmp_pmtu_lowered"]
+    peer, first = _source_first_segment(link)
+    assert len(first[IP]) == 1500
+    icmp_error(link, first[IP], 3, 4, mtu=1280)
+    n = 64 * 1024
+    data, segs = _collect(peer, first, n)
+    assert data == pattern(_offset(peer, first), n), f"stream wrong or short ({len(data)} of {n})"
+    assert segs and segs[0][TCP].seq == first[TCP].seq, "the lost segment was not resent first"
+    big = [len(p[IP]) for p in segs if len(p[IP]) > 1280]
+    assert not big, f"datagrams above the path MTU after frag-needed: {big}"
+    assert counters()["icmp_pmtu_lowered"] == before + 1
+    curated_pcap(link, "rfc1191_6_1_frag_needed_lowers_mss_and_lost_segment_resent_smaller.pcap")
+    peer.abort()
+
+
+@requirement(fix='hook stack/icmperr.c',
+             mutate="sed -i 's/#define PMTU_MIN 576/#define PMTU_MIN 68/' stack/icmperr.c")
+def test_rfc1191_3_frag_needed_below_576_ignored(link, counters):
+    """RFC 1191 §3: "A host MUST never reduce its estimate of the Path MTU below 68 octets."
+    We keep a higher floor, 576 (Deviation, docs/limits.md; RFC 5927 §7.1's attack shrinks
+    segments with forged tiny MTUs): a next-hop MTU of 300 is counted and ignored, segments
+    keep their size; a next-hop MTU of 1000 (positive control) then shrinks them."""
+    c0 = counters()
+    peer, first = _source_first_segment(link)
+    icmp_error(link, first[IP], 3, 4, mtu=300)
+    assert wait_counter(counters, "icmp_pmtu_ignored",
+                        c0["icmp_pmtu_ignored"] + 1) == c0["icmp_pmtu_ignored"] + 1
+    assert counters()["icmp_pmtu_lowered"] == c0["icmp_pmtu_lowered"]
+    icmp_error(link, first[IP], 3, 4, mtu=1000)
+    n = 32 * 1024
+    data, segs = _collect(peer, first, n)
+    assert data == pattern(_offset(peer, first), n)
+    assert max(len(p[IP]) for p in segs) <= 1000, "MTU 1000 was not applied"
+    assert counters()["icmp_pmtu_lowered"] == c0["icmp_pmtu_lowered"] + 1
+    peer.abort()
+
+
+@requirement(fix='hook stack/icmperr.c, patch 0030',
+             mutate="sed -i 's/if (!(TCP_SEQ_GEQ(seq, pcb->lastack) \\&\\& TCP_SEQ_LT(seq, pcb->snd_nxt))) {/if (0) {/' stack/icmperr.c")
+def test_rfc5927_4_1_frag_needed_quoting_sequence_outside_window_ignored(link, counters):
+    """RFC 5927 §4.1: "TCP SHOULD check that the TCP sequence number contained in the
+    payload of the ICMP error message is within the range SND.UNA =< SEG.SEQ < SND.NXT."
+    (§7.1: forged frag-needed messages degrade throughput). A frag-needed quoting a sequence
+    number far outside the window is counted and ignored: the next segment is full-sized;
+    the same message quoting the real segment (positive control) shrinks it."""
+    c0 = counters()
+    peer, first = _source_first_segment(link)
+    icmp_error(link, first[IP], 3, 4, mtu=1280, seq=first[TCP].seq + 0x40000000)
+    assert wait_counter(counters, "icmp_err_out_of_window",
+                        c0["icmp_err_out_of_window"] + 1) == c0["icmp_err_out_of_window"] + 1
+    assert counters()["icmp_pmtu_lowered"] == c0["icmp_pmtu_lowered"]
+    # acknowledge the whole first flight (cwnd 3 segments; with a 200 ms RTO some of it may
+    # have been sent again meanwhile): the next new segment must still be full-sized
+    last = (first[TCP].seq + 3 * 1448) & 0xFFFFFFFF
+    peer.rcv_nxt = last
+    peer.ack()
+    nxt = peer.recv(3, lambda q: len(q[TCP].payload) > 0 and
+                    ((q[TCP].seq - last) & 0xFFFFFFFF) < 0x80000000)
+    assert nxt is not None and len(nxt[IP]) == 1500, "a blind frag-needed shrank the segments"
+    while peer.recv(0.3, lambda q: len(q[TCP].payload) > 0) is not None:
+        pass   # the rest of this flight left before the next message
+    icmp_error(link, nxt[IP], 3, 4, mtu=1280)
+    assert wait_counter(counters, "icmp_pmtu_lowered",
+                        c0["icmp_pmtu_lowered"] + 1) == c0["icmp_pmtu_lowered"] + 1
+    n = 32 * 1024
+    rest, segs = _collect(peer, nxt, n)
+    assert bytes(first[TCP].payload) == pattern(0, len(first[TCP].payload))
+    assert rest == pattern(_offset(peer, nxt), n)
+    assert max(len(p[IP]) for p in segs) <= 1280
+    peer.abort()
