@@ -10,7 +10,7 @@ tests/conformance/mutations.json whether they failed as they must. reqtable.py p
 outcome in docs/conformance.md. Needs root (the tests build a testbed); takes about a
 minute per mutation; never run by make check.
 
-    tests/conformance/mutate.py [-k SUBSTRING] [--workdir DIR] [--lwip-src DIR]
+    tests/conformance/mutate.py [-k SUBSTRING] [--stale] [--workdir DIR] [--lwip-src DIR]
 
 Outcomes: failed (the test caught the mutation), passed (the test is too weak: fix it),
 unchanged (the command changed no file), no-build, timeout.
@@ -118,6 +118,9 @@ def run_tests(src, build, tests, log):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("-k", default="", help="only tests whose name contains this")
+    ap.add_argument("--stale", action="store_true",
+                    help="only tests whose mutation has no recorded outcome yet (new or "
+                         "changed since the last run)")
     ap.add_argument("--workdir", default="/var/tmp/uls-mutate")
     ap.add_argument("--lwip-src", default=str(REPO / "build" / "lwip-upstream"))
     args = ap.parse_args()
@@ -128,7 +131,10 @@ def main():
     rev = commit()
     files = snapshot(PRISTINE)
     by_cmd = {}
+    recorded = reqtable.results()
     for t in reqtable.collect():
+        if args.stale and recorded.get(t.name, {}).get("mutate") == t.mutate:
+            continue
         if t.mutate and args.k in t.name:
             by_cmd.setdefault(t.mutate, []).append(t)
     results = reqtable.results()
