@@ -37,6 +37,15 @@ static const char *const own_names[STK_CNT__COUNT] = {
 	[STK_CNT_TCP_PAWS_DROPPED] = "tcp_paws_dropped",
 	[STK_CNT_TCP_TS_RECENT_EXPIRED] = "tcp_ts_recent_expired",
 	[STK_CNT_TCP_SIMULTANEOUS_OPEN] = "tcp_simultaneous_open",
+	/* Loss recovery of the sending side (lwIP patches 0020-0029) */
+	[STK_CNT_TCP_RTO] = "tcp_rto",
+	[STK_CNT_TCP_RECOVERY_SACK] = "tcp_recovery_sack",
+	[STK_CNT_TCP_RECOVERY_NEWRENO] = "tcp_recovery_newreno",
+	[STK_CNT_TCP_REXMIT] = "tcp_rexmit_in_recovery",
+	[STK_CNT_TCP_TLP] = "tcp_tlp_probe",
+	[STK_CNT_TCP_TLP_REPAIRED] = "tcp_tlp_repaired_loss",
+	[STK_CNT_TCP_RACK_TAIL] = "tcp_rack_tail_lost",
+	[STK_CNT_TCP_REXMIT_LOST] = "tcp_rack_rexmit_lost",
 };
 
 /* Called with the core lock held, like every other counter update. */
