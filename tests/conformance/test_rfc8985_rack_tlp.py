@@ -29,8 +29,9 @@ def test_rfc8985_7_tail_loss_probe_before_the_rto(node, link):
     segment, and "After attempting to send a loss probe, regardless of whether a loss
     probe was sent, the sender MUST re-arm the RTO timer". Of a 10-segment window nothing
     is acknowledged: the first segment sent again is the last one (offset 9000), a probe,
-    before the 200 ms RTO floor; the RTO would have resent offset 0."""
-    r = Receiver(link, window=10 * SMSS)
+    before the 200 ms RTO floor; the RTO would have resent offset 0. (ulstack probes
+    connections that use SACK, as Linux does.)"""
+    r = Receiver(link, window=10 * SMSS, sack=True)
     r.start()
     s = r.grow()
     t0 = time.monotonic()
