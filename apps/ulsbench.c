@@ -270,6 +270,27 @@ static int ep_socket(const struct endpoint *e)
 	return fd < 0 ? -errno : fd;
 }
 
+/* The stack's non-zero counters as a JSON object (ulstack only: the loss-recovery counters
+ * tcp_rto, tcp_recovery_sack, ... say where a transfer's time went under loss). */
+static void print_counters(FILE *f)
+{
+	int n = uls_counters(NULL, 0);
+	struct uls_counter *c = n > 0 ? calloc((size_t)n, sizeof(*c)) : NULL;
+	bool first = true;
+
+	if (c)
+		n = uls_counters(c, (size_t)n);
+	fputc('{', f);
+	for (int i = 0; c && i < n; i++)
+		if (c[i].value) {
+			fprintf(f, "%s\"%s\": %llu", first ? "" : ", ", c[i].name,
+				(unsigned long long)c[i].value);
+			first = false;
+		}
+	fputc('}', f);
+	free(c);
+}
+
 static int run_server(const struct endpoint *e, long count, bool reuseport)
 {
 	int one = 1, rc, sd = ep_socket(e);
@@ -474,10 +495,15 @@ static int run_client(const struct endpoint *to, uint64_t bytes, uint32_t millis
 		}
 		fprintf(f, "], \"bytes\": %llu, \"bytes_verified\": %llu, \"verified\": %s, "
 			   "\"seconds\": %.6f, \"warmup_seconds\": %.3f, \"measured_bytes\": %llu, "
-			   "\"measured_seconds\": %.6f, \"gbps\": %.4f, \"cpu_seconds\": %.3f}\n",
+			   "\"measured_seconds\": %.6f, \"gbps\": %.4f, \"cpu_seconds\": %.3f",
 			(unsigned long long)(bytes * nstreams), (unsigned long long)(ok ? total : 0),
 			ok ? "true" : "false", wall, warmup / 1000.0,
 			(unsigned long long)(ok ? measured : 0), span, ok ? gbps : 0, cpu);
+		if (ops != &bench__kernel_ops) {
+			fputs(", \"counters\": ", f);
+			print_counters(f);
+		}
+		fputs("}\n", f);
 		fclose(f);
 	}
 	free(st);
@@ -715,6 +741,11 @@ int main(int argc, char **argv)
 		ops = &bench__uls_ops;
 	int rc = server ? run_server(&ep, count, reuseport)
 			: run_client(&ep, bytes, millis, warmup, dir, nstreams, start_at, json);
+	if (started && server && getenv("ULSBENCH_COUNTERS")) {
+		fputs("ulsbench server: counters ", stderr);
+		print_counters(stderr);
+		fputc('\n', stderr);
+	}
 	if (started)
 		uls_node_stop();
 	return rc;

@@ -45,6 +45,15 @@ static const char *const own_names[STK_CNT__COUNT] = {
 	[STK_CNT_ICMP_ERR_SOFT] = "icmp_err_soft",
 	[STK_CNT_ICMP_PMTU_LOWERED] = "icmp_pmtu_lowered",
 	[STK_CNT_ICMP_PMTU_IGNORED] = "icmp_pmtu_ignored",
+	/* Loss recovery of the sending side (lwIP patches 0020-0029) */
+	[STK_CNT_TCP_RTO] = "tcp_rto",
+	[STK_CNT_TCP_RECOVERY_SACK] = "tcp_recovery_sack",
+	[STK_CNT_TCP_RECOVERY_NEWRENO] = "tcp_recovery_newreno",
+	[STK_CNT_TCP_REXMIT] = "tcp_rexmit_in_recovery",
+	[STK_CNT_TCP_TLP] = "tcp_tlp_probe",
+	[STK_CNT_TCP_TLP_REPAIRED] = "tcp_tlp_repaired_loss",
+	[STK_CNT_TCP_RACK_TAIL] = "tcp_rack_tail_lost",
+	[STK_CNT_TCP_REXMIT_LOST] = "tcp_rack_rexmit_lost",
 };
 
 /* Called with the core lock held, like every other counter update. */

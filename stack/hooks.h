@@ -26,6 +26,15 @@ enum stk_tcp_note {
 	STK_TCP_NOTE_OOSEQ_TRIMMED,  /* out-of-order data beyond the window, cut off */
 	STK_TCP_NOTE_PAST_FIN,       /* data beyond the peer's FIN, cut off */
 	STK_TCP_NOTE_SIMOPEN,        /* SYN-SENT received a SYN: simultaneous open */
+	/* loss recovery of the sending side (LWIP_HOOK_TCP_LOSS_NOTE, patches 0022-0029) */
+	STK_TCP_NOTE_RTO,              /* the retransmission timer expired (data) */
+	STK_TCP_NOTE_RECOVERY_SACK,    /* RFC 6675 loss recovery entered */
+	STK_TCP_NOTE_RECOVERY_NEWRENO, /* RFC 6582 loss recovery entered */
+	STK_TCP_NOTE_REXMIT,           /* a segment resent in recovery (not by the RTO) */
+	STK_TCP_NOTE_TLP,              /* RFC 8985 tail loss probe sent */
+	STK_TCP_NOTE_TLP_REPAIRED,     /* a retransmitted probe repaired a loss */
+	STK_TCP_NOTE_RACK_TAIL,        /* octets below a SACKed probe declared lost */
+	STK_TCP_NOTE_REXMIT_LOST,      /* recovery's retransmissions declared lost again */
 };
 void stk__tcp_note(enum stk_tcp_note what);
 struct tcp_hdr;

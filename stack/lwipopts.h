@@ -181,6 +181,8 @@ struct ip_addr;
 #define LWIP_HOOK_TCP_INPACKET_PCB(pcb, hdr, optlen, opt1len, opt2, p) \
         stk__tcp_inpacket(pcb, hdr, optlen, opt1len, opt2, p)
 #define LWIP_HOOK_TCP_INPUT_NOTE(what)  stk__tcp_note(STK_TCP_NOTE_##what)
+/* Loss-recovery events of the sending side, counted the same way (patches 0022-0029). */
+#define LWIP_HOOK_TCP_LOSS_NOTE(what)   stk__tcp_note(STK_TCP_NOTE_##what)
 /* RFC 9293 §3.7.1 leaves a floor to the implementation. Deviation: an MSS option below 48
  * is raised to 48 (Linux's net.ipv4.tcp_min_snd_mss default), so a segment always has
  * room for the 12-byte timestamp option and data (patch 0010). */

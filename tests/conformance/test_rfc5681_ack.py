@@ -45,3 +45,28 @@ def test_rfc5681_4_2_immediate_ack_when_hole_is_filled(node, link):
     assert p is not None, "the filled hole was not acknowledged"
     t1 = link.frames[-1][0]
     assert t1 - t0 < 0.1, f"the ACK for the hole fill came after {1000 * (t1 - t0):.0f} ms"
+
+
+@requirement(fix='patch 0024',
+             mutate='rm stack/patches/0024-*.patch')
+def test_rfc5681_4_2_segment_of_two_full_sized_segments_acked_at_once(node, link):
+    """RFC 5681 §4.2: "The delayed ACK algorithm specified in [RFC1122] SHOULD be used by
+    a TCP receiver. When using delayed ACKs, a TCP receiver MUST NOT excessively delay
+    acknowledgments. Specifically, an ACK SHOULD be generated for at least every second
+    full-sized segment". One segment that carries two full-sized segments' worth of data
+    (our peer announced MSS 536 and sends 1200 octets at once, as a sender's offloaded
+    super-segment arrives whole) is acknowledged at once, not with the delayed-ACK timer.
+    Eight rounds: the ACK of at least seven comes within 5 ms (a delayed ACK, due on a
+    timer tick of random phase, would rarely)."""
+    peer = TcpPeer(link, 9, mss=536)
+    peer.connect()
+    fast, delays = 0, []
+    for k in range(8):
+        peer.send("PA", bytes([65 + k]) * 1200)
+        t0 = link.frames[-1][0]
+        p = peer.recv(2, lambda q: q[TCP].ack == peer.snd_nxt)
+        assert p is not None, f"round {k}: the segment was not acknowledged"
+        d = link.frames[-1][0] - t0
+        delays.append(round(1000 * d, 1))
+        fast += d < 0.005
+    assert fast >= 7, f"ACK delays (ms): {delays}: a 2-MSS segment waited for the timer"
