@@ -98,6 +98,15 @@ struct tup {
 	__u8 proto;
 };
 
+/* Neighbours (IPv4 source -> Ethernet source) of connections being set up, so that ulsd
+ * can reach the peer of a process that died without having seen its frames. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, FLT_DP_ARP_MAX);
+	__type(key, __u32);
+	__type(value, struct flt_dp_neigh);
+} dp_neigh SEC(".maps");
+
 /* ---- The filter table's pick, bit for bit (filter/table.c) --------------------------- */
 
 #define ROTL(x, b) (((x) << (b)) | ((x) >> (64 - (b))))
@@ -251,12 +260,20 @@ static __u32 steer_frame(struct __sk_buff *skb)
 		return 0;
 	__u32 l4 = ETH_HLEN_ + ihl;
 	if (ip[9] == IPPROTO_TCP || ip[9] == IPPROTO_UDP) {
+		__u8 l4h[14];
 		__u16 ports[2];
 		if (bpf_skb_load_bytes(skb, l4, ports, sizeof(ports)) < 0)
 			return 0;
 		struct tup t = { .lip = dst, .rip = src, .lport = bpf_ntohs(ports[1]),
 				 .rport = bpf_ntohs(ports[0]), .proto = ip[9] };
 		owner = endpoint_owner(c, &t);
+		/* A SYN (RFC 9293 §3.5) names a peer ulsd may have to reset later. */
+		if (owner && ip[9] == IPPROTO_TCP &&
+		    bpf_skb_load_bytes(skb, l4, l4h, sizeof(l4h)) == 0 && (l4h[13] & 0x02)) {
+			struct flt_dp_neigh nb = {};
+			__builtin_memcpy(nb.mac, eth + 6, 6);
+			bpf_map_update_elem(&dp_neigh, &src, &nb, BPF_ANY);
+		}
 	} else if (ip[9] == IPPROTO_ICMP) {
 		/* RFC 1122 §3.2.2: an error goes to the endpoint that sent the datagram it
 		 * quotes; its source is the local end. */

@@ -77,4 +77,9 @@ struct flt_dp_arpwait {
 	__u64 bits[FLT_DP_QUEUES / 64];
 };
 
+struct flt_dp_neigh {
+	__u8 mac[6];
+	__u8 pad[2];
+};
+
 #endif

@@ -373,3 +373,13 @@ void srv_dp_stats(struct srv *s, srv_dp_stat_fn *fn, void *arg)
 	}
 	fn(arg, "direct_queues", d->nq - 1);
 }
+
+int srv_dp_neighbour(struct srv *s, uint32_t ip, uint8_t mac[6])
+{
+	struct flt_dp_neigh nb;
+
+	if (!s->dp || bpf_map_lookup_elem(bpf_map__fd(s->dp->skel->maps.dp_neigh), &ip, &nb) < 0)
+		return -ENOENT;
+	memcpy(mac, nb.mac, 6);
+	return 0;
+}

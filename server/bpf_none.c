@@ -25,3 +25,9 @@ void srv_dp_stats(struct srv *s, srv_dp_stat_fn *fn, void *arg)
 {
 	(void)s; (void)fn; (void)arg;
 }
+
+int srv_dp_neighbour(struct srv *s, uint32_t ip, uint8_t mac[6])
+{
+	(void)s; (void)ip; (void)mac;
+	return -ENOENT;
+}

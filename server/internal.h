@@ -183,6 +183,8 @@ int srv_dp_lease_direct(struct srv *s, struct srv_lease *l, const int32_t ring_f
 void srv_dp_lease_end(struct srv *s, struct srv_lease *l);
 typedef void srv_dp_stat_fn(void *arg, const char *name, uint64_t value);
 void srv_dp_stats(struct srv *s, srv_dp_stat_fn *fn, void *arg);
+/* The MAC of a peer the kernel saw set up a connection (ulsd sees no direct frames). */
+int srv_dp_neighbour(struct srv *s, uint32_t ip, uint8_t mac[6]);
 
 /* ctl.c: the control thread (runs in main) */
 int srv_ctl_run(struct srv *s, int listen_fd);
