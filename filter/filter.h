@@ -211,6 +211,25 @@ flt_owner_t flt_lookup_rx(const struct flt_table *t, const struct flt_pkt *p);
 int flt_check_tx(const struct flt_table *t, const struct flt_pkt *p, flt_owner_t owner,
 		 uint32_t node_ip, const uint8_t node_mac[FLT_ETH_ALEN]);
 
+/* ---- Mirrors of the table ------------------------------------------------------------- */
+
+/* Called after every change of a rule, so that a copy of the table (the direct data path's
+ * BPF maps, server/bpf.c) stays equal to it. FLT_RULE_CONNECTED: the tuple's owner now, or
+ * FLT_NO_OWNER when the rule is gone. FLT_RULE_LISTEN: the group of (proto, lport) changed;
+ * read it with flt_group_get (rip, rport and owner are 0). fn must not change the table. */
+typedef void flt_change_fn(void *arg, enum flt_kind kind, uint8_t proto, uint16_t lport,
+			   uint32_t rip, uint16_t rport, flt_owner_t owner);
+void flt_table_set_observer(struct flt_table *t, flt_change_fn *fn, void *arg);
+
+/* The key of the table's hash and group picks, for a copy that picks as it does. */
+void flt_table_key(const struct flt_table *t, uint64_t *k0, uint64_t *k1);
+
+/* The group of (proto, lport): every member into all[] (*n_all), and the members new
+ * connections are picked from, in flt_lookup_rx's order, into pick[] (*n_pick); both
+ * arrays hold FLT_GROUP_MAX. -ENOENT (counts 0) when there is no group. */
+int flt_group_get(const struct flt_table *t, uint8_t proto, uint16_t lport, flt_owner_t *all,
+		  uint32_t *n_all, flt_owner_t *pick, uint32_t *n_pick);
+
 /* ---- Introspection ------------------------------------------------------------------ */
 
 struct flt_stats {

@@ -66,7 +66,13 @@ struct flt_table {
 	uint64_t k0, k1;             /* hash key */
 	/* Lookups on a const table still count: the counters live behind a pointer. */
 	struct flt_stats *stats;
+	flt_change_fn *observer;     /* flt_table_set_observer */
+	void *observer_arg;
 };
+
+/* Tell the observer, if any, that a rule changed. */
+void flt__changed(const struct flt_table *t, enum flt_kind kind, uint8_t proto, uint16_t lport,
+		  uint32_t rip, uint16_t rport, flt_owner_t owner);
 
 
 const struct flt__slot *flt__find(const struct flt_table *t, uint8_t kind, uint8_t proto,

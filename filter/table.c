@@ -251,6 +251,7 @@ int flt_add_connected(struct flt_table *t, uint8_t proto, uint16_t lport, uint32
 	};
 	t->used++;
 	t->stats->rules_connected++;
+	flt__changed(t, FLT_RULE_CONNECTED, proto, lport, rip, rport, owner);
 	return 0;
 }
 
@@ -265,6 +266,7 @@ int flt_del_connected(struct flt_table *t, uint8_t proto, uint16_t lport, uint32
 		return -EPERM;
 	remove_at(t, i);
 	t->stats->rules_connected--;
+	flt__changed(t, FLT_RULE_CONNECTED, proto, lport, rip, rport, FLT_NO_OWNER);
 	maybe_shrink(t);
 	return 0;
 }
@@ -282,6 +284,7 @@ int flt_move_connected(struct flt_table *t, uint8_t proto, uint16_t lport, uint3
 	if (t->slots[i].owner != from)
 		return -EPERM;
 	t->slots[i].owner = to;
+	flt__changed(t, FLT_RULE_CONNECTED, proto, lport, rip, rport, to);
 	return 0;
 }
 
@@ -340,6 +343,7 @@ int flt_add_listen(struct flt_table *t, uint8_t proto, uint16_t lport, flt_owner
 		if (ret < 0)
 			return ret;
 		t->stats->rules_listen++;
+		flt__changed(t, FLT_RULE_LISTEN, proto, lport, 0, 0, 0);
 		return 0;
 	}
 
@@ -364,6 +368,7 @@ int flt_add_listen(struct flt_table *t, uint8_t proto, uint16_t lport, flt_owner
 	};
 	t->used++;
 	t->stats->rules_listen++;
+	flt__changed(t, FLT_RULE_LISTEN, proto, lport, 0, 0, 0);
 	return 0;
 }
 
@@ -371,6 +376,8 @@ int flt_add_listen(struct flt_table *t, uint8_t proto, uint16_t lport, flt_owner
 static bool group_remove(struct flt_table *t, size_t i, flt_owner_t owner)
 {
 	struct flt__group *g = t->slots[i].group;
+	uint8_t proto = t->slots[i].proto;
+	uint16_t lport = t->slots[i].lport;
 	uint32_t k;
 
 	for (k = 0; k < g->nacc && g->acc[k] != owner; k++)
@@ -392,6 +399,7 @@ static bool group_remove(struct flt_table *t, size_t i, flt_owner_t owner)
 		free(g);
 		remove_at(t, i);
 	}
+	flt__changed(t, FLT_RULE_LISTEN, proto, lport, 0, 0, 0);
 	return true;
 }
 
@@ -410,8 +418,10 @@ int flt_join_listen(struct flt_table *t, uint8_t proto, uint16_t lport, flt_owne
 	if (t->slots[i].group->n >= FLT_GROUP_MAX)
 		return -ENOSPC;
 	ret = group_insert(&t->slots[i].group, owner);
-	if (ret == 0)
+	if (ret == 0) {
 		t->stats->rules_listen++;
+		flt__changed(t, FLT_RULE_LISTEN, proto, lport, 0, 0, 0);
+	}
 	return ret;
 }
 
@@ -431,6 +441,7 @@ int flt_set_accepting(struct flt_table *t, uint8_t proto, uint16_t lport, flt_ow
 		return -ENOMEM;
 	n[g->nacc++] = owner;
 	g->acc = n;
+	flt__changed(t, FLT_RULE_LISTEN, proto, lport, 0, 0, 0);
 	return 0;
 }
 
@@ -456,8 +467,12 @@ size_t flt_del_owner(struct flt_table *t, flt_owner_t owner)
 		bool moved = false;
 
 		if (s->kind == FLT_RULE_CONNECTED && s->owner == owner) {
+			struct flt__slot gone = *s;
+
 			remove_at(t, i);
 			t->stats->rules_connected--;
+			flt__changed(t, FLT_RULE_CONNECTED, gone.proto, gone.lport, gone.rip,
+				     gone.rport, FLT_NO_OWNER);
 			n++;
 			moved = true;
 		} else if (s->kind == FLT_RULE_LISTEN && flt__group_has(s->group, owner)) {
@@ -554,6 +569,48 @@ int flt_foreach(const struct flt_table *t, flt_visit_fn fn, void *arg)
 					return ret;
 			}
 		}
+	}
+	return 0;
+}
+
+void flt_table_set_observer(struct flt_table *t, flt_change_fn *fn, void *arg)
+{
+	t->observer = fn;
+	t->observer_arg = arg;
+}
+
+void flt__changed(const struct flt_table *t, enum flt_kind kind, uint8_t proto, uint16_t lport,
+		  uint32_t rip, uint16_t rport, flt_owner_t owner)
+{
+	if (t->observer)
+		t->observer(t->observer_arg, kind, proto, lport, rip, rport, owner);
+}
+
+void flt_table_key(const struct flt_table *t, uint64_t *k0, uint64_t *k1)
+{
+	*k0 = t->k0;
+	*k1 = t->k1;
+}
+
+int flt_group_get(const struct flt_table *t, uint8_t proto, uint16_t lport, flt_owner_t *all,
+		  uint32_t *n_all, flt_owner_t *pick, uint32_t *n_pick)
+{
+	const struct flt__slot *s = flt__find(t, FLT_RULE_LISTEN, proto, lport, 0, 0);
+	const struct flt__group *g;
+
+	*n_all = *n_pick = 0;
+	if (!s)
+		return -ENOENT;
+	g = s->group;
+	/* flt__group_pick's list: the accepting members when there are any. */
+	memcpy(all, g->owners, sizeof(all[0]) * g->n);
+	*n_all = g->n;
+	if (g->nacc) {
+		memcpy(pick, g->acc, sizeof(pick[0]) * g->nacc);
+		*n_pick = g->nacc;
+	} else {
+		memcpy(pick, g->owners, sizeof(pick[0]) * g->n);
+		*n_pick = g->n;
 	}
 	return 0;
 }

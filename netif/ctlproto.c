@@ -65,6 +65,12 @@ int uls_ctl_check(const void *buf, ssize_t n, struct uls_ctl_msg *out)
 		if (m.u.hello.mtu && (m.u.hello.prefix_len < 1 || m.u.hello.prefix_len > 30 ||
 				      m.u.hello.mtu < 68 || m.u.hello.mtu > 65535))
 			return ULS_CTL_BAD_FIELD;
+		if (!m.u.hello.mtu && (m.u.hello.flags & ULS_CTL_HELLO_F_RINGS) &&
+		    (m.u.hello.ring_fd[0] < 0 || m.u.hello.ring_fd[1] < 0))
+			return ULS_CTL_BAD_FIELD;
+		if (m.u.hello.mtu && m.u.hello.datapath != ULS_CTL_DP_DIRECT &&
+		    m.u.hello.datapath != ULS_CTL_DP_RELAY)
+			return ULS_CTL_BAD_FIELD;
 		break;
 	default:
 		break;

@@ -13,7 +13,8 @@
 #include <sys/types.h>
 
 #define ULS_CTL_MAGIC    0x554c5343u  /* "ULSC" */
-#define ULS_CTL_VERSION  1u
+/* 2: HELLO offers the direct data path (ring_fd, datapath, queue). */
+#define ULS_CTL_VERSION  2u
 #define ULS_CTL_MSG_SIZE 128u
 
 enum uls_ctl_type {
@@ -51,11 +52,24 @@ struct uls_ctl_hello {
 	uint8_t mac[6];
 	uint8_t flags;        /* ULS_CTL_HELLO_F_* */
 	uint8_t isn_secret[16];  /* RFC 6528's secret key, shared by the node's processes */
+	/* Request with ULS_CTL_HELLO_F_RINGS: the process's two io_urings (receive, transmit),
+	 * created with IORING_SETUP_R_DISABLED and nothing registered, by their descriptor
+	 * numbers in the process. ulsd takes them with pidfd_getfd. */
+	int32_t ring_fd[2];
+	/* Reply: ULS_CTL_DP_DIRECT (the rings now read and write TAP queue `queue` as fixed
+	 * file 0; no descriptors come with the reply) or ULS_CTL_DP_RELAY (3 descriptors). */
+	uint8_t datapath;
+	uint8_t queue;
+	uint8_t pad[2];
 };
 
 /* The node's rings carry offload words (netif/vnet.h): the process may send TCP segments
  * with a partial checksum and super-segments, and receives them. */
 #define ULS_CTL_HELLO_F_OFFLOAD 0x01u
+/* Request: ring_fd names two rings for the direct data path. */
+#define ULS_CTL_HELLO_F_RINGS   0x02u
+
+enum uls_ctl_datapath { ULS_CTL_DP_DIRECT = 1, ULS_CTL_DP_RELAY = 2 };
 
 struct uls_ctl_counter {
 	char name[48];
@@ -65,7 +79,8 @@ struct uls_ctl_counter {
 struct uls_ctl_endpoint {
 	uint32_t pid;
 	uint8_t kind;
-	uint8_t pad[3];
+	uint8_t datapath;     /* enum uls_ctl_datapath of the owner; 0: none (custody) */
+	uint8_t pad[2];
 };
 
 /* HANDOFF and CLAIM: the secret the giving process passed to the taker (stack/handoff.c). */

@@ -11,6 +11,7 @@
  */
 #include "netif/tap.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/if.h>
@@ -49,6 +50,9 @@ struct nif_tap {
 	int fd;
 	int wake_fd;
 	unsigned mtu;
+	bool mq;               /* the TAP is multi-queue; fd is one of its queues */
+	bool offload;
+	char ifname[IFNAMSIZ];
 	size_t frame_max;      /* MTU + Ethernet header */
 	size_t buf_size;       /* one byte more than vhl + frame_max, to notice truncation */
 	size_t vhl;            /* virtio-net header in front of each frame: 0 or NIF_VNET_HLEN */
@@ -104,7 +108,9 @@ static void logf_(int level, const char *fmt, ...)
 	log_fn(level, buf);
 }
 
-static int attach(const char *ifname, bool offload)
+/* One queue of the TAP: TUNSETIFF with the device's own multi-queue setting (tun refuses
+ * the other one with EINVAL). *mq says which it was. */
+static int attach_queue(const char *ifname, bool offload, bool *mq)
 {
 	struct ifreq ifr;
 	int fd;
@@ -114,14 +120,31 @@ static int attach(const char *ifname, bool offload)
 	fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
-	memset(&ifr, 0, sizeof(ifr));
-	ifr.ifr_flags = IFF_TAP | IFF_NO_PI | (offload ? IFF_VNET_HDR : 0);
-	memcpy(ifr.ifr_name, ifname, strlen(ifname));
-	if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
-		int err = -errno;
-		close(fd);
-		return err;
+	for (int i = 0; i < 2; i++) {
+		memset(&ifr, 0, sizeof(ifr));
+		ifr.ifr_flags = IFF_TAP | IFF_NO_PI | (offload ? IFF_VNET_HDR : 0) |
+				(*mq ? IFF_MULTI_QUEUE : 0);
+		memcpy(ifr.ifr_name, ifname, strlen(ifname));
+		if (ioctl(fd, TUNSETIFF, &ifr) == 0)
+			return fd;
+		if (errno != EINVAL || i == 1)
+			break;
+		*mq = !*mq;
 	}
+	int err = -errno;
+	close(fd);
+	return err;
+}
+
+static int attach(const char *ifname, bool offload, bool *mq)
+{
+	struct ifreq ifr;
+	int fd;
+
+	*mq = true;
+	fd = attach_queue(ifname, offload, mq);
+	if (fd < 0)
+		return fd;
 	/* TUNSETIFF creates the device when the name is free. The node must run on a TAP
 	 * that someone configured (bridge, MTU), so a device we just created, which is not
 	 * persistent, is an error; closing the fd removes it again. */
@@ -142,6 +165,23 @@ static int attach(const char *ifname, bool offload)
 		return err;
 	}
 	return fd;
+}
+
+/* Queues attached to the device, from sysfs (tun keeps the real number of queues equal to
+ * its attached ones); 0 when sysfs does not show the device. */
+static unsigned count_queues(const char *ifname)
+{
+	char path[96];
+	unsigned n = 0;
+
+	snprintf(path, sizeof(path), "/sys/class/net/%s/queues", ifname);
+	DIR *d = opendir(path);
+	if (!d)
+		return 0;
+	for (struct dirent *e; (e = readdir(d));)
+		n += strncmp(e->d_name, "tx-", 3) == 0;
+	closedir(d);
+	return n;
 }
 
 static int device_mtu(const char *ifname, unsigned *mtu)
@@ -245,10 +285,19 @@ int nif_tap_open(struct nif_tap **out, const struct nif_tap_config *cfg)
 		return -ENOMEM;
 	t->fd = t->wake_fd = -1;
 	t->dev.ops = &tap_ops;
-	rc = attach(cfg->ifname, cfg->offload);
+	rc = attach(cfg->ifname, cfg->offload, &t->mq);
 	if (rc < 0)
 		goto fail;
 	t->fd = rc;
+	/* On a multi-queue TAP the first queue must be queue 0: queues a killed predecessor
+	 * still holds (its io_uring goes after it) would come first. Busy, as a single-queue
+	 * TAP says. */
+	if (t->mq && count_queues(cfg->ifname) > 1) {
+		rc = -EBUSY;
+		goto fail;
+	}
+	t->offload = cfg->offload;
+	snprintf(t->ifname, sizeof(t->ifname), "%s", cfg->ifname);
 	rc = device_mtu(cfg->ifname, &devmtu);
 	if (rc < 0)
 		goto fail;
@@ -699,6 +748,40 @@ int nif_tap_tx_flush(struct nif_tap *t)
 void nif_tap_get_stats(const struct nif_tap *t, struct nif_dev_stats *out)
 {
 	*out = t->st;
+}
+
+int nif_tap_fd(const struct nif_tap *t)
+{
+	return t->fd;
+}
+
+bool nif_tap_multiqueue(const struct nif_tap *t)
+{
+	return t->mq;
+}
+
+int nif_tap_queue_open(const struct nif_tap *t)
+{
+	bool mq = true;
+	int fd;
+
+	if (!t->mq)
+		return -EOPNOTSUPP;
+	fd = attach_queue(t->ifname, t->offload, &mq);
+	if (fd >= 0 && !mq) {
+		close(fd);
+		return -EOPNOTSUPP;
+	}
+	return fd;
+}
+
+int nif_tap_queue_detach(int fd)
+{
+	struct ifreq ifr;
+
+	memset(&ifr, 0, sizeof(ifr));
+	ifr.ifr_flags = IFF_DETACH_QUEUE;
+	return ioctl(fd, TUNSETQUEUE, &ifr) < 0 ? -errno : 0;
 }
 
 struct nif_dev *nif_tap_dev(struct nif_tap *t)

@@ -72,6 +72,20 @@ int nif_tap_tx_send_split(struct nif_tap *tap, uint8_t *slot, size_t head,
 
 void nif_tap_get_stats(const struct nif_tap *tap, struct nif_dev_stats *out);
 
+/* Multi-queue TAPs (a device made with IFF_MULTI_QUEUE: `ip tuntap add ... multi_queue`).
+ * nif_tap_open takes either kind; on a multi-queue one its fd is one queue, and more queues
+ * can be attached. tun numbers queues in attach order and, when one detaches, moves the last
+ * one into its place: a caller that wants stable numbers keeps every queue open.
+ * nif_tap_fd: the queue nif_tap_open attached (for ioctls such as TUNSETSTEERINGEBPF).
+ * nif_tap_queue_open: attach one more queue with the same flags (non-blocking, close-on-
+ * exec); it takes the next index. -EOPNOTSUPP on a single-queue TAP, -E2BIG past 256.
+ * nif_tap_queue_detach: detach that queue from the device (TUNSETQUEUE); the file stays
+ * open, receives nothing more, and its unread frames are dropped. */
+int nif_tap_fd(const struct nif_tap *tap);
+bool nif_tap_multiqueue(const struct nif_tap *tap);
+int nif_tap_queue_open(const struct nif_tap *tap);
+int nif_tap_queue_detach(int fd);
+
 /* Logging hook: the host program decides where messages go (default: stderr). */
 typedef void nif_log_fn(int level, const char *msg);
 void nif_set_log(nif_log_fn *fn);

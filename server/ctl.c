@@ -62,6 +62,14 @@ static const char *const counter_names[SRV_COUNTER_MAX] = {
 	[SRV_FRAMES_CSUM_PARTIAL_RECEIVED] = "frames_csum_partial_received",
 	[SRV_DROP_TX_BAD_OFFLOAD] = "drop_tx_bad_offload",
 	[SRV_DROP_RX_BAD_VNET] = "drop_rx_bad_vnet",
+	[SRV_DATA_FRAMES_RELAYED] = "data_frames_relayed",
+	[SRV_LEASES_DIRECT] = "leases_direct",
+	[SRV_LEASES_RELAY] = "leases_relay",
+	[SRV_DIRECT_REFUSED] = "direct_refused",
+	[SRV_DROP_DIRECT_UNSTEERED] = "drop_direct_unsteered",
+	[SRV_DP_MAP_ERRORS] = "dp_map_errors",
+	[SRV_DP_QUEUES_RECYCLED] = "dp_queues_recycled",
+	[SRV_DP_QUEUES_RETIRED] = "dp_queues_retired",
 };
 
 const char *srv_counter_name(enum srv_counter c)
@@ -104,15 +112,46 @@ static void reply_status(struct srv *s, struct conn *c, const struct uls_ctl_msg
 	reply(s, c, &r, NULL, 0);
 }
 
+/* A lease that could not be set up goes again at once (nothing else refers to it). */
+static void lease_drop(struct srv *s, struct srv_lease *l)
+{
+	s->leases[l->id] = NULL;
+	l->fd = -1;  /* the connection stays the caller's */
+	l->dead = true;
+	srv_lease_free(s, l);
+}
+
 static void hello(struct srv *s, struct conn *c, const struct uls_ctl_msg *req)
 {
 	struct uls_ctl_msg r;
 	struct srv_lease *l;
 	int rc = srv_lease_new(s, c->fd, c->pid, c->uid, &l);
+	bool offered = (req->u.hello.flags & ULS_CTL_HELLO_F_RINGS) != 0;
 
 	if (rc < 0) {
 		reply_status(s, c, req, rc);
 		return;
+	}
+	/* The data path, per process (docs/architecture.md): direct when the process offers
+	 * its rings and ulsd may take them and has a queue for it; else the relay, unless
+	 * ulsd runs with --datapath direct. */
+	rc = -EOPNOTSUPP;
+	if (s->datapath != SRV_DP_RELAY && offered && s->dp) {
+		rc = srv_dp_lease_direct(s, l, req->u.hello.ring_fd);
+		if (rc < 0) {
+			s->ctr[SRV_DIRECT_REFUSED]++;
+			srv_log(1, "lease %u (pid %d): direct path refused: %s", l->id,
+				(int)c->pid, strerror(-rc));
+		}
+	}
+	if (rc < 0) {
+		rc = s->datapath == SRV_DP_DIRECT ? (rc == -EOPNOTSUPP ? -EPROTONOSUPPORT : rc)
+						  : srv_lease_rings(s, l);
+		if (rc < 0) {
+			lease_drop(s, l);
+			reply_status(s, c, req, rc);
+			return;
+		}
 	}
 	c->lease = l;
 	uls_ctl_init(&r, ULS_CTL_HELLO, req->seq);
@@ -124,9 +163,20 @@ static void hello(struct srv *s, struct conn *c, const struct uls_ctl_msg *req)
 	memcpy(r.u.hello.mac, s->mac, 6);
 	r.u.hello.flags = s->offload ? ULS_CTL_HELLO_F_OFFLOAD : 0;
 	memcpy(r.u.hello.isn_secret, s->isn_secret, 16);
-	int fds[3] = { l->memfd, l->rx_efd, l->tx_efd };
-	reply(s, c, &r, fds, 3);
-	srv_log(2, "lease %u: pid %d uid %u", l->id, (int)c->pid, (unsigned)c->uid);
+	r.u.hello.ring_fd[0] = r.u.hello.ring_fd[1] = -1;
+	if (l->direct) {
+		r.u.hello.datapath = ULS_CTL_DP_DIRECT;
+		r.u.hello.queue = (uint8_t)l->queue;
+		s->ctr[SRV_LEASES_DIRECT]++;
+		reply(s, c, &r, NULL, 0);
+	} else {
+		int fds[3] = { l->memfd, l->rx_efd, l->tx_efd };
+		r.u.hello.datapath = ULS_CTL_DP_RELAY;
+		s->ctr[SRV_LEASES_RELAY]++;
+		reply(s, c, &r, fds, 3);
+	}
+	srv_log(2, "lease %u: pid %d uid %u, %s path", l->id, (int)c->pid, (unsigned)c->uid,
+		l->direct ? "direct" : "relay");
 }
 
 static int send_counter(struct srv *s, struct conn *c, uint32_t seq, const char *name, uint64_t v)
@@ -138,6 +188,19 @@ static int send_counter(struct srv *s, struct conn *c, uint32_t seq, const char 
 	r.u.counter.value = v;
 	reply(s, c, &r, NULL, 0);
 	return 0;
+}
+
+struct stat_ctx {
+	struct srv *s;
+	struct conn *c;
+	uint32_t seq;
+};
+
+static void stat_one(void *arg, const char *name, uint64_t v)
+{
+	struct stat_ctx *sc = arg;
+
+	send_counter(sc->s, sc->c, sc->seq, name, v);
 }
 
 struct ep_ctx {
@@ -158,6 +221,7 @@ static int send_endpoint(const struct flt_rule *rule, void *arg)
 	r.rip = rule->rip;
 	r.rport = rule->rport;
 	r.u.endpoint.pid = l ? (uint32_t)l->pid : 0;
+	r.u.endpoint.datapath = !l ? 0 : l->direct ? ULS_CTL_DP_DIRECT : ULS_CTL_DP_RELAY;
 	r.u.endpoint.kind = rule->kind == FLT_RULE_CONNECTED ? ULS_CTL_K_CONNECTED :
 			    rule->proto == FLT_PROTO_UDP ? ULS_CTL_K_BOUND : ULS_CTL_K_LISTEN;
 	reply(e->s, e->c, &r, NULL, 0);
@@ -183,6 +247,8 @@ static void stats(struct srv *s, struct conn *c, const struct uls_ctl_msg *req)
 		send_counter(s, c, req->seq, flt_reason_name((enum flt_reason)i), v);
 	}
 	send_counter(s, c, req->seq, "custody_connections", s->ncustody);
+	struct stat_ctx sc = { s, c, req->seq };
+	srv_dp_stats(s, stat_one, &sc);
 	flt_foreach(s->flt, send_endpoint, &e);
 	for (size_t i = 0; i < s->ncustody; i++) {
 		struct uls_ctl_msg r;

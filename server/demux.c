@@ -55,8 +55,15 @@ static inline void bd_tx_slot(const uint8_t *slot, uint64_t t_taken)
 static void deliver(struct srv *s, struct srv_lease *l, const uint8_t *frame, size_t len,
 		    uint32_t off, uint64_t t_read, uint64_t t_demux)
 {
-	uint8_t *slot = nif_ring_prod_slot(&l->rx, len);
+	uint8_t *slot;
 
+	if (!l->has_rings) {
+		/* A process on the direct path reads its own queue; what reaches ulsd for it
+		 * (the kernel steered it here) has no way to it. */
+		s->ctr[SRV_DROP_DIRECT_UNSTEERED]++;
+		return;
+	}
+	slot = nif_ring_prod_slot(&l->rx, len);
 	if (!slot) {
 		/* The process is not keeping up: drop, as a NIC drops on a full ring; TCP
 		 * retransmits. */
@@ -74,6 +81,7 @@ static void deliver(struct srv *s, struct srv_lease *l, const uint8_t *frame, si
 		s->pending[s->npending++] = l;
 	}
 	s->ctr[SRV_FRAMES_DEMUXED]++;
+	s->ctr[SRV_DATA_FRAMES_RELAYED]++;
 }
 
 /* ARP replies reach every process: each runs lwIP's ARP and learns from them. */
@@ -81,7 +89,8 @@ static void share_arp(struct srv *s, const uint8_t *frame, size_t len)
 {
 	for (uint32_t i = 1; i < SRV_MAX_LEASES; i++) {
 		struct srv_lease *l = s->leases[i];
-		if (l && !l->dead)
+		/* Direct processes get their replies from the kernel (datapath.bpf.c). */
+		if (l && !l->dead && l->has_rings)
 			deliver(s, l, frame, len, 0, 0, 0);
 	}
 	s->ctr[SRV_ARP_SHARED]++;
@@ -240,6 +249,7 @@ static int send_checked(struct srv *s, struct srv_lease *l, uint8_t *slot, size_
 		return rc;
 	}
 	s->ctr[SRV_FRAMES_SENT]++;
+	s->ctr[SRV_DATA_FRAMES_RELAYED]++;
 	if (nif_off_gso(off) && len > (size_t)s->mtu + NIF_ETH_HLEN)
 		s->ctr[SRV_FRAMES_GSO_SENT]++;
 	l->tx_frames++;
@@ -254,6 +264,8 @@ void srv_drain_tx(struct srv *s, struct srv_lease *l)
 	uint32_t off;
 	const uint8_t *f;
 
+	if (!l->has_rings)
+		return;
 	while ((f = nif_ring_cons_peek(&l->tx, &len, &off, &l->bad_slots))) {
 		uint64_t t_taken = bd_now();
 		if (len > nif_tap_tx_room(s->tap)) {
@@ -299,7 +311,7 @@ static void sync_leases(struct srv *s)
 			if (l->watched)
 				nif_tap_unwatch(s->tap, l->id);
 			srv_lease_free(s, l);
-		} else if (!l->watched) {
+		} else if (!l->watched && l->has_rings) {
 			if (nif_tap_watch(s->tap, l->tx_efd, l->id) == 0)
 				l->watched = true;
 			srv_drain_tx(s, l);  /* frames it queued before we watched */

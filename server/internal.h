@@ -43,6 +43,12 @@ struct srv_lease {
 	struct nif_ring tx;     /* we consume: frames from the process */
 	uint64_t rx_frames, rx_bytes, tx_frames, tx_bytes, rx_ring_full, tx_denied;
 	uint64_t bad_slots;
+	/* The direct data path (bpf.c): the process reads and writes its own TAP queue
+	 * through two io_urings ulsd enabled; it has no rings to ulsd. */
+	bool direct;
+	unsigned queue;
+	int dp_ring[2];         /* ulsd's descriptors of its io_urings, -1: none */
+	bool has_rings;         /* the relay's ring pair and eventfds exist */
 };
 
 /* A TCP connection whose process is gone: its tuple stays reserved for 2 MSL and segments
@@ -75,8 +81,17 @@ enum srv_counter {
 	SRV_HANDOFFS, SRV_HANDOFFS_EXPIRED, SRV_DROP_IN_TRANSIT,
 	SRV_FRAMES_GSO_SENT, SRV_FRAMES_GSO_RECEIVED, SRV_FRAMES_CSUM_PARTIAL_RECEIVED,
 	SRV_DROP_TX_BAD_OFFLOAD, SRV_DROP_RX_BAD_VNET,
+	/* The direct data path (bpf.c) */
+	SRV_DATA_FRAMES_RELAYED, SRV_LEASES_DIRECT, SRV_LEASES_RELAY, SRV_DIRECT_REFUSED,
+	SRV_DROP_DIRECT_UNSTEERED, SRV_DP_MAP_ERRORS, SRV_DP_QUEUES_RECYCLED,
+	SRV_DP_QUEUES_RETIRED,
 	SRV_COUNTER_MAX
 };
+
+/* Which data path a process gets (ulsd --datapath). */
+enum srv_datapath { SRV_DP_AUTO, SRV_DP_DIRECT, SRV_DP_RELAY };
+
+struct srv_dp;
 
 struct srv {
 	/* node */
@@ -113,6 +128,8 @@ struct srv {
 	/* Neighbours seen on the wire (IPv4 source -> Ethernet source), so ulsd can address
 	 * a peer whose process died. Direct-mapped by the address's low bits. */
 	struct { uint32_t ip; uint8_t mac[6]; } neigh[256];
+	enum srv_datapath datapath;
+	struct srv_dp *dp;      /* the direct data path's programs and queues; NULL: none */
 	volatile bool stop;
 	bool trace;             /* ULSD_TRACE=1: log every control message */
 };
@@ -155,8 +172,19 @@ int srv_handoff_tick(struct srv *s);  /* expiry; returns ms until the next one *
 
 /* lease.c (s->lock held unless noted) */
 int srv_lease_new(struct srv *s, int fd, pid_t pid, uid_t uid, struct srv_lease **out);
+/* The relay's ring pair and eventfds, for a lease not on the direct path. */
+int srv_lease_rings(struct srv *s, struct srv_lease *l);
 void srv_lease_end(struct srv *s, struct srv_lease *l);   /* control thread */
 void srv_lease_free(struct srv *s, struct srv_lease *l);  /* demux thread */
+
+/* bpf.c (or bpf_none.c): the direct data path (s->lock held) */
+int srv_dp_init(struct srv *s);
+int srv_dp_lease_direct(struct srv *s, struct srv_lease *l, const int32_t ring_fd[2]);
+void srv_dp_lease_end(struct srv *s, struct srv_lease *l);
+typedef void srv_dp_stat_fn(void *arg, const char *name, uint64_t value);
+void srv_dp_stats(struct srv *s, srv_dp_stat_fn *fn, void *arg);
+/* The MAC of a peer the kernel saw set up a connection (ulsd sees no direct frames). */
+int srv_dp_neighbour(struct srv *s, uint32_t ip, uint8_t mac[6]);
 
 /* ctl.c: the control thread (runs in main) */
 int srv_ctl_run(struct srv *s, int listen_fd);

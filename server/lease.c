@@ -1,6 +1,7 @@
 /* Leases: one per process, from its HELLO to the end of its control connection.
  *
- * A lease owns the process's ring pair and eventfds. When the connection ends, for any
+ * A lease owns the process's ring pair and eventfds (relay path) or its TAP queue (direct
+ * path, bpf.c). When the connection ends, for any
  * reason (exit, crash, kill -9), the control thread reclaims what the process held: its
  * filter rules and ports are dropped at once, and its TCP connections go into custody so
  * their peers are reset within a second (ports.c, reply.c). The ring memory is freed by the
@@ -19,7 +20,6 @@ int srv_lease_new(struct srv *s, int fd, pid_t pid, uid_t uid, struct srv_lease 
 {
 	struct srv_lease *l;
 	uint32_t id = 0;
-	int rc;
 
 	for (uint32_t i = 0; i < SRV_MAX_LEASES - 1; i++) {
 		uint32_t cand = 1 + (s->next_id + i) % (SRV_MAX_LEASES - 1);
@@ -38,7 +38,19 @@ int srv_lease_new(struct srv *s, int fd, pid_t pid, uid_t uid, struct srv_lease 
 	l->pid = pid;
 	l->uid = uid;
 	l->memfd = l->rx_efd = l->tx_efd = -1;
-	rc = nif_ring_layout(s->mtu, &l->layout);
+	l->dp_ring[0] = l->dp_ring[1] = -1;
+	s->leases[id] = l;
+	s->next_id = id;
+	s->ctr[SRV_LEASES_OPENED]++;
+	*out = l;
+	return 0;
+}
+
+/* The relay path's ring pair: a lease that is not direct gets it before HELLO's reply. */
+int srv_lease_rings(struct srv *s, struct srv_lease *l)
+{
+	int rc = nif_ring_layout(s->mtu, &l->layout);
+
 	if (rc == 0)
 		rc = nif_ring_create(&l->layout, &l->memfd);
 	if (rc == 0)
@@ -49,19 +61,13 @@ int srv_lease_new(struct srv *s, int fd, pid_t pid, uid_t uid, struct srv_lease 
 		if (l->rx_efd < 0 || l->tx_efd < 0)
 			rc = -errno;
 	}
-	if (rc < 0) {
-		l->dead = true;
-		srv_lease_free(s, l);
+	if (rc < 0)
 		return rc;
-	}
 	nif_ring_attach(&l->rx, l->rings, &l->layout, 0, l->rx_efd, true);
 	nif_ring_attach(&l->tx, l->rings, &l->layout, 1, l->tx_efd, false);
-	s->leases[id] = l;
-	s->next_id = id;
+	l->has_rings = true;
 	s->leases_changed = true;
 	nif_tap_wake(s->tap);  /* the demux thread starts watching its transmit ring now */
-	s->ctr[SRV_LEASES_OPENED]++;
-	*out = l;
 	return 0;
 }
 
@@ -90,6 +96,9 @@ void srv_lease_end(struct srv *s, struct srv_lease *l)
 	 * its rules. The demux thread cannot be in the ring: we hold the lock. */
 	srv_drain_tx(s, l);
 	l->dead = true;
+	/* The direct path's map entries go first: from here on the kernel steers its frames
+	 * to ulsd, which answers them from custody. */
+	srv_dp_lease_end(s, l);
 	flt_foreach(s->flt, take_custody, &c);
 	flt_del_owner(s->flt, l->id);
 	srv_ports_drop_lease(s, l);
@@ -106,7 +115,8 @@ void srv_lease_free(struct srv *s, struct srv_lease *l)
 {
 	if (s->leases[l->id] == l)
 		s->leases[l->id] = NULL;
-	nif_ring_unmap(l->rings, &l->layout);
+	if (l->rings)
+		nif_ring_unmap(l->rings, &l->layout);
 	if (l->memfd >= 0)
 		close(l->memfd);
 	if (l->rx_efd >= 0)

@@ -4,3 +4,22 @@ server_ulsd_SOURCES = server/ulsd.c server/ctl.c server/lease.c server/ports.c s
 	server/demux.c server/reply.c server/internal.h
 server_ulsd_CFLAGS = $(AM_CFLAGS) $(LIBURING_CFLAGS)
 server_ulsd_LDADD = filter/libflt.la netif/libnif.la $(LIBURING_LIBS) -lpthread
+
+# The direct data path: the BPF programs (filter/datapath.bpf.c) built into a skeleton that
+# ulsd embeds and loads (server/bpf.c).
+EXTRA_DIST += filter/datapath.bpf.c filter/datapath.h
+if ULS_DIRECT
+server_ulsd_SOURCES += server/bpf.c
+nodist_server_ulsd_SOURCES = server/datapath.skel.h
+BUILT_SOURCES = server/datapath.skel.h
+CLEANFILES += server/datapath.bpf.o server/datapath.skel.h
+server_ulsd_CFLAGS += $(LIBBPF_CFLAGS)
+server_ulsd_LDADD += $(LIBBPF_LIBS)
+server/datapath.bpf.o: $(top_srcdir)/filter/datapath.bpf.c $(top_srcdir)/filter/datapath.h
+	@$(MKDIR_P) server
+	$(AM_V_GEN)$(CLANG) $(BPF_CFLAGS) -I$(top_srcdir) -c $(top_srcdir)/filter/datapath.bpf.c -o $@
+server/datapath.skel.h: server/datapath.bpf.o
+	$(AM_V_GEN)$(BPFTOOL) gen skeleton server/datapath.bpf.o name uls_dp > $@.tmp && mv $@.tmp $@
+else
+server_ulsd_SOURCES += server/bpf_none.c
+endif

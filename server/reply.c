@@ -229,8 +229,13 @@ void srv_send_probe(struct srv *s, const struct srv_custody *c)
 	unsigned i = ntohl(c->rip) & 0xff;
 	uint32_t seq;
 
-	if (s->neigh[i].ip != c->rip)
-		return;  /* never heard from it: it will get a RST for its next segment */
+	if (s->neigh[i].ip != c->rip) {
+		uint8_t mac[6];
+		/* A process on the direct path: the kernel saw the peer, not ulsd. */
+		if (srv_dp_neighbour(s, c->rip, mac) < 0)
+			return;  /* never heard from it: it will get a RST for its next segment */
+		srv_learn_neighbour(s, c->rip, mac);
+	}
 	if (getrandom(&seq, sizeof(seq), GRND_NONBLOCK) != sizeof(seq))
 		seq = (uint32_t)srv_now_ms();
 	tcp_segment(s, s->neigh[i].mac, c->rip, c->lport, c->rport, seq, seq ^ 0x80000000u,

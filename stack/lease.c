@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "netif/ctlproto.h"
+#include "netif/qring.h"
 #include "netif/ringdev.h"
 
 #define CALL_TIMEOUT_S 5
@@ -31,6 +32,7 @@ struct lease {
 	int ring_fds[3];       /* memfd and eventfds, the ring device's */
 	uint32_t seq;
 	uint32_t id;
+	bool direct;           /* the direct data path: ring_fds are its two io_urings */
 	char path[108];        /* the control socket, for a fork child's own lease */
 	pthread_mutex_t lock;  /* one request in flight at a time */
 };
@@ -48,7 +50,8 @@ int stk__lease_fd(void)
 	return lease.fd;
 }
 
-static int recv_reply(int fd, struct uls_ctl_msg *m, int *fds, size_t nfds)
+/* One reply with at most nfds descriptors: exactly nfds unless got_out says how many came. */
+static int recv_reply(int fd, struct uls_ctl_msg *m, int *fds, size_t nfds, size_t *got_out)
 {
 	uint8_t buf[ULS_CTL_MSG_SIZE + 1];
 	char cbuf[CMSG_SPACE(sizeof(int) * 3)];
@@ -77,12 +80,14 @@ static int recv_reply(int fd, struct uls_ctl_msg *m, int *fds, size_t nfds)
 				close(p[i]);  /* more than we asked for: do not leak them */
 		}
 	}
-	if (got != nfds || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+	if ((got_out ? got > nfds : got != nfds) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
 	    uls_ctl_check(buf, n, m) != 0) {
 		for (size_t i = 0; i < got; i++)
 			close(fds[i]);
 		return -EPROTO;
 	}
+	if (got_out)
+		*got_out = got;
 	return 0;
 }
 
@@ -101,7 +106,7 @@ int stk__lease_call(struct uls_ctl_msg *m)
 	}
 	struct uls_ctl_msg r;
 	do
-		rc = recv_reply(lease.fd, &r, NULL, 0);
+		rc = recv_reply(lease.fd, &r, NULL, 0, NULL);
 	while (rc == 0 && r.seq != m->seq);  /* a stale reply of a timed-out call */
 	if (rc == 0) {
 		rc = r.status;
@@ -131,13 +136,24 @@ void stk__lease_notify(struct uls_ctl_msg *m)
 
 void stk__isn_set_secret(const uint8_t secret[16]);
 
+/* The process offers the direct data path (two disabled io_urings, netif/qring.h) unless
+ * ULS_DATAPATH=relay; ulsd decides. */
+static bool offer_direct(void)
+{
+	const char *e = getenv("ULS_DATAPATH");
+
+	return !(e && !strcmp(e, "relay"));
+}
+
 int uls_attach(const char *ctl_path)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	struct timeval tv = { CALL_TIMEOUT_S, 0 };
 	struct uls_ctl_msg m;
 	struct nif_dev *dev;
-	int fds[3], fd, rc;
+	struct nif_qring_prep qp = { .made = false };
+	int fds[3] = { -1, -1, -1 }, fd, rc;
+	size_t got = 0;
 
 	if (!ctl_path || !*ctl_path || strlen(ctl_path) >= sizeof(sun.sun_path))
 		return -EINVAL;
@@ -158,33 +174,55 @@ int uls_attach(const char *ctl_path)
 		goto fail_fd;
 	}
 	uls_ctl_init(&m, ULS_CTL_HELLO, ++lease.seq);
+	m.u.hello.ring_fd[0] = m.u.hello.ring_fd[1] = -1;
+	if (offer_direct() && nif_qring_prepare(&qp) == 0) {
+		/* The library's own descriptors: high, and out of the program's reach. */
+		for (int i = 0; i < 2; i++) {
+			nif_qring_set_fd(&qp, i, stk__fd_hide(nif_qring_fd(&qp, i)));
+			m.u.hello.ring_fd[i] = nif_qring_fd(&qp, i);
+		}
+		m.u.hello.flags |= ULS_CTL_HELLO_F_RINGS;
+	}
 	if (send(fd, &m, sizeof(m), MSG_NOSIGNAL) != (ssize_t)sizeof(m)) {
 		rc = -errno;
 		goto fail_fd;
 	}
-	rc = recv_reply(fd, &m, fds, 3);
+	rc = recv_reply(fd, &m, fds, 3, &got);
 	if (rc < 0)
 		goto fail_fd;
-	if (m.type != ULS_CTL_HELLO || m.status < 0 || m.u.hello.mtu == 0) {
+	bool direct = m.u.hello.datapath == ULS_CTL_DP_DIRECT && qp.made;
+	if (m.type != ULS_CTL_HELLO || m.status < 0 || m.u.hello.mtu == 0 ||
+	    got != (direct ? 0u : 3u)) {
 		rc = m.status < 0 ? m.status : -EPROTO;
-		for (int i = 0; i < 3; i++)
+		for (size_t i = 0; i < got; i++)
 			close(fds[i]);
 		goto fail_fd;
 	}
-	/* The library's own descriptors: high, and out of the program's reach. */
 	fd = stk__fd_hide(fd);
-	for (int i = 0; i < 3; i++)
-		fds[i] = stk__fd_hide(fds[i]);
-	rc = nif_ringdev_open(&dev, m.u.hello.mtu, (m.u.hello.flags & ULS_CTL_HELLO_F_OFFLOAD) != 0,
-			      fds[0], fds[1], fds[2], fd);
-	if (rc < 0) {
-		for (int i = 0; i < 3; i++)
-			close(fds[i]);
-		goto fail_fd;
+	bool offload = (m.u.hello.flags & ULS_CTL_HELLO_F_OFFLOAD) != 0;
+	if (!direct) {
+		for (int i = 0; qp.made && i < 2; i++)
+			stk__fd_unmark(nif_qring_fd(&qp, i));
+		nif_qring_discard(&qp);  /* the relay: ulsd did not take them */
 	}
+	if (direct) {
+		fds[0] = nif_qring_fd(&qp, 0);
+		fds[1] = nif_qring_fd(&qp, 1);
+		rc = nif_qring_open(&dev, &qp, m.u.hello.mtu, offload, fd);
+	} else {
+		for (int i = 0; i < 3; i++)
+			fds[i] = stk__fd_hide(fds[i]);
+		rc = nif_ringdev_open(&dev, m.u.hello.mtu, offload, fds[0], fds[1], fds[2], fd);
+		if (rc < 0)
+			for (int i = 0; i < 3; i++)
+				close(fds[i]);
+	}
+	if (rc < 0)
+		goto fail_fd;
 	stk__isn_set_secret(m.u.hello.isn_secret);
 	lease.fd = fd;
 	memcpy(lease.ring_fds, fds, sizeof(lease.ring_fds));
+	lease.direct = direct;
 	snprintf(lease.path, sizeof(lease.path), "%s", ctl_path);
 	lease.id = m.u.hello.lease_id;
 	struct in_addr addr = { m.u.hello.addr }, gw = { m.u.hello.gateway };
@@ -197,6 +235,9 @@ int uls_attach(const char *ctl_path)
 	stk__unlock();
 	return 0;
 fail_fd:
+	for (int i = 0; qp.made && i < 2; i++)
+		stk__fd_unmark(nif_qring_fd(&qp, i));
+	nif_qring_discard(&qp);
 	stk__fd_close(fd);
 fail:
 	stk__unlock();

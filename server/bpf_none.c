@@ -1,0 +1,33 @@
+/* ulsd built without the direct data path (no clang, bpftool or libbpf at configure time):
+ * every process is on the relay path. */
+#include "server/internal.h"
+
+#include <errno.h>
+
+int srv_dp_init(struct srv *s)
+{
+	(void)s;
+	return -EOPNOTSUPP;
+}
+
+int srv_dp_lease_direct(struct srv *s, struct srv_lease *l, const int32_t ring_fd[2])
+{
+	(void)s; (void)l; (void)ring_fd;
+	return -EOPNOTSUPP;
+}
+
+void srv_dp_lease_end(struct srv *s, struct srv_lease *l)
+{
+	(void)s; (void)l;
+}
+
+void srv_dp_stats(struct srv *s, srv_dp_stat_fn *fn, void *arg)
+{
+	(void)s; (void)fn; (void)arg;
+}
+
+int srv_dp_neighbour(struct srv *s, uint32_t ip, uint8_t mac[6])
+{
+	(void)s; (void)ip; (void)mac;
+	return -ENOENT;
+}
