@@ -489,9 +489,11 @@ impair_tap_ok() {
     local seen=$(( $(stat_of "$stats1" uls1 frames) - $(stat_of "$stats" uls1 frames) ))
     local dropped=$(( $(stat_of "$stats1" "" dropped) - $(stat_of "$stats" "" dropped) ))
     (( seen == sent )) || { echo "uls1 saw $seen frames, the probe wrote $sent"; return 1; }
-    # Every dropped frame is a lost echo; on a loaded host a few replies have also come back
-    # after the probe stopped waiting (lost 142, dropped 139 seen): allow 2% of them.
-    (( dropped <= sent - recvd && sent - recvd <= dropped + sent / 50 )) ||
+    # Every dropped echo frame is a lost echo. On a loaded host a few replies have come back
+    # after the probe stopped waiting (lost 142, dropped 139), and an ARP probe of k1's has
+    # been dropped too (lost 145, dropped 146): allow 2% either way.
+    local diff=$((sent - recvd - dropped))
+    (( diff >= -sent / 50 && diff <= sent / 50 )) ||
         { echo "lost $((sent - recvd)), counters dropped $dropped"; return 1; }
     in_band "$(( (sent - recvd) * 1000 / sent ))" 410 610 || { echo "round-trip loss not near 51%"; return 1; }
 }
