@@ -17,7 +17,7 @@ def test_rfc2018_2_synack_carries_sack_permitted(node, link):
 
 
 @requirement(fix='lwIP 2.1.3 (LWIP_TCP_SACK_OUT)',
-             mutate="sed -i 's/LWIP_TCP_SACK_OUT  *1/LWIP_TCP_SACK_OUT 0/' stack/lwipopts.h")
+             mutate="tests/conformance/lwip-mutate core/tcp_out.c '/^tcp_get_num_sacks/,/^}/ s/if (pcb->flags \\& TF_SACK) {/if (0) {/'")
 def test_rfc2018_4_sack_block_reports_out_of_order_data(node, link):
     """RFC 2018 §4: "If sent at all, SACK options SHOULD be included in all ACKs which do
     not ACK the highest sequence number in the data receiver's queue." ... "The first SACK

@@ -34,13 +34,19 @@ def test_rfc5961_3_2_in_window_rst_gets_challenge_ack(node, link):
              mutate="tests/conformance/lwip-mutate core/tcp_in.c 's/if (seqno == pcb->rcv_nxt) {/if (1) {/'")
 def test_rfc5961_3_2_out_of_window_rst_ignored(node, link):
     """RFC 5961 §3.2: "1) If the RST bit is set and the sequence number is outside the
-    current receive window, silently drop the segment." """
+    current receive window, silently drop the segment." Positive control: the same RST
+    at exactly RCV.NXT resets the connection."""
     peer = TcpPeer(link, 7)
     peer.connect()
     peer.send("R", seq=(peer.snd_nxt + 0x40000000) & 0xFFFFFFFF, ack=0, options=[])
     answers = peer.recv_all(1.0)
     assert answers == [], f"answered an out-of-window RST: {[a.summary() for a in answers]}"
     assert _still_echoes(peer), "an out-of-window RST affected the connection"
+    peer.send("R", seq=peer.snd_nxt, ack=0, options=[])
+    peer.closed = True
+    peer.send("PA", b"gone?\n")
+    r = peer.recv(3)
+    assert r is not None and r[TCP].flags.R, "control: the RST at RCV.NXT did not reset"
 
 
 @requirement(fix='lwIP 2.1.3',

@@ -27,8 +27,13 @@ def test_rfc826_request_for_our_address_gets_reply(node, link):
              mutate="sed -i 's/if (p->arp.op != 1 || p->arp.tpa != s->ip)/if (p->arp.op != 1)/' server/reply.c")
 def test_rfc826_request_for_other_address_not_answered(node, link):
     """RFC 826, "Packet Reception": "?Am I the target protocol address? Yes: ... (reply)";
-    a request for an address that is not ours gets no reply."""
+    a request for an address that is not ours gets no reply. Positive control: the same
+    request for the node's address gets one."""
     link.send(Ether(src=node.my_mac, dst="ff:ff:ff:ff:ff:ff") /
               ARP(op=1, hwsrc=node.my_mac, psrc=node.my_ip, pdst="198.18.0.77"))
     r = link.recv(lambda p: ARP in p and p[ARP].op == 2, 1.0)
     assert r is None, f"node answered for an address it does not own: {r.summary()}"
+    link.send(Ether(src=node.my_mac, dst="ff:ff:ff:ff:ff:ff") /
+              ARP(op=1, hwsrc=node.my_mac, psrc=node.my_ip, pdst=node.ip))
+    assert link.recv(lambda p: ARP in p and p[ARP].op == 2 and p[ARP].psrc == node.ip, 3) \
+        is not None, "control: the request for the node's address was not answered"
