@@ -2,7 +2,7 @@
 
 from scapy.layers.inet import TCP
 
-from conftest import TcpPeer, requirement
+from conftest import TcpPeer, curated_pcap, requirement
 
 
 @requirement(fix='lwIP 2.1.3',
@@ -20,6 +20,7 @@ def test_rfc5681_4_2_immediate_dup_ack_for_each_out_of_order_segment(node, link)
         peer.send("PA", b"o" * 500, seq=base + off)
     dups = peer.recv_all(1.0, lambda q: q[TCP].ack == base and len(q[TCP].payload) == 0)
     assert len(dups) >= 3, f"{len(dups)} duplicate ACKs for 3 out-of-order segments"
+    curated_pcap(link, "test_rfc5681_4_2_immediate_dup_ack_for_each_out_of_order_segment.pcap")
 
 
 @requirement(fix='patch 0002',

@@ -2,7 +2,7 @@
 
 from scapy.layers.inet import TCP
 
-from conftest import TcpPeer, requirement
+from conftest import TcpPeer, curated_pcap, requirement
 
 
 def _still_echoes(peer):
@@ -28,6 +28,7 @@ def test_rfc5961_3_2_in_window_rst_gets_challenge_ack(node, link):
     assert c[TCP].seq == peer.rcv_nxt and c[TCP].ack == peer.snd_nxt, \
         "challenge ACK is not <SEQ=SND.NXT><ACK=RCV.NXT>"
     assert _still_echoes(peer), "the connection did not survive an in-window RST"
+    curated_pcap(link, "test_rfc5961_3_2_in_window_rst_gets_challenge_ack.pcap")
 
 
 @requirement(fix='lwIP 2.1.3',

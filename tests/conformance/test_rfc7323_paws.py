@@ -2,7 +2,7 @@
 
 from scapy.layers.inet import TCP
 
-from conftest import TcpPeer, requirement, tcp_opts
+from conftest import TcpPeer, curated_pcap, requirement, tcp_opts
 
 
 def _ts(peer, tsval):
@@ -39,6 +39,7 @@ def test_rfc7323_5_3_old_tsval_duplicate_dropped(node, link, counters):
     assert counters()["tcp_paws_dropped"] == before + 1, "PAWS drop not counted"
     peer.send("PA", msg)
     assert peer.recv_data(len(msg)) == msg, "control: the fresh-TSval segment was not echoed"
+    curated_pcap(link, "test_rfc7323_5_3_old_tsval_duplicate_dropped.pcap")
 
 
 @requirement(fix='hook stack/tcp_checks.c',

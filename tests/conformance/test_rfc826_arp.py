@@ -2,7 +2,7 @@
 
 from scapy.layers.l2 import ARP, Ether
 
-from conftest import requirement
+from conftest import curated_pcap, requirement
 
 
 @requirement(fix='ulsd: server/reply.c; own: lwIP 2.1.3',
@@ -21,6 +21,7 @@ def test_rfc826_request_for_our_address_gets_reply(node, link):
     assert r[Ether].src == node.mac
     assert r[ARP].hwsrc == node.mac and r[ARP].psrc == node.ip
     assert r[ARP].hwdst == node.my_mac and r[ARP].pdst == node.my_ip
+    curated_pcap(link, "test_rfc826_request_for_our_address_gets_reply.pcap")
 
 
 @requirement(fix='ulsd: server/reply.c; own: lwIP 2.1.3',

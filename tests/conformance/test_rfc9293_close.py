@@ -2,7 +2,7 @@
 
 from scapy.layers.inet import TCP
 
-from conftest import TcpPeer, requirement
+from conftest import TcpPeer, curated_pcap, requirement
 
 GREETING = b"ulstack\n"
 
@@ -36,6 +36,7 @@ def test_rfc9293_3_6_active_close_fin_handshake(node, link):
     assert not a[TCP].flags.R and not a[TCP].flags.F
     assert a[TCP].seq == peer.rcv_nxt
     peer.closed = True
+    curated_pcap(link, "test_rfc9293_3_6_active_close_fin_handshake.pcap")
 
 
 @requirement(fix='lwIP 2.1.3',

@@ -7,7 +7,7 @@ import os
 
 from scapy.layers.inet import TCP
 
-from conftest import TcpPeer, requirement, wait_counter
+from conftest import TcpPeer, curated_pcap, requirement, wait_counter
 
 
 def _echo(peer, data, timeout=5.0):
@@ -109,3 +109,4 @@ def test_rfc9293_3_7_1_tiny_syn_mss_clamped_to_48(node, link, counters):
             ctl.absorb(p)
         ctl.ack()
     assert got == data and max(sizes) <= 100 and max(sizes) > 48, sizes
+    curated_pcap(link, "test_rfc9293_3_7_1_tiny_syn_mss_clamped_to_48.pcap")

@@ -80,7 +80,7 @@ def test_rfc9293_3_10_7_4_simultaneous_open_completed_by_plain_ack(node, link):
     assert got == data, f"echoed {len(got)} of {len(data)} bytes after the plain ACK"
 
 
-@requirement(fix='lwIP 2.1.3, patch 0013',
+@requirement(fix='lwIP 2.1.3, patch 0014',
              mutate="tests/conformance/lwip-mutate core/tcp_in.c '/send a RST to bring the other side in a non-synchronized state/,+1 s/tcp_rst(pcb, ackno, seqno + tcplen, ip_current_dest_addr(),/if (0) tcp_rst(pcb, ackno, seqno + tcplen, ip_current_dest_addr(),/'")
 def test_rfc9293_3_10_7_3_synack_with_wrong_ack_gets_rst(node, link):
     """RFC 9293 §3.10.7.3 (SYN-SENT), first, check the ACK bit: "If the ACK bit is set, If
@@ -105,6 +105,7 @@ def test_rfc9293_3_10_7_3_synack_with_wrong_ack_gets_rst(node, link):
         f"window {a[TCP].window}: scaled by the Window Scale of a discarded SYN,ACK"
     msg = b"after the reset\n"
     assert _echo(peer, msg) == msg, "control: the right SYN,ACK did not open the connection"
+    curated_pcap(link, "test_rfc9293_3_10_7_3_synack_with_wrong_ack_gets_rst.pcap")
 
 
 @requirement(fix='patch 0014',

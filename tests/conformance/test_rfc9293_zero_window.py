@@ -11,7 +11,7 @@ import time
 import pytest
 from scapy.layers.inet import TCP
 
-from conftest import Link, TcpPeer, _capture_dir, requirement, tcp_opts
+from conftest import Link, TcpPeer, _capture_dir, curated_pcap, requirement, tcp_opts
 
 
 class _Exchange(dict):
@@ -49,6 +49,7 @@ def zero_window(node):
     finally:
         peer.abort()
         link.pcap(_capture_dir() / "zero_window_exchange.pcap")
+        curated_pcap(link, "test_rfc9293_3_8_6_1_zero_window_is_probed.pcap")
         link.close()
 
 
