@@ -72,7 +72,7 @@ def test_rfc9293_3_10_7_4_rst_in_syn_received_returns_to_listen(node, link):
 
 
 @requirement(fix='hook stack/tcp_checks.c, lwIP 2.1.3',
-             mutate="sed -i 's/return check_rst(pcb, c, hdr->seqno, len, now);/return ERR_OK;/' stack/tcp_checks.c && tests/conformance/lwip-mutate core/tcp_in.c '/we send a challenge ACK/,+4 s/tcp_ack_now(pcb);/;/'")
+             mutate="sed -i 's/stk__count(STK_CNT_TCP_RST_CHALLENGED);/return ERR_ABRT;/' stack/tcp_checks.c && tests/conformance/lwip-mutate core/tcp_in.c '/we send a challenge ACK/,+4 s/tcp_ack_now(pcb);/;/'")
 def test_rfc5961_3_2_in_window_rst_in_syn_received_gets_challenge_ack(node, link):
     """RFC 5961 §3.2 (which applies "In all states except SYN-SENT"): "3) If the RST bit
     is set and the sequence number does not exactly match the next expected sequence
@@ -146,7 +146,7 @@ def test_rfc9293_3_10_7_4_duplicate_syn_in_syn_received_gets_synack_again(node, 
 
 
 @requirement(fix='hook stack/tcp_checks.c',
-             mutate="sed -i 's/return challenge_syn(pcb, c, now);/return ERR_OK;/' stack/tcp_checks.c")
+             mutate="sed -i 's/stk__count(STK_CNT_TCP_SYN_CHALLENGED);/return ERR_ABRT;/' stack/tcp_checks.c")
 def test_rfc5961_4_2_new_syn_in_syn_received_gets_challenge_ack(node, link, counters):
     """RFC 5961 §4.2: "If the SYN bit is set, irrespective of the sequence number, TCP MUST
     send an ACK (also referred to as challenge ACK) to the remote peer:
