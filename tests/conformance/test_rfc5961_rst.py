@@ -31,8 +31,8 @@ def test_rfc5961_3_2_in_window_rst_gets_challenge_ack(node, link):
     curated_pcap(link, "test_rfc5961_3_2_in_window_rst_gets_challenge_ack.pcap")
 
 
-@requirement(fix='lwIP 2.1.3',
-             mutate="tests/conformance/lwip-mutate core/tcp_in.c 's/if (seqno == pcb->rcv_nxt) {/if (1) {/'")
+@requirement(fix='hook stack/tcp_checks.c, lwIP 2.1.3',
+             mutate="sed -i 's/stk__count(STK_CNT_TCP_RST_OUT_OF_WINDOW);/stk__count(STK_CNT_TCP_RST_OUT_OF_WINDOW); return ERR_OK;/' stack/tcp_checks.c && tests/conformance/lwip-mutate core/tcp_in.c 's/if (seqno == pcb->rcv_nxt) {/if (1) {/'")
 def test_rfc5961_3_2_out_of_window_rst_ignored(node, link):
     """RFC 5961 §3.2: "1) If the RST bit is set and the sequence number is outside the
     current receive window, silently drop the segment." Positive control: the same RST
