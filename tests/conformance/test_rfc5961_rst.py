@@ -11,8 +11,8 @@ def _still_echoes(peer):
     return peer.recv_data(len(msg)) == msg
 
 
-@requirement(fix='lwIP 2.1.3',
-             mutate="tests/conformance/lwip-mutate core/tcp_in.c '/we send a challenge ACK/,+4 s/tcp_ack_now(pcb);/;/'")
+@requirement(fix='hook stack/tcp_checks.c, lwIP 2.1.3',
+             mutate="sed -i 's/stk__count(STK_CNT_TCP_RST_CHALLENGED);/return ERR_ABRT;/' stack/tcp_checks.c && tests/conformance/lwip-mutate core/tcp_in.c '/we send a challenge ACK/,+4 s/tcp_ack_now(pcb);/;/'")
 def test_rfc5961_3_2_in_window_rst_gets_challenge_ack(node, link):
     """RFC 5961 §3.2: "3) If the RST bit is set and the sequence number does not exactly
     match the next expected sequence value, yet is within the current receive window, TCP
