@@ -41,6 +41,8 @@ EXTRA_DIST += tests/testbed/README.md tests/testbed/test_testbed.sh tests/testbe
 	tests/e2e/conftest.py tests/e2e/run tests/e2e/test_transfer.py \
 	tests/node/run tests/node/conftest.py tests/node/test_node.py tests/bench/run tests/pytest-tap \
 	tests/bench/test_sweep_logic.py tests/bench/test_ping_breakdown.py tests/bench/test_ulsbench_runs.py
+# Conformance tests of issue 13's last items (simultaneous open, per-state matrix).
+EXTRA_DIST += tests/conformance/test_rfc9293_simultaneous_open.py tests/conformance/test_rfc9293_syn_received.py
 EXTRA_DIST += tests/tblib.py tests/shim/run tests/shim/conftest.py tests/shim/test_shim.py tests/shim/cases.py \
 	tests/shim/peer.py
 EXTRA_DIST += tests/interop/run tests/interop/conftest.py tests/interop/asyncio_echo.py \

@@ -18,11 +18,12 @@ def _answers_ping(node, link, ident):
 
 
 @requirement(fix='ulsd: filter/parse.c; own: lwIP 2.1.3 (CHECKSUM_CHECK_IP)',
-             mutate="sed -i 's/if (!ipv4_checksum_ok(ip, hlen))/if (0)/' filter/parse.c && sed -i 's/CHECKSUM_CHECK_IP  *1/CHECKSUM_CHECK_IP 0/' stack/lwipopts.h")
+             mutate="sed -i 's/if (!ipv4_checksum_ok(ip, hlen))/if (0 \\&\\& !ipv4_checksum_ok(ip, hlen))/' filter/parse.c && sed -i 's/CHECKSUM_CHECK_IP  *1/CHECKSUM_CHECK_IP 0/' stack/lwipopts.h")
 def test_rfc1122_3_2_1_2_bad_ip_checksum_dropped_and_counted(node, link, counters):
     """RFC 1122 §3.2.1.2: "A host MUST verify the IP header checksum on every received
     datagram and silently discard every datagram that has a bad checksum." The drop is
-    counted (ip_chkerr)."""
+    counted (ip_chkerr). Positive control: the same echo request with its checksum right
+    is answered."""
     before = counters()["ip_chkerr"]
     good = _echo(node, 0x0C01)
     good_sum = IP(bytes(good[IP])).chksum
@@ -30,6 +31,8 @@ def test_rfc1122_3_2_1_2_bad_ip_checksum_dropped_and_counted(node, link, counter
     r = link.recv(lambda p: ICMP in p and p[ICMP].id == 0x0C01, 1.0)
     assert r is None, "node answered a datagram with a bad header checksum"
     assert counters()["ip_chkerr"] == before + 1, "ip_chkerr did not grow by 1"
+    assert _answers_ping(node, link, 0x0C01) is not None, \
+        "control: the same request with a good checksum was not answered"
 
 
 @requirement(fix='ulsd: filter/parse.c; own: netif/frame.c',
@@ -51,7 +54,7 @@ def test_rfc1122_3_2_1_1_truncated_ipv4_header_dropped_and_counted(node, link, c
     discarded." and RFC 791: the IHL is "the length of the internet header in 32 bit
     words ... the minimum value for a correct header is 5". A type-0800 frame holding
     only 10 bytes of IPv4 header is dropped and counted (frame_ipv4_header); the node keeps
-    answering ping."""
+    answering ping (positive control)."""
     before = counters()["frame_ipv4_header"]
     hdr = bytes(IP(src=node.my_ip, dst=node.ip) / ICMP())[:10]
     link.send(Ether(src=node.my_mac, dst=node.mac, type=0x0800) / hdr)
@@ -64,23 +67,31 @@ def test_rfc1122_3_2_1_1_truncated_ipv4_header_dropped_and_counted(node, link, c
 def test_rfc826_truncated_arp_dropped_and_counted(node, link, counters):
     """RFC 826 packet format: an Ethernet/IPv4 ARP packet carries 28 bytes (hardware and
     protocol types, lengths 6 and 4, opcode, two address pairs). A type-0806 frame cut
-    after 12 bytes of it is dropped and counted (frame_arp_header), and not answered."""
+    after 12 bytes of it is dropped and counted (frame_arp_header), and not answered.
+    Positive control: the whole request is answered."""
     before = counters()["frame_arp_header"]
     arp = bytes(ARP(op=1, hwsrc=node.my_mac, psrc=node.my_ip, pdst=node.ip))[:12]
     link.send(Ether(src=node.my_mac, dst=node.mac, type=0x0806) / arp)
     assert wait_counter(counters, "frame_arp_header", before + 1) == before + 1
     assert link.recv(lambda p: ARP in p and p[ARP].op == 2, 0.5) is None, \
         "node answered a truncated ARP request"
+    link.send(Ether(src=node.my_mac, dst=node.mac, type=0x0806) /
+              ARP(op=1, hwsrc=node.my_mac, psrc=node.my_ip, pdst=node.ip))
+    assert link.recv(lambda p: ARP in p and p[ARP].op == 2, 3) is not None, \
+        "control: the whole ARP request was not answered"
 
 
-@requirement(fix='ulsd: server/reply.c; own: lwIP 2.1.3',
-             mutate="sed -i 's/p->icmp.type != 8 || p->ip.dst != s->ip ||/p->icmp.type != 8 ||/' server/reply.c")
+@requirement(fix='ulsd: server/demux.c, server/reply.c; own: lwIP 2.1.3',
+             mutate="sed -i 's/if (p.ip.dst != s->ip \\&\\& p.ip.dst != bcast/if (0 \\&\\& p.ip.dst != s->ip \\&\\& p.ip.dst != bcast/' server/demux.c && sed -i 's/p->icmp.type != 8 || p->ip.dst != s->ip ||/p->icmp.type != 8 ||/' server/reply.c && tests/conformance/lwip-mutate core/ipv4/ip4.c 's/if (ip4_addr_cmp(ip4_current_dest_addr(), netif_ip4_addr(netif)) ||/if (1 ||/'")
 def test_rfc1122_3_2_1_3_datagram_for_other_address_not_answered(node, link, counters):
     """RFC 1122 §3.2.1.3: "An incoming datagram is destined for the host if the datagram's
     destination address field is: (1) (one of) the host's IP address(es); or ... broadcast
     ... or multicast". A unicast echo request to another address, delivered to the node's
-    MAC, is not answered."""
+    MAC, is not answered. Positive control: the same request to the node's address is
+    answered."""
     link.send(Ether(src=node.my_mac, dst=node.mac) / IP(src=node.my_ip, dst="198.18.0.77") /
               ICMP(type=8, id=0x0E03, seq=1))
     r = link.recv(lambda p: ICMP in p and p[ICMP].id == 0x0E03, 1.0)
     assert r is None, "node answered a datagram addressed to another host"
+    assert _answers_ping(node, link, 0x0E03) is not None, \
+        "control: the same request to the node's address was not answered"

@@ -42,8 +42,10 @@ def pattern(off, n, seed=SOURCE_SEED):
 def _source_first_segment(link):
     """A connection to the pattern source (MSS 1460: full segments are 1500-byte datagrams)
     and the first segment of its first flight; the whole flight is taken off the link
-    (nothing acknowledged), so every segment read later was sent later."""
-    peer = TcpPeer(link, 19, mss=1460)
+    (nothing acknowledged), so every segment read later was sent later. No SACK: a tail
+    loss probe (RFC 8985, SACK connections only) would resend the flight's last segment at
+    the old size while a test's ICMP message is on its way."""
+    peer = TcpPeer(link, 19, mss=1460, sack=False)
     peer.connect()
     first = peer.recv(3, lambda q: len(q[TCP].payload) > 0)
     assert first is not None, "the pattern source sent nothing"
@@ -134,7 +136,12 @@ def test_rfc1191_3_frag_needed_below_576_ignored(link, counters):
     n = 32 * 1024
     data, segs = _collect(peer, first, n)
     assert data == pattern(_offset(peer, first), n)
-    assert max(len(p[IP]) for p in segs) <= 1000, "MTU 1000 was not applied"
+    # Beyond the first flight every segment fits 1000 octets. (A retransmission of the first
+    # flight may leave at the old size while the message is on its way: the RTO is 200 ms
+    # and Scapy takes longer than that to send it.)
+    flight_end = (first[TCP].seq + 3 * 1448) & 0xFFFFFFFF
+    later = [p for p in segs if ((p[TCP].seq - flight_end) & 0xFFFFFFFF) < 0x80000000]
+    assert later and max(len(p[IP]) for p in later) <= 1000, "MTU 1000 was not applied"
     assert counters()["icmp_pmtu_lowered"] == c0["icmp_pmtu_lowered"] + 1
     peer.abort()
 

@@ -2,7 +2,7 @@
 
 from scapy.layers.inet import TCP
 
-from conftest import TcpPeer, requirement, tcp_opts
+from conftest import TcpPeer, curated_pcap, requirement, tcp_opts
 
 
 @requirement(fix='lwIP 2.1.3 (LWIP_TCP_SACK_OUT)',
@@ -17,7 +17,7 @@ def test_rfc2018_2_synack_carries_sack_permitted(node, link):
 
 
 @requirement(fix='lwIP 2.1.3 (LWIP_TCP_SACK_OUT)',
-             mutate="sed -i 's/LWIP_TCP_SACK_OUT  *1/LWIP_TCP_SACK_OUT 0/' stack/lwipopts.h")
+             mutate="tests/conformance/lwip-mutate core/tcp_out.c '/^tcp_get_num_sacks/,/^}/ s/if (pcb->flags \\& TF_SACK) {/if (0) {/'")
 def test_rfc2018_4_sack_block_reports_out_of_order_data(node, link):
     """RFC 2018 §4: "If sent at all, SACK options SHOULD be included in all ACKs which do
     not ACK the highest sequence number in the data receiver's queue." ... "The first SACK
@@ -38,3 +38,4 @@ def test_rfc2018_4_sack_block_reports_out_of_order_data(node, link):
     peer.snd_nxt = (base + 2000) & 0xFFFFFFFF
     p = peer.recv(3, lambda q: q[TCP].ack == peer.snd_nxt)
     assert p is not None, "filling the hole was not acknowledged up to the end of the data"
+    curated_pcap(link, "test_rfc2018_4_sack_block_reports_out_of_order_data.pcap")

@@ -2,7 +2,7 @@
 
 from scapy.layers.inet import TCP
 
-from conftest import TcpPeer, requirement
+from conftest import TcpPeer, curated_pcap, requirement
 
 
 @requirement(fix='lwIP 2.1.3',
@@ -20,31 +20,54 @@ def test_rfc5681_4_2_immediate_dup_ack_for_each_out_of_order_segment(node, link)
         peer.send("PA", b"o" * 500, seq=base + off)
     dups = peer.recv_all(1.0, lambda q: q[TCP].ack == base and len(q[TCP].payload) == 0)
     assert len(dups) >= 3, f"{len(dups)} duplicate ACKs for 3 out-of-order segments"
+    curated_pcap(link, "test_rfc5681_4_2_immediate_dup_ack_for_each_out_of_order_segment.pcap")
 
 
 @requirement(fix='patch 0002',
              mutate="tests/conformance/lwip-mutate core/tcp_in.c 's/if (fills_gap) {/if (0 \\&\\& fills_gap) {/'")
 def test_rfc5681_4_2_immediate_ack_when_hole_is_filled(node, link):
     """RFC 5681 §4.2: "A TCP receiver SHOULD send an immediate ACK when the incoming
-    segment fills in all or part of a gap in the sequence space." The node delays ACKs for
-    in-order data with a periodic timer (RFC 9293 §3.8.6.3, up to 250 ms here); we first
-    learn that timer's phase from the delayed ACK of one in-order segment, then send an
-    out-of-order segment and, right after its duplicate ACK, the segment that fills the
-    hole. Its ACK must come at once (under 100 ms), not with the next timer tick (~230 ms
-    later)."""
+    segment fills in all or part of a gap in the sequence space." The node delays the ACK
+    of in-order data to its next 25 ms timer tick (stack/lwipopts.h TCP_TMR_INTERVAL), and
+    a second in-order segment arriving before the tick sends one ACK for both: so timing
+    alone cannot tell an immediate ACK from a delayed one here. Instead, five times: an
+    out-of-order segment (its duplicate ACK comes at once), then back to back the segment
+    that fills the hole and the next in-order one. An immediate ACK acknowledges exactly
+    the filled range (up to the end of the queued segment) before the next segment is
+    read; a delayed one would be merged into the ACK of the next segment (unless the tick
+    falls between two frames sent back to back: a few percent of the time, so five rounds
+    in a row cannot pass by chance). Positive control of the method: with no hole, the
+    ACK of the first of two back-to-back in-order segments is merged into that of the
+    second at least once in five rounds."""
     peer = TcpPeer(link, 9)
     peer.connect()
     peer.send("PA", b"0" * 500)
     assert peer.recv(2, lambda q: q[TCP].ack == peer.snd_nxt) is not None, "no ACK"
-    base = peer.snd_nxt
-    peer.send("PA", b"2" * 500, seq=base + 500)
-    assert peer.recv(2, lambda q: q[TCP].ack == base) is not None, "no duplicate ACK"
-    peer.send("PA", b"1" * 500, seq=base)
-    t0 = link.frames[-1][0]
-    p = peer.recv(2, lambda q: q[TCP].ack == (base + 1000) & 0xFFFFFFFF)
-    assert p is not None, "the filled hole was not acknowledged"
-    t1 = link.frames[-1][0]
-    assert t1 - t0 < 0.1, f"the ACK for the hole fill came after {1000 * (t1 - t0):.0f} ms"
+    separate = 0
+    for _ in range(5):
+        base = peer.snd_nxt
+        peer.send("PA", b"2" * 500, seq=base + 500)
+        assert peer.recv(2, lambda q: q[TCP].ack == base) is not None, "no duplicate ACK"
+        peer.send("PA", b"1" * 500, seq=base)
+        peer.send("PA", b"3" * 500, seq=base + 1000)
+        peer.snd_nxt = (base + 1500) & 0xFFFFFFFF
+        acks = peer.recv_all(0.15, lambda q: len(q[TCP].payload) == 0)
+        assert any(q[TCP].ack == peer.snd_nxt for q in acks), "the data was not acknowledged"
+        if any(q[TCP].ack == (base + 1000) & 0xFFFFFFFF for q in acks):
+            separate += 1
+    assert separate == 5, f"the filled hole was acknowledged on its own in {separate} of 5 " \
+        "rounds: its ACK was delayed and merged with the next segment's"
+    merged = 0
+    for _ in range(5):
+        base = peer.snd_nxt
+        peer.send("PA", b"4" * 500)
+        peer.send("PA", b"5" * 500)
+        acks = peer.recv_all(0.15, lambda q: len(q[TCP].payload) == 0)
+        assert any(q[TCP].ack == peer.snd_nxt for q in acks), "control data not acknowledged"
+        if not any(q[TCP].ack == (base + 500) & 0xFFFFFFFF for q in acks):
+            merged += 1
+    assert merged >= 1, "control: in-order segments were never acknowledged together, so " \
+        "the method cannot tell a delayed ACK from an immediate one"
 
 
 @requirement(fix='patch 0024',

@@ -2,7 +2,7 @@
 
 from scapy.layers.inet import TCP
 
-from conftest import TcpPeer, requirement
+from conftest import TcpPeer, curated_pcap, requirement
 
 
 def _still_echoes(peer):
@@ -11,8 +11,8 @@ def _still_echoes(peer):
     return peer.recv_data(len(msg)) == msg
 
 
-@requirement(fix='lwIP 2.1.3',
-             mutate="tests/conformance/lwip-mutate core/tcp_in.c '/we send a challenge ACK/,+4 s/tcp_ack_now(pcb);/;/'")
+@requirement(fix='hook stack/tcp_checks.c, lwIP 2.1.3',
+             mutate="sed -i 's/stk__count(STK_CNT_TCP_RST_CHALLENGED);/return ERR_ABRT;/' stack/tcp_checks.c && tests/conformance/lwip-mutate core/tcp_in.c '/we send a challenge ACK/,+4 s/tcp_ack_now(pcb);/;/'")
 def test_rfc5961_3_2_in_window_rst_gets_challenge_ack(node, link):
     """RFC 5961 §3.2: "3) If the RST bit is set and the sequence number does not exactly
     match the next expected sequence value, yet is within the current receive window, TCP
@@ -28,19 +28,26 @@ def test_rfc5961_3_2_in_window_rst_gets_challenge_ack(node, link):
     assert c[TCP].seq == peer.rcv_nxt and c[TCP].ack == peer.snd_nxt, \
         "challenge ACK is not <SEQ=SND.NXT><ACK=RCV.NXT>"
     assert _still_echoes(peer), "the connection did not survive an in-window RST"
+    curated_pcap(link, "test_rfc5961_3_2_in_window_rst_gets_challenge_ack.pcap")
 
 
-@requirement(fix='lwIP 2.1.3',
-             mutate="tests/conformance/lwip-mutate core/tcp_in.c 's/if (seqno == pcb->rcv_nxt) {/if (1) {/'")
+@requirement(fix='hook stack/tcp_checks.c, lwIP 2.1.3',
+             mutate="sed -i 's/stk__count(STK_CNT_TCP_RST_OUT_OF_WINDOW);/stk__count(STK_CNT_TCP_RST_OUT_OF_WINDOW); return ERR_OK;/' stack/tcp_checks.c && tests/conformance/lwip-mutate core/tcp_in.c 's/if (seqno == pcb->rcv_nxt) {/if (1) {/'")
 def test_rfc5961_3_2_out_of_window_rst_ignored(node, link):
     """RFC 5961 §3.2: "1) If the RST bit is set and the sequence number is outside the
-    current receive window, silently drop the segment." """
+    current receive window, silently drop the segment." Positive control: the same RST
+    at exactly RCV.NXT resets the connection."""
     peer = TcpPeer(link, 7)
     peer.connect()
     peer.send("R", seq=(peer.snd_nxt + 0x40000000) & 0xFFFFFFFF, ack=0, options=[])
     answers = peer.recv_all(1.0)
     assert answers == [], f"answered an out-of-window RST: {[a.summary() for a in answers]}"
     assert _still_echoes(peer), "an out-of-window RST affected the connection"
+    peer.send("R", seq=peer.snd_nxt, ack=0, options=[])
+    peer.closed = True
+    peer.send("PA", b"gone?\n")
+    r = peer.recv(3)
+    assert r is not None and r[TCP].flags.R, "control: the RST at RCV.NXT did not reset"
 
 
 @requirement(fix='lwIP 2.1.3',

@@ -185,22 +185,31 @@ def test_rfc6298_3_no_rtt_sample_from_retransmitted_segment(node, link):
     timestamps, we acknowledge a retransmitted echo 350 ms after its retransmission (550
     ms after the original): a sample from either would raise the RTO to about 0.4 s or
     more; with Karn's rule it stays at the 200 ms floor. (lwIP 2.1.3 timed the
-    retransmission itself.)"""
-    peer = TcpPeer(link, 7, ts=False)
-    peer.connect()
-    for i in range(3):
-        echo_round(peer, b"sample %d\n" % i)
-    peer.send("PA", b"late\n")
-    first = peer.recv(3, lambda q: len(q[TCP].payload) > 0)
-    assert first is not None, "no echo"
-    again = peer.recv(3, lambda q: len(q[TCP].payload) > 0 and q[TCP].seq == first[TCP].seq)
-    assert again is not None, "no retransmission"
-    time.sleep(0.35)
-    peer.absorb(again)
-    peer.ack()
-    rto = rto_of(peer, b"timed\n")
+    retransmission itself.) Positive control: with timestamps the same late ACK is a
+    valid sample (its TSecr names the retransmission, RFC 7323 §4), and the RTO rises to
+    about 0.4 s: the exchange does produce a 350 ms round trip when one may be taken."""
+    def rto_after_late_ack(peer):
+        peer.connect()
+        for i in range(3):
+            echo_round(peer, b"sample %d\n" % i)
+        peer.send("PA", b"late\n")
+        first = peer.recv(3, lambda q: len(q[TCP].payload) > 0)
+        assert first is not None, "no echo"
+        again = peer.recv(3, lambda q: len(q[TCP].payload) > 0 and
+                          q[TCP].seq == first[TCP].seq)
+        assert again is not None, "no retransmission"
+        time.sleep(0.35)
+        peer.absorb(again)
+        peer.ack()
+        return rto_of(peer, b"timed\n")
+
+    rto = rto_after_late_ack(TcpPeer(link, 7, ts=False))
     assert 0.14 <= rto <= 0.3, f"RTO {rto:.3f} s after an ACK of a retransmission, " \
         "expected the 0.2 s floor (no sample)"
+    # sack=False: no tail loss probe (RFC 8985, SACK connections only) comes before the RTO
+    rto = rto_after_late_ack(TcpPeer(link, 7, ts=True, sack=False))
+    assert rto >= 0.33, f"control: RTO {rto:.3f} s after a 350 ms TSecr sample, expected " \
+        "about 0.4 s"
 
 
 @requirement(fix='patch 0020',

@@ -25,10 +25,14 @@ def test_rfc7323_2_2_synack_carries_window_scale_shift_at_least_7(node, link):
              mutate="tests/conformance/lwip-mutate core/tcp_out.c 's/if ((pcb->state != SYN_RCVD) || (pcb->flags \\& TF_WND_SCALE)) {/if (1) {/'")
 def test_rfc7323_2_2_no_window_scale_in_synack_without_one_in_syn(node, link):
     """RFC 7323 §2.2: a Window Scale option "MAY also be sent in a <SYN,ACK> segment, but
-    only if a Window Scale option was received in the initial <SYN> segment." """
+    only if a Window Scale option was received in the initial <SYN> segment." Positive
+    control: a SYN with Window Scale gets one back."""
     peer = TcpPeer(link, 7, wscale=None)
     sa = peer.connect()
     assert "WScale" not in tcp_opts(sa), f"SYN-ACK options: {sa[TCP].options}"
+    ctl = TcpPeer(link, 7, wscale=7)
+    sa = ctl.connect()
+    assert "WScale" in tcp_opts(sa), f"control: SYN-ACK options: {sa[TCP].options}"
 
 
 @requirement(fix='lwIP 2.1.3 (LWIP_TCP_TIMESTAMPS)',
@@ -55,10 +59,14 @@ def test_rfc7323_3_2_synack_carries_timestamps(node, link):
              mutate="tests/conformance/lwip-mutate core/tcp_out.c 's/if ((pcb->flags \\& TF_TIMESTAMP) || ((flags \\& TCP_SYN) \\&\\& (pcb->state != SYN_RCVD))) {/if (1) {/'")
 def test_rfc7323_3_2_no_timestamps_in_synack_without_them_in_syn(node, link):
     """RFC 7323 §3.2: "... and MAY send a TSopt in <SYN,ACK> only if it received a TSopt
-    in the initial <SYN> segment for the connection." """
+    in the initial <SYN> segment for the connection." Positive control: a SYN with TSopt
+    gets one back."""
     peer = TcpPeer(link, 7, ts=False)
     sa = peer.connect()
     assert "Timestamp" not in tcp_opts(sa), f"SYN-ACK options: {sa[TCP].options}"
+    ctl = TcpPeer(link, 7, ts=True)
+    sa = ctl.connect()
+    assert "Timestamp" in tcp_opts(sa), f"control: SYN-ACK options: {sa[TCP].options}"
 
 
 @requirement(fix='lwIP 2.1.3',

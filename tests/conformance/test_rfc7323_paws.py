@@ -2,7 +2,7 @@
 
 from scapy.layers.inet import TCP
 
-from conftest import TcpPeer, requirement, tcp_opts
+from conftest import TcpPeer, curated_pcap, requirement, tcp_opts
 
 
 def _ts(peer, tsval):
@@ -14,7 +14,7 @@ def _payload(peer, duration):
 
 
 @requirement(fix='hook stack/tcp_checks.c',
-             mutate="sed -i 's/if (stk__tcp_paws_reject(/if (0 \\&\\& stk__tcp_paws_reject(/' stack/tcp_checks.c")
+             mutate="sed -i 's/if ((int32_t)(tsval - ts_recent) >= 0)/if (1)/' stack/tcp_checks.c")
 def test_rfc7323_5_3_old_tsval_duplicate_dropped(node, link, counters):
     """RFC 7323 §5.3: "R1) If there is a Timestamps option in the arriving segment,
     SEG.TSval < TS.Recent, TS.Recent is valid (see later discussion), and the RST bit is
@@ -39,6 +39,7 @@ def test_rfc7323_5_3_old_tsval_duplicate_dropped(node, link, counters):
     assert counters()["tcp_paws_dropped"] == before + 1, "PAWS drop not counted"
     peer.send("PA", msg)
     assert peer.recv_data(len(msg)) == msg, "control: the fresh-TSval segment was not echoed"
+    curated_pcap(link, "test_rfc7323_5_3_old_tsval_duplicate_dropped.pcap")
 
 
 @requirement(fix='hook stack/tcp_checks.c',
@@ -91,7 +92,7 @@ def test_rfc7323_4_3_ts_recent_not_taken_from_unacceptable_segment(node, link, c
 
 
 @requirement(fix='hook stack/tcp_checks.c',
-             mutate="sed -i 's/if (stk__tcp_paws_reject(/if (0 \\&\\& stk__tcp_paws_reject(/' stack/tcp_checks.c")
+             mutate="sed -i 's/if ((int32_t)(tsval - ts_recent) >= 0)/if (1)/' stack/tcp_checks.c")
 def test_rfc7323_4_3_ts_recent_follows_acceptable_segments(node, link):
     """RFC 7323 §4.3: "(2) If Last.ACK.sent falls within the range of sequence numbers of
     an incoming segment: SEG.SEQ <= Last.ACK.sent < SEG.SEQ + SEG.LEN then the TSval from

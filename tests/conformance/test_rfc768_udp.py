@@ -9,7 +9,7 @@ from conftest import fresh_port, requirement
 
 
 @requirement(fix='lwIP 2.1.3, stack/dgram.c',
-             mutate="sed -i 's/uls_sendto(sd, buf, (size_t)n, 0, &from);/from.sin_port ^= htons(1); uls_sendto(sd, buf, (size_t)n, 0, \\&from);/' apps/ulsnode.c")
+             mutate="sed -i 's/uls_sendto(sd, buf, (size_t)n, 0, &from);/{ from.sin_port ^= htons(1); uls_sendto(sd, buf, (size_t)n, 0, \\&from); }/' apps/ulsnode.c")
 def test_rfc768_echo_datagram_returned_to_source_port(node, link):
     """RFC 768: "Source Port is an optional field, when meaningful, it indicates the port
     of the sending process, and may be assumed to be the port to which a reply should be

@@ -2,7 +2,7 @@
 
 from scapy.layers.inet import TCP
 
-from conftest import TcpPeer, requirement
+from conftest import TcpPeer, curated_pcap, requirement
 
 GREETING = b"ulstack\n"
 
@@ -36,6 +36,7 @@ def test_rfc9293_3_6_active_close_fin_handshake(node, link):
     assert not a[TCP].flags.R and not a[TCP].flags.F
     assert a[TCP].seq == peer.rcv_nxt
     peer.closed = True
+    curated_pcap(link, "test_rfc9293_3_6_active_close_fin_handshake.pcap")
 
 
 @requirement(fix='lwIP 2.1.3',
@@ -58,3 +59,83 @@ def test_rfc9293_3_6_time_wait_acks_retransmitted_fin(node, link):
     assert again[TCP].flags == "A", f"flags {again[TCP].flags}"
     assert again[TCP].seq == first[TCP].seq
     peer.closed = True
+
+
+@requirement(fix='lwIP 2.1.3',
+             mutate="tests/conformance/lwip-mutate core/tcp_in.c '/TCP connection closed: LAST_ACK/,+2 s/recv_flags |= TF_CLOSED;/;/'")
+def test_rfc9293_3_10_7_4_last_ack_closes_when_fin_acknowledged(node, link):
+    """RFC 9293 §3.10.7.4, fifth, check the ACK field, LAST-ACK STATE: "The only thing that
+    can arrive in this state is an acknowledgment of our FIN. If our FIN is now
+    acknowledged, delete the TCB, enter the CLOSED state, and return." Our FIN makes the
+    echo service (port 7) close too (passive close: CLOSE-WAIT, then LAST-ACK). Positive
+    control: while we do not acknowledge the node's FIN it is sent again (the connection
+    is still there). Once we acknowledge it, the TCB is gone: data on the tuple is refused
+    with <SEQ=SEG.ACK><CTL=RST> (§3.10.7.1)."""
+    peer = TcpPeer(link, 7)
+    peer.connect()
+    peer.send("FA")
+    fin = peer.recv(3, lambda q: q[TCP].flags.F)
+    assert fin is not None, "the echo service did not close after our FIN"
+    assert fin[TCP].ack == peer.snd_nxt, "our FIN was not acknowledged"
+    again = peer.recv(2.5, lambda q: q[TCP].flags.F and q[TCP].seq == fin[TCP].seq)
+    assert again is not None, "control: the unacknowledged FIN was not sent again"
+    peer.absorb(fin)
+    peer.ack()
+    peer.recv_all(0.3)
+    peer.send("PA", b"anyone?\n", seq=peer.snd_nxt)
+    r = peer.recv(3, lambda q: q[TCP].flags.R)
+    assert r is not None, "data after the last ACK was not refused: the TCB is still there"
+    assert r[TCP].seq == peer.rcv_nxt, f"RST SEQ {r[TCP].seq:#x}, expected SEG.ACK"
+    peer.closed = True
+
+
+@requirement(fix='lwIP 2.1.3',
+             mutate="tests/conformance/lwip-mutate core/tcp_in.c '/received data although already closed -> abort (send RST) to/,+8 s/tcp_abort(pcb);/;/'")
+def test_rfc1122_4_2_2_13_data_after_close_gets_rst(node, link):
+    """RFC 1122 §4.2.2.13: "A host MAY implement a "half-duplex" TCP close sequence, so
+    that an application that has called CLOSE cannot continue to read data from the
+    connection. If such a host issues a CLOSE call while received data is still pending in
+    TCP, or if new data is received after CLOSE is called, its TCP SHOULD send a RST to
+    show that data was lost." Port 13 greets and closes (FIN-WAIT-2 once we acknowledge
+    its FIN); data we send then is answered with a RST. Positive control: in the same
+    state a FIN without data is acknowledged, with no RST."""
+    ctl = TcpPeer(link, 13)
+    _node_closes(ctl)
+    ctl.send("FA")
+    a = ctl.recv(3, lambda q: q[TCP].ack == ctl.snd_nxt or q[TCP].flags.R)
+    assert a is not None and not a[TCP].flags.R, \
+        f"control: our FIN after the node's close was not simply acknowledged: {a}"
+    ctl.closed = True
+
+    peer = TcpPeer(link, 13)
+    _node_closes(peer)
+    peer.send("PA", b"too late\n")
+    r = peer.recv(3, lambda q: q[TCP].flags.R)
+    assert r is not None, "data received after CLOSE got no RST"
+    assert r[TCP].seq == peer.rcv_nxt, f"RST SEQ {r[TCP].seq:#x}, expected {peer.rcv_nxt:#x}"
+    peer.closed = True
+
+
+@requirement(fix='lwIP 2.1.3',
+             mutate="tests/conformance/lwip-mutate core/tcp_in.c 's/if ((tcplen > 0) \\&\\& (pcb->state < CLOSE_WAIT)) {/if (tcplen > 0) {/'")
+def test_rfc9293_3_10_7_4_text_after_fin_ignored_in_close_wait(node, link):
+    """RFC 9293 §3.10.7.4, seventh, process the segment text: "CLOSE-WAIT STATE, CLOSING
+    STATE, LAST-ACK STATE, TIME-WAIT STATE: This should not occur since a FIN has been
+    received from the remote side. Ignore the segment text." The hold service (port 10)
+    never reads, so our FIN leaves the node in CLOSE-WAIT; 100 bytes sent after the FIN
+    are not acknowledged (no ACK beyond our FIN). Positive control: the same 100 bytes
+    before the FIN were acknowledged."""
+    peer = TcpPeer(link, 10)
+    peer.connect()
+    peer.send("PA", b"d" * 100)
+    a = peer.recv(2, lambda q: q[TCP].ack == peer.snd_nxt)
+    assert a is not None, "control: data before the FIN was not acknowledged"
+    peer.send("FA")
+    fin_end = peer.snd_nxt
+    a = peer.recv(2, lambda q: q[TCP].ack == fin_end)
+    assert a is not None, "our FIN was not acknowledged"
+    peer.send("PA", b"e" * 100, seq=fin_end)
+    beyond = peer.recv_all(0.7, lambda q: q[TCP].flags.A and
+                           0 < (q[TCP].ack - fin_end) & 0xFFFFFFFF < 0x80000000)
+    assert beyond == [], f"text after our FIN was acknowledged: {[q.summary() for q in beyond]}"
+    assert node.alive()

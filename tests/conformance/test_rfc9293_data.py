@@ -30,7 +30,7 @@ def test_rfc9293_3_1_bad_checksum_segment_dropped_and_counted(node, link, counte
 
 
 @requirement(fix='lwIP 2.1.3 (TCP_QUEUE_OOSEQ)',
-             mutate="sed -i 's/TCP_QUEUE_OOSEQ  *1/TCP_QUEUE_OOSEQ 0/' stack/lwipopts.h")
+             mutate="tests/conformance/lwip-mutate core/tcp_in.c 's/pcb->ooseq = tcp_seg_copy(&inseg);/(void)0;/'")
 def test_rfc9293_3_10_7_4_out_of_order_data_reassembled(node, link):
     """RFC 9293 §3.10.7.4: "Segments with higher beginning sequence numbers that are not
     acceptable [next] may be held for later processing." and §3.4: "... the receiver ...

@@ -25,17 +25,29 @@ def test_rfc9293_3_7_1_peer_mss_respected(node, link):
     """RFC 9293 §3.7.1: "The MSS value to be sent in an MSS option must be less than or
     equal to: MMS_R - 20" and the sender "MUST NOT send a segment larger than the
     effective MSS": Eff.snd.MSS = min(SendMSS+20, MMS_S) - TCPhdrsize - IPoptionsize,
-    so with our MSS option of 536 no segment from the node carries more than 536 bytes."""
-    peer = TcpPeer(link, 19, mss=536)
-    peer.connect()
-    sizes = []
-    for _ in range(40):
-        p = peer.recv(5, lambda q: len(q[TCP].payload) > 0)
-        assert p is not None, "the pattern source stopped sending"
-        sizes.append(len(p[TCP].payload))
-        peer.absorb(p)
-        peer.ack()
-    assert max(sizes) <= 536, f"segment sizes from the node: {sizes}"
+    where TCPhdrsize counts the options. With our MSS option of 536 and timestamps agreed
+    (12 bytes of options on every segment), no segment from the node carries more than
+    524 bytes of data, and the source's segments are that full (at least 500). Positive
+    control: with MSS 1460 the same source sends segments above 536 bytes."""
+    def sizes_from(peer):
+        peer.connect()
+        assert peer.ts_ok, "timestamps not agreed"
+        sizes = []
+        for _ in range(40):
+            p = peer.recv(5, lambda q: len(q[TCP].payload) > 0)
+            assert p is not None, "the pattern source stopped sending"
+            sizes.append((len(p[TCP].payload), p[TCP].dataofs * 4 - 20))
+            peer.absorb(p)
+            peer.ack()
+        peer.abort()
+        return sizes
+
+    sizes = sizes_from(TcpPeer(link, 19, mss=536))
+    assert max(d for d, _ in sizes) <= 524, f"(data, options) sizes from the node: {sizes}"
+    assert max(d + o for d, o in sizes) <= 536, f"(data, options) sizes: {sizes}"
+    assert max(d for d, _ in sizes) >= 500, f"segments far below the MSS: {sizes}"
+    ctl = sizes_from(TcpPeer(link, 19, mss=1460))
+    assert max(d for d, _ in ctl) > 536, f"control: MSS 1460 gave segments {ctl}"
 
 
 @requirement(fix='ulsd: server/reply.c; own: lwIP 2.1.3',

@@ -7,7 +7,7 @@ import os
 
 from scapy.layers.inet import TCP
 
-from conftest import TcpPeer, requirement, wait_counter
+from conftest import TcpPeer, curated_pcap, requirement, wait_counter
 
 
 def _echo(peer, data, timeout=5.0):
@@ -23,7 +23,9 @@ def test_rfc9293_3_7_1_mss_option_in_non_syn_ignored(node, link, counters):
     (i.e., in segments with the SYN control bit set)" (RFC 9293 §3.2, MSS: "This field
     MUST only be sent in the initial connection request"). An MSS option in an ACK of an
     established echo connection (port 7) is ignored and counted (tcp_mss_nonsyn_ignored):
-    echo still works, its segments stay full-size, and the node stays up."""
+    echo still works, its segments stay full-size, and the node stays up. Positive
+    control: the same option in a SYN (MSS=500) is honoured: that connection's echo comes
+    in segments of at most 500 bytes."""
     peer = TcpPeer(link, 7)
     peer.connect()
     assert _echo(peer, b"before\n") == b"before\n"
@@ -46,6 +48,20 @@ def test_rfc9293_3_7_1_mss_option_in_non_syn_ignored(node, link, counters):
     assert node.alive(), "the node died"
     assert wait_counter(counters, "tcp_mss_nonsyn_ignored", before + 1) == before + 1, \
         "the MSS option in a non-SYN segment was not counted as ignored"
+    ctl = TcpPeer(link, 7, mss=500)
+    ctl.connect()
+    for i in range(0, len(data), 1000):
+        ctl.send("PA", data[i:i + 1000])
+    segs, got = [], b""
+    while len(got) < len(data):
+        p = ctl.recv(5, lambda q: len(q[TCP].payload) > 0)
+        assert p is not None, f"control echo stopped after {len(got)} bytes"
+        if p[TCP].seq == ctl.rcv_nxt:
+            got += bytes(p[TCP].payload)
+            segs.append(len(p[TCP].payload))
+            ctl.absorb(p)
+        ctl.ack()
+    assert got == data and max(segs) <= 500, f"control: MSS 500 in a SYN gave {segs}"
 
 
 @requirement(fix='patch 0010, TCP_MSS_FLOOR',
@@ -93,3 +109,4 @@ def test_rfc9293_3_7_1_tiny_syn_mss_clamped_to_48(node, link, counters):
             ctl.absorb(p)
         ctl.ack()
     assert got == data and max(sizes) <= 100 and max(sizes) > 48, sizes
+    curated_pcap(link, "test_rfc9293_3_7_1_tiny_syn_mss_clamped_to_48.pcap")

@@ -166,7 +166,7 @@ def test_rfc5961_5_2_ack_below_snd_una_minus_max_window_dropped(node, link, coun
 
 
 @requirement(fix='hook stack/tcp_checks.c',
-             mutate="sed -i 's/return challenge_syn(pcb, c, now);/return ERR_OK;/' stack/tcp_checks.c")
+             mutate="sed -i 's/stk__count(STK_CNT_TCP_SYN_CHALLENGED);/return ERR_ABRT;/' stack/tcp_checks.c")
 def test_rfc5961_4_2_syn_in_established_gets_challenge_ack(node, link, counters):
     """RFC 5961 §4.2: "If the SYN bit is set, irrespective of the sequence number, TCP
     MUST send an ACK (also referred to as challenge ACK) to the remote peer:

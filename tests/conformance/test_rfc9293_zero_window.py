@@ -11,7 +11,7 @@ import time
 import pytest
 from scapy.layers.inet import TCP
 
-from conftest import Link, TcpPeer, _capture_dir, requirement, tcp_opts
+from conftest import Link, TcpPeer, _capture_dir, curated_pcap, requirement, tcp_opts
 
 
 class _Exchange(dict):
@@ -43,12 +43,13 @@ def zero_window(node):
             probes.append((time.monotonic() - closed_at, p))
             peer.ack(window=0)   # the probe's byte (if any) is not accepted: RCV.WND = 0
         peer.ack()               # open the window again
-        resumed = peer.recv(5, lambda q: len(q[TCP].payload) > 0)
+        resumed = peer.recv_all(1.0, lambda q: len(q[TCP].payload) > 0)
         yield _Exchange(peer=peer, probes=probes, resumed=resumed,
                         rcv_nxt_when_closed=peer.rcv_nxt)
     finally:
         peer.abort()
         link.pcap(_capture_dir() / "zero_window_exchange.pcap")
+        curated_pcap(link, "test_rfc9293_3_8_6_1_zero_window_is_probed.pcap")
         link.close()
 
 
@@ -87,10 +88,14 @@ def test_rfc9293_3_8_6_1_zero_window_probe_interval_grows(zero_window):
              mutate="tests/conformance/lwip-mutate core/tcp_in.c 's/pcb->snd_wnd = SND_WND_SCALE(pcb, tcphdr->wnd);/if (pcb->snd_wnd != 0) pcb->snd_wnd = SND_WND_SCALE(pcb, tcphdr->wnd);/'")
 def test_rfc9293_3_8_6_1_transfer_resumes_when_window_opens(zero_window):
     """RFC 9293 §3.8.6.1: probing continues "until the window is opened"; once we announce
-    a non-zero window the data continues at the first unacknowledged byte."""
+    a non-zero window the data continues at the first unacknowledged byte. Within 1 s of
+    our window update (the next probe would be due seconds later) full segments come, not
+    only one-byte probes, the first at the first unacknowledged byte."""
     r = zero_window["resumed"]
-    assert r is not None, "no data after the window opened"
-    assert r[TCP].seq == zero_window["rcv_nxt_when_closed"]
+    assert r, "no data within 1 s after the window opened"
+    assert r[0][TCP].seq == zero_window["rcv_nxt_when_closed"]
+    sizes = [len(p[TCP].payload) for p in r]
+    assert max(sizes) > 1, f"only probe-sized segments after the window opened: {sizes}"
 
 
 @requirement(fix='patch 0003',
