@@ -165,6 +165,14 @@ int bench__node_opt(struct node_opts *o, const char *opt, const char *arg)
 		o->cfg.mtu = (unsigned)v;
 		return 1;
 	}
+	if (strcmp(opt, "datapath") == 0) {
+		if (strcmp(arg, "direct") && strcmp(arg, "relay")) {
+			fprintf(stderr, "bad --datapath '%s': direct or relay\n", arg);
+			return -1;
+		}
+		o->datapath = arg;
+		return 1;
+	}
 	return 0;
 }
 
@@ -175,6 +183,10 @@ int bench__node_start(struct node_opts *o, const char *prog)
 			fprintf(stderr, "%s: --ctl and --tap/--ip exclude each other\n", prog);
 			return -1;
 		}
+		/* libuls offers the direct path unless ULS_DATAPATH is relay; ulsd decides
+		 * (it gives the relay where the direct path cannot be had). */
+		if (o->datapath && setenv("ULS_DATAPATH", o->datapath, 1) < 0)
+			return -1;
 		int rc = uls_attach(o->ctl);
 		if (rc < 0) {
 			fprintf(stderr, "%s: cannot join the node at %s: %s\n", prog, o->ctl,
@@ -182,6 +194,10 @@ int bench__node_start(struct node_opts *o, const char *prog)
 			return -1;
 		}
 		return 1;
+	}
+	if (o->datapath) {
+		fprintf(stderr, "%s: --datapath is for a process on ulsd's node (--ctl)\n", prog);
+		return -1;
 	}
 	if (!o->have_tap && !o->have_ip)
 		return 0;

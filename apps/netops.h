@@ -27,13 +27,15 @@ extern const struct netops bench__uls_ops;
 extern const struct netops bench__kernel_ops;
 
 /* Node options shared by the apps: --tap IF --ip A.B.C.D/NN [--mac M] [--gw G] [--mtu N]
- * (the process is a node of its own), or --ctl PATH (the process joins ulsd's node).
+ * (the process is a node of its own), or --ctl PATH [--datapath direct|relay] (the process
+ * joins ulsd's node, offering the direct data path or not: default direct).
  * bench__node_opt() consumes one option (returns 1 if it took optarg, 0 if the option is not
  * a node option, -1 with a message on stderr on a bad value). */
 struct node_opts {
 	struct uls_node_config cfg;
 	bool have_tap, have_ip;
 	const char *ctl;        /* --ctl PATH: join the node that ulsd serves there */
+	const char *datapath;   /* --datapath: "direct", "relay", NULL: not given */
 };
 int bench__node_opt(struct node_opts *o, const char *opt, const char *arg);
 /* Start the node if --tap/--ip were given; returns 1 if started, 0 if not asked, -1 on error. */

@@ -522,7 +522,8 @@ static void usage(FILE *f)
 		"       ulsbench [--mode MODE[,MODE...]] [--streams N[,N...]] [--seconds S]\n"
 		"                [--mtu M[,M...]] [--json FILE] [--plot DIR]   (the benchmark sweep)\n"
 		"NODE OPTIONS: --tap IFNAME --ip A.B.C.D/NN [--mac MAC] [--gw A.B.C.D] [--mtu N]\n"
-		"              (a node of its own), or --ctl PATH (join ulsd's node);\n"
+		"              (a node of its own), or --ctl PATH [--datapath direct|relay]\n"
+		"              (join ulsd's node, on its direct data path by default);\n"
 		"              without them the Linux kernel's TCP is used\n");
 }
 
@@ -578,6 +579,7 @@ int main(int argc, char **argv)
 		{ "tap", required_argument, NULL, 'N' }, { "ip", required_argument, NULL, 'N' },
 		{ "mac", required_argument, NULL, 'N' }, { "gw", required_argument, NULL, 'N' },
 		{ "mtu", required_argument, NULL, 'N' }, { "ctl", required_argument, NULL, 'N' },
+		{ "datapath", required_argument, NULL, 'N' },
 		{ "port", required_argument, NULL, 'p' }, { "unix", required_argument, NULL, 'u' },
 		{ "count", required_argument, NULL, 'c' }, { "to", required_argument, NULL, 't' },
 		{ "bytes", required_argument, NULL, 'b' }, { "seconds", required_argument, NULL, 's' },

@@ -16,8 +16,11 @@ each mode of --mode, at each MTU of --mtu (seed 004, section 4.3, Figures 5, 7 a
 
   raw      frames pushed through the same TAP and bridge path without TCP (ulsraw)
   kernel   the Linux kernel's TCP between two namespaces on the same bridge and MTU
-  perproc  ulstack: one process, one stack per stream (the paper's design); above 64
-           streams, processes = 64 and several streams (threads) share a process
+  perproc  ulstack: one process, one stack per stream (the paper's design), each process
+           on ulsd's direct data path (a TAP queue of its own; --datapath direct); above
+           64 streams, processes = 64 and several streams (threads) share a process
+  relay    the same processes on ulsd's relay path (--datapath relay: every frame through
+           ulsd's demultiplexer thread, as before the direct path)
   central  one ulstack process per node carries every stream (ulsrelay); the worker
            processes hand it their data over UNIX sockets (the OSF/1 "Unix server")
 
@@ -66,8 +69,11 @@ import time
 # ---------------------------------------------------------------------------
 # Fixed parameters
 # ---------------------------------------------------------------------------
-MODES = ("raw", "kernel", "perproc", "central")     # also the order they run in
-ULSD_MODES = frozenset(("perproc", "central"))       # need the testbed's ulsd nodes
+MODES = ("raw", "kernel", "perproc", "relay", "central")     # also the order they run in
+ULSD_MODES = frozenset(("perproc", "relay", "central"))       # need the testbed's ulsd nodes
+# The data path the ulstack processes of a mode ask ulsd for (ulsbench --datapath); central's
+# relays take ulsd's default (direct).
+DATAPATH = {"perproc": "direct", "relay": "relay", "central": "direct"}
 DEFAULT_MODES = MODES
 DEFAULT_STREAMS = (1, 2, 4, 8, 16, 32, 64)
 DEFAULT_SECONDS = 2.0
@@ -584,6 +590,7 @@ def make_run(mode, n, mtu, wall, streams, cpu, extra=None):
         "per_stream_gbps": {k: round(v, 4) for k, v in ps.items()},
         "jain": round(jain(rates), 4),
         "cpu_seconds": round(cpu["total"], 3),
+        "cpu_s_per_gb": round(cpu["total"] / (total / 1e9), 3) if total else 0.0,
         "cpu": {k: (round(v, 3) if isinstance(v, float) else v) for k, v in cpu.items()},
         "message_bytes": MSG_SIZE,
     }
@@ -708,17 +715,18 @@ def format_table(runs):
     """The results table (a string); runs of a loss sweep get their offload, loss rate,
     the frames dropped during the point and the mean size of the frames the rule saw."""
     loss = any("loss_pct" in r for r in runs)
-    head = ("%-8s %6s %7s %10s %9s %9s %9s %6s %8s %12s" %
+    head = ("%-8s %6s %7s %10s %9s %9s %9s %6s %8s %8s %12s" %
             ("mode", "mtu", "streams", "aggr Gb/s", "min Gb/s", "med Gb/s", "max Gb/s",
-             "Jain", "CPU s", "verified MB"))
+             "Jain", "CPU s", "CPU s/GB", "verified MB"))
     if loss:
         head = "%-7s %6s " % ("offload", "loss%") + head + " %9s %8s" % ("dropped", "frame B")
     lines = [head, "-" * len(head)]
     for r in runs:
         ps = r["per_stream_gbps"]
-        line = "%-8s %6d %7d %10.3f %9.3f %9.3f %9.3f %6.3f %8.2f %12.1f" % (
+        per_gb = r["cpu_seconds"] / (r["bytes_verified"] / 1e9) if r["bytes_verified"] else 0
+        line = "%-8s %6d %7d %10.3f %9.3f %9.3f %9.3f %6.3f %8.2f %8.3f %12.1f" % (
             r["mode"], r["mtu"], r["streams"], r["aggregate_gbps"], ps["min"], ps["median"],
-            ps["max"], r["jain"], r["cpu_seconds"], r["bytes_verified"] / 1e6)
+            ps["max"], r["jain"], r["cpu_seconds"], per_gb, r["bytes_verified"] / 1e6)
         if loss:
             imp = r.get("impairment") or {}
             mean = (imp.get("bytes", 0) / imp["frames"]) if imp.get("frames") else 0
@@ -801,7 +809,10 @@ def format_loss_table(rows):
 MODE_STYLE = {
     "raw": {"color": "tab:gray", "marker": "s", "label": "raw frames (no TCP)"},
     "kernel": {"color": "tab:blue", "marker": "o", "label": "Linux kernel TCP"},
-    "perproc": {"color": "tab:green", "marker": "^", "label": "ulstack, stack per process"},
+    "perproc": {"color": "tab:green", "marker": "^",
+                "label": "ulstack, stack per process (direct path)"},
+    "relay": {"color": "tab:olive", "marker": "D",
+              "label": "ulstack, stack per process (relay through ulsd)"},
     "central": {"color": "tab:red", "marker": "v", "label": "ulstack, central server"},
 }
 MTU_LINES = ("-", "--", ":", "-.")
@@ -1075,6 +1086,7 @@ def find_paths(environ=None):
 
 
 NEEDS = {"raw": ("ulsraw",), "kernel": ("ulsbench",), "perproc": ("ulsbench", "ulsd"),
+         "relay": ("ulsbench", "ulsd"),
          "central": ("ulsbench", "ulsrelay", "ulsd")}
 
 
@@ -1380,6 +1392,38 @@ class Point:
         except (OSError, subprocess.TimeoutExpired):
             return False
 
+    def ulsd_frames(self):
+        """Both nodes' frames between the TAP and their processes, by who moved them:
+        ulsd (data_frames_relayed) or the kernel's direct path (steered to the processes'
+        queues, and passed by the transmit check)."""
+        tot = {"relayed_by_ulsd": 0, "direct": 0}
+        for ctl in (self.tb.env["TB_NODE1_CTL"], self.tb.env["TB_NODE2_CTL"]):
+            try:
+                r = subprocess.run([self.paths["ulsstat"], "--ctl", ctl, "--json"],
+                                   capture_output=True, text=True, timeout=10)
+                c = json.loads(r.stdout)["counters"]
+            except (OSError, ValueError, KeyError, subprocess.TimeoutExpired) as e:
+                self.fail("ulsstat --ctl %s: %s" % (ctl, e))
+            tot["relayed_by_ulsd"] += c.get("data_frames_relayed", 0)
+            tot["direct"] += c.get("direct_steered", 0) + c.get("direct_tx_passed", 0)
+        return tot
+
+    def check_datapath(self, ctl, ports):
+        """The listeners on `ports` belong to processes on the data path this mode asks
+        for: a direct run that silently fell back to the relay measures the wrong thing."""
+        want = DATAPATH[self.mode]
+        try:
+            r = subprocess.run([self.paths["ulsstat"], "--ctl", ctl, "--json"],
+                               capture_output=True, text=True, timeout=10)
+            eps = json.loads(r.stdout).get("endpoints", [])
+        except (OSError, ValueError, subprocess.TimeoutExpired) as e:
+            self.fail("ulsstat --ctl %s: %s" % (ctl, e))
+        got = {e.get("datapath") for e in eps if e.get("state") == "listen" and
+               str(e.get("local", "")).rsplit(":", 1)[-1] in {str(p) for p in ports}}
+        if got != {want}:
+            self.fail("the receivers are on the %s data path, not %s" %
+                      (",".join(sorted(str(g) for g in got)) or "no", want))
+
     def ulsd_cpu(self):
         total = 0.0
         for pid in self.tb.ulsd_pids():
@@ -1450,6 +1494,7 @@ class Point:
     def run(self):
         progress("%s starting %d stream%s" % (self.tag, self.n, "" if self.n == 1 else "s"))
         cpu0 = self.ulsd_cpu()
+        frames0 = self.ulsd_frames() if self.mode in ULSD_MODES else None
         try:
             streams, wall, extra = getattr(self, "_run_" + self.mode)()
             extra["wall_seconds"] = round(wall, 6)
@@ -1458,6 +1503,10 @@ class Point:
         finally:
             self.procs.stop([p for p in self.started if p.alive])
         ulsd = max(0.0, self.ulsd_cpu() - cpu0) if self.mode in ULSD_MODES else 0.0
+        if frames0 is not None:
+            frames1 = self.ulsd_frames()
+            extra["datapath"] = DATAPATH[self.mode]
+            extra["node_frames"] = {k: frames1[k] - frames0[k] for k in frames0}
         cpu = cpu_breakdown(self.started, ulsd if self.mode in ULSD_MODES else None)
         rep = extra.pop("reported_cpu", None)
         if rep is not None:
@@ -1541,16 +1590,18 @@ class Point:
 
     def _run_perproc(self):
         env, bench = self.tb.env, self.paths["ulsbench"]
+        dp = ["--datapath", DATAPATH[self.mode]]
         groups = split_streams(self.n)
         ports = [PERPROC_BASE_PORT + i for i in range(len(groups))]
         servers = [self.spawn("server%d" % i, [bench, "server", "--ctl", env["TB_NODE2_CTL"],
-                                               "--port", str(port), "--count", str(k)])
+                                               "--port", str(port), "--count", str(k)] + dp)
                    for i, (port, k) in enumerate(zip(ports, groups))]
         self.wait_ready(servers, lambda: self.listening_ulstack(env["TB_NODE2_CTL"], ports),
                         "ulstack receivers")
+        self.check_datapath(env["TB_NODE2_CTL"], ports)
         clients = self._clients(groups, lambda i, k: [
             bench, "client", "--ctl", env["TB_NODE1_CTL"],
-            "--to", "%s:%d" % (env["TB_NODE2_IP"], ports[i])])
+            "--to", "%s:%d" % (env["TB_NODE2_IP"], ports[i])] + dp)
         wall = self.run_senders([c[0] for c in clients], "uls2")
         self.wait_exit(servers, "receivers")
         streams, rep = self._collect_clients(clients)
@@ -1558,6 +1609,9 @@ class Point:
         return streams, wall, {"processes": {"senders": len(groups),
                                              "receivers": len(groups)},
                                "reported_cpu": rep}
+
+    def _run_relay(self):
+        return self._run_perproc()
 
     def _run_central(self):
         env, bench, relay = self.tb.env, self.paths["ulsbench"], self.paths["ulsrelay"]

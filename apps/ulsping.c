@@ -7,7 +7,8 @@
  *                  [--breakdown FILE] [NODE OPTIONS]
  *   ulsping [--mode MODE[,MODE...]] [--sizes B[,B...]] [--json FILE] [--breakdown]
  *
- * NODE OPTIONS as in ulsbench: --ctl PATH joins ulsd's node, --tap/--ip makes the process a
+ * NODE OPTIONS as in ulsbench: --ctl PATH [--datapath direct|relay] joins ulsd's node (on
+ * the direct data path unless relay is asked for), --tap/--ip makes the process a
  * node of its own; without them the kernel's TCP is used.
  *
  * Wire format: the client sends the message size as 4 bytes, big-endian; then each round
@@ -17,11 +18,13 @@
  * reporting a latency.
  *
  * Driver modes: perproc (server and client each a process joined to a ulsd node: server on
- * node 2, client on node 1) and kernel (kernel sockets, server in ${TB_NAME}-k1, client in
+ * node 2, client on node 1, both on the direct data path), relay (the same on ulsd's relay:
+ * --datapath relay) and kernel (kernel sockets, server in ${TB_NAME}-k1, client in
  * ${TB_NAME}-k2). Every process it starts is stopped by its PID, also on failure, and the
  * testbed is always taken down. TB_NAME is "ulsping" unless set in the environment.
  *
- * --breakdown (builds configured with --enable-breakdown; perproc only): the one-way
+ * --breakdown (builds configured with --enable-breakdown; relay mode only: the stamps
+ * travel in the relay's ring slots, and the direct path has no ulsd stage): the one-way
  * latency split by layer (seed 003's method, apps/breakdown.h). The workers note, per
  * message, when the application started sending and when it had received the message whole
  * (uls_breakdown_now(), the clock of the stack's stamps), and save that with their stack's
@@ -61,7 +64,8 @@
 #define SIZE_MAX_BYTES  (64ull << 20)
 #define HDR_LEN         4
 #define DEFAULT_SIZES   "1,64,1024,16384,65536"
-#define DEFAULT_MODES   "perproc,kernel"
+#define DEFAULT_MODES   "perproc,relay,kernel"
+#define MODES_MAX       3
 #define BASE_PORT       7100
 #define RUN_TIMEOUT_S   60.0    /* one client run, start to exit */
 #define READY_TIMEOUT_S 10.0    /* a server's "listening" line */
@@ -741,7 +745,9 @@ static int measure(const struct testbed *tb, char *self, struct run *r, unsigned
 {
 	char portarg[16], toarg[96], sizearg[32], jpath[] = "/tmp/ulsping-run-XXXXXX";
 	char bdc[] = "/tmp/ulsping-bdc-XXXXXX", bds[] = "/tmp/ulsping-bds-XXXXXX";
-	bool perproc = strcmp(r->mode, "perproc") == 0;
+	bool relay = strcmp(r->mode, "relay") == 0;
+	bool perproc = relay || strcmp(r->mode, "perproc") == 0;
+	char *dp = relay ? "relay" : "direct";
 	pid_t srv = -1, cli = -1;
 	int pfd[2] = { -1, -1 }, jfd, bdc_fd = -1, bds_fd = -1, ret = -1;
 
@@ -758,11 +764,12 @@ static int measure(const struct testbed *tb, char *self, struct run *r, unsigned
 		goto out;
 	}
 	char *sv_uls[] = { self, "server", "--port", portarg, "--ctl", (char *)tb->node2_ctl,
-			   r->bd ? "--breakdown" : NULL, bds, NULL };
+			   "--datapath", dp, r->bd ? "--breakdown" : NULL, bds, NULL };
 	char *sv_k[] = { "ip", "netns", "exec", (char *)tb->k1_ns, self, "server", "--port",
 			 portarg, NULL };
 	char *cl_uls[] = { self, "client", "--to", toarg, "--size", sizearg, "--json", jpath,
-			   "--ctl", (char *)tb->node1_ctl, r->bd ? "--breakdown" : NULL, bdc, NULL };
+			   "--ctl", (char *)tb->node1_ctl, "--datapath", dp,
+			   r->bd ? "--breakdown" : NULL, bdc, NULL };
 	char *cl_k[] = { "ip", "netns", "exec", (char *)tb->k2_ns, self, "client", "--to", toarg,
 			 "--size", sizearg, "--json", jpath, NULL };
 
@@ -863,7 +870,7 @@ static void print_breakdown(const struct run *runs, size_t n)
 	};
 
 	for (unsigned t = 0; t < 3; t++) {
-		printf("\nOne-way latency by layer, perproc, %s\n", what[t]);
+		printf("\nOne-way latency by layer, relay, %s\n", what[t]);
 		bench__bd_table_header(stdout);
 		for (size_t i = 0; i < n; i++) {
 			const struct run *r = &runs[i];
@@ -919,7 +926,7 @@ static int drive(const char **modes, size_t nmodes, const unsigned long long *si
 		for (size_t s = 0; s < nsizes && !got_signal; s++) {
 			struct run *r = &runs[nruns];
 			*r = (struct run){ .mode = modes[m], .size = sizes[s],
-					   .bd = breakdown && strcmp(modes[m], "perproc") == 0 };
+					   .bd = breakdown && strcmp(modes[m], "relay") == 0 };
 			fprintf(stderr, "ulsping: %s, %llu bytes\n", r->mode, r->size);
 			measure(&tb, self, r, BASE_PORT + (unsigned)nruns);
 			nruns++;
@@ -962,26 +969,36 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: ulsping [--mode MODE[,MODE...]] [--sizes B[,B...]] [--json FILE] [--breakdown]\n"
-		"               MODE: perproc, kernel (default both); sizes default " DEFAULT_SIZES "\n"
+		"               MODE: perproc (direct data path), relay, kernel (default all);\n"
+		"               sizes default " DEFAULT_SIZES "\n"
 		"       ulsping server --port P [--breakdown FILE] [NODE OPTIONS]\n"
 		"       ulsping client --to IP:PORT --size B [--count N (3000)] [--skip K (50)]\n"
 		"                      [--json FILE] [--breakdown FILE] [NODE OPTIONS]\n"
-		"--breakdown: one-way latency by layer (perproc; a build configured with\n"
+		"--breakdown: one-way latency by layer (relay mode; a build configured with\n"
 		"             --enable-breakdown); workers: save their stamps to FILE\n"
 		"NODE OPTIONS: --tap IFNAME --ip A.B.C.D/NN [--mac MAC] [--gw A.B.C.D] [--mtu N]\n"
-		"              (a node of its own), or --ctl PATH (join ulsd's node);\n"
+		"              (a node of its own), or --ctl PATH [--datapath direct|relay]\n"
+		"              (join ulsd's node, on its direct data path by default);\n"
 		"              without them the Linux kernel's TCP is used\n");
 }
 
-/* Split a comma list of modes into out (at most 2, no repeats); returns the count or -1. */
+/* Split a comma list of modes into out (at most MODES_MAX, no repeats); returns the count
+ * or -1. */
 static int parse_modes(char *s, const char **out)
 {
+	static const char *const known[MODES_MAX] = { "perproc", "relay", "kernel" };
 	int n = 0;
 
 	for (char *save = NULL, *t = strtok_r(s, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		const char *m = !strcmp(t, "perproc") ? "perproc" : !strcmp(t, "kernel") ? "kernel" : NULL;
-		if (!m || n == 2 || (n == 1 && out[0] == m)) {
-			fprintf(stderr, "ulsping: bad --mode '%s': perproc and/or kernel, once each\n", t);
+		const char *m = NULL;
+		for (int k = 0; k < MODES_MAX; k++)
+			if (!strcmp(t, known[k]))
+				m = known[k];
+		for (int k = 0; m && k < n; k++)
+			if (out[k] == m)
+				m = NULL;
+		if (!m || n == MODES_MAX) {
+			fprintf(stderr, "ulsping: bad --mode '%s': perproc, relay or kernel, once each\n", t);
 			return -1;
 		}
 		out[n++] = m;
@@ -1019,7 +1036,7 @@ static int driver_main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	char defmodes[] = DEFAULT_MODES, defsizes[] = DEFAULT_SIZES;
-	const char *modes[2], *json = NULL;
+	const char *modes[MODES_MAX], *json = NULL;
 	char *mode_arg = defmodes, *size_arg = defsizes;
 	unsigned long long sizes[SIZES_MAX];
 	bool breakdown = false;
@@ -1050,10 +1067,12 @@ static int driver_main(int argc, char **argv)
 	int nsizes = nmodes < 0 ? -1 : parse_sizes(size_arg, sizes);
 	if (nmodes < 0 || nsizes < 0)
 		return 2;
-	if (breakdown && strcmp(modes[0], "perproc") != 0 &&
-	    (nmodes < 2 || strcmp(modes[1], "perproc") != 0)) {
-		fprintf(stderr, "ulsping: --breakdown is for the perproc mode (the kernel's layers "
-			"carry no stamps)\n");
+	bool has_relay = false;
+	for (int m = 0; m < nmodes; m++)
+		has_relay |= strcmp(modes[m], "relay") == 0;
+	if (breakdown && !has_relay) {
+		fprintf(stderr, "ulsping: --breakdown is for the relay mode (the stamps travel in "
+			"the relay's rings; the kernel's layers carry none)\n");
 		return 2;
 	}
 	return drive(modes, (size_t)nmodes, sizes, (size_t)nsizes, json, breakdown);
@@ -1065,6 +1084,7 @@ int main(int argc, char **argv)
 		{ "tap", required_argument, NULL, 'N' }, { "ip", required_argument, NULL, 'N' },
 		{ "mac", required_argument, NULL, 'N' }, { "gw", required_argument, NULL, 'N' },
 		{ "mtu", required_argument, NULL, 'N' }, { "ctl", required_argument, NULL, 'N' },
+		{ "datapath", required_argument, NULL, 'N' },
 		{ "port", required_argument, NULL, 'p' }, { "to", required_argument, NULL, 't' },
 		{ "size", required_argument, NULL, 'z' }, { "count", required_argument, NULL, 'c' },
 		{ "skip", required_argument, NULL, 'k' }, { "json", required_argument, NULL, 'j' },

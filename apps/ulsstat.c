@@ -1,5 +1,6 @@
 /* ulsstat: what a node's ulsd is doing: its counters (control messages, demuxed frames,
- * drops by reason) and its endpoint table, like ss(8).
+ * drops by reason), the direct data path's queues, and its endpoint table (with each
+ * owner's data path), like ss(8).
  *
  *   ulsstat --ctl PATH [--json]
  */
@@ -35,6 +36,54 @@ static const char *kind_name(unsigned k)
 static const char *proto_name(unsigned p)
 {
 	return p == IPPROTO_TCP ? "tcp" : p == IPPROTO_UDP ? "udp" : "?";
+}
+
+static const char *datapath_name(unsigned d)
+{
+	return d == ULS_CTL_DP_DIRECT ? "direct" : d == ULS_CTL_DP_RELAY ? "relay" : "none";
+}
+
+/* The direct data path's per-queue counters, "queue.N.NAME" and
+ * "queue.N.tx_dropped.REASON" (ulsd sends each queue's together), as one object per queue:
+ * {"queue": N, "pid": P, "steered": ..., "tx_dropped": {"port": ..., ...}}. */
+static void print_queues(const struct rec *recs, size_t n)
+{
+	long cur = -1;
+	bool in_drops = false;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct uls_ctl_msg *m = &recs[i].m;
+		const char *nm = m->u.counter.name, *field;
+		char *end;
+		if (m->type != ULS_CTL_STAT_COUNTER || strncmp(nm, "queue.", 6) != 0)
+			continue;
+		long q = strtol(nm + 6, &end, 10);
+		if (end == nm + 6 || *end != '.')
+			continue;
+		field = end + 1;
+		if (q != cur) {
+			if (cur >= 0)
+				printf("%s}, ", in_drops ? "}" : "");
+			printf("{\"queue\": %ld", q);
+			cur = q;
+			in_drops = false;
+		}
+		bool drop = !strncmp(field, "tx_dropped.", 11);
+		if (drop && !in_drops) {
+			printf(", \"tx_dropped\": {");
+			in_drops = true;
+		} else if (drop) {
+			printf(", ");
+		} else if (in_drops) {
+			printf("}, ");
+			in_drops = false;
+		} else {
+			printf(", ");
+		}
+		printf("\"%s\": %llu", drop ? field + 11 : field, (unsigned long long)m->u.counter.value);
+	}
+	if (cur >= 0)
+		printf("%s}", in_drops ? "}" : "");
 }
 
 static void usage(FILE *f)
@@ -114,7 +163,8 @@ int main(int argc, char **argv)
 		printf("{\"counters\": {");
 		int first = 1;
 		for (size_t i = 0; i < n; i++)
-			if (recs[i].m.type == ULS_CTL_STAT_COUNTER) {
+			if (recs[i].m.type == ULS_CTL_STAT_COUNTER &&
+			    strncmp(recs[i].m.u.counter.name, "queue.", 6) != 0) {
 				printf("%s\"%s\": %llu", first ? "" : ", ", recs[i].m.u.counter.name,
 				       (unsigned long long)recs[i].m.u.counter.value);
 				first = 0;
@@ -125,13 +175,16 @@ int main(int argc, char **argv)
 		for (size_t i = 0; i < n; i++) {
 			const char *nm = recs[i].m.u.counter.name;
 			if (recs[i].m.type == ULS_CTL_STAT_COUNTER &&
-			    (!strncmp(nm, "drop_", 5) || !strncmp(nm, "deny_", 5) || !strncmp(nm, "ctl_bad_", 8))) {
+			    (!strncmp(nm, "drop_", 5) || !strncmp(nm, "deny_", 5) ||
+			     !strncmp(nm, "ctl_bad_", 8) || !strncmp(nm, "direct_tx_dropped.", 18))) {
 				printf("%s\"%s\": %llu", first ? "" : ", ", nm,
 				       (unsigned long long)recs[i].m.u.counter.value);
 				first = 0;
 			}
 		}
-		printf("}, \"endpoints\": [");
+		printf("}, \"queues\": [");
+		print_queues(recs, n);
+		printf("], \"endpoints\": [");
 		first = 1;
 		for (size_t i = 0; i < n; i++) {
 			const struct uls_ctl_msg *e = &recs[i].m;
@@ -141,8 +194,9 @@ int main(int argc, char **argv)
 			if (e->rip)
 				inet_ntop(AF_INET, &e->rip, rip, sizeof(rip));
 			printf("%s{\"proto\": \"%s\", \"local\": \"*:%u\", \"remote\": \"%s:%u\", "
-			       "\"pid\": %u, \"state\": \"%s\"}", first ? "" : ", ", proto_name(e->proto),
-			       e->lport, rip, e->rport, e->u.endpoint.pid, kind_name(e->u.endpoint.kind));
+			       "\"pid\": %u, \"state\": \"%s\", \"datapath\": \"%s\"}", first ? "" : ", ",
+			       proto_name(e->proto), e->lport, rip, e->rport, e->u.endpoint.pid,
+			       kind_name(e->u.endpoint.kind), datapath_name(e->u.endpoint.datapath));
 			first = 0;
 		}
 		printf("]}\n");
@@ -151,7 +205,8 @@ int main(int argc, char **argv)
 			if (recs[i].m.type == ULS_CTL_STAT_COUNTER)
 				printf("%-28s %llu\n", recs[i].m.u.counter.name,
 				       (unsigned long long)recs[i].m.u.counter.value);
-		printf("\n%-5s %-22s %-22s %-8s %s\n", "Proto", "Local", "Remote", "PID", "State");
+		printf("\n%-5s %-22s %-22s %-8s %-9s %s\n", "Proto", "Local", "Remote", "PID", "State",
+		       "Datapath");
 		for (size_t i = 0; i < n; i++) {
 			const struct uls_ctl_msg *e = &recs[i].m;
 			if (e->type != ULS_CTL_STAT_ENDPOINT)
@@ -161,8 +216,9 @@ int main(int argc, char **argv)
 				inet_ntop(AF_INET, &e->rip, rip, sizeof(rip));
 			snprintf(local, sizeof(local), "*:%u", e->lport);
 			snprintf(remote, sizeof(remote), e->rport ? "%s:%u" : "%s:*", rip, e->rport);
-			printf("%-5s %-22s %-22s %-8u %s\n", proto_name(e->proto), local, remote,
-			       e->u.endpoint.pid, kind_name(e->u.endpoint.kind));
+			printf("%-5s %-22s %-22s %-8u %-9s %s\n", proto_name(e->proto), local, remote,
+			       e->u.endpoint.pid, kind_name(e->u.endpoint.kind),
+			       datapath_name(e->u.endpoint.datapath));
 		}
 	}
 	free(recs);

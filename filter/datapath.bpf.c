@@ -194,12 +194,15 @@ static __always_inline int mac_eq(const __u8 *a, const __u8 *b)
 
 /* ---- Receive steering ----------------------------------------------------------------- */
 
-static void count_steered(__u32 q)
+static void count_steered(__u32 q, int gso)
 {
 	struct flt_dp_qstat *st = bpf_map_lookup_elem(&dp_qstat, &q);
 
-	if (st)
-		__sync_fetch_and_add(&st->steered, 1);
+	if (!st)
+		return;
+	__sync_fetch_and_add(&st->steered, 1);
+	if (gso)
+		__sync_fetch_and_add(&st->steered_gso, 1);
 }
 
 /* An ARP reply for the node goes to a queue that asked for that address (RFC 826: each
@@ -311,7 +314,7 @@ int steer(struct __sk_buff *skb)
 
 	if (q >= FLT_DP_QUEUES)
 		q = 0;
-	count_steered(q);
+	count_steered(q, skb->gso_size != 0);
 	return (int)q;
 }
 
@@ -471,8 +474,11 @@ int txcheck(struct __sk_buff *skb)
 				__sync_fetch_and_add(&st->tx_drop[r], 1);
 			return TCX_DROP;
 		}
-		if (st)
+		if (st) {
 			__sync_fetch_and_add(&st->tx_pass, 1);
+			if (skb->gso_size)
+				__sync_fetch_and_add(&st->tx_pass_gso, 1);
+		}
 	}
 	/* For the node itself: back into the TAP, to steering. An ARP request for the node's
 	 * own address goes there too, so that ulsd answers it. */

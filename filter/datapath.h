@@ -64,10 +64,15 @@ struct flt_dp_group {
 	__u32 pick[FLT_DP_GROUP_MAX];
 };
 
-/* Per queue: frames steered to it, and frames it wrote that passed or were dropped. */
+/* Per queue: frames steered to it, and frames it wrote that passed or were dropped; the
+ * _gso figures count the super-segments among them (virtio-net offload). ulsd folds a
+ * queue's figures into its node-wide totals and zeroes them when the queue is renewed, so
+ * a queue's figures are its current owner's. */
 struct flt_dp_qstat {
 	__u64 steered;
+	__u64 steered_gso;
 	__u64 tx_pass;
+	__u64 tx_pass_gso;
 	__u64 tx_drop[FLT_DP_REASONS];
 };
 

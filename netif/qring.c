@@ -17,7 +17,6 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #define RX_DEPTH 64
@@ -324,7 +323,7 @@ static const struct nif_dev_ops qring_ops = {
 };
 
 int nif_qring_open(struct nif_dev **out, struct nif_qring_prep *p, unsigned mtu, bool offload,
-		   int hup_fd)
+		   int hup_fd, int wake_fd)
 {
 	struct qring *q = calloc(1, sizeof(*q));
 	int rc;
@@ -340,12 +339,12 @@ int nif_qring_open(struct nif_dev **out, struct nif_qring_prep *p, unsigned mtu,
 	/* One byte more than the largest frame, to notice truncation; resident only as far
 	 * as frames fill them. */
 	q->buf_size = (q->vhl + q->frame_max + 1 + 63) & ~(size_t)63;
-	q->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	q->wake_fd = wake_fd;
 	q->rx_bufs = malloc(q->buf_size * RX_DEPTH);
 	q->tx_bufs = malloc(q->buf_size * TX_DEPTH);
 	q->tx_free = malloc(sizeof(*q->tx_free) * TX_DEPTH);
-	if (q->wake_fd < 0 || !q->rx_bufs || !q->tx_bufs || !q->tx_free) {
-		rc = q->wake_fd < 0 ? -errno : -ENOMEM;
+	if (wake_fd < 0 || !q->rx_bufs || !q->tx_bufs || !q->tx_free) {
+		rc = wake_fd < 0 ? -EBADF : -ENOMEM;
 		goto fail;
 	}
 	for (unsigned i = 0; i < TX_DEPTH; i++)
@@ -359,14 +358,13 @@ int nif_qring_open(struct nif_dev **out, struct nif_qring_prep *p, unsigned mtu,
 	rc = io_uring_submit(&q->rx);
 	q->rx_rearm = 0;
 	if (rc < 0) {
+		q->wake_fd = -1;  /* the caller's on failure */
 		q_close(&q->dev);
 		return rc;
 	}
 	*out = &q->dev;
 	return 0;
 fail:
-	if (q->wake_fd >= 0)
-		close(q->wake_fd);
 	free(q->rx_bufs);
 	free(q->tx_bufs);
 	free(q->tx_free);

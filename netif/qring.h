@@ -26,8 +26,10 @@ void nif_qring_set_fd(struct nif_qring_prep *p, int i, int fd);
 void nif_qring_discard(struct nif_qring_prep *p);
 /* Takes the rings over (closed by the device's close). offload: the node's TAP carries a
  * virtio-net header (netif/vnet.h). hup_fd (the lease, not taken over) is watched for
- * hang-up: when ulsd goes away, wait() returns -ECONNRESET, once. */
+ * hang-up: when ulsd goes away, wait() returns -ECONNRESET, once. wake_fd: a non-blocking
+ * eventfd for wake(), the caller's (so that it can place it out of a program's way); taken
+ * over on success. */
 int nif_qring_open(struct nif_dev **out, struct nif_qring_prep *p, unsigned mtu, bool offload,
-		   int hup_fd);
+		   int hup_fd, int wake_fd);
 
 #endif

@@ -53,6 +53,7 @@ struct srv_dp {
 	uint32_t qowner[FLT_DP_QUEUES];
 	unsigned nq;                 /* queues attached */
 	flt_owner_t all[FLT_GROUP_MAX], pick[FLT_GROUP_MAX];
+	struct flt_dp_qstat gone;    /* the figures of processes' queues before their renewal */
 };
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -270,7 +271,6 @@ static int peer_pidfd(int sock, pid_t pid)
 int srv_dp_lease_direct(struct srv *s, struct srv_lease *l, const int32_t ring_fd[2])
 {
 	struct srv_dp *d = s->dp;
-	struct flt_dp_qstat zero = { 0 };
 	int q, pidfd, rc = 0;
 
 	if (!d)
@@ -290,9 +290,6 @@ int srv_dp_lease_direct(struct srv *s, struct srv_lease *l, const int32_t ring_f
 		l->dp_ring[i] = fd;
 	}
 	close(pidfd);
-	uint32_t key = (uint32_t)q;
-	if (rc == 0 && bpf_map_update_elem(d->fd_qstat, &key, &zero, BPF_ANY) < 0)
-		rc = -errno;
 	if (rc == 0)
 		rc = set_u32(d->fd_q_owner, (uint32_t)q, l->id);
 	if (rc == 0)
@@ -314,6 +311,31 @@ int srv_dp_lease_direct(struct srv *s, struct srv_lease *l, const int32_t ring_f
 	return 0;
 }
 
+static void qstat_add(struct flt_dp_qstat *to, const struct flt_dp_qstat *st)
+{
+	to->steered += st->steered;
+	to->steered_gso += st->steered_gso;
+	to->tx_pass += st->tx_pass;
+	to->tx_pass_gso += st->tx_pass_gso;
+	for (unsigned r = 0; r < FLT_DP_REASONS; r++)
+		to->tx_drop[r] += st->tx_drop[r];
+}
+
+/* A queue's figures are its owner's: at the lease's end they move into the node's totals
+ * and the queue starts again from zero. Its map entries already point elsewhere, so only a
+ * write its rings had in flight can still count, and counts there after the read are
+ * lost (not wrong). */
+static void fold_qstat(struct srv_dp *d, unsigned q)
+{
+	struct flt_dp_qstat st, zero = { 0 };
+	uint32_t key = q;
+
+	if (bpf_map_lookup_elem(d->fd_qstat, &key, &st) < 0)
+		return;
+	bpf_map_update_elem(d->fd_qstat, &key, &zero, BPF_ANY);
+	qstat_add(&d->gone, &st);
+}
+
 /* The lease ended (control thread, lock held), before its filter rules go: its frames
  * reach ulsd (custody, RST) from now on, anything its queue still writes is dropped, and its
  * queue is renewed before anyone else gets it. */
@@ -333,6 +355,7 @@ void srv_dp_lease_end(struct srv *s, struct srv_lease *l)
 			l->dp_ring[i] = -1;
 		}
 	}
+	fold_qstat(d, q);
 	if (recycle_queue(s, q) < 0) {
 		d->qowner[q] = Q_RETIRED;
 		s->ctr[SRV_DP_QUEUES_RETIRED]++;
@@ -344,6 +367,8 @@ void srv_dp_lease_end(struct srv *s, struct srv_lease *l)
 	l->direct = false;
 }
 
+/* ulsstat: per queue (ulsd's queue 0 and every queue a process holds) its owner's pid and
+ * figures, then the node's totals over every process's queue, past owners included. */
 void srv_dp_stats(struct srv *s, srv_dp_stat_fn *fn, void *arg)
 {
 	struct srv_dp *d = s->dp;
@@ -353,25 +378,57 @@ void srv_dp_stats(struct srv *s, srv_dp_stat_fn *fn, void *arg)
 		[FLT_DP_PORT] = "port", [FLT_DP_SHARED_PEER] = "shared_peer",
 		[FLT_DP_ICMP] = "icmp", [FLT_DP_SIZE] = "size",
 	};
+	struct flt_dp_qstat tot;
+	unsigned used = 0;
+	uint64_t dropped = 0;
 	char name[48];
 
 	if (!d)
 		return;
+	tot = d->gone;
 	for (unsigned q = 0; q < d->nq; q++) {
 		struct flt_dp_qstat st;
 		uint32_t key = q;
+		const struct srv_lease *l = NULL;
+		if (q > 0 && (d->qowner[q] == 0 || d->qowner[q] == Q_RETIRED))
+			continue;
 		if (bpf_map_lookup_elem(d->fd_qstat, &key, &st) < 0)
 			continue;
+		if (q > 0) {
+			qstat_add(&tot, &st);
+			used++;
+			if (d->qowner[q] < SRV_MAX_LEASES)
+				l = s->leases[d->qowner[q]];
+		}
+		snprintf(name, sizeof(name), "queue.%u.pid", q);
+		fn(arg, name, l ? (uint64_t)l->pid : 0);
 		snprintf(name, sizeof(name), "queue.%u.steered", q);
 		fn(arg, name, st.steered);
+		snprintf(name, sizeof(name), "queue.%u.steered_gso", q);
+		fn(arg, name, st.steered_gso);
+		if (q == 0)
+			continue;  /* ulsd's queue: its writes are not checked */
 		snprintf(name, sizeof(name), "queue.%u.tx_passed", q);
 		fn(arg, name, st.tx_pass);
+		snprintf(name, sizeof(name), "queue.%u.tx_passed_gso", q);
+		fn(arg, name, st.tx_pass_gso);
 		for (unsigned r = 1; r < FLT_DP_REASONS; r++) {
 			snprintf(name, sizeof(name), "queue.%u.tx_dropped.%s", q, reason[r]);
 			fn(arg, name, st.tx_drop[r]);
 		}
 	}
 	fn(arg, "direct_queues", d->nq - 1);
+	fn(arg, "direct_queues_in_use", used);
+	fn(arg, "direct_steered", tot.steered);
+	fn(arg, "direct_steered_gso", tot.steered_gso);
+	fn(arg, "direct_tx_passed", tot.tx_pass);
+	fn(arg, "direct_tx_passed_gso", tot.tx_pass_gso);
+	for (unsigned r = 1; r < FLT_DP_REASONS; r++) {
+		snprintf(name, sizeof(name), "direct_tx_dropped.%s", reason[r]);
+		fn(arg, name, tot.tx_drop[r]);
+		dropped += tot.tx_drop[r];
+	}
+	fn(arg, "direct_tx_dropped", dropped);
 }
 
 int srv_dp_neighbour(struct srv *s, uint32_t ip, uint8_t mac[6])

@@ -236,7 +236,10 @@ static void stats(struct srv *s, struct conn *c, const struct uls_ctl_msg *req)
 	struct ep_ctx e = { s, c, req->seq };
 	int big = 4 << 20;
 
-	setsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
+	/* Forced where ulsd may (CAP_NET_ADMIN): net.core.wmem_max would otherwise cap it
+	 * below the records of a node with a few hundred queues (bpf.c's per-queue figures). */
+	if (setsockopt(c->fd, SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof(big)) < 0)
+		setsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
 	for (int i = 0; i < SRV_COUNTER_MAX; i++)
 		send_counter(s, c, req->seq, srv_counter_name((enum srv_counter)i), s->ctr[i]);
 	for (int i = 1; i < ULS_CTL_ERROR_MAX; i++)

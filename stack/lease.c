@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
@@ -208,7 +209,11 @@ int uls_attach(const char *ctl_path)
 	if (direct) {
 		fds[0] = nif_qring_fd(&qp, 0);
 		fds[1] = nif_qring_fd(&qp, 1);
-		rc = nif_qring_open(&dev, &qp, m.u.hello.mtu, offload, fd);
+		/* The stack thread's wake-up, out of the program's descriptor range too. */
+		fds[2] = stk__fd_hide(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+		rc = fds[2] < 0 ? -errno : nif_qring_open(&dev, &qp, m.u.hello.mtu, offload, fd, fds[2]);
+		if (rc < 0 && fds[2] >= 0)
+			stk__fd_close(fds[2]);
 	} else {
 		for (int i = 0; i < 3; i++)
 			fds[i] = stk__fd_hide(fds[i]);

@@ -4,6 +4,7 @@
 #   conformance/ pytest + Scapy against a ulstack node on a real TAP
 #   e2e/         pytest: long verified transfers, captures
 #   node/        pytest: many processes on ulsd nodes: isolation, crashes, restarts
+#                (run-relay: again on the relay data path; shim/run-relay likewise)
 #   bench/       pytest: the benchmark sweep's own logic (fairness, schema, checks)
 #   shim/        pytest: what libuls-preload promises programs (fds, epoll, signals, fork)
 #   interop/     pytest: real programs under ulsrun (nc, curl, iperf3, redis, nginx, asyncio)
@@ -20,6 +21,9 @@ include tests/shim/local.mk
 
 TESTS += tests/testbed/test_testbed.sh tests/conformance/run tests/e2e/run tests/node/run \
 	tests/bench/run tests/shim/run tests/interop/run
+# The suites whose processes run on ulsd nodes, again with the relay data path forced
+# (ulsd's default is the direct path: both are in `make check`).
+TESTS += tests/node/run-relay tests/shim/run-relay
 # Files, not directories: for a directory, `make dist` would take the build tree's (where
 # the suites leave their logs) over the source tree's.
 EXTRA_DIST += tests/testbed/README.md tests/testbed/test_testbed.sh tests/testbed/testbed \
@@ -43,6 +47,7 @@ EXTRA_DIST += tests/testbed/README.md tests/testbed/test_testbed.sh tests/testbe
 	tests/bench/test_sweep_logic.py tests/bench/test_ping_breakdown.py tests/bench/test_ulsbench_runs.py
 # Conformance tests of issue 13's last items (simultaneous open, per-state matrix).
 EXTRA_DIST += tests/conformance/test_rfc9293_simultaneous_open.py tests/conformance/test_rfc9293_syn_received.py
+EXTRA_DIST += tests/node/run-relay tests/shim/run-relay
 EXTRA_DIST += tests/tblib.py tests/shim/run tests/shim/conftest.py tests/shim/test_shim.py tests/shim/cases.py \
 	tests/shim/peer.py
 EXTRA_DIST += tests/interop/run tests/interop/conftest.py tests/interop/asyncio_echo.py \

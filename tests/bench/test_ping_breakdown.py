@@ -1,7 +1,8 @@
 """ulsping --breakdown against the build it belongs to.
 
 A build without --enable-breakdown must refuse (exit 2, a message naming the option, no
-numbers on stdout). A build with it measures: one short perproc run on a testbed of its own
+numbers on stdout). A build with it measures: one short relay-mode run (the stamps travel in
+the relay's rings) on a testbed of its own
 (TB_NAME=ulsbrktest, root), whose JSON must hold a breakdown per direction whose stage
 means add up to the one-way latency. The refusal needs no root and no network.
 """
@@ -44,7 +45,7 @@ def test_worker_breakdown_option_is_refused_where_it_cannot_measure():
 
 def test_driver_breakdown_refuses_without_the_build_option_or_measures_with_it():
     if not BREAKDOWN:
-        r = _run("--breakdown", "--mode", "perproc", "--sizes", "1")
+        r = _run("--breakdown", "--mode", "relay", "--sizes", "1")
         assert r.returncode == 2
         assert "needs a build configured with --enable-breakdown" in r.stderr
         assert r.stdout == ""
@@ -54,7 +55,7 @@ def test_driver_breakdown_refuses_without_the_build_option_or_measures_with_it()
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "ping.json")
         env = dict(os.environ, TB_NAME="ulsbrktest")
-        r = _run("--breakdown", "--mode", "perproc", "--sizes", "64", "--json", out, env=env,
+        r = _run("--breakdown", "--mode", "relay", "--sizes", "64", "--json", out, env=env,
                  timeout=180)
         assert r.returncode == 0, r.stderr
         assert "One-way latency by layer" in r.stdout
@@ -62,7 +63,7 @@ def test_driver_breakdown_refuses_without_the_build_option_or_measures_with_it()
             runs = json.load(f)["runs"]
     assert len(runs) == 1
     run = runs[0]
-    assert run["mode"] == "perproc" and run["ok"]
+    assert run["mode"] == "relay" and run["ok"]
     one_ways = 0
     for direction in ("client_to_server", "server_to_client"):
         b = run["breakdown"][direction]

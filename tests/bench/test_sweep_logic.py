@@ -97,7 +97,7 @@ def test_split_streams_rejects(bad):
 # --- argument validation -----------------------------------------------------------
 def test_defaults():
     o = sw.parse_args([])
-    assert o["modes"] == ["raw", "kernel", "perproc", "central"]
+    assert o["modes"] == ["raw", "kernel", "perproc", "relay", "central"]
     assert o["streams"] == [1, 2, 4, 8, 16, 32, 64]
     assert o["mtus"] == [1500]
     assert o["seconds"] == sw.DEFAULT_SECONDS and o["bytes"] is None
@@ -186,9 +186,9 @@ def test_phases_default():
     ph = sw.plan_phases(list(sw.MODES), [1500, 9000])
     assert ph == [
         {"mtu": 1500, "ulsd": False, "modes": ["raw", "kernel"]},
-        {"mtu": 1500, "ulsd": True, "modes": ["perproc", "central"]},
+        {"mtu": 1500, "ulsd": True, "modes": ["perproc", "relay", "central"]},
         {"mtu": 9000, "ulsd": False, "modes": ["raw", "kernel"]},
-        {"mtu": 9000, "ulsd": True, "modes": ["perproc", "central"]},
+        {"mtu": 9000, "ulsd": True, "modes": ["perproc", "relay", "central"]},
     ]
 
 
@@ -495,8 +495,8 @@ def test_plan_sweep_offload_passes():
     # Without loss the second offload pass only reruns what offload changes (ulsd modes).
     ph = sw.plan_sweep(list(sw.MODES), [1500], ["on", "off"], None)
     assert [(p["offload"], p["ulsd"], p["modes"]) for p in ph] == [
-        ("on", False, ["raw", "kernel"]), ("on", True, ["perproc", "central"]),
-        ("off", True, ["perproc", "central"])]
+        ("on", False, ["raw", "kernel"]), ("on", True, ["perproc", "relay", "central"]),
+        ("off", True, ["perproc", "relay", "central"])]
     # Under loss the kernel's offload follows too, so every mode runs in both passes.
     ph = sw.plan_sweep(["kernel", "perproc", "central"], [1500], ["on", "off"], [0.0, 1.0])
     assert [(p["offload"], p["modes"]) for p in ph] == [

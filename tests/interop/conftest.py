@@ -292,19 +292,24 @@ class Testbed:
                              f"{proc.output()}")
 
     def assert_through_ulstack(self, before, received=None, sent=None):
-        """The bytes went through ulsd: node n's ulsd delivered at least received[n] / F
-        frames to its processes (frames_demuxed) and sent at least sent[n] / F frames of
-        theirs (frames_sent), F = FRAME_PAYLOAD_MAX, or 64 KiB at a node whose frames carried
-        super-segments (segmentation offload: frames_gso_sent or frames_gso_received grew)."""
+        """The bytes went through ulstack's node: node n's processes received at least
+        received[n] / F frames (frames_demuxed: ulsd relayed them; direct_steered: the kernel
+        steered them to their queues on the direct data path) and sent at least sent[n] / F
+        frames (frames_sent, direct_tx_passed), F = FRAME_PAYLOAD_MAX, or 64 KiB at a node
+        whose frames carried super-segments (segmentation offload: frames_gso_sent,
+        frames_gso_received or their direct_* counterparts grew)."""
         after = self.counters()
         problems = []
-        for what, counter in ((received or {}, "frames_demuxed"), (sent or {}, "frames_sent")):
+        for what, counters in ((received or {}, ("frames_demuxed", "direct_steered")),
+                               (sent or {}, ("frames_sent", "direct_tx_passed"))):
             for node, nbytes in what.items():
                 gso = any(after[node].get(k, 0) > before[node].get(k, 0)
-                          for k in ("frames_gso_sent", "frames_gso_received"))
+                          for k in ("frames_gso_sent", "frames_gso_received",
+                                    "direct_tx_passed_gso", "direct_steered_gso"))
                 per = GSO_PAYLOAD_MAX if gso else FRAME_PAYLOAD_MAX
                 need = nbytes // max(per, int(self.env.get("TB_MTU", "1500")))
-                got = after[node][counter] - before[node][counter]
+                got = sum(after[node].get(c, 0) - before[node].get(c, 0) for c in counters)
+                counter = " + ".join(counters)
                 if got < need:
                     problems.append(f"node {node}: {counter} grew by {got}, but {nbytes} bytes need "
                                     f">= {need} frames")

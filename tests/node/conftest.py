@@ -40,6 +40,11 @@ HOSTILE = os.path.join(BUILD, "tests", "node", "hostile")
 ULSD = os.path.join(BUILD, "server", "ulsd")
 PYTHON = "/usr/bin/python3"
 TB_NAME = "ulsnode"
+# The data path the suite runs on: ulsd's default (auto: direct where it can be had), or the
+# relay when ULS_DATAPATH=relay (tests/node/run-relay), which ulsd and every process started
+# here inherit. Tests check the counters of the path they run on; tests marked `direct`
+# are about the direct path alone and are deselected (not skipped) on the relay.
+DATAPATH = "relay" if os.environ.get("ULS_DATAPATH") == "relay" else "direct"
 KERNEL_SINK_PORT = 5001   # a kernel ulsbench server in ulsnode-k1 for the whole session
 
 MIB = 1 << 20
@@ -211,11 +216,15 @@ class Testbed:
                           name=name or "kclient", netns=self.kernel_ns)
 
     def hostile(self, node, *args, user=None, timeout=20):
+        """Run hostile to the end; its stdout. The data path its lease got is checked
+        against the suite's (hostile_lease)."""
         argv = [HOSTILE, self.ctl(node), *map(str, args)]
         if user is not None:
             argv = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *argv]
         r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
         assert r.returncode == 0, f"hostile {args}: exit {r.returncode}\n{r.stdout}\n{r.stderr}"
+        if "hostile: lease" in r.stderr:
+            hostile_lease(r.stderr)
         return r.stdout
 
     def kernel_python(self, code, *args, name="kpy"):
@@ -319,6 +328,20 @@ def ensure_ulsd(tb, node):
         tb.start_ulsd(node, _ulsd_argv_from_env(tb, node))
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "direct: about the direct data path alone (deselected "
+                            "when the suite runs on the relay)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if DATAPATH == "direct":
+        return
+    drop = [i for i in items if i.get_closest_marker("direct")]
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = [i for i in items if not i.get_closest_marker("direct")]
+
+
 @pytest.fixture(scope="session")
 def testbed():
     for prog in (BENCH, STAT, HOSTILE, ULSD):
@@ -371,6 +394,34 @@ def tb(testbed):
         # A test that kills ulsd on purpose restarts it itself: a dead one here crashed.
         assert not died, f"ulsd of node(s) {died} died during the test (restarted for the next " \
                          f"test); end of their logs: {logs}"
+
+
+def hostile_lease(stderr):
+    """The queue of a hostile process's lease (None on the relay), from what it says on
+    stderr; its data path must be the suite's."""
+    for line in stderr.splitlines():
+        if line.startswith("hostile: lease "):
+            words = line.split()
+            assert words[2] == DATAPATH, f"hostile got the {words[2]} path, the suite runs {DATAPATH}"
+            return int(words[4]) if words[2] == "direct" else None
+    raise AssertionError(f"hostile said nothing about its lease: {stderr}")
+
+
+def frames_moved(before, after):
+    """Frames that moved between the node's TAP and its processes, both ways: on the relay
+    every one is ulsd's (data_frames_relayed); on the direct path the kernel steers them to
+    the processes' queues and checks what they write (direct_steered, direct_tx_passed)."""
+    d = {k: after.get(k, 0) - before.get(k, 0) for k in
+         ("data_frames_relayed", "direct_steered", "direct_tx_passed")}
+    return d["data_frames_relayed"] + d["direct_steered"] + d["direct_tx_passed"]
+
+
+def tx_dropped(before, after, reason):
+    """Frames the node refused to send for `reason` (src_mac, src_ip, arp, proto, port,
+    shared_peer, icmp): ulsd's deny_<reason> on the relay, the transmit check's
+    direct_tx_dropped.<reason> on the direct path."""
+    key = f"deny_{reason}" if DATAPATH == "relay" else f"direct_tx_dropped.{reason}"
+    return after.get(key, 0) - before.get(key, 0)
 
 
 def check_client(p, timeout):

@@ -1,6 +1,13 @@
 /* hostile: a process on a node that does not play by libuls's rules. It speaks the control
- * protocol itself and writes raw frames into its own transmit ring, to show that ulsd's
- * filter (not the good manners of libuls) isolates processes. Used by tests/node.
+ * protocol itself and writes raw frames into its own transmit path, to show that ulsd's
+ * filter and the kernel's transmit check (not the good manners of libuls) isolate
+ * processes. Used by tests/node.
+ *
+ * Its lease is on the direct data path when ulsd grants it (it offers two io_urings, as
+ * libuls does, unless ULS_DATAPATH=relay), else on the relay's rings. It says which on
+ * stderr: "hostile: lease direct queue Q" or "hostile: lease relay". With HOSTILE_HOLD=S
+ * in its environment it keeps its lease S seconds after the command (printing "holding"),
+ * so that a test can read its queue's figures.
  *
  *   hostile CTL bind PROTO PORT          try to take a port; prints "ok PORT" or "errno N"
  *   hostile CTL forge SRCPORT DSTIP DSTPORT COUNT
@@ -8,8 +15,28 @@
  *                                        process's endpoint) to DSTIP:DSTPORT; prints how
  *                                        many it queued
  *   hostile CTL spoofip COUNT            send COUNT frames with a foreign source address
- *   hostile CTL listen SECONDS           count frames ulsd delivers to us meanwhile, by
- *                                        IP protocol; prints "frames N tcp N arp N"
+ *   hostile CTL spoof COUNT VICTIMPORT DSTIP DSTPORT
+ *                                        COUNT frames of each forgery (source MAC, source
+ *                                        address, VICTIMPORT as TCP source port, ARP with a
+ *                                        foreign sender, IP protocol 47), then COUNT UDP
+ *                                        datagrams from a port it holds to DSTIP:DSTPORT
+ *                                        (the control: these may pass); prints
+ *                                        "queued KIND N" per kind
+ *   hostile CTL listen SECONDS           count frames delivered to us meanwhile, by IP
+ *                                        protocol; prints "frames N tcp N arp N"
+ *   hostile CTL sink PORT SECONDS [EXPECT]
+ *                                        bind UDP PORT, print "ready", count frames until
+ *                                        SECONDS pass (or 300 ms after EXPECT of ours);
+ *                                        prints "frames N mine N foreign N arp N"
+ *   hostile CTL churn CHILDREN PARALLEL PORTBASE LIFE_MS
+ *                                        CHILDREN short-lived processes, PARALLEL at a time,
+ *                                        each with a lease of its own: bind a UDP port
+ *                                        (slot k alternates between PORTBASE+2k and
+ *                                        PORTBASE+2k+1), count frames for LIFE_MS, exit;
+ *                                        prints "children N direct N failed N mine N
+ *                                        foreign N got_own N queues N seconds S"
+ *   hostile CTL rings                    (direct) try what the restricted rings refuse and
+ *                                        look for TAP descriptors; prints one line each
  *   hostile CTL garbage                  send malformed control messages; prints each reply
  *   hostile CTL release LPORT RIP RPORT  claim another process's connection is gone, and
  *                                        its port: RELEASE and UNBIND; prints each reply
@@ -18,24 +45,37 @@
  *                                        reply
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <linux/if_tun.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "netif/chksum.h"
 #include "netif/ctlproto.h"
+#include "netif/qring.h"
 #include "netif/ring.h"
+#include "netif/ringdev.h"
 
-static int ctl_fd;
+static int ctl_fd = -1;
 static struct uls_ctl_hello node;
-static struct nif_ring rx, tx;
+static struct nif_dev *dev;
+static struct nif_qring_prep qp;
+static bool direct;
+static unsigned queue;
+static uint32_t seq = 1;
 
 static int ctl_connect(const char *path)
 {
@@ -50,83 +90,555 @@ static int ctl_connect(const char *path)
 	return fd;
 }
 
-static int call(struct uls_ctl_msg *m, int *fds, int nfds)
+/* One request, one reply; up to nfds descriptors (how many came: *got). */
+static int call_fds(struct uls_ctl_msg *m, int *fds, int nfds, int *got)
 {
 	char cbuf[CMSG_SPACE(sizeof(int) * 3)];
 	struct iovec iov = { m, sizeof(*m) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
 			     .msg_controllen = sizeof(cbuf) };
 
+	if (got)
+		*got = 0;
 	if (send(ctl_fd, m, sizeof(*m), 0) != sizeof(*m))
 		return -errno;
 	if (recvmsg(ctl_fd, &mh, 0) != sizeof(*m))
 		return -EPROTO;
 	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-	if (nfds && c && c->cmsg_type == SCM_RIGHTS)
-		memcpy(fds, CMSG_DATA(c), sizeof(int) * (size_t)nfds);
+	if (nfds && c && c->cmsg_type == SCM_RIGHTS) {
+		int n = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		if (n > nfds)
+			n = nfds;
+		memcpy(fds, CMSG_DATA(c), sizeof(int) * (size_t)n);
+		if (got)
+			*got = n;
+	}
 	return m->status;
 }
 
-static void lease(const char *path)
+static int call(struct uls_ctl_msg *m)
+{
+	return call_fds(m, NULL, 0, NULL);
+}
+
+static bool offer_direct(void)
+{
+	const char *e = getenv("ULS_DATAPATH");
+
+	return !(e && !strcmp(e, "relay"));
+}
+
+/* HELLO, offering the direct path as libuls does. keep_rings: leave a direct lease's rings
+ * as they are (the `rings` command works on them itself); else open the device. Returns
+ * 0, or -errno (quiet: the churn's children count failures). */
+static int lease_open(const char *path, bool keep_rings)
 {
 	struct uls_ctl_msg m;
-	struct nif_ring_layout l;
-	int fds[3];
-	void *base;
+	int fds[3], got, rc;
 
 	ctl_fd = ctl_connect(path);
-	uls_ctl_init(&m, ULS_CTL_HELLO, 1);
-	if (call(&m, fds, 3) < 0 || nif_ring_layout(m.u.hello.mtu, &l) < 0 ||
-	    nif_ring_map(fds[0], &l, &base) < 0) {
-		fprintf(stderr, "hostile: no lease\n");
+	uls_ctl_init(&m, ULS_CTL_HELLO, seq++);
+	m.u.hello.ring_fd[0] = m.u.hello.ring_fd[1] = -1;
+	if (offer_direct() && nif_qring_prepare(&qp) == 0) {
+		m.u.hello.ring_fd[0] = nif_qring_fd(&qp, 0);
+		m.u.hello.ring_fd[1] = nif_qring_fd(&qp, 1);
+		m.u.hello.flags |= ULS_CTL_HELLO_F_RINGS;
+	}
+	rc = call_fds(&m, fds, 3, &got);
+	if (rc < 0)
+		return rc;
+	node = m.u.hello;
+	bool offload = (node.flags & ULS_CTL_HELLO_F_OFFLOAD) != 0;
+	if (node.datapath == ULS_CTL_DP_DIRECT && qp.made) {
+		direct = true;
+		queue = node.queue;
+		return keep_rings ? 0 : nif_qring_open(&dev, &qp, node.mtu, offload, ctl_fd,
+						       eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+	}
+	nif_qring_discard(&qp);
+	if (got != 3)
+		return -EPROTO;
+	return nif_ringdev_open(&dev, node.mtu, offload, fds[0], fds[1], fds[2], ctl_fd);
+}
+
+static void lease(const char *path, bool keep_rings)
+{
+	int rc = lease_open(path, keep_rings);
+
+	if (rc < 0) {
+		fprintf(stderr, "hostile: no lease: %s\n", strerror(-rc));
 		exit(1);
 	}
-	node = m.u.hello;
-	nif_ring_attach(&rx, base, &l, 0, fds[1], false);
-	nif_ring_attach(&tx, base, &l, 1, fds[2], true);
+	if (direct)
+		fprintf(stderr, "hostile: lease direct queue %u\n", queue);
+	else
+		fprintf(stderr, "hostile: lease relay\n");
+}
+
+static int bind_port(uint8_t proto, uint16_t port)
+{
+	struct uls_ctl_msg m;
+
+	uls_ctl_init(&m, ULS_CTL_BIND, seq++);
+	m.proto = proto;
+	m.lport = port;
+	int rc = call(&m);
+	return rc < 0 ? rc : m.lport;
 }
 
 static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
 
-/* Ethernet + IPv4 + TCP SYN|ACK segment with correct checksums. */
-static size_t tcp_frame(uint8_t *f, uint32_t src, uint16_t sport, uint32_t dst, uint16_t dport)
+static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+
+/* Ethernet + IPv4 header for a datagram of plen payload octets; returns the payload. */
+static uint8_t *ip_frame(uint8_t *f, const uint8_t *smac, uint32_t src, uint32_t dst,
+			 uint8_t proto, size_t plen)
 {
-	static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
-	uint8_t *ip = f + 14, *tcp = ip + 20;
+	uint8_t *ip = f + 14;
 
 	memcpy(f, bcast, 6);
-	memcpy(f + 6, node.mac, 6);
+	memcpy(f + 6, smac, 6);
 	put16(f + 12, 0x0800);
-	memset(ip, 0, 40);
+	memset(ip, 0, 20);
 	ip[0] = 0x45;
-	put16(ip + 2, 40);
+	put16(ip + 2, (uint16_t)(20 + plen));
 	ip[8] = 64;
-	ip[9] = 6;
+	ip[9] = proto;
 	memcpy(ip + 12, &src, 4);
 	memcpy(ip + 16, &dst, 4);
 	uint16_t c = (uint16_t)~nif_inet_chksum(ip, 20);
 	memcpy(ip + 10, &c, 2);
+	return ip + 20;
+}
+
+/* Ethernet + IPv4 + TCP RST: the most harmful thing to forge into someone's connection. */
+static size_t tcp_frame(uint8_t *f, const uint8_t *smac, uint32_t src, uint16_t sport,
+			uint32_t dst, uint16_t dport)
+{
+	uint8_t *tcp = ip_frame(f, smac, src, dst, IPPROTO_TCP, 20);
+
+	memset(tcp, 0, 20);
 	put16(tcp, sport);
 	put16(tcp + 2, dport);
 	tcp[12] = 5 << 4;
-	tcp[13] = 0x04;  /* RST: the most harmful thing to forge into someone's connection */
+	tcp[13] = 0x04;
 	return 54;
 }
 
-static void send_frames(uint32_t src, uint16_t sport, uint32_t dst, uint16_t dport, int count)
+/* UDP without a checksum (RFC 768: zero means none). */
+static size_t udp_frame(uint8_t *f, uint32_t src, uint16_t sport, uint32_t dst, uint16_t dport)
 {
+	uint8_t *udp = ip_frame(f, node.mac, src, dst, IPPROTO_UDP, 8 + 8);
+
+	memset(udp, 0, 16);
+	put16(udp, sport);
+	put16(udp + 2, dport);
+	put16(udp + 4, 16);
+	memcpy(udp + 8, "hostile!", 8);
+	return 14 + 20 + 16;
+}
+
+/* An ARP reply whose sender is another address at our MAC: a cache poisoning attempt. */
+static size_t arp_frame(uint8_t *f, uint32_t spa, uint32_t tpa)
+{
+	static const uint8_t hdr[8] = { 0, 1, 8, 0, 6, 4, 0, 2 };
+
+	memcpy(f, bcast, 6);
+	memcpy(f + 6, node.mac, 6);
+	put16(f + 12, 0x0806);
+	memcpy(f + 14, hdr, 8);
+	memcpy(f + 22, node.mac, 6);
+	memcpy(f + 28, &spa, 4);
+	memset(f + 32, 0, 6);
+	memcpy(f + 38, &tpa, 4);
+	return 42;
+}
+
+static bool send_one(const uint8_t *frame, size_t len)
+{
+	uint8_t *slot = dev->ops->tx_slot(dev, len);
+
+	if (!slot)
+		return false;
+	memcpy(slot, frame, len);
+	return dev->ops->tx_queue(dev, slot, len, 0) == 0;
+}
+
+/* Let the frames leave (ulsd drains a relay ring; io_uring completes a direct queue's
+ * writes) before the lease ends. */
+static void settle(void)
+{
+	dev->ops->tx_flush(dev);
+	usleep(200000);
+	dev->ops->tx_flush(dev);
+}
+
+static void send_frames(const uint8_t *smac, uint32_t src, uint16_t sport, uint32_t dst,
+			uint16_t dport, int count)
+{
+	uint8_t f[64];
 	int queued = 0;
 
-	for (int i = 0; i < count; i++) {
-		uint8_t *slot = nif_ring_prod_slot(&tx, 64);
-		if (!slot)
-			break;
-		nif_ring_prod_commit(&tx, tcp_frame(slot, src, sport, dst, dport), 0);
-		queued++;
-	}
-	nif_ring_prod_publish(&tx);
-	nif_ring_signal(&tx);
+	for (int i = 0; i < count; i++)
+		if (send_one(f, tcp_frame(f, smac, src, sport, dst, dport)))
+			queued++;
+	settle();
 	printf("queued %d\n", queued);
+}
+
+static double since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+struct tally {
+	unsigned long frames, tcp, arp, mine, foreign;
+	uint16_t port;          /* ours (UDP), 0: none */
+};
+
+static void count_frame(void *arg, const uint8_t *f, size_t len, uint32_t off)
+{
+	struct tally *t = arg;
+
+	(void)off;
+	t->frames++;
+	if (len >= 14 && f[12] == 0x08 && f[13] == 0x06) {
+		t->arp++;
+		return;
+	}
+	if (len > 23 && f[12] == 0x08 && f[13] == 0 && f[23] == IPPROTO_TCP)
+		t->tcp++;
+	size_t ihl = len > 14 ? (size_t)(f[14] & 0xf) * 4 : 0;
+	if (t->port && len >= 14 + ihl + 8 && f[12] == 0x08 && f[13] == 0 &&
+	    f[23] == IPPROTO_UDP && !memcmp(f + 30, &node.addr, 4) &&
+	    (f[14 + ihl + 2] << 8 | f[14 + ihl + 3]) == t->port)
+		t->mine++;
+	else
+		t->foreign++;
+}
+
+/* Count what arrives for `secs` seconds; with expect > 0, stop 300 ms after that many
+ * frames of ours. */
+static void count_for(struct tally *t, double secs, unsigned long expect)
+{
+	struct timespec t0, done = { 0, 0 };
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (since(&t0) < secs) {
+		if (dev->ops->wait(dev, 5) < 0)
+			break;
+		dev->ops->rx(dev, count_frame, t, 256);
+		if (expect && t->mine >= expect) {
+			if (!done.tv_sec && !done.tv_nsec)
+				clock_gettime(CLOCK_MONOTONIC, &done);
+			else if (since(&done) > 0.3)
+				break;
+		}
+	}
+}
+
+/* One child of the churn: its own lease, a port, LIFE_MS of counting. */
+struct child_res {
+	int ok, direct;
+	unsigned queue;
+	unsigned long mine, foreign;
+};
+
+static struct child_res churn_child(const char *ctl, uint16_t port, int life_ms)
+{
+	struct child_res r = { 0 };
+	struct tally t = { .port = port };
+	int rc = lease_open(ctl, false);
+
+	for (int tries = 0; rc >= 0 && tries < 50; tries++) {
+		rc = bind_port(IPPROTO_UDP, port);
+		if (rc != -EADDRINUSE)
+			break;
+		usleep(2000);  /* the previous holder's lease is still ending */
+	}
+	if (rc < 0)
+		return r;
+	count_for(&t, life_ms / 1000.0, 0);
+	r.ok = 1;
+	r.direct = direct;
+	r.queue = queue;
+	r.mine = t.mine;
+	r.foreign = t.foreign;
+	return r;
+}
+
+static int churn(const char *ctl, int children, int parallel, int portbase, int life_ms)
+{
+	pid_t pid[64] = { 0 };
+	int pipes[64][2], next_in_slot[64] = { 0 };
+	unsigned long mine = 0, foreign = 0, got_own = 0, ndirect = 0, failed = 0, done = 0;
+	bool qseen[256] = { false };
+	unsigned nq = 0;
+	struct timespec t0;
+	int started = 0;
+
+	if (parallel < 1 || parallel > 64 || children < 1) {
+		fprintf(stderr, "hostile: churn: 1..64 at a time\n");
+		return 2;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (done < (unsigned long)children) {
+		for (int k = 0; k < parallel && started < children; k++) {
+			if (pid[k])
+				continue;
+			if (pipe(pipes[k]) < 0)
+				return 1;
+			uint16_t port = (uint16_t)(portbase + 2 * k + (next_in_slot[k]++ & 1));
+			pid[k] = fork();
+			if (pid[k] < 0)
+				return 1;
+			if (pid[k] == 0) {
+				close(pipes[k][0]);
+				struct child_res r = churn_child(ctl, port, life_ms);
+				if (write(pipes[k][1], &r, sizeof(r)) != sizeof(r))
+					_exit(1);
+				_exit(0);
+			}
+			close(pipes[k][1]);
+			started++;
+		}
+		int st;
+		pid_t w = wait(&st);
+		if (w < 0)
+			return 1;
+		for (int k = 0; k < parallel; k++) {
+			if (pid[k] != w)
+				continue;
+			struct child_res r = { 0 };
+			if (read(pipes[k][0], &r, sizeof(r)) != sizeof(r) || !r.ok) {
+				failed++;
+			} else {
+				mine += r.mine;
+				foreign += r.foreign;
+				got_own += r.mine > 0;
+				ndirect += r.direct != 0;
+				if (r.direct && r.queue < 256 && !qseen[r.queue]) {
+					qseen[r.queue] = true;
+					nq++;
+				}
+			}
+			close(pipes[k][0]);
+			pid[k] = 0;
+			done++;
+		}
+	}
+	printf("children %d direct %lu failed %lu mine %lu foreign %lu got_own %lu queues %u "
+	       "seconds %.2f\n", children, ndirect, failed, mine, foreign, got_own, nq, since(&t0));
+	return 0;
+}
+
+/* What a direct process might try with the rings ulsd restricted, and one write the
+ * restrictions allow (the control: an ARP request from the node for `target`, which the
+ * transmit check passes). Prints each result (0, a length, or -errno). */
+static int rings(uint32_t target)
+{
+	struct io_uring *tx = &qp.ring[1];
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	uint8_t frame[10 + 42] = { 0 };
+	int res[3];
+
+	if (!direct) {
+		printf("not direct\n");
+		return 0;
+	}
+	/* A write to an ordinary descriptor, a NOP, a fixed write allowed: in that order. */
+	for (int i = 0; i < 3; i++) {
+		sqe = io_uring_get_sqe(tx);
+		if (!sqe)
+			return 1;
+		if (i == 0) {
+			io_uring_prep_write(sqe, 1, "x\n", 2, 0);
+		} else if (i == 1) {
+			io_uring_prep_nop(sqe);
+		} else {
+			static const uint8_t hdr[8] = { 0, 1, 8, 0, 6, 4, 0, 1 };
+			size_t vhl = (node.flags & ULS_CTL_HELLO_F_OFFLOAD) ? 10 : 0;
+			uint8_t *f = frame + vhl;
+			memcpy(f, bcast, 6);
+			memcpy(f + 6, node.mac, 6);
+			put16(f + 12, 0x0806);
+			memcpy(f + 14, hdr, 8);
+			memcpy(f + 22, node.mac, 6);
+			memcpy(f + 28, &node.addr, 4);
+			memcpy(f + 38, &target, 4);
+			io_uring_prep_write(sqe, 0, frame, (unsigned)(vhl + 42), 0);
+			sqe->flags |= IOSQE_FIXED_FILE;
+		}
+		io_uring_sqe_set_data64(sqe, (uint64_t)i);
+		io_uring_submit(tx);
+		if (io_uring_wait_cqe(tx, &cqe) < 0)
+			return 1;
+		res[i] = cqe->res;
+		io_uring_cqe_seen(tx, cqe);
+	}
+	printf("plain_write %d\nnop %d\nfixed_write %d\n", res[0], res[1], res[2]);
+	/* Registering another file in its place, or updating the table. */
+	int one = 1;
+	printf("register_files %d\n", io_uring_register_files(tx, &one, 1));
+	printf("files_update %d\n", io_uring_register_files_update(tx, 0, &one, 1));
+	/* tun's ioctls on the only descriptors it has. */
+	int off = 0;
+	printf("tun_ioctl %d\n", ioctl(tx->ring_fd, TUNSETOFFLOAD, off) < 0 ? -errno : 0);
+	/* And no TAP descriptor anywhere in the process. */
+	int tun = 0;
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		char p[300], l[64];
+		snprintf(p, sizeof(p), "/proc/self/fd/%s", e->d_name);
+		ssize_t n = readlink(p, l, sizeof(l) - 1);
+		if (n > 0 && (l[n] = '\0', !strcmp(l, "/dev/net/tun")))
+			tun++;
+	}
+	if (d)
+		closedir(d);
+	printf("tun_fds %d\n", tun);
+	return 0;
+}
+
+static void hold(void)
+{
+	const char *h = getenv("HOSTILE_HOLD");
+
+	if (!h || !*h)
+		return;
+	printf("holding\n");
+	fflush(stdout);
+	usleep((useconds_t)(atof(h) * 1e6));
+}
+
+static int run(int argc, char **argv)
+{
+	const char *ctl = argv[1], *cmd = argv[2];
+
+	if (!strcmp(cmd, "churn") && argc == 7)
+		return churn(ctl, atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]));
+	if (!strcmp(cmd, "rings") && argc == 4) {
+		uint32_t target;
+		lease(ctl, true);
+		inet_pton(AF_INET, argv[3], &target);
+		return rings(target);
+	}
+	lease(ctl, false);
+	if (!strcmp(cmd, "bind") && argc == 5) {
+		int rc = bind_port(!strcmp(argv[3], "udp") ? IPPROTO_UDP : IPPROTO_TCP,
+				   (uint16_t)atoi(argv[4]));
+		if (rc < 0)
+			printf("errno %d\n", -rc);
+		else
+			printf("ok %d\n", rc);
+		return 0;
+	}
+	if (!strcmp(cmd, "forge") && argc == 7) {
+		uint32_t dst;
+		inet_pton(AF_INET, argv[4], &dst);
+		send_frames(node.mac, node.addr, (uint16_t)atoi(argv[3]), dst, (uint16_t)atoi(argv[5]),
+			    atoi(argv[6]));
+		return 0;
+	}
+	if (!strcmp(cmd, "spoofip") && argc == 4) {
+		send_frames(node.mac, htonl(0xc6120063), 40000, htonl(0xc6120064), 5001, atoi(argv[3]));
+		return 0;
+	}
+	if (!strcmp(cmd, "spoof") && argc == 7) {
+		static const uint8_t other_mac[6] = { 0x02, 0x75, 0x6c, 0x00, 0x00, 0x63 };
+		int count = atoi(argv[3]);
+		uint16_t victim = (uint16_t)atoi(argv[4]), dport = (uint16_t)atoi(argv[6]);
+		uint32_t dst, other_ip = htonl(0xc6120063);
+		uint8_t f[64];
+		inet_pton(AF_INET, argv[5], &dst);
+		int own = bind_port(IPPROTO_UDP, 0);
+		if (own <= 0) {
+			fprintf(stderr, "hostile: spoof: bind: %d\n", own);
+			return 1;
+		}
+		const char *kinds[] = { "src_mac", "src_ip", "port", "arp", "proto", "control" };
+		for (int k = 0; k < 6; k++) {
+			int queued = 0;
+			for (int i = 0; i < count; i++) {
+				size_t len;
+				if (k == 0) {
+					len = tcp_frame(f, other_mac, node.addr, (uint16_t)own, dst, dport);
+				} else if (k == 1) {
+					len = tcp_frame(f, node.mac, other_ip, (uint16_t)own, dst, dport);
+				} else if (k == 2) {
+					len = tcp_frame(f, node.mac, node.addr, victim, dst, dport);
+				} else if (k == 3) {
+					len = arp_frame(f, dst, dst);
+				} else if (k == 4) {
+					uint8_t *p = ip_frame(f, node.mac, node.addr, dst, 47, 8);
+					memset(p, 0, 8);
+					len = 14 + 20 + 8;
+				} else {
+					len = udp_frame(f, node.addr, (uint16_t)own, dst, dport);
+				}
+				queued += send_one(f, len);
+			}
+			printf("queued %s %d\n", kinds[k], queued);
+		}
+		printf("own_port %d\n", own);
+		settle();
+		hold();
+		return 0;
+	}
+	if (!strcmp(cmd, "listen") && argc == 4) {
+		struct tally t = { 0 };
+		count_for(&t, atof(argv[3]), 0);
+		printf("frames %lu tcp %lu arp %lu\n", t.frames, t.tcp, t.arp);
+		return 0;
+	}
+	if (!strcmp(cmd, "sink") && (argc == 5 || argc == 6)) {
+		struct tally t = { .port = (uint16_t)atoi(argv[3]) };
+		int rc = bind_port(IPPROTO_UDP, t.port);
+		if (rc < 0) {
+			printf("errno %d\n", -rc);
+			return 1;
+		}
+		printf("ready\n");
+		fflush(stdout);
+		count_for(&t, atof(argv[4]), argc == 6 ? strtoul(argv[5], NULL, 10) : 0);
+		printf("frames %lu mine %lu foreign %lu arp %lu\n", t.frames, t.mine, t.foreign, t.arp);
+		return 0;
+	}
+	if (!strcmp(cmd, "release") && argc == 6) {
+		struct uls_ctl_msg m;
+		uls_ctl_init(&m, ULS_CTL_RELEASE, seq++);
+		m.proto = IPPROTO_TCP;
+		m.lport = (uint16_t)atoi(argv[3]);
+		inet_pton(AF_INET, argv[4], &m.rip);
+		m.rport = (uint16_t)atoi(argv[5]);
+		printf("release status %d\n", call(&m));
+		uls_ctl_init(&m, ULS_CTL_UNBIND, seq++);
+		m.proto = IPPROTO_TCP;
+		m.lport = (uint16_t)atoi(argv[3]);
+		printf("unbind status %d\n", call(&m));
+		return 0;
+	}
+	if (!strcmp(cmd, "steal") && argc == 6) {
+		struct uls_ctl_msg m;
+		enum uls_ctl_type types[2] = { ULS_CTL_HANDOFF, ULS_CTL_CLAIM };
+		for (int i = 0; i < 2; i++) {
+			uls_ctl_init(&m, types[i], seq++);
+			m.proto = IPPROTO_TCP;
+			m.lport = (uint16_t)atoi(argv[3]);
+			inet_pton(AF_INET, argv[4], &m.rip);
+			m.rport = (uint16_t)atoi(argv[5]);
+			m.u.handoff.nonce = 0x0123456789abcdefull;
+			printf("%s status %d\n", i ? "claim" : "handoff", call(&m));
+		}
+		return 0;
+	}
+	fprintf(stderr, "hostile: bad command\n");
+	return 2;
 }
 
 int main(int argc, char **argv)
@@ -135,12 +647,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: see the header of hostile.c\n");
 		return 2;
 	}
-	const char *ctl = argv[1], *cmd = argv[2];
-
-	if (!strcmp(cmd, "garbage")) {
+	if (!strcmp(argv[2], "garbage")) {
 		uint8_t buf[256];
 		struct uls_ctl_msg m;
-		ctl_fd = ctl_connect(ctl);
+		ctl_fd = ctl_connect(argv[1]);
 		struct { const char *name; size_t len; uint32_t magic; uint16_t version, type; } cases[] = {
 			{ "truncated", 20, ULS_CTL_MAGIC, ULS_CTL_VERSION, ULS_CTL_BIND },
 			{ "oversized", 200, ULS_CTL_MAGIC, ULS_CTL_VERSION, ULS_CTL_BIND },
@@ -167,83 +677,7 @@ int main(int argc, char **argv)
 		}
 		return 0;
 	}
-	lease(ctl);
-	if (!strcmp(cmd, "bind") && argc == 5) {
-		struct uls_ctl_msg m;
-		uls_ctl_init(&m, ULS_CTL_BIND, 2);
-		m.proto = !strcmp(argv[3], "udp") ? IPPROTO_UDP : IPPROTO_TCP;
-		m.lport = (uint16_t)atoi(argv[4]);
-		int rc = call(&m, NULL, 0);
-		if (rc < 0)
-			printf("errno %d\n", -rc);
-		else
-			printf("ok %u\n", m.lport);
-		return 0;
-	}
-	if (!strcmp(cmd, "forge") && argc == 7) {
-		uint32_t dst;
-		inet_pton(AF_INET, argv[4], &dst);
-		send_frames(node.addr, (uint16_t)atoi(argv[3]), dst, (uint16_t)atoi(argv[5]), atoi(argv[6]));
-		usleep(200000);  /* let ulsd drain the ring before the lease ends */
-		return 0;
-	}
-	if (!strcmp(cmd, "spoofip") && argc == 4) {
-		send_frames(htonl(0xc6120063), 40000, htonl(0xc6120064), 5001, atoi(argv[3]));
-		usleep(200000);
-		return 0;
-	}
-	if (!strcmp(cmd, "listen") && argc == 4) {
-		struct timespec t0, t;
-		unsigned long frames = 0, tcp = 0, arp = 0;
-		uint64_t bad = 0;
-		uint32_t off;
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		double secs = atof(argv[3]);
-		do {
-			size_t len;
-			const uint8_t *f;
-			while ((f = nif_ring_cons_peek(&rx, &len, &off, &bad))) {
-				frames++;
-				if (f[12] == 0x08 && f[13] == 0x06)
-					arp++;
-				else if (len > 23 && f[12] == 0x08 && f[13] == 0 && f[23] == 6)
-					tcp++;
-				nif_ring_cons_release(&rx);
-			}
-			usleep(1000);
-			clock_gettime(CLOCK_MONOTONIC, &t);
-		} while ((double)(t.tv_sec - t0.tv_sec) + (double)(t.tv_nsec - t0.tv_nsec) / 1e9 < secs);
-		printf("frames %lu tcp %lu arp %lu\n", frames, tcp, arp);
-		return 0;
-	}
-	if (!strcmp(cmd, "release") && argc == 6) {
-		struct uls_ctl_msg m;
-		uls_ctl_init(&m, ULS_CTL_RELEASE, 3);
-		m.proto = IPPROTO_TCP;
-		m.lport = (uint16_t)atoi(argv[3]);
-		inet_pton(AF_INET, argv[4], &m.rip);
-		m.rport = (uint16_t)atoi(argv[5]);
-		printf("release status %d\n", call(&m, NULL, 0));
-		uls_ctl_init(&m, ULS_CTL_UNBIND, 4);
-		m.proto = IPPROTO_TCP;
-		m.lport = (uint16_t)atoi(argv[3]);
-		printf("unbind status %d\n", call(&m, NULL, 0));
-		return 0;
-	}
-	if (!strcmp(cmd, "steal") && argc == 6) {
-		struct uls_ctl_msg m;
-		enum uls_ctl_type types[2] = { ULS_CTL_HANDOFF, ULS_CTL_CLAIM };
-		for (int i = 0; i < 2; i++) {
-			uls_ctl_init(&m, types[i], 5 + (uint32_t)i);
-			m.proto = IPPROTO_TCP;
-			m.lport = (uint16_t)atoi(argv[3]);
-			inet_pton(AF_INET, argv[4], &m.rip);
-			m.rport = (uint16_t)atoi(argv[5]);
-			m.u.handoff.nonce = 0x0123456789abcdefull;
-			printf("%s status %d\n", i ? "claim" : "handoff", call(&m, NULL, 0));
-		}
-		return 0;
-	}
-	fprintf(stderr, "hostile: bad command\n");
-	return 2;
+	int rc = run(argc, argv);
+	fflush(stdout);
+	return rc;
 }
