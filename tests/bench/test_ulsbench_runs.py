@@ -5,7 +5,7 @@ an `ulsbench server` on the kernel's TCP, inside a network namespace of their ow
 loopback is used). The Python sender makes the stream pattern of apps/pattern.c itself, so
 a receiver that accepted a wrong byte, or named the wrong offset, fails here.
 
-The smoke run is the benchmark itself (`ulsbench --mode raw,kernel,perproc,central`), two
+The smoke run is the benchmark itself (`ulsbench --mode raw,kernel,perproc,relay,central`), two
 streams per mode for half a second after a short warm-up, on a testbed it builds: every
 mode must verify its bytes and write runs that pass the JSON schema, and the plots. The
 loss run does the same through the testbed's loss rule (`ulsbench --loss`).
@@ -134,14 +134,14 @@ def test_client_refuses_a_warmup_without_a_time_limit():
 def test_one_short_run_of_every_mode_verifies_and_writes_schema_and_plots(tmp_path):
     out = tmp_path / "smoke.json"
     env = dict(os.environ, ULS_BUILDDIR=BUILD, ULS_SRCDIR=SRC)
-    r = subprocess.run([BENCH, "--mode", "raw,kernel,perproc,central", "--streams", "2",
+    r = subprocess.run([BENCH, "--mode", "raw,kernel,perproc,relay,central", "--streams", "2",
                         "--seconds", "0.5", "--warmup", "0.3", "--json", str(out)],
                        capture_output=True, text=True, timeout=300, env=env,
                        stdin=subprocess.DEVNULL)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
     doc = json.loads(out.read_text())
     assert doc["complete"] is True
-    assert sorted(x["mode"] for x in doc["runs"]) == ["central", "kernel", "perproc", "raw"]
+    assert sorted(x["mode"] for x in doc["runs"]) == ["central", "kernel", "perproc", "raw", "relay"]
     sw = _sweep_module()
     for run in doc["runs"]:
         assert sw.check_run_schema(run) == [], run
@@ -152,6 +152,14 @@ def test_one_short_run_of_every_mode_verifies_and_writes_schema_and_plots(tmp_pa
         assert run["warmup_seconds"] == (0.0 if run["mode"] == "raw" else 0.3)
         if run["mode"] != "raw":
             assert run["measured_bytes"] < run["bytes_verified"]
+        # each ulstack mode on the data path it asked for, and who moved its frames
+        if run["mode"] in ("perproc", "relay", "central"):
+            assert run["datapath"] == ("relay" if run["mode"] == "relay" else "direct"), run
+            moved = run["node_frames"]
+            if run["mode"] == "relay":
+                assert moved["relayed_by_ulsd"] > 0 and moved["direct"] == 0, run
+            else:
+                assert moved["direct"] > 0 and moved["relayed_by_ulsd"] < 0.01 * moved["direct"], run
     for png in ("aggregate.png", "per_stream.png"):
         with open(tmp_path / png, "rb") as f:
             assert f.read(8) == b"\x89PNG\r\n\x1a\n"

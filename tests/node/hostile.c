@@ -456,7 +456,8 @@ static int rings(uint32_t target)
 		if (!sqe)
 			return 1;
 		if (i == 0) {
-			io_uring_prep_write(sqe, 1, "x\n", 2, 0);
+			int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+			io_uring_prep_write(sqe, null, "x\n", 2, 0);
 		} else if (i == 1) {
 			io_uring_prep_nop(sqe);
 		} else {
