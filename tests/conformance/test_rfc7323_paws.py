@@ -63,7 +63,7 @@ def test_rfc7323_5_3_rst_not_subject_to_paws(node, link, counters):
 
 
 @requirement(fix='hook stack/tcp_checks.c',
-             mutate="sed -i '/Nothing of it reaches lwIP/,/STK_CNT_TCP_SEQ_UNACCEPTABLE/ s/if (!stk__tcp_seq_acceptable(/if (0 \\&\\& !stk__tcp_seq_acceptable(/' stack/tcp_checks.c")
+             mutate="sed -i 's/if (!stk__tcp_ack_acceptable(/if (0 \\&\\& !stk__tcp_ack_acceptable(/' stack/tcp_checks.c")
 def test_rfc7323_4_3_ts_recent_not_taken_from_unacceptable_segment(node, link, counters):
     """RFC 7323 §4.3: "(2) If Last.ACK.sent falls within the range of sequence numbers of
     an incoming segment ... then the TSval from the segment is copied to TS.Recent" and
