@@ -420,6 +420,17 @@ class TcpPeer:
                 self.ack()
         return data
 
+    def exact_rst_resets(self):
+        """Positive control of the RST tests: a RST at exactly RCV.NXT (RFC 5961 §3.2 rule 2)
+        resets the connection, so that later data is refused with a RST. Waits for the RST
+        itself: a delayed ACK of an earlier echo's request (sent before the echo when the
+        echo thread is slow) may still be pending and says nothing about the reset."""
+        self.send("R", seq=self.snd_nxt, ack=0, options=[])
+        self.closed = True
+        self.send("PA", b"gone?\n")
+        r = self.recv(3, lambda q: q[TCP].flags.R or len(q[TCP].payload) > 0)
+        return r is not None and bool(r[TCP].flags.R)
+
     def abort(self):
         """RST at SND.NXT (exactly what the node expects), so nothing outlives the test."""
         if not self.closed and self.rcv_nxt is not None:
