@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -211,4 +212,42 @@ int bench__node_start(struct node_opts *o, const char *prog)
 		return -1;
 	}
 	return 1;
+}
+
+int bench__send_all(const struct netops *ops, int sd, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = ops->send(sd, p, len, 0);
+		if (n < 0) {
+			if (n == -EINTR)
+				continue;
+			return (int)n;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int bench__recv_all(const struct netops *ops, int sd, void *buf, size_t len, bool *clean_eof)
+{
+	uint8_t *p = buf;
+	size_t want = len;
+
+	if (clean_eof)
+		*clean_eof = false;
+	while (len) {
+		ssize_t n = ops->recv(sd, p, len, 0);
+		if (n == -EINTR)
+			continue;
+		if (n == 0 && clean_eof && len == want)
+			*clean_eof = true;
+		if (n <= 0)
+			return n < 0 ? (int)n : -EPIPE;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
 }

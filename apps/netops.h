@@ -26,6 +26,12 @@ struct netops {
 extern const struct netops bench__uls_ops;
 extern const struct netops bench__kernel_ops;
 
+/* Send all len bytes (retrying after EINTR); 0 or -errno. */
+int bench__send_all(const struct netops *ops, int sd, const void *buf, size_t len);
+/* Receive exactly len bytes: 0, -EPIPE on EOF before len bytes (with *clean_eof, when not
+ * NULL, set if the EOF came before the first byte), or -errno. */
+int bench__recv_all(const struct netops *ops, int sd, void *buf, size_t len, bool *clean_eof);
+
 /* Node options shared by the apps: --tap IF --ip A.B.C.D/NN [--mac M] [--gw G] [--mtu N]
  * (the process is a node of its own), or --ctl PATH [--datapath direct|relay] (the process
  * joins ulsd's node, offering the direct data path or not: default direct).

@@ -64,40 +64,6 @@ enum { ST_OK = 0, ST_CORRUPT = 1, ST_SHORT = 2 };
 
 static const struct netops *ops = &bench__kernel_ops;
 
-
-static int send_all(int sd, const void *buf, size_t len)
-{
-	const uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = ops->send(sd, p, len, 0);
-		if (n < 0) {
-			if (n == -EINTR)
-				continue;
-			return (int)n;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-static int recv_all(int sd, void *buf, size_t len)
-{
-	uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = ops->recv(sd, p, len, 0);
-		if (n == -EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? (int)n : -EPIPE;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static void put64(uint8_t *p, uint64_t v) { v = htobe64(v); memcpy(p, &v, 8); }
 static void put32(uint8_t *p, uint32_t v) { v = htobe32(v); memcpy(p, &v, 4); }
 static uint64_t get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return be64toh(v); }
@@ -114,7 +80,7 @@ static int stream_out(int sd, uint64_t seed, uint64_t bytes, uint32_t millis, ui
 	while (bytes ? off < bytes : bench__now_s() < deadline) {
 		size_t n = bytes && bytes - off < MSG_SIZE ? (size_t)(bytes - off) : MSG_SIZE;
 		bench__pattern_fill(seed, off, buf, n);
-		int rc = send_all(sd, buf, n);
+		int rc = bench__send_all(ops, sd, buf, n);
 		if (rc < 0)
 			return rc;
 		off += n;
@@ -226,7 +192,7 @@ static void *serve(void *arg)
 	uint8_t *buf = malloc(MSG_SIZE);
 	double t0 = bench__now_s();
 
-	if (!buf || recv_all(sd, req, REQ_LEN) < 0 || get32(req) != MAGIC || req[4] != WIRE_VERSION) {
+	if (!buf || bench__recv_all(ops, sd, req, REQ_LEN, NULL) < 0 || get32(req) != MAGIC || req[4] != WIRE_VERSION) {
 		fprintf(stderr, "ulsbench server: bad or missing request\n");
 		goto out;
 	}
@@ -237,7 +203,7 @@ static void *serve(void *arg)
 		double mark = bench__now_s() + warmup / 1000.0;
 		int st = stream_in(sd, seed, bytes, buf, &good, mark, &m);
 		put_verdict(verdict, st, good, &m);
-		send_all(sd, verdict, VERDICT_LEN);
+		bench__send_all(ops, sd, verdict, VERDICT_LEN);
 		double dt = bench__now_s() - t0;
 		printf("{\"role\": \"server\", \"dir\": \"recv\", \"bytes\": %llu, \"verified\": %s, "
 		       "\"seconds\": %.6f, \"pid\": %d}\n", (unsigned long long)good,
@@ -246,7 +212,7 @@ static void *serve(void *arg)
 	} else if (req[5] == DIR_SERVER_SENDS) {
 		uint64_t sent;
 		if (stream_out(sd, seed, bytes, millis, buf, &sent) == 0)
-			recv_all(sd, verdict, VERDICT_LEN);
+			bench__recv_all(ops, sd, verdict, VERDICT_LEN, NULL);
 	}
 out:
 	free(buf);
@@ -399,11 +365,11 @@ static void *client_stream(void *arg)
 		nanosleep(&ts, NULL);
 	}
 	double t0 = bench__now_s();
-	s->rc = send_all(sd, req, REQ_LEN);
+	s->rc = bench__send_all(ops, sd, req, REQ_LEN);
 	if (s->rc == 0 && s->dir == DIR_CLIENT_SENDS) {
 		s->rc = stream_out(sd, seed, s->bytes, s->millis, buf, &sent);
 		if (s->rc == 0)
-			s->rc = recv_all(sd, verdict, VERDICT_LEN);
+			s->rc = bench__recv_all(ops, sd, verdict, VERDICT_LEN, NULL);
 		if (s->rc == 0) {
 			get_verdict(verdict, &s->st, &s->good, &s->m);
 			/* the receiver must have verified exactly what we sent */
@@ -413,7 +379,7 @@ static void *client_stream(void *arg)
 	} else if (s->rc == 0) {
 		s->st = stream_in(sd, seed, s->bytes, buf, &s->good, t0 + s->warmup / 1000.0, &s->m);
 		put_verdict(verdict, s->st, s->good, &s->m);
-		send_all(sd, verdict, VERDICT_LEN);
+		bench__send_all(ops, sd, verdict, VERDICT_LEN);
 	}
 	s->secs = bench__now_s() - t0;
 out:

@@ -147,46 +147,6 @@ static int echo_verify(uint64_t seed, uint64_t round, const void *buf, size_t si
 
 /* ---- the workers ---- */
 
-static int send_all(int sd, const void *buf, size_t len)
-{
-	const uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = ops->send(sd, p, len, 0);
-		if (n < 0) {
-			if (n == -EINTR)
-				continue;
-			return (int)n;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-/* Returns 0, -EPIPE on EOF before len bytes (with *clean_eof set when the EOF came before
- * the first byte), or -errno. */
-static int recv_all(int sd, void *buf, size_t len, bool *clean_eof)
-{
-	uint8_t *p = buf;
-	size_t want = len;
-
-	if (clean_eof)
-		*clean_eof = false;
-	while (len) {
-		ssize_t n = ops->recv(sd, p, len, 0);
-		if (n == -EINTR)
-			continue;
-		if (n == 0 && clean_eof && len == want)
-			*clean_eof = true;
-		if (n <= 0)
-			return n < 0 ? (int)n : -EPIPE;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static int set_nodelay(int sd)
 {
 	int one = 1;
@@ -264,7 +224,7 @@ static void echo_conn(int sd, const char *bd_path)
 		fprintf(stderr, "ulsping server: TCP_NODELAY: %s\n", strerror(-rc));
 		goto out;
 	}
-	if (recv_all(sd, hdr, HDR_LEN, NULL) < 0) {
+	if (bench__recv_all(ops, sd, hdr, HDR_LEN, NULL) < 0) {
 		fprintf(stderr, "ulsping server: no size header\n");
 		goto out;
 	}
@@ -275,7 +235,7 @@ static void echo_conn(int sd, const char *bd_path)
 		goto out;
 	}
 	for (size_t i = 0;; i++) {
-		rc = recv_all(sd, buf, size, &eof);
+		rc = bench__recv_all(ops, sd, buf, size, &eof);
 		if (rc < 0) {
 			if (!eof)
 				fprintf(stderr, "ulsping server: recv: %s\n",
@@ -286,7 +246,7 @@ static void echo_conn(int sd, const char *bd_path)
 			fprintf(stderr, "ulsping server: out of memory for the breakdown\n");
 			break;
 		}
-		rc = send_all(sd, buf, size);
+		rc = bench__send_all(ops, sd, buf, size);
 		if (rc < 0) {
 			fprintf(stderr, "ulsping server: send: %s\n", strerror(-rc));
 			break;
@@ -403,7 +363,7 @@ static int run_client(const struct sockaddr_in *to, unsigned long long size,
 	}
 	rc = set_nodelay(sd);
 	if (rc == 0)
-		rc = send_all(sd, &hdr, HDR_LEN);
+		rc = bench__send_all(ops, sd, &hdr, HDR_LEN);
 	if (rc < 0) {
 		fprintf(stderr, "ulsping client: %s\n", strerror(-rc));
 		goto out;
@@ -413,9 +373,9 @@ static int run_client(const struct sockaddr_in *to, unsigned long long size,
 		double t0 = bench__now_s();
 		if (bd_path)
 			app.v[i][0] = uls_breakdown_now();
-		rc = send_all(sd, out, size);
+		rc = bench__send_all(ops, sd, out, size);
 		if (rc == 0)
-			rc = recv_all(sd, in, size, NULL);
+			rc = bench__recv_all(ops, sd, in, size, NULL);
 		if (bd_path)
 			app.v[i][1] = uls_breakdown_now();
 		double t1 = bench__now_s();

@@ -24,6 +24,7 @@
 #include <bpf/bpf_helpers.h>
 
 #include "filter/datapath.h"
+#include "filter/siphash.h"
 
 /* Debian 12's linux/bpf.h predates tcx (Linux 6.6). */
 #define TCX_PASS 0
@@ -109,32 +110,6 @@ struct {
 
 /* ---- The filter table's pick, bit for bit (filter/table.c) --------------------------- */
 
-#define ROTL(x, b) (((x) << (b)) | ((x) >> (64 - (b))))
-#define SIPROUND                                                                       \
-	do {                                                                           \
-		v0 += v1; v1 = ROTL(v1, 13); v1 ^= v0; v0 = ROTL(v0, 32);             \
-		v2 += v3; v3 = ROTL(v3, 16); v3 ^= v2;                                 \
-		v0 += v3; v3 = ROTL(v3, 21); v3 ^= v0;                                 \
-		v2 += v1; v1 = ROTL(v1, 17); v1 ^= v2; v2 = ROTL(v2, 32);             \
-	} while (0)
-
-/* flt_siphash: SipHash-1-3 of two words. */
-static __u64 siphash(__u64 k0, __u64 k1, __u64 m0, __u64 m1)
-{
-	__u64 v0 = k0 ^ 0x736f6d6570736575ULL;
-	__u64 v1 = k1 ^ 0x646f72616e646f6dULL;
-	__u64 v2 = k0 ^ 0x6c7967656e657261ULL;
-	__u64 v3 = k1 ^ 0x7465646279746573ULL;
-	const __u64 b = (__u64)16 << 56;
-
-	v3 ^= m0; SIPROUND; v0 ^= m0;
-	v3 ^= m1; SIPROUND; v0 ^= m1;
-	v3 ^= b; SIPROUND; v0 ^= b;
-	v2 ^= 0xff;
-	SIPROUND; SIPROUND; SIPROUND;
-	return v0 ^ v1 ^ v2 ^ v3;
-}
-
 static __always_inline __u64 fmix64(__u64 k)
 {
 	k ^= k >> 33;
@@ -154,7 +129,7 @@ static __u32 group_pick(const struct flt_dp_cfg *c, const struct flt_dp_group *g
 
 	if (n <= 1)
 		return pick;
-	h = siphash(c->k0, c->k1, (__u64)t->rip << 32 | t->lip,
+	h = flt__siphash13(c->k0, c->k1, (__u64)t->rip << 32 | t->lip,
 		    (__u64)1 << 40 | (__u64)t->rport << 16 | t->lport);
 	for (__u32 i = 0; i < FLT_DP_GROUP_MAX; i++) {
 		if (i >= n)

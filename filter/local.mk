@@ -2,7 +2,7 @@
 # owners and verdicts out, so that it can be unit-tested and fuzzed on its own.
 noinst_LTLIBRARIES += filter/libflt.la
 filter_libflt_la_SOURCES = filter/filter.h filter/internal.h \
-	filter/parse.c filter/table.c filter/demux.c
+	filter/siphash.h filter/parse.c filter/table.c filter/demux.c
 
 # The libFuzzer target is built by hand with clang (tests/fuzz/README.md), not by make.
 EXTRA_DIST += tests/fuzz/README.md tests/fuzz/fuzz_filter.c

@@ -12,6 +12,7 @@
  * goes to, so a peer cannot aim its connections at one process either.
  */
 #include "filter/internal.h"
+#include "filter/siphash.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -21,33 +22,9 @@
 
 #define MIN_CAP 16
 
-/* ---- SipHash-1-3 of two 64-bit words (Aumasson & Bernstein, "SipHash: a fast
- * short-input PRF", 2012; one compression round and three finalisation rounds, as the
- * Linux kernel's hsiphash and Rust's HashMap use for hash tables). */
-
-#define ROTL(x, b) (((x) << (b)) | ((x) >> (64 - (b))))
-#define SIPROUND                                                                       \
-	do {                                                                           \
-		v0 += v1; v1 = ROTL(v1, 13); v1 ^= v0; v0 = ROTL(v0, 32);             \
-		v2 += v3; v3 = ROTL(v3, 16); v3 ^= v2;                                 \
-		v0 += v3; v3 = ROTL(v3, 21); v3 ^= v0;                                 \
-		v2 += v1; v1 = ROTL(v1, 17); v1 ^= v2; v2 = ROTL(v2, 32);             \
-	} while (0)
-
 uint64_t flt_siphash(uint64_t k0, uint64_t k1, uint64_t m0, uint64_t m1)
 {
-	uint64_t v0 = k0 ^ 0x736f6d6570736575ULL;
-	uint64_t v1 = k1 ^ 0x646f72616e646f6dULL;
-	uint64_t v2 = k0 ^ 0x6c7967656e657261ULL;
-	uint64_t v3 = k1 ^ 0x7465646279746573ULL;
-	const uint64_t b = (uint64_t)16 << 56;  /* message length in the last block */
-
-	v3 ^= m0; SIPROUND; v0 ^= m0;
-	v3 ^= m1; SIPROUND; v0 ^= m1;
-	v3 ^= b; SIPROUND; v0 ^= b;
-	v2 ^= 0xff;
-	SIPROUND; SIPROUND; SIPROUND;
-	return v0 ^ v1 ^ v2 ^ v3;
+	return flt__siphash13(k0, k1, m0, m1);
 }
 
 /* splitmix64: spreads one test seed into a two-word key. */

@@ -15,7 +15,8 @@ BUILT_SOURCES = server/datapath.skel.h
 CLEANFILES += server/datapath.bpf.o server/datapath.skel.h
 server_ulsd_CFLAGS += $(LIBBPF_CFLAGS)
 server_ulsd_LDADD += $(LIBBPF_LIBS)
-server/datapath.bpf.o: $(top_srcdir)/filter/datapath.bpf.c $(top_srcdir)/filter/datapath.h
+server/datapath.bpf.o: $(top_srcdir)/filter/datapath.bpf.c $(top_srcdir)/filter/datapath.h \
+		$(top_srcdir)/filter/siphash.h
 	@$(MKDIR_P) server
 	$(AM_V_GEN)$(CLANG) $(BPF_CFLAGS) -I$(top_srcdir) -c $(top_srcdir)/filter/datapath.bpf.c -o $@
 server/datapath.skel.h: server/datapath.bpf.o
