@@ -14,9 +14,9 @@ also when a test fails.
 """
 import json
 import os
-import shlex
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -24,22 +24,10 @@ import pytest
 SRC = os.environ.get("ULS_SRCDIR") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("ULS_BUILDDIR") or os.path.join(SRC, "build")
 TESTBED = os.path.join(SRC, "tests", "testbed", "testbed")
+sys.path.insert(0, os.path.join(SRC, "tests"))
+from tblib import parse_exports, run_testbed  # noqa: E402
 BENCH = os.path.join(BUILD, "apps", "ulsbench")
 PORT = 5001
-
-
-def _testbed(*args, name):
-    env = dict(os.environ, TB_NAME=name)
-    return subprocess.run([TESTBED, *args], env=env, check=True, capture_output=True, text=True)
-
-
-def _parse_exports(text):
-    env = {}
-    for line in text.splitlines():
-        if line.startswith("export "):
-            k, _, v = line[len("export "):].partition("=")
-            env[k] = shlex.split(v)[0] if v else ""
-    return env
 
 
 class Testbed:
@@ -78,7 +66,7 @@ def testbed():
     name = "ulse2e"
     tb = Testbed({})
     try:
-        tb.env = _parse_exports(_testbed("up", "--nodes", "1", "--no-ulsd", name=name).stdout)
+        tb.env = parse_exports(run_testbed(TESTBED, name, BUILD, "up", "--nodes", "1", "--no-ulsd"))
         server = tb.start(tb.env["TB_KERNEL_NETNS"], [BENCH, "server", "--port", str(PORT)],
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         time.sleep(0.3)
@@ -89,7 +77,7 @@ def testbed():
             if p.poll() is None:
                 p.kill()
             p.wait()
-        _testbed("down", name=name)
+        run_testbed(TESTBED, name, BUILD, "down")
 
 
 def transfer(tb, direction, nbytes, tmp_path, timeout=300):

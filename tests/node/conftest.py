@@ -22,10 +22,10 @@ never by name; a ulsd a test restarts is registered in the testbed's PID file so
 import atexit
 import json
 import os
-import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -34,6 +34,8 @@ import pytest
 SRC = os.environ.get("ULS_SRCDIR") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("ULS_BUILDDIR") or os.path.join(SRC, "build")
 TESTBED = os.path.join(SRC, "tests", "testbed", "testbed")
+sys.path.insert(0, os.path.join(SRC, "tests"))
+from tblib import parse_exports, run_testbed  # noqa: E402
 BENCH = os.path.join(BUILD, "apps", "ulsbench")
 STAT = os.path.join(BUILD, "apps", "ulsstat")
 HOSTILE = os.path.join(BUILD, "tests", "node", "hostile")
@@ -51,27 +53,7 @@ MIB = 1 << 20
 
 
 def _testbed(*args):
-    """Run the testbed script; returns its stdout (the export lines). Its output goes
-    through files, not pipes: the ulsd daemons `up` starts inherit its stdout (fd 3 in the
-    script), so a pipe would not see end-of-file until they exit."""
-    env = dict(os.environ, TB_NAME=TB_NAME, ULS_BUILDDIR=BUILD)
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        r = subprocess.run([TESTBED, *args], env=env, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
-                           timeout=120)
-        out.seek(0)
-        err.seek(0)
-        text, errors = out.read(), err.read()
-    assert r.returncode == 0, f"testbed {' '.join(args)}: exit {r.returncode}\n{errors}"
-    return text
-
-
-def _parse_exports(text):
-    env = {}
-    for line in text.splitlines():
-        if line.startswith("export "):
-            k, _, v = line[len("export "):].partition("=")
-            env[k] = shlex.split(v)[0] if v else ""
-    return env
+    return run_testbed(TESTBED, TB_NAME, BUILD, *args)
 
 
 def _alive(pid):
@@ -368,7 +350,7 @@ def testbed():
 
     atexit.register(down)
     try:
-        tb.env = _parse_exports(_testbed("up", "--nodes", "2"))
+        tb.env = parse_exports(_testbed("up", "--nodes", "2"))
         assert tb.env.get("TB_ULSD") == "1", tb.env
         tb.kernel_server(KERNEL_SINK_PORT)
         yield tb
