@@ -9,7 +9,11 @@
  *   and serve echo on the connection;
  *   TCP 11 dial: reads one line "A.B.C.D PORT", connects there (a blocking connect) and
  *   answers "ok" or "err ERRNAME" (e.g. "err ECONNREFUSED"), so that tests can watch the
- *   node's active open and what it reports to the application
+ *   node's active open and what it reports to the application;
+ *   TCP 12 half-close or echo: a first octet 'H' makes the node shut its sending side down
+ *   (its FIN goes first), read to the peer's FIN, keep the socket HALF_HOLD_MS longer and
+ *   close it, so the connection sits in TIME-WAIT while the application still holds it;
+ *   any other first octet: echo, as port 7
  *
  * --stats PATH creates a UNIX socket; each connection to it receives the node's counters
  * as one JSON object and is closed. The socket appears once the node is up (tests wait for
@@ -34,8 +38,9 @@
 #define SOURCE_LIMIT (1ull << 30)  /* bytes one source connection sends at most */
 #define SOURCE_SEED  19
 #define HOLD_SECONDS 120
+#define HALF_HOLD_MS 1500
 
-enum service { SVC_ECHO, SVC_DISCARD, SVC_GREET, SVC_SOURCE, SVC_HOLD, SVC_DIAL };
+enum service { SVC_ECHO, SVC_DISCARD, SVC_GREET, SVC_SOURCE, SVC_HOLD, SVC_DIAL, SVC_HALF };
 
 struct conn {
 	int sd;
@@ -88,6 +93,18 @@ static void *serve_conn(void *arg)
 		return NULL;
 	}
 	switch (c.svc) {
+	case SVC_HALF:
+		n = uls_recv(c.sd, b, 65536, 0);
+		if (n > 0 && b[0] == 'H') {
+			uls_shutdown(c.sd, SHUT_WR);
+			while (uls_recv(c.sd, b, 65536, 0) > 0)
+				;
+			usleep(HALF_HOLD_MS * 1000);
+			break;
+		}
+		if (n <= 0 || uls_send(c.sd, b, (size_t)n, 0) != n)
+			break;
+		/* fall through: echo the rest */
 	case SVC_ECHO:
 		while ((n = uls_recv(c.sd, b, 65536, 0)) > 0)
 			if (uls_send(c.sd, b, (size_t)n, 0) != n)
@@ -327,7 +344,7 @@ int main(int argc, char **argv)
 		return 1;
 	static const struct { unsigned port; enum service svc; } svcs[] = {
 		{ 7, SVC_ECHO }, { 9, SVC_DISCARD }, { 10, SVC_HOLD },
-		{ 11, SVC_DIAL }, { 13, SVC_GREET }, { 19, SVC_SOURCE },
+		{ 11, SVC_DIAL }, { 12, SVC_HALF }, { 13, SVC_GREET }, { 19, SVC_SOURCE },
 	};
 	for (size_t i = 0; i < sizeof(svcs) / sizeof(svcs[0]); i++) {
 		int rc = listen_on(svcs[i].port, svcs[i].svc);

@@ -107,6 +107,10 @@ static void on_err(void *arg, err_t err)
 		 * that is ECONNREFUSED, and lwIP aborts a SYN that was never answered. */
 		s->err = err == ERR_RST ? -ECONNREFUSED : err == ERR_ABRT ? timeout :
 			 stk__err_to_errno(err);
+	else if (err == ERR_CLSD)
+		/* Both FINs were exchanged and the pcb left LAST-ACK or TIME-WAIT (patch 0080):
+		 * nothing went wrong. recv() reads the end of the stream, send() gets EPIPE. */
+		s->err = 0;
 	else
 		s->err = err == ERR_ABRT ? timeout : stk__err_to_errno(err);
 	s->state = STK_S_DEAD;

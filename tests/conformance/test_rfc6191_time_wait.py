@@ -30,8 +30,8 @@ def _time_wait(link):
 
 
 def _new_syn(old, isn, tsval):
-    """A SYN of a new incarnation from old's port, with our ISN and TSval."""
-    new = TcpPeer(old.link, 13, sport=old.sport)
+    """A SYN of a new incarnation of old's connection, with our ISN and TSval."""
+    new = TcpPeer(old.link, old.dport, sport=old.sport)
     new.iss = new.snd_nxt = isn & 0xFFFFFFFF
     opts = [("MSS", 1460), ("SAckOK", b""), ("Timestamp", (tsval & 0xFFFFFFFF, 0)),
             ("NOP", None), ("WScale", 7)]
@@ -143,3 +143,43 @@ def test_rfc6191_2_syn_with_lower_isn_and_no_timestamps_not_reopened(link):
     assert sa is not None, "a SYN above RCV.NXT did not reopen (positive control)"
     high.rcv_nxt = (sa[TCP].seq + 1) & 0xFFFFFFFF
     high.abort()
+
+
+@requirement(fix='patch 0080',
+             mutate='rm stack/patches/0080-*.patch')
+def test_rfc6191_2_reopening_a_time_wait_the_application_holds_leaves_the_new_connection_alone(link):
+    """RFC 6191 §2: a SYN with a greater timestamp is honoured, "creating a connection in
+    the SYN-RECEIVED state" -- the old incarnation is gone. RFC 9293 §3.10.7.4 names what
+    the application may still do with it: in TIME-WAIT a CLOSE gets "error: connection
+    closing", it does not reach any other connection. Port 12 shuts its sending side down
+    ('H'), reads to our FIN and keeps the socket 1.5 s before closing it, so the node
+    holds the connection in TIME-WAIT while the application still has it. lwIP 2.1.3 freed
+    the TIME-WAIT pcb for the new SYN without telling the application; the new
+    connection's pcb then took the same memory, and the late close() of the old socket
+    closed the new connection (a use after free a peer triggers at will). The new
+    connection echoes before and after the old socket's close, and gets no FIN from it."""
+    old = TcpPeer(link, 12)
+    old.connect()
+    old.send("PA", b"H")
+    fin = old.recv(5, lambda q: q[TCP].flags.F)
+    assert fin is not None, "port 12 did not shut its sending side down"
+    old.absorb(fin)
+    old.ack()
+    old.send("FA")
+    a = old.recv(3, lambda q: q[TCP].ack == old.snd_nxt)
+    assert a is not None, "our FIN was not acknowledged"
+    old.closed = True
+    new = _new_syn(old, old.snd_nxt + 100000, old.tsval() + 1000)
+    sa = new.recv(3, lambda q: q[TCP].flags.S and q[TCP].flags.A)
+    assert sa is not None, "the SYN did not reopen the connection"
+    new.rcv_nxt = (sa[TCP].seq + 1) & 0xFFFFFFFF
+    new.ts_ok = "Timestamp" in tcp_opts(sa)
+    new.ack()
+    new.send("PA", b"ping\n")
+    assert new.recv_data(5) == b"ping\n", "the reopened connection does not echo"
+    # The old socket is closed 1.5 s after our FIN; watch the new connection past that.
+    late = new.recv_all(2.5, lambda q: q[TCP].flags.F or q[TCP].flags.R)
+    assert not late, f"the old socket's close reached the new connection: {late[0][TCP].flags}"
+    new.send("PA", b"pong\n")
+    assert new.recv_data(5) == b"pong\n", "the new connection stopped echoing"
+    new.abort()
