@@ -4,5 +4,4 @@ noinst_LTLIBRARIES += filter/libflt.la
 filter_libflt_la_SOURCES = filter/filter.h filter/internal.h \
 	filter/siphash.h filter/parse.c filter/table.c filter/demux.c
 
-# The libFuzzer target is built by hand with clang (tests/fuzz/README.md), not by make.
-EXTRA_DIST += tests/fuzz/README.md tests/fuzz/fuzz_filter.c
+# Its libFuzzer target is tests/fuzz/fuzz_filter.c (tests/fuzz/local.mk).

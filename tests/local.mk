@@ -18,6 +18,7 @@ AM_TESTS_ENVIRONMENT = \
 include tests/unit/local.mk
 include tests/node/local.mk
 include tests/shim/local.mk
+include tests/fuzz/local.mk
 
 TESTS += tests/testbed/test_testbed.sh tests/conformance/run tests/e2e/run tests/node/run \
 	tests/bench/run tests/shim/run tests/interop/run

@@ -1,0 +1,47 @@
+# tests/fuzz/: libFuzzer targets for the parsers of untrusted input (README.md). Built with
+# clang (configure's FUZZ_CC) when it has libFuzzer, and run by make check for a bounded time
+# each (tests/fuzz/run, ULS_FUZZ_SECONDS) from the seed corpus in tests/fuzz/seeds.
+FUZZ_SRC_FILES = tests/fuzz/fuzz_filter.c tests/fuzz/fuzz_vnet.c tests/fuzz/fuzz_frame.c \
+	tests/fuzz/fuzz_ctl.c tests/fuzz/fuzz_stack.c
+EXTRA_DIST += tests/fuzz/README.md tests/fuzz/run $(FUZZ_SRC_FILES) \
+	tests/fuzz/seeds/fuzz_filter.hex tests/fuzz/seeds/fuzz_vnet.hex \
+	tests/fuzz/seeds/fuzz_frame.hex tests/fuzz/seeds/fuzz_ctl.hex \
+	tests/fuzz/seeds/fuzz_stack.hex tests/fuzz/seeds/fuzz_stack_offload.hex
+
+if ULS_FUZZ
+FUZZ_TARGETS = tests/fuzz/fuzz_filter tests/fuzz/fuzz_vnet tests/fuzz/fuzz_frame \
+	tests/fuzz/fuzz_ctl tests/fuzz/fuzz_stack tests/fuzz/fuzz_stack_offload
+check_SCRIPTS = $(FUZZ_TARGETS)
+CLEANFILES += $(FUZZ_TARGETS)
+TESTS += tests/fuzz/run
+
+FUZZ_CFLAGS = -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+FUZZ_CPPFLAGS = -include $(top_builddir)/config.h -I$(top_srcdir) -I$(top_builddir)
+
+tests/fuzz/fuzz_filter: tests/fuzz/fuzz_filter.c $(filter %.c,$(filter_libflt_la_SOURCES))
+	@$(MKDIR_P) tests/fuzz
+	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) -Wall -Wextra -Werror $(FUZZ_CPPFLAGS) $^ -o $@
+tests/fuzz/fuzz_vnet: tests/fuzz/fuzz_vnet.c netif/vnet.c
+	@$(MKDIR_P) tests/fuzz
+	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) -Wall -Wextra -Werror $(FUZZ_CPPFLAGS) $^ -o $@
+tests/fuzz/fuzz_frame: tests/fuzz/fuzz_frame.c netif/frame.c
+	@$(MKDIR_P) tests/fuzz
+	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) -Wall -Wextra -Werror $(FUZZ_CPPFLAGS) $^ -o $@
+tests/fuzz/fuzz_ctl: tests/fuzz/fuzz_ctl.c netif/ctlproto.c
+	@$(MKDIR_P) tests/fuzz
+	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) -Wall -Wextra -Werror $(FUZZ_CPPFLAGS) $^ -o $@
+
+# A whole process's stack: lwIP's core as patched, our stack and netif, built again with the
+# fuzzer's instrumentation (lwIP is not our code: no -Werror, its warnings off).
+FUZZ_STACK_SRC = $(nodist_stack_liblwipcore_la_SOURCES) \
+	$(addprefix $(top_srcdir)/,$(filter %.c,$(ULS_STACK_SOURCES) $(netif_libnif_la_SOURCES)))
+FUZZ_STACK_FLAGS = -w $(FUZZ_CPPFLAGS) $(LWIP_CPPFLAGS) -I$(top_srcdir)/stack/include -DULS_BUILDING
+tests/fuzz/fuzz_stack: tests/fuzz/fuzz_stack.c $(FUZZ_STACK_SRC) stack/libuls.la
+	@$(MKDIR_P) tests/fuzz
+	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_STACK_FLAGS) $(top_srcdir)/tests/fuzz/fuzz_stack.c $(FUZZ_STACK_SRC) \
+		$(LIBURING_LIBS) -lpthread -o $@
+tests/fuzz/fuzz_stack_offload: tests/fuzz/fuzz_stack.c $(FUZZ_STACK_SRC) stack/libuls.la
+	@$(MKDIR_P) tests/fuzz
+	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_STACK_FLAGS) -DFUZZ_OFFLOAD=1 $(top_srcdir)/tests/fuzz/fuzz_stack.c \
+		$(FUZZ_STACK_SRC) $(LIBURING_LIBS) -lpthread -o $@
+endif
