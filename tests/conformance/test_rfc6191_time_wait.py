@@ -21,12 +21,18 @@ def _time_wait(link):
         fin = peer.recv(5, lambda q: q[TCP].flags.F)
         assert fin is not None, "the node did not close"
         peer.absorb(fin)
+    _fin_after_the_nodes(peer)
+    return peer
+
+
+def _fin_after_the_nodes(peer):
+    """Acknowledge the node's FIN, send ours and see it acknowledged: the node's side of
+    the connection is in TIME-WAIT."""
     peer.ack()
     peer.send("FA")
     a = peer.recv(3, lambda q: q[TCP].ack == peer.snd_nxt)
     assert a is not None, "our FIN was not acknowledged"
     peer.closed = True
-    return peer
 
 
 def _new_syn(old, isn, tsval):
@@ -164,11 +170,7 @@ def test_rfc6191_2_reopening_a_time_wait_the_application_holds_leaves_the_new_co
     fin = old.recv(5, lambda q: q[TCP].flags.F)
     assert fin is not None, "port 12 did not shut its sending side down"
     old.absorb(fin)
-    old.ack()
-    old.send("FA")
-    a = old.recv(3, lambda q: q[TCP].ack == old.snd_nxt)
-    assert a is not None, "our FIN was not acknowledged"
-    old.closed = True
+    _fin_after_the_nodes(old)
     new = _new_syn(old, old.snd_nxt + 100000, old.tsval() + 1000)
     sa = new.recv(3, lambda q: q[TCP].flags.S and q[TCP].flags.A)
     assert sa is not None, "the SYN did not reopen the connection"
