@@ -14,7 +14,7 @@
  *         peer would send next and from the node's SND.NXT, window, raw option bytes, an
  *         optional valid timestamp option, payload; checksum right or (bit) wrong.
  *   RAW   an IPv4 packet of the input's bytes to the node (lengths and checksum fixed
- *         or not): fragments, other protocols, other tuples.
+ *         or not): fragments, other protocols, other tuples, UDP (an echo on port 7).
  *   ICMP  an ICMP error quoting one of the node's segments (type, code, MTU, SEQ offset).
  *   TIME  lwIP's timers: TCP fast and slow timers, reassembly and ARP timers.
  *   APP   the application: send bytes, shut down, close, abort.
@@ -37,6 +37,7 @@
 #include "lwip/ip4_frag.h"
 #include "lwip/priv/tcp_priv.h"
 #include "lwip/tcp.h"
+#include "lwip/udp.h"
 #include "lwip/timeouts.h"
 #include "netif/ethernet.h"
 #include "netif/chksum.h"
@@ -258,6 +259,15 @@ static err_t echo_accept(void *arg, struct tcp_pcb *pcb, err_t err)
 	return ERR_OK;
 }
 
+/* UDP echo on the same port: RAW records reach it (and lwIP's port unreachables). */
+static void udp_echo(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_addr_t *addr,
+		     u16_t port)
+{
+	(void)arg;
+	udp_sendto(pcb, p, addr, port);
+	pbuf_free(p);
+}
+
 static void setup_once(void)
 {
 	static bool done;
@@ -286,6 +296,9 @@ static void setup_once(void)
 	l = tcp_listen(l);
 	CHECK(l);
 	tcp_accept(l, echo_accept);
+	struct udp_pcb *u = udp_new();
+	CHECK(u && udp_bind(u, IP4_ADDR_ANY, ECHO_PORT) == ERR_OK);
+	udp_recv(u, udp_echo, NULL);
 }
 
 /* ---- frames from the peer ---- */
