@@ -373,11 +373,18 @@ ssize_t stk__stream_send(struct stk_sock *s, const void *buf, size_t len, int fl
 		if (n > WRITE_CHUNK)
 			n = WRITE_CHUNK;
 		err_t err = ERR_MEM;
-		if (n > 0) {
+		while (n > 0) {
 			u8_t wflags = TCP_WRITE_FLAG_COPY;
 			if ((flags & MSG_MORE) || s->cork || sent + n < len)
 				wflags |= TCP_WRITE_FLAG_MORE;
 			err = tcp_write(s->tcp, p + sent, (u16_t)n, wflags);
+			/* lwIP refuses a whole write that needs more segments than its queue holds
+			 * (TCP_SND_QUEUELEN). A peer whose largest window is tiny gets segments of
+			 * one or two octets (RFC 9293 §3.8.6.2.1), so even a small write is too many
+			 * and, with nothing queued, no ACK would ever make room: write less. */
+			if (err != ERR_MEM || n == 1 || s->tcp->snd_queuelen > 0)
+				break;
+			n /= 2;
 		}
 		if (err == ERR_OK) {
 			sent += n;

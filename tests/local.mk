@@ -42,6 +42,7 @@ EXTRA_DIST += tests/testbed/README.md tests/testbed/test_testbed.sh tests/testbe
 	tests/conformance/reqtable.py tests/conformance/mutate.py tests/conformance/lwip-mutate \
 	tests/conformance/mutations.json tests/conformance/test_zz_requirements_table.py \
 	tests/conformance/test_rfc9293_mss.py tests/conformance/test_rfc9293_window_edge.py \
+	tests/conformance/test_rfc9293_tiny_window.py \
 	tests/conformance/test_rfc9293_segment_checks.py tests/conformance/test_rfc7323_paws.py \
 	tests/e2e/conftest.py tests/e2e/run tests/e2e/test_transfer.py \
 	tests/node/run tests/node/conftest.py tests/node/test_node.py tests/bench/run tests/pytest-tap \
