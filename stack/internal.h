@@ -123,6 +123,11 @@ enum stk_counter {
 	STK_CNT_TCP_TLP_REPAIRED,
 	STK_CNT_TCP_RACK_TAIL,
 	STK_CNT_TCP_REXMIT_LOST,
+	/* IPv4 reassembly (lwIP patch 0050, stack/tcpconf.c) */
+	STK_CNT_IP_REASS_OVERLAP,
+	STK_CNT_IP_REASS_DUPLICATE,
+	STK_CNT_IP_REASS_TIMEOUT,
+	STK_CNT_IP_REASS_LIMIT,
 	STK_CNT__COUNT
 };
 void stk__count(enum stk_counter c);

@@ -70,6 +70,11 @@ void stk__heap_free(void *p);
 #define IP_FRAG                         1
 #define IP_REASS_MAX_PBUFS              256
 #define MEMP_NUM_REASSDATA              16
+/* RFC 1122 §3.3.2: the reassembly timeout, 30 s as Linux; ULS_REASS_TIMEOUT=N seconds
+ * (stack/tcpconf.c). Overlaps drop the whole datagram (patch 0050, RFC 5722 §4). */
+#define IP_REASS_MAXAGE                 stk__ip_reass_maxage()
+unsigned char stk__ip_reass_maxage(void);
+#define LWIP_HOOK_IP4_REASS_NOTE(what)  stk__ip_reass_note(what)
 #define IP_DEFAULT_TTL                  64
 
 /* TCP: large windows (RFC 7323 §2). TCP_WND must fit in 16 bits after the shift:
