@@ -59,6 +59,9 @@ static const char *const own_names[STK_CNT__COUNT] = {
 	[STK_CNT_IP_REASS_DUPLICATE] = "ip_reass_duplicate",
 	[STK_CNT_IP_REASS_TIMEOUT] = "ip_reass_timeout",
 	[STK_CNT_IP_REASS_LIMIT] = "ip_reass_limit",
+	/* ICMP errors for UDP sockets (icmperr.c) */
+	[STK_CNT_UDP_ICMP_ERR] = "udp_icmp_err",
+	[STK_CNT_UDP_ICMP_ERR_IGNORED] = "udp_icmp_err_ignored",
 };
 
 /* Called with the core lock held, like every other counter update. */

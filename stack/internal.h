@@ -128,6 +128,9 @@ enum stk_counter {
 	STK_CNT_IP_REASS_DUPLICATE,
 	STK_CNT_IP_REASS_TIMEOUT,
 	STK_CNT_IP_REASS_LIMIT,
+	/* ICMP errors for UDP sockets (icmperr.c) */
+	STK_CNT_UDP_ICMP_ERR,
+	STK_CNT_UDP_ICMP_ERR_IGNORED,
 	STK_CNT__COUNT
 };
 void stk__count(enum stk_counter c);
