@@ -62,6 +62,8 @@ static const char *const own_names[STK_CNT__COUNT] = {
 	/* ICMP errors for UDP sockets (icmperr.c) */
 	[STK_CNT_UDP_ICMP_ERR] = "udp_icmp_err",
 	[STK_CNT_UDP_ICMP_ERR_IGNORED] = "udp_icmp_err_ignored",
+	/* RFC 1191 §6.3 path MTU aging (icmperr.c) */
+	[STK_CNT_ICMP_PMTU_RAISED] = "icmp_pmtu_raised",
 };
 
 /* Called with the core lock held, like every other counter update. */

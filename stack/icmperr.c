@@ -26,6 +26,7 @@
 #include "sock.h"
 
 #include <errno.h>
+#include <stdlib.h>
 
 #include "hooks.h"
 #include "lwip/inet_chksum.h"
@@ -164,6 +165,72 @@ static struct tcp_pcb *find_pcb(const ip4_addr_t *remote, u16_t lport, u16_t rpo
 	return NULL;
 }
 
+/* RFC 1191 §4: "An attempt to detect an increase (by sending a datagram larger than the
+ * current estimate) MUST NOT be done less than 5 minutes after a Datagram Too Big message
+ * has been received for the given destination ... We recommend setting these timers at
+ * twice their minimum values (10 minutes ...)"; §6.3: the estimate then goes back to the
+ * first hop's MTU. Per connection here (lwIP has no route cache): the MSS the connection
+ * had before its first decrease comes back PMTU_AGE_MS after the latest one, when the
+ * next segment arrives for it (stk__pmtu_age, from the input checks), as Linux's
+ * ip_rt_mtu_expires (600 s). If the path is still narrow, its router says so again. */
+struct pmtu_state {
+	uint64_t lowered_at;   /* ms of the latest decrease; 0: none pending */
+	u16_t mss_before;      /* the MSS before the first decrease */
+};
+
+static u8_t pmtu_ext = LWIP_TCP_PCB_NUM_EXT_ARG_ID_INVALID;
+
+static void pmtu_destroy(u8_t id, void *data)
+{
+	(void)id;
+	free(data);
+}
+
+static const struct tcp_ext_arg_callbacks pmtu_cbs = { .destroy = pmtu_destroy };
+
+void stk__icmperr_init(void)
+{
+	if (pmtu_ext == LWIP_TCP_PCB_NUM_EXT_ARG_ID_INVALID)
+		pmtu_ext = tcp_ext_arg_alloc_id();
+}
+
+/* Remember a decrease (the MSS before the first one). Without memory the MSS simply
+ * stays low, as before aging existed. */
+static void pmtu_lowered(struct tcp_pcb *pcb, u16_t old_mss)
+{
+	struct pmtu_state *st;
+
+	if (pmtu_ext == LWIP_TCP_PCB_NUM_EXT_ARG_ID_INVALID)
+		return;
+	st = tcp_ext_arg_get(pcb, pmtu_ext);
+	if (!st) {
+		st = calloc(1, sizeof(*st));
+		if (!st)
+			return;
+		tcp_ext_arg_set_callbacks(pcb, pmtu_ext, &pmtu_cbs);
+		tcp_ext_arg_set(pcb, pmtu_ext, st);
+	}
+	if (!st->lowered_at)
+		st->mss_before = old_mss;
+	st->lowered_at = stk__now_ms();
+}
+
+void stk__pmtu_age(struct tcp_pcb *pcb)
+{
+	struct pmtu_state *st;
+
+	if (pmtu_ext == LWIP_TCP_PCB_NUM_EXT_ARG_ID_INVALID)
+		return;
+	st = tcp_ext_arg_get(pcb, pmtu_ext);
+	if (!st || !st->lowered_at || stk__now_ms() - st->lowered_at < stk__pmtu_age_ms())
+		return;
+	st->lowered_at = 0;
+	if (st->mss_before > pcb->mss) {
+		pcb->mss = st->mss_before;
+		stk__count(STK_CNT_ICMP_PMTU_RAISED);
+	}
+}
+
 /* tcp_write() must not fill the last unsent pbuf up to the old MSS any more: it keeps
  * the room left in it (TCP_OVERSIZE) to append to. */
 static void drop_oversize(struct tcp_pcb *pcb)
@@ -198,6 +265,7 @@ static void lower_mss(struct tcp_pcb *pcb, u16_t mtu)
 		stk__count(STK_CNT_ICMP_PMTU_IGNORED);
 		return;
 	}
+	pmtu_lowered(pcb, pcb->mss);
 	pcb->mss = (u16_t)(mtu - IP_TCP_HDRS);
 	stk__count(STK_CNT_ICMP_PMTU_LOWERED);
 	if (pcb->state == SYN_SENT || pcb->state == SYN_RCVD)

@@ -110,7 +110,7 @@ unsigned char stk__ip_reass_maxage(void);
 #define LWIP_TCP_KEEPALIVE              1
 /* Per-connection slots: on a node, the tuple to release at ulsd when lwIP frees the
  * pcb (stack/endpoints.c); the input checks' state (stack/tcp_checks.c). */
-#define LWIP_TCP_PCB_NUM_EXT_ARGS       2
+#define LWIP_TCP_PCB_NUM_EXT_ARGS       3
 #define TCP_MAXRTX                      12
 /* SYN retransmissions: 6 as Linux (1 + 2 + ... + 64 s: connect gives up after 127 s);
  * ULS_SYN_RETRIES=N (1-12) changes it (stack/tcpconf.c). Deviation: RFC 1122 §4.2.3.5 asks

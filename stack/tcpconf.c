@@ -58,3 +58,20 @@ void stk__ip_reass_note(enum stk_reass_note what)
 	if ((unsigned)what < sizeof(ctr) / sizeof(ctr[0]))
 		stk__count(ctr[what]);
 }
+
+/* RFC 1191 §4: a raised path MTU estimate is tried "not ... less than 5 minutes" after a
+ * decrease, 10 minutes recommended (Linux: ip_rt_mtu_expires, 600 s). ULS_PMTU_AGE=N
+ * seconds (1-86400, read once per process) changes it. Deviation: values below 300 break
+ * RFC 1191's MUST NOT; they are for tests. */
+uint64_t stk__pmtu_age_ms(void)
+{
+	static long secs = -1;
+
+	if (secs < 0) {
+		const char *e = getenv("ULS_PMTU_AGE");
+		char *end;
+		long v = e ? strtol(e, &end, 10) : -1;
+		secs = (e && *e && !*end && v >= 1 && v <= 86400) ? v : 600;
+	}
+	return (uint64_t)secs * 1000;
+}

@@ -37,7 +37,8 @@ captures), ULS_UPDATE_PCAPS=1 (tests that produce a curated capture rewrite it i
 
 The IPv4 reassembly timeout is REASS_TIMEOUT_S (not the 30 s default) in both deployments,
 so that the reassembly tests can watch datagrams expire: ulsd gets ULSD_REASS_TIMEOUT_MS,
-ulsnode ULS_REASS_TIMEOUT.
+ulsnode ULS_REASS_TIMEOUT. Likewise a lowered path MTU ages after PMTU_AGE_S (ULS_PMTU_AGE),
+not 10 minutes.
 """
 
 import atexit
@@ -134,6 +135,8 @@ DEPLOYMENTS = ("ulsd", "own")
 
 # The reassembly timeout of the node under test, in seconds (see the header).
 REASS_TIMEOUT_S = 3
+# How long a path MTU lowered by ICMP stays lowered (RFC 1191 §6.3; 600 s by default).
+PMTU_AGE_S = 5
 
 # In the ulsd deployment a malformed frame is dropped by ulsd's filter before any process
 # sees it. The node's count of such a drop is the process's counter plus ulsd's.
@@ -545,7 +548,8 @@ class _Session:
             ["--stats", node.stats_path],
             stdout=open(os.path.join(self.tmpdir.name, "ulsnode.log"), "wb"),
             stderr=subprocess.STDOUT,
-            env=dict(os.environ, ULS_REASS_TIMEOUT=str(REASS_TIMEOUT_S)))
+            env=dict(os.environ, ULS_REASS_TIMEOUT=str(REASS_TIMEOUT_S),
+                     ULS_PMTU_AGE=str(PMTU_AGE_S)))
         deadline = time.monotonic() + 10
         while not os.path.exists(node.stats_path):
             if node.proc.poll() is not None:
