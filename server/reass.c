@@ -79,7 +79,14 @@ struct srv_reass {
 	uint64_t timeout_ms;
 	struct steered st[SRV_REASS_STEERED];
 	unsigned st_head, st_n;  /* a ring, oldest at st_head */
+	uint64_t next_ms;        /* nothing expires before this: the tick has nothing to do */
 };
+
+static void due(struct srv_reass *r, uint64_t ms)
+{
+	if (ms < r->next_ms)
+		r->next_ms = ms;
+}
 
 int srv_reass_init(struct srv *s)
 {
@@ -89,6 +96,7 @@ int srv_reass_init(struct srv *s)
 	if (!r)
 		return -1;
 	r->timeout_ms = SRV_REASS_TIMEOUT_MS;
+	r->next_ms = UINT64_MAX;
 	if (env && *env) {
 		char *end;
 		unsigned long v = strtoul(env, &end, 10);
@@ -184,6 +192,7 @@ static void complete(struct srv *s, struct dgram *d)
 		struct steered *e = &r->st[(r->st_head + r->st_n) % SRV_REASS_STEERED];
 		*e = (struct steered){ d->src, d->id, d->proto, srv_now_ms() + SRV_REASS_STEER_MS };
 		r->st_n++;
+		due(r, e->until_ms);
 	}
 	for (struct frag *f = d->frags; f; f = f->next) {
 		if (l->has_rings) {
@@ -244,6 +253,7 @@ void srv_reass_input(struct srv *s, const uint8_t *frame, size_t len, const stru
 		*d = (struct dgram){ .used = true, .src = p->ip.src, .id = p->ip.id,
 				     .proto = p->ip.proto, .expires_ms = srv_now_ms() + r->timeout_ms };
 		r->n++;
+		due(r, d->expires_ms);
 	} else if (d->nfrags == SRV_REASS_FRAGS || r->held + cost > SRV_REASS_BYTES) {
 		s->ctr[SRV_DROP_REASS_LIMIT]++;
 		s->ctr[SRV_DROP_FRAGMENT]++;
@@ -319,8 +329,14 @@ int srv_reass_tick(struct srv *s)
 	struct srv_reass *r = s->reass;
 	uint64_t now = srv_now_ms();
 
+	/* The demux thread calls this once per batch of frames: scan only when due. */
+	if (now < r->next_ms)
+		return 0;
+	r->next_ms = UINT64_MAX;
 	for (unsigned i = 0; i < SRV_REASS_MAX; i++) {
 		struct dgram *d = &r->d[i];
+		if (d->used && d->expires_ms > now)
+			due(r, d->expires_ms);
 		if (d->used && d->expires_ms <= now) {
 			/* RFC 1122 §3.3.2: "If this timeout expires, the partially-reassembled
 			 * datagram MUST be discarded and an ICMP Time Exceeded message sent to
@@ -334,5 +350,7 @@ int srv_reass_tick(struct srv *s)
 	}
 	while (r->st_n && r->st[r->st_head].until_ms <= now)
 		unsteer_oldest(s);
+	if (r->st_n)
+		due(r, r->st[r->st_head].until_ms);
 	return 0;
 }
