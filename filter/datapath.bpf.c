@@ -270,11 +270,12 @@ static __u32 steer_frame(struct __sk_buff *skb)
 	__u16 frag = (__u16)ip[6] << 8 | ip[7];
 	__builtin_memcpy(&src, ip + 12, 4);
 	__builtin_memcpy(&dst, ip + 16, 4);
-	if ((ip[0] >> 4) != 4 || ihl < 20 || dst != c->node_ip)
+	if ((ip[0] >> 4) != 4 || ihl < 20)
 		return 0;
 	if (frag & (IP_MF | IP_OFFMASK)) {
 		/* RFC 791 §3.2: fragments go to ulsd, which collects each datagram and then
-		 * sends its fragments back here, for the owner it found (server/reass.c). */
+		 * sends its fragments back here, for the owner it found (server/reass.c);
+		 * a broadcast datagram's too, so the key is checked before the address. */
 		struct flt_dp_frag_key fk = { .src = src, .id = (__u16)ip[4] << 8 | ip[5],
 					      .proto = ip[9] };
 		__u32 *fo = bpf_map_lookup_elem(&dp_frag, &fk);
@@ -284,6 +285,8 @@ static __u32 steer_frame(struct __sk_buff *skb)
 		__u32 *fq = bpf_map_lookup_elem(&dp_lease_q, &owner);
 		return fq ? *fq : 0;
 	}
+	if (dst != c->node_ip)
+		return 0;
 	__u32 l4 = ETH_HLEN_ + ihl;
 	if (ip[9] == IPPROTO_TCP || ip[9] == IPPROTO_UDP) {
 		__u8 l4h[14];

@@ -800,6 +800,8 @@ def test_fragmented_udp_datagrams_from_kernel_peer_reach_the_process_and_verify(
     for k in ("drop_fragment_reass", "drop_reass_unsteered", "drop_reass_no_owner"):
         assert delta(before, after, k) == 0, k
     assert after["reass_bytes_held"] == 0
+    # The echo server's lease took the suite's data path.
+    assert delta(before, after, "leases_direct" if DATAPATH == "direct" else "leases_relay") == 1
 
 
 # --- 9. segmentation offload --------------------------------------------------------------
