@@ -114,9 +114,10 @@ static int dgram_errno(u8_t type, u8_t code)
 		return 0;
 	}
 	static const int err[16] = {
-		[2] = ENOPROTOOPT, [3] = ECONNREFUSED, [6] = ENETUNREACH, [7] = EHOSTDOWN,
-		[8] = ENONET, [9] = ENETUNREACH, [10] = EHOSTUNREACH, [13] = EHOSTUNREACH,
-		[14] = EHOSTUNREACH, [15] = EHOSTUNREACH,
+		[0] = ENETUNREACH, [1] = EHOSTUNREACH, [2] = ENOPROTOOPT, [3] = ECONNREFUSED,
+		[4] = EMSGSIZE, [5] = EOPNOTSUPP, [6] = ENETUNREACH, [7] = EHOSTDOWN,
+		[8] = ENONET, [9] = ENETUNREACH, [10] = EHOSTUNREACH, [11] = ENETUNREACH,
+		[12] = EHOSTUNREACH, [13] = EHOSTUNREACH, [14] = EHOSTUNREACH, [15] = EHOSTUNREACH,
 	};
 	return -err[code];
 }
@@ -168,8 +169,8 @@ static struct tcp_pcb *find_pcb(const ip4_addr_t *remote, u16_t lport, u16_t rpo
 /* RFC 1191 §4: "An attempt to detect an increase (by sending a datagram larger than the
  * current estimate) MUST NOT be done less than 5 minutes after a Datagram Too Big message
  * has been received for the given destination ... We recommend setting these timers at
- * twice their minimum values (10 minutes ...)"; §6.3: the estimate then goes back to the
- * first hop's MTU. Per connection here (lwIP has no route cache): the MSS the connection
+ * twice their minimum values (10 minutes ...)"; §6.3 (stale PMTU information): the
+ * estimate goes back up, here to what the connection had. Per connection here (lwIP has no route cache): the MSS the connection
  * had before its first decrease comes back PMTU_AGE_MS after the latest one, when the
  * next segment arrives for it (stk__pmtu_age, from the input checks), as Linux's
  * ip_rt_mtu_expires (600 s). If the path is still narrow, its router says so again. */

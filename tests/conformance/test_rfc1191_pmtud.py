@@ -204,11 +204,12 @@ def _echo_round(peer, msg, timeout=5.0):
 @requirement(fix='hook stack/icmperr.c, stack/tcpconf.c',
              mutate="sed -i 's/if (st->mss_before > pcb->mss) {/if (0) {/' stack/icmperr.c")
 def test_rfc1191_6_3_lowered_pmtu_raised_again_after_aging(link, counters):
-    """RFC 1191 §6.3: "the PMTU estimate ... should be discarded and the first-hop MTU used
-    again" when it may be stale, and §4: "An attempt to detect an increase (by sending a
-    datagram larger than the current estimate) MUST NOT be done less than 5 minutes after a
-    Datagram Too Big message has been received for the given destination ... We recommend
-    setting these timers at twice their minimum values (10 minutes ...)". After a
+    """RFC 1191 §6.3 (purging stale PMTU information) by §4's rule: "Hosts MAY detect
+    increases in Path MTU, but ... this MUST be done at infrequent intervals. An attempt to
+    detect an increase (by sending a datagram larger than the current estimate) MUST NOT be
+    done less than 5 minutes after a Datagram Too Big message has been received for the
+    given destination ... We recommend setting these timers at twice their minimum values
+    (10 minutes and 2 minutes, respectively)." After a
     frag-needed with MTU 1280 the echo service's segments stay within 1280 octets (control:
     an echo at once); once the aging interval (ULS_PMTU_AGE, 5 s in this suite; 10 minutes
     by default) has passed, the next echo leaves in datagrams above 1280 octets again (up to

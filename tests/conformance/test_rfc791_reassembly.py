@@ -76,10 +76,11 @@ def new_ipid():
                     "server/demux.c && "
                     "sed -i 's/#define IP_REASSEMBLY  *1/#define IP_REASSEMBLY 0/' stack/lwipopts.h")
 def test_rfc791_3_2_fragments_in_order_reassembled_and_delivered(node, link):
-    """RFC 791 §3.2: "The receiver of the fragments uses the identification field to
-    ensure that fragments of different datagrams are not mixed. ... the receiver ... can
-    reassemble the datagram." A 3000-octet UDP datagram sent as three fragments in order
-    reaches the echo service, whose echo carries the same 3000 octets."""
+    """RFC 791 §3.2: "To assemble the fragments of an internet datagram, an internet
+    protocol module (for example at a destination host) combines internet datagrams that
+    all have the same value for the four fields: identification, source, destination, and
+    protocol." A 3000-octet UDP datagram sent as three fragments in order reaches the echo
+    service, whose echo carries the same 3000 octets."""
     sport, payload = fresh_port(), os.urandom(3000)
     for _, f in udp_fragments(node, sport, payload, new_ipid()):
         link.send(f)
@@ -94,9 +95,10 @@ def test_rfc791_3_2_fragments_in_order_reassembled_and_delivered(node, link):
                     "server/demux.c && "
                     "sed -i 's/#define IP_REASSEMBLY  *1/#define IP_REASSEMBLY 0/' stack/lwipopts.h")
 def test_rfc791_3_2_fragments_out_of_order_reassembled_and_delivered(node, link):
-    """RFC 791 §3.2: "Fragments may arrive out of order" ("the fragment offset field tells
-    the receiver the position of a fragment in the original datagram"). A 5000-octet UDP
-    datagram sent as four fragments, last first and the first third, is echoed whole."""
+    """RFC 791 §2.3: "The fragment offset field tells the receiver the position of a
+    fragment in the original datagram. The fragment offset and length determine the portion
+    of the original datagram covered by this fragment." A 5000-octet UDP datagram sent as
+    four fragments, last first and the first third, is echoed whole."""
     sport, payload = fresh_port(), os.urandom(5000)
     frags = [f for _, f in udp_fragments(node, sport, payload, new_ipid())]
     assert len(frags) == 4
