@@ -13,7 +13,12 @@
  *   TCP 12 half-close or echo: a first octet 'H' makes the node shut its sending side down
  *   (its FIN goes first), read to the peer's FIN, keep the socket HALF_HOLD_MS longer and
  *   close it, so the connection sits in TIME-WAIT while the application still holds it;
- *   any other first octet: echo, as port 7
+ *   any other first octet: echo, as port 7;
+ *   UDP 12 probe: "C PORT", "S PORT" or "U PORT" makes the node send "probe" from a new
+ *   UDP socket to the sender's address at PORT (C, S: a connected socket; U: sendto from an
+ *   unconnected one), then call recv (C, U: 2 s timeout) or, 1 s later, send again (S), and
+ *   answer the request with what that second call returned: "data", "timeout", "ok" or
+ *   "err ERRNAME", so that tests can watch what ICMP errors do to UDP sockets
  *
  * --stats PATH creates a UNIX socket; each connection to it receives the node's counters
  * as one JSON object and is closed. The socket appears once the node is up (tests wait for
@@ -265,6 +270,84 @@ static void *udp_dial(void *arg)
 	}
 }
 
+struct probe_req {
+	int sd;                     /* the service's socket: the answer leaves from it */
+	struct sockaddr_in from;    /* who asked */
+	char op;
+	uint16_t port;
+};
+
+static void *probe_run(void *arg)
+{
+	struct probe_req *r = arg;
+	struct sockaddr_in to = r->from;
+	struct timeval tv = { .tv_sec = 2 };
+	char buf[64], answer[48];
+	int sd = uls_socket(SOCK_DGRAM);
+	ssize_t n = -EBADF;
+
+	to.sin_port = htons(r->port);
+	if (sd >= 0 && uls_setsockopt(sd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) == 0) {
+		if (r->op == 'U') {
+			n = uls_sendto(sd, "probe", 5, 0, &to);
+			if (n >= 0) {
+				struct sockaddr_in peer;
+				n = uls_recvfrom(sd, buf, sizeof(buf), 0, &peer);
+			}
+		} else if ((n = uls_connect(sd, &to)) == 0 && (n = uls_send(sd, "probe", 5, 0)) >= 0) {
+			if (r->op == 'S') {
+				sleep(1);
+				n = uls_send(sd, "again", 5, 0);
+			} else {
+				n = uls_recv(sd, buf, sizeof(buf), 0);
+			}
+		}
+	}
+	if (n >= 0)
+		snprintf(answer, sizeof(answer), "%s", r->op == 'S' ? "ok" : "data");
+	else if (n == -EAGAIN)
+		snprintf(answer, sizeof(answer), "timeout");
+	else
+		snprintf(answer, sizeof(answer), "err %s",
+			 strerrorname_np((int)-n) ? strerrorname_np((int)-n) : "?");
+	uls_sendto(r->sd, answer, strlen(answer), 0, &r->from);
+	if (sd >= 0)
+		uls_close(sd);
+	free(r);
+	return NULL;
+}
+
+/* UDP 12: "C PORT", "S PORT", "U PORT" -> one probe thread per request. */
+static void *udp_probe(void *arg)
+{
+	int sd = *(int *)arg;
+	char buf[16];
+
+	for (;;) {
+		struct sockaddr_in from;
+		ssize_t n = uls_recvfrom(sd, buf, sizeof(buf) - 1, 0, &from);
+		if (n == -EBADF || n == -ENETDOWN)
+			return NULL;
+		if (n < 3 || (buf[0] != 'C' && buf[0] != 'S' && buf[0] != 'U') || buf[1] != ' ')
+			continue;
+		buf[n] = 0;
+		char *end;
+		unsigned long port = strtoul(buf + 2, &end, 10);
+		if (end == buf + 2 || port == 0 || port > 65535)
+			continue;
+		struct probe_req *r = malloc(sizeof(*r));
+		pthread_t t;
+		if (!r)
+			continue;
+		*r = (struct probe_req){ sd, from, buf[0], (uint16_t)port };
+		if (pthread_create(&t, NULL, probe_run, r) != 0) {
+			free(r);
+			continue;
+		}
+		pthread_detach(t);
+	}
+}
+
 static int write_stats(int fd)
 {
 	int n = uls_counters(NULL, 0);
@@ -366,6 +449,14 @@ int main(int argc, char **argv)
 	dsd = uls_socket(SOCK_DGRAM);
 	if (dsd < 0 || uls_bind(dsd, &da) < 0 || pthread_create(&ut, NULL, udp_dial, &dsd) != 0) {
 		fprintf(stderr, "ulsnode: UDP dial failed\n");
+		return 1;
+	}
+	pthread_detach(ut);
+	static int psd;
+	struct sockaddr_in pa = { .sin_family = AF_INET, .sin_port = htons(12) };
+	psd = uls_socket(SOCK_DGRAM);
+	if (psd < 0 || uls_bind(psd, &pa) < 0 || pthread_create(&ut, NULL, udp_probe, &psd) != 0) {
+		fprintf(stderr, "ulsnode: UDP probe failed\n");
 		return 1;
 	}
 	pthread_detach(ut);

@@ -7,8 +7,9 @@
  * frame from the wire goes to; the return value is the queue. It makes the same decision as
  * flt_lookup_rx (filter/demux.c) from maps ulsd keeps equal to its rule table: the exact
  * 4-tuple, else the listening group of the port with the same keyed rendezvous pick, and an
- * ICMP error goes to the owner of the endpoint whose datagram it quotes. Everything else
- * (ARP requests, echo requests, fragments, other addresses, unknown tuples, processes on the
+ * ICMP error goes to the owner of the endpoint whose datagram it quotes, and the fragments
+ * of a datagram ulsd has reassembled go to the owner it found. Everything else (ARP
+ * requests, echo requests, fragments, other addresses, unknown tuples, processes on the
  * relay path) goes to queue 0, ulsd's.
  *
  * txcheck (tcx ingress on the TAP): every frame a queue's reader writes passes here, with
@@ -91,6 +92,17 @@ struct {
 	__type(key, __u32);
 	__type(value, struct flt_dp_arpwait);
 } dp_arpwait SEC(".maps");
+
+/* Datagrams ulsd reassembled (server/reass.c) -> the lease their fragments go to. ulsd
+ * adds a key just before it writes the fragments back into the TAP and removes it soon
+ * after; until then a fragment of that key from the wire goes to the same owner, whose
+ * stack reassembles whatever it gets. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FLT_DP_FRAG_MAX);
+	__type(key, struct flt_dp_frag_key);
+	__type(value, __u32);   /* owner (lease id) */
+} dp_frag SEC(".maps");
 
 /* A 4-tuple seen from the node: l is the local end, r the remote one. */
 struct tup {
@@ -233,8 +245,22 @@ static __u32 steer_frame(struct __sk_buff *skb)
 	__u16 frag = (__u16)ip[6] << 8 | ip[7];
 	__builtin_memcpy(&src, ip + 12, 4);
 	__builtin_memcpy(&dst, ip + 16, 4);
-	/* RFC 791 §3.2: fragments are reassembled by ulsd, whole. */
-	if ((ip[0] >> 4) != 4 || ihl < 20 || dst != c->node_ip || (frag & (IP_MF | IP_OFFMASK)))
+	if ((ip[0] >> 4) != 4 || ihl < 20)
+		return 0;
+	if (frag & (IP_MF | IP_OFFMASK)) {
+		/* RFC 791 §3.2: fragments go to ulsd, which collects each datagram and then
+		 * sends its fragments back here, for the owner it found (server/reass.c);
+		 * a broadcast datagram's too, so the key is checked before the address. */
+		struct flt_dp_frag_key fk = { .src = src, .id = (__u16)ip[4] << 8 | ip[5],
+					      .proto = ip[9] };
+		__u32 *fo = bpf_map_lookup_elem(&dp_frag, &fk);
+		if (!fo)
+			return 0;
+		owner = *fo;
+		__u32 *fq = bpf_map_lookup_elem(&dp_lease_q, &owner);
+		return fq ? *fq : 0;
+	}
+	if (dst != c->node_ip)
 		return 0;
 	__u32 l4 = ETH_HLEN_ + ihl;
 	if (ip[9] == IPPROTO_TCP || ip[9] == IPPROTO_UDP) {

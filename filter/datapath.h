@@ -17,6 +17,7 @@
 #define FLT_DP_CONN_MAX    (1u << 20)
 #define FLT_DP_LISTEN_MAX  65536
 #define FLT_DP_ARP_MAX     4096
+#define FLT_DP_FRAG_MAX    512    /* datagrams ulsd reassembled, on their way to a queue */
 
 /* Why the transmit check dropped a frame a process wrote into its queue. */
 enum flt_dp_reason {
@@ -80,6 +81,14 @@ struct flt_dp_qstat {
  * queue q asks, cleared when the steering program gives a reply to q. */
 struct flt_dp_arpwait {
 	__u64 bits[FLT_DP_QUEUES / 64];
+};
+
+/* RFC 791 §3.2's buffer identifier (the destination is the node). */
+struct flt_dp_frag_key {
+	__u32 src;            /* network order */
+	__u16 id;             /* host order */
+	__u8 proto;
+	__u8 pad;
 };
 
 struct flt_dp_neigh {

@@ -440,3 +440,16 @@ int srv_dp_neighbour(struct srv *s, uint32_t ip, uint8_t mac[6])
 	memcpy(mac, nb.mac, 6);
 	return 0;
 }
+
+int srv_dp_frag_steer(struct srv *s, uint32_t src, uint16_t id, uint8_t proto, uint32_t owner)
+{
+	struct flt_dp_frag_key k = { .src = src, .id = id, .proto = proto };
+	int fd;
+
+	if (!s->dp)
+		return -EOPNOTSUPP;
+	fd = bpf_map__fd(s->dp->skel->maps.dp_frag);
+	if (!owner)
+		return bpf_map_delete_elem(fd, &k) < 0 ? -errno : 0;
+	return bpf_map_update_elem(fd, &k, &owner, BPF_ANY) < 0 ? -errno : 0;
+}

@@ -26,6 +26,12 @@ void srv_dp_stats(struct srv *s, srv_dp_stat_fn *fn, void *arg)
 	(void)s; (void)fn; (void)arg;
 }
 
+int srv_dp_frag_steer(struct srv *s, uint32_t src, uint16_t id, uint8_t proto, uint32_t owner)
+{
+	(void)s; (void)src; (void)id; (void)proto; (void)owner;
+	return -EOPNOTSUPP;
+}
+
 int srv_dp_neighbour(struct srv *s, uint32_t ip, uint8_t mac[6])
 {
 	(void)s; (void)ip; (void)mac;

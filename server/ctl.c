@@ -46,7 +46,7 @@ static const char *const counter_names[SRV_COUNTER_MAX] = {
 	[SRV_DROP_NO_OWNER] = "drop_no_owner",
 	[SRV_DROP_TX_DENIED] = "drop_tx_denied",
 	[SRV_DROP_TX_BAD_SLOT] = "drop_tx_bad_slot",
-	[SRV_DROP_FRAGMENT] = "drop_fragment_not_reassembled",
+	[SRV_DROP_FRAGMENT] = "drop_fragment_reass",
 	[SRV_DROP_ICMP_RATE] = "drop_icmp_rate",
 	[SRV_ARP_REPLIES] = "arp_replies",
 	[SRV_ARP_SHARED] = "arp_shared",
@@ -70,6 +70,19 @@ static const char *const counter_names[SRV_COUNTER_MAX] = {
 	[SRV_DP_MAP_ERRORS] = "dp_map_errors",
 	[SRV_DP_QUEUES_RECYCLED] = "dp_queues_recycled",
 	[SRV_DP_QUEUES_RETIRED] = "dp_queues_retired",
+	[SRV_REASS_IN_PROGRESS] = "reass_in_progress",
+	[SRV_REASS_BYTES_HELD] = "reass_bytes_held",
+	[SRV_REASS_PEAK] = "reass_peak",
+	[SRV_REASS_DATAGRAMS] = "reass_datagrams",
+	[SRV_REASS_FRAGMENTS] = "reass_fragments",
+	[SRV_DROP_REASS_OVERLAP] = "drop_reass_overlap",
+	[SRV_DROP_REASS_DUPLICATE] = "drop_reass_duplicate",
+	[SRV_DROP_REASS_TIMEOUT] = "drop_reass_timeout",
+	[SRV_DROP_REASS_LIMIT] = "drop_reass_limit",
+	[SRV_DROP_REASS_NO_OWNER] = "drop_reass_no_owner",
+	[SRV_DROP_REASS_BAD] = "drop_reass_bad",
+	[SRV_DROP_REASS_UNSTEERED] = "drop_reass_unsteered",
+	[SRV_ICMP_TIME_EXCEEDED_SENT] = "icmp_time_exceeded_sent",
 };
 
 const char *srv_counter_name(enum srv_counter c)

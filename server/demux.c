@@ -84,6 +84,11 @@ static void deliver(struct srv *s, struct srv_lease *l, const uint8_t *frame, si
 	s->ctr[SRV_DATA_FRAMES_RELAYED]++;
 }
 
+void srv_deliver(struct srv *s, struct srv_lease *l, const uint8_t *frame, size_t len)
+{
+	deliver(s, l, frame, len, 0, 0, 0);
+}
+
 /* ARP replies reach every process: each runs lwIP's ARP and learns from them. */
 static void share_arp(struct srv *s, const uint8_t *frame, size_t len)
 {
@@ -107,8 +112,8 @@ static void for_server(struct srv *s, const uint8_t *frame, size_t len, const st
 		return;
 	}
 	if (p->ip.fragment) {
-		/* Deviation: fragments are not reassembled for processes yet (docs/limits.md). */
-		s->ctr[SRV_DROP_FRAGMENT]++;
+		/* RFC 791 §3.2: only the whole datagram names its endpoint (reass.c). */
+		srv_reass_input(s, frame, len, p);
 		return;
 	}
 	switch (p->ip.proto) {
@@ -341,6 +346,7 @@ void *srv_demux_thread(void *arg)
 		nif_tap_wait(s->tap, 500);
 		pthread_mutex_lock(&s->lock);
 		sync_leases(s);
+		srv_reass_tick(s);
 		nif_tap_rx(s->tap, on_frame, s, RX_BUDGET);
 		struct nif_dev_stats ts;
 		nif_tap_get_stats(s->tap, &ts);

@@ -85,6 +85,12 @@ enum srv_counter {
 	SRV_DATA_FRAMES_RELAYED, SRV_LEASES_DIRECT, SRV_LEASES_RELAY, SRV_DIRECT_REFUSED,
 	SRV_DROP_DIRECT_UNSTEERED, SRV_DP_MAP_ERRORS, SRV_DP_QUEUES_RECYCLED,
 	SRV_DP_QUEUES_RETIRED,
+	/* IPv4 reassembly for processes (reass.c); the first three are gauges */
+	SRV_REASS_IN_PROGRESS, SRV_REASS_BYTES_HELD, SRV_REASS_PEAK,
+	SRV_REASS_DATAGRAMS, SRV_REASS_FRAGMENTS, SRV_DROP_REASS_OVERLAP,
+	SRV_DROP_REASS_DUPLICATE, SRV_DROP_REASS_TIMEOUT, SRV_DROP_REASS_LIMIT,
+	SRV_DROP_REASS_NO_OWNER, SRV_DROP_REASS_BAD, SRV_DROP_REASS_UNSTEERED,
+	SRV_ICMP_TIME_EXCEEDED_SENT,
 	SRV_COUNTER_MAX
 };
 
@@ -92,6 +98,7 @@ enum srv_counter {
 enum srv_datapath { SRV_DP_AUTO, SRV_DP_DIRECT, SRV_DP_RELAY };
 
 struct srv_dp;
+struct srv_reass;
 
 struct srv {
 	/* node */
@@ -130,6 +137,7 @@ struct srv {
 	struct { uint32_t ip; uint8_t mac[6]; } neigh[256];
 	enum srv_datapath datapath;
 	struct srv_dp *dp;      /* the direct data path's programs and queues; NULL: none */
+	struct srv_reass *reass;  /* fragments being reassembled (reass.c; demux thread) */
 	volatile bool stop;
 	bool trace;             /* ULSD_TRACE=1: log every control message */
 };
@@ -142,6 +150,13 @@ uint64_t srv_now_ms(void);
 void *srv_demux_thread(void *arg);
 void srv_send_frame(struct srv *s, const uint8_t *frame, size_t len);
 void srv_drain_tx(struct srv *s, struct srv_lease *l);
+/* A frame for a process on the relay path, into its ring. */
+void srv_deliver(struct srv *s, struct srv_lease *l, const uint8_t *frame, size_t len);
+
+/* reass.c: IPv4 reassembly for processes (demux thread, s->lock held) */
+int srv_reass_init(struct srv *s);
+void srv_reass_input(struct srv *s, const uint8_t *frame, size_t len, const struct flt_pkt *p);
+int srv_reass_tick(struct srv *s);
 
 /* reply.c: frames the node sends itself (caller holds s->lock) */
 void srv_reply_arp(struct srv *s, const struct flt_pkt *p);
@@ -149,6 +164,8 @@ void srv_reply_echo(struct srv *s, const uint8_t *frame, size_t len, const struc
 void srv_reply_rst(struct srv *s, const uint8_t *frame, const struct flt_pkt *p);
 void srv_reply_port_unreachable(struct srv *s, const uint8_t *frame, size_t len,
 				const struct flt_pkt *p);
+void srv_reply_reass_time_exceeded(struct srv *s, const uint8_t *frame, size_t len,
+				   const struct flt_pkt *p);
 void srv_send_probe(struct srv *s, const struct srv_custody *c);
 void srv_learn_neighbour(struct srv *s, uint32_t ip, const uint8_t mac[6]);
 
@@ -185,6 +202,9 @@ typedef void srv_dp_stat_fn(void *arg, const char *name, uint64_t value);
 void srv_dp_stats(struct srv *s, srv_dp_stat_fn *fn, void *arg);
 /* The MAC of a peer the kernel saw set up a connection (ulsd sees no direct frames). */
 int srv_dp_neighbour(struct srv *s, uint32_t ip, uint8_t mac[6]);
+/* Steer the fragments of datagram (src, id, proto) to the queue of lease owner; owner 0
+ * removes the entry. */
+int srv_dp_frag_steer(struct srv *s, uint32_t src, uint16_t id, uint8_t proto, uint32_t owner);
 
 /* ctl.c: the control thread (runs in main) */
 int srv_ctl_run(struct srv *s, int listen_fd);

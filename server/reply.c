@@ -180,18 +180,41 @@ static bool icmp_allowed(struct srv *s)
 	return true;
 }
 
+static int icmp_error(struct srv *s, const uint8_t *frame, size_t len, const struct flt_pkt *p,
+		      uint8_t type, uint8_t code);
+
 /* RFC 1122 §4.1.3.1: a UDP datagram for a port nobody listens on SHOULD get ICMP port
  * unreachable; §3.2.2 says never for a broadcast or multicast destination. */
 void srv_reply_port_unreachable(struct srv *s, const uint8_t *frame, size_t len,
 				const struct flt_pkt *p)
 {
-	uint8_t f[ETH_HLEN + IP_HLEN + ICMP_HLEN + ICMP_QUOTE_MAX];
-
 	if (p->ip.dst != s->ip || (p->dst_mac[0] & 1) || p->ip.fragment)
 		return;
+	if (icmp_error(s, frame, len, p, 3, 3) == 0)  /* destination unreachable, port */
+		s->ctr[SRV_ICMP_UNREACH_SENT]++;
+}
+
+/* RFC 1122 §3.3.2: when reassembly times out, "an ICMP Time Exceeded message sent to the
+ * source host (if fragment zero has been received)"; frame is fragment zero. */
+void srv_reply_reass_time_exceeded(struct srv *s, const uint8_t *frame, size_t len,
+				   const struct flt_pkt *p)
+{
+	if (p->ip.dst != s->ip || (p->dst_mac[0] & 1))
+		return;
+	if (icmp_error(s, frame, len, p, 11, 1) == 0)  /* fragment reassembly time exceeded */
+		s->ctr[SRV_ICMP_TIME_EXCEEDED_SENT]++;
+}
+
+/* An ICMP error about the datagram in frame (RFC 792: its IP header and at least its first
+ * 64 bits of data), to its source, within the node's rate limit. */
+static int icmp_error(struct srv *s, const uint8_t *frame, size_t len, const struct flt_pkt *p,
+		      uint8_t type, uint8_t code)
+{
+	uint8_t f[ETH_HLEN + IP_HLEN + ICMP_HLEN + ICMP_QUOTE_MAX];
+
 	if (!icmp_allowed(s)) {
 		s->ctr[SRV_DROP_ICMP_RATE]++;
-		return;
+		return -1;
 	}
 	size_t quote = p->ip.total < len - p->l3_off ? p->ip.total : len - p->l3_off;
 	if (quote > ICMP_QUOTE_MAX)
@@ -201,13 +224,13 @@ void srv_reply_port_unreachable(struct srv *s, const uint8_t *frame, size_t len,
 		  (uint16_t)(IP_HLEN + ICMP_HLEN + quote));
 	uint8_t *icmp = f + ETH_HLEN + IP_HLEN;
 	memset(icmp, 0, ICMP_HLEN);
-	icmp[0] = 3;  /* destination unreachable */
-	icmp[1] = 3;  /* port unreachable */
+	icmp[0] = type;
+	icmp[1] = code;
 	memcpy(icmp + ICMP_HLEN, frame + p->l3_off, quote);
 	uint16_t c = (uint16_t)~nif_inet_chksum(icmp, (int)(ICMP_HLEN + quote));
 	memcpy(icmp + 2, &c, 2);
 	srv_send_frame(s, f, ETH_HLEN + IP_HLEN + ICMP_HLEN + quote);
-	s->ctr[SRV_ICMP_UNREACH_SENT]++;
+	return 0;
 }
 
 void srv_learn_neighbour(struct srv *s, uint32_t ip, const uint8_t mac[6])

@@ -298,6 +298,10 @@ int main(int argc, char **argv)
 	}
 	s.mtu = nif_tap_mtu(s.tap);
 	s.flt = flt_table_new();
+	if (srv_reass_init(&s) < 0) {
+		fprintf(stderr, "ulsd: out of memory\n");
+		return 1;
+	}
 	int lfd = open_ctl(s.ctl_path);
 	if (!s.flt || lfd < 0) {
 		fprintf(stderr, "ulsd: control socket %s: %s\n", s.ctl_path,

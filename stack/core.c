@@ -169,6 +169,7 @@ int stk__node_up(struct nif_dev *dev, struct in_addr addr, unsigned prefix_len,
 		lwip_init();
 		stk__ep_init();
 		stk__tcp_checks_init();
+		stk__icmperr_init();
 		lwip_ready = true;
 	}
 	ip.addr = addr.s_addr;

@@ -54,6 +54,16 @@ static const char *const own_names[STK_CNT__COUNT] = {
 	[STK_CNT_TCP_TLP_REPAIRED] = "tcp_tlp_repaired_loss",
 	[STK_CNT_TCP_RACK_TAIL] = "tcp_rack_tail_lost",
 	[STK_CNT_TCP_REXMIT_LOST] = "tcp_rack_rexmit_lost",
+	/* IPv4 reassembly (lwIP patch 0050) */
+	[STK_CNT_IP_REASS_OVERLAP] = "ip_reass_overlap",
+	[STK_CNT_IP_REASS_DUPLICATE] = "ip_reass_duplicate",
+	[STK_CNT_IP_REASS_TIMEOUT] = "ip_reass_timeout",
+	[STK_CNT_IP_REASS_LIMIT] = "ip_reass_limit",
+	/* ICMP errors for UDP sockets (icmperr.c) */
+	[STK_CNT_UDP_ICMP_ERR] = "udp_icmp_err",
+	[STK_CNT_UDP_ICMP_ERR_IGNORED] = "udp_icmp_err_ignored",
+	/* RFC 1191 §6.3 path MTU aging (icmperr.c) */
+	[STK_CNT_ICMP_PMTU_RAISED] = "icmp_pmtu_raised",
 };
 
 /* Called with the core lock held, like every other counter update. */

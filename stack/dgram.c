@@ -28,6 +28,29 @@ static void on_recv(void *arg, struct udp_pcb *pcb, struct pbuf *p,
 	stk__sock_signal(s);
 }
 
+/* RFC 1122 §4.1.3.3: the error is the socket's pending error (SO_ERROR), reported by its
+ * next recv or send, once, as Linux's sk_err; a recv blocked on the socket wakes for it.
+ * Deviation: poll reports it as readable, not POLLERR (the readiness mirror's error state
+ * is for good, docs/compatibility.md). */
+void stk__dgram_icmp_error(void *arg, int err)
+{
+	struct stk_sock *s = arg;
+
+	if (!s || s->state == STK_S_DEAD)
+		return;
+	s->err = err;
+	stk__sock_signal(s);
+}
+
+/* The pending error, taken (Linux's sock_error). */
+static int take_error(struct stk_sock *s)
+{
+	int rc = s->err;
+
+	s->err = 0;
+	return rc;
+}
+
 int stk__dgram_open(struct stk_sock *s)
 {
 	s->udp = udp_new_ip_type(IPADDR_TYPE_V4);
@@ -101,6 +124,8 @@ ssize_t stk__dgram_sendto(struct stk_sock *s, const void *buf, size_t len, int f
 		return -EMSGSIZE;
 	if (s->state == STK_S_DEAD)
 		return s->err ? s->err : -ENETDOWN;
+	if (s->err)
+		return take_error(s);
 	if (!has_to && s->state != STK_S_CONNECTED)
 		return -EDESTADDRREQ;
 	if (has_to && port == 0)
@@ -129,14 +154,15 @@ ssize_t stk__dgram_recvfrom(struct stk_sock *s, void *buf, size_t len, int flags
 	bool nonblock = s->nonblock || (flags & MSG_DONTWAIT);
 	struct stk_rxent *e;
 
-	while (!(e = stk__rxq_head(&s->rxq))) {
+	for (;;) {
 		if (s->closed)
 			return -EBADF;
-		if (s->state == STK_S_DEAD && s->err) {
-			int rc = s->err;
-			s->err = 0;
-			return rc;
-		}
+		/* A pending error comes first, even before queued datagrams (Linux's
+		 * __skb_recv_udp). */
+		if (s->err)
+			return take_error(s);
+		if ((e = stk__rxq_head(&s->rxq)))
+			break;
 		if (nonblock)
 			return -EAGAIN;
 		if (stk__sock_sleep(s, &s->rcvtimeo) == -ETIMEDOUT)

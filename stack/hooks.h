@@ -47,5 +47,19 @@ u8_t stk__syn_retries(void);
 
 /* ICMP errors for TCP connections (stack/icmperr.c, stack/patches/0030). */
 int stk__icmp_error_input(struct pbuf *p, struct netif *inp);
+/* RFC 1191 §4, §6.3: a lowered MSS comes back after stk__pmtu_age_ms() (tcpconf.c). */
+void stk__pmtu_age(struct tcp_pcb *pcb);
+uint64_t stk__pmtu_age_ms(void);
+
+/* IPv4 reassembly (stack/tcpconf.c, stack/patches/0050): the timeout in seconds, and what
+ * lwIP's reassembly reports (LWIP_HOOK_IP4_REASS_NOTE), each counted by name. */
+u8_t stk__ip_reass_maxage(void);
+enum stk_reass_note {
+	STK_REASS_NOTE_OVERLAP,    /* overlapping fragment: the whole datagram dropped */
+	STK_REASS_NOTE_DUPLICATE,  /* the same fragment again: that copy dropped */
+	STK_REASS_NOTE_TIMEOUT,    /* incomplete datagram expired */
+	STK_REASS_NOTE_LIMIT,      /* the bound on datagrams or pbufs held was reached */
+};
+void stk__ip_reass_note(enum stk_reass_note what);
 
 #endif

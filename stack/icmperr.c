@@ -1,4 +1,5 @@
-/* ICMP errors for TCP connections: hard and soft errors, and path MTU discovery.
+/* ICMP errors for TCP connections (hard and soft errors, path MTU discovery) and for UDP
+ * sockets.
  *
  * Read first: RFC 1122 §4.2.3.9 (which Destination Unreachable codes are soft, which are
  * hard), RFC 5927 (ICMP attacks against TCP: §4.1 the sequence-number check, §7.2 hard
@@ -14,11 +15,18 @@
  * Linux for comparison (net/ipv4/tcp_ipv4.c, tcp_v4_err): in SYN-SENT every unreachable
  * ends the connect; in synchronized states errors are only remembered (sk_err_soft) and
  * reported if the connection times out. We follow RFC 1122 in SYN-SENT (Deviation below).
+ *
+ * UDP: RFC 1122 §4.1.3.3, "UDP MUST pass to the application layer all ICMP error messages
+ * that it receives from the IP layer." As Linux without IP_RECVERR (net/ipv4/udp.c,
+ * __udp4_lib_err): the error becomes the pending error of a connected socket whose
+ * datagram it quotes, when Linux calls it fatal; the socket's next recv or send fails with
+ * it, once (SO_ERROR reads it too).
  */
 #include "internal.h"
 #include "sock.h"
 
 #include <errno.h>
+#include <stdlib.h>
 
 #include "hooks.h"
 #include "lwip/inet_chksum.h"
@@ -27,6 +35,7 @@
 #include "lwip/priv/tcp_priv.h"
 #include "lwip/prot/icmp.h"
 #include "lwip/tcp.h"
+#include "lwip/udp.h"
 
 /* RFC 792 message types and RFC 792 / RFC 1812 Destination Unreachable codes. */
 #define ICMP_T_DEST_UNREACH   3
@@ -86,6 +95,68 @@ static int classify(u8_t type, u8_t code, bool *hard)
 	}
 }
 
+/* The errno a connected UDP socket gets for this message, or 0 when it gets none: Linux's
+ * icmp_err_convert table and its "fatal" column, the only errors udp_err() reports to a
+ * socket without IP_RECVERR. Deviation from RFC 1122 §4.1.3.3's "all": network and host
+ * unreachable (codes 0, 1, 11, 12), source route failed (5) and time exceeded are
+ * transient and not reported, as on Linux; fragmentation needed (4) neither: our UDP
+ * datagrams do not carry DF (docs/limits.md). */
+static int dgram_errno(u8_t type, u8_t code)
+{
+	if (type == ICMP_T_PARAM_PROBLEM)
+		return -EPROTO;
+	if (type != ICMP_T_DEST_UNREACH)
+		return 0;
+	switch (code) {
+	case 2: case 3: case 6: case 7: case 8: case 9: case 10: case 13: case 14: case 15:
+		break;
+	default:
+		return 0;
+	}
+	static const int err[16] = {
+		[0] = ENETUNREACH, [1] = EHOSTUNREACH, [2] = ENOPROTOOPT, [3] = ECONNREFUSED,
+		[4] = EMSGSIZE, [5] = EOPNOTSUPP, [6] = ENETUNREACH, [7] = EHOSTDOWN,
+		[8] = ENONET, [9] = ENETUNREACH, [10] = EHOSTUNREACH, [11] = ENETUNREACH,
+		[12] = EHOSTUNREACH, [13] = EHOSTUNREACH, [14] = EHOSTUNREACH, [15] = EHOSTUNREACH,
+	};
+	return -err[code];
+}
+
+/* An error about a UDP datagram we sent from lport to (remote, rport). */
+static void dgram_error(u8_t type, u8_t code, const ip4_addr_t *remote, u16_t lport, u16_t rport)
+{
+	struct udp_pcb *pcb, *any = NULL;
+
+	/* The socket connected to the quoted destination, else one bound to the port. */
+	for (pcb = udp_pcbs; pcb; pcb = pcb->next) {
+		if (pcb->local_port != lport)
+			continue;
+		if (!(pcb->flags & UDP_FLAGS_CONNECTED)) {
+			any = any ? any : pcb;
+			continue;
+		}
+		if (pcb->remote_port == rport && ip4_addr_cmp(ip_2_ip4(&pcb->remote_ip), remote))
+			break;
+	}
+	if (!pcb)
+		pcb = any;
+	if (!pcb) {
+		stk__count(STK_CNT_ICMP_ERR_NO_CONN);
+		return;
+	}
+	int err = dgram_errno(type, code);
+	/* An unconnected socket may talk to many peers: one peer's error does not fail it
+	 * (Linux: only with IP_RECVERR, which we do not offer). */
+	if (!(pcb->flags & UDP_FLAGS_CONNECTED))
+		err = 0;
+	if (!err) {
+		stk__count(STK_CNT_UDP_ICMP_ERR_IGNORED);
+		return;
+	}
+	stk__count(STK_CNT_UDP_ICMP_ERR);
+	stk__dgram_icmp_error(pcb->recv_arg, err);
+}
+
 static struct tcp_pcb *find_pcb(const ip4_addr_t *remote, u16_t lport, u16_t rport)
 {
 	for (struct tcp_pcb *pcb = tcp_active_pcbs; pcb; pcb = pcb->next)
@@ -93,6 +164,72 @@ static struct tcp_pcb *find_pcb(const ip4_addr_t *remote, u16_t lport, u16_t rpo
 		    ip4_addr_cmp(ip_2_ip4(&pcb->remote_ip), remote))
 			return pcb;
 	return NULL;
+}
+
+/* RFC 1191 §4: "An attempt to detect an increase (by sending a datagram larger than the
+ * current estimate) MUST NOT be done less than 5 minutes after a Datagram Too Big message
+ * has been received for the given destination ... We recommend setting these timers at
+ * twice their minimum values (10 minutes ...)"; §6.3 (stale PMTU information): the
+ * estimate goes back up, here to what the connection had. Per connection here (lwIP has no route cache): the MSS the connection
+ * had before its first decrease comes back PMTU_AGE_MS after the latest one, when the
+ * next segment arrives for it (stk__pmtu_age, from the input checks), as Linux's
+ * ip_rt_mtu_expires (600 s). If the path is still narrow, its router says so again. */
+struct pmtu_state {
+	uint64_t lowered_at;   /* ms of the latest decrease; 0: none pending */
+	u16_t mss_before;      /* the MSS before the first decrease */
+};
+
+static u8_t pmtu_ext = LWIP_TCP_PCB_NUM_EXT_ARG_ID_INVALID;
+
+static void pmtu_destroy(u8_t id, void *data)
+{
+	(void)id;
+	free(data);
+}
+
+static const struct tcp_ext_arg_callbacks pmtu_cbs = { .destroy = pmtu_destroy };
+
+void stk__icmperr_init(void)
+{
+	if (pmtu_ext == LWIP_TCP_PCB_NUM_EXT_ARG_ID_INVALID)
+		pmtu_ext = tcp_ext_arg_alloc_id();
+}
+
+/* Remember a decrease (the MSS before the first one). Without memory the MSS simply
+ * stays low, as before aging existed. */
+static void pmtu_lowered(struct tcp_pcb *pcb, u16_t old_mss)
+{
+	struct pmtu_state *st;
+
+	if (pmtu_ext == LWIP_TCP_PCB_NUM_EXT_ARG_ID_INVALID)
+		return;
+	st = tcp_ext_arg_get(pcb, pmtu_ext);
+	if (!st) {
+		st = calloc(1, sizeof(*st));
+		if (!st)
+			return;
+		tcp_ext_arg_set_callbacks(pcb, pmtu_ext, &pmtu_cbs);
+		tcp_ext_arg_set(pcb, pmtu_ext, st);
+	}
+	if (!st->lowered_at)
+		st->mss_before = old_mss;
+	st->lowered_at = stk__now_ms();
+}
+
+void stk__pmtu_age(struct tcp_pcb *pcb)
+{
+	struct pmtu_state *st;
+
+	if (pmtu_ext == LWIP_TCP_PCB_NUM_EXT_ARG_ID_INVALID)
+		return;
+	st = tcp_ext_arg_get(pcb, pmtu_ext);
+	if (!st || !st->lowered_at || stk__now_ms() - st->lowered_at < stk__pmtu_age_ms())
+		return;
+	st->lowered_at = 0;
+	if (st->mss_before > pcb->mss) {
+		pcb->mss = st->mss_before;
+		stk__count(STK_CNT_ICMP_PMTU_RAISED);
+	}
 }
 
 /* tcp_write() must not fill the last unsent pbuf up to the old MSS any more: it keeps
@@ -129,6 +266,7 @@ static void lower_mss(struct tcp_pcb *pcb, u16_t mtu)
 		stk__count(STK_CNT_ICMP_PMTU_IGNORED);
 		return;
 	}
+	pmtu_lowered(pcb, pcb->mss);
 	pcb->mss = (u16_t)(mtu - IP_TCP_HDRS);
 	stk__count(STK_CNT_ICMP_PMTU_LOWERED);
 	if (pcb->state == SYN_SENT || pcb->state == SYN_RCVD)
@@ -161,13 +299,17 @@ int stk__icmp_error_input(struct pbuf *p, struct netif *inp)
 	ip4_addr_set_u32(&src, lwip_htonl(rd32(ip + 12)));
 	ip4_addr_set_u32(&dst, lwip_htonl(rd32(ip + 16)));
 	/* The quoted datagram must be one we sent (RFC 5927 §4.1's first check is the 4-tuple,
-	 * the source address ours), of TCP, and its first fragment (the ports). */
-	if (ip[9] != IP_PROTO_TCP || (rd16(ip + 6) & 0x1fff) != 0 ||
+	 * the source address ours), of TCP or UDP, and its first fragment (the ports). */
+	if ((ip[9] != IP_PROTO_TCP && ip[9] != IP_PROTO_UDP) || (rd16(ip + 6) & 0x1fff) != 0 ||
 	    !ip4_addr_cmp(&src, netif_ip4_addr(inp))) {
 		stk__count(STK_CNT_ICMP_ERR_NO_CONN);
 		return 1;
 	}
 	const u8_t *th = ip + ihl;
+	if (ip[9] == IP_PROTO_UDP) {
+		dgram_error(b[0], b[1], &dst, rd16(th), rd16(th + 2));
+		return 1;
+	}
 	struct tcp_pcb *pcb = find_pcb(&dst, rd16(th), rd16(th + 2));
 	if (!pcb) {
 		stk__count(STK_CNT_ICMP_ERR_NO_CONN);

@@ -123,6 +123,16 @@ enum stk_counter {
 	STK_CNT_TCP_TLP_REPAIRED,
 	STK_CNT_TCP_RACK_TAIL,
 	STK_CNT_TCP_REXMIT_LOST,
+	/* IPv4 reassembly (lwIP patch 0050, stack/tcpconf.c) */
+	STK_CNT_IP_REASS_OVERLAP,
+	STK_CNT_IP_REASS_DUPLICATE,
+	STK_CNT_IP_REASS_TIMEOUT,
+	STK_CNT_IP_REASS_LIMIT,
+	/* ICMP errors for UDP sockets (icmperr.c) */
+	STK_CNT_UDP_ICMP_ERR,
+	STK_CNT_UDP_ICMP_ERR_IGNORED,
+	/* RFC 1191 §6.3 path MTU aging (icmperr.c) */
+	STK_CNT_ICMP_PMTU_RAISED,
 	STK_CNT__COUNT
 };
 void stk__count(enum stk_counter c);
@@ -130,6 +140,8 @@ void stk__count(enum stk_counter c);
 /* TCP input checks (tcp_checks.c; the hook itself is declared in hooks.h). The pure
  * decisions are exposed for the unit tests. */
 void stk__tcp_checks_init(void);
+/* ICMP errors (icmperr.c): its per-connection state for path MTU aging */
+void stk__icmperr_init(void);
 bool stk__tcp_seq_acceptable(uint32_t seq, uint32_t len, uint32_t rcv_nxt, uint32_t rcv_wnd);
 bool stk__tcp_ack_acceptable(uint32_t ack, uint32_t snd_una, uint32_t snd_nxt,
 			     uint32_t max_snd_wnd);

@@ -70,6 +70,11 @@ void stk__heap_free(void *p);
 #define IP_FRAG                         1
 #define IP_REASS_MAX_PBUFS              256
 #define MEMP_NUM_REASSDATA              16
+/* RFC 1122 §3.3.2: the reassembly timeout, 30 s as Linux; ULS_REASS_TIMEOUT=N seconds
+ * (stack/tcpconf.c). Overlaps drop the whole datagram (patch 0050, RFC 5722 §4). */
+#define IP_REASS_MAXAGE                 stk__ip_reass_maxage()
+unsigned char stk__ip_reass_maxage(void);
+#define LWIP_HOOK_IP4_REASS_NOTE(what)  stk__ip_reass_note(what)
 #define IP_DEFAULT_TTL                  64
 
 /* TCP: large windows (RFC 7323 §2). TCP_WND must fit in 16 bits after the shift:
@@ -105,7 +110,7 @@ void stk__heap_free(void *p);
 #define LWIP_TCP_KEEPALIVE              1
 /* Per-connection slots: on a node, the tuple to release at ulsd when lwIP frees the
  * pcb (stack/endpoints.c); the input checks' state (stack/tcp_checks.c). */
-#define LWIP_TCP_PCB_NUM_EXT_ARGS       2
+#define LWIP_TCP_PCB_NUM_EXT_ARGS       3
 #define TCP_MAXRTX                      12
 /* SYN retransmissions: 6 as Linux (1 + 2 + ... + 64 s: connect gives up after 127 s);
  * ULS_SYN_RETRIES=N (1-12) changes it (stack/tcpconf.c). Deviation: RFC 1122 §4.2.3.5 asks

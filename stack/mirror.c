@@ -58,7 +58,7 @@ static struct readiness want(const struct stk_sock *s)
 	struct readiness r = { 0 };
 
 	if (s->type == SOCK_DGRAM) {
-		r.rd = s->rxq.bytes > 0;
+		r.rd = s->rxq.bytes > 0 || s->err;  /* a pending ICMP error (dgram.c) */
 		r.wr = true;
 		return r;
 	}

@@ -120,6 +120,8 @@ void stk__ep_forget(struct tcp_pcb *pcb);
 /* stream.c: an ICMP error for the connection of pcb (icmperr.c) */
 struct tcp_pcb;
 void stk__stream_icmp_error(struct tcp_pcb *pcb, int err);
+/* dgram.c: an ICMP error for a connected UDP socket (icmperr.c); arg is its recv_arg */
+void stk__dgram_icmp_error(void *arg, int err);
 
 /* socket.c */
 struct stk_sock *stk__sock_new(int type);

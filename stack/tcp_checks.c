@@ -355,6 +355,7 @@ err_t stk__tcp_inpacket(struct tcp_pcb *pcb, struct tcp_hdr *hdr, u16_t optlen, 
 	case CLOSE_WAIT:
 	case CLOSING:
 	case LAST_ACK:
+		stk__pmtu_age(pcb);  /* RFC 1191 §6.3 (icmperr.c) */
 		return check_synchronized(pcb, hdr, optlen, opt1len, opt2, p);
 	case SYN_RCVD:
 		return check_syn_rcvd(pcb, hdr, p);

@@ -28,3 +28,50 @@ u8_t stk__syn_retries(void)
 	}
 	return (u8_t)retries;
 }
+
+/* RFC 1122 §3.3.2: "The IP module MUST provide a reassembly timeout"; "the recommended
+ * value ... is 60 seconds" (Linux: 30 s, ipfrag_time). lwIP counts it in seconds in a u8_t
+ * (IP_REASS_MAXAGE, read per new datagram under the core lock). ULS_REASS_TIMEOUT=N (1-255
+ * s, read once per process) changes it; tests use a few seconds. */
+u8_t stk__ip_reass_maxage(void)
+{
+	static int secs = -1;
+
+	if (secs < 0) {
+		const char *e = getenv("ULS_REASS_TIMEOUT");
+		char *end;
+		long v = e ? strtol(e, &end, 10) : -1;
+		secs = (e && *e && !*end && v >= 1 && v <= 255) ? (int)v : 30;
+	}
+	return (u8_t)secs;
+}
+
+void stk__ip_reass_note(enum stk_reass_note what)
+{
+	static const enum stk_counter ctr[] = {
+		[STK_REASS_NOTE_OVERLAP] = STK_CNT_IP_REASS_OVERLAP,
+		[STK_REASS_NOTE_DUPLICATE] = STK_CNT_IP_REASS_DUPLICATE,
+		[STK_REASS_NOTE_TIMEOUT] = STK_CNT_IP_REASS_TIMEOUT,
+		[STK_REASS_NOTE_LIMIT] = STK_CNT_IP_REASS_LIMIT,
+	};
+
+	if ((unsigned)what < sizeof(ctr) / sizeof(ctr[0]))
+		stk__count(ctr[what]);
+}
+
+/* RFC 1191 §4: a raised path MTU estimate is tried "not ... less than 5 minutes" after a
+ * decrease, 10 minutes recommended (Linux: ip_rt_mtu_expires, 600 s). ULS_PMTU_AGE=N
+ * seconds (1-86400, read once per process) changes it. Deviation: values below 300 break
+ * RFC 1191's MUST NOT; they are for tests. */
+uint64_t stk__pmtu_age_ms(void)
+{
+	static long secs = -1;
+
+	if (secs < 0) {
+		const char *e = getenv("ULS_PMTU_AGE");
+		char *end;
+		long v = e ? strtol(e, &end, 10) : -1;
+		secs = (e && *e && !*end && v >= 1 && v <= 86400) ? v : 600;
+	}
+	return (uint64_t)secs * 1000;
+}

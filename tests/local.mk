@@ -65,4 +65,5 @@ clean-test-outputs:
 # ICMP errors, PMTUD, TIME-WAIT reopening, urgent data, reassembly (issue 13)
 EXTRA_DIST += tests/conformance/test_rfc1122_icmp_errors.py \
 	tests/conformance/test_rfc1191_pmtud.py tests/conformance/test_rfc6191_time_wait.py \
-	tests/conformance/test_rfc9293_urgent.py
+	tests/conformance/test_rfc9293_urgent.py tests/conformance/test_rfc791_reassembly.py \
+	tests/conformance/test_rfc1122_udp_icmp_errors.py

@@ -34,6 +34,11 @@ drawn above. A test's id ends in [ulsd] or [own].
 Environment: ULS_BUILDDIR (apps/ulsnode lives there), ULS_SRCDIR (tests/testbed/testbed),
 ULS_CAPTURE_DIR (where each test's pcap goes; default $ULS_BUILDDIR/tests/conformance/
 captures), ULS_UPDATE_PCAPS=1 (tests that produce a curated capture rewrite it in pcaps/).
+
+The IPv4 reassembly timeout is REASS_TIMEOUT_S (not the 30 s default) in both deployments,
+so that the reassembly tests can watch datagrams expire: ulsd gets ULSD_REASS_TIMEOUT_MS,
+ulsnode ULS_REASS_TIMEOUT. Likewise a lowered path MTU ages after PMTU_AGE_S (ULS_PMTU_AGE),
+not 10 minutes.
 """
 
 import atexit
@@ -128,6 +133,11 @@ def write_pcap(path, frames, snaplen=65535):
 #   own   ulsnode opens the TAP itself and is a node of its own (no daemon)
 DEPLOYMENTS = ("ulsd", "own")
 
+# The reassembly timeout of the node under test, in seconds (see the header).
+REASS_TIMEOUT_S = 3
+# How long a path MTU lowered by ICMP stays lowered (RFC 1191 §6.3; 600 s by default).
+PMTU_AGE_S = 5
+
 # In the ulsd deployment a malformed frame is dropped by ulsd's filter before any process
 # sees it. The node's count of such a drop is the process's counter plus ulsd's.
 ULSD_COUNTER_OF = {
@@ -135,6 +145,12 @@ ULSD_COUNTER_OF = {
     "frame_ethertype": "drop_ethertype",
     "frame_ipv4_header": "drop_ipv4_header",
     "frame_arp_header": "drop_arp",
+    # IPv4 reassembly: ulsd's on a ulsd node (server/reass.c), lwIP's on a node of its own
+    # (patch 0050); the process behind ulsd only ever sees whole datagrams' fragments.
+    "ip_reass_overlap": "drop_reass_overlap",
+    "ip_reass_duplicate": "drop_reass_duplicate",
+    "ip_reass_timeout": "drop_reass_timeout",
+    "ip_reass_limit": "drop_reass_limit",
 }
 
 
@@ -489,7 +505,8 @@ class _Session:
     def __init__(self, deployment):
         self.deployment = deployment
         self.testbed = str(_srcdir() / "tests" / "testbed" / "testbed")
-        self.env_vars = dict(os.environ, TB_NAME=TB_NAME)
+        self.env_vars = dict(os.environ, TB_NAME=TB_NAME,
+                             ULSD_REASS_TIMEOUT_MS=str(REASS_TIMEOUT_S * 1000))
         self.tb_up = False
         self.root_ns = None
         self.node = None
@@ -530,7 +547,9 @@ class _Session:
             ["ip", "netns", "exec", env["TB_NETNS"], str(ulsnode)] + where +
             ["--stats", node.stats_path],
             stdout=open(os.path.join(self.tmpdir.name, "ulsnode.log"), "wb"),
-            stderr=subprocess.STDOUT)
+            stderr=subprocess.STDOUT,
+            env=dict(os.environ, ULS_REASS_TIMEOUT=str(REASS_TIMEOUT_S),
+                     ULS_PMTU_AGE=str(PMTU_AGE_S)))
         deadline = time.monotonic() + 10
         while not os.path.exists(node.stats_path):
             if node.proc.poll() is not None:

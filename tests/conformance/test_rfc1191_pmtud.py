@@ -6,12 +6,13 @@ first one with a Fragmentation Needed message (type 3, code 4) carrying a next-h
 check what is sent next. Every echoed byte is compared with what we sent.
 """
 
+import os
 import struct
 import time
 
 from scapy.layers.inet import IP, TCP
 
-from conftest import TcpPeer, curated_pcap, requirement, wait_counter
+from conftest import PMTU_AGE_S, TcpPeer, curated_pcap, requirement, wait_counter
 from test_rfc1122_icmp_errors import icmp_error
 
 SOURCE_SEED = 19   # apps/ulsnode.c: port 19 sends the pattern of apps/pattern.c, seed 19
@@ -178,4 +179,65 @@ def test_rfc5927_4_1_frag_needed_quoting_sequence_outside_window_ignored(link, c
     assert bytes(first[TCP].payload) == pattern(0, len(first[TCP].payload))
     assert rest == pattern(_offset(peer, nxt), n)
     assert max(len(p[IP]) for p in segs) <= 1280
+    peer.abort()
+
+
+def _echo_round(peer, msg, timeout=5.0):
+    """Send msg to the echo service in segments of at most 1400 octets; collect its echo,
+    acknowledging in order. Returns (echo, the echo's segments)."""
+    for i in range(0, len(msg), 1400):
+        peer.send("PA", payload=msg[i:i + 1400])
+    data, segs = b"", []
+    deadline = time.monotonic() + timeout
+    while len(data) < len(msg) and time.monotonic() < deadline:
+        p = peer.recv(max(0.0, deadline - time.monotonic()), lambda q: len(q[TCP].payload) > 0)
+        if p is None:
+            break
+        segs.append(p)
+        if p[TCP].seq == peer.rcv_nxt:
+            data += bytes(p[TCP].payload)
+            peer.absorb(p)
+        peer.ack()
+    return data, segs
+
+
+@requirement(fix='hook stack/icmperr.c, stack/tcpconf.c',
+             mutate="sed -i 's/if (st->mss_before > pcb->mss) {/if (0) {/' stack/icmperr.c")
+def test_rfc1191_6_3_lowered_pmtu_raised_again_after_aging(link, counters):
+    """RFC 1191 §6.3 (purging stale PMTU information) by §4's rule: "Hosts MAY detect
+    increases in Path MTU, but ... this MUST be done at infrequent intervals. An attempt to
+    detect an increase (by sending a datagram larger than the current estimate) MUST NOT be
+    done less than 5 minutes after a Datagram Too Big message has been received for the
+    given destination ... We recommend setting these timers at twice their minimum values
+    (10 minutes and 2 minutes, respectively)." After a
+    frag-needed with MTU 1280 the echo service's segments stay within 1280 octets (control:
+    an echo at once); once the aging interval (ULS_PMTU_AGE, 5 s in this suite; 10 minutes
+    by default) has passed, the next echo leaves in datagrams above 1280 octets again (up to
+    1500, as the echo's writes allow). Every echoed byte is compared."""
+    c0 = counters()
+    peer = TcpPeer(link, 7, mss=1460, sack=False)
+    peer.connect()
+    msg = os.urandom(4000)
+    for i in range(0, len(msg), 1400):
+        peer.send("PA", payload=msg[i:i + 1400])
+    first = peer.recv(3, lambda q: len(q[TCP].payload) > 0)
+    assert first is not None and len(first[IP]) > 1280, "the echo did not start above 1280"
+    icmp_error(link, first[IP], 3, 4, mtu=1280)
+    t_icmp = time.monotonic()
+    data, segs = _collect(peer, first, len(msg))
+    assert data == msg, "echo wrong or short after frag-needed"
+    assert wait_counter(counters, "icmp_pmtu_lowered", c0["icmp_pmtu_lowered"] + 1) == \
+        c0["icmp_pmtu_lowered"] + 1
+    # Control: right away the path MTU is still 1280.
+    msg = os.urandom(6000)
+    data, segs = _echo_round(peer, msg)
+    assert data == msg
+    assert max(len(p[IP]) for p in segs) <= 1280, "the lowered MSS did not hold"
+    assert time.monotonic() - t_icmp < PMTU_AGE_S, "too slow to test the control"
+    time.sleep(max(0.0, t_icmp + PMTU_AGE_S + 0.5 - time.monotonic()))
+    msg = os.urandom(6000)
+    data, segs = _echo_round(peer, msg)
+    assert data == msg
+    assert max(len(p[IP]) for p in segs) > 1280, "the path MTU was not tried again"
+    assert counters()["icmp_pmtu_raised"] == c0["icmp_pmtu_raised"] + 1
     peer.abort()

@@ -726,6 +726,55 @@ def case_accepted_socket_inherits_listener_options():
     assert connector_result(c) == 1
 
 
+def case_udp_icmp_errors():
+    """RFC 1122 §4.1.3.3, as Linux: the kernel peer answers a datagram to a closed port with
+    port unreachable. A connected socket's next recv fails with ECONNREFUSED, both when it
+    waits in poll (a Python timeout) and when it blocks in recv; the error is reported once
+    (the socket still works). An unconnected socket is not failed: its recvfrom times out."""
+    closed = 7199
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.connect((KIP, closed))
+    # A user-level socket's descriptor is its readiness mirror, an AF_UNIX socket: this is
+    # not the kernel's UDP (which would pass this case just as well).
+    ino = os.fstat(s.fileno()).st_ino
+    with open("/proc/net/unix") as f:
+        assert any(line.split()[6] == str(ino) for line in f.readlines()[1:]), "a kernel socket"
+    s.settimeout(3)
+    s.send(b"anyone?")
+    try:
+        s.recv(100)
+        raise AssertionError("recv returned data")
+    except ConnectionRefusedError:
+        pass
+    # Blocking (no Python timeout: the call itself waits); an alarm bounds it.
+    s.settimeout(None)
+    time.sleep(1.1)   # the peer's ICMP rate limit (1/s per destination)
+    signal.signal(signal.SIGALRM, lambda *a: None)
+    signal.alarm(5)
+    s.send(b"anyone?")
+    try:
+        s.recv(100)
+        raise AssertionError("recv returned data")
+    except ConnectionRefusedError:
+        pass
+    finally:
+        signal.alarm(0)
+    # Reported once: the socket reaches the peer's UDP echo afterwards.
+    s.connect((KIP, UDPECHO))
+    s.settimeout(3)
+    s.send(b"still here")
+    assert s.recv(100) == b"still here"
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    u.settimeout(1)
+    time.sleep(1.1)
+    u.sendto(b"anyone?", (KIP, closed))
+    try:
+        u.recvfrom(100)
+        raise AssertionError("recvfrom returned data")
+    except socket.timeout:
+        pass
+
+
 def main():
     globals()["case_" + CASE]()
     print("PASS", CASE, flush=True)

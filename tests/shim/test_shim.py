@@ -29,6 +29,7 @@ from conftest import BUILD, ULSRUN
     "nonblocking_connect",
     "peek_and_waitall",
     "udp",
+    "udp_icmp_errors",
     "sendfile_and_large_transfer",
     "exec_inherited_socket_is_closed",
     "exec_connection_goes_on",

@@ -1,0 +1,356 @@
+/* IPv4 reassembly for the processes of the node.
+ *
+ * Read first: RFC 791 §3.2 (fragmentation and reassembly), RFC 1122 §3.3.2 (reassembly
+ * timeout), RFC 1858 (fragment attacks on filters), RFC 5722 (overlapping fragments; its
+ * rule is for IPv6, Linux applies it to IPv4 too), RFC 4963 (why bounds matter).
+ *
+ * Neither ulsd's filter nor the kernel's steering can tell from a fragment after the
+ * first which endpoint it belongs to, so every fragment comes to ulsd (filter/demux.c,
+ * filter/datapath.bpf.c). ulsd keeps the fragments of each datagram (the RFC 791 buffer
+ * identifier: source, destination, protocol, Identification; the destination is always
+ * the node) until all of them are there, with bounds on what it holds. Then the first
+ * fragment's transport header names the owner through the filter table, and the owner gets
+ * the original fragments, in order: its own lwIP reassembles them (IP_REASSEMBLY), so no
+ * datagram larger than a ring slot or a TAP frame ever has to be built. On the relay they
+ * go into the owner's ring; on the direct path ulsd writes them into its own TAP queue with
+ * the node's MAC as destination, the transmit check sends them back into the TAP, and the
+ * steering program finds their owner in the dp_frag map that ulsd filled just before
+ * (server/bpf.c).
+ *
+ * Bounds (RFC 4963 §3: a reassembly buffer is a resource a remote host can exhaust):
+ * at most SRV_REASS_MAX datagrams in progress, SRV_REASS_BYTES octets held (each fragment
+ * charged its frame length plus SRV_REASS_OVERHEAD, so tiny fragments cost what they
+ * cost), SRV_REASS_FRAGS fragments per datagram. A fragment that would start a datagram
+ * beyond the bounds is dropped (as Linux does above ipfrag_high_thresh): the datagrams in
+ * progress are not evicted for it, and expire after the reassembly timeout.
+ */
+#include "server/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define SRV_REASS_MAX        256         /* datagrams in progress */
+#define SRV_REASS_BYTES      (4u << 20)  /* octets held, overhead included (Linux: 4 MB) */
+#define SRV_REASS_FRAGS      64          /* fragments of one datagram (lwIP takes 256) */
+#define SRV_REASS_OVERHEAD   64          /* charged per fragment besides its frame */
+/* RFC 1122 §3.3.2: "The IP module MUST ... if the timer expires, ... discard the
+ * reassembly"; "The recommended value for the reassembly timeout is 60 seconds". Linux
+ * uses 30 s (ipfrag_time), and so do we. ULSD_REASS_TIMEOUT_MS changes it (tests). */
+#define SRV_REASS_TIMEOUT_MS 30000
+/* How long a delivered datagram's key stays in the steering map: the fragments are in the
+ * kernel's hands for microseconds, and a fragment of that key that comes back to ulsd
+ * meanwhile was not steered (the owner left): it is dropped, not reassembled again. */
+#define SRV_REASS_STEER_MS   1000
+#define SRV_REASS_STEERED    SRV_REASS_MAX  /* at most FLT_DP_FRAG_MAX */
+
+struct frag {
+	struct frag *next;     /* by offset */
+	uint32_t off, end;     /* octets of the datagram's data: [off, end) */
+	size_t len;
+	uint8_t frame[];
+};
+
+struct dgram {
+	bool used;
+	uint32_t src;
+	uint16_t id;
+	uint8_t proto;
+	uint64_t expires_ms;
+	uint32_t total;        /* the data length, known once the last fragment came; 0: not yet */
+	uint32_t have;         /* octets of data held (no overlaps, so no double counting) */
+	unsigned nfrags;
+	size_t held;
+	bool has_first;
+	struct flt_pkt first;  /* fragment zero, parsed: its ports name the owner */
+	struct frag *frags;
+};
+
+struct steered {
+	uint32_t src;
+	uint16_t id;
+	uint8_t proto;
+	uint64_t until_ms;
+};
+
+struct srv_reass {
+	struct dgram d[SRV_REASS_MAX];
+	unsigned n;
+	size_t held;
+	uint64_t timeout_ms;
+	struct steered st[SRV_REASS_STEERED];
+	unsigned st_head, st_n;  /* a ring, oldest at st_head */
+	uint64_t next_ms;        /* nothing expires before this: the tick has nothing to do */
+};
+
+static void due(struct srv_reass *r, uint64_t ms)
+{
+	if (ms < r->next_ms)
+		r->next_ms = ms;
+}
+
+int srv_reass_init(struct srv *s)
+{
+	struct srv_reass *r = calloc(1, sizeof(*r));
+	const char *env = getenv("ULSD_REASS_TIMEOUT_MS");
+
+	if (!r)
+		return -1;
+	r->timeout_ms = SRV_REASS_TIMEOUT_MS;
+	r->next_ms = UINT64_MAX;
+	if (env && *env) {
+		char *end;
+		unsigned long v = strtoul(env, &end, 10);
+		if (*end || v < 100 || v > 120000)
+			srv_log(1, "ULSD_REASS_TIMEOUT_MS=%s ignored (100-120000)", env);
+		else
+			r->timeout_ms = v;
+	}
+	s->reass = r;
+	return 0;
+}
+
+static void gauges(struct srv *s)
+{
+	struct srv_reass *r = s->reass;
+
+	s->ctr[SRV_REASS_IN_PROGRESS] = r->n;
+	s->ctr[SRV_REASS_BYTES_HELD] = r->held;
+	if (r->n > s->ctr[SRV_REASS_PEAK])
+		s->ctr[SRV_REASS_PEAK] = r->n;
+}
+
+/* Forget a datagram; its fragments that are still held count as dropped. */
+static void release(struct srv *s, struct dgram *d, bool dropped)
+{
+	struct srv_reass *r = s->reass;
+	struct frag *f = d->frags;
+
+	while (f) {
+		struct frag *next = f->next;
+		if (dropped)
+			s->ctr[SRV_DROP_FRAGMENT]++;
+		free(f);
+		f = next;
+	}
+	r->held -= d->held;
+	r->n--;
+	memset(d, 0, sizeof(*d));
+	gauges(s);
+}
+
+static void unsteer_oldest(struct srv *s)
+{
+	struct srv_reass *r = s->reass;
+	struct steered *e = &r->st[r->st_head];
+
+	srv_dp_frag_steer(s, e->src, e->id, e->proto, 0);
+	r->st_head = (r->st_head + 1) % SRV_REASS_STEERED;
+	r->st_n--;
+}
+
+static bool recently_steered(const struct srv_reass *r, uint32_t src, uint16_t id, uint8_t proto)
+{
+	for (unsigned i = 0; i < r->st_n; i++) {
+		const struct steered *e = &r->st[(r->st_head + i) % SRV_REASS_STEERED];
+		if (e->src == src && e->id == id && e->proto == proto)
+			return true;
+	}
+	return false;
+}
+
+/* The datagram is whole: hand its fragments to the owner of its first fragment's
+ * endpoint, in order of offset. */
+static void complete(struct srv *s, struct dgram *d)
+{
+	struct srv_reass *r = s->reass;
+	struct flt_pkt p = d->first;
+	flt_owner_t o;
+	struct srv_lease *l = NULL;
+
+	/* The whole datagram is there, so the first fragment's ports stand for it. */
+	p.ip.fragment = false;
+	o = flt_lookup_rx(s->flt, &p);
+	if (o != FLT_NO_OWNER && o < SRV_MAX_LEASES && s->leases[o] && !s->leases[o]->dead)
+		l = s->leases[o];
+	if (!l) {
+		/* Deviation: ulsd does not answer a reassembled datagram itself (no port
+		 * unreachable, no echo reply for a fragmented echo request); Linux does. */
+		s->ctr[o == SRV_IN_TRANSIT ? SRV_DROP_IN_TRANSIT : SRV_DROP_REASS_NO_OWNER]++;
+		release(s, d, true);
+		return;
+	}
+	if (!l->has_rings) {
+		/* The direct path: the key goes into the steering map first, so that the
+		 * fragments find their owner's queue when the kernel sends them back. */
+		if (r->st_n == SRV_REASS_STEERED)
+			unsteer_oldest(s);
+		if (srv_dp_frag_steer(s, d->src, d->id, d->proto, l->id) < 0) {
+			s->ctr[SRV_DP_MAP_ERRORS]++;
+			release(s, d, true);
+			return;
+		}
+		struct steered *e = &r->st[(r->st_head + r->st_n) % SRV_REASS_STEERED];
+		*e = (struct steered){ d->src, d->id, d->proto, srv_now_ms() + SRV_REASS_STEER_MS };
+		r->st_n++;
+		due(r, e->until_ms);
+	}
+	for (struct frag *f = d->frags; f; f = f->next) {
+		if (l->has_rings) {
+			srv_deliver(s, l, f->frame, f->len);
+		} else {
+			memcpy(f->frame, s->mac, 6);  /* for the node: back into the TAP */
+			srv_send_frame(s, f->frame, f->len);
+		}
+		s->ctr[SRV_REASS_FRAGMENTS]++;
+	}
+	s->ctr[SRV_REASS_DATAGRAMS]++;
+	release(s, d, false);
+}
+
+static struct dgram *find(struct srv_reass *r, uint32_t src, uint16_t id, uint8_t proto)
+{
+	for (unsigned i = 0; i < SRV_REASS_MAX; i++) {
+		struct dgram *d = &r->d[i];
+		if (d->used && d->src == src && d->id == id && d->proto == proto)
+			return d;
+	}
+	return NULL;
+}
+
+void srv_reass_input(struct srv *s, const uint8_t *frame, size_t len, const struct flt_pkt *p)
+{
+	struct srv_reass *r = s->reass;
+	/* The fragment's data: from the end of its IP header to Total Length (what follows
+	 * is Ethernet padding). */
+	uint32_t dlen = (uint32_t)p->ip.total - p->ip.hlen;
+	uint32_t off = p->ip.frag_off, end = off + dlen;
+	size_t cost = len + SRV_REASS_OVERHEAD;
+	struct dgram *d;
+
+	if (recently_steered(r, p->ip.src, p->ip.id, p->ip.proto)) {
+		/* A fragment we handed to a process came back: its owner is gone. */
+		s->ctr[SRV_DROP_REASS_UNSTEERED]++;
+		s->ctr[SRV_DROP_FRAGMENT]++;
+		return;
+	}
+	/* RFC 791 §3.2: every fragment but the last carries a multiple of 8 octets, and a
+	 * fragment with data is the only kind that can fill a hole. */
+	if (dlen == 0 || (p->ip.mf && dlen % 8)) {
+		s->ctr[SRV_DROP_REASS_BAD]++;
+		s->ctr[SRV_DROP_FRAGMENT]++;
+		return;
+	}
+	d = find(r, p->ip.src, p->ip.id, p->ip.proto);
+	if (!d) {
+		if (r->n == SRV_REASS_MAX || r->held + cost > SRV_REASS_BYTES) {
+			s->ctr[SRV_DROP_REASS_LIMIT]++;
+			s->ctr[SRV_DROP_FRAGMENT]++;
+			return;
+		}
+		for (unsigned i = 0; i < SRV_REASS_MAX && !d; i++)
+			if (!r->d[i].used)
+				d = &r->d[i];
+		*d = (struct dgram){ .used = true, .src = p->ip.src, .id = p->ip.id,
+				     .proto = p->ip.proto, .expires_ms = srv_now_ms() + r->timeout_ms };
+		r->n++;
+		due(r, d->expires_ms);
+	} else if (d->nfrags == SRV_REASS_FRAGS || r->held + cost > SRV_REASS_BYTES) {
+		s->ctr[SRV_DROP_REASS_LIMIT]++;
+		s->ctr[SRV_DROP_FRAGMENT]++;
+		release(s, d, true);
+		return;
+	}
+	/* The last fragment fixes the length; nothing may lie beyond it, and no two last
+	 * fragments may disagree. */
+	uint32_t tail = 0;
+	for (struct frag *f = d->frags; f; f = f->next)
+		tail = f->end;
+	if ((!p->ip.mf && ((d->total && d->total != end) || end < tail)) ||
+	    (d->total && end > d->total)) {
+		s->ctr[SRV_DROP_REASS_BAD]++;
+		s->ctr[SRV_DROP_FRAGMENT]++;
+		release(s, d, true);
+		return;
+	}
+	struct frag **at = &d->frags;
+	while (*at && (*at)->off < off)
+		at = &(*at)->next;
+	struct frag *prev = NULL;
+	for (struct frag *f = d->frags; f && f != *at; f = f->next)
+		prev = f;
+	if (*at && (*at)->off == off && (*at)->end == end) {
+		/* The same fragment again (a retransmission, a duplicating link): Linux keeps
+		 * the first copy and drops this one, the datagram survives. */
+		s->ctr[SRV_DROP_REASS_DUPLICATE]++;
+		s->ctr[SRV_DROP_FRAGMENT]++;
+		return;
+	}
+	if ((prev && prev->end > off) || (*at && (*at)->off < end)) {
+		/* RFC 5722 §4 (for IPv6; Linux does the same for IPv4): "the entire datagram
+		 * (and any constituent fragments, including those not yet received) MUST be
+		 * silently discarded". Overlaps are how fragments smuggle a header past a
+		 * filter (RFC 1858 §4). */
+		s->ctr[SRV_DROP_REASS_OVERLAP]++;
+		s->ctr[SRV_DROP_FRAGMENT]++;
+		release(s, d, true);
+		return;
+	}
+	struct frag *f = malloc(sizeof(*f) + len);
+	if (!f) {
+		s->ctr[SRV_DROP_REASS_LIMIT]++;
+		s->ctr[SRV_DROP_FRAGMENT]++;
+		if (!d->nfrags)
+			release(s, d, true);
+		return;
+	}
+	f->off = off;
+	f->end = end;
+	f->len = len;
+	memcpy(f->frame, frame, len);
+	f->next = *at;
+	*at = f;
+	d->nfrags++;
+	d->have += dlen;
+	d->held += cost;
+	r->held += cost;
+	if (!p->ip.mf)
+		d->total = end;
+	if (off == 0) {
+		d->has_first = true;
+		d->first = *p;
+	}
+	gauges(s);
+	if (d->total && d->have == d->total)
+		complete(s, d);
+}
+
+int srv_reass_tick(struct srv *s)
+{
+	struct srv_reass *r = s->reass;
+	uint64_t now = srv_now_ms();
+
+	/* The demux thread calls this once per batch of frames: scan only when due. */
+	if (now < r->next_ms)
+		return 0;
+	r->next_ms = UINT64_MAX;
+	for (unsigned i = 0; i < SRV_REASS_MAX; i++) {
+		struct dgram *d = &r->d[i];
+		if (d->used && d->expires_ms > now)
+			due(r, d->expires_ms);
+		if (d->used && d->expires_ms <= now) {
+			/* RFC 1122 §3.3.2: "If this timeout expires, the partially-reassembled
+			 * datagram MUST be discarded and an ICMP Time Exceeded message sent to
+			 * the source host (if fragment zero has been received)." */
+			if (d->has_first && d->frags && d->frags->off == 0)
+				srv_reply_reass_time_exceeded(s, d->frags->frame, d->frags->len,
+							      &d->first);
+			s->ctr[SRV_DROP_REASS_TIMEOUT]++;
+			release(s, d, true);
+		}
+	}
+	while (r->st_n && r->st[r->st_head].until_ms <= now)
+		unsteer_oldest(s);
+	if (r->st_n)
+		due(r, r->st[r->st_head].until_ms);
+	return 0;
+}

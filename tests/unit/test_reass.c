@@ -1,0 +1,296 @@
+/* server/reass.c: IPv4 reassembly for the node's processes (RFC 791 §3.2, RFC 1122
+ * §3.3.2, RFC 5722 §4 applied to IPv4). Fragments are built from one template; only the
+ * offset, the MF flag and the length differ. What reass.c hands on is recorded by stubs. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <netinet/in.h>
+
+#include "netif/chksum.h"
+#include "server/internal.h"
+
+/* Stubs for what reass.c needs from the rest of ulsd. */
+static uint64_t now_ms = 1000;
+static unsigned delivered, sent, time_exceeded, steered, unsteered;
+static uint16_t delivered_off[80];
+uint64_t srv_now_ms(void) { return now_ms; }
+void srv_log(int level, const char *fmt, ...) { (void)level; (void)fmt; }
+void srv_deliver(struct srv *s, struct srv_lease *l, const uint8_t *frame, size_t len)
+{
+	(void)s; (void)l; (void)len;
+	if (delivered < 80)
+		delivered_off[delivered] = (uint16_t)(((frame[20] << 8 | frame[21]) & 0x1fff) * 8);
+	delivered++;
+}
+void srv_send_frame(struct srv *s, const uint8_t *frame, size_t len)
+{
+	(void)len;
+	assert_memory_equal(frame, s->mac, 6);  /* for the node: back into the TAP */
+	sent++;
+}
+int srv_dp_frag_steer(struct srv *s, uint32_t src, uint16_t id, uint8_t proto, uint32_t owner)
+{
+	(void)s; (void)src; (void)id; (void)proto;
+	if (owner)
+		steered++;
+	else
+		unsteered++;
+	return 0;
+}
+void srv_reply_reass_time_exceeded(struct srv *s, const uint8_t *frame, size_t len,
+				   const struct flt_pkt *p)
+{
+	(void)s; (void)frame; (void)len;
+	assert_int_equal(p->ip.frag_off, 0);
+	time_exceeded++;
+}
+
+#define NODE_IP  0x010012c6u   /* 198.18.0.1, network order on little-endian */
+#define PEER_IP  0xc80012c6u   /* 198.18.0.200 */
+#define PORT     7
+
+static struct srv srv;
+static struct srv_lease relay = { .id = 1, .has_rings = true };
+static struct srv_lease direct = { .id = 2, .has_rings = false };
+
+/* An Ethernet/IPv4 fragment of a UDP datagram to PORT: data octets [off, off + len) of a
+ * datagram whose UDP Length is 3008; returns the frame length. */
+static size_t fragment(uint8_t *f, uint16_t id, uint16_t off, uint16_t len, bool mf)
+{
+	uint8_t *ip = f + 14;
+
+	memset(f, 0, 14 + 20 + len);
+	memset(f, 0xff, 6);   /* broadcast: what goes back into the TAP gets the node's MAC */
+	f[12] = 0x08;
+	ip[0] = 0x45;
+	ip[2] = (uint8_t)((20 + len) >> 8);
+	ip[3] = (uint8_t)(20 + len);
+	ip[4] = (uint8_t)(id >> 8);
+	ip[5] = (uint8_t)id;
+	uint16_t fo = (uint16_t)((off / 8) | (mf ? 0x2000 : 0));
+	ip[6] = (uint8_t)(fo >> 8);
+	ip[7] = (uint8_t)fo;
+	ip[8] = 64;
+	ip[9] = 17;
+	uint32_t src = PEER_IP, dst = NODE_IP;
+	memcpy(ip + 12, &src, 4);
+	memcpy(ip + 16, &dst, 4);
+	uint16_t c = (uint16_t)~nif_inet_chksum(ip, 20);
+	memcpy(ip + 10, &c, 2);
+	if (off == 0) {
+		uint8_t *u = ip + 20;
+		u[0] = 0x9c; u[1] = 0x40;        /* source port 40000 */
+		u[2] = 0; u[3] = PORT;
+		u[4] = 3008 >> 8; u[5] = 3008 & 0xff;
+	}
+	return 14 + 20 + len;
+}
+
+static void input(uint16_t id, uint16_t off, uint16_t len, bool mf)
+{
+	static uint8_t f[2048];
+	struct flt_pkt p;
+	size_t n = fragment(f, id, off, len, mf);
+
+	assert_int_equal(flt_parse(f, n, &p), 0);
+	srv_reass_input(&srv, f, n, &p);
+}
+
+static int setup_with(struct srv_lease *owner)
+{
+	memset(&srv, 0, sizeof(srv));
+	srv.ip = NODE_IP;
+	memcpy(srv.mac, "\x02\x75\x6c\x00\x00\x01", 6);
+	srv.flt = flt_table_new();
+	srv.leases[owner->id] = owner;
+	now_ms = 1000;
+	delivered = sent = time_exceeded = steered = unsteered = 0;
+	if (!srv.flt || srv_reass_init(&srv) < 0)
+		return -1;
+	return flt_add_listen(srv.flt, FLT_PROTO_UDP, PORT, owner->id, false) < 0 ? -1 : 0;
+}
+
+static int setup_relay(void **state) { (void)state; return setup_with(&relay); }
+static int setup_direct(void **state) { (void)state; return setup_with(&direct); }
+
+static int teardown(void **state)
+{
+	(void)state;
+	/* Everything held expires: nothing may be left. */
+	now_ms += 200000;
+	srv_reass_tick(&srv);
+	assert_int_equal(srv.ctr[SRV_REASS_IN_PROGRESS], 0);
+	assert_int_equal(srv.ctr[SRV_REASS_BYTES_HELD], 0);
+	flt_table_free(srv.flt);
+	free(srv.reass);
+	return 0;
+}
+
+static void fragments_in_order_delivered_to_owner_in_order(void **state)
+{
+	(void)state;
+	input(1, 0, 1480, true);
+	input(1, 1480, 1480, true);
+	assert_int_equal(delivered, 0);
+	assert_int_equal(srv.ctr[SRV_REASS_IN_PROGRESS], 1);
+	input(1, 2960, 48, false);
+	assert_int_equal(delivered, 3);
+	assert_int_equal(srv.ctr[SRV_REASS_DATAGRAMS], 1);
+	assert_int_equal(srv.ctr[SRV_REASS_IN_PROGRESS], 0);
+	assert_int_equal(srv.ctr[SRV_REASS_BYTES_HELD], 0);
+}
+
+static void fragments_out_of_order_delivered_sorted_by_offset(void **state)
+{
+	(void)state;
+	input(2, 2960, 48, false);
+	input(2, 0, 1480, true);
+	input(2, 1480, 1480, true);
+	assert_int_equal(delivered, 3);
+	assert_int_equal(delivered_off[0], 0);
+	assert_int_equal(delivered_off[1], 1480);
+	assert_int_equal(delivered_off[2], 2960);
+}
+
+static void overlap_drops_whole_datagram_and_later_fragments_do_not_complete_it(void **state)
+{
+	(void)state;
+	input(3, 0, 1480, true);
+	input(3, 1472, 1480, true);   /* overlaps the first by 8 */
+	assert_int_equal(srv.ctr[SRV_DROP_REASS_OVERLAP], 1);
+	assert_int_equal(srv.ctr[SRV_REASS_IN_PROGRESS], 0);
+	input(3, 1480, 1480, true);
+	input(3, 2960, 48, false);
+	assert_int_equal(delivered, 0);
+	assert_int_equal(srv.ctr[SRV_DROP_FRAGMENT], 2);
+}
+
+static void exact_duplicate_dropped_alone(void **state)
+{
+	(void)state;
+	input(4, 0, 1480, true);
+	input(4, 0, 1480, true);
+	assert_int_equal(srv.ctr[SRV_DROP_REASS_DUPLICATE], 1);
+	input(4, 1480, 1480, true);
+	input(4, 2960, 48, false);
+	assert_int_equal(delivered, 3);
+}
+
+static void same_offset_other_length_is_an_overlap(void **state)
+{
+	(void)state;
+	input(5, 1480, 1480, true);
+	input(5, 1480, 16, true);
+	assert_int_equal(srv.ctr[SRV_DROP_REASS_OVERLAP], 1);
+}
+
+static void data_past_the_last_fragment_is_bad(void **state)
+{
+	(void)state;
+	input(7, 1480, 1480, false);    /* the datagram ends at 2960 */
+	input(7, 2960, 48, true);       /* beyond the end */
+	assert_int_equal(srv.ctr[SRV_DROP_REASS_BAD], 1);
+	input(8, 0, 1001, true);       /* not a multiple of 8 */
+	assert_int_equal(srv.ctr[SRV_DROP_REASS_BAD], 2);
+}
+
+static void incomplete_datagram_expires_with_time_exceeded_when_first_came(void **state)
+{
+	(void)state;
+	input(9, 0, 1480, true);
+	input(10, 1480, 1480, true);   /* no fragment zero */
+	assert_true(srv.ctr[SRV_REASS_BYTES_HELD] > 0);
+	now_ms += 29999;
+	srv_reass_tick(&srv);
+	assert_int_equal(srv.ctr[SRV_DROP_REASS_TIMEOUT], 0);
+	now_ms += 1;
+	srv_reass_tick(&srv);
+	assert_int_equal(srv.ctr[SRV_DROP_REASS_TIMEOUT], 2);
+	assert_int_equal(time_exceeded, 1);
+	assert_int_equal(srv.ctr[SRV_REASS_BYTES_HELD], 0);
+}
+
+static void flood_of_first_fragments_held_up_to_the_bound(void **state)
+{
+	(void)state;
+	for (unsigned i = 0; i < 300; i++)
+		input((uint16_t)(100 + i), 0, 16, true);
+	assert_int_equal(srv.ctr[SRV_REASS_IN_PROGRESS], 256);
+	assert_int_equal(srv.ctr[SRV_REASS_PEAK], 256);
+	assert_int_equal(srv.ctr[SRV_DROP_REASS_LIMIT], 44);
+}
+
+static void too_many_fragments_in_one_datagram_drop_it(void **state)
+{
+	(void)state;
+	for (unsigned i = 0; i < 65; i++)
+		input(11, (uint16_t)(i * 16), 16, true);
+	assert_int_equal(srv.ctr[SRV_DROP_REASS_LIMIT], 1);
+	assert_int_equal(srv.ctr[SRV_REASS_IN_PROGRESS], 0);
+}
+
+static void unowned_datagram_dropped_and_counted(void **state)
+{
+	(void)state;
+	flt_del_listen(srv.flt, FLT_PROTO_UDP, PORT, relay.id);
+	input(12, 0, 1480, true);
+	input(12, 1480, 16, false);
+	assert_int_equal(delivered, 0);
+	assert_int_equal(srv.ctr[SRV_DROP_REASS_NO_OWNER], 1);
+}
+
+static void direct_owner_gets_fragments_through_the_tap_and_steering(void **state)
+{
+	(void)state;
+	input(13, 0, 1480, true);
+	input(13, 1480, 16, false);
+	assert_int_equal(steered, 1);
+	assert_int_equal(sent, 2);
+	assert_int_equal(delivered, 0);
+	/* A fragment of that datagram that comes back to ulsd was not steered: dropped. */
+	input(13, 0, 1480, true);
+	assert_int_equal(srv.ctr[SRV_DROP_REASS_UNSTEERED], 1);
+	/* The key leaves the steering map after a second. */
+	now_ms += 1000;
+	srv_reass_tick(&srv);
+	assert_int_equal(unsteered, 1);
+	input(13, 0, 1480, true);
+	assert_int_equal(srv.ctr[SRV_REASS_IN_PROGRESS], 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(fragments_in_order_delivered_to_owner_in_order,
+						setup_relay, teardown),
+		cmocka_unit_test_setup_teardown(fragments_out_of_order_delivered_sorted_by_offset,
+						setup_relay, teardown),
+		cmocka_unit_test_setup_teardown(
+			overlap_drops_whole_datagram_and_later_fragments_do_not_complete_it,
+			setup_relay, teardown),
+		cmocka_unit_test_setup_teardown(exact_duplicate_dropped_alone, setup_relay, teardown),
+		cmocka_unit_test_setup_teardown(same_offset_other_length_is_an_overlap, setup_relay,
+						teardown),
+		cmocka_unit_test_setup_teardown(data_past_the_last_fragment_is_bad, setup_relay,
+						teardown),
+		cmocka_unit_test_setup_teardown(
+			incomplete_datagram_expires_with_time_exceeded_when_first_came, setup_relay,
+			teardown),
+		cmocka_unit_test_setup_teardown(flood_of_first_fragments_held_up_to_the_bound,
+						setup_relay, teardown),
+		cmocka_unit_test_setup_teardown(too_many_fragments_in_one_datagram_drop_it,
+						setup_relay, teardown),
+		cmocka_unit_test_setup_teardown(unowned_datagram_dropped_and_counted, setup_relay,
+						teardown),
+		cmocka_unit_test_setup_teardown(
+			direct_owner_gets_fragments_through_the_tap_and_steering, setup_direct,
+			teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
