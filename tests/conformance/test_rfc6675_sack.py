@@ -80,3 +80,27 @@ def test_rfc6675_5_burst_of_lost_segments_retransmitted_in_one_round_trip(node, 
     offs = sorted(set(o for o, _ in offsets(got, s)))
     assert offs == [0, SMSS, 2 * SMSS], \
         f"retransmitted {offsets(got, s)}, expected offsets 0, 1000, 2000"
+
+
+@requirement(fix='patch 0041',
+             mutate='rm stack/patches/0041-*.patch')
+def test_rfc6675_5_cumulative_ack_sacking_three_segments_starts_recovery(node, link):
+    """RFC 6675 §5: "Upon the receipt of any ACK containing SACK information, the
+    scoreboard MUST be updated via the Update () routine", and loss recovery starts when
+    "IsLost (HighACK + 1) returns true -- indicating at least three segments have arrived
+    above the current cumulative acknowledgment point". The ACK that tells it may also
+    move the cumulative point (RFC 8985 §6.2 looks for losses on every ACK): of a
+    10-segment window, segments 0-1 arrive, 2 is "lost", 3-5 arrive, and one ACK says so
+    (ACK 2000, SACK 3000-6000), after which nothing more comes back. Segment 2 is
+    retransmitted at once, not at the RTO (lwIP with patch 0021 entered recovery only on
+    a duplicate ACK, and a loss probe is not armed while segments are SACKed: the
+    connection waited for its retransmission timer)."""
+    r = Receiver(link, window=W, sack=True)
+    r.start()
+    s = r.grow()
+    r.window_of(s, 10)
+    r.ack(s + 2 * SMSS, sack=[(s + 3 * SMSS, s + 6 * SMSS)])
+    got = r.segments(0.1, lambda q: (q[TCP].seq - s) & 0xFFFFFFFF < W)
+    assert offsets(got, s)[:1] == [(2 * SMSS, SMSS)], \
+        f"within 100 ms of the ACK: {offsets(got, s)}, expected offset 2000 retransmitted"
+    curated_pcap(link, "test_rfc6675_5_cumulative_ack_sacking_three_segments_starts_recovery.pcap")
