@@ -188,6 +188,18 @@ struct ip_addr;
 #define LWIP_HOOK_TCP_INPUT_NOTE(what)  stk__tcp_note(STK_TCP_NOTE_##what)
 /* Loss-recovery events of the sending side, counted the same way (patches 0022-0029). */
 #define LWIP_HOOK_TCP_LOSS_NOTE(what)   stk__tcp_note(STK_TCP_NOTE_##what)
+/* RFC 9438 CUBIC congestion control (stack/cubic.c, patch 0040): ssthresh at a congestion
+ * event and cwnd in congestion avoidance; slow start and loss recovery stay lwIP's with
+ * patches 0006 and 0021-0023. */
+#include "cubic.h"
+#define LWIP_TCP_CC_PCB_STATE           struct stk_cubic cubic;
+#define LWIP_HOOK_TCP_CC_LOSS(pcb, flight) \
+        ((tcpwnd_size_t)stk__cubic_loss(&(pcb)->cubic, (pcb)->cwnd, (flight), (pcb)->mss))
+#define LWIP_HOOK_TCP_CC_TIMEOUT(pcb)   stk__cubic_timeout(&(pcb)->cubic)
+#define LWIP_HOOK_TCP_CC_AVOID(pcb, acked) \
+        ((tcpwnd_size_t)stk__cubic_ack(&(pcb)->cubic, (pcb)->cwnd, (acked), (pcb)->mss, \
+                                       sys_now(), (pcb)->rtt_sampled ? \
+                                       (u32_t)((pcb)->srtt8 >> 3) : 0))
 /* RFC 9293 §3.7.1 leaves a floor to the implementation. Deviation: an MSS option below 48
  * is raised to 48 (Linux's net.ipv4.tcp_min_snd_mss default), so a segment always has
  * room for the 12-byte timestamp option and data (patch 0010). */

@@ -68,7 +68,9 @@ def test_rfc5681_3_1_ssthresh_is_half_the_flight_size(node, link):
     "the amount of data that has been sent but not yet cumulatively acknowledged", not
     cwnd). We grow cwnd to tens of segments with echo traffic, then lose one of a 4-segment
     echo: ssthresh is 2 segments, and after recovery the node sends a 20-segment echo
-    2-3 segments at a time (lwIP 2.1.3 used min(cwnd, rwnd) / 2: 10 or more)."""
+    2-3 segments at a time (lwIP 2.1.3 used min(cwnd, rwnd) / 2: 10 or more). With
+    patch 0040 the factor is RFC 9438's 0.7 of FlightSize (2.8 segments: still 2 whole
+    segments; test_rfc9438_4_6_... tells the two factors apart)."""
     peer = TcpPeer(link, 7, mss=SMSS, wscale=None, ts=False, sack=False)
     peer.connect()
     def send_segments(n, byte):

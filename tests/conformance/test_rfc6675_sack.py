@@ -28,6 +28,9 @@ def test_rfc6675_5_both_holes_retransmitted_without_waiting_for_an_ack(node, lin
     r.start()
     s = r.grow()
     r.window_of(s, 10)
+    # Our ACKs open the window: NextSeg () rule (2) has new data to send, so rules (3) and
+    # (4) (test_rfc6675_4_rule_3_..., ..._rescue_...) stay out of this test.
+    r.window = 2 * W
     for k in range(2, 5):            # segments 1..3 arrive
         r.ack(s, sack=[(s + SMSS, s + k * SMSS)])
     for k in range(6, 11):           # segments 5..9 arrive
@@ -74,9 +77,95 @@ def test_rfc6675_5_burst_of_lost_segments_retransmitted_in_one_round_trip(node, 
     r.start()
     s = r.grow()
     r.window_of(s, 10)
+    r.window = 2 * W                 # new data for rule (2): no rescue (rule 4) here
     for k in range(4, 11):
         r.ack(s, sack=[(s + 3 * SMSS, s + k * SMSS)])
     got = r.segments(0.15, in_window(s))
     offs = sorted(set(o for o, _ in offsets(got, s)))
     assert offs == [0, SMSS, 2 * SMSS], \
         f"retransmitted {offsets(got, s)}, expected offsets 0, 1000, 2000"
+
+
+@requirement(fix='patch 0041',
+             mutate='rm stack/patches/0041-*.patch')
+def test_rfc6675_5_cumulative_ack_sacking_three_segments_starts_recovery(node, link):
+    """RFC 6675 §5: "Upon the receipt of any ACK containing SACK information, the
+    scoreboard MUST be updated via the Update () routine", and loss recovery starts when
+    "IsLost (HighACK + 1) returns true -- indicating at least three segments have arrived
+    above the current cumulative acknowledgment point". The ACK that tells it may also
+    move the cumulative point (RFC 8985 §6.2 looks for losses on every ACK): of a
+    10-segment window, segments 0-1 arrive, 2 is "lost", 3-5 arrive, and one ACK says so
+    (ACK 2000, SACK 3000-6000), after which nothing more comes back. Segment 2 is
+    retransmitted at once, not at the RTO (lwIP with patch 0021 entered recovery only on
+    a duplicate ACK, and a loss probe is not armed while segments are SACKed: the
+    connection waited for its retransmission timer)."""
+    r = Receiver(link, window=W, sack=True)
+    r.start()
+    s = r.grow()
+    r.window_of(s, 10)
+    r.ack(s + 2 * SMSS, sack=[(s + 3 * SMSS, s + 6 * SMSS)])
+    got = r.segments(0.1, lambda q: (q[TCP].seq - s) & 0xFFFFFFFF < W)
+    assert offsets(got, s)[:1] == [(2 * SMSS, SMSS)], \
+        f"within 100 ms of the ACK: {offsets(got, s)}, expected offset 2000 retransmitted"
+    curated_pcap(link, "test_rfc6675_5_cumulative_ack_sacking_three_segments_starts_recovery.pcap")
+
+
+@requirement(fix='patch 0043',
+             mutate='rm stack/patches/0043-*.patch')
+def test_rfc6675_5_rescue_retransmission_of_the_tail(node, link):
+    """RFC 6675 §4, NextSeg (): "(4) If the conditions for (1), (2), and (3) fail, but
+    there exists outstanding unSACKed data, we provide the opportunity for a single
+    "rescue" retransmission per entry into loss recovery. If HighACK is greater than
+    RescueRxt (or RescueRxt is undefined), then one segment of up to SMSS octets that MUST
+    include the highest outstanding unSACKed sequence number SHOULD be returned, and
+    RescueRxt set to RecoveryPoint." Of a 10-segment window (the receive window is full:
+    no new data may go) the first and the last segment are "lost", and so is the tail
+    loss probe (RFC 8985 §7.3: the last segment, offset 9000, sent again); then our
+    duplicate ACKs SACK segments 1-8. Nothing above the last segment can ever make it
+    IsLost (); recovery resends offset 0 (rule 1) and then offset 9000 as its rescue
+    retransmission, before any cumulative ACK; SACKed segments are not resent, and the
+    rescue happens once (a further duplicate ACK brings no second copy)."""
+    r = Receiver(link, window=W, sack=True)
+    r.start()
+    s = r.grow()
+    r.window_of(s, 10)
+    probe = r.segment(1.0, lambda q: (q[TCP].seq - s) & 0xFFFFFFFF == 9 * SMSS)
+    assert probe is not None, "no tail loss probe of offset 9000 (the setup's first loss)"
+    for k in range(2, 10):           # segments 1..8 arrive, 9 is lost at the tail
+        r.ack(s, sack=[(s + SMSS, s + k * SMSS)])
+    got = r.segments(0.15, in_window(s))
+    offs = sorted(set(o for o, _ in offsets(got, s)))
+    assert offs == [0, 9 * SMSS], f"retransmitted {offsets(got, s)}, expected offset 0 " \
+        "(a lost hole) and offset 9000 (the rescue retransmission) and nothing SACKed"
+    r.ack(s, sack=[(s + SMSS, s + 9 * SMSS)])   # nothing new: no second rescue
+    again = r.segments(0.1, lambda q: (q[TCP].seq - s) & 0xFFFFFFFF == 9 * SMSS)
+    assert not again, f"a second rescue retransmission in one recovery: {offsets(again, s)}"
+    curated_pcap(link, "test_rfc6675_5_rescue_retransmission_of_the_tail.pcap")
+
+
+@requirement(fix='patch 0043',
+             mutate="tests/conformance/lwip-mutate core/tcp_out.c 's/for (rule = 1; rule <= 3 \\&\\& !found; rule += 2)/for (rule = 1; rule <= 1 \\&\\& !found; rule += 2)/'")
+def test_rfc6675_4_rule_3_resends_holes_not_yet_lost(node, link):
+    """RFC 6675 §4, NextSeg (): "(3) If the conditions for rules (1) and (2) fail, but
+    there exists an unSACKed sequence number 'S3' that meets the criteria for detecting
+    loss given in steps (1.a) and (1.b) above (specifically excluding step (1.c)), then
+    one segment of up to SMSS octets starting with S3 SHOULD be returned." Of a 10-segment
+    window (the receive window is full: rule (2) has no new data to send) segments 0, 6, 8
+    and 9 are "lost", and so is the tail loss probe (offset 9000); our duplicate ACKs SACK
+    segments 1-5 and 7. Segment 0 is lost by IsLost () (rule 1); the hole at 6000 has only
+    one segment SACKed above it, so it is not, but it lies below the highest SACKed octet:
+    rule (3) resends it, and rule (4) the tail (9000), before any cumulative ACK.
+    SACKed segments are not resent."""
+    r = Receiver(link, window=W, sack=True)
+    r.start()
+    s = r.grow()
+    r.window_of(s, 10)
+    probe = r.segment(1.0, lambda q: (q[TCP].seq - s) & 0xFFFFFFFF == 9 * SMSS)
+    assert probe is not None, "no tail loss probe of offset 9000 (the setup's first loss)"
+    for k in range(2, 7):            # segments 1..5 arrive
+        r.ack(s, sack=[(s + SMSS, s + k * SMSS)])
+    r.ack(s, sack=[(s + 7 * SMSS, s + 8 * SMSS), (s + SMSS, s + 6 * SMSS)])
+    got = r.segments(0.15, in_window(s))
+    offs = sorted(set(o for o, _ in offsets(got, s)))
+    assert offs == [0, 6 * SMSS, 9 * SMSS], f"retransmitted {offsets(got, s)}, expected " \
+        "offsets 0 (rule 1), 6000 (rule 3) and 9000 (rule 4), nothing SACKed"

@@ -19,7 +19,7 @@ def in_range(s, n):
 
 
 @requirement(fix='patch 0023',
-             mutate='rm stack/patches/0023-*.patch')
+             mutate='rm stack/patches/0023-*.patch stack/patches/0042-*.patch')
 def test_rfc8985_7_tail_loss_probe_before_the_rto(node, link):
     """RFC 8985 §7.2: "The sender SHOULD start or restart a loss probe PTO timer after
     transmitting new data (that was not itself a loss probe) or upon receiving an ACK that
@@ -47,7 +47,7 @@ def test_rfc8985_7_tail_loss_probe_before_the_rto(node, link):
 
 
 @requirement(fix='patch 0023',
-             mutate='rm stack/patches/0023-*.patch')
+             mutate='rm stack/patches/0023-*.patch stack/patches/0042-*.patch')
 def test_rfc8985_6_2_hole_sent_before_delivered_probe_is_lost(node, link):
     """RFC 8985 §6.2, RACK_detect_loss(): "For each segment, Segment, not acknowledged
     yet: If RACK_sent_after(RACK.xmit_ts, RACK.end_seq, Segment.xmit_ts,
@@ -73,7 +73,7 @@ def test_rfc8985_6_2_hole_sent_before_delivered_probe_is_lost(node, link):
 
 
 @requirement(fix='patch 0023',
-             mutate='rm stack/patches/0023-*.patch')
+             mutate='rm stack/patches/0023-*.patch stack/patches/0042-*.patch')
 def test_rfc8985_6_2_lost_retransmission_sent_again_without_rto(node, link):
     """RFC 8985 §6.2, RACK_detect_loss(): "For each segment, Segment, not acknowledged
     yet: If RACK_sent_after(RACK.xmit_ts, RACK.end_seq, Segment.xmit_ts,
