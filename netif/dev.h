@@ -1,16 +1,34 @@
 /* A network device as the stack sees it: Ethernet frames in and out, one receiving thread,
  * a transmit side serialised by the caller's lock, and a wake-up that any thread may use.
- * Implemented by the TAP device (netif/tap.c: the single-process node) and by the
- * shared-memory ring pair to ulsd (netif/ringdev.c: a process on a node). */
+ * Implemented by the TAP device (netif/tap.c: the single-process node), by the
+ * shared-memory ring pair to ulsd (netif/ringdev.c: a process on a node, the relay) and by
+ * a process's own TAP queue (netif/qring.c: the direct path), which alone also lends its
+ * receive buffers (rx_take) and writes from the caller's memory (tx_gather). */
 #ifndef ULS_NETIF_DEV_H
 #define ULS_NETIF_DEV_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 /* off: the frame's offload word (netif/vnet.h), 0 for a plain, fully checksummed frame. */
 typedef void nif_rx_fn(void *arg, const uint8_t *frame, size_t len, uint32_t off);
+
+/* A receive buffer a device can lend (netif/rxpool.h): the frame stays where the device
+ * read it, and a consumer that keeps it gives it back with nif_rxbuf_release() once done,
+ * from any thread, also after the device closed. */
+struct nif_rxbuf;
+/* Called instead of nif_rx_fn, with the same arg, by a device that lends its buffers when
+ * the consumer set nif_dev.rx_take. Returns true if the consumer kept b (only allowed when
+ * b->lendable), false if it is done with the frame (copied or dropped) when it returns. */
+typedef bool nif_rx_take_fn(void *arg, struct nif_rxbuf *b);
+/* Transmit from the caller's memory: called once the device no longer reads the pieces
+ * of a frame queued with tx_gather (the write completed, failed, or the device closed),
+ * under the caller's lock, from a later call of the device's transmit ops or close. */
+typedef void nif_tx_done_fn(void *cookie);
+/* The most pieces tx_gather takes for one frame. */
+#define NIF_TX_IOV_MAX 16
 
 struct nif_bd_frame;
 
@@ -25,6 +43,9 @@ struct nif_dev_stats {
 	uint64_t rx_csum_valid;        /* frames received whose checksum the kernel verified */
 	uint64_t rx_bad_vnet;          /* frames dropped: virtio-net header refused */
 	uint64_t tx_bad_offload;       /* frames dropped: offload word does not fit the frame */
+	uint64_t rx_lent;              /* frames the consumer kept in the device's buffer */
+	uint64_t rx_pool_empty;        /* frames not lendable: every buffer lent, so copied */
+	uint64_t tx_gather;            /* frames written from the caller's memory (no copy) */
 };
 
 struct nif_dev;
@@ -49,6 +70,15 @@ struct nif_dev_ops {
 	 * that keep none (the TAP; every device of a build without --enable-breakdown). */
 	size_t (*breakdown)(struct nif_dev *dev, struct nif_bd_frame *out, size_t n,
 			    uint64_t *lost);
+	/* Optional (NULL: use tx_slot): caller's lock held. Queue the frame made of the n
+	 * pieces iov[0..n) (n <= NIF_TX_IOV_MAX; len bytes in all; iov[0] holds the whole
+	 * Ethernet, IPv4 and transport headers) with its offload word, written from where the
+	 * pieces are: they must stay unchanged until done(cookie) is called. Returns 0 (done
+	 * will be called), -EINVAL if the offload word does not fit (dropped and counted; done
+	 * is not called), -ENOBUFS if the device cannot take it now (the caller copies it with
+	 * tx_slot instead; done is not called). */
+	int (*tx_gather)(struct nif_dev *dev, const struct iovec *iov, unsigned n, size_t len,
+			 uint32_t off, nif_tx_done_fn *done, void *cookie);
 };
 
 struct nif_dev {
@@ -57,6 +87,9 @@ struct nif_dev {
 	/* The device carries offload words both ways: partial checksums and super-segments
 	 * up to NIF_OFF_FRAME_MAX (a ulsd node with offloads on, netif/vnet.h). */
 	bool offload;
+	/* Set by the consumer (NULL: it always copies): devices that can lend their receive
+	 * buffers (netif/qring.c) call it from rx instead of the nif_rx_fn they were given. */
+	nif_rx_take_fn *rx_take;
 };
 
 #endif

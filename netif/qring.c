@@ -1,16 +1,23 @@
 /* A process's own TAP queue through restricted io_urings (see qring.h).
  *
- * Receive: rx_depth reads of fixed file 0 stay in flight on the receive ring, which only
- * the stack thread touches. The ring accepts nothing but reads and writes of its queue, so
- * the wake-up eventfd and the lease are not in it: the stack thread sleeps in poll(2) on the
- * ring's descriptor (readable when completions wait), the eventfd and the lease.
- * Transmit: frames are copied into transmit buffers (why: tap.c's Deviation, lwIP rewrites
- * headers of segments it retransmits) and queued as writes of fixed file 0 on the transmit
- * ring, used only under the caller's lock, and go to the kernel in one io_uring_enter at
- * flush. The kernel's transmit check (filter/datapath.bpf.c) sees every one of them.
+ * Receive: RX_DEPTH reads of fixed file 0 stay in flight on the receive ring, which only
+ * the thread that holds the caller's lock touches. The ring accepts nothing but reads and
+ * writes of its queue, so the wake-up eventfd and the lease are not in it: the stack thread
+ * sleeps in poll(2) on the ring's descriptor (readable when completions wait), the eventfd
+ * and the lease. Each read goes into a buffer of a pool (netif/rxpool.h); a consumer that
+ * set dev.rx_take may keep a large frame's buffer (lwIP then holds the frame where the
+ * kernel wrote it, as a custom pbuf), and the read is re-armed with a fresh buffer.
+ * Transmit: a frame comes either as pieces of the caller's memory (tx_gather: lwIP's
+ * segment, referenced until the write completes) written with writev behind the virtio-net
+ * header, or copied into a transmit buffer (tx_slot: small frames, and frames whose memory
+ * the caller cannot keep unchanged). Both are queued as writes of fixed file 0 on the
+ * transmit ring, used only under the caller's lock, and go to the kernel in one
+ * io_uring_enter at flush. The kernel's transmit check (filter/datapath.bpf.c) sees every
+ * one of them.
  */
 #include "netif/qring.h"
 #include "netif/frame.h"
+#include "netif/rxpool.h"
 #include "netif/vnet.h"
 
 #include <errno.h>
@@ -23,6 +30,21 @@
 #define TX_DEPTH 256
 #define TX_SUBMIT_BATCH 64
 #define RX_ERROR_BACKOFF_US 10000
+/* What may be lent to the consumer at once, in bytes of buffer: with offloads a buffer
+ * holds a 64 KiB super-segment, so 16 MiB is 4 MiB receive windows of four connections
+ * waiting for their readers; beyond it the consumer copies (rx_pool_empty). */
+#define RX_LEND_BYTES (16u << 20)
+/* A frame is lent only if it fills at least this share of its buffer: a small frame kept
+ * until its reader comes would hold a whole buffer; copying it is cheap. */
+#define RX_LEND_MIN_SHARE 4
+#define TX_CLOSE_WAIT_MS 1000
+
+struct txg {
+	nif_tx_done_fn *done;
+	void *cookie;
+	uint8_t vh[16];
+	struct iovec iov[NIF_TX_IOV_MAX + 1];
+};
 
 struct qring {
 	struct nif_dev dev;
@@ -30,8 +52,11 @@ struct qring {
 	int wake_fd, hup_fd;
 	bool lease_lost;
 	size_t vhl, frame_max, buf_size;
-	uint8_t *rx_bufs, *tx_bufs;
-	unsigned rx_rearm, rx_errors_in_row;
+	struct nif_rxpool *pool;
+	struct nif_rxbuf *rx_slot[RX_DEPTH];
+	uint8_t *tx_bufs;
+	struct txg *txg;   /* per transmit buffer index: a gathered write's state */
+	unsigned rx_rearm, rx_errors_in_row, rx_empty;
 	unsigned *tx_free, tx_nfree, tx_unsubmitted, tx_inflight;
 	struct nif_dev_stats st;
 };
@@ -89,14 +114,13 @@ void nif_qring_discard(struct nif_qring_prep *p)
 	p->made = false;
 }
 
-static uint8_t *rx_buf(struct qring *q, unsigned i)
-{
-	return q->rx_bufs + (size_t)i * q->buf_size;
-}
-
 static void arm_read(struct qring *q, unsigned i)
 {
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&q->rx);
+	struct io_uring_sqe *sqe;
+
+	if (!q->rx_slot[i])
+		return;
+	sqe = io_uring_get_sqe(&q->rx);
 
 	if (!sqe) {
 		io_uring_submit(&q->rx);
@@ -105,7 +129,7 @@ static void arm_read(struct qring *q, unsigned i)
 		if (!sqe)
 			return;
 	}
-	io_uring_prep_read(sqe, 0, rx_buf(q, i), (unsigned)q->buf_size, 0);
+	io_uring_prep_read(sqe, 0, q->rx_slot[i]->data, (unsigned)q->buf_size, 0);
 	sqe->flags |= IOSQE_FIXED_FILE;
 	io_uring_sqe_set_data64(sqe, i);
 	q->rx_rearm++;
@@ -146,12 +170,57 @@ static void rx_error(struct qring *q)
 		usleep(RX_ERROR_BACKOFF_US);
 }
 
+/* Offer the frame in rx slot i's buffer to the consumer, lendable if it is large enough
+ * and the pool has a buffer to re-arm the slot with. */
+static void deliver(struct qring *q, unsigned i, struct nif_rxbuf *b, size_t len, uint32_t off,
+		    void *arg)
+{
+	b->frame = b->data + q->vhl;
+	b->len = len;
+	b->off = off;
+	b->lendable = false;
+	if (len * RX_LEND_MIN_SHARE >= q->buf_size) {
+		b->lendable = nif_rxpool_can_get(q->pool);
+		if (!b->lendable)
+			q->st.rx_pool_empty++;
+	}
+	if (q->dev.rx_take(arg, b)) {
+		/* Not NULL: can_get said so, and only this thread takes buffers. */
+		q->rx_slot[i] = nif_rxpool_get(q->pool);
+		q->st.rx_lent++;
+		if (!q->rx_slot[i])
+			q->rx_empty++;  /* out of memory: refilled later (refill) */
+	}
+}
+
+static void tx_reap(struct qring *q);
+
+/* Slots left without a buffer get one when there is one again. */
+static void refill(struct qring *q)
+{
+	for (unsigned i = 0; q->rx_empty && i < RX_DEPTH; i++) {
+		if (q->rx_slot[i])
+			continue;
+		q->rx_slot[i] = nif_rxpool_get(q->pool);
+		if (!q->rx_slot[i])
+			return;
+		q->rx_empty--;
+		arm_read(q, i);
+	}
+}
+
 static int q_rx(struct nif_dev *d, nif_rx_fn *fn, void *arg, unsigned budget)
 {
 	struct qring *q = of(d);
 	struct io_uring_cqe *cqe;
 	unsigned n = 0;
 
+	/* Completed writes hold the caller's pbufs until reaped, and lwIP will not retransmit
+	 * a segment that is still held: reap them every round, before the caller's timers. */
+	if (q->txg)
+		tx_reap(q);
+	if (q->rx_empty)
+		refill(q);
 	while (n < budget && io_uring_peek_cqe(&q->rx, &cqe) == 0) {
 		unsigned i = (unsigned)io_uring_cqe_get_data64(cqe);
 		int res = cqe->res;
@@ -159,8 +228,9 @@ static int q_rx(struct nif_dev *d, nif_rx_fn *fn, void *arg, unsigned budget)
 		io_uring_cqe_seen(&q->rx, cqe);
 		if (i >= RX_DEPTH)
 			continue;
-		if (res > 0) {
-			const uint8_t *buf = rx_buf(q, i);
+		if (res > 0 && q->rx_slot[i]) {
+			struct nif_rxbuf *b = q->rx_slot[i];
+			const uint8_t *buf = b->data;
 			size_t len = (size_t)res;
 			uint32_t off = 0;
 			q->rx_errors_in_row = 0;
@@ -179,7 +249,11 @@ static int q_rx(struct nif_dev *d, nif_rx_fn *fn, void *arg, unsigned budget)
 					q->st.rx_csum_valid++;
 				q->st.rx_frames++;
 				q->st.rx_bytes += len;
-				fn(arg, buf, len, off);
+				if (q->dev.rx_take) {
+					deliver(q, i, b, len, off, arg);
+				} else {
+					fn(arg, buf, len, off);
+				}
 				n++;
 			}
 		} else if (res < 0 && res != -EAGAIN && res != -EINTR) {
@@ -203,6 +277,19 @@ static void q_wake(struct nif_dev *d)
 		return;
 }
 
+static void tx_complete(struct qring *q, unsigned i)
+{
+	struct txg *g = &q->txg[i];
+
+	if (g->done) {
+		nif_tx_done_fn *done = g->done;
+		g->done = NULL;
+		done(g->cookie);
+	}
+	q->tx_free[q->tx_nfree++] = i;
+	q->tx_inflight--;
+}
+
 static void tx_reap(struct qring *q)
 {
 	struct io_uring_cqe *cqe;
@@ -212,10 +299,8 @@ static void tx_reap(struct qring *q)
 		if (cqe->res < 0)
 			q->st.tx_errors++;
 		io_uring_cqe_seen(&q->tx, cqe);
-		if (i < TX_DEPTH && q->tx_inflight) {
-			q->tx_free[q->tx_nfree++] = i;
-			q->tx_inflight--;
-		}
+		if (i < TX_DEPTH && q->tx_inflight)
+			tx_complete(q, i);
 	}
 }
 
@@ -232,12 +317,9 @@ static int q_flush(struct nif_dev *d)
 	return rc < 0 ? rc : 0;
 }
 
-static uint8_t *q_tx_slot(struct nif_dev *d, size_t len)
+/* Make sure a transmit index is free, waiting for a completion if all are in flight. */
+static bool tx_reserve(struct qring *q)
 {
-	struct qring *q = of(d);
-
-	if (len > q->frame_max || q->lease_lost)
-		return NULL;
 	if (q->tx_nfree == 0)
 		tx_reap(q);
 	while (q->tx_nfree == 0) {
@@ -248,11 +330,89 @@ static uint8_t *q_tx_slot(struct nif_dev *d, size_t len)
 			q->tx_unsubmitted = 0;
 		}
 		if (io_uring_wait_cqe(&q->tx, &cqe) < 0)
-			return NULL;
+			return false;
 		tx_reap(q);
 	}
+	return true;
+}
+
+static uint8_t *q_tx_slot(struct nif_dev *d, size_t len)
+{
+	struct qring *q = of(d);
+
+	if (len > q->frame_max || q->lease_lost || !tx_reserve(q))
+		return NULL;
 	/* Taken only when queued: an unused buffer is simply the next one handed out. */
 	return q->tx_bufs + (size_t)q->tx_free[q->tx_nfree - 1] * q->buf_size + q->vhl;
+}
+
+/* Get an SQE, submitting what is queued if the ring is full. */
+static struct io_uring_sqe *tx_sqe(struct qring *q)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&q->tx);
+
+	if (!sqe) {
+		io_uring_submit(&q->tx);
+		q->tx_unsubmitted = 0;
+		sqe = io_uring_get_sqe(&q->tx);
+		if (!sqe)
+			q->st.tx_errors++;
+	}
+	return sqe;
+}
+
+static void tx_queued(struct qring *q, struct io_uring_sqe *sqe, unsigned i, size_t len)
+{
+	sqe->flags |= IOSQE_FIXED_FILE;
+	io_uring_sqe_set_data64(sqe, i);
+	q->st.tx_frames++;
+	q->st.tx_bytes += len;
+	if (++q->tx_unsubmitted >= TX_SUBMIT_BATCH) {
+		io_uring_submit(&q->tx);
+		q->tx_unsubmitted = 0;
+	}
+}
+
+static int q_tx_gather(struct nif_dev *d, const struct iovec *iov, unsigned n, size_t len,
+		       uint32_t off, nif_tx_done_fn *done, void *cookie)
+{
+	struct qring *q = of(d);
+
+	if (n == 0 || n > NIF_TX_IOV_MAX || len > q->frame_max || q->lease_lost)
+		return -ENOBUFS;
+	if (!tx_reserve(q))
+		return -ENOBUFS;
+	unsigned i = q->tx_free[q->tx_nfree - 1];
+	struct txg *g = &q->txg[i];
+	if (q->vhl) {
+		/* The headers are all in iov[0] (the op's contract), and nif_vnet_build reads
+		 * no further than the transport header. */
+		if (nif_vnet_build(g->vh, iov[0].iov_base, len, off) != NIF_VNET_OK) {
+			q->st.tx_bad_offload++;
+			return -EINVAL;
+		}
+		if (g->vh[1] != 0)
+			q->st.tx_gso++;
+		g->iov[0].iov_base = g->vh;
+		g->iov[0].iov_len = q->vhl;
+	} else if (off) {
+		q->st.tx_bad_offload++;
+		return -EINVAL;
+	}
+	struct io_uring_sqe *sqe = tx_sqe(q);
+	if (!sqe)
+		return -ENOBUFS;
+	unsigned k = q->vhl ? 1 : 0;
+	for (unsigned j = 0; j < n; j++)
+		g->iov[k + j] = iov[j];
+	g->done = done;
+	g->cookie = cookie;
+	q->tx_nfree--;
+	q->tx_inflight++;
+	io_uring_prep_writev(sqe, 0, g->iov, k + n, 0);
+	q->st.tx_gather++;
+	tx_queued(q, sqe, i, len);
+	return 0;
 }
 
 static int q_tx_queue(struct nif_dev *d, uint8_t *slot, size_t len, uint32_t off)
@@ -272,28 +432,14 @@ static int q_tx_queue(struct nif_dev *d, uint8_t *slot, size_t len, uint32_t off
 		q->st.tx_bad_offload++;
 		return -EINVAL;
 	}
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&q->tx);
-	if (!sqe) {
-		io_uring_submit(&q->tx);
-		q->tx_unsubmitted = 0;
-		sqe = io_uring_get_sqe(&q->tx);
-		if (!sqe) {
-			q->st.tx_errors++;
-			return -EAGAIN;
-		}
-	}
+	struct io_uring_sqe *sqe = tx_sqe(q);
+	if (!sqe)
+		return -EAGAIN;
 	/* The buffer is the last free one (q_tx_slot). */
 	q->tx_nfree--;
 	q->tx_inflight++;
 	io_uring_prep_write(sqe, 0, buf, (unsigned)(len + q->vhl), 0);
-	sqe->flags |= IOSQE_FIXED_FILE;
-	io_uring_sqe_set_data64(sqe, i);
-	q->st.tx_frames++;
-	q->st.tx_bytes += len;
-	if (++q->tx_unsubmitted >= TX_SUBMIT_BATCH) {
-		io_uring_submit(&q->tx);
-		q->tx_unsubmitted = 0;
-	}
+	tx_queued(q, sqe, i, len);
 	return 0;
 }
 
@@ -302,16 +448,41 @@ static void q_get_stats(const struct nif_dev *d, struct nif_dev_stats *out)
 	*out = ((const struct qring *)d)->st;
 }
 
+/* Writes still in flight read the caller's memory: wait for them (bounded) before the
+ * caller may free it. Those that do not complete in time are not reported done: their
+ * memory leaks rather than being reused under a write. */
+static void tx_drain(struct qring *q)
+{
+	struct __kernel_timespec ts = { .tv_nsec = 10 * 1000 * 1000 };
+	struct io_uring_cqe *cqe;
+
+	if (q->tx_unsubmitted) {
+		io_uring_submit(&q->tx);
+		q->tx_unsubmitted = 0;
+	}
+	tx_reap(q);
+	for (int t = 0; q->tx_inflight && t < TX_CLOSE_WAIT_MS / 10; t++) {
+		if (io_uring_wait_cqe_timeout(&q->tx, &cqe, &ts) == 0)
+			tx_reap(q);
+	}
+}
+
 static void q_close(struct nif_dev *d)
 {
 	struct qring *q = of(d);
 
+	if (q->txg)
+		tx_drain(q);
 	io_uring_queue_exit(&q->rx);
 	io_uring_queue_exit(&q->tx);
 	if (q->wake_fd >= 0)
 		close(q->wake_fd);
-	free(q->rx_bufs);
+	for (unsigned i = 0; i < RX_DEPTH; i++)
+		if (q->rx_slot[i])
+			nif_rxbuf_release(q->rx_slot[i]);
+	nif_rxpool_close(q->pool);
 	free(q->tx_bufs);
+	free(q->txg);
 	free(q->tx_free);
 	free(q);
 }
@@ -319,7 +490,7 @@ static void q_close(struct nif_dev *d)
 static const struct nif_dev_ops qring_ops = {
 	.wait = q_wait, .rx = q_rx, .wake = q_wake, .tx_slot = q_tx_slot,
 	.tx_queue = q_tx_queue, .tx_flush = q_flush, .get_stats = q_get_stats,
-	.close = q_close,
+	.close = q_close, .tx_gather = q_tx_gather,
 };
 
 int nif_qring_open(struct nif_dev **out, struct nif_qring_prep *p, unsigned mtu, bool offload,
@@ -340,10 +511,15 @@ int nif_qring_open(struct nif_dev **out, struct nif_qring_prep *p, unsigned mtu,
 	 * as frames fill them. */
 	q->buf_size = (q->vhl + q->frame_max + 1 + 63) & ~(size_t)63;
 	q->wake_fd = wake_fd;
-	q->rx_bufs = malloc(q->buf_size * RX_DEPTH);
+	unsigned lend = RX_LEND_BYTES / q->buf_size;
+	q->pool = nif_rxpool_new(q->buf_size, RX_DEPTH + (lend > 64 ? lend : 64));
+	for (unsigned i = 0; q->pool && i < RX_DEPTH; i++)
+		q->rx_slot[i] = nif_rxpool_get(q->pool);
 	q->tx_bufs = malloc(q->buf_size * TX_DEPTH);
+	q->txg = calloc(TX_DEPTH, sizeof(*q->txg));
 	q->tx_free = malloc(sizeof(*q->tx_free) * TX_DEPTH);
-	if (wake_fd < 0 || !q->rx_bufs || !q->tx_bufs || !q->tx_free) {
+	if (wake_fd < 0 || !q->pool || !q->rx_slot[RX_DEPTH - 1] || !q->tx_bufs || !q->txg ||
+	    !q->tx_free) {
 		rc = wake_fd < 0 ? -EBADF : -ENOMEM;
 		goto fail;
 	}
@@ -365,8 +541,12 @@ int nif_qring_open(struct nif_dev **out, struct nif_qring_prep *p, unsigned mtu,
 	*out = &q->dev;
 	return 0;
 fail:
-	free(q->rx_bufs);
+	for (unsigned i = 0; i < RX_DEPTH; i++)
+		if (q->rx_slot[i])
+			nif_rxbuf_release(q->rx_slot[i]);
+	nif_rxpool_close(q->pool);
 	free(q->tx_bufs);
+	free(q->txg);
 	free(q->tx_free);
 	free(q);
 	return rc;

@@ -217,7 +217,9 @@ static int io_register(int fd, unsigned op, const void *arg, unsigned n)
 
 /* Take the process's ring and tie it to queue qfd: restrictions first (refused with EBADFD
  * for a ring already enabled, EBUSY for one that has restrictions), then the queue as fixed
- * file 0 (EBUSY if files are registered), then enable. Returns ulsd's descriptor of the
+ * file 0 (EBUSY if files are registered). The caller enables it once both rings are taken:
+ * a ring stays unusable (disabled) until then, so a lease refused at its second ring never
+ * had a moment in which its first could read the queue. Returns ulsd's descriptor of the
  * ring, kept to unregister the queue when the lease ends. */
 static int take_ring(int pidfd, int remote_fd, int qfd)
 {
@@ -245,8 +247,6 @@ static int take_ring(int pidfd, int remote_fd, int qfd)
 	rc = io_register(fd, IORING_REGISTER_RESTRICTIONS, res, sizeof(res) / sizeof(res[0]));
 	if (rc == 0)
 		rc = io_register(fd, IORING_REGISTER_FILES, &qfd, 1);
-	if (rc == 0)
-		rc = io_register(fd, IORING_REGISTER_ENABLE_RINGS, NULL, 0);
 	if (rc == 0)
 		return fd;
 fail:
@@ -290,18 +290,32 @@ int srv_dp_lease_direct(struct srv *s, struct srv_lease *l, const int32_t ring_f
 		l->dp_ring[i] = fd;
 	}
 	close(pidfd);
+	for (int i = 0; rc == 0 && i < 2; i++)
+		rc = io_register(l->dp_ring[i], IORING_REGISTER_ENABLE_RINGS, NULL, 0);
 	if (rc == 0)
 		rc = set_u32(d->fd_q_owner, (uint32_t)q, l->id);
 	if (rc == 0)
 		rc = set_u32(d->fd_lease_q, l->id, (uint32_t)q);
 	if (rc < 0) {
+		bool exposed = false;
 		set_u32(d->fd_q_owner, (uint32_t)q, 0);
 		for (int i = 0; i < 2; i++) {
 			if (l->dp_ring[i] >= 0) {
+				exposed = true;
 				io_register(l->dp_ring[i], IORING_UNREGISTER_FILES, NULL, 0);
 				close(l->dp_ring[i]);
 				l->dp_ring[i] = -1;
 			}
+		}
+		/* A ring that had the queue as its file could have been enabled by the process
+		 * itself meanwhile (a ring is not restricted before it is enabled) and have
+		 * reads in flight holding the queue's file: the queue is renewed like one whose
+		 * lease ended, so that the next owner's frames never reach them. */
+		if (exposed && recycle_queue(s, (unsigned)q) < 0) {
+			d->qowner[q] = Q_RETIRED;
+			s->ctr[SRV_DP_QUEUES_RETIRED]++;
+		} else if (exposed) {
+			s->ctr[SRV_DP_QUEUES_RECYCLED]++;
 		}
 		return rc;
 	}

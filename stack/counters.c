@@ -64,6 +64,9 @@ static const char *const own_names[STK_CNT__COUNT] = {
 	[STK_CNT_UDP_ICMP_ERR_IGNORED] = "udp_icmp_err_ignored",
 	/* RFC 1191 §6.3 path MTU aging (icmperr.c) */
 	[STK_CNT_ICMP_PMTU_RAISED] = "icmp_pmtu_raised",
+	/* zcopy: frames the direct path moved without a copy (stack/ethif.c) */
+	[STK_CNT_RX_LENT] = "rx_frames_in_place",
+	[STK_CNT_TX_GATHER] = "tx_frames_gathered",
 };
 
 /* Called with the core lock held, like every other counter update. */
@@ -142,6 +145,9 @@ int uls_counters(struct uls_counter *out, size_t n)
 	put(&k, "dev_rx_csum_valid", ts.rx_csum_valid);
 	put(&k, "dev_rx_bad_vnet", ts.rx_bad_vnet);
 	put(&k, "dev_tx_bad_offload", ts.tx_bad_offload);
+	put(&k, "dev_rx_lent", ts.rx_lent);
+	put(&k, "dev_rx_pool_empty", ts.rx_pool_empty);
+	put(&k, "dev_tx_gather", ts.tx_gather);
 	stk__unlock();
 	return (int)k.i;
 }

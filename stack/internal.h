@@ -74,7 +74,7 @@ void stk__ethif_input(void *arg, const uint8_t *frame, size_t len, uint32_t off)
 /* Segmentation and checksum offload (tso.c; lwIP's hooks are in hooks.h). */
 void stk__tso_setup(struct netif *netif, const struct nif_dev *dev);
 bool stk__tso_enabled(void);
-uint32_t stk__tso_tx_offload(uint8_t *frame, size_t len);
+uint32_t stk__tso_tx_offload(uint8_t *frame, size_t hlen, size_t len);
 void stk__tso_ip_input(struct pbuf *p, struct netif *netif, uint32_t off);
 
 /* Counters of our own code, by name (counters.c). */
@@ -133,6 +133,9 @@ enum stk_counter {
 	STK_CNT_UDP_ICMP_ERR_IGNORED,
 	/* RFC 1191 §6.3 path MTU aging (icmperr.c) */
 	STK_CNT_ICMP_PMTU_RAISED,
+	/* zcopy: frames the direct path moved without a copy (stack/ethif.c) */
+	STK_CNT_RX_LENT,
+	STK_CNT_TX_GATHER,
 	STK_CNT__COUNT
 };
 void stk__count(enum stk_counter c);

@@ -106,20 +106,23 @@ void stk__tso_output(const struct tcp_pcb *pcb)
 
 static uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
 
-/* The offload word of a frame lwIP is sending (Ethernet header first); writes the
- * pseudo-header sum into a TCP segment's checksum field. 0 for anything but TCP. */
-uint32_t stk__tso_tx_offload(uint8_t *frame, size_t len)
+/* The offload word of a frame lwIP is sending (Ethernet header first, hlen bytes of it
+ * contiguous at frame, len in all); writes the pseudo-header sum into a TCP segment's
+ * checksum field. 0 for anything but TCP. */
+uint32_t stk__tso_tx_offload(uint8_t *frame, size_t hlen, size_t len)
 {
-	if (!tso_on || len < NIF_ETH_HLEN + 40 || rd16(frame + 12) != NIF_ETHERTYPE_IPV4)
+	if (!tso_on || hlen < NIF_ETH_HLEN + 40 || rd16(frame + 12) != NIF_ETHERTYPE_IPV4)
 		return 0;
 	uint8_t *ip = frame + NIF_ETH_HLEN;
 	size_t ihl = (size_t)(ip[0] & 0x0f) * 4, total = rd16(ip + 2);
 	if (ip[9] != 6 || ihl < 20 || total > len - NIF_ETH_HLEN || total < ihl + 20 ||
 	    (rd16(ip + 6) & 0x3fff))
 		return 0;
+	if (NIF_ETH_HLEN + ihl + 20 > hlen)
+		return 0;
 	const uint8_t *tcp = ip + ihl;
 	size_t thl = (size_t)(tcp[12] >> 4) * 4;
-	if (thl < 20 || ihl + thl > total)
+	if (thl < 20 || ihl + thl > total || NIF_ETH_HLEN + ihl + thl > hlen)
 		return 0;
 	nif_vnet_pseudo_csum(ip, ihl, 16);
 	uint32_t off = NIF_OFF_CSUM_PARTIAL;

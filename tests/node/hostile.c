@@ -37,6 +37,15 @@
  *                                        foreign N got_own N queues N seconds S"
  *   hostile CTL rings                    (direct) try what the restricted rings refuse and
  *                                        look for TAP descriptors; prints one line each
+ *   hostile CTL badring KIND WHICH       offer rings of which ring WHICH (0 receive, 1
+ *                                        transmit) was first tampered with: KIND enabled,
+ *                                        restricted (restrictions of its own), files (a file
+ *                                        of its own registered) or none (the control);
+ *                                        prints "datapath direct|relay", then, refused at
+ *                                        ring 1, what ring 0 (which ulsd had taken first)
+ *                                        can do once the process enables it itself:
+ *                                        "enable R" and "queue_write R" (a frame to fixed
+ *                                        file 0, the queue ulsd had registered)
  *   hostile CTL garbage                  send malformed control messages; prints each reply
  *   hostile CTL release LPORT RIP RPORT  claim another process's connection is gone, and
  *                                        its port: RELEASE and UNBIND; prints each reply
@@ -58,6 +67,7 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -506,6 +516,78 @@ static int rings(uint32_t target)
 	return 0;
 }
 
+/* A process that offers rings it prepared in a way libuls never does. ulsd must refuse
+ * them, before the process can reach a queue through them (issue 12 item 4: "ulsd refuses
+ * a ring that was already enabled or had files or restrictions registered"). */
+static int uring_register(struct io_uring *r, unsigned op, const void *arg, unsigned n)
+{
+	/* liburing 2.3's shared library lacks io_uring_enable_rings and
+	 * io_uring_register_restrictions: the system call itself. */
+	return syscall(__NR_io_uring_register, r->ring_fd, op, arg, n) < 0 ? -errno : 0;
+}
+
+static int badring(const char *path, const char *kind, int which)
+{
+	static const struct io_uring_restriction nop_only[] = {
+		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_NOP },
+	};
+	struct uls_ctl_msg m;
+	int fds[3], got, rc;
+
+	if (nif_qring_prepare(&qp) < 0 || which < 0 || which > 1)
+		return 1;
+	struct io_uring *r = &qp.ring[which];
+	int efd = eventfd(0, EFD_CLOEXEC);
+	if (!strcmp(kind, "enabled"))
+		rc = uring_register(r, IORING_REGISTER_ENABLE_RINGS, NULL, 0);
+	else if (!strcmp(kind, "restricted"))
+		rc = uring_register(r, IORING_REGISTER_RESTRICTIONS, nop_only, 1);
+	else if (!strcmp(kind, "files"))
+		rc = io_uring_register_files(r, &efd, 1);
+	else
+		rc = strcmp(kind, "none") ? -EINVAL : 0;
+	if (rc < 0) {
+		fprintf(stderr, "hostile: badring %s: %s\n", kind, strerror(-rc));
+		return 1;
+	}
+	ctl_fd = ctl_connect(path);
+	uls_ctl_init(&m, ULS_CTL_HELLO, seq++);
+	m.u.hello.ring_fd[0] = nif_qring_fd(&qp, 0);
+	m.u.hello.ring_fd[1] = nif_qring_fd(&qp, 1);
+	m.u.hello.flags |= ULS_CTL_HELLO_F_RINGS;
+	rc = call_fds(&m, fds, 3, &got);
+	if (rc < 0) {
+		printf("hello %d\n", rc);
+		return 0;
+	}
+	bool is_direct = m.u.hello.datapath == ULS_CTL_DP_DIRECT;
+	printf("datapath %s\n", is_direct ? "direct" : "relay");
+	for (int i = 0; i < got; i++)
+		close(fds[i]);
+	if (!is_direct && which == 1) {
+		struct io_uring *rx = &qp.ring[0];
+		struct io_uring_sqe *sqe;
+		struct io_uring_cqe *cqe;
+		static uint8_t frame[10 + 60];
+		rc = uring_register(rx, IORING_REGISTER_ENABLE_RINGS, NULL, 0);
+		printf("enable %d\n", rc);
+		sqe = io_uring_get_sqe(rx);
+		if (rc == 0 && sqe) {
+			io_uring_prep_write(sqe, 0, frame, sizeof(frame), 0);
+			sqe->flags |= IOSQE_FIXED_FILE;
+			io_uring_submit(rx);
+			rc = io_uring_wait_cqe(rx, &cqe);
+			if (rc == 0) {
+				rc = cqe->res;
+				io_uring_cqe_seen(rx, cqe);
+			}
+		}
+		printf("queue_write %d\n", rc);
+	}
+	close(efd);
+	return 0;
+}
+
 static void hold(void)
 {
 	const char *h = getenv("HOSTILE_HOLD");
@@ -523,6 +605,8 @@ static int run(int argc, char **argv)
 
 	if (!strcmp(cmd, "churn") && argc == 7)
 		return churn(ctl, atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]));
+	if (!strcmp(cmd, "badring") && argc == 5)
+		return badring(ctl, argv[3], atoi(argv[4]));
 	if (!strcmp(cmd, "rings") && argc == 4) {
 		uint32_t target;
 		lease(ctl, true);

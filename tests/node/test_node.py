@@ -11,6 +11,7 @@ packets that no process owns. Every transfer verifies its bytes (ulsbench's patt
 checked by the receiver).
 """
 import errno
+import json
 import os
 import shutil
 import signal
@@ -166,7 +167,10 @@ def test_process_cannot_release_or_unbind_another_process_endpoint(tb):
     the victim's transfer completes verified."""
     port = 6250
     victim = tb.server(1, port, count=1)
-    client = tb.kernel_client(f"{tb.ip(1)}:{port}", 256 * MIB, "send", name="kclient-victim")
+    # Long enough to be still live when the hostile process asks: 256 MiB took about a
+    # second once the direct path stopped copying received frames, and a loaded host
+    # could let it end before RELEASE arrived (ENOENT instead of EPERM).
+    client = tb.kernel_client(f"{tb.ip(1)}:{port}", 1024 * MIB, "send", name="kclient-victim")
     deadline = time.monotonic() + 10
     conn = None
     while conn is None and time.monotonic() < deadline:
@@ -188,7 +192,7 @@ def test_process_cannot_release_or_unbind_another_process_endpoint(tb):
     assert delta(before, after, "ctl_denied") == 3
     check_client(client, TRANSFER_TIMEOUT)
     (res,) = server_results(victim, 1)
-    assert res["verified"] and res["bytes"] == 256 * MIB
+    assert res["verified"] and res["bytes"] == 1024 * MIB
 
 
 def test_frames_with_a_foreign_source_address_are_denied(tb):
@@ -948,3 +952,75 @@ def test_offload_node_serves_a_sender_with_tso_off(offload_nodes):
     e1 = tb.counters(1)
     for k in OFFLOAD_DROPS:
         assert cdelta(d1, e1, k) == 0, (k, e1)
+
+
+def server_counters(p):
+    """The stack counters a ulsbench server run with ULSBENCH_COUNTERS=1 printed at exit."""
+    for line in p.stderr().splitlines():
+        if line.startswith("ulsbench server: counters "):
+            return json.loads(line[len("ulsbench server: counters "):])
+    raise AssertionError(f"{p.name}: no counters: {p.stderr()}")
+
+
+def test_direct_path_moves_large_frames_without_a_copy_both_ways(tb):
+    """Issue 12 item 5, "frames straight into pbufs": on the direct path (offload on, the
+    default) a process receiving a 64 MiB stream keeps at least half of its super-segments
+    where the kernel read them (rx_frames_in_place, the device's dev_rx_lent), and a
+    process sending one writes its segments from lwIP's pbufs (tx_frames_gathered,
+    dev_tx_gather) instead of copying them; both streams verified. On the relay neither
+    happens (its rings are copied both ways), which is the control that the counters do
+    count only the direct path's in-place frames."""
+    env = {"ULSBENCH_COUNTERS": "1"}
+    rx = tb.server(2, 6760, count=1, env=env)
+    check_client(tb.client(1, f"{tb.ip(2)}:6760", 64 * MIB, "send", name="zc-send"),
+                 TRANSFER_TIMEOUT)
+    (res,) = server_results(rx, 1)
+    assert res["bytes"] == 64 * MIB, res
+    assert rx.wait(10) == 0, rx.stderr()
+    tx = tb.server(2, 6761, count=1, env=env)
+    check_client(tb.client(1, f"{tb.ip(2)}:6761", 64 * MIB, "recv", name="zc-recv"),
+                 TRANSFER_TIMEOUT)
+    assert tx.wait(10) == 0, tx.stderr()
+    crx, ctx = server_counters(rx), server_counters(tx)
+    if DATAPATH == "direct":
+        # a super-segment carries up to 64 KiB: 1,024 of them hold 64 MiB
+        assert crx.get("rx_frames_in_place", 0) >= 512, crx
+        assert crx.get("dev_rx_lent", 0) == crx.get("rx_frames_in_place", 0), crx
+        assert ctx.get("tx_frames_gathered", 0) >= 512, ctx
+        assert ctx.get("dev_tx_gather", 0) == ctx.get("tx_frames_gathered", 0), ctx
+    else:
+        for c in (crx, ctx):
+            for k in ("rx_frames_in_place", "dev_rx_lent", "tx_frames_gathered", "dev_tx_gather"):
+                assert c.get(k, 0) == 0, (k, c)
+
+
+def test_ulsd_refuses_rings_already_enabled_or_with_files_or_restrictions(tb):
+    """Issue 12 item 4: "ulsd refuses a ring that was already enabled or had files or
+    restrictions registered." A hostile process offers HELLO rings of which the receive or
+    the transmit ring was enabled, given restrictions of its own (NOP only), or given a
+    file of its own before it offered them: each lease falls back to the relay, counted
+    (direct_refused, 6 of 6). Refused at the transmit ring, the receive ring that ulsd
+    had taken first never reaches the queue: the process can enable it itself (it was not
+    yet restricted) but a write to fixed file 0 fails, and ulsd renews the queue it had
+    registered (dp_queues_recycled), so that a read the process slipped in meanwhile could
+    not get the next owner's frames. The control: untouched rings get the direct path."""
+    before = tb.counters(1)
+    refused = {}
+    for kind in ("enabled", "restricted", "files"):
+        for which in (0, 1):
+            refused[(kind, which)] = tb.hostile(1, "badring", kind, which)
+    control = tb.hostile(1, "badring", "none", 0)
+    after = tb.counters(1)
+    if DATAPATH == "direct":
+        assert "datapath direct" in control, control
+        for k, out in refused.items():
+            assert "datapath relay" in out, (k, out)
+            if k[1] == 1:
+                write = int(out.split("queue_write ")[1].split()[0])
+                assert write < 0, (k, out)
+        assert delta(before, after, "direct_refused") == 6, after
+        assert delta(before, after, "dp_queues_recycled") >= 3, (refused, after)
+    else:
+        for out in (*refused.values(), control):
+            assert "datapath relay" in out, out
+        assert delta(before, after, "direct_refused") == 0, after

@@ -56,7 +56,7 @@ include tests/unit/filter.mk
 
 # The control protocol, the rings and ulsd's port space.
 SERVER_UNIT_TESTS = tests/unit/test_ctlproto tests/unit/test_ring tests/unit/test_ports \
-	tests/unit/test_vnet tests/unit/test_reass
+	tests/unit/test_vnet tests/unit/test_reass tests/unit/test_qring
 check_PROGRAMS += $(SERVER_UNIT_TESTS)
 TESTS += $(SERVER_UNIT_TESTS)
 tests_unit_test_ctlproto_SOURCES = tests/unit/test_ctlproto.c
@@ -102,3 +102,7 @@ TESTS += tests/unit/test_pingbreakdown
 tests_unit_test_pingbreakdown_SOURCES = tests/unit/test_pingbreakdown.c
 tests_unit_test_pingbreakdown_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_pingbreakdown_LDADD = apps/libapps.la $(CMOCKA_LIBS)
+
+tests_unit_test_qring_SOURCES = tests/unit/test_qring.c
+tests_unit_test_qring_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
+tests_unit_test_qring_LDADD = netif/libnif.la $(LIBURING_LIBS) $(CMOCKA_LIBS) -lpthread

@@ -1,0 +1,319 @@
+/* The direct path's device (netif/qring.c) and its receive buffers (netif/rxpool.c): who
+ * owns a buffer when. The queue is a SOCK_SEQPACKET socket pair end registered as the
+ * rings' fixed file 0, as ulsd registers a TAP queue: datagrams keep frame boundaries, and
+ * a write blocks while the other end's queue is full, which lets a test hold a write in
+ * flight. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "netif/qring.h"
+#include "netif/rxpool.h"
+#include "netif/vnet.h"
+
+/* --- the pool -------------------------------------------------------------------------- */
+
+static void pool_with_all_buffers_out_gives_none_until_one_comes_back(void **state)
+{
+	(void)state;
+	struct nif_rxpool *p = nif_rxpool_new(2048, 3);
+	struct nif_rxbuf *b[3];
+
+	for (int i = 0; i < 3; i++) {
+		b[i] = nif_rxpool_get(p);
+		assert_non_null(b[i]);
+		assert_ptr_equal(b[i]->pool, p);
+		/* the consumer's room lies before the data, in the same block */
+		assert_true((uint8_t *)b[i]->priv + NIF_RXBUF_PRIV <= b[i]->data);
+		assert_int_equal((uintptr_t)b[i]->priv % 16, 0);
+		memset(b[i]->data, 0xa5, 2048);
+	}
+	assert_false(nif_rxpool_can_get(p));
+	assert_null(nif_rxpool_get(p));
+	assert_int_equal(nif_rxpool_out(p), 3);
+	nif_rxbuf_release(b[1]);
+	assert_true(nif_rxpool_can_get(p));
+	/* the buffer given back last is the next one out: warm */
+	assert_ptr_equal(nif_rxpool_get(p), b[1]);
+	for (int i = 0; i < 3; i++)
+		nif_rxbuf_release(b[i]);
+	assert_int_equal(nif_rxpool_out(p), 0);
+	nif_rxpool_close(p);
+}
+
+static void pool_closed_with_buffers_lent_frees_them_when_they_come_back(void **state)
+{
+	(void)state;
+	struct nif_rxpool *p = nif_rxpool_new(512, 4);
+	struct nif_rxbuf *a = nif_rxpool_get(p), *b = nif_rxpool_get(p);
+
+	nif_rxbuf_release(a);
+	nif_rxpool_close(p);          /* frees a; b and the pool stay until b comes back */
+	memset(b->data, 1, 512);      /* still the consumer's to use */
+	nif_rxbuf_release(b);         /* frees b and the pool (LeakSanitizer checks) */
+}
+
+/* --- the device on a socket pair -------------------------------------------------------- */
+
+struct fx {
+	struct nif_dev *dev;
+	int peer, own;
+};
+
+static int uring_register(int fd, unsigned op, const void *arg, unsigned n)
+{
+	return syscall(__NR_io_uring_register, fd, op, arg, n) < 0 ? -errno : 0;
+}
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	struct nif_qring_prep p;
+	int sv[2];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	assert_int_equal(nif_qring_prepare(&p), 0);
+	/* What ulsd does to a process's rings (server/bpf.c, without the restrictions). */
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(uring_register(nif_qring_fd(&p, i), IORING_REGISTER_FILES, &sv[0], 1), 0);
+		assert_int_equal(uring_register(nif_qring_fd(&p, i), IORING_REGISTER_ENABLE_RINGS, NULL, 0), 0);
+	}
+	assert_int_equal(nif_qring_open(&f->dev, &p, 1500, true, -1,
+					eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)), 0);
+	f->peer = sv[1];
+	f->own = sv[0];
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	if (f->dev)
+		f->dev->ops->close(f->dev);
+	close(f->peer);
+	close(f->own);
+	free(f);
+	return 0;
+}
+
+/* A frame from the peer, behind an all-zero virtio-net header (no offload). */
+static void peer_send(struct fx *f, size_t len, uint8_t fill)
+{
+	static uint8_t buf[NIF_VNET_HLEN + 65536];
+
+	memset(buf, 0, NIF_VNET_HLEN);
+	memset(buf + NIF_VNET_HLEN, fill, len);
+	assert_int_equal(write(f->peer, buf, NIF_VNET_HLEN + len), (ssize_t)(NIF_VNET_HLEN + len));
+}
+
+struct taker {
+	unsigned offered, lendable, kept, copied_bytes;
+	struct nif_rxbuf *held[1024];
+	bool keep;
+	size_t len;
+	uint8_t fill;
+};
+
+static bool take(void *arg, struct nif_rxbuf *b)
+{
+	struct taker *t = arg;
+
+	t->offered++;
+	assert_int_equal(b->len, t->len);
+	assert_int_equal(b->frame[0], t->fill);
+	assert_int_equal(b->frame[b->len - 1], t->fill);
+	if (!b->lendable || !t->keep) {
+		t->copied_bytes += (unsigned)b->len;
+		return false;
+	}
+	t->lendable++;
+	t->held[t->kept++] = b;
+	return true;
+}
+
+static void not_taken(void *arg, const uint8_t *frame, size_t len, uint32_t off)
+{
+	(void)arg; (void)frame; (void)len; (void)off;
+	fail_msg("the device called nif_rx_fn although rx_take was set");
+}
+
+/* Deliver the one frame the peer sent. */
+static void rx_one(struct fx *f, struct taker *t)
+{
+	unsigned before = t->offered;
+
+	for (int tries = 0; tries < 100 && t->offered == before; tries++) {
+		assert_true(f->dev->ops->wait(f->dev, 100) >= 0);
+		f->dev->ops->rx(f->dev, not_taken, t, 64);
+	}
+	assert_int_equal(t->offered, before + 1);
+}
+
+static void large_frame_is_lent_in_place_and_the_read_rearmed(void **state)
+{
+	struct fx *f = *state;
+	struct taker t = { .keep = true, .len = 40000, .fill = 0x5a };
+	struct nif_dev_stats st;
+
+	f->dev->rx_take = take;
+	peer_send(f, t.len, t.fill);
+	rx_one(f, &t);
+	assert_int_equal(t.kept, 1);
+	/* the slot got a fresh buffer: a second frame arrives while the first is held */
+	t.fill = 0x3c;
+	peer_send(f, t.len, t.fill);
+	rx_one(f, &t);
+	assert_int_equal(t.kept, 2);
+	assert_ptr_not_equal(t.held[0], t.held[1]);
+	assert_int_equal(t.held[0]->frame[0], 0x5a);   /* not overwritten by the second read */
+	f->dev->ops->get_stats(f->dev, &st);
+	assert_int_equal(st.rx_lent, 2);
+	for (unsigned i = 0; i < t.kept; i++)
+		nif_rxbuf_release(t.held[i]);
+}
+
+static void small_frame_is_offered_for_copying_only(void **state)
+{
+	struct fx *f = *state;
+	struct taker t = { .keep = true, .len = 200, .fill = 7 };
+
+	f->dev->rx_take = take;
+	peer_send(f, t.len, t.fill);
+	rx_one(f, &t);
+	assert_int_equal(t.kept, 0);
+	assert_int_equal(t.copied_bytes, 200);
+}
+
+/* A consumer that keeps every buffer (a reader that never reads) empties the pool: the
+ * device then offers frames for copying, counts them, and neither blocks nor loses one. */
+static void full_pool_makes_frames_copied_and_counted_not_blocked(void **state)
+{
+	struct fx *f = *state;
+	struct taker *t = calloc(1, sizeof(*t));
+	struct nif_dev_stats st;
+	const unsigned n = 400;
+
+	t->keep = true;
+	t->len = 30000;
+	t->fill = 0x11;
+	f->dev->rx_take = take;
+	for (unsigned i = 0; i < n; i++) {
+		peer_send(f, t->len, t->fill);
+		rx_one(f, t);
+	}
+	assert_int_equal(t->offered, n);
+	assert_true(t->kept > 0 && t->kept < n);
+	f->dev->ops->get_stats(f->dev, &st);
+	assert_int_equal(st.rx_lent, t->kept);
+	assert_int_equal(st.rx_pool_empty, n - t->kept);
+	assert_int_equal(st.rx_frames, n);
+	/* buffers given back make frames lendable again */
+	for (unsigned i = 0; i < t->kept; i++)
+		nif_rxbuf_release(t->held[i]);
+	unsigned kept = t->kept;
+	t->kept = 0;
+	peer_send(f, t->len, t->fill);
+	rx_one(f, t);
+	assert_int_equal(t->kept, 1);
+	nif_rxbuf_release(t->held[0]);
+	assert_true(kept >= 64);
+	free(t);
+}
+
+struct done_rec {
+	int calls;
+};
+
+static void tx_done(void *cookie)
+{
+	((struct done_rec *)cookie)->calls++;
+}
+
+/* The frame's memory is the caller's until done: done comes only once the write has
+ * completed, never while the kernel may still read the pieces (stack/ethif.c frees the
+ * frame's pbuf in done). */
+static void gathered_write_reports_done_only_once_written(void **state)
+{
+	struct fx *f = *state;
+	static uint8_t hdr[54], body[3000], got[NIF_VNET_HLEN + 65536];
+	struct iovec iov[2] = { { hdr, sizeof(hdr) }, { body, sizeof(body) } };
+	struct done_rec d = { 0 };
+	struct nif_dev_stats st;
+	struct timespec ms = { 0, 1000 * 1000 };
+	int filled = 0;
+
+	memset(hdr, 0x48, sizeof(hdr));
+	memset(body, 0x42, sizeof(body));
+	/* Fill the peer's receive queue from the queue's own end, so that the next write
+	 * has to wait for the peer to read. */
+	while (send(f->own, got, 1000, MSG_DONTWAIT) == 1000)
+		filled++;
+	assert_int_equal(errno, EAGAIN);
+	assert_true(filled > 0);
+	assert_int_equal(f->dev->ops->tx_gather(f->dev, iov, 2, sizeof(hdr) + sizeof(body), 0,
+						tx_done, &d), 0);
+	for (int i = 0; i < 50; i++) {
+		f->dev->ops->tx_flush(f->dev);
+		nanosleep(&ms, NULL);
+	}
+	assert_int_equal(d.calls, 0);       /* still in flight: the pieces are read later */
+	/* The peer reads: the write completes, and the next transmit call reports it. */
+	for (int i = 0; i < filled; i++)
+		assert_int_equal(recv(f->peer, got, sizeof(got), 0), 1000);
+	for (int i = 0; i < 1000 && d.calls == 0; i++) {
+		nanosleep(&ms, NULL);
+		f->dev->ops->tx_flush(f->dev);
+	}
+	assert_int_equal(d.calls, 1);
+	ssize_t n = recv(f->peer, got, sizeof(got), MSG_DONTWAIT);
+	assert_int_equal(n, NIF_VNET_HLEN + sizeof(hdr) + sizeof(body));
+	assert_int_equal(got[0], 0);         /* the virtio-net header: no offload */
+	assert_int_equal(got[NIF_VNET_HLEN], 0x48);
+	assert_int_equal(got[NIF_VNET_HLEN + sizeof(hdr)], 0x42);
+	assert_int_equal(got[n - 1], 0x42);
+	f->dev->ops->get_stats(f->dev, &st);
+	assert_int_equal(st.tx_gather, 1);
+	assert_int_equal(st.tx_frames, 1);
+}
+
+/* Closing the device with a gathered write in flight waits for it (bounded), and reports
+ * it done: the caller may then free the memory. */
+static void close_reports_a_completed_gathered_write_done(void **state)
+{
+	struct fx *f = *state;
+	static uint8_t frame[2000];
+	struct iovec iov = { frame, sizeof(frame) };
+	struct done_rec d = { 0 };
+
+	assert_int_equal(f->dev->ops->tx_gather(f->dev, &iov, 1, sizeof(frame), 0, tx_done, &d), 0);
+	f->dev->ops->close(f->dev);
+	f->dev = NULL;
+	assert_int_equal(d.calls, 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(pool_with_all_buffers_out_gives_none_until_one_comes_back),
+		cmocka_unit_test(pool_closed_with_buffers_lent_frees_them_when_they_come_back),
+		cmocka_unit_test_setup_teardown(large_frame_is_lent_in_place_and_the_read_rearmed, setup, teardown),
+		cmocka_unit_test_setup_teardown(small_frame_is_offered_for_copying_only, setup, teardown),
+		cmocka_unit_test_setup_teardown(full_pool_makes_frames_copied_and_counted_not_blocked, setup, teardown),
+		cmocka_unit_test_setup_teardown(gathered_write_reports_done_only_once_written, setup, teardown),
+		cmocka_unit_test_setup_teardown(close_reports_a_completed_gathered_write_done, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
