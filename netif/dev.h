@@ -49,6 +49,11 @@ struct nif_dev_ops {
 	 * that keep none (the TAP; every device of a build without --enable-breakdown). */
 	size_t (*breakdown)(struct nif_dev *dev, struct nif_bd_frame *out, size_t n,
 			    uint64_t *lost);
+	/* Any thread, caller's lock not held, while no other thread calls rx: do frames wait
+	 * to be taken? Cheap (no system call where the device allows), for a thread that
+	 * polls before it sleeps; a wrong "no" only delays frames until the next wait. NULL:
+	 * the device cannot tell. */
+	bool (*ready)(const struct nif_dev *dev);
 };
 
 struct nif_dev {

@@ -138,6 +138,11 @@ static int q_wait(struct nif_dev *d, int timeout_ms)
 	return rc < 0 && errno != EINTR ? -errno : 0;
 }
 
+static bool q_ready(const struct nif_dev *d)
+{
+	return io_uring_cq_ready(&((const struct qring *)d)->rx) != 0;
+}
+
 static void rx_error(struct qring *q)
 {
 	q->st.rx_errors++;
@@ -319,7 +324,7 @@ static void q_close(struct nif_dev *d)
 static const struct nif_dev_ops qring_ops = {
 	.wait = q_wait, .rx = q_rx, .wake = q_wake, .tx_slot = q_tx_slot,
 	.tx_queue = q_tx_queue, .tx_flush = q_flush, .get_stats = q_get_stats,
-	.close = q_close,
+	.close = q_close, .ready = q_ready,
 };
 
 int nif_qring_open(struct nif_dev **out, struct nif_qring_prep *p, unsigned mtu, bool offload,

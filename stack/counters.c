@@ -54,6 +54,10 @@ static const char *const own_names[STK_CNT__COUNT] = {
 	[STK_CNT_TCP_TLP_REPAIRED] = "tcp_tlp_repaired_loss",
 	[STK_CNT_TCP_RACK_TAIL] = "tcp_rack_tail_lost",
 	[STK_CNT_TCP_REXMIT_LOST] = "tcp_rack_rexmit_lost",
+	[STK_CNT_RTC_ROUNDS] = "rtc_rounds",
+	[STK_CNT_RTC_ENTRY_RX] = "rtc_entry_rx",
+	[STK_CNT_RTC_HANDOVERS] = "rtc_stack_handovers",
+	[STK_CNT_RTC_SPIN_HITS] = "rtc_spin_hits",
 };
 
 /* Called with the core lock held, like every other counter update. */
