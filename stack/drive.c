@@ -178,7 +178,7 @@ static void hand_over(struct stk_node *n)
 }
 
 /* Poll the device for frames for up to us microseconds (core lock not held). */
-static bool spin(const struct nif_dev *dev, unsigned us)
+static bool spin(struct nif_dev *dev, unsigned us)
 {
 	if (!us || !dev->ops->ready)
 		return false;
@@ -191,6 +191,10 @@ static bool spin(const struct nif_dev *dev, unsigned us)
 			__builtin_ia32_pause();
 #endif
 		}
+		/* A wait that does not sleep: io_uring posts a read's completion from work it
+		 * queues to the thread that submitted the read, run when that thread enters
+		 * the kernel, so a thread that only looked would never see it. */
+		dev->ops->wait(dev, 0);
 	} while (now_ns() < end);
 	return false;
 }
