@@ -4,7 +4,7 @@
  *
  *   rtc server --ctl PATH --port P --conns K --count N --mode pingpong|duplex
  *   rtc client --ctl PATH --to IP:P --conns K --count N --mode pingpong|duplex
- *              [--pause-every M] [--fork]
+ *              [--pause-every M] [--fork] [--busy-poll US]
  *
  * pingpong: K connections, one thread each on both sides; the client's thread sends N
  * 8-byte messages (connection, round), each echoed by the server's thread. Every M rounds
@@ -15,6 +15,7 @@
  * --fork (client, pingpong): once its threads are blocked in receives, the client forks; the
  * child attaches a stack of its own, opens one more connection (the server accepts K + 1)
  * and runs the same ping-pong on it, while the parent's threads go on.
+ * --busy-poll US: SO_BUSY_POLL on every connection (read back to check).
  * Every byte is checked. Prints "ok" and the stack's run-to-completion counters (name=value)
  * and exits 0; otherwise says what went wrong and exits 1.
  */
@@ -37,7 +38,7 @@
 #define CHUNK 1024
 
 static const char *ctl;
-static int conns = 1, count = 100, pause_every;
+static int conns = 1, count = 100, pause_every, busy_poll;
 static bool duplex, do_fork;
 static volatile int failed;
 
@@ -183,6 +184,41 @@ static void print_counters(void)
 	fflush(stdout);
 }
 
+/* Both ends shut down their sending side once done and wait for the peer's: the peer
+ * sends its FIN only after it received everything, so no process exits (and has ulsd
+ * reset its connections) while its data is still on the way. */
+static int finish(const int *sds, int k)
+{
+	char c;
+
+	for (int i = 0; i < k; i++)
+		uls_shutdown(sds[i], SHUT_WR);
+	for (int i = 0; i < k; i++) {
+		ssize_t n = uls_recv(sds[i], &c, 1, 0);
+		if (n != 0) {
+			fprintf(stderr, "connection %d: %zd at the end, want EOF\n", i, n);
+			return 1;
+		}
+		uls_close(sds[i]);
+	}
+	return 0;
+}
+
+/* SO_BUSY_POLL on every connection (socket(7)), read back. */
+static int set_busy_poll(const int *sds, int k)
+{
+	for (int i = 0; i < k && busy_poll; i++) {
+		int v = 0;
+		socklen_t len = sizeof(v);
+		if (uls_setsockopt(sds[i], SOL_SOCKET, SO_BUSY_POLL, &busy_poll, sizeof(int)) < 0 ||
+		    uls_getsockopt(sds[i], SOL_SOCKET, SO_BUSY_POLL, &v, &len) < 0 || v != busy_poll) {
+			fprintf(stderr, "SO_BUSY_POLL %d: read back %d\n", busy_poll, v);
+			return 1;
+		}
+	}
+	return 0;
+}
+
 static int run_threads(int *sds, int k, bool server)
 {
 	pthread_t t[2 * MAX_CONNS];
@@ -205,7 +241,7 @@ static int run_threads(int *sds, int k, bool server)
 	}
 	for (int i = 0; i < nt; i++)
 		pthread_join(t[i], NULL);
-	return failed ? 1 : 0;
+	return failed ? 1 : finish(sds, k);
 }
 
 static int connect_to(const struct sockaddr_in *to)
@@ -235,8 +271,7 @@ static int forked_child(const struct sockaddr_in *to)
 	}
 	struct job j = { sd, conns, false, 0 };
 	pingpong(&j);
-	uls_close(sd);
-	return failed;
+	return failed ? 1 : finish(&sd, 1);
 }
 
 int main(int argc, char **argv)
@@ -262,6 +297,8 @@ int main(int argc, char **argv)
 			conns = atoi(argv[i + 1]);
 		} else if (!strcmp(argv[i], "--count")) {
 			count = atoi(argv[i + 1]);
+		} else if (!strcmp(argv[i], "--busy-poll")) {
+			busy_poll = atoi(argv[i + 1]);
 		} else if (!strcmp(argv[i], "--pause-every")) {
 			pause_every = atoi(argv[i + 1]);
 		} else if (!strcmp(argv[i], "--mode")) {
@@ -336,13 +373,13 @@ int main(int argc, char **argv)
 				fprintf(stderr, "forked child failed (status %#x)\n", st);
 				return 1;
 			}
-			if (failed)
+			if (failed || finish(sds, k))
 				return 1;
 			print_counters();
 			return 0;
 		}
 	}
-	if (run_threads(sds, k, server) != 0)
+	if (set_busy_poll(sds, k) || run_threads(sds, k, server) != 0)
 		return 1;
 	print_counters();
 	return 0;

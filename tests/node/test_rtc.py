@@ -98,3 +98,13 @@ def test_spin_us_takes_frames_while_spinning_and_a_bad_value_is_refused(tb):
     assert srv["rtc_spin_hits"] == 0 and cli["rtc_spin_hits"] == 0, (srv, cli)
     client = [p for p in tb.procs if p.name.endswith("rtc-client-7331")][0]
     assert "ULS_SPIN_US=50us refused" in client.stderr(), client.stderr()
+
+
+def test_so_busy_poll_spins_on_that_socket_alone(tb):
+    """SO_BUSY_POLL (socket(7)): a blocking receive on the socket polls the device for up
+    to that many microseconds before it sleeps, without ULS_SPIN_US; the control, the same
+    run without the option, never spins."""
+    srv, cli = run(tb, 7340, "pingpong", 1, 300, env={"ULS_SPIN_US": None},
+                   client_args=["--busy-poll", "2000"])
+    assert cli["rtc_spin_hits"] > 0, cli
+    assert srv["rtc_spin_hits"] == 0 and srv["rtc_rounds"] > 0, srv
