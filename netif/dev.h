@@ -79,6 +79,11 @@ struct nif_dev_ops {
 	 * tx_slot instead; done is not called). */
 	int (*tx_gather)(struct nif_dev *dev, const struct iovec *iov, unsigned n, size_t len,
 			 uint32_t off, nif_tx_done_fn *done, void *cookie);
+	/* Any thread, caller's lock not held, while no other thread calls rx: do frames wait
+	 * to be taken? Cheap (no system call where the device allows), for a thread that
+	 * polls before it sleeps; a wrong "no" only delays frames until the next wait. NULL:
+	 * the device cannot tell. */
+	bool (*ready)(const struct nif_dev *dev);
 };
 
 struct nif_dev {

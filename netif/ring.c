@@ -251,6 +251,11 @@ bool nif_ring_cons_prepare_sleep(struct nif_ring *r)
 	return true;
 }
 
+bool nif_ring_cons_ready(const struct nif_ring *r)
+{
+	return atomic_load_explicit(&r->hdr->prod, memory_order_acquire) != r->local;
+}
+
 void nif_ring_cons_awake(struct nif_ring *r)
 {
 	atomic_store_explicit(&r->hdr->sleeping, 0, memory_order_relaxed);

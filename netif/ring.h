@@ -102,6 +102,9 @@ const uint8_t *nif_ring_cons_peek(struct nif_ring *r, size_t *len, uint32_t *off
 void nif_ring_cons_release(struct nif_ring *r);
 /* Mark the consumer asleep; returns false (and clears the mark) if frames arrived. */
 bool nif_ring_cons_prepare_sleep(struct nif_ring *r);
+/* Consumer side, without taking anything: has the producer published a slot not yet
+ * taken? */
+bool nif_ring_cons_ready(const struct nif_ring *r);
 void nif_ring_cons_awake(struct nif_ring *r);
 
 #ifdef ULS_BREAKDOWN

@@ -143,6 +143,11 @@ static int rd_wait(struct nif_dev *d, int timeout_ms)
 	return rc < 0 && errno != EINTR ? -errno : 0;
 }
 
+static bool rd_ready(const struct nif_dev *d)
+{
+	return nif_ring_cons_ready(&((const struct ringdev *)d)->rx);
+}
+
 static int rd_rx(struct nif_dev *d, nif_rx_fn *fn, void *arg, unsigned budget)
 {
 	struct ringdev *r = of(d);
@@ -248,7 +253,7 @@ static void rd_close(struct nif_dev *d)
 static const struct nif_dev_ops ringdev_ops = {
 	.wait = rd_wait, .rx = rd_rx, .wake = rd_wake, .tx_slot = rd_tx_slot,
 	.tx_queue = rd_tx_queue, .tx_flush = rd_flush, .get_stats = rd_get_stats,
-	.close = rd_close, .breakdown = RD_BREAKDOWN,
+	.close = rd_close, .breakdown = RD_BREAKDOWN, .ready = rd_ready,
 };
 
 int nif_ringdev_open(struct nif_dev **out, unsigned mtu, bool offload, int memfd, int rx_efd,

@@ -404,6 +404,15 @@ int nif_tap_wait(struct nif_tap *t, int timeout_ms)
 	return rc < 0 && errno != EINTR ? -errno : 0;
 }
 
+/* Do frames wait (tap.h)? Without io_uring it costs a poll(2). */
+bool nif_tap_ready(const struct nif_tap *t)
+{
+	if (t->uring)
+		return io_uring_cq_ready(&t->rx) != 0;
+	struct pollfd pfd = { .fd = t->fd, .events = POLLIN };
+	return poll(&pfd, 1, 0) > 0;
+}
+
 static void rx_error(struct nif_tap *t, int err)
 {
 	t->st.rx_errors++;
@@ -815,9 +824,13 @@ static void op_get_stats(const struct nif_dev *d, struct nif_dev_stats *out)
 	nif_tap_get_stats((const struct nif_tap *)d, out);
 }
 static void op_close(struct nif_dev *d) { nif_tap_close(of(d)); }
+static bool op_ready(const struct nif_dev *d)
+{
+	return nif_tap_ready((const struct nif_tap *)d);
+}
 
 static const struct nif_dev_ops tap_ops = {
 	.wait = op_wait, .rx = op_rx, .wake = op_wake, .tx_slot = op_tx_slot,
 	.tx_queue = op_tx_queue, .tx_flush = op_tx_flush, .get_stats = op_get_stats,
-	.close = op_close,
+	.close = op_close, .ready = op_ready,
 };

@@ -51,6 +51,8 @@ void nif_tap_set_event_fn(struct nif_tap *tap, nif_event_fn *fn, void *arg);
 int nif_tap_wait(struct nif_tap *tap, int timeout_ms);
 int nif_tap_rx(struct nif_tap *tap, nif_rx_fn *fn, void *arg, unsigned budget);
 void nif_tap_wake(struct nif_tap *tap);
+/* Any thread, while none calls nif_tap_rx(): do frames wait? */
+bool nif_tap_ready(const struct nif_tap *tap);
 
 uint8_t *nif_tap_tx_slot(struct nif_tap *tap);
 /* Queue a frame from nif_tap_tx_slot() with its offload word (0 on a TAP without offloads).

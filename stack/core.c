@@ -1,9 +1,10 @@
 /* Bringing a node up and keeping it running: the core lock and the stack thread.
  *
  * lwIP runs with NO_SYS=1 under one mutex (the core lock). Application threads take it for
- * each socket call and call lwIP directly; the stack thread takes it to feed received frames
- * to lwIP and to run lwIP's timers. Because timers run in that thread, ACKs, retransmissions
- * and keepalives go on while the application computes or sleeps.
+ * each socket call and call lwIP directly; a thread that blocks in a call drives the stack
+ * itself, and the stack thread waits on the device when none does (drive.c). Because the
+ * stack thread runs lwIP's timers, ACKs, retransmissions and keepalives go on while the
+ * application computes or sleeps.
  */
 #include "internal.h"
 
@@ -25,7 +26,6 @@
 #include "lwip/timeouts.h"
 #include "netif/ethernet.h"
 
-#define RX_BUDGET 256  /* frames per round before timers run again */
 #define STOP_LINGER_MS 3000  /* uls_node_stop(): time closed connections get to finish */
 
 struct stk_node stk__node = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -37,68 +37,16 @@ void stk__lock(void)
 	stk__node.owned = true;
 }
 
-static void unlock_raw(void)
+void stk__unlock_raw(void)
 {
 	stk__node.owned = false;
 	pthread_mutex_unlock(&stk__node.lock);
 }
 
-/* Before a thread lets go of lwIP (core lock held): send what its call queued, and wake
- * the stack thread only if the call armed a timer that fires before the stack thread's
- * planned wake-up. Waking it otherwise costs two context switches for nothing, once per
- * blocking call: a sender that fills its window sleeps on every ACK. */
-void stk__leave(void)
-{
-	if (!stk__node.up)
-		return;
-	stk__node.dev->ops->tx_flush(stk__node.dev);
-	if (stk__node.sleeping) {
-		u32_t sleep = sys_timeouts_sleeptime();
-		if (sleep != SYS_TIMEOUTS_SLEEPTIME_INFINITE &&
-		    stk__now_ms() + sleep < stk__node.sleep_deadline) {
-			stk__node.sleep_deadline = 0;
-			stk__node.dev->ops->wake(stk__node.dev);
-		}
-	}
-}
-
 void stk__unlock(void)
 {
 	stk__leave();
-	unlock_raw();
-}
-
-static void *stack_thread(void *arg)
-{
-	struct stk_node *n = arg;
-
-	stk__lock();
-	while (n->running) {
-		u32_t sleep = sys_timeouts_sleeptime();
-		int timeout = sleep == SYS_TIMEOUTS_SLEEPTIME_INFINITE ? -1 :
-			      sleep > INT_MAX ? INT_MAX : (int)sleep;
-		n->sleep_deadline = timeout < 0 ? UINT64_MAX : stk__now_ms() + (uint64_t)timeout;
-		n->sleeping = true;
-		unlock_raw();
-		int wrc = n->dev->ops->wait(n->dev, timeout);
-		stk__lock();
-		n->sleeping = false;
-		if (!n->running)
-			break;
-		if (wrc == -ECONNRESET && !n->lost) {
-			/* ulsd closed the lease (it stopped or crashed). Its rings are gone with
-			 * it, so established connections cannot survive: say so once and fail
-			 * every socket with ENETDOWN (docs/control-protocol.md). */
-			n->lost = true;
-			stk__log(0, "ulsd closed the lease: the node is gone, sockets fail with ENETDOWN");
-			stk__sockets_lost();
-		}
-		n->dev->ops->rx(n->dev, stk__ethif_input, &n->netif, RX_BUDGET);
-		sys_check_timeouts();
-		n->dev->ops->tx_flush(n->dev);
-	}
-	unlock_raw();
-	return NULL;
+	stk__unlock_raw();
 }
 
 int uls_parse_cidr(const char *s, struct in_addr *addr, unsigned *prefix_len)
@@ -184,13 +132,14 @@ int stk__node_up(struct nif_dev *dev, struct in_addr addr, unsigned prefix_len,
 	netif_set_link_up(&stk__node.netif);
 	netif_set_up(&stk__node.netif);  /* announces the address: gratuitous ARP */
 	stk__node.running = true;
+	stk__drive_init();
 	/* Signals are the program's: the stack thread blocks them all, so that a handler
 	 * always runs in one of the program's threads (and never in one holding the core
 	 * lock on the program's behalf). */
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = -pthread_create(&stk__node.thread, NULL, stack_thread, &stk__node);
+	rc = -pthread_create(&stk__node.thread, NULL, stk__stack_thread, &stk__node);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc == 0) {
 		/* So that ps -L, top -H and perf tell it from the program's own threads. */
@@ -260,7 +209,7 @@ void uls_node_stop(void)
 {
 	stk__lock();
 	if (!stk__node.up) {
-		unlock_raw();
+		stk__unlock_raw();
 		return;
 	}
 	stk__sockets_shutdown();
@@ -278,9 +227,11 @@ void uls_node_stop(void)
 	stk__node.dev->ops->tx_flush(stk__node.dev);
 	stk__node.running = false;
 	stk__node.dev->ops->wake(stk__node.dev);
-	unlock_raw();
+	pthread_cond_signal(&stk__node.park_cond);
+	stk__unlock_raw();
 	pthread_join(stk__node.thread, NULL);
 	stk__lock();
+	stk__drive_stop();
 	netif_set_down(&stk__node.netif);
 	netif_remove(&stk__node.netif);
 	stk__node.up = false;
@@ -288,5 +239,5 @@ void uls_node_stop(void)
 	stk__node.dev->ops->close(stk__node.dev);
 	stk__node.dev = NULL;
 	stk__node_down_hook();
-	unlock_raw();
+	stk__unlock_raw();
 }

@@ -67,6 +67,11 @@ static const char *const own_names[STK_CNT__COUNT] = {
 	/* zcopy: frames the direct path moved without a copy (stack/ethif.c) */
 	[STK_CNT_RX_LENT] = "rx_frames_in_place",
 	[STK_CNT_TX_GATHER] = "tx_frames_gathered",
+	/* Run to completion (stack/drive.c) */
+	[STK_CNT_RTC_ROUNDS] = "rtc_rounds",
+	[STK_CNT_RTC_ENTRY_RX] = "rtc_entry_rx",
+	[STK_CNT_RTC_HANDOVERS] = "rtc_stack_handovers",
+	[STK_CNT_RTC_SPIN_HITS] = "rtc_spin_hits",
 };
 
 /* Called with the core lock held, like every other counter update. */

@@ -65,6 +65,7 @@ static void child(void)
 	pthread_mutex_init(&stk__node.lock, NULL);
 	stk__node.owner = pthread_self();
 	stk__node.owned = true;
+	stk__drive_forked();  /* a parent's thread may have been inside */
 	if (stk__node.up) {
 		stk__sockets_each(forget_socket);
 		stk__handoff_forget();
@@ -78,7 +79,6 @@ static void child(void)
 		stk__node.dev = NULL;
 		stk__node.up = false;
 		stk__node.running = false;
-		stk__node.sleeping = false;
 		stk__node.lost = false;
 	}
 	stk__node.owned = false;

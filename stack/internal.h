@@ -24,18 +24,39 @@ struct stk_node {
 	struct nif_dev *dev;      /* the TAP, or the ring pair to ulsd */
 	struct netif netif;
 	uint8_t mac[6];
-	/* The stack thread's next planned wake-up (ms, sys_now() clock) while it sleeps, so a
-	 * caller that arms an earlier timer knows to wake it. */
-	bool sleeping;
-	uint64_t sleep_deadline;
+	/* Who waits on the device (drive.c): the stack thread, an application thread blocked
+	 * in a call (the driver, waiting for driver_sock), or nobody; and its next planned
+	 * wake-up (ms, sys_now() clock), so a caller that arms an earlier timer knows to wake
+	 * it. */
+	enum { STK_W_NONE, STK_W_STACK, STK_W_APP } dev_waiter;
+	uint64_t dev_deadline;
+	struct stk_sock *driver_sock;
+	bool want_drive;            /* a blocked thread asked the stack thread for the device */
+	bool rtc;                   /* run to completion (ULS_RTC, on by default) */
+	unsigned spin_us;           /* ULS_SPIN_US */
+	struct stk_sleeper *sleepers;  /* application threads blocked in a call, FIFO */
+	uint64_t drive_last_ms;     /* when a driver last took frames */
+	/* The stack thread parked while application threads drive, and its planned wake-up. */
+	bool parked;
+	uint64_t park_deadline;
+	pthread_cond_t park_cond;
+	pthread_cond_t idle_cond;   /* a driver left the device after the node stopped */
 };
 
 extern struct stk_node stk__node;
 
 void stk__lock(void);
 void stk__unlock(void);
-/* What stk__unlock() does before it unlocks: flush, and wake the stack thread if needed. */
+void stk__unlock_raw(void);  /* without stk__leave() */
+/* What stk__unlock() does before it unlocks: flush, and wake the device's waiter if needed
+ * (drive.c). */
 void stk__leave(void);
+/* Run to completion (drive.c). */
+void stk__drive_init(void);
+void stk__drive_forked(void);
+void stk__drive_stop(void);
+void stk__drive_entry(void);
+void *stk__stack_thread(void *arg);
 uint64_t stk__now_ms(void);
 /* Bytes on the free lists of lwIP's heap (heap.c; mem_clib_malloc in lwipopts.h). */
 size_t stk__heap_cached(void);
@@ -136,6 +157,11 @@ enum stk_counter {
 	/* zcopy: frames the direct path moved without a copy (stack/ethif.c) */
 	STK_CNT_RX_LENT,
 	STK_CNT_TX_GATHER,
+	/* Run to completion (stack/drive.c) */
+	STK_CNT_RTC_ROUNDS,
+	STK_CNT_RTC_ENTRY_RX,
+	STK_CNT_RTC_HANDOVERS,
+	STK_CNT_RTC_SPIN_HITS,
 	STK_CNT__COUNT
 };
 void stk__count(enum stk_counter c);

@@ -66,6 +66,8 @@ struct stk_sock {
 	bool closed;               /* uls_close() ran; freed when the last user leaves */
 	unsigned users;            /* calls currently inside, sleeping or not */
 	pthread_cond_t cond;
+	unsigned gen;              /* bumped by every stk__sock_notify: sleepers look again */
+	unsigned busy_poll_us;     /* SO_BUSY_POLL */
 	int err;                   /* pending error, -errno (SO_ERROR) */
 	struct timespec rcvtimeo, sndtimeo;  /* zero: wait forever */
 	struct linger linger;      /* SO_LINGER, kept for getsockopt (see setopt) */
@@ -128,8 +130,9 @@ struct stk_sock *stk__sock_new(int type);
 struct stk_sock *stk__sock_enter(int sd);
 void stk__sock_leave(struct stk_sock *s);
 void stk__sock_release(struct stk_sock *s);
-int stk__sock_sleep(struct stk_sock *s, const struct timespec *timeout);
-void stk__sock_signal(struct stk_sock *s);
+int stk__sock_sleep(struct stk_sock *s, const struct timespec *timeout);  /* drive.c */
+void stk__sock_notify(struct stk_sock *s);  /* drive.c: wake who sleeps in s */
+void stk__sock_signal(struct stk_sock *s);  /* notify, and update the mirror */
 void stk__sock_apply_opts(struct stk_sock *s);
 void stk__sock_take_opts(struct stk_sock *s, const struct tcp_pcb *pcb);
 

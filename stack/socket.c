@@ -48,7 +48,7 @@ void stk__sock_release(struct stk_sock *s)
 
 void stk__sock_signal(struct stk_sock *s)
 {
-	pthread_cond_broadcast(&s->cond);
+	stk__sock_notify(s);
 	stk__mirror_sync(s);
 }
 
@@ -85,6 +85,7 @@ struct stk_sock *stk__sock_enter(int sd)
 {
 	if (sd < 0 || (unsigned)sd >= table_cap || !table[sd])
 		return NULL;
+	stk__drive_entry();
 	table[sd]->users++;
 	return table[sd];
 }
@@ -98,34 +99,6 @@ void stk__sock_leave(struct stk_sock *s)
 	stk__sock_release(s);
 }
 
-
-/* Sleep on the socket until signalled or timeout (zero: none). The core lock is released
- * while asleep and held again on return. Returns 0 or -ETIMEDOUT. */
-int stk__sock_sleep(struct stk_sock *s, const struct timespec *timeout)
-{
-	int rc;
-
-	/* What the caller queued must leave before it sleeps, and the stack thread must know
-	 * about timers the caller armed: the same work as stk__unlock(). */
-	stk__leave();
-	stk__node.owned = false;
-	if (timeout && (timeout->tv_sec || timeout->tv_nsec)) {
-		struct timespec dl;
-		clock_gettime(CLOCK_MONOTONIC, &dl);
-		dl.tv_sec += timeout->tv_sec;
-		dl.tv_nsec += timeout->tv_nsec;
-		if (dl.tv_nsec >= 1000000000L) {
-			dl.tv_sec++;
-			dl.tv_nsec -= 1000000000L;
-		}
-		rc = pthread_cond_timedwait(&s->cond, &stk__node.lock, &dl);
-	} else {
-		rc = pthread_cond_wait(&s->cond, &stk__node.lock);
-	}
-	stk__node.owner = pthread_self();
-	stk__node.owned = true;
-	return rc == ETIMEDOUT ? -ETIMEDOUT : 0;
-}
 
 void stk__sockets_each(void (*fn)(struct stk_sock *s))
 {
@@ -422,7 +395,7 @@ int uls_close(int sd)
 		 * claim it or let go (handoff.c). */
 		s->closed = true;
 		s->err = -EBADF;
-		pthread_cond_broadcast(&s->cond);
+		stk__sock_notify(s);
 		stk__unlock();
 		return 0;
 	}
@@ -432,7 +405,7 @@ int uls_close(int sd)
 		stk__dgram_close(s);
 	s->closed = true;
 	s->err = -EBADF;
-	pthread_cond_broadcast(&s->cond);  /* threads blocked in this socket return EBADF */
+	stk__sock_notify(s);               /* threads blocked in this socket return EBADF */
 	stk__mirror_hangup(s);             /* and so do those waiting on its mirror */
 	stk__sock_release(s);
 	stk__unlock();
@@ -499,6 +472,15 @@ static int setopt(struct stk_sock *s, int level, int name, const void *val, sock
 		case SO_REUSEPORT:
 			/* Takes effect at bind: ulsd lets several processes share the port. */
 			s->reuseport = v != 0;
+			return 0;
+		case SO_BUSY_POLL:
+			/* socket(7): how long a blocking receive polls the device before it
+			 * sleeps (stack/drive.c; ULS_SPIN_US sets it for every socket).
+			 * Deviation: Linux wants CAP_NET_ADMIN to raise it; here it spins
+			 * only the caller's own thread, so anyone may. */
+			if (v < 0)
+				return -EINVAL;
+			s->busy_poll_us = v > 1000000 ? 1000000u : (unsigned)v;
 			return 0;
 		case SO_RCVBUF:
 		case SO_SNDBUF:
@@ -620,6 +602,7 @@ static int getopt_int(struct stk_sock *s, int level, int name, int *v)
 		case SO_ACCEPTCONN: *v = s->state == STK_S_LISTEN; return 0;
 		case SO_PROTOCOL:  *v = s->type == SOCK_STREAM ? IPPROTO_TCP : IPPROTO_UDP; return 0;
 		case SO_REUSEPORT: *v = s->reuseport; return 0;
+		case SO_BUSY_POLL: *v = (int)s->busy_poll_us; return 0;
 		default:           return -ENOPROTOOPT;
 		}
 	}

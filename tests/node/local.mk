@@ -4,3 +4,8 @@ tests_node_hostile_SOURCES = tests/node/hostile.c
 tests_node_hostile_LDADD = netif/libnif.la
 tests_node_hostile_CFLAGS = $(AM_CFLAGS) $(LIBURING_CFLAGS)
 tests_node_hostile_LDADD += $(LIBURING_LIBS)
+
+# Threads of one process blocked in libuls calls at once (test_rtc.py).
+check_PROGRAMS += tests/node/rtc
+tests_node_rtc_SOURCES = tests/node/rtc.c
+tests_node_rtc_LDADD = stack/libuls.la -lpthread

@@ -559,7 +559,7 @@ def test_killed_sender_peer_gets_reset_within_a_second_and_other_streams_finish(
         assert rx.poll() is None and time.monotonic() < deadline, rx.stderr()
         time.sleep(0.02)
     before = tb.counters(1)
-    others = [tb.client(1, f"{tb.kernel_ip}:{KERNEL_SINK_PORT}", 1 << 30, "send", name=f"bystander{i}")
+    others = [tb.client(1, f"{tb.kernel_ip}:{KERNEL_SINK_PORT}", 4 << 30, "send", name=f"bystander{i}")
               for i in range(2)]
     victim = tb.client(1, f"{tb.kernel_ip}:{port}", "8G", "send", name="victim")
     deadline = time.monotonic() + 5

@@ -92,6 +92,16 @@ def test_signal_handler_using_sockets_does_not_deadlock(bed):
     assert handled > 100 and echoed > 10, r.stdout
 
 
+@pytest.mark.parametrize("mode", ["intr", "restart"])
+def test_a_signal_during_a_blocking_recv_interrupts_or_restarts_it_as_the_kernel_does(bed, mode):
+    """signal(7): a socket call blocked when a handler runs fails with EINTR, unless the
+    handler has SA_RESTART. A C program's thread blocked in recv() gets SIGALRM: the handler
+    runs at once, then recv() fails with EINTR (intr) or goes on and returns the byte
+    another thread of the process sends meanwhile on the same socket (restart)."""
+    r = bed.ulsrun([f"{BUILD}/tests/shim/sigwait", bed.kip, "7100", mode], timeout=30)
+    assert r.returncode == 0 and r.stdout.startswith(b"ok "), r
+
+
 @pytest.mark.parametrize("value", ["garbage", "1:2", "0:0:0", "5:999:1", "3:3:0,x", ""])
 def test_a_forged_list_of_passed_connections_is_refused_and_the_program_runs(bed, value):
     """ULS_INHERIT, which names the connections passed across exec, comes from the

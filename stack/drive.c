@@ -1,0 +1,419 @@
+/* Run to completion: who waits on the device, feeds lwIP and runs its timers.
+ *
+ * Something must wait for frames on the device, take them under the core lock, run lwIP's
+ * input and timers, and flush what lwIP sent. Until now that was always the stack thread,
+ * and an application thread blocked in a call slept on its socket's condition variable:
+ * every message woke two threads in turn (the device woke the stack thread, whose lwIP
+ * callback woke the application thread). Now an application thread that blocks in a call
+ * drives the stack itself (drive()): it waits on the device, takes the frames, runs lwIP's
+ * input and timers, and returns once its socket was signalled. A message then costs one
+ * wake-up, as with the kernel's stack.
+ *
+ * Exactly one thread waits on the device at a time (stk__node.dev_waiter): the stack thread
+ * or one application thread, the driver. Other blocked application threads sleep on their
+ * socket's condition variable as before; the driver's rounds signal them. A thread that
+ * leaves the device with threads still blocked hands it to the first of them (hand_over).
+ * While application threads drive, the stack thread parks on park_cond: it wakes for
+ * lwIP's timers and at least every GRACE_MS, takes frames that arrived while no application
+ * thread was inside, and waits on the device again only after GRACE_MS without a driver
+ * (a blocked thread that finds it there asks it to leave: want_drive). Frames that arrive
+ * while no thread is inside a call are also taken at the next call's entry
+ * (stk__drive_entry), where the device can say cheaply that some wait (nif_dev_ops.ready).
+ *
+ * Deviation: while a program alternates between blocking calls and its own work, frames
+ * that arrive during its work (ACKs, data for other sockets) wait until its next call, or
+ * at most GRACE_MS for the parked stack thread; the kernel's softirq takes them at once.
+ *
+ * ULS_SPIN_US=N: a driver polls the device for up to N microseconds before it sleeps in
+ * the device's wait (off by default; SO_BUSY_POLL sets it per socket). ULS_RTC=0 turns run
+ * to completion off (the stack thread alone waits on the device, as before), for
+ * comparison.
+ */
+#include "sock.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "lwip/timeouts.h"
+
+#define RX_BUDGET 256        /* frames per round before timers run again */
+#define GRACE_MS 2           /* the stack thread's park after the last driver's round */
+#define SPIN_US_MAX 1000000u
+
+/* An application thread blocked in stk__sock_sleep (a FIFO list in stk__node). */
+struct stk_sleeper {
+	struct stk_sock *s;
+	struct stk_sleeper *next;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void cond_init(pthread_cond_t *c)
+{
+	pthread_condattr_t ca;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(c, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
+/* Wait on c with the core lock (held), until deadline (ns, CLOCK_MONOTONIC; 0: none). */
+static int cond_wait_until(pthread_cond_t *c, uint64_t deadline)
+{
+	int rc;
+
+	stk__node.owned = false;
+	if (deadline) {
+		struct timespec ts = { .tv_sec = (time_t)(deadline / 1000000000u),
+				       .tv_nsec = (long)(deadline % 1000000000u) };
+		rc = pthread_cond_timedwait(c, &stk__node.lock, &ts);
+	} else {
+		rc = pthread_cond_wait(c, &stk__node.lock);
+	}
+	stk__node.owner = pthread_self();
+	stk__node.owned = true;
+	return rc;
+}
+
+/* A number of microseconds from the environment, read once: absent means 0; anything but
+ * a decimal number up to SPIN_US_MAX is refused with a message saying so. */
+static unsigned env_us(const char *name)
+{
+	const char *e = getenv(name);
+	char *end;
+
+	if (!e || !*e)
+		return 0;
+	errno = 0;
+	unsigned long v = strtoul(e, &end, 10);
+	if (*e < '0' || *e > '9' || *end || errno || v > SPIN_US_MAX) {
+		stk__log(0, "%s=%s refused: expected microseconds, 0 to %u; not spinning", name,
+			 e, SPIN_US_MAX);
+		return 0;
+	}
+	return (unsigned)v;
+}
+
+void stk__drive_init(void)
+{
+	struct stk_node *n = &stk__node;
+	static bool read_env;
+
+	if (!read_env) {
+		const char *rtc = getenv("ULS_RTC");
+		read_env = true;
+		n->rtc = !(rtc && strcmp(rtc, "0") == 0);
+		n->spin_us = env_us("ULS_SPIN_US");
+		cond_init(&n->park_cond);
+		cond_init(&n->idle_cond);
+	}
+	n->dev_waiter = STK_W_NONE;
+	n->want_drive = false;
+	n->parked = false;
+	n->sleepers = NULL;
+	n->driver_sock = NULL;
+	n->drive_last_ms = 0;
+}
+
+/* fork() child: no other thread exists, whatever the parent's were doing (core lock held). */
+void stk__drive_forked(void)
+{
+	struct stk_node *n = &stk__node;
+
+	cond_init(&n->park_cond);
+	cond_init(&n->idle_cond);
+	n->dev_waiter = STK_W_NONE;
+	n->want_drive = false;
+	n->parked = false;
+	n->sleepers = NULL;
+	n->driver_sock = NULL;
+}
+
+/* What follows a wait on the device, whoever waited (core lock held): a lost lease, the
+ * frames, lwIP's timers, and what they sent. */
+static void round_after_wait(struct stk_node *n, int wrc)
+{
+	if (wrc == -ECONNRESET && !n->lost) {
+		/* ulsd closed the lease (it stopped or crashed). Its rings are gone with it,
+		 * so established connections cannot survive: say so once and fail every
+		 * socket with ENETDOWN (docs/control-protocol.md). */
+		n->lost = true;
+		stk__log(0, "ulsd closed the lease: the node is gone, sockets fail with ENETDOWN");
+		stk__sockets_lost();
+	}
+	n->dev->ops->rx(n->dev, stk__ethif_input, &n->netif, RX_BUDGET);
+	sys_check_timeouts();
+	n->dev->ops->tx_flush(n->dev);
+}
+
+/* How long a waiter may sleep before lwIP's next timer (ms, -1: none), at most limit_ms
+ * (-1: no limit). */
+static int timer_timeout(int64_t limit_ms)
+{
+	u32_t sleep = sys_timeouts_sleeptime();
+	int64_t t = sleep == SYS_TIMEOUTS_SLEEPTIME_INFINITE ? -1 : (int64_t)sleep;
+
+	if (limit_ms >= 0 && (t < 0 || limit_ms < t))
+		t = limit_ms;
+	return t > INT_MAX ? INT_MAX : (int)t;
+}
+
+/* The device is free and threads are blocked: the first of them takes it. A broadcast,
+ * because other threads may sleep on the same socket; those that find the device taken
+ * sleep again. */
+static void hand_over(struct stk_node *n)
+{
+	if (n->rtc && n->dev_waiter == STK_W_NONE && n->sleepers)
+		pthread_cond_broadcast(&n->sleepers->s->cond);
+}
+
+/* Poll the device for frames for up to us microseconds (core lock not held). */
+static bool spin(struct nif_dev *dev, unsigned us)
+{
+	if (!us || !dev->ops->ready)
+		return false;
+	uint64_t end = now_ns() + (uint64_t)us * 1000u;
+	do {
+		for (int i = 0; i < 64; i++) {
+			if (dev->ops->ready(dev))
+				return true;
+#if defined(__x86_64__) || defined(__i386__)
+			__builtin_ia32_pause();
+#endif
+		}
+		/* A wait that does not sleep: io_uring posts a read's completion from work it
+		 * queues to the thread that submitted the read, run when that thread enters
+		 * the kernel, so a thread that only looked would never see it. Then the CPU
+		 * goes to whoever else may run here: with both ends of a ping-pong spinning
+		 * on a 2-vCPU machine, the kernel's own threads that carry the frame
+		 * (softirq, io_uring workers) waited out each 50 us spin (131 us round trips
+		 * against 27 without spinning; 26.5 with the yield). */
+		dev->ops->wait(dev, 0);
+		sched_yield();
+	} while (now_ns() < end);
+	return false;
+}
+
+/* One round of an application thread driving the stack for s (core lock held, the device
+ * free): wait on the device until frames, a wake-up, lwIP's next timer or deadline (ns,
+ * 0: none), then take the frames and run the timers. */
+static void drive(struct stk_node *n, struct stk_sock *s, uint64_t deadline)
+{
+	int64_t limit = -1;
+
+	if (deadline) {
+		uint64_t now = now_ns();
+		limit = now >= deadline ? 0 : (int64_t)((deadline - now + 999999u) / 1000000u);
+	}
+	int timeout = timer_timeout(limit);
+	n->dev_waiter = STK_W_APP;
+	n->driver_sock = s;
+	n->dev_deadline = timeout < 0 ? UINT64_MAX : stk__now_ms() + (uint64_t)timeout;
+	unsigned us = s->busy_poll_us > n->spin_us ? s->busy_poll_us : n->spin_us;
+	struct nif_dev *dev = n->dev;
+	stk__unlock_raw();
+	bool hit = spin(dev, us);
+	int wrc = hit ? 0 : dev->ops->wait(dev, timeout);
+	stk__lock();
+	n->dev_waiter = STK_W_NONE;
+	n->driver_sock = NULL;
+	n->drive_last_ms = stk__now_ms();
+	stk__count(STK_CNT_RTC_ROUNDS);
+	if (hit)
+		stk__count(STK_CNT_RTC_SPIN_HITS);
+	if (n->running)
+		round_after_wait(n, wrc);
+	else
+		pthread_cond_broadcast(&n->idle_cond);  /* uls_node_stop() waits for the device */
+}
+
+/* Block until s is signalled (stk__sock_signal) or timeout (zero: none) passes. The core
+ * lock is held on entry and on return, released while waiting. Returns 0 or -ETIMEDOUT.
+ * Callers re-check their condition: a return says something happened, not what. */
+int stk__sock_sleep(struct stk_sock *s, const struct timespec *timeout)
+{
+	struct stk_node *n = &stk__node;
+	uint64_t deadline = 0;
+	int rc = 0;
+
+	/* What the caller queued must leave before it sleeps, and a waiter on the device
+	 * must know about timers the caller armed. */
+	stk__leave();
+	if (timeout && (timeout->tv_sec || timeout->tv_nsec))
+		deadline = now_ns() + (uint64_t)timeout->tv_sec * 1000000000u +
+			   (uint64_t)timeout->tv_nsec;
+	struct stk_sleeper me = { .s = s }, **tail = &n->sleepers;
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = &me;
+	unsigned gen = s->gen;
+	for (;;) {
+		if (s->gen != gen)
+			break;
+		if (deadline && now_ns() >= deadline) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+		if (n->rtc && n->running && n->dev_waiter == STK_W_NONE) {
+			drive(n, s, deadline);
+			continue;
+		}
+		if (n->rtc && n->running && n->dev_waiter == STK_W_STACK && !n->want_drive) {
+			n->want_drive = true;  /* the stack thread hands the device over */
+			stk__count(STK_CNT_RTC_HANDOVERS);
+			n->dev->ops->wake(n->dev);
+		}
+		if (cond_wait_until(&s->cond, deadline) == ETIMEDOUT && s->gen == gen) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+	}
+	for (struct stk_sleeper **p = &n->sleepers; *p; p = &(*p)->next) {
+		if (*p == &me) {
+			*p = me.next;
+			break;
+		}
+	}
+	hand_over(n);
+	return rc;
+}
+
+/* Something happened to s (core lock held): whoever sleeps in it looks again. A driver
+ * waiting on the device for s is woken there. */
+void stk__sock_notify(struct stk_sock *s)
+{
+	struct stk_node *n = &stk__node;
+
+	s->gen++;
+	pthread_cond_broadcast(&s->cond);
+	if (n->dev_waiter == STK_W_APP && n->driver_sock == s)
+		n->dev->ops->wake(n->dev);
+}
+
+/* A call enters the stack (core lock held): frames that wait and that no thread is
+ * waiting for are taken now, so that the call sees them (run to completion: a receiver
+ * that still has data queued, or a sender between two sends, takes its ACKs itself). */
+void stk__drive_entry(void)
+{
+	struct stk_node *n = &stk__node;
+	struct nif_dev *dev = n->dev;
+
+	if (n->rtc && n->up && n->dev_waiter == STK_W_NONE && dev->ops->ready &&
+	    dev->ops->ready(dev)) {
+		dev->ops->rx(dev, stk__ethif_input, &n->netif, RX_BUDGET);
+		stk__count(STK_CNT_RTC_ENTRY_RX);
+	}
+}
+
+/* Before a thread lets go of lwIP (core lock held): send what its call queued, and wake
+ * the waiter on the device (or the parked stack thread) only if the call armed a timer
+ * that fires before its planned wake-up. Waking it otherwise costs two context switches
+ * for nothing, once per blocking call: a sender that fills its window sleeps on every
+ * ACK. */
+void stk__leave(void)
+{
+	struct stk_node *n = &stk__node;
+
+	if (!n->up)
+		return;
+	n->dev->ops->tx_flush(n->dev);
+	if (n->dev_waiter == STK_W_NONE && !n->parked)
+		return;
+	u32_t sleep = sys_timeouts_sleeptime();
+	if (sleep == SYS_TIMEOUTS_SLEEPTIME_INFINITE)
+		return;
+	uint64_t when = stk__now_ms() + sleep;
+	if (n->dev_waiter != STK_W_NONE && when < n->dev_deadline) {
+		n->dev_deadline = 0;
+		n->dev->ops->wake(n->dev);
+	}
+	if (n->parked && when < n->park_deadline) {
+		n->park_deadline = 0;
+		pthread_cond_signal(&n->park_cond);
+	}
+}
+
+/* Are application threads driving the stack, or did one just now? Then the stack thread
+ * keeps off the device. */
+static bool apps_drive(const struct stk_node *n)
+{
+	return n->rtc && (n->sleepers || n->dev_waiter == STK_W_APP ||
+			  stk__now_ms() < n->drive_last_ms + GRACE_MS);
+}
+
+/* The stack thread while applications drive: lwIP's timers, and frames that arrived while
+ * no application thread was inside, at most GRACE_MS late. */
+static void park(struct stk_node *n)
+{
+	uint64_t now = stk__now_ms();
+	int t = timer_timeout(GRACE_MS);
+
+	n->parked = true;
+	n->park_deadline = now + (uint64_t)t;
+	cond_wait_until(&n->park_cond, now_ns() + (uint64_t)t * 1000000u);
+	n->parked = false;
+	if (!n->running)
+		return;
+	if (n->dev_waiter == STK_W_NONE)
+		n->dev->ops->rx(n->dev, stk__ethif_input, &n->netif, RX_BUDGET);
+	sys_check_timeouts();
+	n->dev->ops->tx_flush(n->dev);
+	hand_over(n);  /* blocked threads left the device to nobody meanwhile? */
+}
+
+/* The stack thread on the device: no application thread drives. */
+static void wait_device(struct stk_node *n)
+{
+	int timeout = timer_timeout(-1);
+
+	n->dev_deadline = timeout < 0 ? UINT64_MAX : stk__now_ms() + (uint64_t)timeout;
+	n->dev_waiter = STK_W_STACK;
+	stk__unlock_raw();
+	int wrc = n->dev->ops->wait(n->dev, timeout);
+	stk__lock();
+	n->dev_waiter = STK_W_NONE;
+	if (!n->running)
+		return;
+	round_after_wait(n, wrc);
+	n->want_drive = false;
+	hand_over(n);  /* a thread blocked meanwhile: the device is its now */
+}
+
+void *stk__stack_thread(void *arg)
+{
+	struct stk_node *n = arg;
+
+	stk__lock();
+	while (n->running) {
+		if (apps_drive(n))
+			park(n);
+		else
+			wait_device(n);
+	}
+	stk__unlock_raw();
+	return NULL;
+}
+
+/* uls_node_stop(), after the stack thread ended (core lock held): no application thread
+ * may still be waiting on the device when it closes. Drivers take no new round once
+ * running is false, and the one inside is woken. */
+void stk__drive_stop(void)
+{
+	struct stk_node *n = &stk__node;
+
+	while (n->dev_waiter == STK_W_APP) {
+		n->dev->ops->wake(n->dev);
+		cond_wait_until(&n->idle_cond, now_ns() + 10000000u);
+	}
+}

@@ -1,0 +1,110 @@
+"""Run to completion (stack/drive.c): application threads blocked in libuls calls drive
+their process's stack themselves, racing each other and the stack thread.
+
+tests/node/rtc (rtc.c) runs a server process on node 2 and a client process on node 1, each
+with several threads blocked in receives or sends at once; every byte is checked. The
+processes print their stack's rtc_* counters: rtc_rounds (rounds an application thread
+drove the stack) shows the path under test was taken, so that a test of threads racing
+the driver cannot pass on the stack thread alone. ULS_RTC=0 (the stack thread alone, as
+before) is each test's control: the same run passes with no driver rounds.
+"""
+import os
+import time
+
+import pytest
+
+from conftest import BUILD
+
+RTC = os.path.join(BUILD, "tests", "node", "rtc")
+TIMEOUT = 90
+
+
+def counters(proc):
+    out = proc.stdout().strip().splitlines()
+    assert out and out[-1].startswith("ok"), (proc.stdout(), proc.stderr())
+    return {k: int(v) for k, v in (f.split("=") for f in out[-1].split()[1:])}
+
+
+def run(tb, port, mode, conns, count, env=None, client_args=(), server_env=None, pause=0):
+    both = ["--pause-every", str(pause)] if pause else []
+    srv = tb.start([RTC, "server", "--ctl", tb.ctl(2), "--port", str(port), "--conns", str(conns),
+                    "--count", str(count), "--mode", mode, *both], name=f"rtc-server-{port}",
+                   env={**(env or {}), **(server_env or {})})
+    for _ in range(100):
+        if "listening" in srv.stdout():
+            break
+        assert srv.poll() is None, srv.stderr()
+        time.sleep(0.05)
+    cli = tb.start([RTC, "client", "--ctl", tb.ctl(1), "--to", f"{tb.ip(2)}:{port}", "--conns",
+                    str(conns), "--count", str(count), "--mode", mode, *both, *client_args],
+                   name=f"rtc-client-{port}", env=env)
+    assert cli.wait(TIMEOUT) == 0, (cli.stdout(), cli.stderr())
+    assert srv.wait(TIMEOUT) == 0, (srv.stdout(), srv.stderr())
+    return counters(srv), counters(cli)
+
+
+@pytest.mark.parametrize("rtc", ["1", "0"])
+def test_four_threads_blocked_on_four_sockets_of_one_process_each_get_their_messages(tb, rtc):
+    """Four server threads each block in recv on their own connection while the client's
+    four threads send and wait for the echoes: one thread of each process waits on the
+    device, the others on their sockets, woken by its rounds."""
+    srv, cli = run(tb, 7300 + int(rtc), "pingpong", 4, 400, env={"ULS_RTC": rtc})
+    if rtc == "1":
+        assert srv["rtc_rounds"] > 0 and cli["rtc_rounds"] > 0, (srv, cli)
+    else:
+        assert srv["rtc_rounds"] == 0 and cli["rtc_rounds"] == 0, (srv, cli)
+
+
+@pytest.mark.parametrize("rtc", ["1", "0"])
+def test_a_receive_after_a_pause_takes_the_device_from_the_stack_thread(tb, rtc):
+    """Every 10 rounds both sides pause past the stack thread's grace, so the stack thread
+    goes back to the device; the next blocking receive asks it for the device and drives."""
+    srv, cli = run(tb, 7302 + int(rtc), "pingpong", 1, 200, env={"ULS_RTC": rtc}, pause=10)
+    if rtc == "1":
+        assert srv["rtc_stack_handovers"] > 0 and cli["rtc_stack_handovers"] > 0, (srv, cli)
+        assert srv["rtc_rounds"] > 0 and cli["rtc_rounds"] > 0, (srv, cli)
+    else:
+        assert srv["rtc_stack_handovers"] == 0 and srv["rtc_rounds"] == 0, (srv, cli)
+
+
+@pytest.mark.parametrize("rtc", ["1", "0"])
+def test_one_thread_blocked_in_recv_while_another_sends_on_the_same_socket(tb, rtc):
+    """Both ends move 8 MiB each way on one connection at once: one thread sends while
+    another thread of the same process is blocked in recv on the same socket (and the
+    sender blocks for window), each direction checked byte by byte."""
+    srv, cli = run(tb, 7310 + int(rtc), "duplex", 1, 8192, env={"ULS_RTC": rtc})
+    if rtc == "1":
+        assert srv["rtc_rounds"] > 0 and cli["rtc_rounds"] > 0, (srv, cli)
+    else:
+        assert srv["rtc_rounds"] == 0 and cli["rtc_rounds"] == 0, (srv, cli)
+
+
+def test_fork_while_threads_drive_leaves_the_parent_driving_and_the_child_a_stack_of_its_own(tb):
+    """The client forks while its two threads are blocked in receives (one of them waiting
+    on the device); the child attaches a stack of its own and runs a ping-pong with blocking
+    receives on a new connection, and the parent's threads finish theirs."""
+    srv, cli = run(tb, 7320, "pingpong", 2, 300, server_env={"RTC_EXTRA_CONN": "1"},
+                   client_args=["--fork"])
+    assert cli["rtc_rounds"] > 0, cli
+
+
+def test_spin_us_takes_frames_while_spinning_and_a_bad_value_is_refused(tb):
+    """ULS_SPIN_US=2000: a receive that waits polls the device first, and some frames are
+    taken while it spins. A value that is not a number of microseconds is refused with a
+    message naming the variable, and the program runs without spinning."""
+    srv, cli = run(tb, 7330, "pingpong", 1, 300, env={"ULS_SPIN_US": "2000"})
+    assert srv["rtc_spin_hits"] > 0 and cli["rtc_spin_hits"] > 0, (srv, cli)
+    srv, cli = run(tb, 7331, "pingpong", 1, 50, env={"ULS_SPIN_US": "50us"})
+    assert srv["rtc_spin_hits"] == 0 and cli["rtc_spin_hits"] == 0, (srv, cli)
+    client = [p for p in tb.procs if p.name.endswith("rtc-client-7331")][0]
+    assert "ULS_SPIN_US=50us refused" in client.stderr(), client.stderr()
+
+
+def test_so_busy_poll_spins_on_that_socket_alone(tb):
+    """SO_BUSY_POLL (socket(7)): a blocking receive on the socket polls the device for up
+    to that many microseconds before it sleeps, without ULS_SPIN_US; the control, the same
+    run without the option, never spins."""
+    srv, cli = run(tb, 7340, "pingpong", 1, 300, env={"ULS_SPIN_US": None},
+                   client_args=["--busy-poll", "2000"])
+    assert cli["rtc_spin_hits"] > 0, cli
+    assert srv["rtc_spin_hits"] == 0 and srv["rtc_rounds"] > 0, srv
