@@ -68,6 +68,7 @@ struct qring {
 	unsigned rx_free[RX_DEPTH], rx_nfree;  /* slots with no read in flight */
 	unsigned rx_armed, rx_target;          /* reads in flight, and how many to keep */
 	unsigned *tx_free, tx_nfree, tx_unsubmitted, tx_inflight;
+	pid_t owner;   /* the process that opened it: a fork child holds copies of its rings */
 	struct nif_dev_stats st;
 };
 
@@ -488,7 +489,10 @@ static void q_close(struct nif_dev *d)
 {
 	struct qring *q = of(d);
 
-	if (q->txg)
+	/* A fork child closing its copy must not touch the rings: their queues are mapped
+	 * shared with the parent, and draining would submit the parent's writes and take its
+	 * completions (the parent's pbufs then stay held and lwIP never resends them). */
+	if (q->txg && q->owner == getpid())
 		tx_drain(q);
 	io_uring_queue_exit(&q->rx);
 	io_uring_queue_exit(&q->tx);
@@ -522,6 +526,7 @@ int nif_qring_open(struct nif_dev **out, struct nif_qring_prep *p, unsigned mtu,
 	q->dev.mtu = mtu;
 	q->dev.offload = offload;
 	q->hup_fd = hup_fd;
+	q->owner = getpid();
 	q->vhl = offload ? NIF_VNET_HLEN : 0;
 	q->frame_max = offload ? NIF_OFF_FRAME_MAX : (size_t)mtu + NIF_ETH_HLEN;
 	/* One byte more than the largest frame, to notice truncation; resident only as far
