@@ -485,6 +485,19 @@ static void tx_drain(struct qring *q)
 	}
 }
 
+/* The buffers and the device itself: what q_close and a failed open both give back. */
+static void free_memory(struct qring *q)
+{
+	for (unsigned i = 0; i < RX_DEPTH; i++)
+		if (q->rx_slot[i])
+			nif_rxbuf_release(q->rx_slot[i]);
+	nif_rxpool_close(q->pool);
+	free(q->tx_bufs);
+	free(q->txg);
+	free(q->tx_free);
+	free(q);
+}
+
 static void q_close(struct nif_dev *d)
 {
 	struct qring *q = of(d);
@@ -498,14 +511,7 @@ static void q_close(struct nif_dev *d)
 	io_uring_queue_exit(&q->tx);
 	if (q->wake_fd >= 0)
 		close(q->wake_fd);
-	for (unsigned i = 0; i < RX_DEPTH; i++)
-		if (q->rx_slot[i])
-			nif_rxbuf_release(q->rx_slot[i]);
-	nif_rxpool_close(q->pool);
-	free(q->tx_bufs);
-	free(q->txg);
-	free(q->tx_free);
-	free(q);
+	free_memory(q);
 }
 
 static const struct nif_dev_ops qring_ops = {
@@ -565,13 +571,6 @@ int nif_qring_open(struct nif_dev **out, struct nif_qring_prep *p, unsigned mtu,
 	*out = &q->dev;
 	return 0;
 fail:
-	for (unsigned i = 0; i < RX_DEPTH; i++)
-		if (q->rx_slot[i])
-			nif_rxbuf_release(q->rx_slot[i]);
-	nif_rxpool_close(q->pool);
-	free(q->tx_bufs);
-	free(q->txg);
-	free(q->tx_free);
-	free(q);
+	free_memory(q);
 	return rc;
 }
