@@ -354,9 +354,15 @@ def sort_records(records):
                                           STACKS.index(r["stack"])))
 
 
+def cpu_per_work(rec):
+    work = (rec["throughput"] or 0) * (rec.get("seconds") or 0)
+    return rec["cpu_seconds"] / work if work > 0 else None
+
+
 def ratios(records):
     """ulstack / kernel for each configuration that has both: throughput, p50, p99, CPU
-    seconds per unit of throughput (CPU cost of the same work)."""
+    seconds, and CPU seconds per unit of work (cpu_per_work: CPU seconds / (throughput *
+    seconds), the CPU cost of one request, bit or round trip)."""
     by = {(r["program"], r["config"], r["stack"]): r for r in records}
     res = []
     for r in records:
@@ -372,7 +378,8 @@ def ratios(records):
                     "throughput": ratio(u["throughput"], r["throughput"]),
                     "p50_us": ratio(u["p50_us"], r["p50_us"]),
                     "p99_us": ratio(u["p99_us"], r["p99_us"]),
-                    "cpu_seconds": ratio(u["cpu_seconds"], r["cpu_seconds"])})
+                    "cpu_seconds": ratio(u["cpu_seconds"], r["cpu_seconds"]),
+                    "cpu_per_work": ratio(cpu_per_work(u), cpu_per_work(r))})
     return res
 
 
@@ -428,7 +435,7 @@ def format_table(records):
     by = {(r["program"], r["config"], r["stack"]): r for r in records}
     rat = {(x["program"], x["config"]): x for x in ratios(records)}
     head = ("program", "config", "unit", "kernel", "ulstack", "ratio", "p50 us k/u",
-            "p99 us k/u", "CPU s k/u")
+            "p99 us k/u", "CPU s k/u", "CPU/work")
     rows = [head]
     seen = []
     for r in records:
@@ -444,7 +451,8 @@ def format_table(records):
         rows.append((r["program"], r["config"], r["unit"], _fmt(k and k["throughput"]),
                      _fmt(u and u["throughput"]),
                      ("%.2fx" % x["throughput"]) if x and x["throughput"] else "-",
-                     pair("p50_us"), pair("p99_us"), pair("cpu_seconds")))
+                     pair("p50_us"), pair("p99_us"), pair("cpu_seconds"),
+                     ("%.2fx" % x["cpu_per_work"]) if x and x["cpu_per_work"] else "-"))
     widths = [max(len(str(row[i])) for row in rows) for i in range(len(head))]
     out = []
     for i, row in enumerate(rows):
@@ -967,7 +975,8 @@ DEFINITIONS = {
              "kernel: the same command lines on the kernel's TCP, in two namespaces whose "
              "veths are on the same bridge",
     "ratios": "ulstack / kernel of the medians; a throughput ratio above 1 and a latency "
-              "ratio below 1 favour ulstack",
+              "ratio below 1 favour ulstack; cpu_per_work: the ratio of CPU seconds / "
+              "(throughput * seconds), the CPU one request, bit or round trip cost",
     "verified": "the run passed its check (each run's `check` says what was checked)",
 }
 
