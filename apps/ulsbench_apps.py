@@ -359,10 +359,20 @@ def cpu_per_work(rec):
     return rec["cpu_seconds"] / work if work > 0 else None
 
 
+def paired_ratio(k, u):
+    """The median over the repeats both records ran of ulstack / kernel throughput."""
+    kr = {x.get("repeat"): x["throughput"] for x in k.get("runs", [])}
+    xs = [x["throughput"] / kr[x.get("repeat")] for x in u.get("runs", [])
+          if kr.get(x.get("repeat"))]
+    return round(statistics.median(xs), 3) if xs else None
+
+
 def ratios(records):
     """ulstack / kernel for each configuration that has both: throughput, p50, p99, CPU
     seconds, and CPU seconds per unit of work (cpu_per_work: CPU seconds / (throughput *
-    seconds), the CPU cost of one request, bit or round trip)."""
+    seconds), the CPU cost of one request, bit or round trip); and throughput_paired, the
+    median over the repeats of the ratio of the two runs of one repeat (run one after the
+    other, so a machine whose load drifts during the benchmark moves both)."""
     by = {(r["program"], r["config"], r["stack"]): r for r in records}
     res = []
     for r in records:
@@ -379,7 +389,8 @@ def ratios(records):
                     "p50_us": ratio(u["p50_us"], r["p50_us"]),
                     "p99_us": ratio(u["p99_us"], r["p99_us"]),
                     "cpu_seconds": ratio(u["cpu_seconds"], r["cpu_seconds"]),
-                    "cpu_per_work": ratio(cpu_per_work(u), cpu_per_work(r))})
+                    "cpu_per_work": ratio(cpu_per_work(u), cpu_per_work(r)),
+                    "throughput_paired": paired_ratio(r, u)})
     return res
 
 
@@ -434,7 +445,7 @@ def format_table(records):
     """The text table: per configuration, kernel and ulstack side by side and the ratio."""
     by = {(r["program"], r["config"], r["stack"]): r for r in records}
     rat = {(x["program"], x["config"]): x for x in ratios(records)}
-    head = ("program", "config", "unit", "kernel", "ulstack", "ratio", "p50 us k/u",
+    head = ("program", "config", "unit", "kernel", "ulstack", "ratio", "paired", "p50 us k/u",
             "p99 us k/u", "CPU s k/u", "CPU/work")
     rows = [head]
     seen = []
@@ -451,6 +462,8 @@ def format_table(records):
         rows.append((r["program"], r["config"], r["unit"], _fmt(k and k["throughput"]),
                      _fmt(u and u["throughput"]),
                      ("%.2fx" % x["throughput"]) if x and x["throughput"] else "-",
+                     ("%.2fx" % x["throughput_paired"]) if x and x["throughput_paired"]
+                     else "-",
                      pair("p50_us"), pair("p99_us"), pair("cpu_seconds"),
                      ("%.2fx" % x["cpu_per_work"]) if x and x["cpu_per_work"] else "-"))
     widths = [max(len(str(row[i])) for row in rows) for i in range(len(head))]
@@ -975,7 +988,8 @@ DEFINITIONS = {
              "kernel: the same command lines on the kernel's TCP, in two namespaces whose "
              "veths are on the same bridge",
     "ratios": "ulstack / kernel of the medians; a throughput ratio above 1 and a latency "
-              "ratio below 1 favour ulstack; cpu_per_work: the ratio of CPU seconds / "
+              "ratio below 1 favour ulstack; throughput_paired: the median over the repeats "
+              "of the ratio of one repeat's two runs (run one after the other); cpu_per_work: the ratio of CPU seconds / "
               "(throughput * seconds), the CPU one request, bit or round trip cost",
     "verified": "the run passed its check (each run's `check` says what was checked)",
 }

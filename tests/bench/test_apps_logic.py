@@ -169,8 +169,20 @@ def test_ratios_are_ulstack_over_kernel_with_cpu_per_unit_of_work():
     (x,) = ap.ratios(recs)
     assert x["throughput"] == 0.5 and x["p50_us"] == 2.0 and x["cpu_seconds"] == 1.0
     assert x["cpu_per_work"] == 2.0          # the same CPU for half the requests
+    assert x["throughput_paired"] is None    # no runs to pair
     text = ap.format_table(recs)
     assert "0.50x" in text and "2.00x" in text
+
+
+def test_paired_ratio_is_the_median_of_each_repeats_own_ratio():
+    def rec(stack, tps):
+        return record(stack=stack, runs=[{"repeat": i, "throughput": t}
+                                         for i, t in enumerate(tps)])
+    # a machine that slowed down in repeat 1: both stacks' runs moved together
+    k, u = rec("kernel", [100.0, 10.0, 100.0]), rec("ulstack", [50.0, 5.0, 60.0])
+    assert ap.paired_ratio(k, u) == 0.5
+    (x,) = ap.ratios([dict(k, throughput=100.0), dict(u, throughput=50.0)])
+    assert x["throughput_paired"] == 0.5
 
 
 def test_record_schema_catches_what_the_issue_promises():
