@@ -39,6 +39,10 @@ to one of these processes.
 With --repeat R every configuration runs R times, the stacks alternating which goes first;
 the table and the JSON records carry medians, the records also each run.
 
+The programs inherit the driver's environment, so `ULS_SPIN_US=50 ulsbench apps` runs the
+ulstack side with that setting (the kernel side ignores it); the JSON's options record the
+ULS_* variables that were set.
+
 Network safety: everything runs inside the namespaces the testbed creates (TB_NAME
 ulsbench, TB_SUFFIX appended by the testbed script); the processes signalled are the
 ones this driver started, by PID (nginx's workers through the process group led by the
@@ -1072,7 +1076,12 @@ def main(argv=None):
         "machine": machine_info(paths),
         "options": {"apps": opts["apps"], "seconds": opts["seconds"],
                     "repeat": opts["repeat"], "nginx_workers": NGINX_WORKERS,
-                    "nginx_body_bytes": NGINX_BODY, "pingpong_warmup": PINGPONG_WARMUP},
+                    "nginx_body_bytes": NGINX_BODY, "pingpong_warmup": PINGPONG_WARMUP,
+                    # the programs inherit the driver's environment: ULS_SPIN_US=50
+                    # ulsbench apps measures ulstack with spinning
+                    "uls_environment": {k: v for k, v in sorted(os.environ.items())
+                                        if k.startswith("ULS_") and
+                                        k not in ("ULS_SRCDIR", "ULS_BUILDDIR")}},
         "definitions": DEFINITIONS,
         "apps": records,
         "ratios": ratios(records),
