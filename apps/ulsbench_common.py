@@ -209,6 +209,13 @@ def find_paths(environ=None):
 
 
 
+def loss_arg(pct):
+    """A loss level as `testbed impair --loss` takes it: 0.1 -> '0.1', 1.0 -> '1'."""
+    milli = int(round(pct * 1000))
+    whole, frac = divmod(milli, 1000)
+    return str(whole) if not frac else ("%d.%03d" % (whole, frac)).rstrip("0")
+
+
 def read_cpu_ticks(pid):
     """utime+stime of a process in seconds, or None when it is gone."""
     try:

@@ -68,8 +68,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ulsbench_common import (  # noqa: E402
     DEFAULT_OFFLOAD, LOCK_FILE, POLL, BenchError, Interrupted, Procs, Testbed, UsageError,
-    _raise_signal, find_paths, log, machine_info, progress, read_cpu_ticks, take_lock,
-    write_json)
+    _raise_signal, find_paths, log, loss_arg, machine_info, progress, read_cpu_ticks,
+    take_lock, write_json)
 
 # ---------------------------------------------------------------------------
 # Fixed parameters
@@ -251,13 +251,6 @@ def parse_loss(text):
         if v not in out:
             out.append(v)
     return sorted(out)
-
-
-def loss_arg(pct):
-    """A loss level as `testbed impair --loss` takes it: 0.1 -> '0.1', 1.0 -> '1'."""
-    milli = int(round(pct * 1000))
-    whole, frac = divmod(milli, 1000)
-    return str(whole) if not frac else ("%d.%03d" % (whole, frac)).rstrip("0")
 
 
 def parse_offloads(text):
