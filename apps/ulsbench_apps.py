@@ -1055,6 +1055,13 @@ def main(argv=None):
         for s in old:
             signal.signal(s, signal.SIG_IGN)
         procs.stop_all()
+        # Anything a stopped process left in the group it led (nginx's workers when the
+        # master had to be killed): each group's ID is the PID recorded at its start.
+        for p in procs.all:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         tb.down()
         for s, h in old.items():
             signal.signal(s, h)
