@@ -10,9 +10,9 @@
  * endpoints.c) and tells it when a connection's state is gone (one-way notifications). No
  * data ever passes through here.
  *
- * A notification is never dropped for want of room: the control socket holds only a few
- * records (a SOCK_SEQPACKET peer's receive queue is net.unix.max_dgram_qlen, 10, long),
- * and closing thousands of connections at once sends thousands of RELEASEs. What does not
+ * A notification is never dropped for want of room: the control socket holds only what
+ * the process's send buffer does (about 280 records with the default 208 KiB), and
+ * closing thousands of connections at once sends thousands of RELEASEs. What does not
  * fit waits in a queue, in order, bounded only by memory; the queue goes out before any
  * later message (a notification or a request), and an lwIP timer retries it meanwhile.
  * ulsd's view of the process's endpoints (its filter rules, the direct path's steering
