@@ -92,7 +92,8 @@ int stk__lease_fd(void)
 }
 
 /* One reply with at most nfds descriptors: exactly nfds unless got_out says how many came. */
-static int recv_reply(int fd, struct uls_ctl_msg *m, int *fds, size_t nfds, size_t *got_out)
+static int recv_reply(int fd, struct uls_ctl_msg *m, int *fds, size_t nfds, size_t *got_out,
+		      int flags)
 {
 	uint8_t buf[ULS_CTL_MSG_SIZE + 1];
 	char cbuf[CMSG_SPACE(sizeof(int) * 3)];
@@ -102,7 +103,7 @@ static int recv_reply(int fd, struct uls_ctl_msg *m, int *fds, size_t nfds, size
 	ssize_t n;
 
 	do
-		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | flags);
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return errno == EAGAIN ? -ETIMEDOUT : -errno;
@@ -225,6 +226,75 @@ static int send_request(struct uls_ctl_msg *m, const struct timespec *deadline)
 	}
 }
 
+/* Send what waits, waiting for room until deadline (core lock not held, call_lock held). */
+static void drain(const struct timespec *deadline)
+{
+	for (;;) {
+		pthread_mutex_lock(&lease.send_lock);
+		int rc = flush_locked();
+		pthread_mutex_unlock(&lease.send_lock);
+		if (rc != -EAGAIN || wait_room(deadline) < 0)
+			return;  /* (a timer or the next message sends what is left) */
+	}
+}
+
+/* A notification from a call (call_lock held, core lock not): sent, or queued in order. */
+static void notify_unlocked(struct uls_ctl_msg *m)
+{
+	pthread_mutex_lock(&lease.send_lock);
+	m->seq = ++lease.seq;
+	int rc = flush_locked();
+	if (rc == 0)
+		rc = send_one(m);
+	struct pending *p = rc == -EAGAIN ? malloc(sizeof(*p)) : NULL;
+	if (p) {
+		p->next = NULL;
+		p->m = *m;
+		*lease.tail = p;
+		lease.tail = &p->next;
+		count(&cnt_queued);
+	} else if (rc < 0) {
+		count(&cnt_lost);
+	}
+	pthread_mutex_unlock(&lease.send_lock);
+}
+
+/* Requests whose answer did not come in time (call_lock): if ulsd granted them after all,
+ * the grant goes back when the answer comes (read before and during later calls), since
+ * the caller already failed with ETIMEDOUT. */
+#define LATE_MAX 8
+
+static struct uls_ctl_msg late[LATE_MAX];
+static unsigned late_next;
+
+static void remember_late(const struct uls_ctl_msg *m)
+{
+	if (m->type == ULS_CTL_BIND || m->type == ULS_CTL_CONNECT)
+		late[late_next++ % LATE_MAX] = *m;
+}
+
+static void late_reply(const struct uls_ctl_msg *r)
+{
+	for (unsigned i = 0; i < LATE_MAX; i++) {
+		struct uls_ctl_msg *l = &late[i];
+		if (l->type == 0 || l->seq != r->seq)
+			continue;
+		uint16_t type = l->type;
+		l->type = 0;
+		if (r->status < 0 || r->type != type)
+			return;  /* refused: nothing to give back */
+		struct uls_ctl_msg u;
+		uls_ctl_init(&u, type == ULS_CTL_BIND ? ULS_CTL_UNBIND : ULS_CTL_RELEASE, 0);
+		u.proto = type == ULS_CTL_BIND ? l->proto : IPPROTO_TCP;
+		u.lport = r->lport;
+		u.rip = l->rip;
+		u.rport = l->rport;
+		stk__log(1, "lease: request %u answered after its timeout: given back", type);
+		notify_unlocked(&u);
+		return;
+	}
+}
+
 /* Send m and wait for its reply (same seq). Returns the reply's status or -errno.
  *
  * Never with the core lock held: ulsd may take its time (up to CALL_TIMEOUT_S), and
@@ -234,28 +304,39 @@ static int send_request(struct uls_ctl_msg *m, const struct timespec *deadline)
 static int call(struct uls_ctl_msg *m)
 {
 	struct timespec deadline;
+	struct uls_ctl_msg r;
 	int rc, cancel;
 
-	if (lease.fd < 0)
-		return -ENOTCONN;
 	/* A thread cancelled in the middle would leave a reply unread and the lock taken: the
 	 * call is bounded (CALL_TIMEOUT_S), so it finishes first and the cancellation acts at
 	 * the caller's next cancellation point. */
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	pthread_mutex_lock(&lease.call_lock);
+	if (lease.fd < 0) {
+		rc = -ENOTCONN;  /* (the node stopped while this thread waited for the lock) */
+		goto out;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
 	deadline.tv_sec += CALL_TIMEOUT_S;
+	/* Late answers to calls that timed out, before this request could meet them. */
+	while (recv_reply(lease.fd, &r, NULL, 0, NULL, MSG_DONTWAIT) == 0)
+		late_reply(&r);
 	rc = send_request(m, &deadline);
 	if (rc < 0)
 		goto out;
-	struct uls_ctl_msg r;
-	do
-		rc = recv_reply(lease.fd, &r, NULL, 0, NULL);
-	while (rc == 0 && r.seq != m->seq);  /* a stale reply of a timed-out call */
+	for (;;) {
+		rc = recv_reply(lease.fd, &r, NULL, 0, NULL, 0);
+		if (rc < 0 || r.seq == m->seq)
+			break;
+		late_reply(&r);  /* the answer to a call that timed out */
+	}
 	if (rc == 0) {
 		rc = r.status;
 		*m = r;
+	} else if (rc == -ETIMEDOUT) {
+		remember_late(m);
 	}
+	drain(&deadline);  /* what late_reply queued */
 out:
 	pthread_mutex_unlock(&lease.call_lock);
 	pthread_setcancelstate(cancel, NULL);
@@ -396,7 +477,7 @@ int uls_attach(const char *ctl_path)
 		rc = -errno;
 		goto fail_fd;
 	}
-	rc = recv_reply(fd, &m, fds, 3, &got);
+	rc = recv_reply(fd, &m, fds, 3, &got, 0);
 	if (rc < 0)
 		goto fail_fd;
 	bool direct = m.u.hello.datapath == ULS_CTL_DP_DIRECT && qp.made;
@@ -518,6 +599,7 @@ void stk__lease_forget(void)
 	pthread_mutex_init(&lease.call_lock, NULL);
 	pthread_mutex_init(&lease.send_lock, NULL);
 	free_queue();
+	memset(late, 0, sizeof(late));
 	forgetting = true;
 	stk__node_down_hook();
 	forgetting = false;

@@ -2,6 +2,8 @@
  *
  *   leasectl stall --ctl PATH --echo IP:PORT --slow IP:PORT [--seconds S]
  *   leasectl churn --ctl PATH --to IP:PORT --conns N --batch B [--hold S]
+ *   leasectl abandon --ctl PATH --slow IP:PORT
+ *   leasectl late --ctl PATH --echo IP:PORT --slow IP:PORT
  *
  * stall: one thread exchanges 1-byte messages with an echo peer for S seconds (3) and
  * records the longest gap between two completed round trips, while the main thread, after
@@ -12,6 +14,10 @@
  * at once). Then, 1 s later, prints the lease's counters ("ok ctl_notify_queued=Q
  * ctl_notify_lost=L") and "done", and keeps its lease for S seconds (10) so that the test
  * can look at ulsd's endpoint table while the process still lives.
+ * abandon: one thread connects to --slow (ulsd's answer is held back) and the main thread
+ * closes the socket 300 ms into the wait. Prints "abandon_rc=E" (the connect's result).
+ * late: connects to --slow, whose answer comes after the stack's 5 s timeout, then to
+ * --echo. Prints "late_rc=E next_rc=E2", then "done", and keeps its lease for 10 s.
  * Exits 0, or says what failed and exits 1.
  */
 #include <arpa/inet.h>
@@ -126,6 +132,49 @@ static int stall(const struct sockaddr_in *echo, const struct sockaddr_in *slow,
 	return 0;
 }
 
+/* ---- abandon, late ------------------------------------------------------------------- */
+
+struct connector {
+	int sd;
+	struct sockaddr_in to;
+	int rc;
+};
+
+static void *do_connect(void *arg)
+{
+	struct connector *c = arg;
+
+	c->rc = uls_connect(c->sd, &c->to);
+	return NULL;
+}
+
+static int abandon(const struct sockaddr_in *slow)
+{
+	struct connector c = { .to = *slow };
+	pthread_t t;
+
+	c.sd = uls_socket(SOCK_STREAM);
+	if (c.sd < 0 || pthread_create(&t, NULL, do_connect, &c) != 0)
+		return 1;
+	usleep(300000);
+	uls_close(c.sd);
+	pthread_join(t, NULL);
+	printf("abandon_rc=%d\n", c.rc);
+	return 0;
+}
+
+static int late(const struct sockaddr_in *echo, const struct sockaddr_in *slow)
+{
+	int a = connect_to(slow);
+	int b = connect_to(echo);
+
+	printf("late_rc=%d next_rc=%d\n", a < 0 ? a : 0, b < 0 ? b : 0);
+	printf("done\n");
+	fflush(stdout);
+	sleep(10);
+	return 0;
+}
+
 /* ---- churn ---------------------------------------------------------------------------- */
 
 static uint64_t counter(const char *name)
@@ -225,6 +274,10 @@ int main(int argc, char **argv)
 			return 2;
 		return stall(&a, &b, seconds);
 	}
+	if (!strcmp(argv[1], "abandon"))
+		return parse_to(slow_s, &b) < 0 ? 2 : abandon(&b);
+	if (!strcmp(argv[1], "late"))
+		return parse_to(echo_s, &a) < 0 || parse_to(slow_s, &b) < 0 ? 2 : late(&a, &b);
 	if (!strcmp(argv[1], "churn")) {
 		if (parse_to(to_s, &a) < 0 || conns < 1 || conns > 1000000 || batch < 1 ||
 		    batch > MAX_BATCH || hold < 0 || hold > 600)

@@ -4,9 +4,12 @@ tests/node/leasectl (leasectl.c) is one process on node 1:
 - no request to ulsd is made with the core lock held: while ulsd's answer to one connect is
   late (a control peer between the process and ulsd holds it back 1 s), another connection
   of the same process goes on exchanging messages without a pause;
+- a connect whose socket is closed while ulsd's answer is on its way, or whose answer
+  comes after the stack's 5 s timeout, leaves no endpoint at ulsd;
 - notifications are never lost: after thousands of connections closed in bursts, ulsd's
   table holds none of them, and the lease's ctl_notify_lost counter is 0.
 """
+import errno
 import os
 import re
 import socket
@@ -150,6 +153,57 @@ def test_a_connect_whose_answer_from_ulsd_is_late_does_not_stall_other_connectio
     assert peer.delayed == 1 and connect_ms >= 900, (peer.delayed, connect_ms)
     assert rounds > 100, rounds
     assert gap < 200, f"the other connection stalled {gap:.0f} ms while ulsd was slow"
+
+
+def slow_endpoints(tb, rport):
+    return [e for e in tb.stat(1)["endpoints"] if e["remote"].endswith(f":{rport}")]
+
+
+def test_a_socket_closed_while_its_connect_waits_for_ulsd_leaves_no_endpoint(tb):
+    """The socket is closed 300 ms into a connect whose answer ulsd gives 1 s late: the
+    connect fails with EBADF and the tuple ulsd granted goes back at once (RELEASE)."""
+    slow_port = 7404
+    path = os.path.join(tb.outdir, "abandon.ctl")
+    peer = SlowCtlPeer(tb.ctl(1), path, slow_port, 1.0)
+    try:
+        p = tb.start([LEASECTL, "abandon", "--ctl", path, "--slow", f"{tb.kernel_ip}:{slow_port}"],
+                     name="abandon", env={"ULS_DATAPATH": "relay"})
+        assert p.wait(30) == 0, (p.stdout(), p.stderr())
+        m = re.search(r"abandon_rc=(-?\d+)", p.stdout())
+        assert m and int(m[1]) == -errno.EBADF, p.stdout()
+        assert peer.delayed == 1
+        deadline = time.monotonic() + 2
+        while slow_endpoints(tb, slow_port) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert slow_endpoints(tb, slow_port) == []
+    finally:
+        peer.close()
+
+
+def test_a_connect_answered_after_the_timeout_gives_the_tuple_back(tb):
+    """ulsd's answer to a connect comes 6 s late, after the stack's 5 s: the connect fails
+    with ETIMEDOUT, and when the answer arrives (read by the next call) the tuple ulsd
+    granted goes back, while the process lives on. Before, it stayed until the lease
+    ended."""
+    echo_port, slow_port = 7405, 7406
+    echo = tb.kernel_python(ECHO, echo_port, name="echo")
+    wait_for(echo, "listening", 5)
+    path = os.path.join(tb.outdir, "late.ctl")
+    peer = SlowCtlPeer(tb.ctl(1), path, slow_port, 6.0)
+    try:
+        p = tb.start([LEASECTL, "late", "--ctl", path, "--echo", f"{tb.kernel_ip}:{echo_port}",
+                      "--slow", f"{tb.kernel_ip}:{slow_port}"], name="late",
+                     env={"ULS_DATAPATH": "relay"})
+        wait_for(p, "done", 30)
+        m = re.search(r"late_rc=(-?\d+) next_rc=(-?\d+)", p.stdout())
+        assert m and int(m[1]) == -errno.ETIMEDOUT and int(m[2]) == 0, p.stdout()
+        deadline = time.monotonic() + 2
+        while slow_endpoints(tb, slow_port) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert p.poll() is None, "the process must still hold its lease"
+        assert slow_endpoints(tb, slow_port) == []
+    finally:
+        peer.close()
 
 
 def test_4000_connections_closed_in_bursts_leave_no_endpoint_at_ulsd_and_no_lost_notification(tb):
