@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -238,7 +239,10 @@ static void drain(const struct timespec *deadline)
 	}
 }
 
-/* A notification from a call (call_lock held, core lock not): sent, or queued in order. */
+/* A notification from a call (call_lock held, core lock not): sent, or queued in order
+ * (then undo_queued: the call sends it before it returns, as no timer was armed). */
+static bool undo_queued;
+
 static void notify_unlocked(struct uls_ctl_msg *m)
 {
 	pthread_mutex_lock(&lease.send_lock);
@@ -253,6 +257,7 @@ static void notify_unlocked(struct uls_ctl_msg *m)
 		*lease.tail = p;
 		lease.tail = &p->next;
 		count(&cnt_queued);
+		undo_queued = true;
 	} else if (rc < 0) {
 		count(&cnt_lost);
 	}
@@ -301,6 +306,8 @@ static void late_reply(const struct uls_ctl_msg *r)
  * meanwhile every connection of the process must go on (ACKs, timers, retransmissions).
  * Checked on every call, like lwIP's LWIP_ASSERT_CORE_LOCKED the other way round.
  * The one exception is stk__lease_call_locked(). */
+static const int sync_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT, SIGSYS };
+
 static int call(struct uls_ctl_msg *m)
 {
 	struct timespec deadline;
@@ -309,7 +316,15 @@ static int call(struct uls_ctl_msg *m)
 
 	/* A thread cancelled in the middle would leave a reply unread and the lock taken: the
 	 * call is bounded (CALL_TIMEOUT_S), so it finishes first and the cancellation acts at
-	 * the caller's next cancellation point. */
+	 * the caller's next cancellation point. A signal's handler runs after it too (when
+	 * the mask is restored, with no lock of the lease or the stack held), so that a
+	 * handler that uses sockets, even one that connects, never meets this call halfway.
+	 * The signals a fault raises stay deliverable. */
+	sigset_t all, old;
+	sigfillset(&all);
+	for (size_t i = 0; i < sizeof(sync_signals) / sizeof(sync_signals[0]); i++)
+		sigdelset(&all, sync_signals[i]);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	pthread_mutex_lock(&lease.call_lock);
 	if (lease.fd < 0) {
@@ -336,10 +351,14 @@ static int call(struct uls_ctl_msg *m)
 	} else if (rc == -ETIMEDOUT) {
 		remember_late(m);
 	}
-	drain(&deadline);  /* what late_reply queued */
+	if (undo_queued) {
+		undo_queued = false;
+		drain(&deadline);  /* what late_reply queued */
+	}
 out:
 	pthread_mutex_unlock(&lease.call_lock);
 	pthread_setcancelstate(cancel, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return rc;
 }
 
