@@ -17,6 +17,8 @@ import struct
 import threading
 import time
 
+import pytest
+
 from conftest import BUILD
 
 LEASECTL = os.path.join(BUILD, "tests", "node", "leasectl")
@@ -54,6 +56,7 @@ for _ in range(count):
 """
 
 CTL_CONNECT = 4
+CTL_RELEASE = 6
 HDR = struct.Struct("=IHHIiBBHIH")  # magic version type seq status proto flags lport rip rport
 
 
@@ -63,9 +66,10 @@ class SlowCtlPeer:
     remote port slow_rport back for delay seconds. ulsd sees the peer's credentials, so the
     process must run on the relay (ULS_DATAPATH=relay)."""
 
-    def __init__(self, upstream, path, slow_rport, delay):
+    def __init__(self, upstream, path, slow_rport, delay, release_pause=0.0):
         self.upstream, self.path = upstream, path
         self.slow_rport, self.delay = slow_rport, delay
+        self.release_pause = release_pause  # stop reading the process once, at its first RELEASE
         self.delayed = 0
         self.socks = []
         self.ls = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -96,11 +100,14 @@ class SlowCtlPeer:
                 msg, fds, _, _ = socket.recv_fds(src, 256, 3)
                 if not msg:
                     break
-                if from_ulsd and len(msg) >= HDR.size:
+                if len(msg) >= HDR.size:
                     f = HDR.unpack_from(msg)
-                    if f[2] == CTL_CONNECT and f[9] == self.slow_rport:
+                    if from_ulsd and f[2] == CTL_CONNECT and f[9] == self.slow_rport:
                         self.delayed += 1
                         time.sleep(self.delay)
+                    if not from_ulsd and f[2] == CTL_RELEASE and self.release_pause:
+                        time.sleep(self.release_pause)
+                        self.release_pause = 0.0
                 socket.send_fds(dst, [msg], fds) if fds else dst.send(msg)
                 for fd in fds:
                     os.close(fd)
@@ -206,30 +213,46 @@ def test_a_connect_answered_after_the_timeout_gives_the_tuple_back(tb):
         peer.close()
 
 
-def test_4000_connections_closed_in_bursts_leave_no_endpoint_at_ulsd_and_no_lost_notification(tb):
+@pytest.mark.parametrize("via", ["ulsd", "paused_peer"])
+def test_4000_connections_closed_in_bursts_leave_no_endpoint_at_ulsd_and_no_lost_notification(tb, via):
     """4,000 connections to a kernel peer that closes each at once, 1,000 at a time, each
-    burst closed in a row: 1,000 RELEASEs at once, more than the control socket holds.
-    Every one reaches ulsd (queued, in order, until the socket drains), so that while the
-    process still lives ulsd's table holds none of its connections, and ctl_notify_lost
-    stays 0. Before, the ones that did not fit were dropped ("notification 6 not sent")
-    and their endpoints stayed at ulsd until the lease ended."""
-    port, conns = 7403, 4000
+    burst closed in a row: 1,000 RELEASEs at once. The control socket holds about 280
+    records. Every RELEASE reaches ulsd (queued, in order, until the socket drains), so
+    that while the process still lives ulsd's table holds none of its connections, and
+    ctl_notify_lost stays 0. Before, the ones that did not fit were dropped ("notification
+    6 not sent") and their endpoints stayed at ulsd until the lease ended.
+    via=ulsd: the process talks to ulsd itself, whose pace decides how many must wait;
+    via=paused_peer: a control peer in between stops reading the process for 0.5 s at its
+    first RELEASE, so that the queue is certainly used (ctl_notify_queued > 0)."""
+    port, conns = 7403 if via == "ulsd" else 7407, 4000
     closer = tb.kernel_python(CLOSER, port, conns, name="closer")
     wait_for(closer, "listening", 5)
-    p = tb.start([LEASECTL, "churn", "--ctl", tb.ctl(1), "--to", f"{tb.kernel_ip}:{port}",
-                  "--conns", str(conns), "--batch", "1000", "--hold", "30"], name="churn")
-    wait_for(p, "done", 120)
-    deadline = time.monotonic() + 5
-    while True:
-        left = [e for e in tb.stat(1)["endpoints"] if e["pid"] == p.pid]
-        if not left or time.monotonic() > deadline:
-            break
-        time.sleep(0.1)
+    peer, ctl, env = None, tb.ctl(1), None
+    if via == "paused_peer":
+        ctl = os.path.join(tb.outdir, "paused.ctl")
+        peer = SlowCtlPeer(tb.ctl(1), ctl, 0, 0, release_pause=0.5)
+        env = {"ULS_DATAPATH": "relay"}
+    try:
+        p = tb.start([LEASECTL, "churn", "--ctl", ctl, "--to", f"{tb.kernel_ip}:{port}",
+                      "--conns", str(conns), "--batch", "1000", "--hold", "30"], name="churn",
+                     env=env)
+        wait_for(p, "done", 120)
+        deadline = time.monotonic() + 5
+        while True:
+            left = [e for e in tb.stat(1)["endpoints"] if e["remote"].endswith(f":{port}")]
+            if not left or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+    finally:
+        if peer:
+            peer.close()
     m = re.search(r"ctl_notify_queued=(\d+) ctl_notify_lost=(\d+)", p.stdout())
     assert m, p.stdout()
     queued, lost = int(m[1]), int(m[2])
-    print(f"{conns} connections closed; {queued} notifications waited, {lost} lost; "
+    print(f"{via}: {conns} connections closed; {queued} notifications waited, {lost} lost; "
           f"{len(left)} endpoints left at ulsd")
     assert left == [], f"{len(left)} of {conns} endpoints left at ulsd, e.g. {left[:3]}"
     assert lost == 0, lost
     assert "not sent" not in p.stderr() and "lost" not in p.stderr(), p.stderr()
+    if via == "paused_peer":
+        assert queued > 0, "the control socket never filled: the test did not test the queue"
