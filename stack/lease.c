@@ -371,7 +371,7 @@ int stk__lease_call(struct uls_ctl_msg *m)
 	return call(m);
 }
 
-/* Deviation from "no request under the core lock", for HANDOFF and CLAIM alone
+/* Deviation: "no request under the core lock" does not hold for HANDOFF and CLAIM
  * (handoff.c): the connection's state was packed (or is rebuilt) under the lock, and no
  * segment of it may be processed between that and ulsd's answer, or the packed state
  * would be stale (HANDOFF) or lwIP would reset the tuple that now comes here (CLAIM).
