@@ -9,3 +9,9 @@ tests_node_hostile_LDADD += $(LIBURING_LIBS)
 check_PROGRAMS += tests/node/rtc
 tests_node_rtc_SOURCES = tests/node/rtc.c
 tests_node_rtc_LDADD = stack/libuls.la -lpthread
+
+# One process's lease under load: a slow answer from ulsd, thousands of closes
+# (test_lease.py).
+check_PROGRAMS += tests/node/leasectl
+tests_node_leasectl_SOURCES = tests/node/leasectl.c
+tests_node_leasectl_LDADD = stack/libuls.la -lpthread
