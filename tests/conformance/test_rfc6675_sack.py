@@ -14,7 +14,7 @@ def in_window(s):
 
 
 @requirement(fix='patch 0021',
-             mutate="tests/conformance/lwip-mutate core/tcp_out.c 's/(rule == 3 || tcp_sb_hole_lost(pcb, i))/(rule == 3)/'")
+             mutate="tests/conformance/lwip-mutate core/tcp_out.c '/^tcp_recovery_send/,/^}/ s/if (!(pcb->flags \\& TF_SACK)) {/if (1) {/'")
 def test_rfc6675_5_both_holes_retransmitted_without_waiting_for_an_ack(node, link):
     """RFC 6675 §5, step (4.3): "Retransmit the first data segment presumed dropped", then
     (C): "If cwnd - pipe >= 1 SMSS, the sender SHOULD transmit one or more segments as
