@@ -57,6 +57,11 @@ void stk__drive_init(void);
 void stk__drive_forked(void);
 void stk__drive_stop(void);
 void stk__drive_entry(void);
+/* A batch of received frames (stack/outbatch.c): begin and end around a device's rx, and
+ * each IPv4 frame counted as it goes to lwIP. */
+void stk__outbatch_begin(void);
+void stk__outbatch_frame(void);
+void stk__outbatch_end(void);
 void *stk__stack_thread(void *arg);
 uint64_t stk__now_ms(void);
 /* Bytes on the free lists of lwIP's heap (heap.c; mem_clib_malloc in lwipopts.h). */
