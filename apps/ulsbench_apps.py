@@ -69,7 +69,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ulsbench_common import (  # noqa: E402
-    LOCK_FILE, BenchError, Interrupted, Procs, Testbed, UsageError, _raise_signal,
+    LOCK_FILE, BenchError, Procs, Testbed, UsageError, run_guarded,
     find_paths, log, machine_info, progress, read_cpu_ticks, take_lock, tree_cpu,
     write_json)
 
@@ -1027,15 +1027,14 @@ def main(argv=None):
     procs = Procs(workdir)
     tb = Testbed(paths)
     plan = plan_runs(opts["apps"], opts["repeat"])
-    runs, error, rc = [], None, 0
-    old = {s: signal.signal(s, _raise_signal) for s in (signal.SIGINT, signal.SIGTERM,
-                                                        signal.SIGHUP)}
+    runs = []
     t_start = time.monotonic()
     log("%d runs (%s; %g s each%s), about %.0f s; logs in %s" % (
         len(plan), ",".join(opts["apps"]), opts["seconds"],
         "" if opts["repeat"] == 1 else "; %d of each" % opts["repeat"],
         len(plan) * (opts["seconds"] + 2.5) + 10, workdir))
-    try:
+
+    def body():
         tb.is_up = True     # start clean: also removes a testbed a killed run left
         tb.down()
         log("testbed up: two ulsd nodes and two kernel namespaces on one bridge")
@@ -1045,16 +1044,8 @@ def main(argv=None):
             r["repeat"] = spec["repeat"]
             runs.append(r)
             procs.stop_all()
-    except BenchError as e:
-        error, rc = str(e), 1
-    except Interrupted as e:
-        error, rc = str(e), 128 + e.signum
-    except KeyboardInterrupt:
-        error, rc = "interrupted", 130
-    finally:
-        for s in old:
-            signal.signal(s, signal.SIG_IGN)
-        procs.stop_all()
+
+    def kill_groups():
         # Anything a stopped process left in the group it led (nginx's workers when the
         # master had to be killed): each group's ID is the PID recorded at its start.
         for p in procs.all:
@@ -1062,9 +1053,10 @@ def main(argv=None):
                 os.killpg(p.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-        tb.down()
-        for s, h in old.items():
-            signal.signal(s, h)
+
+    try:
+        error, rc = run_guarded(body, procs, tb, cleanup=kill_groups)
+    finally:
         lock.close()
 
     elapsed = time.monotonic() - t_start

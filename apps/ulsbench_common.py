@@ -451,6 +451,34 @@ def _raise_signal(signum, frame):
     raise Interrupted(signum)
 
 
+def run_guarded(body, procs, tb, cleanup=None):
+    """Run body() with SIGINT, SIGTERM and SIGHUP raising Interrupted. Whatever happens,
+    every process is stopped, cleanup() runs (when given) and the testbed comes down, with
+    those signals ignored meanwhile so a second one cannot cut that short. Returns
+    (error, rc): (None, 0) when body() returned."""
+    old = {s: signal.signal(s, _raise_signal) for s in (signal.SIGINT, signal.SIGTERM,
+                                                        signal.SIGHUP)}
+    error, rc = None, 0
+    try:
+        body()
+    except BenchError as e:
+        error, rc = str(e), 1
+    except Interrupted as e:
+        error, rc = str(e), 128 + e.signum
+    except KeyboardInterrupt:
+        error, rc = "interrupted", 130
+    finally:
+        for s in old:
+            signal.signal(s, signal.SIG_IGN)
+        procs.stop_all()
+        if cleanup is not None:
+            cleanup()
+        tb.down()
+        for s, h in old.items():
+            signal.signal(s, h)
+    return error, rc
+
+
 def take_lock():
     """The drivers' lock (an open file holding flock), or None when another driver holds
     it."""

@@ -56,7 +56,6 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -67,8 +66,8 @@ import time
 # module next to this file (the source tree's apps/, or pkglibexecdir when installed).
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ulsbench_common import (  # noqa: E402
-    DEFAULT_OFFLOAD, LOCK_FILE, POLL, BenchError, Interrupted, Procs, Testbed, UsageError,
-    _raise_signal, find_paths, log, loss_arg, machine_info, progress, read_cpu_ticks,
+    DEFAULT_OFFLOAD, LOCK_FILE, POLL, BenchError, Procs, Testbed, UsageError,
+    find_paths, log, loss_arg, machine_info, progress, read_cpu_ticks, run_guarded,
     take_lock, write_json)
 
 # ---------------------------------------------------------------------------
@@ -1375,9 +1374,7 @@ def main(argv=None):
     workdir = tempfile.mkdtemp(prefix="ulsbench-")
     procs = Procs(workdir)
     tb = Testbed(paths, offload=opts["offloads"][0])
-    runs, error, rc = [], None, 0
-    old = {s: signal.signal(s, _raise_signal) for s in (signal.SIGINT, signal.SIGTERM,
-                                                        signal.SIGHUP)}
+    runs = []
     t_start = time.monotonic()
     loss = opts["loss"]
     phases = sweep_phases(opts)
@@ -1391,7 +1388,8 @@ def main(argv=None):
             "" if len(opts["offloads"]) == 1 else "; offload %s" % opts["offload"],
             "" if opts["repeat"] == 1 else "; %d runs each" % opts["repeat"],
             estimate_seconds(opts), workdir))
-    try:
+
+    def body():
         for ph in phases:
             log("testbed up: MTU %d, %s, offload %s" % (
                 ph["mtu"], "ulsd nodes" if ph["ulsd"] else "TAPs free (no ulsd)",
@@ -1421,20 +1419,7 @@ def main(argv=None):
                     run["repeat"] = spec["repeat"]
                 runs.append(run)
             tb.down()
-    except BenchError as e:
-        error, rc = str(e), 1
-    except Interrupted as e:
-        error, rc = str(e), 128 + e.signum
-    except KeyboardInterrupt:
-        error, rc = "interrupted", 130
-    finally:
-        # Stop everything, even if another signal arrives meanwhile.
-        for s in old:
-            signal.signal(s, signal.SIG_IGN)
-        procs.stop_all()
-        tb.down()
-        for s, h in old.items():
-            signal.signal(s, h)
+    error, rc = run_guarded(body, procs, tb)
 
     elapsed = time.monotonic() - t_start
     runs = sort_runs(runs)
