@@ -9,3 +9,7 @@ tests_node_hostile_LDADD += $(LIBURING_LIBS)
 check_PROGRAMS += tests/node/rtc
 tests_node_rtc_SOURCES = tests/node/rtc.c
 tests_node_rtc_LDADD = stack/libuls.la -lpthread
+
+# A SYN flood from spoofed sources, raw frames into the bridge (test_synflood.py).
+check_PROGRAMS += tests/node/synflood
+tests_node_synflood_SOURCES = tests/node/synflood.c
