@@ -162,6 +162,11 @@ enum stk_counter {
 	STK_CNT_RTC_ENTRY_RX,
 	STK_CNT_RTC_HANDOVERS,
 	STK_CNT_RTC_SPIN_HITS,
+	/* SYN floods (stack/syncookie.c, lwIP patch 0090) */
+	STK_CNT_TCP_SYN_COOKIES_SENT,
+	STK_CNT_TCP_SYN_COOKIES_OK,
+	STK_CNT_TCP_SYN_COOKIES_BAD,
+	STK_CNT_TCP_SYN_BACKLOG_DROPS,
 	STK_CNT__COUNT
 };
 void stk__count(enum stk_counter c);
