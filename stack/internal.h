@@ -58,6 +58,10 @@ void stk__drive_stop(void);
 void stk__drive_entry(void);
 void *stk__stack_thread(void *arg);
 uint64_t stk__now_ms(void);
+/* SYN cookies (syncookie.c): encode and check, with the clock given. */
+struct tcp_syncookie;
+void stk__cookie_encode(struct tcp_syncookie *c, uint64_t now_ms);
+bool stk__cookie_decode(struct tcp_syncookie *c, uint64_t now_ms);
 /* Bytes on the free lists of lwIP's heap (heap.c; mem_clib_malloc in lwipopts.h). */
 size_t stk__heap_cached(void);
 

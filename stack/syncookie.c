@@ -62,6 +62,7 @@
 #define TS_MASK            ((1u << TS_BITS) - 1u)
 #define TS_NO_WS           15u
 #define SYN_BACKLOG_DEFAULT 64
+#define SYNCOOKIES_DEFAULT 1      /* ULS_SYNCOOKIES unset: on, as Linux's tcp_syncookies=1 */
 
 uint64_t stk__siphash24(const uint8_t key[16], const void *data, size_t len);
 
@@ -90,7 +91,7 @@ static bool cookies_on(void)
 {
 	if (enabled < 0) {
 		const char *e = getenv("ULS_SYNCOOKIES");
-		enabled = !(e && strcmp(e, "0") == 0);
+		enabled = e && *e ? strcmp(e, "0") != 0 : SYNCOOKIES_DEFAULT;
 	}
 	return enabled;
 }
@@ -142,26 +143,59 @@ u8_t stk__syn_admit(struct tcp_pcb_listen *lpcb)
 	return TCP_SYN_ADMIT_COOKIE;
 }
 
-void stk__syncookie_make(struct tcp_pcb_listen *lpcb, struct tcp_syncookie *c)
+/* The cookie for c's SYN at now_ms, and (if the peer sent timestamps) our TSval carrying
+ * its window scale and SACK-permitted, never ahead of now_ms (the peer's echo is an RTT
+ * sample). Pure: the unit tests drive the clock. */
+void stk__cookie_encode(struct tcp_syncookie *c, uint64_t now_ms)
 {
-	uint32_t t = (uint32_t)(stk__now_ms() / COOKIE_TICK_MS);
+	uint32_t t = (uint32_t)(now_ms / COOKIE_TICK_MS);
 	uint32_t idx = 0;
-	uint64_t *at = cookie_stamp(lpcb);
 
 	for (uint32_t i = 1; i < 8; i++)
 		if (mss_table[i] <= c->mss)
 			idx = i;
 	c->iss = (t & 0x1fu) << 27 | idx << 24 | cookie_hash(c, t);
 	if (c->ts) {
-		uint32_t now = sys_now();
+		uint32_t now = (uint32_t)now_ms;
 		uint32_t bits = (c->snd_scale == TCP_SYNCOOKIE_NO_WS ? TS_NO_WS : c->snd_scale) << 1 |
 				(c->sack ? 1u : 0u);
 		uint32_t ts = (now & ~TS_MASK) | bits;
-		/* never ahead of the clock: the peer's echo is an RTT sample */
 		c->ts_own = (int32_t)(ts - now) > 0 ? ts - (1u << TS_BITS) : ts;
 	}
+}
+
+/* Is c->iss (SEG.ACK - 1) the cookie of c's tuple and c->irs (SEG.SEQ - 1) at now_ms, at
+ * most COOKIE_MAX_AGE ticks old? If so, fills in what it carried (MSS; window scale and
+ * SACK-permitted from c->ts_own, the ACK's TSecr, when c->ts) and returns true. */
+bool stk__cookie_decode(struct tcp_syncookie *c, uint64_t now_ms)
+{
+	uint32_t t_now = (uint32_t)(now_ms / COOKIE_TICK_MS);
+	uint32_t age = (t_now - (c->iss >> 27)) & 0x1fu;
+
+	if (age > COOKIE_MAX_AGE || cookie_hash(c, t_now - age) != (c->iss & COOKIE_HASH_MASK))
+		return false;
+	c->mss = mss_table[(c->iss >> 24) & 7u];
+	c->snd_scale = TCP_SYNCOOKIE_NO_WS;
+	c->sack = 0;
+	if (c->ts) {
+		/* RFC 7323 §3.2: TSecr echoes our TSval; one from the future is forged */
+		if ((int32_t)((uint32_t)now_ms - c->ts_own) < 0)
+			return false;
+		uint32_t ws = (c->ts_own & TS_MASK) >> 1;
+		c->snd_scale = ws > 14 ? TCP_SYNCOOKIE_NO_WS : (u8_t)ws;
+		c->sack = c->ts_own & 1u;
+	}
+	return true;
+}
+
+void stk__syncookie_make(struct tcp_pcb_listen *lpcb, struct tcp_syncookie *c)
+{
+	uint64_t now_ms = stk__now_ms();
+	uint64_t *at = cookie_stamp(lpcb);
+
+	stk__cookie_encode(c, now_ms);
 	if (at)
-		*at = stk__now_ms() + 1;
+		*at = now_ms + 1;
 	stk__count(STK_CNT_TCP_SYN_COOKIES_SENT);
 }
 
@@ -169,27 +203,13 @@ int stk__syncookie_check(struct tcp_pcb_listen *lpcb, struct tcp_syncookie *c)
 {
 	uint64_t now_ms = stk__now_ms();
 	uint64_t *at = cookie_stamp(lpcb);
-	uint32_t t_now = (uint32_t)(now_ms / COOKIE_TICK_MS);
-	uint32_t age = (t_now - (c->iss >> 27)) & 0x1fu;
 
 	if (!cookies_on() || (at && (*at == 0 || now_ms + 1 - *at > COOKIE_RECENT_MS)))
 		return 0;  /* no cookies out: an ACK in LISTEN, nothing to count */
-	if (age > COOKIE_MAX_AGE || cookie_hash(c, t_now - age) != (c->iss & COOKIE_HASH_MASK))
-		goto bad;
-	c->mss = mss_table[(c->iss >> 24) & 7u];
-	c->snd_scale = TCP_SYNCOOKIE_NO_WS;
-	c->sack = 0;
-	if (c->ts) {
-		/* RFC 7323 §3.2: TSecr echoes our TSval; one from the future is forged */
-		if ((int32_t)(sys_now() - c->ts_own) < 0)
-			goto bad;
-		uint32_t ws = (c->ts_own & TS_MASK) >> 1;
-		c->snd_scale = ws > 14 ? TCP_SYNCOOKIE_NO_WS : (u8_t)ws;
-		c->sack = c->ts_own & 1u;
+	if (!stk__cookie_decode(c, now_ms)) {
+		stk__count(STK_CNT_TCP_SYN_COOKIES_BAD);
+		return -1;
 	}
 	stk__count(STK_CNT_TCP_SYN_COOKIES_OK);
 	return 1;
-bad:
-	stk__count(STK_CNT_TCP_SYN_COOKIES_BAD);
-	return -1;
 }
