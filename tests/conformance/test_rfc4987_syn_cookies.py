@@ -14,7 +14,6 @@ from conftest import TcpPeer, requirement, tcp_opts, wait_counter
 
 PORT = 20
 BACKLOG = 4          # apps/ulsnode.c SMALL_BACKLOG
-MUTATE = "sed -i 's/#define SYNCOOKIES_DEFAULT 1/#define SYNCOOKIES_DEFAULT 0/' stack/syncookie.c"
 
 
 def _half_open(link, n):
@@ -53,7 +52,7 @@ def _cookie_synack(link, counters):
     return peer, sa
 
 
-@requirement(fix="patch 0090, hook stack/syncookie.c", mutate=MUTATE)
+@requirement(fix="patch 0090, hook stack/syncookie.c", mutate="sed -i 's/#define SYNCOOKIES_DEFAULT 1/#define SYNCOOKIES_DEFAULT 0/' stack/syncookie.c")
 def test_rfc4987_3_6_syn_beyond_backlog_gets_cookie_whose_ack_opens_connection(node, link, counters):
     """RFC 4987 §3.6: "SYN cookies modify the TCP protocol handling of the server by
     delaying allocation of resources until the client address has been verified." With 4
@@ -85,7 +84,7 @@ def test_rfc4987_3_6_syn_beyond_backlog_gets_cookie_whose_ack_opens_connection(n
         f"window {echo[TCP].window} << {peer.peer_wscale}: no window scaling on the connection"
 
 
-@requirement(fix="patch 0090, hook stack/syncookie.c", mutate=MUTATE)
+@requirement(fix="patch 0090, hook stack/syncookie.c", mutate="sed -i 's/#define SYNCOOKIES_DEFAULT 1/#define SYNCOOKIES_DEFAULT 0/' stack/syncookie.c")
 def test_rfc4987_3_6_ack_with_wrong_cookie_opens_nothing_and_is_counted(node, link, counters):
     """RFC 4987 §3.6: "SYN cookies modify the TCP protocol handling of the server by
     delaying allocation of resources until the client address has been verified." While
