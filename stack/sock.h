@@ -98,7 +98,6 @@ struct stk_sock {
 	int inh_backlog;
 	bool share_inherited;      /* bind/listen join the parent's hold on the port */
 	bool accepting;            /* listener: ulsd was told this process accepts here */
-	uint64_t syncookie_at;     /* listener: when it last sent a SYN cookie (syncookie.c) */
 	/* Connections another process may hold too (handoff.c). */
 	bool forked;               /* it existed at a fork(): the child holds its mirror */
 	bool parked;               /* closed here, kept until the others let go or claim it */

@@ -6,9 +6,12 @@
  * remember); RFC 9293 §3.10.7.2 (an ACK in LISTEN gets a reset).
  *
  * lwIP (patch 0090) asks stk__syn_admit() what a SYN to a listener gets. A listener holds
- * at most `backlog` connections in SYN-RECEIVED (half-open) and at most `backlog`
- * established ones waiting for accept(); Linux bounds both by the same number. Below the
- * first bound a SYN gets a pcb as always. At it, the SYN gets a SYN,ACK whose ISN is a
+ * at most min(backlog, ULS_SYN_BACKLOG) connections in SYN-RECEIVED (half-open) and at
+ * most `backlog` established ones waiting for accept(). Deviation: Linux bounds both by
+ * the backlog; lwIP finds a segment's pcb by walking a list, and every half-open pcb is
+ * a step of that walk for every SYN of a flood (255 of them cost 1.6 us per SYN), so the
+ * half-open bound defaults to SYN_BACKLOG_DEFAULT. Below the bound a SYN gets a pcb as
+ * always. At it, the SYN gets a SYN,ACK whose ISN is a
  * cookie and no state is kept (RFC 4987 §3.7's hybrid, Linux's default
  * net.ipv4.tcp_syncookies = 1), so a flood of spoofed SYNs costs a hash and one segment
  * each and never crowds a real client out. With the accept queue full the SYN is dropped:
@@ -46,7 +49,6 @@
  */
 #include "hooks.h"
 #include "internal.h"
-#include "sock.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -117,15 +119,6 @@ static uint32_t cookie_hash(const struct tcp_syncookie *c, uint32_t t)
 	return (uint32_t)stk__siphash24(secret, m, sizeof(m)) & COOKIE_HASH_MASK;
 }
 
-/* When the listener last sent a cookie (ms since the process's clock started + 1; 0:
- * never). The listener's socket keeps it. */
-static uint64_t *cookie_stamp(struct tcp_pcb_listen *lpcb)
-{
-	struct stk_sock *s = lpcb->callback_arg;
-
-	return s ? &s->syncookie_at : NULL;
-}
-
 u8_t stk__syn_admit(struct tcp_pcb_listen *lpcb)
 {
 	unsigned waiting = (unsigned)lpcb->accepts_pending - lpcb->syn_rcvd;
@@ -188,23 +181,23 @@ bool stk__cookie_decode(struct tcp_syncookie *c, uint64_t now_ms)
 	return true;
 }
 
+/* The listener keeps when it last sent a cookie (lwIP patch 0090's syncookie_at: sys_now()
+ * | 1, so that 0 means never). */
 void stk__syncookie_make(struct tcp_pcb_listen *lpcb, struct tcp_syncookie *c)
 {
 	uint64_t now_ms = stk__now_ms();
-	uint64_t *at = cookie_stamp(lpcb);
 
 	stk__cookie_encode(c, now_ms);
-	if (at)
-		*at = now_ms + 1;
+	lpcb->syncookie_at = (u32_t)now_ms | 1u;
 	stk__count(STK_CNT_TCP_SYN_COOKIES_SENT);
 }
 
 int stk__syncookie_check(struct tcp_pcb_listen *lpcb, struct tcp_syncookie *c)
 {
 	uint64_t now_ms = stk__now_ms();
-	uint64_t *at = cookie_stamp(lpcb);
 
-	if (!cookies_on() || (at && (*at == 0 || now_ms + 1 - *at > COOKIE_RECENT_MS)))
+	if (!cookies_on() || lpcb->syncookie_at == 0 ||
+	    (u32_t)now_ms - lpcb->syncookie_at > COOKIE_RECENT_MS)
 		return 0;  /* no cookies out: an ACK in LISTEN, nothing to count */
 	if (!stk__cookie_decode(c, now_ms)) {
 		stk__count(STK_CNT_TCP_SYN_COOKIES_BAD);

@@ -16,8 +16,9 @@ after the flood, while synflood sends the same frames to its own MAC address (th
 drops them): on this testbed the flood is generated on the same CPUs as the streams, and
 that cost is not the listener's (a real flood comes from elsewhere; the rate without any
 flood is reported too). ulstack must keep STREAM_KEEP of the reference rate during the
-flood, accept every new connection, and its processes and ulsd must stay alive; the
-kernel's figures are reported for comparison (docs/benchmarks.md, "SYN flood").
+flood (see the assertion for a machine that other jobs keep busy, and for the relay path),
+accept every new connection, count its cookies, and its processes and ulsd must stay
+alive; the kernel's figures are reported for comparison (docs/benchmarks.md, "SYN flood").
 
 The spoofed sources are off the node's subnet and reached through a gateway, because a
 flood's sources are (the SYN,ACKs then cost one ARP entry, the gateway's, not one per
