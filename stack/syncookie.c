@@ -181,23 +181,24 @@ bool stk__cookie_decode(struct tcp_syncookie *c, uint64_t now_ms)
 	return true;
 }
 
-/* The listener keeps when it last sent a cookie (lwIP patch 0090's syncookie_at: sys_now()
- * | 1, so that 0 means never). */
+/* The listener keeps when it last sent a cookie (lwIP patch 0090's syncookie_at: the
+ * clock's low 32 bits, 0 meaning never, so a stamp that would be 0 is 1). */
 void stk__syncookie_make(struct tcp_pcb_listen *lpcb, struct tcp_syncookie *c)
 {
 	uint64_t now_ms = stk__now_ms();
 
 	stk__cookie_encode(c, now_ms);
-	lpcb->syncookie_at = (u32_t)now_ms | 1u;
+	lpcb->syncookie_at = (u32_t)now_ms ? (u32_t)now_ms : 1u;
 	stk__count(STK_CNT_TCP_SYN_COOKIES_SENT);
 }
 
 int stk__syncookie_check(struct tcp_pcb_listen *lpcb, struct tcp_syncookie *c)
 {
 	uint64_t now_ms = stk__now_ms();
+	u32_t at = lpcb->syncookie_at;
 
-	if (!cookies_on() || lpcb->syncookie_at == 0 ||
-	    (u32_t)now_ms - lpcb->syncookie_at > COOKIE_RECENT_MS)
+	/* signed: a stamp bumped from 0 to 1 is 1 ms ahead */
+	if (!cookies_on() || at == 0 || (int32_t)((u32_t)now_ms - at) > (int32_t)COOKIE_RECENT_MS)
 		return 0;  /* no cookies out: an ACK in LISTEN, nothing to count */
 	if (!stk__cookie_decode(c, now_ms)) {
 		stk__count(STK_CNT_TCP_SYN_COOKIES_BAD);

@@ -7,9 +7,11 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
+#include "hooks.h"
 #include "internal.h"
 #include "lwip/tcp.h"
 
@@ -149,6 +151,43 @@ static void tsval_never_ahead_of_the_clock_and_tsecr_from_the_future_refused(voi
 	assert_false(stk__cookie_decode(&a, T0));
 }
 
+/* Through the hooks, on the real clock: a cookie made a moment ago is checked as one
+ * (the listener counts as having sent cookies recently), whatever the millisecond.
+ * Found on the relay path: a stamp of now | 1 made every other check fail. */
+static void listener_checks_the_cookie_it_just_made(void **state)
+{
+	(void)state;
+	struct tcp_pcb_listen l;
+	memset(&l, 0, sizeof(l));
+	l.backlog = 4;
+	for (int i = 0; i < 40; i++) {
+		struct tcp_syncookie c = syn();
+		stk__syncookie_make(&l, &c);
+		struct tcp_syncookie a = ack_of(&c);
+		struct timespec ns = { 0, 300000 };
+		nanosleep(&ns, NULL);
+		assert_int_equal(stk__syncookie_check(&l, &a), 1);
+	}
+	struct tcp_syncookie c = syn();
+	stk__syncookie_make(&l, &c);
+	struct tcp_syncookie a = ack_of(&c);
+	a.iss ^= 0x10;
+	assert_int_equal(stk__syncookie_check(&l, &a), -1);  /* a pure ACK: reset */
+	a.seg_len = 32;
+	assert_int_equal(stk__syncookie_check(&l, &a), -2);  /* with data: dropped */
+}
+
+static void listener_without_cookies_out_does_not_check(void **state)
+{
+	(void)state;
+	struct tcp_pcb_listen l;
+	memset(&l, 0, sizeof(l));
+	struct tcp_syncookie c = syn();
+	stk__cookie_encode(&c, stk__now_ms());
+	struct tcp_syncookie a = ack_of(&c);
+	assert_int_equal(stk__syncookie_check(&l, &a), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -159,6 +198,8 @@ int main(void)
 		cmocka_unit_test(no_window_scale_and_no_sack_carried_as_such),
 		cmocka_unit_test(ack_without_timestamps_opens_without_scale_and_sack),
 		cmocka_unit_test(tsval_never_ahead_of_the_clock_and_tsecr_from_the_future_refused),
+		cmocka_unit_test(listener_checks_the_cookie_it_just_made),
+		cmocka_unit_test(listener_without_cookies_out_does_not_check),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
