@@ -50,6 +50,7 @@ FLOOD_WINDOW = (FLOOD_AT + 0.5, FLOOD_AT + FLOOD_SECONDS)
 SAMPLE_S = 0.25
 STREAM_KEEP = 0.8                 # issue 18: "the streams keep >= 80% of their rate"
 BUSY_MAX = 0.5                    # above: other jobs share the CPUs (see the assertion)
+BUSY_FLOOR = 0.5                  # then the streams must not collapse
 RELAY_FLOOR = 0.3                 # the relay's streams must not collapse
 LEGIT_AT = (1.5, 3.5, 5.5, 7.0)   # seconds into the flood: each ends within it
 LEGIT_TIMEOUT = 3.0               # a SYN dropped once costs the client 1 s (RFC 6298 §2)
@@ -264,13 +265,12 @@ def test_listener_under_syn_flood_keeps_streams_and_accepts_new_connections(tb, 
     assert counters.get("tcp_syn_cookies_ok", 0) >= 1, counters
     # The rate measures the stack only when the CPUs are ours: a process's protocol work
     # competes with other jobs for its share, the kernel's runs in softirq
-    # (docs/benchmarks.md, "SYN flood"). On a machine other jobs kept busy the bar is the
-    # issue's or 80% of what the kernel's streams kept in the same run, whichever is lower.
-    # On the relay (the fallback; every frame also crosses ulsd's thread) only a collapse
-    # fails: the issue's bar is for the default data path.
-    bar = STREAM_KEEP if busy <= BUSY_MAX else min(STREAM_KEEP, 0.8 * kern["kept"])
+    # (docs/benchmarks.md, "SYN flood"). On a machine that other jobs kept more than half
+    # busy, and on the relay path (the fallback; every frame also crosses ulsd's thread),
+    # only a collapse of the streams fails.
+    bar = STREAM_KEEP if busy <= BUSY_MAX else BUSY_FLOOR
     if DATAPATH == "relay":
-        bar = RELAY_FLOOR
+        bar = min(bar, RELAY_FLOOR)
     assert uls["kept"] >= bar, \
         f"streams kept {uls['kept']:.0%} of their rate, below {bar:.0%} (kernel {kern['kept']:.0%}, " \
         f"other jobs' CPU {busy:.0%}): {uls}"
