@@ -44,7 +44,7 @@
  *
  * Counters: tcp_syn_cookies_sent, tcp_syn_cookies_ok (a cookie's ACK opened a
  * connection), tcp_syn_cookies_bad (an ACK to a listener that sent cookies recently
- * failed the check: a reset for it, or, if it carries data, nothing), tcp_syn_backlog_drops (a SYN dropped: the
+ * failed the check, and got a reset), tcp_syn_backlog_drops (a SYN dropped: the
  * half-open bound reached with cookies off, or the accept queue full).
  */
 #include "hooks.h"
@@ -202,12 +202,11 @@ int stk__syncookie_check(struct tcp_pcb_listen *lpcb, struct tcp_syncookie *c)
 		return 0;  /* no cookies out: an ACK in LISTEN, nothing to count */
 	if (!stk__cookie_decode(c, now_ms)) {
 		stk__count(STK_CNT_TCP_SYN_COOKIES_BAD);
-		/* Deviation: RFC 9293 §3.10.7.2 resets any ACK in LISTEN, and so does Linux for
-		 * a failed cookie. One with data or FIN is dropped instead: under a flood the
-		 * peer's first segment (SEQ = ISN + 1, the only one a cookie can be checked
-		 * with) is the likeliest to be lost, and a reset for the second one would end a
-		 * real connection that the first one's retransmission opens. */
-		return c->seg_len ? -2 : -1;
+		/* RFC 9293 §3.10.7.2: an ACK in LISTEN gets a reset, as Linux and FreeBSD answer
+		 * a failed cookie. A peer whose first segment (SEQ = ISN + 1, the only one a
+		 * cookie can be checked with) was lost loses the connection when its next one
+		 * arrives first. */
+		return -1;
 	}
 	stk__count(STK_CNT_TCP_SYN_COOKIES_OK);
 	return 1;
