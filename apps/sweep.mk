@@ -1,14 +1,22 @@
-# apps/sweep.mk: the ulsbench sweep driver (include it from Makefile.am after apps/local.mk).
+# apps/sweep.mk: the ulsbench drivers (include it from Makefile.am after apps/local.mk).
 #
 # `ulsbench` with no worker subcommand (`server`, `client`) execs
 #     /usr/bin/python3 DRIVER ARGS...
-# with DRIVER = $ULS_SRCDIR/apps/ulsbench_sweep.py when that file exists (the build tree),
-# else $(pkglibexecdir)/ulsbench_sweep.py (installed; apps/local.mk passes
-# -DPKGLIBEXECDIR='"$(pkglibexecdir)"' to ulsbench.c).
-# The driver looks for the testbed script at $ULS_SRCDIR/tests/testbed/testbed, else next
-# to itself, so an installed ulsbench sweep needs it installed there too.
-dist_pkglibexec_SCRIPTS = apps/ulsbench_sweep.py tests/testbed/testbed
+# with DRIVER = ulsbench_sweep.py (the concurrent-stream sweep), or ulsbench_apps.py when
+# the first argument is `apps` (real programs, ulstack against the kernel), taken from
+# $ULS_SRCDIR/apps/ when that file exists (the build tree), else from $(pkglibexecdir)
+# (installed; apps/local.mk passes -DPKGLIBEXECDIR='"$(pkglibexecdir)"' to ulsbench.c).
+# Both import ulsbench_common.py from their own directory. The drivers look for the
+# testbed script at $ULS_SRCDIR/tests/testbed/testbed, else next to themselves, so an
+# installed ulsbench needs it installed there too; `ulsbench apps` runs ulspingpong from
+# the build tree's apps/ or from next to itself.
+dist_pkglibexec_SCRIPTS = apps/ulsbench_sweep.py apps/ulsbench_apps.py apps/ulsbench_common.py \
+	tests/testbed/testbed
+pkglibexec_PROGRAMS = apps/ulspingpong
+apps_ulspingpong_SOURCES = apps/ulspingpong.c
 
-# Unit tests of the driver's pure logic (pytest; no root, no network):
-#     $(PYTHON_TESTS) -m pytest tests/bench/test_sweep_logic.py
-EXTRA_DIST += tests/bench/test_sweep_logic.py
+# Unit tests of the drivers' pure logic (pytest; no root, no network):
+#     $(PYTHON_TESTS) -m pytest tests/bench/test_sweep_logic.py tests/bench/test_apps_logic.py
+# and the smoke run of `ulsbench apps` (root): tests/bench/test_ulsbench_apps.py
+EXTRA_DIST += tests/bench/test_sweep_logic.py tests/bench/test_apps_logic.py \
+	tests/bench/test_ulsbench_apps.py

@@ -1,10 +1,13 @@
 /* ulsbench: verified TCP streams between a ulstack node and any peer, with throughput; and,
- * without a subcommand, the concurrent-stream benchmark sweep (apps/ulsbench_sweep.py).
+ * without a subcommand, the concurrent-stream benchmark sweep (apps/ulsbench_sweep.py); with
+ * `apps`, real programs under ulsrun against the same programs on the kernel's TCP
+ * (apps/ulsbench_apps.py).
  *
  *   ulsbench server (--port P | --unix PATH) [--count N] [--reuseport] [NODE OPTIONS]
  *   ulsbench client (--to IP[:PORT] | --unix PATH) (--bytes N | --seconds S [--warmup W])
  *                   [--streams K] [--dir send|recv] [--json FILE] [NODE OPTIONS]
  *   ulsbench [--mode MODE[,...]] [--streams N[,...]] [--seconds S] [--mtu M[,...]] ...
+ *   ulsbench apps [--apps LIST] [--seconds S] [--repeat R] [--json FILE] [--plot DIR]
  *
  * NODE OPTIONS: --tap IF --ip A.B.C.D/NN [--mac M] [--gw G] [--mtu N] (a node of its own) or
  * --ctl PATH (join ulsd's node); without them the Linux kernel's TCP is used, so the same
@@ -487,15 +490,23 @@ static void usage(FILE *f)
 		"                       W: seconds sent before the measured S, default 0)\n"
 		"       ulsbench [--mode MODE[,MODE...]] [--streams N[,N...]] [--seconds S]\n"
 		"                [--mtu M[,M...]] [--json FILE] [--plot DIR]   (the benchmark sweep)\n"
+		"       ulsbench apps [--apps LIST] [--seconds S] [--repeat R] [--json FILE]\n"
+		"                [--plot DIR]   (redis, nginx, iperf3, ping-pong: ulstack vs kernel)\n"
 		"NODE OPTIONS: --tap IFNAME --ip A.B.C.D/NN [--mac MAC] [--gw A.B.C.D] [--mtu N]\n"
 		"              (a node of its own), or --ctl PATH [--datapath direct|relay]\n"
 		"              (join ulsd's node, on its direct data path by default);\n"
 		"              without them the Linux kernel's TCP is used\n");
 }
 
-/* The sweep lives in Python (it drives many processes and draws plots). */
+/* The drivers live in Python (they drive many processes and draw plots): the sweep, or
+ * with `apps` as the first argument the application benchmark (which gets the rest). */
 static int exec_sweep(char **argv)
 {
+	const char *name = "ulsbench_sweep.py";
+	if (argv[1] && !strcmp(argv[1], "apps")) {
+		name = "ulsbench_apps.py";
+		argv++;
+	}
 	char self[PATH_MAX], script[PATH_MAX + 64];
 	const char *src = getenv("ULS_SRCDIR");
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -518,11 +529,11 @@ static int exec_sweep(char **argv)
 			}
 		}
 	}
-	if (src && snprintf(script, sizeof(script), "%s/apps/ulsbench_sweep.py", src) > 0 &&
+	if (src && snprintf(script, sizeof(script), "%s/apps/%s", src, name) > 0 &&
 	    access(script, R_OK) == 0) {
 		/* the source tree's copy */
 	} else {
-		snprintf(script, sizeof(script), "%s/ulsbench_sweep.py", PKGLIBEXECDIR);
+		snprintf(script, sizeof(script), "%s/%s", PKGLIBEXECDIR, name);
 	}
 	size_t argc = 0;
 	while (argv[argc])
@@ -535,7 +546,7 @@ static int exec_sweep(char **argv)
 	for (size_t i = 1; i < argc; i++)
 		args[i + 1] = argv[i];
 	execv("/usr/bin/python3", args);
-	fprintf(stderr, "ulsbench: cannot run the sweep (%s): %s\n", script, strerror(errno));
+	fprintf(stderr, "ulsbench: cannot run %s: %s\n", script, strerror(errno));
 	return 1;
 }
 

@@ -130,6 +130,11 @@ int uls_counters(struct uls_counter *out, size_t n)
 			put(&k, nif_verdict_name((enum nif_verdict)v), verdicts[v]);
 	for (int c = 0; c < STK_CNT__COUNT; c++)
 		put(&k, own_names[c], own[c]);
+	/* The lease's notifications (lease.c): counted outside the core lock. */
+	uint64_t queued, lost;
+	stk__lease_counters(&queued, &lost);
+	put(&k, "ctl_notify_queued", queued);
+	put(&k, "ctl_notify_lost", lost);
 	PROTO(&k, "link", lwip_stats.link);
 	PROTO(&k, "etharp", lwip_stats.etharp);
 	PROTO(&k, "ip", lwip_stats.ip);

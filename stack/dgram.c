@@ -63,17 +63,29 @@ int stk__dgram_open(struct stk_sock *s)
 int stk__dgram_bind(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port)
 {
 	ip_addr_t a;
+	int rc = stk__sock_ctl_begin(s);
 
-	if (s->udp->local_port)
-		return -EINVAL;
+	if (rc < 0)
+		return rc;
+	if (!s->udp || s->udp->local_port) {
+		stk__sock_ctl_end(s);
+		return s->udp ? -EINVAL : -EBADF;
+	}
 	unsigned flags = (ip_get_option(s->udp, SOF_REUSEADDR) ? ULS_CTL_F_REUSEADDR : 0) |
 			 (s->reuseport ? ULS_CTL_F_REUSEPORT : 0) |
 			 (s->share_inherited ? ULS_CTL_F_INHERIT : 0);
-	int p = stk__ep_bind(IPPROTO_UDP, port, flags);
+	int p = stk__ep_bind(IPPROTO_UDP, port, flags);  /* the core lock is released meanwhile */
+	rc = stk__sock_ctl_end(s);
 	if (p < 0)
-		return p;
+		return rc < 0 ? rc : p;
+	if (rc == 0 && !s->udp)
+		rc = -EBADF;
+	if (rc < 0) {
+		stk__ep_unbind(IPPROTO_UDP, (uint16_t)p);  /* closed meanwhile: give it back */
+		return rc;
+	}
 	ip_addr_copy_from_ip4(a, *ip);
-	int rc = stk__err_to_errno(udp_bind(s->udp, &a, (u16_t)p));
+	rc = stk__err_to_errno(udp_bind(s->udp, &a, (u16_t)p));
 	if (rc < 0)
 		stk__ep_unbind(IPPROTO_UDP, (uint16_t)p);
 	else if (stk__leased())
@@ -87,6 +99,11 @@ static int autobind(struct stk_sock *s)
 {
 	ip4_addr_t any = { IPADDR_ANY };
 
+	/* Another thread's bind may be with ulsd right now: its port is this one's too. */
+	while (s->ctl_busy && !s->closed)
+		stk__sock_sleep(s, NULL);
+	if (s->closed || !s->udp)
+		return -EBADF;
 	if (s->udp->local_port || !stk__leased())
 		return 0;
 	return stk__dgram_bind(s, &any, 0);

@@ -140,6 +140,15 @@ void stk__drive_forked(void)
 	n->driver_sock = NULL;
 }
 
+/* The frames waiting on the device, up to RX_BUDGET, as one batch (core lock held): each
+ * connection they reach answers once, at the batch's end (stack/outbatch.c). */
+static void take_frames(struct stk_node *n)
+{
+	stk__outbatch_begin();
+	n->dev->ops->rx(n->dev, stk__ethif_input, &n->netif, RX_BUDGET);
+	stk__outbatch_end();
+}
+
 /* What follows a wait on the device, whoever waited (core lock held): a lost lease, the
  * frames, lwIP's timers, and what they sent. */
 static void round_after_wait(struct stk_node *n, int wrc)
@@ -152,7 +161,7 @@ static void round_after_wait(struct stk_node *n, int wrc)
 		stk__log(0, "ulsd closed the lease: the node is gone, sockets fail with ENETDOWN");
 		stk__sockets_lost();
 	}
-	n->dev->ops->rx(n->dev, stk__ethif_input, &n->netif, RX_BUDGET);
+	take_frames(n);
 	sys_check_timeouts();
 	n->dev->ops->tx_flush(n->dev);
 }
@@ -311,7 +320,7 @@ void stk__drive_entry(void)
 
 	if (n->rtc && n->up && n->dev_waiter == STK_W_NONE && dev->ops->ready &&
 	    dev->ops->ready(dev)) {
-		dev->ops->rx(dev, stk__ethif_input, &n->netif, RX_BUDGET);
+		take_frames(n);
 		stk__count(STK_CNT_RTC_ENTRY_RX);
 	}
 }
@@ -366,7 +375,7 @@ static void park(struct stk_node *n)
 	if (!n->running)
 		return;
 	if (n->dev_waiter == STK_W_NONE)
-		n->dev->ops->rx(n->dev, stk__ethif_input, &n->netif, RX_BUDGET);
+		take_frames(n);
 	sys_check_timeouts();
 	n->dev->ops->tx_flush(n->dev);
 	hand_over(n);  /* blocked threads left the device to nobody meanwhile? */

@@ -1,7 +1,12 @@
 /* Host-wide endpoints: on a node, the port space and the filter rules belong to ulsd, so
  * the socket layer asks it before binding, listening and connecting, and tells it when a
  * connection's state is gone. Without a lease (a TAP node of its own) every function here
- * is a no-op and lwIP's own port allocation is used. */
+ * is a no-op and lwIP's own port allocation is used.
+ *
+ * BIND, LISTEN and CONNECT are called with the core lock held and release it for the
+ * round trip (ulsd may be slow; every other connection of the process goes on meanwhile):
+ * the caller marks its socket busy first (stk__sock_ctl_begin) and checks it again after
+ * (stk__sock_ctl_end), undoing the reservation if the socket went away. */
 #include "sock.h"
 
 #include <errno.h>
@@ -37,6 +42,15 @@ static void on_destroy(u8_t id, void *data)
 	free(t);
 }
 
+/* A request with the core lock released for the round trip (held on entry and return). */
+static int call_unlocked(struct uls_ctl_msg *m)
+{
+	stk__unlock();
+	int rc = stk__lease_call(m);
+	stk__lock();
+	return rc;
+}
+
 static const struct tcp_ext_arg_callbacks ext_cbs = { .destroy = on_destroy };
 
 void stk__ep_init(void)
@@ -61,7 +75,8 @@ static void track(struct tcp_pcb *pcb)
 	tcp_ext_arg_set(pcb, ext_id, t);
 }
 
-/* Reserve (proto, port); port 0 asks for an ephemeral one. Returns the port, or -errno. */
+/* Reserve (proto, port); port 0 asks for an ephemeral one. Returns the port, or -errno.
+ * Releases the core lock meanwhile. */
 int stk__ep_bind(uint8_t proto, uint16_t port, unsigned flags)
 {
 	struct uls_ctl_msg m;
@@ -72,7 +87,7 @@ int stk__ep_bind(uint8_t proto, uint16_t port, unsigned flags)
 	m.proto = proto;
 	m.lport = port;
 	m.flags = (uint8_t)flags;
-	int rc = stk__lease_call(&m);
+	int rc = call_unlocked(&m);
 	return rc < 0 ? rc : m.lport;
 }
 
@@ -88,6 +103,7 @@ void stk__ep_unbind(uint8_t proto, uint16_t port)
 	stk__lease_notify(&m);
 }
 
+/* Releases the core lock meanwhile. */
 int stk__ep_listen(uint16_t port, unsigned flags)
 {
 	struct uls_ctl_msg m;
@@ -98,7 +114,7 @@ int stk__ep_listen(uint16_t port, unsigned flags)
 	m.proto = IPPROTO_TCP;
 	m.lport = port;
 	m.flags = (uint8_t)flags;
-	return stk__lease_call(&m);
+	return call_unlocked(&m);
 }
 
 /* One-way: this process accepts connections on its listener at port, so ulsd should
@@ -116,7 +132,8 @@ void stk__ep_accepting(uint16_t port)
 	stk__lease_notify(&m);
 }
 
-/* Register an outgoing connection; returns the local port to use, or -errno. */
+/* Register an outgoing connection; returns the local port to use, or -errno. Releases
+ * the core lock meanwhile. */
 int stk__ep_connect(uint16_t lport, const ip4_addr_t *rip, uint16_t rport)
 {
 	struct uls_ctl_msg m;
@@ -128,7 +145,7 @@ int stk__ep_connect(uint16_t lport, const ip4_addr_t *rip, uint16_t rport)
 	m.lport = lport;
 	m.rip = rip->addr;
 	m.rport = rport;
-	int rc = stk__lease_call(&m);
+	int rc = call_unlocked(&m);
 	return rc < 0 ? rc : m.lport;
 }
 
@@ -167,7 +184,7 @@ int stk__ep_handoff(struct tcp_pcb *pcb, uint64_t nonce)
 	m.rip = ip_2_ip4(&pcb->remote_ip)->addr;
 	m.rport = pcb->remote_port;
 	m.u.handoff.nonce = nonce;
-	return stk__lease_call(&m);
+	return stk__lease_call_locked(&m);  /* under the core lock: lease.c says why */
 }
 
 int stk__ep_claim(uint16_t lport, const ip4_addr_t *rip, uint16_t rport, uint64_t nonce)
@@ -182,7 +199,7 @@ int stk__ep_claim(uint16_t lport, const ip4_addr_t *rip, uint16_t rport, uint64_
 	m.rip = rip->addr;
 	m.rport = rport;
 	m.u.handoff.nonce = nonce;
-	return stk__lease_call(&m);
+	return stk__lease_call_locked(&m);  /* under the core lock: lease.c says why */
 }
 
 /* The pcb goes without a RELEASE: its tuple is another process's now. */

@@ -79,6 +79,7 @@ static void ip_input(struct pbuf *p, const struct nif_frame_info *info, struct n
 	if (info->flags & NIF_FRAME_LLMCAST)
 		p->flags |= PBUF_FLAG_LLMCAST;
 	LINK_STATS_INC(link.recv);
+	stk__outbatch_frame();
 	stk__tso_ip_input(p, netif, off);  /* always takes the pbuf */
 }
 

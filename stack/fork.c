@@ -54,6 +54,7 @@ static void forget_socket(struct stk_sock *s)
 	s->rxq.off = 0;
 	s->rx_eof = s->rd_shut = s->wr_shut = false;
 	s->users = 0;
+	s->ctl_busy = false;  /* a parent's thread was with ulsd for it: not this process's */
 	pthread_cond_init(&s->cond, NULL);
 	stk__mirror_free(s);
 	s->state = STK_S_DEAD;

@@ -17,6 +17,10 @@ u32_t stk__tso_abc_limit(const struct tcp_pcb *pcb);
 void stk__tso_output(const struct tcp_pcb *pcb);
 int stk__tso_ip4_output_whole(const struct netif *netif, u8_t proto);
 
+/* One tcp_output() per connection per receive batch (stack/outbatch.c, patch 0088). */
+int stk__outbatch_defer(struct tcp_pcb *pcb);
+void stk__outbatch_forget(struct tcp_pcb *pcb);
+
 
 /* TCP input checks (stack/tcp_checks.c): what lwIP's input path reports from our patches
  * (LWIP_HOOK_TCP_INPUT_NOTE, patches 0010-0019), each counted by name. */

@@ -48,6 +48,7 @@ extern struct stk_node stk__node;
 void stk__lock(void);
 void stk__unlock(void);
 void stk__unlock_raw(void);  /* without stk__leave() */
+bool stk__core_lock_mine(void);  /* does the calling thread hold the core lock? */
 /* What stk__unlock() does before it unlocks: flush, and wake the device's waiter if needed
  * (drive.c). */
 void stk__leave(void);
@@ -56,6 +57,11 @@ void stk__drive_init(void);
 void stk__drive_forked(void);
 void stk__drive_stop(void);
 void stk__drive_entry(void);
+/* A batch of received frames (stack/outbatch.c): begin and end around a device's rx, and
+ * each IPv4 frame counted as it goes to lwIP. */
+void stk__outbatch_begin(void);
+void stk__outbatch_frame(void);
+void stk__outbatch_end(void);
 void *stk__stack_thread(void *arg);
 uint64_t stk__now_ms(void);
 /* SYN cookies (syncookie.c): encode and check, with the clock given. */
@@ -74,8 +80,14 @@ void stk__node_down_hook(void);
 struct uls_ctl_msg;
 bool stk__leased(void);
 int stk__lease_fd(void);
+/* A request and its reply: never with the core lock held (it aborts), except
+ * stk__lease_call_locked for HANDOFF and CLAIM (lease.c says why). */
 int stk__lease_call(struct uls_ctl_msg *m);
+int stk__lease_call_locked(struct uls_ctl_msg *m);
+/* One-way, core lock held: queued when the control socket is full, never dropped while
+ * the lease lives. */
 void stk__lease_notify(struct uls_ctl_msg *m);
+void stk__lease_counters(uint64_t *queued, uint64_t *lost);
 void stk__lease_unmark_rings(void);
 void stk__lease_forget(void);
 int stk__lease_reattach(void);

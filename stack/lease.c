@@ -6,13 +6,25 @@
  * stack then runs on the rings exactly as it runs on a TAP.
  *
  * Ports and endpoints are host-wide, so the socket layer asks ulsd before it binds, listens
- * or connects (stk__lease_call, a synchronous round trip) and tells it when a connection's
- * state is gone (one-way messages). No data ever passes through here.
+ * or connects (stk__lease_call, a synchronous round trip, made with the core lock released:
+ * endpoints.c) and tells it when a connection's state is gone (one-way notifications). No
+ * data ever passes through here.
+ *
+ * A notification is never dropped for want of room: the control socket holds only what
+ * the process's send buffer does (about 280 records with the default 208 KiB), and
+ * closing thousands of connections at once sends thousands of RELEASEs. What does not
+ * fit waits in a queue, in order, bounded only by memory; the queue goes out before any
+ * later message (a notification or a request), and an lwIP timer retries it meanwhile.
+ * ulsd's view of the process's endpoints (its filter rules, the direct path's steering
+ * maps) is exact as long as the lease lives: `ctl_notify_queued` counts notifications that
+ * had to wait, `ctl_notify_lost` those that never went (only when the lease broke).
  */
 #include "internal.h"
 
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,24 +34,53 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "lwip/timeouts.h"
 #include "netif/ctlproto.h"
 #include "netif/qring.h"
 #include "netif/ringdev.h"
 
 #define CALL_TIMEOUT_S 5
+#define RETRY_MS 1          /* queued notifications: the next try (an lwIP timer) */
+
+/* A notification that did not fit into the control socket. */
+struct pending {
+	struct pending *next;
+	struct uls_ctl_msg m;
+};
 
 struct lease {
 	int fd;
 	int ring_fds[3];       /* memfd and eventfds, the ring device's */
-	uint32_t seq;
+	uint32_t seq;          /* under send_lock */
 	uint32_t id;
 	bool direct;           /* the direct data path: ring_fds are its two io_urings */
 	char path[108];        /* the control socket, for a fork child's own lease */
-	pthread_mutex_t lock;  /* one request in flight at a time */
+	pthread_mutex_t call_lock;  /* one request in flight at a time (held while waiting) */
+	/* Sending and the queue. Held only for non-blocking work: the core lock's holders
+	 * (notifications) take it, so it is never held while waiting for ulsd. */
+	pthread_mutex_t send_lock;
+	struct pending *head, **tail;
+	bool retry_armed;      /* the lwIP timer (core lock) */
 };
 
 static struct lease lease = { .fd = -1, .ring_fds = { -1, -1, -1 },
-			      .lock = PTHREAD_MUTEX_INITIALIZER };
+			      .call_lock = PTHREAD_MUTEX_INITIALIZER,
+			      .send_lock = PTHREAD_MUTEX_INITIALIZER,
+			      .tail = &lease.head };
+
+/* Counted from any thread, with or without the core lock (uls_counters reads them). */
+static uint64_t cnt_queued, cnt_lost;
+
+static void count(uint64_t *c)
+{
+	__atomic_fetch_add(c, 1, __ATOMIC_RELAXED);
+}
+
+void stk__lease_counters(uint64_t *queued, uint64_t *lost)
+{
+	*queued = __atomic_load_n(&cnt_queued, __ATOMIC_RELAXED);
+	*lost = __atomic_load_n(&cnt_lost, __ATOMIC_RELAXED);
+}
 
 bool stk__leased(void)
 {
@@ -52,7 +93,8 @@ int stk__lease_fd(void)
 }
 
 /* One reply with at most nfds descriptors: exactly nfds unless got_out says how many came. */
-static int recv_reply(int fd, struct uls_ctl_msg *m, int *fds, size_t nfds, size_t *got_out)
+static int recv_reply(int fd, struct uls_ctl_msg *m, int *fds, size_t nfds, size_t *got_out,
+		      int flags)
 {
 	uint8_t buf[ULS_CTL_MSG_SIZE + 1];
 	char cbuf[CMSG_SPACE(sizeof(int) * 3)];
@@ -62,7 +104,7 @@ static int recv_reply(int fd, struct uls_ctl_msg *m, int *fds, size_t nfds, size
 	ssize_t n;
 
 	do
-		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | flags);
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return errno == EAGAIN ? -ETIMEDOUT : -errno;
@@ -92,47 +134,313 @@ static int recv_reply(int fd, struct uls_ctl_msg *m, int *fds, size_t nfds, size
 	return 0;
 }
 
-/* Send m and wait for its reply (same seq). Returns the reply's status or -errno. */
-int stk__lease_call(struct uls_ctl_msg *m)
+/* One record, without blocking (send_lock held): 0, -EAGAIN (no room now) or -errno. */
+static int send_one(const struct uls_ctl_msg *m)
+{
+	ssize_t n;
+
+	do
+		n = send(lease.fd, m, sizeof(*m), MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n == (ssize_t)sizeof(*m))
+		return 0;
+	if (n >= 0)
+		return -EPROTO;  /* SOCK_SEQPACKET sends records whole */
+	return errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS ? -EAGAIN : -errno;
+}
+
+/* The lease broke (send_lock held): what waits can never go. */
+static void drop_queue(int err)
+{
+	unsigned n = 0;
+
+	while (lease.head) {
+		struct pending *p = lease.head;
+		lease.head = p->next;
+		free(p);
+		count(&cnt_lost);
+		n++;
+	}
+	lease.tail = &lease.head;
+	if (n)
+		stk__log(1, "lease: %u notifications lost: %s", n, strerror(-err));
+}
+
+/* Send what waits, oldest first, without blocking (send_lock held): 0 when the queue is
+ * empty, -EAGAIN when the socket is full again, or the error that broke the lease. */
+static int flush_locked(void)
+{
+	while (lease.head) {
+		struct pending *p = lease.head;
+		int rc = send_one(&p->m);
+		if (rc == -EAGAIN)
+			return rc;
+		if (rc < 0) {
+			drop_queue(rc);
+			return rc;
+		}
+		lease.head = p->next;
+		if (!lease.head)
+			lease.tail = &lease.head;
+		free(p);
+	}
+	return 0;
+}
+
+/* Wait (neither lock held) until the control socket takes a record again, or deadline. */
+static int wait_room(const struct timespec *deadline)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	long ms = (deadline->tv_sec - now.tv_sec) * 1000 + (deadline->tv_nsec - now.tv_nsec) / 1000000;
+	if (ms <= 0)
+		return -ETIMEDOUT;
+	struct pollfd pfd = { .fd = lease.fd, .events = POLLOUT };
+	int rc = poll(&pfd, 1, (int)ms);
+	if (rc < 0 && errno != EINTR)
+		return -errno;
+	if (rc > 0 && (pfd.revents & (POLLHUP | POLLERR)))
+		return -ECONNRESET;
+	return 0;
+}
+
+/* Send a request after everything queued before it, waiting for room if need be (core
+ * lock not held, call_lock held). */
+static int send_request(struct uls_ctl_msg *m, const struct timespec *deadline)
 {
 	int rc;
 
-	if (lease.fd < 0)
-		return -ENOTCONN;
-	pthread_mutex_lock(&lease.lock);
+	for (;;) {
+		pthread_mutex_lock(&lease.send_lock);
+		rc = flush_locked();
+		if (rc == 0) {
+			m->seq = ++lease.seq;
+			rc = send_one(m);
+		}
+		pthread_mutex_unlock(&lease.send_lock);
+		if (rc != -EAGAIN)
+			return rc;
+		rc = wait_room(deadline);
+		if (rc < 0)
+			return rc;
+	}
+}
+
+/* Send what waits, waiting for room until deadline (core lock not held, call_lock held). */
+static void drain(const struct timespec *deadline)
+{
+	for (;;) {
+		pthread_mutex_lock(&lease.send_lock);
+		int rc = flush_locked();
+		pthread_mutex_unlock(&lease.send_lock);
+		if (rc != -EAGAIN || wait_room(deadline) < 0)
+			return;  /* (a timer or the next message sends what is left) */
+	}
+}
+
+/* A notification from a call (call_lock held, core lock not): sent, or queued in order
+ * (then undo_queued: the call sends it before it returns, as no timer was armed). */
+static bool undo_queued;
+
+static void notify_unlocked(struct uls_ctl_msg *m)
+{
+	pthread_mutex_lock(&lease.send_lock);
 	m->seq = ++lease.seq;
-	if (send(lease.fd, m, sizeof(*m), MSG_NOSIGNAL) != (ssize_t)sizeof(*m)) {
-		rc = -errno;
+	int rc = flush_locked();
+	if (rc == 0)
+		rc = send_one(m);
+	struct pending *p = rc == -EAGAIN ? malloc(sizeof(*p)) : NULL;
+	if (p) {
+		p->next = NULL;
+		p->m = *m;
+		*lease.tail = p;
+		lease.tail = &p->next;
+		count(&cnt_queued);
+		undo_queued = true;
+	} else if (rc < 0) {
+		count(&cnt_lost);
+	}
+	pthread_mutex_unlock(&lease.send_lock);
+}
+
+/* Requests whose answer did not come in time (call_lock): if ulsd granted them after all,
+ * the grant goes back when the answer comes (read before and during later calls), since
+ * the caller already failed with ETIMEDOUT. */
+#define LATE_MAX 8
+
+static struct uls_ctl_msg late[LATE_MAX];
+static unsigned late_next;
+
+static void remember_late(const struct uls_ctl_msg *m)
+{
+	if (m->type == ULS_CTL_BIND || m->type == ULS_CTL_CONNECT)
+		late[late_next++ % LATE_MAX] = *m;
+}
+
+static void late_reply(const struct uls_ctl_msg *r)
+{
+	for (unsigned i = 0; i < LATE_MAX; i++) {
+		struct uls_ctl_msg *l = &late[i];
+		if (l->type == 0 || l->seq != r->seq)
+			continue;
+		uint16_t type = l->type;
+		l->type = 0;
+		if (r->status < 0 || r->type != type)
+			return;  /* refused: nothing to give back */
+		struct uls_ctl_msg u;
+		uls_ctl_init(&u, type == ULS_CTL_BIND ? ULS_CTL_UNBIND : ULS_CTL_RELEASE, 0);
+		u.proto = type == ULS_CTL_BIND ? l->proto : IPPROTO_TCP;
+		u.lport = r->lport;
+		u.rip = l->rip;
+		u.rport = l->rport;
+		stk__log(1, "lease: request %u answered after its timeout: given back", type);
+		notify_unlocked(&u);
+		return;
+	}
+}
+
+/* Send m and wait for its reply (same seq). Returns the reply's status or -errno.
+ *
+ * Never with the core lock held: ulsd may take its time (up to CALL_TIMEOUT_S), and
+ * meanwhile every connection of the process must go on (ACKs, timers, retransmissions).
+ * Checked on every call, like lwIP's LWIP_ASSERT_CORE_LOCKED the other way round.
+ * The one exception is stk__lease_call_locked(). */
+static const int sync_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT, SIGSYS };
+
+static int call(struct uls_ctl_msg *m)
+{
+	struct timespec deadline;
+	struct uls_ctl_msg r;
+	int rc, cancel;
+
+	/* A thread cancelled in the middle would leave a reply unread and the lock taken: the
+	 * call is bounded (CALL_TIMEOUT_S), so it finishes first and the cancellation acts at
+	 * the caller's next cancellation point. A signal's handler runs after it too (when
+	 * the mask is restored, with no lock of the lease or the stack held), so that a
+	 * handler that uses sockets, even one that connects, never meets this call halfway.
+	 * The signals a fault raises stay deliverable. */
+	sigset_t all, old;
+	sigfillset(&all);
+	for (size_t i = 0; i < sizeof(sync_signals) / sizeof(sync_signals[0]); i++)
+		sigdelset(&all, sync_signals[i]);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
+	pthread_mutex_lock(&lease.call_lock);
+	if (lease.fd < 0) {
+		rc = -ENOTCONN;  /* (the node stopped while this thread waited for the lock) */
 		goto out;
 	}
-	struct uls_ctl_msg r;
-	do
-		rc = recv_reply(lease.fd, &r, NULL, 0, NULL);
-	while (rc == 0 && r.seq != m->seq);  /* a stale reply of a timed-out call */
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += CALL_TIMEOUT_S;
+	/* Late answers to calls that timed out, before this request could meet them. */
+	while (recv_reply(lease.fd, &r, NULL, 0, NULL, MSG_DONTWAIT) == 0)
+		late_reply(&r);
+	rc = send_request(m, &deadline);
+	if (rc < 0)
+		goto out;
+	for (;;) {
+		rc = recv_reply(lease.fd, &r, NULL, 0, NULL, 0);
+		if (rc < 0 || r.seq == m->seq)
+			break;
+		late_reply(&r);  /* the answer to a call that timed out */
+	}
 	if (rc == 0) {
 		rc = r.status;
 		*m = r;
+	} else if (rc == -ETIMEDOUT) {
+		remember_late(m);
+	}
+	if (undo_queued) {
+		undo_queued = false;
+		drain(&deadline);  /* what late_reply queued */
 	}
 out:
-	pthread_mutex_unlock(&lease.lock);
+	pthread_mutex_unlock(&lease.call_lock);
+	pthread_setcancelstate(cancel, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return rc;
 }
 
-/* One-way notification; losing it is harmless (ulsd cleans up when the lease ends).
- * Called with the core lock held. Frames queued before it (a verdict, a FIN, a RST) are
- * published first: ulsd applies a RELEASE or UNBIND only after draining what the ring
- * held, so those frames still leave under the rules they were sent under. */
+int stk__lease_call(struct uls_ctl_msg *m)
+{
+	if (stk__core_lock_mine()) {
+		stk__log(0, "lease: request %u to ulsd with the core lock held", m->type);
+		abort();
+	}
+	return call(m);
+}
+
+/* Deviation: "no request under the core lock" does not hold for HANDOFF and CLAIM
+ * (handoff.c): the connection's state was packed (or is rebuilt) under the lock, and no
+ * segment of it may be processed between that and ulsd's answer, or the packed state
+ * would be stale (HANDOFF) or lwIP would reset the tuple that now comes here (CLAIM).
+ * They are rare (fork and exec of a server), never per connection. */
+int stk__lease_call_locked(struct uls_ctl_msg *m)
+{
+	return call(m);
+}
+
+static void retry(void *arg);
+
+/* The queue waits (core lock held): try again soon. */
+static void arm_retry(void)
+{
+	if (!lease.retry_armed && stk__node.up) {
+		lease.retry_armed = true;
+		sys_timeout(RETRY_MS, retry, NULL);
+	}
+}
+
+static void retry(void *arg)
+{
+	(void)arg;
+	lease.retry_armed = false;
+	if (lease.fd < 0)
+		return;
+	pthread_mutex_lock(&lease.send_lock);
+	bool left = flush_locked() == -EAGAIN;
+	pthread_mutex_unlock(&lease.send_lock);
+	if (left)
+		arm_retry();
+}
+
+/* One-way notification, called with the core lock held; it never blocks and is never
+ * dropped while the lease lives (see the top of this file). Frames queued before it (a
+ * verdict, a FIN, a RST) are published first: ulsd applies a RELEASE or UNBIND only after
+ * draining what the ring held, so those frames still leave under the rules they were sent
+ * under. */
 void stk__lease_notify(struct uls_ctl_msg *m)
 {
 	if (lease.fd < 0 || stk__node.lost)
 		return;
 	if (stk__node.dev)
 		stk__node.dev->ops->tx_flush(stk__node.dev);
-	pthread_mutex_lock(&lease.lock);
+	pthread_mutex_lock(&lease.send_lock);
 	m->seq = ++lease.seq;
-	if (send(lease.fd, m, sizeof(*m), MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof(*m))
-		stk__log(1, "lease: notification %u not sent: %s", m->type, strerror(errno));
-	pthread_mutex_unlock(&lease.lock);
+	int rc = flush_locked();
+	if (rc == 0)
+		rc = send_one(m);
+	if (rc == -EAGAIN) {
+		struct pending *p = malloc(sizeof(*p));
+		if (p) {
+			p->next = NULL;
+			p->m = *m;
+			*lease.tail = p;
+			lease.tail = &p->next;
+			count(&cnt_queued);
+		} else {
+			count(&cnt_lost);
+			stk__log(1, "lease: notification %u lost: no memory to queue it", m->type);
+		}
+	} else if (rc < 0) {
+		count(&cnt_lost);
+		stk__log(1, "lease: notification %u not sent: %s", m->type, strerror(-rc));
+	}
+	bool waiting = lease.head != NULL;
+	pthread_mutex_unlock(&lease.send_lock);
+	if (waiting)
+		arm_retry();
 }
 
 void stk__isn_set_secret(const uint8_t secret[16]);
@@ -188,7 +496,7 @@ int uls_attach(const char *ctl_path)
 		rc = -errno;
 		goto fail_fd;
 	}
-	rc = recv_reply(fd, &m, fds, 3, &got);
+	rc = recv_reply(fd, &m, fds, 3, &got, 0);
 	if (rc < 0)
 		goto fail_fd;
 	bool direct = m.u.hello.datapath == ULS_CTL_DP_DIRECT && qp.made;
@@ -258,12 +566,42 @@ void stk__lease_unmark_rings(void)
 	}
 }
 
-/* The node stopped (uls_node_stop): end the lease; ulsd reclaims what is left. */
+/* What still waits to be sent, thrown away (send_lock held): the lease ends, and ulsd
+ * reclaims everything a lease held when it ends, so nothing is lost that matters. */
+static void free_queue(void)
+{
+	while (lease.head) {
+		struct pending *p = lease.head;
+		lease.head = p->next;
+		free(p);
+	}
+	lease.tail = &lease.head;
+}
+
+/* The node stopped (uls_node_stop): end the lease; ulsd reclaims what is left. In a fork
+ * child (stk__lease_forget) the descriptor is only closed: the connection is the parent's,
+ * and a shutdown() would end it for the parent too. */
+static bool forgetting;
+
 void stk__node_down_hook(void)
 {
-	if (lease.fd >= 0) {
+	sys_untimeout(retry, NULL);
+	lease.retry_armed = false;
+	if (lease.fd >= 0 && forgetting) {
 		stk__fd_close(lease.fd);
 		lease.fd = -1;
+	} else if (lease.fd >= 0) {
+		pthread_mutex_lock(&lease.send_lock);
+		flush_locked();  /* what fits, in case the process goes on without a lease */
+		free_queue();
+		pthread_mutex_unlock(&lease.send_lock);
+		/* A thread may wait for a reply (without the core lock): wake it, and close the
+		 * descriptor only after it let go, so that it never reads a reused number. */
+		shutdown(lease.fd, SHUT_RDWR);
+		pthread_mutex_lock(&lease.call_lock);
+		stk__fd_close(lease.fd);
+		lease.fd = -1;
+		pthread_mutex_unlock(&lease.call_lock);
 	}
 	stk__node.lost = false;
 }
@@ -275,8 +613,15 @@ void stk__lease_forget(void)
 	stk__lease_unmark_rings();
 	if (stk__node.dev)
 		stk__node.dev->ops->close(stk__node.dev);
+	/* The parent's locks may have been held by its other threads at the fork, and what
+	 * its queue holds is the parent's to send. */
+	pthread_mutex_init(&lease.call_lock, NULL);
+	pthread_mutex_init(&lease.send_lock, NULL);
+	free_queue();
+	memset(late, 0, sizeof(late));
+	forgetting = true;
 	stk__node_down_hook();
-	pthread_mutex_init(&lease.lock, NULL);
+	forgetting = false;
 }
 
 /* A fork child's first use of the node: a lease of its own, at the parent's ulsd. */

@@ -179,6 +179,9 @@ struct ip_addr;
 #define LWIP_HOOK_TCP_TSO_OUTPUT(pcb)   stk__tso_output(pcb)
 #define LWIP_HOOK_TCP_ABC_LIMIT(pcb)    stk__tso_abc_limit(pcb)
 #define LWIP_HOOK_IP4_OUTPUT_TSO(netif, proto) stk__tso_ip4_output_whole(netif, proto)
+/* One tcp_output() per connection per batch of received frames (stack/outbatch.c). */
+#define LWIP_HOOK_TCP_OUTPUT_DEFER(pcb) stk__outbatch_defer(pcb)
+#define LWIP_HOOK_TCP_FREE(pcb)         stk__outbatch_forget(pcb)
 
 /* TCP input checks (stack/tcp_checks.c): RFC 9293 §3.10.7.4's order of checks, RFC 5961
  * and RFC 7323 PAWS run before lwIP's tcp_process(); our lwIP patches report what they

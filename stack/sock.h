@@ -98,6 +98,9 @@ struct stk_sock {
 	int inh_backlog;
 	bool share_inherited;      /* bind/listen join the parent's hold on the port */
 	bool accepting;            /* listener: ulsd was told this process accepts here */
+	/* A thread is in a round trip to ulsd for this socket (bind, listen, connect) with the
+	 * core lock released: the others wait (stk__sock_ctl_begin). */
+	bool ctl_busy;
 	/* Connections another process may hold too (handoff.c). */
 	bool forked;               /* it existed at a fork(): the child holds its mirror */
 	bool parked;               /* closed here, kept until the others let go or claim it */
@@ -129,6 +132,9 @@ void stk__dgram_icmp_error(void *arg, int err);
 struct stk_sock *stk__sock_new(int type);
 struct stk_sock *stk__sock_enter(int sd);
 void stk__sock_leave(struct stk_sock *s);
+/* Around a round trip to ulsd that releases the core lock (endpoints.c). */
+int stk__sock_ctl_begin(struct stk_sock *s);
+int stk__sock_ctl_end(struct stk_sock *s);
 void stk__sock_release(struct stk_sock *s);
 int stk__sock_sleep(struct stk_sock *s, const struct timespec *timeout);  /* drive.c */
 void stk__sock_notify(struct stk_sock *s);  /* drive.c: wake who sleeps in s */

@@ -90,6 +90,34 @@ struct stk_sock *stk__sock_enter(int sd)
 	return table[sd];
 }
 
+/* A round trip to ulsd for s is about to release the core lock (endpoints.c): wait until
+ * no other thread is in one for s, then mark it. Bind, listen and connect of one socket
+ * are so serialised, as Linux's socket lock serialises them. Returns 0, or -EBADF if s
+ * was closed meanwhile. Core lock held. */
+int stk__sock_ctl_begin(struct stk_sock *s)
+{
+	while (s->ctl_busy && !s->closed)
+		stk__sock_sleep(s, NULL);
+	if (s->closed)
+		return -EBADF;
+	s->ctl_busy = true;
+	return 0;
+}
+
+/* The round trip is over and the core lock held again: let the next thread in, and say
+ * whether s may still take what ulsd granted: 0, -EBADF (closed meanwhile: the caller
+ * gives the grant back) or -ENETDOWN (the node stopped, or ulsd went away). */
+int stk__sock_ctl_end(struct stk_sock *s)
+{
+	s->ctl_busy = false;
+	stk__sock_notify(s);
+	if (s->closed)
+		return -EBADF;
+	if (!stk__node.up || stk__node.lost)
+		return -ENETDOWN;
+	return 0;
+}
+
 /* A call leaves the socket: what it consumed may have changed what poll() should say. */
 void stk__sock_leave(struct stk_sock *s)
 {

@@ -22,6 +22,7 @@ static err_t on_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err);
 static err_t on_sent(void *arg, struct tcp_pcb *pcb, u16_t len);
 static void on_err(void *arg, err_t err);
 static int take_err(struct stk_sock *s, int fallback);
+static void drop_unaccepted(struct stk_sock *s, bool rst);
 
 static void attach(struct stk_sock *s, struct tcp_pcb *pcb)
 {
@@ -188,19 +189,29 @@ int stk__stream_open(struct stk_sock *s)
 int stk__stream_bind(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port)
 {
 	ip_addr_t a;
+	int rc = stk__sock_ctl_begin(s);
 
-	if (!s->tcp || s->state != STK_S_NEW)
-		return -EINVAL;
-	if (s->tcp->local_port)
-		return -EINVAL;  /* already bound */
+	if (rc < 0)
+		return rc;
+	if (!s->tcp || s->state != STK_S_NEW || s->tcp->local_port) {
+		stk__sock_ctl_end(s);
+		return -EINVAL;  /* already bound, or no longer new */
+	}
 	unsigned flags = (ip_get_option(s->tcp, SOF_REUSEADDR) ? ULS_CTL_F_REUSEADDR : 0) |
 			 (s->reuseport ? ULS_CTL_F_REUSEPORT : 0) |
 			 (s->share_inherited ? ULS_CTL_F_INHERIT : 0);
-	int p = stk__ep_bind(IPPROTO_TCP, port, flags);
+	int p = stk__ep_bind(IPPROTO_TCP, port, flags);  /* the core lock is released meanwhile */
+	rc = stk__sock_ctl_end(s);
 	if (p < 0)
-		return p;
+		return rc < 0 ? rc : p;
+	if (rc == 0 && !s->tcp)
+		rc = -EBADF;
+	if (rc < 0) {
+		stk__ep_unbind(IPPROTO_TCP, (uint16_t)p);  /* closed meanwhile: give it back */
+		return rc;
+	}
 	ip_addr_copy_from_ip4(a, *ip);
-	int rc = stk__err_to_errno(tcp_bind(s->tcp, &a, (u16_t)p));
+	rc = stk__err_to_errno(tcp_bind(s->tcp, &a, (u16_t)p));
 	if (rc < 0)
 		stk__ep_unbind(IPPROTO_TCP, (uint16_t)p);
 	else if (stk__leased())
@@ -208,10 +219,37 @@ int stk__stream_bind(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port)
 	return rc;
 }
 
+/* ulsd refused LISTEN: the socket goes back to a bound, new one (core lock held). */
+static void unlisten(struct stk_sock *s, const ip_addr_t *local, uint16_t port)
+{
+	drop_unaccepted(s, true);
+	free(s->acq);
+	s->acq = NULL;
+	s->acq_cap = s->acq_head = 0;
+	if (s->tcp) {
+		detach(s->tcp);
+		tcp_close(s->tcp);  /* a listening pcb goes at once */
+		s->tcp = NULL;
+	}
+	s->state = STK_S_NEW;
+	struct tcp_pcb *pcb = tcp_new_ip_type(IPADDR_TYPE_V4);
+	if (!pcb || tcp_bind(pcb, local, port) != ERR_OK) {
+		/* Deviation: nothing left to listen or connect with; close() still gives the
+		 * port back. */
+		if (pcb)
+			tcp_abort(pcb);
+		s->state = STK_S_DEAD;
+		s->err = -ENOMEM;
+		return;
+	}
+	attach(s, pcb);
+}
+
 int stk__stream_listen(struct stk_sock *s, int backlog)
 {
 	struct tcp_pcb *lpcb;
 	err_t err;
+	int rc;
 
 	if (s->state == STK_S_LISTEN)
 		return 0;
@@ -224,36 +262,63 @@ int stk__stream_listen(struct stk_sock *s, int backlog)
 		backlog = 255;
 	if (!s->tcp->local_port) {
 		ip4_addr_t any = { IPADDR_ANY };
-		int rc = stk__stream_bind(s, &any, 0);
-		if (rc < 0)
-			return rc;
+		rc = stk__stream_bind(s, &any, 0);
+		if (rc < 0 && !(rc == -EINVAL && s->tcp && s->tcp->local_port))
+			return rc;  /* (EINVAL with a port: another thread bound it meanwhile) */
 	}
-	int rc = stk__ep_listen(s->tcp->local_port, (s->reuseport ? ULS_CTL_F_REUSEPORT : 0) |
-						      (s->share_inherited ? ULS_CTL_F_INHERIT : 0));
+	rc = stk__sock_ctl_begin(s);
 	if (rc < 0)
 		return rc;
+	/* Another thread may have listened or connected while this one waited. */
+	if (s->state == STK_S_LISTEN || !s->tcp || s->state != STK_S_NEW || !s->tcp->local_port) {
+		rc = s->state == STK_S_LISTEN ? 0 : -EINVAL;
+		stk__sock_ctl_end(s);
+		return rc;
+	}
+	uint16_t port = s->tcp->local_port;
+	ip_addr_t local = s->tcp->local_ip;
 	s->acq = calloc((size_t)backlog, sizeof(*s->acq));
-	if (!s->acq)
+	if (!s->acq) {
+		stk__sock_ctl_end(s);
 		return -ENOMEM;
+	}
 	s->acq_cap = (unsigned)backlog;
 	lpcb = tcp_listen_with_backlog_and_err(s->tcp, (u8_t)backlog, &err);
 	if (!lpcb) {
 		free(s->acq);
 		s->acq = NULL;
 		s->acq_cap = 0;
+		stk__sock_ctl_end(s);
 		return stk__err_to_errno(err);
 	}
 	s->tcp = lpcb;  /* lwIP freed the old pcb */
 	tcp_arg(lpcb, s);
 	tcp_accept(lpcb, on_accept);
 	s->state = STK_S_LISTEN;
+	/* lwIP listens before ulsd is told: from ulsd's LISTEN on, SYNs for the port may come
+	 * here (at once for a member of a SO_REUSEPORT group), and with the core lock released
+	 * for the round trip the stack processes them meanwhile; they must find the listener,
+	 * not get a RST. */
+	int lrc = stk__ep_listen(port, (s->reuseport ? ULS_CTL_F_REUSEPORT : 0) |
+					   (s->share_inherited ? ULS_CTL_F_INHERIT : 0));
+	rc = stk__sock_ctl_end(s);
+	if (rc < 0)
+		return rc;  /* closed meanwhile: close() closed the listener and unbound the port */
+	if (lrc < 0) {
+		unlisten(s, &local, port);
+		return lrc;
+	}
+	/* A thread that called accept meanwhile was not announced (stk__stream_accepting). */
+	if (s->users > 1)
+		stk__stream_accepting(s);
 	return 0;
 }
 
 /* The process accepts on this listener: tell ulsd once (see stk__ep_accepting). */
 void stk__stream_accepting(struct stk_sock *s)
 {
-	if (s->state == STK_S_LISTEN && !s->accepting && s->tcp) {
+	/* (Not before ulsd answered LISTEN: stk__stream_listen says it then.) */
+	if (s->state == STK_S_LISTEN && !s->accepting && s->tcp && !s->ctl_busy) {
 		s->accepting = true;
 		stk__ep_accepting(s->tcp->local_port);
 	}
@@ -288,6 +353,9 @@ int stk__stream_connect(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port)
 	err_t err;
 	int rc;
 
+	/* After a connect, bind or listen of another thread that is with ulsd right now. */
+	while (s->ctl_busy && !s->closed)
+		stk__sock_sleep(s, NULL);
 	switch (s->state) {
 	case STK_S_CONNECTED:
 		return -EISCONN;
@@ -305,9 +373,21 @@ int stk__stream_connect(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port)
 		if (!s->tcp)
 			return -EINVAL;
 		ip_addr_copy_from_ip4(a, *ip);
-		rc = stk__ep_connect(s->tcp->local_port, ip, port);
+		rc = stk__sock_ctl_begin(s);
 		if (rc < 0)
 			return rc;
+		/* The core lock is released for the round trip. */
+		rc = stk__ep_connect(s->tcp->local_port, ip, port);
+		int now = stk__sock_ctl_end(s);
+		if (rc < 0)
+			return now < 0 ? now : rc;
+		if (now == 0 && !s->tcp)
+			now = -EBADF;
+		if (now < 0) {
+			/* Closed meanwhile: the tuple goes back to ulsd. */
+			stk__ep_release((uint16_t)rc, ip, port);
+			return now;
+		}
 		err = ERR_OK;
 		if (!s->tcp->local_port && rc)
 			err = tcp_bind(s->tcp, IP4_ADDR_ANY, (u16_t)rc);

@@ -39,3 +39,38 @@ def test_rfc2018_4_sack_block_reports_out_of_order_data(node, link):
     p = peer.recv(3, lambda q: q[TCP].ack == peer.snd_nxt)
     assert p is not None, "filling the hole was not acknowledged up to the end of the data"
     curated_pcap(link, "test_rfc2018_4_sack_block_reports_out_of_order_data.pcap")
+
+
+@requirement(fix='patch 0085 (out-of-order segments appended at the tail of ooseq)',
+             mutate="tests/conformance/lwip-mutate core/tcp_in.c 's/  if (seqno != tail_end) {/  if (1) {/'")
+def test_rfc2018_4_first_sack_block_is_the_whole_contiguous_block(node, link):
+    """RFC 2018 §4: "The first SACK block (i.e., the one immediately following the kind and
+    length fields in the option) MUST specify the contiguous block of data containing the
+    segment which triggered this ACK, unless that segment advanced the Acknowledgment
+    Number field in the header." Bytes 0..999 stay missing while segments arrive after the
+    last one queued (contiguous with it and after a second hole), into the second hole, and
+    after it again: each ACK's first block is the whole contiguous block, not just the new
+    segment."""
+    peer = TcpPeer(link, 9, sack=True)   # discard: only ACKs come back
+    peer.connect()
+    base = peer.snd_nxt
+
+    def first_block(lo, hi, why):
+        peer.send("PA", b"B" * 1000, seq=(base + lo) & 0xFFFFFFFF)
+        p = peer.recv(3, lambda q: q[TCP].ack == base and tcp_opts(q).get("SAck"))
+        assert p is not None, f"no duplicate ACK with SACK for the segment at {lo} ({why})"
+        sack = tcp_opts(p)["SAck"]
+        want = ((base + hi[0]) & 0xFFFFFFFF, (base + hi[1]) & 0xFFFFFFFF)
+        assert (sack[0], sack[1]) == want, \
+            f"{why}: first SACK block {sack[0] - base}..{sack[1] - base}, expected {hi[0]}..{hi[1]}"
+
+    first_block(1000, (1000, 2000), "first out-of-order segment")
+    first_block(2000, (1000, 3000), "contiguous with the last queued segment")
+    first_block(4000, (4000, 5000), "after a second hole")
+    first_block(5000, (4000, 6000), "contiguous again, after the second hole")
+    first_block(3000, (1000, 6000), "filling the second hole")
+    first_block(6000, (1000, 7000), "after the filled hole")
+    peer.send("PA", b"A" * 1000)        # fill the first hole: everything is acknowledged
+    peer.snd_nxt = (base + 7000) & 0xFFFFFFFF
+    p = peer.recv(3, lambda q: q[TCP].ack == peer.snd_nxt)
+    assert p is not None, "filling the first hole was not acknowledged up to the end of the data"

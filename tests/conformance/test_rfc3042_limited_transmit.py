@@ -7,7 +7,7 @@ from flight import SMSS, Receiver, offsets
 
 
 @requirement(fix='patch 0021',
-             mutate='rm stack/patches/0021-*.patch')
+             mutate="tests/conformance/lwip-mutate core/tcp_out.c 's/return pcb->cwnd + (u32_t)LWIP_MIN(pcb->dupacks, 2) \\* pcb->mss;/return pcb->cwnd;/'")
 def test_rfc3042_2_new_segment_on_each_of_first_two_duplicate_acks(node, link):
     """RFC 3042 §2: "When a TCP sender has previously unsent data queued for transmission
     it SHOULD use the Limited Transmit algorithm, which calls for a TCP sender to transmit

@@ -46,7 +46,7 @@ def _new_syn(old, isn, tsval):
 
 
 @requirement(fix='patch 0032',
-             mutate='rm stack/patches/0032-*.patch')
+             mutate="tests/conformance/lwip-mutate core/tcp_in.c 's/if (TCP_SEQ_GT(tsval, pcb->ts_recent)) {/if (0) {/'")
 def test_rfc6191_2_syn_with_higher_timestamp_reopens_time_wait(link):
     """RFC 6191 §2: "If TCP Timestamps would be enabled for the new incarnation of the
     connection, and the timestamp contained in the incoming SYN segment is greater than the
@@ -70,7 +70,7 @@ def test_rfc6191_2_syn_with_higher_timestamp_reopens_time_wait(link):
 
 
 @requirement(fix='patch 0032',
-             mutate='rm stack/patches/0032-*.patch')
+             mutate="tests/conformance/lwip-mutate core/tcp_in.c 's/return TCP_SEQ_GEQ(seqno, pcb->rcv_nxt);/return 0;/'")
 def test_rfc6191_2_syn_with_higher_isn_and_no_timestamps_reopens(link):
     """RFC 6191 §2: "If TCP Timestamps would not be enabled for the new incarnation of the
     connection, but the Sequence Number of the incoming SYN segment is greater than the last
@@ -116,7 +116,7 @@ def test_rfc6191_2_syn_with_older_timestamp_gets_challenge_ack_not_reset(link):
 
 
 @requirement(fix='patch 0032',
-             mutate='rm stack/patches/0032-*.patch')
+             mutate="tests/conformance/lwip-mutate core/tcp_in.c 's/return TCP_SEQ_GEQ(seqno, pcb->rcv_nxt);/return 1;/'")
 def test_rfc6191_2_syn_with_lower_isn_and_no_timestamps_not_reopened(link):
     """RFC 6191 §2 (previous incarnation without timestamps): "if the Sequence Number of the
     incoming SYN segment is greater than the last sequence number seen on the previous

@@ -14,7 +14,7 @@ def in_window(s):
 
 
 @requirement(fix='patch 0021',
-             mutate='rm stack/patches/0021-*.patch')
+             mutate="tests/conformance/lwip-mutate core/tcp_out.c '/^tcp_recovery_send/,/^}/ s/if (!(pcb->flags \\& TF_SACK)) {/if (1) {/'")
 def test_rfc6675_5_both_holes_retransmitted_without_waiting_for_an_ack(node, link):
     """RFC 6675 §5, step (4.3): "Retransmit the first data segment presumed dropped", then
     (C): "If cwnd - pipe >= 1 SMSS, the sender SHOULD transmit one or more segments as
@@ -43,7 +43,7 @@ def test_rfc6675_5_both_holes_retransmitted_without_waiting_for_an_ack(node, lin
 
 
 @requirement(fix='patch 0021',
-             mutate='rm stack/patches/0021-*.patch')
+             mutate="tests/conformance/lwip-mutate core/tcp_in.c 's/((pcb->flags \\& TF_SACK) \\&\\& tcp_sack_first_hole_lost(pcb))) {/0) {/'")
 def test_rfc6675_5_one_duplicate_ack_sacking_three_segments_starts_recovery(node, link):
     """RFC 6675 §5: "(2) If DupAcks < DupThresh but IsLost (HighACK + 1) returns true --
     indicating at least three segments have arrived above the current cumulative
@@ -64,7 +64,7 @@ def test_rfc6675_5_one_duplicate_ack_sacking_three_segments_starts_recovery(node
 
 
 @requirement(fix='patch 0021',
-             mutate='rm stack/patches/0021-*.patch')
+             mutate="tests/conformance/lwip-mutate core/tcp_out.c 's/tcp_sack_pipe(pcb) + pcb->mss <= pcb->cwnd/(pcb->snd_nxt - pcb->lastack) + pcb->mss <= pcb->cwnd/'")
 def test_rfc6675_5_burst_of_lost_segments_retransmitted_in_one_round_trip(node, link):
     """RFC 6675 §5 (C): "If cwnd - pipe >= 1 SMSS, the sender SHOULD transmit one or more
     segments", each chosen by NextSeg (); the pipe counts a lost segment only once it is

@@ -19,6 +19,9 @@
  *   TIME  lwIP's timers: TCP fast and slow timers, reassembly and ARP timers.
  *   APP   the application: send bytes, shut down, close, abort.
  *
+ * The first byte's bit 32 groups consecutive frame records into receive batches
+ * (stack/outbatch.c), so connections freed while their output waits are covered.
+ *
  * Built twice (tests/fuzz/local.mk): fuzz_stack on a plain device and fuzz_stack_offload on
  * a device with offloads (partial checksums, super-segments in and out), where each SEG
  * also carries a virtio-net header of the input's bytes, checked as the device checks it.
@@ -597,8 +600,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	 * the records below would test nothing. */
 	CHECK(handshake(how));
 	bool ts = how & 8;
+	/* With bit 32, consecutive frame records form one receive batch, as the stack's device
+	 * rounds do (stack/outbatch.c): lwIP's output for them waits for the batch's end, which
+	 * comes before a timer or an application record, as in the stack. */
+	bool batches = how & 32, open = false;
 	for (unsigned n = 0; in.left && n < 64; n++) {
-		switch (u8(&in) % REC_KINDS) {
+		unsigned kind = u8(&in) % REC_KINDS;
+		bool frame = kind == REC_SEG || kind == REC_RAW || kind == REC_ICMP;
+		if (batches && frame && !open)
+			stk__outbatch_begin();
+		else if (open && !frame)
+			stk__outbatch_end();
+		open = batches && frame;
+		switch (kind) {
 		case REC_SEG: rec_seg(&in, ts); break;
 		case REC_RAW: rec_raw(&in); break;
 		case REC_ICMP: rec_icmp(&in); break;
@@ -606,6 +620,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		default: rec_app(&in); break;
 		}
 	}
+	if (open)
+		stk__outbatch_end();
 	reset_state();
 	return 0;
 }

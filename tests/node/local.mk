@@ -10,6 +10,12 @@ check_PROGRAMS += tests/node/rtc
 tests_node_rtc_SOURCES = tests/node/rtc.c
 tests_node_rtc_LDADD = stack/libuls.la -lpthread
 
+# One process's lease under load: a slow answer from ulsd, thousands of closes
+# (test_lease.py).
+check_PROGRAMS += tests/node/leasectl
+tests_node_leasectl_SOURCES = tests/node/leasectl.c
+tests_node_leasectl_LDADD = stack/libuls.la -lpthread
+
 # A SYN flood from spoofed sources, raw frames into the bridge (test_synflood.py).
 check_PROGRAMS += tests/node/synflood
 tests_node_synflood_SOURCES = tests/node/synflood.c

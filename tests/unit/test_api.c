@@ -23,6 +23,10 @@
 #include "internal.h"
 
 #include <arpa/inet.h>
+#include <signal.h>
+#include <sys/resource.h>
+
+#include "netif/ctlproto.h"
 
 static struct in_addr ip4(const char *s)
 {
@@ -387,6 +391,37 @@ static void unknown_err_err_to_errno_is_eio(void **state)
 	assert_int_equal(stk__err_to_errno((err_t)127), -EIO);
 }
 
+/* --- the lease: no request to ulsd with the core lock held (stack/lease.c) --- */
+
+/* The check is on every call, before anything else, so it fires without a lease too: a
+ * forked child takes the core lock and asks; it must die of SIGABRT, and the same call
+ * without the lock must return (-ENOTCONN: no lease). */
+static void lease_call_with_core_lock_held_aborts(void **state)
+{
+	(void)state;
+	for (int locked = 0; locked < 2; locked++) {
+		pid_t pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			struct uls_ctl_msg m;
+			memset(&m, 0, sizeof(m));
+			m.type = ULS_CTL_CONNECT;
+			struct rlimit no_core = { 0, 0 };
+			setrlimit(RLIMIT_CORE, &no_core);  /* the abort is expected */
+			if (locked)
+				stk__lock();
+			int rc = stk__lease_call(&m);
+			_exit(rc == -ENOTCONN ? 0 : 1);
+		}
+		int st = 0;
+		assert_int_equal(waitpid(pid, &st, 0), pid);
+		if (locked)
+			assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+		else
+			assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -411,6 +446,7 @@ int main(void)
 		cmocka_unit_test(named_errs_err_to_errno_maps_exactly),
 		cmocka_unit_test(every_lwip_err_err_to_errno_negative_not_eio),
 		cmocka_unit_test(unknown_err_err_to_errno_is_eio),
+		cmocka_unit_test(lease_call_with_core_lock_held_aborts),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

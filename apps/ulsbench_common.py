@@ -1,0 +1,483 @@
+#!/usr/bin/python3
+"""What the ulsbench drivers share: the testbed they build, the processes they start, and
+how those are stopped and their CPU counted.
+
+apps/ulsbench_sweep.py (the concurrent-stream sweep, `ulsbench` without a subcommand) and
+apps/ulsbench_apps.py (`ulsbench apps`: real programs, ulstack against the kernel) import
+this module from the directory they are in (the source tree's apps/, or pkglibexecdir when
+installed).
+
+Everything a driver starts goes through Procs: each process in a session of its own (a
+terminal's ^C reaches only the driver, which stops them in order), tracked by its PID,
+stopped by that PID (SIGTERM, SIGKILL after GRACE seconds) and reaped with wait4, whose
+rusage is the process's CPU time. The testbed (tests/testbed/testbed, TB_NAME "ulsbench",
+TB_SUFFIX appended by the script) is only read and signalled through its own script.
+
+Importing this module runs nothing.
+"""
+
+import errno
+import fcntl
+import json
+import os
+import platform
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+TB_NAME = "ulsbench"
+STATE_DIR = "/run/ulstack-testbed"
+# One ulsbench driver at a time: they share the testbed's name.
+LOCK_FILE = "/run/lock/ulsbench-sweep.lock"
+# The testbed's ulsd nodes run with segmentation offload (64 KiB super-segments through the
+# TAP's virtio-net header), as ulsd does by default, unless a driver asks for it off.
+DEFAULT_OFFLOAD = "on"
+GRACE = 2.0                 # SIGTERM -> SIGKILL
+POLL = 0.01
+
+
+class UsageError(Exception):
+    """Bad command line: exit 2."""
+
+
+class BenchError(Exception):
+    """The run cannot go on (a worker failed, data unverified, a timeout): exit 1."""
+
+
+class Interrupted(Exception):
+    """SIGINT/SIGTERM/SIGHUP arrived."""
+
+    def __init__(self, signum):
+        super().__init__("interrupted by signal %d" % signum)
+        self.signum = signum
+
+
+
+# ---------------------------------------------------------------------------
+# Processes: everything started here is tracked by PID and reaped with wait4
+# ---------------------------------------------------------------------------
+class Proc:
+    def __init__(self, name, argv, popen, out, err):
+        self.name, self.argv, self.popen = name, argv, popen
+        self.pid = popen.pid
+        self.out, self.err = out, err
+        self.rc = None
+        self.cpu = 0.0
+        self.started = time.monotonic()
+        self.ended = None
+
+    @property
+    def alive(self):
+        return self.rc is None
+
+    def describe(self):
+        if self.rc is None:
+            return "running"
+        if self.rc < 0:
+            return "killed by signal %d" % -self.rc
+        return "exit %d" % self.rc
+
+    def stderr_tail(self, n=8):
+        try:
+            with open(self.err, errors="replace") as f:
+                lines = f.read().splitlines()
+        except OSError:
+            return ""
+        return "\n".join("    " + l for l in lines[-n:])
+
+
+class Procs:
+    """Starts processes in their own session (so a terminal's ^C reaches only this
+    driver, which stops them in order), and stops them by PID."""
+
+    def __init__(self, logdir):
+        self.logdir = logdir
+        self.all = []
+        self.seq = 0
+
+    def spawn(self, name, argv, env=None):
+        self.seq += 1
+        base = os.path.join(self.logdir, "%04d-%s" % (self.seq, re.sub(r"[^\w.-]", "_", name)))
+        out, err = base + ".out", base + ".err"
+        with open(out, "wb") as fo, open(err, "wb") as fe:
+            try:
+                p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe,
+                                     env=env, start_new_session=True, close_fds=True)
+            except OSError as e:
+                raise BenchError("cannot start %s (%s): %s" % (name, argv[0], e))
+        proc = Proc(name, argv, p, out, err)
+        self.all.append(proc)
+        return proc
+
+    def reap(self, proc, block=False):
+        if proc.rc is not None:
+            return True
+        try:
+            pid, status, ru = os.wait4(proc.pid, 0 if block else os.WNOHANG)
+        except ChildProcessError:
+            pid, status, ru = proc.pid, 0, None
+        if pid == 0:
+            return False
+        proc.rc = os.waitstatus_to_exitcode(status)
+        proc.popen.returncode = proc.rc     # keep Popen from reaping again
+        if ru is not None:
+            proc.cpu = ru.ru_utime + ru.ru_stime
+        proc.ended = time.monotonic()
+        return True
+
+    def poll(self):
+        for p in self.all:
+            if p.rc is None:
+                self.reap(p)
+
+    def stop(self, procs, grace=GRACE):
+        """SIGTERM, then SIGKILL after `grace` seconds, each by its PID; reaps them."""
+        live = [p for p in procs if p.rc is None and not self.reap(p)]
+        for p in live:
+            self._signal(p, signal.SIGTERM)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            live = [p for p in live if not self.reap(p)]
+            if not live:
+                return
+            time.sleep(POLL)
+        for p in live:
+            self._signal(p, signal.SIGKILL)
+        for p in live:
+            self.reap(p, block=True)
+
+    @staticmethod
+    def _signal(p, sig):
+        try:
+            os.kill(p.pid, sig)
+        except ProcessLookupError:
+            pass
+
+    def stop_all(self):
+        self.stop([p for p in self.all if p.rc is None])
+
+
+# ---------------------------------------------------------------------------
+# Environment: binaries, testbed
+# ---------------------------------------------------------------------------
+def find_paths(environ=None):
+    """Where the binaries and the testbed script are. ULS_BUILDDIR/ULS_SRCDIR when set
+    (the build tree), else next to this script's installed location and $PATH."""
+    env = os.environ if environ is None else environ
+    here = os.path.dirname(os.path.abspath(__file__))
+    src = env.get("ULS_SRCDIR") or (os.path.dirname(here)
+                                    if os.path.exists(os.path.join(here, "..", "tests",
+                                                                   "testbed", "testbed"))
+                                    else None)
+    build = env.get("ULS_BUILDDIR")
+    if not build and src and os.path.exists(os.path.join(src, "build", "apps", "ulsbench")):
+        build = os.path.join(src, "build")
+    prefix = os.path.dirname(os.path.dirname(here))   # <prefix>/libexec/ulstack -> <prefix>
+
+    def binary(sub, name):
+        if build:
+            return os.path.join(build, sub, name)
+        for d in (os.path.join(prefix, "bin"), os.path.join(prefix, "sbin")):
+            if os.access(os.path.join(d, name), os.X_OK):
+                return os.path.join(d, name)
+        return shutil.which(name) or name
+
+    testbed = None
+    for cand in ([os.path.join(src, "tests", "testbed", "testbed")] if src else []) + \
+            [os.path.join(here, "testbed")]:
+        if os.path.exists(cand):
+            testbed = cand
+            break
+    return {
+        "src": src, "build": build, "testbed": testbed,
+        "ulsbench": binary("apps", "ulsbench"),
+        "ulsrelay": binary("apps", "ulsrelay"),
+        "ulsraw": binary("apps", "ulsraw"),
+        "ulsstat": binary("apps", "ulsstat"),
+        "ulsd": binary("server", "ulsd"),
+        "ulsrun": binary("apps", "ulsrun"),
+        # ulsbench apps' ping-pong pair: a program of the build tree, installed in
+        # pkglibexecdir (next to these modules) rather than on $PATH
+        "pingpong": (os.path.join(build, "apps", "ulspingpong") if build
+                     else os.path.join(here, "ulspingpong")),
+    }
+
+
+
+def loss_arg(pct):
+    """A loss level as `testbed impair --loss` takes it: 0.1 -> '0.1', 1.0 -> '1'."""
+    milli = int(round(pct * 1000))
+    whole, frac = divmod(milli, 1000)
+    return str(whole) if not frac else ("%d.%03d" % (whole, frac)).rstrip("0")
+
+
+def read_cpu_ticks(pid):
+    """utime+stime of a process in seconds, or None when it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            s = f.read()
+    except OSError:
+        return None
+    fields = s[s.rindex(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _comm(pid):
+    try:
+        with open("/proc/%d/comm" % pid) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def _children(pid):
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return [int(x) for x in f.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
+class Testbed:
+    def __init__(self, paths, name=TB_NAME, offload=DEFAULT_OFFLOAD):
+        self.paths, self.name = paths, name
+        self.offload = offload
+        self.env = {}
+        self.is_up = False
+
+    def _env(self):
+        e = dict(os.environ)
+        e["TB_NAME"] = self.name
+        # ulsd reads ULS_TSO when it has no --offload (the testbed starts it without one)
+        e["ULS_TSO"] = "1" if self.offload == "on" else "0"
+        if self.paths["build"]:
+            e["ULS_BUILDDIR"] = self.paths["build"]
+        e.setdefault("ULSD", self.paths["ulsd"])
+        return e
+
+    def _run(self, argv, timeout=120):
+        """Runs the testbed script with its output in files, not pipes: the daemons that
+        `up` starts inherit its descriptors, so a pipe would never see end-of-file.
+        Returns (exit code or None on timeout, stdout, stderr)."""
+        with tempfile.TemporaryFile("w+") as fo, tempfile.TemporaryFile("w+") as fe:
+            try:
+                r = subprocess.run(argv, env=self._env(), stdin=subprocess.DEVNULL,
+                                   stdout=fo, stderr=fe, timeout=timeout)
+                rc = r.returncode
+            except subprocess.TimeoutExpired:
+                rc = None
+            fo.seek(0)
+            fe.seek(0)
+            return rc, fo.read(), fe.read()
+
+    def up(self, mtu, ulsd):
+        argv = [self.paths["testbed"], "up", "--nodes", "2", "--mtu", str(mtu)]
+        if not ulsd:
+            argv.append("--no-ulsd")
+        self.is_up = True       # a failed `up` cleans up itself; `down` is safe anyway
+        rc, out, err = self._run(argv)
+        if rc != 0:
+            raise BenchError("testbed up --mtu %d%s failed (%s):\n%s" % (
+                mtu, "" if ulsd else " --no-ulsd",
+                "timed out" if rc is None else "exit %d" % rc, err.strip()))
+        env = {}
+        for line in out.splitlines():
+            m = re.fullmatch(r"export (TB_\w+)=(.*)", line.strip())
+            if m:
+                v = m.group(2)
+                env[m.group(1)] = shlex.split(v)[0] if v else ""
+        need = ["TB_NETNS", "TB_NODE1_IP", "TB_NODE2_IP", "TB_KERNEL_NETNS",
+                "TB_KERNEL2_NETNS", "TB_KERNEL_IP"]
+        if ulsd:
+            need += ["TB_NODE1_CTL", "TB_NODE2_CTL"]
+        lost = [k for k in need if k not in env]
+        if lost:
+            raise BenchError("testbed up did not export %s" % ", ".join(lost))
+        self.env = env
+        return env
+
+    def down(self):
+        if not self.is_up or not self.paths["testbed"]:
+            return
+        rc, _, err = self._run([self.paths["testbed"], "down"])
+        if rc != 0:
+            log("warning: testbed down %s: %s" % ("timed out" if rc is None else
+                                                  "failed (exit %d)" % rc, err.strip()))
+        self.is_up = False
+        self.env = {}
+
+    def impair(self, loss):
+        """Random loss of `loss` percent on the frames entering the bridge (testbed
+        impair); the rule's counters start at 0."""
+        rc, _, err = self._run([self.paths["testbed"], "impair", "--loss", loss_arg(loss)],
+                               timeout=30)
+        if rc != 0:
+            raise BenchError("testbed impair --loss %s failed (%s):\n%s" % (
+                loss_arg(loss), "timed out" if rc is None else "exit %d" % rc, err.strip()))
+
+    def impair_stats(self):
+        rc, out, err = self._run([self.paths["testbed"], "impair-stats"], timeout=30)
+        try:
+            doc = json.loads(out) if rc == 0 else None
+        except ValueError:
+            doc = None
+        if not isinstance(doc, dict):
+            raise BenchError("testbed impair-stats failed (%s):\n%s" % (
+                "timed out" if rc is None else "exit %d" % rc, (err + out).strip()))
+        return doc
+
+    def kernel_offload(self, on):
+        """TSO/GSO of the kernel peers' interfaces (inside their namespaces): off makes the
+        kernel's TCP hand the bridge wire-sized frames, as ulsd does with offload off."""
+        for ns in (self.env["TB_KERNEL_NETNS"], self.env["TB_KERNEL2_NETNS"]):
+            argv = ["ip", "netns", "exec", ns, "ethtool", "-K", "eth0",
+                    "tso", "on" if on else "off", "gso", "on" if on else "off"]
+            try:
+                r = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+            except (OSError, subprocess.TimeoutExpired) as e:
+                raise BenchError("%s: %s" % (" ".join(argv), e))
+            if r.returncode != 0:
+                raise BenchError("%s failed: %s" % (" ".join(argv), r.stderr.strip()))
+
+    def ulsd_pids(self):
+        """The PIDs of the testbed's ulsd processes (only read, never signalled). The PID
+        file may name the ulsd itself or the shell that started it; then its ulsd child."""
+        pids = []
+        # The name the testbed really used: it appends TB_SUFFIX to TB_NAME.
+        name = self.env.get("TB_NAME", self.name)
+        for i in (1, 2):
+            try:
+                with open(os.path.join(STATE_DIR, name + ".d", "ulsd%d.pid" % i)) as f:
+                    pid = int(f.read().strip())
+            except (OSError, ValueError):
+                continue
+            todo, depth = [pid], 0
+            while todo and depth < 3:
+                nxt = []
+                for p in todo:
+                    if _comm(p) == "ulsd":
+                        pids.append(p)
+                    else:
+                        nxt += _children(p)
+                todo, depth = nxt, depth + 1
+        return pids
+
+    def link_bytes(self, dev, direction="tx"):
+        """A device's byte counter in the node namespace (for progress), or None."""
+        try:
+            r = subprocess.run(["ip", "-n", self.env["TB_NETNS"], "-s", "-j", "link", "show",
+                                "dev", dev], capture_output=True, text=True, timeout=5)
+            return int(json.loads(r.stdout)[0]["stats64"][direction]["bytes"])
+        except (OSError, ValueError, KeyError, IndexError, subprocess.TimeoutExpired):
+            return None
+
+    def link_up(self, dev):
+        try:
+            r = subprocess.run(["ip", "-n", self.env["TB_NETNS"], "-j", "link", "show", "dev",
+                                dev], capture_output=True, text=True, timeout=5)
+            return "LOWER_UP" in json.loads(r.stdout)[0].get("flags", [])
+        except (OSError, ValueError, KeyError, IndexError, subprocess.TimeoutExpired):
+            return False
+
+
+# ---------------------------------------------------------------------------
+# Output
+# ---------------------------------------------------------------------------
+_TTY = sys.stderr.isatty()
+_progress_open = False
+
+
+def log(msg):
+    global _progress_open
+    if _progress_open:
+        sys.stderr.write("\n")
+        _progress_open = False
+    sys.stderr.write("ulsbench: %s\n" % msg)
+    sys.stderr.flush()
+
+
+def progress(msg, final=False):
+    """A progress line on stderr: rewritten in place on a terminal, one line a second
+    otherwise."""
+    global _progress_open
+    if _TTY:
+        sys.stderr.write("\r\033[K" + msg + ("\n" if final else ""))
+        _progress_open = not final
+    else:
+        sys.stderr.write(msg + "\n")
+    sys.stderr.flush()
+
+
+
+def machine_info(paths):
+    info = {"hostname": platform.node(), "kernel": platform.release(),
+            "machine": platform.machine(), "cpus": os.cpu_count(),
+            "python": platform.python_version()}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    info["cpu_model"] = line.split(":", 1)[1].strip()
+                    break
+        with open("/proc/meminfo") as f:
+            info["memory_kib"] = int(f.readline().split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    if paths.get("src"):
+        try:
+            r = subprocess.run(["git", "-C", paths["src"], "describe", "--always", "--dirty"],
+                               capture_output=True, text=True, timeout=10)
+            if r.returncode == 0:
+                info["source"] = r.stdout.strip()
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+    return info
+
+
+def write_json(path, doc):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def _raise_signal(signum, frame):
+    raise Interrupted(signum)
+
+
+def take_lock():
+    """The drivers' lock (an open file holding flock), or None when another driver holds
+    it."""
+    os.makedirs(os.path.dirname(LOCK_FILE), exist_ok=True)
+    lock = open(LOCK_FILE, "a")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        lock.close()
+        if e.errno in (errno.EAGAIN, errno.EACCES):
+            return None
+        raise
+    return lock
+
+
+def process_tree(pid):
+    """pid and its descendants that are alive now (read from /proc; a bounded walk)."""
+    res, todo = [], [pid]
+    while todo and len(res) < 4096:
+        p = todo.pop()
+        if read_cpu_ticks(p) is None:
+            continue
+        res.append(p)
+        todo += _children(p)
+    return res
+
+
+def tree_cpu(pid):
+    """CPU seconds (utime+stime) of pid and its live descendants, from /proc."""
+    return sum(v for v in (read_cpu_ticks(p) for p in process_tree(pid)) if v is not None)
