@@ -18,7 +18,9 @@
  *   UDP socket to the sender's address at PORT (C, S: a connected socket; U: sendto from an
  *   unconnected one), then call recv (C, U: 2 s timeout) or, 1 s later, send again (S), and
  *   answer the request with what that second call returned: "data", "timeout", "ok" or
- *   "err ERRNAME", so that tests can watch what ICMP errors do to UDP sockets
+ *   "err ERRNAME", so that tests can watch what ICMP errors do to UDP sockets;
+ *   TCP 20 echo with a listen backlog of SMALL_BACKLOG, so that a few SYNs fill its bound on
+ *   half-open connections (the SYN cookie tests, RFC 4987)
  *
  * --stats PATH creates a UNIX socket; each connection to it receives the node's counters
  * as one JSON object and is closed. The socket appears once the node is up (tests wait for
@@ -44,6 +46,7 @@
 #define SOURCE_SEED  19
 #define HOLD_SECONDS 120
 #define HALF_HOLD_MS 1500
+#define SMALL_BACKLOG 4           /* port 20: its listen backlog */
 
 enum service { SVC_ECHO, SVC_DISCARD, SVC_GREET, SVC_SOURCE, SVC_HOLD, SVC_DIAL, SVC_HALF };
 
@@ -182,7 +185,7 @@ static void *accept_loop(void *arg)
 	}
 }
 
-static int listen_on(unsigned port, enum service svc)
+static int listen_on(unsigned port, enum service svc, int backlog)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
 	struct listener *l = malloc(sizeof(*l));
@@ -194,7 +197,7 @@ static int listen_on(unsigned port, enum service svc)
 	uls_setsockopt(sd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	int rc = uls_bind(sd, &a);
 	if (rc == 0)
-		rc = uls_listen(sd, 128);
+		rc = uls_listen(sd, backlog);
 	if (rc < 0)
 		return rc;
 	l->sd = sd;
@@ -425,12 +428,13 @@ int main(int argc, char **argv)
 
 	if (bench__node_start(&no, "ulsnode") < 0)
 		return 1;
-	static const struct { unsigned port; enum service svc; } svcs[] = {
-		{ 7, SVC_ECHO }, { 9, SVC_DISCARD }, { 10, SVC_HOLD },
-		{ 11, SVC_DIAL }, { 12, SVC_HALF }, { 13, SVC_GREET }, { 19, SVC_SOURCE },
+	static const struct { unsigned port; enum service svc; int backlog; } svcs[] = {
+		{ 7, SVC_ECHO, 128 }, { 9, SVC_DISCARD, 128 }, { 10, SVC_HOLD, 128 },
+		{ 11, SVC_DIAL, 128 }, { 12, SVC_HALF, 128 }, { 13, SVC_GREET, 128 },
+		{ 19, SVC_SOURCE, 128 }, { 20, SVC_ECHO, SMALL_BACKLOG },
 	};
 	for (size_t i = 0; i < sizeof(svcs) / sizeof(svcs[0]); i++) {
-		int rc = listen_on(svcs[i].port, svcs[i].svc);
+		int rc = listen_on(svcs[i].port, svcs[i].svc, svcs[i].backlog);
 		if (rc < 0) {
 			fprintf(stderr, "ulsnode: port %u: %s\n", svcs[i].port, strerror(-rc));
 			return 1;

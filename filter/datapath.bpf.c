@@ -156,7 +156,9 @@ static __u32 group_pick(const struct flt_dp_cfg *c, const struct flt_dp_group *g
 	return pick;
 }
 
-static __u32 endpoint_owner(const struct flt_dp_cfg *c, const struct tup *t)
+/* The owner of the tuple (0: none); *exact says whether by its 4-tuple rather than as a
+ * listening group's pick. */
+static __u32 endpoint_owner(const struct flt_dp_cfg *c, const struct tup *t, int *exact)
 {
 	struct flt_dp_conn_key ck = { .rip = t->rip, .lport = t->lport, .rport = t->rport,
 				      .proto = t->proto };
@@ -164,6 +166,7 @@ static __u32 endpoint_owner(const struct flt_dp_cfg *c, const struct tup *t)
 	const struct flt_dp_group *g;
 	__u32 *o = bpf_map_lookup_elem(&dp_conn, &ck);
 
+	*exact = o != 0;
 	if (o)
 		return *o;
 	g = bpf_map_lookup_elem(&dp_listen, &lk);
@@ -270,10 +273,16 @@ static __u32 steer_frame(struct __sk_buff *skb)
 			return 0;
 		struct tup t = { .lip = dst, .rip = src, .lport = bpf_ntohs(ports[1]),
 				 .rport = bpf_ntohs(ports[0]), .proto = ip[9] };
-		owner = endpoint_owner(c, &t);
-		/* A SYN (RFC 9293 §3.5) names a peer ulsd may have to reset later. */
+		int exact;
+		owner = endpoint_owner(c, &t, &exact);
+		/* A handshake (RFC 9293 §3.5) names a peer ulsd may have to reset later: the
+		 * SYN or SYN,ACK of a tuple we hold (an active open), or the ACK that completes
+		 * a passive open (its tuple not yet ours: a listener's pick). Not the SYN to a
+		 * listener: under a flood of spoofed SYNs (RFC 4987) each would replace a real
+		 * peer's entry in the LRU map, at the cost of a map update per SYN. */
 		if (owner && ip[9] == IPPROTO_TCP &&
-		    bpf_skb_load_bytes(skb, l4, l4h, sizeof(l4h)) == 0 && (l4h[13] & 0x02)) {
+		    bpf_skb_load_bytes(skb, l4, l4h, sizeof(l4h)) == 0 &&
+		    (exact ? (l4h[13] & 0x02) : (l4h[13] & 0x17) == 0x10)) {
 			struct flt_dp_neigh nb = {};
 			__builtin_memcpy(nb.mac, eth + 6, 6);
 			bpf_map_update_elem(&dp_neigh, &src, &nb, BPF_ANY);
@@ -300,7 +309,8 @@ static __u32 steer_frame(struct __sk_buff *skb)
 		__builtin_memcpy(&idst, in + 16, 4);
 		struct tup t = { .lip = isrc, .rip = idst, .lport = bpf_ntohs(ports[0]),
 				 .rport = bpf_ntohs(ports[1]), .proto = in[9] };
-		owner = endpoint_owner(c, &t);
+		int exact;
+		owner = endpoint_owner(c, &t, &exact);
 	}
 	if (!owner)
 		return 0;

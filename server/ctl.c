@@ -83,6 +83,7 @@ static const char *const counter_names[SRV_COUNTER_MAX] = {
 	[SRV_DROP_REASS_BAD] = "drop_reass_bad",
 	[SRV_DROP_REASS_UNSTEERED] = "drop_reass_unsteered",
 	[SRV_ICMP_TIME_EXCEEDED_SENT] = "icmp_time_exceeded_sent",
+	[SRV_DROP_RST_RATE] = "drop_rst_rate",
 };
 
 const char *srv_counter_name(enum srv_counter c)

@@ -158,7 +158,11 @@ static void on_frame(void *arg, const uint8_t *frame, size_t len, uint32_t off)
 			s->ctr[SRV_DROP_NOT_FOR_NODE]++;
 			return;
 		}
-		srv_learn_neighbour(s, p.ip.src, p.src_mac);
+		/* Not from a SYN without ACK: a flood of them from spoofed sources (RFC 4987)
+		 * would overwrite the entries of real peers, which their other segments keep. */
+		if (p.ip.proto != FLT_PROTO_TCP || p.ip.fragment ||
+		    (p.tcp.flags & (FLT_TCP_SYN | FLT_TCP_ACK)) != FLT_TCP_SYN)
+			srv_learn_neighbour(s, p.ip.src, p.src_mac);
 		flt_owner_t o = flt_lookup_rx(s->flt, &p);
 		if (o == SRV_IN_TRANSIT) {
 			/* Neither process may answer it (handoff.c): the peer sends it again. */

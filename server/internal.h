@@ -91,6 +91,7 @@ enum srv_counter {
 	SRV_DROP_REASS_DUPLICATE, SRV_DROP_REASS_TIMEOUT, SRV_DROP_REASS_LIMIT,
 	SRV_DROP_REASS_NO_OWNER, SRV_DROP_REASS_BAD, SRV_DROP_REASS_UNSTEERED,
 	SRV_ICMP_TIME_EXCEEDED_SENT,
+	SRV_DROP_RST_RATE,
 	SRV_COUNTER_MAX
 };
 
@@ -132,6 +133,8 @@ struct srv {
 	uint64_t ctl_errors[8];                     /* by enum uls_ctl_error */
 	uint64_t icmp_tokens_ms;                    /* rate limiter for ICMP errors */
 	unsigned icmp_tokens;
+	uint64_t rst_tokens_ms;                     /* rate limiter for resets (reply.c) */
+	unsigned rst_tokens;
 	/* Neighbours seen on the wire (IPv4 source -> Ethernet source), so ulsd can address
 	 * a peer whose process died. Direct-mapped by the address's low bits. */
 	struct { uint32_t ip; uint8_t mac[6]; } neigh[256];

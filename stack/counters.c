@@ -72,6 +72,11 @@ static const char *const own_names[STK_CNT__COUNT] = {
 	[STK_CNT_RTC_ENTRY_RX] = "rtc_entry_rx",
 	[STK_CNT_RTC_HANDOVERS] = "rtc_stack_handovers",
 	[STK_CNT_RTC_SPIN_HITS] = "rtc_spin_hits",
+	/* SYN floods (stack/syncookie.c, lwIP patch 0090) */
+	[STK_CNT_TCP_SYN_COOKIES_SENT] = "tcp_syn_cookies_sent",
+	[STK_CNT_TCP_SYN_COOKIES_OK] = "tcp_syn_cookies_ok",
+	[STK_CNT_TCP_SYN_COOKIES_BAD] = "tcp_syn_cookies_bad",
+	[STK_CNT_TCP_SYN_BACKLOG_DROPS] = "tcp_syn_backlog_drops",
 };
 
 /* Called with the core lock held, like every other counter update. */

@@ -66,4 +66,12 @@ enum stk_reass_note {
 };
 void stk__ip_reass_note(enum stk_reass_note what);
 
+/* SYN floods (stack/syncookie.c, stack/patches/0090): what a SYN to a listener gets, and
+ * the SYN cookies of RFC 4987 §3.6. */
+struct tcp_pcb_listen;
+struct tcp_syncookie;
+u8_t stk__syn_admit(struct tcp_pcb_listen *lpcb);
+void stk__syncookie_make(struct tcp_pcb_listen *lpcb, struct tcp_syncookie *c);
+int stk__syncookie_check(struct tcp_pcb_listen *lpcb, struct tcp_syncookie *c);
+
 #endif

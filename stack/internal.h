@@ -64,6 +64,10 @@ void stk__outbatch_frame(void);
 void stk__outbatch_end(void);
 void *stk__stack_thread(void *arg);
 uint64_t stk__now_ms(void);
+/* SYN cookies (syncookie.c): encode and check, with the clock given. */
+struct tcp_syncookie;
+void stk__cookie_encode(struct tcp_syncookie *c, uint64_t now_ms);
+bool stk__cookie_decode(struct tcp_syncookie *c, uint64_t now_ms);
 /* Bytes on the free lists of lwIP's heap (heap.c; mem_clib_malloc in lwipopts.h). */
 size_t stk__heap_cached(void);
 
@@ -174,6 +178,11 @@ enum stk_counter {
 	STK_CNT_RTC_ENTRY_RX,
 	STK_CNT_RTC_HANDOVERS,
 	STK_CNT_RTC_SPIN_HITS,
+	/* SYN floods (stack/syncookie.c, lwIP patch 0090) */
+	STK_CNT_TCP_SYN_COOKIES_SENT,
+	STK_CNT_TCP_SYN_COOKIES_OK,
+	STK_CNT_TCP_SYN_COOKIES_BAD,
+	STK_CNT_TCP_SYN_BACKLOG_DROPS,
 	STK_CNT__COUNT
 };
 void stk__count(enum stk_counter c);

@@ -68,3 +68,5 @@ EXTRA_DIST += tests/conformance/test_rfc1122_icmp_errors.py \
 	tests/conformance/test_rfc1191_pmtud.py tests/conformance/test_rfc6191_time_wait.py \
 	tests/conformance/test_rfc9293_urgent.py tests/conformance/test_rfc791_reassembly.py \
 	tests/conformance/test_rfc1122_udp_icmp_errors.py
+# SYN floods (issue 18): SYN cookies, and a 50,000 SYN/s flood against 4 streams
+EXTRA_DIST += tests/conformance/test_rfc4987_syn_cookies.py tests/node/test_synflood.py

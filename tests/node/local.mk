@@ -15,3 +15,7 @@ tests_node_rtc_LDADD = stack/libuls.la -lpthread
 check_PROGRAMS += tests/node/leasectl
 tests_node_leasectl_SOURCES = tests/node/leasectl.c
 tests_node_leasectl_LDADD = stack/libuls.la -lpthread
+
+# A SYN flood from spoofed sources, raw frames into the bridge (test_synflood.py).
+check_PROGRAMS += tests/node/synflood
+tests_node_synflood_SOURCES = tests/node/synflood.c

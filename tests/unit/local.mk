@@ -2,7 +2,8 @@
 UNIT_TESTS = \
 	tests/unit/test_frame tests/unit/test_chksum tests/unit/test_isn tests/unit/test_rxq \
 	tests/unit/test_api tests/unit/test_timers tests/unit/test_pattern tests/unit/test_netops \
-	tests/unit/test_heap tests/unit/test_tcp_checks tests/unit/test_cubic
+	tests/unit/test_heap tests/unit/test_tcp_checks tests/unit/test_cubic \
+	tests/unit/test_syncookie
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
 
@@ -28,6 +29,10 @@ tests_unit_test_rxq_LDADD = $(UNIT_LDADD)
 tests_unit_test_tcp_checks_SOURCES = tests/unit/test_tcp_checks.c
 tests_unit_test_tcp_checks_CPPFLAGS = $(UNIT_CPPFLAGS) -I$(top_srcdir)/stack
 tests_unit_test_tcp_checks_LDADD = $(UNIT_LDADD)
+
+tests_unit_test_syncookie_SOURCES = tests/unit/test_syncookie.c
+tests_unit_test_syncookie_CPPFLAGS = $(UNIT_CPPFLAGS) -I$(top_srcdir)/stack
+tests_unit_test_syncookie_LDADD = $(UNIT_LDADD)
 
 tests_unit_test_cubic_SOURCES = tests/unit/test_cubic.c
 tests_unit_test_cubic_CPPFLAGS = $(UNIT_CPPFLAGS) -I$(top_srcdir)/stack
