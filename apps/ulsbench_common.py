@@ -32,8 +32,10 @@ import time
 
 TB_NAME = "ulsbench"
 STATE_DIR = "/run/ulstack-testbed"
-# One ulsbench driver at a time: they share the testbed's name.
-LOCK_FILE = "/run/lock/ulsbench-sweep.lock"
+# One ulsbench driver at a time per testbed name: drivers share TB_NAME, and the testbed
+# script appends TB_SUFFIX to it, so engineers who set different suffixes on one machine
+# get testbeds and locks of their own (their numbers still share the CPU).
+LOCK_FILE = "/run/lock/ulsbench-sweep%s.lock" % os.environ.get("TB_SUFFIX", "")
 # The testbed's ulsd nodes run with segmentation offload (64 KiB super-segments through the
 # TAP's virtio-net header), as ulsd does by default, unless a driver asks for it off.
 DEFAULT_OFFLOAD = "on"
