@@ -8,6 +8,7 @@
 #   bench/       pytest: the benchmark sweep's own logic (fairness, schema, checks)
 #   shim/        pytest: what libuls-preload promises programs (fds, epoll, signals, fork)
 #   interop/     pytest: real programs under ulsrun (nc, curl, iperf3, redis, nginx, asyncio)
+#   hosts/       pytest: two hosts (testbed --hosts 2): nodes and kernel peers across a wire
 LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/build-aux/tap-driver.sh
 AM_TESTS_ENVIRONMENT = \
 	CMOCKA_MESSAGE_OUTPUT=TAP; export CMOCKA_MESSAGE_OUTPUT; \
@@ -21,7 +22,7 @@ include tests/shim/local.mk
 include tests/fuzz/local.mk
 
 TESTS += tests/testbed/test_testbed.sh tests/conformance/run tests/e2e/run tests/node/run \
-	tests/bench/run tests/shim/run tests/interop/run
+	tests/bench/run tests/shim/run tests/interop/run tests/hosts/run
 # The suites whose processes run on ulsd nodes, again with the relay data path forced
 # (ulsd's default is the direct path: both are in `make check`).
 TESTS += tests/node/run-relay tests/shim/run-relay
@@ -70,3 +71,5 @@ EXTRA_DIST += tests/conformance/test_rfc1122_icmp_errors.py \
 	tests/conformance/test_rfc1122_udp_icmp_errors.py
 # SYN floods (issue 18): SYN cookies, and a 50,000 SYN/s flood against 4 streams
 EXTRA_DIST += tests/conformance/test_rfc4987_syn_cookies.py tests/node/test_synflood.py
+# Two hosts joined by a wire (issue 16): streams, curl and interface discovery across
+EXTRA_DIST += tests/hosts/run tests/hosts/conftest.py tests/hosts/test_hosts.py
