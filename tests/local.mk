@@ -72,4 +72,4 @@ EXTRA_DIST += tests/conformance/test_rfc1122_icmp_errors.py \
 # SYN floods (issue 18): SYN cookies, and a 50,000 SYN/s flood against 4 streams
 EXTRA_DIST += tests/conformance/test_rfc4987_syn_cookies.py tests/node/test_synflood.py
 # Two hosts joined by a wire (issue 16): streams, curl and interface discovery across
-EXTRA_DIST += tests/hosts/run tests/hosts/conftest.py tests/hosts/test_hosts.py
+EXTRA_DIST += tests/hosts/run tests/hosts/conftest.py tests/hosts/test_hosts.py tests/hosts/scaling.py
