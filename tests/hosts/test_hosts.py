@@ -4,9 +4,10 @@ verified: ulsbench's verified streams between nodes and between a node and a ker
 curl against python's http.server (SHA-256 of the file), and a program that finds its
 address by walking the interfaces (tests/shim/ifaddrs) serving across.
 
-A stream that crossed the wire must show there: host 2's end of the wire counts at least
-one frame per 1500 bytes moved, and no frame larger than the MTU on average (the wire has
-no TSO/GSO, so the nodes' super-segments are cut to wire size before they cross)."""
+A stream that crossed the wire must show there: nftables counters on each end's ingress
+count at least one frame per 1500 bytes moved, and no frame longer than the MTU (the wire
+has no TSO/GSO, so the nodes' super-segments are cut to wire size before they cross; with
+TSO left on, a 64 MiB stream put about 1,200 longer frames on it)."""
 import hashlib
 import json
 import os
@@ -18,14 +19,12 @@ import pytest
 from conftest import BENCH, BUILD, PYTHON
 
 MIB = 1 << 20
-WIRE_FRAME_MAX = 1500 + 14   # MTU plus the Ethernet header
 
 
 def _wire_check(hosts, before, payload):
-    rxp, rxb, txp, txb = (a - b for a, b in zip(hosts.wire_counters(), before))
-    frames, nbytes = rxp + txp, rxb + txb
+    frames, nbytes, over = (a - b for a, b in zip(hosts.wire_counters(), before))
     assert frames >= payload // 1500, f"only {frames} frames crossed the wire for {payload} bytes"
-    assert nbytes / frames <= WIRE_FRAME_MAX, f"{nbytes} bytes in {frames} frames on the wire"
+    assert over == 0, f"{over} of {frames} frames on the wire were longer than the MTU"
 
 
 def _bench_server(hosts, side, port, count):
