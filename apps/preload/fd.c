@@ -1,8 +1,8 @@
 /* Descriptor calls on user-level sockets: close, close_range, dup, dup2, dup3, fcntl,
- * ioctl (the node's interface queries are ifaddr.c's). The descriptor numbers are the kernel's own (the mirror), so most of the work is
- * the kernel's; here the table of which numbers are sockets follows along, O_NONBLOCK is
- * kept (the mirror itself must stay blocking), and the library's own descriptors are
- * kept out of the program's reach.
+ * ioctl (the node's interface queries are ifaddr.c's). The descriptor numbers are the
+ * kernel's own (the mirror), so most of the work is the kernel's; here the table of which
+ * numbers are sockets follows along, O_NONBLOCK is kept (the mirror itself must stay
+ * blocking), and the library's own descriptors are kept out of the program's reach.
  */
 #include "shim.h"
 
