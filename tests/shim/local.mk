@@ -6,3 +6,7 @@ tests_shim_sighandler_SOURCES = tests/shim/sighandler.c
 check_PROGRAMS += tests/shim/sigwait
 tests_shim_sigwait_SOURCES = tests/shim/sigwait.c
 tests_shim_sigwait_LDADD = -lpthread
+# The interfaces a C program finds (getifaddrs, if_nameindex, SIOCGIF*), and one that
+# serves on the address it found by walking them (test_interfaces.py).
+check_PROGRAMS += tests/shim/ifaddrs
+tests_shim_ifaddrs_SOURCES = tests/shim/ifaddrs.c
