@@ -70,3 +70,7 @@ EXTRA_DIST += tests/conformance/test_rfc1122_icmp_errors.py \
 	tests/conformance/test_rfc1122_udp_icmp_errors.py
 # SYN floods (issue 18): SYN cookies, and a 50,000 SYN/s flood against 4 streams
 EXTRA_DIST += tests/conformance/test_rfc4987_syn_cookies.py tests/node/test_synflood.py
+# The installed tools stand alone (issue 16): make install DESTDIR=..., then ulsping and
+# ulsrun from the staged prefix with the source and build trees hidden.
+TESTS += tests/install/test_installed.sh
+EXTRA_DIST += tests/install/test_installed.sh
