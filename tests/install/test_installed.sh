@@ -8,6 +8,7 @@
 # ULS_PRELOAD unset and only the staged bindir and sbindir on PATH:
 #   - ulsping (the driver) builds its testbed with the staged testbed script and ulsd and
 #     measures one mode and one size;
+#   - ulsbench runs its python sweep driver for one short point;
 #   - the staged testbed script brings up a node, and ulsrun runs a python client on it
 #     against a kernel peer, with the staged libuls-preload.so (checked in its maps).
 # The staged programs find each other under the root they run from (apps/instdirs.h).
@@ -57,6 +58,17 @@ if [[ ${1:-} == --inside ]]; then
     else
         fail "installed ulsping measures perproc, 64 bytes, with no build tree (rc $rc)"
         sed 's/^/# /' <<<"$out"
+    fi
+
+    # ulsbench: its python driver (pkglibexecdir), the testbed and ulsd, from the prefix.
+    out=$(TMPDIR=$DEST TB_SUFFIX=$SFX timeout 180 ulsbench --mode perproc --streams 1 \
+        --seconds 1 --json "$DEST/sweep.json" 2>&1)
+    rc=$?
+    if [[ $rc -eq 0 ]] && grep -q '"perproc"' "$DEST/sweep.json" 2>/dev/null; then
+        pass "installed ulsbench runs its sweep driver (1 stream, 1 s) with no source tree"
+    else
+        fail "installed ulsbench runs its sweep driver (1 stream, 1 s) with no source tree (rc $rc)"
+        tail -n 20 <<<"$out" | sed 's/^/# /'
     fi
 
     # ulsrun: a program on a node of the installed testbed, with the installed preload.

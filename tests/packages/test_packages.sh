@@ -58,7 +58,11 @@ state() {
     ls -d /etc/ulstack /run/ulstack /usr/libexec/ulstack "$UNIT" /usr/sbin/ulsd \
         /usr/include/uls.h /var/lib/systemd/deb-systemd-helper-enabled/ulsd@* 2>/dev/null
     ip netns list 2>/dev/null | grep -w "$NS"
-    find /etc /usr /var/lib/systemd \( -name 'ulsd@*' -o -name ulstack -o -name 'libuls*' \) \
+    # anything named like ours, also what a maintainer script might make (dpkg -L does
+    # not list that): on the root filesystem's /etc, /usr, /var/lib, /opt and /run
+    # (not the state of other runs' testbeds, which come and go meanwhile)
+    find /etc /usr /var/lib /opt /run -xdev -path /run/ulstack-testbed -prune -o \( -name '*ulsd*' -o -name '*ulstack*' \
+        -o -name 'libuls*' -o -name 'uls.h' -o -name 'uls.pc' \) \
         -not -path '/usr/local/*' -print 2>/dev/null | sort
 }
 state >"$TMP/before"
@@ -104,6 +108,9 @@ done
 check "four packages: $PACKAGES" test "${#debs[@]}" -eq 4
 
 # --- install -----------------------------------------------------------------
+# Which of the directories the packages will own exist already (/usr/bin, ...).
+for d in "${debs[@]}"; do dpkg-deb -c "$d"; done | awk '$1 ~ /^d/ { sub(/^\./, "", $6); sub(/\/$/, "", $6); print $6 }' |
+    sort -u | while IFS= read -r d; do [[ -d $d ]] && printf '%s\n' "$d"; done >"$TMP/dirs-before"
 installed=1   # from here on, cleanup purges (also a half-done install)
 if DEBIAN_FRONTEND=noninteractive timeout 300 dpkg -i "${debs[@]}" >"$TMP/install.log" 2>&1; then
     pass "dpkg -i installs them"
@@ -115,6 +122,8 @@ for f in /usr/sbin/ulsd /usr/bin/ulsrun /usr/bin/ulsstat /usr/libexec/ulstack/ul
     [[ -e $f ]] || { fail "installed files are in place ($f missing)"; finish; }
 done
 pass "installed files are in place (ulsd, tools, ulsd-service, the unit, header, man pages)"
+# shellcheck disable=SC2086
+dpkg -L $PACKAGES | sort -u >"$TMP/owned"
 preload=$(dpkg -L libuls-preload | grep '/libuls-preload\.so$')
 check "libuls-preload.so is installed ($preload)" test -f "$preload"
 
@@ -200,9 +209,21 @@ fi
 cleanup
 state >"$TMP/after"
 if diff -u "$TMP/before" "$TMP/after" >"$TMP/diff"; then
-    pass "after the purge, dpkg's package list and the files (ulsd@*, ulstack, libuls* under /etc, /usr and /var/lib/systemd) are as before"
+    pass "after the purge, dpkg's package list and the files named like ours are as before"
 else
-    fail "after the purge, dpkg's package list and the files are as before"
+    fail "after the purge, dpkg's package list and the files named like ours are as before"
     sed 's/^/# /' "$TMP/diff"
 fi
+# Every file the packages owned is gone (directories too, unless they existed before:
+# /usr/bin and the like).
+left=''
+while IFS= read -r f; do
+    [[ -n $f && $f != /. ]] || continue
+    if [[ -d $f ]]; then   # (a directory or a link to one: /lib on merged /usr)
+        grep -qxF "$f" "$TMP/dirs-before" || left+=" $f"
+    elif [[ -e $f || -L $f ]]; then
+        left+=" $f"
+    fi
+done <"$TMP/owned"
+check "no file or directory the packages owned is left${left:+:$left}" test -z "$left"
 finish
