@@ -124,6 +124,14 @@ done
 pass "installed files are in place (ulsd, tools, ulsd-service, the unit, header, man pages)"
 # shellcheck disable=SC2086
 dpkg -L $PACKAGES | sort -u >"$TMP/owned"
+if command -v systemd-analyze >/dev/null; then
+    # systemd's own reading of the unit (it needs no running systemd for this)
+    if out=$(systemd-analyze verify --man=no "$UNIT" 2>&1) && [[ -z $out ]]; then
+        pass "systemd-analyze verify accepts $UNIT"
+    else
+        fail "systemd-analyze verify accepts $UNIT"; sed 's/^/# /' <<<"$out"
+    fi
+fi
 preload=$(dpkg -L libuls-preload | grep '/libuls-preload\.so$')
 check "libuls-preload.so is installed ($preload)" test -f "$preload"
 
