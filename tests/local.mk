@@ -84,3 +84,6 @@ check-packages:
 	ULS_LWIP_SRC='$(LWIP_UPSTREAM)' $(SHELL) $(top_srcdir)/tests/packages/test_packages.sh
 .PHONY: check-packages
 EXTRA_DIST += tests/packages/test_packages.sh build-aux/build-deb build-aux/debian
+# ulsd-service (the unit's ExecStart): the file's keys become ulsd's options (no root).
+TESTS += tests/packages/test_ulsd_service.sh
+EXTRA_DIST += tests/packages/test_ulsd_service.sh
