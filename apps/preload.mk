@@ -15,4 +15,4 @@ EXTRA_DIST += apps/preload/preload.map
 
 bin_PROGRAMS += apps/ulsrun
 apps_ulsrun_SOURCES = apps/ulsrun.c
-apps_ulsrun_CPPFLAGS = $(AM_CPPFLAGS) -DPKGLIBDIR='"$(pkglibdir)"'
+apps_ulsrun_CPPFLAGS = $(AM_CPPFLAGS) $(INSTDIRS_CPPFLAGS)

@@ -73,3 +73,20 @@ EXTRA_DIST += tests/conformance/test_rfc1122_icmp_errors.py \
 EXTRA_DIST += tests/conformance/test_rfc4987_syn_cookies.py tests/node/test_synflood.py
 # Two hosts joined by a wire (issue 16): streams, curl and interface discovery across
 EXTRA_DIST += tests/hosts/run tests/hosts/conftest.py tests/hosts/test_hosts.py tests/hosts/scaling.py
+# The installed tools stand alone (issue 16): make install DESTDIR=..., then ulsping and
+# ulsrun from the staged prefix with the source and build trees hidden.
+TESTS += tests/install/test_installed.sh
+EXTRA_DIST += tests/install/test_installed.sh
+
+# The Debian packages (issue 16): build (build-aux/build-deb, lintian), install with dpkg,
+# start a node through ulsd@.service's ExecStart in a namespace of the test's own, check
+# it, purge; the machine is compared before and after. Not part of `make check` (it
+# installs packages on the machine); .ci/run runs it after the suite. lwIP's source is
+# the one this build was configured with.
+check-packages:
+	ULS_LWIP_SRC='$(LWIP_UPSTREAM)' $(SHELL) $(top_srcdir)/tests/packages/test_packages.sh
+.PHONY: check-packages
+EXTRA_DIST += tests/packages/test_packages.sh build-aux/build-deb build-aux/debian
+# ulsd-service (the unit's ExecStart): the file's keys become ulsd's options (no root).
+TESTS += tests/packages/test_ulsd_service.sh
+EXTRA_DIST += tests/packages/test_ulsd_service.sh
