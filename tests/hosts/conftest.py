@@ -30,7 +30,7 @@ SRC = os.environ.get("ULS_SRCDIR") or os.path.abspath(os.path.join(os.path.dirna
 BUILD = os.environ.get("ULS_BUILDDIR") or os.path.join(SRC, "build")
 TESTBED = os.path.join(SRC, "tests", "testbed", "testbed")
 sys.path.insert(0, os.path.join(SRC, "tests"))
-from tblib import parse_exports, run_testbed  # noqa: E402
+from tblib import OutputFiles, parse_exports, run_testbed  # noqa: E402
 ULSRUN = os.path.join(BUILD, "apps", "ulsrun")
 BENCH = os.path.join(BUILD, "apps", "ulsbench")
 STAT = os.path.join(BUILD, "apps", "ulsstat")
@@ -57,7 +57,7 @@ def _tb(*args):
     return run_testbed(TESTBED, TB_NAME, BUILD, *args)
 
 
-class Proc:
+class Proc(OutputFiles):
     """A process in a session of its own, output to files, stopped by process group."""
 
     def __init__(self, argv, name, tmp):
@@ -77,14 +77,6 @@ class Proc:
         except subprocess.TimeoutExpired:
             self.stop()
             pytest.fail(f"{self.name} did not finish within {timeout} s:\n{self.output()}")
-
-    def stdout(self):
-        with open(self.out_path, errors="replace") as f:
-            return f.read()
-
-    def stderr(self):
-        with open(self.err_path, errors="replace") as f:
-            return f.read()
 
     def output(self):
         return f"--- {self.name} stdout\n{self.stdout()}--- {self.name} stderr\n{self.stderr()}"

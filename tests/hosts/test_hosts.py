@@ -17,6 +17,7 @@ import shutil
 import pytest
 
 from conftest import BENCH, BUILD, PYTHON
+from tblib import ECHO_CLIENT
 
 MIB = 1 << 20
 
@@ -135,22 +136,8 @@ def test_a_program_that_walks_the_interfaces_serves_across_hosts(hosts):
     hosts.wait_listening(2, 2, port, srv)
     assert srv.stdout().split()[:3] == ["serving", hosts.env["TB_H2_NODE2_TAP"], hosts.ip(2, 2)], \
         srv.output()
-    client = r"""
-import random, socket, sys, threading
-data = random.Random(16).randbytes(4 << 20)
-s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=30)
-t = threading.Thread(target=lambda: (s.sendall(data), s.shutdown(socket.SHUT_WR)))
-t.start()
-got = bytearray()
-while True:
-    b = s.recv(65536)
-    if not b:
-        break
-    got += b
-t.join()
-print("match" if bytes(got) == data else "mismatch %d" % len(got))
-"""
-    c = hosts.start(hosts.on_kernel(1, [PYTHON, "-c", client, hosts.ip(2, 2), str(port)]),
+    c = hosts.start(hosts.on_kernel(1, [PYTHON, "-c", ECHO_CLIENT, hosts.ip(2, 2), str(port), "16",
+                                         str(4 << 20)]),
                     "echo-client-k1")
     assert c.wait(60) == 0, c.output()
     assert c.stdout().strip() == "match", c.output()

@@ -5,12 +5,12 @@ namespace, the node's address, prefix, MAC and MTU), from C and from Python, and
 that picks its address by walking the interfaces serves on the node."""
 import json
 import os
-import random
 import re
 import subprocess
 import threading
 
 from conftest import BUILD, PYTHON, ULSRUN
+from tblib import ECHO_CLIENT
 
 IFADDRS = os.path.join(BUILD, "tests", "shim", "ifaddrs")
 
@@ -159,31 +159,9 @@ def test_a_program_that_walks_the_interfaces_serves_on_the_node_address(bed):
         line = srv.stdout.readline()
         assert line.split() == ["serving", x["name"], x["ip"], str(port)], \
             line + srv.stderr.read() if srv.poll() is not None else line
-        data = random.Random(16).randbytes(1 << 20)
-        client = r"""
-import socket, sys, threading
-data = open(sys.argv[3], "rb").read()
-s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=30)
-t = threading.Thread(target=lambda: (s.sendall(data), s.shutdown(socket.SHUT_WR)))
-t.start()
-got = bytearray()
-while True:
-    b = s.recv(65536)
-    if not b:
-        break
-    got += b
-t.join()
-print("match" if bytes(got) == data else "mismatch %d" % len(got))
-"""
-        path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"ifserve-{os.getpid()}.bin")
-        with open(path, "wb") as f:
-            f.write(data)
-        try:
-            r = subprocess.run(["ip", "netns", "exec", bed.env["TB_KERNEL_NETNS"], PYTHON,
-                                "-c", client, x["ip"], str(port), path], capture_output=True,
-                               text=True, timeout=60)
-        finally:
-            os.unlink(path)
+        r = subprocess.run(["ip", "netns", "exec", bed.env["TB_KERNEL_NETNS"], PYTHON,
+                            "-c", ECHO_CLIENT, x["ip"], str(port), "16", str(1 << 20)],
+                           capture_output=True, text=True, timeout=60)
         assert r.stdout.strip() == "match", r
         out, err = srv.communicate(timeout=30)
         assert srv.returncode == 0 and f"echoed {1 << 20}" in out, (out, err)
