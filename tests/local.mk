@@ -70,3 +70,20 @@ EXTRA_DIST += tests/conformance/test_rfc1122_icmp_errors.py \
 	tests/conformance/test_rfc1122_udp_icmp_errors.py
 # SYN floods (issue 18): SYN cookies, and a 50,000 SYN/s flood against 4 streams
 EXTRA_DIST += tests/conformance/test_rfc4987_syn_cookies.py tests/node/test_synflood.py
+# Load and scale (issue 18): 10,000 and 20,000 connections at once, 100,000 short ones.
+# Not part of `make check` (minutes of CPU on a small machine): `make check-load` runs it,
+# and .ci/run runs both. Its summary goes to tests/load-suite.log.
+EXTRA_DIST += tests/load/run tests/load/conftest.py tests/load/test_load.py \
+	tests/node/loadconn.py
+check-load:
+	@$(MKDIR_P) tests/load
+	$(MAKE) $(AM_MAKEFLAGS) check TESTS=tests/load/run TEST_SUITE_LOG=tests/load-suite.log
+# The rule Automake writes for each of TESTS, for this one outside them.
+tests/load/run.log: tests/load/run
+	@p='tests/load/run'; \
+	b='tests/load/run'; \
+	$(am__check_pre) $(LOG_DRIVER) --test-name "$$f" \
+	--log-file $$b.log --trs-file $$b.trs \
+	$(am__common_driver_flags) $(AM_LOG_DRIVER_FLAGS) $(LOG_DRIVER_FLAGS) -- $(LOG_COMPILE) \
+	"$$tst" $(AM_TESTS_FD_REDIRECT)
+.PHONY: check-load
