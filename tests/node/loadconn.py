@@ -1,14 +1,19 @@
-"""Load programs for test_load.py and apps/ulsload: one file, run under `ulsrun` (its
+"""Load programs for tests/load (test_load.py, compare.py): one file, run under `ulsrun` (its
 sockets are ulstack's) or as is (the kernel's), the way a new user would write them:
 python's selectors (epoll) and plain blocking sockets.
 
-  server PORT [--report FILE]     echo server: every byte it reads goes back. On SIGUSR1 it
-                                  writes one JSON line to FILE (descriptors, heap, libuls
+  server PORT [--report FILE] [--stall]
+                                  echo server: every byte it reads goes back (--stall:
+                                  it accepts and never reads). On SIGUSR1 it writes one
+                                  JSON line to FILE (descriptors, heap, libuls
                                   counters, connections open and served); SIGTERM ends it.
   hold IP PORT N [--gate FILE]    N concurrent connections (at most 512 connects at once),
                                   then one verified round trip on each while all are open;
                                   prints {"phase": "open", ...}, waits for FILE to exist,
                                   closes all, prints {"phase": "closed", ...}.
+  fill IP PORT N S                N connections to a `server --stall` (which never reads),
+                                  each sending until nothing moves for 1 s (or S s): one
+                                  JSON line with the heap then, and what each sent.
   churn IP PORT N                 N short connections one after another: connect, one
                                   request, its echo verified, the server's close, close;
                                   prints one JSON line.
@@ -72,7 +77,7 @@ def emit(d):
     print(json.dumps(d), flush=True)
 
 
-def serve(port, report):
+def serve(port, report, stall=False):
     ls = socket.socket()
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     ls.bind(("0.0.0.0", port))
@@ -81,6 +86,7 @@ def serve(port, report):
     sel = selectors.DefaultSelector()
     sel.register(ls, selectors.EVENT_READ, None)
     state = {"open": 0, "served": 0, "accept_errors": {}, "report": False, "stop": False}
+    stalled = []
 
     def on_usr1(*_):
         state["report"] = True
@@ -115,8 +121,11 @@ def serve(port, report):
                         state["accept_errors"][n] = state["accept_errors"].get(n, 0) + 1
                         break
                     c.setblocking(False)
-                    sel.register(c, selectors.EVENT_READ, "c")
                     state["open"] += 1
+                    if stall:
+                        stalled.append(c)  # never read: its receive window fills
+                        continue
+                    sel.register(c, selectors.EVENT_READ, "c")
                 continue
             c = key.fileobj
             try:
@@ -233,6 +242,40 @@ def hold(ip, port, n, gate):
     return 0 if verified == n else 1
 
 
+def fill(ip, port, n, seconds):
+    """n connections to a server that never reads: each sends until its send buffer and
+    the peer's receive window are full (EAGAIN for a whole second) or seconds pass."""
+    st = {"fds": nfds(), **heap()}
+    socks = [socket.create_connection((ip, port), timeout=10) for _ in range(n)]
+    for s in socks:
+        s.setblocking(False)
+    sent = [0] * n
+    chunk = b"x" * 65536
+    t0 = time.monotonic()
+    last = [t0] * n
+    while time.monotonic() - t0 < seconds:
+        busy = False
+        for i, s in enumerate(socks):
+            try:
+                k = s.send(chunk)
+                sent[i] += k
+                last[i] = time.monotonic()
+                busy = True
+            except BlockingIOError:
+                pass
+        if not busy:
+            if all(time.monotonic() - t > 1.0 for t in last):
+                break
+            time.sleep(0.01)
+    h = heap()
+    emit({"phase": "full", "connections": n, "sent": sent, "start": st, "fds": nfds(), **h,
+          "counters": uls_counters()})
+    time.sleep(float(os.environ.get("LOAD_FILL_HOLD", "2")))
+    for s in socks:
+        s.close()
+    return 0
+
+
 def churn(ip, port, n):
     pid = os.getpid()
     ok, errors = 0, {}
@@ -267,10 +310,12 @@ def churn(ip, port, n):
 def main(argv):
     if argv[0] == "server":
         report = argv[argv.index("--report") + 1] if "--report" in argv else "/dev/null"
-        return serve(int(argv[1]), report) or 0
+        return serve(int(argv[1]), report, "--stall" in argv) or 0
     if argv[0] == "hold":
         gate = argv[argv.index("--gate") + 1] if "--gate" in argv else None
         return hold(argv[1], int(argv[2]), int(argv[3]), gate)
+    if argv[0] == "fill":
+        return fill(argv[1], int(argv[2]), int(argv[3]), float(argv[4]))
     if argv[0] == "churn":
         return churn(argv[1], int(argv[2]), int(argv[3]))
     print(__doc__, file=sys.stderr)
