@@ -218,7 +218,8 @@ def test_short_connections_leave_nothing_behind(tb, pyserver):
     verified; afterwards the server's descriptors and heap are back within a small
     constant of where they were (after a warm-up; the heap also holds the connections
     still in TIME-WAIT, the server closes first, each at most 1.5 KiB), ulsd's table on
-    node 2 is back within a small constant, node 1's ulsd holds no endpoint of the
+    node 2 holds the listener and exactly the server's connections still in TIME-WAIT
+    (until their 2 MSL end), node 1's ulsd holds no endpoint of the
     clients but the tuples it keeps in custody (bounded by the count, each for 60 s), and
     no notification to ulsd was lost in any process."""
     warm = py(tb, 1, "churn", tb.ip(2), pyserver.port, 200, name="warmup")
@@ -261,13 +262,16 @@ def test_short_connections_leave_nothing_behind(tb, pyserver):
     assert after["counters"]["tcp_pcbs_active"] == before["counters"]["tcp_pcbs_active"]
     assert grown <= tw * 1536 + (256 << 10), (before["heap_in_use"], after["heap_in_use"], tw)
     assert after["counters"]["ctl_notify_lost"] == 0
-    # ulsd's tables: node 2 holds the listener and what the server still holds (some of
-    # its TIME-WAIT connections: the warm-up's were there at the start too), node 1 no
-    # endpoint of the clients, which have exited.
+    # ulsd's tables: node 2 holds the listener and exactly the connections the server
+    # still holds (those in TIME-WAIT: ulsd's view must be exact, the steering maps
+    # depend on it; a few may expire between the two readings), node 1 no endpoint of
+    # the clients, which have exited.
     e2, e1 = endpoints(tb, 2), endpoints(tb, 1)
-    print(f"ulsd endpoints: node 2 {len(ep2)} before, {len(e2)} after; node 1 {len(ep1)} before, "
-          f"{len(e1)} after")
-    assert len(e2) <= len(ep2) + 16, e2[:5]
+    held = state(tb, pyserver)["counters"]
+    held = held["tcp_pcbs_time_wait"] + held["tcp_pcbs_active"]
+    print(f"ulsd endpoints: node 2 {len(ep2)} before, {len(e2)} after (the server holds {held} "
+          f"connections); node 1 {len(ep1)} before, {len(e1)} after")
+    assert abs(len(e2) - (1 + held)) <= 16, (len(e2), held, e2[:5])
     assert len(e1) <= len(ep1), e1[:5]
     custody = tb.counters(1).get("custody_connections", 0) - custody1
     print(f"node 1 custody: {custody} TIME-WAIT tuples of the exited clients")
