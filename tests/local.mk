@@ -73,7 +73,7 @@ EXTRA_DIST += tests/conformance/test_rfc4987_syn_cookies.py tests/node/test_synf
 # Load and scale (issue 18): 10,000 and 20,000 connections at once, 100,000 short ones.
 # Not part of `make check` (minutes of CPU on a small machine): `make check-load` runs it,
 # and .ci/run runs both. Its summary goes to tests/load-suite.log.
-EXTRA_DIST += tests/load/run tests/load/conftest.py tests/load/test_load.py \
+EXTRA_DIST += tests/load/run tests/load/conftest.py tests/load/test_load.py tests/load/compare.py \
 	tests/node/loadconn.py
 check-load:
 	@$(MKDIR_P) tests/load
