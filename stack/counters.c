@@ -4,6 +4,7 @@
 
 #include <string.h>
 
+#include "lwip/priv/tcp_priv.h"
 #include "lwip/stats.h"
 
 static uint64_t own[STK_CNT__COUNT];
@@ -77,6 +78,7 @@ static const char *const own_names[STK_CNT__COUNT] = {
 	[STK_CNT_TCP_SYN_COOKIES_OK] = "tcp_syn_cookies_ok",
 	[STK_CNT_TCP_SYN_COOKIES_BAD] = "tcp_syn_cookies_bad",
 	[STK_CNT_TCP_SYN_BACKLOG_DROPS] = "tcp_syn_backlog_drops",
+	[STK_CNT_TCP_SYN_COOKIES_ACCEPTQ_FULL] = "tcp_syn_cookies_acceptq_full",
 };
 
 /* Called with the core lock held, like every other counter update. */
@@ -135,6 +137,16 @@ int uls_counters(struct uls_counter *out, size_t n)
 	stk__lease_counters(&queued, &lost);
 	put(&k, "ctl_notify_queued", queued);
 	put(&k, "ctl_notify_lost", lost);
+	/* Gauges: connections the process holds, TIME-WAIT apart (its memory stays for
+	 * 2 MSL after the application closed: the load tests account for it). A walk of the
+	 * lists, only when counters are read. */
+	uint64_t active = 0, time_wait = 0;
+	for (struct tcp_pcb *p = tcp_active_pcbs; p; p = p->next)
+		active++;
+	for (struct tcp_pcb *p = tcp_tw_pcbs; p; p = p->next)
+		time_wait++;
+	put(&k, "tcp_pcbs_active", active);
+	put(&k, "tcp_pcbs_time_wait", time_wait);
 	PROTO(&k, "link", lwip_stats.link);
 	PROTO(&k, "etharp", lwip_stats.etharp);
 	PROTO(&k, "ip", lwip_stats.ip);

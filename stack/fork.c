@@ -40,7 +40,7 @@ static void forget_socket(struct stk_sock *s)
 		return;
 	s->inherited = true;
 	s->inh_listen = s->state == STK_S_LISTEN;
-	s->inh_backlog = (int)s->acq_cap;
+	s->inh_backlog = (int)s->acq_cap / 2;  /* stream.c: twice the backlog */
 	s->inh_port = s->tcp ? s->tcp->local_port : s->udp ? s->udp->local_port : 0;
 	s->inh_connected = s->state == STK_S_CONNECTED || s->state == STK_S_CONNECTING;
 	/* The pcbs, queued connections and buffers are copies of the parent's: dropped,

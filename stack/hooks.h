@@ -73,5 +73,6 @@ struct tcp_syncookie;
 u8_t stk__syn_admit(struct tcp_pcb_listen *lpcb);
 void stk__syncookie_make(struct tcp_pcb_listen *lpcb, struct tcp_syncookie *c);
 int stk__syncookie_check(struct tcp_pcb_listen *lpcb, struct tcp_syncookie *c);
+void stk__syncookie_acceptq_full(struct tcp_pcb_listen *lpcb);
 
 #endif

@@ -192,6 +192,8 @@ enum stk_counter {
 	STK_CNT_TCP_SYN_COOKIES_OK,
 	STK_CNT_TCP_SYN_COOKIES_BAD,
 	STK_CNT_TCP_SYN_BACKLOG_DROPS,
+	/* Load (issue 18, lwIP patch 0100) */
+	STK_CNT_TCP_SYN_COOKIES_ACCEPTQ_FULL,
 	STK_CNT__COUNT
 };
 void stk__count(enum stk_counter c);

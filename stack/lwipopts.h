@@ -86,7 +86,13 @@ unsigned char stk__ip_reass_maxage(void);
 /* The send queue counts pbufs (u16): at least 2 * SND_BUF / MSS for MSS 1460 (5746). */
 #define TCP_SND_QUEUELEN                16384
 #define MEMP_NUM_TCP_SEG                TCP_SND_QUEUELEN
+/* Not a limit: MEMP_MEM_MALLOC takes pcbs from the heap without counting them. */
 #define MEMP_NUM_TCP_PCB                1024
+/* Connections are found through a hash of 65,536 buckets (lwIP patch 0101), not by
+ * walking the lists: 10,000 connections, and a TIME-WAIT list of 100,000 after a burst of
+ * short ones, cost every segment a list walk before (issue 18). 512 KiB of pointers per
+ * process, faulted in only where used. */
+#define TCP_PCB_HASH_BITS               16
 #define MEMP_NUM_TCP_PCB_LISTEN         256
 #define MEMP_NUM_UDP_PCB                256
 #define MEMP_NUM_PBUF                   4096
@@ -215,6 +221,8 @@ struct ip_addr;
 #define LWIP_HOOK_TCP_SYN_ADMIT(lpcb)   stk__syn_admit(lpcb)
 #define LWIP_HOOK_TCP_SYNCOOKIE_MAKE(lpcb, c) stk__syncookie_make(lpcb, c)
 #define LWIP_HOOK_TCP_SYNCOOKIE_CHECK(lpcb, c) stk__syncookie_check(lpcb, c)
+/* A good cookie while the accept queue is full: dropped without a reset (patch 0100). */
+#define LWIP_HOOK_TCP_SYNCOOKIE_ACCEPTQ_FULL(lpcb) stk__syncookie_acceptq_full(lpcb)
 
 #define LWIP_DEBUG                      0
 #define LWIP_PERF                       0

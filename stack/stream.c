@@ -277,12 +277,16 @@ int stk__stream_listen(struct stk_sock *s, int backlog)
 	}
 	uint16_t port = s->tcp->local_port;
 	ip_addr_t local = s->tcp->local_ip;
-	s->acq = calloc((size_t)backlog, sizeof(*s->acq));
+	/* Room for `backlog` waiting connections plus as many half-open ones: lwIP admits a
+	 * SYN while fewer than `backlog` wait (stk__syn_admit), and the half-open ones it
+	 * admitted complete later, each into this queue. Without the room, on_accept() had
+	 * to reset connections the peer already saw established (issue 18). */
+	s->acq = calloc((size_t)backlog * 2, sizeof(*s->acq));
 	if (!s->acq) {
 		stk__sock_ctl_end(s);
 		return -ENOMEM;
 	}
-	s->acq_cap = (unsigned)backlog;
+	s->acq_cap = (unsigned)backlog * 2;
 	lpcb = tcp_listen_with_backlog_and_err(s->tcp, (u8_t)backlog, &err);
 	if (!lpcb) {
 		free(s->acq);

@@ -45,7 +45,10 @@
  * Counters: tcp_syn_cookies_sent, tcp_syn_cookies_ok (a cookie's ACK opened a
  * connection), tcp_syn_cookies_bad (an ACK to a listener that sent cookies recently
  * failed the check, and got a reset), tcp_syn_backlog_drops (a SYN dropped: the
- * half-open bound reached with cookies off, or the accept queue full).
+ * half-open bound reached with cookies off, or the accept queue full),
+ * tcp_syn_cookies_acceptq_full (a good cookie's ACK while the accept queue was full:
+ * dropped without a reset, as Linux with tcp_abort_on_overflow = 0, lwIP patch 0100; the
+ * peer's next segment carries the same numbers and opens the connection later).
  */
 #include "hooks.h"
 #include "internal.h"
@@ -210,4 +213,10 @@ int stk__syncookie_check(struct tcp_pcb_listen *lpcb, struct tcp_syncookie *c)
 	}
 	stk__count(STK_CNT_TCP_SYN_COOKIES_OK);
 	return 1;
+}
+
+void stk__syncookie_acceptq_full(struct tcp_pcb_listen *lpcb)
+{
+	(void)lpcb;
+	stk__count(STK_CNT_TCP_SYN_COOKIES_ACCEPTQ_FULL);
 }

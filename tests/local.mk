@@ -90,3 +90,20 @@ EXTRA_DIST += tests/packages/test_packages.sh build-aux/build-deb build-aux/debi
 # ulsd-service (the unit's ExecStart): the file's keys become ulsd's options (no root).
 TESTS += tests/packages/test_ulsd_service.sh
 EXTRA_DIST += tests/packages/test_ulsd_service.sh
+# Load and scale (issue 18): 10,000 and 20,000 connections at once, 100,000 short ones.
+# Not part of `make check` (minutes of CPU on a small machine): `make check-load` runs it,
+# and .ci/run runs both. Its summary goes to tests/load-suite.log.
+EXTRA_DIST += tests/load/run tests/load/conftest.py tests/load/test_load.py tests/load/compare.py \
+	tests/node/loadconn.py
+check-load:
+	@$(MKDIR_P) tests/load
+	$(MAKE) $(AM_MAKEFLAGS) check TESTS=tests/load/run TEST_SUITE_LOG=tests/load-suite.log
+# The rule Automake writes for each of TESTS, for this one outside them.
+tests/load/run.log: tests/load/run
+	@p='tests/load/run'; \
+	b='tests/load/run'; \
+	$(am__check_pre) $(LOG_DRIVER) --test-name "$$f" \
+	--log-file $$b.log --trs-file $$b.trs \
+	$(am__common_driver_flags) $(AM_LOG_DRIVER_FLAGS) $(LOG_DRIVER_FLAGS) -- $(LOG_COMPILE) \
+	"$$tst" $(AM_TESTS_FD_REDIRECT)
+.PHONY: check-load

@@ -19,3 +19,9 @@ tests_node_leasectl_LDADD = stack/libuls.la -lpthread
 # A SYN flood from spoofed sources, raw frames into the bridge (test_synflood.py).
 check_PROGRAMS += tests/node/synflood
 tests_node_synflood_SOURCES = tests/node/synflood.c
+
+# Load through libuls directly: an echo server and a holder of many connections, no
+# descriptor per socket (test_load.py; loadconn.py is the same under ulsrun).
+check_PROGRAMS += tests/node/loadconn
+tests_node_loadconn_SOURCES = tests/node/loadconn.c
+tests_node_loadconn_LDADD = stack/libuls.la
