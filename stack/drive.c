@@ -33,7 +33,9 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -43,6 +45,15 @@
 #define RX_BUDGET 256        /* frames per round before timers run again */
 #define GRACE_MS 2           /* the stack thread's park after the last driver's round */
 #define SPIN_US_MAX 1000000u
+
+/* A thread driving for the POSIX shim (uls_socket_drive) waits on the device with the
+ * program's signal mask, so that its handlers run during the wait, as they run during a
+ * kernel recv(). Initial-exec TLS: uls_signal_note reads it from a signal handler. */
+#define TLS __thread __attribute__((tls_model("initial-exec")))
+static TLS const sigset_t *drive_mask;        /* the mask for the device wait, or NULL */
+static TLS struct nif_dev *volatile waiting_dev;  /* set while that wait is open */
+static TLS volatile sig_atomic_t sig_noted;   /* a noted handler ran since the call began */
+static TLS volatile sig_atomic_t sig_intr;    /* ... and one of them had no SA_RESTART */
 
 /* An application thread blocked in stk__sock_sleep (a FIFO list in stk__node). */
 struct stk_sleeper {
@@ -231,9 +242,26 @@ static void drive(struct stk_node *n, struct stk_sock *s, uint64_t deadline)
 	n->dev_deadline = timeout < 0 ? UINT64_MAX : stk__now_ms() + (uint64_t)timeout;
 	unsigned us = s->busy_poll_us > n->spin_us ? s->busy_poll_us : n->spin_us;
 	struct nif_dev *dev = n->dev;
+	const sigset_t *mask = drive_mask;
+	sigset_t saved;
+	bool hit = false;
+	int wrc = 0;
 	stk__unlock_raw();
-	bool hit = spin(dev, us);
-	int wrc = hit ? 0 : dev->ops->wait(dev, timeout);
+	if (mask) {
+		/* A signal that arrives from here on wakes the device (uls_signal_note);
+		 * one pending already is delivered by the unblocking itself. */
+		waiting_dev = dev;
+		pthread_sigmask(SIG_SETMASK, mask, &saved);
+	}
+	if (!(mask && sig_noted)) {
+		hit = spin(dev, us);
+		if (!hit && !(mask && sig_noted))
+			wrc = dev->ops->wait(dev, timeout);
+	}
+	if (mask) {
+		pthread_sigmask(SIG_SETMASK, &saved, NULL);
+		waiting_dev = NULL;
+	}
 	stk__lock();
 	n->dev_waiter = STK_W_NONE;
 	n->driver_sock = NULL;
@@ -250,18 +278,31 @@ static void drive(struct stk_node *n, struct stk_sock *s, uint64_t deadline)
 /* Block until s is signalled (stk__sock_signal) or timeout (zero: none) passes. The core
  * lock is held on entry and on return, released while waiting. Returns 0 or -ETIMEDOUT.
  * Callers re-check their condition: a return says something happened, not what. */
+static int sleep_until(struct stk_sock *s, uint64_t deadline, bool shim);
+
 int stk__sock_sleep(struct stk_sock *s, const struct timespec *timeout)
 {
-	struct stk_node *n = &stk__node;
 	uint64_t deadline = 0;
+
+	if (timeout && (timeout->tv_sec || timeout->tv_nsec))
+		deadline = now_ns() + (uint64_t)timeout->tv_sec * 1000000000u +
+			   (uint64_t)timeout->tv_nsec;
+	return sleep_until(s, deadline, false);
+}
+
+/* stk__sock_sleep's loop. shim: the caller is the POSIX shim (uls_socket_drive), whose
+ * thread must stay open to signals while it waits: it never sleeps on a condition
+ * variable that another application thread's rounds would end (-EBUSY: it waits on the
+ * mirror instead), and a noted signal ends the wait (-EINTR) unless every handler that
+ * ran had SA_RESTART (then it goes on, as the kernel restarts the call). */
+static int sleep_until(struct stk_sock *s, uint64_t deadline, bool shim)
+{
+	struct stk_node *n = &stk__node;
 	int rc = 0;
 
 	/* What the caller queued must leave before it sleeps, and a waiter on the device
 	 * must know about timers the caller armed. */
 	stk__leave();
-	if (timeout && (timeout->tv_sec || timeout->tv_nsec))
-		deadline = now_ns() + (uint64_t)timeout->tv_sec * 1000000000u +
-			   (uint64_t)timeout->tv_nsec;
 	struct stk_sleeper me = { .s = s }, **tail = &n->sleepers;
 	while (*tail)
 		tail = &(*tail)->next;
@@ -272,6 +313,19 @@ int stk__sock_sleep(struct stk_sock *s, const struct timespec *timeout)
 			break;
 		if (deadline && now_ns() >= deadline) {
 			rc = -ETIMEDOUT;
+			break;
+		}
+		if (shim && sig_noted) {
+			if (sig_intr || deadline) {
+				/* signal(7): a socket call with a timeout set is never
+				 * restarted. */
+				rc = -EINTR;
+				break;
+			}
+			sig_noted = 0;  /* SA_RESTART: the call goes on */
+		}
+		if (shim && (!n->rtc || !n->running || n->dev_waiter == STK_W_APP)) {
+			rc = -EBUSY;
 			break;
 		}
 		if (n->rtc && n->running && n->dev_waiter == STK_W_NONE) {
@@ -295,6 +349,58 @@ int stk__sock_sleep(struct stk_sock *s, const struct timespec *timeout)
 		}
 	}
 	hand_over(n);
+	return rc;
+}
+
+void uls_signal_note(int restart)
+{
+	struct nif_dev *dev = waiting_dev;
+
+	if (!restart)
+		sig_intr = 1;
+	sig_noted = 1;
+	if (dev)
+		dev->ops->wake(dev);  /* an eventfd write: async-signal-safe */
+}
+
+int uls_socket_drive(int sd, int events, const sigset_t *mask)
+{
+	int rc;
+
+	if ((events != POLLIN && events != POLLOUT) || !mask)
+		return -EINVAL;
+	/* A handler that interrupted this thread's own device wait and blocks on a socket:
+	 * this thread cannot drive twice (the mirror's wait it falls back to is ended by
+	 * the stack thread's rounds, GRACE_MS apart, or by the socket's timeout). */
+	if (waiting_dev)
+		return -EBUSY;
+	stk__lock();
+	struct stk_sock *s = stk__sock_enter(sd);
+	if (!s || s->closed) {
+		if (s)
+			stk__sock_leave(s);
+		stk__unlock();
+		return -EBADF;
+	}
+	if (stk__sock_ready(s, events)) {
+		rc = 0;
+	} else {
+		const struct timespec *t = events == POLLIN ? &s->rcvtimeo : &s->sndtimeo;
+		uint64_t deadline = 0;
+		if (t->tv_sec || t->tv_nsec)
+			deadline = now_ns() + (uint64_t)t->tv_sec * 1000000000u +
+				   (uint64_t)t->tv_nsec;
+		sig_noted = sig_intr = 0;
+		drive_mask = mask;
+		rc = sleep_until(s, deadline, true);
+		drive_mask = NULL;
+		if (rc == -ETIMEDOUT)
+			rc = -EAGAIN;  /* socket(7): SO_RCVTIMEO/SO_SNDTIMEO expired */
+		stk__count(rc == -EBUSY ? STK_CNT_RTC_SHIM_MIRROR :
+			   rc == -EINTR ? STK_CNT_RTC_SHIM_EINTR : STK_CNT_RTC_SHIM_DRIVES);
+	}
+	stk__sock_leave(s);
+	stk__unlock();
 	return rc;
 }
 

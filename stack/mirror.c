@@ -85,6 +85,17 @@ static struct readiness want(const struct stk_sock *s)
 	return r;
 }
 
+/* Would poll() report events (POLLIN or POLLOUT) on the socket, or an error or hang-up
+ * that ends a wait for them? (Core lock held.) */
+bool stk__sock_ready(const struct stk_sock *s, int events)
+{
+	struct readiness r = want(s);
+
+	if (r.err || r.hup)
+		return true;
+	return events == POLLIN ? r.rd : r.wr;
+}
+
 static void count_fail(void)
 {
 	stk__count(STK_CNT_MIRROR_FAIL);

@@ -78,6 +78,7 @@ struct shim_real {
 	int (*epoll_ctl)(int, int, int, struct epoll_event *);
 	ssize_t (*sendfile)(int, int, off_t *, size_t);
 	int (*execve)(const char *, char *const[], char *const[]);
+	int (*sigaction)(int, const struct sigaction *, struct sigaction *);
 };
 extern struct shim_real shim__real;
 void shim__real_init(void);

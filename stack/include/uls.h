@@ -13,6 +13,7 @@
 #define ULS_H
 
 #include <netinet/in.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -80,6 +81,18 @@ ULS_EXTERN int uls_getpeername(int sd, struct sockaddr_in *addr);
  * descriptors, which a program must not close. uls_pending() is FIONREAD. */
 ULS_EXTERN int uls_socket_fd(int sd, int flags);
 ULS_EXTERN int uls_socket_wait(int sd, int events);
+/* Run to completion for a shim (docs/architecture.md): uls_socket_drive() waits until the
+ * socket may have become readable (POLLIN) or writable (POLLOUT) by driving the stack, as
+ * libuls's own blocking calls do. The caller has every signal blocked; mask is the
+ * program's own signal mask, which holds while the thread waits on the device, so handlers
+ * run during the wait. Returns 0 (look again), -EINTR (a handler noted with
+ * uls_signal_note ran and had no SA_RESTART, or the socket has a timeout), -EAGAIN
+ * (SO_RCVTIMEO/SO_SNDTIMEO passed), -EBUSY (another thread drives, or run to completion
+ * is off: wait with uls_socket_wait instead), -EBADF. uls_signal_note(), from a signal
+ * handler (async-signal-safe), says a handler runs on this thread, with or without
+ * SA_RESTART, and ends its wait on the device. */
+ULS_EXTERN int uls_socket_drive(int sd, int events, const sigset_t *mask);
+ULS_EXTERN void uls_signal_note(int restart);
 ULS_EXTERN int uls_fd_private(int fd);
 ULS_EXTERN int uls_fd_private_max(void);
 ULS_EXTERN int uls_pending(int sd);

@@ -5,4 +5,4 @@ tests_shim_sighandler_SOURCES = tests/shim/sighandler.c
 # A signal while a thread is blocked in recv(): EINTR or restart, as the kernel decides.
 check_PROGRAMS += tests/shim/sigwait
 tests_shim_sigwait_SOURCES = tests/shim/sigwait.c
-tests_shim_sigwait_LDADD = -lpthread
+tests_shim_sigwait_LDADD = -lpthread -ldl
