@@ -6,3 +6,7 @@ tests_shim_sighandler_SOURCES = tests/shim/sighandler.c
 check_PROGRAMS += tests/shim/sigwait
 tests_shim_sigwait_SOURCES = tests/shim/sigwait.c
 tests_shim_sigwait_LDADD = -lpthread -ldl
+# Blocking calls that drive the stack: threads racing, fork and exec while one waits.
+check_PROGRAMS += tests/shim/rtcwait
+tests_shim_rtcwait_SOURCES = tests/shim/rtcwait.c
+tests_shim_rtcwait_LDADD = -lpthread -ldl

@@ -1,0 +1,177 @@
+/* Blocking calls under ulsrun drive the stack (run to completion, uls_socket_drive):
+ * threads racing each other and the stack thread, fork and exec while a thread is inside
+ * such a wait (run by test_shim.py).
+ *
+ *   rtcwait PEER_IP TCP_ECHO_PORT threads|fork|exec
+ *
+ * threads  four threads each exchange 300 messages of 1 to 3000 bytes with the echo on
+ *          their own connection, blocking in send and recv; every byte is checked.
+ * fork     one thread exchanges messages with pauses (so that it keeps entering the
+ *          device wait) while the main thread forks eight times; each child makes its own
+ *          connection, exchanges a message and exits; the thread's exchange must go on.
+ * exec     one thread blocks in recv with nothing on the way while the main thread execs
+ *          this program again ("exec-child"), which makes a connection of its own and
+ *          exchanges a message.
+ * Prints "ok" and the stack's rtc_shim_* counters (uls_counters, through dlsym), exits 0;
+ * or says what went wrong and exits 1.
+ */
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static struct sockaddr_in peer = { .sin_family = AF_INET };
+static volatile int failed;
+
+struct counter {  /* uls.h's struct uls_counter */
+	const char *name;
+	uint64_t value;
+};
+
+static void print_counters(void)
+{
+	int (*get)(struct counter *, size_t) =
+		(int (*)(struct counter *, size_t))dlsym(RTLD_DEFAULT, "uls_counters");
+	static struct counter c[512];
+
+	if (!get)
+		return;
+	int n = get(c, 512);
+	for (int i = 0; i < n && i < 512; i++)
+		if (strncmp(c[i].name, "rtc_shim_", 9) == 0)
+			printf(" %s=%llu", c[i].name, (unsigned long long)c[i].value);
+}
+
+static int dial(void)
+{
+	int sd = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (sd < 0 || connect(sd, (struct sockaddr *)&peer, sizeof(peer)) < 0) {
+		fprintf(stderr, "connect: %s\n", strerror(errno));
+		return -1;
+	}
+	return sd;
+}
+
+/* Send len bytes of pattern seed and read them back from the echo. */
+static int exchange(int sd, size_t len, unsigned seed)
+{
+	static __thread char out[4096], in[4096];
+
+	for (size_t i = 0; i < len; i++)
+		out[i] = (char)(seed * 31 + i);
+	for (size_t o = 0; o < len;) {
+		ssize_t n = send(sd, out + o, len - o, 0);
+		if (n <= 0) {
+			fprintf(stderr, "send: %zd %s\n", n, strerror(errno));
+			return -1;
+		}
+		o += (size_t)n;
+	}
+	for (size_t o = 0; o < len;) {
+		ssize_t n = recv(sd, in + o, len - o, 0);
+		if (n <= 0) {
+			fprintf(stderr, "recv: %zd %s\n", n, n < 0 ? strerror(errno) : "EOF");
+			return -1;
+		}
+		o += (size_t)n;
+	}
+	if (memcmp(in, out, len) != 0) {
+		fprintf(stderr, "echo differs (seed %u)\n", seed);
+		return -1;
+	}
+	return 0;
+}
+
+static void *talker(void *arg)
+{
+	int rounds = (int)(intptr_t)arg, pause_us = rounds < 0 ? 2000 : 0;
+	int sd = dial();
+
+	if (rounds < 0)
+		rounds = -rounds;
+	if (sd < 0) {
+		failed = 1;
+		return NULL;
+	}
+	for (int i = 0; i < rounds && !failed; i++) {
+		if (exchange(sd, 1 + (size_t)(i * 977) % 3000, (unsigned)i) < 0) {
+			failed = 1;
+			break;
+		}
+		if (pause_us)
+			usleep(pause_us);
+	}
+	close(sd);
+	return NULL;
+}
+
+static void *blocked_reader(void *arg)
+{
+	char c;
+
+	(void)arg;
+	int sd = dial();
+	if (sd >= 0)
+		recv(sd, &c, 1, 0);  /* nothing comes: exec ends this thread */
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	pthread_t t[4];
+
+	if (argc != 4 || inet_pton(AF_INET, argv[1], &peer.sin_addr) != 1)
+		return 2;
+	peer.sin_port = htons((unsigned short)atoi(argv[2]));
+	const char *mode = argv[3];
+	if (strcmp(mode, "threads") == 0) {
+		for (int i = 0; i < 4; i++)
+			pthread_create(&t[i], NULL, talker, (void *)(intptr_t)300);
+		for (int i = 0; i < 4; i++)
+			pthread_join(t[i], NULL);
+	} else if (strcmp(mode, "fork") == 0) {
+		pthread_create(&t[0], NULL, talker, (void *)(intptr_t)-200);
+		for (int i = 0; i < 8 && !failed; i++) {
+			usleep(30000);
+			pid_t pid = fork();
+			if (pid == 0) {
+				int sd = dial();
+				_exit(sd >= 0 && exchange(sd, 100, 7) == 0 ? 0 : 1);
+			}
+			int st;
+			if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+			    WEXITSTATUS(st) != 0) {
+				fprintf(stderr, "child %d failed\n", i);
+				failed = 1;
+			}
+		}
+		pthread_join(t[0], NULL);
+	} else if (strcmp(mode, "exec") == 0) {
+		pthread_create(&t[0], NULL, blocked_reader, NULL);
+		usleep(200000);
+		execl(argv[0], argv[0], argv[1], argv[2], "exec-child", (char *)NULL);
+		fprintf(stderr, "exec: %s\n", strerror(errno));
+		return 1;
+	} else if (strcmp(mode, "exec-child") == 0) {
+		int sd = dial();
+		if (sd < 0 || exchange(sd, 1000, 3) < 0)
+			failed = 1;
+	} else {
+		return 2;
+	}
+	if (failed)
+		return 1;
+	printf("ok");
+	print_counters();
+	printf("\n");
+	return 0;
+}
