@@ -84,6 +84,9 @@ struct nif_dev_ops {
 	 * polls before it sleeps; a wrong "no" only delays frames until the next wait. NULL:
 	 * the device cannot tell. */
 	bool (*ready)(const struct nif_dev *dev);
+	/* Optional (NULL: the device cannot): as wait, and also ends when the kernel
+	 * descriptor fd is readable (an epoll set a program waits on, stack/drive.c). */
+	int (*wait_fd)(struct nif_dev *dev, int fd, int timeout_ms);
 };
 
 struct nif_dev {

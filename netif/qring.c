@@ -160,18 +160,19 @@ static void arm_reads(struct qring *q)
 	}
 }
 
-static int q_wait(struct nif_dev *d, int timeout_ms)
+static int q_wait_fd(struct nif_dev *d, int fd, int timeout_ms)
 {
 	struct qring *q = of(d);
-	struct pollfd pfd[3] = {
+	struct pollfd pfd[4] = {
 		{ .fd = q->rx.ring_fd, .events = POLLIN },
 		{ .fd = q->wake_fd, .events = POLLIN },
-		{ .fd = q->hup_fd, .events = POLLRDHUP },
+		{ .fd = q->hup_fd, .events = POLLRDHUP },  /* poll(2) skips a negative fd */
+		{ .fd = fd, .events = POLLIN },
 	};
 
 	if (io_uring_cq_ready(&q->rx))
 		return 0;
-	int rc = poll(pfd, q->hup_fd >= 0 ? 3 : 2, timeout_ms);
+	int rc = poll(pfd, fd >= 0 ? 4 : q->hup_fd >= 0 ? 3 : 2, timeout_ms);
 	if (rc > 0)
 		q->st.rx_wakeups++;
 	if (rc > 0 && (pfd[1].revents & POLLIN)) {
@@ -185,6 +186,11 @@ static int q_wait(struct nif_dev *d, int timeout_ms)
 		return -ECONNRESET;
 	}
 	return rc < 0 && errno != EINTR ? -errno : 0;
+}
+
+static int q_wait(struct nif_dev *d, int timeout_ms)
+{
+	return q_wait_fd(d, -1, timeout_ms);
 }
 
 static bool q_ready(const struct nif_dev *d)
@@ -518,6 +524,7 @@ static const struct nif_dev_ops qring_ops = {
 	.wait = q_wait, .rx = q_rx, .wake = q_wake, .tx_slot = q_tx_slot,
 	.tx_queue = q_tx_queue, .tx_flush = q_flush, .get_stats = q_get_stats,
 	.close = q_close, .tx_gather = q_tx_gather, .ready = q_ready,
+	.wait_fd = q_wait_fd,
 };
 
 int nif_qring_open(struct nif_dev **out, struct nif_qring_prep *p, unsigned mtu, bool offload,

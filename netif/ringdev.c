@@ -119,17 +119,18 @@ static void drain_efd(int fd)
 		;
 }
 
-static int rd_wait(struct nif_dev *d, int timeout_ms)
+static int rd_wait_fd(struct nif_dev *d, int fd, int timeout_ms)
 {
 	struct ringdev *r = of(d);
-	struct pollfd pfd[2] = {
+	struct pollfd pfd[3] = {
 		{ .fd = r->rx_efd, .events = POLLIN },
-		{ .fd = r->hup_fd, .events = POLLRDHUP },
+		{ .fd = r->hup_fd, .events = POLLRDHUP },  /* poll(2) skips a negative fd */
+		{ .fd = fd, .events = POLLIN },
 	};
 
 	if (!nif_ring_cons_prepare_sleep(&r->rx))
 		return 0;  /* frames are waiting */
-	int rc = poll(pfd, r->hup_fd >= 0 ? 2 : 1, timeout_ms);
+	int rc = poll(pfd, fd >= 0 ? 3 : r->hup_fd >= 0 ? 2 : 1, timeout_ms);
 	nif_ring_cons_awake(&r->rx);
 	if (rc > 0 && (pfd[0].revents & POLLIN)) {
 		r->st.rx_wakeups++;
@@ -141,6 +142,11 @@ static int rd_wait(struct nif_dev *d, int timeout_ms)
 		return -ECONNRESET;
 	}
 	return rc < 0 && errno != EINTR ? -errno : 0;
+}
+
+static int rd_wait(struct nif_dev *d, int timeout_ms)
+{
+	return rd_wait_fd(d, -1, timeout_ms);
 }
 
 static bool rd_ready(const struct nif_dev *d)
@@ -254,6 +260,7 @@ static const struct nif_dev_ops ringdev_ops = {
 	.wait = rd_wait, .rx = rd_rx, .wake = rd_wake, .tx_slot = rd_tx_slot,
 	.tx_queue = rd_tx_queue, .tx_flush = rd_flush, .get_stats = rd_get_stats,
 	.close = rd_close, .breakdown = RD_BREAKDOWN, .ready = rd_ready,
+	.wait_fd = rd_wait_fd,
 };
 
 int nif_ringdev_open(struct nif_dev **out, unsigned mtu, bool offload, int memfd, int rx_efd,

@@ -54,10 +54,12 @@ static TLS const sigset_t *drive_mask;        /* the mask for the device wait, o
 static TLS struct nif_dev *volatile waiting_dev;  /* set while that wait is open */
 static TLS volatile sig_atomic_t sig_noted;   /* a noted handler ran since the call began */
 static TLS volatile sig_atomic_t sig_intr;    /* ... and one of them had no SA_RESTART */
+static TLS int drive_fd1;                     /* uls_poll_drive: its descriptor + 1, or 0 */
 
 /* An application thread blocked in stk__sock_sleep (a FIFO list in stk__node). */
 struct stk_sleeper {
-	struct stk_sock *s;
+	struct stk_sock *s;       /* NULL: a thread in uls_poll_drive */
+	pthread_cond_t *cond;     /* where it sleeps: s->cond, or its own */
 	struct stk_sleeper *next;
 };
 
@@ -195,7 +197,7 @@ static int timer_timeout(int64_t limit_ms)
 static void hand_over(struct stk_node *n)
 {
 	if (n->rtc && n->dev_waiter == STK_W_NONE && n->sleepers)
-		pthread_cond_broadcast(&n->sleepers->s->cond);
+		pthread_cond_broadcast(n->sleepers->cond);
 }
 
 /* Poll the device for frames for up to us microseconds (core lock not held). */
@@ -225,9 +227,10 @@ static bool spin(struct nif_dev *dev, unsigned us)
 	return false;
 }
 
-/* One round of an application thread driving the stack for s (core lock held, the device
- * free): wait on the device until frames, a wake-up, lwIP's next timer or deadline (ns,
- * 0: none), then take the frames and run the timers. */
+/* One round of an application thread driving the stack for s (NULL: for an epoll set,
+ * uls_poll_drive) (core lock held, the device free): wait on the device until frames, a
+ * wake-up, lwIP's next timer or deadline (ns, 0: none), then take the frames and run the
+ * timers. */
 static void drive(struct stk_node *n, struct stk_sock *s, uint64_t deadline)
 {
 	int64_t limit = -1;
@@ -240,7 +243,7 @@ static void drive(struct stk_node *n, struct stk_sock *s, uint64_t deadline)
 	n->dev_waiter = STK_W_APP;
 	n->driver_sock = s;
 	n->dev_deadline = timeout < 0 ? UINT64_MAX : stk__now_ms() + (uint64_t)timeout;
-	unsigned us = s->busy_poll_us > n->spin_us ? s->busy_poll_us : n->spin_us;
+	unsigned us = s && s->busy_poll_us > n->spin_us ? s->busy_poll_us : n->spin_us;
 	struct nif_dev *dev = n->dev;
 	const sigset_t *mask = drive_mask;
 	sigset_t saved;
@@ -256,7 +259,8 @@ static void drive(struct stk_node *n, struct stk_sock *s, uint64_t deadline)
 	if (!(mask && sig_noted)) {
 		hit = spin(dev, us);
 		if (!hit && !(mask && sig_noted))
-			wrc = dev->ops->wait(dev, timeout);
+			wrc = drive_fd1 ? dev->ops->wait_fd(dev, drive_fd1 - 1, timeout) :
+					  dev->ops->wait(dev, timeout);
 	}
 	if (mask) {
 		pthread_sigmask(SIG_SETMASK, &saved, NULL);
@@ -303,7 +307,7 @@ static int sleep_until(struct stk_sock *s, uint64_t deadline, bool shim)
 	/* What the caller queued must leave before it sleeps, and a waiter on the device
 	 * must know about timers the caller armed. */
 	stk__leave();
-	struct stk_sleeper me = { .s = s }, **tail = &n->sleepers;
+	struct stk_sleeper me = { .s = s, .cond = &s->cond }, **tail = &n->sleepers;
 	while (*tail)
 		tail = &(*tail)->next;
 	*tail = &me;
@@ -400,6 +404,69 @@ int uls_socket_drive(int sd, int events, const sigset_t *mask)
 			   rc == -EINTR ? STK_CNT_RTC_SHIM_EINTR : STK_CNT_RTC_SHIM_DRIVES);
 	}
 	stk__sock_leave(s);
+	stk__unlock();
+	return rc;
+}
+
+int uls_poll_drive(int fd, int timeout_ms, const sigset_t *mask)
+{
+	struct stk_node *n = &stk__node;
+	uint64_t deadline = timeout_ms < 0 ? 0 : now_ns() + (uint64_t)timeout_ms * 1000000u;
+	pthread_cond_t cond;
+	int rc = -EBUSY;
+
+	if (fd < 0 || !mask)
+		return -EINVAL;
+	if (waiting_dev || !stk__node.up)
+		return -EBUSY;  /* see uls_socket_drive; a process without a stack */
+	stk__lock();
+	if (!n->rtc || !n->running || !n->dev->ops->wait_fd) {
+		stk__unlock();
+		return -EBUSY;
+	}
+	stk__drive_entry();
+	stk__leave();
+	cond_init(&cond);
+	struct stk_sleeper me = { .cond = &cond }, **tail = &n->sleepers;
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = &me;
+	sig_noted = sig_intr = 0;
+	for (int tries = 0; tries < 3; tries++) {
+		if (deadline && now_ns() >= deadline) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+		if (!n->running || n->dev_waiter == STK_W_APP)
+			break;  /* -EBUSY: another thread drives; wait in the kernel */
+		if (n->dev_waiter == STK_W_NONE) {
+			drive_mask = mask;
+			drive_fd1 = fd + 1;
+			drive(n, NULL, deadline);
+			drive_fd1 = 0;
+			drive_mask = NULL;
+			/* epoll_wait(2) is never restarted after a handler (signal(7)). */
+			rc = sig_noted ? -EINTR : 0;
+			break;
+		}
+		if (!n->want_drive) {
+			n->want_drive = true;  /* the stack thread hands the device over */
+			stk__count(STK_CNT_RTC_HANDOVERS);
+			n->dev->ops->wake(n->dev);
+		}
+		/* Signals are blocked here: a bounded wait, then the kernel's own. */
+		cond_wait_until(&cond, now_ns() + 2000000u);
+	}
+	for (struct stk_sleeper **p = &n->sleepers; *p; p = &(*p)->next) {
+		if (*p == &me) {
+			*p = me.next;
+			break;
+		}
+	}
+	hand_over(n);
+	pthread_cond_destroy(&cond);
+	stk__count(rc == -EBUSY ? STK_CNT_RTC_POLL_KERNEL :
+		   rc == -EINTR ? STK_CNT_RTC_SHIM_EINTR : STK_CNT_RTC_POLL_DRIVES);
 	stk__unlock();
 	return rc;
 }

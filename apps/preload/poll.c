@@ -3,11 +3,13 @@
  * EPOLLEXCLUSIVE and nested epoll sets work as they do for any descriptor. What the shim
  * adds: after fork, a socket inherited from the parent is adopted before the kernel is
  * asked to watch it, and a listener watched here counts as one this process accepts on
- * (fork.c).
+ * (fork.c); and epoll_wait drives the stack while it waits (run to completion).
  */
 #include "shim.h"
 
+#include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "uls.h"
 
@@ -79,4 +81,65 @@ SHIM_EXPORT int __ppoll_chk(struct pollfd *p, nfds_t n, const struct timespec *t
 	if (len / sizeof(*p) < n)
 		__chk_fail();
 	return ppoll(p, n, t, m);
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* epoll_wait(2) and epoll_pwait(2) (mask: NULL, or the mask for the wait) in a process
+ * with user-level sockets: ask the set without waiting; if nothing is ready, drive the
+ * stack for one round while waiting on the device and the set together
+ * (uls_poll_drive), and ask again. The frames that make a socket ready are so taken by
+ * the thread that waits for them: one wake-up per message instead of two (the stack
+ * thread's, then this thread's on the mirror). A handler that runs ends the wait with
+ * EINTR, as epoll_wait is never restarted (signal(7)). When this thread cannot drive
+ * (another does, or ULS_RTC=0), the kernel waits on the set as before. */
+static int epoll_drive(int epfd, struct epoll_event *ev, int max, int timeout,
+		       const sigset_t *mask)
+{
+	int64_t end = timeout > 0 ? now_ms() + timeout : 0;
+
+	for (;;) {
+		int rc = shim__real.epoll_wait(epfd, ev, max, 0);
+		if (rc != 0)
+			return rc;
+		int left = -1;
+		if (timeout > 0) {
+			int64_t l = end - now_ms();
+			if (l <= 0)
+				return 0;
+			left = l > INT32_MAX ? INT32_MAX : (int)l;
+		}
+		sigset_t old;
+		shim__enter(&old);
+		int d = uls_poll_drive(epfd, left, mask ? mask : &old);
+		shim__leave(&old);
+		if (d == -EINTR)
+			return shim__ret(-EINTR);
+		if (d == -EBUSY || d == -EINVAL)
+			return mask ? shim__real.epoll_pwait(epfd, ev, max, left, mask) :
+				      shim__real.epoll_wait(epfd, ev, max, left);
+	}
+}
+
+SHIM_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
+{
+	shim__real_init();
+	if (timeout == 0 || !shim__enabled() || shim__maxfd() < 0)
+		return shim__real.epoll_wait(epfd, ev, max, timeout);
+	return epoll_drive(epfd, ev, max, timeout, NULL);
+}
+
+SHIM_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout,
+			    const sigset_t *mask)
+{
+	shim__real_init();
+	if (timeout == 0 || !shim__enabled() || shim__maxfd() < 0)
+		return shim__real.epoll_pwait(epfd, ev, max, timeout, mask);
+	return epoll_drive(epfd, ev, max, timeout, mask);
 }
