@@ -12,6 +12,11 @@
  * exec     one thread blocks in recv with nothing on the way while the main thread execs
  *          this program again ("exec-child"), which makes a connection of its own and
  *          exchanges a message.
+ * epoll    one epoll set holds a nonblocking connection and a pipe: 300 messages through
+ *          the echo, each awaited in epoll_wait; then a byte another thread writes to the
+ *          pipe 100 ms later wakes epoll_wait (a kernel descriptor among the sockets); then
+ *          SIGALRM (SA_RESTART) during an epoll_wait with nothing on the way makes it fail
+ *          with EINTR, as epoll_wait is never restarted (signal(7)).
  * Prints "ok" and the stack's rtc_shim_* counters (uls_counters, through dlsym), exits 0;
  * or says what went wrong and exits 1.
  */
@@ -24,7 +29,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -125,6 +134,76 @@ static void *blocked_reader(void *arg)
 	return NULL;
 }
 
+static int pipefd[2];
+static volatile sig_atomic_t alarms;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	alarms++;
+}
+
+static void *pipe_writer(void *arg)
+{
+	(void)arg;
+	usleep(100000);
+	if (write(pipefd[1], "p", 1) != 1)
+		failed = 1;
+	return NULL;
+}
+
+static int epoll_mode(void)
+{
+	struct epoll_event ev, got[4];
+	char out[100], in[100];
+	pthread_t t;
+	int sd = dial(), ep = epoll_create1(0);
+
+	if (sd < 0 || ep < 0 || pipe(pipefd) < 0)
+		return -1;
+	fcntl(sd, F_SETFL, O_NONBLOCK);
+	ev.events = EPOLLIN;
+	ev.data.fd = sd;
+	epoll_ctl(ep, EPOLL_CTL_ADD, sd, &ev);
+	ev.data.fd = pipefd[0];
+	epoll_ctl(ep, EPOLL_CTL_ADD, pipefd[0], &ev);
+	for (int i = 0; i < 300; i++) {
+		memset(out, 'a' + i % 26, sizeof(out));
+		if (send(sd, out, sizeof(out), 0) != (ssize_t)sizeof(out))
+			return fprintf(stderr, "send %d: %s\n", i, strerror(errno)), -1;
+		for (size_t o = 0; o < sizeof(in);) {
+			int n = epoll_wait(ep, got, 4, 5000);
+			if (n != 1 || got[0].data.fd != sd)
+				return fprintf(stderr, "epoll_wait %d: %d %s\n", i, n, strerror(errno)), -1;
+			ssize_t r = recv(sd, in + o, sizeof(in) - o, 0);
+			if (r < 0 && errno == EAGAIN)
+				continue;
+			if (r <= 0)
+				return fprintf(stderr, "recv %d: %s\n", i, strerror(errno)), -1;
+			o += (size_t)r;
+		}
+		if (memcmp(in, out, sizeof(in)) != 0)
+			return fprintf(stderr, "echo %d differs\n", i), -1;
+	}
+	pthread_create(&t, NULL, pipe_writer, NULL);
+	int n = epoll_wait(ep, got, 4, 5000);
+	pthread_join(t, NULL);
+	if (n != 1 || got[0].data.fd != pipefd[0])
+		return fprintf(stderr, "pipe: epoll_wait %d\n", n), -1;
+	char c;
+	if (read(pipefd[0], &c, 1) != 1)
+		return -1;
+	struct sigaction sa = { .sa_handler = on_alarm, .sa_flags = SA_RESTART };
+	struct itimerval it = { .it_value = { 0, 100000 } };
+	sigaction(SIGALRM, &sa, NULL);
+	setitimer(ITIMER_REAL, &it, NULL);
+	n = epoll_wait(ep, got, 4, 3000);
+	if (!(n < 0 && errno == EINTR && alarms == 1))
+		return fprintf(stderr, "signal: epoll_wait %d (%s), %d alarms\n", n,
+			       strerror(errno), (int)alarms), -1;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	pthread_t t[4];
@@ -161,6 +240,9 @@ int main(int argc, char **argv)
 		execl(argv[0], argv[0], argv[1], argv[2], "exec-child", (char *)NULL);
 		fprintf(stderr, "exec: %s\n", strerror(errno));
 		return 1;
+	} else if (strcmp(mode, "epoll") == 0) {
+		if (epoll_mode() < 0)
+			failed = 1;
 	} else if (strcmp(mode, "exec-child") == 0) {
 		int sd = dial();
 		if (sd < 0 || exchange(sd, 1000, 3) < 0)

@@ -118,7 +118,7 @@ def test_a_signal_during_a_blocking_recv_interrupts_or_restarts_it_as_the_kernel
 
 
 @pytest.mark.parametrize("rtc", ["1", "0"])
-@pytest.mark.parametrize("mode", ["threads", "fork", "exec"])
+@pytest.mark.parametrize("mode", ["threads", "fork", "exec", "epoll"])
 def test_blocking_calls_drive_the_stack_with_threads_racing_and_fork_and_exec_inside(bed, mode,
                                                                                     rtc):
     """Run to completion under ulsrun: threads blocked in send and recv race each other and
@@ -134,8 +134,10 @@ def test_blocking_calls_drive_the_stack_with_threads_racing_and_fork_and_exec_in
     print(mode, rtc, c)
     if rtc == "1":
         assert c["rtc_shim_waits_driven"] >= 1, c
+        if mode == "epoll":
+            assert c["rtc_shim_epoll_rounds"] >= 300 and c["rtc_shim_waits_interrupted"] == 1, c
     else:
-        assert c["rtc_shim_waits_driven"] == 0, c
+        assert c["rtc_shim_waits_driven"] == 0 and c["rtc_shim_epoll_rounds"] == 0, c
 
 
 @pytest.mark.parametrize("value", ["garbage", "1:2", "0:0:0", "5:999:1", "3:3:0,x", ""])
