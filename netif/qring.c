@@ -160,27 +160,37 @@ static void arm_reads(struct qring *q)
 	}
 }
 
-static int q_wait_fd(struct nif_dev *d, int fd, int timeout_ms)
+static int q_wait_fd(struct nif_dev *d, struct pollfd *fds, unsigned n, int timeout_ms)
 {
 	struct qring *q = of(d);
-	struct pollfd pfd[4] = {
-		{ .fd = q->rx.ring_fd, .events = POLLIN },
-		{ .fd = q->wake_fd, .events = POLLIN },
-		{ .fd = q->hup_fd, .events = POLLRDHUP },  /* poll(2) skips a negative fd */
-		{ .fd = fd, .events = POLLIN },
-	};
+	struct pollfd local[64], *pfd = n <= 61 ? local : malloc((n + 3) * sizeof(*pfd));
 
-	if (io_uring_cq_ready(&q->rx))
-		return 0;
-	int rc = poll(pfd, fd >= 0 ? 4 : q->hup_fd >= 0 ? 3 : 2, timeout_ms);
+	if (!pfd)
+		return -ENOMEM;
+	pfd[0] = (struct pollfd){ .fd = q->rx.ring_fd, .events = POLLIN };
+	pfd[1] = (struct pollfd){ .fd = q->wake_fd, .events = POLLIN };
+	/* poll(2) skips a negative fd */
+	pfd[2] = (struct pollfd){ .fd = q->hup_fd, .events = POLLRDHUP };
+	if (n)
+		memcpy(pfd + 3, fds, n * sizeof(*pfd));
+	int rc = 0;
+	if (!io_uring_cq_ready(&q->rx))
+		rc = poll(pfd, n + 3, timeout_ms);
+	int err = errno;
+	for (unsigned i = 0; i < n; i++)
+		fds[i].revents = rc > 0 ? pfd[3 + i].revents : 0;
+	short wake_ev = pfd[1].revents, hup_ev = pfd[2].revents;
+	if (pfd != local)
+		free(pfd);
+	errno = err;
 	if (rc > 0)
 		q->st.rx_wakeups++;
-	if (rc > 0 && (pfd[1].revents & POLLIN)) {
+	if (rc > 0 && (wake_ev & POLLIN)) {
 		uint64_t v;
 		while (read(q->wake_fd, &v, sizeof(v)) > 0)
 			;
 	}
-	if (rc > 0 && q->hup_fd >= 0 && (pfd[2].revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+	if (rc > 0 && q->hup_fd >= 0 && (hup_ev & (POLLRDHUP | POLLHUP | POLLERR))) {
 		q->hup_fd = -1;  /* report it once */
 		q->lease_lost = true;
 		return -ECONNRESET;
@@ -190,7 +200,7 @@ static int q_wait_fd(struct nif_dev *d, int fd, int timeout_ms)
 
 static int q_wait(struct nif_dev *d, int timeout_ms)
 {
-	return q_wait_fd(d, -1, timeout_ms);
+	return q_wait_fd(d, NULL, 0, timeout_ms);
 }
 
 static bool q_ready(const struct nif_dev *d)

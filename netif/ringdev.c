@@ -119,24 +119,39 @@ static void drain_efd(int fd)
 		;
 }
 
-static int rd_wait_fd(struct nif_dev *d, int fd, int timeout_ms)
+static int rd_wait_fd(struct nif_dev *d, struct pollfd *fds, unsigned n, int timeout_ms)
 {
 	struct ringdev *r = of(d);
-	struct pollfd pfd[3] = {
-		{ .fd = r->rx_efd, .events = POLLIN },
-		{ .fd = r->hup_fd, .events = POLLRDHUP },  /* poll(2) skips a negative fd */
-		{ .fd = fd, .events = POLLIN },
-	};
+	struct pollfd local[64], *pfd = n <= 62 ? local : malloc((n + 2) * sizeof(*pfd));
 
-	if (!nif_ring_cons_prepare_sleep(&r->rx))
+	for (unsigned i = 0; i < n; i++)
+		fds[i].revents = 0;
+	if (!pfd)
+		return -ENOMEM;
+	pfd[0] = (struct pollfd){ .fd = r->rx_efd, .events = POLLIN };
+	/* poll(2) skips a negative fd */
+	pfd[1] = (struct pollfd){ .fd = r->hup_fd, .events = POLLRDHUP };
+	if (n)
+		memcpy(pfd + 2, fds, n * sizeof(*pfd));
+	if (!nif_ring_cons_prepare_sleep(&r->rx)) {
+		if (pfd != local)
+			free(pfd);
 		return 0;  /* frames are waiting */
-	int rc = poll(pfd, fd >= 0 ? 3 : r->hup_fd >= 0 ? 2 : 1, timeout_ms);
+	}
+	int rc = poll(pfd, n + 2, timeout_ms);
+	int err = errno;
 	nif_ring_cons_awake(&r->rx);
-	if (rc > 0 && (pfd[0].revents & POLLIN)) {
+	for (unsigned i = 0; rc > 0 && i < n; i++)
+		fds[i].revents = pfd[2 + i].revents;
+	short rx_ev = pfd[0].revents, hup_ev = pfd[1].revents;
+	if (pfd != local)
+		free(pfd);
+	errno = err;
+	if (rc > 0 && (rx_ev & POLLIN)) {
 		r->st.rx_wakeups++;
 		drain_efd(r->rx_efd);
 	}
-	if (rc > 0 && r->hup_fd >= 0 && (pfd[1].revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+	if (rc > 0 && r->hup_fd >= 0 && (hup_ev & (POLLRDHUP | POLLHUP | POLLERR))) {
 		r->hup_fd = -1;  /* report it once */
 		r->lease_lost = true;
 		return -ECONNRESET;
@@ -146,7 +161,7 @@ static int rd_wait_fd(struct nif_dev *d, int fd, int timeout_ms)
 
 static int rd_wait(struct nif_dev *d, int timeout_ms)
 {
-	return rd_wait_fd(d, -1, timeout_ms);
+	return rd_wait_fd(d, NULL, 0, timeout_ms);
 }
 
 static bool rd_ready(const struct nif_dev *d)

@@ -54,7 +54,8 @@ static TLS const sigset_t *drive_mask;        /* the mask for the device wait, o
 static TLS struct nif_dev *volatile waiting_dev;  /* set while that wait is open */
 static TLS volatile sig_atomic_t sig_noted;   /* a noted handler ran since the call began */
 static TLS volatile sig_atomic_t sig_intr;    /* ... and one of them had no SA_RESTART */
-static TLS int drive_fd1;                     /* uls_poll_drive: its descriptor + 1, or 0 */
+static TLS struct pollfd *drive_fds;          /* uls_poll_drive: the kernel's descriptors */
+static TLS unsigned drive_nfds;
 
 /* An application thread blocked in stk__sock_sleep (a FIFO list in stk__node). */
 struct stk_sleeper {
@@ -259,7 +260,7 @@ static void drive(struct stk_node *n, struct stk_sock *s, uint64_t deadline)
 	if (!(mask && sig_noted)) {
 		hit = spin(dev, us);
 		if (!hit && !(mask && sig_noted))
-			wrc = drive_fd1 ? dev->ops->wait_fd(dev, drive_fd1 - 1, timeout) :
+			wrc = drive_fds ? dev->ops->wait_fd(dev, drive_fds, drive_nfds, timeout) :
 					  dev->ops->wait(dev, timeout);
 	}
 	if (mask) {
@@ -408,14 +409,14 @@ int uls_socket_drive(int sd, int events, const sigset_t *mask)
 	return rc;
 }
 
-int uls_poll_drive(int fd, int timeout_ms, const sigset_t *mask)
+int uls_poll_drive(struct pollfd *fds, unsigned nfds, int timeout_ms, const sigset_t *mask)
 {
 	struct stk_node *n = &stk__node;
 	uint64_t deadline = timeout_ms < 0 ? 0 : now_ns() + (uint64_t)timeout_ms * 1000000u;
 	pthread_cond_t cond;
 	int rc = -EBUSY;
 
-	if (fd < 0 || !mask)
+	if (!fds || !mask)
 		return -EINVAL;
 	if (waiting_dev || !stk__node.up)
 		return -EBUSY;  /* see uls_socket_drive; a process without a stack */
@@ -441,11 +442,13 @@ int uls_poll_drive(int fd, int timeout_ms, const sigset_t *mask)
 			break;  /* -EBUSY: another thread drives; wait in the kernel */
 		if (n->dev_waiter == STK_W_NONE) {
 			drive_mask = mask;
-			drive_fd1 = fd + 1;
+			drive_fds = fds;
+			drive_nfds = nfds;
 			drive(n, NULL, deadline);
-			drive_fd1 = 0;
+			drive_fds = NULL;
 			drive_mask = NULL;
-			/* epoll_wait(2) is never restarted after a handler (signal(7)). */
+			/* poll(2), select(2) and epoll_wait(2) are never restarted after a
+			 * handler (signal(7)). */
 			rc = sig_noted ? -EINTR : 0;
 			break;
 		}

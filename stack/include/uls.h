@@ -93,13 +93,16 @@ ULS_EXTERN int uls_socket_wait(int sd, int events);
  * SA_RESTART, and ends its wait on the device. */
 ULS_EXTERN int uls_socket_drive(int sd, int events, const sigset_t *mask);
 ULS_EXTERN void uls_signal_note(int restart);
-/* The same for a wait on a kernel descriptor (an epoll set holding socket descriptors):
- * uls_poll_drive() drives one round, waiting on the device and on fd together (until
- * frames, fd readable, lwIP's next timer, timeout_ms, or a noted handler), so that
- * the caller then asks fd again without waiting. Returns 0 (ask again), -EINTR, -ETIMEDOUT,
- * -EBUSY (wait on fd in the kernel instead: another thread drives, the device cannot
- * wait on a descriptor too, run to completion is off, or no stack is running). */
-ULS_EXTERN int uls_poll_drive(int fd, int timeout_ms, const sigset_t *mask);
+/* The same for a wait on kernel descriptors (poll's, or an epoll set holding socket
+ * descriptors): uls_poll_drive() drives one round, waiting on the device and on the
+ * nfds descriptors in fds together, as poll(2) would (until frames, one of them ready,
+ * lwIP's next timer, timeout_ms, or a noted handler), so that the caller then asks them
+ * again without waiting. Returns 0 (ask again), -EINTR, -ETIMEDOUT, -EBUSY (wait in the
+ * kernel instead: another thread drives, the device cannot wait on descriptors too, run to
+ * completion is off, or no stack is running). */
+struct pollfd;
+ULS_EXTERN int uls_poll_drive(struct pollfd *fds, unsigned nfds, int timeout_ms,
+			      const sigset_t *mask);
 ULS_EXTERN int uls_fd_private(int fd);
 ULS_EXTERN int uls_fd_private_max(void);
 ULS_EXTERN int uls_pending(int sd);

@@ -17,6 +17,7 @@
  *          pipe 100 ms later wakes epoll_wait (a kernel descriptor among the sockets); then
  *          SIGALRM (SA_RESTART) during an epoll_wait with nothing on the way makes it fail
  *          with EINTR, as epoll_wait is never restarted (signal(7)).
+ * poll     the same with poll() on the connection and the pipe.
  * Prints "ok" and the stack's rtc_shim_* counters (uls_counters, through dlsym), exits 0;
  * or says what went wrong and exits 1.
  */
@@ -24,7 +25,9 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,10 +155,28 @@ static void *pipe_writer(void *arg)
 	return NULL;
 }
 
-static int epoll_mode(void)
+/* Wait for the set (epoll) or the pair (poll); returns how many are ready and the first
+ * ready descriptor in *which. */
+static int wait_set(bool use_poll, int ep, int sd, int timeout, int *which)
 {
-	struct epoll_event ev, got[4];
+	if (use_poll) {
+		struct pollfd p[2] = { { .fd = sd, .events = POLLIN },
+				       { .fd = pipefd[0], .events = POLLIN } };
+		int n = poll(p, 2, timeout);
+		*which = n > 0 ? (p[0].revents ? sd : pipefd[0]) : -1;
+		return n;
+	}
+	struct epoll_event got[4];
+	int n = epoll_wait(ep, got, 4, timeout);
+	*which = n > 0 ? got[0].data.fd : -1;
+	return n;
+}
+
+static int epoll_mode(bool use_poll)
+{
+	struct epoll_event ev;
 	char out[100], in[100];
+	int which;
 	pthread_t t;
 	int sd = dial(), ep = epoll_create1(0);
 
@@ -172,8 +193,8 @@ static int epoll_mode(void)
 		if (send(sd, out, sizeof(out), 0) != (ssize_t)sizeof(out))
 			return fprintf(stderr, "send %d: %s\n", i, strerror(errno)), -1;
 		for (size_t o = 0; o < sizeof(in);) {
-			int n = epoll_wait(ep, got, 4, 5000);
-			if (n != 1 || got[0].data.fd != sd)
+			int n = wait_set(use_poll, ep, sd, 5000, &which);
+			if (n != 1 || which != sd)
 				return fprintf(stderr, "epoll_wait %d: %d %s\n", i, n, strerror(errno)), -1;
 			ssize_t r = recv(sd, in + o, sizeof(in) - o, 0);
 			if (r < 0 && errno == EAGAIN)
@@ -186,9 +207,9 @@ static int epoll_mode(void)
 			return fprintf(stderr, "echo %d differs\n", i), -1;
 	}
 	pthread_create(&t, NULL, pipe_writer, NULL);
-	int n = epoll_wait(ep, got, 4, 5000);
+	int n = wait_set(use_poll, ep, sd, 5000, &which);
 	pthread_join(t, NULL);
-	if (n != 1 || got[0].data.fd != pipefd[0])
+	if (n != 1 || which != pipefd[0])
 		return fprintf(stderr, "pipe: epoll_wait %d\n", n), -1;
 	char c;
 	if (read(pipefd[0], &c, 1) != 1)
@@ -197,7 +218,7 @@ static int epoll_mode(void)
 	struct itimerval it = { .it_value = { 0, 100000 } };
 	sigaction(SIGALRM, &sa, NULL);
 	setitimer(ITIMER_REAL, &it, NULL);
-	n = epoll_wait(ep, got, 4, 3000);
+	n = wait_set(use_poll, ep, sd, 3000, &which);
 	if (!(n < 0 && errno == EINTR && alarms == 1))
 		return fprintf(stderr, "signal: epoll_wait %d (%s), %d alarms\n", n,
 			       strerror(errno), (int)alarms), -1;
@@ -240,8 +261,8 @@ int main(int argc, char **argv)
 		execl(argv[0], argv[0], argv[1], argv[2], "exec-child", (char *)NULL);
 		fprintf(stderr, "exec: %s\n", strerror(errno));
 		return 1;
-	} else if (strcmp(mode, "epoll") == 0) {
-		if (epoll_mode() < 0)
+	} else if (strcmp(mode, "epoll") == 0 || strcmp(mode, "poll") == 0) {
+		if (epoll_mode(strcmp(mode, "poll") == 0) < 0)
 			failed = 1;
 	} else if (strcmp(mode, "exec-child") == 0) {
 		int sd = dial();
