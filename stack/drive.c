@@ -24,6 +24,14 @@
  * that arrive during its work (ACKs, data for other sockets) wait until its next call, or
  * at most GRACE_MS for the parked stack thread; the kernel's softirq takes them at once.
  *
+ * Programs under ulsrun drive too (uls_socket_drive for blocking calls, uls_poll_drive for
+ * poll and epoll_wait): the shim calls with every signal blocked and passes the program's
+ * mask, which drive() opens for the device wait alone; the shim's handler trampoline
+ * (apps/preload/signal.c) calls uls_signal_note, which marks the thread and wakes the
+ * device, and the wait ends with EINTR or goes on as signal(7) says. Such a thread never
+ * sleeps on a condition variable behind another application thread's driving (no signal
+ * would end that sleep): it returns -EBUSY and the shim waits in the kernel on the mirror.
+ *
  * ULS_SPIN_US=N: a driver polls the device for up to N microseconds before it sleeps in
  * the device's wait (off by default; SO_BUSY_POLL sets it per socket). ULS_RTC=0 turns run
  * to completion off (the stack thread alone waits on the device, as before), for
