@@ -3,9 +3,14 @@ noinst_LTLIBRARIES += apps/libapps.la
 apps_libapps_la_SOURCES = apps/netops.c apps/netops.h apps/pattern.c apps/pattern.h \
 	apps/clock.c apps/clock.h apps/breakdown.c apps/breakdown.h
 
+# Where installed programs find each other (apps/instdirs.h): configure's directories.
+INSTDIRS_CPPFLAGS = -DULS_BINDIR='"$(bindir)"' -DULS_SBINDIR='"$(sbindir)"' \
+	-DULS_PKGLIBDIR='"$(pkglibdir)"' -DULS_PKGLIBEXECDIR='"$(pkglibexecdir)"'
+noinst_HEADERS += apps/instdirs.h
+
 bin_PROGRAMS += apps/ulsbench apps/ulsnode
 apps_ulsbench_SOURCES = apps/ulsbench.c
-apps_ulsbench_CPPFLAGS = $(AM_CPPFLAGS) -DPKGLIBEXECDIR='"$(pkglibexecdir)"' \
+apps_ulsbench_CPPFLAGS = $(AM_CPPFLAGS) $(INSTDIRS_CPPFLAGS) \
 	-DULS_BUILD_SRCDIR='"$(abs_top_srcdir)"'
 apps_ulsbench_LDADD = apps/libapps.la stack/libuls.la netif/libnif.la -lpthread
 apps_ulsnode_SOURCES = apps/ulsnode.c

@@ -5,7 +5,7 @@
 pkglib_LTLIBRARIES += apps/libuls-preload.la
 apps_libuls_preload_la_SOURCES = apps/preload/shim.h apps/preload/real.c \
 	apps/preload/fdtab.c apps/preload/socket.c apps/preload/io.c apps/preload/fd.c \
-	apps/preload/poll.c apps/preload/fork.c apps/preload/exec.c \
+	apps/preload/poll.c apps/preload/fork.c apps/preload/exec.c apps/preload/ifaddr.c \
 	apps/preload/signal.c
 apps_libuls_preload_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/stack/include
 apps_libuls_preload_la_LIBADD = stack/libuls-internal.la -ldl -lpthread
@@ -16,4 +16,4 @@ EXTRA_DIST += apps/preload/preload.map
 
 bin_PROGRAMS += apps/ulsrun
 apps_ulsrun_SOURCES = apps/ulsrun.c
-apps_ulsrun_CPPFLAGS = $(AM_CPPFLAGS) -DPKGLIBDIR='"$(pkglibdir)"'
+apps_ulsrun_CPPFLAGS = $(AM_CPPFLAGS) $(INSTDIRS_CPPFLAGS)

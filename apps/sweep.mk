@@ -5,7 +5,8 @@
 # with DRIVER = ulsbench_sweep.py (the concurrent-stream sweep), or ulsbench_apps.py when
 # the first argument is `apps` (real programs, ulstack against the kernel), taken from
 # $ULS_SRCDIR/apps/ when that file exists (the build tree), else from $(pkglibexecdir)
-# (installed; apps/local.mk passes -DPKGLIBEXECDIR='"$(pkglibexecdir)"' to ulsbench.c).
+# (installed, under the root ulsbench runs from: apps/instdirs.h; ulsbench then also
+# points ULSD at the installed ulsd).
 # Both import ulsbench_common.py from their own directory. The drivers look for the
 # testbed script at $ULS_SRCDIR/tests/testbed/testbed, else next to themselves, so an
 # installed ulsbench needs it installed there too; `ulsbench apps` runs ulspingpong from

@@ -52,6 +52,7 @@
 
 #include "apps/netops.h"
 #include "apps/clock.h"
+#include "apps/instdirs.h"
 #include "apps/pattern.h"
 
 #define MSG_SIZE      65536
@@ -532,8 +533,14 @@ static int exec_sweep(char **argv)
 	if (src && snprintf(script, sizeof(script), "%s/apps/%s", src, name) > 0 &&
 	    access(script, R_OK) == 0) {
 		/* the source tree's copy */
+	} else if (uls_installed_path(script, sizeof(script), ULS_PKGLIBEXECDIR, name) == 0) {
+		/* installed: the drivers find the rest next to themselves; ulsd is the one
+		 * installed with this program (a caller's ULSD wins) */
+		char ulsd[PATH_MAX];
+		if (uls_installed_path(ulsd, sizeof(ulsd), ULS_SBINDIR, "ulsd") == 0)
+			setenv("ULSD", ulsd, 0);
 	} else {
-		snprintf(script, sizeof(script), "%s/%s", PKGLIBEXECDIR, name);
+		snprintf(script, sizeof(script), "%s/%s", ULS_PKGLIBEXECDIR, name);
 	}
 	size_t argc = 0;
 	while (argv[argc])

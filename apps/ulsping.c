@@ -55,6 +55,7 @@
 #include "apps/breakdown.h"
 #include "apps/netops.h"
 #include "apps/clock.h"
+#include "apps/instdirs.h"
 #include "apps/pattern.h"
 #include "uls_breakdown.h"
 
@@ -427,6 +428,7 @@ static void on_signal(int sig)
 
 struct testbed {
 	char src[PATH_MAX], build[PATH_MAX], script[PATH_MAX + 32];
+	char ulsd[PATH_MAX];              /* installed: the prefix's ulsd; "" for a build tree */
 	char node1_ctl[PATH_MAX], node2_ctl[PATH_MAX], node2_ip[64];
 	char k1_ns[128], k2_ns[128], kernel_ip[64];
 	bool up;
@@ -504,12 +506,26 @@ static void stop_child(pid_t pid)
 
 /* The build tree: $ULS_BUILDDIR, else the tree this binary runs from (apps/ulsping or
  * libtool's apps/.libs/ulsping). The source tree: $ULS_SRCDIR, else the build tree's
- * abs_top_srcdir (from its Makefile). */
+ * abs_top_srcdir (from its Makefile). An installed ulsping (run from the configured bindir,
+ * apps/instdirs.h) with neither variable set needs no tree: the testbed script is in
+ * pkglibexecdir and ulsd in sbindir, under the root it runs from. */
 static int find_trees(struct testbed *tb)
 {
 	const char *b = getenv("ULS_BUILDDIR"), *s = getenv("ULS_SRCDIR");
 	char self[PATH_MAX];
 
+	tb->ulsd[0] = '\0';
+	if (!(b && *b) && !(s && *s) &&
+	    uls_installed_path(tb->script, sizeof(tb->script), ULS_PKGLIBEXECDIR, "testbed") == 0) {
+		if (uls_installed_path(tb->ulsd, sizeof(tb->ulsd), ULS_SBINDIR, "ulsd") < 0 ||
+		    access(tb->script, X_OK) != 0 || access(tb->ulsd, X_OK) != 0) {
+			fprintf(stderr, "ulsping: the installation is incomplete: %s or %s is "
+				"missing\n", tb->script, tb->ulsd);
+			return -1;
+		}
+		tb->build[0] = tb->src[0] = '\0';
+		return 0;
+	}
 	if (b && *b) {
 		snprintf(tb->build, sizeof(tb->build), "%s", b);
 	} else {
@@ -523,7 +539,7 @@ static int find_trees(struct testbed *tb)
 		}
 		if (!p) {
 			fprintf(stderr, "ulsping: set ULS_BUILDDIR (the build tree with server/ulsd): "
-				"cannot derive it from this binary's path\n");
+				"this binary runs neither from a build tree nor from %s\n", ULS_BINDIR);
 			return -1;
 		}
 		*p = '\0';
@@ -872,8 +888,12 @@ static int drive(const char **modes, size_t nmodes, const unsigned long long *si
 	if (find_trees(&tb) < 0)
 		return 1;
 	setenv("TB_NAME", TB_NAME, 0);   /* a caller's own TB_NAME wins */
-	setenv("ULS_BUILDDIR", tb.build, 1);
-	setenv("ULS_SRCDIR", tb.src, 1);
+	if (tb.ulsd[0]) {
+		setenv("ULSD", tb.ulsd, 0);   /* the testbed starts the prefix's ulsd */
+	} else {
+		setenv("ULS_BUILDDIR", tb.build, 1);
+		setenv("ULS_SRCDIR", tb.src, 1);
+	}
 	struct sigaction sa = { .sa_handler = on_signal };
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);

@@ -20,9 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#ifndef PKGLIBDIR
-#define PKGLIBDIR "/usr/local/lib/ulstack"
-#endif
+#include "apps/instdirs.h"
 
 static void usage(FILE *to)
 {
@@ -104,7 +102,8 @@ out:
 }
 
 /* The preload library: $ULS_PRELOAD, else the build tree's (next to this program, for
- * tests), else the installed one. */
+ * tests), else the installed one: pkglibdir under the root this program is installed
+ * under (apps/instdirs.h), so a staged install uses its own. */
 static int preload_path(char *out, size_t len)
 {
 	const char *env = getenv("ULS_PRELOAD");
@@ -126,7 +125,9 @@ static int preload_path(char *out, size_t len)
 				return 0;
 		}
 	}
-	snprintf(out, len, "%s/libuls-preload.so", PKGLIBDIR);
+	if (uls_installed_path(out, len, ULS_PKGLIBDIR, "libuls-preload.so") == 0)
+		return access(out, R_OK) == 0 ? 0 : -errno;
+	snprintf(out, len, "%s/libuls-preload.so", ULS_PKGLIBDIR);
 	return access(out, R_OK) == 0 ? 0 : -errno;
 }
 

@@ -71,6 +71,8 @@ int uls_ctl_check(const void *buf, ssize_t n, struct uls_ctl_msg *out)
 		if (m.u.hello.mtu && m.u.hello.datapath != ULS_CTL_DP_DIRECT &&
 		    m.u.hello.datapath != ULS_CTL_DP_RELAY)
 			return ULS_CTL_BAD_FIELD;
+		if (m.u.hello.mtu && !memchr(m.u.hello.ifname, '\0', sizeof(m.u.hello.ifname)))
+			return ULS_CTL_BAD_FIELD;
 		break;
 	default:
 		break;

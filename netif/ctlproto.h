@@ -61,6 +61,11 @@ struct uls_ctl_hello {
 	uint8_t datapath;
 	uint8_t queue;
 	uint8_t pad[2];
+	/* Reply: the node's interface as the host that runs ulsd names it (the TAP's name
+	 * and index), which programs under ulsrun see as their interface (getifaddrs,
+	 * if_nameindex, SIOCGIF*). A ulsd that predates it sends zeros. */
+	uint32_t ifindex;
+	char ifname[16];      /* IFNAMSIZ, NUL-terminated */
 };
 
 /* The node's rings carry offload words (netif/vnet.h): the process may send TCP segments

@@ -178,6 +178,9 @@ static void hello(struct srv *s, struct conn *c, const struct uls_ctl_msg *req)
 	r.u.hello.flags = s->offload ? ULS_CTL_HELLO_F_OFFLOAD : 0;
 	memcpy(r.u.hello.isn_secret, s->isn_secret, 16);
 	r.u.hello.ring_fd[0] = r.u.hello.ring_fd[1] = -1;
+	r.u.hello.ifindex = s->tap_index;
+	memcpy(r.u.hello.ifname, s->tap_name,
+	       strnlen(s->tap_name, sizeof(r.u.hello.ifname) - 1));  /* uls_ctl_init zeroed it */
 	if (l->direct) {
 		r.u.hello.datapath = ULS_CTL_DP_DIRECT;
 		r.u.hello.queue = (uint8_t)l->queue;

@@ -104,6 +104,7 @@ struct srv_reass;
 struct srv {
 	/* node */
 	char tap_name[32];
+	unsigned tap_index;     /* its ifindex in ulsd's namespace (HELLO tells processes) */
 	uint32_t ip;            /* network order */
 	unsigned prefix_len;
 	uint32_t gw;

@@ -24,3 +24,14 @@ server/datapath.skel.h: server/datapath.bpf.o
 else
 server_ulsd_SOURCES += server/bpf_none.c
 endif
+
+# ulsd-service NAME: starts the node of $(sysconfdir)/ulstack/NAME.conf (the ExecStart of
+# the packages' ulsd@.service, build-aux/debian/). Made here so that it names the
+# configured sbindir and sysconfdir.
+pkglibexec_SCRIPTS = server/ulsd-service
+CLEANFILES += server/ulsd-service
+EXTRA_DIST += server/ulsd-service.in
+server/ulsd-service: $(top_srcdir)/server/ulsd-service.in Makefile
+	@$(MKDIR_P) server
+	$(AM_V_GEN)sed -e 's|@sbindir[@]|$(sbindir)|g' -e 's|@sysconfdir[@]|$(sysconfdir)|g' \
+		$(top_srcdir)/server/ulsd-service.in >$@.tmp && chmod +x $@.tmp && mv $@.tmp $@

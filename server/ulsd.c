@@ -12,6 +12,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <net/if.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -297,6 +298,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	s.mtu = nif_tap_mtu(s.tap);
+	s.tap_index = if_nametoindex(s.tap_name);
 	s.flt = flt_table_new();
 	if (srv_reass_init(&s) < 0) {
 		fprintf(stderr, "ulsd: out of memory\n");

@@ -12,6 +12,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <net/if.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -186,9 +187,47 @@ int uls_node_start(const struct uls_node_config *cfg)
 		uint8_t m[6] = { 0x02, 0x75, 0x6c, (uint8_t)(a >> 16), (uint8_t)(a >> 8), (uint8_t)a };
 		memcpy(mac, m, 6);
 	}
+	stk__node_name(cfg->tap, if_nametoindex(cfg->tap));
 	rc = stk__node_up(nif_tap_dev(tap), cfg->addr, cfg->prefix_len, cfg->gateway, mac);
 	stk__unlock();
 	return rc;
+}
+
+void stk__node_name(const char *ifname, unsigned ifindex)
+{
+	size_t n = ifname ? strnlen(ifname, sizeof(stk__node.ifname) - 1) : 0;
+
+	memset(stk__node.ifname, 0, sizeof(stk__node.ifname));
+	if (n)
+		memcpy(stk__node.ifname, ifname, n);
+	else
+		memcpy(stk__node.ifname, STK_IFNAME_DEFAULT, sizeof(STK_IFNAME_DEFAULT));
+	stk__node.ifindex = ifindex && ifindex != 1 ? ifindex : STK_IFINDEX_DEFAULT;
+}
+
+/* The node's interface as the node's own sockets use it: what the POSIX shim shows
+ * programs that look for their interfaces (apps/preload/ifaddr.c). */
+int uls_interface(struct uls_interface *out)
+{
+	if (!out)
+		return -EFAULT;
+	stk__lock();
+	if (!stk__node.up) {
+		stk__unlock();
+		return -ENETDOWN;
+	}
+	memset(out, 0, sizeof(*out));
+	memcpy(out->name, stk__node.ifname, sizeof(out->name));
+	out->index = stk__node.ifindex;
+	const struct netif *n = &stk__node.netif;
+	out->addr.s_addr = ip4_addr_get_u32(netif_ip4_addr(n));
+	uint32_t mask = ntohl(ip4_addr_get_u32(netif_ip4_netmask(n)));
+	out->prefix_len = (unsigned)__builtin_popcount(mask);
+	out->gateway.s_addr = ip4_addr_get_u32(netif_ip4_gw(n));
+	memcpy(out->mac, stk__node.mac, 6);
+	out->mtu = stk__node.dev->mtu;
+	stk__unlock();
+	return 0;
 }
 
 /* Does a closed connection still owe its peer something: data not yet acknowledged, or a

@@ -24,6 +24,10 @@ struct stk_node {
 	struct nif_dev *dev;      /* the TAP, or the ring pair to ulsd */
 	struct netif netif;
 	uint8_t mac[6];
+	/* The interface programs see (uls_interface): the TAP's name and index on the host
+	 * that runs the node. */
+	char ifname[16];
+	unsigned ifindex;
 	/* Who waits on the device (drive.c): the stack thread, an application thread blocked
 	 * in a call (the driver, waiting for driver_sock), or nobody; and its next planned
 	 * wake-up (ms, sys_now() clock), so a caller that arms an earlier timer knows to wake
@@ -74,6 +78,11 @@ size_t stk__heap_cached(void);
 /* Bring lwIP up on a device (core lock held); stk__node_down_hook() runs when it stops. */
 int stk__node_up(struct nif_dev *dev, struct in_addr addr, unsigned prefix_len,
 		 struct in_addr gateway, const uint8_t mac[6]);
+/* Name the node's interface (core lock held, before stk__node_up): an empty name or a zero
+ * index (a ulsd that does not say) gets STK_IFNAME_DEFAULT and STK_IFINDEX_DEFAULT. */
+#define STK_IFNAME_DEFAULT "uls0"
+#define STK_IFINDEX_DEFAULT 2u  /* 1 is the loopback's, as on Linux */
+void stk__node_name(const char *ifname, unsigned ifindex);
 void stk__node_down_hook(void);
 
 /* The lease with ulsd (lease.c); without one the process is a TAP node of its own. */

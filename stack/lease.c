@@ -540,6 +540,7 @@ int uls_attach(const char *ctl_path)
 	snprintf(lease.path, sizeof(lease.path), "%s", ctl_path);
 	lease.id = m.u.hello.lease_id;
 	struct in_addr addr = { m.u.hello.addr }, gw = { m.u.hello.gateway };
+	stk__node_name(m.u.hello.ifname, m.u.hello.ifindex);
 	rc = stk__node_up(dev, addr, m.u.hello.prefix_len, gw, m.u.hello.mac);
 	if (rc < 0) {
 		lease.fd = -1;

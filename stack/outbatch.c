@@ -12,7 +12,10 @@
  * for at least every second full-sized segment": within one batch of at most
  * OUTBATCH_FRAMES frames, all already received by the time the first is processed, one ACK
  * answers them all. Duplicate ACKs for out-of-order data (RFC 5681 section 4.2 "SHOULD
- * send an immediate duplicate ACK") still go out at once, from tcp_receive().
+ * send an immediate duplicate ACK") still go out at once, from tcp_receive(), and so does
+ * every ACK for a while after a loss (quick ACKs, patch 0091): a sender that has just lost
+ * a segment runs a small window, and one ACK per batch would make it wait for each whole
+ * flight, or for its probe timeout when that one ACK is lost too.
  *
  * All of it runs under the core lock: one batch at a time per process. */
 #include "internal.h"

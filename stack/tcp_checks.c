@@ -288,6 +288,12 @@ static err_t check_synchronized(struct tcp_pcb *pcb, const struct tcp_hdr *hdr, 
 	 * segment and return." Nothing of it reaches lwIP: not its window, not its ACK. */
 	if (!stk__tcp_seq_acceptable(seq, len, pcb->rcv_nxt, offered_window(pcb))) {
 		stk__count(STK_CNT_TCP_SEQ_UNACCEPTABLE);
+		/* Data received already, coming again: a retransmission, most often a tail
+		 * loss probe sent because our ACK of it was lost. With one ACK per receive
+		 * batch (patch 0088) each lost ACK can stall the sender until such a probe, so
+		 * the next in-order segments are acknowledged one by one (patch 0091). */
+		if (datalen > 0 && TCP_SEQ_LEQ(seq + len, pcb->rcv_nxt))
+			pcb->quickack = TCP_QUICKACK_SEGS;
 		owed_ack(pcb, c, now, datalen == 0, false);
 		return ERR_ABRT;
 	}

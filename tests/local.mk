@@ -8,6 +8,7 @@
 #   bench/       pytest: the benchmark sweep's own logic (fairness, schema, checks)
 #   shim/        pytest: what libuls-preload promises programs (fds, epoll, signals, fork)
 #   interop/     pytest: real programs under ulsrun (nc, curl, iperf3, redis, nginx, asyncio)
+#   hosts/       pytest: two hosts (testbed --hosts 2): nodes and kernel peers across a wire
 LOG_DRIVER = env AM_TAP_AWK='$(AWK)' $(SHELL) $(top_srcdir)/build-aux/tap-driver.sh
 AM_TESTS_ENVIRONMENT = \
 	CMOCKA_MESSAGE_OUTPUT=TAP; export CMOCKA_MESSAGE_OUTPUT; \
@@ -21,7 +22,7 @@ include tests/shim/local.mk
 include tests/fuzz/local.mk
 
 TESTS += tests/testbed/test_testbed.sh tests/conformance/run tests/e2e/run tests/node/run \
-	tests/bench/run tests/shim/run tests/interop/run
+	tests/bench/run tests/shim/run tests/interop/run tests/hosts/run
 # The suites whose processes run on ulsd nodes, again with the relay data path forced
 # (ulsd's default is the direct path: both are in `make check`).
 TESTS += tests/node/run-relay tests/shim/run-relay
@@ -52,7 +53,7 @@ EXTRA_DIST += tests/testbed/README.md tests/testbed/test_testbed.sh tests/testbe
 EXTRA_DIST += tests/conformance/test_rfc9293_simultaneous_open.py tests/conformance/test_rfc9293_syn_received.py
 EXTRA_DIST += tests/node/run-relay tests/shim/run-relay
 EXTRA_DIST += tests/tblib.py tests/shim/run tests/shim/conftest.py tests/shim/test_shim.py tests/shim/cases.py \
-	tests/shim/peer.py
+	tests/shim/peer.py tests/shim/test_interfaces.py
 EXTRA_DIST += tests/interop/run tests/interop/conftest.py tests/interop/asyncio_echo.py \
 	tests/interop/test_asyncio.py tests/interop/test_curl.py tests/interop/test_iperf3.py \
 	tests/interop/test_nc.py tests/interop/test_nginx.py tests/interop/test_redis.py \
@@ -70,3 +71,22 @@ EXTRA_DIST += tests/conformance/test_rfc1122_icmp_errors.py \
 	tests/conformance/test_rfc1122_udp_icmp_errors.py
 # SYN floods (issue 18): SYN cookies, and a 50,000 SYN/s flood against 4 streams
 EXTRA_DIST += tests/conformance/test_rfc4987_syn_cookies.py tests/node/test_synflood.py
+# Two hosts joined by a wire (issue 16): streams, curl and interface discovery across
+EXTRA_DIST += tests/hosts/run tests/hosts/conftest.py tests/hosts/test_hosts.py tests/hosts/scaling.py
+# The installed tools stand alone (issue 16): make install DESTDIR=..., then ulsping and
+# ulsrun from the staged prefix with the source and build trees hidden.
+TESTS += tests/install/test_installed.sh
+EXTRA_DIST += tests/install/test_installed.sh
+
+# The Debian packages (issue 16): build (build-aux/build-deb, lintian), install with dpkg,
+# start a node through ulsd@.service's ExecStart in a namespace of the test's own, check
+# it, purge; the machine is compared before and after. Not part of `make check` (it
+# installs packages on the machine); .ci/run runs it after the suite. lwIP's source is
+# the one this build was configured with.
+check-packages:
+	ULS_LWIP_SRC='$(LWIP_UPSTREAM)' $(SHELL) $(top_srcdir)/tests/packages/test_packages.sh
+.PHONY: check-packages
+EXTRA_DIST += tests/packages/test_packages.sh build-aux/build-deb build-aux/debian
+# ulsd-service (the unit's ExecStart): the file's keys become ulsd's options (no root).
+TESTS += tests/packages/test_ulsd_service.sh
+EXTRA_DIST += tests/packages/test_ulsd_service.sh

@@ -28,3 +28,38 @@ def parse_exports(text):
             k, _, v = line[len("export "):].partition("=")
             env[k] = shlex.split(v)[0] if v else ""
     return env
+
+
+# A python client for echo servers: it sends random.Random(SEED).randbytes(NBYTES) to
+# HOST:PORT from one thread while it reads the echo back, and prints "match" when what came
+# back is exactly what it sent ("mismatch N" otherwise). Run it as
+# [python, "-c", ECHO_CLIENT, HOST, PORT, SEED, NBYTES], in whichever namespace or under
+# ulsrun as the test needs.
+ECHO_CLIENT = r"""
+import random, socket, sys, threading
+data = random.Random(int(sys.argv[3])).randbytes(int(sys.argv[4]))
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=30)
+t = threading.Thread(target=lambda: (s.sendall(data), s.shutdown(socket.SHUT_WR)))
+t.start()
+got = bytearray()
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    got += b
+t.join()
+print("match" if bytes(got) == data else "mismatch %d" % len(got))
+"""
+
+
+class OutputFiles:
+    """For a test's process whose stdout and stderr go to the files out_path and err_path
+    (a pipe could fill up and stall it): what it wrote so far."""
+
+    def stdout(self):
+        with open(self.out_path, errors="replace") as f:
+            return f.read()
+
+    def stderr(self):
+        with open(self.err_path, errors="replace") as f:
+            return f.read()

@@ -1,8 +1,8 @@
 /* Descriptor calls on user-level sockets: close, close_range, dup, dup2, dup3, fcntl,
- * ioctl. The descriptor numbers are the kernel's own (the mirror), so most of the work is
- * the kernel's; here the table of which numbers are sockets follows along, O_NONBLOCK is
- * kept (the mirror itself must stay blocking), and the library's own descriptors are
- * kept out of the program's reach.
+ * ioctl (the node's interface queries are ifaddr.c's). The descriptor numbers are the
+ * kernel's own (the mirror), so most of the work is the kernel's; here the table of which
+ * numbers are sockets follows along, O_NONBLOCK is kept (the mirror itself must stay
+ * blocking), and the library's own descriptors are kept out of the program's reach.
  */
 #include "shim.h"
 
@@ -154,6 +154,9 @@ SHIM_EXPORT int ioctl(int fd, unsigned long req, ...)
 	void *arg = va_arg(ap, void *);
 	va_end(ap);
 	shim__real_init();
+	/* The node's interfaces, not the kernel's, on any socket (ifaddr.c). */
+	if (shim__enabled() && shim__if_request(req))
+		return shim__ret(shim__if_ioctl(fd, req, arg));
 	struct shim_file *f = shim__get(fd);
 	if (!f)
 		return shim__real.ioctl(fd, req, arg);
@@ -182,7 +185,8 @@ SHIM_EXPORT int ioctl(int fd, unsigned long req, ...)
 		}
 		break;
 	default:
-		/* Interface queries (SIOCGIF*) work on any socket; the mirror answers. */
+		/* Other requests (the interface ones this shim does not answer among them)
+		 * work on any socket: the mirror answers. */
 		shim__put(f);
 		return shim__real.ioctl(fd, req, arg);
 	}

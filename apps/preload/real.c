@@ -36,6 +36,11 @@ static void resolve(void)
 	shim__real.close_range = dlsym(RTLD_NEXT, "close_range");
 }
 
+void *shim__next(const char *name)
+{
+	return need(name);
+}
+
 void shim__real_init(void)
 {
 	pthread_once(&once, resolve);

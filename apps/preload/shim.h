@@ -84,6 +84,14 @@ struct shim_real {
 };
 extern struct shim_real shim__real;
 void shim__real_init(void);
+/* The C library's function of that name (what dlsym(RTLD_NEXT) finds), for calls made
+ * too rarely to sit in shim__real. */
+void *shim__next(const char *name);
+
+/* The node's interfaces (ifaddr.c): is req an interface query this shim answers, and the
+ * answer (0 or -errno). */
+bool shim__if_request(unsigned long req);
+int shim__if_ioctl(int fd, unsigned long req, void *arg);
 
 /* Is the shim on? (ULS_CTL names a node; without it every call goes to the kernel.) */
 bool shim__enabled(void);

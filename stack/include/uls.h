@@ -49,6 +49,22 @@ ULS_EXTERN int uls_node_start(const struct uls_node_config *cfg);
 ULS_EXTERN int uls_attach(const char *ctl_path);
 ULS_EXTERN void uls_node_stop(void);
 
+/* The node's network interface as the node's sockets use it: the name and index of the
+ * node's TAP on the host that runs the node (for a node on ulsd, as ulsd's host names it),
+ * its IPv4 address and prefix, gateway (0.0.0.0: none), MAC and MTU. -ENETDOWN when the
+ * process has no node yet. The POSIX shim shows programs this interface and the loopback
+ * (getifaddrs, if_nameindex, SIOCGIF*; uls(3)). */
+struct uls_interface {
+	char name[16];          /* IFNAMSIZ, NUL-terminated */
+	unsigned index;
+	struct in_addr addr;
+	unsigned prefix_len;
+	struct in_addr gateway;
+	uint8_t mac[6];
+	unsigned mtu;
+};
+ULS_EXTERN int uls_interface(struct uls_interface *out);
+
 /* Sockets. type is SOCK_STREAM or SOCK_DGRAM, optionally or-ed with SOCK_NONBLOCK. */
 ULS_EXTERN int uls_socket(int type);
 ULS_EXTERN int uls_bind(int sd, const struct sockaddr_in *addr);

@@ -558,7 +558,16 @@ class _Session:
             if time.monotonic() > deadline:
                 raise RuntimeError("ulsnode did not create its stats socket within 10 s")
             time.sleep(0.05)
-        node.counters()  # answers: it is up
+        # The socket file exists from bind(); it answers from listen() on, and on a loaded
+        # machine the node may be between the two (ConnectionRefusedError).
+        while True:
+            try:
+                node.counters()  # answers: it is up
+                break
+            except ConnectionRefusedError:
+                if node.proc.poll() is not None or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
         # Enter the node namespace on this (the main) thread: every Scapy socket the
         # tests open from now on lives there; the root namespace is left alone.
         self.root_ns = os.open("/proc/self/ns/net", os.O_RDONLY)

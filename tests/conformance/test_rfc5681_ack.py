@@ -1,5 +1,7 @@
 """RFC 5681: TCP Congestion Control (receiver side: ACK generation)."""
 
+import time
+
 from scapy.layers.inet import TCP
 
 from conftest import TcpPeer, curated_pcap, requirement
@@ -43,6 +45,18 @@ def test_rfc5681_4_2_immediate_ack_when_hole_is_filled(node, link):
     peer.connect()
     peer.send("PA", b"0" * 500)
     assert peer.recv(2, lambda q: q[TCP].ack == peer.snd_nxt) is not None, "no ACK"
+    # The control runs first: after a gap the node acknowledges every segment (patch 0091).
+    merged = 0
+    for _ in range(5):
+        base = peer.snd_nxt
+        peer.send("PA", b"4" * 500)
+        peer.send("PA", b"5" * 500)
+        acks = peer.recv_all(0.15, lambda q: len(q[TCP].payload) == 0)
+        assert any(q[TCP].ack == peer.snd_nxt for q in acks), "control data not acknowledged"
+        if not any(q[TCP].ack == (base + 500) & 0xFFFFFFFF for q in acks):
+            merged += 1
+    assert merged >= 1, "control: in-order segments were never acknowledged together, so " \
+        "the method cannot tell a delayed ACK from an immediate one"
     separate = 0
     for _ in range(5):
         base = peer.snd_nxt
@@ -57,17 +71,6 @@ def test_rfc5681_4_2_immediate_ack_when_hole_is_filled(node, link):
             separate += 1
     assert separate == 5, f"the filled hole was acknowledged on its own in {separate} of 5 " \
         "rounds: its ACK was delayed and merged with the next segment's"
-    merged = 0
-    for _ in range(5):
-        base = peer.snd_nxt
-        peer.send("PA", b"4" * 500)
-        peer.send("PA", b"5" * 500)
-        acks = peer.recv_all(0.15, lambda q: len(q[TCP].payload) == 0)
-        assert any(q[TCP].ack == peer.snd_nxt for q in acks), "control data not acknowledged"
-        if not any(q[TCP].ack == (base + 500) & 0xFFFFFFFF for q in acks):
-            merged += 1
-    assert merged >= 1, "control: in-order segments were never acknowledged together, so " \
-        "the method cannot tell a delayed ACK from an immediate one"
 
 
 @requirement(fix='patch 0024',
@@ -93,3 +96,76 @@ def test_rfc5681_4_2_segment_of_two_full_sized_segments_acked_at_once(node, link
         delays.append(round(1000 * d, 1))
         fast += d < 0.005
     assert fast >= 7, f"ACK delays (ms): {delays}: a 2-MSS segment waited for the timer"
+
+
+def _burst_acks(peer, n=8, size=500):
+    """n in-order segments sent back to back (built first, so they reach the node within a
+    few tens of microseconds, as a sender's flight does); the distinct ACK numbers of the
+    pure ACKs that answer them within 150 ms."""
+    base = peer.snd_nxt
+    frames = [bytes(peer.segment("PA", bytes([48 + k]) * size,
+                                 seq=(base + k * size) & 0xFFFFFFFF)) for k in range(n)]
+    for f in frames:
+        peer.link.frames.append((time.time(), f))
+        peer.link.sock.outs.send(f)
+    peer.snd_nxt = (base + n * size) & 0xFFFFFFFF
+    acks = peer.recv_all(0.15, lambda q: len(q[TCP].payload) == 0)
+    assert any(q[TCP].ack == peer.snd_nxt for q in acks), "the burst was not acknowledged"
+    return {q[TCP].ack for q in acks}
+
+
+@requirement(fix='patch 0091', level='SHOULD',
+             mutate="tests/conformance/lwip-mutate core/tcp_in.c 's/pcb->quickack = TCP_QUICKACK_SEGS;/pcb->quickack = 0;/g'")
+def test_rfc5681_4_2_after_a_gap_each_segment_is_acked_at_once(node, link):
+    """RFC 5681 §4.2: "A TCP receiver SHOULD send an immediate ACK when the incoming
+    segment fills in all or part of a gap in the sequence space", and "an ACK SHOULD be
+    generated for at least every second full-sized segment". Deviation: the node answers a
+    receive batch with one ACK (patch 0088). After a loss it acknowledges the next
+    in-order segments at once, each (patch 0091): a sender that has just lost a segment
+    runs a small window, which one ACK per batch turns into stop-and-wait, and one lost
+    ACK into a stall until the sender's probe timeout. Control first: eight in-order
+    segments back to back get fewer than eight ACKs (every second segment, or one per
+    batch). Then a gap (an out-of-order segment, its duplicate ACK, the segment that
+    fills it): the next eight segments sent the same way get eight ACKs, one for each."""
+    peer = TcpPeer(link, 9)
+    peer.connect()
+    peer.send("PA", b"s" * 500)
+    assert peer.recv(2, lambda q: q[TCP].ack == peer.snd_nxt) is not None, "no ACK"
+    control = _burst_acks(peer)
+    assert len(control) < 8, f"control: {len(control)} ACKs for 8 segments without a loss: " \
+        "the method cannot tell quick ACKs from the usual ones"
+    base = peer.snd_nxt
+    peer.send("PA", b"h" * 500, seq=base + 500)
+    assert peer.recv(2, lambda q: q[TCP].ack == base) is not None, "no duplicate ACK"
+    peer.send("PA", b"g" * 500, seq=base)
+    peer.snd_nxt = (base + 1000) & 0xFFFFFFFF
+    assert peer.recv(2, lambda q: q[TCP].ack == peer.snd_nxt) is not None, \
+        "the filled gap was not acknowledged"
+    quick = _burst_acks(peer)
+    assert len(quick) == 8, f"{len(quick)} ACKs for 8 segments after a gap (control: " \
+        f"{len(control)}): they were not acknowledged one by one"
+    curated_pcap(link, "test_rfc5681_4_2_after_a_gap_each_segment_is_acked_at_once.pcap")
+
+
+@requirement(fix='hook stack/tcp_checks.c', level='SHOULD',
+             mutate="sed -i 's/pcb->quickack = TCP_QUICKACK_SEGS;/pcb->quickack = 0;/' stack/tcp_checks.c")
+def test_rfc5681_4_2_after_a_segment_received_twice_each_segment_is_acked_at_once(node, link):
+    """RFC 5681 §4.2: "an ACK SHOULD be generated for at least every second full-sized
+    segment". Deviation: the node answers a receive batch with one ACK (patch 0088); a
+    segment it has received and acknowledged already, coming again, shows that an ACK
+    was lost (the sender's tail loss probe), and the node then acknowledges the next
+    in-order segments at once, each (patch 0091). The next eight segments sent back to
+    back get eight ACKs. Control as in the gap test: fewer than eight without it."""
+    peer = TcpPeer(link, 9)
+    peer.connect()
+    peer.send("PA", b"s" * 500)
+    assert peer.recv(2, lambda q: q[TCP].ack == peer.snd_nxt) is not None, "no ACK"
+    control = _burst_acks(peer)
+    assert len(control) < 8, f"control: {len(control)} ACKs for 8 segments without a loss"
+    last = (peer.snd_nxt - 500) & 0xFFFFFFFF
+    peer.send("PA", b"7" * 500, seq=last)
+    assert peer.recv(2, lambda q: q[TCP].ack == peer.snd_nxt) is not None, \
+        "the segment received twice was not acknowledged"
+    quick = _burst_acks(peer)
+    assert len(quick) == 8, f"{len(quick)} ACKs for 8 segments after a segment received " \
+        f"twice (control: {len(control)})"

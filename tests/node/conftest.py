@@ -35,7 +35,7 @@ SRC = os.environ.get("ULS_SRCDIR") or os.path.abspath(os.path.join(os.path.dirna
 BUILD = os.environ.get("ULS_BUILDDIR") or os.path.join(SRC, "build")
 TESTBED = os.path.join(SRC, "tests", "testbed", "testbed")
 sys.path.insert(0, os.path.join(SRC, "tests"))
-from tblib import parse_exports, run_testbed  # noqa: E402
+from tblib import OutputFiles, parse_exports, run_testbed  # noqa: E402
 BENCH = os.path.join(BUILD, "apps", "ulsbench")
 STAT = os.path.join(BUILD, "apps", "ulsstat")
 HOSTILE = os.path.join(BUILD, "tests", "node", "hostile")
@@ -71,7 +71,7 @@ def _alive(pid):
         return False
 
 
-class Proc:
+class Proc(OutputFiles):
     """A process this suite started; its output goes to files (no pipe can fill up)."""
 
     def __init__(self, argv, outdir, name, netns=None, env=None):
@@ -105,14 +105,6 @@ class Proc:
             except subprocess.TimeoutExpired:
                 self.p.kill()
                 self.p.wait()
-
-    def stdout(self):
-        with open(self.out_path, errors="replace") as f:
-            return f.read()
-
-    def stderr(self):
-        with open(self.err_path, errors="replace") as f:
-            return f.read()
 
     def json_lines(self):
         res = []

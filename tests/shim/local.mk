@@ -10,3 +10,7 @@ tests_shim_sigwait_LDADD = -lpthread -ldl
 check_PROGRAMS += tests/shim/rtcwait
 tests_shim_rtcwait_SOURCES = tests/shim/rtcwait.c
 tests_shim_rtcwait_LDADD = -lpthread -ldl
+# The interfaces a C program finds (getifaddrs, if_nameindex, SIOCGIF*), and one that
+# serves on the address it found by walking them (test_interfaces.py).
+check_PROGRAMS += tests/shim/ifaddrs
+tests_shim_ifaddrs_SOURCES = tests/shim/ifaddrs.c

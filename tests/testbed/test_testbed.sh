@@ -92,6 +92,7 @@ expected_env() {
     printf 'export TB_ULSD=0\n'
     printf 'export TB_KERNEL_IP=198.18.0.100\nexport TB_KERNEL2_IP=198.18.0.101\nexport TB_SCAPY_IF=scapy0\n'
     printf 'export TB_SCAPY_IP=198.18.0.200\nexport TB_SCAPY_MAC=02:75:6c:00:00:c8\n'
+    printf 'export TB_HOSTS=1\n'
 }
 
 # dev_mtu NS DEV MTU: DEV exists in NS with exactly MTU.
@@ -587,11 +588,41 @@ if (( have_nft )); then
 fi
 
 # ---------------------------------------------------------------------------
+# up --hosts 2: a second host joined by the wire
+# ---------------------------------------------------------------------------
+two_hosts_ok() {
+    local ns
+    for ns in "$TB_NAME" "$TB_NAME-h2" "$TB_NAME-h2k"; do ns_present "$ns" || { echo "no $ns"; return 1; }; done
+    dev_mtu "$TB_NAME" wire0 1500 && dev_mtu "$TB_NAME-h2" wire0 1500 || { echo "wire0 MTU"; return 1; }
+    ip -n "$TB_NAME-h2" -o link show dev wire0 | grep -q "master br0" || { echo "wire0 not on h2's br0"; return 1; }
+    ip -n "$TB_NAME" -o link show dev wire0 | grep -q "master br0" || { echo "wire0 not on br0"; return 1; }
+    ip -n "$TB_NAME-h2" -o link show dev uls1 | grep -q "master br0" || { echo "h2 uls1"; return 1; }
+    if command -v ethtool >/dev/null; then
+        ip netns exec "$TB_NAME-h2" ethtool -k wire0 | grep -q '^tcp-segmentation-offload: off' || { echo "TSO on the wire"; return 1; }
+    fi
+    ip -n "$TB_NAME-h2k" -4 -o addr show dev eth0 | grep -q ' 198.18.0.110/24 ' || { echo "h2k address"; return 1; }
+}
+"$TESTBED" up --no-ulsd --hosts 2 --nodes 1 >"$TMP/up-h2" 2>"$TMP/up-h2.err"
+rc=$?
+{ cat "$TMP/up-h2.err"; (( rc == 0 )); } >"$TMP/out" 2>&1
+result "up --hosts 2 --nodes 1 exits 0"
+check "up --hosts 2 prints only export lines" stdout_is_exports_only "$TMP/up-h2"
+check "up --hosts 2 exports host 2's node, namespaces and peer" grep -qxF \
+    "export TB_H2_NODE1_IP=198.18.0.33" "$TMP/up-h2"
+check "two hosts: namespaces, wire0 (MTU 1500, no TSO) on both bridges, host 2's TAP and peer" two_hosts_ok
+{ ip netns exec "$TB_NAME-k1" ping -c 1 -W 2 198.18.0.110; } >"$TMP/out" 2>&1
+result "host 1's Linux peer reaches host 2's across the wire"
+"$TESTBED" down >"$TMP/out" 2>&1
+{ cat "$TMP/out"; ! ns_present "$TB_NAME" && ! ns_present "$TB_NAME-h2" && ! ns_present "$TB_NAME-h2k" && ! ns_present "$TB_NAME-k1"; } >"$TMP/out2" 2>&1
+mv "$TMP/out2" "$TMP/out"
+result "down removes both hosts' namespaces"
+
+# ---------------------------------------------------------------------------
 # A failing up cleans up after itself
 # ---------------------------------------------------------------------------
-for step in namespaces taps peers state; do
-    TB_TEST_FAIL_AT=$step "$TESTBED" up --no-ulsd --nodes 2 >"$TMP/fail.out" 2>"$TMP/err"; rc=$?
-    { cat "$TMP/err"; (( rc == 1 )) && [[ ! -s $TMP/fail.out ]] && ! ns_present "$TB_NAME" && ! ns_present "$TB_NAME"-k1 && ! ns_present "$TB_NAME"-k2 && [[ ! -e /run/ulstack-testbed/$TB_NAME.env && ! -e /run/ulstack-testbed/$TB_NAME.netns ]]; } >"$TMP/out" 2>&1
+for step in namespaces taps peers hosts state; do
+    TB_TEST_FAIL_AT=$step "$TESTBED" up --no-ulsd --nodes 2 --hosts 2 >"$TMP/fail.out" 2>"$TMP/err"; rc=$?
+    { cat "$TMP/err"; (( rc == 1 )) && [[ ! -s $TMP/fail.out ]] && ! ns_present "$TB_NAME" && ! ns_present "$TB_NAME"-k1 && ! ns_present "$TB_NAME"-k2 && ! ns_present "$TB_NAME"-h2 && ! ns_present "$TB_NAME"-h2k && [[ ! -e /run/ulstack-testbed/$TB_NAME.env && ! -e /run/ulstack-testbed/$TB_NAME.netns ]]; } >"$TMP/out" 2>&1
     result "up failing at step '$step' exits 1 and leaves nothing behind"
 done
 
@@ -622,6 +653,7 @@ check "up --bogus exits 2" bad_args up --bogus
 check "up --nodes 17 exits 2" bad_args up --nodes 17
 check "up --nodes abc exits 2" bad_args up --nodes abc
 check "up --mtu 67 exits 2" bad_args up --mtu 67
+check "up --hosts 3 exits 2" bad_args up --hosts 3
 check "up --nodes (missing value) exits 2" bad_args up --nodes
 check "no command exits 2" bad_args
 check "unknown command exits 2" bad_args frobnicate

@@ -216,6 +216,23 @@ static void hello_reply_without_a_data_path_refused(void **state)
 	assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);
 }
 
+static void hello_reply_with_unterminated_interface_name_refused(void **state)
+{
+	struct uls_ctl_msg m, out;
+
+	(void)state;
+	uls_ctl_init(&m, ULS_CTL_HELLO, 1);
+	m.u.hello.mtu = 1500;
+	m.u.hello.prefix_len = 24;
+	m.u.hello.datapath = ULS_CTL_DP_RELAY;
+	memset(m.u.hello.ifname, 'a', sizeof(m.u.hello.ifname));
+	assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);
+	m.u.hello.ifname[15] = '\0';
+	assert_int_equal(check(&m, &out), 0);
+	assert_int_equal(offsetof(struct uls_ctl_msg, u.hello.ifindex), 32 + 52);
+	assert_int_equal(offsetof(struct uls_ctl_msg, u.hello.ifname), 32 + 56);
+}
+
 static void hello_request_offering_rings_needs_two_descriptors(void **state)
 {
 	struct uls_ctl_msg m, out;
@@ -259,6 +276,7 @@ int main(void)
 		cmocka_unit_test(counter_name_without_terminator_refused),
 		cmocka_unit_test(hello_reply_with_bad_mtu_or_prefix_refused),
 		cmocka_unit_test(hello_reply_without_a_data_path_refused),
+		cmocka_unit_test(hello_reply_with_unterminated_interface_name_refused),
 		cmocka_unit_test(hello_request_offering_rings_needs_two_descriptors),
 		cmocka_unit_test(error_names_unique_and_named),
 	};
