@@ -7,6 +7,7 @@
 #ifndef ULS_NETIF_DEV_H
 #define ULS_NETIF_DEV_H
 
+#include <poll.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -84,6 +85,10 @@ struct nif_dev_ops {
 	 * polls before it sleeps; a wrong "no" only delays frames until the next wait. NULL:
 	 * the device cannot tell. */
 	bool (*ready)(const struct nif_dev *dev);
+	/* Optional (NULL: the device cannot): as wait, and also ends when one of the n
+	 * kernel descriptors in fds is ready as its events ask (what a program's poll or
+	 * epoll_wait waits on, stack/drive.c); their revents are left as poll(2) set them. */
+	int (*wait_fd)(struct nif_dev *dev, struct pollfd *fds, unsigned n, int timeout_ms);
 };
 
 struct nif_dev {

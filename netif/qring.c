@@ -160,31 +160,47 @@ static void arm_reads(struct qring *q)
 	}
 }
 
-static int q_wait(struct nif_dev *d, int timeout_ms)
+static int q_wait_fd(struct nif_dev *d, struct pollfd *fds, unsigned n, int timeout_ms)
 {
 	struct qring *q = of(d);
-	struct pollfd pfd[3] = {
-		{ .fd = q->rx.ring_fd, .events = POLLIN },
-		{ .fd = q->wake_fd, .events = POLLIN },
-		{ .fd = q->hup_fd, .events = POLLRDHUP },
-	};
+	struct pollfd local[64], *pfd = n <= 61 ? local : malloc((n + 3) * sizeof(*pfd));
 
-	if (io_uring_cq_ready(&q->rx))
-		return 0;
-	int rc = poll(pfd, q->hup_fd >= 0 ? 3 : 2, timeout_ms);
+	if (!pfd)
+		return -ENOMEM;
+	pfd[0] = (struct pollfd){ .fd = q->rx.ring_fd, .events = POLLIN };
+	pfd[1] = (struct pollfd){ .fd = q->wake_fd, .events = POLLIN };
+	/* poll(2) skips a negative fd */
+	pfd[2] = (struct pollfd){ .fd = q->hup_fd, .events = POLLRDHUP };
+	if (n)
+		memcpy(pfd + 3, fds, n * sizeof(*pfd));
+	int rc = 0;
+	if (!io_uring_cq_ready(&q->rx))
+		rc = poll(pfd, n + 3, timeout_ms);
+	int err = errno;
+	for (unsigned i = 0; i < n; i++)
+		fds[i].revents = rc > 0 ? pfd[3 + i].revents : 0;
+	short wake_ev = pfd[1].revents, hup_ev = pfd[2].revents;
+	if (pfd != local)
+		free(pfd);
+	errno = err;
 	if (rc > 0)
 		q->st.rx_wakeups++;
-	if (rc > 0 && (pfd[1].revents & POLLIN)) {
+	if (rc > 0 && (wake_ev & POLLIN)) {
 		uint64_t v;
 		while (read(q->wake_fd, &v, sizeof(v)) > 0)
 			;
 	}
-	if (rc > 0 && q->hup_fd >= 0 && (pfd[2].revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+	if (rc > 0 && q->hup_fd >= 0 && (hup_ev & (POLLRDHUP | POLLHUP | POLLERR))) {
 		q->hup_fd = -1;  /* report it once */
 		q->lease_lost = true;
 		return -ECONNRESET;
 	}
 	return rc < 0 && errno != EINTR ? -errno : 0;
+}
+
+static int q_wait(struct nif_dev *d, int timeout_ms)
+{
+	return q_wait_fd(d, NULL, 0, timeout_ms);
 }
 
 static bool q_ready(const struct nif_dev *d)
@@ -518,6 +534,7 @@ static const struct nif_dev_ops qring_ops = {
 	.wait = q_wait, .rx = q_rx, .wake = q_wake, .tx_slot = q_tx_slot,
 	.tx_queue = q_tx_queue, .tx_flush = q_flush, .get_stats = q_get_stats,
 	.close = q_close, .tx_gather = q_tx_gather, .ready = q_ready,
+	.wait_fd = q_wait_fd,
 };
 
 int nif_qring_open(struct nif_dev **out, struct nif_qring_prep *p, unsigned mtu, bool offload,

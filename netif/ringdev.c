@@ -119,28 +119,49 @@ static void drain_efd(int fd)
 		;
 }
 
-static int rd_wait(struct nif_dev *d, int timeout_ms)
+static int rd_wait_fd(struct nif_dev *d, struct pollfd *fds, unsigned n, int timeout_ms)
 {
 	struct ringdev *r = of(d);
-	struct pollfd pfd[2] = {
-		{ .fd = r->rx_efd, .events = POLLIN },
-		{ .fd = r->hup_fd, .events = POLLRDHUP },
-	};
+	struct pollfd local[64], *pfd = n <= 62 ? local : malloc((n + 2) * sizeof(*pfd));
 
-	if (!nif_ring_cons_prepare_sleep(&r->rx))
+	for (unsigned i = 0; i < n; i++)
+		fds[i].revents = 0;
+	if (!pfd)
+		return -ENOMEM;
+	pfd[0] = (struct pollfd){ .fd = r->rx_efd, .events = POLLIN };
+	/* poll(2) skips a negative fd */
+	pfd[1] = (struct pollfd){ .fd = r->hup_fd, .events = POLLRDHUP };
+	if (n)
+		memcpy(pfd + 2, fds, n * sizeof(*pfd));
+	if (!nif_ring_cons_prepare_sleep(&r->rx)) {
+		if (pfd != local)
+			free(pfd);
 		return 0;  /* frames are waiting */
-	int rc = poll(pfd, r->hup_fd >= 0 ? 2 : 1, timeout_ms);
+	}
+	int rc = poll(pfd, n + 2, timeout_ms);
+	int err = errno;
 	nif_ring_cons_awake(&r->rx);
-	if (rc > 0 && (pfd[0].revents & POLLIN)) {
+	for (unsigned i = 0; rc > 0 && i < n; i++)
+		fds[i].revents = pfd[2 + i].revents;
+	short rx_ev = pfd[0].revents, hup_ev = pfd[1].revents;
+	if (pfd != local)
+		free(pfd);
+	errno = err;
+	if (rc > 0 && (rx_ev & POLLIN)) {
 		r->st.rx_wakeups++;
 		drain_efd(r->rx_efd);
 	}
-	if (rc > 0 && r->hup_fd >= 0 && (pfd[1].revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+	if (rc > 0 && r->hup_fd >= 0 && (hup_ev & (POLLRDHUP | POLLHUP | POLLERR))) {
 		r->hup_fd = -1;  /* report it once */
 		r->lease_lost = true;
 		return -ECONNRESET;
 	}
 	return rc < 0 && errno != EINTR ? -errno : 0;
+}
+
+static int rd_wait(struct nif_dev *d, int timeout_ms)
+{
+	return rd_wait_fd(d, NULL, 0, timeout_ms);
 }
 
 static bool rd_ready(const struct nif_dev *d)
@@ -254,6 +275,7 @@ static const struct nif_dev_ops ringdev_ops = {
 	.wait = rd_wait, .rx = rd_rx, .wake = rd_wake, .tx_slot = rd_tx_slot,
 	.tx_queue = rd_tx_queue, .tx_flush = rd_flush, .get_stats = rd_get_stats,
 	.close = rd_close, .breakdown = RD_BREAKDOWN, .ready = rd_ready,
+	.wait_fd = rd_wait_fd,
 };
 
 int nif_ringdev_open(struct nif_dev **out, unsigned mtu, bool offload, int memfd, int rx_efd,

@@ -73,6 +73,12 @@ static const char *const own_names[STK_CNT__COUNT] = {
 	[STK_CNT_RTC_ENTRY_RX] = "rtc_entry_rx",
 	[STK_CNT_RTC_HANDOVERS] = "rtc_stack_handovers",
 	[STK_CNT_RTC_SPIN_HITS] = "rtc_spin_hits",
+	/* ... for programs under ulsrun (uls_socket_drive) */
+	[STK_CNT_RTC_SHIM_DRIVES] = "rtc_shim_waits_driven",
+	[STK_CNT_RTC_SHIM_MIRROR] = "rtc_shim_waits_on_mirror",
+	[STK_CNT_RTC_SHIM_EINTR] = "rtc_shim_waits_interrupted",
+	[STK_CNT_RTC_POLL_DRIVES] = "rtc_shim_poll_rounds",
+	[STK_CNT_RTC_POLL_KERNEL] = "rtc_shim_poll_in_kernel",
 	/* SYN floods (stack/syncookie.c, lwIP patch 0090) */
 	[STK_CNT_TCP_SYN_COOKIES_SENT] = "tcp_syn_cookies_sent",
 	[STK_CNT_TCP_SYN_COOKIES_OK] = "tcp_syn_cookies_ok",

@@ -24,6 +24,14 @@
  * that arrive during its work (ACKs, data for other sockets) wait until its next call, or
  * at most GRACE_MS for the parked stack thread; the kernel's softirq takes them at once.
  *
+ * Programs under ulsrun drive too (uls_socket_drive for blocking calls, uls_poll_drive for
+ * poll and epoll_wait): the shim calls with every signal blocked and passes the program's
+ * mask, which drive() opens for the device wait alone; the shim's handler trampoline
+ * (apps/preload/signal.c) calls uls_signal_note, which marks the thread and wakes the
+ * device, and the wait ends with EINTR or goes on as signal(7) says. Such a thread never
+ * sleeps on a condition variable behind another application thread's driving (no signal
+ * would end that sleep): it returns -EBUSY and the shim waits in the kernel on the mirror.
+ *
  * ULS_SPIN_US=N: a driver polls the device for up to N microseconds before it sleeps in
  * the device's wait (off by default; SO_BUSY_POLL sets it per socket). ULS_RTC=0 turns run
  * to completion off (the stack thread alone waits on the device, as before), for
@@ -33,7 +41,9 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -44,9 +54,21 @@
 #define GRACE_MS 2           /* the stack thread's park after the last driver's round */
 #define SPIN_US_MAX 1000000u
 
+/* A thread driving for the POSIX shim (uls_socket_drive) waits on the device with the
+ * program's signal mask, so that its handlers run during the wait, as they run during a
+ * kernel recv(). Initial-exec TLS: uls_signal_note reads it from a signal handler. */
+#define TLS __thread __attribute__((tls_model("initial-exec")))
+static TLS const sigset_t *drive_mask;        /* the mask for the device wait, or NULL */
+static TLS struct nif_dev *volatile waiting_dev;  /* set while that wait is open */
+static TLS volatile sig_atomic_t sig_noted;   /* a noted handler ran since the call began */
+static TLS volatile sig_atomic_t sig_intr;    /* ... and one of them had no SA_RESTART */
+static TLS struct pollfd *drive_fds;          /* uls_poll_drive: the kernel's descriptors */
+static TLS unsigned drive_nfds;
+
 /* An application thread blocked in stk__sock_sleep (a FIFO list in stk__node). */
 struct stk_sleeper {
-	struct stk_sock *s;
+	struct stk_sock *s;       /* NULL: a thread in uls_poll_drive */
+	pthread_cond_t *cond;     /* where it sleeps: s->cond, or its own */
 	struct stk_sleeper *next;
 };
 
@@ -184,7 +206,7 @@ static int timer_timeout(int64_t limit_ms)
 static void hand_over(struct stk_node *n)
 {
 	if (n->rtc && n->dev_waiter == STK_W_NONE && n->sleepers)
-		pthread_cond_broadcast(&n->sleepers->s->cond);
+		pthread_cond_broadcast(n->sleepers->cond);
 }
 
 /* Poll the device for frames for up to us microseconds (core lock not held). */
@@ -214,9 +236,10 @@ static bool spin(struct nif_dev *dev, unsigned us)
 	return false;
 }
 
-/* One round of an application thread driving the stack for s (core lock held, the device
- * free): wait on the device until frames, a wake-up, lwIP's next timer or deadline (ns,
- * 0: none), then take the frames and run the timers. */
+/* One round of an application thread driving the stack for s (NULL: for an epoll set,
+ * uls_poll_drive) (core lock held, the device free): wait on the device until frames, a
+ * wake-up, lwIP's next timer or deadline (ns, 0: none), then take the frames and run the
+ * timers. */
 static void drive(struct stk_node *n, struct stk_sock *s, uint64_t deadline)
 {
 	int64_t limit = -1;
@@ -229,11 +252,29 @@ static void drive(struct stk_node *n, struct stk_sock *s, uint64_t deadline)
 	n->dev_waiter = STK_W_APP;
 	n->driver_sock = s;
 	n->dev_deadline = timeout < 0 ? UINT64_MAX : stk__now_ms() + (uint64_t)timeout;
-	unsigned us = s->busy_poll_us > n->spin_us ? s->busy_poll_us : n->spin_us;
+	unsigned us = s && s->busy_poll_us > n->spin_us ? s->busy_poll_us : n->spin_us;
 	struct nif_dev *dev = n->dev;
+	const sigset_t *mask = drive_mask;
+	sigset_t saved;
+	bool hit = false;
+	int wrc = 0;
 	stk__unlock_raw();
-	bool hit = spin(dev, us);
-	int wrc = hit ? 0 : dev->ops->wait(dev, timeout);
+	if (mask) {
+		/* A signal that arrives from here on wakes the device (uls_signal_note);
+		 * one pending already is delivered by the unblocking itself. */
+		waiting_dev = dev;
+		pthread_sigmask(SIG_SETMASK, mask, &saved);
+	}
+	if (!(mask && sig_noted)) {
+		hit = spin(dev, us);
+		if (!hit && !(mask && sig_noted))
+			wrc = drive_fds ? dev->ops->wait_fd(dev, drive_fds, drive_nfds, timeout) :
+					  dev->ops->wait(dev, timeout);
+	}
+	if (mask) {
+		pthread_sigmask(SIG_SETMASK, &saved, NULL);
+		waiting_dev = NULL;
+	}
 	stk__lock();
 	n->dev_waiter = STK_W_NONE;
 	n->driver_sock = NULL;
@@ -250,19 +291,32 @@ static void drive(struct stk_node *n, struct stk_sock *s, uint64_t deadline)
 /* Block until s is signalled (stk__sock_signal) or timeout (zero: none) passes. The core
  * lock is held on entry and on return, released while waiting. Returns 0 or -ETIMEDOUT.
  * Callers re-check their condition: a return says something happened, not what. */
+static int sleep_until(struct stk_sock *s, uint64_t deadline, bool shim);
+
 int stk__sock_sleep(struct stk_sock *s, const struct timespec *timeout)
 {
-	struct stk_node *n = &stk__node;
 	uint64_t deadline = 0;
+
+	if (timeout && (timeout->tv_sec || timeout->tv_nsec))
+		deadline = now_ns() + (uint64_t)timeout->tv_sec * 1000000000u +
+			   (uint64_t)timeout->tv_nsec;
+	return sleep_until(s, deadline, false);
+}
+
+/* stk__sock_sleep's loop. shim: the caller is the POSIX shim (uls_socket_drive), whose
+ * thread must stay open to signals while it waits: it never sleeps on a condition
+ * variable that another application thread's rounds would end (-EBUSY: it waits on the
+ * mirror instead), and a noted signal ends the wait (-EINTR) unless every handler that
+ * ran had SA_RESTART (then it goes on, as the kernel restarts the call). */
+static int sleep_until(struct stk_sock *s, uint64_t deadline, bool shim)
+{
+	struct stk_node *n = &stk__node;
 	int rc = 0;
 
 	/* What the caller queued must leave before it sleeps, and a waiter on the device
 	 * must know about timers the caller armed. */
 	stk__leave();
-	if (timeout && (timeout->tv_sec || timeout->tv_nsec))
-		deadline = now_ns() + (uint64_t)timeout->tv_sec * 1000000000u +
-			   (uint64_t)timeout->tv_nsec;
-	struct stk_sleeper me = { .s = s }, **tail = &n->sleepers;
+	struct stk_sleeper me = { .s = s, .cond = &s->cond }, **tail = &n->sleepers;
 	while (*tail)
 		tail = &(*tail)->next;
 	*tail = &me;
@@ -272,6 +326,19 @@ int stk__sock_sleep(struct stk_sock *s, const struct timespec *timeout)
 			break;
 		if (deadline && now_ns() >= deadline) {
 			rc = -ETIMEDOUT;
+			break;
+		}
+		if (shim && sig_noted) {
+			if (sig_intr || deadline) {
+				/* signal(7): a socket call with a timeout set is never
+				 * restarted. */
+				rc = -EINTR;
+				break;
+			}
+			sig_noted = 0;  /* SA_RESTART: the call goes on */
+		}
+		if (shim && (!n->rtc || !n->running || n->dev_waiter == STK_W_APP)) {
+			rc = -EBUSY;
 			break;
 		}
 		if (n->rtc && n->running && n->dev_waiter == STK_W_NONE) {
@@ -295,6 +362,123 @@ int stk__sock_sleep(struct stk_sock *s, const struct timespec *timeout)
 		}
 	}
 	hand_over(n);
+	return rc;
+}
+
+void uls_signal_note(int restart)
+{
+	struct nif_dev *dev = waiting_dev;
+
+	if (!restart)
+		sig_intr = 1;
+	sig_noted = 1;
+	if (dev)
+		dev->ops->wake(dev);  /* an eventfd write: async-signal-safe */
+}
+
+int uls_socket_drive(int sd, int events, const sigset_t *mask)
+{
+	int rc;
+
+	if ((events != POLLIN && events != POLLOUT) || !mask)
+		return -EINVAL;
+	/* A handler that interrupted this thread's own device wait and blocks on a socket:
+	 * this thread cannot drive twice (the mirror's wait it falls back to is ended by
+	 * the stack thread's rounds, GRACE_MS apart, or by the socket's timeout). */
+	if (waiting_dev)
+		return -EBUSY;
+	stk__lock();
+	struct stk_sock *s = stk__sock_enter(sd);
+	if (!s || s->closed) {
+		if (s)
+			stk__sock_leave(s);
+		stk__unlock();
+		return -EBADF;
+	}
+	if (stk__sock_ready(s, events)) {
+		rc = 0;
+	} else {
+		const struct timespec *t = events == POLLIN ? &s->rcvtimeo : &s->sndtimeo;
+		uint64_t deadline = 0;
+		if (t->tv_sec || t->tv_nsec)
+			deadline = now_ns() + (uint64_t)t->tv_sec * 1000000000u +
+				   (uint64_t)t->tv_nsec;
+		sig_noted = sig_intr = 0;
+		drive_mask = mask;
+		rc = sleep_until(s, deadline, true);
+		drive_mask = NULL;
+		if (rc == -ETIMEDOUT)
+			rc = -EAGAIN;  /* socket(7): SO_RCVTIMEO/SO_SNDTIMEO expired */
+		stk__count(rc == -EBUSY ? STK_CNT_RTC_SHIM_MIRROR :
+			   rc == -EINTR ? STK_CNT_RTC_SHIM_EINTR : STK_CNT_RTC_SHIM_DRIVES);
+	}
+	stk__sock_leave(s);
+	stk__unlock();
+	return rc;
+}
+
+int uls_poll_drive(struct pollfd *fds, unsigned nfds, int timeout_ms, const sigset_t *mask)
+{
+	struct stk_node *n = &stk__node;
+	uint64_t deadline = timeout_ms < 0 ? 0 : now_ns() + (uint64_t)timeout_ms * 1000000u;
+	pthread_cond_t cond;
+	int rc = -EBUSY;
+
+	if (!fds || !mask)
+		return -EINVAL;
+	if (waiting_dev || !stk__node.up)
+		return -EBUSY;  /* see uls_socket_drive; a process without a stack */
+	stk__lock();
+	if (!n->rtc || !n->running || !n->dev->ops->wait_fd) {
+		stk__unlock();
+		return -EBUSY;
+	}
+	stk__drive_entry();
+	stk__leave();
+	cond_init(&cond);
+	struct stk_sleeper me = { .cond = &cond }, **tail = &n->sleepers;
+	while (*tail)
+		tail = &(*tail)->next;
+	*tail = &me;
+	sig_noted = sig_intr = 0;
+	for (int tries = 0; tries < 3; tries++) {
+		if (deadline && now_ns() >= deadline) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+		if (!n->running || n->dev_waiter == STK_W_APP)
+			break;  /* -EBUSY: another thread drives; wait in the kernel */
+		if (n->dev_waiter == STK_W_NONE) {
+			drive_mask = mask;
+			drive_fds = fds;
+			drive_nfds = nfds;
+			drive(n, NULL, deadline);
+			drive_fds = NULL;
+			drive_mask = NULL;
+			/* poll(2), select(2) and epoll_wait(2) are never restarted after a
+			 * handler (signal(7)). */
+			rc = sig_noted ? -EINTR : 0;
+			break;
+		}
+		if (!n->want_drive) {
+			n->want_drive = true;  /* the stack thread hands the device over */
+			stk__count(STK_CNT_RTC_HANDOVERS);
+			n->dev->ops->wake(n->dev);
+		}
+		/* Signals are blocked here: a bounded wait, then the kernel's own. */
+		cond_wait_until(&cond, now_ns() + 2000000u);
+	}
+	for (struct stk_sleeper **p = &n->sleepers; *p; p = &(*p)->next) {
+		if (*p == &me) {
+			*p = me.next;
+			break;
+		}
+	}
+	hand_over(n);
+	pthread_cond_destroy(&cond);
+	stk__count(rc == -EBUSY ? STK_CNT_RTC_POLL_KERNEL :
+		   rc == -EINTR ? STK_CNT_RTC_SHIM_EINTR : STK_CNT_RTC_POLL_DRIVES);
+	stk__unlock();
 	return rc;
 }
 

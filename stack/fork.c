@@ -85,14 +85,20 @@ static void child(void)
 	stk__node.owned = false;
 }
 
+static void register_handlers(void)
+{
+	pthread_atfork(prepare, parent, child);
+}
+
+/* Before the first attach takes the core lock (lease.c): a fork() in another thread
+ * while the attach holds it must wait for it (prepare), or the child would inherit the
+ * lock held by a thread it does not have and hang in its own first socket call (seen:
+ * tests/shim rtcwait fork, a thread connecting while the main thread forks). */
 void stk__fork_init(void)
 {
-	static bool done;
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
 
-	if (!done) {
-		done = true;
-		pthread_atfork(prepare, parent, child);
-	}
+	pthread_once(&once, register_handlers);
 }
 
 int uls_inherited(int sd)

@@ -467,6 +467,7 @@ int uls_attach(const char *ctl_path)
 	if (!ctl_path || !*ctl_path || strlen(ctl_path) >= sizeof(sun.sun_path))
 		return -EINVAL;
 	memcpy(sun.sun_path, ctl_path, strlen(ctl_path));
+	stk__fork_init();
 	stk__lock();
 	if (stk__node.up) {
 		stk__unlock();

@@ -15,9 +15,10 @@
  *
  * Every change of a socket's state reaches stk__mirror_sync() (from the socket's signal
  * and when a call leaves the socket), under the core lock; system calls happen only on
- * transitions. A blocking call waits in the kernel on the mirror (uls_socket_wait), so that
- * signals interrupt it exactly as they interrupt a kernel socket call, SA_RESTART and
- * SO_RCVTIMEO/SO_SNDTIMEO included.
+ * transitions. A blocking call of the shim drives the stack (uls_socket_drive, drive.c);
+ * when it cannot (another thread drives, ULS_RTC=0) it waits in the kernel on the mirror
+ * (uls_socket_wait), so that signals interrupt it exactly as they interrupt a kernel socket
+ * call, SA_RESTART and SO_RCVTIMEO/SO_SNDTIMEO included.
  */
 #include "sock.h"
 
@@ -83,6 +84,17 @@ static struct readiness want(const struct stk_sock *s)
 		break;
 	}
 	return r;
+}
+
+/* Would poll() report events (POLLIN or POLLOUT) on the socket, or an error or hang-up
+ * that ends a wait for them? (Core lock held.) */
+bool stk__sock_ready(const struct stk_sock *s, int events)
+{
+	struct readiness r = want(s);
+
+	if (r.err || r.hup)
+		return true;
+	return events == POLLIN ? r.rd : r.wr;
 }
 
 static void count_fail(void)

@@ -144,6 +144,7 @@ void stk__sock_take_opts(struct stk_sock *s, const struct tcp_pcb *pcb);
 
 /* mirror.c */
 void stk__mirror_sync(struct stk_sock *s);
+bool stk__sock_ready(const struct stk_sock *s, int events);
 void stk__mirror_hangup(struct stk_sock *s);
 void stk__mirror_free(struct stk_sock *s);
 /* A parked socket's mirror (handoff.c): this process lets go of end A and watches B. */

@@ -1,6 +1,6 @@
 /* Moving data: read, write, send, recv and their vector, message and batch forms, and
- * sendfile. Blocking is done here, in the kernel, on the socket's mirror; libuls is only
- * ever asked without waiting.
+ * sendfile. libuls is asked without waiting; blocking is done here (shim__wait), driving
+ * the stack or, failing that, in the kernel on the socket's mirror.
  */
 #include "shim.h"
 
@@ -17,8 +17,20 @@
 #define SEND_FLAGS (MSG_DONTWAIT | MSG_NOSIGNAL | MSG_MORE | MSG_EOR)
 #define RECV_FLAGS (MSG_DONTWAIT | MSG_PEEK | MSG_WAITALL | MSG_TRUNC | MSG_CMSG_CLOEXEC)
 
+/* Wait until f may be ready for events (POLLIN or POLLOUT): 0, -EINTR, -EAGAIN (the
+ * socket's timeout). The thread drives the stack while it waits (run to completion) with
+ * the program's signal mask open, and signal.c's trampoline tells libuls whether a
+ * handler that ran had SA_RESTART. When it cannot drive (another thread does, or
+ * ULS_RTC=0), it waits in the kernel on the mirror, which the driver's rounds update. */
 int shim__wait(struct shim_file *f, int events)
 {
+	sigset_t old;
+
+	shim__enter(&old);
+	int rc = uls_socket_drive(f->sd, events, &old);
+	shim__leave(&old);
+	if (rc != -EBUSY)
+		return rc;
 	return uls_socket_wait(f->sd, events);
 }
 

@@ -29,7 +29,8 @@ static void resolve(void)
 	R(writev); R(sendto); R(recvfrom); R(sendmsg); R(recvmsg); R(sendmmsg); R(recvmmsg);
 	R(shutdown); R(close); R(dup); R(dup2); R(dup3); R(fcntl); R(ioctl); R(getsockopt);
 	R(setsockopt); R(getsockname); R(getpeername); R(poll); R(ppoll); R(select);
-	R(pselect); R(epoll_ctl); R(sendfile); R(execve);
+	R(pselect); R(epoll_ctl); R(sendfile); R(execve); R(sigaction);
+	R(epoll_wait); R(epoll_pwait);
 #undef R
 	/* glibc 2.34 and later; older systems get ENOSYS from our fallback. */
 	shim__real.close_range = dlsym(RTLD_NEXT, "close_range");

@@ -78,6 +78,9 @@ struct shim_real {
 	int (*epoll_ctl)(int, int, int, struct epoll_event *);
 	ssize_t (*sendfile)(int, int, off_t *, size_t);
 	int (*execve)(const char *, char *const[], char *const[]);
+	int (*sigaction)(int, const struct sigaction *, struct sigaction *);
+	int (*epoll_wait)(int, struct epoll_event *, int, int);
+	int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
 };
 extern struct shim_real shim__real;
 void shim__real_init(void);

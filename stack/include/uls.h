@@ -13,6 +13,7 @@
 #define ULS_H
 
 #include <netinet/in.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -96,6 +97,28 @@ ULS_EXTERN int uls_getpeername(int sd, struct sockaddr_in *addr);
  * descriptors, which a program must not close. uls_pending() is FIONREAD. */
 ULS_EXTERN int uls_socket_fd(int sd, int flags);
 ULS_EXTERN int uls_socket_wait(int sd, int events);
+/* Run to completion for a shim (docs/architecture.md): uls_socket_drive() waits until the
+ * socket may have become readable (POLLIN) or writable (POLLOUT) by driving the stack, as
+ * libuls's own blocking calls do. The caller has every signal blocked; mask is the
+ * program's own signal mask, which holds while the thread waits on the device, so handlers
+ * run during the wait. Returns 0 (look again), -EINTR (a handler noted with
+ * uls_signal_note ran and had no SA_RESTART, or the socket has a timeout), -EAGAIN
+ * (SO_RCVTIMEO/SO_SNDTIMEO passed), -EBUSY (another thread drives, or run to completion
+ * is off: wait with uls_socket_wait instead), -EBADF. uls_signal_note(), from a signal
+ * handler (async-signal-safe), says a handler runs on this thread, with or without
+ * SA_RESTART, and ends its wait on the device. */
+ULS_EXTERN int uls_socket_drive(int sd, int events, const sigset_t *mask);
+ULS_EXTERN void uls_signal_note(int restart);
+/* The same for a wait on kernel descriptors (poll's, or an epoll set holding socket
+ * descriptors): uls_poll_drive() drives one round, waiting on the device and on the
+ * nfds descriptors in fds together, as poll(2) would (until frames, one of them ready,
+ * lwIP's next timer, timeout_ms, or a noted handler), so that the caller then asks them
+ * again without waiting. Returns 0 (ask again), -EINTR, -ETIMEDOUT, -EBUSY (wait in the
+ * kernel instead: another thread drives, the device cannot wait on descriptors too, run to
+ * completion is off, or no stack is running). */
+struct pollfd;
+ULS_EXTERN int uls_poll_drive(struct pollfd *fds, unsigned nfds, int timeout_ms,
+			      const sigset_t *mask);
 ULS_EXTERN int uls_fd_private(int fd);
 ULS_EXTERN int uls_fd_private_max(void);
 ULS_EXTERN int uls_pending(int sd);

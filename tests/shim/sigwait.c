@@ -1,14 +1,23 @@
 /* A signal while a thread is blocked in recv() under ulsrun (run by test_shim.py).
  *
- *   sigwait PEER_IP TCP_ECHO_PORT intr|restart
+ *   sigwait PEER_IP TCP_ECHO_PORT MODE
  *
  * The thread connects to a TCP echo and blocks in recv() with nothing on the way; 200 ms
- * later SIGALRM arrives. intr: the handler has no SA_RESTART, so recv() must fail with
- * EINTR (signal(7)) soon after the signal. restart: the handler has SA_RESTART, so recv()
- * goes on and returns the byte another thread sends to the echo 400 ms later. In both the
- * handler must run while the thread is still blocked. Prints "ok MS" (the time recv()
- * took) and exits 0, or says what went wrong and exits 1.
+ * later SIGALRM arrives. The handler is installed as MODE says, and signal(7) says what
+ * recv() must do:
+ *   intr          sigaction without SA_RESTART: fail with EINTR soon after the signal;
+ *   restart       sigaction with SA_RESTART: go on, and return the byte another thread
+ *                 sends to the echo 600 ms in;
+ *   signal        signal() (glibc: BSD semantics, SA_RESTART): as restart;
+ *   siginterrupt  signal() then siginterrupt(SIGALRM, 1): as intr;
+ *   timeout       SA_RESTART, but SO_RCVTIMEO (5 s) is set on the socket: as intr (a
+ *                 socket call with a timeout is never restarted).
+ * In every mode the handler must run while the thread is still blocked, and sigaction must
+ * report the program's own handler and flags. Prints "ok MS" (the time recv() took) and
+ * the stack's rtc_shim_* counters (uls_counters, found with dlsym: the shim exports it),
+ * and exits 0, or says what went wrong and exits 1.
  */
+#include <dlfcn.h>
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -50,27 +59,72 @@ static void *late_sender(void *arg)
 	return NULL;
 }
 
+struct counter {  /* uls.h's struct uls_counter */
+	const char *name;
+	uint64_t value;
+};
+
+static void print_counters(void)
+{
+	int (*get)(struct counter *, size_t) =
+		(int (*)(struct counter *, size_t))dlsym(RTLD_DEFAULT, "uls_counters");
+	static struct counter c[512];
+
+	if (!get)
+		return;
+	int n = get(c, 512);
+	for (int i = 0; i < n && i < 512; i++)
+		if (strncmp(c[i].name, "rtc_shim_", 9) == 0)
+			printf(" %s=%llu", c[i].name, (unsigned long long)c[i].value);
+}
+
 int main(int argc, char **argv)
 {
 	struct sockaddr_in peer = { .sin_family = AF_INET };
-	struct sigaction sa;
+	struct sigaction sa, now;
 	struct itimerval it = { .it_value = { 0, 200000 } };
 	pthread_t t;
 	char c;
 
 	if (argc != 4 || inet_pton(AF_INET, argv[1], &peer.sin_addr) != 1)
 		return 2;
-	bool restart = strcmp(argv[3], "restart") == 0;
+	const char *mode = argv[3];
+	bool restart = strcmp(mode, "restart") == 0 || strcmp(mode, "signal") == 0;
+	int want_flags = strcmp(mode, "intr") == 0 || strcmp(mode, "siginterrupt") == 0 ?
+			 0 : SA_RESTART;
 	peer.sin_port = htons((unsigned short)atoi(argv[2]));
 	sd = socket(AF_INET, SOCK_STREAM, 0);
 	if (sd < 0 || connect(sd, (struct sockaddr *)&peer, sizeof(peer)) < 0) {
 		perror("connect");
 		return 1;
 	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_alarm;
-	sa.sa_flags = restart ? SA_RESTART : 0;
-	sigaction(SIGALRM, &sa, NULL);
+	if (strcmp(mode, "signal") == 0 || strcmp(mode, "siginterrupt") == 0) {
+		if (signal(SIGALRM, on_alarm) == SIG_ERR)
+			return 1;
+		/* Deprecated, and still what older programs call. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+		if (strcmp(mode, "siginterrupt") == 0 && siginterrupt(SIGALRM, 1) < 0)
+			return 1;
+#pragma GCC diagnostic pop
+	} else {
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_alarm;
+		sa.sa_flags = want_flags;
+		sigaction(SIGALRM, &sa, NULL);
+	}
+	if (strcmp(mode, "timeout") == 0) {
+		struct timeval tv = { 5, 0 };
+		if (setsockopt(sd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0)
+			return 1;
+	}
+	if (sigaction(SIGALRM, NULL, &now) < 0 || now.sa_handler != on_alarm ||
+	    (now.sa_flags & (SA_RESTART | SA_SIGINFO)) != want_flags) {
+		fprintf(stderr, "sigaction reports handler %p flags %#x, want %p %#x\n",
+			(void *)now.sa_handler, (unsigned)now.sa_flags, (void *)on_alarm,
+			(unsigned)want_flags);
+		return 1;
+	}
 	if (restart)
 		pthread_create(&t, NULL, late_sender, NULL);
 	setitimer(ITIMER_REAL, &it, NULL);
@@ -94,6 +148,8 @@ int main(int argc, char **argv)
 			n, n < 0 ? strerror(err) : "data", took);
 		return 1;
 	}
-	printf("ok %.0f\n", took);
+	printf("ok %.0f", took);
+	print_counters();
+	printf("\n");
 	return 0;
 }

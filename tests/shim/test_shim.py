@@ -92,14 +92,56 @@ def test_signal_handler_using_sockets_does_not_deadlock(bed):
     assert handled > 100 and echoed > 10, r.stdout
 
 
-@pytest.mark.parametrize("mode", ["intr", "restart"])
-def test_a_signal_during_a_blocking_recv_interrupts_or_restarts_it_as_the_kernel_does(bed, mode):
+@pytest.mark.parametrize("rtc", ["1", "0"])
+@pytest.mark.parametrize("mode", ["intr", "restart", "signal", "siginterrupt", "timeout"])
+def test_a_signal_during_a_blocking_recv_interrupts_or_restarts_it_as_the_kernel_does(bed, mode,
+                                                                                     rtc):
     """signal(7): a socket call blocked when a handler runs fails with EINTR, unless the
-    handler has SA_RESTART. A C program's thread blocked in recv() gets SIGALRM: the handler
-    runs at once, then recv() fails with EINTR (intr) or goes on and returns the byte
-    another thread of the process sends meanwhile on the same socket (restart)."""
-    r = bed.ulsrun([f"{BUILD}/tests/shim/sigwait", bed.kip, "7100", mode], timeout=30)
+    handler has SA_RESTART and no timeout is set on the socket. A C program's thread blocked
+    in recv() gets SIGALRM: the handler runs at once, then recv() fails with EINTR (intr,
+    siginterrupt, timeout: SA_RESTART with SO_RCVTIMEO set) or goes on and returns the byte
+    another thread of the process sends meanwhile on the same socket (restart, and signal(),
+    which restarts). The recv drives the stack (rtc_shim_* counters: the wait was the
+    device's, not the mirror's); with ULS_RTC=0 it waits on the mirror, the kernel's own
+    wait, and must behave the same."""
+    env = dict(os.environ, ULS_RTC=rtc)
+    r = bed.ulsrun([f"{BUILD}/tests/shim/sigwait", bed.kip, "7100", mode], timeout=30, env=env)
     assert r.returncode == 0 and r.stdout.startswith(b"ok "), r
+    c = {k: int(v) for k, v in (f.split("=") for f in r.stdout.decode().split()[2:])}
+    if rtc == "1":
+        assert c["rtc_shim_waits_on_mirror"] == 0, c
+        key = "rtc_shim_waits_driven" if mode in ("restart", "signal") \
+            else "rtc_shim_waits_interrupted"
+        assert c[key] >= 1, c
+    else:
+        assert c["rtc_shim_waits_driven"] == 0 and c["rtc_shim_waits_on_mirror"] >= 1, c
+
+
+@pytest.mark.parametrize("rtc", ["1", "0"])
+@pytest.mark.parametrize("mode", ["threads", "fork", "exec", "epoll", "poll"])
+def test_blocking_calls_drive_the_stack_with_threads_racing_and_fork_and_exec_inside(bed, mode,
+                                                                                    rtc):
+    """Run to completion under ulsrun: threads blocked in send and recv race each other and
+    the stack thread for the device (threads: four connections, 300 messages each, every
+    byte checked); the process forks while a thread waits on the device, and each child
+    makes a connection of its own (fork); the process execs while a thread waits on the
+    device, and the new program's stack works (exec); epoll_wait on a set of a socket and a
+    pipe drives the stack for the socket's messages, wakes for the pipe, and fails with
+    EINTR when a handler (even with SA_RESTART) runs (epoll; poll: the same with poll()).
+    The waits drove the stack (rtc_shim_waits_driven, rtc_shim_poll_rounds); with
+    ULS_RTC=0 they all wait in the kernel, and pass too."""
+    env = dict(os.environ, ULS_RTC=rtc)
+    r = bed.ulsrun([f"{BUILD}/tests/shim/rtcwait", bed.kip, "7100", mode], timeout=60, env=env)
+    assert r.returncode == 0 and r.stdout.startswith(b"ok"), r
+    c = {k: int(v) for k, v in (f.split("=") for f in r.stdout.decode().split()[1:])}
+    print(mode, rtc, c)
+    if rtc == "1":
+        if mode not in ("epoll", "poll"):
+            assert c["rtc_shim_waits_driven"] >= 1, c
+        else:
+            assert c["rtc_shim_poll_rounds"] >= 300 and c["rtc_shim_waits_interrupted"] == 1, c
+    else:
+        assert c["rtc_shim_waits_driven"] == 0 and c["rtc_shim_poll_rounds"] == 0, c
 
 
 @pytest.mark.parametrize("value", ["garbage", "1:2", "0:0:0", "5:999:1", "3:3:0,x", ""])

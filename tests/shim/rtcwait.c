@@ -1,0 +1,280 @@
+/* Blocking calls under ulsrun drive the stack (run to completion, uls_socket_drive):
+ * threads racing each other and the stack thread, fork and exec while a thread is inside
+ * such a wait (run by test_shim.py).
+ *
+ *   rtcwait PEER_IP TCP_ECHO_PORT threads|fork|exec
+ *
+ * threads  four threads each exchange 300 messages of 1 to 3000 bytes with the echo on
+ *          their own connection, blocking in send and recv; every byte is checked.
+ * fork     one thread exchanges messages with pauses (so that it keeps entering the
+ *          device wait) while the main thread forks eight times; each child makes its own
+ *          connection, exchanges a message and exits; the thread's exchange must go on.
+ * exec     one thread blocks in recv with nothing on the way while the main thread execs
+ *          this program again ("exec-child"), which makes a connection of its own and
+ *          exchanges a message.
+ * epoll    one epoll set holds a nonblocking connection and a pipe: 300 messages through
+ *          the echo, each awaited in epoll_wait; then a byte another thread writes to the
+ *          pipe 100 ms later wakes epoll_wait (a kernel descriptor among the sockets); then
+ *          SIGALRM (SA_RESTART) during an epoll_wait with nothing on the way makes it fail
+ *          with EINTR, as epoll_wait is never restarted (signal(7)).
+ * poll     the same with poll() on the connection and the pipe.
+ * Prints "ok" and the stack's rtc_shim_* counters (uls_counters, through dlsym), exits 0;
+ * or says what went wrong and exits 1.
+ */
+#include <arpa/inet.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static struct sockaddr_in peer = { .sin_family = AF_INET };
+static volatile int failed;
+
+struct counter {  /* uls.h's struct uls_counter */
+	const char *name;
+	uint64_t value;
+};
+
+static void print_counters(void)
+{
+	int (*get)(struct counter *, size_t) =
+		(int (*)(struct counter *, size_t))dlsym(RTLD_DEFAULT, "uls_counters");
+	static struct counter c[512];
+
+	if (!get)
+		return;
+	int n = get(c, 512);
+	for (int i = 0; i < n && i < 512; i++)
+		if (strncmp(c[i].name, "rtc_shim_", 9) == 0)
+			printf(" %s=%llu", c[i].name, (unsigned long long)c[i].value);
+}
+
+static int dial(void)
+{
+	int sd = socket(AF_INET, SOCK_STREAM, 0);
+
+	if (sd < 0 || connect(sd, (struct sockaddr *)&peer, sizeof(peer)) < 0) {
+		fprintf(stderr, "connect: %s\n", strerror(errno));
+		return -1;
+	}
+	return sd;
+}
+
+/* Send len bytes of pattern seed and read them back from the echo. */
+static int exchange(int sd, size_t len, unsigned seed)
+{
+	static __thread char out[4096], in[4096];
+
+	for (size_t i = 0; i < len; i++)
+		out[i] = (char)(seed * 31 + i);
+	for (size_t o = 0; o < len;) {
+		ssize_t n = send(sd, out + o, len - o, 0);
+		if (n <= 0) {
+			fprintf(stderr, "send: %zd %s\n", n, strerror(errno));
+			return -1;
+		}
+		o += (size_t)n;
+	}
+	for (size_t o = 0; o < len;) {
+		ssize_t n = recv(sd, in + o, len - o, 0);
+		if (n <= 0) {
+			fprintf(stderr, "recv: %zd %s\n", n, n < 0 ? strerror(errno) : "EOF");
+			return -1;
+		}
+		o += (size_t)n;
+	}
+	if (memcmp(in, out, len) != 0) {
+		fprintf(stderr, "echo differs (seed %u)\n", seed);
+		return -1;
+	}
+	return 0;
+}
+
+static void *talker(void *arg)
+{
+	int rounds = (int)(intptr_t)arg, pause_us = rounds < 0 ? 2000 : 0;
+	int sd = dial();
+
+	if (rounds < 0)
+		rounds = -rounds;
+	if (sd < 0) {
+		failed = 1;
+		return NULL;
+	}
+	for (int i = 0; i < rounds && !failed; i++) {
+		if (exchange(sd, 1 + (size_t)(i * 977) % 3000, (unsigned)i) < 0) {
+			failed = 1;
+			break;
+		}
+		if (pause_us)
+			usleep(pause_us);
+	}
+	close(sd);
+	return NULL;
+}
+
+static void *blocked_reader(void *arg)
+{
+	char c;
+
+	(void)arg;
+	int sd = dial();
+	if (sd >= 0)
+		recv(sd, &c, 1, 0);  /* nothing comes: exec ends this thread */
+	return NULL;
+}
+
+static int pipefd[2];
+static volatile sig_atomic_t alarms;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	alarms++;
+}
+
+static void *pipe_writer(void *arg)
+{
+	(void)arg;
+	usleep(100000);
+	if (write(pipefd[1], "p", 1) != 1)
+		failed = 1;
+	return NULL;
+}
+
+/* Wait for the set (epoll) or the pair (poll); returns how many are ready and the first
+ * ready descriptor in *which. */
+static int wait_set(bool use_poll, int ep, int sd, int timeout, int *which)
+{
+	if (use_poll) {
+		struct pollfd p[2] = { { .fd = sd, .events = POLLIN },
+				       { .fd = pipefd[0], .events = POLLIN } };
+		int n = poll(p, 2, timeout);
+		*which = n > 0 ? (p[0].revents ? sd : pipefd[0]) : -1;
+		return n;
+	}
+	struct epoll_event got[4];
+	int n = epoll_wait(ep, got, 4, timeout);
+	*which = n > 0 ? got[0].data.fd : -1;
+	return n;
+}
+
+static int epoll_mode(bool use_poll)
+{
+	struct epoll_event ev;
+	char out[100], in[100];
+	int which;
+	pthread_t t;
+	int sd = dial(), ep = epoll_create1(0);
+
+	if (sd < 0 || ep < 0 || pipe(pipefd) < 0)
+		return -1;
+	fcntl(sd, F_SETFL, O_NONBLOCK);
+	ev.events = EPOLLIN;
+	ev.data.fd = sd;
+	epoll_ctl(ep, EPOLL_CTL_ADD, sd, &ev);
+	ev.data.fd = pipefd[0];
+	epoll_ctl(ep, EPOLL_CTL_ADD, pipefd[0], &ev);
+	for (int i = 0; i < 300; i++) {
+		memset(out, 'a' + i % 26, sizeof(out));
+		if (send(sd, out, sizeof(out), 0) != (ssize_t)sizeof(out))
+			return fprintf(stderr, "send %d: %s\n", i, strerror(errno)), -1;
+		for (size_t o = 0; o < sizeof(in);) {
+			int n = wait_set(use_poll, ep, sd, 5000, &which);
+			if (n != 1 || which != sd)
+				return fprintf(stderr, "epoll_wait %d: %d %s\n", i, n, strerror(errno)), -1;
+			ssize_t r = recv(sd, in + o, sizeof(in) - o, 0);
+			if (r < 0 && errno == EAGAIN)
+				continue;
+			if (r <= 0)
+				return fprintf(stderr, "recv %d: %s\n", i, strerror(errno)), -1;
+			o += (size_t)r;
+		}
+		if (memcmp(in, out, sizeof(in)) != 0)
+			return fprintf(stderr, "echo %d differs\n", i), -1;
+	}
+	pthread_create(&t, NULL, pipe_writer, NULL);
+	int n = wait_set(use_poll, ep, sd, 5000, &which);
+	pthread_join(t, NULL);
+	if (n != 1 || which != pipefd[0])
+		return fprintf(stderr, "pipe: epoll_wait %d\n", n), -1;
+	char c;
+	if (read(pipefd[0], &c, 1) != 1)
+		return -1;
+	struct sigaction sa = { .sa_handler = on_alarm, .sa_flags = SA_RESTART };
+	struct itimerval it = { .it_value = { 0, 100000 } };
+	sigaction(SIGALRM, &sa, NULL);
+	setitimer(ITIMER_REAL, &it, NULL);
+	n = wait_set(use_poll, ep, sd, 3000, &which);
+	if (!(n < 0 && errno == EINTR && alarms == 1))
+		return fprintf(stderr, "signal: epoll_wait %d (%s), %d alarms\n", n,
+			       strerror(errno), (int)alarms), -1;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	pthread_t t[4];
+
+	if (argc != 4 || inet_pton(AF_INET, argv[1], &peer.sin_addr) != 1)
+		return 2;
+	peer.sin_port = htons((unsigned short)atoi(argv[2]));
+	const char *mode = argv[3];
+	if (strcmp(mode, "threads") == 0) {
+		for (int i = 0; i < 4; i++)
+			pthread_create(&t[i], NULL, talker, (void *)(intptr_t)300);
+		for (int i = 0; i < 4; i++)
+			pthread_join(t[i], NULL);
+	} else if (strcmp(mode, "fork") == 0) {
+		pthread_create(&t[0], NULL, talker, (void *)(intptr_t)-200);
+		for (int i = 0; i < 8 && !failed; i++) {
+			usleep(30000);
+			pid_t pid = fork();
+			if (pid == 0) {
+				int sd = dial();
+				_exit(sd >= 0 && exchange(sd, 100, 7) == 0 ? 0 : 1);
+			}
+			int st;
+			if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+			    WEXITSTATUS(st) != 0) {
+				fprintf(stderr, "child %d failed\n", i);
+				failed = 1;
+			}
+		}
+		pthread_join(t[0], NULL);
+	} else if (strcmp(mode, "exec") == 0) {
+		pthread_create(&t[0], NULL, blocked_reader, NULL);
+		usleep(200000);
+		execl(argv[0], argv[0], argv[1], argv[2], "exec-child", (char *)NULL);
+		fprintf(stderr, "exec: %s\n", strerror(errno));
+		return 1;
+	} else if (strcmp(mode, "epoll") == 0 || strcmp(mode, "poll") == 0) {
+		if (epoll_mode(strcmp(mode, "poll") == 0) < 0)
+			failed = 1;
+	} else if (strcmp(mode, "exec-child") == 0) {
+		int sd = dial();
+		if (sd < 0 || exchange(sd, 1000, 3) < 0)
+			failed = 1;
+	} else {
+		return 2;
+	}
+	if (failed)
+		return 1;
+	printf("ok");
+	print_counters();
+	printf("\n");
+	return 0;
+}
