@@ -25,8 +25,9 @@ def test_rfc5681_4_2_immediate_dup_ack_for_each_out_of_order_segment(node, link)
     curated_pcap(link, "test_rfc5681_4_2_immediate_dup_ack_for_each_out_of_order_segment.pcap")
 
 
-@requirement(fix='patch 0002',
-             mutate="tests/conformance/lwip-mutate core/tcp_in.c 's/if (fills_gap) {/if (0 \\&\\& fills_gap) {/'")
+@requirement(fix='patch 0002, patch 0091',
+             mutate="tests/conformance/lwip-mutate core/tcp_in.c 's/if (fills_gap) {/if (0 \\&\\& fills_gap) {/; "
+                    "s/pcb->quickack = TCP_QUICKACK_SEGS;/pcb->quickack = 0;/g'")
 def test_rfc5681_4_2_immediate_ack_when_hole_is_filled(node, link):
     """RFC 5681 §4.2: "A TCP receiver SHOULD send an immediate ACK when the incoming
     segment fills in all or part of a gap in the sequence space." The node delays the ACK
@@ -40,7 +41,9 @@ def test_rfc5681_4_2_immediate_ack_when_hole_is_filled(node, link):
     falls between two frames sent back to back: a few percent of the time, so five rounds
     in a row cannot pass by chance). Positive control of the method: with no hole, the
     ACK of the first of two back-to-back in-order segments is merged into that of the
-    second at least once in five rounds."""
+    second at least once in five rounds. Two mechanisms send that ACK: the filled gap
+    itself (patch 0002), and the quick ACKs the out-of-order segment starts (patch 0091);
+    the mutation disables both."""
     peer = TcpPeer(link, 9)
     peer.connect()
     peer.send("PA", b"0" * 500)
@@ -74,7 +77,8 @@ def test_rfc5681_4_2_immediate_ack_when_hole_is_filled(node, link):
 
 
 @requirement(fix='patch 0024',
-             mutate='rm stack/patches/0024-*.patch')
+             mutate="tests/conformance/lwip-mutate core/tcp_in.c "
+                    "'s/if (tcplen >= 2 \\* (u32_t)pcb->mss) {/if (0 \\&\\& tcplen >= 2 * (u32_t)pcb->mss) {/'")
 def test_rfc5681_4_2_segment_of_two_full_sized_segments_acked_at_once(node, link):
     """RFC 5681 §4.2: "The delayed ACK algorithm specified in [RFC1122] SHOULD be used by
     a TCP receiver. When using delayed ACKs, a TCP receiver MUST NOT excessively delay

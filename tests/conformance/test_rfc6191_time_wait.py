@@ -152,7 +152,7 @@ def test_rfc6191_2_syn_with_lower_isn_and_no_timestamps_not_reopened(link):
 
 
 @requirement(fix='patch 0080',
-             mutate='rm stack/patches/0080-*.patch')
+             mutate="tests/conformance/lwip-mutate core/tcp_in.c '/tcp_timewait_forget(pcb);/d'")
 def test_rfc6191_2_reopening_a_time_wait_the_application_holds_leaves_the_new_connection_alone(link):
     """RFC 6191 §2: a SYN with a greater timestamp is honoured, "creating a connection in
     the SYN-RECEIVED state" -- the old incarnation is gone. RFC 9293 §3.10.7.4 names what

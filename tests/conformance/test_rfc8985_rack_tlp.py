@@ -19,7 +19,8 @@ def in_range(s, n):
 
 
 @requirement(fix='patch 0023',
-             mutate='rm stack/patches/0023-*.patch stack/patches/0042-*.patch')
+             mutate="tests/conformance/lwip-mutate core/tcp_out.c "
+                    "'s/pcb->tlp_state = TCP_TLP_ARMED;/pcb->tlp_state = TCP_TLP_IDLE;/'")
 def test_rfc8985_7_tail_loss_probe_before_the_rto(node, link):
     """RFC 8985 §7.2: "The sender SHOULD start or restart a loss probe PTO timer after
     transmitting new data (that was not itself a loss probe) or upon receiving an ACK that
@@ -47,7 +48,9 @@ def test_rfc8985_7_tail_loss_probe_before_the_rto(node, link):
 
 
 @requirement(fix='patch 0023',
-             mutate='rm stack/patches/0023-*.patch stack/patches/0042-*.patch')
+             mutate="tests/conformance/lwip-mutate core/tcp_out.c "
+                    "'s/(pcb->rack_lost_valid \\&\\& TCP_SEQ_LT(start, pcb->rack_lost))/"
+                    "(0 \\&\\& TCP_SEQ_LT(start, pcb->rack_lost))/'")
 def test_rfc8985_6_2_hole_sent_before_delivered_probe_is_lost(node, link):
     """RFC 8985 §6.2, RACK_detect_loss(): "For each segment, Segment, not acknowledged
     yet: If RACK_sent_after(RACK.xmit_ts, RACK.end_seq, Segment.xmit_ts,
@@ -73,7 +76,8 @@ def test_rfc8985_6_2_hole_sent_before_delivered_probe_is_lost(node, link):
 
 
 @requirement(fix='patch 0023',
-             mutate='rm stack/patches/0023-*.patch stack/patches/0042-*.patch')
+             mutate="tests/conformance/lwip-mutate core/tcp_out.c "
+                    "'s/if (TCP_SEQ_GT(pcb->sb\\[i\\].right, pcb->rxt_mark)) {/if (0) {/'")
 def test_rfc8985_6_2_lost_retransmission_sent_again_without_rto(node, link):
     """RFC 8985 §6.2, RACK_detect_loss(): "For each segment, Segment, not acknowledged
     yet: If RACK_sent_after(RACK.xmit_ts, RACK.end_seq, Segment.xmit_ts,

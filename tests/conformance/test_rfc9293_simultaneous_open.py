@@ -28,7 +28,8 @@ def _crossing_syn(peer):
 
 
 @requirement(fix='patch 0013',
-             mutate='rm stack/patches/0013-*.patch')
+             mutate="tests/conformance/lwip-mutate core/tcp_in.c "
+                    "'s/else if ((flags \\& TCP_SYN) \\&\\& !(flags \\& TCP_ACK)) {/else if (0) {/'")
 def test_rfc9293_3_5_simultaneous_open_completes(node, link, counters):
     """RFC 9293 §3.5: "A TCP implementation MUST support simultaneous open attempts
     (MUST-10)." and §3.10.7.3 (SYN-SENT), fourth, check the SYN bit: "If the SYN bit is
