@@ -8,6 +8,7 @@
 
 #include <fcntl.h>
 #include <stdarg.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -168,7 +169,11 @@ SHIM_EXPORT int ioctl(int fd, unsigned long req, ...)
 			rc = -EFAULT;
 			break;
 		}
-		f->nonblock = *(int *)arg != 0;
+		/* The program's int may sit at any address (the kernel takes it so):
+		 * copied, not dereferenced (UBSan caught a misaligned one). */
+		int on;
+		memcpy(&on, arg, sizeof on);
+		f->nonblock = on != 0;
 		rc = 0;
 		break;
 	case FIONREAD:
@@ -180,7 +185,8 @@ SHIM_EXPORT int ioctl(int fd, unsigned long req, ...)
 		rc = uls_pending(f->sd);
 		shim__leave(&old);
 		if (rc >= 0) {
-			*(int *)arg = rc;
+			int n = rc;
+			memcpy(arg, &n, sizeof n);
 			rc = 0;
 		}
 		break;
