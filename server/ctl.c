@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "netif/conntab.h"
 #include "netif/ctlproto.h"
 
 #define MAX_EVENTS 64
@@ -84,6 +85,10 @@ static const char *const counter_names[SRV_COUNTER_MAX] = {
 	[SRV_DROP_REASS_UNSTEERED] = "drop_reass_unsteered",
 	[SRV_ICMP_TIME_EXCEEDED_SENT] = "icmp_time_exceeded_sent",
 	[SRV_DROP_RST_RATE] = "drop_rst_rate",
+	[SRV_CONNTABS_GIVEN] = "conntabs_given",
+	[SRV_CONNTAB_TORN] = "conntab_torn",
+	[SRV_CONNTAB_BAD_HEADER] = "conntab_bad_header",
+	[SRV_CONNTAB_BAD_ENTRIES] = "conntab_bad_entries",
 };
 
 const char *srv_counter_name(enum srv_counter c)
@@ -245,6 +250,97 @@ static int send_endpoint(const struct flt_rule *rule, void *arg)
 	return 0;
 }
 
+/* CONNTAB: the process's connection table (netif/conntab.h). ulsd creates and seals the
+ * memfd and maps it first, so what the process does to it can change its contents but not
+ * its size: ulsd's reads never fault. */
+static void conntab(struct srv *s, struct conn *c, struct srv_lease *l, const struct uls_ctl_msg *req)
+{
+	struct uls_ctl_msg r;
+	void *map;
+
+	if (l->conntab) {
+		reply_status(s, c, req, -EALREADY);
+		return;
+	}
+	int fd = uls_conntab_create(ULS_CONNTAB_CAPACITY, &map);
+	if (fd < 0) {
+		srv_log(1, "lease %u: no connection table: %s", l->id, strerror(-fd));
+		reply_status(s, c, req, fd);
+		return;
+	}
+	l->conntab = map;
+	l->conntab_cap = ULS_CONNTAB_CAPACITY;
+	s->ctr[SRV_CONNTABS_GIVEN]++;
+	uls_ctl_init(&r, ULS_CTL_CONNTAB, req->seq);
+	reply(s, c, &r, &fd, 1);
+	close(fd);  /* both ends keep their mapping */
+}
+
+/* One process's connections, read from its table without waiting for it: a STAT_PROC
+ * record, then a STAT_CONN record per valid entry. An inconsistent table or an entry out
+ * of range is counted and left out, never passed on. */
+static struct uls_conntab_ent snap[ULS_CONNTAB_CAPACITY];
+
+static void stat_process(struct srv *s, struct conn *c, uint32_t seq, struct srv_lease *l)
+{
+	struct uls_ctl_msg r;
+	uint32_t n = 0, total = 0, ok = 0;
+	uint64_t published = 0;
+	uint8_t dp = l->direct ? ULS_CTL_DP_DIRECT : ULS_CTL_DP_RELAY;
+	int table = ULS_CTL_TABLE_NONE;
+
+	if (l->conntab) {
+		int rc = uls_conntab_snapshot(l->conntab, l->conntab_cap, snap, &n, &total, &published);
+		table = rc == ULS_CONNTAB_OK ? ULS_CTL_TABLE_OK :
+			rc == ULS_CONNTAB_TORN ? ULS_CTL_TABLE_TORN : ULS_CTL_TABLE_BAD;
+		if (rc == ULS_CONNTAB_TORN)
+			s->ctr[SRV_CONNTAB_TORN]++;
+		else if (rc != ULS_CONNTAB_OK)
+			s->ctr[SRV_CONNTAB_BAD_HEADER]++;
+		if (rc != ULS_CONNTAB_OK)
+			n = total = 0;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		ok += uls_conntab_ent_ok(&snap[i]);
+	uls_ctl_init(&r, ULS_CTL_STAT_PROC, seq);
+	r.u.proc.pid = (uint32_t)l->pid;
+	r.u.proc.datapath = dp;
+	r.u.proc.queue = (uint8_t)l->queue;
+	r.u.proc.table = (uint8_t)table;
+	r.u.proc.connections = total;
+	r.u.proc.listed = ok;
+	r.u.proc.refused = n - ok;
+	s->ctr[SRV_CONNTAB_BAD_ENTRIES] += n - ok;
+	if (published) {
+		struct timespec now;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		uint64_t now_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+		uint64_t age = now_ns > published ? (now_ns - published) / 1000000u : 0;
+		r.u.proc.age_ms = age > UINT32_MAX ? UINT32_MAX : (uint32_t)age;
+	}
+	reply(s, c, &r, NULL, 0);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct uls_conntab_ent *e = &snap[i];
+		if (!uls_conntab_ent_ok(e))
+			continue;
+		uls_ctl_init(&r, ULS_CTL_STAT_CONN, seq);
+		r.proto = IPPROTO_TCP;
+		r.lport = e->lport;
+		r.rip = e->rip;
+		r.rport = e->rport;
+		r.u.conn = (struct uls_ctl_conn){
+			.pid = (uint32_t)l->pid, .datapath = dp, .state = e->state,
+			.snd_wscale = e->snd_wscale, .rcv_wscale = e->rcv_wscale,
+			.send_queue = e->send_queue, .recv_queue = e->recv_queue,
+			.rtt_us = e->rtt_us, .rttvar_us = e->rttvar_us, .rto_us = e->rto_us,
+			.cwnd = e->cwnd, .ssthresh = e->ssthresh, .retransmits = e->retransmits,
+			.mss = e->mss, .snd_wnd = e->snd_wnd, .rcv_wnd = e->rcv_wnd, .flags = e->flags,
+			.lip = s->ip,
+		};
+		reply(s, c, &r, NULL, 0);
+	}
+}
+
 /* ulsstat: every counter, then every endpoint, then END. The socket's buffer bounds how
  * much one reply may hold; SEQPACKET keeps the records apart. */
 static void stats(struct srv *s, struct conn *c, const struct uls_ctl_msg *req)
@@ -279,6 +375,11 @@ static void stats(struct srv *s, struct conn *c, const struct uls_ctl_msg *req)
 		r.rport = s->custody[i].rport;
 		r.u.endpoint.kind = ULS_CTL_K_TIMEWAIT;
 		reply(s, c, &r, NULL, 0);
+	}
+	for (uint32_t i = 1; i < SRV_MAX_LEASES; i++) {
+		struct srv_lease *l = s->leases[i];
+		if (l && !l->dead)
+			stat_process(s, c, req->seq, l);
 	}
 	struct uls_ctl_msg end;
 	uls_ctl_init(&end, ULS_CTL_END, req->seq);
@@ -380,6 +481,9 @@ static void handle(struct srv *s, struct conn *c, const struct uls_ctl_msg *m)
 	case ULS_CTL_CLAIM:
 		rc = srv_handoff_claim(s, l, m);
 		break;
+	case ULS_CTL_CONNTAB:
+		conntab(s, c, l, m);
+		return;
 	case ULS_CTL_UNBIND:
 		srv_drain_tx(s, l);
 		/* The socket that held the port closed: a listener stops receiving new
