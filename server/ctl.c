@@ -341,8 +341,9 @@ static void stat_process(struct srv *s, struct conn *c, uint32_t seq, struct srv
 	}
 }
 
-/* ulsstat: every counter, then every endpoint, then END. The socket's buffer bounds how
- * much one reply may hold; SEQPACKET keeps the records apart. */
+/* ulsstat: every process and its connections, every counter, every endpoint, then END.
+ * The socket's buffer bounds how much one reply may hold; SEQPACKET keeps the records
+ * apart. */
 static void stats(struct srv *s, struct conn *c, const struct uls_ctl_msg *req)
 {
 	struct flt_stats fs;
@@ -353,6 +354,13 @@ static void stats(struct srv *s, struct conn *c, const struct uls_ctl_msg *req)
 	 * below the records of a node with a few hundred queues (bpf.c's per-queue figures). */
 	if (setsockopt(c->fd, SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof(big)) < 0)
 		setsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
+	/* The processes first: what reading their tables counted is in this answer's
+	 * counters. */
+	for (uint32_t i = 1; i < SRV_MAX_LEASES; i++) {
+		struct srv_lease *l = s->leases[i];
+		if (l && !l->dead)
+			stat_process(s, c, req->seq, l);
+	}
 	for (int i = 0; i < SRV_COUNTER_MAX; i++)
 		send_counter(s, c, req->seq, srv_counter_name((enum srv_counter)i), s->ctr[i]);
 	for (int i = 1; i < ULS_CTL_ERROR_MAX; i++)
@@ -375,11 +383,6 @@ static void stats(struct srv *s, struct conn *c, const struct uls_ctl_msg *req)
 		r.rport = s->custody[i].rport;
 		r.u.endpoint.kind = ULS_CTL_K_TIMEWAIT;
 		reply(s, c, &r, NULL, 0);
-	}
-	for (uint32_t i = 1; i < SRV_MAX_LEASES; i++) {
-		struct srv_lease *l = s->leases[i];
-		if (l && !l->dead)
-			stat_process(s, c, req->seq, l);
 	}
 	struct uls_ctl_msg end;
 	uls_ctl_init(&end, ULS_CTL_END, req->seq);
