@@ -96,9 +96,34 @@ const char *srv_counter_name(enum srv_counter c)
 	return (unsigned)c < SRV_COUNTER_MAX ? counter_names[c] : "unknown";
 }
 
+/* A STATS answer is collected with the lock held and sent after it is released
+ * (send_answer): the demux thread, which takes the same lock per batch of frames on the
+ * relay path, then waits for the records' copy, not for hundreds of sendmsg calls. Only
+ * the control thread answers: one answer at a time. */
+static struct {
+	struct uls_ctl_msg *m;
+	size_t n, cap;
+	bool on;
+	uint64_t lost;
+} answer;
+
 static void reply(struct srv *s, struct conn *c, struct uls_ctl_msg *m, const int *fds,
 		  size_t nfds)
 {
+	if (answer.on && !nfds) {
+		if (answer.n == answer.cap) {
+			size_t cap = answer.cap ? answer.cap * 2 : 1024;
+			struct uls_ctl_msg *p = realloc(answer.m, cap * sizeof(*p));
+			if (!p) {
+				answer.lost++;
+				return;
+			}
+			answer.m = p;
+			answer.cap = cap;
+		}
+		answer.m[answer.n++] = *m;
+		return;
+	}
 	char cbuf[CMSG_SPACE(sizeof(int) * 3)];
 	struct iovec iov = { m, sizeof(*m) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
@@ -350,6 +375,9 @@ static void stats(struct srv *s, struct conn *c, const struct uls_ctl_msg *req)
 	struct ep_ctx e = { s, c, req->seq };
 	int big = 4 << 20;
 
+	answer.on = true;
+	answer.n = 0;
+
 	/* Forced where ulsd may (CAP_NET_ADMIN): net.core.wmem_max would otherwise cap it
 	 * below the records of a node with a few hundred queues (bpf.c's per-queue figures). */
 	if (setsockopt(c->fd, SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof(big)) < 0)
@@ -387,6 +415,37 @@ static void stats(struct srv *s, struct conn *c, const struct uls_ctl_msg *req)
 	struct uls_ctl_msg end;
 	uls_ctl_init(&end, ULS_CTL_END, req->seq);
 	reply(s, c, &end, NULL, 0);
+	answer.on = false;
+}
+
+/* The collected STATS answer, with the lock released (see `answer`). */
+static void send_answer(struct srv *s, struct conn *c)
+{
+	struct mmsghdr mm[64];
+	struct iovec iov[64];
+	size_t i = 0;
+	uint64_t lost = answer.lost;
+
+	while (i < answer.n) {
+		unsigned k = 0;
+		for (; k < 64 && i + k < answer.n; k++) {
+			iov[k] = (struct iovec){ &answer.m[i + k], sizeof(answer.m[0]) };
+			mm[k] = (struct mmsghdr){ .msg_hdr = { .msg_iov = &iov[k], .msg_iovlen = 1 } };
+		}
+		/* Never block the connection server on one slow client. */
+		int sent = sendmmsg(c->fd, mm, k, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (sent <= 0)
+			break;
+		i += (size_t)sent;
+	}
+	lost += answer.n - i;
+	answer.n = 0;
+	answer.lost = 0;
+	if (lost) {
+		pthread_mutex_lock(&s->lock);
+		s->ctr[SRV_CTL_REPLY_LOST] += lost;
+		pthread_mutex_unlock(&s->lock);
+	}
 }
 
 /* A refused one-way message still gets an error reply (the process's stack skips replies
@@ -551,6 +610,8 @@ static bool conn_read(struct srv *s, struct conn *c)
 			handle(s, c, &m);
 		}
 		pthread_mutex_unlock(&s->lock);
+		if (answer.n)
+			send_answer(s, c);
 	}
 }
 
