@@ -20,7 +20,9 @@ import tempfile
 import threading
 import time
 
-from conftest import BENCH, DATAPATH, HOSTILE, STAT, _testbed, check_client, frames_moved
+from conftest import BENCH, BUILD, DATAPATH, HOSTILE, STAT, _testbed, check_client, frames_moved
+
+LEASECTL = os.path.join(BUILD, "tests", "node", "leasectl")
 
 REQUIRED = {"pid": int, "state": str, "local": str, "remote": str, "send_queue": int,
             "recv_queue": int, "rtt_us": int, "rttvar_us": int, "cwnd": int, "ssthresh": int,
@@ -457,3 +459,55 @@ def test_a_process_writing_nonsense_into_its_table_costs_only_counted_drops(tb):
         r = ulsstat(tb, 1, *fmt)
         assert r.returncode == 0, r.stderr
     parse_prometheus(ulsstat(tb, 1, "--prometheus").stdout)
+
+
+# --- many connections --------------------------------------------------------------------
+
+HOLD_SERVER = r"""
+import resource, socket, sys, time
+resource.setrlimit(resource.RLIMIT_NOFILE, (8192, 8192))
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", int(sys.argv[1])))
+s.listen(4096)
+s.settimeout(0.2)
+print("listening", flush=True)
+held, end = [], time.monotonic() + float(sys.argv[2])
+while time.monotonic() < end:
+    try:
+        held.append(s.accept()[0])
+    except OSError:
+        pass
+"""
+
+
+def test_a_process_with_more_connections_than_its_table_is_counted_whole(tb):
+    """A process (leasectl, on libuls) with 1,100 connections to a kernel peer: ulsstat
+    counts all 1,100 for it, lists the table's 1,024 and says not all are listed (text),
+    in JSON and in Prometheus; the answer (over 1,000 connection records) arrives whole."""
+    port, n = 6605, 1100
+    srv = tb.kernel_python(HOLD_SERVER, port, 40, name="hold-server")
+    deadline = time.monotonic() + 5
+    while "listening" not in srv.stdout() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    cli = tb.start([LEASECTL, "hold", "--ctl", tb.ctl(1), "--to", f"{tb.kernel_ip}:{port}",
+                    "--conns", str(n), "--hold", "20"], name="many-conns")
+    deadline = time.monotonic() + 30
+    while "ready" not in cli.stdout() and time.monotonic() < deadline and cli.poll() is None:
+        time.sleep(0.1)
+    assert f"ready {n}" in cli.stdout(), (cli.stdout(), cli.stderr())
+    time.sleep(0.6)  # the table's next write
+    t0 = time.monotonic()
+    st = stat_json(tb, 1)
+    took = time.monotonic() - t0
+    p = [x for x in st["processes"] if x["pid"] == cli.pid]
+    assert p and p[0]["connections"] == n and p[0]["listed"] == 1024 and p[0]["table"] == "ok", p
+    mine = [c for c in st["connections"] if c["pid"] == cli.pid]
+    assert len(mine) == 1024 and all(c["state"] == "ESTABLISHED" for c in mine), len(mine)
+    assert len({c["local"] for c in mine}) == 1024
+    r = ulsstat(tb, 1)
+    assert r.returncode == 0 and "(not all listed)" in r.stdout, r.stderr
+    fams = parse_prometheus(ulsstat(tb, 1, "--prometheus").stdout)
+    assert [v for lab, v in fams["uls_process_tcp_connections"]["samples"]
+            if lab["pid"] == str(cli.pid)] == [float(n)]
+    assert took < 5, took
