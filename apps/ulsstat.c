@@ -203,9 +203,12 @@ static void print_text(FILE *f, const struct snap *s)
 			continue;
 		char cmd[64];
 		command_of(p->u.proc.pid, cmd, sizeof(cmd));
-		fprintf(f, "%-8u %-16s %-8s %-11u %-8s %u ms%s\n", p->u.proc.pid, cmd[0] ? cmd : "-",
+		char age[24] = "-";
+		if (p->u.proc.age_ms != UINT32_MAX)
+			snprintf(age, sizeof(age), "%u ms", p->u.proc.age_ms);
+		fprintf(f, "%-8u %-16s %-8s %-11u %-8s %s%s\n", p->u.proc.pid, cmd[0] ? cmd : "-",
 			datapath_name(p->u.proc.datapath), p->u.proc.connections,
-			table_name(p->u.proc.table), p->u.proc.age_ms,
+			table_name(p->u.proc.table), age,
 			p->u.proc.connections > p->u.proc.listed ? " (not all listed)" : "");
 	}
 	fprintf(f, "\n%-12s %-9s %-9s %-21s %-21s %s\n", "State", "Recv-Q", "Send-Q", "Local",
@@ -332,9 +335,13 @@ static void print_json(FILE *f, const struct snap *s)
 		fprintf(f, "%s{\"pid\": %u, \"command\": ", first ? "" : ", ", p->u.proc.pid);
 		json_str(f, cmd);
 		fprintf(f, ", \"datapath\": \"%s\", \"connections\": %u, \"listed\": %u, "
-			"\"refused\": %u, \"table\": \"%s\", \"table_age_ms\": %u}",
+			"\"refused\": %u, \"table\": \"%s\", \"table_age_ms\": ",
 			datapath_name(p->u.proc.datapath), p->u.proc.connections, p->u.proc.listed,
-			p->u.proc.refused, table_name(p->u.proc.table), p->u.proc.age_ms);
+			p->u.proc.refused, table_name(p->u.proc.table));
+		if (p->u.proc.age_ms == UINT32_MAX)
+			fprintf(f, "null}");
+		else
+			fprintf(f, "%u}", p->u.proc.age_ms);
 		first = 0;
 	}
 	fprintf(f, "], \"connections\": [");
@@ -555,8 +562,10 @@ static int print_prometheus(FILE *f, const struct snap *s)
 		    "Bytes received and not yet read, over the process's connections", v2, p->recvq);
 		add(&ss, "uls_process_retransmits", "gauge",
 		    "Retransmissions of the process's current connections", v2, p->rexmits);
-		add(&ss, "uls_process_conntab_age_seconds", "gauge",
-		    "Time since the process last wrote its connection table", v2, m->u.proc.age_ms / 1000.0);
+		if (m->u.proc.age_ms != UINT32_MAX)
+			add(&ss, "uls_process_conntab_age_seconds", "gauge",
+			    "Time since the process last wrote its connection table", v2,
+			    m->u.proc.age_ms / 1000.0);
 		add(&ss, "uls_process_conntab_refused_entries", "gauge",
 		    "Entries of the process's connection table refused as out of range", v2,
 		    m->u.proc.refused);

@@ -110,7 +110,7 @@ struct uls_ctl_proc {
 	uint32_t connections; /* TCP connections the process has */
 	uint32_t listed;      /* STAT_CONN records that follow */
 	uint32_t refused;     /* entries refused as out of range (conntab_bad_entries) */
-	uint32_t age_ms;      /* since the process last wrote its table */
+	uint32_t age_ms;      /* since the process last wrote its table; UINT32_MAX: never */
 };
 
 /* STAT_CONN: the message's lport, rip, rport name the connection (proto TCP). */

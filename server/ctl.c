@@ -336,6 +336,7 @@ static void stat_process(struct srv *s, struct conn *c, uint32_t seq, struct srv
 	r.u.proc.listed = ok;
 	r.u.proc.refused = n - ok;
 	s->ctr[SRV_CONNTAB_BAD_ENTRIES] += n - ok;
+	r.u.proc.age_ms = UINT32_MAX;  /* never written (no connection yet) */
 	if (published) {
 		struct timespec now;
 		clock_gettime(CLOCK_MONOTONIC, &now);
