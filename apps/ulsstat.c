@@ -425,6 +425,11 @@ static void label_value(char *out, size_t len, const char *v)
 static void add(struct samples *ss, const char *family, const char *type, const char *help,
 		const char *labels, double value)
 {
+	/* A sample twice (two counter names that read alike as metric names) would make the
+	 * whole file invalid for the collector: the first stays. */
+	for (size_t i = 0; i < ss->n; i++)
+		if (!strcmp(ss->v[i].family, family) && !strcmp(ss->v[i].labels, labels))
+			return;
 	if (ss->n == ss->cap) {
 		size_t cap = ss->cap ? ss->cap * 2 : 256;
 		struct sample *p = realloc(ss->v, cap * sizeof(*p));
@@ -540,6 +545,11 @@ static int print_prometheus(FILE *f, const struct snap *s)
 		if (m->type != ULS_CTL_STAT_PROC)
 			continue;
 		const struct proc_sum *p = &ps[k++];
+		bool again = false;
+		for (size_t j = 0; j + 1 < k; j++)
+			again |= ps[j].pid == p->pid;
+		if (again)
+			continue;  /* one set of figures per pid (the first) */
 		char cmd[64];
 		command_of(m->u.proc.pid, cmd, sizeof(cmd));
 		label_value(v1, sizeof(v1), cmd);

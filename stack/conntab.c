@@ -68,6 +68,10 @@ static void fill(struct uls_conntab_ent *e, const struct tcp_pcb *pcb)
 {
 	const struct stk_sock *s = pcb->callback_arg;
 
+	/* A connection still in SYN-RECEIVED carries its listener's argument (lwIP copies
+	 * it): only a socket of its own has its receive queue. */
+	if (s && s->tcp != pcb)
+		s = NULL;
 	memset(e, 0, sizeof(*e));
 	e->rip = ip_2_ip4(&pcb->remote_ip)->addr;
 	e->lport = pcb->local_port;

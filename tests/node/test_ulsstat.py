@@ -426,6 +426,16 @@ def test_malformed_answers_from_ulsd_get_a_clear_error():
         assert r.returncode == 0, r.stderr
         c = json.loads(r.stdout)["connections"]
         assert len(c) == 1 and c[0]["state"] == "ESTABLISHED" and c[0]["remote"] == "198.18.0.2:40000", c
+        # Well-formed but awkward for Prometheus: a pid twice, counter names that read alike
+        # as metric names, a quote and a backslash in a name. The file must stay valid.
+        ctr = lambda name, v: record(9, body=name.encode().ljust(48, b"\0") + struct.pack("=Q", v))  # noqa: E731
+        path = os.path.join(d, "awkward.ctl")
+        fake_ulsd(path, [proc(1), conn(4), proc(2), ctr("a.b", 1), ctr("a_b", 2), ctr('q"\\x', 3), end])
+        r = subprocess.run([STAT, "--ctl", path, "--prometheus"], capture_output=True, text=True, timeout=10)
+        assert r.returncode == 0, r.stderr
+        fams = parse_prometheus(r.stdout)
+        assert fams["uls_node_a_b_total"]["samples"] == [({}, 1.0)], fams["uls_node_a_b_total"]
+        assert len(fams["uls_process_tcp_connections"]["samples"]) == 1
 
 
 def test_a_process_writing_nonsense_into_its_table_costs_only_counted_drops(tb):
