@@ -278,7 +278,8 @@ static int send_endpoint(const struct flt_rule *rule, void *arg)
 /* CONNTAB: the process's connection table (netif/conntab.h). ulsd creates and seals the
  * memfd and maps it first, so what the process does to it can change its contents but not
  * its size: ulsd's reads never fault. */
-static void conntab(struct srv *s, struct conn *c, struct srv_lease *l, const struct uls_ctl_msg *req)
+static void conntab(struct srv *s, struct conn *c, struct srv_lease *l,
+		    const struct uls_ctl_msg *req)
 {
 	struct uls_ctl_msg r;
 	void *map;

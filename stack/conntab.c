@@ -56,8 +56,8 @@ int stk__conntab_map(int fd)
 }
 
 /* RFC 9293 state, in lwIP's numbering (conntab.h mirrors it). */
-_Static_assert((int)ULS_TCP_TIME_WAIT == (int)TIME_WAIT && (int)ULS_TCP_ESTABLISHED == (int)ESTABLISHED,
-	       "conntab states are lwIP's");
+_Static_assert((int)ULS_TCP_TIME_WAIT == (int)TIME_WAIT &&
+	       (int)ULS_TCP_ESTABLISHED == (int)ESTABLISHED, "conntab states are lwIP's");
 
 static uint32_t u32_sat(uint64_t v)
 {
