@@ -1,12 +1,16 @@
-/* ulsstat: what a node's ulsd is doing: its counters (control messages, demuxed frames,
- * drops by reason), the direct data path's queues, and its endpoint table (with each
- * owner's data path), like ss(8).
+/* ulsstat: what a node is doing, like ss(8) -tinp: ulsd's counters (control messages,
+ * demuxed frames, drops by reason), the direct data path's queues, the endpoint table,
+ * and each process's TCP connections (state, queues, RTT, congestion window,
+ * retransmissions, window scale, data path) from the table each process's stack publishes
+ * (netif/conntab.h). Asking never stops a data path: ulsd copies the tables, it does not
+ * ask the processes.
  *
- *   ulsstat --ctl PATH [--json]
+ *   ulsstat [--ctl PATH] [--json | --prometheus] [--watch SECONDS [--count N]] [--output FILE]
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,13 +18,88 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "netif/conntab.h"
 #include "netif/ctlproto.h"
 
-struct rec {
-	struct uls_ctl_msg m;
+#define MAX_RECORDS (1u << 22)  /* a bound on one answer: far beyond any node's */
+
+struct snap {
+	struct uls_ctl_msg *m;
+	size_t n, cap;
 };
+
+/* --- asking ulsd ------------------------------------------------------------------- */
+
+/* One STATS answer into s. Returns 0, or -1 with the reason in err. */
+static int query(const char *ctl, struct snap *s, char *err, size_t errlen)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct timeval tv = { 5, 0 };
+	struct uls_ctl_msg m;
+	int rc = -1;
+
+	s->n = 0;
+	memcpy(sun.sun_path, ctl, strlen(ctl));
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+		snprintf(err, errlen, "%s: %s", ctl, strerror(errno));
+		goto out;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	uls_ctl_init(&m, ULS_CTL_STATS, 1);
+	if (send(fd, &m, sizeof(m), MSG_NOSIGNAL) != (ssize_t)sizeof(m)) {
+		snprintf(err, errlen, "send: %s", strerror(errno));
+		goto out;
+	}
+	for (;;) {
+		uint8_t buf[ULS_CTL_MSG_SIZE + 1];
+		ssize_t k = recv(fd, buf, sizeof(buf), 0);
+		if (k <= 0) {
+			snprintf(err, errlen, "%s", k == 0 ? "ulsd closed the connection" :
+				 errno == EAGAIN ? "no answer from ulsd" : strerror(errno));
+			goto out;
+		}
+		int bad = uls_ctl_check(buf, k, &m);
+		if (bad != 0) {
+			snprintf(err, errlen, "malformed record from ulsd (%s, record %zu)",
+				 uls_ctl_error_name(bad), s->n + 1);
+			goto out;
+		}
+		if (m.type == ULS_CTL_END) {
+			if (m.status < 0) {
+				snprintf(err, errlen, "ulsd refused the request: %s", strerror(-m.status));
+				goto out;
+			}
+			break;
+		}
+		if (m.type != ULS_CTL_STAT_COUNTER && m.type != ULS_CTL_STAT_ENDPOINT &&
+		    m.type != ULS_CTL_STAT_PROC && m.type != ULS_CTL_STAT_CONN) {
+			snprintf(err, errlen, "unexpected record type %u from ulsd", m.type);
+			goto out;
+		}
+		if (s->n == s->cap) {
+			size_t cap = s->cap ? s->cap * 2 : 256;
+			struct uls_ctl_msg *p = cap <= MAX_RECORDS ? realloc(s->m, cap * sizeof(*p)) : NULL;
+			if (!p) {
+				snprintf(err, errlen, "answer too large (%zu records)", s->n);
+				goto out;
+			}
+			s->m = p;
+			s->cap = cap;
+		}
+		s->m[s->n++] = m;
+	}
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+/* --- shared helpers ---------------------------------------------------------------- */
 
 static const char *kind_name(unsigned k)
 {
@@ -43,16 +122,131 @@ static const char *datapath_name(unsigned d)
 	return d == ULS_CTL_DP_DIRECT ? "direct" : d == ULS_CTL_DP_RELAY ? "relay" : "none";
 }
 
+static const char *table_name(unsigned t)
+{
+	switch (t) {
+	case ULS_CTL_TABLE_OK:   return "ok";
+	case ULS_CTL_TABLE_TORN: return "torn";
+	case ULS_CTL_TABLE_BAD:  return "bad";
+	default:                 return "none";
+	}
+}
+
+/* The process's name from /proc (empty when it is not visible from here). */
+static void command_of(uint32_t pid, char *out, size_t len)
+{
+	char path[64];
+
+	out[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%u/comm", pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return;
+	if (fgets(out, (int)len, f))
+		out[strcspn(out, "\n")] = '\0';
+	fclose(f);
+}
+
+static void addr_port(char *out, size_t len, uint32_t ip, uint16_t port)
+{
+	char a[INET_ADDRSTRLEN] = "*";
+
+	if (ip)
+		inet_ntop(AF_INET, &ip, a, sizeof(a));
+	snprintf(out, len, "%s:%u", a, port);
+}
+
+/* A JSON string: printable ASCII as is, everything else escaped. */
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20 || c >= 0x7f)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+/* --- text ------------------------------------------------------------------------- */
+
+static void print_text(FILE *f, const struct snap *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->m[i].type == ULS_CTL_STAT_COUNTER)
+			fprintf(f, "%-28s %llu\n", s->m[i].u.counter.name,
+				(unsigned long long)s->m[i].u.counter.value);
+	fprintf(f, "\n%-5s %-22s %-22s %-8s %-9s %s\n", "Proto", "Local", "Remote", "PID", "State",
+		"Datapath");
+	for (size_t i = 0; i < s->n; i++) {
+		const struct uls_ctl_msg *e = &s->m[i];
+		if (e->type != ULS_CTL_STAT_ENDPOINT)
+			continue;
+		char rip[INET_ADDRSTRLEN] = "*", local[32], remote[40];
+		if (e->rip)
+			inet_ntop(AF_INET, &e->rip, rip, sizeof(rip));
+		snprintf(local, sizeof(local), "*:%u", e->lport);
+		snprintf(remote, sizeof(remote), e->rport ? "%s:%u" : "%s:*", rip, e->rport);
+		fprintf(f, "%-5s %-22s %-22s %-8u %-9s %s\n", proto_name(e->proto), local, remote,
+			e->u.endpoint.pid, kind_name(e->u.endpoint.kind),
+			datapath_name(e->u.endpoint.datapath));
+	}
+	fprintf(f, "\n%-8s %-16s %-8s %-11s %-8s %s\n", "PID", "Process", "Datapath", "Connections",
+		"Table", "Age");
+	for (size_t i = 0; i < s->n; i++) {
+		const struct uls_ctl_msg *p = &s->m[i];
+		if (p->type != ULS_CTL_STAT_PROC)
+			continue;
+		char cmd[64];
+		command_of(p->u.proc.pid, cmd, sizeof(cmd));
+		char age[24] = "-";
+		if (p->u.proc.age_ms != UINT32_MAX)
+			snprintf(age, sizeof(age), "%u ms", p->u.proc.age_ms);
+		fprintf(f, "%-8u %-16s %-8s %-11u %-8s %s%s\n", p->u.proc.pid, cmd[0] ? cmd : "-",
+			datapath_name(p->u.proc.datapath), p->u.proc.connections,
+			table_name(p->u.proc.table), age,
+			p->u.proc.connections > p->u.proc.listed ? " (not all listed)" : "");
+	}
+	fprintf(f, "\n%-12s %-9s %-9s %-21s %-21s %s\n", "State", "Recv-Q", "Send-Q", "Local",
+		"Remote", "Process");
+	for (size_t i = 0; i < s->n; i++) {
+		const struct uls_ctl_msg *c = &s->m[i];
+		if (c->type != ULS_CTL_STAT_CONN)
+			continue;
+		const struct uls_ctl_conn *k = &c->u.conn;
+		char local[32], remote[32], cmd[64];
+		addr_port(local, sizeof(local), k->lip, c->lport);
+		addr_port(remote, sizeof(remote), c->rip, c->rport);
+		command_of(k->pid, cmd, sizeof(cmd));
+		fprintf(f, "%-12s %-9u %-9u %-21s %-21s users:((\"%s\",pid=%u)) %s\n",
+			uls_tcp_state_name(k->state), k->recv_queue, k->send_queue, local, remote,
+			cmd[0] ? cmd : "?", k->pid, datapath_name(k->datapath));
+		fprintf(f, "\t rtt:%.3f/%.3f rto:%u mss:%u cwnd:%u ssthresh:%u retrans:%u snd_wnd:%u "
+			"rcv_wnd:%u", k->rtt_us / 1000.0, k->rttvar_us / 1000.0, k->rto_us / 1000u,
+			k->mss, k->cwnd, k->ssthresh, k->retransmits, k->snd_wnd, k->rcv_wnd);
+		if (k->flags & ULS_CONNTAB_F_WSCALE)
+			fprintf(f, " wscale:%u,%u", k->snd_wscale, k->rcv_wscale);
+		fprintf(f, "%s%s\n", k->flags & ULS_CONNTAB_F_TIMESTAMPS ? " ts" : "",
+			k->flags & ULS_CONNTAB_F_SACK ? " sack" : "");
+	}
+}
+
+/* --- JSON ------------------------------------------------------------------------- */
+
 /* The direct data path's per-queue counters, "queue.N.NAME" and
  * "queue.N.tx_dropped.REASON" (ulsd sends each queue's together), as one object per queue:
  * {"queue": N, "pid": P, "steered": ..., "tx_dropped": {"port": ..., ...}}. */
-static void print_queues(const struct rec *recs, size_t n)
+static void print_queues(FILE *f, const struct snap *s)
 {
 	long cur = -1;
 	bool in_drops = false;
 
-	for (size_t i = 0; i < n; i++) {
-		const struct uls_ctl_msg *m = &recs[i].m;
+	for (size_t i = 0; i < s->n; i++) {
+		const struct uls_ctl_msg *m = &s->m[i];
 		const char *nm = m->u.counter.name, *field;
 		char *end;
 		if (m->type != ULS_CTL_STAT_COUNTER || strncmp(nm, "queue.", 6) != 0)
@@ -63,164 +257,523 @@ static void print_queues(const struct rec *recs, size_t n)
 		field = end + 1;
 		if (q != cur) {
 			if (cur >= 0)
-				printf("%s}, ", in_drops ? "}" : "");
-			printf("{\"queue\": %ld", q);
+				fprintf(f, "%s}, ", in_drops ? "}" : "");
+			fprintf(f, "{\"queue\": %ld", q);
 			cur = q;
 			in_drops = false;
 		}
 		bool drop = !strncmp(field, "tx_dropped.", 11);
 		if (drop && !in_drops) {
-			printf(", \"tx_dropped\": {");
+			fprintf(f, ", \"tx_dropped\": {");
 			in_drops = true;
 		} else if (drop) {
-			printf(", ");
+			fprintf(f, ", ");
 		} else if (in_drops) {
-			printf("}, ");
+			fprintf(f, "}, ");
 			in_drops = false;
 		} else {
-			printf(", ");
+			fprintf(f, ", ");
 		}
-		printf("\"%s\": %llu", drop ? field + 11 : field, (unsigned long long)m->u.counter.value);
+		json_str(f, drop ? field + 11 : field);
+		fprintf(f, ": %llu", (unsigned long long)m->u.counter.value);
 	}
 	if (cur >= 0)
-		printf("%s}", in_drops ? "}" : "");
+		fprintf(f, "%s}", in_drops ? "}" : "");
 }
+
+static void print_json(FILE *f, const struct snap *s)
+{
+	fprintf(f, "{\"counters\": {");
+	int first = 1;
+	for (size_t i = 0; i < s->n; i++)
+		if (s->m[i].type == ULS_CTL_STAT_COUNTER &&
+		    strncmp(s->m[i].u.counter.name, "queue.", 6) != 0) {
+			fprintf(f, "%s", first ? "" : ", ");
+			json_str(f, s->m[i].u.counter.name);
+			fprintf(f, ": %llu", (unsigned long long)s->m[i].u.counter.value);
+			first = 0;
+		}
+	/* "drops": the counters that count a refusal, by reason */
+	fprintf(f, "}, \"drops\": {");
+	first = 1;
+	for (size_t i = 0; i < s->n; i++) {
+		const char *nm = s->m[i].u.counter.name;
+		if (s->m[i].type == ULS_CTL_STAT_COUNTER &&
+		    (!strncmp(nm, "drop_", 5) || !strncmp(nm, "deny_", 5) || !strncmp(nm, "ctl_bad_", 8) ||
+		     !strncmp(nm, "direct_tx_dropped.", 18) || !strncmp(nm, "conntab_", 8))) {
+			fprintf(f, "%s", first ? "" : ", ");
+			json_str(f, nm);
+			fprintf(f, ": %llu", (unsigned long long)s->m[i].u.counter.value);
+			first = 0;
+		}
+	}
+	fprintf(f, "}, \"queues\": [");
+	print_queues(f, s);
+	fprintf(f, "], \"endpoints\": [");
+	first = 1;
+	for (size_t i = 0; i < s->n; i++) {
+		const struct uls_ctl_msg *e = &s->m[i];
+		if (e->type != ULS_CTL_STAT_ENDPOINT)
+			continue;
+		char rip[INET_ADDRSTRLEN] = "*";
+		if (e->rip)
+			inet_ntop(AF_INET, &e->rip, rip, sizeof(rip));
+		fprintf(f, "%s{\"proto\": \"%s\", \"local\": \"*:%u\", \"remote\": \"%s:%u\", "
+			"\"pid\": %u, \"state\": \"%s\", \"datapath\": \"%s\"}", first ? "" : ", ",
+			proto_name(e->proto), e->lport, rip, e->rport, e->u.endpoint.pid,
+			kind_name(e->u.endpoint.kind), datapath_name(e->u.endpoint.datapath));
+		first = 0;
+	}
+	fprintf(f, "], \"processes\": [");
+	first = 1;
+	for (size_t i = 0; i < s->n; i++) {
+		const struct uls_ctl_msg *p = &s->m[i];
+		if (p->type != ULS_CTL_STAT_PROC)
+			continue;
+		char cmd[64];
+		command_of(p->u.proc.pid, cmd, sizeof(cmd));
+		fprintf(f, "%s{\"pid\": %u, \"command\": ", first ? "" : ", ", p->u.proc.pid);
+		json_str(f, cmd);
+		fprintf(f, ", \"datapath\": \"%s\", \"connections\": %u, \"listed\": %u, "
+			"\"refused\": %u, \"table\": \"%s\", \"table_age_ms\": ",
+			datapath_name(p->u.proc.datapath), p->u.proc.connections, p->u.proc.listed,
+			p->u.proc.refused, table_name(p->u.proc.table));
+		if (p->u.proc.age_ms == UINT32_MAX)
+			fprintf(f, "null}");
+		else
+			fprintf(f, "%u}", p->u.proc.age_ms);
+		first = 0;
+	}
+	fprintf(f, "], \"connections\": [");
+	first = 1;
+	for (size_t i = 0; i < s->n; i++) {
+		const struct uls_ctl_msg *c = &s->m[i];
+		if (c->type != ULS_CTL_STAT_CONN)
+			continue;
+		const struct uls_ctl_conn *k = &c->u.conn;
+		char local[32], remote[32];
+		addr_port(local, sizeof(local), k->lip, c->lport);
+		addr_port(remote, sizeof(remote), c->rip, c->rport);
+		fprintf(f, "%s{\"pid\": %u, \"state\": \"%s\", \"local\": \"%s\", \"remote\": \"%s\", "
+			"\"send_queue\": %u, \"recv_queue\": %u, \"rtt_us\": %u, \"rttvar_us\": %u, "
+			"\"rto_us\": %u, \"cwnd\": %u, \"ssthresh\": %u, \"retransmits\": %u, "
+			"\"mss\": %u, \"snd_wnd\": %u, \"rcv_wnd\": %u, ",
+			first ? "" : ", ", k->pid, uls_tcp_state_name(k->state), local, remote,
+			k->send_queue, k->recv_queue, k->rtt_us, k->rttvar_us, k->rto_us, k->cwnd,
+			k->ssthresh, k->retransmits, k->mss, k->snd_wnd, k->rcv_wnd);
+		if (k->flags & ULS_CONNTAB_F_WSCALE)
+			fprintf(f, "\"snd_wscale\": %u, \"rcv_wscale\": %u, ", k->snd_wscale, k->rcv_wscale);
+		else
+			fprintf(f, "\"snd_wscale\": null, \"rcv_wscale\": null, ");
+		fprintf(f, "\"timestamps\": %s, \"sack\": %s, \"datapath\": \"%s\"}",
+			k->flags & ULS_CONNTAB_F_TIMESTAMPS ? "true" : "false",
+			k->flags & ULS_CONNTAB_F_SACK ? "true" : "false", datapath_name(k->datapath));
+		first = 0;
+	}
+	fprintf(f, "]}\n");
+}
+
+/* --- Prometheus text format (node_exporter's textfile collector) ------------------- */
+
+/* Samples are collected first and printed family by family: the format wants each
+ * family's samples together, after its one HELP and TYPE line. */
+struct sample {
+	char family[96];
+	const char *type, *help;
+	char labels[256];
+	double value;
+};
+
+struct samples {
+	struct sample *v;
+	size_t n, cap;
+	bool oom;
+};
+
+/* A metric name from a counter name: [a-zA-Z0-9_] kept, everything else '_'. */
+static void metric_name(char *out, size_t len, const char *prefix, const char *name,
+			const char *suffix)
+{
+	size_t k = (size_t)snprintf(out, len, "%s", prefix);
+	for (; *name && k + 1 < len; name++)
+		out[k++] = (*name >= 'a' && *name <= 'z') || (*name >= 'A' && *name <= 'Z') ||
+			   (*name >= '0' && *name <= '9') ? *name : '_';
+	out[k < len ? k : len - 1] = '\0';
+	if (k < len)
+		snprintf(out + k, len - k, "%s", suffix);
+}
+
+/* A label value, escaped as the format says (backslash, quote, newline). */
+static void label_value(char *out, size_t len, const char *v)
+{
+	size_t k = 0;
+
+	for (; *v && k + 3 < len; v++) {
+		if (*v == '\\' || *v == '"') {
+			out[k++] = '\\';
+			out[k++] = *v;
+		} else if (*v == '\n') {
+			out[k++] = '\\';
+			out[k++] = 'n';
+		} else {
+			out[k++] = *v;
+		}
+	}
+	out[k] = '\0';
+}
+
+static void add(struct samples *ss, const char *family, const char *type, const char *help,
+		const char *labels, double value)
+{
+	/* A sample twice (two counter names that read alike as metric names) would make the
+	 * whole file invalid for the collector: the first stays. */
+	for (size_t i = 0; i < ss->n; i++)
+		if (!strcmp(ss->v[i].family, family) && !strcmp(ss->v[i].labels, labels))
+			return;
+	if (ss->n == ss->cap) {
+		size_t cap = ss->cap ? ss->cap * 2 : 256;
+		struct sample *p = realloc(ss->v, cap * sizeof(*p));
+		if (!p) {
+			ss->oom = true;
+			return;
+		}
+		ss->v = p;
+		ss->cap = cap;
+	}
+	struct sample *x = &ss->v[ss->n++];
+	snprintf(x->family, sizeof(x->family), "%s", family);
+	x->type = type;
+	x->help = help;
+	snprintf(x->labels, sizeof(x->labels), "%s", labels);
+	x->value = value;
+}
+
+static bool is_gauge(const char *counter)
+{
+	static const char *const gauges[] = { "custody_connections", "reass_in_progress",
+					      "reass_bytes_held", "reass_peak" };
+	for (size_t i = 0; i < sizeof(gauges) / sizeof(gauges[0]); i++)
+		if (!strcmp(counter, gauges[i]))
+			return true;
+	return false;
+}
+
+struct proc_sum {
+	uint32_t pid;
+	double sendq, recvq, rexmits;
+	unsigned states[ULS_TCP_STATE_COUNT];
+};
+
+static int print_prometheus(FILE *f, const struct snap *s)
+{
+	struct samples ss = { 0 };
+	char fam[96], lab[256], v1[160], v2[64];
+
+	/* ulsd's counters; the direct path's queues with their owner's pid as a label */
+	uint32_t qpid[256] = { 0 };
+	for (size_t i = 0; i < s->n; i++) {
+		const struct uls_ctl_msg *m = &s->m[i];
+		unsigned q;
+		int off = 0;
+		if (m->type == ULS_CTL_STAT_COUNTER &&
+		    sscanf(m->u.counter.name, "queue.%u.pid%n", &q, &off) == 1 && off &&
+		    !m->u.counter.name[off] && q < 256)
+			qpid[q] = (uint32_t)m->u.counter.value;
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		const struct uls_ctl_msg *m = &s->m[i];
+		const char *nm = m->u.counter.name;
+		if (m->type != ULS_CTL_STAT_COUNTER)
+			continue;
+		unsigned q;
+		int off = 0;
+		if (sscanf(nm, "queue.%u.%n", &q, &off) == 1 && off && q < 256) {
+			const char *field = nm + off;
+			if (!strcmp(field, "pid"))
+				continue;
+			if (!strncmp(field, "tx_dropped.", 11)) {
+				label_value(v1, sizeof(v1), field + 11);
+				snprintf(lab, sizeof(lab), "queue=\"%u\",pid=\"%u\",reason=\"%s\"", q, qpid[q], v1);
+				add(&ss, "uls_queue_tx_dropped_frames_total", "counter",
+				    "Frames a direct-path queue's transmit check dropped, by reason", lab,
+				    (double)m->u.counter.value);
+				continue;
+			}
+			metric_name(fam, sizeof(fam), "uls_queue_", field, "_frames_total");
+			snprintf(lab, sizeof(lab), "queue=\"%u\",pid=\"%u\"", q, qpid[q]);
+			add(&ss, fam, "counter", "Frames of one direct-path TAP queue (ulsd)", lab,
+			    (double)m->u.counter.value);
+			continue;
+		}
+		bool gauge = is_gauge(nm);
+		metric_name(fam, sizeof(fam), "uls_node_", nm, gauge ? "" : "_total");
+		add(&ss, fam, gauge ? "gauge" : "counter", "A counter of the node's ulsd (ulsstat)", "",
+		    (double)m->u.counter.value);
+	}
+	/* per process: its table's figures, and sums over its connections */
+	size_t nproc = 0;
+	struct proc_sum *ps = NULL;
+	for (size_t i = 0; i < s->n; i++)
+		nproc += s->m[i].type == ULS_CTL_STAT_PROC;
+	ps = calloc(nproc ? nproc : 1, sizeof(*ps));
+	if (!ps)
+		return -ENOMEM;
+	size_t k = 0;
+	double conns = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		const struct uls_ctl_msg *m = &s->m[i];
+		if (m->type == ULS_CTL_STAT_PROC) {
+			ps[k].pid = m->u.proc.pid;
+			k++;
+			conns += m->u.proc.connections;
+		} else if (m->type == ULS_CTL_STAT_CONN && k > 0 && ps[k - 1].pid == m->u.conn.pid) {
+			/* ulsd sends a process's connections right after its STAT_PROC */
+			struct proc_sum *p = &ps[k - 1];
+			p->sendq += m->u.conn.send_queue;
+			p->recvq += m->u.conn.recv_queue;
+			p->rexmits += m->u.conn.retransmits;
+			p->states[m->u.conn.state]++;
+		}
+	}
+	add(&ss, "uls_node_processes", "gauge", "Processes holding a lease at the node's ulsd", "",
+	    (double)nproc);
+	add(&ss, "uls_node_tcp_connections", "gauge", "TCP connections of the node's processes", "",
+	    conns);
+	k = 0;
+	for (size_t i = 0; i < s->n; i++) {
+		const struct uls_ctl_msg *m = &s->m[i];
+		if (m->type != ULS_CTL_STAT_PROC)
+			continue;
+		const struct proc_sum *p = &ps[k++];
+		bool again = false;
+		for (size_t j = 0; j + 1 < k; j++)
+			again |= ps[j].pid == p->pid;
+		if (again)
+			continue;  /* one set of figures per pid (the first) */
+		char cmd[64];
+		command_of(m->u.proc.pid, cmd, sizeof(cmd));
+		label_value(v1, sizeof(v1), cmd);
+		snprintf(v2, sizeof(v2), "pid=\"%u\"", m->u.proc.pid);
+		snprintf(lab, sizeof(lab), "%s,command=\"%s\",datapath=\"%s\"", v2, v1,
+			 datapath_name(m->u.proc.datapath));
+		add(&ss, "uls_process_info", "gauge", "A process on the node (always 1)", lab, 1);
+		add(&ss, "uls_process_tcp_connections", "gauge", "The process's TCP connections", v2,
+		    m->u.proc.connections);
+		for (unsigned st = ULS_TCP_SYN_SENT; st < ULS_TCP_STATE_COUNT; st++) {
+			if (!p->states[st])
+				continue;
+			snprintf(lab, sizeof(lab), "%s,state=\"%s\"", v2, uls_tcp_state_name(st));
+			add(&ss, "uls_process_tcp_connections_by_state", "gauge",
+			    "The process's listed TCP connections by state", lab, p->states[st]);
+		}
+		add(&ss, "uls_process_send_queue_bytes", "gauge",
+		    "Bytes written and not yet acknowledged, over the process's connections", v2, p->sendq);
+		add(&ss, "uls_process_recv_queue_bytes", "gauge",
+		    "Bytes received and not yet read, over the process's connections", v2, p->recvq);
+		add(&ss, "uls_process_retransmits", "gauge",
+		    "Retransmissions of the process's current connections", v2, p->rexmits);
+		if (m->u.proc.age_ms != UINT32_MAX)
+			add(&ss, "uls_process_conntab_age_seconds", "gauge",
+			    "Time since the process last wrote its connection table", v2,
+			    m->u.proc.age_ms / 1000.0);
+		add(&ss, "uls_process_conntab_refused_entries", "gauge",
+		    "Entries of the process's connection table refused as out of range", v2,
+		    m->u.proc.refused);
+	}
+	free(ps);
+	if (ss.oom) {
+		free(ss.v);
+		return -ENOMEM;
+	}
+	/* families in order of first appearance, each one's samples together */
+	bool *done = calloc(ss.n ? ss.n : 1, sizeof(*done));
+	if (!done) {
+		free(ss.v);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < ss.n; i++) {
+		if (done[i])
+			continue;
+		fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", ss.v[i].family, ss.v[i].help, ss.v[i].family,
+			ss.v[i].type);
+		for (size_t j = i; j < ss.n; j++) {
+			if (done[j] || strcmp(ss.v[j].family, ss.v[i].family))
+				continue;
+			done[j] = true;
+			fprintf(f, "%s", ss.v[j].family);
+			if (ss.v[j].labels[0])
+				fprintf(f, "{%s}", ss.v[j].labels);
+			fprintf(f, " %.17g\n", ss.v[j].value);
+		}
+	}
+	free(done);
+	free(ss.v);
+	return 0;
+}
+
+/* --- main ------------------------------------------------------------------------- */
+
+enum format { TEXT, JSON, PROMETHEUS };
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: ulsstat [--ctl PATH] [--json]\n"
-		   "PATH defaults to $ULS_CTL.\n");
+	fprintf(f, "usage: ulsstat [--ctl PATH] [--json | --prometheus] [--watch SECONDS [--count N]]\n"
+		   "               [--output FILE]\n"
+		   "PATH defaults to $ULS_CTL. --watch asks again every SECONDS (0.1 to 86400) and\n"
+		   "refreshes the screen (text), or prints one document per refresh; --count stops\n"
+		   "after N refreshes. --output writes each refresh to FILE instead, replacing it\n"
+		   "atomically (for node_exporter's textfile collector).\n");
+}
+
+/* One refresh: to a temporary file renamed over `output`, or to stdout. */
+static int emit(enum format fmt, const struct snap *s, const char *output, bool clear,
+		const char *ctl, double watch)
+{
+	char tmp[4096];
+	FILE *f = stdout;
+
+	if (output) {
+		if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp.%d", output, (int)getpid()) >= sizeof(tmp))
+			return -ENAMETOOLONG;
+		f = fopen(tmp, "w");
+		if (!f)
+			return -errno;
+	}
+	if (clear)
+		fputs("\033[H\033[2J", f);
+	if (fmt == TEXT && watch > 0) {
+		char when[32];
+		time_t t = time(NULL);
+		strftime(when, sizeof(when), "%H:%M:%S", localtime(&t));
+		fprintf(f, "ulsstat --ctl %s, every %g s, at %s\n\n", ctl, watch, when);
+	}
+	int rc = 0;
+	if (fmt == JSON)
+		print_json(f, s);
+	else if (fmt == PROMETHEUS)
+		rc = print_prometheus(f, s);
+	else
+		print_text(f, s);
+	if (output) {
+		if (fclose(f) != 0 && rc == 0)
+			rc = -errno;
+		if (rc == 0 && rename(tmp, output) < 0)
+			rc = -errno;
+		if (rc < 0)
+			unlink(tmp);
+	} else if (fflush(f) != 0 && rc == 0) {
+		rc = -errno;
+	}
+	return rc;
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "ctl", required_argument, NULL, 'c' }, { "json", no_argument, NULL, 'j' },
+		{ "prometheus", no_argument, NULL, 'p' }, { "watch", required_argument, NULL, 'w' },
+		{ "count", required_argument, NULL, 'n' }, { "output", required_argument, NULL, 'o' },
 		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
-	const char *ctl = getenv("ULS_CTL");
-	bool json = false;
-	int c;
+	const char *ctl = getenv("ULS_CTL"), *output = NULL;
+	enum format fmt = TEXT;
+	double watch = 0;
+	long count = -1;
+	int c, nfmt = 0;
+	char *end;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (c == 'c')
+		switch (c) {
+		case 'c':
 			ctl = optarg;
-		else if (c == 'j')
-			json = true;
-		else if (c == 'h') {
+			break;
+		case 'j':
+			fmt = JSON;
+			nfmt++;
+			break;
+		case 'p':
+			fmt = PROMETHEUS;
+			nfmt++;
+			break;
+		case 'w':
+			errno = 0;
+			watch = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !isfinite(watch) || watch < 0.1 || watch > 86400) {
+				fprintf(stderr, "ulsstat: --watch %s: not a number of seconds from 0.1 to 86400\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'n':
+			errno = 0;
+			count = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || count < 1 || count > 1000000000L) {
+				fprintf(stderr, "ulsstat: --count %s: not a count from 1 to 1000000000\n", optarg);
+				return 2;
+			}
+			break;
+		case 'o':
+			output = optarg;
+			break;
+		case 'h':
 			usage(stdout);
 			return 0;
-		} else {
+		default:
 			usage(stderr);
 			return 2;
 		}
 	}
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	if (optind != argc || !ctl || !*ctl || strlen(ctl) >= sizeof(sun.sun_path)) {
+	if (optind != argc) {
+		fprintf(stderr, "ulsstat: unexpected argument '%s'\n", argv[optind]);
 		usage(stderr);
 		return 2;
 	}
-	memcpy(sun.sun_path, ctl, strlen(ctl));
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	struct timeval tv = { 5, 0 };
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
-		fprintf(stderr, "ulsstat: %s: %s\n", ctl, strerror(errno));
-		return 1;
+	if (nfmt > 1) {
+		fprintf(stderr, "ulsstat: --json and --prometheus exclude each other\n");
+		return 2;
 	}
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	struct uls_ctl_msg m;
-	uls_ctl_init(&m, ULS_CTL_STATS, 1);
-	if (send(fd, &m, sizeof(m), 0) != (ssize_t)sizeof(m)) {
-		fprintf(stderr, "ulsstat: send: %s\n", strerror(errno));
-		return 1;
+	if (count > 0 && watch == 0) {
+		fprintf(stderr, "ulsstat: --count needs --watch\n");
+		return 2;
 	}
-	struct rec *recs = NULL;
-	size_t n = 0, cap = 0;
-	for (;;) {
-		uint8_t buf[ULS_CTL_MSG_SIZE + 1];
-		ssize_t k = recv(fd, buf, sizeof(buf), 0);
-		if (k <= 0) {
-			fprintf(stderr, "ulsstat: %s\n", k == 0 ? "ulsd closed the connection" :
-				errno == EAGAIN ? "no answer from ulsd" : strerror(errno));
-			return 1;
+	if (output && !*output) {
+		fprintf(stderr, "ulsstat: --output needs a file name\n");
+		return 2;
+	}
+	struct sockaddr_un sun;
+	if (!ctl || !*ctl || strlen(ctl) >= sizeof(sun.sun_path)) {
+		fprintf(stderr, "ulsstat: no control socket: give --ctl PATH or set ULS_CTL "
+			"(at most %zu bytes)\n", sizeof(sun.sun_path) - 1);
+		return 2;
+	}
+	/* Refreshing in place: only a terminal gets the escape sequence. */
+	bool clear = watch > 0 && fmt == TEXT && !output && isatty(STDOUT_FILENO);
+	struct snap s = { 0 };
+	char err[256];
+	int status = 0;
+	struct timespec next;
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	for (long round = 0; count < 0 || round < count; round++) {
+		if (query(ctl, &s, err, sizeof(err)) < 0) {
+			fprintf(stderr, "ulsstat: %s\n", err);
+			status = 1;
+		} else {
+			int rc = emit(fmt, &s, output, clear, ctl, watch);
+			status = 0;
+			if (rc < 0) {
+				fprintf(stderr, "ulsstat: %s: %s\n", output ? output : "output", strerror(-rc));
+				status = 1;
+			}
 		}
-		if (uls_ctl_check(buf, k, &m) != 0) {
-			fprintf(stderr, "ulsstat: malformed record from ulsd\n");
-			return 1;
-		}
-		if (m.type == ULS_CTL_END)
+		if (watch == 0 || (count > 0 && round + 1 >= count))
 			break;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 256;
-			recs = realloc(recs, cap * sizeof(*recs));
-			if (!recs)
-				return 1;
-		}
-		recs[n++].m = m;
+		/* the next refresh on a fixed schedule, so that a slow answer does not drift it */
+		long ns = (long)((watch - (long)watch) * 1e9);
+		next.tv_sec += (time_t)watch + (next.tv_nsec + ns) / 1000000000L;
+		next.tv_nsec = (next.tv_nsec + ns) % 1000000000L;
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
+			;
 	}
-	close(fd);
-	if (json) {
-		printf("{\"counters\": {");
-		int first = 1;
-		for (size_t i = 0; i < n; i++)
-			if (recs[i].m.type == ULS_CTL_STAT_COUNTER &&
-			    strncmp(recs[i].m.u.counter.name, "queue.", 6) != 0) {
-				printf("%s\"%s\": %llu", first ? "" : ", ", recs[i].m.u.counter.name,
-				       (unsigned long long)recs[i].m.u.counter.value);
-				first = 0;
-			}
-		/* "drops": the counters that count a refusal, by reason */
-		printf("}, \"drops\": {");
-		first = 1;
-		for (size_t i = 0; i < n; i++) {
-			const char *nm = recs[i].m.u.counter.name;
-			if (recs[i].m.type == ULS_CTL_STAT_COUNTER &&
-			    (!strncmp(nm, "drop_", 5) || !strncmp(nm, "deny_", 5) ||
-			     !strncmp(nm, "ctl_bad_", 8) || !strncmp(nm, "direct_tx_dropped.", 18))) {
-				printf("%s\"%s\": %llu", first ? "" : ", ", nm,
-				       (unsigned long long)recs[i].m.u.counter.value);
-				first = 0;
-			}
-		}
-		printf("}, \"queues\": [");
-		print_queues(recs, n);
-		printf("], \"endpoints\": [");
-		first = 1;
-		for (size_t i = 0; i < n; i++) {
-			const struct uls_ctl_msg *e = &recs[i].m;
-			if (e->type != ULS_CTL_STAT_ENDPOINT)
-				continue;
-			char rip[INET_ADDRSTRLEN] = "*";
-			if (e->rip)
-				inet_ntop(AF_INET, &e->rip, rip, sizeof(rip));
-			printf("%s{\"proto\": \"%s\", \"local\": \"*:%u\", \"remote\": \"%s:%u\", "
-			       "\"pid\": %u, \"state\": \"%s\", \"datapath\": \"%s\"}", first ? "" : ", ",
-			       proto_name(e->proto), e->lport, rip, e->rport, e->u.endpoint.pid,
-			       kind_name(e->u.endpoint.kind), datapath_name(e->u.endpoint.datapath));
-			first = 0;
-		}
-		printf("]}\n");
-	} else {
-		for (size_t i = 0; i < n; i++)
-			if (recs[i].m.type == ULS_CTL_STAT_COUNTER)
-				printf("%-28s %llu\n", recs[i].m.u.counter.name,
-				       (unsigned long long)recs[i].m.u.counter.value);
-		printf("\n%-5s %-22s %-22s %-8s %-9s %s\n", "Proto", "Local", "Remote", "PID", "State",
-		       "Datapath");
-		for (size_t i = 0; i < n; i++) {
-			const struct uls_ctl_msg *e = &recs[i].m;
-			if (e->type != ULS_CTL_STAT_ENDPOINT)
-				continue;
-			char rip[INET_ADDRSTRLEN] = "*", local[32], remote[40];
-			if (e->rip)
-				inet_ntop(AF_INET, &e->rip, rip, sizeof(rip));
-			snprintf(local, sizeof(local), "*:%u", e->lport);
-			snprintf(remote, sizeof(remote), e->rport ? "%s:%u" : "%s:*", rip, e->rport);
-			printf("%-5s %-22s %-22s %-8u %-9s %s\n", proto_name(e->proto), local, remote,
-			       e->u.endpoint.pid, kind_name(e->u.endpoint.kind),
-			       datapath_name(e->u.endpoint.datapath));
-		}
-	}
-	free(recs);
-	return 0;
+	free(s.m);
+	return status;
 }

@@ -1,6 +1,8 @@
 /* Control messages: construction and the one validator both sides use. */
 #include "netif/ctlproto.h"
 
+#include "netif/conntab.h"
+
 #include <netinet/in.h>
 #include <string.h>
 
@@ -55,6 +57,18 @@ int uls_ctl_check(const void *buf, ssize_t n, struct uls_ctl_msg *out)
 	case ULS_CTL_CLAIM:
 		/* The nonce is checked by ulsd: replies do not carry it. */
 		if (m.proto != IPPROTO_TCP || m.lport == 0 || m.rport == 0 || m.rip == 0)
+			return ULS_CTL_BAD_FIELD;
+		break;
+	case ULS_CTL_STAT_PROC:
+		if ((m.u.proc.datapath != ULS_CTL_DP_DIRECT && m.u.proc.datapath != ULS_CTL_DP_RELAY) ||
+		    m.u.proc.table >= ULS_CTL_TABLE_MAX || m.u.proc.listed > m.u.proc.connections)
+			return ULS_CTL_BAD_FIELD;
+		break;
+	case ULS_CTL_STAT_CONN:
+		if (m.proto != IPPROTO_TCP || m.lport == 0 || m.rport == 0 || m.rip == 0 ||
+		    m.u.conn.state <= ULS_TCP_LISTEN || m.u.conn.state >= ULS_TCP_STATE_COUNT ||
+		    (m.u.conn.datapath != ULS_CTL_DP_DIRECT && m.u.conn.datapath != ULS_CTL_DP_RELAY) ||
+		    m.u.conn.snd_wscale > 14 || m.u.conn.rcv_wscale > 14)
 			return ULS_CTL_BAD_FIELD;
 		break;
 	case ULS_CTL_STAT_COUNTER:

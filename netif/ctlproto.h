@@ -33,6 +33,10 @@ enum uls_ctl_type {
 	ULS_CTL_HANDOFF,       /* TCP: this process gives the connection up to whoever claims it
 				* with u.handoff.nonce; frames for it are held back meanwhile */
 	ULS_CTL_CLAIM,         /* TCP: take over the connection handed off under u.handoff.nonce */
+	ULS_CTL_CONNTAB,       /* the process asks for its connection table (netif/conntab.h);
+				* the reply carries its memfd */
+	ULS_CTL_STAT_PROC,     /* reply record: one process, then its STAT_CONN records */
+	ULS_CTL_STAT_CONN,     /* reply record: one TCP connection of that process */
 	ULS_CTL_TYPE_MAX
 };
 
@@ -88,6 +92,43 @@ struct uls_ctl_endpoint {
 	uint8_t pad[2];
 };
 
+/* STAT_PROC: a process on the node and what its connection table said. */
+enum uls_ctl_table {
+	ULS_CTL_TABLE_NONE = 0,   /* the process has no table (an older library) */
+	ULS_CTL_TABLE_OK,
+	ULS_CTL_TABLE_TORN,       /* no consistent copy (conntab_torn) */
+	ULS_CTL_TABLE_BAD,        /* a header out of range (conntab_bad_header) */
+	ULS_CTL_TABLE_MAX
+};
+
+struct uls_ctl_proc {
+	uint32_t pid;
+	uint8_t datapath;     /* enum uls_ctl_datapath */
+	uint8_t queue;        /* its TAP queue on the direct path */
+	uint8_t table;        /* enum uls_ctl_table */
+	uint8_t pad;
+	uint32_t connections; /* TCP connections the process has */
+	uint32_t listed;      /* STAT_CONN records that follow */
+	uint32_t refused;     /* entries refused as out of range (conntab_bad_entries) */
+	uint32_t age_ms;      /* since the process last wrote its table; UINT32_MAX: never */
+};
+
+/* STAT_CONN: the message's lport, rip, rport name the connection (proto TCP). */
+struct uls_ctl_conn {
+	uint32_t pid;
+	uint8_t datapath;     /* enum uls_ctl_datapath */
+	uint8_t state;        /* enum uls_tcp_state (netif/conntab.h) */
+	uint8_t snd_wscale, rcv_wscale;
+	uint32_t send_queue, recv_queue;  /* bytes */
+	uint32_t rtt_us, rttvar_us, rto_us;
+	uint32_t cwnd, ssthresh;          /* bytes */
+	uint32_t retransmits;
+	uint32_t mss, snd_wnd, rcv_wnd;
+	uint8_t flags;        /* ULS_CONNTAB_F_* */
+	uint8_t pad[3];
+	uint32_t lip;         /* the node's address, network order */
+};
+
 /* HANDOFF and CLAIM: the secret the giving process passed to the taker (stack/handoff.c). */
 struct uls_ctl_handoff {
 	uint64_t nonce;       /* nonzero */
@@ -111,6 +152,8 @@ struct uls_ctl_msg {
 		struct uls_ctl_counter counter;
 		struct uls_ctl_endpoint endpoint;
 		struct uls_ctl_handoff handoff;
+		struct uls_ctl_proc proc;
+		struct uls_ctl_conn conn;
 		uint8_t raw[96];
 	} u;
 };

@@ -2,6 +2,7 @@
 noinst_LTLIBRARIES += netif/libnif.la
 netif_libnif_la_SOURCES = netif/frame.c netif/frame.h netif/tap.c netif/tap.h netif/dev.h \
 	netif/ring.c netif/ring.h netif/ringdev.c netif/ringdev.h netif/ctlproto.c netif/ctlproto.h \
+	netif/conntab.c netif/conntab.h \
 	netif/chksum.c netif/chksum.h netif/breakdown.c netif/breakdown.h \
 	netif/vnet.c netif/vnet.h netif/qring.c netif/qring.h netif/rxpool.c netif/rxpool.h
 netif_libnif_la_CFLAGS = $(AM_CFLAGS) $(LIBURING_CFLAGS)

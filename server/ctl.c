@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "netif/conntab.h"
 #include "netif/ctlproto.h"
 
 #define MAX_EVENTS 64
@@ -84,6 +86,10 @@ static const char *const counter_names[SRV_COUNTER_MAX] = {
 	[SRV_DROP_REASS_UNSTEERED] = "drop_reass_unsteered",
 	[SRV_ICMP_TIME_EXCEEDED_SENT] = "icmp_time_exceeded_sent",
 	[SRV_DROP_RST_RATE] = "drop_rst_rate",
+	[SRV_CONNTABS_GIVEN] = "conntabs_given",
+	[SRV_CONNTAB_TORN] = "conntab_torn",
+	[SRV_CONNTAB_BAD_HEADER] = "conntab_bad_header",
+	[SRV_CONNTAB_BAD_ENTRIES] = "conntab_bad_entries",
 };
 
 const char *srv_counter_name(enum srv_counter c)
@@ -91,9 +97,34 @@ const char *srv_counter_name(enum srv_counter c)
 	return (unsigned)c < SRV_COUNTER_MAX ? counter_names[c] : "unknown";
 }
 
+/* A STATS answer is collected with the lock held and sent after it is released
+ * (send_answer): the demux thread, which takes the same lock per batch of frames on the
+ * relay path, then waits for the records' copy, not for hundreds of sendmsg calls. Only
+ * the control thread answers: one answer at a time. */
+static struct {
+	struct uls_ctl_msg *m;
+	size_t n, cap;
+	bool on;
+	uint64_t lost;
+} answer;
+
 static void reply(struct srv *s, struct conn *c, struct uls_ctl_msg *m, const int *fds,
 		  size_t nfds)
 {
+	if (answer.on && !nfds) {
+		if (answer.n == answer.cap) {
+			size_t cap = answer.cap ? answer.cap * 2 : 1024;
+			struct uls_ctl_msg *p = realloc(answer.m, cap * sizeof(*p));
+			if (!p) {
+				answer.lost++;
+				return;
+			}
+			answer.m = p;
+			answer.cap = cap;
+		}
+		answer.m[answer.n++] = *m;
+		return;
+	}
 	char cbuf[CMSG_SPACE(sizeof(int) * 3)];
 	struct iovec iov = { m, sizeof(*m) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
@@ -245,18 +276,122 @@ static int send_endpoint(const struct flt_rule *rule, void *arg)
 	return 0;
 }
 
-/* ulsstat: every counter, then every endpoint, then END. The socket's buffer bounds how
- * much one reply may hold; SEQPACKET keeps the records apart. */
+/* CONNTAB: the process's connection table (netif/conntab.h). ulsd creates and seals the
+ * memfd and maps it first, so what the process does to it can change its contents but not
+ * its size: ulsd's reads never fault. */
+static void conntab(struct srv *s, struct conn *c, struct srv_lease *l,
+		    const struct uls_ctl_msg *req)
+{
+	struct uls_ctl_msg r;
+	void *map;
+
+	if (l->conntab) {
+		reply_status(s, c, req, -EALREADY);
+		return;
+	}
+	int fd = uls_conntab_create(ULS_CONNTAB_CAPACITY, &map);
+	if (fd < 0) {
+		srv_log(1, "lease %u: no connection table: %s", l->id, strerror(-fd));
+		reply_status(s, c, req, fd);
+		return;
+	}
+	l->conntab = map;
+	l->conntab_cap = ULS_CONNTAB_CAPACITY;
+	s->ctr[SRV_CONNTABS_GIVEN]++;
+	uls_ctl_init(&r, ULS_CTL_CONNTAB, req->seq);
+	reply(s, c, &r, &fd, 1);
+	close(fd);  /* both ends keep their mapping */
+}
+
+/* One process's connections, read from its table without waiting for it: a STAT_PROC
+ * record, then a STAT_CONN record per valid entry. An inconsistent table or an entry out
+ * of range is counted and left out, never passed on. */
+static struct uls_conntab_ent snap[ULS_CONNTAB_CAPACITY];
+
+static void stat_process(struct srv *s, struct conn *c, uint32_t seq, struct srv_lease *l)
+{
+	struct uls_ctl_msg r;
+	uint32_t n = 0, total = 0, ok = 0;
+	uint64_t published = 0;
+	uint8_t dp = l->direct ? ULS_CTL_DP_DIRECT : ULS_CTL_DP_RELAY;
+	int table = ULS_CTL_TABLE_NONE;
+
+	if (l->conntab) {
+		int rc = uls_conntab_snapshot(l->conntab, l->conntab_cap, snap, &n, &total, &published);
+		table = rc == ULS_CONNTAB_OK ? ULS_CTL_TABLE_OK :
+			rc == ULS_CONNTAB_TORN ? ULS_CTL_TABLE_TORN : ULS_CTL_TABLE_BAD;
+		if (rc == ULS_CONNTAB_TORN)
+			s->ctr[SRV_CONNTAB_TORN]++;
+		else if (rc != ULS_CONNTAB_OK)
+			s->ctr[SRV_CONNTAB_BAD_HEADER]++;
+		if (rc != ULS_CONNTAB_OK)
+			n = total = 0;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		ok += uls_conntab_ent_ok(&snap[i]);
+	uls_ctl_init(&r, ULS_CTL_STAT_PROC, seq);
+	r.u.proc.pid = (uint32_t)l->pid;
+	r.u.proc.datapath = dp;
+	r.u.proc.queue = (uint8_t)l->queue;
+	r.u.proc.table = (uint8_t)table;
+	r.u.proc.connections = total;
+	r.u.proc.listed = ok;
+	r.u.proc.refused = n - ok;
+	s->ctr[SRV_CONNTAB_BAD_ENTRIES] += n - ok;
+	r.u.proc.age_ms = UINT32_MAX;  /* never written (no connection yet) */
+	if (published) {
+		struct timespec now;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		uint64_t now_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+		uint64_t age = now_ns > published ? (now_ns - published) / 1000000u : 0;
+		r.u.proc.age_ms = age > UINT32_MAX ? UINT32_MAX : (uint32_t)age;
+	}
+	reply(s, c, &r, NULL, 0);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct uls_conntab_ent *e = &snap[i];
+		if (!uls_conntab_ent_ok(e))
+			continue;
+		uls_ctl_init(&r, ULS_CTL_STAT_CONN, seq);
+		r.proto = IPPROTO_TCP;
+		r.lport = e->lport;
+		r.rip = e->rip;
+		r.rport = e->rport;
+		r.u.conn = (struct uls_ctl_conn){
+			.pid = (uint32_t)l->pid, .datapath = dp, .state = e->state,
+			.snd_wscale = e->snd_wscale, .rcv_wscale = e->rcv_wscale,
+			.send_queue = e->send_queue, .recv_queue = e->recv_queue,
+			.rtt_us = e->rtt_us, .rttvar_us = e->rttvar_us, .rto_us = e->rto_us,
+			.cwnd = e->cwnd, .ssthresh = e->ssthresh, .retransmits = e->retransmits,
+			.mss = e->mss, .snd_wnd = e->snd_wnd, .rcv_wnd = e->rcv_wnd, .flags = e->flags,
+			.lip = s->ip,
+		};
+		reply(s, c, &r, NULL, 0);
+	}
+}
+
+/* ulsstat: every process and its connections, every counter, every endpoint, then END.
+ * The socket's buffer bounds how much one reply may hold; SEQPACKET keeps the records
+ * apart. */
 static void stats(struct srv *s, struct conn *c, const struct uls_ctl_msg *req)
 {
 	struct flt_stats fs;
 	struct ep_ctx e = { s, c, req->seq };
 	int big = 4 << 20;
 
+	answer.on = true;
+	answer.n = 0;
+
 	/* Forced where ulsd may (CAP_NET_ADMIN): net.core.wmem_max would otherwise cap it
 	 * below the records of a node with a few hundred queues (bpf.c's per-queue figures). */
 	if (setsockopt(c->fd, SOL_SOCKET, SO_SNDBUFFORCE, &big, sizeof(big)) < 0)
 		setsockopt(c->fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
+	/* The processes first: what reading their tables counted is in this answer's
+	 * counters. */
+	for (uint32_t i = 1; i < SRV_MAX_LEASES; i++) {
+		struct srv_lease *l = s->leases[i];
+		if (l && !l->dead)
+			stat_process(s, c, req->seq, l);
+	}
 	for (int i = 0; i < SRV_COUNTER_MAX; i++)
 		send_counter(s, c, req->seq, srv_counter_name((enum srv_counter)i), s->ctr[i]);
 	for (int i = 1; i < ULS_CTL_ERROR_MAX; i++)
@@ -283,6 +418,56 @@ static void stats(struct srv *s, struct conn *c, const struct uls_ctl_msg *req)
 	struct uls_ctl_msg end;
 	uls_ctl_init(&end, ULS_CTL_END, req->seq);
 	reply(s, c, &end, NULL, 0);
+	answer.on = false;
+}
+
+/* The collected STATS answer, with the lock released (see `answer`). */
+static void send_answer(struct srv *s, struct conn *c)
+{
+	struct mmsghdr mm[64];
+	struct iovec iov[64];
+	size_t i = 0;
+	uint64_t lost = answer.lost;
+
+	int waits = 0;
+
+	while (i < answer.n) {
+		unsigned k = 0;
+		for (; k < 64 && i + k < answer.n; k++) {
+			iov[k] = (struct iovec){ &answer.m[i + k], sizeof(answer.m[0]) };
+			mm[k] = (struct mmsghdr){ .msg_hdr = { .msg_iov = &iov[k], .msg_iovlen = 1 } };
+		}
+		int sent = sendmmsg(c->fd, mm, k, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (sent > 0) {
+			i += (size_t)sent;
+			continue;
+		}
+		/* The socket is full (a node with many thousand endpoints in custody): let
+		 * ulsstat read, 10 ms at a time, at most 50 times (no lock is held), then drop
+		 * what is left but the END, which says the answer is complete. */
+		struct pollfd pfd = { .fd = c->fd, .events = POLLOUT };
+		if (sent < 0 && errno == EAGAIN && waits++ < 50 && poll(&pfd, 1, 10) >= 0)
+			continue;
+		break;
+	}
+	if (i < answer.n) {
+		lost += answer.n - i;
+		const struct uls_ctl_msg *last = &answer.m[answer.n - 1];
+		if (last->type == ULS_CTL_END && i < answer.n - 1) {
+			struct pollfd pfd = { .fd = c->fd, .events = POLLOUT };
+			poll(&pfd, 1, 100);
+			if (send(c->fd, last, sizeof(*last), MSG_DONTWAIT | MSG_NOSIGNAL) ==
+			    (ssize_t)sizeof(*last))
+				lost--;
+		}
+	}
+	answer.n = 0;
+	answer.lost = 0;
+	if (lost) {
+		pthread_mutex_lock(&s->lock);
+		s->ctr[SRV_CTL_REPLY_LOST] += lost;
+		pthread_mutex_unlock(&s->lock);
+	}
 }
 
 /* A refused one-way message still gets an error reply (the process's stack skips replies
@@ -380,6 +565,9 @@ static void handle(struct srv *s, struct conn *c, const struct uls_ctl_msg *m)
 	case ULS_CTL_CLAIM:
 		rc = srv_handoff_claim(s, l, m);
 		break;
+	case ULS_CTL_CONNTAB:
+		conntab(s, c, l, m);
+		return;
 	case ULS_CTL_UNBIND:
 		srv_drain_tx(s, l);
 		/* The socket that held the port closed: a listener stops receiving new
@@ -444,6 +632,8 @@ static bool conn_read(struct srv *s, struct conn *c)
 			handle(s, c, &m);
 		}
 		pthread_mutex_unlock(&s->lock);
+		if (answer.n)
+			send_answer(s, c);
 	}
 }
 

@@ -49,6 +49,10 @@ struct srv_lease {
 	unsigned queue;
 	int dp_ring[2];         /* ulsd's descriptors of its io_urings, -1: none */
 	bool has_rings;         /* the relay's ring pair and eventfds exist */
+	/* The connection table the process writes (netif/conntab.h), mapped by the control
+	 * thread; NULL until the process asks for it (ULS_CTL_CONNTAB). */
+	void *conntab;
+	uint32_t conntab_cap;
 };
 
 /* A TCP connection whose process is gone: its tuple stays reserved for 2 MSL and segments
@@ -92,6 +96,8 @@ enum srv_counter {
 	SRV_DROP_REASS_NO_OWNER, SRV_DROP_REASS_BAD, SRV_DROP_REASS_UNSTEERED,
 	SRV_ICMP_TIME_EXCEEDED_SENT,
 	SRV_DROP_RST_RATE,
+	/* processes' connection tables (ctl.c, netif/conntab.h) */
+	SRV_CONNTABS_GIVEN, SRV_CONNTAB_TORN, SRV_CONNTAB_BAD_HEADER, SRV_CONNTAB_BAD_ENTRIES,
 	SRV_COUNTER_MAX
 };
 
@@ -196,6 +202,7 @@ int srv_lease_new(struct srv *s, int fd, pid_t pid, uid_t uid, struct srv_lease 
 /* The relay's ring pair and eventfds, for a lease not on the direct path. */
 int srv_lease_rings(struct srv *s, struct srv_lease *l);
 void srv_lease_end(struct srv *s, struct srv_lease *l);   /* control thread */
+void srv_lease_conntab_close(struct srv_lease *l);
 void srv_lease_free(struct srv *s, struct srv_lease *l);  /* demux thread */
 
 /* bpf.c (or bpf_none.c): the direct data path (s->lock held) */

@@ -9,11 +9,14 @@
  */
 #include "server/internal.h"
 
+#include "netif/conntab.h"
+
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 int srv_lease_new(struct srv *s, int fd, pid_t pid, uid_t uid, struct srv_lease **out)
@@ -102,6 +105,7 @@ void srv_lease_end(struct srv *s, struct srv_lease *l)
 	flt_foreach(s->flt, take_custody, &c);
 	flt_del_owner(s->flt, l->id);
 	srv_ports_drop_lease(s, l);
+	srv_lease_conntab_close(l);
 	close(l->fd);
 	l->fd = -1;
 	s->ctr[SRV_LEASES_CLOSED]++;
@@ -110,11 +114,21 @@ void srv_lease_end(struct srv *s, struct srv_lease *l)
 	nif_tap_wake(s->tap);  /* the demux thread unwatches and frees it */
 }
 
+/* The process's connection table: unmapped when the lease ends (control thread, lock
+ * held: STATS reads it there, under the same lock). */
+void srv_lease_conntab_close(struct srv_lease *l)
+{
+	if (l->conntab)
+		munmap(l->conntab, uls_conntab_size(l->conntab_cap));
+	l->conntab = NULL;
+}
+
 /* Demux thread (lock held): the lease is dead and unwatched. */
 void srv_lease_free(struct srv *s, struct srv_lease *l)
 {
 	if (s->leases[l->id] == l)
 		s->leases[l->id] = NULL;
+	srv_lease_conntab_close(l);
 	if (l->rings)
 		nif_ring_unmap(l->rings, &l->layout);
 	if (l->memfd >= 0)

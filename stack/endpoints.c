@@ -19,6 +19,7 @@
 struct tuple {
 	uint16_t lport, rport;
 	uint32_t rip;
+	uint32_t rexmits;   /* retransmissions of the connection (conntab.c shows them) */
 };
 
 static u8_t ext_id;
@@ -71,8 +72,27 @@ static void track(struct tcp_pcb *pcb)
 	t->lport = pcb->local_port;
 	t->rport = pcb->remote_port;
 	t->rip = ip_2_ip4(&pcb->remote_ip)->addr;
+	t->rexmits = 0;
 	tcp_ext_arg_set_callbacks(pcb, ext_id, &ext_cbs);
 	tcp_ext_arg_set(pcb, ext_id, t);
+	stk__conntab_kick();
+}
+
+/* A retransmission of a registered connection (LWIP_HOOK_TCP_LOSS_NOTE; core lock held).
+ * Kept with the tuple, the one per-connection record a node's connections have. */
+void stk__ep_count_rexmit(struct tcp_pcb *pcb)
+{
+	struct tuple *t = ext_ready ? tcp_ext_arg_get(pcb, ext_id) : NULL;
+
+	if (t)
+		t->rexmits++;
+}
+
+uint32_t stk__ep_rexmits(const struct tcp_pcb *pcb)
+{
+	const struct tuple *t = ext_ready ? tcp_ext_arg_get(pcb, ext_id) : NULL;
+
+	return t ? t->rexmits : 0;
 }
 
 /* Reserve (proto, port); port 0 asks for an ephemeral one. Returns the port, or -errno.
@@ -199,7 +219,10 @@ int stk__ep_claim(uint16_t lport, const ip4_addr_t *rip, uint16_t rport, uint64_
 	m.rip = rip->addr;
 	m.rport = rport;
 	m.u.handoff.nonce = nonce;
-	return stk__lease_call_locked(&m);  /* under the core lock: lease.c says why */
+	int rc = stk__lease_call_locked(&m);  /* under the core lock: lease.c says why */
+	if (rc == 0)
+		stk__conntab_kick();
+	return rc;
 }
 
 /* The pcb goes without a RELEASE: its tuple is another process's now. */

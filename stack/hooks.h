@@ -41,6 +41,7 @@ enum stk_tcp_note {
 	STK_TCP_NOTE_REXMIT_LOST,      /* recovery's retransmissions declared lost again */
 };
 void stk__tcp_note(enum stk_tcp_note what);
+void stk__tcp_loss_note(struct tcp_pcb *pcb, enum stk_tcp_note what);
 struct tcp_hdr;
 struct pbuf;
 err_t stk__tcp_inpacket(struct tcp_pcb *pcb, struct tcp_hdr *hdr, u16_t optlen, u16_t opt1len,

@@ -100,6 +100,13 @@ void stk__lease_counters(uint64_t *queued, uint64_t *lost);
 void stk__lease_unmark_rings(void);
 void stk__lease_forget(void);
 int stk__lease_reattach(void);
+/* conntab.c: the connection table ulsstat reads (netif/conntab.h); endpoints.c keeps each
+ * registered connection's retransmissions for it. */
+int stk__conntab_map(int fd);
+void stk__conntab_kick(void);
+void stk__conntab_close(void);
+struct tcp_pcb;
+void stk__ep_count_rexmit(struct tcp_pcb *pcb);
 
 /* fork() support (fork.c), and connections moving to the process that goes on with them
  * (handoff.c). */

@@ -445,6 +445,31 @@ void stk__lease_notify(struct uls_ctl_msg *m)
 
 void stk__isn_set_secret(const uint8_t secret[16]);
 
+/* The connection table ulsstat reads (conntab.c), asked for right after HELLO on the
+ * fresh lease (core lock held, no other thread uses the lease yet). A ulsd that has none
+ * to give (an older one refuses the type) leaves the process without: its connections
+ * are then missing from ulsstat, nothing else changes. */
+static void ask_conntab(int fd)
+{
+	struct uls_ctl_msg m;
+	int tfd = -1;
+	size_t got = 0;
+
+	uls_ctl_init(&m, ULS_CTL_CONNTAB, ++lease.seq);
+	if (send(fd, &m, sizeof(m), MSG_NOSIGNAL) != (ssize_t)sizeof(m))
+		return;
+	int rc = recv_reply(fd, &m, &tfd, 1, &got, 0);
+	if (rc < 0 || m.seq != lease.seq || m.type != ULS_CTL_CONNTAB || m.status < 0 || got != 1) {
+		if (got)
+			close(tfd);
+		stk__log(1, "lease: no connection table from ulsd (%d)", rc < 0 ? rc : m.status);
+		return;
+	}
+	rc = stk__conntab_map(tfd);
+	if (rc < 0)
+		stk__log(1, "lease: connection table refused: %s", strerror(-rc));
+}
+
 /* The process offers the direct data path (two disabled io_urings, netif/qring.h) unless
  * ULS_DATAPATH=relay; ulsd decides. */
 static bool offer_direct(void)
@@ -509,6 +534,7 @@ int uls_attach(const char *ctl_path)
 		goto fail_fd;
 	}
 	fd = stk__fd_hide(fd);
+	ask_conntab(fd);
 	bool offload = (m.u.hello.flags & ULS_CTL_HELLO_F_OFFLOAD) != 0;
 	if (!direct) {
 		for (int i = 0; qp.made && i < 2; i++)
@@ -543,6 +569,7 @@ int uls_attach(const char *ctl_path)
 	stk__node_name(m.u.hello.ifname, m.u.hello.ifindex);
 	rc = stk__node_up(dev, addr, m.u.hello.prefix_len, gw, m.u.hello.mac);
 	if (rc < 0) {
+		stk__conntab_close();
 		lease.fd = -1;
 		goto fail_fd;
 	}
@@ -550,6 +577,7 @@ int uls_attach(const char *ctl_path)
 	stk__unlock();
 	return 0;
 fail_fd:
+	stk__conntab_close();
 	for (int i = 0; qp.made && i < 2; i++)
 		stk__fd_unmark(nif_qring_fd(&qp, i));
 	nif_qring_discard(&qp);
@@ -589,6 +617,7 @@ void stk__node_down_hook(void)
 {
 	sys_untimeout(retry, NULL);
 	lease.retry_armed = false;
+	stk__conntab_close();
 	if (lease.fd >= 0 && forgetting) {
 		stk__fd_close(lease.fd);
 		lease.fd = -1;

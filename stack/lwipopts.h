@@ -195,8 +195,11 @@ struct ip_addr;
 #define LWIP_HOOK_TCP_INPACKET_PCB(pcb, hdr, optlen, opt1len, opt2, p) \
         stk__tcp_inpacket(pcb, hdr, optlen, opt1len, opt2, p)
 #define LWIP_HOOK_TCP_INPUT_NOTE(what)  stk__tcp_note(STK_TCP_NOTE_##what)
-/* Loss-recovery events of the sending side, counted the same way (patches 0022-0029). */
-#define LWIP_HOOK_TCP_LOSS_NOTE(what)   stk__tcp_note(STK_TCP_NOTE_##what)
+/* Loss-recovery events of the sending side, counted the same way (patches 0022-0029), and
+ * per connection for ulsstat. Deviation: the hook takes no pcb argument, so this names the
+ * `pcb` every call site of patches 0022-0023 has in scope (a site without one would not
+ * compile). */
+#define LWIP_HOOK_TCP_LOSS_NOTE(what)   stk__tcp_loss_note(pcb, STK_TCP_NOTE_##what)
 /* RFC 9438 CUBIC congestion control (stack/cubic.c, patch 0040): ssthresh at a congestion
  * event and cwnd in congestion avoidance; slow start and loss recovery stay lwIP's with
  * patches 0006 and 0021-0023. */

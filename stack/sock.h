@@ -121,6 +121,7 @@ void stk__ep_accepted(struct tcp_pcb *pcb);
 int stk__ep_handoff(struct tcp_pcb *pcb, uint64_t nonce);
 int stk__ep_claim(uint16_t lport, const ip4_addr_t *rip, uint16_t rport, uint64_t nonce);
 void stk__ep_forget(struct tcp_pcb *pcb);
+uint32_t stk__ep_rexmits(const struct tcp_pcb *pcb);
 
 /* stream.c: an ICMP error for the connection of pcb (icmperr.c) */
 struct tcp_pcb;

@@ -85,6 +85,15 @@ void stk__tcp_note(enum stk_tcp_note what)
 		stk__count(map[what]);
 }
 
+/* A loss-recovery event of pcb: counted node-wide, and a retransmission (a range sent again,
+ * or the retransmission timer's resend) also per connection (ulsstat's `retransmits`). */
+void stk__tcp_loss_note(struct tcp_pcb *pcb, enum stk_tcp_note what)
+{
+	stk__tcp_note(what);
+	if (what == STK_TCP_NOTE_REXMIT || what == STK_TCP_NOTE_RTO)
+		stk__ep_count_rexmit(pcb);
+}
+
 /* The connection's check state, made on its first checked segment. NULL only when memory
  * ran out: the checks still run, without a budget (every owed ACK is sent). */
 static struct conn_checks *conn_state(struct tcp_pcb *pcb, uint64_t now)

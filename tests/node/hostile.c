@@ -52,6 +52,12 @@
  *   hostile CTL steal LPORT RIP RPORT    try to move another process's connection: HANDOFF
  *                                        it, and CLAIM it with a guessed nonce; prints each
  *                                        reply
+ *   hostile CTL conntab KIND SECONDS     ask for a connection table and write nonsense into
+ *                                        it for SECONDS: KIND entries (one good entry, for
+ *                                        198.18.0.99:7, and two out of range), count (a count
+ *                                        beyond the capacity) or torn (a write that never
+ *                                        ends); first tries to resize the sealed table and
+ *                                        prints "truncate errno N", then "ready"
  */
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -66,6 +72,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -74,6 +81,7 @@
 #include <unistd.h>
 
 #include "netif/chksum.h"
+#include "netif/conntab.h"
 #include "netif/ctlproto.h"
 #include "netif/qring.h"
 #include "netif/ring.h"
@@ -588,6 +596,49 @@ static int badring(const char *path, const char *kind, int which)
 	return 0;
 }
 
+/* The `conntab` command: a table that ulsd must survive reading. */
+static int bad_conntab(const char *kind, double seconds)
+{
+	struct uls_ctl_msg m;
+	int fd = -1, got;
+
+	uls_ctl_init(&m, ULS_CTL_CONNTAB, seq++);
+	int rc = call_fds(&m, &fd, 1, &got);
+	if (rc < 0 || got != 1) {
+		printf("conntab status %d fds %d\n", rc, got);
+		return 1;
+	}
+	off_t len = lseek(fd, 0, SEEK_END);
+	printf("truncate errno %d\n", ftruncate(fd, 64) < 0 ? errno : 0);
+	struct uls_conntab_hdr *h = mmap(NULL, (size_t)len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (h == MAP_FAILED)
+		return 1;
+	struct uls_conntab_ent *e = (void *)(h + 1);
+	if (!strcmp(kind, "entries")) {
+		uls_conntab_write_begin(h);
+		memset(e, 0, 3 * sizeof(*e));
+		e[0] = (struct uls_conntab_ent){ .rip = htonl(0xc6120063), .lport = 7, .rport = 7,
+						 .state = ULS_TCP_ESTABLISHED, .cwnd = 1 };
+		e[1] = e[0];
+		e[1].state = 99;
+		e[2] = e[0];
+		e[2].lport = 0;
+		e[2].flags = 0x80;
+		uls_conntab_write_end(h, 3, 3, 1);
+	} else if (!strcmp(kind, "count")) {
+		uls_conntab_write_begin(h);
+		uls_conntab_write_end(h, 0xffffffffu, 0xffffffffu, 1);
+	} else if (!strcmp(kind, "torn")) {
+		uls_conntab_write_begin(h);  /* and never ends */
+	} else {
+		return 2;
+	}
+	printf("ready\n");
+	fflush(stdout);
+	usleep((useconds_t)(seconds * 1e6));
+	return 0;
+}
+
 static void hold(void)
 {
 	const char *h = getenv("HOSTILE_HOLD");
@@ -722,6 +773,8 @@ static int run(int argc, char **argv)
 		}
 		return 0;
 	}
+	if (!strcmp(cmd, "conntab") && argc == 5)
+		return bad_conntab(argv[3], atof(argv[4]));
 	fprintf(stderr, "hostile: bad command\n");
 	return 2;
 }

@@ -4,6 +4,7 @@
  *   leasectl churn --ctl PATH --to IP:PORT --conns N --batch B [--hold S]
  *   leasectl abandon --ctl PATH --slow IP:PORT
  *   leasectl late --ctl PATH --echo IP:PORT --slow IP:PORT
+ *   leasectl hold --ctl PATH --to IP:PORT --conns N [--hold S]
  *
  * stall: one thread exchanges 1-byte messages with an echo peer for S seconds (3) and
  * records the longest gap between two completed round trips, while the main thread, after
@@ -18,6 +19,9 @@
  * closes the socket 300 ms into the wait. Prints "abandon_rc=E" (the connect's result).
  * late: connects to --slow, whose answer comes after the stack's 5 s timeout, then to
  * --echo. Prints "late_rc=E next_rc=E2", then "done", and keeps its lease for 10 s.
+ * hold: N connections to a peer that keeps them open, made one after the other; prints
+ * "ready N" and keeps them S seconds (10) (test_ulsstat.py: more connections than the
+ * connection table lists).
  * Exits 0, or says what failed and exits 1.
  */
 #include <arpa/inet.h>
@@ -232,6 +236,21 @@ static int churn(const struct sockaddr_in *to, int conns, int batch, int hold)
 	return 0;
 }
 
+static int hold_conns(const struct sockaddr_in *to, int conns, int hold)
+{
+	for (int i = 0; i < conns; i++) {
+		int sd = connect_to(to);
+		if (sd < 0) {
+			fprintf(stderr, "connect %d: %s\n", i, strerror(-sd));
+			return 1;
+		}
+	}
+	printf("ready %d\n", conns);
+	fflush(stdout);
+	sleep((unsigned)hold);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *ctl = NULL, *to_s = NULL, *echo_s = NULL, *slow_s = NULL;
@@ -283,6 +302,11 @@ int main(int argc, char **argv)
 		    batch > MAX_BATCH || hold < 0 || hold > 600)
 			return 2;
 		return churn(&a, conns, batch, hold);
+	}
+	if (!strcmp(argv[1], "hold")) {
+		if (parse_to(to_s, &a) < 0 || conns < 1 || conns > 100000 || hold < 0 || hold > 600)
+			return 2;
+		return hold_conns(&a, conns, hold);
 	}
 	return 2;
 }

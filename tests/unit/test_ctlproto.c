@@ -11,6 +11,7 @@
 #include <cmocka.h>
 #include <netinet/in.h>
 
+#include "netif/conntab.h"
 #include "netif/ctlproto.h"
 
 static struct uls_ctl_msg valid_bind(void)
@@ -248,6 +249,73 @@ static void hello_request_offering_rings_needs_two_descriptors(void **state)
 	assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);
 }
 
+static struct uls_ctl_msg valid_conn(void)
+{
+	struct uls_ctl_msg m;
+
+	uls_ctl_init(&m, ULS_CTL_STAT_CONN, 1);
+	m.proto = IPPROTO_TCP;
+	m.lport = 5001;
+	m.rip = 0x020012c6;
+	m.rport = 40000;
+	m.u.conn.pid = 1234;
+	m.u.conn.datapath = ULS_CTL_DP_DIRECT;
+	m.u.conn.state = ULS_TCP_ESTABLISHED;
+	m.u.conn.snd_wscale = m.u.conn.rcv_wscale = 7;
+	return m;
+}
+
+/* ulsstat decodes ulsd's answer with the same checker: a connection record names a whole
+ * TCP tuple, a state a connection can be in (not CLOSED or LISTEN), a data path and window
+ * shifts of at most 14 (RFC 7323 §2.3). */
+static void connection_record_needs_a_tuple_a_state_and_a_data_path(void **state)
+{
+	struct uls_ctl_msg m = valid_conn(), out;
+
+	(void)state;
+	assert_int_equal(check(&m, &out), 0);
+	m.u.conn.state = ULS_TCP_TIME_WAIT;
+	assert_int_equal(check(&m, &out), 0);
+	static const struct { size_t off, len; unsigned v; } bad[] = {
+		{ offsetof(struct uls_ctl_msg, proto), 1, IPPROTO_UDP },
+		{ offsetof(struct uls_ctl_msg, lport), 2, 0 },
+		{ offsetof(struct uls_ctl_msg, rport), 2, 0 },
+		{ offsetof(struct uls_ctl_msg, rip), 4, 0 },
+		{ offsetof(struct uls_ctl_msg, u.conn.state), 1, ULS_TCP_LISTEN },
+		{ offsetof(struct uls_ctl_msg, u.conn.state), 1, ULS_TCP_STATE_COUNT },
+		{ offsetof(struct uls_ctl_msg, u.conn.datapath), 1, 0 },
+		{ offsetof(struct uls_ctl_msg, u.conn.snd_wscale), 1, 15 },
+		{ offsetof(struct uls_ctl_msg, u.conn.rcv_wscale), 1, 255 },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct uls_ctl_msg b = valid_conn();
+		uint32_t v = bad[i].v;
+		memcpy((uint8_t *)&b + bad[i].off, &v, bad[i].len);  /* little-endian host */
+		assert_int_equal(check(&b, &out), ULS_CTL_BAD_FIELD);
+	}
+}
+
+static void process_record_needs_a_data_path_and_consistent_counts(void **state)
+{
+	struct uls_ctl_msg m, out;
+
+	(void)state;
+	uls_ctl_init(&m, ULS_CTL_STAT_PROC, 1);
+	m.u.proc.datapath = ULS_CTL_DP_RELAY;
+	m.u.proc.table = ULS_CTL_TABLE_OK;
+	m.u.proc.connections = 3;
+	m.u.proc.listed = 3;
+	assert_int_equal(check(&m, &out), 0);
+	m.u.proc.listed = 4;
+	assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);
+	m.u.proc.listed = 3;
+	m.u.proc.table = ULS_CTL_TABLE_MAX;
+	assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);
+	m.u.proc.table = ULS_CTL_TABLE_TORN;
+	m.u.proc.datapath = 9;
+	assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);
+}
+
 static void error_names_unique_and_named(void **state)
 {
 	(void)state;
@@ -274,6 +342,8 @@ int main(void)
 		cmocka_unit_test(release_needs_a_full_tuple),
 		cmocka_unit_test(handoff_and_claim_need_a_full_tcp_tuple),
 		cmocka_unit_test(counter_name_without_terminator_refused),
+		cmocka_unit_test(connection_record_needs_a_tuple_a_state_and_a_data_path),
+		cmocka_unit_test(process_record_needs_a_data_path_and_consistent_counts),
 		cmocka_unit_test(hello_reply_with_bad_mtu_or_prefix_refused),
 		cmocka_unit_test(hello_reply_without_a_data_path_refused),
 		cmocka_unit_test(hello_reply_with_unterminated_interface_name_refused),

@@ -1,0 +1,163 @@
+/* netif/conntab.c: the connection table a process writes and ulsd reads. ulsd must get
+ * either a consistent copy or a counted refusal, whatever the writer does: a table written
+ * while it is read, a write that never ends, a count beyond the table, entries out of
+ * range; and the memfd is sealed so that the process cannot shrink ulsd's mapping. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "netif/conntab.h"
+
+#define CAP 64u
+
+static struct uls_conntab_ent snap[CAP];
+
+static void table_is_sealed_and_its_header_checks(void **state)
+{
+	void *map;
+	int fd = uls_conntab_create(CAP, &map);
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(lseek(fd, 0, SEEK_END), (off_t)uls_conntab_size(CAP));
+	assert_int_equal(ftruncate(fd, 64), -1);
+	assert_int_equal(errno, EPERM);
+	assert_int_equal(ftruncate(fd, 1 << 20), -1);
+	assert_int_equal(uls_conntab_check_header(map, uls_conntab_size(CAP)), 0);
+	assert_int_equal(uls_conntab_check_header(map, uls_conntab_size(CAP) - 64), -EPROTO);
+	((struct uls_conntab_hdr *)map)->version = 99;
+	assert_int_equal(uls_conntab_check_header(map, uls_conntab_size(CAP)), -EPROTO);
+	munmap(map, uls_conntab_size(CAP));
+	close(fd);
+}
+
+struct writer {
+	struct uls_conntab_hdr *h;
+	volatile int stop;
+	unsigned rounds;
+};
+
+/* Every round writes n entries that all carry the round's number: a torn copy would mix
+ * rounds, or have fewer entries with that number than its count says. The stack writes
+ * every 250 ms; this writer writes all the time, so that reads meet writes often. */
+static void *write_loop(void *arg)
+{
+	struct writer *w = arg;
+	struct uls_conntab_ent *e = (void *)(w->h + 1);
+
+	while (!w->stop) {
+		uint32_t r = ++w->rounds, n = 1 + r % CAP;
+		uls_conntab_write_begin(w->h);
+		for (uint32_t i = 0; i < n; i++) {
+			e[i].cwnd = r;
+			e[i].ssthresh = r;
+			e[i].rtt_us = r;
+		}
+		uls_conntab_write_end(w->h, n, n + 5, r);
+		if (r % 16 == 0)
+			usleep(10);  /* bursts of back-to-back rounds, then a pause */
+	}
+	return NULL;
+}
+
+static void reader_never_sees_a_torn_table(void **state)
+{
+	void *map;
+	int fd = uls_conntab_create(CAP, &map);
+	struct writer w = { .h = map };
+	pthread_t t;
+	unsigned ok = 0, torn = 0;
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(pthread_create(&t, NULL, write_loop, &w), 0);
+	for (int k = 0; k < 200000; k++) {
+		uint32_t n, total;
+		uint64_t ns;
+		int rc = uls_conntab_snapshot(map, CAP, snap, &n, &total, &ns);
+		if (rc == ULS_CONNTAB_TORN) {
+			torn++;
+			continue;
+		}
+		assert_int_equal(rc, ULS_CONNTAB_OK);
+		if (ns == 0)
+			continue;  /* nothing written yet */
+		ok++;
+		assert_int_equal(n, 1 + ns % CAP);
+		assert_int_equal(total, n + 5);
+		for (uint32_t i = 0; i < n; i++) {
+			assert_int_equal(snap[i].cwnd, (uint32_t)ns);
+			assert_int_equal(snap[i].ssthresh, (uint32_t)ns);
+			assert_int_equal(snap[i].rtt_us, (uint32_t)ns);
+		}
+	}
+	w.stop = 1;
+	pthread_join(t, NULL);
+	assert_true(ok > 1000);
+	print_message("consistent copies %u, gave up %u, writer rounds %u\n", ok, torn, w.rounds);
+	munmap(map, uls_conntab_size(CAP));
+	close(fd);
+}
+
+static void endless_write_and_bad_count_are_refused(void **state)
+{
+	void *map;
+	int fd = uls_conntab_create(CAP, &map);
+	struct uls_conntab_hdr *h = map;
+	uint32_t n, total;
+	uint64_t ns;
+
+	(void)state;
+	uls_conntab_write_begin(h);
+	assert_int_equal(uls_conntab_snapshot(map, CAP, snap, &n, &total, &ns), ULS_CONNTAB_TORN);
+	uls_conntab_write_end(h, CAP + 1, CAP + 1, 1);
+	assert_int_equal(uls_conntab_snapshot(map, CAP, snap, &n, &total, &ns), ULS_CONNTAB_BAD_HEADER);
+	uls_conntab_write_begin(h);
+	uls_conntab_write_end(h, 2, 0, 7);  /* a total below the count is raised to it */
+	assert_int_equal(uls_conntab_snapshot(map, CAP, snap, &n, &total, &ns), ULS_CONNTAB_OK);
+	assert_int_equal(n, 2);
+	assert_int_equal(total, 2);
+	assert_int_equal(ns, 7);
+	munmap(map, uls_conntab_size(CAP));
+	close(fd);
+}
+
+static void entries_out_of_range_are_refused(void **state)
+{
+	struct uls_conntab_ent good = { .rip = 0x020012c6, .lport = 5001, .rport = 40000,
+					.state = ULS_TCP_ESTABLISHED, .snd_wscale = 7, .rcv_wscale = 7,
+					.flags = ULS_CONNTAB_F_WSCALE | ULS_CONNTAB_F_SACK };
+	struct uls_conntab_ent e;
+
+	(void)state;
+	assert_true(uls_conntab_ent_ok(&good));
+	e = good; e.state = ULS_TCP_LISTEN; assert_false(uls_conntab_ent_ok(&e));
+	e = good; e.state = ULS_TCP_STATE_COUNT; assert_false(uls_conntab_ent_ok(&e));
+	e = good; e.lport = 0; assert_false(uls_conntab_ent_ok(&e));
+	e = good; e.rport = 0; assert_false(uls_conntab_ent_ok(&e));
+	e = good; e.rip = 0; assert_false(uls_conntab_ent_ok(&e));
+	e = good; e.snd_wscale = 15; assert_false(uls_conntab_ent_ok(&e));
+	e = good; e.flags = 0x80; assert_false(uls_conntab_ent_ok(&e));
+	assert_string_equal(uls_tcp_state_name(ULS_TCP_ESTABLISHED), "ESTABLISHED");
+	assert_string_equal(uls_tcp_state_name(200), "UNKNOWN");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(table_is_sealed_and_its_header_checks),
+		cmocka_unit_test(reader_never_sees_a_torn_table),
+		cmocka_unit_test(endless_write_and_bad_count_are_refused),
+		cmocka_unit_test(entries_out_of_range_are_refused),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
