@@ -30,6 +30,20 @@ static void adopt_fdset(int nfds, const fd_set *a, const fd_set *b)
 
 static int64_t now_ms(void);
 
+/* The milliseconds a wait may still take (-1: no limit) for a call given timeout ms at
+ * start (end: when it is up); false once it is up. */
+static bool time_left(int timeout, int64_t end, int *left)
+{
+	*left = -1;
+	if (timeout > 0) {
+		int64_t l = end - now_ms();
+		if (l <= 0)
+			return false;
+		*left = l > INT32_MAX ? INT32_MAX : (int)l;
+	}
+	return true;
+}
+
 /* Does the set hold a user-level socket? Only then is it worth driving the stack. */
 static bool holds_ours(const struct pollfd *p, nfds_t n)
 {
@@ -52,13 +66,9 @@ static int poll_drive(struct pollfd *p, nfds_t n, int timeout, const sigset_t *m
 		int rc = shim__real.poll(p, n, 0);
 		if (rc != 0)
 			return rc;
-		int left = -1;
-		if (timeout > 0) {
-			int64_t l = end - now_ms();
-			if (l <= 0)
-				return 0;
-			left = l > INT32_MAX ? INT32_MAX : (int)l;
-		}
+		int left;
+		if (!time_left(timeout, end, &left))
+			return 0;
 		sigset_t old;
 		shim__enter(&old);
 		int d = uls_poll_drive(p, (unsigned)n, left, mask ? mask : &old);
@@ -162,13 +172,9 @@ static int epoll_drive(int epfd, struct epoll_event *ev, int max, int timeout,
 		int rc = shim__real.epoll_wait(epfd, ev, max, 0);
 		if (rc != 0)
 			return rc;
-		int left = -1;
-		if (timeout > 0) {
-			int64_t l = end - now_ms();
-			if (l <= 0)
-				return 0;
-			left = l > INT32_MAX ? INT32_MAX : (int)l;
-		}
+		int left;
+		if (!time_left(timeout, end, &left))
+			return 0;
 		sigset_t old;
 		shim__enter(&old);
 		struct pollfd set = { .fd = epfd, .events = POLLIN };

@@ -4,11 +4,11 @@ check_PROGRAMS += tests/shim/sighandler
 tests_shim_sighandler_SOURCES = tests/shim/sighandler.c
 # A signal while a thread is blocked in recv(): EINTR or restart, as the kernel decides.
 check_PROGRAMS += tests/shim/sigwait
-tests_shim_sigwait_SOURCES = tests/shim/sigwait.c
+tests_shim_sigwait_SOURCES = tests/shim/sigwait.c tests/shim/rtccounters.h
 tests_shim_sigwait_LDADD = -lpthread -ldl
 # Blocking calls that drive the stack: threads racing, fork and exec while one waits.
 check_PROGRAMS += tests/shim/rtcwait
-tests_shim_rtcwait_SOURCES = tests/shim/rtcwait.c
+tests_shim_rtcwait_SOURCES = tests/shim/rtcwait.c tests/shim/rtccounters.h
 tests_shim_rtcwait_LDADD = -lpthread -ldl
 # The interfaces a C program finds (getifaddrs, if_nameindex, SIOCGIF*), and one that
 # serves on the address it found by walking them (test_interfaces.py).

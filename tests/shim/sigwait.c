@@ -33,6 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rtccounters.h"
+
 static volatile sig_atomic_t handled;
 static int sd;
 
@@ -59,24 +61,6 @@ static void *late_sender(void *arg)
 	return NULL;
 }
 
-struct counter {  /* uls.h's struct uls_counter */
-	const char *name;
-	uint64_t value;
-};
-
-static void print_counters(void)
-{
-	int (*get)(struct counter *, size_t) =
-		(int (*)(struct counter *, size_t))dlsym(RTLD_DEFAULT, "uls_counters");
-	static struct counter c[512];
-
-	if (!get)
-		return;
-	int n = get(c, 512);
-	for (int i = 0; i < n && i < 512; i++)
-		if (strncmp(c[i].name, "rtc_shim_", 9) == 0)
-			printf(" %s=%llu", c[i].name, (unsigned long long)c[i].value);
-}
 
 int main(int argc, char **argv)
 {
