@@ -71,6 +71,7 @@ static const char *const own_names[STK_CNT__COUNT] = {
 	/* Run to completion (stack/drive.c) */
 	[STK_CNT_RTC_ROUNDS] = "rtc_rounds",
 	[STK_CNT_RTC_ENTRY_RX] = "rtc_entry_rx",
+	[STK_CNT_RTC_PARK_TIMERS_LEFT] = "rtc_park_timers_left",
 	[STK_CNT_RTC_HANDOVERS] = "rtc_stack_handovers",
 	[STK_CNT_RTC_SPIN_HITS] = "rtc_spin_hits",
 	/* ... for programs under ulsrun (uls_socket_drive) */

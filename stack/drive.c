@@ -558,8 +558,16 @@ static void park(struct stk_node *n)
 	n->parked = false;
 	if (!n->running)
 		return;
-	if (n->dev_waiter == STK_W_NONE)
+	if (n->dev_waiter == STK_W_NONE) {
 		take_frames(n);
+	} else if (n->dev->ops->ready && n->dev->ops->ready(n->dev)) {
+		/* Frames wait for the thread on the device, which takes them and then runs
+		 * the timers itself (round_after_wait). Timers run now would act on a state
+		 * those frames change: a loss probe for data whose ACK is already here. */
+		stk__count(STK_CNT_RTC_PARK_TIMERS_LEFT);
+		hand_over(n);
+		return;
+	}
 	sys_check_timeouts();
 	n->dev->ops->tx_flush(n->dev);
 	hand_over(n);  /* blocked threads left the device to nobody meanwhile? */

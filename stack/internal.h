@@ -192,6 +192,7 @@ enum stk_counter {
 	/* Run to completion (stack/drive.c) */
 	STK_CNT_RTC_ROUNDS,
 	STK_CNT_RTC_ENTRY_RX,
+	STK_CNT_RTC_PARK_TIMERS_LEFT,
 	STK_CNT_RTC_HANDOVERS,
 	STK_CNT_RTC_SPIN_HITS,
 	STK_CNT_RTC_SHIM_DRIVES,
