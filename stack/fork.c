@@ -36,6 +36,8 @@ static void parent(void)
 
 static void forget_socket(struct stk_sock *s)
 {
+	/* Any mirror's files are the parent's, an inherited socket's too (fixedfd.c). */
+	stk__mirror_free(s);
 	if (s->inherited)
 		return;
 	s->inherited = true;
@@ -67,6 +69,7 @@ static void child(void)
 	stk__node.owner = pthread_self();
 	stk__node.owned = true;
 	stk__drive_forked();  /* a parent's thread may have been inside */
+	stk__ffd_forget();    /* the mirrors' fixed files are the parent's (fixedfd.c) */
 	if (stk__node.up) {
 		stk__sockets_each(forget_socket);
 		stk__handoff_forget();

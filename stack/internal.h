@@ -234,6 +234,16 @@ int stk__fd_hide(int fd);
 void stk__fd_close(int fd);
 void stk__fd_unmark(int fd);
 
+/* Files held in io_uring fixed-file tables, outside the descriptor table (fixedfd.c):
+ * handles >= 0, results or -errno. */
+int stk__ffd_hold(int fd);
+void stk__ffd_release(int h);
+ssize_t stk__ffd_send(int h, const void *buf, size_t len, int flags);
+ssize_t stk__ffd_recv(int h, void *buf, size_t len, int flags);
+ssize_t stk__ffd_recvmsg(int h, struct msghdr *mh, int flags);
+int stk__ffd_install(int h, bool cloexec);
+void stk__ffd_forget(void);
+
 /* Logging (port.c). */
 void stk__log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -4,7 +4,11 @@
  * next to pipes and timerfds, nested epoll sets included, with level and edge triggering
  * done by the kernel. An eventfd cannot say "neither readable nor writable", so each
  * mirrored socket is an AF_UNIX stream pair: the program holds end A (the socket's
- * descriptor number), the library holds a duplicate of A (priv) and the other end B (peer).
+ * descriptor number), the library holds a second reference to A (priv) and the other end B
+ * (peer). priv and B are not descriptors: they sit in an io_uring fixed-file table
+ * (fixedfd.c), so a socket costs the program one descriptor, as a kernel socket does
+ * (issue 18). Where io_uring is refused (seccomp), they are descriptors (privfd.c), three
+ * per socket.
  *
  *   readable   one token byte sits in A's receive queue (written through B);
  *   writable   A's send queue is empty; filling it (through priv, with a small SO_SNDBUF)
@@ -29,12 +33,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lwip/tcp.h"
 
 struct stk_mirror {
-	int priv, peer;
+	int priv, peer;  /* fixed-file handles (fixed), else the library's descriptors */
+	bool fixed;
 	bool token;   /* a byte waits in A: readable */
 	bool filled;  /* A's send queue is full: not writable */
 	bool eof;     /* B shut down for writing */
@@ -102,11 +108,68 @@ static void count_fail(void)
 	stk__count(STK_CNT_MIRROR_FAIL);
 }
 
+/* The mirror's system calls, on fixed files or descriptors: results or -errno. */
+static ssize_t m_send(const struct stk_mirror *m, int h, const void *buf, size_t len, int flags)
+{
+	if (m->fixed)
+		return stk__ffd_send(h, buf, len, flags);
+	ssize_t n = send(h, buf, len, flags);
+	return n < 0 ? -errno : n;
+}
+
+static ssize_t m_recv(const struct stk_mirror *m, int h, void *buf, size_t len, int flags)
+{
+	if (m->fixed)
+		return stk__ffd_recv(h, buf, len, flags);
+	ssize_t n = recv(h, buf, len, flags);
+	return n < 0 ? -errno : n;
+}
+
+static ssize_t m_recvmsg(const struct stk_mirror *m, int h, struct msghdr *mh, int flags)
+{
+	if (m->fixed)
+		return stk__ffd_recvmsg(h, mh, flags);
+	ssize_t n = recvmsg(h, mh, flags);
+	return n < 0 ? -errno : n;
+}
+
+static void m_close(const struct stk_mirror *m, int h)
+{
+	if (m->fixed)
+		stk__ffd_release(h);
+	else
+		stk__fd_close(h);
+}
+
+/* A descriptor for h for the length of a call io_uring has no inline form for
+ * (fixedfd.c); m_put() gives it back. */
+static int m_get(const struct stk_mirror *m, int h)
+{
+	return m->fixed ? stk__ffd_install(h, true) : h;
+}
+
+static void m_put(const struct stk_mirror *m, int fd)
+{
+	if (m->fixed && fd >= 0)
+		stk__fd_close(fd);
+}
+
+static int m_shutdown(const struct stk_mirror *m, int h, int how)
+{
+	int fd = m_get(m, h), rc;
+
+	if (fd < 0)
+		return fd;
+	rc = shutdown(fd, how) < 0 ? -errno : 0;
+	m_put(m, fd);
+	return rc;
+}
+
 static void put_token(struct stk_mirror *m)
 {
 	char c = 0;
 
-	if (send(m->peer, &c, 1, MSG_DONTWAIT | MSG_NOSIGNAL) == 1)
+	if (m_send(m, m->peer, &c, 1, MSG_DONTWAIT | MSG_NOSIGNAL) == 1)
 		m->token = true;
 	else
 		count_fail();
@@ -116,7 +179,9 @@ static void take_token(struct stk_mirror *m)
 {
 	char c;
 
-	if (recv(m->priv, &c, 1, MSG_DONTWAIT) == 1 || errno == EAGAIN)
+	ssize_t n = m_recv(m, m->priv, &c, 1, MSG_DONTWAIT);
+
+	if (n == 1 || n == -EAGAIN)
 		m->token = false;
 	else
 		count_fail();
@@ -127,8 +192,9 @@ static void fill(struct stk_mirror *m)
 	static const char junk[4096];
 
 	for (int i = 0; i < 64; i++) {
-		if (send(m->priv, junk, sizeof(junk), MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
-			if (errno != EAGAIN)
+		ssize_t n = m_send(m, m->priv, junk, sizeof(junk), MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0) {
+			if (n != -EAGAIN)
 				count_fail();
 			break;
 		}
@@ -178,7 +244,7 @@ static int drain(struct stk_mirror *m)
 		struct iovec iov = { buf, sizeof(buf) };
 		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
 				     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
-		n = recvmsg(m->peer, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		n = m_recvmsg(m, m->peer, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 		if (n <= 0)
 			break;
 		if (mh.msg_controllen)
@@ -206,10 +272,13 @@ void stk__mirror_sync(struct stk_sock *s)
 		 * sees ERR and HUP returns at once): empty B, give A room, and leave only
 		 * the one byte that makes the kernel set the error. */
 		drain(m);
-		setsockopt(m->priv, SOL_SOCKET, SO_SNDBUF, &roomy, sizeof(roomy));
-		if (send(m->priv, &c, 1, MSG_DONTWAIT | MSG_NOSIGNAL) != 1)
+		int fd = m_get(m, m->priv);
+		if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &roomy, sizeof(roomy)) < 0)
 			count_fail();
-		stk__fd_close(m->peer);
+		m_put(m, fd);
+		if (m_send(m, m->priv, &c, 1, MSG_DONTWAIT | MSG_NOSIGNAL) != 1)
+			count_fail();
+		m_close(m, m->peer);
 		m->peer = -1;
 		m->gone = true;
 		return;
@@ -227,11 +296,11 @@ void stk__mirror_sync(struct stk_sock *s)
 			fill(m);
 	}
 	if (r.hup && !m->hup) {
-		if (shutdown(m->peer, SHUT_RDWR) < 0)
+		if (m_shutdown(m, m->peer, SHUT_RDWR) < 0)
 			count_fail();
 		m->hup = m->eof = true;
 	} else if (r.eof && !m->eof) {
-		if (shutdown(m->peer, SHUT_WR) < 0)
+		if (m_shutdown(m, m->peer, SHUT_WR) < 0)
 			count_fail();
 		m->eof = true;
 	}
@@ -247,7 +316,8 @@ void stk__mirror_hangup(struct stk_sock *s)
 		return;
 	if (m->filled)
 		drain(m);
-	shutdown(m->peer, SHUT_RDWR);
+	if (m_shutdown(m, m->peer, SHUT_RDWR) < 0)
+		count_fail();
 	m->hup = m->eof = true;
 }
 
@@ -257,8 +327,8 @@ void stk__mirror_free(struct stk_sock *s)
 
 	if (!m)
 		return;
-	stk__fd_close(m->priv);
-	stk__fd_close(m->peer);
+	m_close(m, m->priv);
+	m_close(m, m->peer);
 	stk__fd_close(m->claim);
 	free(m);
 	s->mirror = NULL;
@@ -276,7 +346,7 @@ int stk__mirror_park(struct stk_sock *s)
 	if (m->token)
 		take_token(m);
 	drain(m);
-	stk__fd_close(m->priv);
+	m_close(m, m->priv);
 	m->priv = -1;
 	m->parked = true;
 	return 0;
@@ -285,21 +355,21 @@ int stk__mirror_park(struct stk_sock *s)
 enum stk_mirror_watch stk__mirror_watch(struct stk_sock *s)
 {
 	struct stk_mirror *m = s->mirror;
-	struct pollfd p = { .fd = m ? m->peer : -1, .events = POLLIN };
+	char c;
 
 	if (!m || m->peer < 0)
 		return STK_MIRROR_ALONE;
-	if (poll(&p, 1, 0) < 0)
-		return STK_MIRROR_SHARED;
-	int open = (p.revents & POLLIN) ? drain(m) : 1;
+	/* A's last holder gone: B reads end-of-file, or ECONNRESET if that holder left the
+	 * token unread. Bytes first: fill and claims, which drain() takes. */
+	ssize_t n = m_recv(m, m->peer, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+	int open = n > 0 ? drain(m) : n == 0 ? 0 : n == -EAGAIN ? 1 : n == -EBADF ? 1 : 0;
 	if (m->claim >= 0 && claim_gone(m->claim)) {
 		stk__fd_close(m->claim);  /* the claimer stopped waiting; it may claim again */
 		m->claim = -1;
 	}
 	if (m->claim >= 0)
 		return STK_MIRROR_CLAIMED;
-	/* A's last descriptor closed: B reads end-of-file and shows POLLHUP. */
-	return !open || (p.revents & (POLLHUP | POLLERR)) ? STK_MIRROR_ALONE : STK_MIRROR_SHARED;
+	return open ? STK_MIRROR_SHARED : STK_MIRROR_ALONE;
 }
 
 /* Answer the claim on the claimer's reply socket: 'H' with the state's descriptor, or
@@ -329,7 +399,9 @@ int stk__mirror_give(struct stk_sock *s, int state_fd)
 	return rc;
 }
 
-static int mirror_new(struct stk_sock *s)
+/* A new mirror; its end A is returned as the program's descriptor (*afd), close-on-exec
+ * if cloexec. */
+static int mirror_new(struct stk_sock *s, bool cloexec, int *afd)
 {
 	int sv[2], sndbuf = 1;
 	struct stk_mirror *m = calloc(1, sizeof(*m));
@@ -344,8 +416,24 @@ static int mirror_new(struct stk_sock *s)
 	/* The smallest send buffer: filling A costs a system call or two. */
 	setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
 	m->claim = -1;
-	m->peer = stk__fd_hide(sv[1]);
-	m->priv = stk__fd_hide(sv[0]);
+	m->priv = stk__ffd_hold(sv[0]);
+	m->peer = m->priv >= 0 ? stk__ffd_hold(sv[1]) : -1;
+	if (m->peer >= 0) {
+		/* The kernel's socket() would have returned the lowest free number: sv[0]. */
+		m->fixed = true;
+		close(sv[1]);
+		if (!cloexec)
+			fcntl(sv[0], F_SETFD, 0);
+		*afd = sv[0];
+	} else {
+		if (m->priv >= 0)
+			stk__ffd_release(m->priv);
+		m->peer = stk__fd_hide(sv[1]);
+		m->priv = stk__fd_hide(sv[0]);
+		*afd = fcntl(m->priv, cloexec ? F_DUPFD_CLOEXEC : F_DUPFD, 0);
+		if (*afd < 0)
+			*afd = -errno;
+	}
 	s->mirror = m;
 	stk__mirror_sync(s);
 	return 0;
@@ -353,7 +441,7 @@ static int mirror_new(struct stk_sock *s)
 
 int uls_socket_fd(int sd, int flags)
 {
-	int rc;
+	int rc, fd = -EBADF;
 
 	if (flags & ~SOCK_CLOEXEC)
 		return -EINVAL;
@@ -363,17 +451,20 @@ int uls_socket_fd(int sd, int flags)
 		stk__unlock();
 		return -EBADF;
 	}
-	rc = s->mirror ? 0 : mirror_new(s);
-	if (rc == 0 && s->mirror->priv >= 0) {
-		rc = fcntl(s->mirror->priv, (flags & SOCK_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD, 0);
-		if (rc < 0)
-			rc = -errno;
-	} else if (rc == 0) {
+	bool cloexec = flags & SOCK_CLOEXEC;
+	if (!s->mirror) {
+		rc = mirror_new(s, cloexec, &fd);
+	} else if (s->mirror->priv < 0) {
 		rc = -EBADF;
+	} else if (s->mirror->fixed) {
+		rc = fd = stk__ffd_install(s->mirror->priv, cloexec);
+	} else {
+		fd = fcntl(s->mirror->priv, cloexec ? F_DUPFD_CLOEXEC : F_DUPFD, 0);
+		rc = fd < 0 ? -errno : 0;
 	}
 	stk__sock_leave(s);
 	stk__unlock();
-	return rc;
+	return rc < 0 ? rc : fd;
 }
 
 int uls_socket_wait(int sd, int events)
@@ -397,18 +488,30 @@ int uls_socket_wait(int sd, int events)
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		return -EBADF;
 	}
-	int priv = s->mirror->priv;
+	/* A descriptor for A for the wait's length (fixedfd.c): the program may have closed
+	 * or moved its own number meanwhile. */
+	bool temp = s->mirror->fixed;
+	int priv = m_get(s->mirror, s->mirror->priv);
 	stk__unlock();
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	/* Kernel calls on the mirror, so that the kernel decides between EINTR and a restart
-	 * (signal(7): socket calls restart under SA_RESTART unless a timeout is set) and
-	 * applies the timeouts the program set on the descriptor. */
-	ssize_t n = events == POLLIN ? recv(priv, &c, 1, MSG_PEEK) :
-				       send(priv, &c, 1, MSG_NOSIGNAL);
-	if (n < 0)
-		rc = errno == EAGAIN ? -EAGAIN : errno == EINTR ? -EINTR : 0;
+	ssize_t n;
+	if (priv < 0) {
+		/* No descriptor to spare (EMFILE): a short nap, then the caller looks again. */
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+		n = 0;
+	} else {
+		/* Kernel calls on the mirror, so that the kernel decides between EINTR and a
+		 * restart (signal(7): socket calls restart under SA_RESTART unless a timeout
+		 * is set) and applies the timeouts the program set on the descriptor. */
+		n = events == POLLIN ? recv(priv, &c, 1, MSG_PEEK) : send(priv, &c, 1, MSG_NOSIGNAL);
+		if (n < 0)
+			rc = errno == EAGAIN ? -EAGAIN : errno == EINTR ? -EINTR : 0;
+	}
 	pthread_sigmask(SIG_BLOCK, &all, &old);
 	stk__lock();
+	if (temp && priv >= 0)
+		stk__fd_close(priv);
 	if (events == POLLOUT && n == 1 && s->mirror && !s->mirror->gone) {
 		/* The byte that proved A writable sits in B: take it out, then let the
 		 * socket's state decide again. */
