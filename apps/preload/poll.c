@@ -3,7 +3,8 @@
  * EPOLLEXCLUSIVE and nested epoll sets work as they do for any descriptor. What the shim
  * adds: after fork, a socket inherited from the parent is adopted before the kernel is
  * asked to watch it, and a listener watched here counts as one this process accepts on
- * (fork.c); and epoll_wait drives the stack while it waits (run to completion).
+ * (fork.c); and poll, select and epoll_wait drive the stack while they wait (run to
+ * completion).
  */
 #include "shim.h"
 
@@ -108,11 +109,123 @@ SHIM_EXPORT int ppoll(struct pollfd *p, nfds_t n, const struct timespec *t, cons
 	return poll_drive(p, n, timeout, m);
 }
 
+/* Does the set hold a user-level socket? */
+static bool fdset_holds_ours(int nfds, const fd_set *r, const fd_set *w, const fd_set *e)
+{
+	if (!shim__enabled() || shim__maxfd() < 0)
+		return false;
+	int hi = shim__maxfd();
+	for (int fd = 0; fd < nfds && fd <= hi; fd++)
+		if (((r && FD_ISSET(fd, r)) || (w && FD_ISSET(fd, w)) || (e && FD_ISSET(fd, e))) &&
+		    shim__is_ours(fd))
+			return true;
+	return false;
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* select(2) and pselect(2) on sets holding user-level sockets: as poll_drive, the sets
+ * asked without waiting, then one round of the stack while waiting on the device and on
+ * the sets' descriptors (as poll: read POLLIN, write POLLOUT, except POLLPRI), until one
+ * is ready or the time is up. timeout_ns < 0: no limit. *left_ns (select's Linux
+ * behaviour: the timeval says the time not slept) is set on return. Like the kernel's
+ * select, a handler that runs ends the wait with EINTR, SA_RESTART or not (signal(7)). */
+static int select_drive(int nfds, fd_set *r, fd_set *w, fd_set *e, int64_t timeout_ns,
+			const sigset_t *mask, int64_t *left_ns)
+{
+	static const short ev[3] = { POLLIN, POLLOUT, POLLPRI };
+	fd_set *sets[3] = { r, w, e }, in[3], out[3];
+	struct pollfd *p = calloc((size_t)nfds * 3, sizeof(*p));
+	unsigned n = 0;
+	int64_t end = timeout_ns >= 0 ? now_ns() + timeout_ns : 0;
+	int rc;
+
+	if (!p) {
+		*left_ns = timeout_ns;
+		return -EBUSY;
+	}
+	for (int k = 0; k < 3; k++) {
+		if (!sets[k])
+			continue;
+		in[k] = *sets[k];
+		for (int fd = 0; fd < nfds; fd++)
+			if (FD_ISSET(fd, &in[k]))
+				p[n++] = (struct pollfd){ .fd = fd, .events = ev[k] };
+	}
+	for (;;) {
+		struct timeval zero = { 0, 0 };
+		for (int k = 0; k < 3; k++)
+			if (sets[k])
+				out[k] = in[k];
+		rc = shim__real.select(nfds, r ? &out[0] : NULL, w ? &out[1] : NULL,
+				       e ? &out[2] : NULL, &zero);
+		if (rc < 0) {
+			rc = -errno;
+			break;
+		}
+		int64_t l = timeout_ns >= 0 ? end - now_ns() : -1;
+		if (rc > 0 || (timeout_ns >= 0 && l <= 0)) {
+			for (int k = 0; k < 3; k++)
+				if (sets[k])
+					*sets[k] = out[k];  /* none set when the time is up */
+			break;
+		}
+		/* Whole milliseconds for the device's wait, rounded up (as poll's timeout). */
+		int ms = l < 0 ? -1 : l / 1000000 >= INT32_MAX ? INT32_MAX : (int)((l + 999999) / 1000000);
+		sigset_t old;
+		shim__enter(&old);
+		int d = uls_poll_drive(p, n, ms, mask ? mask : &old);
+		shim__leave(&old);
+		if (d == -EINTR) {
+			rc = -EINTR;
+			break;
+		}
+		if (d == -EBUSY || d == -EINVAL || d == -ENOMEM) {
+			/* The kernel waits: the caller asks it with the time left. */
+			*left_ns = timeout_ns >= 0 ? (l > 0 ? l : 0) : -1;
+			free(p);
+			return -EBUSY;
+		}
+	}
+	if (timeout_ns >= 0) {
+		int64_t l = end - now_ns();
+		*left_ns = l > 0 ? l : 0;
+	}
+	free(p);
+	return rc;
+}
+
 SHIM_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *t)
 {
 	shim__real_init();
 	adopt_fdset(nfds, r, w);
-	return shim__real.select(nfds, r, w, e, t);
+	/* Sets larger than fd_set (nfds > FD_SETSIZE, which the kernel allows) and zero
+	 * timeouts go to the kernel as they are. */
+	if (nfds <= 0 || nfds > FD_SETSIZE || (t && !t->tv_sec && !t->tv_usec) ||
+	    (t && (t->tv_sec < 0 || t->tv_usec < 0 || t->tv_usec >= 1000000 ||
+		   t->tv_sec > 100000000)) || !fdset_holds_ours(nfds, r, w, e))
+		return shim__real.select(nfds, r, w, e, t);
+	int64_t left = -1, timeout = t ? (int64_t)t->tv_sec * 1000000000 + t->tv_usec * 1000 : -1;
+	int rc = select_drive(nfds, r, w, e, timeout, NULL, &left);
+	if (rc == -EBUSY) {
+		struct timeval tv = { left / 1000000000, (left % 1000000000) / 1000 };
+		rc = shim__real.select(nfds, r, w, e, t ? &tv : NULL);
+		if (t)
+			*t = tv;  /* the kernel updated it: the time still left */
+		return rc;
+	}
+	if (t) {
+		/* Linux updates the timeout to the time not slept (select(2)). */
+		t->tv_sec = left / 1000000000;
+		t->tv_usec = (left % 1000000000) / 1000;
+	}
+	return shim__ret(rc);
 }
 
 SHIM_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct timespec *t,
@@ -120,7 +233,18 @@ SHIM_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct 
 {
 	shim__real_init();
 	adopt_fdset(nfds, r, w);
-	return shim__real.pselect(nfds, r, w, e, t, m);
+	if (nfds <= 0 || nfds > FD_SETSIZE || (t && !t->tv_sec && !t->tv_nsec) ||
+	    (t && (t->tv_sec < 0 || t->tv_nsec < 0 || t->tv_nsec >= 1000000000 ||
+		   t->tv_sec > 100000000)) || !fdset_holds_ours(nfds, r, w, e))
+		return shim__real.pselect(nfds, r, w, e, t, m);
+	/* glibc's pselect leaves the timeout alone (the system call would update it). */
+	int64_t left = -1, timeout = t ? (int64_t)t->tv_sec * 1000000000 + t->tv_nsec : -1;
+	int rc = select_drive(nfds, r, w, e, timeout, m, &left);
+	if (rc == -EBUSY) {
+		struct timespec ts = { left / 1000000000, left % 1000000000 };
+		return shim__real.pselect(nfds, r, w, e, t ? &ts : NULL, m);
+	}
+	return shim__ret(rc);
 }
 
 SHIM_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)

@@ -18,6 +18,12 @@
  *          SIGALRM (SA_RESTART) during an epoll_wait with nothing on the way makes it fail
  *          with EINTR, as epoll_wait is never restarted (signal(7)).
  * poll     the same with poll() on the connection and the pipe.
+ * select   the same with select(); and select() updates its timeout to the time left
+ *          (Linux): after the signal at 100 ms of a 3 s wait, 2.5 to 2.95 s; and a
+ *          select() with 200 ms to wait and nothing on the way returns 0 after 200 ms,
+ *          its sets cleared and its timeout zero.
+ * pselect  the same with pselect() and its signal mask (SIGALRM blocked outside the wait,
+ *          the mask opens it), which leaves the timeout alone.
  * Prints "ok" and the stack's rtc_shim_* counters (uls_counters, through dlsym), exits 0;
  * or says what went wrong and exits 1.
  */
@@ -35,6 +41,8 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/epoll.h>
+#include <sys/select.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -139,11 +147,39 @@ static void *pipe_writer(void *arg)
 	return NULL;
 }
 
-/* Wait for the set (epoll) or the pair (poll); returns how many are ready and the first
- * ready descriptor in *which. */
-static int wait_set(bool use_poll, int ep, int sd, int timeout, int *which)
+enum waiter { W_EPOLL, W_POLL, W_SELECT, W_PSELECT };
+static struct timeval sel_left;  /* select's timeout after the last W_SELECT wait */
+
+/* Wait for the set (epoll) or the pair (poll, select, pselect); returns how many are ready
+ * and the first ready descriptor in *which. */
+static int wait_set(enum waiter how, int ep, int sd, int timeout, int *which)
 {
-	if (use_poll) {
+	if (how == W_SELECT || how == W_PSELECT) {
+		fd_set r;
+		FD_ZERO(&r);
+		FD_SET(sd, &r);
+		FD_SET(pipefd[0], &r);
+		int hi = (sd > pipefd[0] ? sd : pipefd[0]) + 1, n;
+		if (how == W_SELECT) {
+			sel_left = (struct timeval){ timeout / 1000, timeout % 1000 * 1000 };
+			n = select(hi, &r, NULL, NULL, &sel_left);
+		} else {
+			/* SIGALRM is blocked outside the wait: only pselect's mask lets it in. */
+			struct timespec ts = { timeout / 1000, timeout % 1000 * 1000000L };
+			const struct timespec before = ts;
+			sigset_t open;
+			pthread_sigmask(SIG_SETMASK, NULL, &open);
+			sigdelset(&open, SIGALRM);
+			n = pselect(hi, &r, NULL, NULL, &ts, &open);
+			if (ts.tv_sec != before.tv_sec || ts.tv_nsec != before.tv_nsec)
+				return fprintf(stderr, "pselect changed its timeout\n"), -2;
+		}
+		*which = n > 0 ? (FD_ISSET(sd, &r) ? sd : pipefd[0]) : -1;
+		if (n > 0 && FD_ISSET(sd, &r) + FD_ISSET(pipefd[0], &r) != n)
+			return fprintf(stderr, "select said %d, sets say otherwise\n", n), -2;
+		return n;
+	}
+	if (how == W_POLL) {
 		struct pollfd p[2] = { { .fd = sd, .events = POLLIN },
 				       { .fd = pipefd[0], .events = POLLIN } };
 		int n = poll(p, 2, timeout);
@@ -156,7 +192,15 @@ static int wait_set(bool use_poll, int ep, int sd, int timeout, int *which)
 	return n;
 }
 
-static int epoll_mode(bool use_poll)
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int epoll_mode(enum waiter how)
 {
 	struct epoll_event ev;
 	char out[100], in[100];
@@ -167,6 +211,12 @@ static int epoll_mode(bool use_poll)
 	if (sd < 0 || ep < 0 || pipe(pipefd) < 0)
 		return -1;
 	fcntl(sd, F_SETFL, O_NONBLOCK);
+	if (how == W_PSELECT) {
+		sigset_t alrm;
+		sigemptyset(&alrm);
+		sigaddset(&alrm, SIGALRM);
+		pthread_sigmask(SIG_BLOCK, &alrm, NULL);
+	}
 	ev.events = EPOLLIN;
 	ev.data.fd = sd;
 	epoll_ctl(ep, EPOLL_CTL_ADD, sd, &ev);
@@ -177,7 +227,7 @@ static int epoll_mode(bool use_poll)
 		if (send(sd, out, sizeof(out), 0) != (ssize_t)sizeof(out))
 			return fprintf(stderr, "send %d: %s\n", i, strerror(errno)), -1;
 		for (size_t o = 0; o < sizeof(in);) {
-			int n = wait_set(use_poll, ep, sd, 5000, &which);
+			int n = wait_set(how, ep, sd, 5000, &which);
 			if (n != 1 || which != sd)
 				return fprintf(stderr, "epoll_wait %d: %d %s\n", i, n, strerror(errno)), -1;
 			ssize_t r = recv(sd, in + o, sizeof(in) - o, 0);
@@ -191,7 +241,7 @@ static int epoll_mode(bool use_poll)
 			return fprintf(stderr, "echo %d differs\n", i), -1;
 	}
 	pthread_create(&t, NULL, pipe_writer, NULL);
-	int n = wait_set(use_poll, ep, sd, 5000, &which);
+	int n = wait_set(how, ep, sd, 5000, &which);
 	pthread_join(t, NULL);
 	if (n != 1 || which != pipefd[0])
 		return fprintf(stderr, "pipe: epoll_wait %d\n", n), -1;
@@ -202,10 +252,22 @@ static int epoll_mode(bool use_poll)
 	struct itimerval it = { .it_value = { 0, 100000 } };
 	sigaction(SIGALRM, &sa, NULL);
 	setitimer(ITIMER_REAL, &it, NULL);
-	n = wait_set(use_poll, ep, sd, 3000, &which);
-	if (!(n < 0 && errno == EINTR && alarms == 1))
+	n = wait_set(how, ep, sd, 3000, &which);
+	if (!(n == -1 && errno == EINTR && alarms == 1))
 		return fprintf(stderr, "signal: epoll_wait %d (%s), %d alarms\n", n,
 			       strerror(errno), (int)alarms), -1;
+	if (how == W_SELECT) {
+		double left = sel_left.tv_sec * 1e3 + sel_left.tv_usec / 1e3;
+		if (left < 2500 || left > 2950)
+			return fprintf(stderr, "select left %.0f ms of 3000 after a signal at 100\n",
+				       left), -1;
+		double t0 = now_ms();
+		n = wait_set(how, ep, sd, 200, &which);
+		double took = now_ms() - t0;
+		if (n != 0 || sel_left.tv_sec || sel_left.tv_usec || took < 195 || took > 1000)
+			return fprintf(stderr, "select timeout: %d after %.0f ms, %ld.%06ld left\n",
+				       n, took, (long)sel_left.tv_sec, (long)sel_left.tv_usec), -1;
+	}
 	return 0;
 }
 
@@ -245,8 +307,12 @@ int main(int argc, char **argv)
 		execl(argv[0], argv[0], argv[1], argv[2], "exec-child", (char *)NULL);
 		fprintf(stderr, "exec: %s\n", strerror(errno));
 		return 1;
-	} else if (strcmp(mode, "epoll") == 0 || strcmp(mode, "poll") == 0) {
-		if (epoll_mode(strcmp(mode, "poll") == 0) < 0)
+	} else if (strcmp(mode, "epoll") == 0 || strcmp(mode, "poll") == 0 ||
+		   strcmp(mode, "select") == 0 || strcmp(mode, "pselect") == 0) {
+		enum waiter w = strcmp(mode, "poll") == 0 ? W_POLL :
+				strcmp(mode, "select") == 0 ? W_SELECT :
+				strcmp(mode, "pselect") == 0 ? W_PSELECT : W_EPOLL;
+		if (epoll_mode(w) < 0)
 			failed = 1;
 	} else if (strcmp(mode, "exec-child") == 0) {
 		int sd = dial();
