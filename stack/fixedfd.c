@@ -24,8 +24,9 @@
  * ids are never reused within a process, so a handle from before the fork names no ring in
  * the child and every call on it fails with -EBADF.
  *
- * When io_uring is not available (an old kernel, a seccomp filter that refuses it, as
- * Docker's default profile does), stk__ffd_hold fails and the mirror keeps descriptors.
+ * When io_uring is not available (a kernel before 6.8, which has no FIXED_FD_INSTALL; a
+ * seccomp filter that refuses io_uring, as Docker's default profile does; or
+ * ULS_FIXED_FILES=0), stk__ffd_hold_pair fails and the mirror keeps descriptors.
  */
 #include "internal.h"
 
@@ -48,13 +49,16 @@
 #define GROWTH 4
 #define MAX_SIZE (1u << SLOT_BITS)
 
+/* Slots go in pairs (a mirror's two files): one registration and one release of both
+ * are one system call each. A pair is free again when both its slots are. */
 struct ftab {
 	struct io_uring ring;
-	unsigned size;    /* slots registered */
-	unsigned next;    /* slots below it were handed out once */
-	unsigned nfree;   /* freed slots, on the stack below */
+	unsigned size;    /* slots registered (even) */
+	unsigned next;    /* pairs below it were handed out once */
+	unsigned nfree;   /* freed pairs, on the stack below */
 	unsigned used;    /* slots holding a file */
 	unsigned *freed;
+	uint8_t *held;    /* per pair: its slots holding a file */
 };
 
 static struct ftab *tabs[TABS_MAX + 1];
@@ -70,16 +74,25 @@ static struct ftab *tab_new(unsigned size)
 
 	if (!t)
 		return NULL;
-	t->freed = calloc(size, sizeof(*t->freed));
-	if (!t->freed || io_uring_queue_init(4, &t->ring, 0) < 0) {
+	size &= ~1u;
+	t->freed = calloc(size / 2, sizeof(*t->freed));
+	t->held = calloc(size / 2, 1);
+	if (!t->freed || !t->held || io_uring_queue_init(4, &t->ring, 0) < 0) {
 		free(t->freed);
+		free(t->held);
 		free(t);
 		return NULL;
 	}
-	rc = io_uring_register_files_sparse(&t->ring, size);
+	/* Without FIXED_FD_INSTALL (Linux < 6.8) a slot's file could not be waited on or
+	 * shut down: descriptors it is. */
+	struct io_uring_probe *probe = io_uring_get_probe_ring(&t->ring);
+	rc = probe && io_uring_opcode_supported(probe, ULS_IORING_OP_FIXED_FD_INSTALL) ?
+	     io_uring_register_files_sparse(&t->ring, size) : -ENOSYS;
+	io_uring_free_probe(probe);
 	if (rc < 0) {
 		io_uring_queue_exit(&t->ring);
 		free(t->freed);
+		free(t->held);
 		free(t);
 		return NULL;
 	}
@@ -96,7 +109,7 @@ static int tab_with_room(void)
 
 	for (unsigned id = ids; id-- > live_from;) {
 		struct ftab *t = tabs[id];
-		if (t && (t->nfree || t->next < t->size))
+		if (t && (t->nfree || t->next < t->size / 2))
 			return (int)id;
 		if (t && t->size > last)
 			last = t->size;
@@ -114,7 +127,7 @@ static int tab_with_room(void)
 		size = MAX_SIZE;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < size)
 		size = (unsigned)rl.rlim_cur;
-	struct ftab *t = size ? tab_new(size) : NULL;
+	struct ftab *t = size >= 2 ? tab_new(size) : NULL;
 	if (!t) {
 		/* No io_uring here (or no memory, or a limit of 0): descriptors it is. Only
 		 * the first failure settles it; a later one may be a passing shortage. */
@@ -126,9 +139,9 @@ static int tab_with_room(void)
 	return (int)ids++;
 }
 
-int stk__ffd_hold(int fd)
+int stk__ffd_hold_pair(int a, int b, int *ha, int *hb)
 {
-	int rc;
+	int fds[2] = { a, b }, rc;
 
 	pthread_mutex_lock(&tab_lock);
 	int id = tab_with_room();
@@ -137,16 +150,23 @@ int stk__ffd_hold(int fd)
 		return -ENOSYS;
 	}
 	struct ftab *t = tabs[id];
-	unsigned slot = t->nfree ? t->freed[--t->nfree] : t->next++;
-	rc = io_uring_register_files_update(&t->ring, slot, &fd, 1);
-	if (rc != 1) {
-		t->freed[t->nfree++] = slot;
+	unsigned pair = t->nfree ? t->freed[--t->nfree] : t->next++;
+	rc = io_uring_register_files_update(&t->ring, pair * 2, fds, 2);
+	if (rc != 2) {
+		if (rc == 1) {  /* cannot happen: an update stops only at a bad descriptor */
+			int none[1] = { -1 };
+			io_uring_register_files_update(&t->ring, pair * 2, none, 1);
+		}
+		t->freed[t->nfree++] = pair;
 		pthread_mutex_unlock(&tab_lock);
 		return rc < 0 ? rc : -EIO;
 	}
-	t->used++;
+	t->held[pair] = 2;
+	t->used += 2;
 	pthread_mutex_unlock(&tab_lock);
-	return id << SLOT_BITS | (int)slot;
+	*ha = id << SLOT_BITS | (int)(pair * 2);
+	*hb = *ha + 1;
+	return 0;
 }
 
 static struct ftab *tab_of(int h)
@@ -165,19 +185,25 @@ static void tab_close(unsigned id)
 	stk__fd_unmark(t->ring.ring_fd);
 	io_uring_queue_exit(&t->ring);  /* munmap and close */
 	free(t->freed);
+	free(t->held);
 	free(t);
 	tabs[id] = NULL;
 }
 
-void stk__ffd_release(int h)
+/* The slots [h, h + n) empty (n: 1, or 2 for a whole pair). */
+static void release(int h, unsigned n)
 {
-	int none = -1;
+	int none[2] = { -1, -1 };
 
 	pthread_mutex_lock(&tab_lock);
 	struct ftab *t = tab_of(h);
-	if (t && io_uring_register_files_update(&t->ring, (unsigned)(h & SLOT_MASK), &none, 1) == 1) {
-		t->freed[t->nfree++] = (unsigned)(h & SLOT_MASK);
-		if (--t->used == 0) {
+	unsigned slot = (unsigned)(h & SLOT_MASK), pair = slot / 2;
+	if (t && io_uring_register_files_update(&t->ring, slot, none, n) == (int)n) {
+		t->used -= n;
+		t->held[pair] -= (uint8_t)n;
+		if (!t->held[pair])
+			t->freed[t->nfree++] = pair;
+		if (!t->used) {
 			bool larger = false;
 			for (unsigned id = live_from; id < ids; id++)
 				larger |= tabs[id] && tabs[id]->size > t->size;
@@ -186,6 +212,24 @@ void stk__ffd_release(int h)
 		}
 	}
 	pthread_mutex_unlock(&tab_lock);
+}
+
+void stk__ffd_release(int h)
+{
+	release(h, 1);
+}
+
+/* Both of a pair's files, in one system call when both are still held. */
+void stk__ffd_release_pair(int ha, int hb)
+{
+	if (ha >= 0 && hb == ha + 1 && !(ha & 1)) {
+		release(ha, 2);
+		return;
+	}
+	if (ha >= 0)
+		release(ha, 1);
+	if (hb >= 0)
+		release(hb, 1);
 }
 
 /* One operation on a slot, issued and reaped: its result (-errno on failure). */

@@ -236,8 +236,9 @@ void stk__fd_unmark(int fd);
 
 /* Files held in io_uring fixed-file tables, outside the descriptor table (fixedfd.c):
  * handles >= 0, results or -errno. */
-int stk__ffd_hold(int fd);
+int stk__ffd_hold_pair(int a, int b, int *ha, int *hb);
 void stk__ffd_release(int h);
+void stk__ffd_release_pair(int ha, int hb);
 ssize_t stk__ffd_send(int h, const void *buf, size_t len, int flags);
 ssize_t stk__ffd_recv(int h, void *buf, size_t len, int flags);
 ssize_t stk__ffd_recvmsg(int h, struct msghdr *mh, int flags);

@@ -14,7 +14,7 @@
  *   writable   A's send queue is empty; filling it (through priv, with a small SO_SNDBUF)
  *              makes A unwritable until the library reads B empty again;
  *   RDHUP      B shut down for writing (the peer's FIN);
- *   HUP        B shut down both ways (the connection is over);
+ *   HUP        B closed with nothing unread (the connection is over);
  *   ERR        B closed with bytes unread, which sets ECONNRESET on A (reset, refused).
  *
  * Every change of a socket's state reaches stk__mirror_sync() (from the socket's signal
@@ -254,6 +254,20 @@ static int drain(struct stk_mirror *m)
 	return n == 0 ? 0 : 1;
 }
 
+/* HUP: B closed with nothing unread (the fill drained first, or A would see ECONNRESET)
+ * shows A what shutting B down both ways would, POLLHUP, POLLRDHUP and end-of-file, and
+ * costs one call where a shutdown on a fixed file costs three (fixedfd.c). Nothing
+ * follows a hang-up but the end (a later reset is not shown, as before), and a mirror
+ * that hung up is never parked, so B is not needed any more. */
+static void hang_up(struct stk_mirror *m)
+{
+	drain(m);
+	m_close(m, m->peer);
+	m->peer = -1;
+	m->filled = false;
+	m->hup = m->eof = true;
+}
+
 void stk__mirror_sync(struct stk_sock *s)
 {
 	struct stk_mirror *m = s->mirror;
@@ -262,6 +276,10 @@ void stk__mirror_sync(struct stk_sock *s)
 		return;
 	struct readiness r = want(s);
 
+	if (r.err && m->hup) {
+		m->gone = true;  /* B is gone already: A shows HUP, which ends every wait */
+		return;
+	}
 	if (r.err) {
 		/* Closing B with bytes it never read sets ECONNRESET on A: POLLERR, and with
 		 * the pair gone, POLLHUP, POLLIN and POLLOUT, which is what a reset TCP socket
@@ -296,9 +314,7 @@ void stk__mirror_sync(struct stk_sock *s)
 			fill(m);
 	}
 	if (r.hup && !m->hup) {
-		if (m_shutdown(m, m->peer, SHUT_RDWR) < 0)
-			count_fail();
-		m->hup = m->eof = true;
+		hang_up(m);
 	} else if (r.eof && !m->eof) {
 		if (m_shutdown(m, m->peer, SHUT_WR) < 0)
 			count_fail();
@@ -312,13 +328,9 @@ void stk__mirror_hangup(struct stk_sock *s)
 {
 	struct stk_mirror *m = s->mirror;
 
-	if (!m || m->gone)
+	if (!m || m->gone || m->hup)
 		return;
-	if (m->filled)
-		drain(m);
-	if (m_shutdown(m, m->peer, SHUT_RDWR) < 0)
-		count_fail();
-	m->hup = m->eof = true;
+	hang_up(m);
 }
 
 void stk__mirror_free(struct stk_sock *s)
@@ -327,8 +339,12 @@ void stk__mirror_free(struct stk_sock *s)
 
 	if (!m)
 		return;
-	m_close(m, m->priv);
-	m_close(m, m->peer);
+	if (m->fixed) {
+		stk__ffd_release_pair(m->priv, m->peer);
+	} else {
+		stk__fd_close(m->priv);
+		stk__fd_close(m->peer);
+	}
 	stk__fd_close(m->claim);
 	free(m);
 	s->mirror = NULL;
@@ -416,9 +432,7 @@ static int mirror_new(struct stk_sock *s, bool cloexec, int *afd)
 	/* The smallest send buffer: filling A costs a system call or two. */
 	setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
 	m->claim = -1;
-	m->priv = stk__ffd_hold(sv[0]);
-	m->peer = m->priv >= 0 ? stk__ffd_hold(sv[1]) : -1;
-	if (m->peer >= 0) {
+	if (stk__ffd_hold_pair(sv[0], sv[1], &m->priv, &m->peer) == 0) {
 		/* The kernel's socket() would have returned the lowest free number: sv[0]. */
 		m->fixed = true;
 		close(sv[1]);
@@ -426,8 +440,6 @@ static int mirror_new(struct stk_sock *s, bool cloexec, int *afd)
 			fcntl(sv[0], F_SETFD, 0);
 		*afd = sv[0];
 	} else {
-		if (m->priv >= 0)
-			stk__ffd_release(m->priv);
 		m->peer = stk__fd_hide(sv[1]);
 		m->priv = stk__fd_hide(sv[0]);
 		*afd = fcntl(m->priv, cloexec ? F_DUPFD_CLOEXEC : F_DUPFD, 0);
