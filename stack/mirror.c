@@ -14,7 +14,7 @@
  *   writable   A's send queue is empty; filling it (through priv, with a small SO_SNDBUF)
  *              makes A unwritable until the library reads B empty again;
  *   RDHUP      B shut down for writing (the peer's FIN);
- *   HUP        B closed with nothing unread (the connection is over);
+ *   HUP        B shut down both ways (the connection is over);
  *   ERR        B closed with bytes unread, which sets ECONNRESET on A (reset, refused).
  *
  * Every change of a socket's state reaches stk__mirror_sync() (from the socket's signal
@@ -254,17 +254,17 @@ static int drain(struct stk_mirror *m)
 	return n == 0 ? 0 : 1;
 }
 
-/* HUP: B closed with nothing unread (the fill drained first, or A would see ECONNRESET)
- * shows A what shutting B down both ways would, POLLHUP, POLLRDHUP and end-of-file, and
- * costs one call where a shutdown on a fixed file costs three (fixedfd.c). Nothing
- * follows a hang-up but the end (a later reset is not shown, as before), and a mirror
- * that hung up is never parked, so B is not needed any more. */
+/* HUP: B shut down both ways. Not closed: a thread of the program may be sending its
+ * one-byte probe into A (uls_socket_wait) at this moment, and B closed with that byte
+ * unread would set ECONNRESET on A, POLLERR for a clean close; after the shutdown such a
+ * send fails with EPIPE instead. On a fixed file the shutdown costs an install, the call
+ * and a close (fixedfd.c), once per connection. */
 static void hang_up(struct stk_mirror *m)
 {
-	drain(m);
-	m_close(m, m->peer);
-	m->peer = -1;
-	m->filled = false;
+	if (m->filled)
+		drain(m);
+	if (m_shutdown(m, m->peer, SHUT_RDWR) < 0)
+		count_fail();
 	m->hup = m->eof = true;
 }
 
@@ -277,7 +277,7 @@ void stk__mirror_sync(struct stk_sock *s)
 	struct readiness r = want(s);
 
 	if (r.err && m->hup) {
-		m->gone = true;  /* B is gone already: A shows HUP, which ends every wait */
+		m->gone = true;  /* A shows HUP already, which ends every wait; B can say no more */
 		return;
 	}
 	if (r.err) {
