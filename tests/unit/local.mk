@@ -3,7 +3,7 @@ UNIT_TESTS = \
 	tests/unit/test_frame tests/unit/test_chksum tests/unit/test_isn tests/unit/test_rxq \
 	tests/unit/test_api tests/unit/test_timers tests/unit/test_pattern tests/unit/test_netops \
 	tests/unit/test_heap tests/unit/test_tcp_checks tests/unit/test_cubic \
-	tests/unit/test_syncookie
+	tests/unit/test_syncookie tests/unit/test_sigdefer
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
 
@@ -45,6 +45,10 @@ tests_unit_test_heap_LDADD = $(UNIT_LDADD)
 tests_unit_test_api_SOURCES = tests/unit/test_api.c
 tests_unit_test_api_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_api_LDADD = $(UNIT_LDADD)
+
+tests_unit_test_sigdefer_SOURCES = tests/unit/test_sigdefer.c
+tests_unit_test_sigdefer_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_sigdefer_LDADD = $(UNIT_LDADD)
 
 tests_unit_test_timers_SOURCES = tests/unit/test_timers.c
 tests_unit_test_timers_CPPFLAGS = $(UNIT_CPPFLAGS)
