@@ -47,6 +47,8 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -67,6 +69,10 @@ enum { DIR_CLIENT_SENDS = 0, DIR_SERVER_SENDS = 1 };
 enum { ST_OK = 0, ST_CORRUPT = 1, ST_SHORT = 2 };
 
 static const struct netops *ops = &bench__kernel_ops;
+/* --congestion: the kernel's congestion control for the client's sockets (TCP_CONGESTION;
+ * NULL: the namespace's default). The benchmarks' kernel peers otherwise run whatever the
+ * host's net.ipv4.tcp_congestion_control says, which need not be Linux's CUBIC. */
+static const char *congestion;
 
 static void put64(uint8_t *p, uint64_t v) { v = htobe64(v); memcpy(p, &v, 8); }
 static void put32(uint8_t *p, uint32_t v) { v = htobe32(v); memcpy(p, &v, 4); }
@@ -331,6 +337,7 @@ struct stream {
 	uint64_t good;
 	double secs;
 	struct measure m;
+	char cc[16];      /* the kernel socket's congestion control, "" for ulstack */
 };
 
 static void *client_stream(void *arg)
@@ -349,11 +356,21 @@ static void *client_stream(void *arg)
 		free(buf);
 		return NULL;
 	}
+	if (congestion && setsockopt(sd, IPPROTO_TCP, TCP_CONGESTION, congestion,
+				     (socklen_t)strlen(congestion)) < 0) {
+		s->rc = -errno;
+		goto out;
+	}
 	s->rc = s->to->unix_path ?
 		(connect(sd, (const struct sockaddr *)&s->to->un, sizeof(s->to->un)) < 0 ? -errno : 0) :
 		ops->connect(sd, &s->to->in);
 	if (s->rc < 0)
 		goto out;
+	if (ops == &bench__kernel_ops && !s->to->unix_path) {
+		socklen_t len = sizeof(s->cc) - 1;
+		if (getsockopt(sd, IPPROTO_TCP, TCP_CONGESTION, s->cc, &len) < 0)
+			s->cc[0] = 0;
+	}
 	put32(req, MAGIC);
 	req[4] = WIRE_VERSION;
 	req[5] = (uint8_t)s->dir;
@@ -469,6 +486,8 @@ static int run_client(const struct endpoint *to, uint64_t bytes, uint32_t millis
 			(unsigned long long)(bytes * nstreams), (unsigned long long)(ok ? total : 0),
 			ok ? "true" : "false", wall, warmup / 1000.0,
 			(unsigned long long)(ok ? measured : 0), span, ok ? gbps : 0, cpu);
+		if (nstreams > 0 && st[0].cc[0])
+			fprintf(f, ", \"congestion\": \"%s\"", st[0].cc);
 		if (ops != &bench__kernel_ops) {
 			fputs(", \"counters\": ", f);
 			print_counters(f);
@@ -487,8 +506,10 @@ static void usage(FILE *f)
 		"       ulsbench client (--to IP[:PORT] | --unix PATH)\n"
 		"                       (--bytes N[K|M|G] | --seconds S [--warmup W])\n"
 		"                       [--streams K] [--dir send|recv] [--start-at T] [--json FILE]\n"
-		"                       [NODE OPTIONS]   (T: CLOCK_MONOTONIC seconds to start at;\n"
-		"                       W: seconds sent before the measured S, default 0)\n"
+		"                       [--congestion CC] [NODE OPTIONS]\n"
+		"                       (T: CLOCK_MONOTONIC seconds to start at; W: seconds sent\n"
+		"                       before the measured S, default 0; CC: the kernel's\n"
+		"                       congestion control for these sockets, e.g. cubic)\n"
 		"       ulsbench [--mode MODE[,MODE...]] [--streams N[,N...]] [--seconds S]\n"
 		"                [--mtu M[,M...]] [--json FILE] [--plot DIR]   (the benchmark sweep)\n"
 		"       ulsbench apps [--apps LIST] [--seconds S] [--repeat R] [--json FILE]\n"
@@ -571,6 +592,7 @@ int main(int argc, char **argv)
 		{ "json", required_argument, NULL, 'j' }, { "reuseport", no_argument, NULL, 'r' },
 		{ "start-at", required_argument, NULL, 'a' },
 		{ "warmup", required_argument, NULL, 'w' },
+		{ "congestion", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	struct node_opts no = { 0 };
@@ -682,6 +704,13 @@ int main(int argc, char **argv)
 			}
 			break;
 		}
+		case 'C':
+			if (!*optarg || strlen(optarg) >= 16) {
+				fprintf(stderr, "ulsbench: bad --congestion '%s'\n", optarg);
+				return 2;
+			}
+			congestion = optarg;
+			break;
 		case 'w': {
 			char *end;
 			errno = 0;
@@ -711,6 +740,10 @@ int main(int argc, char **argv)
 	}
 	if (millis)
 		bytes = 0;
+	if (congestion && (server || ep.unix_path || no.ctl || no.have_tap || no.have_ip)) {
+		fprintf(stderr, "ulsbench: --congestion is for a client on the kernel's TCP\n");
+		return 2;
+	}
 	if (optind != argc || (!server && !have_to)) {
 		usage(stderr);
 		return 2;

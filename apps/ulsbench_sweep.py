@@ -261,6 +261,16 @@ def parse_offloads(text):
     return [o for o in OFFLOADS if o in items]
 
 
+def parse_cc(text):
+    """--kernel-cc: a congestion control's name as Linux spells them (TCP_CA_NAME_MAX 16)."""
+    if text is None:
+        return None
+    if not re.fullmatch(r"[a-z][a-z0-9_]{0,14}", text):
+        raise UsageError("--kernel-cc: '%s' is not a congestion control's name (e.g. cubic)"
+                         % text)
+    return text
+
+
 def parse_repeat(text):
     if not re.fullmatch(r"[0-9]{1,3}", (text or "").strip()) or \
             not 1 <= int(text) <= MAX_REPEAT:
@@ -311,6 +321,12 @@ def build_parser():
                         "percent (0..99.999, 0 allowed), applied to the frames entering "
                         "the testbed's bridge (testbed impair); each run records loss_pct "
                         "and the frames dropped")
+    p.add_argument("--kernel-cc", default=None, metavar="CC",
+                   help="the congestion control of the kernel mode's senders (ulsbench "
+                        "client --congestion, i.e. TCP_CONGESTION), e.g. cubic, Linux's "
+                        "default; without it the kernel peers use their namespace's "
+                        "default, which is the host's net.ipv4.tcp_congestion_control. "
+                        "Each kernel run records the one it used as `congestion`")
     p.add_argument("--repeat", default="1", metavar="R",
                    help="run each point R times (1..%d), interleaved: the table gives "
                         "medians (default 1)" % MAX_REPEAT)
@@ -342,6 +358,7 @@ def parse_args(argv):
         "offloads": offloads,
         "loss": loss,
         "repeat": parse_repeat(ns.repeat),
+        "kernel_cc": parse_cc(ns.kernel_cc),
         "json": ns.json,
         "plot": ns.plot,
     }
@@ -739,6 +756,9 @@ def loss_summary(runs):
                         "runs": len(rs),
                         "frames_dropped": statistics.median(r.get("frames_dropped", 0)
                                                             for r in rs)}
+            ccs = {r["congestion"] for r in rs if "congestion" in r}
+            if len(ccs) == 1:
+                modes[m]["congestion"] = ccs.pop()
         k = modes.get("kernel", {}).get("gbps")
         for m, d in modes.items():
             d["ratio"] = d["gbps"] / k if k else None
@@ -773,6 +793,10 @@ def format_loss_table(rows):
         line += "   " + "/".join("%g" % md[m]["frames_dropped"] if m in md else "-"
                                  for m in present)
         lines.append(line)
+    ccs = sorted({r["modes"]["kernel"]["congestion"] for r in rows
+                  if "congestion" in r["modes"].get("kernel", {})})
+    if ccs:
+        lines.append("(the kernel's congestion control: %s)" % ", ".join(ccs))
     return "\n".join(lines)
 
 
@@ -944,8 +968,10 @@ class Point:
     """Runs one (mode, N, mtu) point on an up testbed and returns its run object."""
 
     def __init__(self, procs, tb, paths, mode, n, mtu, seconds, nbytes, workdir, warmup=0.0,
-                 loss=None):
+                 loss=None, kernel_cc=None):
         self.procs, self.tb, self.paths = procs, tb, paths
+        self.kernel_cc = kernel_cc
+        self.congestion = set()  # what the kernel clients report (TCP_CONGESTION)
         self.mode, self.n, self.mtu = mode, n, mtu
         self.seconds, self.nbytes = seconds, nbytes
         self.warmup = warmup if mode != "raw" and seconds is not None else 0.0
@@ -1185,6 +1211,8 @@ class Point:
                 self.fail(str(e), [p])
             if isinstance(doc.get("cpu_seconds"), (int, float)):
                 cpu += doc["cpu_seconds"]
+            if isinstance(doc.get("congestion"), str):
+                self.congestion.add(doc["congestion"])
         self.window = transfer_window(ends)
         return streams, cpu
 
@@ -1210,14 +1238,17 @@ class Point:
                         "kernel receiver")
         groups = split_streams(self.n)
         to = "%s:%d" % (env["TB_KERNEL_IP"], KERNEL_PORT)
+        cc = ["--congestion", self.kernel_cc] if self.kernel_cc else []
         clients = self._clients(groups, lambda i, k: ["ip", "netns", "exec", k2, bench,
-                                                      "client", "--to", to])
+                                                      "client", "--to", to] + cc)
         wall = self.run_senders([c[0] for c in clients], "k1-br")
         self.wait_exit([srv], "receiver")
         streams, rep = self._collect_clients(clients)
         self._check_servers([srv], [self.n], streams)
-        return streams, wall, {"processes": {"senders": len(groups), "receivers": 1},
-                               "reported_cpu": rep}
+        extra = {"processes": {"senders": len(groups), "receivers": 1}, "reported_cpu": rep}
+        if len(self.congestion) == 1:
+            extra["congestion"] = next(iter(self.congestion))
+        return streams, wall, extra
 
     def _run_perproc(self):
         env, bench = self.tb.env, self.paths["ulsbench"]
@@ -1408,7 +1439,7 @@ def main(argv=None):
                 before = tb.impair_stats() if level is not None else None
                 pt = Point(procs, tb, paths, spec["mode"], spec["streams"], ph["mtu"],
                            opts["seconds"], opts["bytes"], workdir, opts["warmup"],
-                           loss=spec["loss"])
+                           loss=spec["loss"], kernel_cc=opts["kernel_cc"])
                 run = pt.run()
                 if level is not None:
                     run.update(loss_fields(level, impair_delta(before, tb.impair_stats()),
@@ -1441,7 +1472,8 @@ def main(argv=None):
         "options": {"modes": opts["modes"], "streams": opts["streams"], "mtus": opts["mtus"],
                     "seconds": opts["seconds"], "bytes_per_stream": opts["bytes"],
                     "warmup_seconds": opts["warmup"], "offload": opts["offload"],
-                    "message_bytes": MSG_SIZE, "max_processes": MAX_PROCS},
+                    "message_bytes": MSG_SIZE, "max_processes": MAX_PROCS,
+                    "kernel_cc": opts["kernel_cc"]},
         "definitions": {
             "aggregate_gbps": "measured_bytes * 8 / seconds",
             "warmup_seconds": "how long the streams ran before the measured span began "
@@ -1463,6 +1495,10 @@ def main(argv=None):
                                "without a warm-up, request sent -> receiver's verdict "
                                "received): min, median, max",
             "jain": "(sum x)^2 / (n * sum x^2) over the per-stream throughputs",
+            "congestion": "kernel runs: the senders' congestion control as their sockets "
+                          "reported it (TCP_CONGESTION): --kernel-cc, or the namespace's "
+                          "default, which is the host's net.ipv4.tcp_congestion_control "
+                          "(bbr on the guest of docs/benchmarks.md, not Linux's cubic)",
             "cpu_seconds": CPU_INCLUDES,
         },
         "runs": runs,
