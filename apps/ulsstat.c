@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/opt.h"
 #include "netif/conntab.h"
 #include "netif/ctlproto.h"
 
@@ -680,7 +681,6 @@ int main(int argc, char **argv)
 	double watch = 0;
 	long count = -1;
 	int c, nfmt = 0;
-	char *end;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
@@ -696,22 +696,16 @@ int main(int argc, char **argv)
 			nfmt++;
 			break;
 		case 'w':
-			errno = 0;
-			watch = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !isfinite(watch) || watch < 0.1 || watch > 86400) {
-				fprintf(stderr, "ulsstat: --watch %s: not a number of seconds from 0.1 to 86400\n",
-					optarg);
+			if (opt__seconds("ulsstat", "watch", optarg, 0.1, 86400, &watch) < 0)
 				return 2;
-			}
 			break;
-		case 'n':
-			errno = 0;
-			count = strtol(optarg, &end, 10);
-			if (errno || end == optarg || *end || count < 1 || count > 1000000000L) {
-				fprintf(stderr, "ulsstat: --count %s: not a count from 1 to 1000000000\n", optarg);
+		case 'n': {
+			unsigned long long v;
+			if (opt__num("ulsstat", "count", optarg, 1, 1000000000, &v) < 0)
 				return 2;
-			}
+			count = (long)v;
 			break;
+		}
 		case 'o':
 			output = optarg;
 			break;
