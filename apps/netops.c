@@ -1,5 +1,6 @@
 /* The kernel and ulstack socket tables, and the node options the apps share. */
 #include "apps/netops.h"
+#include "apps/xfer.h"
 #include "common/opt.h"
 
 #include <arpa/inet.h>
@@ -39,16 +40,6 @@ static int k_connect(int sd, const struct sockaddr_in *a)
 {
 	return K(connect(sd, (const struct sockaddr *)a, sizeof(*a)));
 }
-static ssize_t k_send(int sd, const void *buf, size_t len, int flags)
-{
-	ssize_t n = send(sd, buf, len, flags | MSG_NOSIGNAL);
-	return n < 0 ? -errno : n;
-}
-static ssize_t k_recv(int sd, void *buf, size_t len, int flags)
-{
-	ssize_t n = recv(sd, buf, len, flags);
-	return n < 0 ? -errno : n;
-}
 static int k_setsockopt(int sd, int level, int name, const void *v, socklen_t len)
 {
 	return K(setsockopt(sd, level, name, v, len));
@@ -63,7 +54,7 @@ static int k_close(int sd)
 }
 
 const struct netops bench__kernel_ops = {
-	"kernel", k_socket, k_bind, k_listen, k_accept, k_connect, k_send, k_recv,
+	"kernel", k_socket, k_bind, k_listen, k_accept, k_connect, bench__sock_send, bench__sock_recv,
 	k_setsockopt, k_shutdown, k_close,
 };
 
@@ -180,38 +171,10 @@ int bench__node_start(struct node_opts *o, const char *prog)
 
 int bench__send_all(const struct netops *ops, int sd, const void *buf, size_t len)
 {
-	const uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = ops->send(sd, p, len, 0);
-		if (n < 0) {
-			if (n == -EINTR)
-				continue;
-			return (int)n;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return bench__send_whole(ops->send, sd, buf, len);
 }
 
 int bench__recv_all(const struct netops *ops, int sd, void *buf, size_t len, bool *clean_eof)
 {
-	uint8_t *p = buf;
-	size_t want = len;
-
-	if (clean_eof)
-		*clean_eof = false;
-	while (len) {
-		ssize_t n = ops->recv(sd, p, len, 0);
-		if (n == -EINTR)
-			continue;
-		if (n == 0 && clean_eof && len == want)
-			*clean_eof = true;
-		if (n <= 0)
-			return n < 0 ? (int)n : -EPIPE;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return bench__recv_whole(ops->recv, sd, buf, len, clean_eof);
 }

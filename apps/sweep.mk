@@ -15,6 +15,8 @@ dist_pkglibexec_SCRIPTS = apps/ulsbench_sweep.py apps/ulsbench_apps.py apps/ulsb
 	tests/testbed/testbed
 pkglibexec_PROGRAMS = apps/ulspingpong
 apps_ulspingpong_SOURCES = apps/ulspingpong.c
+# Only apps/xfer.c of it (plain libc: the program is what the shim runs).
+apps_ulspingpong_LDADD = apps/libapps.la
 
 # Unit tests of the drivers' pure logic (pytest; no root, no network):
 #     $(PYTHON_TESTS) -m pytest tests/bench/test_sweep_logic.py tests/bench/test_apps_logic.py

@@ -37,6 +37,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "apps/xfer.h"
+
 #define MAX_SIZE 65536
 #define MAX_ROUND_TRIPS 20000000L   /* bounds the sample array (160 MB of int64) */
 #define IO_TIMEOUT_S 10
@@ -63,32 +65,17 @@ static int set_opts(int fd)
  * -EPIPE for an end of stream in the middle). */
 static ssize_t read_full(int fd, uint8_t *buf, size_t n)
 {
-	size_t got = 0;
-	while (got < n) {
-		ssize_t r = recv(fd, buf + got, n - got, 0);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			return got ? -EPIPE : 0;
-		got += (size_t)r;
-	}
+	bool clean_eof;
+	int rc = bench__recv_whole(bench__sock_recv, fd, buf, n, &clean_eof);
+
+	if (rc < 0)
+		return rc == -EPIPE && clean_eof ? 0 : rc;
 	return (ssize_t)n;
 }
 
 static int write_full(int fd, const uint8_t *buf, size_t n)
 {
-	size_t put = 0;
-	while (put < n) {
-		ssize_t r = send(fd, buf + put, n - put, MSG_NOSIGNAL);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		put += (size_t)r;
-	}
-	return 0;
+	return bench__send_whole(bench__sock_send, fd, buf, n);
 }
 
 static void fill(uint8_t *buf, size_t size, uint64_t i)
