@@ -331,12 +331,14 @@ int main(int argc, char **argv)
 		ipbuf, s.prefix_len, s.tap_name, s.mtu, s.ctl_path,
 		nif_tap_uses_io_uring(s.tap) ? "io_uring" : "read/write", s.offload ? "on" : "off",
 		s.datapath == SRV_DP_RELAY ? "relay" : s.dp ? "direct" : "relay (no BPF)");
-	srv_ctl_run(&s, lfd);
+	rc = srv_ctl_run(&s, lfd);
+	if (rc < 0)
+		srv_log(0, "control thread: %s", strerror(-rc));
 	s.stop = true;
 	nif_tap_wake(s.tap);
 	pthread_join(demux, NULL);
 	close(lfd);
 	unlink(s.ctl_path);
 	srv_log(2, "stopped");
-	return 0;
+	return rc < 0 ? 1 : 0;
 }
