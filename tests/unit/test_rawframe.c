@@ -16,19 +16,6 @@
 #include "apps/rawopts.h"
 
 #define MTU      1500
-
-/* Rewrite a header field in place, big-endian as on the wire. */
-static void put32(uint8_t *p, uint32_t v)
-{
-	v = htobe32(v);
-	memcpy(p, &v, 4);
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	v = htobe64(v);
-	memcpy(p, &v, 8);
-}
 #define FRAME    (MTU + NIF_ETH_HLEN)
 
 static uint8_t frame[FRAME];
@@ -88,7 +75,7 @@ static void sequence_rewritten_counted_corrupt(void **state)
 	struct raw_rx *rx = *state;
 
 	data(0, 5);
-	put64(frame + NIF_ETH_HLEN + 8, 6);  /* the payload belongs to sequence 5 */
+	frame[NIF_ETH_HLEN + 15] = 6;  /* big-endian sequence 5 -> 6: the payload is 5's */
 	bench__raw_rx_frame(rx, frame, FRAME);
 	assert_int_equal(rx->corrupt, 1);
 }
@@ -98,7 +85,7 @@ static void stream_id_rewritten_counted_corrupt(void **state)
 	struct raw_rx *rx = *state;
 
 	data(1, 5);
-	put32(frame + NIF_ETH_HLEN + 4, 2);  /* the pattern's seed is the stream id */
+	frame[NIF_ETH_HLEN + 7] = 2;   /* big-endian stream id 1 -> 2: the pattern's seed */
 	bench__raw_rx_frame(rx, frame, FRAME);
 	assert_int_equal(rx->corrupt, 1);
 }
