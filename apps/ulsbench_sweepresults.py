@@ -384,6 +384,15 @@ MODE_STYLE = {
 MTU_LINES = ("-", "--", ":", "-.")
 
 
+def save_figure(plt, fig, outdir, kind):
+    """Lay fig out, write it to OUTDIR/KIND.png and free it; returns the path."""
+    fig.tight_layout()
+    path = os.path.join(outdir, kind + ".png")
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
 def plot_runs(runs, outdir, title_suffix=""):
     """aggregate.png and per_stream.png in outdir; returns the paths."""
     import matplotlib
@@ -429,11 +438,7 @@ def plot_runs(runs, outdir, title_suffix=""):
         ax.set_ylim(bottom=0 if kind == "aggregate" else None)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize="small")
-        fig.tight_layout()
-        path = os.path.join(outdir, kind + ".png")
-        fig.savefig(path)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(save_figure(plt, fig, outdir, kind))
     return paths
 
 
@@ -498,11 +503,7 @@ def plot_loss(runs, outdir, title_suffix=""):
         axes[0][-1].legend(fontsize="x-small")
         fig.suptitle("Throughput under random frame loss" if kind == "loss" else
                      "ulstack's throughput relative to the kernel's under loss")
-        fig.tight_layout()
-        path = os.path.join(outdir, kind + ".png")
-        fig.savefig(path)
-        plt.close(fig)
-        paths.append(path)
+        paths.append(save_figure(plt, fig, outdir, kind))
     return paths
 
 
