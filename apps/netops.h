@@ -44,6 +44,13 @@ struct node_opts {
 	const char *datapath;   /* --datapath: "direct", "relay", NULL: not given */
 };
 int bench__node_opt(struct node_opts *o, const char *prog, const char *opt, const char *arg);
+/* The node options' getopt_long entries, each with val 'N': give those to bench__node_opt
+ * with the entry's name. */
+#define BENCH_NODE_OPTIONS \
+	{ "tap", required_argument, NULL, 'N' }, { "ip", required_argument, NULL, 'N' }, \
+	{ "mac", required_argument, NULL, 'N' }, { "gw", required_argument, NULL, 'N' }, \
+	{ "mtu", required_argument, NULL, 'N' }, { "ctl", required_argument, NULL, 'N' }, \
+	{ "datapath", required_argument, NULL, 'N' }
 /* Start the node if --tap/--ip were given; returns 1 if started, 0 if not asked, -1 on error. */
 int bench__node_start(struct node_opts *o, const char *prog);
 int bench__parse_addr(const char *s, struct sockaddr_in *a, unsigned default_port);

@@ -112,10 +112,9 @@ int bench__raw_parse_args(int argc, char **argv, struct raw_opts *o)
 			return 2;
 		}
 	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "ulsraw: unexpected argument '%s'\n", argv[optind + 1]);
+	/* getopt ran on argv + 1 (after the role word). */
+	if (opt__no_operands("ulsraw", argc - 1, argv + 1, optind) < 0)
 		return 2;
-	}
 	if (!o->tap || !have_secs) {
 		fprintf(stderr, "ulsraw: %s needs --tap and --seconds\n", argv[1]);
 		return 2;

@@ -562,10 +562,7 @@ static int exec_sweep(char **argv)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "tap", required_argument, NULL, 'N' }, { "ip", required_argument, NULL, 'N' },
-		{ "mac", required_argument, NULL, 'N' }, { "gw", required_argument, NULL, 'N' },
-		{ "mtu", required_argument, NULL, 'N' }, { "ctl", required_argument, NULL, 'N' },
-		{ "datapath", required_argument, NULL, 'N' },
+		BENCH_NODE_OPTIONS,
 		{ "port", required_argument, NULL, 'p' }, { "unix", required_argument, NULL, 'u' },
 		{ "count", required_argument, NULL, 'c' }, { "to", required_argument, NULL, 't' },
 		{ "bytes", required_argument, NULL, 'b' }, { "seconds", required_argument, NULL, 's' },

@@ -92,8 +92,7 @@ static int driver_main(int argc, char **argv)
 		default: usage(stderr); return 2;
 		}
 	}
-	if (optind != argc) {
-		fprintf(stderr, "ulsping: unexpected argument '%s'\n", argv[optind]);
+	if (opt__no_operands("ulsping", argc, argv, optind) < 0) {
 		usage(stderr);
 		return 2;
 	}
@@ -123,10 +122,7 @@ static int driver_main(int argc, char **argv)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "tap", required_argument, NULL, 'N' }, { "ip", required_argument, NULL, 'N' },
-		{ "mac", required_argument, NULL, 'N' }, { "gw", required_argument, NULL, 'N' },
-		{ "mtu", required_argument, NULL, 'N' }, { "ctl", required_argument, NULL, 'N' },
-		{ "datapath", required_argument, NULL, 'N' },
+		BENCH_NODE_OPTIONS,
 		{ "port", required_argument, NULL, 'p' }, { "to", required_argument, NULL, 't' },
 		{ "size", required_argument, NULL, 'z' }, { "count", required_argument, NULL, 'c' },
 		{ "skip", required_argument, NULL, 'k' }, { "json", required_argument, NULL, 'j' },
@@ -192,10 +188,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind != argc) {
-		fprintf(stderr, "ulsping: unexpected argument '%s'\n", argv[optind]);
+	if (opt__no_operands("ulsping", argc, argv, optind) < 0)
 		return 2;
-	}
 	if (bd_path && (!uls_breakdown_enabled() || !no.ctl)) {
 		fprintf(stderr, "ulsping %s: --breakdown needs %s\n", argv[1],
 			!uls_breakdown_enabled() ? "a build configured with --enable-breakdown" :

@@ -734,8 +734,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind != argc) {
-		fprintf(stderr, "ulsstat: unexpected argument '%s'\n", argv[optind]);
+	if (opt__no_operands("ulsstat", argc, argv, optind) < 0) {
 		usage(stderr);
 		return 2;
 	}

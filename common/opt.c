@@ -74,6 +74,14 @@ int opt__bad(const char *prog, const char *name, const char *arg, const char *wa
 	return -EINVAL;
 }
 
+int opt__no_operands(const char *prog, int argc, char **argv, int optind)
+{
+	if (optind >= argc)
+		return 0;
+	fprintf(stderr, "%s: unexpected argument '%s'\n", prog, argv[optind]);
+	return -EINVAL;
+}
+
 static int bad_range(const char *prog, const char *name, const char *arg,
 		     unsigned long long lo, unsigned long long hi)
 {

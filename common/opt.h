@@ -25,6 +25,10 @@ int opt__parse_cidr(const char *s, struct in_addr *addr, unsigned *prefix_len);
 /* Print "PROG: bad --NAME 'ARG': WANT" (WANT NULL or "": no ": WANT"); returns -EINVAL. */
 int opt__bad(const char *prog, const char *name, const char *arg, const char *want);
 
+/* After getopt: argv[optind..argc) must be empty, else "PROG: unexpected argument 'X'" and
+ * -EINVAL. */
+int opt__no_operands(const char *prog, int argc, char **argv, int optind);
+
 /* A number (opt__parse_size: K, M, G allowed) in lo..hi. */
 int opt__num(const char *prog, const char *name, const char *arg, unsigned long long lo,
 	     unsigned long long hi, unsigned long long *out);
