@@ -625,8 +625,10 @@ int main(int argc, char **argv)
 			have_to = true;
 			break;
 		case 'b':
-			if (opt__num(PROG, "bytes", optarg, 1, ~0ull, &bytes) < 0)
+			if (opt__parse_size(optarg, &bytes) < 0 || bytes == 0) {
+				opt__bad(PROG, "bytes", optarg, "a size above 0 (K, M, G allowed)");
 				return 2;
+			}
 			have_bytes = true;
 			break;
 		case 's': {
