@@ -53,6 +53,7 @@
 #include <unistd.h>
 
 #include "apps/netops.h"
+#include "common/opt.h"
 #include "apps/clock.h"
 #include "apps/instdirs.h"
 #include "apps/pattern.h"
@@ -64,6 +65,7 @@
 #define MAGIC         0x554c5342u  /* "ULSB" */
 #define WIRE_VERSION  3
 #define STREAMS_MAX   1024
+#define PROG          "ulsbench"
 
 enum { DIR_CLIENT_SENDS = 0, DIR_SERVER_SENDS = 1 };
 enum { ST_OK = 0, ST_CORRUPT = 1, ST_SHORT = 2 };
@@ -581,10 +583,7 @@ static int exec_sweep(char **argv)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "tap", required_argument, NULL, 'N' }, { "ip", required_argument, NULL, 'N' },
-		{ "mac", required_argument, NULL, 'N' }, { "gw", required_argument, NULL, 'N' },
-		{ "mtu", required_argument, NULL, 'N' }, { "ctl", required_argument, NULL, 'N' },
-		{ "datapath", required_argument, NULL, 'N' },
+		BENCH_NODE_OPTIONS,
 		{ "port", required_argument, NULL, 'p' }, { "unix", required_argument, NULL, 'u' },
 		{ "count", required_argument, NULL, 'c' }, { "to", required_argument, NULL, 't' },
 		{ "bytes", required_argument, NULL, 'b' }, { "seconds", required_argument, NULL, 's' },
@@ -617,14 +616,12 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
 		switch (c) {
 		case 'N':
-			if (bench__node_opt(&no, opts[idx].name, optarg) != 1)
+			if (bench__node_opt(&no, PROG, opts[idx].name, optarg) != 1)
 				return 2;
 			break;
 		case 'p':
-			if (bench__parse_size(optarg, &v) < 0 || v == 0 || v > 65535) {
-				fprintf(stderr, "ulsbench: bad --port '%s'\n", optarg);
+			if (opt__num(PROG, "port", optarg, 1, 65535, &v) < 0)
 				return 2;
-			}
 			ep.in.sin_port = htons((uint16_t)v);
 			break;
 		case 'u':
@@ -638,10 +635,8 @@ int main(int argc, char **argv)
 			have_to = true;
 			break;
 		case 'c':
-			if (bench__parse_size(optarg, &v) < 0 || v == 0 || v > 1000000) {
-				fprintf(stderr, "ulsbench: bad --count '%s'\n", optarg);
+			if (opt__num(PROG, "count", optarg, 1, 1000000, &v) < 0)
 				return 2;
-			}
 			count = (long)v;
 			break;
 		case 't':
@@ -652,73 +647,55 @@ int main(int argc, char **argv)
 			have_to = true;
 			break;
 		case 'b':
-			if (bench__parse_size(optarg, &bytes) < 0 || bytes == 0) {
-				fprintf(stderr, "ulsbench: bad --bytes '%s'\n", optarg);
+			if (opt__parse_size(optarg, &bytes) < 0 || bytes == 0) {
+				opt__bad(PROG, "bytes", optarg, "a size above 0 (K, M, G allowed)");
 				return 2;
 			}
 			have_bytes = true;
 			break;
 		case 's': {
-			char *end;
-			errno = 0;
-			double s = strtod(optarg, &end);
-			if (*end || errno || !(s >= 0.1 && s <= 3600)) {
-				fprintf(stderr, "ulsbench: bad --seconds '%s': 0.1..3600\n", optarg);
+			double s;
+			if (opt__seconds(PROG, "seconds", optarg, 0.1, 3600, &s) < 0)
 				return 2;
-			}
 			millis = (uint32_t)(s * 1000);
 			break;
 		}
 		case 'k':
-			if (bench__parse_size(optarg, &v) < 0 || v == 0 || v > STREAMS_MAX) {
-				fprintf(stderr, "ulsbench: bad --streams '%s': 1..%d\n", optarg, STREAMS_MAX);
+			if (opt__uint(PROG, "streams", optarg, 1, STREAMS_MAX, &nstreams) < 0)
 				return 2;
-			}
-			nstreams = (unsigned)v;
 			break;
-		case 'd':
-			if (!strcmp(optarg, "send"))
-				dir = DIR_CLIENT_SENDS;
-			else if (!strcmp(optarg, "recv"))
-				dir = DIR_SERVER_SENDS;
-			else {
-				fprintf(stderr, "ulsbench: bad --dir '%s': send or recv\n", optarg);
+		case 'd': {
+			static const char *const dirs[] = { "send", "recv" };
+			int d = opt__word(PROG, "dir", optarg, dirs, 2);
+			if (d < 0)
 				return 2;
-			}
+			dir = d == 0 ? DIR_CLIENT_SENDS : DIR_SERVER_SENDS;
 			break;
+		}
 		case 'j':
 			json = optarg;
 			break;
 		case 'r':
 			reuseport = true;
 			break;
-		case 'a': {
-			char *end;
-			errno = 0;
-			start_at = strtod(optarg, &end);
-			if (*end || errno || !(start_at >= 0) ||
+		case 'a':
+			if (opt__parse_seconds(optarg, &start_at) < 0 ||
 			    start_at > bench__now_s() + 600) {
-				fprintf(stderr, "ulsbench: bad --start-at '%s': monotonic seconds, "
-						"at most 600 s ahead\n", optarg);
+				opt__bad(PROG, "start-at", optarg, "monotonic seconds, at most 600 s ahead");
 				return 2;
 			}
 			break;
-		}
 		case 'C':
 			if (!*optarg || strlen(optarg) >= 16) {
-				fprintf(stderr, "ulsbench: bad --congestion '%s'\n", optarg);
+				opt__bad(PROG, "congestion", optarg, "a congestion control's name (up to 15 characters)");
 				return 2;
 			}
 			congestion = optarg;
 			break;
 		case 'w': {
-			char *end;
-			errno = 0;
-			double s = strtod(optarg, &end);
-			if (*end || errno || !(s >= 0 && s <= 600)) {
-				fprintf(stderr, "ulsbench: bad --warmup '%s': 0..600 seconds\n", optarg);
+			double s;
+			if (opt__seconds(PROG, "warmup", optarg, 0, 600, &s) < 0)
 				return 2;
-			}
 			warmup = (uint32_t)(s * 1000);
 			break;
 		}

@@ -124,9 +124,9 @@ SHIM_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction
 	return rc;
 }
 
-/* signal() as glibc gives it (BSD semantics): SA_RESTART unless siginterrupt() said
- * otherwise, the signal itself blocked in its handler. */
-SHIM_EXPORT sighandler_t signal(int sig, sighandler_t h)
+/* The one body of the signal() family: h for sig through our sigaction(), with flags, and
+ * sig itself blocked in the handler when block_self. Returns the previous handler. */
+static sighandler_t install(int sig, sighandler_t h, int flags, bool block_self)
 {
 	struct sigaction a, o;
 
@@ -137,11 +137,21 @@ SHIM_EXPORT sighandler_t signal(int sig, sighandler_t h)
 	memset(&a, 0, sizeof(a));
 	a.sa_handler = h;
 	sigemptyset(&a.sa_mask);
-	sigaddset(&a.sa_mask, sig);
-	a.sa_flags = sigismember(&interrupting, sig) ? 0 : SA_RESTART;
+	if (block_self)
+		sigaddset(&a.sa_mask, sig);
+	a.sa_flags = flags;
 	if (sigaction(sig, &a, &o) < 0)
 		return SIG_ERR;
 	return o.sa_handler;
+}
+
+/* signal() as glibc gives it (BSD semantics): SA_RESTART unless siginterrupt() said
+ * otherwise, the signal itself blocked in its handler. */
+SHIM_EXPORT sighandler_t signal(int sig, sighandler_t h)
+{
+	int flags = sig > 0 && sig < _NSIG && sigismember(&interrupting, sig) ? 0 : SA_RESTART;
+
+	return install(sig, h, flags, true);
 }
 
 sighandler_t bsd_signal(int sig, sighandler_t h);  /* glibc declares it only for XPG */
@@ -154,19 +164,7 @@ SHIM_EXPORT sighandler_t bsd_signal(int sig, sighandler_t h)
 /* System V semantics: reset on delivery, not blocked in the handler, no restart. */
 SHIM_EXPORT sighandler_t __sysv_signal(int sig, sighandler_t h)
 {
-	struct sigaction a, o;
-
-	if (sig <= 0 || sig >= _NSIG) {
-		errno = EINVAL;
-		return SIG_ERR;
-	}
-	memset(&a, 0, sizeof(a));
-	a.sa_handler = h;
-	sigemptyset(&a.sa_mask);
-	a.sa_flags = SA_RESETHAND | SA_NODEFER;
-	if (sigaction(sig, &a, &o) < 0)
-		return SIG_ERR;
-	return o.sa_handler;
+	return install(sig, h, SA_RESETHAND | SA_NODEFER, false);
 }
 
 SHIM_EXPORT sighandler_t sysv_signal(int sig, sighandler_t h)

@@ -61,6 +61,13 @@ tests_unit_test_pattern_LDADD = apps/libapps.la $(CMOCKA_LIBS)
 tests_unit_test_netops_SOURCES = tests/unit/test_netops.c
 tests_unit_test_netops_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_netops_LDADD = $(UNIT_LDADD)
+
+# The command-line values every program shares (common/opt.c).
+check_PROGRAMS += tests/unit/test_opt
+TESTS += tests/unit/test_opt
+tests_unit_test_opt_SOURCES = tests/unit/test_opt.c
+tests_unit_test_opt_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_opt_LDADD = common/libcommon.la $(CMOCKA_LIBS)
 include tests/unit/filter.mk
 
 # The control protocol, the rings and ulsd's port space.
@@ -92,7 +99,7 @@ check_PROGRAMS += tests/unit/test_rawframe
 TESTS += tests/unit/test_rawframe
 tests_unit_test_rawframe_SOURCES = tests/unit/test_rawframe.c
 tests_unit_test_rawframe_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
-tests_unit_test_rawframe_LDADD = apps/libapps.la netif/libnif.la $(CMOCKA_LIBS) $(LIBURING_LIBS) -lpthread
+tests_unit_test_rawframe_LDADD = apps/libapps.la netif/libnif.la $(CMOCKA_LIBS)
 
 # ulsping's statistics and echo verification (the test includes apps/ulsping.c).
 check_PROGRAMS += tests/unit/test_pingstats
