@@ -6,7 +6,7 @@ apps_libapps_la_SOURCES = apps/netops.c apps/netops.h apps/pattern.c apps/patter
 	apps/ping.h apps/pingstats.c apps/pingstats.h apps/pingwork.c apps/pingdrive.c \
 	apps/rawframe.c apps/rawframe.h apps/rawopts.c apps/rawopts.h apps/xfer.c apps/xfer.h
 apps_libapps_la_CPPFLAGS = $(AM_CPPFLAGS) $(INSTDIRS_CPPFLAGS)
-apps_libapps_la_LIBADD = common/libcommon.la
+apps_libapps_la_LIBADD = netif/libopt.la
 
 # Where installed programs find each other (apps/instdirs.h): configure's directories.
 INSTDIRS_CPPFLAGS = -DULS_BINDIR='"$(bindir)"' -DULS_SBINDIR='"$(sbindir)"' \
@@ -23,7 +23,7 @@ apps_ulsnode_LDADD = apps/libapps.la stack/libuls.la netif/libnif.la -lpthread
 
 bin_PROGRAMS += apps/ulsstat
 apps_ulsstat_SOURCES = apps/ulsstat.c
-apps_ulsstat_LDADD = common/libcommon.la netif/libnif.la
+apps_ulsstat_LDADD = netif/libopt.la netif/libnif.la
 
 bin_PROGRAMS += apps/ulsrelay
 apps_ulsrelay_SOURCES = apps/ulsrelay.c

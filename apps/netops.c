@@ -1,7 +1,7 @@
 /* The kernel and ulstack socket tables, and the node options the apps share. */
 #include "apps/netops.h"
 #include "apps/xfer.h"
-#include "common/opt.h"
+#include "netif/opt/opt.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>

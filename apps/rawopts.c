@@ -6,7 +6,7 @@
 
 #include "apps/rawframe.h"
 #include "apps/rawopts.h"
-#include "common/opt.h"
+#include "netif/opt/opt.h"
 
 static void usage(FILE *f)
 {

@@ -53,7 +53,7 @@
 #include <unistd.h>
 
 #include "apps/netops.h"
-#include "common/opt.h"
+#include "netif/opt/opt.h"
 #include "apps/clock.h"
 #include "apps/instdirs.h"
 #include "apps/pattern.h"

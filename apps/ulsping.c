@@ -43,7 +43,7 @@
 
 #include "apps/netops.h"
 #include "apps/ping.h"
-#include "common/opt.h"
+#include "netif/opt/opt.h"
 #include "uls_breakdown.h"
 
 #define DEFAULT_SIZES   "1,64,1024,16384,65536"

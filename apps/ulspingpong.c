@@ -38,7 +38,7 @@
 #include <unistd.h>
 
 #include "apps/xfer.h"
-#include "common/opt.h"
+#include "netif/opt/opt.h"
 
 #define PROG "ulspingpong"
 

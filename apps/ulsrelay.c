@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "apps/netops.h"
-#include "common/opt.h"
+#include "netif/opt/opt.h"
 
 #define CHUNK 65536
 

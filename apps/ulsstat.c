@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/opt.h"
+#include "netif/opt/opt.h"
 #include "netif/conntab.h"
 #include "netif/ctlproto.h"
 

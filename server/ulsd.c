@@ -26,7 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/opt.h"
+#include "netif/opt/opt.h"
 #include "netif/frame.h"
 
 static bool foreground;
@@ -116,7 +116,7 @@ static int parse_datapath(const char *v, enum srv_datapath *out)
 	return 0;
 }
 
-/* --ip: A.B.C.D/NN (common/opt.c) with a unicast address the node can own: not 0.0.0.0,
+/* --ip: A.B.C.D/NN (netif/opt/opt.c) with a unicast address the node can own: not 0.0.0.0,
  * loopback (RFC 1122 3.2.1.3 (g)), multicast or class E (RFC 1112 4). 0 or -EINVAL. */
 static int parse_node_ip(const char *s, uint32_t *ip, unsigned *plen)
 {

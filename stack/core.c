@@ -26,7 +26,7 @@
 #include "lwip/priv/tcp_priv.h"
 #include "lwip/timeouts.h"
 #include "netif/ethernet.h"
-#include "common/opt.h"
+#include "netif/opt/opt.h"
 
 #define STOP_LINGER_MS 3000  /* uls_node_stop(): time closed connections get to finish */
 

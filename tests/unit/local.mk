@@ -62,12 +62,12 @@ tests_unit_test_netops_SOURCES = tests/unit/test_netops.c
 tests_unit_test_netops_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_netops_LDADD = $(UNIT_LDADD)
 
-# The command-line values every program shares (common/opt.c).
+# The command-line values every program shares (netif/opt/opt.c).
 check_PROGRAMS += tests/unit/test_opt
 TESTS += tests/unit/test_opt
 tests_unit_test_opt_SOURCES = tests/unit/test_opt.c
 tests_unit_test_opt_CPPFLAGS = $(UNIT_CPPFLAGS)
-tests_unit_test_opt_LDADD = common/libcommon.la $(CMOCKA_LIBS)
+tests_unit_test_opt_LDADD = netif/libopt.la $(CMOCKA_LIBS)
 include tests/unit/filter.mk
 
 # The control protocol, the rings and ulsd's port space.

@@ -1,4 +1,4 @@
-/* The command-line parsers the apps share: sizes (common/opt.c), addresses (apps/netops.c). */
+/* The command-line parsers the apps share: sizes (netif/opt/opt.c), addresses (apps/netops.c). */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,7 +10,7 @@
 #include <cmocka.h>
 
 #include "apps/netops.h"
-#include "common/opt.h"
+#include "netif/opt/opt.h"
 
 #define UNTOUCHED 0x5a5a5a5a5a5a5a5aull
 

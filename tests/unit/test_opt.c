@@ -1,4 +1,4 @@
-/* common/opt.c: the command-line values every program shares: ranges, lists, words,
+/* netif/opt/opt.c: the command-line values every program shares: ranges, lists, words,
  * durations and the A.B.C.D/NN parser. */
 #include <errno.h>
 #include <setjmp.h>
@@ -11,7 +11,7 @@
 
 #include <cmocka.h>
 
-#include "common/opt.h"
+#include "netif/opt/opt.h"
 
 #define UNTOUCHED 0x5a5a5a5a5a5a5a5aull
 

@@ -1,4 +1,4 @@
-/* common/opt.h: command-line values for every program of the tree (ulsd, ulsbench, ulsping,
+/* netif/opt/opt.h: command-line values for every program of the tree (ulsd, ulsbench, ulsping,
  * ulsraw, ulsrun, ulsstat, ulsnode, ulsrelay). A leaf: it includes only libc, so server/
  * (which may include filter/ and netif/ but not apps/) and apps/ both use it.
  *

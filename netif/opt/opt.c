@@ -1,4 +1,4 @@
-/* common/opt.c: command-line values (opt.h). Every range is checked explicitly, and strtoul
+/* netif/opt/opt.c: command-line values (opt.h). Every range is checked explicitly, and strtoul
  * and strtod alone are never trusted: they accept blanks, a sign and, for strtod, "inf" and
  * "nan". */
 #include <arpa/inet.h>
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/opt.h"
+#include "netif/opt/opt.h"
 
 int opt__parse_size(const char *s, unsigned long long *out)
 {
