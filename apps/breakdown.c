@@ -2,6 +2,7 @@
  * (see breakdown.h). Pure functions but for the file I/O at the end;
  * tests/unit/test_breakdown_stats.c. */
 #include "apps/breakdown.h"
+#include "apps/xfer.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -282,36 +283,11 @@ struct file_hdr {
 	uint64_t napp, nfr, lost;
 };
 
-static int write_all(int fd, const void *buf, size_t len)
-{
-	const uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
+/* A file that ends early is not one of ours. */
 static int read_all(int fd, void *buf, size_t len)
 {
-	uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = read(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EPROTO;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	int rc = bench__recv_whole(bench__fd_read, fd, buf, len, NULL);
+	return rc == -EPIPE ? -EPROTO : rc;
 }
 
 int bench__bd_save(const char *path, const uint64_t (*app)[2], size_t napp,
@@ -325,11 +301,11 @@ int bench__bd_save(const char *path, const uint64_t (*app)[2], size_t napp,
 
 	if (fd < 0)
 		return -errno;
-	rc = write_all(fd, &h, sizeof(h));
+	rc = bench__send_whole(bench__fd_write, fd, &h, sizeof(h));
 	if (rc == 0 && napp)
-		rc = write_all(fd, app, napp * sizeof(*app));
+		rc = bench__send_whole(bench__fd_write, fd, app, napp * sizeof(*app));
 	if (rc == 0 && nfr)
-		rc = write_all(fd, fr, nfr * sizeof(*fr));
+		rc = bench__send_whole(bench__fd_write, fd, fr, nfr * sizeof(*fr));
 	if (close(fd) < 0 && rc == 0)
 		rc = -errno;
 	return rc;

@@ -1,7 +1,12 @@
 # apps/: programs built on libuls.
 noinst_LTLIBRARIES += apps/libapps.la
+# The apps' parts, one responsibility each; the programs' main()s are thin command lines.
 apps_libapps_la_SOURCES = apps/netops.c apps/netops.h apps/pattern.c apps/pattern.h \
-	apps/clock.c apps/clock.h apps/breakdown.c apps/breakdown.h
+	apps/clock.c apps/clock.h apps/breakdown.c apps/breakdown.h \
+	apps/ping.h apps/pingstats.c apps/pingstats.h apps/pingwork.c apps/pingdrive.c \
+	apps/rawframe.c apps/rawframe.h apps/rawopts.c apps/rawopts.h apps/xfer.c apps/xfer.h
+apps_libapps_la_CPPFLAGS = $(AM_CPPFLAGS) $(INSTDIRS_CPPFLAGS)
+apps_libapps_la_LIBADD = netif/libopt.la
 
 # Where installed programs find each other (apps/instdirs.h): configure's directories.
 INSTDIRS_CPPFLAGS = -DULS_BINDIR='"$(bindir)"' -DULS_SBINDIR='"$(sbindir)"' \
@@ -18,7 +23,7 @@ apps_ulsnode_LDADD = apps/libapps.la stack/libuls.la netif/libnif.la -lpthread
 
 bin_PROGRAMS += apps/ulsstat
 apps_ulsstat_SOURCES = apps/ulsstat.c
-apps_ulsstat_LDADD = netif/libnif.la
+apps_ulsstat_LDADD = netif/libopt.la netif/libnif.la
 
 bin_PROGRAMS += apps/ulsrelay
 apps_ulsrelay_SOURCES = apps/ulsrelay.c

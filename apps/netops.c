@@ -1,5 +1,7 @@
 /* The kernel and ulstack socket tables, and the node options the apps share. */
 #include "apps/netops.h"
+#include "apps/xfer.h"
+#include "netif/opt/opt.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -38,16 +40,6 @@ static int k_connect(int sd, const struct sockaddr_in *a)
 {
 	return K(connect(sd, (const struct sockaddr *)a, sizeof(*a)));
 }
-static ssize_t k_send(int sd, const void *buf, size_t len, int flags)
-{
-	ssize_t n = send(sd, buf, len, flags | MSG_NOSIGNAL);
-	return n < 0 ? -errno : n;
-}
-static ssize_t k_recv(int sd, void *buf, size_t len, int flags)
-{
-	ssize_t n = recv(sd, buf, len, flags);
-	return n < 0 ? -errno : n;
-}
 static int k_setsockopt(int sd, int level, int name, const void *v, socklen_t len)
 {
 	return K(setsockopt(sd, level, name, v, len));
@@ -62,7 +54,7 @@ static int k_close(int sd)
 }
 
 const struct netops bench__kernel_ops = {
-	"kernel", k_socket, k_bind, k_listen, k_accept, k_connect, k_send, k_recv,
+	"kernel", k_socket, k_bind, k_listen, k_accept, k_connect, bench__sock_send, bench__sock_recv,
 	k_setsockopt, k_shutdown, k_close,
 };
 
@@ -70,29 +62,6 @@ const struct netops bench__uls_ops = {
 	"ulstack", uls_socket, uls_bind, uls_listen, uls_accept, uls_connect, uls_send, uls_recv,
 	uls_setsockopt, uls_shutdown, uls_close,
 };
-
-int bench__parse_size(const char *s, unsigned long long *out)
-{
-	char *end;
-	unsigned long long v, mul = 1;
-
-	if (!s || !isdigit((unsigned char)*s))  /* no blanks, no sign */
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -1;
-	switch (*end) {
-	case 'K': case 'k': mul = 1ull << 10; end++; break;
-	case 'M': case 'm': mul = 1ull << 20; end++; break;
-	case 'G': case 'g': mul = 1ull << 30; end++; break;
-	default: break;
-	}
-	if (*end || (v && mul > ~0ull / v))
-		return -1;
-	*out = v * mul;
-	return 0;
-}
 
 int bench__parse_addr(const char *s, struct sockaddr_in *a, unsigned default_port)
 {
@@ -121,7 +90,7 @@ int bench__parse_addr(const char *s, struct sockaddr_in *a, unsigned default_por
 	return 0;
 }
 
-int bench__node_opt(struct node_opts *o, const char *opt, const char *arg)
+int bench__node_opt(struct node_opts *o, const char *prog, const char *opt, const char *arg)
 {
 	if (strcmp(opt, "ctl") == 0) {
 		o->ctl = arg;
@@ -133,44 +102,30 @@ int bench__node_opt(struct node_opts *o, const char *opt, const char *arg)
 		return 1;
 	}
 	if (strcmp(opt, "ip") == 0) {
-		if (uls_parse_cidr(arg, &o->cfg.addr, &o->cfg.prefix_len) < 0) {
-			fprintf(stderr, "bad --ip '%s': expected A.B.C.D/NN with NN in 1..30\n", arg);
-			return -1;
-		}
+		if (opt__parse_cidr(arg, &o->cfg.addr, &o->cfg.prefix_len) < 0)
+			return opt__bad(prog, opt, arg, "expected A.B.C.D/NN with NN in 1..30");
 		o->have_ip = true;
 		return 1;
 	}
 	if (strcmp(opt, "mac") == 0) {
 		uint8_t mac[6];
-		if (!nif_mac_parse(arg, mac) || (mac[0] & 1)) {
-			fprintf(stderr, "bad --mac '%s': expected a unicast aa:bb:cc:dd:ee:ff\n", arg);
-			return -1;
-		}
+		if (!nif_mac_parse(arg, mac) || (mac[0] & 1))
+			return opt__bad(prog, opt, arg, "expected a unicast aa:bb:cc:dd:ee:ff");
 		memcpy(o->cfg.mac, mac, sizeof(mac));
 		return 1;
 	}
 	if (strcmp(opt, "gw") == 0) {
-		if (inet_pton(AF_INET, arg, &o->cfg.gateway) != 1) {
-			fprintf(stderr, "bad --gw '%s': expected A.B.C.D\n", arg);
-			return -1;
-		}
+		if (inet_pton(AF_INET, arg, &o->cfg.gateway) != 1)
+			return opt__bad(prog, opt, arg, "expected A.B.C.D");
 		return 1;
 	}
 	if (strcmp(opt, "mtu") == 0) {
-		unsigned long long v;
-		if (bench__parse_size(arg, &v) < 0 || v < NIF_MTU_MIN || v > NIF_MTU_MAX) {
-			fprintf(stderr, "bad --mtu '%s': expected %d..%d\n", arg, NIF_MTU_MIN,
-				NIF_MTU_MAX);
-			return -1;
-		}
-		o->cfg.mtu = (unsigned)v;
-		return 1;
+		return opt__uint(prog, opt, arg, NIF_MTU_MIN, NIF_MTU_MAX, &o->cfg.mtu) < 0 ? -EINVAL : 1;
 	}
 	if (strcmp(opt, "datapath") == 0) {
-		if (strcmp(arg, "direct") && strcmp(arg, "relay")) {
-			fprintf(stderr, "bad --datapath '%s': direct or relay\n", arg);
-			return -1;
-		}
+		static const char *const paths[] = { "direct", "relay" };
+		if (opt__word(prog, opt, arg, paths, 2) < 0)
+			return -EINVAL;
 		o->datapath = arg;
 		return 1;
 	}
@@ -216,38 +171,10 @@ int bench__node_start(struct node_opts *o, const char *prog)
 
 int bench__send_all(const struct netops *ops, int sd, const void *buf, size_t len)
 {
-	const uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = ops->send(sd, p, len, 0);
-		if (n < 0) {
-			if (n == -EINTR)
-				continue;
-			return (int)n;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return bench__send_whole(ops->send, sd, buf, len);
 }
 
 int bench__recv_all(const struct netops *ops, int sd, void *buf, size_t len, bool *clean_eof)
 {
-	uint8_t *p = buf;
-	size_t want = len;
-
-	if (clean_eof)
-		*clean_eof = false;
-	while (len) {
-		ssize_t n = ops->recv(sd, p, len, 0);
-		if (n == -EINTR)
-			continue;
-		if (n == 0 && clean_eof && len == want)
-			*clean_eof = true;
-		if (n <= 0)
-			return n < 0 ? (int)n : -EPIPE;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
+	return bench__recv_whole(ops->recv, sd, buf, len, clean_eof);
 }

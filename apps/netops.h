@@ -36,17 +36,23 @@ int bench__recv_all(const struct netops *ops, int sd, void *buf, size_t len, boo
  * (the process is a node of its own), or --ctl PATH [--datapath direct|relay] (the process
  * joins ulsd's node, offering the direct data path or not: default direct).
  * bench__node_opt() consumes one option (returns 1 if it took optarg, 0 if the option is not
- * a node option, -1 with a message on stderr on a bad value). */
+ * a node option, -EINVAL with a message "PROG: bad --OPT ..." on stderr on a bad value). */
 struct node_opts {
 	struct uls_node_config cfg;
 	bool have_tap, have_ip;
 	const char *ctl;        /* --ctl PATH: join the node that ulsd serves there */
 	const char *datapath;   /* --datapath: "direct", "relay", NULL: not given */
 };
-int bench__node_opt(struct node_opts *o, const char *opt, const char *arg);
+int bench__node_opt(struct node_opts *o, const char *prog, const char *opt, const char *arg);
+/* The node options' getopt_long entries, each with val 'N': give those to bench__node_opt
+ * with the entry's name. */
+#define BENCH_NODE_OPTIONS \
+	{ "tap", required_argument, NULL, 'N' }, { "ip", required_argument, NULL, 'N' }, \
+	{ "mac", required_argument, NULL, 'N' }, { "gw", required_argument, NULL, 'N' }, \
+	{ "mtu", required_argument, NULL, 'N' }, { "ctl", required_argument, NULL, 'N' }, \
+	{ "datapath", required_argument, NULL, 'N' }
 /* Start the node if --tap/--ip were given; returns 1 if started, 0 if not asked, -1 on error. */
 int bench__node_start(struct node_opts *o, const char *prog);
 int bench__parse_addr(const char *s, struct sockaddr_in *a, unsigned default_port);
-int bench__parse_size(const char *s, unsigned long long *out);
 
 #endif

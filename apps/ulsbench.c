@@ -47,10 +47,13 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "apps/netops.h"
+#include "netif/opt/opt.h"
 #include "apps/clock.h"
 #include "apps/instdirs.h"
 #include "apps/pattern.h"
@@ -62,11 +65,16 @@
 #define MAGIC         0x554c5342u  /* "ULSB" */
 #define WIRE_VERSION  3
 #define STREAMS_MAX   1024
+#define PROG          "ulsbench"
 
 enum { DIR_CLIENT_SENDS = 0, DIR_SERVER_SENDS = 1 };
 enum { ST_OK = 0, ST_CORRUPT = 1, ST_SHORT = 2 };
 
 static const struct netops *ops = &bench__kernel_ops;
+/* --congestion: the kernel's congestion control for the client's sockets (TCP_CONGESTION;
+ * NULL: the namespace's default). The benchmarks' kernel peers otherwise run whatever the
+ * host's net.ipv4.tcp_congestion_control says, which need not be Linux's CUBIC. */
+static const char *congestion;
 
 static void put64(uint8_t *p, uint64_t v) { v = htobe64(v); memcpy(p, &v, 8); }
 static void put32(uint8_t *p, uint32_t v) { v = htobe32(v); memcpy(p, &v, 4); }
@@ -331,6 +339,7 @@ struct stream {
 	uint64_t good;
 	double secs;
 	struct measure m;
+	char cc[16];      /* the kernel socket's congestion control, "" for ulstack */
 };
 
 static void *client_stream(void *arg)
@@ -349,11 +358,21 @@ static void *client_stream(void *arg)
 		free(buf);
 		return NULL;
 	}
+	if (congestion && setsockopt(sd, IPPROTO_TCP, TCP_CONGESTION, congestion,
+				     (socklen_t)strlen(congestion)) < 0) {
+		s->rc = -errno;
+		goto out;
+	}
 	s->rc = s->to->unix_path ?
 		(connect(sd, (const struct sockaddr *)&s->to->un, sizeof(s->to->un)) < 0 ? -errno : 0) :
 		ops->connect(sd, &s->to->in);
 	if (s->rc < 0)
 		goto out;
+	if (ops == &bench__kernel_ops && !s->to->unix_path) {
+		socklen_t len = sizeof(s->cc) - 1;
+		if (getsockopt(sd, IPPROTO_TCP, TCP_CONGESTION, s->cc, &len) < 0)
+			s->cc[0] = 0;
+	}
 	put32(req, MAGIC);
 	req[4] = WIRE_VERSION;
 	req[5] = (uint8_t)s->dir;
@@ -469,6 +488,8 @@ static int run_client(const struct endpoint *to, uint64_t bytes, uint32_t millis
 			(unsigned long long)(bytes * nstreams), (unsigned long long)(ok ? total : 0),
 			ok ? "true" : "false", wall, warmup / 1000.0,
 			(unsigned long long)(ok ? measured : 0), span, ok ? gbps : 0, cpu);
+		if (nstreams > 0 && st[0].cc[0])
+			fprintf(f, ", \"congestion\": \"%s\"", st[0].cc);
 		if (ops != &bench__kernel_ops) {
 			fputs(", \"counters\": ", f);
 			print_counters(f);
@@ -487,8 +508,10 @@ static void usage(FILE *f)
 		"       ulsbench client (--to IP[:PORT] | --unix PATH)\n"
 		"                       (--bytes N[K|M|G] | --seconds S [--warmup W])\n"
 		"                       [--streams K] [--dir send|recv] [--start-at T] [--json FILE]\n"
-		"                       [NODE OPTIONS]   (T: CLOCK_MONOTONIC seconds to start at;\n"
-		"                       W: seconds sent before the measured S, default 0)\n"
+		"                       [--congestion CC] [NODE OPTIONS]\n"
+		"                       (T: CLOCK_MONOTONIC seconds to start at; W: seconds sent\n"
+		"                       before the measured S, default 0; CC: the kernel's\n"
+		"                       congestion control for these sockets, e.g. cubic)\n"
 		"       ulsbench [--mode MODE[,MODE...]] [--streams N[,N...]] [--seconds S]\n"
 		"                [--mtu M[,M...]] [--json FILE] [--plot DIR]   (the benchmark sweep)\n"
 		"       ulsbench apps [--apps LIST] [--seconds S] [--repeat R] [--json FILE]\n"
@@ -560,10 +583,7 @@ static int exec_sweep(char **argv)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "tap", required_argument, NULL, 'N' }, { "ip", required_argument, NULL, 'N' },
-		{ "mac", required_argument, NULL, 'N' }, { "gw", required_argument, NULL, 'N' },
-		{ "mtu", required_argument, NULL, 'N' }, { "ctl", required_argument, NULL, 'N' },
-		{ "datapath", required_argument, NULL, 'N' },
+		BENCH_NODE_OPTIONS,
 		{ "port", required_argument, NULL, 'p' }, { "unix", required_argument, NULL, 'u' },
 		{ "count", required_argument, NULL, 'c' }, { "to", required_argument, NULL, 't' },
 		{ "bytes", required_argument, NULL, 'b' }, { "seconds", required_argument, NULL, 's' },
@@ -571,6 +591,7 @@ int main(int argc, char **argv)
 		{ "json", required_argument, NULL, 'j' }, { "reuseport", no_argument, NULL, 'r' },
 		{ "start-at", required_argument, NULL, 'a' },
 		{ "warmup", required_argument, NULL, 'w' },
+		{ "congestion", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	struct node_opts no = { 0 };
@@ -595,14 +616,12 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "h", opts, &idx)) != -1) {
 		switch (c) {
 		case 'N':
-			if (bench__node_opt(&no, opts[idx].name, optarg) != 1)
+			if (bench__node_opt(&no, PROG, opts[idx].name, optarg) != 1)
 				return 2;
 			break;
 		case 'p':
-			if (bench__parse_size(optarg, &v) < 0 || v == 0 || v > 65535) {
-				fprintf(stderr, "ulsbench: bad --port '%s'\n", optarg);
+			if (opt__num(PROG, "port", optarg, 1, 65535, &v) < 0)
 				return 2;
-			}
 			ep.in.sin_port = htons((uint16_t)v);
 			break;
 		case 'u':
@@ -616,10 +635,8 @@ int main(int argc, char **argv)
 			have_to = true;
 			break;
 		case 'c':
-			if (bench__parse_size(optarg, &v) < 0 || v == 0 || v > 1000000) {
-				fprintf(stderr, "ulsbench: bad --count '%s'\n", optarg);
+			if (opt__num(PROG, "count", optarg, 1, 1000000, &v) < 0)
 				return 2;
-			}
 			count = (long)v;
 			break;
 		case 't':
@@ -630,66 +647,55 @@ int main(int argc, char **argv)
 			have_to = true;
 			break;
 		case 'b':
-			if (bench__parse_size(optarg, &bytes) < 0 || bytes == 0) {
-				fprintf(stderr, "ulsbench: bad --bytes '%s'\n", optarg);
+			if (opt__parse_size(optarg, &bytes) < 0 || bytes == 0) {
+				opt__bad(PROG, "bytes", optarg, "a size above 0 (K, M, G allowed)");
 				return 2;
 			}
 			have_bytes = true;
 			break;
 		case 's': {
-			char *end;
-			errno = 0;
-			double s = strtod(optarg, &end);
-			if (*end || errno || !(s >= 0.1 && s <= 3600)) {
-				fprintf(stderr, "ulsbench: bad --seconds '%s': 0.1..3600\n", optarg);
+			double s;
+			if (opt__seconds(PROG, "seconds", optarg, 0.1, 3600, &s) < 0)
 				return 2;
-			}
 			millis = (uint32_t)(s * 1000);
 			break;
 		}
 		case 'k':
-			if (bench__parse_size(optarg, &v) < 0 || v == 0 || v > STREAMS_MAX) {
-				fprintf(stderr, "ulsbench: bad --streams '%s': 1..%d\n", optarg, STREAMS_MAX);
+			if (opt__uint(PROG, "streams", optarg, 1, STREAMS_MAX, &nstreams) < 0)
 				return 2;
-			}
-			nstreams = (unsigned)v;
 			break;
-		case 'd':
-			if (!strcmp(optarg, "send"))
-				dir = DIR_CLIENT_SENDS;
-			else if (!strcmp(optarg, "recv"))
-				dir = DIR_SERVER_SENDS;
-			else {
-				fprintf(stderr, "ulsbench: bad --dir '%s': send or recv\n", optarg);
+		case 'd': {
+			static const char *const dirs[] = { "send", "recv" };
+			int d = opt__word(PROG, "dir", optarg, dirs, 2);
+			if (d < 0)
 				return 2;
-			}
+			dir = d == 0 ? DIR_CLIENT_SENDS : DIR_SERVER_SENDS;
 			break;
+		}
 		case 'j':
 			json = optarg;
 			break;
 		case 'r':
 			reuseport = true;
 			break;
-		case 'a': {
-			char *end;
-			errno = 0;
-			start_at = strtod(optarg, &end);
-			if (*end || errno || !(start_at >= 0) ||
+		case 'a':
+			if (opt__parse_seconds(optarg, &start_at) < 0 ||
 			    start_at > bench__now_s() + 600) {
-				fprintf(stderr, "ulsbench: bad --start-at '%s': monotonic seconds, "
-						"at most 600 s ahead\n", optarg);
+				opt__bad(PROG, "start-at", optarg, "monotonic seconds, at most 600 s ahead");
 				return 2;
 			}
 			break;
-		}
-		case 'w': {
-			char *end;
-			errno = 0;
-			double s = strtod(optarg, &end);
-			if (*end || errno || !(s >= 0 && s <= 600)) {
-				fprintf(stderr, "ulsbench: bad --warmup '%s': 0..600 seconds\n", optarg);
+		case 'C':
+			if (!*optarg || strlen(optarg) >= 16) {
+				opt__bad(PROG, "congestion", optarg, "a congestion control's name (up to 15 characters)");
 				return 2;
 			}
+			congestion = optarg;
+			break;
+		case 'w': {
+			double s;
+			if (opt__seconds(PROG, "warmup", optarg, 0, 600, &s) < 0)
+				return 2;
 			warmup = (uint32_t)(s * 1000);
 			break;
 		}
@@ -711,6 +717,10 @@ int main(int argc, char **argv)
 	}
 	if (millis)
 		bytes = 0;
+	if (congestion && (server || ep.unix_path || no.ctl || no.have_tap || no.have_ip)) {
+		fprintf(stderr, "ulsbench: --congestion is for a client on the kernel's TCP\n");
+		return 2;
+	}
 	if (optind != argc || (!server && !have_to)) {
 		usage(stderr);
 		return 2;

@@ -404,7 +404,7 @@ int main(int argc, char **argv)
 			stats = optarg;
 			continue;
 		}
-		if (c == '?' || bench__node_opt(&no, opts[idx].name, optarg) != 1) {
+		if (c == '?' || bench__node_opt(&no, "ulsnode", opts[idx].name, optarg) != 1) {
 			usage(stderr);
 			return 2;
 		}

@@ -37,6 +37,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "apps/xfer.h"
+#include "netif/opt/opt.h"
+
+#define PROG "ulspingpong"
+
 #define MAX_SIZE 65536
 #define MAX_ROUND_TRIPS 20000000L   /* bounds the sample array (160 MB of int64) */
 #define IO_TIMEOUT_S 10
@@ -63,32 +68,17 @@ static int set_opts(int fd)
  * -EPIPE for an end of stream in the middle). */
 static ssize_t read_full(int fd, uint8_t *buf, size_t n)
 {
-	size_t got = 0;
-	while (got < n) {
-		ssize_t r = recv(fd, buf + got, n - got, 0);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			return got ? -EPIPE : 0;
-		got += (size_t)r;
-	}
+	bool clean_eof;
+	int rc = bench__recv_whole(bench__sock_recv, fd, buf, n, &clean_eof);
+
+	if (rc < 0)
+		return rc == -EPIPE && clean_eof ? 0 : rc;
 	return (ssize_t)n;
 }
 
 static int write_full(int fd, const uint8_t *buf, size_t n)
 {
-	size_t put = 0;
-	while (put < n) {
-		ssize_t r = send(fd, buf + put, n - put, MSG_NOSIGNAL);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		put += (size_t)r;
-	}
-	return 0;
+	return bench__send_whole(bench__sock_send, fd, buf, n);
 }
 
 static void fill(uint8_t *buf, size_t size, uint64_t i)
@@ -277,11 +267,10 @@ int main(int argc, char **argv)
 		{ "warmup", required_argument, NULL, 'w' }, { "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	long port = -1, count = 1, size = 1, rts = 0, warmup = 100;
+	unsigned long long port = 0, count = 1, size = 1, rts = 0, warmup = 100;
 	double seconds = 0;
 	char host[64] = "";
-	char *end;
-	int c;
+	int c, rc = 0;
 
 	if (argc < 2 || (strcmp(argv[1], "server") && strcmp(argv[1], "client"))) {
 		usage(argc >= 2 && !strcmp(argv[1], "--help") ? stdout : stderr);
@@ -289,15 +278,14 @@ int main(int argc, char **argv)
 	}
 	bool server = !strcmp(argv[1], "server");
 	optind = 2;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		errno = 0;
+	while (rc == 0 && (c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'p': port = strtol(optarg, &end, 10); break;
-		case 'c': count = strtol(optarg, &end, 10); break;
-		case 'z': size = strtol(optarg, &end, 10); break;
-		case 'n': rts = strtol(optarg, &end, 10); break;
-		case 'w': warmup = strtol(optarg, &end, 10); break;
-		case 's': seconds = strtod(optarg, &end); break;
+		case 'p': rc = opt__num(PROG, "port", optarg, 1, 65535, &port); break;
+		case 'c': rc = opt__num(PROG, "count", optarg, 1, 1000000, &count); break;
+		case 'z': rc = opt__num(PROG, "size", optarg, 1, MAX_SIZE, &size); break;
+		case 'n': rc = opt__num(PROG, "round-trips", optarg, 0, MAX_ROUND_TRIPS, &rts); break;
+		case 'w': rc = opt__num(PROG, "warmup", optarg, 0, 1000000, &warmup); break;
+		case 's': rc = opt__seconds(PROG, "seconds", optarg, 0, 3600, &seconds); break;
 		case 't': {
 			const char *colon = strrchr(optarg, ':');
 			if (!colon || (size_t)(colon - optarg) >= sizeof(host)) {
@@ -306,23 +294,19 @@ int main(int argc, char **argv)
 			}
 			memcpy(host, optarg, (size_t)(colon - optarg));
 			host[colon - optarg] = '\0';
-			port = strtol(colon + 1, &end, 10);
+			rc = opt__num(PROG, "to", colon + 1, 1, 65535, &port);
 			break;
 		}
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
-		if (errno || *end) {
-			fprintf(stderr, "ulspingpong: bad value %s\n", optarg);
-			return 2;
-		}
 	}
-	if (optind != argc || port < 1 || port > 65535 || count < 1 || size < 1 ||
-	    size > MAX_SIZE || rts < 0 || rts > MAX_ROUND_TRIPS || warmup < 0 ||
-	    seconds < 0 || seconds > 3600 || (!server && (!host[0] || (rts == 0) == (seconds == 0)))) {
+	if (rc < 0)
+		return 2;
+	if (optind != argc || port == 0 || (!server && (!host[0] || (rts == 0) == (seconds == 0)))) {
 		usage(stderr);
 		return 2;
 	}
-	return server ? run_server((int)port, count)
-		      : run_client(host, (int)port, (uint32_t)size, seconds, rts, warmup);
+	return server ? run_server((int)port, (long)count)
+		      : run_client(host, (int)port, (uint32_t)size, seconds, (long)rts, (long)warmup);
 }

@@ -32,14 +32,11 @@
  * driver can ask for N and get per-stream numbers (the raw link has no per-stream state).
  *
  * Exit status: 0 success, 1 corruption or I/O failure, 2 bad arguments.
+ *
+ * The frames and their accounting are apps/rawframe.c, the command line apps/rawopts.c.
  */
-#include <endian.h>
 #include <errno.h>
-#include <getopt.h>
-#include <inttypes.h>
-#include <math.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -50,83 +47,20 @@
 #include <unistd.h>
 
 #include "apps/clock.h"
-#include "apps/pattern.h"
+#include "apps/rawframe.h"
+#include "apps/rawopts.h"
 #include "netif/frame.h"
 #include "netif/tap.h"
 
-#define ETHERTYPE_RAW   0x88b5  /* IEEE 802 local experimental EtherType 1 */
-#define HDR_LEN         16
-#define DATA_OFF        (NIF_ETH_HLEN + HDR_LEN)
-#define CTL_FRAME_LEN   60      /* minimum Ethernet frame without FCS */
-#define MAGIC_DATA      "ULSR"
-#define MAGIC_HELLO     "ULSH"
-#define MAGIC_END       "ULSE"
 #define HELLO_COUNT     3
 #define END_COUNT       3
 #define END_PAUSE_NS    20000000L  /* lets the receiver drain its queue before the end frames */
-
-#define MTU_MAX         65521   /* drivers/net/tun.c: max_mtu = 65535 - ETH_HLEN */
-#define SECONDS_MIN     0.1
-#define SECONDS_MAX     600.0
-#define STREAMS_MAX     1024u
-
 #define TX_DEPTH        256     /* sender's transmit buffers */
 #define TX_BATCH        64      /* frames per io_uring submission */
 #define RX_DEPTH        256     /* receiver's reads in flight */
 #define RX_BUDGET       256
 #define WAIT_SLICE_MS   100     /* longest wait, so a signal or the deadline is noticed */
 #define PORT_WAIT_MS    3000
-#define MAX_CORRUPT_LOG 5
-
-static const uint8_t mac_sender[NIF_ETH_ALEN] = { 0x02, 0x75, 0x6c, 0xff, 0x00, 0x01 };
-static const uint8_t mac_receiver[NIF_ETH_ALEN] = { 0x02, 0x75, 0x6c, 0xff, 0x00, 0x02 };
-static const uint8_t mac_broadcast[NIF_ETH_ALEN] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
-
-enum role { ROLE_RECV, ROLE_SEND };
-
-struct opts {
-	enum role role;
-	const char *tap;
-	unsigned mtu;              /* 0: the device's */
-	uint8_t mac[NIF_ETH_ALEN];
-	uint8_t dst[NIF_ETH_ALEN];
-	double seconds;
-	unsigned streams;
-	const char *json;
-};
-
-/* What a received frame is. */
-enum kind {
-	KIND_DATA,
-	KIND_END,
-	KIND_FOREIGN,   /* not for us: other EtherType, other destination, hellos */
-	KIND_BAD,       /* for us but malformed: counted as corruption */
-};
-
-struct hdr {
-	uint32_t stream;  /* end frames: number of streams */
-	uint64_t seq;     /* end frames: data frames sent */
-};
-
-struct rx_stream {
-	uint64_t next;      /* one past the highest sequence seen */
-	uint64_t frames;
-	uint64_t bytes;
-	uint64_t gaps;      /* sequences skipped when a later one arrived */
-	uint64_t late;      /* frames that arrived behind a later one */
-	uint64_t tail;      /* frames after the last one seen, known from the end frame */
-	size_t frame_len;   /* of the first frame: every frame of a stream has the same length */
-};
-
-struct rx {
-	uint8_t mac[NIF_ETH_ALEN];
-	struct rx_stream s[STREAMS_MAX];
-	unsigned nstreams;  /* highest stream id seen + 1 (or the end frame's count) */
-	uint64_t frames, bytes, corrupt, ignored;
-	uint64_t first_bytes;
-	double t_first, t_last;
-	bool end_seen;
-};
 
 static volatile sig_atomic_t stop;
 
@@ -145,200 +79,10 @@ static void sleep_ns(long ns)
 		;
 }
 
-static void put32(uint8_t *p, uint32_t v)
-{
-	v = htobe32(v);
-	memcpy(p, &v, 4);
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	v = htobe64(v);
-	memcpy(p, &v, 8);
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, 4);
-	return be32toh(v);
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return be64toh(v);
-}
-
-static void put_header(uint8_t *f, const uint8_t dst[NIF_ETH_ALEN],
-		       const uint8_t src[NIF_ETH_ALEN], const char *magic, uint32_t a, uint64_t b)
-{
-	memcpy(f, dst, NIF_ETH_ALEN);
-	memcpy(f + NIF_ETH_ALEN, src, NIF_ETH_ALEN);
-	f[12] = ETHERTYPE_RAW >> 8;
-	f[13] = ETHERTYPE_RAW & 0xff;
-	memcpy(f + NIF_ETH_HLEN, magic, 4);
-	put32(f + NIF_ETH_HLEN + 4, a);
-	put64(f + NIF_ETH_HLEN + 8, b);
-}
-
-/* A data frame of frame_len (> DATA_OFF) bytes: header, then the stream's pattern. */
-static void build_data(uint8_t *f, size_t frame_len, const uint8_t dst[NIF_ETH_ALEN],
-		       const uint8_t src[NIF_ETH_ALEN], uint32_t stream, uint64_t seq)
-{
-	size_t payload = frame_len - DATA_OFF;
-
-	put_header(f, dst, src, MAGIC_DATA, stream, seq);
-	bench__pattern_fill(stream, seq * payload, f + DATA_OFF, payload);
-}
-
-/* A hello or end frame; returns its length. */
-static size_t build_ctl(uint8_t *f, const uint8_t dst[NIF_ETH_ALEN],
-			const uint8_t src[NIF_ETH_ALEN], const char *magic, uint32_t a, uint64_t b)
-{
-	memset(f, 0, CTL_FRAME_LEN);
-	put_header(f, dst, src, magic, a, b);
-	return CTL_FRAME_LEN;
-}
-
-/* Sort a received frame; h is written for data and end frames. */
-static enum kind classify(const uint8_t *f, size_t len, const uint8_t own[NIF_ETH_ALEN],
-			  struct hdr *h)
-{
-	if (len < NIF_ETH_HLEN || f[12] != ETHERTYPE_RAW >> 8 || f[13] != (ETHERTYPE_RAW & 0xff))
-		return KIND_FOREIGN;
-	/* Hellos are broadcast, and while the bridge floods we may see frames for others. */
-	if (memcmp(f, own, NIF_ETH_ALEN) != 0)
-		return KIND_FOREIGN;
-	if (len < DATA_OFF)
-		return KIND_BAD;
-	const uint8_t *p = f + NIF_ETH_HLEN;
-	if (memcmp(p, MAGIC_DATA, 4) == 0) {
-		if (len == DATA_OFF)
-			return KIND_BAD;  /* no payload: we never send that */
-		h->stream = get32(p + 4);
-		h->seq = get64(p + 8);
-		return KIND_DATA;
-	}
-	if (memcmp(p, MAGIC_END, 4) == 0) {
-		h->stream = get32(p + 4);
-		h->seq = get64(p + 8);
-		return KIND_END;
-	}
-	return KIND_BAD;
-}
-
-/* Sequence accounting of one verified frame. */
-static void seq_account(struct rx_stream *s, uint64_t seq)
-{
-	if (seq >= s->next) {
-		s->gaps += seq - s->next;
-		s->next = seq + 1;
-	} else {
-		s->late++;
-	}
-}
-
-static uint64_t stream_lost(const struct rx_stream *s)
-{
-	return (s->late < s->gaps ? s->gaps - s->late : 0) + s->tail;
-}
-
-/* How many of `total` round-robin frames went to stream i of n. */
-static uint64_t sent_to_stream(uint64_t total, unsigned n, unsigned i)
-{
-	return total / n + (i < total % n ? 1 : 0);
-}
-
-/* Count a corrupt frame; the first few are described on stderr. */
-__attribute__((format(printf, 2, 3)))
-static void report_corrupt(struct rx *rx, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (++rx->corrupt > MAX_CORRUPT_LOG)
-		return;
-	fprintf(stderr, "ulsraw: corrupt frame: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-static void end_frame(struct rx *rx, const struct hdr *h)
-{
-	if (rx->end_seen)
-		return;  /* the repeats */
-	if (h->stream == 0 || h->stream > STREAMS_MAX) {
-		report_corrupt(rx, "end frame for %" PRIu32 " streams", h->stream);
-		return;
-	}
-	rx->end_seen = true;
-	if (h->stream > rx->nstreams)
-		rx->nstreams = h->stream;
-	for (unsigned i = 0; i < h->stream; i++) {
-		struct rx_stream *s = &rx->s[i];
-		uint64_t sent = sent_to_stream(h->seq, h->stream, i);
-		s->tail = sent > s->next ? sent - s->next : 0;
-	}
-}
-
-/* Verify and count one received frame. */
-static void rx_frame(struct rx *rx, const uint8_t *f, size_t len)
-{
-	struct hdr h;
-	enum kind k = classify(f, len, rx->mac, &h);
-
-	if (k == KIND_FOREIGN) {
-		rx->ignored++;
-		return;
-	}
-	if (k == KIND_BAD) {
-		report_corrupt(rx, "malformed, %zu bytes", len);
-		return;
-	}
-	if (k == KIND_END) {
-		end_frame(rx, &h);
-		return;
-	}
-	if (h.stream >= STREAMS_MAX) {
-		report_corrupt(rx, "stream id %" PRIu32 ", sequence %" PRIu64, h.stream, h.seq);
-		return;
-	}
-	struct rx_stream *s = &rx->s[h.stream];
-	size_t payload = len - DATA_OFF;
-	if (s->frame_len && s->frame_len != len) {
-		report_corrupt(rx, "stream %" PRIu32 ", sequence %" PRIu64 ": %zu bytes, not %zu",
-			       h.stream, h.seq, len, s->frame_len);
-		return;
-	}
-	uint64_t bad = bench__pattern_check(h.stream, h.seq * payload, f + DATA_OFF, payload);
-	if (bad != UINT64_MAX) {
-		report_corrupt(rx, "stream %" PRIu32 ", sequence %" PRIu64 ": wrong byte at "
-			       "stream offset %" PRIu64, h.stream, h.seq, bad);
-		return;
-	}
-	s->frame_len = len;
-	seq_account(s, h.seq);
-	s->frames++;
-	s->bytes += len - NIF_ETH_HLEN;
-	if (h.stream >= rx->nstreams)
-		rx->nstreams = h.stream + 1;
-	if (rx->frames == 0) {
-		rx->t_first = bench__now_s();
-		rx->first_bytes = len - NIF_ETH_HLEN;
-	}
-	rx->frames++;
-	rx->bytes += len - NIF_ETH_HLEN;
-}
-
 static void on_frame(void *arg, const uint8_t *frame, size_t len, uint32_t off)
 {
 	(void)off;  /* the raw path runs on a TAP without offloads */
-	rx_frame(arg, frame, len);
+	bench__raw_rx_frame(arg, frame, len);
 }
 
 /* The bridge forwards and learns only once a port is in the forwarding state, which follows
@@ -370,7 +114,7 @@ static void wait_forwarding(const char *ifname)
 
 /* Open the TAP and settle the MTU: --mtu may lower the device's but not exceed it (the bridge
  * would drop every frame). Returns 0, 1 (I/O failure) or 2 (bad argument). */
-static int open_tap(const struct opts *o, unsigned rx_depth, unsigned tx_depth,
+static int open_tap(const struct raw_opts *o, unsigned rx_depth, unsigned tx_depth,
 		    struct nif_tap **tap, unsigned *mtu)
 {
 	struct nif_tap_config cfg = {
@@ -389,9 +133,9 @@ static int open_tap(const struct opts *o, unsigned rx_depth, unsigned tx_depth,
 		return 2;
 	}
 	*mtu = o->mtu ? o->mtu : dev_mtu;
-	if (*mtu < NIF_MTU_MIN || *mtu > MTU_MAX) {
+	if (*mtu < NIF_MTU_MIN || *mtu > RAW_MTU_MAX) {
 		fprintf(stderr, "ulsraw: %s's MTU %u is outside %d..%d\n", o->tap, *mtu,
-			NIF_MTU_MIN, MTU_MAX);
+			NIF_MTU_MIN, RAW_MTU_MAX);
 		nif_tap_close(*tap);
 		return 2;
 	}
@@ -421,7 +165,7 @@ static double gbps_of(uint64_t bytes, double secs)
 	return secs > 0 ? (double)bytes * 8 / secs / 1e9 : 0;
 }
 
-static int write_recv_json(const struct opts *o, const struct rx *rx, unsigned mtu,
+static int write_recv_json(const struct raw_opts *o, const struct raw_rx *rx, unsigned mtu,
 			   double secs, uint64_t lost, double cpu)
 {
 	FILE *f = open_json(o->json);
@@ -438,25 +182,25 @@ static int write_recv_json(const struct opts *o, const struct rx *rx, unsigned m
 		(unsigned long long)rx->corrupt, (unsigned long long)rx->ignored,
 		rx->end_seen ? "true" : "false");
 	for (unsigned i = 0; i < rx->nstreams; i++) {
-		const struct rx_stream *s = &rx->s[i];
+		const struct raw_rx_stream *s = &rx->s[i];
 		fprintf(f, "%s{\"id\":%u,\"frames\":%llu,\"bytes_verified\":%llu,\"gbps\":%.4f,"
 			   "\"lost\":%llu,\"late\":%llu}",
 			i ? "," : "", i, (unsigned long long)s->frames,
 			(unsigned long long)s->bytes, gbps_of(s->bytes, secs),
-			(unsigned long long)stream_lost(s), (unsigned long long)s->late);
+			(unsigned long long)bench__raw_stream_lost(s), (unsigned long long)s->late);
 	}
 	fprintf(f, "],\"cpu_seconds\":%.3f}\n", cpu);
 	return close_json(f, o->json);
 }
 
-static int run_recv(const struct opts *o)
+static int run_recv(const struct raw_opts *o)
 {
 	struct nif_tap *tap;
 	struct nif_dev_stats st;
 	uint8_t *slot = NULL;
 	unsigned mtu;
 	int ret = 0, rc;
-	struct rx *rx = calloc(1, sizeof(*rx));
+	struct raw_rx *rx = calloc(1, sizeof(*rx));
 
 	if (!rx) {
 		fprintf(stderr, "ulsraw: out of memory\n");
@@ -474,7 +218,7 @@ static int run_recv(const struct opts *o)
 		slot = nif_tap_tx_slot(tap);
 		if (!slot)
 			break;
-		nif_tap_tx_queue(tap, slot, build_ctl(slot, mac_broadcast, rx->mac, MAGIC_HELLO,
+		nif_tap_tx_queue(tap, slot, bench__raw_build_ctl(slot, bench__raw_mac_broadcast, rx->mac, RAW_MAGIC_HELLO,
 							0, (uint64_t)i), 0);
 	}
 	if (nif_tap_tx_flush(tap) < 0 || !slot) {
@@ -517,7 +261,7 @@ static int run_recv(const struct opts *o)
 	double secs = rx->frames > 1 ? rx->t_last - rx->t_first : 0;
 	uint64_t lost = 0;
 	for (unsigned i = 0; i < rx->nstreams; i++)
-		lost += stream_lost(&rx->s[i]);
+		lost += bench__raw_stream_lost(&rx->s[i]);
 	printf("raw recv: %llu frames, %.2f GB in %.2f s = %.2f Gbit/s, %llu corrupt, %llu lost\n",
 	       (unsigned long long)rx->frames, (double)rx->bytes / 1e9, secs,
 	       gbps_of(rx->bytes - rx->first_bytes, secs), (unsigned long long)rx->corrupt,
@@ -537,7 +281,7 @@ static int run_recv(const struct opts *o)
 	return ret;
 }
 
-static int write_send_json(const struct opts *o, const uint64_t *seq, unsigned mtu,
+static int write_send_json(const struct raw_opts *o, const uint64_t *seq, unsigned mtu,
 			   double secs, uint64_t frames, uint64_t errors, double cpu)
 {
 	FILE *f = open_json(o->json);
@@ -573,7 +317,7 @@ static unsigned drain(struct nif_tap *tap, uint8_t **slots, unsigned n)
 	return i;
 }
 
-static int run_send(const struct opts *o)
+static int run_send(const struct raw_opts *o)
 {
 	struct nif_tap *tap;
 	struct nif_dev_stats st;
@@ -605,7 +349,7 @@ static int run_send(const struct opts *o)
 				ret = 1;
 				break;
 			}
-			build_data(slot, frame_len, o->dst, o->mac, stream, seq[stream]);
+			bench__raw_build_data(slot, frame_len, o->dst, o->mac, stream, seq[stream]);
 			nif_tap_tx_queue(tap, slot, frame_len, 0);
 			seq[stream]++;
 			frames++;
@@ -629,7 +373,7 @@ static int run_send(const struct opts *o)
 	 * end frames are not dropped behind them. */
 	sleep_ns(END_PAUSE_NS);
 	for (unsigned i = 0; i < END_COUNT && i < held; i++)
-		nif_tap_tx_queue(tap, slots[i], build_ctl(slots[i], o->dst, o->mac, MAGIC_END,
+		nif_tap_tx_queue(tap, slots[i], bench__raw_build_ctl(slots[i], o->dst, o->mac, RAW_MAGIC_END,
 							  o->streams, frames), 0);
 	nif_tap_tx_flush(tap);
 	drain(tap, slots, END_COUNT < held ? END_COUNT : held);
@@ -654,165 +398,11 @@ static int run_send(const struct opts *o)
 	return ret;
 }
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: ulsraw recv --tap IF [--mtu M] [--mac MAC] --seconds S [--json FILE]\n"
-		"       ulsraw send --tap IF [--mtu M] [--mac MAC] --dst-mac MAC --seconds S\n"
-		"                   [--streams N] [--json FILE]\n"
-		"Full-MTU frames (EtherType 0x88b5) through a TAP, verified byte for byte.\n"
-		"MTU %d..%d (default: the device's), S %.1f..%.0f, N 1..%u;\n"
-		"--mac defaults to 02:75:6c:ff:00:02 (recv) and 02:75:6c:ff:00:01 (send).\n",
-		NIF_MTU_MIN, MTU_MAX, SECONDS_MIN, SECONDS_MAX, STREAMS_MAX);
-}
-
-/* A decimal integer in lo..hi; false on anything else. */
-static bool parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
-{
-	char *end;
-
-	if (!s || *s < '0' || *s > '9')
-		return false;
-	errno = 0;
-	unsigned long v = strtoul(s, &end, 10);
-	if (errno || *end || v < lo || v > hi)
-		return false;
-	*out = (unsigned)v;
-	return true;
-}
-
-static bool parse_seconds(const char *s, double *out)
-{
-	char *end;
-
-	if (!s || !*s)
-		return false;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || *end || !isfinite(v) || v < SECONDS_MIN || v > SECONDS_MAX)
-		return false;
-	*out = v;
-	return true;
-}
-
-/* A unicast MAC other than zero: what a frame's source may be. */
-static bool parse_unicast_mac(const char *s, uint8_t mac[NIF_ETH_ALEN])
-{
-	static const uint8_t zero[NIF_ETH_ALEN];
-	uint8_t m[NIF_ETH_ALEN];
-
-	if (!nif_mac_parse(s, m) || (m[0] & 1) || memcmp(m, zero, NIF_ETH_ALEN) == 0)
-		return false;
-	memcpy(mac, m, NIF_ETH_ALEN);
-	return true;
-}
-
-static int bad(const char *opt, const char *arg, const char *want)
-{
-	fprintf(stderr, "ulsraw: bad %s '%s': expected %s\n", opt, arg, want);
-	return 2;
-}
-
-/* Fill o from the command line. Returns 0, 2 (bad arguments) or -1 (help was printed). */
-static int parse_args(int argc, char **argv, struct opts *o)
-{
-	static const struct option lopts[] = {
-		{ "tap", required_argument, NULL, 't' }, { "mtu", required_argument, NULL, 'm' },
-		{ "mac", required_argument, NULL, 'a' }, { "dst-mac", required_argument, NULL, 'd' },
-		{ "seconds", required_argument, NULL, 's' },
-		{ "streams", required_argument, NULL, 'n' },
-		{ "json", required_argument, NULL, 'j' }, { "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	bool have_mac = false, have_dst = false, have_secs = false, have_streams = false;
-	int c;
-
-	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		usage(stdout);
-		return -1;
-	}
-	if (argc < 2 || (strcmp(argv[1], "recv") && strcmp(argv[1], "send"))) {
-		usage(stderr);
-		return 2;
-	}
-	memset(o, 0, sizeof(*o));
-	o->role = strcmp(argv[1], "send") ? ROLE_RECV : ROLE_SEND;
-	o->streams = 1;
-	/* Options follow the role word; optind 0 also resets getopt between calls (tests). */
-	optind = 0;
-	opterr = 0;
-	while ((c = getopt_long(argc - 1, argv + 1, "h", lopts, NULL)) != -1) {
-		switch (c) {
-		case 't':
-			if (!*optarg || strlen(optarg) >= 16 || strchr(optarg, '/'))
-				return bad("--tap", optarg, "an interface name of 1..15 characters");
-			o->tap = optarg;
-			break;
-		case 'm':
-			if (!parse_uint(optarg, NIF_MTU_MIN, MTU_MAX, &o->mtu))
-				return bad("--mtu", optarg, "68..65521");
-			break;
-		case 'a':
-			if (!parse_unicast_mac(optarg, o->mac))
-				return bad("--mac", optarg, "a unicast MAC like 02:75:6c:ff:00:02");
-			have_mac = true;
-			break;
-		case 'd':
-			if (!nif_mac_parse(optarg, o->dst))
-				return bad("--dst-mac", optarg, "a MAC like 02:75:6c:ff:00:02");
-			have_dst = true;
-			break;
-		case 's':
-			if (!parse_seconds(optarg, &o->seconds))
-				return bad("--seconds", optarg, "a number of seconds in 0.1..600");
-			have_secs = true;
-			break;
-		case 'n':
-			if (!parse_uint(optarg, 1, STREAMS_MAX, &o->streams))
-				return bad("--streams", optarg, "1..1024");
-			have_streams = true;
-			break;
-		case 'j':
-			if (!*optarg)
-				return bad("--json", optarg, "a file name");
-			o->json = optarg;
-			break;
-		case 'h':
-			usage(stdout);
-			return -1;
-		default:
-			fprintf(stderr, "ulsraw: bad option '%s' (or its value is missing)\n",
-				argv[optind]);
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (optind != argc - 1) {
-		fprintf(stderr, "ulsraw: unexpected argument '%s'\n", argv[optind + 1]);
-		return 2;
-	}
-	if (!o->tap || !have_secs) {
-		fprintf(stderr, "ulsraw: %s needs --tap and --seconds\n", argv[1]);
-		return 2;
-	}
-	if (o->role == ROLE_RECV && (have_dst || have_streams)) {
-		fprintf(stderr, "ulsraw: --dst-mac and --streams are for send\n");
-		return 2;
-	}
-	if (o->role == ROLE_SEND && !have_dst) {
-		fprintf(stderr, "ulsraw: send needs --dst-mac (the receiver's --mac)\n");
-		return 2;
-	}
-	if (!have_mac)
-		memcpy(o->mac, o->role == ROLE_SEND ? mac_sender : mac_receiver, NIF_ETH_ALEN);
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
-	struct opts o;
+	struct raw_opts o;
 	struct sigaction sa;
-	int rc = parse_args(argc, argv, &o);
+	int rc = bench__raw_parse_args(argc, argv, &o);
 
 	if (rc)
 		return rc < 0 ? 0 : rc;
@@ -821,5 +411,6 @@ int main(int argc, char **argv)
 	sa.sa_handler = on_signal;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	return o.role == ROLE_SEND ? run_send(&o) : run_recv(&o);
+	return o.role == RAW_SEND ? run_send(&o) : run_recv(&o);
 }
+

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "apps/netops.h"
+#include "netif/opt/opt.h"
 
 #define CHUNK 65536
 
@@ -145,10 +146,8 @@ int main(int argc, char **argv)
 			have_to = true;
 			break;
 		case 'p':
-			if (bench__parse_size(optarg, &v) < 0 || v == 0 || v > 65535) {
-				fprintf(stderr, "ulsrelay: bad --port '%s'\n", optarg);
+			if (opt__num("ulsrelay", "port", optarg, 1, 65535, &v) < 0)
 				return 2;
-			}
 			local.sin_port = htons((uint16_t)v);
 			have_port = true;
 			break;

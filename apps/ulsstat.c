@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "netif/opt/opt.h"
 #include "netif/conntab.h"
 #include "netif/ctlproto.h"
 
@@ -281,95 +282,112 @@ static void print_queues(FILE *f, const struct snap *s)
 		fprintf(f, "%s}", in_drops ? "}" : "");
 }
 
+static bool is_counter(const struct uls_ctl_msg *m)
+{
+	return m->type == ULS_CTL_STAT_COUNTER && strncmp(m->u.counter.name, "queue.", 6) != 0;
+}
+
+/* "drops": the counters that count a refusal, by reason */
+static bool is_drop(const struct uls_ctl_msg *m)
+{
+	const char *nm = m->u.counter.name;
+
+	return m->type == ULS_CTL_STAT_COUNTER &&
+	       (!strncmp(nm, "drop_", 5) || !strncmp(nm, "deny_", 5) || !strncmp(nm, "ctl_bad_", 8) ||
+		!strncmp(nm, "direct_tx_dropped.", 18) || !strncmp(nm, "conntab_", 8));
+}
+
+static bool is_endpoint(const struct uls_ctl_msg *m) { return m->type == ULS_CTL_STAT_ENDPOINT; }
+static bool is_proc(const struct uls_ctl_msg *m) { return m->type == ULS_CTL_STAT_PROC; }
+static bool is_conn(const struct uls_ctl_msg *m) { return m->type == ULS_CTL_STAT_CONN; }
+
+static void json_counter(FILE *f, const struct uls_ctl_msg *m)
+{
+	json_str(f, m->u.counter.name);
+	fprintf(f, ": %llu", (unsigned long long)m->u.counter.value);
+}
+
+static void json_endpoint(FILE *f, const struct uls_ctl_msg *e)
+{
+	char rip[INET_ADDRSTRLEN] = "*";
+
+	if (e->rip)
+		inet_ntop(AF_INET, &e->rip, rip, sizeof(rip));
+	fprintf(f, "{\"proto\": \"%s\", \"local\": \"*:%u\", \"remote\": \"%s:%u\", "
+		"\"pid\": %u, \"state\": \"%s\", \"datapath\": \"%s\"}",
+		proto_name(e->proto), e->lport, rip, e->rport, e->u.endpoint.pid,
+		kind_name(e->u.endpoint.kind), datapath_name(e->u.endpoint.datapath));
+}
+
+static void json_proc(FILE *f, const struct uls_ctl_msg *p)
+{
+	char cmd[64];
+
+	command_of(p->u.proc.pid, cmd, sizeof(cmd));
+	fprintf(f, "{\"pid\": %u, \"command\": ", p->u.proc.pid);
+	json_str(f, cmd);
+	fprintf(f, ", \"datapath\": \"%s\", \"connections\": %u, \"listed\": %u, "
+		"\"refused\": %u, \"table\": \"%s\", \"table_age_ms\": ",
+		datapath_name(p->u.proc.datapath), p->u.proc.connections, p->u.proc.listed,
+		p->u.proc.refused, table_name(p->u.proc.table));
+	if (p->u.proc.age_ms == UINT32_MAX)
+		fprintf(f, "null}");
+	else
+		fprintf(f, "%u}", p->u.proc.age_ms);
+}
+
+static void json_conn(FILE *f, const struct uls_ctl_msg *c)
+{
+	const struct uls_ctl_conn *k = &c->u.conn;
+	char local[32], remote[32];
+
+	addr_port(local, sizeof(local), k->lip, c->lport);
+	addr_port(remote, sizeof(remote), c->rip, c->rport);
+	fprintf(f, "{\"pid\": %u, \"state\": \"%s\", \"local\": \"%s\", \"remote\": \"%s\", "
+		"\"send_queue\": %u, \"recv_queue\": %u, \"rtt_us\": %u, \"rttvar_us\": %u, "
+		"\"rto_us\": %u, \"cwnd\": %u, \"ssthresh\": %u, \"retransmits\": %u, "
+		"\"mss\": %u, \"snd_wnd\": %u, \"rcv_wnd\": %u, ",
+		k->pid, uls_tcp_state_name(k->state), local, remote,
+		k->send_queue, k->recv_queue, k->rtt_us, k->rttvar_us, k->rto_us, k->cwnd,
+		k->ssthresh, k->retransmits, k->mss, k->snd_wnd, k->rcv_wnd);
+	if (k->flags & ULS_CONNTAB_F_WSCALE)
+		fprintf(f, "\"snd_wscale\": %u, \"rcv_wscale\": %u, ", k->snd_wscale, k->rcv_wscale);
+	else
+		fprintf(f, "\"snd_wscale\": null, \"rcv_wscale\": null, ");
+	fprintf(f, "\"timestamps\": %s, \"sack\": %s, \"datapath\": \"%s\"}",
+		k->flags & ULS_CONNTAB_F_TIMESTAMPS ? "true" : "false",
+		k->flags & ULS_CONNTAB_F_SACK ? "true" : "false", datapath_name(k->datapath));
+}
+
+/* The records of s that want() selects, each printed by one(), separated by ", ". */
+static void json_list(FILE *f, const struct snap *s, bool (*want)(const struct uls_ctl_msg *),
+		      void (*one)(FILE *f, const struct uls_ctl_msg *m))
+{
+	const char *sep = "";
+
+	for (size_t i = 0; i < s->n; i++) {
+		if (!want(&s->m[i]))
+			continue;
+		fputs(sep, f);
+		one(f, &s->m[i]);
+		sep = ", ";
+	}
+}
+
 static void print_json(FILE *f, const struct snap *s)
 {
 	fprintf(f, "{\"counters\": {");
-	int first = 1;
-	for (size_t i = 0; i < s->n; i++)
-		if (s->m[i].type == ULS_CTL_STAT_COUNTER &&
-		    strncmp(s->m[i].u.counter.name, "queue.", 6) != 0) {
-			fprintf(f, "%s", first ? "" : ", ");
-			json_str(f, s->m[i].u.counter.name);
-			fprintf(f, ": %llu", (unsigned long long)s->m[i].u.counter.value);
-			first = 0;
-		}
-	/* "drops": the counters that count a refusal, by reason */
+	json_list(f, s, is_counter, json_counter);
 	fprintf(f, "}, \"drops\": {");
-	first = 1;
-	for (size_t i = 0; i < s->n; i++) {
-		const char *nm = s->m[i].u.counter.name;
-		if (s->m[i].type == ULS_CTL_STAT_COUNTER &&
-		    (!strncmp(nm, "drop_", 5) || !strncmp(nm, "deny_", 5) || !strncmp(nm, "ctl_bad_", 8) ||
-		     !strncmp(nm, "direct_tx_dropped.", 18) || !strncmp(nm, "conntab_", 8))) {
-			fprintf(f, "%s", first ? "" : ", ");
-			json_str(f, nm);
-			fprintf(f, ": %llu", (unsigned long long)s->m[i].u.counter.value);
-			first = 0;
-		}
-	}
+	json_list(f, s, is_drop, json_counter);
 	fprintf(f, "}, \"queues\": [");
 	print_queues(f, s);
 	fprintf(f, "], \"endpoints\": [");
-	first = 1;
-	for (size_t i = 0; i < s->n; i++) {
-		const struct uls_ctl_msg *e = &s->m[i];
-		if (e->type != ULS_CTL_STAT_ENDPOINT)
-			continue;
-		char rip[INET_ADDRSTRLEN] = "*";
-		if (e->rip)
-			inet_ntop(AF_INET, &e->rip, rip, sizeof(rip));
-		fprintf(f, "%s{\"proto\": \"%s\", \"local\": \"*:%u\", \"remote\": \"%s:%u\", "
-			"\"pid\": %u, \"state\": \"%s\", \"datapath\": \"%s\"}", first ? "" : ", ",
-			proto_name(e->proto), e->lport, rip, e->rport, e->u.endpoint.pid,
-			kind_name(e->u.endpoint.kind), datapath_name(e->u.endpoint.datapath));
-		first = 0;
-	}
+	json_list(f, s, is_endpoint, json_endpoint);
 	fprintf(f, "], \"processes\": [");
-	first = 1;
-	for (size_t i = 0; i < s->n; i++) {
-		const struct uls_ctl_msg *p = &s->m[i];
-		if (p->type != ULS_CTL_STAT_PROC)
-			continue;
-		char cmd[64];
-		command_of(p->u.proc.pid, cmd, sizeof(cmd));
-		fprintf(f, "%s{\"pid\": %u, \"command\": ", first ? "" : ", ", p->u.proc.pid);
-		json_str(f, cmd);
-		fprintf(f, ", \"datapath\": \"%s\", \"connections\": %u, \"listed\": %u, "
-			"\"refused\": %u, \"table\": \"%s\", \"table_age_ms\": ",
-			datapath_name(p->u.proc.datapath), p->u.proc.connections, p->u.proc.listed,
-			p->u.proc.refused, table_name(p->u.proc.table));
-		if (p->u.proc.age_ms == UINT32_MAX)
-			fprintf(f, "null}");
-		else
-			fprintf(f, "%u}", p->u.proc.age_ms);
-		first = 0;
-	}
+	json_list(f, s, is_proc, json_proc);
 	fprintf(f, "], \"connections\": [");
-	first = 1;
-	for (size_t i = 0; i < s->n; i++) {
-		const struct uls_ctl_msg *c = &s->m[i];
-		if (c->type != ULS_CTL_STAT_CONN)
-			continue;
-		const struct uls_ctl_conn *k = &c->u.conn;
-		char local[32], remote[32];
-		addr_port(local, sizeof(local), k->lip, c->lport);
-		addr_port(remote, sizeof(remote), c->rip, c->rport);
-		fprintf(f, "%s{\"pid\": %u, \"state\": \"%s\", \"local\": \"%s\", \"remote\": \"%s\", "
-			"\"send_queue\": %u, \"recv_queue\": %u, \"rtt_us\": %u, \"rttvar_us\": %u, "
-			"\"rto_us\": %u, \"cwnd\": %u, \"ssthresh\": %u, \"retransmits\": %u, "
-			"\"mss\": %u, \"snd_wnd\": %u, \"rcv_wnd\": %u, ",
-			first ? "" : ", ", k->pid, uls_tcp_state_name(k->state), local, remote,
-			k->send_queue, k->recv_queue, k->rtt_us, k->rttvar_us, k->rto_us, k->cwnd,
-			k->ssthresh, k->retransmits, k->mss, k->snd_wnd, k->rcv_wnd);
-		if (k->flags & ULS_CONNTAB_F_WSCALE)
-			fprintf(f, "\"snd_wscale\": %u, \"rcv_wscale\": %u, ", k->snd_wscale, k->rcv_wscale);
-		else
-			fprintf(f, "\"snd_wscale\": null, \"rcv_wscale\": null, ");
-		fprintf(f, "\"timestamps\": %s, \"sack\": %s, \"datapath\": \"%s\"}",
-			k->flags & ULS_CONNTAB_F_TIMESTAMPS ? "true" : "false",
-			k->flags & ULS_CONNTAB_F_SACK ? "true" : "false", datapath_name(k->datapath));
-		first = 0;
-	}
+	json_list(f, s, is_conn, json_conn);
 	fprintf(f, "]}\n");
 }
 
@@ -680,7 +698,6 @@ int main(int argc, char **argv)
 	double watch = 0;
 	long count = -1;
 	int c, nfmt = 0;
-	char *end;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
@@ -696,22 +713,16 @@ int main(int argc, char **argv)
 			nfmt++;
 			break;
 		case 'w':
-			errno = 0;
-			watch = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !isfinite(watch) || watch < 0.1 || watch > 86400) {
-				fprintf(stderr, "ulsstat: --watch %s: not a number of seconds from 0.1 to 86400\n",
-					optarg);
+			if (opt__seconds("ulsstat", "watch", optarg, 0.1, 86400, &watch) < 0)
 				return 2;
-			}
 			break;
-		case 'n':
-			errno = 0;
-			count = strtol(optarg, &end, 10);
-			if (errno || end == optarg || *end || count < 1 || count > 1000000000L) {
-				fprintf(stderr, "ulsstat: --count %s: not a count from 1 to 1000000000\n", optarg);
+		case 'n': {
+			unsigned long long v;
+			if (opt__num("ulsstat", "count", optarg, 1, 1000000000, &v) < 0)
 				return 2;
-			}
+			count = (long)v;
 			break;
+		}
 		case 'o':
 			output = optarg;
 			break;
@@ -723,8 +734,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind != argc) {
-		fprintf(stderr, "ulsstat: unexpected argument '%s'\n", argv[optind]);
+	if (opt__no_operands("ulsstat", argc, argv, optind) < 0) {
 		usage(stderr);
 		return 2;
 	}

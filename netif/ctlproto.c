@@ -25,68 +25,68 @@ int uls_ctl_check(const void *buf, ssize_t n, struct uls_ctl_msg *out)
 	struct uls_ctl_msg m;
 
 	if (!buf || n != (ssize_t)sizeof(m))
-		return ULS_CTL_BAD_SIZE;
+		return -ULS_CTL_BAD_SIZE;
 	memcpy(&m, buf, sizeof(m));
 	if (m.magic != ULS_CTL_MAGIC)
-		return ULS_CTL_BAD_MAGIC;
+		return -ULS_CTL_BAD_MAGIC;
 	if (m.version != ULS_CTL_VERSION)
-		return ULS_CTL_BAD_VERSION;
+		return -ULS_CTL_BAD_VERSION;
 	if (m.type < ULS_CTL_HELLO || m.type >= ULS_CTL_TYPE_MAX)
-		return ULS_CTL_BAD_TYPE;
+		return -ULS_CTL_BAD_TYPE;
 	switch (m.type) {
 	case ULS_CTL_BIND:
 	case ULS_CTL_UNBIND:
 		if (!proto_ok(m.proto) || (m.type == ULS_CTL_UNBIND && m.lport == 0))
-			return ULS_CTL_BAD_FIELD;
+			return -ULS_CTL_BAD_FIELD;
 		break;
 	case ULS_CTL_LISTEN:
 	case ULS_CTL_ACCEPTING:
 		if (m.proto != IPPROTO_TCP || m.lport == 0)
-			return ULS_CTL_BAD_FIELD;
+			return -ULS_CTL_BAD_FIELD;
 		break;
 	case ULS_CTL_CONNECT:
 		if (m.proto != IPPROTO_TCP || m.rport == 0 || m.rip == 0)
-			return ULS_CTL_BAD_FIELD;
+			return -ULS_CTL_BAD_FIELD;
 		break;
 	case ULS_CTL_ACCEPTED:
 	case ULS_CTL_RELEASE:
 		if (m.proto != IPPROTO_TCP || m.lport == 0 || m.rport == 0 || m.rip == 0)
-			return ULS_CTL_BAD_FIELD;
+			return -ULS_CTL_BAD_FIELD;
 		break;
 	case ULS_CTL_HANDOFF:
 	case ULS_CTL_CLAIM:
 		/* The nonce is checked by ulsd: replies do not carry it. */
 		if (m.proto != IPPROTO_TCP || m.lport == 0 || m.rport == 0 || m.rip == 0)
-			return ULS_CTL_BAD_FIELD;
+			return -ULS_CTL_BAD_FIELD;
 		break;
 	case ULS_CTL_STAT_PROC:
 		if ((m.u.proc.datapath != ULS_CTL_DP_DIRECT && m.u.proc.datapath != ULS_CTL_DP_RELAY) ||
 		    m.u.proc.table >= ULS_CTL_TABLE_MAX || m.u.proc.listed > m.u.proc.connections)
-			return ULS_CTL_BAD_FIELD;
+			return -ULS_CTL_BAD_FIELD;
 		break;
 	case ULS_CTL_STAT_CONN:
 		if (m.proto != IPPROTO_TCP || m.lport == 0 || m.rport == 0 || m.rip == 0 ||
 		    m.u.conn.state <= ULS_TCP_LISTEN || m.u.conn.state >= ULS_TCP_STATE_COUNT ||
 		    (m.u.conn.datapath != ULS_CTL_DP_DIRECT && m.u.conn.datapath != ULS_CTL_DP_RELAY) ||
 		    m.u.conn.snd_wscale > 14 || m.u.conn.rcv_wscale > 14)
-			return ULS_CTL_BAD_FIELD;
+			return -ULS_CTL_BAD_FIELD;
 		break;
 	case ULS_CTL_STAT_COUNTER:
 		if (memchr(m.u.counter.name, '\0', sizeof(m.u.counter.name)) == NULL)
-			return ULS_CTL_BAD_FIELD;
+			return -ULS_CTL_BAD_FIELD;
 		break;
 	case ULS_CTL_HELLO:
 		if (m.u.hello.mtu && (m.u.hello.prefix_len < 1 || m.u.hello.prefix_len > 30 ||
 				      m.u.hello.mtu < 68 || m.u.hello.mtu > 65535))
-			return ULS_CTL_BAD_FIELD;
+			return -ULS_CTL_BAD_FIELD;
 		if (!m.u.hello.mtu && (m.u.hello.flags & ULS_CTL_HELLO_F_RINGS) &&
 		    (m.u.hello.ring_fd[0] < 0 || m.u.hello.ring_fd[1] < 0))
-			return ULS_CTL_BAD_FIELD;
+			return -ULS_CTL_BAD_FIELD;
 		if (m.u.hello.mtu && m.u.hello.datapath != ULS_CTL_DP_DIRECT &&
 		    m.u.hello.datapath != ULS_CTL_DP_RELAY)
-			return ULS_CTL_BAD_FIELD;
+			return -ULS_CTL_BAD_FIELD;
 		if (m.u.hello.mtu && !memchr(m.u.hello.ifname, '\0', sizeof(m.u.hello.ifname)))
-			return ULS_CTL_BAD_FIELD;
+			return -ULS_CTL_BAD_FIELD;
 		break;
 	default:
 		break;
@@ -97,7 +97,7 @@ int uls_ctl_check(const void *buf, ssize_t n, struct uls_ctl_msg *out)
 
 const char *uls_ctl_error_name(int err)
 {
-	switch (err) {
+	switch (err < 0 ? -err : err) {
 	case ULS_CTL_BAD_SIZE:    return "ctl_bad_size";
 	case ULS_CTL_BAD_MAGIC:   return "ctl_bad_magic";
 	case ULS_CTL_BAD_VERSION: return "ctl_bad_version";

@@ -160,19 +160,25 @@ struct uls_ctl_msg {
 
 _Static_assert(sizeof(struct uls_ctl_msg) == ULS_CTL_MSG_SIZE, "fixed-size control message");
 
-/* Why a received message was refused (each has a counter in ulsd). */
+/* Why a received message was refused (each has a counter in ulsd). uls_ctl_check returns
+ * the negated reason, as filter's parser returns -FLT_*. The reasons start above the
+ * largest errno Linux returns (MAX_ERRNO, 4095), so -reason is never read as -errno. */
+#define ULS_CTL_ERROR_BASE 4096
 enum uls_ctl_error {
-	ULS_CTL_BAD_SIZE = 1,   /* truncated or oversized */
+	ULS_CTL_BAD_SIZE = ULS_CTL_ERROR_BASE + 1,   /* truncated or oversized */
 	ULS_CTL_BAD_MAGIC,
 	ULS_CTL_BAD_VERSION,
 	ULS_CTL_BAD_TYPE,
 	ULS_CTL_BAD_FIELD,      /* a field out of range for its type */
-	ULS_CTL_ERROR_MAX
+	ULS_CTL_ERROR_END
 };
+/* Counters by reason: index reason - ULS_CTL_ERROR_BASE (0 unused). */
+#define ULS_CTL_ERROR_SLOTS (ULS_CTL_ERROR_END - ULS_CTL_ERROR_BASE)
 
 /* Check a received message of n bytes; on success copy it to out and return 0, else return
- * an enum uls_ctl_error (out untouched). */
+ * -ULS_CTL_BAD_* (out untouched). */
 int uls_ctl_check(const void *buf, ssize_t n, struct uls_ctl_msg *out);
+/* The counter name of a reason (ULS_CTL_BAD_*, or its negation). */
 const char *uls_ctl_error_name(int err);
 void uls_ctl_init(struct uls_ctl_msg *m, enum uls_ctl_type type, uint32_t seq);
 

@@ -1,3 +1,8 @@
+# netif/opt/: command-line values shared by every program (ulsd, the tools, libuls's
+# uls_parse_cidr); it includes only libc, so each layer may use it.
+noinst_LTLIBRARIES += netif/libopt.la
+netif_libopt_la_SOURCES = netif/opt/opt.c netif/opt/opt.h
+
 # netif/: network devices. No lwIP here: frames in, frames out.
 noinst_LTLIBRARIES += netif/libnif.la
 netif_libnif_la_SOURCES = netif/frame.c netif/frame.h netif/tap.c netif/tap.h netif/dev.h \

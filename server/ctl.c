@@ -90,6 +90,8 @@ static const char *const counter_names[SRV_COUNTER_MAX] = {
 	[SRV_CONNTAB_TORN] = "conntab_torn",
 	[SRV_CONNTAB_BAD_HEADER] = "conntab_bad_header",
 	[SRV_CONNTAB_BAD_ENTRIES] = "conntab_bad_entries",
+	[SRV_CTL_ACCEPT_FAILED] = "ctl_accept_failed",
+	[SRV_CTL_CONN_DROPPED] = "ctl_conn_dropped",
 };
 
 const char *srv_counter_name(enum srv_counter c)
@@ -394,8 +396,9 @@ static void stats(struct srv *s, struct conn *c, const struct uls_ctl_msg *req)
 	}
 	for (int i = 0; i < SRV_COUNTER_MAX; i++)
 		send_counter(s, c, req->seq, srv_counter_name((enum srv_counter)i), s->ctr[i]);
-	for (int i = 1; i < ULS_CTL_ERROR_MAX; i++)
-		send_counter(s, c, req->seq, uls_ctl_error_name(i), s->ctl_errors[i]);
+	for (int i = 1; i < ULS_CTL_ERROR_SLOTS; i++)
+		send_counter(s, c, req->seq, uls_ctl_error_name(ULS_CTL_ERROR_BASE + i),
+			     s->ctl_errors[i]);
 	flt_table_stats(s->flt, &fs);
 	for (int i = 1; i < FLT_REASON_COUNT; i++) {
 		uint64_t v = fs.rx_drop[i] + fs.tx_deny[i];
@@ -617,16 +620,17 @@ static bool conn_read(struct srv *s, struct conn *c)
 		struct uls_ctl_msg m;
 		pthread_mutex_lock(&s->lock);
 		s->ctr[SRV_CTL_MESSAGES]++;
-		int err = uls_ctl_check(buf, n > (ssize_t)sizeof(buf) ? n : n, &m);
-		if (err) {
+		/* MSG_TRUNC: n is the whole message's size, so an oversized one is refused. */
+		int err = uls_ctl_check(buf, n, &m);
+		if (err < 0) {
 			s->ctr[SRV_CTL_REFUSED]++;
-			s->ctl_errors[err]++;
+			s->ctl_errors[-err - ULS_CTL_ERROR_BASE]++;
 			struct uls_ctl_msg r;
 			uint32_t seq = 0;
 			if (n >= 8)
 				memcpy(&seq, buf + 8, sizeof(seq));
 			uls_ctl_init(&r, ULS_CTL_END, seq);
-			r.status = err == ULS_CTL_BAD_VERSION ? -EPROTONOSUPPORT : -EBADMSG;
+			r.status = err == -ULS_CTL_BAD_VERSION ? -EPROTONOSUPPORT : -EBADMSG;
 			reply(s, c, &r, NULL, 0);
 		} else {
 			handle(s, c, &m);
@@ -637,23 +641,67 @@ static bool conn_read(struct srv *s, struct conn *c)
 	}
 }
 
+/* A new control connection: watched by ep, or closed and counted. */
+static void conn_accept(struct srv *s, int ep, int lfd)
+{
+	int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+	if (fd < 0) {
+		/* EAGAIN: nothing was queued after all. Anything else (a connection aborted
+		 * before we took it, EMFILE, ENOBUFS) is a process that gets no lease. */
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+			pthread_mutex_lock(&s->lock);
+			if (s->ctr[SRV_CTL_ACCEPT_FAILED]++ == 0)
+				srv_log(1, "accept: %s (counted in ctl_accept_failed)",
+					strerror(errno));
+			pthread_mutex_unlock(&s->lock);
+		}
+		return;
+	}
+	struct ucred cred;
+	socklen_t cl = sizeof(cred);
+	struct conn *c = calloc(1, sizeof(*c));
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.ptr = c };
+	if (!c || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0 ||
+	    epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		srv_log(1, "control connection dropped: %s", strerror(c ? errno : ENOMEM));
+		free(c);
+		close(fd);
+		pthread_mutex_lock(&s->lock);
+		s->ctr[SRV_CTL_CONN_DROPPED]++;
+		pthread_mutex_unlock(&s->lock);
+		return;
+	}
+	c->fd = fd;
+	c->pid = cred.pid;
+	c->uid = cred.uid;
+}
+
 int srv_ctl_run(struct srv *s, int lfd)
 {
 	struct epoll_event ev, evs[MAX_EVENTS];
 	sigset_t sigs;
-	int ep = epoll_create1(EPOLL_CLOEXEC), sfd;
+	int ep, sfd, err;
 
 	sigemptyset(&sigs);
 	sigaddset(&sigs, SIGTERM);
 	sigaddset(&sigs, SIGINT);
-	sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (ep < 0 || sfd < 0)
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	if (ep < 0)
 		return -errno;
+	sfd = signalfd(-1, &sigs, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0) {
+		err = -errno;
+		close(ep);
+		return err;
+	}
 	ev.events = EPOLLIN;
 	ev.data.ptr = NULL;
-	epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &ev);
+	if (epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &ev) < 0)
+		goto fail;
 	ev.data.ptr = &sfd;
-	epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev);
+	if (epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev) < 0)
+		goto fail;
 	int timeout = 1000;
 	while (!s->stop) {
 		int n = epoll_wait(ep, evs, MAX_EVENTS, timeout);
@@ -664,29 +712,17 @@ int srv_ctl_run(struct srv *s, int lfd)
 				continue;
 			}
 			if (!evs[i].data.ptr) {
-				int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-				if (fd < 0)
-					continue;
-				struct ucred cred;
-				socklen_t cl = sizeof(cred);
-				struct conn *c = calloc(1, sizeof(*c));
-				if (!c || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0) {
-					free(c);
-					close(fd);
-					continue;
-				}
-				c->fd = fd;
-				c->pid = cred.pid;
-				c->uid = cred.uid;
-				ev.events = EPOLLIN | EPOLLRDHUP;
-				ev.data.ptr = c;
-				epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+				conn_accept(s, ep, lfd);
 				continue;
 			}
 			struct conn *c = evs[i].data.ptr;
 			bool alive = conn_read(s, c);
 			if (!alive || (evs[i].events & (EPOLLHUP | EPOLLERR))) {
-				epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
+				/* Before the close: the lease may pass the fd on (custody), and epoll
+				 * watches the file, not the number. */
+				if (epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL) < 0)
+					srv_log(1, "epoll_ctl(DEL) of a control connection: %s",
+						strerror(errno));
 				pthread_mutex_lock(&s->lock);
 				conn_close(s, c);
 				pthread_mutex_unlock(&s->lock);
@@ -706,4 +742,9 @@ int srv_ctl_run(struct srv *s, int lfd)
 	close(sfd);
 	close(ep);
 	return 0;
+fail:
+	err = -errno;
+	close(sfd);
+	close(ep);
+	return err;
 }

@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include "filter/filter.h"
+#include "netif/ctlproto.h"
 #include "netif/ring.h"
 #include "netif/tap.h"
 
@@ -98,6 +99,8 @@ enum srv_counter {
 	SRV_DROP_RST_RATE,
 	/* processes' connection tables (ctl.c, netif/conntab.h) */
 	SRV_CONNTABS_GIVEN, SRV_CONNTAB_TORN, SRV_CONNTAB_BAD_HEADER, SRV_CONNTAB_BAD_ENTRIES,
+	/* control connections that never got a lease (ctl.c) */
+	SRV_CTL_ACCEPT_FAILED, SRV_CTL_CONN_DROPPED,
 	SRV_COUNTER_MAX
 };
 
@@ -137,7 +140,7 @@ struct srv {
 	struct srv_handoff *handoff;
 	size_t nhandoff, handoff_cap;
 	uint64_t ctr[SRV_COUNTER_MAX];
-	uint64_t ctl_errors[8];                     /* by enum uls_ctl_error */
+	uint64_t ctl_errors[ULS_CTL_ERROR_SLOTS];   /* by reason - ULS_CTL_ERROR_BASE */
 	uint64_t icmp_tokens_ms;                    /* rate limiter for ICMP errors */
 	unsigned icmp_tokens;
 	uint64_t rst_tokens_ms;                     /* rate limiter for resets (reply.c) */

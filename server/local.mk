@@ -3,7 +3,7 @@ sbin_PROGRAMS += server/ulsd
 server_ulsd_SOURCES = server/ulsd.c server/ctl.c server/lease.c server/ports.c server/handoff.c \
 	server/demux.c server/reply.c server/reass.c server/internal.h
 server_ulsd_CFLAGS = $(AM_CFLAGS) $(LIBURING_CFLAGS)
-server_ulsd_LDADD = filter/libflt.la netif/libnif.la $(LIBURING_LIBS) -lpthread
+server_ulsd_LDADD = filter/libflt.la netif/libnif.la netif/libopt.la $(LIBURING_LIBS) -lpthread
 
 # The direct data path: the BPF programs (filter/datapath.bpf.c) built into a skeleton that
 # ulsd embeds and loads (server/bpf.c).

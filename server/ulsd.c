@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "netif/opt/opt.h"
 #include "netif/frame.h"
 
 static bool foreground;
@@ -115,26 +116,20 @@ static int parse_datapath(const char *v, enum srv_datapath *out)
 	return 0;
 }
 
-static int parse_cidr(const char *s, uint32_t *ip, unsigned *plen)
+/* --ip: A.B.C.D/NN (netif/opt/opt.c) with a unicast address the node can own: not 0.0.0.0,
+ * loopback (RFC 1122 3.2.1.3 (g)), multicast or class E (RFC 1112 4). 0 or -EINVAL. */
+static int parse_node_ip(const char *s, uint32_t *ip, unsigned *plen)
 {
-	char buf[INET_ADDRSTRLEN];
-	const char *slash = strchr(s, '/');
-	char *end;
-
-	if (!slash || (size_t)(slash - s) >= sizeof(buf) || slash[1] < '0' || slash[1] > '9')
-		return -1;
-	memcpy(buf, s, (size_t)(slash - s));
-	buf[slash - s] = '\0';
-	errno = 0;
-	unsigned long p = strtoul(slash + 1, &end, 10);
 	struct in_addr a;
-	if (*end || errno || p < 1 || p > 30 || inet_pton(AF_INET, buf, &a) != 1)
-		return -1;
+	unsigned p;
+
+	if (opt__parse_cidr(s, &a, &p) < 0)
+		return -EINVAL;
 	uint32_t h = ntohl(a.s_addr);
 	if (h == 0 || (h >> 24) == 127 || (h >> 28) >= 0xe)
-		return -1;
+		return -EINVAL;
 	*ip = a.s_addr;
-	*plen = (unsigned)p;
+	*plen = p;
 	return 0;
 }
 
@@ -183,7 +178,7 @@ int main(int argc, char **argv)
 	};
 	static struct srv s;
 	bool have_ip = false, have_mac = false;
-	unsigned long mtu = 0;
+	unsigned mtu = 0;
 	int c;
 
 	pthread_mutex_init(&s.lock, NULL);
@@ -206,8 +201,8 @@ int main(int argc, char **argv)
 			strcpy(s.tap_name, optarg);
 			break;
 		case 'i':
-			if (parse_cidr(optarg, &s.ip, &s.prefix_len) < 0) {
-				fprintf(stderr, "ulsd: bad --ip '%s': expected a unicast A.B.C.D/NN, NN 1..30\n", optarg);
+			if (parse_node_ip(optarg, &s.ip, &s.prefix_len) < 0) {
+				opt__bad("ulsd", "ip", optarg, "expected a unicast A.B.C.D/NN, NN 1..30");
 				return 2;
 			}
 			have_ip = true;
@@ -228,30 +223,23 @@ int main(int argc, char **argv)
 			s.gw = a.s_addr;
 			break;
 		}
-		case 'u': {
-			char *end;
-			errno = 0;
-			mtu = strtoul(optarg, &end, 10);
-			if (*end || errno || optarg[0] < '0' || optarg[0] > '9' ||
-			    mtu < NIF_MTU_MIN || mtu > NIF_MTU_MAX) {
-				fprintf(stderr, "ulsd: bad --mtu '%s': %d..%d\n", optarg, NIF_MTU_MIN, NIF_MTU_MAX);
+		case 'u':
+			if (opt__uint("ulsd", "mtu", optarg, NIF_MTU_MIN, NIF_MTU_MAX, &mtu) < 0)
 				return 2;
-			}
 			break;
-		}
 		case 'c':
 			s.ctl_path = optarg;
 			break;
 		case 'o':
-			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
-				fprintf(stderr, "ulsd: bad --offload '%s': on or off\n", optarg);
+			static const char *const onoff[] = { "on", "off" };
+			int w = opt__word("ulsd", "offload", optarg, onoff, 2);
+			if (w < 0)
 				return 2;
-			}
-			s.offload = !strcmp(optarg, "on");
+			s.offload = w == 0;
 			break;
 		case 'd':
 			if (parse_datapath(optarg, &s.datapath) < 0) {
-				fprintf(stderr, "ulsd: bad --datapath '%s': auto, direct or relay\n", optarg);
+				opt__bad("ulsd", "datapath", optarg, "auto, direct or relay");
 				return 2;
 			}
 			break;
@@ -343,12 +331,14 @@ int main(int argc, char **argv)
 		ipbuf, s.prefix_len, s.tap_name, s.mtu, s.ctl_path,
 		nif_tap_uses_io_uring(s.tap) ? "io_uring" : "read/write", s.offload ? "on" : "off",
 		s.datapath == SRV_DP_RELAY ? "relay" : s.dp ? "direct" : "relay (no BPF)");
-	srv_ctl_run(&s, lfd);
+	rc = srv_ctl_run(&s, lfd);
+	if (rc < 0)
+		srv_log(0, "control thread: %s", strerror(-rc));
 	s.stop = true;
 	nif_tap_wake(s.tap);
 	pthread_join(demux, NULL);
 	close(lfd);
 	unlink(s.ctl_path);
 	srv_log(2, "stopped");
-	return 0;
+	return rc < 0 ? 1 : 0;
 }

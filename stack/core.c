@@ -26,6 +26,7 @@
 #include "lwip/priv/tcp_priv.h"
 #include "lwip/timeouts.h"
 #include "netif/ethernet.h"
+#include "netif/opt/opt.h"
 
 #define STOP_LINGER_MS 3000  /* uls_node_stop(): time closed connections get to finish */
 
@@ -52,31 +53,8 @@ void stk__unlock(void)
 
 int uls_parse_cidr(const char *s, struct in_addr *addr, unsigned *prefix_len)
 {
-	char buf[INET_ADDRSTRLEN];
-	const char *slash;
-	char *end;
-	unsigned long plen;
-	struct in_addr a;
-
-	if (!s || !addr || !prefix_len)
-		return -EINVAL;
-	slash = strchr(s, '/');
-	if (!slash || (size_t)(slash - s) >= sizeof(buf))
-		return -EINVAL;
-	memcpy(buf, s, (size_t)(slash - s));
-	buf[slash - s] = '\0';
-	if (inet_pton(AF_INET, buf, &a) != 1)
-		return -EINVAL;
-	/* strtoul alone would accept blanks and a sign ("/ 24", "/-8"). */
-	if (!isdigit((unsigned char)slash[1]))
-		return -EINVAL;
-	errno = 0;
-	plen = strtoul(slash + 1, &end, 10);
-	if (*end || errno || plen < 1 || plen > 30)
-		return -EINVAL;
-	*addr = a;
-	*prefix_len = (unsigned)plen;
-	return 0;
+	/* The one parser of the tree, shared with ulsd and the apps' --ip. */
+	return opt__parse_cidr(s, addr, prefix_len);
 }
 
 static int check_addr(struct in_addr addr, unsigned prefix_len)

@@ -144,6 +144,11 @@ int uls_counters(struct uls_counter *out, size_t n)
 	stk__lease_counters(&queued, &lost);
 	put(&k, "ctl_notify_queued", queued);
 	put(&k, "ctl_notify_lost", lost);
+	/* Signals held off inside the stack (sigdefer.c): counted by their handlers. */
+	uint64_t deferred, redelivered;
+	stk__signal_counters(&deferred, &redelivered);
+	put(&k, "signals_deferred", deferred);
+	put(&k, "signals_redelivered", redelivered);
 	/* Gauges: connections the process holds, TIME-WAIT apart (its memory stays for
 	 * 2 MSL after the application closed: the load tests account for it). A walk of the
 	 * lists, only when counters are read. */

@@ -1,5 +1,7 @@
 /* RFC 9438 CUBIC: the window of a sender in congestion avoidance and its response to a
- * congestion event. Linux's default, and what the kernel peers of the benchmarks run.
+ * congestion event. Linux's default (net.ipv4.tcp_congestion_control = cubic as Linux
+ * ships it). The benchmarks' kernel peers run the host's default instead, which on the
+ * guest of docs/benchmarks.md is BBR (`ulsbench --kernel-cc cubic` compares like with like).
  *
  * Where it applies (patch 0040): lwIP's slow start is unchanged (RFC 5681 with RFC
  * 3465's byte counting, L up to an offloaded super-segment: stk__tso_abc_limit), and so

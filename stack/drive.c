@@ -59,6 +59,7 @@
  * kernel recv(). Initial-exec TLS: uls_signal_note reads it from a signal handler. */
 #define TLS __thread __attribute__((tls_model("initial-exec")))
 static TLS const sigset_t *drive_mask;        /* the mask for the device wait, or NULL */
+static TLS bool drive_open;                   /* the device wait is open to handlers */
 static TLS struct nif_dev *volatile waiting_dev;  /* set while that wait is open */
 static TLS volatile sig_atomic_t sig_noted;   /* a noted handler ran since the call began */
 static TLS volatile sig_atomic_t sig_intr;    /* ... and one of them had no SA_RESTART */
@@ -255,24 +256,30 @@ static void drive(struct stk_node *n, struct stk_sock *s, uint64_t deadline)
 	unsigned us = s && s->busy_poll_us > n->spin_us ? s->busy_poll_us : n->spin_us;
 	struct nif_dev *dev = n->dev;
 	const sigset_t *mask = drive_mask;
+	bool open = drive_open;
 	sigset_t saved;
 	bool hit = false;
-	int wrc = 0;
+	int wrc = 0, held = 0;
 	stk__unlock_raw();
-	if (mask) {
+	if (open) {
 		/* A signal that arrives from here on wakes the device (uls_signal_note);
-		 * one pending already is delivered by the unblocking itself. */
+		 * one pending already is delivered by the unblocking itself, one held off
+		 * (sigdefer.c) by opening. */
 		waiting_dev = dev;
-		pthread_sigmask(SIG_SETMASK, mask, &saved);
+		if (mask)
+			pthread_sigmask(SIG_SETMASK, mask, &saved);
+		held = stk__signal_open();
 	}
-	if (!(mask && sig_noted)) {
+	if (!(open && sig_noted)) {
 		hit = spin(dev, us);
-		if (!hit && !(mask && sig_noted))
+		if (!hit && !(open && sig_noted))
 			wrc = drive_fds ? dev->ops->wait_fd(dev, drive_fds, drive_nfds, timeout) :
 					  dev->ops->wait(dev, timeout);
 	}
-	if (mask) {
-		pthread_sigmask(SIG_SETMASK, &saved, NULL);
+	if (open) {
+		stk__signal_close(held);
+		if (mask)
+			pthread_sigmask(SIG_SETMASK, &saved, NULL);
 		waiting_dev = NULL;
 	}
 	stk__lock();
@@ -380,7 +387,7 @@ int uls_socket_drive(int sd, int events, const sigset_t *mask)
 {
 	int rc;
 
-	if ((events != POLLIN && events != POLLOUT) || !mask)
+	if ((events != POLLIN && events != POLLOUT) || (!mask && !uls_signal_deferring()))
 		return -EINVAL;
 	/* A handler that interrupted this thread's own device wait and blocks on a socket:
 	 * this thread cannot drive twice (the mirror's wait it falls back to is ended by
@@ -405,7 +412,9 @@ int uls_socket_drive(int sd, int events, const sigset_t *mask)
 				   (uint64_t)t->tv_nsec;
 		sig_noted = sig_intr = 0;
 		drive_mask = mask;
+		drive_open = true;
 		rc = sleep_until(s, deadline, true);
+		drive_open = false;
 		drive_mask = NULL;
 		if (rc == -ETIMEDOUT)
 			rc = -EAGAIN;  /* socket(7): SO_RCVTIMEO/SO_SNDTIMEO expired */
@@ -424,7 +433,7 @@ int uls_poll_drive(struct pollfd *fds, unsigned nfds, int timeout_ms, const sigs
 	pthread_cond_t cond;
 	int rc = -EBUSY;
 
-	if (!fds || !mask)
+	if (!fds || (!mask && !uls_signal_deferring()))
 		return -EINVAL;
 	if (waiting_dev || !stk__node.up)
 		return -EBUSY;  /* see uls_socket_drive; a process without a stack */
@@ -450,10 +459,12 @@ int uls_poll_drive(struct pollfd *fds, unsigned nfds, int timeout_ms, const sigs
 			break;  /* -EBUSY: another thread drives; wait in the kernel */
 		if (n->dev_waiter == STK_W_NONE) {
 			drive_mask = mask;
+			drive_open = true;
 			drive_fds = fds;
 			drive_nfds = nfds;
 			drive(n, NULL, deadline);
 			drive_fds = NULL;
+			drive_open = false;
 			drive_mask = NULL;
 			/* poll(2), select(2) and epoll_wait(2) are never restarted after a
 			 * handler (signal(7)). */
@@ -465,7 +476,7 @@ int uls_poll_drive(struct pollfd *fds, unsigned nfds, int timeout_ms, const sigs
 			stk__count(STK_CNT_RTC_HANDOVERS);
 			n->dev->ops->wake(n->dev);
 		}
-		/* Signals are blocked here: a bounded wait, then the kernel's own. */
+		/* Signals are held off here: a bounded wait, then the kernel's own. */
 		cond_wait_until(&cond, now_ns() + 2000000u);
 	}
 	for (struct stk_sleeper **p = &n->sleepers; *p; p = &(*p)->next) {

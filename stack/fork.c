@@ -70,6 +70,7 @@ static void child(void)
 	stk__node.owned = true;
 	stk__drive_forked();  /* a parent's thread may have been inside */
 	stk__ffd_forget();    /* the mirrors' fixed files are the parent's (fixedfd.c) */
+	stk__signal_fork_child();
 	if (stk__node.up) {
 		stk__sockets_each(forget_socket);
 		stk__handoff_forget();

@@ -224,6 +224,12 @@ bool stk__tcp_paws_reject(uint32_t tsval, uint32_t ts_recent, uint64_t now,
 bool stk__tcp_ack_budget(uint64_t *start, uint16_t *used, uint64_t now);
 void stk__count_verdict(enum nif_verdict v);
 
+/* Signals held off inside the stack without a system call (sigdefer.c). */
+int stk__signal_open(void);
+void stk__signal_close(int held);
+void stk__signal_fork_child(void);
+void stk__signal_counters(uint64_t *deferred, uint64_t *redelivered);
+
 /* Sockets (socket.c) need to know when the node goes away, or ulsd does. */
 void stk__sockets_shutdown(void);
 void stk__sockets_lost(void);

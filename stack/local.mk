@@ -20,7 +20,7 @@ ULS_STACK_SOURCES = \
 	stack/endpoints.c stack/mirror.c stack/privfd.c stack/fixedfd.c stack/fork.c stack/handoff.c \
 	stack/breakdown.c stack/tso.c stack/tcpconf.c stack/heap.c stack/tcp_checks.c \
 	stack/icmperr.c stack/cubic.c stack/cubic.h stack/drive.c stack/outbatch.c \
-	stack/syncookie.c stack/conntab.c \
+	stack/syncookie.c stack/conntab.c stack/sigdefer.c \
 	stack/internal.h stack/sock.h stack/hooks.h stack/lwipopts.h stack/arch/cc.h
 
 lib_LTLIBRARIES += stack/libuls.la
@@ -29,7 +29,7 @@ include_HEADERS += stack/include/uls.h
 noinst_HEADERS += stack/include/uls_breakdown.h
 stack_libuls_la_SOURCES = $(ULS_STACK_SOURCES)
 stack_libuls_la_CPPFLAGS = $(AM_CPPFLAGS) $(LWIP_CPPFLAGS) -DULS_BUILDING
-stack_libuls_la_LIBADD = stack/liblwipcore.la netif/libnif.la $(LIBURING_LIBS) -lpthread
+stack_libuls_la_LIBADD = stack/liblwipcore.la netif/libnif.la netif/libopt.la $(LIBURING_LIBS) -lpthread
 stack_libuls_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 \
 	-Wl,--version-script=$(top_srcdir)/stack/libuls.map
 EXTRA_stack_libuls_la_DEPENDENCIES = $(top_srcdir)/stack/libuls.map

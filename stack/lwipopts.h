@@ -123,6 +123,13 @@ unsigned char stk__ip_reass_maxage(void);
  * for at least 3 minutes; ULS_SYN_RETRIES=7 gives 255 s. */
 #define TCP_SYNMAXRTX                   6
 #define TCP_SYNMAXRTX_RUNTIME()         stk__syn_retries()
+/* RFC 9293 §3.4.2: TIME-WAIT lasts 2 MSL, and lwIP's MSL is 60 s. Deviation: 30 s here, so
+ * TIME-WAIT (and a pcb stuck in LAST-ACK) lasts 60 s, as Linux's TCP_TIMEWAIT_LEN and as
+ * ulsd's custody of the tuples of a process that died (SRV_TIMEWAIT_MS; tests/unit/test_ports
+ * checks that the two agree). PAWS (RFC 7323 §5) and RFC 6191 reopening (patch 0032) guard a
+ * tuple's reuse; a client that closes first keeps its port half as long: 28,232
+ * connections per 60 s to one server, as on Linux. */
+#define TCP_MSL                         30000UL
 #define LWIP_CALLBACK_API               1
 #define LWIP_EVENT_API                  0
 /* The TCP timer: delayed ACKs wait at most one tick, and the slow timer (two ticks)

@@ -4,6 +4,13 @@ import shlex
 import subprocess
 import tempfile
 
+# The trees a suite runs against: the source tree ($ULS_SRCDIR, else the tree this file is
+# in) and the build tree ($ULS_BUILDDIR, else SRC/build); the testbed script. A suite's
+# conftest.py finds this file with one line, its own directory's parent on sys.path.
+SRC = os.environ.get("ULS_SRCDIR") or os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+BUILD = os.environ.get("ULS_BUILDDIR") or os.path.join(SRC, "build")
+TESTBED = os.path.join(SRC, "tests", "testbed", "testbed")
+
 
 def run_testbed(testbed, tb_name, build, *args):
     """Run the testbed script; returns its stdout (the export lines). Output goes through

@@ -159,6 +159,7 @@ __attribute__((constructor)) static void shim_init(void)
 	const char *p = getenv("LD_PRELOAD"), *c = getenv("ULS_CTL");
 
 	shim__real_init();
+	shim__signals_init();
 	shim__fork_note_self();
 	saved_preload = p ? strdup(p) : NULL;
 	saved_ctl = c ? strdup(c) : NULL;

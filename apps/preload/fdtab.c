@@ -56,12 +56,8 @@ static __thread sigset_t table_mask;
 
 void shim__table_lock(void)
 {
-	if (table_depth == 0) {
-		sigset_t all;
-
-		sigfillset(&all);
-		pthread_sigmask(SIG_BLOCK, &all, &table_mask);
-	}
+	if (table_depth == 0)
+		shim__signals_hold(&table_mask);
 	table_depth++;
 	pthread_mutex_lock(&lock);
 }
@@ -70,7 +66,7 @@ void shim__table_unlock(void)
 {
 	pthread_mutex_unlock(&lock);
 	if (--table_depth == 0)
-		pthread_sigmask(SIG_SETMASK, &table_mask, NULL);
+		shim__signals_release(&table_mask);
 }
 
 /* Claims of inherited connections (fork.c): a thread waits here, with the table lock
@@ -103,7 +99,7 @@ void shim__table_reset(void)
 	pthread_mutexattr_destroy(&a);
 	pthread_cond_init(&claimed, NULL);
 	if (table_depth > 0 && --table_depth == 0)
-		pthread_sigmask(SIG_SETMASK, &table_mask, NULL);
+		shim__signals_release(&table_mask);
 	for (int i = 0; i < table_depth; i++)
 		pthread_mutex_lock(&lock);
 }
@@ -260,19 +256,45 @@ int shim__uninstall(int fd)
  * meet the guard that keeps the program off the library's descriptors. */
 static __thread int inside;
 
-void shim__enter(sigset_t *old)
+/* Signals held off (the table lock, calls into libuls): with the trampoline of signal.c
+ * in front of every handler, libuls defers them without a system call (stack/sigdefer.c);
+ * with ULS_SIGNAL_DEFER=0, or before deferral is on, they are blocked. */
+void shim__signals_hold(sigset_t *old)
 {
+	if (uls_signal_deferring()) {
+		uls_signal_hold();
+		return;
+	}
 	sigset_t all;
-
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, old);
+}
+
+void shim__signals_release(const sigset_t *old)
+{
+	if (uls_signal_deferring())
+		uls_signal_release();
+	else
+		pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+/* The mask a driving wait should have: NULL (the thread's own, which deferral leaves in
+ * place) or the one shim__enter saved. */
+const sigset_t *shim__program_mask(const sigset_t *old)
+{
+	return uls_signal_deferring() ? NULL : old;
+}
+
+void shim__enter(sigset_t *old)
+{
+	shim__signals_hold(old);
 	inside++;
 }
 
 void shim__leave(const sigset_t *old)
 {
 	inside--;
-	pthread_sigmask(SIG_SETMASK, old, NULL);
+	shim__signals_release(old);
 }
 
 /* Is fd one of libuls's descriptors, and the caller the program (not libuls)? */

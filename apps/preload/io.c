@@ -27,7 +27,7 @@ int shim__wait(struct shim_file *f, int events)
 	sigset_t old;
 
 	shim__enter(&old);
-	int rc = uls_socket_drive(f->sd, events, &old);
+	int rc = uls_socket_drive(f->sd, events, shim__program_mask(&old));
 	shim__leave(&old);
 	if (rc != -EBUSY)
 		return rc;

@@ -72,7 +72,7 @@ static int poll_drive(struct pollfd *p, nfds_t n, int timeout, const sigset_t *m
 			return 0;
 		sigset_t old;
 		shim__enter(&old);
-		int d = uls_poll_drive(p, (unsigned)n, left, mask ? mask : &old);
+		int d = uls_poll_drive(p, (unsigned)n, left, mask ? mask : shim__program_mask(&old));
 		shim__leave(&old);
 		if (d == -EINTR)
 			return shim__ret(-EINTR);
@@ -180,7 +180,7 @@ static int select_drive(int nfds, fd_set *r, fd_set *w, fd_set *e, int64_t timeo
 		int ms = l < 0 ? -1 : l / 1000000 >= INT32_MAX ? INT32_MAX : (int)((l + 999999) / 1000000);
 		sigset_t old;
 		shim__enter(&old);
-		int d = uls_poll_drive(p, n, ms, mask ? mask : &old);
+		int d = uls_poll_drive(p, n, ms, mask ? mask : shim__program_mask(&old));
 		shim__leave(&old);
 		if (d == -EINTR) {
 			rc = -EINTR;
@@ -302,7 +302,7 @@ static int epoll_drive(int epfd, struct epoll_event *ev, int max, int timeout,
 		sigset_t old;
 		shim__enter(&old);
 		struct pollfd set = { .fd = epfd, .events = POLLIN };
-		int d = uls_poll_drive(&set, 1, left, mask ? mask : &old);
+		int d = uls_poll_drive(&set, 1, left, mask ? mask : shim__program_mask(&old));
 		shim__leave(&old);
 		if (d == -EINTR)
 			return shim__ret(-EINTR);

@@ -117,10 +117,15 @@ void shim__table_reset(void);
 void shim__table_wait_claim(void);
 void shim__table_claim_done(void);
 
-/* Calls into libuls run with signals blocked: a handler that uses sockets must never find
- * the stack's lock held by the very thread it interrupted. */
+/* Calls into libuls run with signals held off (deferred, or blocked: fdtab.c): a handler
+ * that uses sockets must never find the stack's lock held by the very thread it
+ * interrupted. shim__program_mask(old) is the mask to give a driving wait. */
 void shim__enter(sigset_t *old);
 void shim__leave(const sigset_t *old);
+void shim__signals_hold(sigset_t *old);
+void shim__signals_release(const sigset_t *old);
+const sigset_t *shim__program_mask(const sigset_t *old);
+void shim__signals_init(void);
 bool shim__guarded(int fd);
 
 /* Sockets (socket.c), data (io.c), waiting (wait in io.c). */

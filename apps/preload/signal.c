@@ -10,14 +10,23 @@
  * wait) and calls the program's handler. The program sees its own handler and flags in
  * every answer of sigaction.
  *
+ * The trampoline also lets libuls hold signals off without system calls: a signal that
+ * arrives while its thread is inside libuls or the descriptor table is noted and
+ * delivered again when the thread leaves (stack/sigdefer.c), where blocking every signal
+ * around each call took two rt_sigprocmask calls each time. For that, SA_RESETHAND is
+ * kept from the kernel and done here, when the handler actually runs. ULS_SIGNAL_DEFER=0
+ * blocks signals instead, as before.
+ *
  * Deviation: handlers installed without the C library (the rt_sigaction system call
  * itself) are not seen: a signal they catch during a driving wait does not end it, as if
- * the handler had SA_RESTART.
+ * the handler had SA_RESTART; such a handler that uses sockets needs ULS_SIGNAL_DEFER=0
+ * (with deferral it may run while its thread holds the stack's lock).
  */
 #include "shim.h"
 
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "uls.h"
@@ -39,9 +48,26 @@ static sigset_t interrupting;
 static void tramp(int sig, siginfo_t *si, void *uc)
 {
 	int saved = errno;
+
+	/* This thread is inside libuls or the descriptor table: the handler runs when it
+	 * leaves (stack/sigdefer.c). */
+	if (uls_signal_deferred(sig, si)) {
+		errno = saved;
+		return;
+	}
 	uintptr_t h = atomic_load(&installed[sig].handler);
 	int flags = atomic_load(&installed[sig].flags);
 
+	if (flags & SA_RESETHAND) {
+		/* Kept from the kernel (a deferred signal must find its handler): the reset
+		 * on entry to the handler is done here (sigaction(2)). */
+		struct sigaction dfl;
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		shim__real.sigaction(sig, &dfl, NULL);
+		atomic_store(&installed[sig].handler, (uintptr_t)SIG_DFL);
+		atomic_store(&installed[sig].flags, 0);
+	}
 	uls_signal_note((flags & SA_RESTART) != 0);
 	errno = saved;
 	if (h == (uintptr_t)SIG_DFL || h == (uintptr_t)SIG_IGN)
@@ -70,6 +96,7 @@ SHIM_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction
 		mine = *act;
 		mine.sa_sigaction = tramp;
 		mine.sa_flags |= SA_SIGINFO;
+		mine.sa_flags &= ~SA_RESETHAND;  /* done by tramp */
 		use = &mine;
 	}
 	/* This thread must not run tramp while the table and the kernel disagree. */
@@ -97,9 +124,9 @@ SHIM_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction
 	return rc;
 }
 
-/* signal() as glibc gives it (BSD semantics): SA_RESTART unless siginterrupt() said
- * otherwise, the signal itself blocked in its handler. */
-SHIM_EXPORT sighandler_t signal(int sig, sighandler_t h)
+/* The one body of the signal() family: h for sig through our sigaction(), with flags, and
+ * sig itself blocked in the handler when block_self. Returns the previous handler. */
+static sighandler_t install(int sig, sighandler_t h, int flags, bool block_self)
 {
 	struct sigaction a, o;
 
@@ -110,11 +137,21 @@ SHIM_EXPORT sighandler_t signal(int sig, sighandler_t h)
 	memset(&a, 0, sizeof(a));
 	a.sa_handler = h;
 	sigemptyset(&a.sa_mask);
-	sigaddset(&a.sa_mask, sig);
-	a.sa_flags = sigismember(&interrupting, sig) ? 0 : SA_RESTART;
+	if (block_self)
+		sigaddset(&a.sa_mask, sig);
+	a.sa_flags = flags;
 	if (sigaction(sig, &a, &o) < 0)
 		return SIG_ERR;
 	return o.sa_handler;
+}
+
+/* signal() as glibc gives it (BSD semantics): SA_RESTART unless siginterrupt() said
+ * otherwise, the signal itself blocked in its handler. */
+SHIM_EXPORT sighandler_t signal(int sig, sighandler_t h)
+{
+	int flags = sig > 0 && sig < _NSIG && sigismember(&interrupting, sig) ? 0 : SA_RESTART;
+
+	return install(sig, h, flags, true);
 }
 
 sighandler_t bsd_signal(int sig, sighandler_t h);  /* glibc declares it only for XPG */
@@ -127,19 +164,7 @@ SHIM_EXPORT sighandler_t bsd_signal(int sig, sighandler_t h)
 /* System V semantics: reset on delivery, not blocked in the handler, no restart. */
 SHIM_EXPORT sighandler_t __sysv_signal(int sig, sighandler_t h)
 {
-	struct sigaction a, o;
-
-	if (sig <= 0 || sig >= _NSIG) {
-		errno = EINVAL;
-		return SIG_ERR;
-	}
-	memset(&a, 0, sizeof(a));
-	a.sa_handler = h;
-	sigemptyset(&a.sa_mask);
-	a.sa_flags = SA_RESETHAND | SA_NODEFER;
-	if (sigaction(sig, &a, &o) < 0)
-		return SIG_ERR;
-	return o.sa_handler;
+	return install(sig, h, SA_RESETHAND | SA_NODEFER, false);
 }
 
 SHIM_EXPORT sighandler_t sysv_signal(int sig, sighandler_t h)
@@ -161,4 +186,13 @@ SHIM_EXPORT int siginterrupt(int sig, int flag)
 		a.sa_flags |= SA_RESTART;
 	}
 	return sigaction(sig, &a, NULL);
+}
+
+/* Deferral on, unless the environment says otherwise (exec.c's constructor asks first). */
+void shim__signals_init(void)
+{
+	const char *v = getenv("ULS_SIGNAL_DEFER");
+
+	if (!v || strcmp(v, "0") != 0)
+		uls_signal_defer_enable();
 }

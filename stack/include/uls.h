@@ -109,6 +109,19 @@ ULS_EXTERN int uls_socket_wait(int sd, int events);
  * SA_RESTART, and ends its wait on the device. */
 ULS_EXTERN int uls_socket_drive(int sd, int events, const sigset_t *mask);
 ULS_EXTERN void uls_signal_note(int restart);
+/* Signals held off without system calls, for a shim whose trampoline runs every handler
+ * of the program (stack/sigdefer.c). After uls_signal_defer_enable(), a thread between
+ * uls_signal_hold() and uls_signal_release() (nested) is not interrupted by handlers: the
+ * trampoline first asks uls_signal_deferred(sig, si), and when it says 1 returns at once;
+ * the outermost release sends those signals to the thread again, and their handlers run
+ * then. Without deferral, hold and release block and restore the signals (not those a
+ * fault raises). With deferral on, uls_socket_drive and uls_poll_drive take a NULL mask:
+ * the thread's own mask holds during the wait, and handlers run there. */
+ULS_EXTERN void uls_signal_defer_enable(void);
+ULS_EXTERN int uls_signal_deferring(void);
+ULS_EXTERN int uls_signal_deferred(int sig, const siginfo_t *si);
+ULS_EXTERN void uls_signal_hold(void);
+ULS_EXTERN void uls_signal_release(void);
 /* The same for a wait on kernel descriptors (poll's, or an epoll set holding socket
  * descriptors): uls_poll_drive() drives one round, waiting on the device and on the
  * nfds descriptors in fds together, as poll(2) would (until frames, one of them ready,

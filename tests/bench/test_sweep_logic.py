@@ -627,3 +627,23 @@ def test_loss_points_get_more_time_and_the_estimate_counts_every_pass():
     # 3 loss levels x 2 offload passes x 3 repeats of the same points
     assert sw.estimate_seconds(more) > 15 * sw.estimate_seconds(one) * 0.8
     assert sw.estimate_seconds(base) > sw.estimate_seconds(one)
+
+
+def test_kernel_cc_option_and_the_congestion_the_kernel_runs_report():
+    # --kernel-cc names the kernel senders' congestion control (ulsbench client
+    # --congestion); without it the namespace's default is used and only reported
+    assert sw.parse_args([])["kernel_cc"] is None
+    assert sw.parse_args(["--kernel-cc", "cubic"])["kernel_cc"] == "cubic"
+    for bad in ("", "Cubic", "cu bic", "x" * 16, "cubic;reboot"):
+        with pytest.raises(sw.UsageError):
+            sw.parse_args(["--kernel-cc", bad])
+    runs = [dict(_loss_run("kernel", 1, 1.0, g, repeat=i), congestion="bbr")
+            for i, g in enumerate((3.0, 4.0))]
+    runs += [_loss_run("perproc", 1, 1.0, 2.0)]
+    rows = sw.loss_summary(runs)
+    assert rows[0]["modes"]["kernel"]["congestion"] == "bbr"
+    assert "congestion" not in rows[0]["modes"]["perproc"]
+    assert "(the kernel's congestion control: bbr)" in sw.format_loss_table(rows)
+    # runs that disagree (the sysctl changed between repeats) name none
+    runs[1]["congestion"] = "cubic"
+    assert "congestion" not in sw.loss_summary(runs)[0]["modes"]["kernel"]

@@ -131,6 +131,17 @@ def test_client_refuses_a_warmup_without_a_time_limit():
     assert r.returncode == 2 and "bad --warmup" in r.stderr
 
 
+def test_client_congestion_control_is_for_the_kernels_tcp_only():
+    # --congestion sets TCP_CONGESTION on the kernel's sockets; a ulstack node has its own
+    r = subprocess.run([BENCH, "client", "--to", "127.0.0.1:1", "--seconds", "1",
+                        "--congestion", "cubic", "--ctl", "/nonexistent"],
+                       capture_output=True, text=True, timeout=10)
+    assert r.returncode == 2 and "--congestion is for a client on the kernel's TCP" in r.stderr
+    r = subprocess.run([BENCH, "client", "--to", "127.0.0.1:1", "--seconds", "1",
+                        "--congestion", "x" * 16], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 2 and "bad --congestion" in r.stderr
+
+
 def test_one_short_run_of_every_mode_verifies_and_writes_schema_and_plots(tmp_path):
     out = tmp_path / "smoke.json"
     env = dict(os.environ, ULS_BUILDDIR=BUILD, ULS_SRCDIR=SRC)
@@ -173,7 +184,7 @@ def test_a_short_loss_run_records_the_rate_and_the_frames_dropped_and_verifies(t
     out = tmp_path / "loss.json"
     env = dict(os.environ, ULS_BUILDDIR=BUILD, ULS_SRCDIR=SRC)
     r = subprocess.run([BENCH, "--loss", "1", "--offload", "off", "--streams", "1",
-                        "--bytes", "2M", "--json", str(out)],
+                        "--bytes", "2M", "--kernel-cc", "cubic", "--json", str(out)],
                        capture_output=True, text=True, timeout=600, env=env,
                        stdin=subprocess.DEVNULL)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
@@ -191,7 +202,10 @@ def test_a_short_loss_run_records_the_rate_and_the_frames_dropped_and_verifies(t
             p["dropped"] for p in imp["ports"].values())
         # Offload off everywhere: the frames the rule saw are wire-sized, the kernel's too.
         assert imp["bytes"] / imp["frames"] < 1600, imp
+        # --kernel-cc: the kernel's senders ran the congestion control asked for
+        assert run.get("congestion") == ("cubic" if run["mode"] == "kernel" else None), run
     assert "x kernel" in r.stdout and "loss%" in r.stdout
+    assert "(the kernel's congestion control: cubic)" in r.stdout
     assert [row["loss_pct"] for row in doc["loss_summary"]] == [1]
     for png in ("loss.png", "loss_ratio.png"):
         with open(tmp_path / png, "rb") as f:

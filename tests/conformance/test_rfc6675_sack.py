@@ -87,7 +87,9 @@ def test_rfc6675_5_burst_of_lost_segments_retransmitted_in_one_round_trip(node, 
 
 
 @requirement(fix='patch 0041',
-             mutate='rm stack/patches/0041-*.patch')
+             mutate="tests/conformance/lwip-mutate core/tcp_in.c "
+                    "'/ulstack (patch 0041)/,/tcp_recovery_enter(pcb);/ "
+                    "s/tcp_sack_first_hole_lost(pcb)) {/0) {/'")
 def test_rfc6675_5_cumulative_ack_sacking_three_segments_starts_recovery(node, link):
     """RFC 6675 §5: "Upon the receipt of any ACK containing SACK information, the
     scoreboard MUST be updated via the Update () routine", and loss recovery starts when
@@ -111,7 +113,9 @@ def test_rfc6675_5_cumulative_ack_sacking_three_segments_starts_recovery(node, l
 
 
 @requirement(fix='patch 0043',
-             mutate='rm stack/patches/0043-*.patch')
+             mutate="tests/conformance/lwip-mutate core/tcp_out.c "
+                    "'/patch 0043): rule (4), the rescue retransmission/,+3 "
+                    "s/tcp_recovery_rescue(pcb, netif, unit);/;/'")
 def test_rfc6675_5_rescue_retransmission_of_the_tail(node, link):
     """RFC 6675 §4, NextSeg (): "(4) If the conditions for (1), (2), and (3) fail, but
     there exists outstanding unSACKed data, we provide the opportunity for a single

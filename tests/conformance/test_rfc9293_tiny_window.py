@@ -22,7 +22,8 @@ def _first_octets(link, n, **kw):
 
 
 @requirement(fix='patch 0083',
-             mutate='rm stack/patches/0083-*.patch')
+             mutate="tests/conformance/lwip-mutate core/tcp_out.c "
+                    "'s/mss_local = LWIP_MAX(mss_local, (u16_t)(optlen + 1));/;/'")
 def test_rfc9293_3_8_6_2_1_peer_offering_a_two_octet_window_gets_the_data(link):
     """RFC 9293 §3.8.6.2.1: the sender may send when "(3) at least a fraction Fs of the
     maximum window can be sent now ... Fs is a fraction whose recommended value is 1/2."

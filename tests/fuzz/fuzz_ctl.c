@@ -23,9 +23,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(&out, 0xa5, sizeof(out));
 	int rc = uls_ctl_check(data, (ssize_t)size, &out);
 	if (size != ULS_CTL_MSG_SIZE)
-		CHECK(rc == ULS_CTL_BAD_SIZE);
+		CHECK(rc == -ULS_CTL_BAD_SIZE);
 	if (rc != 0) {
-		CHECK(rc >= ULS_CTL_BAD_SIZE && rc < ULS_CTL_ERROR_MAX);
+		CHECK(-rc >= ULS_CTL_BAD_SIZE && -rc < ULS_CTL_ERROR_END);
 		CHECK(uls_ctl_error_name(rc) != NULL);
 		for (size_t i = 0; i < sizeof(out); i++)
 			CHECK(((const uint8_t *)&out)[i] == 0xa5);

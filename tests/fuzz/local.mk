@@ -34,7 +34,8 @@ tests/fuzz/fuzz_ctl: tests/fuzz/fuzz_ctl.c netif/ctlproto.c
 # A whole process's stack: lwIP's core as patched, our stack and netif, built again with the
 # fuzzer's instrumentation (lwIP is not our code: no -Werror, its warnings off).
 FUZZ_STACK_SRC = $(nodist_stack_liblwipcore_la_SOURCES) \
-	$(addprefix $(top_srcdir)/,$(filter %.c,$(ULS_STACK_SOURCES) $(netif_libnif_la_SOURCES)))
+	$(addprefix $(top_srcdir)/,$(filter %.c,$(ULS_STACK_SOURCES) $(netif_libnif_la_SOURCES) \
+	$(netif_libopt_la_SOURCES)))
 FUZZ_STACK_FLAGS = -w $(FUZZ_CPPFLAGS) $(LWIP_CPPFLAGS) -I$(top_srcdir)/stack/include -DULS_BUILDING
 tests/fuzz/fuzz_stack: tests/fuzz/fuzz_stack.c $(FUZZ_STACK_SRC) stack/libuls.la
 	@$(MKDIR_P) tests/fuzz

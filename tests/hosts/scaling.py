@@ -25,12 +25,9 @@ import sys
 import tempfile
 import time
 
-SRC = os.environ.get("ULS_SRCDIR") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-BUILD = os.environ.get("ULS_BUILDDIR") or os.path.join(SRC, "build")
-sys.path.insert(0, os.path.join(SRC, "tests"))
-from tblib import parse_exports, run_testbed  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from tblib import BUILD, SRC, TESTBED, parse_exports, run_testbed  # noqa: E402
 
-TESTBED = os.path.join(SRC, "tests", "testbed", "testbed")
 BENCH = os.path.join(BUILD, "apps", "ulsbench")
 ULSRUN = os.path.join(BUILD, "apps", "ulsrun")
 PYTHON = "/usr/bin/python3"

@@ -37,11 +37,8 @@ import time
 
 import pytest
 
-SRC = os.environ.get("ULS_SRCDIR") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-BUILD = os.environ.get("ULS_BUILDDIR") or os.path.join(SRC, "build")
-TESTBED = os.path.join(SRC, "tests", "testbed", "testbed")
-sys.path.insert(0, os.path.join(SRC, "tests"))
-from tblib import parse_exports, run_testbed  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from tblib import BUILD, SRC, TESTBED, parse_exports, run_testbed  # noqa: E402
 ULSRUN = os.path.join(BUILD, "apps", "ulsrun")
 STAT = os.path.join(BUILD, "apps", "ulsstat")
 ULSD = os.path.join(BUILD, "server", "ulsd")

@@ -251,7 +251,7 @@ def test_short_connections_leave_nothing_behind(tb, pyserver):
     assert after["open"] == 0
     assert after["fds"] - before["fds"] <= 2
     # lwIP's heap and the shim's tables come back, but for the connections in TIME-WAIT
-    # (the server closed first: 2 MSL, 120 s, in lwIP), each one pcb; python's own
+    # (the server closed first: 2 MSL, 60 s, stack/lwipopts.h), each one pcb; python's own
     # allocator keeps a little.
     tw = after["counters"]["tcp_pcbs_time_wait"] - before["counters"]["tcp_pcbs_time_wait"]
     grown = after["heap_in_use"] - before["heap_in_use"]

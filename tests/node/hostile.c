@@ -86,6 +86,7 @@
 #include "netif/qring.h"
 #include "netif/ring.h"
 #include "netif/ringdev.h"
+#include "tests/node/forge.h"
 
 static int ctl_fd = -1;
 static struct uls_ctl_hello node;
@@ -204,74 +205,6 @@ static int bind_port(uint8_t proto, uint16_t port)
 	return rc < 0 ? rc : m.lport;
 }
 
-static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
-
-static const uint8_t bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
-
-/* Ethernet + IPv4 header for a datagram of plen payload octets; returns the payload. */
-static uint8_t *ip_frame(uint8_t *f, const uint8_t *smac, uint32_t src, uint32_t dst,
-			 uint8_t proto, size_t plen)
-{
-	uint8_t *ip = f + 14;
-
-	memcpy(f, bcast, 6);
-	memcpy(f + 6, smac, 6);
-	put16(f + 12, 0x0800);
-	memset(ip, 0, 20);
-	ip[0] = 0x45;
-	put16(ip + 2, (uint16_t)(20 + plen));
-	ip[8] = 64;
-	ip[9] = proto;
-	memcpy(ip + 12, &src, 4);
-	memcpy(ip + 16, &dst, 4);
-	uint16_t c = (uint16_t)~nif_inet_chksum(ip, 20);
-	memcpy(ip + 10, &c, 2);
-	return ip + 20;
-}
-
-/* Ethernet + IPv4 + TCP RST: the most harmful thing to forge into someone's connection. */
-static size_t tcp_frame(uint8_t *f, const uint8_t *smac, uint32_t src, uint16_t sport,
-			uint32_t dst, uint16_t dport)
-{
-	uint8_t *tcp = ip_frame(f, smac, src, dst, IPPROTO_TCP, 20);
-
-	memset(tcp, 0, 20);
-	put16(tcp, sport);
-	put16(tcp + 2, dport);
-	tcp[12] = 5 << 4;
-	tcp[13] = 0x04;
-	return 54;
-}
-
-/* UDP without a checksum (RFC 768: zero means none). */
-static size_t udp_frame(uint8_t *f, uint32_t src, uint16_t sport, uint32_t dst, uint16_t dport)
-{
-	uint8_t *udp = ip_frame(f, node.mac, src, dst, IPPROTO_UDP, 8 + 8);
-
-	memset(udp, 0, 16);
-	put16(udp, sport);
-	put16(udp + 2, dport);
-	put16(udp + 4, 16);
-	memcpy(udp + 8, "hostile!", 8);
-	return 14 + 20 + 16;
-}
-
-/* An ARP reply whose sender is another address at our MAC: a cache poisoning attempt. */
-static size_t arp_frame(uint8_t *f, uint32_t spa, uint32_t tpa)
-{
-	static const uint8_t hdr[8] = { 0, 1, 8, 0, 6, 4, 0, 2 };
-
-	memcpy(f, bcast, 6);
-	memcpy(f + 6, node.mac, 6);
-	put16(f + 12, 0x0806);
-	memcpy(f + 14, hdr, 8);
-	memcpy(f + 22, node.mac, 6);
-	memcpy(f + 28, &spa, 4);
-	memset(f + 32, 0, 6);
-	memcpy(f + 38, &tpa, 4);
-	return 42;
-}
-
 static bool send_one(const uint8_t *frame, size_t len)
 {
 	uint8_t *slot = dev->ops->tx_slot(dev, len);
@@ -298,7 +231,7 @@ static void send_frames(const uint8_t *smac, uint32_t src, uint16_t sport, uint3
 	int queued = 0;
 
 	for (int i = 0; i < count; i++)
-		if (send_one(f, tcp_frame(f, smac, src, sport, dst, dport)))
+		if (send_one(f, forge_tcp_rst(f, smac, src, sport, dst, dport)))
 			queued++;
 	settle();
 	printf("queued %d\n", queued);
@@ -482,9 +415,9 @@ static int rings(uint32_t target)
 			static const uint8_t hdr[8] = { 0, 1, 8, 0, 6, 4, 0, 1 };
 			size_t vhl = (node.flags & ULS_CTL_HELLO_F_OFFLOAD) ? 10 : 0;
 			uint8_t *f = frame + vhl;
-			memcpy(f, bcast, 6);
+			memcpy(f, forge_bcast, 6);
 			memcpy(f + 6, node.mac, 6);
-			put16(f + 12, 0x0806);
+			forge_put16(f + 12, 0x0806);
 			memcpy(f + 14, hdr, 8);
 			memcpy(f + 22, node.mac, 6);
 			memcpy(f + 28, &node.addr, 4);
@@ -703,19 +636,19 @@ static int run(int argc, char **argv)
 			for (int i = 0; i < count; i++) {
 				size_t len;
 				if (k == 0) {
-					len = tcp_frame(f, other_mac, node.addr, (uint16_t)own, dst, dport);
+					len = forge_tcp_rst(f, other_mac, node.addr, (uint16_t)own, dst, dport);
 				} else if (k == 1) {
-					len = tcp_frame(f, node.mac, other_ip, (uint16_t)own, dst, dport);
+					len = forge_tcp_rst(f, node.mac, other_ip, (uint16_t)own, dst, dport);
 				} else if (k == 2) {
-					len = tcp_frame(f, node.mac, node.addr, victim, dst, dport);
+					len = forge_tcp_rst(f, node.mac, node.addr, victim, dst, dport);
 				} else if (k == 3) {
-					len = arp_frame(f, dst, dst);
+					len = forge_arp(f, node.mac, dst, dst);
 				} else if (k == 4) {
-					uint8_t *p = ip_frame(f, node.mac, node.addr, dst, 47, 8);
+					uint8_t *p = forge_ip(f, node.mac, node.addr, dst, 47, 8);
 					memset(p, 0, 8);
 					len = 14 + 20 + 8;
 				} else {
-					len = udp_frame(f, node.addr, (uint16_t)own, dst, dport);
+					len = forge_udp(f, node.mac, node.addr, (uint16_t)own, dst, dport);
 				}
 				queued += send_one(f, len);
 			}

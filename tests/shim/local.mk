@@ -2,6 +2,10 @@
 # Python cannot reach: a signal handler using sockets inside the C library's calls.
 check_PROGRAMS += tests/shim/sighandler
 tests_shim_sighandler_SOURCES = tests/shim/sighandler.c
+# Signals held off inside the stack and delivered after it, with their details.
+check_PROGRAMS += tests/shim/sigdefer
+tests_shim_sigdefer_SOURCES = tests/shim/sigdefer.c
+tests_shim_sigdefer_LDADD = -lpthread -ldl
 # A signal while a thread is blocked in recv(): EINTR or restart, as the kernel decides.
 check_PROGRAMS += tests/shim/sigwait
 tests_shim_sigwait_SOURCES = tests/shim/sigwait.c tests/shim/rtccounters.h

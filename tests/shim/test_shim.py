@@ -82,14 +82,40 @@ def test_a_socket_that_cannot_reach_ulsd_fails_with_a_message(bed, tmp_path):
     assert b"refused" in r.stdout and b"no user-level socket" in r.stderr, r
 
 
-def test_signal_handler_using_sockets_does_not_deadlock(bed):
+@pytest.mark.parametrize("defer", ["1", "0"])
+def test_signal_handler_using_sockets_does_not_deadlock(bed, defer):
     """A handler sends on a UDP socket every millisecond while its thread streams over TCP:
-    calls into the stack run with signals blocked, so the handler never finds the stack's
-    lock held by the thread it interrupted."""
-    r = bed.ulsrun([f"{BUILD}/tests/shim/sighandler", bed.kip, "7100", "7104", "2"], timeout=30)
+    calls into the stack run with signals held off (deferred, or blocked with
+    ULS_SIGNAL_DEFER=0), so the handler never finds the stack's lock held by the thread it
+    interrupted."""
+    env = dict(os.environ, ULS_SIGNAL_DEFER=defer)
+    r = bed.ulsrun([f"{BUILD}/tests/shim/sighandler", bed.kip, "7100", "7104", "2"], timeout=30,
+                   env=env)
     assert r.returncode == 0, r
     handled, echoed = (int(x) for x in r.stdout.split()[1::2])
     assert handled > 100 and echoed > 10, r.stdout
+
+
+@pytest.mark.parametrize("defer", ["1", "0"])
+def test_a_signal_held_off_inside_the_stack_reaches_its_handler_with_its_details(bed, defer):
+    """sigaction(2): a SA_SIGINFO handler gets the signal's siginfo (SI_QUEUE and the value
+    of sigqueue), and SA_RESETHAND restores SIG_DFL on entry to the handler. A signal that
+    arrives while its thread is inside the stack is held off without a system call and sent
+    again when the thread leaves (stack/sigdefer.c): each of a few hundred signals, sent one
+    at a time while the thread makes socket calls, must reach its handler exactly once with
+    those details, and at least 5 of each kind must have been deferred (counter
+    signals_deferred). With ULS_SIGNAL_DEFER=0 signals are blocked instead: none deferred,
+    the same handlers' view."""
+    env = dict(os.environ, ULS_SIGNAL_DEFER=defer)
+    r = bed.ulsrun([f"{BUILD}/tests/shim/sigdefer", bed.kip, "7104"], timeout=60, env=env)
+    assert r.returncode == 0 and r.stdout.startswith(b"ok "), r
+    c = {k: int(v) for k, v in (f.split("=") for f in r.stdout.decode().split()[1:])}
+    print(f"\n  ULS_SIGNAL_DEFER={defer}: {c}")
+    if defer == "1":
+        assert c["deferred_queued"] >= 5 and c["deferred_resethand"] >= 5, c
+    else:
+        assert c["deferred_queued"] == 0 and c["deferred_resethand"] == 0, c
+        assert c["queued"] == 400 and c["resethand"] == 400, c
 
 
 @pytest.mark.parametrize("rtc", ["1", "0"])

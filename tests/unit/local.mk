@@ -3,7 +3,7 @@ UNIT_TESTS = \
 	tests/unit/test_frame tests/unit/test_chksum tests/unit/test_isn tests/unit/test_rxq \
 	tests/unit/test_api tests/unit/test_timers tests/unit/test_pattern tests/unit/test_netops \
 	tests/unit/test_heap tests/unit/test_tcp_checks tests/unit/test_cubic \
-	tests/unit/test_syncookie
+	tests/unit/test_syncookie tests/unit/test_sigdefer
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
 
@@ -46,6 +46,10 @@ tests_unit_test_api_SOURCES = tests/unit/test_api.c
 tests_unit_test_api_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_api_LDADD = $(UNIT_LDADD)
 
+tests_unit_test_sigdefer_SOURCES = tests/unit/test_sigdefer.c
+tests_unit_test_sigdefer_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_sigdefer_LDADD = $(UNIT_LDADD)
+
 tests_unit_test_timers_SOURCES = tests/unit/test_timers.c
 tests_unit_test_timers_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_timers_LDADD = $(UNIT_LDADD)
@@ -57,6 +61,13 @@ tests_unit_test_pattern_LDADD = apps/libapps.la $(CMOCKA_LIBS)
 tests_unit_test_netops_SOURCES = tests/unit/test_netops.c
 tests_unit_test_netops_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_netops_LDADD = $(UNIT_LDADD)
+
+# The command-line values every program shares (netif/opt/opt.c).
+check_PROGRAMS += tests/unit/test_opt
+TESTS += tests/unit/test_opt
+tests_unit_test_opt_SOURCES = tests/unit/test_opt.c
+tests_unit_test_opt_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_opt_LDADD = netif/libopt.la $(CMOCKA_LIBS)
 include tests/unit/filter.mk
 
 # The control protocol, the rings and ulsd's port space.
@@ -77,7 +88,7 @@ tests_unit_test_vnet_SOURCES = tests/unit/test_vnet.c
 tests_unit_test_vnet_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_vnet_LDADD = netif/libnif.la $(CMOCKA_LIBS)
 tests_unit_test_ports_SOURCES = tests/unit/test_ports.c server/ports.c
-tests_unit_test_ports_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
+tests_unit_test_ports_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS) -I$(top_srcdir)/stack
 tests_unit_test_ports_LDADD = filter/libflt.la netif/libnif.la $(CMOCKA_LIBS)
 tests_unit_test_reass_SOURCES = tests/unit/test_reass.c server/reass.c
 tests_unit_test_reass_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
@@ -88,7 +99,7 @@ check_PROGRAMS += tests/unit/test_rawframe
 TESTS += tests/unit/test_rawframe
 tests_unit_test_rawframe_SOURCES = tests/unit/test_rawframe.c
 tests_unit_test_rawframe_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
-tests_unit_test_rawframe_LDADD = apps/libapps.la netif/libnif.la $(CMOCKA_LIBS) $(LIBURING_LIBS) -lpthread
+tests_unit_test_rawframe_LDADD = apps/libapps.la netif/libnif.la $(CMOCKA_LIBS)
 
 # ulsping's statistics and echo verification (the test includes apps/ulsping.c).
 check_PROGRAMS += tests/unit/test_pingstats

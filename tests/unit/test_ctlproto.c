@@ -46,7 +46,7 @@ static void truncated_message_refused_output_untouched(void **state)
 	memset(&out, 0xa5, sizeof(out));
 	struct uls_ctl_msg before = out;
 	for (ssize_t n = 0; n < (ssize_t)sizeof(m); n++)
-		assert_int_equal(uls_ctl_check(&m, n, &out), ULS_CTL_BAD_SIZE);
+		assert_int_equal(uls_ctl_check(&m, n, &out), -ULS_CTL_BAD_SIZE);
 	assert_memory_equal(&out, &before, sizeof(out));
 }
 
@@ -57,9 +57,9 @@ static void oversized_message_refused(void **state)
 
 	(void)state;
 	memcpy(buf, &m, sizeof(m));
-	assert_int_equal(uls_ctl_check(buf, sizeof(buf), &out), ULS_CTL_BAD_SIZE);
-	assert_int_equal(uls_ctl_check(&m, -1, &out), ULS_CTL_BAD_SIZE);
-	assert_int_equal(uls_ctl_check(NULL, sizeof(m), &out), ULS_CTL_BAD_SIZE);
+	assert_int_equal(uls_ctl_check(buf, sizeof(buf), &out), -ULS_CTL_BAD_SIZE);
+	assert_int_equal(uls_ctl_check(&m, -1, &out), -ULS_CTL_BAD_SIZE);
+	assert_int_equal(uls_ctl_check(NULL, sizeof(m), &out), -ULS_CTL_BAD_SIZE);
 }
 
 static void wrong_magic_refused(void **state)
@@ -68,7 +68,7 @@ static void wrong_magic_refused(void **state)
 
 	(void)state;
 	m.magic ^= 1;
-	assert_int_equal(check(&m, &out), ULS_CTL_BAD_MAGIC);
+	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_MAGIC);
 }
 
 static void wrong_version_refused(void **state)
@@ -77,9 +77,9 @@ static void wrong_version_refused(void **state)
 
 	(void)state;
 	m.version = ULS_CTL_VERSION + 1;
-	assert_int_equal(check(&m, &out), ULS_CTL_BAD_VERSION);
+	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_VERSION);
 	m.version = 0;
-	assert_int_equal(check(&m, &out), ULS_CTL_BAD_VERSION);
+	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_VERSION);
 }
 
 static void unknown_type_refused(void **state)
@@ -88,11 +88,11 @@ static void unknown_type_refused(void **state)
 
 	(void)state;
 	m.type = 0;
-	assert_int_equal(check(&m, &out), ULS_CTL_BAD_TYPE);
+	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_TYPE);
 	m.type = ULS_CTL_TYPE_MAX;
-	assert_int_equal(check(&m, &out), ULS_CTL_BAD_TYPE);
+	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_TYPE);
 	m.type = 0xffff;
-	assert_int_equal(check(&m, &out), ULS_CTL_BAD_TYPE);
+	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_TYPE);
 }
 
 static void bind_with_unknown_protocol_refused(void **state)
@@ -101,7 +101,7 @@ static void bind_with_unknown_protocol_refused(void **state)
 
 	(void)state;
 	m.proto = IPPROTO_ICMP;
-	assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);
+	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_FIELD);
 }
 
 static void listen_needs_tcp_and_a_port(void **state)
@@ -111,11 +111,11 @@ static void listen_needs_tcp_and_a_port(void **state)
 	(void)state;
 	uls_ctl_init(&m, ULS_CTL_LISTEN, 1);
 	m.proto = IPPROTO_TCP;
-	assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);  /* port 0 */
+	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_FIELD);  /* port 0 */
 	m.lport = 80;
 	assert_int_equal(check(&m, &out), 0);
 	m.proto = IPPROTO_UDP;
-	assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);
+	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_FIELD);
 }
 
 static void connect_needs_a_remote_address_and_port(void **state)
@@ -126,11 +126,11 @@ static void connect_needs_a_remote_address_and_port(void **state)
 	uls_ctl_init(&m, ULS_CTL_CONNECT, 1);
 	m.proto = IPPROTO_TCP;
 	m.rport = 80;
-	assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);  /* rip 0 */
+	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_FIELD);  /* rip 0 */
 	m.rip = htonl(0xc6120064);
 	assert_int_equal(check(&m, &out), 0);
 	m.rport = 0;
-	assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);
+	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_FIELD);
 }
 
 static void release_needs_a_full_tuple(void **state)
@@ -142,7 +142,7 @@ static void release_needs_a_full_tuple(void **state)
 	m.proto = IPPROTO_TCP;
 	m.rip = htonl(0xc6120064);
 	m.rport = 80;
-	assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);  /* lport 0 */
+	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_FIELD);  /* lport 0 */
 	m.lport = 40000;
 	assert_int_equal(check(&m, &out), 0);
 }
@@ -160,10 +160,10 @@ static void handoff_and_claim_need_a_full_tcp_tuple(void **state)
 		m.proto = IPPROTO_TCP;
 		m.lport = 40000;
 		m.rip = htonl(0xc6120064);
-		assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);  /* rport 0 */
+		assert_int_equal(check(&m, &out), -ULS_CTL_BAD_FIELD);  /* rport 0 */
 		m.rport = 80;
 		m.proto = IPPROTO_UDP;
-		assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);
+		assert_int_equal(check(&m, &out), -ULS_CTL_BAD_FIELD);
 		m.proto = IPPROTO_TCP;
 		m.u.handoff.nonce = 42;
 		assert_int_equal(check(&m, &out), 0);
@@ -178,7 +178,7 @@ static void counter_name_without_terminator_refused(void **state)
 	(void)state;
 	uls_ctl_init(&m, ULS_CTL_STAT_COUNTER, 1);
 	memset(m.u.counter.name, 'x', sizeof(m.u.counter.name));
-	assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);
+	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_FIELD);
 	m.u.counter.name[5] = '\0';
 	assert_int_equal(check(&m, &out), 0);
 }
@@ -195,10 +195,10 @@ static void hello_reply_with_bad_mtu_or_prefix_refused(void **state)
 	m.u.hello.datapath = ULS_CTL_DP_RELAY;
 	assert_int_equal(check(&m, &out), 0);
 	m.u.hello.mtu = 67;
-	assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);
+	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_FIELD);
 	m.u.hello.mtu = 1500;
 	m.u.hello.prefix_len = 31;
-	assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);
+	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_FIELD);
 }
 
 static void hello_reply_without_a_data_path_refused(void **state)
@@ -212,9 +212,9 @@ static void hello_reply_without_a_data_path_refused(void **state)
 	m.u.hello.datapath = ULS_CTL_DP_DIRECT;
 	assert_int_equal(check(&m, &out), 0);
 	m.u.hello.datapath = 0;
-	assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);
+	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_FIELD);
 	m.u.hello.datapath = 3;
-	assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);
+	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_FIELD);
 }
 
 static void hello_reply_with_unterminated_interface_name_refused(void **state)
@@ -227,7 +227,7 @@ static void hello_reply_with_unterminated_interface_name_refused(void **state)
 	m.u.hello.prefix_len = 24;
 	m.u.hello.datapath = ULS_CTL_DP_RELAY;
 	memset(m.u.hello.ifname, 'a', sizeof(m.u.hello.ifname));
-	assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);
+	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_FIELD);
 	m.u.hello.ifname[15] = '\0';
 	assert_int_equal(check(&m, &out), 0);
 	assert_int_equal(offsetof(struct uls_ctl_msg, u.hello.ifindex), 32 + 52);
@@ -246,7 +246,7 @@ static void hello_request_offering_rings_needs_two_descriptors(void **state)
 	assert_int_equal(check(&m, &out), 0);
 	assert_int_equal(out.u.hello.ring_fd[1], 901);
 	m.u.hello.ring_fd[1] = -1;
-	assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);
+	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_FIELD);
 }
 
 static struct uls_ctl_msg valid_conn(void)
@@ -291,7 +291,7 @@ static void connection_record_needs_a_tuple_a_state_and_a_data_path(void **state
 		struct uls_ctl_msg b = valid_conn();
 		uint32_t v = bad[i].v;
 		memcpy((uint8_t *)&b + bad[i].off, &v, bad[i].len);  /* little-endian host */
-		assert_int_equal(check(&b, &out), ULS_CTL_BAD_FIELD);
+		assert_int_equal(check(&b, &out), -ULS_CTL_BAD_FIELD);
 	}
 }
 
@@ -307,24 +307,35 @@ static void process_record_needs_a_data_path_and_consistent_counts(void **state)
 	m.u.proc.listed = 3;
 	assert_int_equal(check(&m, &out), 0);
 	m.u.proc.listed = 4;
-	assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);
+	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_FIELD);
 	m.u.proc.listed = 3;
 	m.u.proc.table = ULS_CTL_TABLE_MAX;
-	assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);
+	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_FIELD);
 	m.u.proc.table = ULS_CTL_TABLE_TORN;
 	m.u.proc.datapath = 9;
-	assert_int_equal(check(&m, &out), ULS_CTL_BAD_FIELD);
+	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_FIELD);
 }
 
 static void error_names_unique_and_named(void **state)
 {
 	(void)state;
-	for (int i = 1; i < ULS_CTL_ERROR_MAX; i++) {
+	for (int i = ULS_CTL_BAD_SIZE; i < ULS_CTL_ERROR_END; i++) {
 		assert_true(strncmp(uls_ctl_error_name(i), "ctl_", 4) == 0);
-		for (int j = 1; j < i; j++)
+		assert_string_equal(uls_ctl_error_name(-i), uls_ctl_error_name(i));
+		for (int j = ULS_CTL_BAD_SIZE; j < i; j++)
 			assert_string_not_equal(uls_ctl_error_name(i), uls_ctl_error_name(j));
 	}
 	assert_string_equal(uls_ctl_error_name(999), "ctl_unknown_error");
+}
+
+/* A refusal is never read as an errno: every reason lies above Linux's MAX_ERRNO (4095). */
+static void refusal_reasons_do_not_overlap_errno(void **state)
+{
+	struct uls_ctl_msg out;
+	(void)state;
+
+	assert_true(ULS_CTL_BAD_SIZE > 4095);
+	assert_true(uls_ctl_check(NULL, 0, &out) < -4095);
 }
 
 int main(void)
@@ -349,6 +360,7 @@ int main(void)
 		cmocka_unit_test(hello_reply_with_unterminated_interface_name_refused),
 		cmocka_unit_test(hello_request_offering_rings_needs_two_descriptors),
 		cmocka_unit_test(error_names_unique_and_named),
+		cmocka_unit_test(refusal_reasons_do_not_overlap_errno),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

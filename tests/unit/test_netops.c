@@ -1,4 +1,5 @@
-/* apps/netops.c: the command-line parsers the apps share. */
+/* The command-line parsers the apps share: sizes (netif/opt/opt.c), addresses (apps/netops.c). */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,10 +10,11 @@
 #include <cmocka.h>
 
 #include "apps/netops.h"
+#include "netif/opt/opt.h"
 
 #define UNTOUCHED 0x5a5a5a5a5a5a5a5aull
 
-/* --- bench__parse_size --- */
+/* --- opt__parse_size --- */
 
 static void good_sizes_parse_size_scales_by_suffix(void **state)
 {
@@ -26,7 +28,7 @@ static void good_sizes_parse_size_scales_by_suffix(void **state)
 
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
 		unsigned long long v = UNTOUCHED;
-		if (bench__parse_size(good[i].s, &v) != 0 || v != good[i].v)
+		if (opt__parse_size(good[i].s, &v) != 0 || v != good[i].v)
 			fail_msg("\"%s\" -> %llu, want %llu", good[i].s, v, good[i].v);
 	}
 }
@@ -35,7 +37,7 @@ static void check_size_rejected(const char *s)
 {
 	unsigned long long v = UNTOUCHED;
 
-	if (bench__parse_size(s, &v) != -1)
+	if (opt__parse_size(s, &v) >= 0)
 		fail_msg("\"%s\" accepted (%llu)", s ? s : "(null)", v);
 	if (v != UNTOUCHED)
 		fail_msg("\"%s\": output written on failure", s ? s : "(null)");
@@ -146,22 +148,22 @@ static void good_options_node_opt_fill_config(void **state)
 	(void)state;
 
 	node_opts_fresh(&o);
-	assert_int_equal(bench__node_opt(&o, "tap", "tap0"), 1);
+	assert_int_equal(bench__node_opt(&o, "test", "tap", "tap0"), 1);
 	assert_true(o.have_tap);
 	assert_string_equal(o.cfg.tap, "tap0");
-	assert_int_equal(bench__node_opt(&o, "ip", "198.18.0.1/24"), 1);
+	assert_int_equal(bench__node_opt(&o, "test", "ip", "198.18.0.1/24"), 1);
 	assert_true(o.have_ip);
 	assert_int_equal(o.cfg.addr.s_addr, htonl(0xc6120001));
 	assert_int_equal(o.cfg.prefix_len, 24);
-	assert_int_equal(bench__node_opt(&o, "mac", "02:00:00:00:00:42"), 1);
+	assert_int_equal(bench__node_opt(&o, "test", "mac", "02:00:00:00:00:42"), 1);
 	assert_memory_equal(o.cfg.mac, mac, 6);
-	assert_int_equal(bench__node_opt(&o, "gw", "198.18.0.254"), 1);
+	assert_int_equal(bench__node_opt(&o, "test", "gw", "198.18.0.254"), 1);
 	assert_int_equal(o.cfg.gateway.s_addr, htonl(0xc61200fe));
-	assert_int_equal(bench__node_opt(&o, "mtu", "68"), 1);
+	assert_int_equal(bench__node_opt(&o, "test", "mtu", "68"), 1);
 	assert_int_equal(o.cfg.mtu, 68);
-	assert_int_equal(bench__node_opt(&o, "mtu", "65535"), 1);
+	assert_int_equal(bench__node_opt(&o, "test", "mtu", "65535"), 1);
 	assert_int_equal(o.cfg.mtu, 65535);
-	assert_int_equal(bench__node_opt(&o, "mtu", "9K"), 1);
+	assert_int_equal(bench__node_opt(&o, "test", "mtu", "9K"), 1);
 	assert_int_equal(o.cfg.mtu, 9216);
 }
 
@@ -172,7 +174,7 @@ static void unknown_option_node_opt_returns_zero(void **state)
 
 	node_opts_fresh(&o);
 	before = o;
-	assert_int_equal(bench__node_opt(&o, "port", "80"), 0);
+	assert_int_equal(bench__node_opt(&o, "test", "port", "80"), 0);
 	assert_memory_equal(&o, &before, sizeof(o));
 }
 
@@ -185,7 +187,7 @@ static void check_opt_rejected(const char *opt, const char *arg)
 	o.cfg.mac[0] = 0x02;
 	o.cfg.mac[5] = 0x07;
 	before = o;
-	if (bench__node_opt(&o, opt, arg) != -1)
+	if (bench__node_opt(&o, "test", opt, arg) != -EINVAL)
 		fail_msg("--%s %s accepted", opt, arg);
 	if (memcmp(&o, &before, sizeof(o)) != 0)
 		fail_msg("--%s %s: options changed although rejected", opt, arg);

@@ -1,6 +1,6 @@
-/* apps/ulsping.c: the round-trip statistics (mean, nearest-rank percentiles) and the check
- * of an echoed message. The program is included so that its static functions can be
- * tested; its main() becomes ulsping_main(). */
+/* apps/pingstats.c: ulsping's round-trip statistics (mean, nearest-rank percentiles) and the
+ * check of an echoed message. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,10 +10,8 @@
 
 #include <cmocka.h>
 
-int ulsping_main(int argc, char **argv);
-#define main ulsping_main
-#include "apps/ulsping.c"
-#undef main
+#include "apps/pattern.h"
+#include "apps/pingstats.h"
 
 #define SEED 0x70696e67ull   /* "ping" */
 
@@ -23,7 +21,7 @@ static void known_vector_stats_match_hand_computed(void **state)
 	struct rtt_stats st;
 	(void)state;
 
-	assert_int_equal(stats_compute(v, 4, &st), 0);
+	assert_int_equal(bench__stats_compute(v, 4, &st), 0);
 	assert_int_equal(st.n, 4);
 	assert_true(st.mean == 25.0);
 	assert_true(st.min == 10.0);
@@ -38,7 +36,7 @@ static void single_sample_every_statistic_is_it(void **state)
 	struct rtt_stats st;
 	(void)state;
 
-	assert_int_equal(stats_compute(v, 1, &st), 0);
+	assert_int_equal(bench__stats_compute(v, 1, &st), 0);
 	assert_true(st.mean == 7.5 && st.p50 == 7.5 && st.p99 == 7.5 && st.min == 7.5 &&
 		    st.max == 7.5);
 }
@@ -51,7 +49,7 @@ static void hundred_samples_p99_is_the_99th_not_the_max(void **state)
 
 	for (int i = 0; i < 100; i++)
 		v[i] = i + 1;          /* 1..100 */
-	assert_int_equal(stats_compute(v, 100, &st), 0);
+	assert_int_equal(bench__stats_compute(v, 100, &st), 0);
 	assert_true(st.p99 == 99.0);
 	assert_true(st.p50 == 50.0);
 	assert_true(st.mean == 50.5);
@@ -60,14 +58,13 @@ static void hundred_samples_p99_is_the_99th_not_the_max(void **state)
 
 static void odd_count_p50_is_the_middle(void **state)
 {
-	double v[] = { 3, 1, 2 };
+	double v[] = { 1, 2, 3 };   /* sorted, as the function expects */
 	(void)state;
 
-	qsort(v, 3, sizeof(v[0]), cmp_double);
-	assert_true(percentile_sorted(v, 3, 50) == 2.0);   /* rank ceil(1.5) = 2 */
-	assert_true(percentile_sorted(v, 3, 99) == 3.0);
-	assert_true(percentile_sorted(v, 3, 0) == 1.0);    /* rank clamped to 1 */
-	assert_true(percentile_sorted(v, 3, 100) == 3.0);
+	assert_true(bench__percentile_sorted(v, 3, 50) == 2.0);   /* rank ceil(1.5) = 2 */
+	assert_true(bench__percentile_sorted(v, 3, 99) == 3.0);
+	assert_true(bench__percentile_sorted(v, 3, 0) == 1.0);    /* rank clamped to 1 */
+	assert_true(bench__percentile_sorted(v, 3, 100) == 3.0);
 }
 
 static void unsorted_input_stats_equal_sorted_input(void **state)
@@ -77,8 +74,8 @@ static void unsorted_input_stats_equal_sorted_input(void **state)
 	struct rtt_stats a, b;
 	(void)state;
 
-	assert_int_equal(stats_compute(shuffled, 10, &a), 0);
-	assert_int_equal(stats_compute(sorted, 10, &b), 0);
+	assert_int_equal(bench__stats_compute(shuffled, 10, &a), 0);
+	assert_int_equal(bench__stats_compute(sorted, 10, &b), 0);
 	assert_memory_equal(shuffled, sorted, sizeof(sorted));   /* sorted in place */
 	assert_true(a.min == 1 && a.max == 1000);
 	assert_true(a.p50 == 12);      /* rank 5 */
@@ -93,8 +90,8 @@ static void no_samples_stats_einval_output_untouched(void **state)
 	struct rtt_stats st = { .mean = -3 };
 	(void)state;
 
-	assert_int_equal(stats_compute(v, 0, &st), -EINVAL);
-	assert_int_equal(stats_compute(NULL, 5, &st), -EINVAL);
+	assert_int_equal(bench__stats_compute(v, 0, &st), -EINVAL);
+	assert_int_equal(bench__stats_compute(NULL, 5, &st), -EINVAL);
 	assert_true(st.mean == -3);
 }
 
@@ -103,8 +100,8 @@ static void half_round_trip_bandwidth_in_mbps(void **state)
 	(void)state;
 
 	/* 1000 bytes in a 16 us round trip: 8000 bits in 8 us = 1000 Mbit/s */
-	assert_true(bandwidth_mbps(1000, 16.0) == 1000.0);
-	assert_true(bandwidth_mbps(1000, 0) == 0);
+	assert_true(bench__bandwidth_mbps(1000, 16.0) == 1000.0);
+	assert_true(bench__bandwidth_mbps(1000, 0) == 0);
 }
 
 static void intact_echo_verifies(void **state)
@@ -115,7 +112,7 @@ static void intact_echo_verifies(void **state)
 
 	for (uint64_t round = 0; round < 5; round++) {
 		bench__pattern_fill(SEED, round * sizeof(buf), buf, sizeof(buf));
-		assert_int_equal(echo_verify(SEED, round, buf, sizeof(buf), &bad), 0);
+		assert_int_equal(bench__echo_verify(SEED, round, buf, sizeof(buf), &bad), 0);
 	}
 	assert_int_equal(bad, 12345);   /* untouched on success */
 }
@@ -128,7 +125,7 @@ static void corrupted_echo_detected_at_the_flipped_byte(void **state)
 
 	bench__pattern_fill(SEED, 3 * sizeof(buf), buf, sizeof(buf));
 	buf[700] ^= 0x01;
-	assert_int_equal(echo_verify(SEED, 3, buf, sizeof(buf), &bad), -EBADMSG);
+	assert_int_equal(bench__echo_verify(SEED, 3, buf, sizeof(buf), &bad), -EBADMSG);
 	assert_int_equal(bad, 3 * sizeof(buf) + 700);
 }
 
@@ -139,7 +136,7 @@ static void echo_of_another_round_detected(void **state)
 
 	/* a stale or duplicated message: right bytes, wrong place in the stream */
 	bench__pattern_fill(SEED, 1 * sizeof(buf), buf, sizeof(buf));
-	assert_int_equal(echo_verify(SEED, 2, buf, sizeof(buf), NULL), -EBADMSG);
+	assert_int_equal(bench__echo_verify(SEED, 2, buf, sizeof(buf), NULL), -EBADMSG);
 }
 
 static void one_byte_echo_wrong_byte_detected(void **state)
@@ -149,9 +146,9 @@ static void one_byte_echo_wrong_byte_detected(void **state)
 	(void)state;
 
 	bench__pattern_fill(SEED, 9, &b, 1);
-	assert_int_equal(echo_verify(SEED, 9, &b, 1, NULL), 0);
+	assert_int_equal(bench__echo_verify(SEED, 9, &b, 1, NULL), 0);
 	b = (uint8_t)~b;
-	assert_int_equal(echo_verify(SEED, 9, &b, 1, &bad), -EBADMSG);
+	assert_int_equal(bench__echo_verify(SEED, 9, &b, 1, &bad), -EBADMSG);
 	assert_int_equal(bad, 9);
 }
 

@@ -15,6 +15,7 @@
 
 #include "netif/ctlproto.h"
 #include "server/internal.h"
+#include "lwipopts.h"  /* TCP_MSL: the processes' TIME-WAIT */
 
 /* Stubs for what ports.c needs from the rest of ulsd. */
 static uint64_t now_ms = 1000;
@@ -218,6 +219,14 @@ static void custody_tuple_not_reused_until_it_expires(void **state)
 	assert_int_equal(srv_port_connect(&srv, &root_a, 40000, peer, 5001), 40000);
 }
 
+/* A tuple whose process died stays reserved as long as it would have stayed in TIME-WAIT in
+ * the process: RFC 9293 §3.4.2, 2 MSL on both sides. */
+static void custody_lasts_as_long_as_a_processs_time_wait(void **state)
+{
+	(void)state;
+	assert_int_equal(2 * TCP_MSL, SRV_TIMEWAIT_MS);
+}
+
 static void custody_probes_peer_a_few_times_then_stops(void **state)
 {
 	(void)state;
@@ -256,6 +265,7 @@ int main(void)
 		T(connect_from_port_not_held_einval),
 		T(same_tuple_connected_twice_eaddrinuse),
 		T(custody_tuple_not_reused_until_it_expires),
+		T(custody_lasts_as_long_as_a_processs_time_wait),
 		T(custody_probes_peer_a_few_times_then_stops),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,7 +1,8 @@
-/* apps/ulsraw.c: frame format, verification and loss accounting of the raw link mode, and its
- * argument checks. The program is included so that its static functions can be tested; its
- * main() becomes ulsraw_main(). */
+/* apps/rawframe.c and apps/rawopts.c: frame format, verification and loss accounting of the
+ * raw link mode (ulsraw), and its argument checks. */
+#include <endian.h>
 #include <setjmp.h>
+#include <stdio.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -10,10 +11,9 @@
 
 #include <cmocka.h>
 
-int ulsraw_main(int argc, char **argv);
-#define main ulsraw_main
-#include "apps/ulsraw.c"
-#undef main
+#include "apps/pattern.h"
+#include "apps/rawframe.h"
+#include "apps/rawopts.h"
 
 #define MTU      1500
 #define FRAME    (MTU + NIF_ETH_HLEN)
@@ -22,11 +22,11 @@ static uint8_t frame[FRAME];
 
 static int setup(void **state)
 {
-	struct rx *rx = calloc(1, sizeof(*rx));
+	struct raw_rx *rx = calloc(1, sizeof(*rx));
 
 	if (!rx)
 		return -1;
-	memcpy(rx->mac, mac_receiver, NIF_ETH_ALEN);
+	memcpy(rx->mac, bench__raw_mac_receiver, NIF_ETH_ALEN);
 	*state = rx;
 	return 0;
 }
@@ -40,102 +40,102 @@ static int teardown(void **state)
 /* A data frame from the default sender to the default receiver. */
 static void data(uint32_t stream, uint64_t seq)
 {
-	build_data(frame, FRAME, mac_receiver, mac_sender, stream, seq);
+	bench__raw_build_data(frame, FRAME, bench__raw_mac_receiver, bench__raw_mac_sender, stream, seq);
 }
 
 static void data_frame_received_counts_mtu_bytes(void **state)
 {
-	struct rx *rx = *state;
+	struct raw_rx *rx = *state;
 
 	data(0, 0);
-	rx_frame(rx, frame, FRAME);
+	bench__raw_rx_frame(rx, frame, FRAME);
 	data(0, 1);
-	rx_frame(rx, frame, FRAME);
+	bench__raw_rx_frame(rx, frame, FRAME);
 	assert_int_equal(rx->frames, 2);
 	assert_int_equal(rx->bytes, 2 * MTU);  /* Ethernet header not counted */
 	assert_int_equal(rx->s[0].bytes, 2 * MTU);
 	assert_int_equal(rx->corrupt, 0);
-	assert_int_equal(stream_lost(&rx->s[0]), 0);
+	assert_int_equal(bench__raw_stream_lost(&rx->s[0]), 0);
 	assert_int_equal(rx->nstreams, 1);
 }
 
 static void payload_byte_flipped_counted_corrupt(void **state)
 {
-	struct rx *rx = *state;
+	struct raw_rx *rx = *state;
 
 	data(3, 7);
 	frame[FRAME - 1] ^= 0x40;
-	rx_frame(rx, frame, FRAME);
+	bench__raw_rx_frame(rx, frame, FRAME);
 	assert_int_equal(rx->corrupt, 1);
 	assert_int_equal(rx->frames, 0);
 }
 
 static void sequence_rewritten_counted_corrupt(void **state)
 {
-	struct rx *rx = *state;
+	struct raw_rx *rx = *state;
 
 	data(0, 5);
-	put64(frame + NIF_ETH_HLEN + 8, 6);  /* the payload belongs to sequence 5 */
-	rx_frame(rx, frame, FRAME);
+	frame[NIF_ETH_HLEN + 15] = 6;  /* big-endian sequence 5 -> 6: the payload is 5's */
+	bench__raw_rx_frame(rx, frame, FRAME);
 	assert_int_equal(rx->corrupt, 1);
 }
 
 static void stream_id_rewritten_counted_corrupt(void **state)
 {
-	struct rx *rx = *state;
+	struct raw_rx *rx = *state;
 
 	data(1, 5);
-	put32(frame + NIF_ETH_HLEN + 4, 2);  /* the pattern's seed is the stream id */
-	rx_frame(rx, frame, FRAME);
+	frame[NIF_ETH_HLEN + 7] = 2;   /* big-endian stream id 1 -> 2: the pattern's seed */
+	bench__raw_rx_frame(rx, frame, FRAME);
 	assert_int_equal(rx->corrupt, 1);
 }
 
 static void stream_id_beyond_max_counted_corrupt(void **state)
 {
-	struct rx *rx = *state;
+	struct raw_rx *rx = *state;
 
-	data(STREAMS_MAX, 0);
-	rx_frame(rx, frame, FRAME);
+	data(RAW_STREAMS_MAX, 0);
+	bench__raw_rx_frame(rx, frame, FRAME);
 	assert_int_equal(rx->corrupt, 1);
 }
 
 static void shorter_frame_in_stream_counted_corrupt(void **state)
 {
-	struct rx *rx = *state;
+	struct raw_rx *rx = *state;
 
 	data(0, 0);
-	rx_frame(rx, frame, FRAME);
-	build_data(frame, FRAME - 100, mac_receiver, mac_sender, 0, 1);
-	rx_frame(rx, frame, FRAME - 100);
+	bench__raw_rx_frame(rx, frame, FRAME);
+	bench__raw_build_data(frame, FRAME - 100, bench__raw_mac_receiver, bench__raw_mac_sender, 0, 1);
+	bench__raw_rx_frame(rx, frame, FRAME - 100);
 	assert_int_equal(rx->corrupt, 1);
 	assert_int_equal(rx->frames, 1);
 }
 
 static void unknown_magic_to_us_counted_corrupt(void **state)
 {
-	struct rx *rx = *state;
+	struct raw_rx *rx = *state;
 
 	data(0, 0);
 	memcpy(frame + NIF_ETH_HLEN, "XXXX", 4);
-	rx_frame(rx, frame, FRAME);
+	bench__raw_rx_frame(rx, frame, FRAME);
 	assert_int_equal(rx->corrupt, 1);
 }
 
 static void header_only_frame_counted_corrupt(void **state)
 {
-	struct rx *rx = *state;
+	struct raw_rx *rx = *state;
 
 	data(0, 0);
-	rx_frame(rx, frame, DATA_OFF);
+	bench__raw_rx_frame(rx, frame, RAW_DATA_OFF);
 	assert_int_equal(rx->corrupt, 1);
 }
 
 static void frame_for_other_mac_ignored(void **state)
 {
-	struct rx *rx = *state;
+	struct raw_rx *rx = *state;
 
-	build_data(frame, FRAME, mac_sender, mac_receiver, 0, 0);
-	rx_frame(rx, frame, FRAME);
+	bench__raw_build_data(frame, FRAME, bench__raw_mac_sender, bench__raw_mac_receiver, 0, 0);
+	bench__raw_rx_frame(rx, frame, FRAME);
 	assert_int_equal(rx->ignored, 1);
 	assert_int_equal(rx->corrupt, 0);
 	assert_int_equal(rx->frames, 0);
@@ -143,98 +143,98 @@ static void frame_for_other_mac_ignored(void **state)
 
 static void other_ethertype_ignored(void **state)
 {
-	struct rx *rx = *state;
+	struct raw_rx *rx = *state;
 
 	data(0, 0);
 	frame[12] = 0x08;
 	frame[13] = 0x00;
-	rx_frame(rx, frame, FRAME);
-	rx_frame(rx, frame, 5);   /* runt */
+	bench__raw_rx_frame(rx, frame, FRAME);
+	bench__raw_rx_frame(rx, frame, 5);   /* runt */
 	assert_int_equal(rx->ignored, 2);
 	assert_int_equal(rx->corrupt, 0);
 }
 
 static void hello_broadcast_ignored(void **state)
 {
-	struct rx *rx = *state;
-	size_t len = build_ctl(frame, mac_broadcast, mac_sender, MAGIC_HELLO, 0, 0);
+	struct raw_rx *rx = *state;
+	size_t len = bench__raw_build_ctl(frame, bench__raw_mac_broadcast, bench__raw_mac_sender, RAW_MAGIC_HELLO, 0, 0);
 
-	assert_int_equal(len, CTL_FRAME_LEN);
-	rx_frame(rx, frame, len);
+	assert_int_equal(len, RAW_CTL_FRAME_LEN);
+	bench__raw_rx_frame(rx, frame, len);
 	assert_int_equal(rx->ignored, 1);
 	assert_int_equal(rx->corrupt, 0);
 }
 
 static void sequence_gap_counted_lost(void **state)
 {
-	struct rx *rx = *state;
+	struct raw_rx *rx = *state;
 
 	for (uint64_t seq = 0; seq < 10; seq++) {
 		if (seq == 3 || seq == 4 || seq == 8)
 			continue;   /* dropped by the kernel */
 		data(2, seq);
-		rx_frame(rx, frame, FRAME);
+		bench__raw_rx_frame(rx, frame, FRAME);
 	}
 	assert_int_equal(rx->corrupt, 0);
 	assert_int_equal(rx->frames, 7);
-	assert_int_equal(stream_lost(&rx->s[2]), 3);
+	assert_int_equal(bench__raw_stream_lost(&rx->s[2]), 3);
 	assert_int_equal(rx->nstreams, 3);
-	assert_int_equal(stream_lost(&rx->s[0]), 0);
+	assert_int_equal(bench__raw_stream_lost(&rx->s[0]), 0);
 }
 
 static void late_frame_fills_its_gap(void **state)
 {
-	struct rx *rx = *state;
+	struct raw_rx *rx = *state;
 	const uint64_t order[] = { 0, 1, 3, 2, 4 };
 
 	for (size_t i = 0; i < 5; i++) {
 		data(0, order[i]);
-		rx_frame(rx, frame, FRAME);
+		bench__raw_rx_frame(rx, frame, FRAME);
 	}
 	assert_int_equal(rx->frames, 5);
 	assert_int_equal(rx->s[0].late, 1);
-	assert_int_equal(stream_lost(&rx->s[0]), 0);
+	assert_int_equal(bench__raw_stream_lost(&rx->s[0]), 0);
 }
 
 static void end_frame_adds_tail_losses(void **state)
 {
-	struct rx *rx = *state;
+	struct raw_rx *rx = *state;
 
 	/* 3 streams, 10 frames sent round-robin: 4, 3, 3. Stream 0 got 0..2, stream 1 got
 	 * 0..2, stream 2 got only 0. */
 	for (uint64_t seq = 0; seq < 3; seq++) {
 		data(0, seq);
-		rx_frame(rx, frame, FRAME);
+		bench__raw_rx_frame(rx, frame, FRAME);
 		data(1, seq);
-		rx_frame(rx, frame, FRAME);
+		bench__raw_rx_frame(rx, frame, FRAME);
 	}
 	data(2, 0);
-	rx_frame(rx, frame, FRAME);
-	rx_frame(rx, frame, build_ctl(frame, mac_receiver, mac_sender, MAGIC_END, 3, 10));
+	bench__raw_rx_frame(rx, frame, FRAME);
+	bench__raw_rx_frame(rx, frame, bench__raw_build_ctl(frame, bench__raw_mac_receiver, bench__raw_mac_sender, RAW_MAGIC_END, 3, 10));
 	assert_true(rx->end_seen);
-	assert_int_equal(stream_lost(&rx->s[0]), 1);
-	assert_int_equal(stream_lost(&rx->s[1]), 0);
-	assert_int_equal(stream_lost(&rx->s[2]), 2);
+	assert_int_equal(bench__raw_stream_lost(&rx->s[0]), 1);
+	assert_int_equal(bench__raw_stream_lost(&rx->s[1]), 0);
+	assert_int_equal(bench__raw_stream_lost(&rx->s[2]), 2);
 	/* the repeats change nothing */
-	rx_frame(rx, frame, build_ctl(frame, mac_receiver, mac_sender, MAGIC_END, 3, 10));
-	assert_int_equal(stream_lost(&rx->s[2]), 2);
+	bench__raw_rx_frame(rx, frame, bench__raw_build_ctl(frame, bench__raw_mac_receiver, bench__raw_mac_sender, RAW_MAGIC_END, 3, 10));
+	assert_int_equal(bench__raw_stream_lost(&rx->s[2]), 2);
 	assert_int_equal(rx->corrupt, 0);
 }
 
 static void end_frame_reports_streams_that_got_nothing(void **state)
 {
-	struct rx *rx = *state;
+	struct raw_rx *rx = *state;
 
-	rx_frame(rx, frame, build_ctl(frame, mac_receiver, mac_sender, MAGIC_END, 4, 8));
+	bench__raw_rx_frame(rx, frame, bench__raw_build_ctl(frame, bench__raw_mac_receiver, bench__raw_mac_sender, RAW_MAGIC_END, 4, 8));
 	assert_int_equal(rx->nstreams, 4);
-	assert_int_equal(stream_lost(&rx->s[3]), 2);
+	assert_int_equal(bench__raw_stream_lost(&rx->s[3]), 2);
 }
 
 static void end_frame_with_zero_streams_counted_corrupt(void **state)
 {
-	struct rx *rx = *state;
+	struct raw_rx *rx = *state;
 
-	rx_frame(rx, frame, build_ctl(frame, mac_receiver, mac_sender, MAGIC_END, 0, 8));
+	bench__raw_rx_frame(rx, frame, bench__raw_build_ctl(frame, bench__raw_mac_receiver, bench__raw_mac_sender, RAW_MAGIC_END, 0, 8));
 	assert_false(rx->end_seen);
 	assert_int_equal(rx->corrupt, 1);
 }
@@ -242,29 +242,29 @@ static void end_frame_with_zero_streams_counted_corrupt(void **state)
 static void round_robin_total_divides_fairly(void **state)
 {
 	(void)state;
-	assert_int_equal(sent_to_stream(10, 3, 0), 4);
-	assert_int_equal(sent_to_stream(10, 3, 1), 3);
-	assert_int_equal(sent_to_stream(10, 3, 2), 3);
-	assert_int_equal(sent_to_stream(0, 1, 0), 0);
+	assert_int_equal(bench__raw_sent_to_stream(10, 3, 0), 4);
+	assert_int_equal(bench__raw_sent_to_stream(10, 3, 1), 3);
+	assert_int_equal(bench__raw_sent_to_stream(10, 3, 2), 3);
+	assert_int_equal(bench__raw_sent_to_stream(0, 1, 0), 0);
 	uint64_t sum = 0;
-	for (unsigned i = 0; i < STREAMS_MAX; i++)
-		sum += sent_to_stream(123456789, STREAMS_MAX, i);
+	for (unsigned i = 0; i < RAW_STREAMS_MAX; i++)
+		sum += bench__raw_sent_to_stream(123456789, RAW_STREAMS_MAX, i);
 	assert_int_equal(sum, 123456789);
 }
 
 static void minimum_mtu_frame_verifies(void **state)
 {
-	struct rx *rx = *state;
+	struct raw_rx *rx = *state;
 	size_t len = NIF_MTU_MIN + NIF_ETH_HLEN;
 
-	build_data(frame, len, mac_receiver, mac_sender, 9, 1000000);
-	rx_frame(rx, frame, len);
+	bench__raw_build_data(frame, len, bench__raw_mac_receiver, bench__raw_mac_sender, 9, 1000000);
+	bench__raw_rx_frame(rx, frame, len);
 	assert_int_equal(rx->frames, 1);
 	assert_int_equal(rx->bytes, NIF_MTU_MIN);
 	assert_int_equal(rx->corrupt, 0);
 }
 
-/* ulsraw_main with the words of line; returns its exit status. */
+/* bench__raw_parse_args with the words of line; returns 0, 2 or -1 (help). */
 static int run(const char *line)
 {
 	char buf[512], *argv[32];
@@ -274,7 +274,9 @@ static int run(const char *line)
 	for (char *t = strtok(buf, " "); t && argc < 31; t = strtok(NULL, " "))
 		argv[argc++] = t;
 	argv[argc] = NULL;
-	return ulsraw_main(argc, argv);
+	struct raw_opts o;
+
+	return bench__raw_parse_args(argc, argv, &o);
 }
 
 static void bad_arguments_exit_2(void **state)
@@ -318,14 +320,14 @@ static void good_arguments_parse(void **state)
 	     f[] = "02:75:6c:ff:00:02", g[] = "--seconds", h[] = "2.5", i[] = "--streams",
 	     j[] = "1024", k[] = "--mtu", l[] = "65521";
 	char *argv[] = { a, b, c, d, e, f, g, h, i, j, k, l, NULL };
-	struct opts o;
+	struct raw_opts o;
 	(void)state;
 
-	assert_int_equal(parse_args(12, argv, &o), 0);
-	assert_int_equal(o.role, ROLE_SEND);
+	assert_int_equal(bench__raw_parse_args(12, argv, &o), 0);
+	assert_int_equal(o.role, RAW_SEND);
 	assert_string_equal(o.tap, "uls1");
-	assert_memory_equal(o.dst, mac_receiver, NIF_ETH_ALEN);
-	assert_memory_equal(o.mac, mac_sender, NIF_ETH_ALEN);
+	assert_memory_equal(o.dst, bench__raw_mac_receiver, NIF_ETH_ALEN);
+	assert_memory_equal(o.mac, bench__raw_mac_sender, NIF_ETH_ALEN);
 	assert_true(o.seconds == 2.5);
 	assert_int_equal(o.streams, 1024);
 	assert_int_equal(o.mtu, 65521);

@@ -1,0 +1,79 @@
+/* tests/node/forge.c: the frames the hostile process forges (forge.h). */
+#include <netinet/in.h>
+#include <string.h>
+
+#include "netif/chksum.h"
+#include "tests/node/forge.h"
+
+void forge_put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+const uint8_t forge_bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+
+/* Ethernet + IPv4 header for a datagram of plen payload octets; returns the payload. */
+uint8_t *forge_ip(uint8_t *f, const uint8_t *smac, uint32_t src, uint32_t dst, uint8_t proto,
+		  size_t plen)
+{
+	uint8_t *ip = f + 14;
+
+	memcpy(f, forge_bcast, 6);
+	memcpy(f + 6, smac, 6);
+	forge_put16(f + 12, 0x0800);
+	memset(ip, 0, 20);
+	ip[0] = 0x45;
+	forge_put16(ip + 2, (uint16_t)(20 + plen));
+	ip[8] = 64;
+	ip[9] = proto;
+	memcpy(ip + 12, &src, 4);
+	memcpy(ip + 16, &dst, 4);
+	uint16_t c = (uint16_t)~nif_inet_chksum(ip, 20);
+	memcpy(ip + 10, &c, 2);
+	return ip + 20;
+}
+
+/* Ethernet + IPv4 + TCP RST: the most harmful thing to forge into someone's connection. */
+size_t forge_tcp_rst(uint8_t *f, const uint8_t *smac, uint32_t src, uint16_t sport,
+		     uint32_t dst, uint16_t dport)
+{
+	uint8_t *tcp = forge_ip(f, smac, src, dst, IPPROTO_TCP, 20);
+
+	memset(tcp, 0, 20);
+	forge_put16(tcp, sport);
+	forge_put16(tcp + 2, dport);
+	tcp[12] = 5 << 4;
+	tcp[13] = 0x04;
+	return 54;
+}
+
+/* UDP without a checksum (RFC 768: zero means none). */
+size_t forge_udp(uint8_t *f, const uint8_t *smac, uint32_t src, uint16_t sport, uint32_t dst,
+		 uint16_t dport)
+{
+	uint8_t *udp = forge_ip(f, smac, src, dst, IPPROTO_UDP, 8 + 8);
+
+	memset(udp, 0, 16);
+	forge_put16(udp, sport);
+	forge_put16(udp + 2, dport);
+	forge_put16(udp + 4, 16);
+	memcpy(udp + 8, "hostile!", 8);
+	return 14 + 20 + 16;
+}
+
+/* An ARP reply whose sender is another address at our MAC: a cache poisoning attempt. */
+size_t forge_arp(uint8_t *f, const uint8_t *smac, uint32_t spa, uint32_t tpa)
+{
+	static const uint8_t hdr[8] = { 0, 1, 8, 0, 6, 4, 0, 2 };
+
+	memcpy(f, forge_bcast, 6);
+	memcpy(f + 6, smac, 6);
+	forge_put16(f + 12, 0x0806);
+	memcpy(f + 14, hdr, 8);
+	memcpy(f + 22, smac, 6);
+	memcpy(f + 28, &spa, 4);
+	memset(f + 32, 0, 6);
+	memcpy(f + 38, &tpa, 4);
+	return 42;
+}

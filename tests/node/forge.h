@@ -1,0 +1,23 @@
+/* Frames the hostile process (tests/node/hostile.c) forges: broadcast Ethernet, IPv4 with
+ * a correct header checksum, addresses in network byte order. Each builder writes into f
+ * and returns the frame's length (forge_ip: where its payload of plen octets goes). */
+#ifndef ULS_TESTS_NODE_FORGE_H
+#define ULS_TESTS_NODE_FORGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+extern const uint8_t forge_bcast[6];
+void forge_put16(uint8_t *p, uint16_t v);
+uint8_t *forge_ip(uint8_t *f, const uint8_t *smac, uint32_t src, uint32_t dst, uint8_t proto,
+		  size_t plen);
+/* A TCP RST: the most harmful thing to forge into someone's connection. */
+size_t forge_tcp_rst(uint8_t *f, const uint8_t *smac, uint32_t src, uint16_t sport,
+		     uint32_t dst, uint16_t dport);
+/* UDP with 8 octets of payload and no checksum (RFC 768: zero means none). */
+size_t forge_udp(uint8_t *f, const uint8_t *smac, uint32_t src, uint16_t sport, uint32_t dst,
+		 uint16_t dport);
+/* An ARP reply whose sender is spa at smac: a cache poisoning attempt. */
+size_t forge_arp(uint8_t *f, const uint8_t *smac, uint32_t spa, uint32_t tpa);
+
+#endif

@@ -1,0 +1,343 @@
+"""Many processes on ulsd nodes, continued from test_node.py: the packets no process owns
+(ulsd answers for the node), and segmentation offload between the nodes and the kernel.
+Every transfer verifies its bytes (ulsbench's pattern, checked by the receiver).
+"""
+import errno
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+from conftest import BUILD, DATAPATH, MIB, _alive, check_client, server_results
+from test_node import TRANSFER_TIMEOUT, delta
+
+
+# --- 8. packets no process owns -----------------------------------------------------------
+
+def test_ulsd_answers_ping(tb):
+    """ICMP echo to the node is answered by ulsd itself (no process owns ICMP echo)."""
+    before = tb.counters(1)
+    r = subprocess.run(["ip", "netns", "exec", tb.kernel_ns, "ping", "-c", "3", "-i", "0.2", "-W", "1",
+                        tb.ip(1)], capture_output=True, text=True, timeout=20)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert delta(before, tb.counters(1), "icmp_echo_replies") >= 3
+
+
+CONNECT_CLOSED = r"""
+import socket, sys
+s = socket.socket()
+s.settimeout(5)
+try:
+    s.connect((sys.argv[1], int(sys.argv[2])))
+    print("connected")
+except OSError as e:
+    print(e.errno)
+"""
+
+
+def test_tcp_connect_to_closed_port_is_refused_with_rst(tb):
+    """A SYN to a port no process holds is answered with RST (RFC 9293 §3.10.7.1): the
+    kernel peer's connect fails with ECONNREFUSED and rst_sent grows."""
+    before = tb.counters(1)
+    p = tb.kernel_python(CONNECT_CLOSED, tb.ip(1), 6999, name="connect-closed")
+    assert p.wait(15) == 0, p.stderr()
+    assert p.stdout().strip() == str(errno.ECONNREFUSED), p.stdout()
+    assert delta(before, tb.counters(1), "rst_sent") >= 1
+
+
+UDP_CLOSED = r"""
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.connect((sys.argv[1], int(sys.argv[2])))
+s.settimeout(3)
+s.send(b"anyone?")
+try:
+    s.recv(100)
+    print("reply")
+except OSError as e:
+    print(e.errno)
+"""
+
+
+def test_udp_datagram_to_closed_port_gets_port_unreachable(tb):
+    """A datagram to a UDP port no process holds gets ICMP port unreachable (RFC 1122
+    §3.2.2.1): the kernel peer's connected UDP socket gets ECONNREFUSED."""
+    before = tb.counters(1)
+    p = tb.kernel_python(UDP_CLOSED, tb.ip(1), 6998, name="udp-closed")
+    assert p.wait(15) == 0, p.stderr()
+    assert p.stdout().strip() == str(errno.ECONNREFUSED), p.stdout()
+    assert delta(before, tb.counters(1), "icmp_unreach_sent") >= 1
+
+
+UDP_ECHO_ULSRUN = r"""
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("0.0.0.0", int(sys.argv[1])))
+print("ready", flush=True)
+for _ in range(int(sys.argv[2])):
+    d, a = s.recvfrom(65536)
+    s.sendto(d, a)
+"""
+
+UDP_BIG_CLIENT = r"""
+import os, socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(5)
+for n in (3000, 20000, 65507):
+    d = os.urandom(n)
+    s.sendto(d, (sys.argv[1], int(sys.argv[2])))
+    r, _ = s.recvfrom(65536)
+    print(n, "same" if r == d else "differs", flush=True)
+"""
+
+
+def test_fragmented_udp_datagrams_from_kernel_peer_reach_the_process_and_verify(tb):
+    """IPv4 reassembly for processes (RFC 791 §3.2, server/reass.c): a Linux peer sends
+    UDP datagrams of 3000, 20000 and 65507 octets (the kernel fragments them at MTU 1500:
+    up to 45 fragments) to a python echo server under ulsrun on node 1; each echo comes back
+    with the same bytes. ulsd collected each datagram once (reass_datagrams) and dropped no
+    fragment; on the direct path its fragments reached the process through the kernel's
+    steering (dp_frag), on the relay through its ring."""
+    port = 6290
+    ulsrun = os.path.join(BUILD, "apps", "ulsrun")
+    before = tb.counters(1)
+    srv = tb.start([ulsrun, "--ctl", tb.ctl(1), "--", "/usr/bin/python3", "-c", UDP_ECHO_ULSRUN,
+                    str(port), "3"], name="udp-echo")
+    deadline = time.monotonic() + 10
+    while "ready" not in srv.stdout() and time.monotonic() < deadline and srv.poll() is None:
+        time.sleep(0.05)
+    assert "ready" in srv.stdout(), srv.stderr()
+    cl = tb.kernel_python(UDP_BIG_CLIENT, tb.ip(1), port, name="udp-big")
+    assert cl.wait(30) == 0, cl.stdout() + cl.stderr()
+    assert cl.stdout().split("\n")[:3] == ["3000 same", "20000 same", "65507 same"], cl.stdout()
+    assert srv.wait(10) == 0, srv.stderr()
+    after = tb.counters(1)
+    assert delta(before, after, "reass_datagrams") == 3
+    assert delta(before, after, "reass_fragments") == 3 + 14 + 45
+    for k in ("drop_fragment_reass", "drop_reass_unsteered", "drop_reass_no_owner"):
+        assert delta(before, after, k) == 0, k
+    assert after["reass_bytes_held"] == 0
+    # The echo server's lease took the suite's data path.
+    assert delta(before, after, "leases_direct" if DATAPATH == "direct" else "leases_relay") == 1
+
+
+# --- 9. segmentation offload --------------------------------------------------------------
+
+def restart_ulsd(tb, node, offload):
+    """Stop node `node`'s ulsd (TERM, by its PID) and start it again the same way, with
+    `--offload on` (True), `--offload off` (False) or without the option (None: the
+    default, on unless ULS_TSO=0)."""
+    argv = tb.ulsd_cmdline(node)
+    while "--offload" in argv:
+        i = argv.index("--offload")
+        del argv[i:i + 2]
+    if offload is not None:
+        argv += ["--offload", "on" if offload else "off"]
+    pid = tb.ulsd_pid(node)
+    if pid is not None:
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 5
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if _alive(pid):
+            os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 5
+            while _alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.02)
+    tb.start_ulsd(node, argv)
+    assert ("--offload" in tb.ulsd_cmdline(node)) == (offload is not None)
+
+
+def _nodes_with(tb, offload):
+    n = len(tb.procs)
+    try:
+        for node in (1, 2):
+            restart_ulsd(tb, node, offload)
+        yield tb
+    finally:
+        for p in tb.procs[n:]:   # this test's processes, before their nodes go away
+            p.kill()
+        for node in (1, 2):
+            restart_ulsd(tb, node, None)
+
+
+@pytest.fixture
+def offload_nodes(tb):
+    """Both nodes' ulsd with `--offload on` for one test, back to the default afterwards."""
+    yield from _nodes_with(tb, True)
+
+
+@pytest.fixture
+def plain_nodes(tb):
+    """Both nodes' ulsd with `--offload off` for one test, back to the default afterwards."""
+    yield from _nodes_with(tb, False)
+
+
+def run_offload_pairs(tb, npairs, nbytes, base_port, direction, env=None):
+    """npairs concurrent streams between their own processes on node 1 (clients, `direction`
+    as ulsbench's --dir) and node 2 (servers); every stream verified by its receiver."""
+    servers = [tb.server(2, base_port + i, count=1) for i in range(npairs)]
+    clients = [tb.client(1, f"{tb.ip(2)}:{base_port + i}", nbytes, direction, name=f"gso{i}", env=env)
+               for i in range(npairs)]
+    for c in clients:
+        check_client(c, TRANSFER_TIMEOUT)
+    if direction == "send":
+        for r in server_results_all(servers):
+            assert r["bytes"] == nbytes, r
+    for s in servers:
+        assert s.wait(10) == 0, s.stderr()
+
+
+def server_results_all(servers):
+    return [r for s in servers for r in server_results(s, 1)]
+
+
+# What a node's processes sent and received, on the suite's path: ulsd's own counters on the
+# relay; on the direct path the kernel's, per queue, summed over the node's processes.
+SENT = {"relay": "frames_sent", "direct": "direct_tx_passed"}
+GSO_SENT = {"relay": "frames_gso_sent", "direct": "direct_tx_passed_gso"}
+GSO_RECEIVED = {"relay": "frames_gso_received", "direct": "direct_steered_gso"}
+# Frames refused for their offload or size: the relay's checks, and the kernel's (size).
+OFFLOAD_DROPS = ("drop_tx_bad_offload", "drop_rx_bad_vnet", "direct_tx_dropped.size")
+
+
+def cdelta(before, after, key):
+    """A counter's growth; a counter this ulsd does not have (direct_* on the relay) is 0."""
+    return after.get(key, 0) - before.get(key, 0)
+
+
+def test_offload_concurrent_64mib_streams_both_ways_verify_and_move_as_super_segments(offload_nodes):
+    """With `ulsd --offload on` at both nodes (TSO/GSO through the TAP's virtio-net header),
+    eight processes stream 64 MiB each from node 1 to node 2 at once, then eight from node 2
+    to node 1: every byte verified, and node 1 sends super-segments (frames_gso_sent; on
+    the direct path the transmit check's direct_tx_passed_gso) that node 2 receives whole
+    (frames_gso_received; direct_steered_gso), and back, with no bad offload header.
+
+    The regression this guards: a super-segment carrying the FIN, split to fit the window,
+    kept the FIN on its head (lwIP patch 0007), so about one transfer in six ended 0.5-9 KiB
+    short. Sixteen TSO senders each end their stream with a FIN on a super-segment (with
+    six pairs each way, one run in four of this test failed before the fix)."""
+    tb = offload_nodes
+    sent, received = GSO_SENT[DATAPATH], GSO_RECEIVED[DATAPATH]
+    c1, c2 = tb.counters(1), tb.counters(2)
+    run_offload_pairs(tb, 8, 64 * MIB, 6700, "send")
+    d1, d2 = tb.counters(1), tb.counters(2)
+    assert cdelta(c1, d1, sent) > 0, d1
+    assert cdelta(c2, d2, received) > 0, d2
+    run_offload_pairs(tb, 8, 64 * MIB, 6710, "recv")
+    e1, e2 = tb.counters(1), tb.counters(2)
+    assert cdelta(d2, e2, sent) > 0, e2
+    assert cdelta(d1, e1, received) > 0, e1
+    for c0, c in ((c1, e1), (c2, e2)):
+        for k in OFFLOAD_DROPS:
+            assert cdelta(c0, c, k) == 0, (k, c)
+
+
+def test_without_offload_concurrent_64mib_streams_verify_as_wire_sized_frames(plain_nodes):
+    """With `ulsd --offload off` (a plain TAP, no virtio-net header) 4 concurrent 64 MiB
+    streams each way verify, at least 256 MiB / 1514 frames leave node 1 (frames_sent;
+    direct: direct_tx_passed), and no super-segment is sent or received: the path every
+    frame took before offloads, still whole."""
+    tb = plain_nodes
+    c1, c2 = tb.counters(1), tb.counters(2)
+    run_offload_pairs(tb, 4, 64 * MIB, 6740, "send")
+    m1 = tb.counters(1)
+    # 256 MiB left node 1 in frames of at most 1514 bytes, not in super-segments
+    assert cdelta(c1, m1, SENT[DATAPATH]) >= 4 * 64 * MIB // 1514, m1
+    run_offload_pairs(tb, 4, 64 * MIB, 6750, "recv")
+    d1, d2 = tb.counters(1), tb.counters(2)
+    for c0, c in ((c1, d1), (c2, d2)):
+        for k in (*GSO_SENT.values(), *GSO_RECEIVED.values(), *OFFLOAD_DROPS):
+            assert cdelta(c0, c, k) == 0, (k, c)
+
+
+def test_offload_node_serves_a_sender_with_tso_off(offload_nodes):
+    """A process with ULS_TSO=0 on an offload node sends wire-sized segments (its node
+    sends no super-segment meanwhile) and its 64 MiB stream to a TSO process on the other
+    node verifies; so does a TSO sender's stream to a receiver with ULS_TSO=0."""
+    tb = offload_nodes
+    c1 = tb.counters(1)
+    run_offload_pairs(tb, 2, 64 * MIB, 6720, "send", env={"ULS_TSO": "0"})
+    d1 = tb.counters(1)
+    assert cdelta(c1, d1, GSO_SENT[DATAPATH]) == 0, d1
+    assert cdelta(c1, d1, SENT[DATAPATH]) >= 2 * 64 * MIB // 1514, d1
+    run_offload_pairs(tb, 2, 64 * MIB, 6730, "recv", env={"ULS_TSO": "0"})
+    e1 = tb.counters(1)
+    for k in OFFLOAD_DROPS:
+        assert cdelta(d1, e1, k) == 0, (k, e1)
+
+
+def server_counters(p):
+    """The stack counters a ulsbench server run with ULSBENCH_COUNTERS=1 printed at exit."""
+    for line in p.stderr().splitlines():
+        if line.startswith("ulsbench server: counters "):
+            return json.loads(line[len("ulsbench server: counters "):])
+    raise AssertionError(f"{p.name}: no counters: {p.stderr()}")
+
+
+def test_direct_path_moves_large_frames_without_a_copy_both_ways(tb):
+    """Issue 12 item 5, "frames straight into pbufs": on the direct path (offload on, the
+    default) a process receiving a 64 MiB stream keeps at least half of its super-segments
+    where the kernel read them (rx_frames_in_place, the device's dev_rx_lent), and a
+    process sending one writes its segments from lwIP's pbufs (tx_frames_gathered,
+    dev_tx_gather) instead of copying them; both streams verified. On the relay neither
+    happens (its rings are copied both ways), which is the control that the counters do
+    count only the direct path's in-place frames."""
+    env = {"ULSBENCH_COUNTERS": "1"}
+    rx = tb.server(2, 6760, count=1, env=env)
+    check_client(tb.client(1, f"{tb.ip(2)}:6760", 64 * MIB, "send", name="zc-send"),
+                 TRANSFER_TIMEOUT)
+    (res,) = server_results(rx, 1)
+    assert res["bytes"] == 64 * MIB, res
+    assert rx.wait(10) == 0, rx.stderr()
+    tx = tb.server(2, 6761, count=1, env=env)
+    check_client(tb.client(1, f"{tb.ip(2)}:6761", 64 * MIB, "recv", name="zc-recv"),
+                 TRANSFER_TIMEOUT)
+    assert tx.wait(10) == 0, tx.stderr()
+    crx, ctx = server_counters(rx), server_counters(tx)
+    if DATAPATH == "direct":
+        # a super-segment carries up to 64 KiB: 1,024 of them hold 64 MiB
+        assert crx.get("rx_frames_in_place", 0) >= 512, crx
+        assert crx.get("dev_rx_lent", 0) == crx.get("rx_frames_in_place", 0), crx
+        assert ctx.get("tx_frames_gathered", 0) >= 512, ctx
+        assert ctx.get("dev_tx_gather", 0) == ctx.get("tx_frames_gathered", 0), ctx
+    else:
+        for c in (crx, ctx):
+            for k in ("rx_frames_in_place", "dev_rx_lent", "tx_frames_gathered", "dev_tx_gather"):
+                assert c.get(k, 0) == 0, (k, c)
+
+
+def test_ulsd_refuses_rings_already_enabled_or_with_files_or_restrictions(tb):
+    """Issue 12 item 4: "ulsd refuses a ring that was already enabled or had files or
+    restrictions registered." A hostile process offers HELLO rings of which the receive or
+    the transmit ring was enabled, given restrictions of its own (NOP only), or given a
+    file of its own before it offered them: each lease falls back to the relay, counted
+    (direct_refused, 6 of 6). Refused at the transmit ring, the receive ring that ulsd
+    had taken first never reaches the queue: the process can enable it itself (it was not
+    yet restricted) but a write to fixed file 0 fails, and ulsd renews the queue it had
+    registered (dp_queues_recycled), so that a read the process slipped in meanwhile could
+    not get the next owner's frames. The control: untouched rings get the direct path."""
+    before = tb.counters(1)
+    refused = {}
+    for kind in ("enabled", "restricted", "files"):
+        for which in (0, 1):
+            refused[(kind, which)] = tb.hostile(1, "badring", kind, which)
+    control = tb.hostile(1, "badring", "none", 0)
+    after = tb.counters(1)
+    if DATAPATH == "direct":
+        assert "datapath direct" in control, control
+        for k, out in refused.items():
+            assert "datapath relay" in out, (k, out)
+            if k[1] == 1:
+                write = int(out.split("queue_write ")[1].split()[0])
+                assert write < 0, (k, out)
+        assert delta(before, after, "direct_refused") == 6, after
+        assert delta(before, after, "dp_queues_recycled") >= 3, (refused, after)
+    else:
+        for out in (*refused.values(), control):
+            assert "datapath relay" in out, out
+        assert delta(before, after, "direct_refused") == 0, after
