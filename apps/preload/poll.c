@@ -279,6 +279,30 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* epoll_wait(2) or epoll_pwait(2) in the kernel, for up to timeout ms. A thread that armed
+ * io_uring requests (the device's receive reads, when it drove the stack) gets their
+ * completions as task work, which wakes it from whatever it sleeps in as a signal would
+ * (TIF_NOTIFY_SIGNAL), and epoll_wait then fails with EINTR: most calls are restarted by
+ * the kernel, epoll_wait never is. The kernel's own epoll_wait says EINTR only when a
+ * handler ran, so without one (the trampoline counts them) the wait goes on for what is
+ * left of it. Deviation: a handler installed without the C library is not counted, and
+ * does not end the wait. */
+static int kernel_epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout,
+			     const sigset_t *mask)
+{
+	int64_t end = timeout > 0 ? now_ms() + timeout : 0;
+
+	for (;;) {
+		unsigned ran = shim__handlers_run();
+		int rc = mask ? shim__real.epoll_pwait(epfd, ev, max, timeout, mask) :
+				shim__real.epoll_wait(epfd, ev, max, timeout);
+		if (rc >= 0 || errno != EINTR || shim__handlers_run() != ran)
+			return rc;
+		if (!time_left(timeout, end, &timeout))
+			return 0;
+	}
+}
+
 /* epoll_wait(2) and epoll_pwait(2) (mask: NULL, or the mask for the wait) in a process
  * with user-level sockets: ask the set without waiting; if nothing is ready, drive the
  * stack for one round while waiting on the device and the set together
@@ -307,16 +331,17 @@ static int epoll_drive(int epfd, struct epoll_event *ev, int max, int timeout,
 		if (d == -EINTR)
 			return shim__ret(-EINTR);
 		if (d == -EBUSY || d == -EINVAL)
-			return mask ? shim__real.epoll_pwait(epfd, ev, max, left, mask) :
-				      shim__real.epoll_wait(epfd, ev, max, left);
+			return kernel_epoll_wait(epfd, ev, max, left, mask);
 	}
 }
 
 SHIM_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
 {
 	shim__real_init();
-	if (timeout == 0 || !shim__enabled() || shim__maxfd() < 0)
+	if (timeout == 0 || !shim__enabled())
 		return shim__real.epoll_wait(epfd, ev, max, timeout);
+	if (shim__maxfd() < 0)
+		return kernel_epoll_wait(epfd, ev, max, timeout, NULL);
 	return epoll_drive(epfd, ev, max, timeout, NULL);
 }
 
@@ -324,7 +349,9 @@ SHIM_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeo
 			    const sigset_t *mask)
 {
 	shim__real_init();
-	if (timeout == 0 || !shim__enabled() || shim__maxfd() < 0)
+	if (timeout == 0 || !shim__enabled())
 		return shim__real.epoll_pwait(epfd, ev, max, timeout, mask);
+	if (shim__maxfd() < 0)
+		return kernel_epoll_wait(epfd, ev, max, timeout, mask);
 	return epoll_drive(epfd, ev, max, timeout, mask);
 }

@@ -126,6 +126,7 @@ void shim__signals_hold(sigset_t *old);
 void shim__signals_release(const sigset_t *old);
 const sigset_t *shim__program_mask(const sigset_t *old);
 void shim__signals_init(void);
+unsigned shim__handlers_run(void);
 bool shim__guarded(int fd);
 
 /* Sockets (socket.c), data (io.c), waiting (wait in io.c). */

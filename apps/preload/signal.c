@@ -45,6 +45,15 @@ static struct {
  * them for its own signal()). */
 static sigset_t interrupting;
 
+/* Handlers run on this thread (not deferred): a kernel wait that ends with EINTR when none
+ * ran was woken by io_uring's task work, not by a signal (shim__handlers_run). */
+static __thread volatile unsigned handlers_run __attribute__((tls_model("initial-exec")));
+
+unsigned shim__handlers_run(void)
+{
+	return handlers_run;
+}
+
 static void tramp(int sig, siginfo_t *si, void *uc)
 {
 	int saved = errno;
@@ -68,6 +77,7 @@ static void tramp(int sig, siginfo_t *si, void *uc)
 		atomic_store(&installed[sig].handler, (uintptr_t)SIG_DFL);
 		atomic_store(&installed[sig].flags, 0);
 	}
+	handlers_run++;
 	uls_signal_note((flags & SA_RESTART) != 0);
 	errno = saved;
 	if (h == (uintptr_t)SIG_DFL || h == (uintptr_t)SIG_IGN)

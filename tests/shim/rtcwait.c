@@ -24,6 +24,12 @@
  *          its sets cleared and its timeout zero.
  * pselect  the same with pselect() and its signal mask (SIGALRM blocked outside the wait,
  *          the mask opens it), which leaves the timeout alone.
+ * idle     this thread makes the process's first connection (so the device's first
+ *          receive reads are its own), then waits 400 ms in epoll_wait on a set of a pipe
+ *          alone while another thread exchanges 20 messages on that connection: the frames
+ *          complete reads this thread armed, and io_uring's task work interrupts whatever
+ *          this thread sleeps in; epoll_wait must still return 0 after its 400 ms, as the
+ *          kernel's does when no handler ran (no EINTR).
  * Prints "ok" and the stack's rtc_shim_* counters (uls_counters, through dlsym), exits 0;
  * or says what went wrong and exits 1.
  */
@@ -271,6 +277,43 @@ static int epoll_mode(enum waiter how)
 	return 0;
 }
 
+static int idle_sd;
+
+static void *idle_talker(void *arg)
+{
+	(void)arg;
+	usleep(50000);
+	for (int i = 0; i < 20 && !failed; i++)
+		if (exchange(idle_sd, 100, (unsigned)i) < 0)
+			failed = 1;
+	return NULL;
+}
+
+static int idle_mode(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN }, got;
+	struct timespec t0, t1;
+	pthread_t t;
+
+	idle_sd = dial();
+	int ep = epoll_create1(0);
+	if (idle_sd < 0 || ep < 0 || pipe(pipefd) < 0)
+		return -1;
+	ev.data.fd = pipefd[0];
+	epoll_ctl(ep, EPOLL_CTL_ADD, pipefd[0], &ev);
+	pthread_create(&t, NULL, idle_talker, NULL);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int n = epoll_wait(ep, &got, 1, 400);
+	int err = errno;
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	pthread_join(t, NULL);
+	double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+	if (n != 0 || ms < 390)
+		return fprintf(stderr, "idle: epoll_wait %d (%s) after %.0f ms of 400\n", n,
+			       n < 0 ? strerror(err) : "-", ms), -1;
+	return failed ? -1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	pthread_t t[4];
@@ -313,6 +356,9 @@ int main(int argc, char **argv)
 				strcmp(mode, "select") == 0 ? W_SELECT :
 				strcmp(mode, "pselect") == 0 ? W_PSELECT : W_EPOLL;
 		if (epoll_mode(w) < 0)
+			failed = 1;
+	} else if (strcmp(mode, "idle") == 0) {
+		if (idle_mode() < 0)
 			failed = 1;
 	} else if (strcmp(mode, "exec-child") == 0) {
 		int sd = dial();
