@@ -2,15 +2,18 @@
 # clang (configure's FUZZ_CC) when it has libFuzzer, and run by make check for a bounded time
 # each (tests/fuzz/run, ULS_FUZZ_SECONDS) from the seed corpus in tests/fuzz/seeds.
 FUZZ_SRC_FILES = tests/fuzz/fuzz_filter.c tests/fuzz/fuzz_vnet.c tests/fuzz/fuzz_frame.c \
-	tests/fuzz/fuzz_ctl.c tests/fuzz/fuzz_stack.c
+	tests/fuzz/fuzz_ctl.c tests/fuzz/fuzz_stack.c tests/fuzz/fuzz_hoff.c \
+	tests/fuzz/fuzz_conntab.c
 EXTRA_DIST += tests/fuzz/README.md tests/fuzz/run $(FUZZ_SRC_FILES) \
 	tests/fuzz/seeds/fuzz_filter.hex tests/fuzz/seeds/fuzz_vnet.hex \
 	tests/fuzz/seeds/fuzz_frame.hex tests/fuzz/seeds/fuzz_ctl.hex \
-	tests/fuzz/seeds/fuzz_stack.hex tests/fuzz/seeds/fuzz_stack_offload.hex
+	tests/fuzz/seeds/fuzz_stack.hex tests/fuzz/seeds/fuzz_stack_offload.hex \
+	tests/fuzz/seeds/fuzz_hoff.hex tests/fuzz/seeds/fuzz_conntab.hex
 
 if ULS_FUZZ
 FUZZ_TARGETS = tests/fuzz/fuzz_filter tests/fuzz/fuzz_vnet tests/fuzz/fuzz_frame \
-	tests/fuzz/fuzz_ctl tests/fuzz/fuzz_stack tests/fuzz/fuzz_stack_offload
+	tests/fuzz/fuzz_ctl tests/fuzz/fuzz_stack tests/fuzz/fuzz_stack_offload \
+	tests/fuzz/fuzz_hoff tests/fuzz/fuzz_conntab
 check_SCRIPTS = $(FUZZ_TARGETS)
 CLEANFILES += $(FUZZ_TARGETS)
 TESTS += tests/fuzz/run
@@ -28,6 +31,15 @@ tests/fuzz/fuzz_frame: tests/fuzz/fuzz_frame.c netif/frame.c
 	@$(MKDIR_P) tests/fuzz
 	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) -Wall -Wextra -Werror $(FUZZ_CPPFLAGS) $^ -o $@
 tests/fuzz/fuzz_ctl: tests/fuzz/fuzz_ctl.c netif/ctlproto.c
+	@$(MKDIR_P) tests/fuzz
+	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) -Wall -Wextra -Werror $(FUZZ_CPPFLAGS) $^ -o $@
+# The state a process takes over from another (stack/hoffstate.c): lwIP's headers for its
+# state values and TCP_SND_BUF, none of its code.
+tests/fuzz/fuzz_hoff: tests/fuzz/fuzz_hoff.c stack/hoffstate.c
+	@$(MKDIR_P) tests/fuzz
+	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) -Wall -Wextra -Werror $(FUZZ_CPPFLAGS) $(LWIP_CPPFLAGS) $^ -o $@
+# A process's connection table as ulsd reads it (netif/conntab.c).
+tests/fuzz/fuzz_conntab: tests/fuzz/fuzz_conntab.c netif/conntab.c
 	@$(MKDIR_P) tests/fuzz
 	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) -Wall -Wextra -Werror $(FUZZ_CPPFLAGS) $^ -o $@
 
