@@ -124,3 +124,10 @@ tests_unit_test_server_SOURCES = tests/unit/test_server.c server/ctl.c server/le
 	server/bpf_none.c
 tests_unit_test_server_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
 tests_unit_test_server_LDADD = filter/libflt.la netif/libnif.la $(LIBURING_LIBS) $(CMOCKA_LIBS) -lpthread
+
+# The stack's segmentation offload: segment sizes and the offload word of sent frames.
+check_PROGRAMS += tests/unit/test_tso
+TESTS += tests/unit/test_tso
+tests_unit_test_tso_SOURCES = tests/unit/test_tso.c
+tests_unit_test_tso_CPPFLAGS = $(UNIT_CPPFLAGS) -I$(top_srcdir)/stack -I$(top_srcdir)/stack/include
+tests_unit_test_tso_LDADD = $(UNIT_LDADD)
