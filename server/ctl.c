@@ -30,7 +30,10 @@ struct conn {
 	pid_t pid;
 	uid_t uid;
 	struct srv_lease *lease;
+	struct conn *prev, *next;  /* every open connection (conns): freed when ulsd stops */
 };
+
+static struct conn *conns;
 
 static const char *const counter_names[SRV_COUNTER_MAX] = {
 	[SRV_CTL_MESSAGES] = "ctl_messages",
@@ -591,8 +594,19 @@ static void handle(struct srv *s, struct conn *c, const struct uls_ctl_msg *m)
 	reply_status(s, c, m, rc < 0 ? rc : 0);
 }
 
+static void conn_unlink(struct conn *c)
+{
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+}
+
 static void conn_close(struct srv *s, struct conn *c)
 {
+	conn_unlink(c);
 	if (c->lease) {
 		srv_log(2, "lease %u ended (pid %d)", c->lease->id, (int)c->pid);
 		srv_lease_end(s, c->lease);  /* closes c->fd */
@@ -678,6 +692,10 @@ int srv_ctl_run(struct srv *s, int lfd)
 				c->fd = fd;
 				c->pid = cred.pid;
 				c->uid = cred.uid;
+				c->next = conns;
+				if (conns)
+					conns->prev = c;
+				conns = c;
 				ev.events = EPOLLIN | EPOLLRDHUP;
 				ev.data.ptr = c;
 				epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
@@ -702,6 +720,15 @@ int srv_ctl_run(struct srv *s, int lfd)
 		pthread_mutex_unlock(&s->lock);
 		if (timeout < 1)
 			timeout = 1;
+	}
+	/* Stopping: the records go; a lease keeps its connection's descriptor (it closes it
+	 * when it is freed), the others are closed here. */
+	while (conns) {
+		struct conn *c = conns;
+		conn_unlink(c);
+		if (!c->lease)
+			close(c->fd);
+		free(c);
 	}
 	close(sfd);
 	close(ep);
