@@ -131,3 +131,11 @@ TESTS += tests/unit/test_tso
 tests_unit_test_tso_SOURCES = tests/unit/test_tso.c
 tests_unit_test_tso_CPPFLAGS = $(UNIT_CPPFLAGS) -I$(top_srcdir)/stack -I$(top_srcdir)/stack/include
 tests_unit_test_tso_LDADD = $(UNIT_LDADD)
+
+# The socket layer against the kernel's TCP, in a namespace of the test's own
+# (tests/unit/node_fixture.h): stack/stream.c's calls, stack/mirror.c's readiness.
+check_PROGRAMS += tests/unit/test_stream
+TESTS += tests/unit/test_stream
+tests_unit_test_stream_SOURCES = tests/unit/test_stream.c tests/unit/node_fixture.h
+tests_unit_test_stream_CPPFLAGS = $(UNIT_CPPFLAGS) -I$(top_srcdir)/stack/include
+tests_unit_test_stream_LDADD = $(UNIT_LDADD)
