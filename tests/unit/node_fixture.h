@@ -32,7 +32,8 @@
 
 static bool node_up;
 
-static struct sockaddr_in sin_of(const char *ip, uint16_t port)
+
+static __attribute__((unused)) struct sockaddr_in sin_of(const char *ip, uint16_t port)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
 	inet_pton(AF_INET, ip, &a.sin_addr);
@@ -40,7 +41,7 @@ static struct sockaddr_in sin_of(const char *ip, uint16_t port)
 }
 
 /* 0, or -1 when this process cannot have a namespace of its own (the tests skip). */
-static int node_fixture_start(void)
+static __attribute__((unused)) int node_fixture_start(void)
 {
 	struct ifreq ifr = { 0 };
 	int fd;
@@ -69,7 +70,7 @@ static int node_fixture_start(void)
 }
 
 /* A kernel socket of the peer's, non-blocking. */
-static int peer_socket(void)
+static __attribute__((unused)) int peer_socket(void)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	int one = 1;
@@ -77,7 +78,7 @@ static int peer_socket(void)
 	return fd;
 }
 
-static bool wait_fd(int fd, short events, int ms)
+static __attribute__((unused)) bool wait_fd(int fd, short events, int ms)
 {
 	struct pollfd p = { .fd = fd, .events = events };
 	return poll(&p, 1, ms) == 1;
@@ -85,7 +86,7 @@ static bool wait_fd(int fd, short events, int ms)
 
 /* The peer connects to the node's port; the node's listener lsd accepts. Returns the
  * accepted socket, *peer the kernel's connected one. */
-static int peer_connects(int lsd, uint16_t port, int *peer)
+static __attribute__((unused)) int peer_connects(int lsd, uint16_t port, int *peer)
 {
 	struct sockaddr_in a = sin_of(NODE_ADDR, port);
 	*peer = peer_socket();
@@ -98,7 +99,7 @@ static int peer_connects(int lsd, uint16_t port, int *peer)
 }
 
 /* A listening node socket on port. */
-static int node_listener(uint16_t port)
+static __attribute__((unused)) int node_listener(uint16_t port)
 {
 	int sd = uls_socket(SOCK_STREAM);
 	struct sockaddr_in a = sin_of(NODE_ADDR, port);
@@ -108,7 +109,7 @@ static int node_listener(uint16_t port)
 }
 
 /* Read exactly n octets from the kernel socket within 5 s. */
-static ssize_t peer_read(int fd, void *buf, size_t n)
+static __attribute__((unused)) ssize_t peer_read(int fd, void *buf, size_t n)
 {
 	size_t got = 0;
 	while (got < n && wait_fd(fd, POLLIN, 5000)) {
