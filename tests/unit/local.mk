@@ -144,3 +144,10 @@ TESTS += tests/unit/test_mirror
 tests_unit_test_mirror_SOURCES = tests/unit/test_mirror.c tests/unit/node_fixture.h
 tests_unit_test_mirror_CPPFLAGS = $(UNIT_CPPFLAGS) -I$(top_srcdir)/stack/include
 tests_unit_test_mirror_LDADD = $(UNIT_LDADD)
+
+# The check of a connection's handed-over state (stack/hoffstate.c; fuzzed by fuzz_hoff).
+check_PROGRAMS += tests/unit/test_hoffstate
+TESTS += tests/unit/test_hoffstate
+tests_unit_test_hoffstate_SOURCES = tests/unit/test_hoffstate.c
+tests_unit_test_hoffstate_CPPFLAGS = $(UNIT_CPPFLAGS) -I$(top_srcdir)/stack
+tests_unit_test_hoffstate_LDADD = $(UNIT_LDADD)
