@@ -119,7 +119,8 @@ tests_unit_test_qring_LDADD = netif/libnif.la $(LIBURING_LIBS) $(CMOCKA_LIBS) -l
 # ulsd but its main, with a fake TAP the test defines (netif/tap.c is not linked).
 check_PROGRAMS += tests/unit/test_server
 TESTS += tests/unit/test_server
-tests_unit_test_server_SOURCES = tests/unit/test_server.c server/ctl.c server/lease.c \
+tests_unit_test_server_SOURCES = tests/unit/test_server.c tests/unit/faketap.c \
+	tests/unit/faketap.h server/ctl.c server/lease.c \
 	server/ports.c server/handoff.c server/demux.c server/reply.c server/reass.c \
 	server/bpf_none.c
 tests_unit_test_server_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)

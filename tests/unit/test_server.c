@@ -29,6 +29,7 @@
 #include "netif/ring.h"
 #include "netif/tap.h"
 #include "server/internal.h"
+#include "faketap.h"
 #include "filter_frames.h"
 
 /* ---- What ulsd.c gives the other files ------------------------------------------------ */
@@ -37,72 +38,28 @@ static uint64_t now_ms = 1000000;
 uint64_t srv_now_ms(void) { return __atomic_load_n(&now_ms, __ATOMIC_RELAXED); }
 void srv_log(int level, const char *fmt, ...) { (void)level; (void)fmt; }
 
-/* ---- A fake TAP ----------------------------------------------------------------------- */
+/* ---- The TAP (tests/unit/faketap.c) -------------------------------------------------- */
 
-struct nif_tap { int unused; };
-static struct nif_tap tap;
 static struct srv srv;
+#define sent faketap_sent
+#define nsent faketap_nsent
 
-#define MAX_SENT 64
-static struct { uint8_t b[2048]; size_t len; } sent[MAX_SENT];
-static unsigned nsent;
-static uint8_t slot_buf[NIF_OFF_FRAME_MAX + 256];
-static struct frame inject[8];
-static unsigned ninject;
-
-uint8_t *nif_tap_tx_slot(struct nif_tap *t) { (void)t; return slot_buf; }
-size_t nif_tap_tx_room(const struct nif_tap *t) { (void)t; return sizeof(slot_buf); }
-void nif_tap_tx_unused(struct nif_tap *t, uint8_t *slot) { (void)t; (void)slot; }
-int nif_tap_tx_flush(struct nif_tap *t) { (void)t; return 0; }
-void nif_tap_wake(struct nif_tap *t) { (void)t; }
-int nif_tap_wait(struct nif_tap *t, int timeout_ms) { (void)t; (void)timeout_ms; return 0; }
-int nif_tap_watch(struct nif_tap *t, int fd, uint64_t tag) { (void)t; (void)fd; (void)tag; return 0; }
-void nif_tap_unwatch(struct nif_tap *t, uint64_t tag) { (void)t; (void)tag; }
-void nif_tap_set_event_fn(struct nif_tap *t, nif_event_fn *fn, void *arg)
+static void stop_demux(void)
 {
-	(void)t; (void)fn; (void)arg;
-}
-void nif_tap_get_stats(const struct nif_tap *t, struct nif_dev_stats *out)
-{
-	(void)t;
-	memset(out, 0, sizeof(*out));
-}
-
-int nif_tap_tx_queue(struct nif_tap *t, uint8_t *slot, size_t len, uint32_t off)
-{
-	(void)t; (void)off;
-	if (nsent < MAX_SENT && len <= sizeof(sent[0].b)) {
-		memcpy(sent[nsent].b, slot, len);
-		sent[nsent++].len = len;
-	}
-	return 0;
-}
-
-int nif_tap_tx_send_split(struct nif_tap *t, uint8_t *slot, size_t head, const uint8_t *rest,
-			  size_t rest_len, uint32_t off)
-{
-	(void)rest; (void)rest_len;
-	return nif_tap_tx_queue(t, slot, head, off);
-}
-
-/* The demux thread's receive: the injected frames, then its loop ends. */
-int nif_tap_rx(struct nif_tap *t, nif_rx_fn *fn, void *arg, unsigned budget)
-{
-	(void)t; (void)budget;
-	for (unsigned i = 0; i < ninject; i++)
-		fn(arg, inject[i].b, inject[i].len, 0);
-	int n = (int)ninject;
-	ninject = 0;
 	srv.stop = true;
-	return n;
 }
 
 /* One round of the demux thread's loop over the frames given. */
 static void demux(const struct frame *f, unsigned n)
 {
-	for (unsigned i = 0; i < n; i++)
-		inject[i] = f[i];
-	ninject = n;
+	const uint8_t *frames[8];
+	size_t lens[8];
+	for (unsigned i = 0; i < n && i < 8; i++) {
+		frames[i] = f[i].b;
+		lens[i] = f[i].len;
+	}
+	faketap_inject(frames, lens, n);
+	faketap_rx_done = stop_demux;
 	srv.stop = false;
 	srv_demux_thread(&srv);
 	srv.stop = false;
@@ -116,7 +73,7 @@ static int setup(void **state)
 	memset(&srv, 0, sizeof(srv));
 	pthread_mutex_init(&srv.lock, NULL);
 	srv.flt = flt_table_new();
-	srv.tap = &tap;
+	srv.tap = faketap();
 	srv.ip = NODE_IP;
 	srv.prefix_len = 24;
 	srv.mtu = 1500;
