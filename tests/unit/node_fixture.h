@@ -69,6 +69,17 @@ static __attribute__((unused)) int node_fixture_start(void)
 	return 0;
 }
 
+/* The body of main() for a group of cmocka tests on the fixture (expanded where cmocka.h
+ * is included): start the node, run them, stop it. */
+#define NODE_FIXTURE_RUN(tests) __extension__({ \
+	if (node_fixture_start() < 0) \
+		fprintf(stderr, "# no network namespace of its own (not root?): tests skip\n"); \
+	int rc_ = cmocka_run_group_tests(tests, NULL, NULL); \
+	if (node_up) \
+		uls_node_stop(); \
+	rc_; \
+})
+
 /* A kernel socket of the peer's, non-blocking. */
 static __attribute__((unused)) int peer_socket(void)
 {
@@ -106,6 +117,30 @@ static __attribute__((unused)) int node_listener(uint16_t port)
 	if (sd < 0 || uls_bind(sd, &a) < 0 || uls_listen(sd, 8) < 0)
 		return -1;
 	return sd;
+}
+
+/* A connection the peer opened to a node listener on port, accepted: its listener, the
+ * node's socket, the kernel's socket, and a readiness descriptor (-1 until a test asks). */
+struct fixture_conn { int lsd, sd, peer, fd; };
+
+static __attribute__((unused)) int fixture_connect(uint16_t port, struct fixture_conn *c)
+{
+	c->fd = c->peer = c->sd = -1;
+	c->lsd = node_listener(port);
+	if (c->lsd < 0)
+		return -1;
+	c->sd = peer_connects(c->lsd, port, &c->peer);
+	return c->sd < 0 ? -1 : 0;
+}
+
+static __attribute__((unused)) void fixture_done(struct fixture_conn *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	uls_close(c->sd);
+	uls_close(c->lsd);
+	if (c->peer >= 0)
+		close(c->peer);
 }
 
 /* Read exactly n octets from the kernel socket within 5 s. */

@@ -35,27 +35,14 @@ static bool becomes(int fd, short want)
 	return false;
 }
 
-struct conn { int lsd, sd, fd, peer; };
-
-static struct conn connection(void)
+/* An accepted connection with its readiness descriptor. */
+static struct fixture_conn connection(void)
 {
-	struct conn c;
-	uint16_t port = next_port++;
-	c.lsd = node_listener(port);
-	assert_true(c.lsd >= 0);
-	c.sd = peer_connects(c.lsd, port, &c.peer);
-	assert_true(c.sd >= 0);
+	struct fixture_conn c;
+	assert_int_equal(fixture_connect(next_port++, &c), 0);
 	c.fd = uls_socket_fd(c.sd, SOCK_CLOEXEC);
 	assert_true(c.fd >= 0);
 	return c;
-}
-
-static void done(struct conn *c)
-{
-	close(c->fd);
-	uls_close(c->sd);
-	uls_close(c->lsd);
-	close(c->peer);
 }
 
 static void test_new_socket_polls_writable_and_not_readable(void **state)
@@ -103,7 +90,7 @@ static void test_becomes_readable_when_data_arrives_and_not_once_it_is_read(void
 {
 	(void)state;
 	need_node();
-	struct conn c = connection();
+	struct fixture_conn c = connection();
 	char buf[16];
 	assert_int_equal(events_of(c.fd, POLLIN, 100), 0);
 	assert_int_equal(write(c.peer, "data", 4), 4);
@@ -111,48 +98,48 @@ static void test_becomes_readable_when_data_arrives_and_not_once_it_is_read(void
 	assert_int_equal(uls_recv(c.sd, buf, sizeof(buf), 0), 4);
 	assert_int_equal(events_of(c.fd, POLLIN, 100), 0);
 	assert_true(events_of(c.fd, POLLOUT, 0) & POLLOUT);
-	done(&c);
+	fixture_done(&c);
 }
 
 static void test_wait_for_input_returns_once_data_is_there(void **state)
 {
 	(void)state;
 	need_node();
-	struct conn c = connection();
+	struct fixture_conn c = connection();
 	assert_int_equal(write(c.peer, "x", 1), 1);
 	assert_int_equal(uls_socket_wait(c.sd, POLLIN), 0);
 	assert_true(events_of(c.fd, POLLIN, 0) & POLLIN);
-	done(&c);
+	fixture_done(&c);
 }
 
 static void test_peer_fin_reports_rdhup_and_readable_without_hup(void **state)
 {
 	(void)state;
 	need_node();
-	struct conn c = connection();
+	struct fixture_conn c = connection();
 	shutdown(c.peer, SHUT_WR);
 	assert_true(becomes(c.fd, POLLIN | POLLRDHUP));
 	assert_false(events_of(c.fd, POLLIN, 0) & POLLHUP);  /* we may still send */
-	done(&c);
+	fixture_done(&c);
 }
 
 static void test_both_directions_closed_reports_hup(void **state)
 {
 	(void)state;
 	need_node();
-	struct conn c = connection();
+	struct fixture_conn c = connection();
 	shutdown(c.peer, SHUT_WR);
 	assert_true(becomes(c.fd, POLLRDHUP));
 	assert_int_equal(uls_shutdown(c.sd, SHUT_WR), 0);
 	assert_true(becomes(c.fd, POLLHUP));
-	done(&c);
+	fixture_done(&c);
 }
 
 static void test_peer_reset_reports_an_error(void **state)
 {
 	(void)state;
 	need_node();
-	struct conn c = connection();
+	struct fixture_conn c = connection();
 	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
 	setsockopt(c.peer, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
 	close(c.peer);
@@ -168,7 +155,7 @@ static void test_full_send_buffer_is_not_writable_until_the_peer_reads(void **st
 {
 	(void)state;
 	need_node();
-	struct conn c = connection();
+	struct fixture_conn c = connection();
 	static char chunk[65536];
 	int rcvbuf = 4096;
 	ssize_t n;
@@ -201,7 +188,7 @@ static void test_full_send_buffer_is_not_writable_until_the_peer_reads(void **st
 	}
 	assert_int_equal(got, queued);
 	assert_true(becomes(c.fd, POLLOUT));
-	done(&c);
+	fixture_done(&c);
 }
 
 int main(void)
@@ -217,10 +204,5 @@ int main(void)
 		cmocka_unit_test(test_peer_reset_reports_an_error),
 		cmocka_unit_test(test_full_send_buffer_is_not_writable_until_the_peer_reads),
 	};
-	if (node_fixture_start() < 0)
-		fprintf(stderr, "# no network namespace of its own (not root?): tests skip\n");
-	int rc = cmocka_run_group_tests(tests, NULL, NULL);
-	if (node_up)
-		uls_node_stop();
-	return rc;
+	return NODE_FIXTURE_RUN(tests);
 }

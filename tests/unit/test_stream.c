@@ -19,25 +19,12 @@ static int need_node(void **state)
 	return 0;
 }
 
-struct pair { int lsd, sd, peer; };
-
 /* A connection the peer opened to a node listener, accepted. */
-static struct pair connection(void)
+static struct fixture_conn connection(void)
 {
-	struct pair p;
-	uint16_t port = next_port++;
-	p.lsd = node_listener(port);
-	assert_true(p.lsd >= 0);
-	p.sd = peer_connects(p.lsd, port, &p.peer);
-	assert_true(p.sd >= 0);
+	struct fixture_conn p;
+	assert_int_equal(fixture_connect(next_port++, &p), 0);
 	return p;
-}
-
-static void done(struct pair *p)
-{
-	uls_close(p->sd);
-	uls_close(p->lsd);
-	close(p->peer);
 }
 
 static void test_connect_to_a_port_nobody_listens_on_is_refused(void **state)
@@ -83,59 +70,59 @@ static void test_connect_reaches_a_peer_listener_and_data_flows_both_ways(void *
 static void test_accepted_connection_delivers_a_large_write_whole_and_in_order(void **state)
 {
 	need_node(state);
-	struct pair p = connection();
+	struct fixture_conn p = connection();
 	static uint8_t out[256 * 1024], in[sizeof(out)];
 	for (size_t i = 0; i < sizeof(out); i++)
 		out[i] = (uint8_t)(i * 31 + (i >> 8));
 	assert_int_equal(uls_send(p.sd, out, sizeof(out), 0), sizeof(out));
 	assert_int_equal(peer_read(p.peer, in, sizeof(in)), sizeof(in));
 	assert_memory_equal(in, out, sizeof(out));
-	done(&p);
+	fixture_done(&p);
 }
 
 static void test_recv_returns_zero_after_the_peer_closes(void **state)
 {
 	need_node(state);
-	struct pair p = connection();
+	struct fixture_conn p = connection();
 	char buf[8];
 	assert_int_equal(write(p.peer, "bye", 3), 3);
 	shutdown(p.peer, SHUT_WR);
 	assert_int_equal(uls_recv(p.sd, buf, sizeof(buf), MSG_WAITALL), 3);
 	assert_int_equal(uls_recv(p.sd, buf, sizeof(buf), 0), 0);
 	assert_int_equal(uls_recv(p.sd, buf, sizeof(buf), 0), 0);  /* and stays so */
-	done(&p);
+	fixture_done(&p);
 }
 
 static void test_recv_without_data_and_dontwait_fails_eagain(void **state)
 {
 	need_node(state);
-	struct pair p = connection();
+	struct fixture_conn p = connection();
 	char buf[8];
 	assert_int_equal(uls_recv(p.sd, buf, sizeof(buf), MSG_DONTWAIT), -EAGAIN);
-	done(&p);
+	fixture_done(&p);
 }
 
 static void test_peek_leaves_the_data_for_the_next_recv(void **state)
 {
 	need_node(state);
-	struct pair p = connection();
+	struct fixture_conn p = connection();
 	char buf[8];
 	assert_int_equal(write(p.peer, "abcdef", 6), 6);
 	assert_int_equal(uls_recv(p.sd, buf, 3, MSG_PEEK | MSG_WAITALL), 3);
-	for (int i = 0; i < 50 && uls_recv(p.sd, buf, 6, MSG_PEEK) < 6; i++)
+	for (int i = 0; i < 500 && uls_recv(p.sd, buf, 6, MSG_PEEK) < 6; i++)
 		usleep(10000);
 	assert_int_equal(uls_recv(p.sd, buf, 6, MSG_PEEK), 6);
 	assert_int_equal(uls_recv(p.sd, buf, sizeof(buf), 0), 6);
 	assert_memory_equal(buf, "abcdef", 6);
 	assert_int_equal(uls_recv(p.sd, buf, sizeof(buf), MSG_DONTWAIT), -EAGAIN);
-	done(&p);
+	fixture_done(&p);
 }
 
 static void test_send_after_shutting_down_the_sending_side_fails_epipe_and_peer_sees_fin(
 	void **state)
 {
 	need_node(state);
-	struct pair p = connection();
+	struct fixture_conn p = connection();
 	char buf[8];
 	assert_int_equal(uls_shutdown(p.sd, SHUT_WR), 0);
 	assert_int_equal(uls_send(p.sd, "x", 1, MSG_NOSIGNAL), -EPIPE);
@@ -143,16 +130,16 @@ static void test_send_after_shutting_down_the_sending_side_fails_epipe_and_peer_
 	/* The other direction still works (half close, RFC 9293 §3.6). */
 	assert_int_equal(write(p.peer, "ok", 2), 2);
 	assert_int_equal(uls_recv(p.sd, buf, 2, MSG_WAITALL), 2);
-	done(&p);
+	fixture_done(&p);
 }
 
 static void test_close_with_unread_data_resets_the_connection(void **state)
 {
 	need_node(state);
-	struct pair p = connection();
+	struct fixture_conn p = connection();
 	char buf[8];
 	assert_int_equal(write(p.peer, "unread", 6), 6);
-	for (int i = 0; i < 50 && uls_recv(p.sd, buf, 6, MSG_PEEK) < 6; i++)
+	for (int i = 0; i < 500 && uls_recv(p.sd, buf, 6, MSG_PEEK) < 6; i++)
 		usleep(10000);
 	/* RFC 1122 §4.2.2.13: data the application never read is lost, so the peer must
 	 * learn it by a RST, not a FIN. */
@@ -168,7 +155,7 @@ static void test_close_with_unread_data_resets_the_connection(void **state)
 static void test_peer_reset_makes_recv_fail_econnreset(void **state)
 {
 	need_node(state);
-	struct pair p = connection();
+	struct fixture_conn p = connection();
 	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
 	char buf[8];
 	setsockopt(p.peer, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
@@ -236,10 +223,5 @@ int main(void)
 		cmocka_unit_test(test_send_and_recv_on_an_unconnected_socket_fail_enotconn),
 		cmocka_unit_test(test_nonblocking_accept_without_a_connection_fails_eagain),
 	};
-	if (node_fixture_start() < 0)
-		fprintf(stderr, "# no network namespace of its own (not root?): tests skip\n");
-	int rc = cmocka_run_group_tests(tests, NULL, NULL);
-	if (node_up)
-		uls_node_stop();
-	return rc;
+	return NODE_FIXTURE_RUN(tests);
 }
