@@ -25,12 +25,15 @@
 
 #define MAX_EVENTS 64
 
-struct conn {
+struct srv_conn {
 	int fd;
 	pid_t pid;
 	uid_t uid;
 	struct srv_lease *lease;
+	struct srv_conn *prev, *next;  /* every open connection (conns): freed when ulsd stops */
 };
+
+static struct srv_conn *conns;
 
 static const char *const counter_names[SRV_COUNTER_MAX] = {
 	[SRV_CTL_MESSAGES] = "ctl_messages",
@@ -110,7 +113,7 @@ static struct {
 	uint64_t lost;
 } answer;
 
-static void reply(struct srv *s, struct conn *c, struct uls_ctl_msg *m, const int *fds,
+static void reply(struct srv *s, struct srv_conn *c, struct uls_ctl_msg *m, const int *fds,
 		  size_t nfds)
 {
 	if (answer.on && !nfds) {
@@ -146,7 +149,7 @@ static void reply(struct srv *s, struct conn *c, struct uls_ctl_msg *m, const in
 		s->ctr[SRV_CTL_REPLY_LOST]++;
 }
 
-static void reply_status(struct srv *s, struct conn *c, const struct uls_ctl_msg *req, int status)
+static void reply_status(struct srv *s, struct srv_conn *c, const struct uls_ctl_msg *req, int status)
 {
 	struct uls_ctl_msg r;
 
@@ -168,7 +171,7 @@ static void lease_drop(struct srv *s, struct srv_lease *l)
 	srv_lease_free(s, l);
 }
 
-static void hello(struct srv *s, struct conn *c, const struct uls_ctl_msg *req)
+static void hello(struct srv *s, struct srv_conn *c, const struct uls_ctl_msg *req)
 {
 	struct uls_ctl_msg r;
 	struct srv_lease *l;
@@ -229,7 +232,7 @@ static void hello(struct srv *s, struct conn *c, const struct uls_ctl_msg *req)
 		l->direct ? "direct" : "relay");
 }
 
-static int send_counter(struct srv *s, struct conn *c, uint32_t seq, const char *name, uint64_t v)
+static int send_counter(struct srv *s, struct srv_conn *c, uint32_t seq, const char *name, uint64_t v)
 {
 	struct uls_ctl_msg r;
 
@@ -242,7 +245,7 @@ static int send_counter(struct srv *s, struct conn *c, uint32_t seq, const char 
 
 struct stat_ctx {
 	struct srv *s;
-	struct conn *c;
+	struct srv_conn *c;
 	uint32_t seq;
 };
 
@@ -255,7 +258,7 @@ static void stat_one(void *arg, const char *name, uint64_t v)
 
 struct ep_ctx {
 	struct srv *s;
-	struct conn *c;
+	struct srv_conn *c;
 	uint32_t seq;
 };
 
@@ -281,7 +284,7 @@ static int send_endpoint(const struct flt_rule *rule, void *arg)
 /* CONNTAB: the process's connection table (netif/conntab.h). ulsd creates and seals the
  * memfd and maps it first, so what the process does to it can change its contents but not
  * its size: ulsd's reads never fault. */
-static void conntab(struct srv *s, struct conn *c, struct srv_lease *l,
+static void conntab(struct srv *s, struct srv_conn *c, struct srv_lease *l,
 		    const struct uls_ctl_msg *req)
 {
 	struct uls_ctl_msg r;
@@ -310,7 +313,7 @@ static void conntab(struct srv *s, struct conn *c, struct srv_lease *l,
  * of range is counted and left out, never passed on. */
 static struct uls_conntab_ent snap[ULS_CONNTAB_CAPACITY];
 
-static void stat_process(struct srv *s, struct conn *c, uint32_t seq, struct srv_lease *l)
+static void stat_process(struct srv *s, struct srv_conn *c, uint32_t seq, struct srv_lease *l)
 {
 	struct uls_ctl_msg r;
 	uint32_t n = 0, total = 0, ok = 0;
@@ -374,7 +377,7 @@ static void stat_process(struct srv *s, struct conn *c, uint32_t seq, struct srv
 /* ulsstat: every process and its connections, every counter, every endpoint, then END.
  * The socket's buffer bounds how much one reply may hold; SEQPACKET keeps the records
  * apart. */
-static void stats(struct srv *s, struct conn *c, const struct uls_ctl_msg *req)
+static void stats(struct srv *s, struct srv_conn *c, const struct uls_ctl_msg *req)
 {
 	struct flt_stats fs;
 	struct ep_ctx e = { s, c, req->seq };
@@ -425,7 +428,7 @@ static void stats(struct srv *s, struct conn *c, const struct uls_ctl_msg *req)
 }
 
 /* The collected STATS answer, with the lock released (see `answer`). */
-static void send_answer(struct srv *s, struct conn *c)
+static void send_answer(struct srv *s, struct srv_conn *c)
 {
 	struct mmsghdr mm[64];
 	struct iovec iov[64];
@@ -475,13 +478,13 @@ static void send_answer(struct srv *s, struct conn *c)
 
 /* A refused one-way message still gets an error reply (the process's stack skips replies
  * it is not waiting for) and a counter. */
-static void refuse_one_way(struct srv *s, struct conn *c, const struct uls_ctl_msg *m, int rc)
+static void refuse_one_way(struct srv *s, struct srv_conn *c, const struct uls_ctl_msg *m, int rc)
 {
 	s->ctr[SRV_CTL_DENIED]++;
 	reply_status(s, c, m, rc);
 }
 
-static void handle(struct srv *s, struct conn *c, const struct uls_ctl_msg *m)
+static void handle(struct srv *s, struct srv_conn *c, const struct uls_ctl_msg *m)
 {
 	struct srv_lease *l = c->lease;
 	int rc;
@@ -594,8 +597,36 @@ static void handle(struct srv *s, struct conn *c, const struct uls_ctl_msg *m)
 	reply_status(s, c, m, rc < 0 ? rc : 0);
 }
 
-static void conn_close(struct srv *s, struct conn *c)
+static void conn_unlink(struct srv_conn *c)
 {
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+}
+
+/* A process connected: its record, NULL without memory. */
+struct srv_conn *srv_ctl_conn_new(int fd, pid_t pid, uid_t uid)
+{
+	struct srv_conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->fd = fd;
+	c->pid = pid;
+	c->uid = uid;
+	c->next = conns;
+	if (conns)
+		conns->prev = c;
+	conns = c;
+	return c;
+}
+
+void srv_ctl_conn_close(struct srv *s, struct srv_conn *c)
+{
+	conn_unlink(c);
 	if (c->lease) {
 		srv_log(2, "lease %u ended (pid %d)", c->lease->id, (int)c->pid);
 		srv_lease_end(s, c->lease);  /* closes c->fd */
@@ -605,9 +636,37 @@ static void conn_close(struct srv *s, struct conn *c)
 	free(c);
 }
 
+/* One message as recv() returned it (n: its length, MSG_TRUNC), checked, handled and
+ * answered. Takes s->lock, and sends a collected STATS answer after releasing it. */
+void srv_ctl_input(struct srv *s, struct srv_conn *c, const uint8_t *buf, ssize_t n)
+{
+	struct uls_ctl_msg m;
+
+	pthread_mutex_lock(&s->lock);
+	s->ctr[SRV_CTL_MESSAGES]++;
+	/* MSG_TRUNC: n is the whole message's size, so an oversized one is refused. */
+	int err = uls_ctl_check(buf, n, &m);
+	if (err < 0) {
+		s->ctr[SRV_CTL_REFUSED]++;
+		s->ctl_errors[-err - ULS_CTL_ERROR_BASE]++;
+		struct uls_ctl_msg r;
+		uint32_t seq = 0;
+		if (n >= 12)
+			memcpy(&seq, buf + 8, sizeof(seq));
+		uls_ctl_init(&r, ULS_CTL_END, seq);
+		r.status = err == -ULS_CTL_BAD_VERSION ? -EPROTONOSUPPORT : -EBADMSG;
+		reply(s, c, &r, NULL, 0);
+	} else {
+		handle(s, c, &m);
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (answer.n)
+		send_answer(s, c);
+}
+
 /* One readable control connection: read every queued message. Returns false when the
  * connection is gone. */
-static bool conn_read(struct srv *s, struct conn *c)
+static bool conn_read(struct srv *s, struct srv_conn *c)
 {
 	uint8_t buf[ULS_CTL_MSG_SIZE + 1];
 
@@ -617,27 +676,7 @@ static bool conn_read(struct srv *s, struct conn *c)
 			return errno == EAGAIN || errno == EINTR;
 		if (n == 0)
 			return false;
-		struct uls_ctl_msg m;
-		pthread_mutex_lock(&s->lock);
-		s->ctr[SRV_CTL_MESSAGES]++;
-		/* MSG_TRUNC: n is the whole message's size, so an oversized one is refused. */
-		int err = uls_ctl_check(buf, n, &m);
-		if (err < 0) {
-			s->ctr[SRV_CTL_REFUSED]++;
-			s->ctl_errors[-err - ULS_CTL_ERROR_BASE]++;
-			struct uls_ctl_msg r;
-			uint32_t seq = 0;
-			if (n >= 8)
-				memcpy(&seq, buf + 8, sizeof(seq));
-			uls_ctl_init(&r, ULS_CTL_END, seq);
-			r.status = err == -ULS_CTL_BAD_VERSION ? -EPROTONOSUPPORT : -EBADMSG;
-			reply(s, c, &r, NULL, 0);
-		} else {
-			handle(s, c, &m);
-		}
-		pthread_mutex_unlock(&s->lock);
-		if (answer.n)
-			send_answer(s, c);
+		srv_ctl_input(s, c, buf, n);
 	}
 }
 
@@ -660,21 +699,25 @@ static void conn_accept(struct srv *s, int ep, int lfd)
 	}
 	struct ucred cred;
 	socklen_t cl = sizeof(cred);
-	struct conn *c = calloc(1, sizeof(*c));
+	struct srv_conn *c = NULL;
+	int err = 0;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0)
+		err = errno;
+	else if (!(c = srv_ctl_conn_new(fd, cred.pid, cred.uid)))
+		err = ENOMEM;
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.ptr = c };
-	if (!c || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0 ||
-	    epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
-		srv_log(1, "control connection dropped: %s", strerror(c ? errno : ENOMEM));
-		free(c);
-		close(fd);
+	if (!err && epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0)
+		err = errno;
+	if (err) {
+		srv_log(1, "control connection dropped: %s", strerror(err));
 		pthread_mutex_lock(&s->lock);
+		if (c)
+			srv_ctl_conn_close(s, c);  /* closes fd */
+		else
+			close(fd);
 		s->ctr[SRV_CTL_CONN_DROPPED]++;
 		pthread_mutex_unlock(&s->lock);
-		return;
 	}
-	c->fd = fd;
-	c->pid = cred.pid;
-	c->uid = cred.uid;
 }
 
 int srv_ctl_run(struct srv *s, int lfd)
@@ -715,7 +758,7 @@ int srv_ctl_run(struct srv *s, int lfd)
 				conn_accept(s, ep, lfd);
 				continue;
 			}
-			struct conn *c = evs[i].data.ptr;
+			struct srv_conn *c = evs[i].data.ptr;
 			bool alive = conn_read(s, c);
 			if (!alive || (evs[i].events & (EPOLLHUP | EPOLLERR))) {
 				/* Before the close: the lease may pass the fd on (custody), and epoll
@@ -724,7 +767,7 @@ int srv_ctl_run(struct srv *s, int lfd)
 					srv_log(1, "epoll_ctl(DEL) of a control connection: %s",
 						strerror(errno));
 				pthread_mutex_lock(&s->lock);
-				conn_close(s, c);
+				srv_ctl_conn_close(s, c);
 				pthread_mutex_unlock(&s->lock);
 			}
 		}
@@ -738,6 +781,15 @@ int srv_ctl_run(struct srv *s, int lfd)
 		pthread_mutex_unlock(&s->lock);
 		if (timeout < 1)
 			timeout = 1;
+	}
+	/* Stopping: the records go; a lease keeps its connection's descriptor (it closes it
+	 * when it is freed), the others are closed here. */
+	while (conns) {
+		struct srv_conn *c = conns;
+		conn_unlink(c);
+		if (!c->lease)
+			close(c->fd);
+		free(c);
 	}
 	close(sfd);
 	close(ep);

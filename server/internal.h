@@ -222,6 +222,13 @@ int srv_dp_frag_steer(struct srv *s, uint32_t src, uint16_t id, uint8_t proto, u
 
 /* ctl.c: the control thread (runs in main) */
 int srv_ctl_run(struct srv *s, int listen_fd);
+/* Its steps, for srv_ctl_run and tests/fuzz/fuzz_ulsd: a process's control connection
+ * (fd, and its credentials from SO_PEERCRED), one message from it, and its end (the
+ * process's lease ends; s->lock held). */
+struct srv_conn;
+struct srv_conn *srv_ctl_conn_new(int fd, pid_t pid, uid_t uid);
+void srv_ctl_input(struct srv *s, struct srv_conn *c, const uint8_t *buf, ssize_t n);
+void srv_ctl_conn_close(struct srv *s, struct srv_conn *c);
 const char *srv_counter_name(enum srv_counter c);
 
 #endif

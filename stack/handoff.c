@@ -41,38 +41,10 @@
 #include "lwip/priv/tcp_priv.h"
 #include "lwip/timeouts.h"
 
-#define HOFF_MAGIC   0x554c5348u  /* "ULSH" */
-#define HOFF_VERSION 1u
-#define HOFF_MAX     (64u << 20) /* no state is larger: two 4 MiB buffers and a header */
+#include "hoffstate.h"
+
 #define WATCH_MIN_MS 1
 #define WATCH_MAX_MS 20    /* the longest a claim waits to be seen */
-
-/* The connection, field by field: only values, nothing that points anywhere, so that it
- * can cross exec. The state and flag values are lwIP's own: giver and taker run the same
- * libuls (the same LD_PRELOAD library, or the same program after fork). */
-struct hoff_state {
-	uint32_t magic, version;
-	uint64_t nonce;
-	uint32_t local_ip, remote_ip;     /* network order */
-	uint16_t local_port, remote_port;
-	uint8_t state;                    /* ESTABLISHED or CLOSE_WAIT */
-	uint8_t prio, so_options, tos, ttl;
-	uint8_t snd_scale, rcv_scale;
-	uint8_t in_recovery;              /* TF_INFR: fast recovery */
-	uint32_t flags;                   /* TF_NODELAY, TF_WND_SCALE, TF_TIMESTAMP, TF_SACK */
-	uint32_t rcv_nxt, rcv_wnd, rcv_ann_wnd, rcv_ann_right_edge;
-	uint32_t lastack, snd_nxt, snd_wl1, snd_wl2, snd_lbb, snd_wnd, snd_wnd_max;
-	uint32_t cwnd, ssthresh;
-	uint32_t ts_recent, ts_lastacksent;
-	uint32_t keep_idle, keep_intvl, keep_cnt;
-	uint16_t mss;
-	int16_t sa, sv, rto;
-	/* Socket-level state. */
-	uint8_t rx_eof, cork;
-	uint8_t pad2[2];
-	/* Then rx_len bytes the application had not read, and tx_len bytes from SND.UNA. */
-	uint32_t rx_len, tx_len;
-};
 
 #define KEEP_FLAGS (TF_NODELAY | TF_WND_SCALE | TF_TIMESTAMP | TF_SACK)
 
@@ -208,8 +180,8 @@ static int put_tx(int fd, struct tcp_pcb *pcb, uint32_t *len)
 static int pack(struct stk_sock *s, uint64_t nonce)
 {
 	struct tcp_pcb *pcb = s->tcp;
-	struct hoff_state h = {
-		.magic = HOFF_MAGIC, .version = HOFF_VERSION, .nonce = nonce,
+	struct stk_hoff_state h = {
+		.magic = STK_HOFF_MAGIC, .version = STK_HOFF_VERSION, .nonce = nonce,
 		.local_ip = ip_2_ip4(&pcb->local_ip)->addr, .remote_ip = ip_2_ip4(&pcb->remote_ip)->addr,
 		.local_port = pcb->local_port, .remote_port = pcb->remote_port,
 		.state = (uint8_t)pcb->state, .prio = pcb->prio, .so_options = pcb->so_options,
@@ -460,13 +432,13 @@ out:
 	return rc;
 }
 
-/* Read and check the state; returns the mapping (caller unmaps *size bytes) or NULL. */
-static const struct hoff_state *map_state(int fd, size_t *size)
+/* Read and check the state into *h; returns the mapping (caller unmaps *size bytes), whose
+ * data follows the header, or NULL. */
+static const uint8_t *map_state(int fd, size_t *size, struct stk_hoff_state *h)
 {
 	struct stat st;
 
-	if (fstat(fd, &st) < 0 || st.st_size < (off_t)sizeof(struct hoff_state) ||
-	    st.st_size > (off_t)HOFF_MAX)
+	if (fstat(fd, &st) < 0 || st.st_size < (off_t)sizeof(*h) || st.st_size > (off_t)STK_HOFF_MAX)
 		return NULL;
 	/* Only a sealed memfd: its contents cannot change under us. */
 	int seals = fcntl(fd, F_GET_SEALS);
@@ -475,22 +447,18 @@ static const struct hoff_state *map_state(int fd, size_t *size)
 	void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 	if (p == MAP_FAILED)
 		return NULL;
-	const struct hoff_state *h = p;
-	if (h->magic != HOFF_MAGIC || h->version != HOFF_VERSION || !h->nonce ||
-	    (h->state != ESTABLISHED && h->state != CLOSE_WAIT) || !h->local_port ||
-	    !h->remote_port || !h->mss ||
-	    (uint64_t)sizeof(*h) + h->rx_len + h->tx_len != (uint64_t)st.st_size ||
-	    h->tx_len > TCP_SND_BUF || h->tx_len != h->snd_lbb - h->lastack ||
-	    h->snd_nxt - h->lastack > h->tx_len ||
-	    h->snd_scale > 14 || h->rcv_scale > 14) {
+	int rc = stk__hoff_parse(p, (size_t)st.st_size, h);
+	if (rc < 0) {
+		stk__log(1, "a connection's handed-over state was refused: %s",
+			 stk__hoff_reason_name(rc));
 		munmap(p, (size_t)st.st_size);
 		return NULL;
 	}
 	*size = (size_t)st.st_size;
-	return h;
+	return p;
 }
 
-static void restore(struct tcp_pcb *pcb, const struct hoff_state *h)
+static void restore(struct tcp_pcb *pcb, const struct stk_hoff_state *h)
 {
 	ip_addr_set_ip4_u32(&pcb->local_ip, h->local_ip);
 	ip_addr_set_ip4_u32(&pcb->remote_ip, h->remote_ip);
@@ -569,9 +537,8 @@ static int queue_tx(struct tcp_pcb *pcb, const uint8_t *p, size_t len)
 	return 0;
 }
 
-static int claim(struct stk_sock *s, const struct hoff_state *h)
+static int claim(struct stk_sock *s, const struct stk_hoff_state *h, const uint8_t *data)
 {
-	const uint8_t *data = (const uint8_t *)(h + 1);
 	ip4_addr_t rip = { h->remote_ip };
 	int rc;
 
@@ -613,12 +580,14 @@ static int claim(struct stk_sock *s, const struct hoff_state *h)
 static int claim_state(struct stk_sock *s, int state_fd)
 {
 	size_t size = 0;
-	const struct hoff_state *h = map_state(state_fd, &size);
-	int rc = !h ? -EPROTO : !stk__node.up || stk__node.lost ? -ENETDOWN : claim(s, h);
+	struct stk_hoff_state h;
+	const uint8_t *p = map_state(state_fd, &size, &h);
+	int rc = !p ? -EPROTO : !stk__node.up || stk__node.lost ? -ENETDOWN :
+		claim(s, &h, p + sizeof(h));
 
 	close(state_fd);
-	if (h)
-		munmap((void *)h, size);
+	if (p)
+		munmap((void *)p, size);
 	return rc;
 }
 

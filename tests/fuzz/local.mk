@@ -2,15 +2,19 @@
 # clang (configure's FUZZ_CC) when it has libFuzzer, and run by make check for a bounded time
 # each (tests/fuzz/run, ULS_FUZZ_SECONDS) from the seed corpus in tests/fuzz/seeds.
 FUZZ_SRC_FILES = tests/fuzz/fuzz_filter.c tests/fuzz/fuzz_vnet.c tests/fuzz/fuzz_frame.c \
-	tests/fuzz/fuzz_ctl.c tests/fuzz/fuzz_stack.c
+	tests/fuzz/fuzz_ctl.c tests/fuzz/fuzz_stack.c tests/fuzz/fuzz_hoff.c \
+	tests/fuzz/fuzz_conntab.c tests/fuzz/fuzz_ulsd.c
 EXTRA_DIST += tests/fuzz/README.md tests/fuzz/run $(FUZZ_SRC_FILES) \
 	tests/fuzz/seeds/fuzz_filter.hex tests/fuzz/seeds/fuzz_vnet.hex \
 	tests/fuzz/seeds/fuzz_frame.hex tests/fuzz/seeds/fuzz_ctl.hex \
-	tests/fuzz/seeds/fuzz_stack.hex tests/fuzz/seeds/fuzz_stack_offload.hex
+	tests/fuzz/seeds/fuzz_stack.hex tests/fuzz/seeds/fuzz_stack_offload.hex \
+	tests/fuzz/seeds/fuzz_hoff.hex tests/fuzz/seeds/fuzz_conntab.hex \
+	tests/fuzz/seeds/fuzz_ulsd.hex
 
 if ULS_FUZZ
 FUZZ_TARGETS = tests/fuzz/fuzz_filter tests/fuzz/fuzz_vnet tests/fuzz/fuzz_frame \
-	tests/fuzz/fuzz_ctl tests/fuzz/fuzz_stack tests/fuzz/fuzz_stack_offload
+	tests/fuzz/fuzz_ctl tests/fuzz/fuzz_stack tests/fuzz/fuzz_stack_offload \
+	tests/fuzz/fuzz_hoff tests/fuzz/fuzz_conntab tests/fuzz/fuzz_ulsd
 check_SCRIPTS = $(FUZZ_TARGETS)
 CLEANFILES += $(FUZZ_TARGETS)
 TESTS += tests/fuzz/run
@@ -30,6 +34,24 @@ tests/fuzz/fuzz_frame: tests/fuzz/fuzz_frame.c netif/frame.c
 tests/fuzz/fuzz_ctl: tests/fuzz/fuzz_ctl.c netif/ctlproto.c
 	@$(MKDIR_P) tests/fuzz
 	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) -Wall -Wextra -Werror $(FUZZ_CPPFLAGS) $^ -o $@
+# The state a process takes over from another (stack/hoffstate.c): lwIP's headers for its
+# state values and TCP_SND_BUF, none of its code.
+tests/fuzz/fuzz_hoff: tests/fuzz/fuzz_hoff.c stack/hoffstate.c
+	@$(MKDIR_P) tests/fuzz
+	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) -Wall -Wextra -Werror $(FUZZ_CPPFLAGS) $(LWIP_CPPFLAGS) $^ -o $@
+# A process's connection table as ulsd reads it (netif/conntab.c).
+tests/fuzz/fuzz_conntab: tests/fuzz/fuzz_conntab.c netif/conntab.c
+	@$(MKDIR_P) tests/fuzz
+	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) -Wall -Wextra -Werror $(FUZZ_CPPFLAGS) $^ -o $@
+# ulsd's handling of its processes' messages (server/ but its main, the fake TAP of
+# tests/unit/faketap.c instead of netif/tap.c).
+FUZZ_ULSD_SRC = tests/fuzz/fuzz_ulsd.c tests/unit/faketap.c server/ctl.c server/lease.c \
+	server/ports.c server/handoff.c server/demux.c server/reply.c server/reass.c \
+	server/bpf_none.c $(filter %.c,$(filter_libflt_la_SOURCES)) netif/ring.c \
+	netif/ctlproto.c netif/conntab.c netif/chksum.c netif/vnet.c netif/breakdown.c netif/frame.c
+tests/fuzz/fuzz_ulsd: $(addprefix $(top_srcdir)/,$(FUZZ_ULSD_SRC))
+	@$(MKDIR_P) tests/fuzz
+	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) -Wall -Wextra -Werror $(FUZZ_CPPFLAGS) $^ -lpthread -o $@
 
 # A whole process's stack: lwIP's core as patched, our stack and netif, built again with the
 # fuzzer's instrumentation (lwIP is not our code: no -Werror, its warnings off).

@@ -125,3 +125,41 @@ tests_unit_test_pingbreakdown_LDADD = apps/libapps.la $(CMOCKA_LIBS)
 tests_unit_test_qring_SOURCES = tests/unit/test_qring.c
 tests_unit_test_qring_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
 tests_unit_test_qring_LDADD = netif/libnif.la $(LIBURING_LIBS) $(CMOCKA_LIBS) -lpthread
+
+# ulsd's control thread, leases, handoffs, demultiplexer and own replies (server/), all of
+# ulsd but its main, with a fake TAP the test defines (netif/tap.c is not linked).
+check_PROGRAMS += tests/unit/test_server
+TESTS += tests/unit/test_server
+tests_unit_test_server_SOURCES = tests/unit/test_server.c tests/unit/faketap.c \
+	tests/unit/faketap.h server/ctl.c server/lease.c \
+	server/ports.c server/handoff.c server/demux.c server/reply.c server/reass.c \
+	server/bpf_none.c
+tests_unit_test_server_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
+tests_unit_test_server_LDADD = filter/libflt.la netif/libnif.la $(LIBURING_LIBS) $(CMOCKA_LIBS) -lpthread
+
+# The stack's segmentation offload: segment sizes and the offload word of sent frames.
+check_PROGRAMS += tests/unit/test_tso
+TESTS += tests/unit/test_tso
+tests_unit_test_tso_SOURCES = tests/unit/test_tso.c
+tests_unit_test_tso_CPPFLAGS = $(UNIT_CPPFLAGS) -I$(top_srcdir)/stack -I$(top_srcdir)/stack/include
+tests_unit_test_tso_LDADD = $(UNIT_LDADD)
+
+# The socket layer against the kernel's TCP, in a namespace of the test's own
+# (tests/unit/node_fixture.h): stack/stream.c's calls, stack/mirror.c's readiness.
+check_PROGRAMS += tests/unit/test_stream
+TESTS += tests/unit/test_stream
+tests_unit_test_stream_SOURCES = tests/unit/test_stream.c tests/unit/node_fixture.h
+tests_unit_test_stream_CPPFLAGS = $(UNIT_CPPFLAGS) -I$(top_srcdir)/stack/include
+tests_unit_test_stream_LDADD = $(UNIT_LDADD)
+check_PROGRAMS += tests/unit/test_mirror
+TESTS += tests/unit/test_mirror
+tests_unit_test_mirror_SOURCES = tests/unit/test_mirror.c tests/unit/node_fixture.h
+tests_unit_test_mirror_CPPFLAGS = $(UNIT_CPPFLAGS) -I$(top_srcdir)/stack/include
+tests_unit_test_mirror_LDADD = $(UNIT_LDADD)
+
+# The check of a connection's handed-over state (stack/hoffstate.c; fuzzed by fuzz_hoff).
+check_PROGRAMS += tests/unit/test_hoffstate
+TESTS += tests/unit/test_hoffstate
+tests_unit_test_hoffstate_SOURCES = tests/unit/test_hoffstate.c
+tests_unit_test_hoffstate_CPPFLAGS = $(UNIT_CPPFLAGS) -I$(top_srcdir)/stack
+tests_unit_test_hoffstate_LDADD = $(UNIT_LDADD)

@@ -1,0 +1,64 @@
+/* The state of a connection as one process hands it to another (handoff.c): its layout and
+ * its check, apart from the system calls that move it, so that a test and a fuzz target
+ * can reach the check (tests/unit/test_hoffstate.c, tests/fuzz/fuzz_hoff.c).
+ *
+ * The taker reads it from a sealed memfd another process wrote: input it did not make. */
+#ifndef ULS_STACK_HOFFSTATE_H
+#define ULS_STACK_HOFFSTATE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define STK_HOFF_MAGIC   0x554c5348u  /* "ULSH" */
+#define STK_HOFF_VERSION 1u
+#define STK_HOFF_MAX     (64u << 20) /* no state is larger: two 4 MiB buffers and a header */
+
+/* The connection, field by field: only values, nothing that points anywhere, so that it
+ * can cross exec. The state and flag values are lwIP's own: giver and taker run the same
+ * libuls (the same LD_PRELOAD library, or the same program after fork). */
+struct stk_hoff_state {
+	uint32_t magic, version;
+	uint64_t nonce;
+	uint32_t local_ip, remote_ip;     /* network order */
+	uint16_t local_port, remote_port;
+	uint8_t state;                    /* ESTABLISHED or CLOSE_WAIT */
+	uint8_t prio, so_options, tos, ttl;
+	uint8_t snd_scale, rcv_scale;
+	uint8_t in_recovery;              /* TF_INFR: fast recovery */
+	uint32_t flags;                   /* TF_NODELAY, TF_WND_SCALE, TF_TIMESTAMP, TF_SACK */
+	uint32_t rcv_nxt, rcv_wnd, rcv_ann_wnd, rcv_ann_right_edge;
+	uint32_t lastack, snd_nxt, snd_wl1, snd_wl2, snd_lbb, snd_wnd, snd_wnd_max;
+	uint32_t cwnd, ssthresh;
+	uint32_t ts_recent, ts_lastacksent;
+	uint32_t keep_idle, keep_intvl, keep_cnt;
+	uint16_t mss;
+	int16_t sa, sv, rto;
+	/* Socket-level state. */
+	uint8_t rx_eof, cork;
+	uint8_t pad2[2];
+	/* Then rx_len bytes the application had not read, and tx_len bytes from SND.UNA. */
+	uint32_t rx_len, tx_len;
+};
+
+/* Why a state was refused (returned negated). */
+enum stk_hoff_reason {
+	STK_HOFF_OK,
+	STK_HOFF_DROP_SHORT,        /* smaller than the header */
+	STK_HOFF_DROP_LONG,         /* larger than STK_HOFF_MAX */
+	STK_HOFF_DROP_MAGIC,        /* not a handoff state, or another layout */
+	STK_HOFF_DROP_NONCE,        /* zero: never given */
+	STK_HOFF_DROP_STATE,        /* neither ESTABLISHED nor CLOSE_WAIT */
+	STK_HOFF_DROP_TUPLE,        /* a port or the MSS is zero */
+	STK_HOFF_DROP_LENGTH,       /* header and data lengths do not add up to the size */
+	STK_HOFF_DROP_SEND_QUEUE,   /* tx_len is not SND.LBB - SND.UNA, over TCP_SND_BUF, or
+	                        * SND.NXT lies outside it */
+	STK_HOFF_DROP_SCALE,        /* a window scale over 14 (RFC 7323 §2.3) */
+	STK_HOFF_REASON_MAX
+};
+
+/* Check the size octets at buf (any alignment) and copy the header to *h: 0, or
+ * -enum stk_hoff_reason. The rx_len and tx_len octets of data follow the header in buf. */
+int stk__hoff_parse(const void *buf, size_t size, struct stk_hoff_state *h);
+const char *stk__hoff_reason_name(int reason);
+
+#endif

@@ -1,0 +1,227 @@
+/* stack/stream.c: the TCP socket calls of a node, against the kernel's TCP as the peer
+ * (tests/unit/node_fixture.h: a namespace and a TAP of the test's own). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "node_fixture.h"
+
+static uint16_t next_port = 6000;
+
+static int need_node(void **state)
+{
+	(void)state;
+	if (!node_up)
+		skip();
+	return 0;
+}
+
+/* A connection the peer opened to a node listener, accepted. */
+static struct fixture_conn connection(void)
+{
+	struct fixture_conn p;
+	assert_int_equal(fixture_connect(next_port++, &p), 0);
+	return p;
+}
+
+static void test_connect_to_a_port_nobody_listens_on_is_refused(void **state)
+{
+	need_node(state);
+	int sd = uls_socket(SOCK_STREAM);
+	struct sockaddr_in a = sin_of(PEER_ADDR, 9);  /* the kernel answers with RST */
+	assert_true(sd >= 0);
+	assert_int_equal(uls_connect(sd, &a), -ECONNREFUSED);
+	uls_close(sd);
+}
+
+static void test_connect_reaches_a_peer_listener_and_data_flows_both_ways(void **state)
+{
+	need_node(state);
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+	struct sockaddr_in la = sin_of(PEER_ADDR, 7001);
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	assert_int_equal(bind(l, (struct sockaddr *)&la, sizeof(la)), 0);
+	assert_int_equal(listen(l, 4), 0);
+	int sd = uls_socket(SOCK_STREAM);
+	assert_int_equal(uls_connect(sd, &la), 0);
+	assert_true(wait_fd(l, POLLIN, 5000));
+	int peer = accept(l, NULL, NULL);
+	assert_true(peer >= 0);
+	assert_int_equal(uls_send(sd, "ping", 4, 0), 4);
+	char buf[8];
+	assert_int_equal(peer_read(peer, buf, 4), 4);
+	assert_memory_equal(buf, "ping", 4);
+	assert_int_equal(write(peer, "pong", 4), 4);
+	assert_int_equal(uls_recv(sd, buf, sizeof(buf), 0), 4);
+	assert_memory_equal(buf, "pong", 4);
+	struct sockaddr_in me, them;
+	assert_int_equal(uls_getsockname(sd, &me), 0);
+	assert_int_equal(uls_getpeername(sd, &them), 0);
+	assert_int_equal(them.sin_port, la.sin_port);
+	assert_int_equal(me.sin_addr.s_addr, sin_of(NODE_ADDR, 0).sin_addr.s_addr);
+	uls_close(sd);
+	close(peer);
+	close(l);
+}
+
+static void test_accepted_connection_delivers_a_large_write_whole_and_in_order(void **state)
+{
+	need_node(state);
+	struct fixture_conn p = connection();
+	static uint8_t out[256 * 1024], in[sizeof(out)];
+	for (size_t i = 0; i < sizeof(out); i++)
+		out[i] = (uint8_t)(i * 31 + (i >> 8));
+	assert_int_equal(uls_send(p.sd, out, sizeof(out), 0), sizeof(out));
+	assert_int_equal(peer_read(p.peer, in, sizeof(in)), sizeof(in));
+	assert_memory_equal(in, out, sizeof(out));
+	fixture_done(&p);
+}
+
+static void test_recv_returns_zero_after_the_peer_closes(void **state)
+{
+	need_node(state);
+	struct fixture_conn p = connection();
+	char buf[8];
+	assert_int_equal(write(p.peer, "bye", 3), 3);
+	shutdown(p.peer, SHUT_WR);
+	assert_int_equal(uls_recv(p.sd, buf, sizeof(buf), MSG_WAITALL), 3);
+	assert_int_equal(uls_recv(p.sd, buf, sizeof(buf), 0), 0);
+	assert_int_equal(uls_recv(p.sd, buf, sizeof(buf), 0), 0);  /* and stays so */
+	fixture_done(&p);
+}
+
+static void test_recv_without_data_and_dontwait_fails_eagain(void **state)
+{
+	need_node(state);
+	struct fixture_conn p = connection();
+	char buf[8];
+	assert_int_equal(uls_recv(p.sd, buf, sizeof(buf), MSG_DONTWAIT), -EAGAIN);
+	fixture_done(&p);
+}
+
+static void test_peek_leaves_the_data_for_the_next_recv(void **state)
+{
+	need_node(state);
+	struct fixture_conn p = connection();
+	char buf[8];
+	assert_int_equal(write(p.peer, "abcdef", 6), 6);
+	assert_int_equal(uls_recv(p.sd, buf, 3, MSG_PEEK | MSG_WAITALL), 3);
+	for (int i = 0; i < 500 && uls_recv(p.sd, buf, 6, MSG_PEEK) < 6; i++)
+		usleep(10000);
+	assert_int_equal(uls_recv(p.sd, buf, 6, MSG_PEEK), 6);
+	assert_int_equal(uls_recv(p.sd, buf, sizeof(buf), 0), 6);
+	assert_memory_equal(buf, "abcdef", 6);
+	assert_int_equal(uls_recv(p.sd, buf, sizeof(buf), MSG_DONTWAIT), -EAGAIN);
+	fixture_done(&p);
+}
+
+static void test_send_after_shutting_down_the_sending_side_fails_epipe_and_peer_sees_fin(
+	void **state)
+{
+	need_node(state);
+	struct fixture_conn p = connection();
+	char buf[8];
+	assert_int_equal(uls_shutdown(p.sd, SHUT_WR), 0);
+	assert_int_equal(uls_send(p.sd, "x", 1, MSG_NOSIGNAL), -EPIPE);
+	assert_int_equal(peer_read(p.peer, buf, 1), 0);  /* EOF: our FIN */
+	/* The other direction still works (half close, RFC 9293 §3.6). */
+	assert_int_equal(write(p.peer, "ok", 2), 2);
+	assert_int_equal(uls_recv(p.sd, buf, 2, MSG_WAITALL), 2);
+	fixture_done(&p);
+}
+
+static void test_close_with_unread_data_resets_the_connection(void **state)
+{
+	need_node(state);
+	struct fixture_conn p = connection();
+	char buf[8];
+	assert_int_equal(write(p.peer, "unread", 6), 6);
+	for (int i = 0; i < 500 && uls_recv(p.sd, buf, 6, MSG_PEEK) < 6; i++)
+		usleep(10000);
+	/* RFC 1122 §4.2.2.13: data the application never read is lost, so the peer must
+	 * learn it by a RST, not a FIN. */
+	uls_close(p.sd);
+	assert_true(wait_fd(p.peer, POLLIN, 5000));
+	errno = 0;
+	assert_int_equal(read(p.peer, buf, sizeof(buf)), -1);
+	assert_int_equal(errno, ECONNRESET);
+	uls_close(p.lsd);
+	close(p.peer);
+}
+
+static void test_peer_reset_makes_recv_fail_econnreset(void **state)
+{
+	need_node(state);
+	struct fixture_conn p = connection();
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	char buf[8];
+	setsockopt(p.peer, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(p.peer);  /* RST */
+	assert_int_equal(uls_recv(p.sd, buf, sizeof(buf), 0), -ECONNRESET);
+	uls_close(p.sd);
+	uls_close(p.lsd);
+}
+
+static void test_bind_to_a_port_another_socket_holds_fails_eaddrinuse(void **state)
+{
+	need_node(state);
+	int a = uls_socket(SOCK_STREAM), b = uls_socket(SOCK_STREAM);
+	struct sockaddr_in sa = sin_of(NODE_ADDR, 6900);
+	assert_int_equal(uls_bind(a, &sa), 0);
+	assert_int_equal(uls_bind(b, &sa), -EADDRINUSE);
+	uls_close(a);
+	uls_close(b);
+}
+
+static void test_accept_on_a_socket_that_does_not_listen_fails_einval(void **state)
+{
+	need_node(state);
+	int sd = uls_socket(SOCK_STREAM);
+	assert_int_equal(uls_accept(sd, NULL), -EINVAL);
+	uls_close(sd);
+}
+
+static void test_send_and_recv_on_an_unconnected_socket_fail_enotconn(void **state)
+{
+	need_node(state);
+	int sd = uls_socket(SOCK_STREAM);
+	char buf[4];
+	assert_int_equal(uls_send(sd, "x", 1, MSG_NOSIGNAL), -ENOTCONN);
+	assert_int_equal(uls_recv(sd, buf, sizeof(buf), 0), -ENOTCONN);
+	assert_int_equal(uls_shutdown(sd, SHUT_RDWR), -ENOTCONN);
+	uls_close(sd);
+}
+
+static void test_nonblocking_accept_without_a_connection_fails_eagain(void **state)
+{
+	need_node(state);
+	int sd = uls_socket(SOCK_STREAM | SOCK_NONBLOCK);
+	struct sockaddr_in a = sin_of(NODE_ADDR, 6901);
+	assert_int_equal(uls_bind(sd, &a), 0);
+	assert_int_equal(uls_listen(sd, 4), 0);
+	assert_int_equal(uls_accept(sd, NULL), -EAGAIN);
+	uls_close(sd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_connect_to_a_port_nobody_listens_on_is_refused),
+		cmocka_unit_test(test_connect_reaches_a_peer_listener_and_data_flows_both_ways),
+		cmocka_unit_test(test_accepted_connection_delivers_a_large_write_whole_and_in_order),
+		cmocka_unit_test(test_recv_returns_zero_after_the_peer_closes),
+		cmocka_unit_test(test_recv_without_data_and_dontwait_fails_eagain),
+		cmocka_unit_test(test_peek_leaves_the_data_for_the_next_recv),
+		cmocka_unit_test(test_send_after_shutting_down_the_sending_side_fails_epipe_and_peer_sees_fin),
+		cmocka_unit_test(test_close_with_unread_data_resets_the_connection),
+		cmocka_unit_test(test_peer_reset_makes_recv_fail_econnreset),
+		cmocka_unit_test(test_bind_to_a_port_another_socket_holds_fails_eaddrinuse),
+		cmocka_unit_test(test_accept_on_a_socket_that_does_not_listen_fails_einval),
+		cmocka_unit_test(test_send_and_recv_on_an_unconnected_socket_fail_enotconn),
+		cmocka_unit_test(test_nonblocking_accept_without_a_connection_fails_eagain),
+	};
+	return NODE_FIXTURE_RUN(tests);
+}

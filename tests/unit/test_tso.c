@@ -1,0 +1,209 @@
+/* stack/tso.c: how large a segment lwIP builds on a device with offloads, and the offload
+ * word each frame the stack sends gets (RFC 9293 §3.1 pseudo-header, §3.7.1 and RFC 6691
+ * MSS, netif/vnet.h). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "internal.h"
+#include "hooks.h"
+#include "lwip/priv/tcp_priv.h"
+#include "netif/vnet.h"
+
+static struct nif_dev dev = { .mtu = 1500 };
+static struct netif nif;
+
+static void offload(bool on)
+{
+	dev.offload = on;
+	stk__tso_setup(&nif, &dev);
+	stk__node.dev = &dev;
+}
+
+static struct tcp_pcb pcb_with(u16_t mss, bool timestamps)
+{
+	struct tcp_pcb p;
+	memset(&p, 0, sizeof(p));
+	p.mss = mss;
+	p.flags = timestamps ? TF_TIMESTAMP : 0;
+	p.local_port = 5001;
+	p.remote_port = 80;
+	return p;
+}
+
+static void test_without_offload_a_segment_is_one_mss(void **state)
+{
+	(void)state;
+	offload(false);
+	struct tcp_pcb p = pcb_with(1460, true);
+	assert_false(stk__tso_enabled());
+	assert_int_equal(stk__tso_size(&p), 1460);
+	assert_int_equal(stk__tso_unit(&p), 1460);
+}
+
+static void test_super_segment_is_a_whole_number_of_wire_payloads_within_64k(void **state)
+{
+	(void)state;
+	offload(true);
+	struct tcp_pcb ts = pcb_with(1460, true);
+	/* RFC 6691: the MSS counts no options; each wire segment carries 12 octets of
+	 * timestamps, so its data is 1448, and the super-segment's options are sent once:
+	 * 45 units, as a 46th would not fit the pbuf's 16-bit length with the Ethernet, IPv4
+	 * and TCP headers in front. */
+	assert_int_equal(stk__tso_unit(&ts), 1448);
+	assert_int_equal(stk__tso_size(&ts), 45 * 1448 + 12);
+	assert_true(stk__tso_size(&ts) + 54u <= 0xffffu);
+}
+
+static void test_peer_mss_too_small_for_segmentation_gives_plain_segments(void **state)
+{
+	(void)state;
+	offload(true);
+	struct tcp_pcb small = pcb_with(NIF_OFF_GSO_MIN + 11, true);   /* 495 of data */
+	struct tcp_pcb enough = pcb_with(NIF_OFF_GSO_MIN + 12, true);  /* 496 of data */
+	assert_int_equal(stk__tso_unit(&small), small.mss);
+	assert_int_equal(stk__tso_size(&small), small.mss);
+	assert_int_equal(stk__tso_unit(&enough), NIF_OFF_GSO_MIN);
+	assert_true(stk__tso_size(&enough) > enough.mss);
+}
+
+static void test_abc_limit_grows_cwnd_by_a_whole_super_segment_per_ack(void **state)
+{
+	(void)state;
+	offload(true);
+	struct tcp_pcb p = pcb_with(1460, true);
+	assert_int_equal(stk__tso_abc_limit(&p), stk__tso_size(&p));
+	assert_true(stk__tso_abc_limit(&p) > 2u * p.mss);
+}
+
+/* An Ethernet + IPv4 + TCP frame from 5001 to 80 with payload octets of data. */
+static size_t tcp_frame(uint8_t *f, size_t payload, uint16_t frag)
+{
+	uint8_t *ip = f + 14, *tcp = ip + 20;
+	size_t total = 20 + 20 + payload;
+
+	memset(f, 0, 14 + total);
+	f[12] = 0x08;
+	ip[0] = 0x45;
+	ip[2] = (uint8_t)(total >> 8);
+	ip[3] = (uint8_t)total;
+	ip[6] = (uint8_t)(frag >> 8);
+	ip[7] = (uint8_t)frag;
+	ip[8] = 64;
+	ip[9] = 6;
+	memcpy(ip + 12, (const uint8_t[]){ 198, 18, 0, 1, 198, 18, 0, 2 }, 8);
+	tcp[0] = 5001 >> 8;
+	tcp[1] = 5001 & 0xff;
+	tcp[3] = 80;
+	tcp[12] = 5 << 4;
+	tcp[13] = 0x18;
+	for (size_t i = 0; i < payload; i++)
+		tcp[20 + i] = (uint8_t)(i * 7);
+	return 14 + total;
+}
+
+static uint32_t sum16(const uint8_t *p, size_t n, uint32_t sum)
+{
+	for (size_t i = 0; i + 1 < n; i += 2)
+		sum += (uint32_t)(p[i] << 8 | p[i + 1]);
+	if (n & 1)
+		sum += (uint32_t)p[n - 1] << 8;
+	return sum;
+}
+
+static uint16_t fold(uint32_t sum)
+{
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)sum;
+}
+
+static void test_sent_segment_is_marked_partial_with_the_pseudo_header_sum(void **state)
+{
+	(void)state;
+	offload(true);
+	static uint8_t f[2048];
+	size_t len = tcp_frame(f, 100, 0x4000);  /* DF set, not a fragment */
+	struct tcp_pcb p = pcb_with(1460, false);
+	stk__tso_output(&p);
+	assert_int_equal(stk__tso_tx_offload(f, len, len), NIF_OFF_CSUM_PARTIAL);
+	/* What the kernel does with a partial checksum: sum the segment from the field on
+	 * and store the complement. The result must be the segment's right checksum (RFC
+	 * 9293 §3.1): the pseudo-header plus the segment sums to 0xffff. */
+	uint8_t *tcp = f + 14 + 20;
+	uint16_t c = (uint16_t)~fold(sum16(tcp, 120, 0));
+	tcp[16] = (uint8_t)(c >> 8);
+	tcp[17] = (uint8_t)c;
+	uint32_t pseudo = sum16(f + 14 + 12, 8, 0) + 6 + 120;
+	assert_int_equal(fold(sum16(tcp, 120, pseudo)), 0xffff);
+}
+
+static void test_super_segment_is_cut_at_the_connections_mss(void **state)
+{
+	(void)state;
+	offload(true);
+	static uint8_t f[8192];
+	size_t len = tcp_frame(f, 3000, 0);
+	struct tcp_pcb p = pcb_with(1200, false);
+	stk__tso_output(&p);
+	uint32_t off = stk__tso_tx_offload(f, 14 + 40, len);
+	assert_true(off & NIF_OFF_CSUM_PARTIAL);
+	assert_int_equal(nif_off_gso(off), 1200);
+}
+
+/* RFC 9293 §3.7.1's default MSS when the frame is not the connection the hint names. */
+static void test_unhinted_super_segment_is_cut_at_536(void **state)
+{
+	(void)state;
+	offload(true);
+	static uint8_t f[8192];
+	size_t len = tcp_frame(f, 3000, 0);
+	struct tcp_pcb other = pcb_with(1460, false);
+	other.local_port = 7;
+	stk__tso_output(&other);
+	assert_int_equal(nif_off_gso(stk__tso_tx_offload(f, 14 + 40, len)), 536);
+}
+
+static void test_frames_other_than_whole_tcp_segments_get_no_offload(void **state)
+{
+	(void)state;
+	static uint8_t f[2048];
+	struct tcp_pcb p = pcb_with(1460, false);
+	size_t len;
+
+	offload(true);
+	stk__tso_output(&p);
+	len = tcp_frame(f, 100, 0x2000);  /* MF: a fragment */
+	assert_int_equal(stk__tso_tx_offload(f, len, len), 0);
+	len = tcp_frame(f, 100, 0);
+	f[14 + 9] = 17;  /* UDP */
+	assert_int_equal(stk__tso_tx_offload(f, len, len), 0);
+	len = tcp_frame(f, 100, 0);
+	assert_int_equal(stk__tso_tx_offload(f, 14 + 39, len), 0);  /* header not contiguous */
+	len = tcp_frame(f, 10, 0);
+	f[14 + 20 + 12] = 15 << 4;  /* a TCP header longer than the datagram */
+	assert_int_equal(stk__tso_tx_offload(f, len, len), 0);
+	len = tcp_frame(f, 100, 0);
+	offload(false);
+	assert_int_equal(stk__tso_tx_offload(f, len, len), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_without_offload_a_segment_is_one_mss),
+		cmocka_unit_test(test_super_segment_is_a_whole_number_of_wire_payloads_within_64k),
+		cmocka_unit_test(test_peer_mss_too_small_for_segmentation_gives_plain_segments),
+		cmocka_unit_test(test_abc_limit_grows_cwnd_by_a_whole_super_segment_per_ack),
+		cmocka_unit_test(test_sent_segment_is_marked_partial_with_the_pseudo_header_sum),
+		cmocka_unit_test(test_super_segment_is_cut_at_the_connections_mss),
+		cmocka_unit_test(test_unhinted_super_segment_is_cut_at_536),
+		cmocka_unit_test(test_frames_other_than_whole_tcp_segments_get_no_offload),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
