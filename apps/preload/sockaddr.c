@@ -86,7 +86,8 @@ void shim__addr_out(const struct shim_file *f, const struct sockaddr_in *in, str
 static const struct v6opt {
 	int name, min, max, dflt;
 } v6opts[SHIM_V6OPTS] = {
-	{ IPV6_V6ONLY, 0, 1, 0 },            /* bindv6only's default, 0 */
+	{ IPV6_V6ONLY, 0, 1, 0 },            /* first (socket.c reads v6val[0]); bindv6only's
+					      * default, 0 */
 	{ IPV6_TCLASS, -1, 255, 0 },         /* -1: the default, 0 */
 	{ IPV6_UNICAST_HOPS, -1, 255, 64 },  /* -1: the route's hop limit, 64 */
 	{ IPV6_MULTICAST_HOPS, -1, 255, 1 },

@@ -164,7 +164,7 @@ SHIM_EXPORT int listen(int fd, int backlog)
 	int rc = uls_listen(f->sd, backlog);
 	shim__leave(&old);
 	if (rc == 0)
-		f->listening = true;
+		f->listening = f->bound = true;  /* bound now, if it was not */
 	shim__put(f);
 	return shim__ret(rc);
 }
@@ -369,7 +369,7 @@ SHIM_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen
 	int rc;
 	if (f->family == AF_INET6 && level == IPPROTO_IPV6) {
 		rc = shim__v6opt_set(f, name, val, len);
-		if (rc == 0 && name == IPV6_V6ONLY && *(const int *)val) {
+		if (rc == 0 && name == IPV6_V6ONLY && f->v6val[0]) {
 			/* An IPv6-only socket carries no IPv4, and libuls carries nothing else
 			 * yet: it stays the kernel's, as every AF_INET6 socket was before. Its
 			 * port is then not the node's: an IPv4 peer gets ulsd's RST, as a
