@@ -2,8 +2,8 @@
  *
  * Every AF_INET or AF_INET6 (sockaddr.c) stream or datagram socket a program opens becomes
  * a libuls socket, shown to the program as a real kernel descriptor (a readiness mirror,
- * see stack/mirror.c), so that descriptor numbers, poll/select/epoll, dup and fork keep the kernel's rules. This
- * is the one place that turns libuls's -errno returns into errno.
+ * see stack/mirror.c), so that descriptor numbers, poll/select/epoll, dup and fork keep
+ * the kernel's rules. This is the one place that turns libuls's -errno returns into errno.
  */
 #ifndef ULS_SHIM_H
 #define ULS_SHIM_H

@@ -118,7 +118,8 @@ SHIM_EXPORT int socket(int domain, int type, int protocol)
 	int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 	shim__real_init();
-	if ((domain != AF_INET && domain != AF_INET6) || !shim__enabled() || (base != SOCK_STREAM && base != SOCK_DGRAM) ||
+	if ((domain != AF_INET && domain != AF_INET6) || !shim__enabled() ||
+	    (base != SOCK_STREAM && base != SOCK_DGRAM) ||
 	    (protocol && protocol != (base == SOCK_STREAM ? IPPROTO_TCP : IPPROTO_UDP)))
 		return shim__real.socket(domain, type, protocol);
 	return shim__ret(open_socket(domain, base, type));
