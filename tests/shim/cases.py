@@ -845,6 +845,31 @@ def case_dual_stack():
     assert a.recv(3) == b"lo6" and peer[0] == "::1", peer
 
 
+def case_exec_dual_stack_goes_on():
+    """A dual-stack connection passed across exec stays AF_INET6: the new program still
+    sees its ends as v4-mapped addresses (ULS_INHERIT carries the family)."""
+    s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    s.settimeout(5)
+    s.connect(("::ffff:" + KIP, ECHO))
+    s.settimeout(None)
+    fd = s.fileno()
+    os.set_inheritable(fd, True)
+    os.execve(sys.executable, [sys.executable, __file__, "exec_dual_stack_continued", KIP, NIP],
+              dict(os.environ, CONT_FD=str(fd)))
+
+
+def case_exec_dual_stack_continued():
+    s = socket.socket(fileno=int(os.environ["CONT_FD"]))
+    assert s.family == socket.AF_INET6, s.family
+    assert s.getpeername()[:2] == ("::ffff:" + KIP, ECHO), s.getpeername()
+    assert s.getsockname()[0] == "::ffff:" + NIP, s.getsockname()
+    s.sendall(b"after exec")
+    got = b""
+    while len(got) < 10:
+        got += s.recv(10 - len(got))
+    assert got == b"after exec", got
+    print("PASS exec_dual_stack_goes_on", flush=True)
+
 def main():
     globals()["case_" + CASE]()
     print("PASS", CASE, flush=True)

@@ -39,6 +39,7 @@ from conftest import BUILD, ULSRUN
     "options_outlive_the_connection",
     "accepted_socket_inherits_listener_options",
     "dual_stack",
+    "exec_dual_stack_goes_on",
 ])
 def test_case(bed, name):
     bed.case(name)
