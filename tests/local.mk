@@ -57,7 +57,8 @@ EXTRA_DIST += tests/tblib.py tests/shim/run tests/shim/conftest.py tests/shim/te
 EXTRA_DIST += tests/interop/run tests/interop/conftest.py tests/interop/asyncio_echo.py \
 	tests/interop/test_asyncio.py tests/interop/test_curl.py tests/interop/test_iperf3.py \
 	tests/interop/test_nc.py tests/interop/test_nginx.py tests/interop/test_redis.py \
-	tests/interop/forking_echo.py tests/interop/test_forking.py
+	tests/interop/forking_echo.py tests/interop/test_forking.py \
+	tests/interop/dualstack.py tests/interop/test_dualstack.py
 
 # What the suites leave in the build tree (captures of every conformance exchange).
 clean-local: clean-test-outputs

@@ -36,8 +36,10 @@ static char *saved_preload, *saved_ctl;
 /* ---- After exec: take the connections over ------------------------------------------ */
 
 struct passed {
-	int fd, memfd, nonblock;
+	int fd, memfd, flags;  /* PASSED_NONBLOCK | PASSED_INET6 */
 };
+#define PASSED_NONBLOCK 1
+#define PASSED_INET6 2     /* a dual-stack socket: its addresses stay v4-mapped */
 
 /* A decimal field of at most INT32_MAX, then the separator sep (or the end if sep is
  * ','). Returns the value, or -1. */
@@ -70,7 +72,7 @@ static int parse_inherit(const char *v, struct passed *out, int max)
 	while (*v && n < max) {
 		long a = field(&v, ':'), b = a < 0 ? -1 : field(&v, ':'),
 		     c = b < 0 ? -1 : field(&v, ',');
-		if (a < 0 || b < 0 || (c != 0 && c != 1)) {
+		if (a < 0 || b < 0 || c < 0 || c > (PASSED_NONBLOCK | PASSED_INET6)) {
 			fprintf(stderr, "ulstack: %s: bad entry, connections passed across exec "
 				"are lost\n", INHERIT_VAR);
 			return n;
@@ -94,8 +96,10 @@ static void install(int sd, const struct passed *p, int n, int memfd)
 	for (int i = 0; i < n && nfd >= 0; i++) {
 		if (p[i].memfd != memfd)
 			continue;
-		if (!f && !(f = shim__file_new(sd, SOCK_STREAM, p[i].nonblock)))
+		if (!f && !(f = shim__file_new(sd, (p[i].flags & PASSED_INET6) ? AF_INET6 : AF_INET,
+						      SOCK_STREAM, p[i].flags & PASSED_NONBLOCK)))
 			break;
+		f->bound = true;  /* a connection: its address is fixed */
 		if (shim__real.dup3(nfd, p[i].fd, 0) >= 0 && shim__install(p[i].fd, f) == 0)
 			named++;
 	}
@@ -246,7 +250,8 @@ static void pass(struct exec_undo *u, int fd, long deadline)
 			len = (size_t)snprintf(u->inherit, sizeof(u->inherit), "%s=%d;", INHERIT_VAR,
 					       (int)getpid());
 		snprintf(u->inherit + len, sizeof(u->inherit) - len, "%s%d:%d:%d",
-			 u->inherit[len - 1] == ';' ? "" : ",", fd, m, f->nonblock ? 1 : 0);
+			 u->inherit[len - 1] == ';' ? "" : ",", fd, m,
+			 (f->nonblock ? PASSED_NONBLOCK : 0) | (f->family == AF_INET6 ? PASSED_INET6 : 0));
 	}
 	shim__put(f);
 }

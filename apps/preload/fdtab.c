@@ -196,13 +196,14 @@ void shim__put(struct shim_file *f)
 	finish(done);
 }
 
-struct shim_file *shim__file_new(int sd, int type, bool nonblock)
+struct shim_file *shim__file_new(int sd, int family, int type, bool nonblock)
 {
 	struct shim_file *f = calloc(1, sizeof(*f));
 
 	if (!f)
 		return NULL;
 	f->sd = sd;
+	f->family = family;
 	f->type = type;
 	f->nonblock = nonblock;
 	f->gen = shim__generation();

@@ -13,8 +13,8 @@
  *
  * Every call asks libuls (joining the node first, as a socket would), so getifaddrs,
  * if_nameindex and the ioctls always agree with each other and with the node's sockets.
- * Deviation: no IPv6 addresses are listed (AF_INET6 sockets are the kernel's, and the
- * node has none); the AF_PACKET entries carry zeroed statistics; SIOCS* (setting) requests
+ * Deviation: no IPv6 addresses are listed (the node has none yet; AF_INET6 sockets talk
+ * IPv4, sockaddr.c); the AF_PACKET entries carry zeroed statistics; SIOCS* (setting) requests
  * and interface requests this file does not answer go to the kernel as before.
  */
 #include "shim.h"

@@ -79,7 +79,10 @@ ssize_t shim__send(struct shim_file *f, const struct iovec *iov, size_t n, int f
 		return -EINVAL;
 	/* tcp(7): the address of sendto() on a connected stream is ignored. */
 	if (to && f->type == SOCK_DGRAM) {
-		rc = shim__addr_in(to, tolen, &dst);
+		rc = shim__addr_in(f, to, tolen, &dst);
+		/* No IPv6 route yet (sockaddr.c); ::1 from a socket of the node neither. */
+		if (rc == SHIM_SA_REAL6 || rc == SHIM_SA_LOOP6)
+			rc = -ENETUNREACH;
 		if (rc < 0)
 			return rc;
 		dp = &dst;
@@ -192,7 +195,7 @@ ssize_t shim__recv(struct shim_file *f, const struct iovec *iov, size_t n, int f
 	}
 	if (rc >= 0 && fromlen) {
 		if (f->type == SOCK_DGRAM)
-			shim__addr_out(&src, from, fromlen);
+			shim__addr_out(f, &src, from, fromlen);
 		else
 			*fromlen = 0;  /* a stream has no per-message address */
 	}

@@ -1,9 +1,9 @@
 /* The POSIX shim (libuls-preload.so): what its files share.
  *
- * Every AF_INET stream or datagram socket a program opens becomes a libuls socket, shown
- * to the program as a real kernel descriptor (a readiness mirror, see stack/mirror.c), so
- * that descriptor numbers, poll/select/epoll, dup and fork keep the kernel's rules. This
- * is the one place that turns libuls's -errno returns into errno.
+ * Every AF_INET or AF_INET6 (sockaddr.c) stream or datagram socket a program opens becomes
+ * a libuls socket, shown to the program as a real kernel descriptor (a readiness mirror,
+ * see stack/mirror.c), so that descriptor numbers, poll/select/epoll, dup and fork keep
+ * the kernel's rules. This is the one place that turns libuls's -errno returns into errno.
  */
 #ifndef ULS_SHIM_H
 #define ULS_SHIM_H
@@ -22,10 +22,16 @@
 
 #define SHIM_EXPORT __attribute__((visibility("default")))
 
+#define SHIM_V6OPTS 6  /* IPPROTO_IPV6 options a dual-stack socket keeps (sockaddr.c) */
+
 /* One open user-level socket, shared by every descriptor number dup() made of it. */
 struct shim_file {
 	int sd;              /* libuls descriptor */
 	int type;            /* SOCK_STREAM or SOCK_DGRAM */
+	int family;          /* AF_INET, or AF_INET6: a dual-stack socket (sockaddr.c) */
+	bool bound;          /* bind() or connect() gave it an address (IPV6_V6ONLY is fixed) */
+	unsigned v6set;      /* AF_INET6: which of v6val were set (sockaddr.c) */
+	int v6val[SHIM_V6OPTS];
 	atomic_uint refs;    /* descriptor numbers naming it */
 	atomic_uint users;   /* calls in flight (it is freed when both reach zero) */
 	bool nonblock;       /* O_NONBLOCK, kept here: the mirror itself always blocks */
@@ -105,7 +111,7 @@ struct shim_file *shim__get(int fd);
 struct shim_file *shim__get_io(int fd);
 struct shim_file *shim__get_raw(int fd);
 void shim__put(struct shim_file *f);
-struct shim_file *shim__file_new(int sd, int type, bool nonblock);
+struct shim_file *shim__file_new(int sd, int family, int type, bool nonblock);
 int shim__install(int fd, struct shim_file *f);
 int shim__uninstall(int fd);
 bool shim__is_ours(int fd);
@@ -135,8 +141,21 @@ ssize_t shim__send(struct shim_file *f, const struct iovec *iov, size_t n, int f
 		   const struct sockaddr *to, socklen_t tolen);
 ssize_t shim__recv(struct shim_file *f, const struct iovec *iov, size_t n, int flags,
 		   struct sockaddr *from, socklen_t *fromlen, int *msg_flags);
-int shim__addr_in(const struct sockaddr *a, socklen_t len, struct sockaddr_in *out);
-void shim__addr_out(const struct sockaddr_in *in, struct sockaddr *a, socklen_t *len);
+
+/* Addresses (sockaddr.c). shim__addr_in() gives the IPv4 address libuls takes, and what
+ * kind the program's address was (or -errno): */
+enum {
+	SHIM_SA_V4,     /* an IPv4 address: sockaddr_in, or v4-mapped ::ffff:a.b.c.d */
+	SHIM_SA_ANY,    /* the wildcard, 0.0.0.0 or :: (out is 0.0.0.0) */
+	SHIM_SA_LOOP6,  /* ::1, the kernel's as 127.0.0.0/8 is */
+	SHIM_SA_REAL6,  /* any other IPv6 address: libuls has no IPv6 yet */
+};
+int shim__addr_in(const struct shim_file *f, const struct sockaddr *a, socklen_t len,
+		  struct sockaddr_in *out);
+void shim__addr_out(const struct shim_file *f, const struct sockaddr_in *in,
+		    struct sockaddr *a, socklen_t *len);
+int shim__v6opt_set(struct shim_file *f, int name, const void *val, socklen_t len);
+int shim__v6opt_get(const struct shim_file *f, int name, void *val, socklen_t *len);
 
 /* fork (fork.c) and exec (exec.c). */
 void shim__fork_init(void);

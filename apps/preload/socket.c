@@ -46,40 +46,17 @@ static void report(int err)
 			node_ctl, strerror(-err));
 }
 
-int shim__addr_in(const struct sockaddr *a, socklen_t len, struct sockaddr_in *out)
-{
-	if (!a)
-		return -EFAULT;
-	if (len < (socklen_t)sizeof(sa_family_t))
-		return -EINVAL;
-	if (a->sa_family != AF_INET)
-		return -EAFNOSUPPORT;
-	if (len < (socklen_t)sizeof(struct sockaddr_in))
-		return -EINVAL;
-	memcpy(out, a, sizeof(*out));
-	return 0;
-}
-
-/* Linux copies out at most *len bytes and always says how long the address really is. */
-void shim__addr_out(const struct sockaddr_in *in, struct sockaddr *a, socklen_t *len)
-{
-	if (!a || !len)
-		return;
-	size_t n = *len < (socklen_t)sizeof(*in) ? (size_t)*len : sizeof(*in);
-	memcpy(a, in, n);
-	*len = sizeof(*in);
-}
-
 static bool loopback(const struct sockaddr_in *a)
 {
 	return (ntohl(a->sin_addr.s_addr) >> 24) == 127;
 }
 
 /* Make the kernel socket of the descriptor fd (and every other number naming f): traffic
- * to 127.0.0.0/8 is the kernel's (DESIGN.md). Options set so far are replayed. */
+ * to 127.0.0.0/8 and ::1 is the kernel's (DESIGN.md), and so is an IPv6-only socket while
+ * libuls has no IPv6 (setsockopt below). Options set so far are replayed. */
 static int to_kernel(int fd, struct shim_file *f)
 {
-	int k = shim__real.socket(AF_INET, f->type | (f->nonblock ? SOCK_NONBLOCK : 0), 0);
+	int k = shim__real.socket(f->family, f->type | (f->nonblock ? SOCK_NONBLOCK : 0), 0);
 
 	if (k < 0)
 		return -errno;
@@ -103,7 +80,7 @@ static int to_kernel(int fd, struct shim_file *f)
 	return 0;
 }
 
-static int open_socket(int base, int type)
+static int open_socket(int domain, int base, int type)
 {
 	sigset_t old;
 	struct shim_file *f;
@@ -124,7 +101,7 @@ static int open_socket(int base, int type)
 	}
 	if (fd < 0)
 		return fd;
-	f = shim__file_new(sd, base, (type & SOCK_NONBLOCK) != 0);
+	f = shim__file_new(sd, domain, base, (type & SOCK_NONBLOCK) != 0);
 	if (!f || shim__install(fd, f) < 0) {
 		shim__real.close(fd);
 		shim__enter(&old);
@@ -141,10 +118,11 @@ SHIM_EXPORT int socket(int domain, int type, int protocol)
 	int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
 
 	shim__real_init();
-	if (domain != AF_INET || !shim__enabled() || (base != SOCK_STREAM && base != SOCK_DGRAM) ||
+	if ((domain != AF_INET && domain != AF_INET6) || !shim__enabled() ||
+	    (base != SOCK_STREAM && base != SOCK_DGRAM) ||
 	    (protocol && protocol != (base == SOCK_STREAM ? IPPROTO_TCP : IPPROTO_UDP)))
 		return shim__real.socket(domain, type, protocol);
-	return shim__ret(open_socket(base, type));
+	return shim__ret(open_socket(domain, base, type));
 }
 
 SHIM_EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
@@ -157,16 +135,19 @@ SHIM_EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 	shim__real_init();
 	if (!f)
 		return shim__real.bind(fd, addr, len);
-	rc = shim__addr_in(addr, len, &a);
-	if (rc == 0 && loopback(&a)) {
+	rc = shim__addr_in(f, addr, len, &a);
+	if (rc == SHIM_SA_LOOP6 || (rc == SHIM_SA_V4 && loopback(&a))) {
 		rc = to_kernel(fd, f);
 		shim__put(f);
 		return rc < 0 ? shim__ret(rc) : shim__real.bind(fd, addr, len);
 	}
-	if (rc == 0) {
+	if (rc == SHIM_SA_REAL6)
+		rc = -EADDRNOTAVAIL;  /* the node has no IPv6 address yet (docs/limits.md) */
+	if (rc >= 0) {
 		shim__enter(&old);
 		rc = uls_bind(f->sd, &a);
 		shim__leave(&old);
+		f->bound |= rc == 0;
 	}
 	shim__put(f);
 	return shim__ret(rc);
@@ -184,7 +165,7 @@ SHIM_EXPORT int listen(int fd, int backlog)
 	int rc = uls_listen(f->sd, backlog);
 	shim__leave(&old);
 	if (rc == 0)
-		f->listening = true;
+		f->listening = f->bound = true;  /* bound now, if it was not */
 	shim__put(f);
 	return shim__ret(rc);
 }
@@ -219,7 +200,13 @@ static int do_accept(struct shim_file *f, struct sockaddr *addr, socklen_t *len,
 		return csd;
 	if (cfd < 0)
 		return cfd;
-	struct shim_file *c = shim__file_new(csd, SOCK_STREAM, (flags & SOCK_NONBLOCK) != 0);
+	struct shim_file *c = shim__file_new(csd, f->family, SOCK_STREAM, (flags & SOCK_NONBLOCK) != 0);
+	if (c) {
+		/* ipv6(7): the connection inherits the listener's IPv6 options. */
+		c->bound = true;
+		c->v6set = f->v6set;
+		memcpy(c->v6val, f->v6val, sizeof(c->v6val));
+	}
 	if (!c || shim__install(cfd, c) < 0) {
 		shim__real.close(cfd);
 		shim__enter(&old);
@@ -228,7 +215,7 @@ static int do_accept(struct shim_file *f, struct sockaddr *addr, socklen_t *len,
 		free(c);
 		return -ENOMEM;
 	}
-	shim__addr_out(&peer, addr, len);
+	shim__addr_out(f, &peer, addr, len);
 	return cfd;
 }
 
@@ -294,17 +281,25 @@ SHIM_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 		/* connect(2): AF_UNSPEC dissolves a datagram socket's association. */
 		memset(&a, 0, sizeof(a));
 		a.sin_family = AF_INET;
-		rc = 0;
+		rc = SHIM_SA_V4;
 	} else {
-		rc = shim__addr_in(addr, len, &a);
+		rc = shim__addr_in(f, addr, len, &a);
+		/* ipv6(7)/tcp_v6_connect: connecting to :: means the loopback address. */
+		if (rc == SHIM_SA_ANY && addr->sa_family == AF_INET6)
+			rc = SHIM_SA_LOOP6;
 	}
-	if (rc == 0 && loopback(&a)) {
+	if (rc == SHIM_SA_LOOP6 || ((rc == SHIM_SA_V4 || rc == SHIM_SA_ANY) && loopback(&a))) {
 		rc = to_kernel(fd, f);
 		shim__put(f);
 		return rc < 0 ? shim__ret(rc) : shim__real.connect(fd, addr, len);
 	}
-	if (rc == 0)
+	/* No IPv6 route yet: what Linux says for a destination no route reaches. */
+	if (rc == SHIM_SA_REAL6)
+		rc = -ENETUNREACH;
+	if (rc >= 0) {
 		rc = do_connect(f, &a);
+		f->bound |= rc == 0 || rc == -EINPROGRESS;
+	}
 	shim__put(f);
 	return shim__ret(rc);
 }
@@ -332,9 +327,16 @@ SHIM_EXPORT int getsockopt(int fd, int level, int name, void *val, socklen_t *le
 	shim__real_init();
 	if (!f)
 		return shim__real.getsockopt(fd, level, name, val, len);
-	shim__enter(&old);
-	int rc = uls_getsockopt(f->sd, level, name, val, len);
-	shim__leave(&old);
+	int rc;
+	if (f->family == AF_INET6 && level == IPPROTO_IPV6) {
+		rc = shim__v6opt_get(f, name, val, len);
+	} else {
+		shim__enter(&old);
+		rc = uls_getsockopt(f->sd, level, name, val, len);
+		shim__leave(&old);
+		if (rc == 0 && level == SOL_SOCKET && name == SO_DOMAIN)
+			memcpy(val, &f->family, sizeof(int));  /* libuls knows IPv4 only */
+	}
 	shim__put(f);
 	return shim__ret(rc);
 }
@@ -365,9 +367,25 @@ SHIM_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen
 	shim__real_init();
 	if (!f)
 		return shim__real.setsockopt(fd, level, name, val, len);
-	shim__enter(&old);
-	int rc = uls_setsockopt(f->sd, level, name, val, len);
-	shim__leave(&old);
+	int rc;
+	if (f->family == AF_INET6 && level == IPPROTO_IPV6) {
+		rc = shim__v6opt_set(f, name, val, len);
+		if (rc == 0 && name == IPV6_V6ONLY && f->v6val[0]) {
+			/* An IPv6-only socket carries no IPv4, and libuls carries nothing else
+			 * yet: it stays the kernel's, as every AF_INET6 socket was before. Its
+			 * port is then not the node's: an IPv4 peer gets ulsd's RST, as a
+			 * [::] listener with IPV6_V6ONLY refuses it on Linux, and an AF_INET
+			 * socket may take the same port (nginx: listen 80; listen [::]:80). */
+			remember(f, level, name, val, len);
+			rc = to_kernel(fd, f);
+			shim__put(f);
+			return shim__ret(rc);
+		}
+	} else {
+		shim__enter(&old);
+		rc = uls_setsockopt(f->sd, level, name, val, len);
+		shim__leave(&old);
+	}
 	if (rc == 0 && level == SOL_SOCKET && (name == SO_RCVTIMEO || name == SO_SNDTIMEO)) {
 		/* Blocking calls wait in the kernel on the mirror: it keeps the timeout. */
 		if (shim__real.setsockopt(fd, level, name, val, len) < 0)
@@ -396,9 +414,9 @@ static int name_of(int fd, struct sockaddr *addr, socklen_t *len, bool peer)
 	shim__enter(&old);
 	int rc = peer ? uls_getpeername(f->sd, &a) : uls_getsockname(f->sd, &a);
 	shim__leave(&old);
-	shim__put(f);
 	if (rc == 0)
-		shim__addr_out(&a, addr, len);
+		shim__addr_out(f, &a, addr, len);
+	shim__put(f);
 	return shim__ret(rc);
 }
 

@@ -5,8 +5,8 @@ connections on both ends, bytes received, and the same byte count for the role t
 played as the client reports for it (the client learns the server's numbers over the
 control connection).
 
-`-4`: without it `iperf3 -s` listens on an IPv6 dual-stack socket, which the shim leaves to
-the kernel.
+`-4`: without it `iperf3 -s` listens on an IPv6 dual-stack socket; that case is in
+test_dualstack.py.
 """
 import json
 

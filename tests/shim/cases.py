@@ -775,6 +775,101 @@ def case_udp_icmp_errors():
         pass
 
 
+def case_dual_stack():
+    """AF_INET6 sockets on ulstack (ipv6(7)): IPv4 peers as v4-mapped addresses, the
+    IPPROTO_IPV6 options Linux takes, and honest errors for what is real IPv6."""
+    m = "::ffff:" + KIP
+    s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    assert s.getsockopt(socket.SOL_SOCKET, socket.SO_DOMAIN) == socket.AF_INET6
+    assert s.getsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY) == 0   # Linux's default
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS, -1)
+    assert s.getsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS) == 0
+    for name, val, err in ((socket.IPV6_TCLASS, 256, errno.EINVAL),
+                           (socket.IPV6_RECVPKTINFO, 1, errno.ENOPROTOOPT)):
+        try:
+            s.setsockopt(socket.IPPROTO_IPV6, name, val)
+            raise AssertionError(f"option {name}={val} accepted")
+        except OSError as e:
+            assert e.errno == err, (name, e)
+    s.settimeout(5)
+    s.connect((m, ECHO))
+    s.settimeout(None)
+    assert s.getpeername()[:2] == (m, ECHO), s.getpeername()
+    assert s.getsockname()[0] == "::ffff:" + NIP, f"not on ulstack: {s.getsockname()}"
+    s.sendall(b"six")
+    assert s.recv(3) == b"six"
+    try:   # ipv6(7): fixed once the socket has an address
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        raise AssertionError("IPV6_V6ONLY changed on a connected socket")
+    except OSError as e:
+        assert e.errno == errno.EINVAL, e
+    s.close()
+
+    u = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    u.settimeout(3)
+    u.sendto(b"datagram6", (m, UDPECHO))
+    data, addr = u.recvfrom(100)
+    assert data == b"datagram6" and addr[:2] == (m, UDPECHO), (data, addr)
+    for dst in (("2001:db8::7", UDPECHO),):
+        try:
+            u.sendto(b"x", dst)
+            raise AssertionError("sent to a real IPv6 address")
+        except OSError as e:
+            assert e.errno == errno.ENETUNREACH, e
+
+    b = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    try:   # not an address of the node (it has no IPv6 address yet)
+        b.bind(("2001:db8::5", 0))
+        raise AssertionError("bound to a foreign IPv6 address")
+    except OSError as e:
+        assert e.errno == errno.EADDRNOTAVAIL, e
+    b.bind(("::", 0))
+    assert b.getsockname()[0] == "::", b.getsockname()
+
+    # ::1 is the kernel's, as 127.0.0.0/8 is (where the testbed turned the kernel's IPv6
+    # off, the kernel's own answer).
+    ls = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    with open("/proc/sys/net/ipv6/conf/lo/disable_ipv6") as f:
+        if f.read().strip() == "1":
+            try:
+                ls.bind(("::1", 0))
+                raise AssertionError("bound ::1 with the kernel's IPv6 off")
+            except OSError as e:
+                assert e.errno == errno.EADDRNOTAVAIL, e
+                return
+    ls.bind(("::1", 0))
+    ls.listen(1)
+    c = socket.create_connection(ls.getsockname()[:2], timeout=5)
+    a, peer = ls.accept()
+    c.sendall(b"lo6")
+    assert a.recv(3) == b"lo6" and peer[0] == "::1", peer
+
+
+def case_exec_dual_stack_goes_on():
+    """A dual-stack connection passed across exec stays AF_INET6: the new program still
+    sees its ends as v4-mapped addresses (ULS_INHERIT carries the family)."""
+    s = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    s.settimeout(5)
+    s.connect(("::ffff:" + KIP, ECHO))
+    s.settimeout(None)
+    fd = s.fileno()
+    os.set_inheritable(fd, True)
+    os.execve(sys.executable, [sys.executable, __file__, "exec_dual_stack_continued", KIP, NIP],
+              dict(os.environ, CONT_FD=str(fd)))
+
+
+def case_exec_dual_stack_continued():
+    s = socket.socket(fileno=int(os.environ["CONT_FD"]))
+    assert s.family == socket.AF_INET6, s.family
+    assert s.getpeername()[:2] == ("::ffff:" + KIP, ECHO), s.getpeername()
+    assert s.getsockname()[0] == "::ffff:" + NIP, s.getsockname()
+    s.sendall(b"after exec")
+    got = b""
+    while len(got) < 10:
+        got += s.recv(10 - len(got))
+    assert got == b"after exec", got
+    print("PASS exec_dual_stack_goes_on", flush=True)
+
 def main():
     globals()["case_" + CASE]()
     print("PASS", CASE, flush=True)

@@ -38,6 +38,8 @@ from conftest import BUILD, ULSRUN
     "loopback_and_unix_pass_through",
     "options_outlive_the_connection",
     "accepted_socket_inherits_listener_options",
+    "dual_stack",
+    "exec_dual_stack_goes_on",
 ])
 def test_case(bed, name):
     bed.case(name)

@@ -618,6 +618,48 @@ mv "$TMP/out2" "$TMP/out"
 result "down removes both hosts' namespaces"
 
 # ---------------------------------------------------------------------------
+# up --ipv6: the kernel peers get IPv6 addresses on eth0 (docs/ipv6.md), the node
+# namespace keeps IPv6 off, and the IPv4 exports are the ones of a testbed without it
+# ---------------------------------------------------------------------------
+ipv6_ok() {
+    local ns a
+    # Whole output first: with pipefail, `ip | grep -q` fails when grep stops reading early.
+    a=$(ip -n "$TB_NAME-k1" -6 -o addr show dev eth0)
+    grep -q ' 2001:db8:0:1::100/64 ' <<<"$a" || { echo "k1 IPv6 address: $a"; return 1; }
+    a=$(ip -n "$TB_NAME-k2" -6 -o addr show dev eth0)
+    grep -q ' 2001:db8:0:1::101/64 ' <<<"$a" || { echo "k2 IPv6 address: $a"; return 1; }
+    for ns in "$TB_NAME-k1" "$TB_NAME-k2"; do
+        [[ $(ip netns exec "$ns" sysctl -n net.ipv6.conf.eth0.accept_ra net.ipv6.conf.eth0.router_solicitations | tr '\n' ' ') == "0 0 " ]] ||
+            { echo "$ns: router advertisements or solicitations on"; return 1; }
+        [[ $(ip netns exec "$ns" sysctl -n net.ipv6.conf.all.disable_ipv6) == 1 ]] || { echo "$ns: IPv6 on beyond eth0"; return 1; }
+    done
+    for v in all default scapy0; do
+        [[ $(ip netns exec "$TB_NAME" sysctl -n "net.ipv6.conf.$v.disable_ipv6") == 1 ]] || { echo "node ns: IPv6 $v on"; return 1; }
+    done
+}
+"$TESTBED" up --no-ulsd --nodes 2 --ipv6 >"$TMP/up-6" 2>"$TMP/up-6.err"
+rc=$?
+{ cat "$TMP/up-6.err"; (( rc == 0 )); } >"$TMP/out" 2>&1
+result "up --ipv6 exits 0"
+{ expected_env "$TB_NAME" 2 1500
+  printf 'export TB_IPV6=1\nexport TB_PREFIX6=64\nexport TB_NODE1_IP6=2001:db8:0:1::1\n'
+  printf 'export TB_NODE2_IP6=2001:db8:0:1::2\nexport TB_KERNEL_IP6=2001:db8:0:1::100\n'
+  printf 'export TB_KERNEL2_IP6=2001:db8:0:1::101\n'; } >"$TMP/up-6.expected"
+check "up --ipv6 exports the IPv4 lines unchanged, then TB_IPV6, TB_PREFIX6, TB_NODEi_IP6, TB_KERNEL_IP6" \
+    diff "$TMP/up-6.expected" "$TMP/up-6"
+check "up --ipv6: peers have their IPv6 /64 on eth0 only, no RA/RS; node ns keeps IPv6 off" ipv6_ok
+{ ip netns exec "$TB_NAME-k1" ping -6 -c 1 -W 2 2001:db8:0:1::101; } >"$TMP/out" 2>&1
+result "up --ipv6: k1 pings k2 over IPv6"
+{ ip netns exec "$TB_NAME-k1" ping -c 1 -W 2 198.18.0.101; } >"$TMP/out" 2>&1
+result "up --ipv6: k1 still pings k2 over IPv4"
+"$TESTBED" up --no-ulsd --nodes 2 >"$TMP/up-6b" 2>"$TMP/out"
+{ cat "$TMP/out"; a=$(ip -n "$TB_NAME-k1" -6 -o addr show dev eth0 2>&1)
+  grep -q rebuilding "$TMP/out" && ! grep -q IP6 "$TMP/up-6b" && ! grep -q 2001:db8 <<<"$a"; } >"$TMP/out2" 2>&1
+mv "$TMP/out2" "$TMP/out"
+result "up without --ipv6 over an --ipv6 testbed rebuilds it without IPv6"
+"$TESTBED" down >"$TMP/out" 2>&1
+
+# ---------------------------------------------------------------------------
 # A failing up cleans up after itself
 # ---------------------------------------------------------------------------
 for step in namespaces taps peers hosts state; do
