@@ -271,7 +271,7 @@ static int send_endpoint(const struct flt_rule *rule, void *arg)
 	r.u.endpoint.pid = l ? (uint32_t)l->pid : 0;
 	r.u.endpoint.datapath = !l ? 0 : l->direct ? ULS_CTL_DP_DIRECT : ULS_CTL_DP_RELAY;
 	r.u.endpoint.kind = rule->kind == FLT_RULE_CONNECTED ? ULS_CTL_K_CONNECTED :
-			    rule->proto == FLT_PROTO_UDP ? ULS_CTL_K_BOUND : ULS_CTL_K_LISTEN;
+			    rule->proto == WIRE_IPPROTO_UDP ? ULS_CTL_K_BOUND : ULS_CTL_K_LISTEN;
 	reply(e->s, e->c, &r, NULL, 0);
 	return 0;
 }
@@ -408,7 +408,7 @@ static void stats(struct srv *s, struct conn *c, const struct uls_ctl_msg *req)
 	for (size_t i = 0; i < s->ncustody; i++) {
 		struct uls_ctl_msg r;
 		uls_ctl_init(&r, ULS_CTL_STAT_ENDPOINT, req->seq);
-		r.proto = FLT_PROTO_TCP;
+		r.proto = WIRE_IPPROTO_TCP;
 		r.lport = s->custody[i].lport;
 		r.rip = s->custody[i].rip;
 		r.rport = s->custody[i].rport;
@@ -515,9 +515,9 @@ static void handle(struct srv *s, struct conn *c, const struct uls_ctl_msg *m)
 		if (!srv_port_held(s, l, IPPROTO_TCP, m->lport))
 			rc = -EPERM;
 		else if (m->flags & ULS_CTL_F_INHERIT)
-			rc = flt_join_listen(s->flt, FLT_PROTO_TCP, m->lport, l->id);
+			rc = flt_join_listen(s->flt, WIRE_IPPROTO_TCP, m->lport, l->id);
 		else
-			rc = flt_add_listen(s->flt, FLT_PROTO_TCP, m->lport, l->id,
+			rc = flt_add_listen(s->flt, WIRE_IPPROTO_TCP, m->lport, l->id,
 					    (m->flags & ULS_CTL_F_REUSEPORT) != 0);
 		if (rc == -EEXIST)
 			rc = 0;
@@ -536,7 +536,7 @@ static void handle(struct srv *s, struct conn *c, const struct uls_ctl_msg *m)
 		/* One-way. The listener must be this process's, and the tuple new. */
 		rc = srv_port_ref(s, l, IPPROTO_TCP, m->lport);
 		if (rc == 0) {
-			rc = flt_add_connected(s->flt, FLT_PROTO_TCP, m->lport, m->rip, m->rport, l->id);
+			rc = flt_add_connected(s->flt, WIRE_IPPROTO_TCP, m->lport, m->rip, m->rport, l->id);
 			if (rc < 0)
 				srv_port_release(s, l, IPPROTO_TCP, m->lport);
 		}
@@ -547,7 +547,7 @@ static void handle(struct srv *s, struct conn *c, const struct uls_ctl_msg *m)
 		/* The process published the connection's last frames before this message:
 		 * send them while the tuple is still its own. */
 		srv_drain_tx(s, l);
-		rc = flt_del_connected(s->flt, FLT_PROTO_TCP, m->lport, m->rip, m->rport, l->id);
+		rc = flt_del_connected(s->flt, WIRE_IPPROTO_TCP, m->lport, m->rip, m->rport, l->id);
 		if (rc == 0)
 			srv_port_release(s, l, IPPROTO_TCP, m->lport);
 		else
@@ -555,7 +555,7 @@ static void handle(struct srv *s, struct conn *c, const struct uls_ctl_msg *m)
 		return;
 	case ULS_CTL_ACCEPTING:
 		/* One-way: prefer this member of the port's listening group. */
-		rc = flt_set_accepting(s->flt, FLT_PROTO_TCP, m->lport, l->id);
+		rc = flt_set_accepting(s->flt, WIRE_IPPROTO_TCP, m->lport, l->id);
 		if (rc < 0)
 			refuse_one_way(s, c, m, rc);
 		return;
@@ -573,7 +573,7 @@ static void handle(struct srv *s, struct conn *c, const struct uls_ctl_msg *m)
 		/* The socket that held the port closed: a listener stops receiving new
 		 * connections at once, even while connections accepted on it live on. */
 		if (srv_port_held(s, l, m->proto, m->lport)) {
-			flt_del_listen(s->flt, m->proto == IPPROTO_UDP ? FLT_PROTO_UDP : FLT_PROTO_TCP,
+			flt_del_listen(s->flt, m->proto == IPPROTO_UDP ? WIRE_IPPROTO_UDP : WIRE_IPPROTO_TCP,
 				       m->lport, l->id);
 			srv_port_release(s, l, m->proto, m->lport);
 		} else {

@@ -104,7 +104,7 @@ static void share_arp(struct srv *s, const uint8_t *frame, size_t len)
 static void for_server(struct srv *s, const uint8_t *frame, size_t len, const struct flt_pkt *p)
 {
 	s->ctr[SRV_FRAMES_TO_SERVER]++;
-	if (p->ethertype == FLT_ETHERTYPE_ARP) {
+	if (p->ethertype == WIRE_ETHERTYPE_ARP) {
 		if (p->arp.op == 1)
 			srv_reply_arp(s, p);
 		else if (p->arp.op == 2 && p->arp.tpa == s->ip)
@@ -117,16 +117,16 @@ static void for_server(struct srv *s, const uint8_t *frame, size_t len, const st
 		return;
 	}
 	switch (p->ip.proto) {
-	case FLT_PROTO_ICMP:
+	case WIRE_IPPROTO_ICMP:
 		if (p->icmp.type == 8)
 			srv_reply_echo(s, frame, len, p);
 		else
 			s->ctr[SRV_DROP_NO_OWNER]++;
 		break;
-	case FLT_PROTO_TCP:
+	case WIRE_IPPROTO_TCP:
 		srv_reply_rst(s, frame, p);
 		break;
-	case FLT_PROTO_UDP:
+	case WIRE_IPPROTO_UDP:
 		srv_reply_port_unreachable(s, frame, len, p);
 		break;
 	default:
@@ -152,7 +152,7 @@ static void on_frame(void *arg, const uint8_t *frame, size_t len, uint32_t off)
 		s->ctr[SRV_DROP_NOT_FOR_NODE]++;
 		return;
 	}
-	if (p.ethertype == FLT_ETHERTYPE_IPV4) {
+	if (p.ethertype == WIRE_ETHERTYPE_IPV4) {
 		uint32_t bcast = s->ip | htonl(0xffffffffu >> s->prefix_len);
 		if (p.ip.dst != s->ip && p.ip.dst != bcast && p.ip.dst != 0xffffffffu) {
 			s->ctr[SRV_DROP_NOT_FOR_NODE]++;
@@ -160,8 +160,8 @@ static void on_frame(void *arg, const uint8_t *frame, size_t len, uint32_t off)
 		}
 		/* Not from a SYN without ACK: a flood of them from spoofed sources (RFC 4987)
 		 * would overwrite the entries of real peers, which their other segments keep. */
-		if (p.ip.proto != FLT_PROTO_TCP || p.ip.fragment ||
-		    (p.tcp.flags & (FLT_TCP_SYN | FLT_TCP_ACK)) != FLT_TCP_SYN)
+		if (p.ip.proto != WIRE_IPPROTO_TCP || p.ip.fragment ||
+		    (p.tcp.flags & (WIRE_TCP_SYN | WIRE_TCP_ACK)) != WIRE_TCP_SYN)
 			srv_learn_neighbour(s, p.ip.src, p.src_mac);
 		flt_owner_t o = flt_lookup_rx(s->flt, &p);
 		if (o == SRV_IN_TRANSIT) {
@@ -203,8 +203,8 @@ static bool tx_size_ok(const struct srv *s, const struct flt_pkt *p, size_t len,
 		return false;
 	if (!gso)
 		return len <= (size_t)s->mtu + NIF_ETH_HLEN;
-	return len <= NIF_OFF_FRAME_MAX && p->ethertype == FLT_ETHERTYPE_IPV4 &&
-	       p->ip.proto == FLT_PROTO_TCP &&
+	return len <= NIF_OFF_FRAME_MAX && p->ethertype == WIRE_ETHERTYPE_IPV4 &&
+	       p->ip.proto == WIRE_IPPROTO_TCP &&
 	       (size_t)p->ip.hlen + p->tcp.doff + gso <= (size_t)s->mtu;
 }
 

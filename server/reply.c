@@ -79,7 +79,7 @@ static void tcp_checksum(uint8_t *ip, uint8_t *tcp, uint16_t tcplen)
 
 	memcpy(pseudo, ip + 12, 8);
 	pseudo[8] = 0;
-	pseudo[9] = FLT_PROTO_TCP;
+	pseudo[9] = WIRE_IPPROTO_TCP;
 	put16(pseudo + 10, tcplen);
 	tcp[16] = tcp[17] = 0;
 	uint32_t sum = (uint32_t)nif_inet_chksum(pseudo, sizeof(pseudo)) +
@@ -94,8 +94,8 @@ static void tcp_segment(struct srv *s, const uint8_t dst_mac[6], uint32_t dst_ip
 	uint8_t f[ETH_HLEN + IP_HLEN + TCP_HLEN];
 	uint8_t *ip = f + ETH_HLEN, *tcp = ip + IP_HLEN;
 
-	eth_header(f, dst_mac, s->mac, FLT_ETHERTYPE_IPV4);
-	ip_header(ip, FLT_PROTO_TCP, s->ip, dst_ip, IP_HLEN + TCP_HLEN);
+	eth_header(f, dst_mac, s->mac, WIRE_ETHERTYPE_IPV4);
+	ip_header(ip, WIRE_IPPROTO_TCP, s->ip, dst_ip, IP_HLEN + TCP_HLEN);
 	memset(tcp, 0, TCP_HLEN);
 	put16(tcp, sport);
 	put16(tcp + 2, dport);
@@ -115,9 +115,9 @@ void srv_reply_arp(struct srv *s, const struct flt_pkt *p)
 	/* RFC 826: answer requests for our address, swapping sender and target. */
 	if (p->arp.op != 1 || p->arp.tpa != s->ip)
 		return;
-	eth_header(f, p->arp.sha, s->mac, FLT_ETHERTYPE_ARP);
+	eth_header(f, p->arp.sha, s->mac, WIRE_ETHERTYPE_ARP);
 	put16(a, 1);
-	put16(a + 2, FLT_ETHERTYPE_IPV4);
+	put16(a + 2, WIRE_ETHERTYPE_IPV4);
 	a[4] = 6;
 	a[5] = 4;
 	put16(a + 6, 2);
@@ -138,8 +138,8 @@ void srv_reply_echo(struct srv *s, const uint8_t *frame, size_t len, const struc
 	if (p->ip.fragment || p->icmp.type != 8 || p->ip.dst != s->ip ||
 	    p->l4_off + icmp_len > len)
 		return;
-	eth_header(f, p->src_mac, s->mac, FLT_ETHERTYPE_IPV4);
-	ip_header(f + ETH_HLEN, FLT_PROTO_ICMP, s->ip, p->ip.src, (uint16_t)(IP_HLEN + icmp_len));
+	eth_header(f, p->src_mac, s->mac, WIRE_ETHERTYPE_IPV4);
+	ip_header(f + ETH_HLEN, WIRE_IPPROTO_ICMP, s->ip, p->ip.src, (uint16_t)(IP_HLEN + icmp_len));
 	uint8_t *icmp = f + ETH_HLEN + IP_HLEN;
 	memcpy(icmp, frame + p->l4_off, icmp_len);
 	icmp[0] = 0;  /* echo reply */
@@ -158,19 +158,19 @@ static bool tokens_allow(uint64_t *at_ms, unsigned *tokens, unsigned per_s);
 void srv_reply_rst(struct srv *s, const uint8_t *frame, const struct flt_pkt *p)
 {
 	(void)frame;
-	if (p->tcp.flags & FLT_TCP_RST || p->ip.dst != s->ip)
+	if (p->tcp.flags & WIRE_TCP_RST || p->ip.dst != s->ip)
 		return;
 	if (!tokens_allow(&s->rst_tokens_ms, &s->rst_tokens, RST_RATE_PER_S)) {
 		s->ctr[SRV_DROP_RST_RATE]++;
 		return;
 	}
-	if (p->tcp.flags & FLT_TCP_ACK) {
-		tcp_segment(s, p->src_mac, p->ip.src, p->dport, p->sport, p->tcp.ack, 0, FLT_TCP_RST);
+	if (p->tcp.flags & WIRE_TCP_ACK) {
+		tcp_segment(s, p->src_mac, p->ip.src, p->dport, p->sport, p->tcp.ack, 0, WIRE_TCP_RST);
 	} else {
-		uint32_t seglen = p->tcp.payload_len + !!(p->tcp.flags & FLT_TCP_SYN) +
-				  !!(p->tcp.flags & FLT_TCP_FIN);
+		uint32_t seglen = p->tcp.payload_len + !!(p->tcp.flags & WIRE_TCP_SYN) +
+				  !!(p->tcp.flags & WIRE_TCP_FIN);
 		tcp_segment(s, p->src_mac, p->ip.src, p->dport, p->sport, 0, p->tcp.seq + seglen,
-			    FLT_TCP_RST | FLT_TCP_ACK);
+			    WIRE_TCP_RST | WIRE_TCP_ACK);
 	}
 	s->ctr[SRV_RST_SENT]++;
 }
@@ -235,8 +235,8 @@ static int icmp_error(struct srv *s, const uint8_t *frame, size_t len, const str
 	size_t quote = p->ip.total < len - p->l3_off ? p->ip.total : len - p->l3_off;
 	if (quote > ICMP_QUOTE_MAX)
 		quote = ICMP_QUOTE_MAX;
-	eth_header(f, p->src_mac, s->mac, FLT_ETHERTYPE_IPV4);
-	ip_header(f + ETH_HLEN, FLT_PROTO_ICMP, s->ip, p->ip.src,
+	eth_header(f, p->src_mac, s->mac, WIRE_ETHERTYPE_IPV4);
+	ip_header(f + ETH_HLEN, WIRE_IPPROTO_ICMP, s->ip, p->ip.src,
 		  (uint16_t)(IP_HLEN + ICMP_HLEN + quote));
 	uint8_t *icmp = f + ETH_HLEN + IP_HLEN;
 	memset(icmp, 0, ICMP_HLEN);
@@ -278,6 +278,6 @@ void srv_send_probe(struct srv *s, const struct srv_custody *c)
 	if (getrandom(&seq, sizeof(seq), GRND_NONBLOCK) != sizeof(seq))
 		seq = (uint32_t)srv_now_ms();
 	tcp_segment(s, s->neigh[i].mac, c->rip, c->lport, c->rport, seq, seq ^ 0x80000000u,
-		    FLT_TCP_ACK);
+		    WIRE_TCP_ACK);
 	s->ctr[SRV_RST_PROBES]++;
 }
