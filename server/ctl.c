@@ -90,6 +90,12 @@ static const char *const counter_names[SRV_COUNTER_MAX] = {
 	[SRV_CONNTAB_TORN] = "conntab_torn",
 	[SRV_CONNTAB_BAD_HEADER] = "conntab_bad_header",
 	[SRV_CONNTAB_BAD_ENTRIES] = "conntab_bad_entries",
+	[SRV_DROP_NO_TAP_SLOT] = "drop_no_tap_slot",
+	[SRV_DROP_ARP_NOT_FOR_NODE] = "drop_arp_not_for_node",
+	[SRV_DROP_RST_FOR_RST] = "drop_rst_for_rst",
+	[SRV_DROP_RST_NOT_UNICAST] = "drop_rst_not_unicast",
+	[SRV_DROP_ECHO_UNANSWERED] = "drop_echo_unanswered",
+	[SRV_DROP_ICMP_ERROR_NOT_UNICAST] = "drop_icmp_error_not_unicast",
 };
 
 const char *srv_counter_name(enum srv_counter c)

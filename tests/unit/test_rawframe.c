@@ -16,7 +16,7 @@ int ulsraw_main(int argc, char **argv);
 #undef main
 
 #define MTU      1500
-#define FRAME    (MTU + NIF_ETH_HLEN)
+#define FRAME    (MTU + WIRE_ETH_HLEN)
 
 static uint8_t frame[FRAME];
 
@@ -26,7 +26,7 @@ static int setup(void **state)
 
 	if (!rx)
 		return -1;
-	memcpy(rx->mac, mac_receiver, NIF_ETH_ALEN);
+	memcpy(rx->mac, mac_receiver, WIRE_ETH_ALEN);
 	*state = rx;
 	return 0;
 }
@@ -75,7 +75,7 @@ static void sequence_rewritten_counted_corrupt(void **state)
 	struct rx *rx = *state;
 
 	data(0, 5);
-	put64(frame + NIF_ETH_HLEN + 8, 6);  /* the payload belongs to sequence 5 */
+	put64(frame + WIRE_ETH_HLEN + 8, 6);  /* the payload belongs to sequence 5 */
 	rx_frame(rx, frame, FRAME);
 	assert_int_equal(rx->corrupt, 1);
 }
@@ -85,7 +85,7 @@ static void stream_id_rewritten_counted_corrupt(void **state)
 	struct rx *rx = *state;
 
 	data(1, 5);
-	put32(frame + NIF_ETH_HLEN + 4, 2);  /* the pattern's seed is the stream id */
+	put32(frame + WIRE_ETH_HLEN + 4, 2);  /* the pattern's seed is the stream id */
 	rx_frame(rx, frame, FRAME);
 	assert_int_equal(rx->corrupt, 1);
 }
@@ -116,7 +116,7 @@ static void unknown_magic_to_us_counted_corrupt(void **state)
 	struct rx *rx = *state;
 
 	data(0, 0);
-	memcpy(frame + NIF_ETH_HLEN, "XXXX", 4);
+	memcpy(frame + WIRE_ETH_HLEN, "XXXX", 4);
 	rx_frame(rx, frame, FRAME);
 	assert_int_equal(rx->corrupt, 1);
 }
@@ -255,7 +255,7 @@ static void round_robin_total_divides_fairly(void **state)
 static void minimum_mtu_frame_verifies(void **state)
 {
 	struct rx *rx = *state;
-	size_t len = NIF_MTU_MIN + NIF_ETH_HLEN;
+	size_t len = NIF_MTU_MIN + WIRE_ETH_HLEN;
 
 	build_data(frame, len, mac_receiver, mac_sender, 9, 1000000);
 	rx_frame(rx, frame, len);
@@ -324,8 +324,8 @@ static void good_arguments_parse(void **state)
 	assert_int_equal(parse_args(12, argv, &o), 0);
 	assert_int_equal(o.role, ROLE_SEND);
 	assert_string_equal(o.tap, "uls1");
-	assert_memory_equal(o.dst, mac_receiver, NIF_ETH_ALEN);
-	assert_memory_equal(o.mac, mac_sender, NIF_ETH_ALEN);
+	assert_memory_equal(o.dst, mac_receiver, WIRE_ETH_ALEN);
+	assert_memory_equal(o.mac, mac_sender, WIRE_ETH_ALEN);
 	assert_true(o.seconds == 2.5);
 	assert_int_equal(o.streams, 1024);
 	assert_int_equal(o.mtu, 65521);
