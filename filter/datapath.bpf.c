@@ -19,22 +19,21 @@
  * processes of one node reach each other through the node's address.
  */
 #include <linux/bpf.h>
-#include <linux/if_ether.h>
-#include <linux/in.h>
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
 #include "filter/datapath.h"
 #include "filter/siphash.h"
+#include "netif/wire/proto.h"
 
 /* Debian 12's linux/bpf.h predates tcx (Linux 6.6). */
 #define TCX_PASS 0
 #define TCX_DROP 2
 
-#define ETH_HLEN_ 14
-#define ARP_LEN 28
-#define IP_MF 0x2000
-#define IP_OFFMASK 0x1fff
+/* A 16-bit field in network order, and the version and header length of an IPv4 header. */
+#define RD16(p, off) ((__u16)(p)[off] << 8 | (p)[(off) + 1])
+#define IPV4_VERSION(ip) ((ip)[WIRE_IPV4_OFF_VIHL] >> 4)
+#define IPV4_HLEN(ip) (((ip)[WIRE_IPV4_OFF_VIHL] & 0xf) * 4)
 
 /* The GPL licence string is what the kernel asks of programs that use GPL-only helpers;
  * none of ours are, but the string also keeps the loader's verifier log readable. */
@@ -225,37 +224,37 @@ static __u32 steer_frame(struct __sk_buff *skb)
 {
 	__u32 zero = 0, owner = 0;
 	const struct flt_dp_cfg *c = bpf_map_lookup_elem(&dp_cfg, &zero);
-	__u8 eth[ETH_HLEN_];
-	__u8 ip[20];
+	__u8 eth[WIRE_ETH_HLEN];
+	__u8 ip[WIRE_IPV4_HLEN_MIN];
 
 	if (!c || bpf_skb_load_bytes(skb, 0, eth, sizeof(eth)) < 0)
 		return 0;
-	__u16 type = (__u16)eth[12] << 8 | eth[13];
-	if (type == ETH_P_ARP) {
-		__u8 a[ARP_LEN];
+	__u16 type = RD16(eth, WIRE_ETH_OFF_TYPE);
+	if (type == WIRE_ETHERTYPE_ARP) {
+		__u8 a[WIRE_ARP_LEN];
 		__u32 spa, tpa;
-		if (bpf_skb_load_bytes(skb, ETH_HLEN_, a, sizeof(a)) < 0)
+		if (bpf_skb_load_bytes(skb, WIRE_ETH_HLEN, a, sizeof(a)) < 0)
 			return 0;
-		__builtin_memcpy(&spa, a + 14, 4);
-		__builtin_memcpy(&tpa, a + 24, 4);
-		if (a[6] == 0 && a[7] == 2 && tpa == c->node_ip)
+		__builtin_memcpy(&spa, a + WIRE_ARP_OFF_SPA, 4);
+		__builtin_memcpy(&tpa, a + WIRE_ARP_OFF_TPA, 4);
+		if (RD16(a, WIRE_ARP_OFF_OP) == WIRE_ARP_OP_REPLY && tpa == c->node_ip)
 			return arp_waiter(spa);
 		return 0;
 	}
-	if (type != ETH_P_IP || bpf_skb_load_bytes(skb, ETH_HLEN_, ip, sizeof(ip)) < 0)
+	if (type != WIRE_ETHERTYPE_IPV4 || bpf_skb_load_bytes(skb, WIRE_ETH_HLEN, ip, sizeof(ip)) < 0)
 		return 0;
-	__u32 ihl = (ip[0] & 0xf) * 4, src, dst;
-	__u16 frag = (__u16)ip[6] << 8 | ip[7];
-	__builtin_memcpy(&src, ip + 12, 4);
-	__builtin_memcpy(&dst, ip + 16, 4);
-	if ((ip[0] >> 4) != 4 || ihl < 20)
+	__u32 ihl = IPV4_HLEN(ip), src, dst;
+	__u16 frag = RD16(ip, WIRE_IPV4_OFF_FRAG);
+	__builtin_memcpy(&src, ip + WIRE_IPV4_OFF_SRC, 4);
+	__builtin_memcpy(&dst, ip + WIRE_IPV4_OFF_DST, 4);
+	if (IPV4_VERSION(ip) != WIRE_IPV4_VERSION || ihl < WIRE_IPV4_HLEN_MIN)
 		return 0;
-	if (frag & (IP_MF | IP_OFFMASK)) {
+	if (frag & (WIRE_IPV4_MF | WIRE_IPV4_OFFMASK)) {
 		/* RFC 791 §3.2: fragments go to ulsd, which collects each datagram and then
 		 * sends its fragments back here, for the owner it found (server/reass.c);
 		 * a broadcast datagram's too, so the key is checked before the address. */
-		struct flt_dp_frag_key fk = { .src = src, .id = (__u16)ip[4] << 8 | ip[5],
-					      .proto = ip[9] };
+		struct flt_dp_frag_key fk = { .src = src, .id = RD16(ip, WIRE_IPV4_OFF_ID),
+					      .proto = ip[WIRE_IPV4_OFF_PROTOCOL] };
 		__u32 *fo = bpf_map_lookup_elem(&dp_frag, &fk);
 		if (!fo)
 			return 0;
@@ -265,14 +264,14 @@ static __u32 steer_frame(struct __sk_buff *skb)
 	}
 	if (dst != c->node_ip)
 		return 0;
-	__u32 l4 = ETH_HLEN_ + ihl;
-	if (ip[9] == IPPROTO_TCP || ip[9] == IPPROTO_UDP) {
-		__u8 l4h[14];
+	__u32 l4 = WIRE_ETH_HLEN + ihl;
+	if (ip[WIRE_IPV4_OFF_PROTOCOL] == WIRE_IPPROTO_TCP || ip[WIRE_IPV4_OFF_PROTOCOL] == WIRE_IPPROTO_UDP) {
+		__u8 l4h[WIRE_TCP_OFF_FLAGS + 1];
 		__u16 ports[2];
 		if (bpf_skb_load_bytes(skb, l4, ports, sizeof(ports)) < 0)
 			return 0;
 		struct tup t = { .lip = dst, .rip = src, .lport = bpf_ntohs(ports[1]),
-				 .rport = bpf_ntohs(ports[0]), .proto = ip[9] };
+				 .rport = bpf_ntohs(ports[0]), .proto = ip[WIRE_IPV4_OFF_PROTOCOL] };
 		int exact;
 		owner = endpoint_owner(c, &t, &exact);
 		/* A handshake (RFC 9293 §3.5) names a peer ulsd may have to reset later: the
@@ -280,35 +279,41 @@ static __u32 steer_frame(struct __sk_buff *skb)
 		 * a passive open (its tuple not yet ours: a listener's pick). Not the SYN to a
 		 * listener: under a flood of spoofed SYNs (RFC 4987) each would replace a real
 		 * peer's entry in the LRU map, at the cost of a map update per SYN. */
-		if (owner && ip[9] == IPPROTO_TCP &&
+		if (owner && ip[WIRE_IPV4_OFF_PROTOCOL] == WIRE_IPPROTO_TCP &&
 		    bpf_skb_load_bytes(skb, l4, l4h, sizeof(l4h)) == 0 &&
-		    (exact ? (l4h[13] & 0x02) : (l4h[13] & 0x17) == 0x10)) {
+		    (exact ? (l4h[WIRE_TCP_OFF_FLAGS] & WIRE_TCP_SYN) :
+			     (l4h[WIRE_TCP_OFF_FLAGS] &
+			      (WIRE_TCP_SYN | WIRE_TCP_RST | WIRE_TCP_FIN | WIRE_TCP_ACK)) == WIRE_TCP_ACK)) {
 			struct flt_dp_neigh nb = {};
-			__builtin_memcpy(nb.mac, eth + 6, 6);
+			__builtin_memcpy(nb.mac, eth + WIRE_ETH_OFF_SRC, WIRE_ETH_ALEN);
 			bpf_map_update_elem(&dp_neigh, &src, &nb, BPF_ANY);
 		}
-	} else if (ip[9] == IPPROTO_ICMP) {
+	} else if (ip[WIRE_IPV4_OFF_PROTOCOL] == WIRE_IPPROTO_ICMP) {
 		/* RFC 1122 §3.2.2: an error goes to the endpoint that sent the datagram it
 		 * quotes; its source is the local end. */
-		__u8 ic[8], in[20];
+		__u8 ic[WIRE_ICMP_HLEN], in[WIRE_IPV4_HLEN_MIN];
 		__u16 ports[2];
 		if (bpf_skb_load_bytes(skb, l4, ic, sizeof(ic)) < 0)
 			return 0;
-		if (ic[0] != 3 && ic[0] != 4 && ic[0] != 11 && ic[0] != 12)
+		if (ic[WIRE_ICMP_OFF_TYPE] != WIRE_ICMP_DEST_UNREACH &&
+		    ic[WIRE_ICMP_OFF_TYPE] != WIRE_ICMP_SOURCE_QUENCH &&
+		    ic[WIRE_ICMP_OFF_TYPE] != WIRE_ICMP_TIME_EXCEEDED &&
+		    ic[WIRE_ICMP_OFF_TYPE] != WIRE_ICMP_PARAM_PROBLEM)
 			return 0;
-		if (bpf_skb_load_bytes(skb, l4 + 8, in, sizeof(in)) < 0)
+		if (bpf_skb_load_bytes(skb, l4 + WIRE_ICMP_HLEN, in, sizeof(in)) < 0)
 			return 0;
-		__u32 iihl = (in[0] & 0xf) * 4, isrc, idst;
-		__u16 ifrag = (__u16)in[6] << 8 | in[7];
-		if ((in[0] >> 4) != 4 || iihl < 20 || (ifrag & IP_OFFMASK) ||
-		    (in[9] != IPPROTO_TCP && in[9] != IPPROTO_UDP))
+		__u32 iihl = IPV4_HLEN(in), isrc, idst;
+		__u16 ifrag = RD16(in, WIRE_IPV4_OFF_FRAG);
+		if (IPV4_VERSION(in) != WIRE_IPV4_VERSION || iihl < WIRE_IPV4_HLEN_MIN || (ifrag & WIRE_IPV4_OFFMASK) ||
+		    (in[WIRE_IPV4_OFF_PROTOCOL] != WIRE_IPPROTO_TCP &&
+		     in[WIRE_IPV4_OFF_PROTOCOL] != WIRE_IPPROTO_UDP))
 			return 0;
-		if (bpf_skb_load_bytes(skb, l4 + 8 + iihl, ports, sizeof(ports)) < 0)
+		if (bpf_skb_load_bytes(skb, l4 + WIRE_ICMP_HLEN + iihl, ports, sizeof(ports)) < 0)
 			return 0;
-		__builtin_memcpy(&isrc, in + 12, 4);
-		__builtin_memcpy(&idst, in + 16, 4);
+		__builtin_memcpy(&isrc, in + WIRE_IPV4_OFF_SRC, 4);
+		__builtin_memcpy(&idst, in + WIRE_IPV4_OFF_DST, 4);
 		struct tup t = { .lip = isrc, .rip = idst, .lport = bpf_ntohs(ports[0]),
-				 .rport = bpf_ntohs(ports[1]), .proto = in[9] };
+				 .rport = bpf_ntohs(ports[1]), .proto = in[WIRE_IPV4_OFF_PROTOCOL] };
 		int exact;
 		owner = endpoint_owner(c, &t, &exact);
 	}
@@ -357,7 +362,7 @@ static int may_use(const struct flt_dp_cfg *c, __u32 owner, const struct tup *t)
 	g = bpf_map_lookup_elem(&dp_listen, &lk);
 	if (!g || !group_has(g, owner))
 		return FLT_DP_PORT;
-	if (t->proto == IPPROTO_TCP && g->n_all > 1 && group_pick(c, g, t) != owner)
+	if (t->proto == WIRE_IPPROTO_TCP && g->n_all > 1 && group_pick(c, g, t) != owner)
 		return FLT_DP_SHARED_PEER;
 	return FLT_DP_PASS;
 }
@@ -382,84 +387,89 @@ static int check_frame(struct __sk_buff *skb, const struct flt_dp_cfg *c, __u32 
 {
 	__u32 *op = bpf_map_lookup_elem(&dp_q_owner, &q);
 	__u32 owner = op ? *op : 0;
-	__u16 type = (__u16)eth[12] << 8 | eth[13];
-	__u8 ip[20];
+	__u16 type = RD16(eth, WIRE_ETH_OFF_TYPE);
+	__u8 ip[WIRE_IPV4_HLEN_MIN];
 
 	if (!owner)
 		return FLT_DP_NO_OWNER;
-	if (!mac_eq(eth + 6, c->node_mac))
+	if (!mac_eq(eth + WIRE_ETH_OFF_SRC, c->node_mac))
 		return FLT_DP_SRC_MAC;
-	if (type == ETH_P_ARP) {
+	if (type == WIRE_ETHERTYPE_ARP) {
 		/* RFC 826: the sender fields are what other hosts cache: the node's only. */
-		__u8 a[ARP_LEN];
+		__u8 a[WIRE_ARP_LEN];
 		__u32 spa, tpa;
-		if (bpf_skb_load_bytes(skb, ETH_HLEN_, a, sizeof(a)) < 0)
+		if (bpf_skb_load_bytes(skb, WIRE_ETH_HLEN, a, sizeof(a)) < 0)
 			return FLT_DP_ARP;
-		__builtin_memcpy(&spa, a + 14, 4);
-		__builtin_memcpy(&tpa, a + 24, 4);
-		if (a[0] != 0 || a[1] != 1 || a[2] != 8 || a[3] != 0 || a[4] != 6 || a[5] != 4 ||
-		    a[6] != 0 || (a[7] != 1 && a[7] != 2) || spa != c->node_ip ||
-		    !mac_eq(a + 8, c->node_mac))
+		__builtin_memcpy(&spa, a + WIRE_ARP_OFF_SPA, 4);
+		__builtin_memcpy(&tpa, a + WIRE_ARP_OFF_TPA, 4);
+		__u16 op = RD16(a, WIRE_ARP_OFF_OP);
+		if (RD16(a, WIRE_ARP_OFF_HRD) != WIRE_ARP_HRD_ETHERNET ||
+		    RD16(a, WIRE_ARP_OFF_PRO) != WIRE_ETHERTYPE_IPV4 ||
+		    a[WIRE_ARP_OFF_HLN] != WIRE_ETH_ALEN || a[WIRE_ARP_OFF_PLN] != WIRE_ARP_PLN_IPV4 ||
+		    (op != WIRE_ARP_OP_REQUEST && op != WIRE_ARP_OP_REPLY) || spa != c->node_ip ||
+		    !mac_eq(a + WIRE_ARP_OFF_SHA, c->node_mac))
 			return FLT_DP_ARP;
-		if (a[7] == 1)
+		if (op == WIRE_ARP_OP_REQUEST)
 			arp_wait(tpa, q);
 		return FLT_DP_PASS;
 	}
-	if (type != ETH_P_IP)
+	if (type != WIRE_ETHERTYPE_IPV4)
 		return FLT_DP_PROTO;
-	if (bpf_skb_load_bytes(skb, ETH_HLEN_, ip, sizeof(ip)) < 0)
+	if (bpf_skb_load_bytes(skb, WIRE_ETH_HLEN, ip, sizeof(ip)) < 0)
 		return FLT_DP_PROTO;
-	__u32 ihl = (ip[0] & 0xf) * 4, src, dst;
-	__u16 frag = (__u16)ip[6] << 8 | ip[7];
-	__builtin_memcpy(&src, ip + 12, 4);
-	__builtin_memcpy(&dst, ip + 16, 4);
-	if ((ip[0] >> 4) != 4 || ihl < 20)
+	__u32 ihl = IPV4_HLEN(ip), src, dst;
+	__u16 frag = RD16(ip, WIRE_IPV4_OFF_FRAG);
+	__builtin_memcpy(&src, ip + WIRE_IPV4_OFF_SRC, 4);
+	__builtin_memcpy(&dst, ip + WIRE_IPV4_OFF_DST, 4);
+	if (IPV4_VERSION(ip) != WIRE_IPV4_VERSION || ihl < WIRE_IPV4_HLEN_MIN)
 		return FLT_DP_PROTO;
 	if (src != c->node_ip)
 		return FLT_DP_SRC_IP;
-	__u32 l4 = ETH_HLEN_ + ihl;
+	__u32 l4 = WIRE_ETH_HLEN + ihl;
 	if (skb->gso_size) {
 		/* A super-segment: TCP only, every piece on the wire within the MTU. */
-		__u8 t[13];
-		if (ip[9] != IPPROTO_TCP || bpf_skb_load_bytes(skb, l4, t, sizeof(t)) < 0 ||
-		    ihl + (t[12] >> 4) * 4 + skb->gso_size > c->mtu)
+		__u8 t[WIRE_TCP_OFF_DOFF + 1];
+		if (ip[WIRE_IPV4_OFF_PROTOCOL] != WIRE_IPPROTO_TCP || bpf_skb_load_bytes(skb, l4, t, sizeof(t)) < 0 ||
+		    ihl + (t[WIRE_TCP_OFF_DOFF] >> 4) * 4 + skb->gso_size > c->mtu)
 			return FLT_DP_SIZE;
-	} else if (skb->len > c->mtu + ETH_HLEN_) {
+	} else if (skb->len > c->mtu + WIRE_ETH_HLEN) {
 		return FLT_DP_SIZE;
 	}
 	/* Deviation (as flt_check_tx): a later fragment carries no ports; only its source is
 	 * checked. */
-	if (frag & IP_OFFMASK)
+	if (frag & WIRE_IPV4_OFFMASK)
 		return FLT_DP_PASS;
-	if (ip[9] == IPPROTO_TCP || ip[9] == IPPROTO_UDP) {
+	if (ip[WIRE_IPV4_OFF_PROTOCOL] == WIRE_IPPROTO_TCP || ip[WIRE_IPV4_OFF_PROTOCOL] == WIRE_IPPROTO_UDP) {
 		__u16 ports[2];
 		if (bpf_skb_load_bytes(skb, l4, ports, sizeof(ports)) < 0)
 			return FLT_DP_PORT;
 		struct tup t = { .lip = src, .rip = dst, .lport = bpf_ntohs(ports[0]),
-				 .rport = bpf_ntohs(ports[1]), .proto = ip[9] };
+				 .rport = bpf_ntohs(ports[1]), .proto = ip[WIRE_IPV4_OFF_PROTOCOL] };
 		return may_use(c, owner, &t);
 	}
-	if (ip[9] != IPPROTO_ICMP)
+	if (ip[WIRE_IPV4_OFF_PROTOCOL] != WIRE_IPPROTO_ICMP)
 		return FLT_DP_PROTO;
-	__u8 ic[8], in[20];
+	__u8 ic[WIRE_ICMP_HLEN], in[WIRE_IPV4_HLEN_MIN];
 	__u16 ports[2];
 	if (bpf_skb_load_bytes(skb, l4, ic, sizeof(ic)) < 0)
 		return FLT_DP_ICMP;
-	if (ic[0] == 0 || ic[0] == 8)
+	if (ic[WIRE_ICMP_OFF_TYPE] == WIRE_ICMP_ECHO_REPLY ||
+	    ic[WIRE_ICMP_OFF_TYPE] == WIRE_ICMP_ECHO)
 		return FLT_DP_PASS;
-	if (ic[0] != 3 || bpf_skb_load_bytes(skb, l4 + 8, in, sizeof(in)) < 0)
+	if (ic[WIRE_ICMP_OFF_TYPE] != WIRE_ICMP_DEST_UNREACH || bpf_skb_load_bytes(skb, l4 + WIRE_ICMP_HLEN, in, sizeof(in)) < 0)
 		return FLT_DP_ICMP;
 	/* Destination unreachable about a datagram delivered to one of its endpoints
 	 * (RFC 1122 §4.1.3.1): the quoted datagram's destination is the local end. */
-	__u32 iihl = (in[0] & 0xf) * 4, isrc, idst;
-	__builtin_memcpy(&isrc, in + 12, 4);
-	__builtin_memcpy(&idst, in + 16, 4);
-	if ((in[0] >> 4) != 4 || iihl < 20 || idst != c->node_ip ||
-	    (in[9] != IPPROTO_TCP && in[9] != IPPROTO_UDP) ||
-	    bpf_skb_load_bytes(skb, l4 + 8 + iihl, ports, sizeof(ports)) < 0)
+	__u32 iihl = IPV4_HLEN(in), isrc, idst;
+	__builtin_memcpy(&isrc, in + WIRE_IPV4_OFF_SRC, 4);
+	__builtin_memcpy(&idst, in + WIRE_IPV4_OFF_DST, 4);
+	if (IPV4_VERSION(in) != WIRE_IPV4_VERSION || iihl < WIRE_IPV4_HLEN_MIN || idst != c->node_ip ||
+	    (in[WIRE_IPV4_OFF_PROTOCOL] != WIRE_IPPROTO_TCP &&
+		     in[WIRE_IPV4_OFF_PROTOCOL] != WIRE_IPPROTO_UDP) ||
+	    bpf_skb_load_bytes(skb, l4 + WIRE_ICMP_HLEN + iihl, ports, sizeof(ports)) < 0)
 		return FLT_DP_ICMP;
 	struct tup t = { .lip = idst, .rip = isrc, .lport = bpf_ntohs(ports[1]),
-			 .rport = bpf_ntohs(ports[0]), .proto = in[9] };
+			 .rport = bpf_ntohs(ports[0]), .proto = in[WIRE_IPV4_OFF_PROTOCOL] };
 	if (may_use(c, owner, &t))
 		return FLT_DP_ICMP;
 	return FLT_DP_PASS;
@@ -470,7 +480,7 @@ int txcheck(struct __sk_buff *skb)
 {
 	__u32 zero = 0, qm = skb->queue_mapping;
 	const struct flt_dp_cfg *c = bpf_map_lookup_elem(&dp_cfg, &zero);
-	__u8 eth[ETH_HLEN_];
+	__u8 eth[WIRE_ETH_HLEN];
 
 	if (!c || qm == 0 || qm > FLT_DP_QUEUES)
 		return TCX_PASS;   /* not written by a queue of ours */
@@ -495,9 +505,10 @@ int txcheck(struct __sk_buff *skb)
 	 * own address goes there too, so that ulsd answers it. */
 	if (mac_eq(eth, c->node_mac))
 		return bpf_redirect(c->ifindex, 0);
-	if (eth[0] == 0xff && eth[12] == 0x08 && eth[13] == 0x06) {
+	if (eth[WIRE_ETH_OFF_DST] == 0xff && RD16(eth, WIRE_ETH_OFF_TYPE) == WIRE_ETHERTYPE_ARP) {
 		__u32 tpa;
-		if (bpf_skb_load_bytes(skb, ETH_HLEN_ + 24, &tpa, 4) == 0 && tpa == c->node_ip)
+		if (bpf_skb_load_bytes(skb, WIRE_ETH_HLEN + WIRE_ARP_OFF_TPA, &tpa, 4) == 0 &&
+		    tpa == c->node_ip)
 			return bpf_redirect(c->ifindex, 0);
 	}
 	return TCX_PASS;

@@ -36,7 +36,7 @@ flt_owner_t flt_lookup_rx(const struct flt_table *t, const struct flt_pkt *p)
 	bool via_listen = false, icmp = false;
 
 	st->rx_lookups++;
-	if (p->ethertype != FLT_ETHERTYPE_IPV4) {
+	if (p->ethertype != WIRE_ETHERTYPE_IPV4) {
 		st->rx_no_owner++;
 		return FLT_NO_OWNER;
 	}
@@ -50,7 +50,7 @@ flt_owner_t flt_lookup_rx(const struct flt_table *t, const struct flt_pkt *p)
 	if (p->has_ports) {
 		owner = endpoint_owner(t, p->ip.proto, p->ip.dst, p->dport, p->ip.src, p->sport,
 				       &via_listen);
-	} else if (p->ip.proto == FLT_PROTO_ICMP && p->icmp.has_inner &&
+	} else if (p->ip.proto == WIRE_IPPROTO_ICMP && p->icmp.has_inner &&
 		   p->icmp.inner.has_ports) {
 		/* RFC 1122 §3.2.2: an ICMP error "MUST be passed to" the transport layer
 		 * of the endpoint that sent the quoted datagram. We sent it, so its source
@@ -90,7 +90,7 @@ static int may_use(const struct flt_table *t, flt_owner_t owner, uint8_t proto, 
 	s = flt__find(t, FLT_RULE_LISTEN, proto, lport, 0, 0);
 	if (!s || !flt__group_has(s->group, owner))
 		return -FLT_DENY_PORT;
-	if (proto == FLT_PROTO_TCP && s->group->n > 1 &&
+	if (proto == WIRE_IPPROTO_TCP && s->group->n > 1 &&
 	    flt__group_pick(t, s->group, rip, rport, lip, lport) != owner)
 		return -FLT_DENY_SHARED_PEER;
 	return 0;
@@ -100,9 +100,9 @@ static int check_arp(const struct flt_pkt *p, uint32_t node_ip, const uint8_t *n
 {
 	/* RFC 826: a process may ask and answer for the node's own address and nothing
 	 * else: sender fields are what other hosts put in their caches. */
-	if (p->arp.op != FLT__ARP_OP_REQUEST && p->arp.op != FLT__ARP_OP_REPLY)
+	if (p->arp.op != WIRE_ARP_OP_REQUEST && p->arp.op != WIRE_ARP_OP_REPLY)
 		return -FLT_DENY_ARP;
-	if (p->arp.spa != node_ip || memcmp(p->arp.sha, node_mac, FLT_ETH_ALEN) != 0)
+	if (p->arp.spa != node_ip || memcmp(p->arp.sha, node_mac, WIRE_ETH_ALEN) != 0)
 		return -FLT_DENY_ARP;
 	return 0;
 }
@@ -118,10 +118,10 @@ static int check_icmp(const struct flt_table *t, const struct flt_pkt *p, flt_ow
 		      uint32_t node_ip)
 {
 	switch (p->icmp.type) {
-	case FLT__ICMP_ECHO_REPLY:
-	case FLT__ICMP_ECHO:
+	case WIRE_ICMP_ECHO_REPLY:
+	case WIRE_ICMP_ECHO:
 		return 0;
-	case FLT__ICMP_DEST_UNREACH:
+	case WIRE_ICMP_DEST_UNREACH:
 		/* The quoted datagram came to us: its destination is the local end. */
 		if (!p->icmp.has_inner || !p->icmp.inner.has_ports ||
 		    p->icmp.inner.dst != node_ip ||
@@ -146,12 +146,12 @@ static int check_ipv4(const struct flt_table *t, const struct flt_pkt *p, flt_ow
 	if (p->ip.frag_off != 0)
 		return 0;
 	switch (p->ip.proto) {
-	case FLT_PROTO_TCP:
-	case FLT_PROTO_UDP:
+	case WIRE_IPPROTO_TCP:
+	case WIRE_IPPROTO_UDP:
 		if (!p->has_ports)
 			return -FLT_DENY_PORT;
 		return may_use(t, owner, p->ip.proto, node_ip, p->sport, p->ip.dst, p->dport);
-	case FLT_PROTO_ICMP:
+	case WIRE_IPPROTO_ICMP:
 		return check_icmp(t, p, owner, node_ip);
 	default:
 		return -FLT_DENY_PROTO;
@@ -159,16 +159,16 @@ static int check_ipv4(const struct flt_table *t, const struct flt_pkt *p, flt_ow
 }
 
 int flt_check_tx(const struct flt_table *t, const struct flt_pkt *p, flt_owner_t owner,
-		 uint32_t node_ip, const uint8_t node_mac[FLT_ETH_ALEN])
+		 uint32_t node_ip, const uint8_t node_mac[WIRE_ETH_ALEN])
 {
 	int ret;
 
 	t->stats->tx_checks++;
-	if (memcmp(p->src_mac, node_mac, FLT_ETH_ALEN) != 0)
+	if (memcmp(p->src_mac, node_mac, WIRE_ETH_ALEN) != 0)
 		ret = -FLT_DENY_SRC_MAC;
-	else if (p->ethertype == FLT_ETHERTYPE_ARP)
+	else if (p->ethertype == WIRE_ETHERTYPE_ARP)
 		ret = check_arp(p, node_ip, node_mac);
-	else if (p->ethertype == FLT_ETHERTYPE_IPV4)
+	else if (p->ethertype == WIRE_ETHERTYPE_IPV4)
 		ret = check_ipv4(t, p, owner, node_ip);
 	else
 		ret = -FLT_DENY_PROTO;

@@ -21,22 +21,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FLT_ETH_ALEN        6
-#define FLT_ETHERTYPE_IPV4  0x0800
-#define FLT_ETHERTYPE_ARP   0x0806
-#define FLT_PROTO_ICMP      1
-#define FLT_PROTO_TCP       6
-#define FLT_PROTO_UDP       17
-
-/* TCP flag bits as they sit in octet 13 of the header (RFC 9293 §3.1). */
-#define FLT_TCP_FIN 0x01
-#define FLT_TCP_SYN 0x02
-#define FLT_TCP_RST 0x04
-#define FLT_TCP_PSH 0x08
-#define FLT_TCP_ACK 0x10
-#define FLT_TCP_URG 0x20
-#define FLT_TCP_ECE 0x40
-#define FLT_TCP_CWR 0x80
+/* Protocol constants (WIRE_ETHERTYPE_*, WIRE_IPPROTO_*, WIRE_TCP_* flags) are the wire
+ * module's, as are the header views flt_parse() reads frames through. */
+#include "netif/wire/proto.h"
 
 /* Why a frame was dropped (flt_parse, receive side) or refused (flt_check_tx, transmit
  * side). Functions return the negated value; 0 is never a reason. Every reason has a
@@ -71,14 +58,14 @@ const char *flt_reason_name(enum flt_reason r);
  * lengths and the other numeric fields in host order. Only the parts the ethertype and
  * protocol select are meaningful; the rest are zero. */
 struct flt_pkt {
-	uint8_t dst_mac[FLT_ETH_ALEN];
-	uint8_t src_mac[FLT_ETH_ALEN];
+	uint8_t dst_mac[WIRE_ETH_ALEN];
+	uint8_t src_mac[WIRE_ETH_ALEN];
 	uint16_t ethertype;
 
 	struct {
 		uint16_t op;                 /* 1 request, 2 reply (RFC 826) */
-		uint8_t sha[FLT_ETH_ALEN];   /* sender hardware address */
-		uint8_t tha[FLT_ETH_ALEN];   /* target hardware address */
+		uint8_t sha[WIRE_ETH_ALEN];   /* sender hardware address */
+		uint8_t tha[WIRE_ETH_ALEN];   /* target hardware address */
 		uint32_t spa, tpa;           /* sender and target protocol (IPv4) address */
 	} arp;
 
@@ -162,7 +149,7 @@ void flt_table_free(struct flt_table *t);
  * table: 0, or -ENOMEM with the table unchanged. */
 int flt_table_set_seed(struct flt_table *t, uint64_t seed);
 
-/* proto is FLT_PROTO_TCP or FLT_PROTO_UDP; ports are nonzero; owner is not FLT_NO_OWNER;
+/* proto is WIRE_IPPROTO_TCP or WIRE_IPPROTO_UDP; ports are nonzero; owner is not FLT_NO_OWNER;
  * rip is the remote address in network order, nonzero. Otherwise -EINVAL.
  * -EEXIST if the exact tuple already has a rule (of any owner), -ENOMEM. */
 int flt_add_connected(struct flt_table *t, uint8_t proto, uint16_t lport, uint32_t rip,
@@ -209,7 +196,7 @@ flt_owner_t flt_lookup_rx(const struct flt_table *t, const struct flt_pkt *p);
 /* May owner send this frame from a node with address node_ip (network order) and MAC
  * node_mac? 0, or -FLT_DENY_* (counted). See demux.c for the exact policy. */
 int flt_check_tx(const struct flt_table *t, const struct flt_pkt *p, flt_owner_t owner,
-		 uint32_t node_ip, const uint8_t node_mac[FLT_ETH_ALEN]);
+		 uint32_t node_ip, const uint8_t node_mac[WIRE_ETH_ALEN]);
 
 /* ---- Mirrors of the table ------------------------------------------------------------- */
 

@@ -8,33 +8,6 @@
 
 #include "filter/filter.h"
 
-/* ---- Wire constants, named as their RFCs name them ---------------------------------- */
-
-#define FLT__ETH_HLEN        14  /* RFC 894: destination, source, type */
-/* RFC 826: an Ethernet/IPv4 ARP packet is 28 octets. */
-#define FLT__ARP_LEN         28
-#define FLT__ARP_HTYPE_ETHER 1
-#define FLT__ARP_OP_REQUEST  1
-#define FLT__ARP_OP_REPLY    2
-/* RFC 791 §3.1 */
-#define FLT__IPV4_MIN_HLEN   20
-#define FLT__IPV4_DF         0x4000
-#define FLT__IPV4_MF         0x2000
-#define FLT__IPV4_OFFMASK    0x1fff
-#define FLT__IPV4_MAX_LEN    65535
-/* RFC 9293 §3.1 */
-#define FLT__TCP_MIN_HLEN    20
-/* RFC 768 */
-#define FLT__UDP_HLEN        8
-/* RFC 792: type, code, checksum, and 4 octets that depend on the type. */
-#define FLT__ICMP_HLEN       8
-#define FLT__ICMP_ECHO_REPLY      0
-#define FLT__ICMP_DEST_UNREACH    3
-#define FLT__ICMP_SOURCE_QUENCH   4
-#define FLT__ICMP_ECHO            8
-#define FLT__ICMP_TIME_EXCEEDED   11
-#define FLT__ICMP_PARAM_PROBLEM   12
-
 /* ---- The table ---------------------------------------------------------------------- */
 
 /* The owners of one listening port. More than one only if shared. Sorted, so that the

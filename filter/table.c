@@ -205,7 +205,7 @@ int flt_table_set_seed(struct flt_table *t, uint64_t seed)
 
 static bool valid_proto(uint8_t proto)
 {
-	return proto == FLT_PROTO_TCP || proto == FLT_PROTO_UDP;
+	return proto == WIRE_IPPROTO_TCP || proto == WIRE_IPPROTO_UDP;
 }
 
 int flt_add_connected(struct flt_table *t, uint8_t proto, uint16_t lport, uint32_t rip,

@@ -9,12 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "netif/frame.h"
-
-#define IPPROTO_TCP_NUM 6
-#define TCP_MIN_HLEN    20
-#define TCP_FIN         0x01u
-#define TCP_SYN         0x02u
+#include "netif/wire/wire.h"
 
 uint64_t nif_bd_now(void)
 {
@@ -24,45 +19,28 @@ uint64_t nif_bd_now(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static uint16_t be16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
 bool nif_bd_parse(const uint8_t *frame, size_t len, struct nif_bd_frame *f)
 {
-	if (!frame || len < NIF_ETH_HLEN + NIF_IPV4_MIN_HLEN ||
-	    be16(frame + 12) != NIF_ETHERTYPE_IPV4)
-		return false;
-	const uint8_t *ip = frame + NIF_ETH_HLEN;
-	size_t room = len - NIF_ETH_HLEN;
-	size_t ihl = (size_t)(ip[0] & 0x0f) * 4, tot = be16(ip + 2);
+	struct wire_eth eth;
+	struct wire_ipv4 ip;
+	struct wire_tcp tcp;
+
 	/* RFC 791: version 4, header of at least 5 words, total length within the frame
 	 * (Ethernet may pad it, never shorten it). */
-	if ((ip[0] >> 4) != 4 || ihl < NIF_IPV4_MIN_HLEN || tot < ihl || tot > room)
+	if (wire_eth_view(&eth, frame, len) < 0 || eth.type != WIRE_ETHERTYPE_IPV4 ||
+	    wire_ipv4_view(&ip, eth.payload, eth.payload_len) < 0)
 		return false;
 	/* A fragment's first bytes are not a TCP header we can trust to describe the segment. */
-	if (ip[9] != IPPROTO_TCP_NUM || (be16(ip + 6) & 0x3fff) != 0)
+	if (ip.proto != WIRE_IPPROTO_TCP || wire_ipv4_is_fragment(&ip) ||
+	    wire_tcp_view(&tcp, ip.data, ip.data_len) < 0)
 		return false;
-	const uint8_t *tcp = ip + ihl;
-	size_t seglen = tot - ihl;
-	if (seglen < TCP_MIN_HLEN)
-		return false;
-	size_t doff = (size_t)(tcp[12] >> 4) * 4;
-	if (doff < TCP_MIN_HLEN || doff > seglen)
-		return false;
-	memcpy(&f->saddr, ip + 12, 4);
-	memcpy(&f->daddr, ip + 16, 4);
-	f->sport = be16(tcp);
-	f->dport = be16(tcp + 2);
-	f->seq = be32(tcp + 4);
-	f->flags = tcp[13];
-	f->len = (uint32_t)(seglen - doff);
+	f->saddr = ip.src;
+	f->daddr = ip.dst;
+	f->sport = tcp.sport;
+	f->dport = tcp.dport;
+	f->seq = tcp.seq;
+	f->flags = tcp.flags;
+	f->len = (uint32_t)tcp.payload_len;
 	return true;
 }
 
@@ -100,7 +78,7 @@ void nif_bd_trace_free(struct nif_bd_trace *t)
 /* Only segments that occupy sequence space can be matched between sender and receiver. */
 static bool worth_recording(const struct nif_bd_frame *f)
 {
-	return f->len > 0 || (f->flags & (TCP_SYN | TCP_FIN));
+	return f->len > 0 || (f->flags & (WIRE_TCP_SYN | WIRE_TCP_FIN));
 }
 
 /* The next record slot; the oldest unread record is overwritten when the trace is full. */

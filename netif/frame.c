@@ -3,32 +3,27 @@
 
 #include <string.h>
 
-static uint16_t rd16(const uint8_t *p)
-{
-	return (uint16_t)((p[0] << 8) | p[1]);
-}
+#include "netif/wire/wire.h"
 
 static enum nif_verdict check_ipv4(const uint8_t *ip, size_t avail, struct nif_frame_info *info)
 {
-	if (avail < NIF_IPV4_MIN_HLEN)
-		return NIF_DROP_IPV4_HEADER;
-	unsigned version = ip[0] >> 4;
-	size_t hlen = (size_t)(ip[0] & 0x0f) * 4;
-	size_t total = rd16(ip + 2);
+	struct wire_ipv4 v;
+
 	/* RFC 791 §3.1: IHL is at least 5 words; Total Length covers header and data. */
-	if (version != 4 || hlen < NIF_IPV4_MIN_HLEN || total < hlen || total > avail)
+	if (wire_ipv4_view(&v, ip, avail) < 0)
 		return NIF_DROP_IPV4_HEADER;
-	info->l3_len = total;  /* anything past Total Length is Ethernet padding */
+	info->l3_len = v.total;  /* anything past Total Length is Ethernet padding */
 	return NIF_PASS_IPV4;
 }
 
 static enum nif_verdict check_arp(const uint8_t *arp, size_t avail, struct nif_frame_info *info)
 {
+	struct wire_arp v;
+
 	/* RFC 826: hardware type 1 (Ethernet), protocol 0x0800, address lengths 6 and 4. */
-	if (avail < NIF_ARP_IPV4_LEN || rd16(arp) != 1 || rd16(arp + 2) != NIF_ETHERTYPE_IPV4 ||
-	    arp[4] != NIF_ETH_ALEN || arp[5] != 4)
+	if (wire_arp_view(&v, arp, avail) < 0)
 		return NIF_DROP_ARP_HEADER;
-	info->l3_len = NIF_ARP_IPV4_LEN;
+	info->l3_len = WIRE_ARP_LEN;
 	return NIF_PASS_ARP;
 }
 
@@ -36,30 +31,30 @@ static enum nif_verdict check_arp(const uint8_t *arp, size_t avail, struct nif_f
  * the Ethernet header); a read that filled the buffer past it was truncated by the device.
  * info is written only when the verdict is a pass. */
 enum nif_verdict nif_frame_check(const uint8_t *frame, size_t len, size_t max_len,
-				 const uint8_t own_mac[NIF_ETH_ALEN],
+				 const uint8_t own_mac[WIRE_ETH_ALEN],
 				 struct nif_frame_info *info)
 {
-	static const uint8_t bcast[NIF_ETH_ALEN] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
-	struct nif_frame_info out = { .l3_off = NIF_ETH_HLEN };
+	struct nif_frame_info out = { .l3_off = WIRE_ETH_HLEN };
+	struct wire_eth eth;
 	enum nif_verdict v;
 
-	if (len < NIF_ETH_HLEN)
+	if (wire_eth_view(&eth, frame, len) < 0)
 		return NIF_DROP_RUNT;
 	if (len > max_len)
 		return NIF_DROP_OVERSIZE;
-	if (memcmp(frame, bcast, NIF_ETH_ALEN) == 0)
+	if (wire_eth_is_broadcast(eth.dst))
 		out.flags |= NIF_FRAME_LLBCAST;
-	else if (frame[0] & 0x01)
+	else if (wire_eth_is_group(eth.dst))
 		out.flags |= NIF_FRAME_LLMCAST;
-	else if (memcmp(frame, own_mac, NIF_ETH_ALEN) != 0)
+	else if (memcmp(eth.dst, own_mac, WIRE_ETH_ALEN) != 0)
 		return NIF_DROP_NOT_OURS;
 
-	switch (rd16(frame + 12)) {
-	case NIF_ETHERTYPE_IPV4:
-		v = check_ipv4(frame + NIF_ETH_HLEN, len - NIF_ETH_HLEN, &out);
+	switch (eth.type) {
+	case WIRE_ETHERTYPE_IPV4:
+		v = check_ipv4(eth.payload, eth.payload_len, &out);
 		break;
-	case NIF_ETHERTYPE_ARP:
-		v = check_arp(frame + NIF_ETH_HLEN, len - NIF_ETH_HLEN, &out);
+	case WIRE_ETHERTYPE_ARP:
+		v = check_arp(eth.payload, eth.payload_len, &out);
 		break;
 	default:
 		return NIF_DROP_ETHERTYPE;
@@ -100,13 +95,13 @@ static int hexval(char c)
 	return -1;
 }
 
-bool nif_mac_parse(const char *s, uint8_t mac[NIF_ETH_ALEN])
+bool nif_mac_parse(const char *s, uint8_t mac[WIRE_ETH_ALEN])
 {
-	uint8_t out[NIF_ETH_ALEN];
+	uint8_t out[WIRE_ETH_ALEN];
 
 	if (!s || strlen(s) != 17)
 		return false;
-	for (int i = 0; i < NIF_ETH_ALEN; i++) {
+	for (int i = 0; i < WIRE_ETH_ALEN; i++) {
 		int hi = hexval(s[3 * i]), lo = hexval(s[3 * i + 1]);
 		if (hi < 0 || lo < 0 || (i < 5 && s[3 * i + 2] != ':'))
 			return false;

@@ -12,15 +12,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NIF_ETH_ALEN        6
-#define NIF_ETH_HLEN        14
-#define NIF_ETHERTYPE_IPV4  0x0800
-#define NIF_ETHERTYPE_ARP   0x0806
-#define NIF_ETHERTYPE_VLAN  0x8100
-#define NIF_IPV4_MIN_HLEN   20
-#define NIF_ARP_IPV4_LEN    28  /* RFC 826 packet for Ethernet/IPv4 */
-#define NIF_MTU_MIN         68  /* RFC 791: every host must accept 68-octet datagrams */
-#define NIF_MTU_MAX         65535
+#include "netif/wire/proto.h"
+
+/* The MTUs an interface may be configured with. RFC 791: every host must accept 68-octet
+ * datagrams; Total Length is 16 bits. */
+#define NIF_MTU_MIN         WIRE_IPV4_MIN_MTU
+#define NIF_MTU_MAX         WIRE_IPV4_MAX_LEN
+/* Transitional names for apps/ (ulsraw.c, netops.c), which another change is
+ * restructuring; new code uses WIRE_ETH_ALEN and WIRE_ETH_HLEN. */
+#define NIF_ETH_ALEN        WIRE_ETH_ALEN
+#define NIF_ETH_HLEN        WIRE_ETH_HLEN
 
 /* Verdicts: the first ones pass the frame on, the rest are drop reasons. */
 enum nif_verdict {
@@ -47,12 +48,12 @@ struct nif_frame_info {
 };
 
 enum nif_verdict nif_frame_check(const uint8_t *frame, size_t len, size_t max_len,
-				 const uint8_t own_mac[NIF_ETH_ALEN],
+				 const uint8_t own_mac[WIRE_ETH_ALEN],
 				 struct nif_frame_info *info);
 const char *nif_verdict_name(enum nif_verdict v);
 bool nif_verdict_is_drop(enum nif_verdict v);
 
 /* Parse "aa:bb:cc:dd:ee:ff"; returns false (and leaves mac alone) on anything else. */
-bool nif_mac_parse(const char *s, uint8_t mac[NIF_ETH_ALEN]);
+bool nif_mac_parse(const char *s, uint8_t mac[WIRE_ETH_ALEN]);
 
 #endif

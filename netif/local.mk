@@ -3,6 +3,12 @@
 noinst_LTLIBRARIES += netif/libopt.la
 netif_libopt_la_SOURCES = netif/opt/opt.c netif/opt/opt.h
 
+# netif/wire/: wire formats, the leaf every other module reads headers through
+# (docs/architecture.md, "Module map"). Its own library so that filter/ can link it
+# without the devices.
+noinst_LTLIBRARIES += netif/libwire.la
+netif_libwire_la_SOURCES = netif/wire/proto.h netif/wire/wire.h netif/wire/wire.c
+
 # netif/: network devices. No lwIP here: frames in, frames out.
 noinst_LTLIBRARIES += netif/libnif.la
 netif_libnif_la_SOURCES = netif/frame.c netif/frame.h netif/tap.c netif/tap.h netif/dev.h \
@@ -11,4 +17,4 @@ netif_libnif_la_SOURCES = netif/frame.c netif/frame.h netif/tap.c netif/tap.h ne
 	netif/chksum.c netif/chksum.h netif/breakdown.c netif/breakdown.h \
 	netif/vnet.c netif/vnet.h netif/qring.c netif/qring.h netif/rxpool.c netif/rxpool.h
 netif_libnif_la_CFLAGS = $(AM_CFLAGS) $(LIBURING_CFLAGS)
-netif_libnif_la_LIBADD = $(LIBURING_LIBS)
+netif_libnif_la_LIBADD = netif/libwire.la $(LIBURING_LIBS)

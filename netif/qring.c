@@ -265,7 +265,7 @@ static int q_rx(struct nif_dev *d, nif_rx_fn *fn, void *arg, unsigned budget)
 			q->rx_errors_in_row = 0;
 			if (q->vhl && (len < q->vhl ||
 				       nif_vnet_parse(buf, q->vhl, buf + q->vhl, len - q->vhl,
-						      &off) != NIF_VNET_OK)) {
+						      &off) < 0)) {
 				q->st.rx_bad_vnet++;
 			} else {
 				buf += q->vhl;
@@ -421,7 +421,7 @@ static int q_tx_gather(struct nif_dev *d, const struct iovec *iov, unsigned n, s
 	if (q->vhl) {
 		/* The headers are all in iov[0] (the op's contract), and nif_vnet_build reads
 		 * no further than the transport header. */
-		if (nif_vnet_build(g->vh, iov[0].iov_base, len, off) != NIF_VNET_OK) {
+		if (nif_vnet_build(g->vh, iov[0].iov_base, len, off) < 0) {
 			q->st.tx_bad_offload++;
 			return -EINVAL;
 		}
@@ -456,7 +456,7 @@ static int q_tx_queue(struct nif_dev *d, uint8_t *slot, size_t len, uint32_t off
 	unsigned i = (unsigned)((size_t)(buf - q->tx_bufs) / q->buf_size);
 
 	if (q->vhl) {
-		if (nif_vnet_build(buf, slot, len, off) != NIF_VNET_OK) {
+		if (nif_vnet_build(buf, slot, len, off) < 0) {
 			q->st.tx_bad_offload++;
 			return -EINVAL;
 		}
@@ -551,7 +551,7 @@ int nif_qring_open(struct nif_dev **out, struct nif_qring_prep *p, unsigned mtu,
 	q->hup_fd = hup_fd;
 	q->owner = getpid();
 	q->vhl = offload ? NIF_VNET_HLEN : 0;
-	q->frame_max = offload ? NIF_OFF_FRAME_MAX : (size_t)mtu + NIF_ETH_HLEN;
+	q->frame_max = offload ? NIF_OFF_FRAME_MAX : (size_t)mtu + WIRE_ETH_HLEN;
 	/* One byte more than the largest frame, to notice truncation; resident only as far
 	 * as frames fill them. */
 	q->buf_size = (q->vhl + q->frame_max + 1 + 63) & ~(size_t)63;

@@ -36,7 +36,7 @@ int nif_ring_layout(unsigned mtu, struct nif_ring_layout *out)
 {
 	if (mtu < NIF_MTU_MIN || mtu > NIF_MTU_MAX)
 		return -EINVAL;
-	uint32_t slot = (uint32_t)(sizeof(struct nif_ring_slot) + mtu + NIF_ETH_HLEN + 63) & ~63u;
+	uint32_t slot = (uint32_t)(sizeof(struct nif_ring_slot) + mtu + WIRE_ETH_HLEN + 63) & ~63u;
 	uint32_t n = RING_SLOTS_MAX;
 	while (n > RING_SLOTS_MIN && (size_t)n * slot > RING_BYTES_TARGET)
 		n /= 2;
@@ -219,7 +219,7 @@ const uint8_t *nif_ring_cons_peek(struct nif_ring *r, size_t *len, uint32_t *off
 			nif_ring_cons_release(r);
 			continue;
 		}
-		if (l >= NIF_ETH_HLEN && l <= r->data_max) {
+		if (l >= WIRE_ETH_HLEN && l <= r->data_max) {
 			uint32_t n = span_of(r, l);
 			if (n <= avail && pos + n <= r->nslots) {
 				r->span = n;

@@ -305,8 +305,8 @@ int nif_tap_open(struct nif_tap **out, const struct nif_tap_config *cfg)
 	t->dev.mtu = t->mtu;
 	/* Receive buffers hold the larger of the two MTUs: the kernel delivers up to the
 	 * device's MTU whatever the stack was told. */
-	t->frame_max = (size_t)t->mtu + NIF_ETH_HLEN;
-	t->buf_size = ((devmtu > t->mtu ? devmtu : t->mtu) + NIF_ETH_HLEN + 1 + 63) & ~(size_t)63;
+	t->frame_max = (size_t)t->mtu + WIRE_ETH_HLEN;
+	t->buf_size = ((devmtu > t->mtu ? devmtu : t->mtu) + WIRE_ETH_HLEN + 1 + 63) & ~(size_t)63;
 	if (cfg->offload) {
 		/* Super-segments both ways; buffers are resident only as far as they are used. */
 		t->vhl = NIF_VNET_HLEN;
@@ -432,7 +432,7 @@ static bool deliver(struct nif_tap *t, nif_rx_fn *fn, void *arg, const uint8_t *
 
 	if (t->vhl) {
 		if (len < t->vhl ||
-		    nif_vnet_parse(buf, t->vhl, buf + t->vhl, len - t->vhl, &off) != NIF_VNET_OK) {
+		    nif_vnet_parse(buf, t->vhl, buf + t->vhl, len - t->vhl, &off) < 0) {
 			t->st.rx_bad_vnet++;
 			return false;
 		}
@@ -663,7 +663,7 @@ static int tx_header(struct nif_tap *t, uint8_t *slot, size_t len, uint32_t off)
 	uint8_t *buf = slot - t->vhl;
 
 	if (t->vhl) {
-		if (nif_vnet_build(buf, slot, len, off) != NIF_VNET_OK) {
+		if (nif_vnet_build(buf, slot, len, off) < 0) {
 			t->st.tx_bad_offload++;
 			return -EINVAL;
 		}

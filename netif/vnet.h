@@ -17,9 +17,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "netif/wire/proto.h"
+
 /* struct virtio_net_hdr without VIRTIO_NET_F_MRG_RXBUF: 10 octets, little-endian on every
- * machine we run on (TUNSETVNETLE is never needed on x86 and arm64). */
-#define NIF_VNET_HLEN 10
+ * machine we run on (TUNSETVNETLE is never needed on x86 and arm64). Its layout is the wire
+ * module's (struct wire_vnet). */
+#define NIF_VNET_HLEN WIRE_VNET_HLEN
 
 /* The offload word: what a frame's checksum and segmentation are, in one uint32_t.
  * gso_size (low 16 bits) != 0: the frame is a TCP super-segment; the wire carries its
@@ -46,30 +49,33 @@ static inline bool nif_off_csum_ok(uint32_t off)
  * largest TCP options. */
 #define NIF_OFF_GSO_MIN 496u
 
-/* Why a header was refused (the caller counts each). */
-enum nif_vnet_err {
-	NIF_VNET_OK = 0,
-	NIF_VNET_BAD_FLAGS,       /* unknown flag bits, or a header shorter than 10 octets */
+/* Why a header was refused (the caller counts each). The functions return the negated
+ * value, or 0. The values start above every errno (MAX_ERRNO is 4095) and past the wire
+ * module's reasons, so a reason is never mistaken for an -errno. */
+enum nif_vnet_reason {
+	NIF_VNET_REASON_BASE = 4160,
+	NIF_VNET_BAD_FLAGS = NIF_VNET_REASON_BASE, /* unknown flag bits, or a header shorter
+	                                            * than 10 octets */
 	NIF_VNET_BAD_GSO_TYPE,    /* not NONE or TCPV4 (TCPV6, UDP, ECN without TCPV4, ...) */
 	NIF_VNET_BAD_CSUM,        /* NEEDS_CSUM offsets not at a TCP/UDP checksum of the frame */
 	NIF_VNET_BAD_GSO,         /* TCPV4 on a frame that is not an unfragmented IPv4 TCP
 	                           * segment, or a gso_size out of range */
-	NIF_VNET_ERR_COUNT
+	NIF_VNET_REASON_END
 };
-const char *nif_vnet_err_name(enum nif_vnet_err e);
+/* A short stable name for a reason (negated or not); "unknown" for anything else. */
+const char *nif_vnet_reason_name(int reason);
 
 /* Receive: read the header at hdr (hlen octets, NIF_VNET_HLEN) that the kernel put before
- * frame[0, len) and turn it into an offload word in *off. Returns NIF_VNET_OK or the reason;
- * *off is written only on success. */
-enum nif_vnet_err nif_vnet_parse(const uint8_t *hdr, size_t hlen, const uint8_t *frame,
-				 size_t len, uint32_t *off);
+ * frame[0, len) and turn it into an offload word in *off. Returns 0 or -NIF_VNET_*; *off is
+ * written only on success. */
+int nif_vnet_parse(const uint8_t *hdr, size_t hlen, const uint8_t *frame, size_t len,
+		   uint32_t *off);
 
 /* Transmit: write the header for frame[0, len) with offload word off into hdr
  * (NIF_VNET_HLEN octets). off == 0 gives the all-zero header. The frame's own IPv4/TCP/UDP
- * headers decide csum_start and csum_offset; off only asks. Returns NIF_VNET_OK or why the
- * request does not fit the frame (then hdr is zeroed). */
-enum nif_vnet_err nif_vnet_build(uint8_t hdr[NIF_VNET_HLEN], const uint8_t *frame, size_t len,
-				 uint32_t off);
+ * headers decide csum_start and csum_offset; off only asks. Returns 0, or -NIF_VNET_* when
+ * the request does not fit the frame (then hdr is zeroed). */
+int nif_vnet_build(uint8_t hdr[NIF_VNET_HLEN], const uint8_t *frame, size_t len, uint32_t off);
 
 /* The pseudo-header sum (RFC 9293 §3.1: source, destination, zero, protocol, length) of the
  * IPv4 datagram at ip, folded and not inverted, stored into the transport checksum field at

@@ -95,6 +95,12 @@ static const char *const counter_names[SRV_COUNTER_MAX] = {
 	[SRV_CONNTAB_BAD_ENTRIES] = "conntab_bad_entries",
 	[SRV_CTL_ACCEPT_FAILED] = "ctl_accept_failed",
 	[SRV_CTL_CONN_DROPPED] = "ctl_conn_dropped",
+	[SRV_DROP_NO_TAP_SLOT] = "drop_no_tap_slot",
+	[SRV_DROP_ARP_NOT_FOR_NODE] = "drop_arp_not_for_node",
+	[SRV_DROP_RST_FOR_RST] = "drop_rst_for_rst",
+	[SRV_DROP_RST_NOT_UNICAST] = "drop_rst_not_unicast",
+	[SRV_DROP_ECHO_UNANSWERED] = "drop_echo_unanswered",
+	[SRV_DROP_ICMP_ERROR_NOT_UNICAST] = "drop_icmp_error_not_unicast",
 };
 
 const char *srv_counter_name(enum srv_counter c)
@@ -276,7 +282,7 @@ static int send_endpoint(const struct flt_rule *rule, void *arg)
 	r.u.endpoint.pid = l ? (uint32_t)l->pid : 0;
 	r.u.endpoint.datapath = !l ? 0 : l->direct ? ULS_CTL_DP_DIRECT : ULS_CTL_DP_RELAY;
 	r.u.endpoint.kind = rule->kind == FLT_RULE_CONNECTED ? ULS_CTL_K_CONNECTED :
-			    rule->proto == FLT_PROTO_UDP ? ULS_CTL_K_BOUND : ULS_CTL_K_LISTEN;
+			    rule->proto == WIRE_IPPROTO_UDP ? ULS_CTL_K_BOUND : ULS_CTL_K_LISTEN;
 	reply(e->s, e->c, &r, NULL, 0);
 	return 0;
 }
@@ -414,7 +420,7 @@ static void stats(struct srv *s, struct srv_conn *c, const struct uls_ctl_msg *r
 	for (size_t i = 0; i < s->ncustody; i++) {
 		struct uls_ctl_msg r;
 		uls_ctl_init(&r, ULS_CTL_STAT_ENDPOINT, req->seq);
-		r.proto = FLT_PROTO_TCP;
+		r.proto = WIRE_IPPROTO_TCP;
 		r.lport = s->custody[i].lport;
 		r.rip = s->custody[i].rip;
 		r.rport = s->custody[i].rport;
@@ -521,9 +527,9 @@ static void handle(struct srv *s, struct srv_conn *c, const struct uls_ctl_msg *
 		if (!srv_port_held(s, l, IPPROTO_TCP, m->lport))
 			rc = -EPERM;
 		else if (m->flags & ULS_CTL_F_INHERIT)
-			rc = flt_join_listen(s->flt, FLT_PROTO_TCP, m->lport, l->id);
+			rc = flt_join_listen(s->flt, WIRE_IPPROTO_TCP, m->lport, l->id);
 		else
-			rc = flt_add_listen(s->flt, FLT_PROTO_TCP, m->lport, l->id,
+			rc = flt_add_listen(s->flt, WIRE_IPPROTO_TCP, m->lport, l->id,
 					    (m->flags & ULS_CTL_F_REUSEPORT) != 0);
 		if (rc == -EEXIST)
 			rc = 0;
@@ -542,7 +548,7 @@ static void handle(struct srv *s, struct srv_conn *c, const struct uls_ctl_msg *
 		/* One-way. The listener must be this process's, and the tuple new. */
 		rc = srv_port_ref(s, l, IPPROTO_TCP, m->lport);
 		if (rc == 0) {
-			rc = flt_add_connected(s->flt, FLT_PROTO_TCP, m->lport, m->rip, m->rport, l->id);
+			rc = flt_add_connected(s->flt, WIRE_IPPROTO_TCP, m->lport, m->rip, m->rport, l->id);
 			if (rc < 0)
 				srv_port_release(s, l, IPPROTO_TCP, m->lport);
 		}
@@ -553,7 +559,7 @@ static void handle(struct srv *s, struct srv_conn *c, const struct uls_ctl_msg *
 		/* The process published the connection's last frames before this message:
 		 * send them while the tuple is still its own. */
 		srv_drain_tx(s, l);
-		rc = flt_del_connected(s->flt, FLT_PROTO_TCP, m->lport, m->rip, m->rport, l->id);
+		rc = flt_del_connected(s->flt, WIRE_IPPROTO_TCP, m->lport, m->rip, m->rport, l->id);
 		if (rc == 0)
 			srv_port_release(s, l, IPPROTO_TCP, m->lport);
 		else
@@ -561,7 +567,7 @@ static void handle(struct srv *s, struct srv_conn *c, const struct uls_ctl_msg *
 		return;
 	case ULS_CTL_ACCEPTING:
 		/* One-way: prefer this member of the port's listening group. */
-		rc = flt_set_accepting(s->flt, FLT_PROTO_TCP, m->lport, l->id);
+		rc = flt_set_accepting(s->flt, WIRE_IPPROTO_TCP, m->lport, l->id);
 		if (rc < 0)
 			refuse_one_way(s, c, m, rc);
 		return;
@@ -579,7 +585,7 @@ static void handle(struct srv *s, struct srv_conn *c, const struct uls_ctl_msg *
 		/* The socket that held the port closed: a listener stops receiving new
 		 * connections at once, even while connections accepted on it live on. */
 		if (srv_port_held(s, l, m->proto, m->lport)) {
-			flt_del_listen(s->flt, m->proto == IPPROTO_UDP ? FLT_PROTO_UDP : FLT_PROTO_TCP,
+			flt_del_listen(s->flt, m->proto == IPPROTO_UDP ? WIRE_IPPROTO_UDP : WIRE_IPPROTO_TCP,
 				       m->lport, l->id);
 			srv_port_release(s, l, m->proto, m->lport);
 		} else {

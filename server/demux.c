@@ -12,6 +12,8 @@
 #include <arpa/inet.h>
 #include <string.h>
 
+#include "netif/wire/wire.h"
+
 #define RX_BUDGET 256
 
 #ifdef ULS_BREAKDOWN
@@ -104,11 +106,13 @@ static void share_arp(struct srv *s, const uint8_t *frame, size_t len)
 static void for_server(struct srv *s, const uint8_t *frame, size_t len, const struct flt_pkt *p)
 {
 	s->ctr[SRV_FRAMES_TO_SERVER]++;
-	if (p->ethertype == FLT_ETHERTYPE_ARP) {
-		if (p->arp.op == 1)
+	if (p->ethertype == WIRE_ETHERTYPE_ARP) {
+		if (p->arp.op == WIRE_ARP_OP_REQUEST)
 			srv_reply_arp(s, p);
-		else if (p->arp.op == 2 && p->arp.tpa == s->ip)
+		else if (p->arp.op == WIRE_ARP_OP_REPLY && p->arp.tpa == s->ip)
 			share_arp(s, frame, len);
+		else  /* a reply to another station, or an operation RFC 826 does not name */
+			s->ctr[SRV_DROP_ARP_NOT_FOR_NODE]++;
 		return;
 	}
 	if (p->ip.fragment) {
@@ -117,16 +121,16 @@ static void for_server(struct srv *s, const uint8_t *frame, size_t len, const st
 		return;
 	}
 	switch (p->ip.proto) {
-	case FLT_PROTO_ICMP:
-		if (p->icmp.type == 8)
+	case WIRE_IPPROTO_ICMP:
+		if (p->icmp.type == WIRE_ICMP_ECHO)
 			srv_reply_echo(s, frame, len, p);
 		else
 			s->ctr[SRV_DROP_NO_OWNER]++;
 		break;
-	case FLT_PROTO_TCP:
+	case WIRE_IPPROTO_TCP:
 		srv_reply_rst(s, frame, p);
 		break;
-	case FLT_PROTO_UDP:
+	case WIRE_IPPROTO_UDP:
 		srv_reply_port_unreachable(s, frame, len, p);
 		break;
 	default:
@@ -148,11 +152,11 @@ static void on_frame(void *arg, const uint8_t *frame, size_t len, uint32_t off)
 	}
 	/* Frames for other stations (the bridge floods until it learns) and IPv4 packets
 	 * for other addresses are not the node's. */
-	if (!(p.dst_mac[0] & 1) && memcmp(p.dst_mac, s->mac, 6) != 0) {
+	if (!wire_eth_is_group(p.dst_mac) && memcmp(p.dst_mac, s->mac, WIRE_ETH_ALEN) != 0) {
 		s->ctr[SRV_DROP_NOT_FOR_NODE]++;
 		return;
 	}
-	if (p.ethertype == FLT_ETHERTYPE_IPV4) {
+	if (p.ethertype == WIRE_ETHERTYPE_IPV4) {
 		uint32_t bcast = s->ip | htonl(0xffffffffu >> s->prefix_len);
 		if (p.ip.dst != s->ip && p.ip.dst != bcast && p.ip.dst != 0xffffffffu) {
 			s->ctr[SRV_DROP_NOT_FOR_NODE]++;
@@ -160,8 +164,8 @@ static void on_frame(void *arg, const uint8_t *frame, size_t len, uint32_t off)
 		}
 		/* Not from a SYN without ACK: a flood of them from spoofed sources (RFC 4987)
 		 * would overwrite the entries of real peers, which their other segments keep. */
-		if (p.ip.proto != FLT_PROTO_TCP || p.ip.fragment ||
-		    (p.tcp.flags & (FLT_TCP_SYN | FLT_TCP_ACK)) != FLT_TCP_SYN)
+		if (p.ip.proto != WIRE_IPPROTO_TCP || p.ip.fragment ||
+		    (p.tcp.flags & (WIRE_TCP_SYN | WIRE_TCP_ACK)) != WIRE_TCP_SYN)
 			srv_learn_neighbour(s, p.ip.src, p.src_mac);
 		flt_owner_t o = flt_lookup_rx(s->flt, &p);
 		if (o == SRV_IN_TRANSIT) {
@@ -185,8 +189,12 @@ void srv_send_frame(struct srv *s, const uint8_t *frame, size_t len)
 {
 	uint8_t *slot = nif_tap_tx_slot(s->tap);
 
-	if (!slot)
+	if (!slot) {
+		/* Every TAP transmit buffer is queued: the node's own answer is lost like a
+		 * frame on a full NIC queue (the peer retransmits, or asks again). */
+		s->ctr[SRV_DROP_NO_TAP_SLOT]++;
 		return;
+	}
 	memcpy(slot, frame, len);
 	nif_tap_tx_queue(s->tap, slot, len, 0);
 	s->ctr[SRV_FRAMES_SENT]++;
@@ -202,9 +210,9 @@ static bool tx_size_ok(const struct srv *s, const struct flt_pkt *p, size_t len,
 	if (off && !s->offload)
 		return false;
 	if (!gso)
-		return len <= (size_t)s->mtu + NIF_ETH_HLEN;
-	return len <= NIF_OFF_FRAME_MAX && p->ethertype == FLT_ETHERTYPE_IPV4 &&
-	       p->ip.proto == FLT_PROTO_TCP &&
+		return len <= (size_t)s->mtu + WIRE_ETH_HLEN;
+	return len <= NIF_OFF_FRAME_MAX && p->ethertype == WIRE_ETHERTYPE_IPV4 &&
+	       p->ip.proto == WIRE_IPPROTO_TCP &&
 	       (size_t)p->ip.hlen + p->tcp.doff + gso <= (size_t)s->mtu;
 }
 
@@ -259,7 +267,7 @@ static int send_checked(struct srv *s, struct srv_lease *l, uint8_t *slot, size_
 	}
 	s->ctr[SRV_FRAMES_SENT]++;
 	s->ctr[SRV_DATA_FRAMES_RELAYED]++;
-	if (nif_off_gso(off) && len > (size_t)s->mtu + NIF_ETH_HLEN)
+	if (nif_off_gso(off) && len > (size_t)s->mtu + WIRE_ETH_HLEN)
 		s->ctr[SRV_FRAMES_GSO_SENT]++;
 	l->tx_frames++;
 	l->tx_bytes += len;

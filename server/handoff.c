@@ -58,14 +58,14 @@ int srv_handoff_begin(struct srv *s, struct srv_lease *l, const struct uls_ctl_m
 	}
 	/* What the process queued before it asked leaves under its own rule. */
 	srv_drain_tx(s, l);
-	int rc = flt_move_connected(s->flt, FLT_PROTO_TCP, m->lport, m->rip, m->rport, l->id,
+	int rc = flt_move_connected(s->flt, WIRE_IPPROTO_TCP, m->lport, m->rip, m->rport, l->id,
 				    SRV_IN_TRANSIT);
 	if (rc < 0)
 		return rc;
 	transit.uid = l->uid;
 	rc = srv_port_take(s, &transit, IPPROTO_TCP, m->lport);
 	if (rc < 0) {
-		flt_move_connected(s->flt, FLT_PROTO_TCP, m->lport, m->rip, m->rport,
+		flt_move_connected(s->flt, WIRE_IPPROTO_TCP, m->lport, m->rip, m->rport,
 				   SRV_IN_TRANSIT, l->id);
 		return rc;
 	}
@@ -88,7 +88,7 @@ int srv_handoff_claim(struct srv *s, struct srv_lease *l, const struct uls_ctl_m
 	int rc = srv_port_take(s, l, IPPROTO_TCP, m->lport);
 	if (rc < 0)
 		return rc;
-	rc = flt_move_connected(s->flt, FLT_PROTO_TCP, m->lport, m->rip, m->rport,
+	rc = flt_move_connected(s->flt, WIRE_IPPROTO_TCP, m->lport, m->rip, m->rport,
 				SRV_IN_TRANSIT, l->id);
 	if (rc < 0) {
 		srv_port_release(s, l, IPPROTO_TCP, m->lport);
@@ -112,7 +112,7 @@ int srv_handoff_tick(struct srv *s)
 			i++;
 			continue;
 		}
-		flt_del_connected(s->flt, FLT_PROTO_TCP, h->lport, h->rip, h->rport, SRV_IN_TRANSIT);
+		flt_del_connected(s->flt, WIRE_IPPROTO_TCP, h->lport, h->rip, h->rport, SRV_IN_TRANSIT);
 		srv_custody_add(s, h->lport, h->rip, h->rport);
 		srv_port_release(s, &transit, IPPROTO_TCP, h->lport);
 		s->ctr[SRV_HANDOFFS_EXPIRED]++;

@@ -101,6 +101,9 @@ enum srv_counter {
 	SRV_CONNTABS_GIVEN, SRV_CONNTAB_TORN, SRV_CONNTAB_BAD_HEADER, SRV_CONNTAB_BAD_ENTRIES,
 	/* control connections that never got a lease (ctl.c) */
 	SRV_CTL_ACCEPT_FAILED, SRV_CTL_CONN_DROPPED,
+	/* the node's own answers not sent (demux.c, reply.c) */
+	SRV_DROP_NO_TAP_SLOT, SRV_DROP_ARP_NOT_FOR_NODE, SRV_DROP_RST_FOR_RST,
+	SRV_DROP_RST_NOT_UNICAST, SRV_DROP_ECHO_UNANSWERED, SRV_DROP_ICMP_ERROR_NOT_UNICAST,
 	SRV_COUNTER_MAX
 };
 
@@ -117,7 +120,7 @@ struct srv {
 	uint32_t ip;            /* network order */
 	unsigned prefix_len;
 	uint32_t gw;
-	uint8_t mac[6];
+	uint8_t mac[WIRE_ETH_ALEN];
 	unsigned mtu;
 	/* The TAP carries a virtio-net header with checksum and TCPv4 segmentation offload
 	 * (netif/vnet.h): processes may send super-segments and receive them. */
@@ -147,7 +150,7 @@ struct srv {
 	unsigned rst_tokens;
 	/* Neighbours seen on the wire (IPv4 source -> Ethernet source), so ulsd can address
 	 * a peer whose process died. Direct-mapped by the address's low bits. */
-	struct { uint32_t ip; uint8_t mac[6]; } neigh[256];
+	struct { uint32_t ip; uint8_t mac[WIRE_ETH_ALEN]; } neigh[256];
 	enum srv_datapath datapath;
 	struct srv_dp *dp;      /* the direct data path's programs and queues; NULL: none */
 	struct srv_reass *reass;  /* fragments being reassembled (reass.c; demux thread) */
@@ -180,7 +183,7 @@ void srv_reply_port_unreachable(struct srv *s, const uint8_t *frame, size_t len,
 void srv_reply_reass_time_exceeded(struct srv *s, const uint8_t *frame, size_t len,
 				   const struct flt_pkt *p);
 void srv_send_probe(struct srv *s, const struct srv_custody *c);
-void srv_learn_neighbour(struct srv *s, uint32_t ip, const uint8_t mac[6]);
+void srv_learn_neighbour(struct srv *s, uint32_t ip, const uint8_t mac[WIRE_ETH_ALEN]);
 
 /* ports.c (s->lock held) */
 int srv_port_bind(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port, unsigned flags);
@@ -215,7 +218,7 @@ void srv_dp_lease_end(struct srv *s, struct srv_lease *l);
 typedef void srv_dp_stat_fn(void *arg, const char *name, uint64_t value);
 void srv_dp_stats(struct srv *s, srv_dp_stat_fn *fn, void *arg);
 /* The MAC of a peer the kernel saw set up a connection (ulsd sees no direct frames). */
-int srv_dp_neighbour(struct srv *s, uint32_t ip, uint8_t mac[6]);
+int srv_dp_neighbour(struct srv *s, uint32_t ip, uint8_t mac[WIRE_ETH_ALEN]);
 /* Steer the fragments of datagram (src, id, proto) to the queue of lease owner; owner 0
  * removes the entry. */
 int srv_dp_frag_steer(struct srv *s, uint32_t src, uint16_t id, uint8_t proto, uint32_t owner);

@@ -83,7 +83,7 @@ static int take_custody(const struct flt_rule *r, void *arg)
 {
 	struct end_ctx *c = arg;
 
-	if (r->owner == c->owner && r->kind == FLT_RULE_CONNECTED && r->proto == FLT_PROTO_TCP)
+	if (r->owner == c->owner && r->kind == FLT_RULE_CONNECTED && r->proto == WIRE_IPPROTO_TCP)
 		srv_custody_add(c->s, r->lport, r->rip, r->rport);
 	return 0;
 }

@@ -175,8 +175,8 @@ int srv_port_bind(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t po
 	if (proto == IPPROTO_UDP) {
 		/* A bound UDP port receives at once. */
 		rc = (flags & ULS_CTL_F_INHERIT) ?
-		     flt_join_listen(s->flt, FLT_PROTO_UDP, port, l->id) :
-		     flt_add_listen(s->flt, FLT_PROTO_UDP, port, l->id,
+		     flt_join_listen(s->flt, WIRE_IPPROTO_UDP, port, l->id) :
+		     flt_add_listen(s->flt, WIRE_IPPROTO_UDP, port, l->id,
 				    (flags & ULS_CTL_F_REUSEPORT) != 0);
 		if (rc < 0 && rc != -EEXIST) {
 			srv_port_release(s, l, proto, port);
@@ -210,7 +210,7 @@ int srv_port_connect(struct srv *s, struct srv_lease *l, uint16_t lport, uint32_
 			return -EADDRINUSE;
 		h->refs++;
 	}
-	rc = flt_add_connected(s->flt, FLT_PROTO_TCP, lport, rip, rport, l->id);
+	rc = flt_add_connected(s->flt, WIRE_IPPROTO_TCP, lport, rip, rport, l->id);
 	if (rc < 0) {
 		srv_port_release(s, l, IPPROTO_TCP, lport);
 		return rc == -EEXIST ? -EADDRINUSE : rc;
@@ -260,7 +260,7 @@ void srv_port_release(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_
 		if (pt->h[i].lease != l->id)
 			continue;
 		if (--pt->h[i].refs == 0) {
-			flt_del_listen(s->flt, proto == IPPROTO_UDP ? FLT_PROTO_UDP : FLT_PROTO_TCP,
+			flt_del_listen(s->flt, proto == IPPROTO_UDP ? WIRE_IPPROTO_UDP : WIRE_IPPROTO_TCP,
 				       port, l->id);
 			pt->h[i] = pt->h[--pt->n];
 			if (pt->n == 0) {

@@ -30,7 +30,7 @@
 
 /* Deviation: lwIP cannot send a frame longer than 65535 bytes (16-bit pbuf lengths), so at
  * MTU 65535 the stack sends IP packets of at most 65521 bytes; it still receives 65535. */
-#define ETHIF_MTU_MAX (0xffffu - NIF_ETH_HLEN)
+#define ETHIF_MTU_MAX (0xffffu - WIRE_ETH_HLEN)
 
 /* Frames smaller than this are copied into a transmit buffer: a copy of an ACK costs less
  * than keeping its pbuf until the write completes. */
@@ -58,7 +58,7 @@ static bool frame_ok(const uint8_t *frame, size_t len, uint32_t *off, struct nif
 {
 	/* A super-segment (a device with offloads only) may be longer than the MTU. */
 	size_t max = stk__node.dev->offload && nif_off_gso(*off) ? NIF_OFF_FRAME_MAX
-							      : (size_t)stk__node.dev->mtu + NIF_ETH_HLEN;
+							      : (size_t)stk__node.dev->mtu + WIRE_ETH_HLEN;
 
 	if (!stk__node.dev->offload)
 		*off = 0;
@@ -155,10 +155,10 @@ static void gather_done(void *cookie)
  * transport header only for TCP and UDP), or 0 if they do not look complete. */
 static size_t headers_len(const uint8_t *f, size_t len)
 {
-	if (len < NIF_ETH_HLEN + 20 || f[12] != 0x08 || f[13] != 0x00)
+	if (len < WIRE_ETH_HLEN + 20 || f[12] != 0x08 || f[13] != 0x00)
 		return 0;
-	size_t ihl = (size_t)(f[NIF_ETH_HLEN] & 0x0f) * 4, h = NIF_ETH_HLEN + ihl;
-	uint8_t proto = f[NIF_ETH_HLEN + 9];
+	size_t ihl = (size_t)(f[WIRE_ETH_HLEN] & 0x0f) * 4, h = WIRE_ETH_HLEN + ihl;
+	uint8_t proto = f[WIRE_ETH_HLEN + 9];
 	if (ihl < 20)
 		return 0;
 	if (proto == 6) {
@@ -196,7 +196,7 @@ static err_t gather_output(struct pbuf *p)
 	if (headers_len(p->payload, p->len) == 0)
 		return ERR_INPROGRESS;
 	uint32_t off = stk__tso_tx_offload(p->payload, p->len, p->tot_len);
-	if (p->tot_len > dev->mtu + NIF_ETH_HLEN && !nif_off_gso(off)) {
+	if (p->tot_len > dev->mtu + WIRE_ETH_HLEN && !nif_off_gso(off)) {
 		stk__count(STK_CNT_TX_OVERSIZE);
 		return ERR_BUF;
 	}
@@ -215,7 +215,7 @@ static err_t linkoutput(struct netif *netif, struct pbuf *p)
 {
 	(void)netif;
 	/* Above the MTU only a TCP super-segment, checked once it is in the slot. */
-	if (p->tot_len > stk__node.dev->mtu + NIF_ETH_HLEN && !stk__tso_enabled()) {
+	if (p->tot_len > stk__node.dev->mtu + WIRE_ETH_HLEN && !stk__tso_enabled()) {
 		stk__count(STK_CNT_TX_OVERSIZE);
 		return ERR_BUF;
 	}
@@ -229,7 +229,7 @@ static err_t linkoutput(struct netif *netif, struct pbuf *p)
 	}
 	pbuf_copy_partial(p, slot, p->tot_len, 0);
 	uint32_t off = stk__tso_tx_offload(slot, p->tot_len, p->tot_len);
-	if (p->tot_len > stk__node.dev->mtu + NIF_ETH_HLEN && !nif_off_gso(off)) {
+	if (p->tot_len > stk__node.dev->mtu + WIRE_ETH_HLEN && !nif_off_gso(off)) {
 		/* The slot is not committed: the next frame takes it. */
 		stk__count(STK_CNT_TX_OVERSIZE);
 		return ERR_BUF;

@@ -23,10 +23,11 @@
 #include "lwip/ip4.h"
 #include "lwip/tcp.h"
 #include "netif/vnet.h"
+#include "netif/wire/wire.h"
 
 /* Headers lwIP reserves in front of a TCP segment's pbuf (PBUF_TRANSPORT: Ethernet, IPv4,
  * TCP); the pbuf's 16-bit length holds all of it. */
-#define TSO_HEADROOM (14 + 20 + 20)
+#define TSO_HEADROOM (WIRE_ETH_HLEN + WIRE_IPV4_HLEN_MIN + WIRE_TCP_HLEN_MIN)
 #define TSO_TS_OPTLEN 12   /* RFC 7323 timestamps as lwIP sends them, with two NOPs */
 
 static bool tso_on;
@@ -108,44 +109,43 @@ void stk__tso_output(const struct tcp_pcb *pcb)
 	hint.rport = pcb->remote_port;
 }
 
-static uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
-
 /* The offload word of a frame lwIP is sending (Ethernet header first, hlen bytes of it
  * contiguous at frame, len in all); writes the pseudo-header sum into a TCP segment's
  * checksum field. 0 for anything but TCP. */
 uint32_t stk__tso_tx_offload(uint8_t *frame, size_t hlen, size_t len)
 {
-	if (!tso_on || hlen < NIF_ETH_HLEN + 40 || rd16(frame + 12) != NIF_ETHERTYPE_IPV4)
+	struct wire_eth eth;
+	struct wire_ipv4 ip;
+	struct wire_tcp tcp;
+
+	/* The views read fixed headers first: the Ethernet, IPv4 and TCP ones without
+	 * options must be in the contiguous part before any is looked at. */
+	if (!tso_on || hlen < WIRE_ETH_HLEN + WIRE_IPV4_HLEN_MIN + WIRE_TCP_HLEN_MIN ||
+	    wire_eth_view(&eth, frame, len) < 0 || eth.type != WIRE_ETHERTYPE_IPV4 ||
+	    wire_ipv4_view(&ip, eth.payload, eth.payload_len) < 0 ||
+	    ip.proto != WIRE_IPPROTO_TCP || wire_ipv4_is_fragment(&ip) ||
+	    WIRE_ETH_HLEN + ip.hlen + WIRE_TCP_HLEN_MIN > hlen ||
+	    wire_tcp_view(&tcp, ip.data, ip.data_len) < 0 ||
+	    WIRE_ETH_HLEN + ip.hlen + tcp.hlen > hlen)
 		return 0;
-	uint8_t *ip = frame + NIF_ETH_HLEN;
-	size_t ihl = (size_t)(ip[0] & 0x0f) * 4, total = rd16(ip + 2);
-	if (ip[9] != 6 || ihl < 20 || total > len - NIF_ETH_HLEN || total < ihl + 20 ||
-	    (rd16(ip + 6) & 0x3fff))
-		return 0;
-	if (NIF_ETH_HLEN + ihl + 20 > hlen)
-		return 0;
-	const uint8_t *tcp = ip + ihl;
-	size_t thl = (size_t)(tcp[12] >> 4) * 4;
-	if (thl < 20 || ihl + thl > total || NIF_ETH_HLEN + ihl + thl > hlen)
-		return 0;
-	nif_vnet_pseudo_csum(ip, ihl, 16);
+	nif_vnet_pseudo_csum(frame + WIRE_ETH_HLEN, ip.hlen, WIRE_TCP_OFF_CHECKSUM);
 	uint32_t off = NIF_OFF_CSUM_PARTIAL;
-	size_t payload = total - ihl - thl;
-	bool hinted = hint.lport == rd16(tcp) && hint.rport == rd16(tcp + 2);
+	size_t opt = tcp.options_len, payload = tcp.payload_len;
+	bool hinted = hint.lport == tcp.sport && hint.rport == tcp.dport;
 	/* RFC 9293 §3.7.1: no wire segment may exceed the peer's MSS. A super-segment must be
 	 * cut whenever it carries more than one MSS of data, also when the whole of it would
 	 * fit the MTU (a peer that announced MSS 600 and 1100 octets queued), and after path
 	 * MTU discovery lowered the MSS (RFC 1191, stack/icmperr.c). */
-	if ((hinted && hint.mss > thl - 20 && payload > hint.mss - (thl - 20)) ||
-	    payload + ihl + thl > stk__node.dev->mtu) {
-		unsigned mss = 536;  /* RFC 9293 §3.7.1's default, if the hint is not ours */
+	if ((hinted && hint.mss > opt && payload > hint.mss - opt) ||
+	    payload + ip.hlen + tcp.hlen > stk__node.dev->mtu) {
+		unsigned mss = WIRE_TCP_DEFAULT_MSS;  /* if the hint is not ours */
 		if (hinted)
 			mss = hint.mss;
 		else
 			stk__count(STK_CNT_TSO_HINT_MISS);
-		if (mss <= thl - 20 + NIF_OFF_GSO_MIN)
-			mss = thl - 20 + NIF_OFF_GSO_MIN;
-		off |= (uint32_t)(mss - (thl - 20));
+		if (mss <= opt + NIF_OFF_GSO_MIN)
+			mss = (unsigned)(opt + NIF_OFF_GSO_MIN);
+		off |= (uint32_t)(mss - opt);
 	}
 	return off;
 }

@@ -82,7 +82,7 @@ def test_rfc826_truncated_arp_dropped_and_counted(node, link, counters):
 
 
 @requirement(fix='ulsd: server/demux.c, server/reply.c; own: lwIP 2.1.3',
-             mutate="sed -i 's/if (p.ip.dst != s->ip \\&\\& p.ip.dst != bcast/if (0 \\&\\& p.ip.dst != s->ip \\&\\& p.ip.dst != bcast/' server/demux.c && sed -i 's/p->icmp.type != 8 || p->ip.dst != s->ip ||/p->icmp.type != 8 ||/' server/reply.c && tests/conformance/lwip-mutate core/ipv4/ip4.c 's/if (ip4_addr_cmp(ip4_current_dest_addr(), netif_ip4_addr(netif)) ||/if (1 ||/'")
+             mutate="sed -i 's/if (p.ip.dst != s->ip \\&\\& p.ip.dst != bcast/if (0 \\&\\& p.ip.dst != s->ip \\&\\& p.ip.dst != bcast/' server/demux.c && sed -i 's/p->icmp.type != WIRE_ICMP_ECHO || p->ip.dst != s->ip ||/p->icmp.type != WIRE_ICMP_ECHO ||/' server/reply.c && tests/conformance/lwip-mutate core/ipv4/ip4.c 's/if (ip4_addr_cmp(ip4_current_dest_addr(), netif_ip4_addr(netif)) ||/if (1 ||/'")
 def test_rfc1122_3_2_1_3_datagram_for_other_address_not_answered(node, link, counters):
     """RFC 1122 §3.2.1.3: "An incoming datagram is destined for the host if the datagram's
     destination address field is: (1) (one of) the host's IP address(es); or ... broadcast

@@ -10,7 +10,7 @@ from conftest import requirement
 
 
 @requirement(fix='ulsd: server/reply.c; own: lwIP 2.1.3',
-             mutate="sed -i 's|icmp\\[0\\] = 0;  /\\* echo reply \\*/|icmp[0] = 0; icmp[icmp_len - 1] ^= 1;|' server/reply.c")
+             mutate="sed -i 's|icmp\\[WIRE_ICMP_OFF_TYPE\\] = WIRE_ICMP_ECHO_REPLY;|icmp[WIRE_ICMP_OFF_TYPE] = WIRE_ICMP_ECHO_REPLY; icmp[icmp_len - 1] ^= 1;|' server/reply.c")
 def test_rfc1122_3_2_2_6_echo_reply_returns_identical_data(node, link):
     """RFC 1122 §3.2.2.6: "Every host MUST implement an ICMP Echo server function that
     receives Echo Requests and sends corresponding Echo Replies." ... "Data received in

@@ -6,7 +6,7 @@ from conftest import curated_pcap, requirement
 
 
 @requirement(fix='ulsd: server/reply.c; own: lwIP 2.1.3',
-             mutate="sed -i 's/if (p->arp.op != 1 || p->arp.tpa != s->ip)/if (1)/' server/reply.c && tests/conformance/lwip-mutate core/ipv4/etharp.c 's/      if (for_us) {/      if (0) {/'")
+             mutate="sed -i 's/if (p->arp.op != WIRE_ARP_OP_REQUEST || p->arp.tpa != s->ip) {/if (1) {/' server/reply.c && tests/conformance/lwip-mutate core/ipv4/etharp.c 's/      if (for_us) {/      if (0) {/'")
 def test_rfc826_request_for_our_address_gets_reply(node, link):
     """RFC 826, "Packet Reception": "If the opcode is ares_op$REQUEST (NOW look at the
     opcode!!), then swap hardware and protocol fields, putting the local hardware and
@@ -25,7 +25,7 @@ def test_rfc826_request_for_our_address_gets_reply(node, link):
 
 
 @requirement(fix='ulsd: server/reply.c; own: lwIP 2.1.3',
-             mutate="sed -i 's/if (p->arp.op != 1 || p->arp.tpa != s->ip)/if (p->arp.op != 1)/' server/reply.c && tests/conformance/lwip-mutate core/ipv4/etharp.c 's/for_us = (u8_t)ip4_addr_cmp(&dipaddr, netif_ip4_addr(netif));/for_us = 1;/'")
+             mutate="sed -i 's/if (p->arp.op != WIRE_ARP_OP_REQUEST || p->arp.tpa != s->ip) {/if (p->arp.op != WIRE_ARP_OP_REQUEST) {/' server/reply.c && tests/conformance/lwip-mutate core/ipv4/etharp.c 's/for_us = (u8_t)ip4_addr_cmp(&dipaddr, netif_ip4_addr(netif));/for_us = 1;/'")
 def test_rfc826_request_for_other_address_not_answered(node, link):
     """RFC 826, "Packet Reception": "?Am I the target protocol address? Yes: ... (reply)";
     a request for an address that is not ours gets no reply. Positive control: the same

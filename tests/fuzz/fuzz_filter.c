@@ -18,7 +18,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define CHECK(c) do { if (!(c)) __builtin_trap(); } while (0)
 
-static const uint8_t node_mac[FLT_ETH_ALEN] = { 0x02, 0x75, 0x6c, 0x00, 0x00, 0x01 };
+static const uint8_t node_mac[WIRE_ETH_ALEN] = { 0x02, 0x75, 0x6c, 0x00, 0x00, 0x01 };
 
 static struct flt_table *table(void)
 {
@@ -31,11 +31,11 @@ static struct flt_table *table(void)
 	/* Owners 1-4 share TCP 80, owner 5 has TCP 22 and UDP 53, owner 6 two
 	 * connections. */
 	for (flt_owner_t o = 1; o <= 4; o++)
-		CHECK(flt_add_listen(t, FLT_PROTO_TCP, 80, o, true) == 0);
-	CHECK(flt_add_listen(t, FLT_PROTO_TCP, 22, 5, false) == 0);
-	CHECK(flt_add_listen(t, FLT_PROTO_UDP, 53, 5, false) == 0);
-	CHECK(flt_add_connected(t, FLT_PROTO_TCP, 50000, 0x0200a8c0, 443, 6) == 0);
-	CHECK(flt_add_connected(t, FLT_PROTO_UDP, 50001, 0x0200a8c0, 53, 6) == 0);
+		CHECK(flt_add_listen(t, WIRE_IPPROTO_TCP, 80, o, true) == 0);
+	CHECK(flt_add_listen(t, WIRE_IPPROTO_TCP, 22, 5, false) == 0);
+	CHECK(flt_add_listen(t, WIRE_IPPROTO_UDP, 53, 5, false) == 0);
+	CHECK(flt_add_connected(t, WIRE_IPPROTO_TCP, 50000, 0x0200a8c0, 443, 6) == 0);
+	CHECK(flt_add_connected(t, WIRE_IPPROTO_UDP, 50001, 0x0200a8c0, 53, 6) == 0);
 	return t;
 }
 
@@ -71,7 +71,7 @@ static void one(struct flt_table *t, const uint8_t *f, size_t len)
 	}
 	CHECK(ret == 0);
 	CHECK(p.l3_off <= len && p.l4_off <= len && p.payload_off <= len);
-	if (p.ethertype == FLT_ETHERTYPE_IPV4)
+	if (p.ethertype == WIRE_ETHERTYPE_IPV4)
 		CHECK(p.l3_off + (size_t)p.ip.total <= len && p.ip.hlen >= 20);
 
 	owner = flt_lookup_rx(t, &p);
@@ -85,8 +85,8 @@ static void one(struct flt_table *t, const uint8_t *f, size_t len)
 
 	/* Give the packet's own tuple a connected rule: it must win the lookup, and
 	 * deleting it must restore the previous answer. */
-	if (p.ethertype == FLT_ETHERTYPE_IPV4 && p.has_ports && !p.ip.fragment &&
-	    (p.ip.proto == FLT_PROTO_TCP || p.ip.proto == FLT_PROTO_UDP) &&
+	if (p.ethertype == WIRE_ETHERTYPE_IPV4 && p.has_ports && !p.ip.fragment &&
+	    (p.ip.proto == WIRE_IPPROTO_TCP || p.ip.proto == WIRE_IPPROTO_UDP) &&
 	    p.sport && p.dport && p.ip.src &&
 	    flt_add_connected(t, p.ip.proto, p.dport, p.ip.src, p.sport, 100) == 0) {
 		CHECK(flt_lookup_rx(t, &p) == 100);

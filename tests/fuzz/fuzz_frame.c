@@ -15,7 +15,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define CHECK(c) do { if (!(c)) __builtin_trap(); } while (0)
 
-static const uint8_t own_mac[NIF_ETH_ALEN] = { 0x02, 0x75, 0x6c, 0x00, 0x00, 0x01 };
+static const uint8_t own_mac[WIRE_ETH_ALEN] = { 0x02, 0x75, 0x6c, 0x00, 0x00, 0x01 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -22,13 +22,13 @@ TESTS += tests/fuzz/run
 FUZZ_CFLAGS = -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 FUZZ_CPPFLAGS = -include $(top_builddir)/config.h -I$(top_srcdir) -I$(top_builddir)
 
-tests/fuzz/fuzz_filter: tests/fuzz/fuzz_filter.c $(filter %.c,$(filter_libflt_la_SOURCES))
+tests/fuzz/fuzz_filter: tests/fuzz/fuzz_filter.c $(filter %.c,$(filter_libflt_la_SOURCES) $(netif_libwire_la_SOURCES))
 	@$(MKDIR_P) tests/fuzz
 	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) -Wall -Wextra -Werror $(FUZZ_CPPFLAGS) $^ -o $@
-tests/fuzz/fuzz_vnet: tests/fuzz/fuzz_vnet.c netif/vnet.c
+tests/fuzz/fuzz_vnet: tests/fuzz/fuzz_vnet.c netif/vnet.c netif/wire/wire.c
 	@$(MKDIR_P) tests/fuzz
 	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) -Wall -Wextra -Werror $(FUZZ_CPPFLAGS) $^ -o $@
-tests/fuzz/fuzz_frame: tests/fuzz/fuzz_frame.c netif/frame.c
+tests/fuzz/fuzz_frame: tests/fuzz/fuzz_frame.c netif/frame.c netif/wire/wire.c
 	@$(MKDIR_P) tests/fuzz
 	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) -Wall -Wextra -Werror $(FUZZ_CPPFLAGS) $^ -o $@
 tests/fuzz/fuzz_ctl: tests/fuzz/fuzz_ctl.c netif/ctlproto.c
@@ -57,7 +57,7 @@ tests/fuzz/fuzz_ulsd: $(addprefix $(top_srcdir)/,$(FUZZ_ULSD_SRC))
 # fuzzer's instrumentation (lwIP is not our code: no -Werror, its warnings off).
 FUZZ_STACK_SRC = $(nodist_stack_liblwipcore_la_SOURCES) \
 	$(addprefix $(top_srcdir)/,$(filter %.c,$(ULS_STACK_SOURCES) $(netif_libnif_la_SOURCES) \
-	$(netif_libopt_la_SOURCES)))
+	$(netif_libwire_la_SOURCES) $(netif_libopt_la_SOURCES)))
 FUZZ_STACK_FLAGS = -w $(FUZZ_CPPFLAGS) $(LWIP_CPPFLAGS) -I$(top_srcdir)/stack/include -DULS_BUILDING
 tests/fuzz/fuzz_stack: tests/fuzz/fuzz_stack.c $(FUZZ_STACK_SRC) stack/libuls.la
 	@$(MKDIR_P) tests/fuzz

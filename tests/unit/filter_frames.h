@@ -13,8 +13,8 @@
 
 #define IP4(a, b, c, d) htonl((uint32_t)(a) << 24 | (uint32_t)(b) << 16 | (uint32_t)(c) << 8 | (d))
 
-static const uint8_t node_mac[FLT_ETH_ALEN] = { 0x02, 0x75, 0x6c, 0x00, 0x00, 0x01 };
-static const uint8_t peer_mac[FLT_ETH_ALEN] = { 0x02, 0x75, 0x6c, 0x00, 0x00, 0x02 };
+static const uint8_t node_mac[WIRE_ETH_ALEN] = { 0x02, 0x75, 0x6c, 0x00, 0x00, 0x01 };
+static const uint8_t peer_mac[WIRE_ETH_ALEN] = { 0x02, 0x75, 0x6c, 0x00, 0x00, 0x02 };
 #define NODE_IP IP4(198, 18, 0, 1)
 #define PEER_IP IP4(198, 18, 0, 2)
 
@@ -73,34 +73,34 @@ static inline void build(struct frame *f, const struct fspec *s)
 {
 	uint8_t *ip = f->b + 14, *l4;
 	size_t hlen = 20 + s->opt_len, l4len;
-	uint8_t proto = s->proto ? s->proto : FLT_PROTO_TCP;
+	uint8_t proto = s->proto ? s->proto : WIRE_IPPROTO_TCP;
 	uint32_t src = s->src ? s->src : PEER_IP, dst = s->dst ? s->dst : NODE_IP;
 
 	memset(f->b, 0, sizeof(f->b));
-	memcpy(f->b, s->dst_mac ? s->dst_mac : node_mac, FLT_ETH_ALEN);
-	memcpy(f->b + 6, s->src_mac ? s->src_mac : peer_mac, FLT_ETH_ALEN);
-	put16(f->b + 12, s->ethertype ? s->ethertype : FLT_ETHERTYPE_IPV4);
+	memcpy(f->b, s->dst_mac ? s->dst_mac : node_mac, WIRE_ETH_ALEN);
+	memcpy(f->b + 6, s->src_mac ? s->src_mac : peer_mac, WIRE_ETH_ALEN);
+	put16(f->b + 12, s->ethertype ? s->ethertype : WIRE_ETHERTYPE_IPV4);
 
 	l4 = ip + hlen;
 	switch (proto) {
-	case FLT_PROTO_TCP: {
+	case WIRE_IPPROTO_TCP: {
 		size_t doff = (s->doff_words ? s->doff_words : 5) * 4u;
 		put16(l4, s->sport ? s->sport : 40000);
 		put16(l4 + 2, s->dport ? s->dport : 80);
 		put32(l4 + 4, 0x01020304);
 		put32(l4 + 8, 0x05060708);
 		l4[12] = (uint8_t)((s->doff_words ? s->doff_words : 5) << 4);
-		l4[13] = s->tcp_flags ? s->tcp_flags : FLT_TCP_ACK;
+		l4[13] = s->tcp_flags ? s->tcp_flags : WIRE_TCP_ACK;
 		l4len = (doff < 20 ? 20 : doff) + s->payload;
 		break;
 	}
-	case FLT_PROTO_UDP:
+	case WIRE_IPPROTO_UDP:
 		l4len = 8 + s->payload;
 		put16(l4, s->sport ? s->sport : 40000);
 		put16(l4 + 2, s->dport ? s->dport : 53);
 		put16(l4 + 4, s->udp_len ? s->udp_len : (uint16_t)l4len);
 		break;
-	case FLT_PROTO_ICMP:
+	case WIRE_IPPROTO_ICMP:
 		l4[0] = s->icmp_type;
 		l4[1] = s->icmp_code;
 		if (s->quote)
@@ -135,9 +135,9 @@ static inline void build_arp(struct frame *f, uint16_t op, const uint8_t *sha, u
 	memset(f->b, 0, sizeof(f->b));
 	memset(f->b, 0xff, 6);
 	memcpy(f->b + 6, sha, 6);
-	put16(f->b + 12, FLT_ETHERTYPE_ARP);
+	put16(f->b + 12, WIRE_ETHERTYPE_ARP);
 	put16(a, 1);
-	put16(a + 2, FLT_ETHERTYPE_IPV4);
+	put16(a + 2, WIRE_ETHERTYPE_IPV4);
 	a[4] = 6;
 	a[5] = 4;
 	put16(a + 6, op);

@@ -1,6 +1,6 @@
 # Unit tests (cmocka): one program per source file under test.
 UNIT_TESTS = \
-	tests/unit/test_frame tests/unit/test_chksum tests/unit/test_isn tests/unit/test_rxq \
+	tests/unit/test_wire tests/unit/test_frame tests/unit/test_chksum tests/unit/test_isn tests/unit/test_rxq \
 	tests/unit/test_api tests/unit/test_timers tests/unit/test_pattern tests/unit/test_netops \
 	tests/unit/test_heap tests/unit/test_tcp_checks tests/unit/test_cubic \
 	tests/unit/test_syncookie tests/unit/test_sigdefer
@@ -9,6 +9,10 @@ TESTS += $(UNIT_TESTS)
 
 UNIT_CPPFLAGS = $(AM_CPPFLAGS) $(LWIP_CPPFLAGS) $(CMOCKA_CFLAGS)
 UNIT_LDADD = apps/libapps.la stack/libuls-internal.la netif/libnif.la $(CMOCKA_LIBS) -lpthread
+
+tests_unit_test_wire_SOURCES = tests/unit/test_wire.c
+tests_unit_test_wire_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_wire_LDADD = netif/libwire.la $(CMOCKA_LIBS)
 
 tests_unit_test_frame_SOURCES = tests/unit/test_frame.c
 tests_unit_test_frame_CPPFLAGS = $(UNIT_CPPFLAGS)

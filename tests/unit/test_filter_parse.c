@@ -66,15 +66,15 @@ static void tcp_segment_parse_fills_every_field(void **state)
 	struct flt_pkt p;
 	(void)state;
 
-	build(&f, &(struct fspec){ .payload = 100, .tcp_flags = FLT_TCP_SYN | FLT_TCP_ACK,
+	build(&f, &(struct fspec){ .payload = 100, .tcp_flags = WIRE_TCP_SYN | WIRE_TCP_ACK,
 				   .id = 0x1234, .frag = 0x4000, .doff_words = 8 });
 	assert_int_equal(parse(&f, &p), 0);
 	assert_memory_equal(p.src_mac, peer_mac, 6);
 	assert_memory_equal(p.dst_mac, node_mac, 6);
-	assert_int_equal(p.ethertype, FLT_ETHERTYPE_IPV4);
+	assert_int_equal(p.ethertype, WIRE_ETHERTYPE_IPV4);
 	assert_int_equal(p.ip.src, PEER_IP);
 	assert_int_equal(p.ip.dst, NODE_IP);
-	assert_int_equal(p.ip.proto, FLT_PROTO_TCP);
+	assert_int_equal(p.ip.proto, WIRE_IPPROTO_TCP);
 	assert_int_equal(p.ip.hlen, 20);
 	assert_int_equal(p.ip.total, 20 + 32 + 100);
 	assert_int_equal(p.ip.id, 0x1234);
@@ -86,7 +86,7 @@ static void tcp_segment_parse_fills_every_field(void **state)
 	assert_int_equal(p.dport, 80);
 	assert_int_equal(p.tcp.seq, 0x01020304);
 	assert_int_equal(p.tcp.ack, 0x05060708);
-	assert_int_equal(p.tcp.flags, FLT_TCP_SYN | FLT_TCP_ACK);
+	assert_int_equal(p.tcp.flags, WIRE_TCP_SYN | WIRE_TCP_ACK);
 	assert_int_equal(p.tcp.doff, 32);
 	assert_int_equal(p.tcp.payload_len, 100);
 	assert_int_equal(p.l3_off, 14);
@@ -116,10 +116,10 @@ static void udp_and_icmp_frames_truncated_at_every_length_parse_drops(void **sta
 	struct flt_pkt p;
 	(void)state;
 
-	build(&f, &(struct fspec){ .proto = FLT_PROTO_UDP, .payload = 3 });
+	build(&f, &(struct fspec){ .proto = WIRE_IPPROTO_UDP, .payload = 3 });
 	for (size_t len = 0; len < f.len; len++)
 		assert_true(parse_prefix(&f, len, &p) < 0);
-	build(&f, &(struct fspec){ .proto = FLT_PROTO_ICMP, .icmp_type = 8 });
+	build(&f, &(struct fspec){ .proto = WIRE_IPPROTO_ICMP, .icmp_type = 8 });
 	for (size_t len = 0; len < f.len; len++)
 		assert_true(parse_prefix(&f, len, &p) < 0);
 }
@@ -263,7 +263,7 @@ static void udp_datagram_parse_fills_ports_and_length(void **state)
 	struct flt_pkt p;
 	(void)state;
 
-	build(&f, &(struct fspec){ .proto = FLT_PROTO_UDP, .sport = 5353, .dport = 53,
+	build(&f, &(struct fspec){ .proto = WIRE_IPPROTO_UDP, .sport = 5353, .dport = 53,
 				   .payload = 12, .pad = 6 });
 	assert_int_equal(parse(&f, &p), 0);
 	assert_true(p.has_ports);
@@ -281,7 +281,7 @@ static void udp_length_field_lies_parse_drops_udp_header(void **state)
 	(void)state;
 
 	for (size_t i = 0; i < sizeof(lies) / sizeof(lies[0]); i++) {
-		build(&f, &(struct fspec){ .proto = FLT_PROTO_UDP, .payload = 12,
+		build(&f, &(struct fspec){ .proto = WIRE_IPPROTO_UDP, .payload = 12,
 					   .udp_len = lies[i] });
 		if (lies[i] == 0)
 			f.b[14 + 20 + 4] = f.b[14 + 20 + 5] = 0;
@@ -296,7 +296,7 @@ static void first_fragment_parse_has_ports_and_fragment_flag(void **state)
 	(void)state;
 
 	/* More fragments, offset 0: the UDP Length counts the whole datagram. */
-	build(&f, &(struct fspec){ .proto = FLT_PROTO_UDP, .frag = 0x2000, .payload = 64,
+	build(&f, &(struct fspec){ .proto = WIRE_IPPROTO_UDP, .frag = 0x2000, .payload = 64,
 				   .udp_len = 3000, .id = 77 });
 	assert_int_equal(parse(&f, &p), 0);
 	assert_true(p.ip.mf);
@@ -314,7 +314,7 @@ static void non_first_fragment_parse_passes_without_ports(void **state)
 	(void)state;
 
 	/* Offset 185 * 8 = 1480, last fragment; the bytes where ports would be are junk. */
-	build(&f, &(struct fspec){ .proto = FLT_PROTO_UDP, .frag = 185, .payload = 100 });
+	build(&f, &(struct fspec){ .proto = WIRE_IPPROTO_UDP, .frag = 185, .payload = 100 });
 	assert_int_equal(parse(&f, &p), 0);
 	assert_true(p.ip.fragment);
 	assert_false(p.ip.mf);
@@ -324,7 +324,7 @@ static void non_first_fragment_parse_passes_without_ports(void **state)
 	assert_int_equal(p.dport, 0);
 	/* The same for TCP, where 4 octets suffice: no transport header is looked at. */
 	build(&f, &(struct fspec){ .proto = 99, .frag = 0x2000 | 2, .payload = 4 });
-	f.b[14 + 9] = FLT_PROTO_TCP;
+	f.b[14 + 9] = WIRE_IPPROTO_TCP;
 	put16(f.b + 14 + 10, 0);
 	put16(f.b + 14 + 10, ip_csum(f.b + 14, 20));
 	assert_int_equal(parse(&f, &p), 0);
@@ -339,7 +339,7 @@ static void tcp_fragment_at_offset_8_parse_drops_fragment(void **state)
 
 	/* RFC 1858 §4: FO = 1 with TCP can only be an overlapping-fragment attack. */
 	build(&f, &(struct fspec){ .proto = 99, .frag = 1, .payload = 24 });
-	f.b[14 + 9] = FLT_PROTO_TCP;
+	f.b[14 + 9] = WIRE_IPPROTO_TCP;
 	put16(f.b + 14 + 10, 0);
 	put16(f.b + 14 + 10, ip_csum(f.b + 14, 20));
 	assert_int_equal(parse(&f, &p), -FLT_DROP_FRAGMENT);
@@ -363,10 +363,10 @@ static void fragment_past_65535_parse_drops_fragment(void **state)
 	(void)state;
 
 	/* Offset 8189 * 8 = 65512, plus 100 octets of data: the "ping of death". */
-	build(&f, &(struct fspec){ .proto = FLT_PROTO_ICMP, .frag = 8189, .payload = 92 });
+	build(&f, &(struct fspec){ .proto = WIRE_IPPROTO_ICMP, .frag = 8189, .payload = 92 });
 	assert_int_equal(parse(&f, &p), -FLT_DROP_FRAGMENT);
 	/* Exactly up to 65535 is fine. */
-	build(&f, &(struct fspec){ .proto = FLT_PROTO_ICMP, .frag = 8189, .payload = 15 });
+	build(&f, &(struct fspec){ .proto = WIRE_IPPROTO_ICMP, .frag = 8189, .payload = 15 });
 	assert_int_equal(parse(&f, &p), 0);
 }
 
@@ -378,7 +378,7 @@ static void arp_request_parse_fills_addresses(void **state)
 
 	build_arp(&f, 1, peer_mac, PEER_IP, NODE_IP);
 	assert_int_equal(parse(&f, &p), 0);
-	assert_int_equal(p.ethertype, FLT_ETHERTYPE_ARP);
+	assert_int_equal(p.ethertype, WIRE_ETHERTYPE_ARP);
 	assert_int_equal(p.arp.op, 1);
 	assert_memory_equal(p.arp.sha, peer_mac, 6);
 	assert_int_equal(p.arp.spa, PEER_IP);
@@ -412,9 +412,9 @@ static void icmp_port_unreachable_parse_fills_quoted_datagram(void **state)
 
 	/* The node sent UDP 7777 -> peer:9999; the peer answers port unreachable with
 	 * the IPv4 header and the first 8 octets of that datagram. */
-	build(&inner, &(struct fspec){ .proto = FLT_PROTO_UDP, .src = NODE_IP, .dst = PEER_IP,
+	build(&inner, &(struct fspec){ .proto = WIRE_IPPROTO_UDP, .src = NODE_IP, .dst = PEER_IP,
 				       .sport = 7777, .dport = 9999, .payload = 30 });
-	build(&f, &(struct fspec){ .proto = FLT_PROTO_ICMP, .icmp_type = 3, .icmp_code = 3,
+	build(&f, &(struct fspec){ .proto = WIRE_IPPROTO_ICMP, .icmp_type = 3, .icmp_code = 3,
 				   .quote = inner.b + 14, .quote_len = 28 });
 	assert_int_equal(parse(&f, &p), 0);
 	assert_int_equal(p.icmp.type, 3);
@@ -422,13 +422,13 @@ static void icmp_port_unreachable_parse_fills_quoted_datagram(void **state)
 	assert_true(p.icmp.has_inner);
 	assert_int_equal(p.icmp.inner.src, NODE_IP);
 	assert_int_equal(p.icmp.inner.dst, PEER_IP);
-	assert_int_equal(p.icmp.inner.proto, FLT_PROTO_UDP);
+	assert_int_equal(p.icmp.inner.proto, WIRE_IPPROTO_UDP);
 	assert_true(p.icmp.inner.has_ports);
 	assert_int_equal(p.icmp.inner.sport, 7777);
 	assert_int_equal(p.icmp.inner.dport, 9999);
 
 	/* A quote cut short is still a valid ICMP message, just without the quote. */
-	build(&f, &(struct fspec){ .proto = FLT_PROTO_ICMP, .icmp_type = 3,
+	build(&f, &(struct fspec){ .proto = WIRE_IPPROTO_ICMP, .icmp_type = 3,
 				   .quote = inner.b + 14, .quote_len = 27 });
 	assert_int_equal(parse(&f, &p), 0);
 	assert_false(p.icmp.has_inner);
@@ -440,7 +440,7 @@ static void icmp_shorter_than_header_parse_drops_icmp_header(void **state)
 	struct flt_pkt p;
 	(void)state;
 
-	build(&f, &(struct fspec){ .proto = FLT_PROTO_ICMP, .icmp_type = 8, .ip_total = 27,
+	build(&f, &(struct fspec){ .proto = WIRE_IPPROTO_ICMP, .icmp_type = 8, .ip_total = 27,
 				   .pad = 10 });
 	assert_int_equal(parse(&f, &p), -FLT_DROP_ICMP_HEADER);
 }

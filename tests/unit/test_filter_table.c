@@ -17,8 +17,8 @@
 #include "filter/filter.h"
 #include "tests/unit/filter_frames.h"
 
-#define TCP FLT_PROTO_TCP
-#define UDP FLT_PROTO_UDP
+#define TCP WIRE_IPPROTO_TCP
+#define UDP WIRE_IPPROTO_UDP
 
 static int setup(void **state)
 {
@@ -119,7 +119,7 @@ static void listen_rule_lookup_returns_its_owner(void **state)
 
 	assert_int_equal(flt_add_listen(t, TCP, 80, 3, false), 0);
 	assert_int_equal(flt_add_listen(t, UDP, 53, 4, false), 0);
-	assert_int_equal(rx(t, &(struct fspec){ .tcp_flags = FLT_TCP_SYN }), 3);
+	assert_int_equal(rx(t, &(struct fspec){ .tcp_flags = WIRE_TCP_SYN }), 3);
 	assert_int_equal(rx(t, &(struct fspec){ .sport = 1234 }), 3);
 	assert_int_equal(rx(t, &(struct fspec){ .proto = UDP }), 4);
 	assert_int_equal(rx(t, &(struct fspec){ .dport = 53 }), FLT_NO_OWNER);
@@ -181,13 +181,13 @@ static void shared_group_of_four_lookup_spreads_1000_tuples_evenly(void **state)
 		assert_int_equal(flt_add_listen(t, TCP, 80, 10 + o, true), 0);
 	for (unsigned i = 0; i < 1000; i++) {
 		struct fspec s = { .src = IP4(10, (i >> 8) & 3, i & 0xff, 1 + i % 7),
-				   .sport = (uint16_t)(20000 + i * 13), .tcp_flags = FLT_TCP_SYN };
+				   .sport = (uint16_t)(20000 + i * 13), .tcp_flags = WIRE_TCP_SYN };
 		flt_owner_t o = rx(t, &s);
 
 		assert_in_range(o, 10, 13);
 		count[o - 10]++;
 		/* Every later segment of the connection reaches the same member. */
-		s.tcp_flags = FLT_TCP_ACK;
+		s.tcp_flags = WIRE_TCP_ACK;
 		s.payload = i % 100;
 		assert_int_equal(rx(t, &s), o);
 		assert_int_equal(rx(t, &s), o);
@@ -317,7 +317,7 @@ static void arp_and_echo_lookup_go_to_server(void **state)
 	build_arp(&f, 1, peer_mac, PEER_IP, NODE_IP);
 	assert_int_equal(flt_parse(f.b, f.len, &p), 0);
 	assert_int_equal(flt_lookup_rx(t, &p), FLT_NO_OWNER);
-	assert_int_equal(rx(t, &(struct fspec){ .proto = FLT_PROTO_ICMP, .icmp_type = 8 }),
+	assert_int_equal(rx(t, &(struct fspec){ .proto = WIRE_IPPROTO_ICMP, .icmp_type = 8 }),
 			 FLT_NO_OWNER);
 }
 
@@ -331,13 +331,13 @@ static void icmp_error_lookup_returns_owner_of_quoted_endpoint(void **state)
 	assert_int_equal(flt_add_connected(t, TCP, 50000, PEER_IP, 443, 9), 0);
 	build(&inner, &(struct fspec){ .src = NODE_IP, .dst = PEER_IP, .sport = 50000,
 				       .dport = 443 });
-	assert_int_equal(rx(t, &(struct fspec){ .proto = FLT_PROTO_ICMP, .icmp_type = 3,
+	assert_int_equal(rx(t, &(struct fspec){ .proto = WIRE_IPPROTO_ICMP, .icmp_type = 3,
 						.icmp_code = 4, .quote = inner.b + 14,
 						.quote_len = 28 }), 9);
 	/* About a connection nobody has: the server's. */
 	build(&inner, &(struct fspec){ .src = NODE_IP, .dst = PEER_IP, .sport = 50001,
 				       .dport = 443 });
-	assert_int_equal(rx(t, &(struct fspec){ .proto = FLT_PROTO_ICMP, .icmp_type = 3,
+	assert_int_equal(rx(t, &(struct fspec){ .proto = WIRE_IPPROTO_ICMP, .icmp_type = 3,
 						.quote = inner.b + 14, .quote_len = 28 }),
 			 FLT_NO_OWNER);
 	flt_table_stats(t, &st);
@@ -353,7 +353,7 @@ static void own_endpoints_check_tx_allows(void **state)
 	assert_int_equal(flt_add_listen(t, UDP, 53, 1, false), 0);
 	assert_int_equal(tx(t, 1, (struct fspec){ .sport = 50000, .dport = 443 }), 0);
 	assert_int_equal(tx(t, 1, (struct fspec){ .sport = 80, .dport = 40000,
-						  .tcp_flags = FLT_TCP_SYN | FLT_TCP_ACK }), 0);
+						  .tcp_flags = WIRE_TCP_SYN | WIRE_TCP_ACK }), 0);
 	assert_int_equal(tx(t, 1, (struct fspec){ .proto = UDP, .sport = 53, .dport = 9 }), 0);
 }
 
@@ -474,27 +474,27 @@ static void icmp_types_check_tx_allows_echo_and_own_unreachables(void **state)
 	struct frame inner;
 
 	assert_int_equal(flt_add_listen(t, UDP, 53, 1, false), 0);
-	assert_int_equal(tx(t, 1, (struct fspec){ .proto = FLT_PROTO_ICMP, .icmp_type = 8 }), 0);
-	assert_int_equal(tx(t, 1, (struct fspec){ .proto = FLT_PROTO_ICMP, .icmp_type = 0 }), 0);
-	assert_int_equal(tx(t, 1, (struct fspec){ .proto = FLT_PROTO_ICMP, .icmp_type = 5 }),
+	assert_int_equal(tx(t, 1, (struct fspec){ .proto = WIRE_IPPROTO_ICMP, .icmp_type = 8 }), 0);
+	assert_int_equal(tx(t, 1, (struct fspec){ .proto = WIRE_IPPROTO_ICMP, .icmp_type = 0 }), 0);
+	assert_int_equal(tx(t, 1, (struct fspec){ .proto = WIRE_IPPROTO_ICMP, .icmp_type = 5 }),
 			 -FLT_DENY_ICMP);                  /* redirect */
-	assert_int_equal(tx(t, 1, (struct fspec){ .proto = FLT_PROTO_ICMP, .icmp_type = 11 }),
+	assert_int_equal(tx(t, 1, (struct fspec){ .proto = WIRE_IPPROTO_ICMP, .icmp_type = 11 }),
 			 -FLT_DENY_ICMP);
 	/* Port unreachable quoting a datagram the peer sent to owner 1's port 53... */
 	build(&inner, &(struct fspec){ .proto = UDP, .sport = 1111, .dport = 53 });
-	assert_int_equal(tx(t, 1, (struct fspec){ .proto = FLT_PROTO_ICMP, .icmp_type = 3,
+	assert_int_equal(tx(t, 1, (struct fspec){ .proto = WIRE_IPPROTO_ICMP, .icmp_type = 3,
 						  .icmp_code = 3, .quote = inner.b + 14,
 						  .quote_len = 28 }), 0);
 	/* ...is not owner 2's to send, nor one about a port nobody has, nor one without
 	 * a readable quote. */
-	assert_int_equal(tx(t, 2, (struct fspec){ .proto = FLT_PROTO_ICMP, .icmp_type = 3,
+	assert_int_equal(tx(t, 2, (struct fspec){ .proto = WIRE_IPPROTO_ICMP, .icmp_type = 3,
 						  .quote = inner.b + 14, .quote_len = 28 }),
 			 -FLT_DENY_ICMP);
 	build(&inner, &(struct fspec){ .proto = UDP, .sport = 1111, .dport = 54 });
-	assert_int_equal(tx(t, 1, (struct fspec){ .proto = FLT_PROTO_ICMP, .icmp_type = 3,
+	assert_int_equal(tx(t, 1, (struct fspec){ .proto = WIRE_IPPROTO_ICMP, .icmp_type = 3,
 						  .quote = inner.b + 14, .quote_len = 28 }),
 			 -FLT_DENY_ICMP);
-	assert_int_equal(tx(t, 1, (struct fspec){ .proto = FLT_PROTO_ICMP, .icmp_type = 3 }),
+	assert_int_equal(tx(t, 1, (struct fspec){ .proto = WIRE_IPPROTO_ICMP, .icmp_type = 3 }),
 			 -FLT_DENY_ICMP);
 }
 

@@ -13,11 +13,11 @@
 
 #include "netif/frame.h"
 
-#define MAX_FRAME (1500 + NIF_ETH_HLEN)
+#define MAX_FRAME (1500 + WIRE_ETH_HLEN)
 
-static const uint8_t own_mac[NIF_ETH_ALEN] = { 0x02, 0x75, 0x6c, 0x00, 0x00, 0x01 };
-static const uint8_t peer_mac[NIF_ETH_ALEN] = { 0x02, 0x75, 0x6c, 0x00, 0x00, 0x02 };
-static const uint8_t other_mac[NIF_ETH_ALEN] = { 0x02, 0x75, 0x6c, 0x00, 0x00, 0x09 };
+static const uint8_t own_mac[WIRE_ETH_ALEN] = { 0x02, 0x75, 0x6c, 0x00, 0x00, 0x01 };
+static const uint8_t peer_mac[WIRE_ETH_ALEN] = { 0x02, 0x75, 0x6c, 0x00, 0x00, 0x02 };
+static const uint8_t other_mac[WIRE_ETH_ALEN] = { 0x02, 0x75, 0x6c, 0x00, 0x00, 0x09 };
 
 /* What differs between test frames. Zero fields take the template's value. */
 struct frame_spec {
@@ -42,42 +42,42 @@ static void put16(uint8_t *p, uint16_t v)
 
 static void build(struct frame *f, const struct frame_spec *s)
 {
-	uint8_t *ip = f->b + NIF_ETH_HLEN;
-	size_t ip_len = NIF_IPV4_MIN_HLEN + s->ip_payload;
+	uint8_t *ip = f->b + WIRE_ETH_HLEN;
+	size_t ip_len = WIRE_IPV4_HLEN_MIN + s->ip_payload;
 
 	memset(f->b, 0xa5, sizeof(f->b));
-	memcpy(f->b, s->dst ? s->dst : own_mac, NIF_ETH_ALEN);
-	memcpy(f->b + 6, peer_mac, NIF_ETH_ALEN);
-	put16(f->b + 12, s->ethertype ? s->ethertype : NIF_ETHERTYPE_IPV4);
-	memset(ip, 0, NIF_IPV4_MIN_HLEN);
+	memcpy(f->b, s->dst ? s->dst : own_mac, WIRE_ETH_ALEN);
+	memcpy(f->b + 6, peer_mac, WIRE_ETH_ALEN);
+	put16(f->b + 12, s->ethertype ? s->ethertype : WIRE_ETHERTYPE_IPV4);
+	memset(ip, 0, WIRE_IPV4_HLEN_MIN);
 	ip[0] = s->ver_ihl ? s->ver_ihl : 0x45;
 	put16(ip + 2, s->ip_total ? s->ip_total : (uint16_t)ip_len);
 	ip[8] = 64;
 	ip[9] = 17;
 	memcpy(ip + 12, (const uint8_t[]){ 198, 18, 0, 2 }, 4);
 	memcpy(ip + 16, (const uint8_t[]){ 198, 18, 0, 1 }, 4);
-	memset(ip + NIF_IPV4_MIN_HLEN, 0, s->ip_payload + s->pad);
-	f->len = NIF_ETH_HLEN + ip_len + s->pad;
+	memset(ip + WIRE_IPV4_HLEN_MIN, 0, s->ip_payload + s->pad);
+	f->len = WIRE_ETH_HLEN + ip_len + s->pad;
 }
 
 /* An ARP request (RFC 826) for Ethernet/IPv4, broadcast. */
 static void build_arp(struct frame *f)
 {
-	static const uint8_t bcast[NIF_ETH_ALEN] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
-	uint8_t *a = f->b + NIF_ETH_HLEN;
+	static const uint8_t bcast[WIRE_ETH_ALEN] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+	uint8_t *a = f->b + WIRE_ETH_HLEN;
 
-	build(f, &(struct frame_spec){ .dst = bcast, .ethertype = NIF_ETHERTYPE_ARP });
-	memset(a, 0, NIF_ARP_IPV4_LEN);
+	build(f, &(struct frame_spec){ .dst = bcast, .ethertype = WIRE_ETHERTYPE_ARP });
+	memset(a, 0, WIRE_ARP_LEN);
 	put16(a, 1);                     /* hardware type: Ethernet */
-	put16(a + 2, NIF_ETHERTYPE_IPV4);
-	a[4] = NIF_ETH_ALEN;
+	put16(a + 2, WIRE_ETHERTYPE_IPV4);
+	a[4] = WIRE_ETH_ALEN;
 	a[5] = 4;
 	put16(a + 6, 1);                 /* request */
-	memcpy(a + 8, peer_mac, NIF_ETH_ALEN);
+	memcpy(a + 8, peer_mac, WIRE_ETH_ALEN);
 	memcpy(a + 14, (const uint8_t[]){ 198, 18, 0, 2 }, 4);
 	memcpy(a + 24, (const uint8_t[]){ 198, 18, 0, 1 }, 4);
 	/* Minimum Ethernet payload is 46 bytes: ARP frames arrive padded. */
-	f->len = NIF_ETH_HLEN + 46;
+	f->len = WIRE_ETH_HLEN + 46;
 }
 
 /* An info block that a drop must leave alone. */
@@ -104,7 +104,7 @@ static void ipv4_to_own_mac_check_passes_with_offsets(void **state)
 
 	build(&f, &(struct frame_spec){ .ip_payload = 100 });
 	assert_int_equal(check(&f, &info), NIF_PASS_IPV4);
-	assert_int_equal(info.l3_off, NIF_ETH_HLEN);
+	assert_int_equal(info.l3_off, WIRE_ETH_HLEN);
 	assert_int_equal(info.l3_len, 120);
 	assert_int_equal(info.flags, 0);
 }
@@ -116,7 +116,7 @@ static void shorter_than_ethernet_header_check_drops_runt(void **state)
 	(void)state;
 
 	build(&f, &(struct frame_spec){ 0 });
-	for (size_t len = 0; len < NIF_ETH_HLEN; len++) {
+	for (size_t len = 0; len < WIRE_ETH_HLEN; len++) {
 		f.len = len;
 		assert_int_equal(check(&f, &info), NIF_DROP_RUNT);
 		assert_untouched(&info);
@@ -129,9 +129,9 @@ static void longer_than_max_len_check_drops_oversize(void **state)
 	struct nif_frame_info info;
 	(void)state;
 
-	build(&f, &(struct frame_spec){ .ip_payload = MAX_FRAME - NIF_ETH_HLEN - 20 });
+	build(&f, &(struct frame_spec){ .ip_payload = MAX_FRAME - WIRE_ETH_HLEN - 20 });
 	assert_int_equal(check(&f, &info), NIF_PASS_IPV4);
-	build(&f, &(struct frame_spec){ .ip_payload = MAX_FRAME - NIF_ETH_HLEN - 20 + 1 });
+	build(&f, &(struct frame_spec){ .ip_payload = MAX_FRAME - WIRE_ETH_HLEN - 20 + 1 });
 	assert_int_equal(check(&f, &info), NIF_DROP_OVERSIZE);
 	assert_untouched(&info);
 }
@@ -149,7 +149,7 @@ static void unicast_to_other_mac_check_drops_not_ours(void **state)
 
 static void broadcast_check_passes_flagged_llbcast(void **state)
 {
-	static const uint8_t bcast[NIF_ETH_ALEN] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+	static const uint8_t bcast[WIRE_ETH_ALEN] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 	struct frame f;
 	struct nif_frame_info info;
 	(void)state;
@@ -161,7 +161,7 @@ static void broadcast_check_passes_flagged_llbcast(void **state)
 
 static void multicast_check_passes_flagged_llmcast(void **state)
 {
-	static const uint8_t mcast[NIF_ETH_ALEN] = { 0x01, 0x00, 0x5e, 0x00, 0x00, 0x01 };
+	static const uint8_t mcast[WIRE_ETH_ALEN] = { 0x01, 0x00, 0x5e, 0x00, 0x00, 0x01 };
 	struct frame f;
 	struct nif_frame_info info;
 	(void)state;
@@ -188,7 +188,7 @@ static void vlan_tagged_check_drops_ethertype(void **state)
 	struct nif_frame_info info;
 	(void)state;
 
-	build(&f, &(struct frame_spec){ .ethertype = NIF_ETHERTYPE_VLAN });
+	build(&f, &(struct frame_spec){ .ethertype = WIRE_ETHERTYPE_VLAN });
 	assert_int_equal(check(&f, &info), NIF_DROP_ETHERTYPE);
 	assert_untouched(&info);
 }
@@ -258,7 +258,7 @@ static void ipv4_shorter_than_min_header_check_drops_ipv4_header(void **state)
 	(void)state;
 
 	build(&f, &(struct frame_spec){ 0 });
-	f.len = NIF_ETH_HLEN + NIF_IPV4_MIN_HLEN - 1;
+	f.len = WIRE_ETH_HLEN + WIRE_IPV4_HLEN_MIN - 1;
 	assert_int_equal(check(&f, &info), NIF_DROP_IPV4_HEADER);
 	assert_untouched(&info);
 }
@@ -273,7 +273,7 @@ static void ipv4_with_ethernet_padding_check_trims_to_total_length(void **state)
 	build(&f, &(struct frame_spec){ .ip_payload = 8, .pad = 18 });
 	assert_int_equal(f.len, 60);
 	assert_int_equal(check(&f, &info), NIF_PASS_IPV4);
-	assert_int_equal(info.l3_off, NIF_ETH_HLEN);
+	assert_int_equal(info.l3_off, WIRE_ETH_HLEN);
 	assert_int_equal(info.l3_len, 28);
 }
 
@@ -285,8 +285,8 @@ static void arp_request_check_passes_arp(void **state)
 
 	build_arp(&f);
 	assert_int_equal(check(&f, &info), NIF_PASS_ARP);
-	assert_int_equal(info.l3_off, NIF_ETH_HLEN);
-	assert_int_equal(info.l3_len, NIF_ARP_IPV4_LEN);
+	assert_int_equal(info.l3_off, WIRE_ETH_HLEN);
+	assert_int_equal(info.l3_len, WIRE_ARP_LEN);
 	assert_int_equal(info.flags, NIF_FRAME_LLBCAST);
 }
 
@@ -297,7 +297,7 @@ static void arp_wrong_hardware_type_check_drops_arp_header(void **state)
 	(void)state;
 
 	build_arp(&f);
-	put16(f.b + NIF_ETH_HLEN, 6);  /* IEEE 802 */
+	put16(f.b + WIRE_ETH_HLEN, 6);  /* IEEE 802 */
 	assert_int_equal(check(&f, &info), NIF_DROP_ARP_HEADER);
 	assert_untouched(&info);
 }
@@ -309,13 +309,13 @@ static void arp_wrong_protocol_or_lengths_check_drops_arp_header(void **state)
 	(void)state;
 
 	build_arp(&f);
-	put16(f.b + NIF_ETH_HLEN + 2, 0x86dd);
+	put16(f.b + WIRE_ETH_HLEN + 2, 0x86dd);
 	assert_int_equal(check(&f, &info), NIF_DROP_ARP_HEADER);
 	build_arp(&f);
-	f.b[NIF_ETH_HLEN + 4] = 8;
+	f.b[WIRE_ETH_HLEN + 4] = 8;
 	assert_int_equal(check(&f, &info), NIF_DROP_ARP_HEADER);
 	build_arp(&f);
-	f.b[NIF_ETH_HLEN + 5] = 16;
+	f.b[WIRE_ETH_HLEN + 5] = 16;
 	assert_int_equal(check(&f, &info), NIF_DROP_ARP_HEADER);
 	assert_untouched(&info);
 }
@@ -327,10 +327,10 @@ static void arp_shorter_than_28_bytes_check_drops_arp_header(void **state)
 	(void)state;
 
 	build_arp(&f);
-	f.len = NIF_ETH_HLEN + NIF_ARP_IPV4_LEN - 1;
+	f.len = WIRE_ETH_HLEN + WIRE_ARP_LEN - 1;
 	assert_int_equal(check(&f, &info), NIF_DROP_ARP_HEADER);
 	assert_untouched(&info);
-	f.len = NIF_ETH_HLEN + NIF_ARP_IPV4_LEN;
+	f.len = WIRE_ETH_HLEN + WIRE_ARP_LEN;
 	assert_int_equal(check(&f, &info), NIF_PASS_ARP);
 }
 
@@ -361,8 +361,8 @@ static void pass_verdicts_is_drop_false_others_true(void **state)
 
 static void mac_good_parse_returns_bytes(void **state)
 {
-	uint8_t mac[NIF_ETH_ALEN];
-	static const uint8_t want[NIF_ETH_ALEN] = { 0x02, 0xab, 0xCD, 0x00, 0x9f, 0xff };
+	uint8_t mac[WIRE_ETH_ALEN];
+	static const uint8_t want[WIRE_ETH_ALEN] = { 0x02, 0xab, 0xCD, 0x00, 0x9f, 0xff };
 	(void)state;
 
 	assert_true(nif_mac_parse("02:ab:CD:00:9f:ff", mac));
@@ -385,8 +385,8 @@ static void mac_bad_parse_fails_leaves_output(void **state)
 		" 2:ab:cd:00:9f:ff",
 		"+2:ab:cd:00:9f:ff",
 	};
-	uint8_t mac[NIF_ETH_ALEN];
-	static const uint8_t sentinel[NIF_ETH_ALEN] = { 0x11, 0x22, 0x33, 0x44, 0x55, 0x66 };
+	uint8_t mac[WIRE_ETH_ALEN];
+	static const uint8_t sentinel[WIRE_ETH_ALEN] = { 0x11, 0x22, 0x33, 0x44, 0x55, 0x66 };
 	(void)state;
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

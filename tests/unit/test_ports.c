@@ -184,7 +184,7 @@ static void ephemeral_ports_to_one_destination_do_not_repeat_until_range_wraps(v
 			assert_int_equal(p, seen[i - 1] == SRV_EPHEMERAL_HI ? SRV_EPHEMERAL_LO
 									 : seen[i - 1] + 1);
 		/* the connection ends at once: its tuple and port are free again */
-		assert_int_equal(flt_del_connected(srv.flt, FLT_PROTO_TCP, (uint16_t)p, peer, 8080,
+		assert_int_equal(flt_del_connected(srv.flt, WIRE_IPPROTO_TCP, (uint16_t)p, peer, 8080,
 						   root_a.id), 0);
 		srv_port_release(&srv, &root_a, IPPROTO_TCP, (uint16_t)p);
 		assert_false(srv_port_held(&srv, &root_a, IPPROTO_TCP, (uint16_t)p));

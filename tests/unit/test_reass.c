@@ -113,7 +113,7 @@ static int setup_with(struct srv_lease *owner)
 	delivered = sent = time_exceeded = steered = unsteered = 0;
 	if (!srv.flt || srv_reass_init(&srv) < 0)
 		return -1;
-	return flt_add_listen(srv.flt, FLT_PROTO_UDP, PORT, owner->id, false) < 0 ? -1 : 0;
+	return flt_add_listen(srv.flt, WIRE_IPPROTO_UDP, PORT, owner->id, false) < 0 ? -1 : 0;
 }
 
 static int setup_relay(void **state) { (void)state; return setup_with(&relay); }
@@ -238,7 +238,7 @@ static void too_many_fragments_in_one_datagram_drop_it(void **state)
 static void unowned_datagram_dropped_and_counted(void **state)
 {
 	(void)state;
-	flt_del_listen(srv.flt, FLT_PROTO_UDP, PORT, relay.id);
+	flt_del_listen(srv.flt, WIRE_IPPROTO_UDP, PORT, relay.id);
 	input(12, 0, 1480, true);
 	input(12, 1480, 16, false);
 	assert_int_equal(delivered, 0);

@@ -24,7 +24,7 @@ struct spec {
 };
 
 struct frame {
-	uint8_t b[NIF_ETH_HLEN + 20 + 32 + PAYLOAD + 16];
+	uint8_t b[WIRE_ETH_HLEN + 20 + 32 + PAYLOAD + 16];
 	size_t len;
 };
 
@@ -32,12 +32,12 @@ static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (ui
 
 static void build(struct frame *f, const struct spec *s)
 {
-	uint8_t *ip = f->b + NIF_ETH_HLEN, *l4 = ip + 20;
+	uint8_t *ip = f->b + WIRE_ETH_HLEN, *l4 = ip + 20;
 	uint8_t proto = s->proto ? s->proto : 6;
 	size_t l4h = proto == 6 ? 32 : 8, pay = s->payload ? s->payload : PAYLOAD;
 
 	memset(f->b, 0, sizeof(f->b));
-	put16(f->b + 12, NIF_ETHERTYPE_IPV4);
+	put16(f->b + 12, WIRE_ETHERTYPE_IPV4);
 	ip[0] = 0x45;
 	put16(ip + 2, (uint16_t)(20 + l4h + pay));
 	put16(ip + 6, s->frag);
@@ -48,7 +48,7 @@ static void build(struct frame *f, const struct spec *s)
 		l4[12] = (uint8_t)(l4h / 4) << 4;
 	else
 		put16(l4 + 4, (uint16_t)(8 + pay));
-	f->len = NIF_ETH_HLEN + 20 + l4h + pay;
+	f->len = WIRE_ETH_HLEN + 20 + l4h + pay;
 }
 
 static void hdr(uint8_t h[NIF_VNET_HLEN], uint8_t flags, uint8_t gso_type, uint16_t gso_size,
@@ -70,7 +70,7 @@ static void zero_header_gives_plain_frame(void **state)
 
 	(void)state;
 	build(&f, &(struct spec){ 0 });
-	assert_int_equal(nif_vnet_parse(h, sizeof(h), f.b, f.len, &off), NIF_VNET_OK);
+	assert_int_equal(nif_vnet_parse(h, sizeof(h), f.b, f.len, &off), 0);
 	assert_int_equal(off, 0);
 }
 
@@ -83,7 +83,7 @@ static void tcp_gso_with_partial_csum_parsed(void **state)
 	(void)state;
 	build(&f, &(struct spec){ 0 });
 	hdr(h, VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_TCPV4, 1448, 34, 16);
-	assert_int_equal(nif_vnet_parse(h, sizeof(h), f.b, f.len, &off), NIF_VNET_OK);
+	assert_int_equal(nif_vnet_parse(h, sizeof(h), f.b, f.len, &off), 0);
 	assert_int_equal(nif_off_gso(off), 1448);
 	assert_true(off & NIF_OFF_CSUM_PARTIAL);
 	assert_true(nif_off_csum_ok(off));
@@ -98,7 +98,7 @@ static void data_valid_parsed(void **state)
 	(void)state;
 	build(&f, &(struct spec){ 0 });
 	hdr(h, VIRTIO_NET_HDR_F_DATA_VALID, 0, 0, 0, 0);
-	assert_int_equal(nif_vnet_parse(h, sizeof(h), f.b, f.len, &off), NIF_VNET_OK);
+	assert_int_equal(nif_vnet_parse(h, sizeof(h), f.b, f.len, &off), 0);
 	assert_int_equal(off, NIF_OFF_CSUM_VALID);
 }
 
@@ -111,7 +111,7 @@ static void unknown_flag_refused(void **state)
 	(void)state;
 	build(&f, &(struct spec){ 0 });
 	hdr(h, 0x80, 0, 0, 0, 0);
-	assert_int_equal(nif_vnet_parse(h, sizeof(h), f.b, f.len, &off), NIF_VNET_BAD_FLAGS);
+	assert_int_equal(nif_vnet_parse(h, sizeof(h), f.b, f.len, &off), -NIF_VNET_BAD_FLAGS);
 	assert_int_equal(off, 7);  /* untouched on failure */
 }
 
@@ -123,7 +123,7 @@ static void short_header_refused(void **state)
 
 	(void)state;
 	build(&f, &(struct spec){ 0 });
-	assert_int_equal(nif_vnet_parse(h, 4, f.b, f.len, &off), NIF_VNET_BAD_FLAGS);
+	assert_int_equal(nif_vnet_parse(h, 4, f.b, f.len, &off), -NIF_VNET_BAD_FLAGS);
 }
 
 static void tcpv6_or_udp_gso_refused(void **state)
@@ -135,9 +135,9 @@ static void tcpv6_or_udp_gso_refused(void **state)
 	(void)state;
 	build(&f, &(struct spec){ 0 });
 	hdr(h, VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_TCPV6, 1448, 34, 16);
-	assert_int_equal(nif_vnet_parse(h, sizeof(h), f.b, f.len, &off), NIF_VNET_BAD_GSO_TYPE);
+	assert_int_equal(nif_vnet_parse(h, sizeof(h), f.b, f.len, &off), -NIF_VNET_BAD_GSO_TYPE);
 	hdr(h, VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_UDP, 1448, 34, 16);
-	assert_int_equal(nif_vnet_parse(h, sizeof(h), f.b, f.len, &off), NIF_VNET_BAD_GSO_TYPE);
+	assert_int_equal(nif_vnet_parse(h, sizeof(h), f.b, f.len, &off), -NIF_VNET_BAD_GSO_TYPE);
 }
 
 static void csum_offsets_not_at_tcp_checksum_refused(void **state)
@@ -149,9 +149,9 @@ static void csum_offsets_not_at_tcp_checksum_refused(void **state)
 	(void)state;
 	build(&f, &(struct spec){ 0 });
 	hdr(h, VIRTIO_NET_HDR_F_NEEDS_CSUM, 0, 0, 34, 6);  /* UDP's offset on a TCP segment */
-	assert_int_equal(nif_vnet_parse(h, sizeof(h), f.b, f.len, &off), NIF_VNET_BAD_CSUM);
+	assert_int_equal(nif_vnet_parse(h, sizeof(h), f.b, f.len, &off), -NIF_VNET_BAD_CSUM);
 	hdr(h, VIRTIO_NET_HDR_F_NEEDS_CSUM, 0, 0, 60000, 16);  /* past the frame */
-	assert_int_equal(nif_vnet_parse(h, sizeof(h), f.b, f.len, &off), NIF_VNET_BAD_CSUM);
+	assert_int_equal(nif_vnet_parse(h, sizeof(h), f.b, f.len, &off), -NIF_VNET_BAD_CSUM);
 }
 
 static void gso_on_udp_or_fragment_or_tiny_size_refused(void **state)
@@ -163,15 +163,15 @@ static void gso_on_udp_or_fragment_or_tiny_size_refused(void **state)
 	(void)state;
 	build(&f, &(struct spec){ .proto = 17 });
 	hdr(h, VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_TCPV4, 1448, 34, 6);
-	assert_int_equal(nif_vnet_parse(h, sizeof(h), f.b, f.len, &off), NIF_VNET_BAD_GSO);
+	assert_int_equal(nif_vnet_parse(h, sizeof(h), f.b, f.len, &off), -NIF_VNET_BAD_GSO);
 	build(&f, &(struct spec){ .frag = 0x2000 });  /* more fragments */
 	hdr(h, VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_TCPV4, 1448, 34, 16);
-	assert_int_equal(nif_vnet_parse(h, sizeof(h), f.b, f.len, &off), NIF_VNET_BAD_CSUM);
+	assert_int_equal(nif_vnet_parse(h, sizeof(h), f.b, f.len, &off), -NIF_VNET_BAD_CSUM);
 	build(&f, &(struct spec){ 0 });
 	hdr(h, VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_TCPV4, 8, 34, 16);
-	assert_int_equal(nif_vnet_parse(h, sizeof(h), f.b, f.len, &off), NIF_VNET_BAD_GSO);
+	assert_int_equal(nif_vnet_parse(h, sizeof(h), f.b, f.len, &off), -NIF_VNET_BAD_GSO);
 	hdr(h, 0, VIRTIO_NET_HDR_GSO_TCPV4, 1448, 0, 0);  /* no checksum state at all */
-	assert_int_equal(nif_vnet_parse(h, sizeof(h), f.b, f.len, &off), NIF_VNET_BAD_GSO);
+	assert_int_equal(nif_vnet_parse(h, sizeof(h), f.b, f.len, &off), -NIF_VNET_BAD_GSO);
 }
 
 static void truncated_frame_with_needs_csum_refused(void **state)
@@ -183,7 +183,7 @@ static void truncated_frame_with_needs_csum_refused(void **state)
 	(void)state;
 	build(&f, &(struct spec){ 0 });
 	hdr(h, VIRTIO_NET_HDR_F_NEEDS_CSUM, 0, 0, 34, 16);
-	assert_int_equal(nif_vnet_parse(h, sizeof(h), f.b, 40, &off), NIF_VNET_BAD_CSUM);
+	assert_int_equal(nif_vnet_parse(h, sizeof(h), f.b, 40, &off), -NIF_VNET_BAD_CSUM);
 }
 
 static void build_zero_word_gives_zero_header(void **state)
@@ -194,7 +194,7 @@ static void build_zero_word_gives_zero_header(void **state)
 	(void)state;
 	build(&f, &(struct spec){ 0 });
 	memset(h, 0xff, sizeof(h));
-	assert_int_equal(nif_vnet_build(h, f.b, f.len, 0), NIF_VNET_OK);
+	assert_int_equal(nif_vnet_build(h, f.b, f.len, 0), 0);
 	for (int i = 0; i < NIF_VNET_HLEN; i++)
 		assert_int_equal(h[i], 0);
 }
@@ -206,7 +206,7 @@ static void build_super_segment_header(void **state)
 
 	(void)state;
 	build(&f, &(struct spec){ 0 });
-	assert_int_equal(nif_vnet_build(h, f.b, f.len, NIF_OFF_CSUM_PARTIAL | 1448), NIF_VNET_OK);
+	assert_int_equal(nif_vnet_build(h, f.b, f.len, NIF_OFF_CSUM_PARTIAL | 1448), 0);
 	hdr(want, VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_TCPV4, 1448, 34, 16);
 	want[2] = 14 + 20 + 32;  /* hdr_len: the headers every wire segment copies */
 	assert_memory_equal(h, want, NIF_VNET_HLEN);
@@ -219,7 +219,7 @@ static void build_one_segment_is_not_gso(void **state)
 
 	(void)state;
 	build(&f, &(struct spec){ .payload = 1000 });
-	assert_int_equal(nif_vnet_build(h, f.b, f.len, NIF_OFF_CSUM_PARTIAL | 1448), NIF_VNET_OK);
+	assert_int_equal(nif_vnet_build(h, f.b, f.len, NIF_OFF_CSUM_PARTIAL | 1448), 0);
 	assert_int_equal(h[0], VIRTIO_NET_HDR_F_NEEDS_CSUM);
 	assert_int_equal(h[1], VIRTIO_NET_HDR_GSO_NONE);
 }
@@ -232,17 +232,17 @@ static void build_refuses_gso_on_udp_and_csum_valid_on_transmit(void **state)
 	(void)state;
 	build(&f, &(struct spec){ .proto = 17 });
 	assert_int_equal(nif_vnet_build(h, f.b, f.len, NIF_OFF_CSUM_PARTIAL | 1448),
-			 NIF_VNET_BAD_GSO);
+			 -NIF_VNET_BAD_GSO);
 	assert_int_equal(h[0], 0);  /* zeroed on failure */
 	build(&f, &(struct spec){ 0 });
-	assert_int_equal(nif_vnet_build(h, f.b, f.len, NIF_OFF_CSUM_VALID), NIF_VNET_BAD_FLAGS);
-	assert_int_equal(nif_vnet_build(h, f.b, f.len, 1448), NIF_VNET_BAD_GSO);  /* no csum */
+	assert_int_equal(nif_vnet_build(h, f.b, f.len, NIF_OFF_CSUM_VALID), -NIF_VNET_BAD_FLAGS);
+	assert_int_equal(nif_vnet_build(h, f.b, f.len, 1448), -NIF_VNET_BAD_GSO);  /* no csum */
 }
 
 static void pseudo_csum_matches_rfc9293_pseudo_header(void **state)
 {
 	struct frame f;
-	uint8_t *ip = f.b + NIF_ETH_HLEN;
+	uint8_t *ip = f.b + WIRE_ETH_HLEN;
 
 	(void)state;
 	build(&f, &(struct spec){ .payload = 100 });

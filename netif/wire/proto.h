@@ -1,0 +1,155 @@
+/* Protocol constants of the wire formats ulstack reads and writes, named as their
+ * specifications name them.
+ *
+ * Read first: RFC 894 (IPv4 over Ethernet), RFC 826 (ARP), RFC 791 §3.1 (IPv4 header),
+ * RFC 9293 §3.1 (TCP header), RFC 768 (UDP), RFC 792 (ICMP), the virtio specification
+ * v1.2 §5.1.6 (struct virtio_net_hdr).
+ *
+ * This header defines macros and nothing else: no includes, no types. It is shared by the C
+ * code of every module (through netif/wire/wire.h) and by the BPF programs
+ * (filter/datapath.bpf.c, compiled with clang -target bpf), which cannot include libc's
+ * headers. Offsets are in octets from the start of the header they belong to; multi-octet
+ * fields are in network order (big-endian) except the virtio-net header's, which is
+ * little-endian.
+ *
+ * IPv6 (RFC 8200), ICMPv6 (RFC 4443) and Neighbor Discovery (RFC 4861) get their own
+ * sections here and their own views in wire.h, next to IPv4's; WIRE_ETHERTYPE_IPV6 is
+ * already named so that the parsers can tell "not yet" from "not IP".
+ */
+#ifndef ULS_NETIF_WIRE_PROTO_H
+#define ULS_NETIF_WIRE_PROTO_H
+
+/* ---- Ethernet (RFC 894; IEEE 802.3) ------------------------------------------------- */
+#define WIRE_ETH_ALEN            6      /* an Ethernet address */
+#define WIRE_ETH_HLEN            14     /* destination, source, type */
+#define WIRE_ETH_OFF_DST         0
+#define WIRE_ETH_OFF_SRC         6
+#define WIRE_ETH_OFF_TYPE        12
+#define WIRE_ETH_GROUP_BIT       0x01   /* I/G bit of the first destination octet */
+#define WIRE_ETH_MIN_FRAME       60     /* without the FCS: shorter frames are padded */
+#define WIRE_ETHERTYPE_IPV4      0x0800
+#define WIRE_ETHERTYPE_ARP       0x0806
+#define WIRE_ETHERTYPE_VLAN      0x8100 /* IEEE 802.1Q tag */
+#define WIRE_ETHERTYPE_IPV6      0x86dd
+
+/* ---- ARP (RFC 826), for Ethernet and IPv4 only -------------------------------------- */
+#define WIRE_ARP_LEN             28     /* ar$hrd .. ar$tpa with hln 6, pln 4 */
+#define WIRE_ARP_OFF_HRD         0      /* ar$hrd: hardware address space */
+#define WIRE_ARP_OFF_PRO         2      /* ar$pro: protocol address space (an ethertype) */
+#define WIRE_ARP_OFF_HLN         4
+#define WIRE_ARP_OFF_PLN         5
+#define WIRE_ARP_OFF_OP          6
+#define WIRE_ARP_OFF_SHA         8
+#define WIRE_ARP_OFF_SPA         14
+#define WIRE_ARP_OFF_THA         18
+#define WIRE_ARP_OFF_TPA         24
+#define WIRE_ARP_HRD_ETHERNET    1      /* ares_hrd$Ethernet */
+#define WIRE_ARP_PLN_IPV4        4
+#define WIRE_ARP_OP_REQUEST      1      /* ares_op$REQUEST */
+#define WIRE_ARP_OP_REPLY        2      /* ares_op$REPLY */
+
+/* ---- IPv4 (RFC 791 §3.1) ------------------------------------------------------------ */
+#define WIRE_IPV4_VERSION        4
+#define WIRE_IPV4_HLEN_MIN       20     /* IHL 5 */
+#define WIRE_IPV4_HLEN_MAX       60     /* IHL 15 */
+#define WIRE_IPV4_OFF_VIHL       0      /* Version (high nibble), IHL (low nibble) */
+#define WIRE_IPV4_OFF_TOS        1
+#define WIRE_IPV4_OFF_TOTAL_LEN  2
+#define WIRE_IPV4_OFF_ID         4
+#define WIRE_IPV4_OFF_FRAG       6      /* Flags and Fragment Offset */
+#define WIRE_IPV4_OFF_TTL        8
+#define WIRE_IPV4_OFF_PROTOCOL   9
+#define WIRE_IPV4_OFF_CHECKSUM   10
+#define WIRE_IPV4_OFF_SRC        12
+#define WIRE_IPV4_OFF_DST        16
+#define WIRE_IPV4_DF             0x4000 /* Don't Fragment */
+#define WIRE_IPV4_MF             0x2000 /* More Fragments */
+#define WIRE_IPV4_OFFMASK        0x1fff /* Fragment Offset, in 8-octet units */
+#define WIRE_IPV4_MAX_LEN        65535  /* §3.2: Total Length is 16 bits */
+#define WIRE_IPV4_MIN_MTU        68     /* §3.2: every module must forward 68 octets */
+#define WIRE_IPV4_DEFAULT_TTL    64     /* RFC 1700 / RFC 1122 §3.2.1.7 (recommended) */
+/* Assigned Internet Protocol Numbers (IANA; RFC 791 "Protocol"). */
+#define WIRE_IPPROTO_ICMP        1
+#define WIRE_IPPROTO_TCP         6
+#define WIRE_IPPROTO_UDP         17
+
+/* ---- TCP (RFC 9293 §3.1) ------------------------------------------------------------ */
+#define WIRE_TCP_HLEN_MIN        20     /* Data Offset 5 */
+#define WIRE_TCP_HLEN_MAX        60
+#define WIRE_TCP_OFF_SPORT       0
+#define WIRE_TCP_OFF_DPORT       2
+#define WIRE_TCP_OFF_SEQ         4
+#define WIRE_TCP_OFF_ACK         8
+#define WIRE_TCP_OFF_DOFF        12     /* Data Offset (high nibble) */
+#define WIRE_TCP_OFF_FLAGS       13
+#define WIRE_TCP_OFF_WINDOW      14
+#define WIRE_TCP_OFF_CHECKSUM    16
+#define WIRE_TCP_OFF_URGENT      18
+/* Control bits as they sit in octet 13. */
+#define WIRE_TCP_FIN             0x01
+#define WIRE_TCP_SYN             0x02
+#define WIRE_TCP_RST             0x04
+#define WIRE_TCP_PSH             0x08
+#define WIRE_TCP_ACK             0x10
+#define WIRE_TCP_URG             0x20
+#define WIRE_TCP_ECE             0x40   /* RFC 3168 §6.1 */
+#define WIRE_TCP_CWR             0x80
+/* §3.2 options */
+#define WIRE_TCPOPT_EOL          0
+#define WIRE_TCPOPT_NOP          1
+#define WIRE_TCPOPT_MSS          2
+#define WIRE_TCPOPT_WS           3      /* RFC 7323 §2 */
+#define WIRE_TCPOPT_SACK_PERM    4      /* RFC 2018 */
+#define WIRE_TCPOPT_SACK         5
+#define WIRE_TCPOPT_TS           8      /* RFC 7323 §3 */
+#define WIRE_TCP_DEFAULT_MSS     536    /* §3.7.1: the MSS when none was announced */
+
+/* ---- UDP (RFC 768) ------------------------------------------------------------------ */
+#define WIRE_UDP_HLEN            8
+#define WIRE_UDP_OFF_SPORT       0
+#define WIRE_UDP_OFF_DPORT       2
+#define WIRE_UDP_OFF_LEN         4
+#define WIRE_UDP_OFF_CHECKSUM    6
+
+/* ---- ICMP (RFC 792) ----------------------------------------------------------------- */
+#define WIRE_ICMP_HLEN           8      /* type, code, checksum, 4 octets by type */
+#define WIRE_ICMP_OFF_TYPE       0
+#define WIRE_ICMP_OFF_CODE       1
+#define WIRE_ICMP_OFF_CHECKSUM   2
+#define WIRE_ICMP_ECHO_REPLY     0
+#define WIRE_ICMP_DEST_UNREACH   3
+#define WIRE_ICMP_SOURCE_QUENCH  4
+#define WIRE_ICMP_REDIRECT       5
+#define WIRE_ICMP_ECHO           8
+#define WIRE_ICMP_TIME_EXCEEDED  11
+#define WIRE_ICMP_PARAM_PROBLEM  12
+/* Destination Unreachable codes (RFC 792; RFC 1191 for 4) */
+#define WIRE_ICMP_UNREACH_NET    0
+#define WIRE_ICMP_UNREACH_HOST   1
+#define WIRE_ICMP_UNREACH_PROTOCOL 2
+#define WIRE_ICMP_UNREACH_PORT   3
+#define WIRE_ICMP_UNREACH_NEEDFRAG 4
+/* Time Exceeded codes */
+#define WIRE_ICMP_TIMXCEED_INTRANS 0
+#define WIRE_ICMP_TIMXCEED_REASS 1
+/* An error quotes "the internet header plus the first 64 bits of the original datagram's
+ * data". */
+#define WIRE_ICMP_QUOTE_DATA     8
+
+/* ---- virtio-net header (virtio v1.2 §5.1.6, without VIRTIO_NET_F_MRG_RXBUF) ---------- */
+#define WIRE_VNET_HLEN           10
+#define WIRE_VNET_OFF_FLAGS      0
+#define WIRE_VNET_OFF_GSO_TYPE   1
+#define WIRE_VNET_OFF_HDR_LEN    2
+#define WIRE_VNET_OFF_GSO_SIZE   4
+#define WIRE_VNET_OFF_CSUM_START 6
+#define WIRE_VNET_OFF_CSUM_OFFSET 8
+#define WIRE_VNET_F_NEEDS_CSUM   1      /* VIRTIO_NET_HDR_F_NEEDS_CSUM */
+#define WIRE_VNET_F_DATA_VALID   2      /* VIRTIO_NET_HDR_F_DATA_VALID */
+#define WIRE_VNET_GSO_NONE       0      /* VIRTIO_NET_HDR_GSO_NONE */
+#define WIRE_VNET_GSO_TCPV4      1
+#define WIRE_VNET_GSO_UDP        3
+#define WIRE_VNET_GSO_TCPV6      4
+#define WIRE_VNET_GSO_ECN        0x80
+
+#endif

@@ -1,0 +1,280 @@
+/* Wire formats (see wire.h).
+ *
+ * Read first: RFC 894, RFC 826, RFC 791 §3.1, RFC 1071, RFC 9293 §3.1, RFC 768, RFC 792,
+ * virtio v1.2 §5.1.6.
+ *
+ * Everything here may read octets a peer, or a process we do not trust, chose: each view
+ * checks a range before every read and writes its struct only when it returns 0.
+ */
+#include "netif/wire/wire.h"
+
+const char *wire_reason_name(int reason)
+{
+	static const char *const names[WIRE_REASON_END - WIRE_REASON_BASE] = {
+		[WIRE_TRUNCATED - WIRE_REASON_BASE] = "truncated",
+		[WIRE_BAD_VERSION - WIRE_REASON_BASE] = "bad_version",
+		[WIRE_BAD_HLEN - WIRE_REASON_BASE] = "bad_header_length",
+		[WIRE_BAD_LENGTH - WIRE_REASON_BASE] = "bad_length",
+		[WIRE_BAD_FORMAT - WIRE_REASON_BASE] = "bad_format",
+	};
+
+	if (reason < 0)
+		reason = -reason;
+	if (reason < WIRE_REASON_BASE || reason >= WIRE_REASON_END)
+		return "unknown";
+	return names[reason - WIRE_REASON_BASE];
+}
+
+uint32_t wire_sum(uint32_t sum, const uint8_t *p, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < len; i += 2) {
+		sum += wire_rd16(p + i);
+		/* Fold before the 32 bits could overflow (a 64 KiB run adds < 2^32 anyway). */
+		if (sum & 0x80000000u)
+			sum = (sum & 0xffff) + (sum >> 16);
+	}
+	if (i < len)
+		sum += (uint32_t)p[i] << 8;
+	return sum;
+}
+
+uint16_t wire_sum_finish(uint32_t sum)
+{
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+uint32_t wire_sum_pseudo4(uint32_t sum, uint32_t src, uint32_t dst, uint8_t proto,
+			  uint16_t len)
+{
+	uint8_t ph[12];
+
+	wire_wraddr(ph, src);
+	wire_wraddr(ph + 4, dst);
+	ph[8] = 0;
+	ph[9] = proto;
+	wire_wr16(ph + 10, len);
+	return wire_sum(sum, ph, sizeof(ph));
+}
+
+int wire_eth_view(struct wire_eth *v, const uint8_t *p, size_t len)
+{
+	if (!p || len < WIRE_ETH_HLEN)
+		return -WIRE_TRUNCATED;
+	v->dst = p + WIRE_ETH_OFF_DST;
+	v->src = p + WIRE_ETH_OFF_SRC;
+	v->type = wire_rd16(p + WIRE_ETH_OFF_TYPE);
+	v->payload = p + WIRE_ETH_HLEN;
+	v->payload_len = len - WIRE_ETH_HLEN;
+	return 0;
+}
+
+void wire_eth_write(uint8_t *p, const uint8_t dst[WIRE_ETH_ALEN],
+		    const uint8_t src[WIRE_ETH_ALEN], uint16_t type)
+{
+	memcpy(p + WIRE_ETH_OFF_DST, dst, WIRE_ETH_ALEN);
+	memcpy(p + WIRE_ETH_OFF_SRC, src, WIRE_ETH_ALEN);
+	wire_wr16(p + WIRE_ETH_OFF_TYPE, type);
+}
+
+int wire_arp_view(struct wire_arp *v, const uint8_t *p, size_t len)
+{
+	if (len < WIRE_ARP_LEN)
+		return -WIRE_TRUNCATED;
+	/* RFC 826: the address spaces and lengths say how to read the rest; we read only
+	 * Ethernet hardware addresses and IPv4 protocol addresses. */
+	if (wire_rd16(p + WIRE_ARP_OFF_HRD) != WIRE_ARP_HRD_ETHERNET ||
+	    wire_rd16(p + WIRE_ARP_OFF_PRO) != WIRE_ETHERTYPE_IPV4 ||
+	    p[WIRE_ARP_OFF_HLN] != WIRE_ETH_ALEN || p[WIRE_ARP_OFF_PLN] != WIRE_ARP_PLN_IPV4)
+		return -WIRE_BAD_FORMAT;
+	v->op = wire_rd16(p + WIRE_ARP_OFF_OP);
+	v->sha = p + WIRE_ARP_OFF_SHA;
+	v->spa = wire_rdaddr(p + WIRE_ARP_OFF_SPA);
+	v->tha = p + WIRE_ARP_OFF_THA;
+	v->tpa = wire_rdaddr(p + WIRE_ARP_OFF_TPA);
+	return 0;
+}
+
+void wire_arp_write(uint8_t *p, uint16_t op, const uint8_t sha[WIRE_ETH_ALEN], uint32_t spa,
+		    const uint8_t tha[WIRE_ETH_ALEN], uint32_t tpa)
+{
+	wire_wr16(p + WIRE_ARP_OFF_HRD, WIRE_ARP_HRD_ETHERNET);
+	wire_wr16(p + WIRE_ARP_OFF_PRO, WIRE_ETHERTYPE_IPV4);
+	p[WIRE_ARP_OFF_HLN] = WIRE_ETH_ALEN;
+	p[WIRE_ARP_OFF_PLN] = WIRE_ARP_PLN_IPV4;
+	wire_wr16(p + WIRE_ARP_OFF_OP, op);
+	memcpy(p + WIRE_ARP_OFF_SHA, sha, WIRE_ETH_ALEN);
+	wire_wraddr(p + WIRE_ARP_OFF_SPA, spa);
+	memcpy(p + WIRE_ARP_OFF_THA, tha, WIRE_ETH_ALEN);
+	wire_wraddr(p + WIRE_ARP_OFF_TPA, tpa);
+}
+
+/* The checks every IPv4 header must pass, whole datagram or quote; fills v but data. */
+static int ipv4_header(struct wire_ipv4 *v, const uint8_t *p, size_t len)
+{
+	size_t hlen;
+
+	if (!p || len < WIRE_IPV4_HLEN_MIN)
+		return -WIRE_TRUNCATED;
+	/* RFC 791 §3.1: "Version: 4 bits ... Internet Header Length ... the minimum value
+	 * for a correct header is 5." */
+	if (p[WIRE_IPV4_OFF_VIHL] >> 4 != WIRE_IPV4_VERSION)
+		return -WIRE_BAD_VERSION;
+	hlen = (size_t)(p[WIRE_IPV4_OFF_VIHL] & 0x0f) * 4;
+	if (hlen < WIRE_IPV4_HLEN_MIN || hlen > len)
+		return -WIRE_BAD_HLEN;
+	v->hdr = p;
+	v->hlen = hlen;
+	v->total = wire_rd16(p + WIRE_IPV4_OFF_TOTAL_LEN);
+	v->tos = p[WIRE_IPV4_OFF_TOS];
+	v->ttl = p[WIRE_IPV4_OFF_TTL];
+	v->proto = p[WIRE_IPV4_OFF_PROTOCOL];
+	v->id = wire_rd16(p + WIRE_IPV4_OFF_ID);
+	v->frag = wire_rd16(p + WIRE_IPV4_OFF_FRAG);
+	v->src = wire_rdaddr(p + WIRE_IPV4_OFF_SRC);
+	v->dst = wire_rdaddr(p + WIRE_IPV4_OFF_DST);
+	v->options = p + WIRE_IPV4_HLEN_MIN;
+	v->options_len = hlen - WIRE_IPV4_HLEN_MIN;
+	return 0;
+}
+
+int wire_ipv4_view(struct wire_ipv4 *v, const uint8_t *p, size_t len)
+{
+	struct wire_ipv4 o;
+	int rc = ipv4_header(&o, p, len);
+
+	if (rc < 0)
+		return rc;
+	/* "Total Length is the length of the datagram, measured in octets, including
+	 * internet header and data": it covers the header, and the link layer may pad the
+	 * datagram but never shorten it. */
+	if (o.total < o.hlen || o.total > len)
+		return -WIRE_BAD_LENGTH;
+	o.data = p + o.hlen;
+	o.data_len = o.total - o.hlen;
+	*v = o;
+	return 0;
+}
+
+int wire_ipv4_view_quoted(struct wire_ipv4 *v, const uint8_t *p, size_t len)
+{
+	struct wire_ipv4 o;
+	int rc = ipv4_header(&o, p, len);
+
+	if (rc < 0)
+		return rc;
+	o.data = p + o.hlen;
+	o.data_len = len - o.hlen;
+	*v = o;
+	return 0;
+}
+
+bool wire_ipv4_checksum_ok(const struct wire_ipv4 *v)
+{
+	/* "the 16 bit one's complement of the one's complement sum of all 16 bit words in
+	 * the header": a correct header, checksum included, sums to 0xffff. */
+	return wire_sum_finish(wire_sum(0, v->hdr, v->hlen)) == 0;
+}
+
+void wire_ipv4_write(uint8_t *p, uint8_t proto, uint32_t src, uint32_t dst, uint16_t total,
+		     uint16_t id, uint8_t ttl)
+{
+	memset(p, 0, WIRE_IPV4_HLEN_MIN);
+	p[WIRE_IPV4_OFF_VIHL] = WIRE_IPV4_VERSION << 4 | WIRE_IPV4_HLEN_MIN / 4;
+	wire_wr16(p + WIRE_IPV4_OFF_TOTAL_LEN, total);
+	wire_wr16(p + WIRE_IPV4_OFF_ID, id);
+	p[WIRE_IPV4_OFF_TTL] = ttl;
+	p[WIRE_IPV4_OFF_PROTOCOL] = proto;
+	wire_wraddr(p + WIRE_IPV4_OFF_SRC, src);
+	wire_wraddr(p + WIRE_IPV4_OFF_DST, dst);
+	wire_wr16(p + WIRE_IPV4_OFF_CHECKSUM, wire_sum_finish(wire_sum(0, p, WIRE_IPV4_HLEN_MIN)));
+}
+
+int wire_tcp_view(struct wire_tcp *v, const uint8_t *p, size_t len)
+{
+	size_t hlen;
+
+	if (!p || len < WIRE_TCP_HLEN_MIN)
+		return -WIRE_TRUNCATED;
+	/* RFC 9293 §3.1: "Data Offset ... the TCP header (even one including options) is an
+	 * integer multiple of 32 bits"; it is at least the 5 words of the fixed header. */
+	hlen = (size_t)(p[WIRE_TCP_OFF_DOFF] >> 4) * 4;
+	if (hlen < WIRE_TCP_HLEN_MIN || hlen > len)
+		return -WIRE_BAD_HLEN;
+	v->sport = wire_rd16(p + WIRE_TCP_OFF_SPORT);
+	v->dport = wire_rd16(p + WIRE_TCP_OFF_DPORT);
+	v->seq = wire_rd32(p + WIRE_TCP_OFF_SEQ);
+	v->ack = wire_rd32(p + WIRE_TCP_OFF_ACK);
+	v->flags = p[WIRE_TCP_OFF_FLAGS];
+	v->window = wire_rd16(p + WIRE_TCP_OFF_WINDOW);
+	v->hlen = hlen;
+	v->options = p + WIRE_TCP_HLEN_MIN;
+	v->options_len = hlen - WIRE_TCP_HLEN_MIN;
+	v->payload = p + hlen;
+	v->payload_len = len - hlen;
+	return 0;
+}
+
+void wire_tcp_write(uint8_t *p, uint16_t sport, uint16_t dport, uint32_t seq, uint32_t ack,
+		    uint8_t flags, uint16_t window)
+{
+	memset(p, 0, WIRE_TCP_HLEN_MIN);
+	wire_wr16(p + WIRE_TCP_OFF_SPORT, sport);
+	wire_wr16(p + WIRE_TCP_OFF_DPORT, dport);
+	wire_wr32(p + WIRE_TCP_OFF_SEQ, seq);
+	wire_wr32(p + WIRE_TCP_OFF_ACK, ack);
+	p[WIRE_TCP_OFF_DOFF] = (WIRE_TCP_HLEN_MIN / 4) << 4;
+	p[WIRE_TCP_OFF_FLAGS] = flags;
+	wire_wr16(p + WIRE_TCP_OFF_WINDOW, window);
+}
+
+int wire_udp_view(struct wire_udp *v, const uint8_t *p, size_t len)
+{
+	if (!p || len < WIRE_UDP_HLEN)
+		return -WIRE_TRUNCATED;
+	v->sport = wire_rd16(p + WIRE_UDP_OFF_SPORT);
+	v->dport = wire_rd16(p + WIRE_UDP_OFF_DPORT);
+	v->len = wire_rd16(p + WIRE_UDP_OFF_LEN);
+	v->checksum = wire_rd16(p + WIRE_UDP_OFF_CHECKSUM);
+	v->payload = p + WIRE_UDP_HLEN;
+	v->payload_len = len - WIRE_UDP_HLEN;
+	return 0;
+}
+
+int wire_icmp_view(struct wire_icmp *v, const uint8_t *p, size_t len)
+{
+	if (!p || len < WIRE_ICMP_HLEN)
+		return -WIRE_TRUNCATED;
+	v->type = p[WIRE_ICMP_OFF_TYPE];
+	v->code = p[WIRE_ICMP_OFF_CODE];
+	v->rest = p + 4;
+	v->body = p + WIRE_ICMP_HLEN;
+	v->body_len = len - WIRE_ICMP_HLEN;
+	return 0;
+}
+
+int wire_vnet_view(struct wire_vnet *v, const uint8_t *p, size_t len)
+{
+	if (!p || len < WIRE_VNET_HLEN)
+		return -WIRE_TRUNCATED;
+	v->flags = p[WIRE_VNET_OFF_FLAGS];
+	v->gso_type = p[WIRE_VNET_OFF_GSO_TYPE];
+	v->hdr_len = wire_rdle16(p + WIRE_VNET_OFF_HDR_LEN);
+	v->gso_size = wire_rdle16(p + WIRE_VNET_OFF_GSO_SIZE);
+	v->csum_start = wire_rdle16(p + WIRE_VNET_OFF_CSUM_START);
+	v->csum_offset = wire_rdle16(p + WIRE_VNET_OFF_CSUM_OFFSET);
+	return 0;
+}
+
+void wire_vnet_write(uint8_t p[WIRE_VNET_HLEN], const struct wire_vnet *v)
+{
+	p[WIRE_VNET_OFF_FLAGS] = v->flags;
+	p[WIRE_VNET_OFF_GSO_TYPE] = v->gso_type;
+	wire_wrle16(p + WIRE_VNET_OFF_HDR_LEN, v->hdr_len);
+	wire_wrle16(p + WIRE_VNET_OFF_GSO_SIZE, v->gso_size);
+	wire_wrle16(p + WIRE_VNET_OFF_CSUM_START, v->csum_start);
+	wire_wrle16(p + WIRE_VNET_OFF_CSUM_OFFSET, v->csum_offset);
+}
