@@ -145,7 +145,7 @@ static int rule_ok(const struct flt_rule *r, void *arg)
 	}
 	struct srv_lease *l = lease_of(r->owner);
 	CHECK(l && !l->dead);
-	CHECK(srv_port_held(&srv, l, r->proto == FLT_PROTO_UDP ? IPPROTO_UDP : IPPROTO_TCP,
+	CHECK(srv_port_held(&srv, l, r->proto == WIRE_IPPROTO_UDP ? IPPROTO_UDP : IPPROTO_TCP,
 			    r->lport));
 	return 0;
 }

@@ -48,7 +48,8 @@ tests/fuzz/fuzz_conntab: tests/fuzz/fuzz_conntab.c netif/conntab.c
 FUZZ_ULSD_SRC = tests/fuzz/fuzz_ulsd.c tests/unit/faketap.c server/ctl.c server/lease.c \
 	server/ports.c server/handoff.c server/demux.c server/reply.c server/reass.c \
 	server/bpf_none.c $(filter %.c,$(filter_libflt_la_SOURCES)) netif/ring.c \
-	netif/ctlproto.c netif/conntab.c netif/chksum.c netif/vnet.c netif/breakdown.c netif/frame.c
+	netif/ctlproto.c netif/conntab.c netif/chksum.c netif/vnet.c netif/breakdown.c netif/frame.c \
+	netif/wire/wire.c
 tests/fuzz/fuzz_ulsd: $(addprefix $(top_srcdir)/,$(FUZZ_ULSD_SRC))
 	@$(MKDIR_P) tests/fuzz
 	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) -Wall -Wextra -Werror $(FUZZ_CPPFLAGS) $^ -lpthread -o $@

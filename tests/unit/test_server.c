@@ -173,7 +173,7 @@ static void test_lease_end_puts_its_tcp_connections_in_custody_and_frees_its_por
 	assert_int_equal(srv.ctr[SRV_RST_PROBES], 1);
 	assert_int_equal(nsent, 1);
 	assert_memory_equal(sent[0].b, peer_mac, 6);
-	assert_int_equal(tcp_of(sent[0].b)[13], FLT_TCP_ACK);
+	assert_int_equal(tcp_of(sent[0].b)[13], WIRE_TCP_ACK);
 	/* Its UDP port is free for another process; the TCP tuple is not. */
 	assert_int_equal(srv_port_bind(&srv, b, IPPROTO_UDP, 6001, 0), 6001);
 	assert_int_equal(connected(b, 5001), -EADDRINUSE);
@@ -343,12 +343,12 @@ static void test_demux_answers_a_segment_no_process_owns_with_a_reset(void **sta
 {
 	(void)state;
 	struct frame f;
-	struct fspec fs = { .sport = 40000, .dport = 5555, .tcp_flags = FLT_TCP_ACK };
+	struct fspec fs = { .sport = 40000, .dport = 5555, .tcp_flags = WIRE_TCP_ACK };
 	build(&f, &fs);
 	demux(&f, 1);
 	assert_int_equal(srv.ctr[SRV_FRAMES_TO_SERVER], 1);
 	assert_int_equal(nsent, 1);
-	assert_int_equal(tcp_of(sent[0].b)[13], FLT_TCP_RST);
+	assert_int_equal(tcp_of(sent[0].b)[13], WIRE_TCP_RST);
 }
 
 static void test_demux_drops_frames_of_a_connection_in_transit_unanswered(void **state)
@@ -432,7 +432,7 @@ static void test_echo_request_gets_its_data_back_in_a_reply_with_a_valid_checksu
 {
 	(void)state;
 	struct frame f;
-	struct fspec fs = { .proto = FLT_PROTO_ICMP, .icmp_type = 8, .payload = 56 };
+	struct fspec fs = { .proto = WIRE_IPPROTO_ICMP, .icmp_type = 8, .payload = 56 };
 	build(&f, &fs);
 	for (size_t i = 0; i < 56; i++)
 		f.b[14 + 20 + 8 + i] = (uint8_t)i;
@@ -451,7 +451,7 @@ static void test_reset_for_a_segment_with_ack_takes_its_sequence_from_that_ack(v
 {
 	(void)state;
 	struct frame f;
-	struct fspec fs = { .sport = 40000, .dport = 5555, .tcp_flags = FLT_TCP_ACK };
+	struct fspec fs = { .sport = 40000, .dport = 5555, .tcp_flags = WIRE_TCP_ACK };
 	build(&f, &fs);
 	demux(&f, 1);
 	assert_int_equal(nsent, 1);
@@ -459,28 +459,28 @@ static void test_reset_for_a_segment_with_ack_takes_its_sequence_from_that_ack(v
 	assert_int_equal(rd16(t), 5555);
 	assert_int_equal(rd16(t + 2), 40000);
 	assert_int_equal(rd32(t + 4), 0x05060708);  /* SEQ = SEG.ACK */
-	assert_int_equal(t[13], FLT_TCP_RST);
+	assert_int_equal(t[13], WIRE_TCP_RST);
 }
 
 static void test_reset_for_a_syn_acknowledges_the_syn_and_its_data(void **state)
 {
 	(void)state;
 	struct frame f;
-	struct fspec fs = { .sport = 40000, .dport = 5555, .tcp_flags = FLT_TCP_SYN, .payload = 10 };
+	struct fspec fs = { .sport = 40000, .dport = 5555, .tcp_flags = WIRE_TCP_SYN, .payload = 10 };
 	build(&f, &fs);
 	demux(&f, 1);
 	assert_int_equal(nsent, 1);
 	const uint8_t *t = tcp_of(sent[0].b);
 	assert_int_equal(rd32(t + 4), 0);
 	assert_int_equal(rd32(t + 8), 0x01020304 + 10 + 1);
-	assert_int_equal(t[13], FLT_TCP_RST | FLT_TCP_ACK);
+	assert_int_equal(t[13], WIRE_TCP_RST | WIRE_TCP_ACK);
 }
 
 static void test_no_reset_answers_a_reset(void **state)
 {
 	(void)state;
 	struct frame f;
-	struct fspec fs = { .sport = 40000, .dport = 5555, .tcp_flags = FLT_TCP_RST };
+	struct fspec fs = { .sport = 40000, .dport = 5555, .tcp_flags = WIRE_TCP_RST };
 	build(&f, &fs);
 	demux(&f, 1);
 	assert_int_equal(nsent, 0);
@@ -509,12 +509,12 @@ static void test_udp_to_a_closed_port_gets_port_unreachable_quoting_the_datagram
 {
 	(void)state;
 	struct frame f;
-	struct fspec fs = { .proto = FLT_PROTO_UDP, .sport = 40000, .dport = 53, .payload = 20 };
+	struct fspec fs = { .proto = WIRE_IPPROTO_UDP, .sport = 40000, .dport = 53, .payload = 20 };
 	build(&f, &fs);
 	demux(&f, 1);
 	assert_int_equal(nsent, 1);
 	const uint8_t *icmp = sent[0].b + 14 + 20;
-	assert_int_equal(sent[0].b[14 + 9], FLT_PROTO_ICMP);
+	assert_int_equal(sent[0].b[14 + 9], WIRE_IPPROTO_ICMP);
 	assert_int_equal(icmp[0], 3);  /* destination unreachable */
 	assert_int_equal(icmp[1], 3);  /* port unreachable */
 	/* RFC 1122 §3.2.2: the IP header and at least 8 octets of the datagram. */
