@@ -64,7 +64,7 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 		return 0;
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	buf[strcspn(buf, "\n")] = '\0';
-	srv_log(1, "libbpf: %s", buf);
+	srv__log(1, "libbpf: %s", buf);
 	return 0;
 }
 
@@ -106,7 +106,7 @@ static int set_u32(int fd, uint32_t key, uint32_t v)
 	return bpf_map_update_elem(fd, &key, &v, BPF_ANY) < 0 ? -errno : 0;
 }
 
-int srv_dp_init(struct srv *s)
+int srv__dp_init(struct srv *s)
 {
 	struct srv_dp *d;
 	struct flt_dp_cfg cfg = { .node_ip = s->ip, .mtu = s->mtu };
@@ -268,7 +268,7 @@ static int peer_pidfd(int sock, pid_t pid)
 	return pidfd < 0 ? -errno : pidfd;
 }
 
-int srv_dp_lease_direct(struct srv *s, struct srv_lease *l, const int32_t ring_fd[2])
+int srv__dp_lease_direct(struct srv *s, struct srv_lease *l, const int32_t ring_fd[2])
 {
 	struct srv_dp *d = s->dp;
 	int q, pidfd, rc = 0;
@@ -353,7 +353,7 @@ static void fold_qstat(struct srv_dp *d, unsigned q)
 /* The lease ended (control thread, lock held), before its filter rules go: its frames
  * reach ulsd (custody, RST) from now on, anything its queue still writes is dropped, and its
  * queue is renewed before anyone else gets it. */
-void srv_dp_lease_end(struct srv *s, struct srv_lease *l)
+void srv__dp_lease_end(struct srv *s, struct srv_lease *l)
 {
 	struct srv_dp *d = s->dp;
 	unsigned q = l->queue;
@@ -373,7 +373,7 @@ void srv_dp_lease_end(struct srv *s, struct srv_lease *l)
 	if (recycle_queue(s, q) < 0) {
 		d->qowner[q] = Q_RETIRED;
 		s->ctr[SRV_DP_QUEUES_RETIRED]++;
-		srv_log(1, "queue %u could not be renewed: not used again", q);
+		srv__log(1, "queue %u could not be renewed: not used again", q);
 	} else {
 		d->qowner[q] = 0;
 		s->ctr[SRV_DP_QUEUES_RECYCLED]++;
@@ -383,7 +383,7 @@ void srv_dp_lease_end(struct srv *s, struct srv_lease *l)
 
 /* ulsstat: per queue (ulsd's queue 0 and every queue a process holds) its owner's pid and
  * figures, then the node's totals over every process's queue, past owners included. */
-void srv_dp_stats(struct srv *s, srv_dp_stat_fn *fn, void *arg)
+void srv__dp_stats(struct srv *s, srv_dp_stat_fn *fn, void *arg)
 {
 	struct srv_dp *d = s->dp;
 	static const char *const reason[FLT_DP_REASONS] = {
@@ -445,7 +445,7 @@ void srv_dp_stats(struct srv *s, srv_dp_stat_fn *fn, void *arg)
 	fn(arg, "direct_tx_dropped", dropped);
 }
 
-int srv_dp_neighbour(struct srv *s, uint32_t ip, uint8_t mac[6])
+int srv__dp_neighbour(struct srv *s, uint32_t ip, uint8_t mac[6])
 {
 	struct flt_dp_neigh nb;
 
@@ -455,7 +455,7 @@ int srv_dp_neighbour(struct srv *s, uint32_t ip, uint8_t mac[6])
 	return 0;
 }
 
-int srv_dp_frag_steer(struct srv *s, uint32_t src, uint16_t id, uint8_t proto, uint32_t owner)
+int srv__dp_frag_steer(struct srv *s, uint32_t src, uint16_t id, uint8_t proto, uint32_t owner)
 {
 	struct flt_dp_frag_key k = { .src = src, .id = id, .proto = proto };
 	int fd;

@@ -4,35 +4,35 @@
 
 #include <errno.h>
 
-int srv_dp_init(struct srv *s)
+int srv__dp_init(struct srv *s)
 {
 	(void)s;
 	return -EOPNOTSUPP;
 }
 
-int srv_dp_lease_direct(struct srv *s, struct srv_lease *l, const int32_t ring_fd[2])
+int srv__dp_lease_direct(struct srv *s, struct srv_lease *l, const int32_t ring_fd[2])
 {
 	(void)s; (void)l; (void)ring_fd;
 	return -EOPNOTSUPP;
 }
 
-void srv_dp_lease_end(struct srv *s, struct srv_lease *l)
+void srv__dp_lease_end(struct srv *s, struct srv_lease *l)
 {
 	(void)s; (void)l;
 }
 
-void srv_dp_stats(struct srv *s, srv_dp_stat_fn *fn, void *arg)
+void srv__dp_stats(struct srv *s, srv_dp_stat_fn *fn, void *arg)
 {
 	(void)s; (void)fn; (void)arg;
 }
 
-int srv_dp_frag_steer(struct srv *s, uint32_t src, uint16_t id, uint8_t proto, uint32_t owner)
+int srv__dp_frag_steer(struct srv *s, uint32_t src, uint16_t id, uint8_t proto, uint32_t owner)
 {
 	(void)s; (void)src; (void)id; (void)proto; (void)owner;
 	return -EOPNOTSUPP;
 }
 
-int srv_dp_neighbour(struct srv *s, uint32_t ip, uint8_t mac[6])
+int srv__dp_neighbour(struct srv *s, uint32_t ip, uint8_t mac[6])
 {
 	(void)s; (void)ip; (void)mac;
 	return -ENOENT;

@@ -103,7 +103,7 @@ static const char *const counter_names[SRV_COUNTER_MAX] = {
 	[SRV_DROP_ICMP_ERROR_NOT_UNICAST] = "drop_icmp_error_not_unicast",
 };
 
-const char *srv_counter_name(enum srv_counter c)
+const char *srv__counter_name(enum srv_counter c)
 {
 	return (unsigned)c < SRV_COUNTER_MAX ? counter_names[c] : "unknown";
 }
@@ -174,14 +174,14 @@ static void lease_drop(struct srv *s, struct srv_lease *l)
 	s->leases[l->id] = NULL;
 	l->fd = -1;  /* the connection stays the caller's */
 	l->dead = true;
-	srv_lease_free(s, l);
+	srv__lease_free(s, l);
 }
 
 static void hello(struct srv *s, struct srv_conn *c, const struct uls_ctl_msg *req)
 {
 	struct uls_ctl_msg r;
 	struct srv_lease *l;
-	int rc = srv_lease_new(s, c->fd, c->pid, c->uid, &l);
+	int rc = srv__lease_new(s, c->fd, c->pid, c->uid, &l);
 	bool offered = (req->u.hello.flags & ULS_CTL_HELLO_F_RINGS) != 0;
 
 	if (rc < 0) {
@@ -193,16 +193,16 @@ static void hello(struct srv *s, struct srv_conn *c, const struct uls_ctl_msg *r
 	 * ulsd runs with --datapath direct. */
 	rc = -EOPNOTSUPP;
 	if (s->datapath != SRV_DP_RELAY && offered && s->dp) {
-		rc = srv_dp_lease_direct(s, l, req->u.hello.ring_fd);
+		rc = srv__dp_lease_direct(s, l, req->u.hello.ring_fd);
 		if (rc < 0) {
 			s->ctr[SRV_DIRECT_REFUSED]++;
-			srv_log(1, "lease %u (pid %d): direct path refused: %s", l->id,
+			srv__log(1, "lease %u (pid %d): direct path refused: %s", l->id,
 				(int)c->pid, strerror(-rc));
 		}
 	}
 	if (rc < 0) {
 		rc = s->datapath == SRV_DP_DIRECT ? (rc == -EOPNOTSUPP ? -EPROTONOSUPPORT : rc)
-						  : srv_lease_rings(s, l);
+						  : srv__lease_rings(s, l);
 		if (rc < 0) {
 			lease_drop(s, l);
 			reply_status(s, c, req, rc);
@@ -234,7 +234,7 @@ static void hello(struct srv *s, struct srv_conn *c, const struct uls_ctl_msg *r
 		s->ctr[SRV_LEASES_RELAY]++;
 		reply(s, c, &r, fds, 3);
 	}
-	srv_log(2, "lease %u: pid %d uid %u, %s path", l->id, (int)c->pid, (unsigned)c->uid,
+	srv__log(2, "lease %u: pid %d uid %u, %s path", l->id, (int)c->pid, (unsigned)c->uid,
 		l->direct ? "direct" : "relay");
 }
 
@@ -302,7 +302,7 @@ static void conntab(struct srv *s, struct srv_conn *c, struct srv_lease *l,
 	}
 	int fd = uls_conntab_create(ULS_CONNTAB_CAPACITY, &map);
 	if (fd < 0) {
-		srv_log(1, "lease %u: no connection table: %s", l->id, strerror(-fd));
+		srv__log(1, "lease %u: no connection table: %s", l->id, strerror(-fd));
 		reply_status(s, c, req, fd);
 		return;
 	}
@@ -404,7 +404,7 @@ static void stats(struct srv *s, struct srv_conn *c, const struct uls_ctl_msg *r
 			stat_process(s, c, req->seq, l);
 	}
 	for (int i = 0; i < SRV_COUNTER_MAX; i++)
-		send_counter(s, c, req->seq, srv_counter_name((enum srv_counter)i), s->ctr[i]);
+		send_counter(s, c, req->seq, srv__counter_name((enum srv_counter)i), s->ctr[i]);
 	for (int i = 1; i < ULS_CTL_ERROR_SLOTS; i++)
 		send_counter(s, c, req->seq, uls_ctl_error_name(ULS_CTL_ERROR_BASE + i),
 			     s->ctl_errors[i]);
@@ -415,7 +415,7 @@ static void stats(struct srv *s, struct srv_conn *c, const struct uls_ctl_msg *r
 	}
 	send_counter(s, c, req->seq, "custody_connections", s->ncustody);
 	struct stat_ctx sc = { s, c, req->seq };
-	srv_dp_stats(s, stat_one, &sc);
+	srv__dp_stats(s, stat_one, &sc);
 	flt_foreach(s->flt, send_endpoint, &e);
 	for (size_t i = 0; i < s->ncustody; i++) {
 		struct uls_ctl_msg r;
@@ -496,7 +496,7 @@ static void handle(struct srv *s, struct srv_conn *c, const struct uls_ctl_msg *
 	int rc;
 
 	if (s->trace)
-		srv_log(2, "lease %u: message %u proto %u lport %u rport %u", l ? l->id : 0,
+		srv__log(2, "lease %u: message %u proto %u lport %u rport %u", l ? l->id : 0,
 			m->type, m->proto, m->lport, m->rport);
 	if (m->type == ULS_CTL_STATS) {
 		stats(s, c, m);
@@ -513,7 +513,7 @@ static void handle(struct srv *s, struct srv_conn *c, const struct uls_ctl_msg *
 		hello(s, c, m);
 		return;
 	case ULS_CTL_BIND:
-		rc = srv_port_bind(s, l, m->proto, m->lport, m->flags);
+		rc = srv__port_bind(s, l, m->proto, m->lport, m->flags);
 		if (rc >= 0) {
 			struct uls_ctl_msg r;
 			uls_ctl_init(&r, ULS_CTL_BIND, m->seq);
@@ -524,7 +524,7 @@ static void handle(struct srv *s, struct srv_conn *c, const struct uls_ctl_msg *
 		}
 		break;
 	case ULS_CTL_LISTEN:
-		if (!srv_port_held(s, l, IPPROTO_TCP, m->lport))
+		if (!srv__port_held(s, l, IPPROTO_TCP, m->lport))
 			rc = -EPERM;
 		else if (m->flags & ULS_CTL_F_INHERIT)
 			rc = flt_join_listen(s->flt, WIRE_IPPROTO_TCP, m->lport, l->id);
@@ -535,7 +535,7 @@ static void handle(struct srv *s, struct srv_conn *c, const struct uls_ctl_msg *
 			rc = 0;
 		break;
 	case ULS_CTL_CONNECT:
-		rc = srv_port_connect(s, l, m->lport, m->rip, m->rport);
+		rc = srv__port_connect(s, l, m->lport, m->rip, m->rport);
 		if (rc >= 0) {
 			struct uls_ctl_msg r = *m;
 			r.lport = (uint16_t)rc;
@@ -546,11 +546,11 @@ static void handle(struct srv *s, struct srv_conn *c, const struct uls_ctl_msg *
 		break;
 	case ULS_CTL_ACCEPTED:
 		/* One-way. The listener must be this process's, and the tuple new. */
-		rc = srv_port_ref(s, l, IPPROTO_TCP, m->lport);
+		rc = srv__port_ref(s, l, IPPROTO_TCP, m->lport);
 		if (rc == 0) {
 			rc = flt_add_connected(s->flt, WIRE_IPPROTO_TCP, m->lport, m->rip, m->rport, l->id);
 			if (rc < 0)
-				srv_port_release(s, l, IPPROTO_TCP, m->lport);
+				srv__port_release(s, l, IPPROTO_TCP, m->lport);
 		}
 		if (rc < 0)
 			refuse_one_way(s, c, m, rc);
@@ -558,10 +558,10 @@ static void handle(struct srv *s, struct srv_conn *c, const struct uls_ctl_msg *
 	case ULS_CTL_RELEASE:
 		/* The process published the connection's last frames before this message:
 		 * send them while the tuple is still its own. */
-		srv_drain_tx(s, l);
+		srv__drain_tx(s, l);
 		rc = flt_del_connected(s->flt, WIRE_IPPROTO_TCP, m->lport, m->rip, m->rport, l->id);
 		if (rc == 0)
-			srv_port_release(s, l, IPPROTO_TCP, m->lport);
+			srv__port_release(s, l, IPPROTO_TCP, m->lport);
 		else
 			refuse_one_way(s, c, m, rc);
 		return;
@@ -572,22 +572,22 @@ static void handle(struct srv *s, struct srv_conn *c, const struct uls_ctl_msg *
 			refuse_one_way(s, c, m, rc);
 		return;
 	case ULS_CTL_HANDOFF:
-		rc = srv_handoff_begin(s, l, m);
+		rc = srv__handoff_begin(s, l, m);
 		break;
 	case ULS_CTL_CLAIM:
-		rc = srv_handoff_claim(s, l, m);
+		rc = srv__handoff_claim(s, l, m);
 		break;
 	case ULS_CTL_CONNTAB:
 		conntab(s, c, l, m);
 		return;
 	case ULS_CTL_UNBIND:
-		srv_drain_tx(s, l);
+		srv__drain_tx(s, l);
 		/* The socket that held the port closed: a listener stops receiving new
 		 * connections at once, even while connections accepted on it live on. */
-		if (srv_port_held(s, l, m->proto, m->lport)) {
+		if (srv__port_held(s, l, m->proto, m->lport)) {
 			flt_del_listen(s->flt, m->proto == IPPROTO_UDP ? WIRE_IPPROTO_UDP : WIRE_IPPROTO_TCP,
 				       m->lport, l->id);
-			srv_port_release(s, l, m->proto, m->lport);
+			srv__port_release(s, l, m->proto, m->lport);
 		} else {
 			refuse_one_way(s, c, m, -EPERM);
 		}
@@ -614,7 +614,7 @@ static void conn_unlink(struct srv_conn *c)
 }
 
 /* A process connected: its record, NULL without memory. */
-struct srv_conn *srv_ctl_conn_new(int fd, pid_t pid, uid_t uid)
+struct srv_conn *srv__ctl_conn_new(int fd, pid_t pid, uid_t uid)
 {
 	struct srv_conn *c = calloc(1, sizeof(*c));
 
@@ -630,12 +630,12 @@ struct srv_conn *srv_ctl_conn_new(int fd, pid_t pid, uid_t uid)
 	return c;
 }
 
-void srv_ctl_conn_close(struct srv *s, struct srv_conn *c)
+void srv__ctl_conn_close(struct srv *s, struct srv_conn *c)
 {
 	conn_unlink(c);
 	if (c->lease) {
-		srv_log(2, "lease %u ended (pid %d)", c->lease->id, (int)c->pid);
-		srv_lease_end(s, c->lease);  /* closes c->fd */
+		srv__log(2, "lease %u ended (pid %d)", c->lease->id, (int)c->pid);
+		srv__lease_end(s, c->lease);  /* closes c->fd */
 	} else {
 		close(c->fd);
 	}
@@ -644,7 +644,7 @@ void srv_ctl_conn_close(struct srv *s, struct srv_conn *c)
 
 /* One message as recv() returned it (n: its length, MSG_TRUNC), checked, handled and
  * answered. Takes s->lock, and sends a collected STATS answer after releasing it. */
-void srv_ctl_input(struct srv *s, struct srv_conn *c, const uint8_t *buf, ssize_t n)
+void srv__ctl_input(struct srv *s, struct srv_conn *c, const uint8_t *buf, ssize_t n)
 {
 	struct uls_ctl_msg m;
 
@@ -682,7 +682,7 @@ static bool conn_read(struct srv *s, struct srv_conn *c)
 			return errno == EAGAIN || errno == EINTR;
 		if (n == 0)
 			return false;
-		srv_ctl_input(s, c, buf, n);
+		srv__ctl_input(s, c, buf, n);
 	}
 }
 
@@ -697,7 +697,7 @@ static void conn_accept(struct srv *s, int ep, int lfd)
 		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
 			pthread_mutex_lock(&s->lock);
 			if (s->ctr[SRV_CTL_ACCEPT_FAILED]++ == 0)
-				srv_log(1, "accept: %s (counted in ctl_accept_failed)",
+				srv__log(1, "accept: %s (counted in ctl_accept_failed)",
 					strerror(errno));
 			pthread_mutex_unlock(&s->lock);
 		}
@@ -709,16 +709,16 @@ static void conn_accept(struct srv *s, int ep, int lfd)
 	int err = 0;
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0)
 		err = errno;
-	else if (!(c = srv_ctl_conn_new(fd, cred.pid, cred.uid)))
+	else if (!(c = srv__ctl_conn_new(fd, cred.pid, cred.uid)))
 		err = ENOMEM;
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.ptr = c };
 	if (!err && epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) < 0)
 		err = errno;
 	if (err) {
-		srv_log(1, "control connection dropped: %s", strerror(err));
+		srv__log(1, "control connection dropped: %s", strerror(err));
 		pthread_mutex_lock(&s->lock);
 		if (c)
-			srv_ctl_conn_close(s, c);  /* closes fd */
+			srv__ctl_conn_close(s, c);  /* closes fd */
 		else
 			close(fd);
 		s->ctr[SRV_CTL_CONN_DROPPED]++;
@@ -726,7 +726,7 @@ static void conn_accept(struct srv *s, int ep, int lfd)
 	}
 }
 
-int srv_ctl_run(struct srv *s, int lfd)
+int srv__ctl_run(struct srv *s, int lfd)
 {
 	struct epoll_event ev, evs[MAX_EVENTS];
 	sigset_t sigs;
@@ -756,7 +756,7 @@ int srv_ctl_run(struct srv *s, int lfd)
 		int n = epoll_wait(ep, evs, MAX_EVENTS, timeout);
 		for (int i = 0; i < n; i++) {
 			if (evs[i].data.ptr == &sfd) {
-				srv_log(2, "stopping on signal");
+				srv__log(2, "stopping on signal");
 				s->stop = true;
 				continue;
 			}
@@ -770,17 +770,17 @@ int srv_ctl_run(struct srv *s, int lfd)
 				/* Before the close: the lease may pass the fd on (custody), and epoll
 				 * watches the file, not the number. */
 				if (epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL) < 0)
-					srv_log(1, "epoll_ctl(DEL) of a control connection: %s",
+					srv__log(1, "epoll_ctl(DEL) of a control connection: %s",
 						strerror(errno));
 				pthread_mutex_lock(&s->lock);
-				srv_ctl_conn_close(s, c);
+				srv__ctl_conn_close(s, c);
 				pthread_mutex_unlock(&s->lock);
 			}
 		}
 		pthread_mutex_lock(&s->lock);
-		timeout = s->ncustody ? srv_custody_tick(s) : 1000;
+		timeout = s->ncustody ? srv__custody_tick(s) : 1000;
 		if (s->nhandoff) {
-			int t = srv_handoff_tick(s);
+			int t = srv__handoff_tick(s);
 			timeout = t < timeout ? t : timeout;
 		}
 		nif_tap_tx_flush(s->tap);

@@ -86,7 +86,7 @@ static void deliver(struct srv *s, struct srv_lease *l, const uint8_t *frame, si
 	s->ctr[SRV_DATA_FRAMES_RELAYED]++;
 }
 
-void srv_deliver(struct srv *s, struct srv_lease *l, const uint8_t *frame, size_t len)
+void srv__deliver(struct srv *s, struct srv_lease *l, const uint8_t *frame, size_t len)
 {
 	deliver(s, l, frame, len, 0, 0, 0);
 }
@@ -108,7 +108,7 @@ static void for_server(struct srv *s, const uint8_t *frame, size_t len, const st
 	s->ctr[SRV_FRAMES_TO_SERVER]++;
 	if (p->ethertype == WIRE_ETHERTYPE_ARP) {
 		if (p->arp.op == WIRE_ARP_OP_REQUEST)
-			srv_reply_arp(s, p);
+			srv__reply_arp(s, p);
 		else if (p->arp.op == WIRE_ARP_OP_REPLY && p->arp.tpa == s->ip)
 			share_arp(s, frame, len);
 		else  /* a reply to another station, or an operation RFC 826 does not name */
@@ -117,21 +117,21 @@ static void for_server(struct srv *s, const uint8_t *frame, size_t len, const st
 	}
 	if (p->ip.fragment) {
 		/* RFC 791 §3.2: only the whole datagram names its endpoint (reass.c). */
-		srv_reass_input(s, frame, len, p);
+		srv__reass_input(s, frame, len, p);
 		return;
 	}
 	switch (p->ip.proto) {
 	case WIRE_IPPROTO_ICMP:
 		if (p->icmp.type == WIRE_ICMP_ECHO)
-			srv_reply_echo(s, frame, len, p);
+			srv__reply_echo(s, frame, len, p);
 		else
 			s->ctr[SRV_DROP_NO_OWNER]++;
 		break;
 	case WIRE_IPPROTO_TCP:
-		srv_reply_rst(s, frame, p);
+		srv__reply_rst(s, frame, p);
 		break;
 	case WIRE_IPPROTO_UDP:
-		srv_reply_port_unreachable(s, frame, len, p);
+		srv__reply_port_unreachable(s, frame, len, p);
 		break;
 	default:
 		s->ctr[SRV_DROP_NO_OWNER]++;
@@ -166,7 +166,7 @@ static void on_frame(void *arg, const uint8_t *frame, size_t len, uint32_t off)
 		 * would overwrite the entries of real peers, which their other segments keep. */
 		if (p.ip.proto != WIRE_IPPROTO_TCP || p.ip.fragment ||
 		    (p.tcp.flags & (WIRE_TCP_SYN | WIRE_TCP_ACK)) != WIRE_TCP_SYN)
-			srv_learn_neighbour(s, p.ip.src, p.src_mac);
+			srv__learn_neighbour(s, p.ip.src, p.src_mac);
 		flt_owner_t o = flt_lookup_rx(s->flt, &p);
 		if (o == SRV_IN_TRANSIT) {
 			/* Neither process may answer it (handoff.c): the peer sends it again. */
@@ -185,7 +185,7 @@ static void on_frame(void *arg, const uint8_t *frame, size_t len, uint32_t off)
 	for_server(s, frame, len, &p);
 }
 
-void srv_send_frame(struct srv *s, const uint8_t *frame, size_t len)
+void srv__send_frame(struct srv *s, const uint8_t *frame, size_t len)
 {
 	uint8_t *slot = nif_tap_tx_slot(s->tap);
 
@@ -252,7 +252,7 @@ static int send_checked(struct srv *s, struct srv_lease *l, uint8_t *slot, size_
 		s->ctr[SRV_DROP_TX_DENIED]++;
 		/* Rate-limited: a misbehaving process must not flood the log. */
 		if (++l->tx_denied <= 5 && parsed)
-			srv_log(1, "lease %u (pid %d): frame refused (%s): proto %u port %u -> %u",
+			srv__log(1, "lease %u (pid %d): frame refused (%s): proto %u port %u -> %u",
 				l->id, (int)l->pid,
 				size_ok ? flt_reason_name((enum flt_reason)-rc) : "size or offload",
 				p.ip.proto, p.sport, p.dport);
@@ -275,7 +275,7 @@ static int send_checked(struct srv *s, struct srv_lease *l, uint8_t *slot, size_
 }
 
 /* A process published frames: check each against its endpoints and send it. */
-void srv_drain_tx(struct srv *s, struct srv_lease *l)
+void srv__drain_tx(struct srv *s, struct srv_lease *l)
 {
 	size_t len;
 	uint32_t off;
@@ -311,7 +311,7 @@ static void on_event(void *arg, uint64_t tag)
 	struct srv *s = arg;
 
 	if (tag < SRV_MAX_LEASES && s->leases[tag] && !s->leases[tag]->dead)
-		srv_drain_tx(s, s->leases[tag]);
+		srv__drain_tx(s, s->leases[tag]);
 }
 
 /* Start watching new leases, stop watching and free dead ones. */
@@ -327,11 +327,11 @@ static void sync_leases(struct srv *s)
 		if (l->dead) {
 			if (l->watched)
 				nif_tap_unwatch(s->tap, l->id);
-			srv_lease_free(s, l);
+			srv__lease_free(s, l);
 		} else if (!l->watched && l->has_rings) {
 			if (nif_tap_watch(s->tap, l->tx_efd, l->id) == 0)
 				l->watched = true;
-			srv_drain_tx(s, l);  /* frames it queued before we watched */
+			srv__drain_tx(s, l);  /* frames it queued before we watched */
 		}
 	}
 }
@@ -349,7 +349,7 @@ static void publish(struct srv *s)
 	s->npending = 0;
 }
 
-void *srv_demux_thread(void *arg)
+void *srv__demux_thread(void *arg)
 {
 	struct srv *s = arg;
 
@@ -358,7 +358,7 @@ void *srv_demux_thread(void *arg)
 		nif_tap_wait(s->tap, 500);
 		pthread_mutex_lock(&s->lock);
 		sync_leases(s);
-		srv_reass_tick(s);
+		srv__reass_tick(s);
 		nif_tap_rx(s->tap, on_frame, s, RX_BUDGET);
 		struct nif_dev_stats ts;
 		nif_tap_get_stats(s->tap, &ts);

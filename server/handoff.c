@@ -42,7 +42,7 @@ static void forget(struct srv *s, struct srv_handoff *h)
 	*h = s->handoff[--s->nhandoff];
 }
 
-int srv_handoff_begin(struct srv *s, struct srv_lease *l, const struct uls_ctl_msg *m)
+int srv__handoff_begin(struct srv *s, struct srv_lease *l, const struct uls_ctl_msg *m)
 {
 	if (!m->u.handoff.nonce)
 		return -EINVAL;  /* zero would be guessable */
@@ -57,27 +57,27 @@ int srv_handoff_begin(struct srv *s, struct srv_lease *l, const struct uls_ctl_m
 		s->handoff_cap = ncap;
 	}
 	/* What the process queued before it asked leaves under its own rule. */
-	srv_drain_tx(s, l);
+	srv__drain_tx(s, l);
 	int rc = flt_move_connected(s->flt, WIRE_IPPROTO_TCP, m->lport, m->rip, m->rport, l->id,
 				    SRV_IN_TRANSIT);
 	if (rc < 0)
 		return rc;
 	transit.uid = l->uid;
-	rc = srv_port_take(s, &transit, IPPROTO_TCP, m->lport);
+	rc = srv__port_take(s, &transit, IPPROTO_TCP, m->lport);
 	if (rc < 0) {
 		flt_move_connected(s->flt, WIRE_IPPROTO_TCP, m->lport, m->rip, m->rport,
 				   SRV_IN_TRANSIT, l->id);
 		return rc;
 	}
-	srv_port_release(s, l, IPPROTO_TCP, m->lport);
+	srv__port_release(s, l, IPPROTO_TCP, m->lport);
 	s->handoff[s->nhandoff++] = (struct srv_handoff){
 		.lport = m->lport, .rip = m->rip, .rport = m->rport,
-		.nonce = m->u.handoff.nonce, .expires_ms = srv_now_ms() + SRV_HANDOFF_MS,
+		.nonce = m->u.handoff.nonce, .expires_ms = srv__now_ms() + SRV_HANDOFF_MS,
 	};
 	return 0;
 }
 
-int srv_handoff_claim(struct srv *s, struct srv_lease *l, const struct uls_ctl_msg *m)
+int srv__handoff_claim(struct srv *s, struct srv_lease *l, const struct uls_ctl_msg *m)
 {
 	struct srv_handoff *h = find(s, m->lport, m->rip, m->rport);
 
@@ -85,24 +85,24 @@ int srv_handoff_claim(struct srv *s, struct srv_lease *l, const struct uls_ctl_m
 		return -ENOENT;
 	if (h->nonce != m->u.handoff.nonce)
 		return -EPERM;
-	int rc = srv_port_take(s, l, IPPROTO_TCP, m->lport);
+	int rc = srv__port_take(s, l, IPPROTO_TCP, m->lport);
 	if (rc < 0)
 		return rc;
 	rc = flt_move_connected(s->flt, WIRE_IPPROTO_TCP, m->lport, m->rip, m->rport,
 				SRV_IN_TRANSIT, l->id);
 	if (rc < 0) {
-		srv_port_release(s, l, IPPROTO_TCP, m->lport);
+		srv__port_release(s, l, IPPROTO_TCP, m->lport);
 		return rc;
 	}
-	srv_port_release(s, &transit, IPPROTO_TCP, m->lport);
+	srv__port_release(s, &transit, IPPROTO_TCP, m->lport);
 	forget(s, h);
 	s->ctr[SRV_HANDOFFS]++;
 	return 0;
 }
 
-int srv_handoff_tick(struct srv *s)
+int srv__handoff_tick(struct srv *s)
 {
-	uint64_t now = srv_now_ms(), next = now + 1000;
+	uint64_t now = srv__now_ms(), next = now + 1000;
 
 	for (size_t i = 0; i < s->nhandoff;) {
 		struct srv_handoff *h = &s->handoff[i];
@@ -113,8 +113,8 @@ int srv_handoff_tick(struct srv *s)
 			continue;
 		}
 		flt_del_connected(s->flt, WIRE_IPPROTO_TCP, h->lport, h->rip, h->rport, SRV_IN_TRANSIT);
-		srv_custody_add(s, h->lport, h->rip, h->rport);
-		srv_port_release(s, &transit, IPPROTO_TCP, h->lport);
+		srv__custody_add(s, h->lport, h->rip, h->rport);
+		srv__port_release(s, &transit, IPPROTO_TCP, h->lport);
 		s->ctr[SRV_HANDOFFS_EXPIRED]++;
 		forget(s, h);
 	}

@@ -159,79 +159,79 @@ struct srv {
 };
 
 /* ulsd.c */
-void srv_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-uint64_t srv_now_ms(void);
+void srv__log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+uint64_t srv__now_ms(void);
 
 /* demux.c: the demux thread */
-void *srv_demux_thread(void *arg);
-void srv_send_frame(struct srv *s, const uint8_t *frame, size_t len);
-void srv_drain_tx(struct srv *s, struct srv_lease *l);
+void *srv__demux_thread(void *arg);
+void srv__send_frame(struct srv *s, const uint8_t *frame, size_t len);
+void srv__drain_tx(struct srv *s, struct srv_lease *l);
 /* A frame for a process on the relay path, into its ring. */
-void srv_deliver(struct srv *s, struct srv_lease *l, const uint8_t *frame, size_t len);
+void srv__deliver(struct srv *s, struct srv_lease *l, const uint8_t *frame, size_t len);
 
 /* reass.c: IPv4 reassembly for processes (demux thread, s->lock held) */
-int srv_reass_init(struct srv *s);
-void srv_reass_input(struct srv *s, const uint8_t *frame, size_t len, const struct flt_pkt *p);
-int srv_reass_tick(struct srv *s);
+int srv__reass_init(struct srv *s);
+void srv__reass_input(struct srv *s, const uint8_t *frame, size_t len, const struct flt_pkt *p);
+int srv__reass_tick(struct srv *s);
 
 /* reply.c: frames the node sends itself (caller holds s->lock) */
-void srv_reply_arp(struct srv *s, const struct flt_pkt *p);
-void srv_reply_echo(struct srv *s, const uint8_t *frame, size_t len, const struct flt_pkt *p);
-void srv_reply_rst(struct srv *s, const uint8_t *frame, const struct flt_pkt *p);
-void srv_reply_port_unreachable(struct srv *s, const uint8_t *frame, size_t len,
+void srv__reply_arp(struct srv *s, const struct flt_pkt *p);
+void srv__reply_echo(struct srv *s, const uint8_t *frame, size_t len, const struct flt_pkt *p);
+void srv__reply_rst(struct srv *s, const uint8_t *frame, const struct flt_pkt *p);
+void srv__reply_port_unreachable(struct srv *s, const uint8_t *frame, size_t len,
 				const struct flt_pkt *p);
-void srv_reply_reass_time_exceeded(struct srv *s, const uint8_t *frame, size_t len,
+void srv__reply_reass_time_exceeded(struct srv *s, const uint8_t *frame, size_t len,
 				   const struct flt_pkt *p);
-void srv_send_probe(struct srv *s, const struct srv_custody *c);
-void srv_learn_neighbour(struct srv *s, uint32_t ip, const uint8_t mac[WIRE_ETH_ALEN]);
+void srv__send_probe(struct srv *s, const struct srv_custody *c);
+void srv__learn_neighbour(struct srv *s, uint32_t ip, const uint8_t mac[WIRE_ETH_ALEN]);
 
 /* ports.c (s->lock held) */
-int srv_port_bind(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port, unsigned flags);
-int srv_port_connect(struct srv *s, struct srv_lease *l, uint16_t lport, uint32_t rip, uint16_t rport);
-void srv_port_release(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port);
-bool srv_port_held(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port);
-int srv_port_ref(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port);
-int srv_port_take(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port);
-void srv_ports_drop_lease(struct srv *s, struct srv_lease *l);
-bool srv_custody_holds(struct srv *s, uint16_t lport, uint32_t rip, uint16_t rport);
-void srv_custody_add(struct srv *s, uint16_t lport, uint32_t rip, uint16_t rport);
-int srv_custody_tick(struct srv *s);  /* probes and expiry; returns ms until next work */
+int srv__port_bind(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port, unsigned flags);
+int srv__port_connect(struct srv *s, struct srv_lease *l, uint16_t lport, uint32_t rip, uint16_t rport);
+void srv__port_release(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port);
+bool srv__port_held(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port);
+int srv__port_ref(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port);
+int srv__port_take(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port);
+void srv__ports_drop_lease(struct srv *s, struct srv_lease *l);
+bool srv__custody_holds(struct srv *s, uint16_t lport, uint32_t rip, uint16_t rport);
+void srv__custody_add(struct srv *s, uint16_t lport, uint32_t rip, uint16_t rport);
+int srv__custody_tick(struct srv *s);  /* probes and expiry; returns ms until next work */
 
 /* handoff.c (s->lock held) */
 struct uls_ctl_msg;
-int srv_handoff_begin(struct srv *s, struct srv_lease *l, const struct uls_ctl_msg *m);
-int srv_handoff_claim(struct srv *s, struct srv_lease *l, const struct uls_ctl_msg *m);
-int srv_handoff_tick(struct srv *s);  /* expiry; returns ms until the next one */
+int srv__handoff_begin(struct srv *s, struct srv_lease *l, const struct uls_ctl_msg *m);
+int srv__handoff_claim(struct srv *s, struct srv_lease *l, const struct uls_ctl_msg *m);
+int srv__handoff_tick(struct srv *s);  /* expiry; returns ms until the next one */
 
 /* lease.c (s->lock held unless noted) */
-int srv_lease_new(struct srv *s, int fd, pid_t pid, uid_t uid, struct srv_lease **out);
+int srv__lease_new(struct srv *s, int fd, pid_t pid, uid_t uid, struct srv_lease **out);
 /* The relay's ring pair and eventfds, for a lease not on the direct path. */
-int srv_lease_rings(struct srv *s, struct srv_lease *l);
-void srv_lease_end(struct srv *s, struct srv_lease *l);   /* control thread */
-void srv_lease_conntab_close(struct srv_lease *l);
-void srv_lease_free(struct srv *s, struct srv_lease *l);  /* demux thread */
+int srv__lease_rings(struct srv *s, struct srv_lease *l);
+void srv__lease_end(struct srv *s, struct srv_lease *l);   /* control thread */
+void srv__lease_conntab_close(struct srv_lease *l);
+void srv__lease_free(struct srv *s, struct srv_lease *l);  /* demux thread */
 
 /* bpf.c (or bpf_none.c): the direct data path (s->lock held) */
-int srv_dp_init(struct srv *s);
-int srv_dp_lease_direct(struct srv *s, struct srv_lease *l, const int32_t ring_fd[2]);
-void srv_dp_lease_end(struct srv *s, struct srv_lease *l);
+int srv__dp_init(struct srv *s);
+int srv__dp_lease_direct(struct srv *s, struct srv_lease *l, const int32_t ring_fd[2]);
+void srv__dp_lease_end(struct srv *s, struct srv_lease *l);
 typedef void srv_dp_stat_fn(void *arg, const char *name, uint64_t value);
-void srv_dp_stats(struct srv *s, srv_dp_stat_fn *fn, void *arg);
+void srv__dp_stats(struct srv *s, srv_dp_stat_fn *fn, void *arg);
 /* The MAC of a peer the kernel saw set up a connection (ulsd sees no direct frames). */
-int srv_dp_neighbour(struct srv *s, uint32_t ip, uint8_t mac[WIRE_ETH_ALEN]);
+int srv__dp_neighbour(struct srv *s, uint32_t ip, uint8_t mac[WIRE_ETH_ALEN]);
 /* Steer the fragments of datagram (src, id, proto) to the queue of lease owner; owner 0
  * removes the entry. */
-int srv_dp_frag_steer(struct srv *s, uint32_t src, uint16_t id, uint8_t proto, uint32_t owner);
+int srv__dp_frag_steer(struct srv *s, uint32_t src, uint16_t id, uint8_t proto, uint32_t owner);
 
 /* ctl.c: the control thread (runs in main) */
-int srv_ctl_run(struct srv *s, int listen_fd);
-/* Its steps, for srv_ctl_run and tests/fuzz/fuzz_ulsd: a process's control connection
+int srv__ctl_run(struct srv *s, int listen_fd);
+/* Its steps, for srv__ctl_run and tests/fuzz/fuzz_ulsd: a process's control connection
  * (fd, and its credentials from SO_PEERCRED), one message from it, and its end (the
  * process's lease ends; s->lock held). */
 struct srv_conn;
-struct srv_conn *srv_ctl_conn_new(int fd, pid_t pid, uid_t uid);
-void srv_ctl_input(struct srv *s, struct srv_conn *c, const uint8_t *buf, ssize_t n);
-void srv_ctl_conn_close(struct srv *s, struct srv_conn *c);
-const char *srv_counter_name(enum srv_counter c);
+struct srv_conn *srv__ctl_conn_new(int fd, pid_t pid, uid_t uid);
+void srv__ctl_input(struct srv *s, struct srv_conn *c, const uint8_t *buf, ssize_t n);
+void srv__ctl_conn_close(struct srv *s, struct srv_conn *c);
+const char *srv__counter_name(enum srv_counter c);
 
 #endif

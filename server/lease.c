@@ -19,7 +19,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-int srv_lease_new(struct srv *s, int fd, pid_t pid, uid_t uid, struct srv_lease **out)
+int srv__lease_new(struct srv *s, int fd, pid_t pid, uid_t uid, struct srv_lease **out)
 {
 	struct srv_lease *l;
 	uint32_t id = 0;
@@ -50,7 +50,7 @@ int srv_lease_new(struct srv *s, int fd, pid_t pid, uid_t uid, struct srv_lease 
 }
 
 /* The relay path's ring pair: a lease that is not direct gets it before HELLO's reply. */
-int srv_lease_rings(struct srv *s, struct srv_lease *l)
+int srv__lease_rings(struct srv *s, struct srv_lease *l)
 {
 	int rc = nif_ring_layout(s->mtu, &l->layout);
 
@@ -84,12 +84,12 @@ static int take_custody(const struct flt_rule *r, void *arg)
 	struct end_ctx *c = arg;
 
 	if (r->owner == c->owner && r->kind == FLT_RULE_CONNECTED && r->proto == WIRE_IPPROTO_TCP)
-		srv_custody_add(c->s, r->lport, r->rip, r->rport);
+		srv__custody_add(c->s, r->lport, r->rip, r->rport);
 	return 0;
 }
 
 /* The process is gone (control thread, lock held). */
-void srv_lease_end(struct srv *s, struct srv_lease *l)
+void srv__lease_end(struct srv *s, struct srv_lease *l)
 {
 	struct end_ctx c = { s, l->id };
 
@@ -97,26 +97,26 @@ void srv_lease_end(struct srv *s, struct srv_lease *l)
 		return;
 	/* What the process queued before it went (its last FINs and RSTs) still leaves under
 	 * its rules. The demux thread cannot be in the ring: we hold the lock. */
-	srv_drain_tx(s, l);
+	srv__drain_tx(s, l);
 	l->dead = true;
 	/* The direct path's map entries go first: from here on the kernel steers its frames
 	 * to ulsd, which answers them from custody. */
-	srv_dp_lease_end(s, l);
+	srv__dp_lease_end(s, l);
 	flt_foreach(s->flt, take_custody, &c);
 	flt_del_owner(s->flt, l->id);
-	srv_ports_drop_lease(s, l);
-	srv_lease_conntab_close(l);
+	srv__ports_drop_lease(s, l);
+	srv__lease_conntab_close(l);
 	close(l->fd);
 	l->fd = -1;
 	s->ctr[SRV_LEASES_CLOSED]++;
 	s->leases_changed = true;
-	srv_custody_tick(s);  /* first probes now, not at the next tick */
+	srv__custody_tick(s);  /* first probes now, not at the next tick */
 	nif_tap_wake(s->tap);  /* the demux thread unwatches and frees it */
 }
 
 /* The process's connection table: unmapped when the lease ends (control thread, lock
  * held: STATS reads it there, under the same lock). */
-void srv_lease_conntab_close(struct srv_lease *l)
+void srv__lease_conntab_close(struct srv_lease *l)
 {
 	if (l->conntab)
 		munmap(l->conntab, uls_conntab_size(l->conntab_cap));
@@ -124,11 +124,11 @@ void srv_lease_conntab_close(struct srv_lease *l)
 }
 
 /* Demux thread (lock held): the lease is dead and unwatched. */
-void srv_lease_free(struct srv *s, struct srv_lease *l)
+void srv__lease_free(struct srv *s, struct srv_lease *l)
 {
 	if (s->leases[l->id] == l)
 		s->leases[l->id] = NULL;
-	srv_lease_conntab_close(l);
+	srv__lease_conntab_close(l);
 	if (l->rings)
 		nif_ring_unmap(l->rings, &l->layout);
 	if (l->memfd >= 0)

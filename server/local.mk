@@ -18,7 +18,7 @@ server_ulsd_LDADD += $(LIBBPF_LIBS)
 server/datapath.bpf.o: $(top_srcdir)/filter/datapath.bpf.c $(top_srcdir)/filter/datapath.h \
 		$(top_srcdir)/filter/siphash.h
 	@$(MKDIR_P) server
-	$(AM_V_GEN)$(CLANG) $(BPF_CFLAGS) -I$(top_srcdir) -c $(top_srcdir)/filter/datapath.bpf.c -o $@
+	$(AM_V_GEN)$(CLANG) $(BPF_CFLAGS) -iquote $(top_srcdir) -c $(top_srcdir)/filter/datapath.bpf.c -o $@
 server/datapath.skel.h: server/datapath.bpf.o
 	$(AM_V_GEN)$(BPFTOOL) gen skeleton server/datapath.bpf.o name uls_dp > $@.tmp && mv $@.tmp $@
 else

@@ -135,7 +135,7 @@ static int pick_ephemeral(struct srv *s, uint8_t proto, uint32_t rip, uint16_t r
 
 	for (uint32_t i = 0; i < span; i++) {
 		uint16_t p = (uint16_t)(SRV_EPHEMERAL_LO + (offset + (*next + i) % span) % span);
-		if (port_of(proto, p)->n == 0 && !(rip && srv_custody_holds(s, p, rip, rport))) {
+		if (port_of(proto, p)->n == 0 && !(rip && srv__custody_holds(s, p, rip, rport))) {
 			*next += i + 1;
 			return p;
 		}
@@ -143,7 +143,7 @@ static int pick_ephemeral(struct srv *s, uint8_t proto, uint32_t rip, uint16_t r
 	return -EADDRNOTAVAIL;
 }
 
-int srv_port_bind(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port,
+int srv__port_bind(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port,
 		  unsigned flags)
 {
 	struct port *pt;
@@ -179,14 +179,14 @@ int srv_port_bind(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t po
 		     flt_add_listen(s->flt, WIRE_IPPROTO_UDP, port, l->id,
 				    (flags & ULS_CTL_F_REUSEPORT) != 0);
 		if (rc < 0 && rc != -EEXIST) {
-			srv_port_release(s, l, proto, port);
+			srv__port_release(s, l, proto, port);
 			return rc;
 		}
 	}
 	return port;
 }
 
-int srv_port_connect(struct srv *s, struct srv_lease *l, uint16_t lport, uint32_t rip,
+int srv__port_connect(struct srv *s, struct srv_lease *l, uint16_t lport, uint32_t rip,
 		     uint16_t rport)
 {
 	struct port *pt;
@@ -206,26 +206,26 @@ int srv_port_connect(struct srv *s, struct srv_lease *l, uint16_t lport, uint32_
 		h = holder_of(pt, l->id);
 		if (!h)
 			return -EINVAL;  /* connect from a port this process does not hold */
-		if (srv_custody_holds(s, lport, rip, rport))
+		if (srv__custody_holds(s, lport, rip, rport))
 			return -EADDRINUSE;
 		h->refs++;
 	}
 	rc = flt_add_connected(s->flt, WIRE_IPPROTO_TCP, lport, rip, rport, l->id);
 	if (rc < 0) {
-		srv_port_release(s, l, IPPROTO_TCP, lport);
+		srv__port_release(s, l, IPPROTO_TCP, lport);
 		return rc == -EEXIST ? -EADDRINUSE : rc;
 	}
 	return lport;
 }
 
-bool srv_port_held(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port)
+bool srv__port_held(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port)
 {
 	(void)s;
 	return holder_of(port_of(proto, port), l->id) != NULL;
 }
 
 /* One more reference on a port the lease holds (a connection accepted on its listener). */
-int srv_port_ref(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port)
+int srv__port_ref(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port)
 {
 	struct holder *h = holder_of(port_of(proto, port), l->id);
 
@@ -239,7 +239,7 @@ int srv_port_ref(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t por
 /* A connection handed over to this lease (handoff.c): one more reference on its port,
  * held already or not. Sharing rules do not apply: the connection exists, and its tuple
  * stays unique through the filter rule. */
-int srv_port_take(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port)
+int srv__port_take(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port)
 {
 	struct port *pt = port_of(proto, port);
 	struct holder *h = holder_of(pt, l->id);
@@ -252,7 +252,7 @@ int srv_port_take(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t po
 	return add_holder(pt, l, 0);
 }
 
-void srv_port_release(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port)
+void srv__port_release(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port)
 {
 	struct port *pt = port_of(proto, port);
 
@@ -274,7 +274,7 @@ void srv_port_release(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_
 
 /* The lease ended: let go of every port it held (the filter rules are removed by the
  * caller with flt_del_owner). */
-void srv_ports_drop_lease(struct srv *s, struct srv_lease *l)
+void srv__ports_drop_lease(struct srv *s, struct srv_lease *l)
 {
 	(void)s;
 	for (int pr = 0; pr < 2; pr++) {
@@ -294,7 +294,7 @@ void srv_ports_drop_lease(struct srv *s, struct srv_lease *l)
 	}
 }
 
-bool srv_custody_holds(struct srv *s, uint16_t lport, uint32_t rip, uint16_t rport)
+bool srv__custody_holds(struct srv *s, uint16_t lport, uint32_t rip, uint16_t rport)
 {
 	for (size_t i = 0; i < s->ncustody; i++) {
 		const struct srv_custody *c = &s->custody[i];
@@ -304,11 +304,11 @@ bool srv_custody_holds(struct srv *s, uint16_t lport, uint32_t rip, uint16_t rpo
 	return false;
 }
 
-void srv_custody_add(struct srv *s, uint16_t lport, uint32_t rip, uint16_t rport)
+void srv__custody_add(struct srv *s, uint16_t lport, uint32_t rip, uint16_t rport)
 {
-	uint64_t now = srv_now_ms();
+	uint64_t now = srv__now_ms();
 
-	if (srv_custody_holds(s, lport, rip, rport))
+	if (srv__custody_holds(s, lport, rip, rport))
 		return;
 	if (s->ncustody == s->custody_cap) {
 		size_t ncap = s->custody_cap ? s->custody_cap * 2 : 64;
@@ -325,9 +325,9 @@ void srv_custody_add(struct srv *s, uint16_t lport, uint32_t rip, uint16_t rport
 }
 
 /* Send due probes and forget expired custody; returns ms until the next due event. */
-int srv_custody_tick(struct srv *s)
+int srv__custody_tick(struct srv *s)
 {
-	uint64_t now = srv_now_ms(), next = now + 1000;
+	uint64_t now = srv__now_ms(), next = now + 1000;
 
 	for (size_t i = 0; i < s->ncustody;) {
 		struct srv_custody *c = &s->custody[i];
@@ -336,7 +336,7 @@ int srv_custody_tick(struct srv *s)
 			continue;
 		}
 		if (c->probes_left && c->next_probe_ms <= now) {
-			srv_send_probe(s, c);
+			srv__send_probe(s, c);
 			c->probes_left--;
 			c->next_probe_ms = now + PROBE_GAP_MS;
 		}

@@ -88,7 +88,7 @@ static void due(struct srv_reass *r, uint64_t ms)
 		r->next_ms = ms;
 }
 
-int srv_reass_init(struct srv *s)
+int srv__reass_init(struct srv *s)
 {
 	struct srv_reass *r = calloc(1, sizeof(*r));
 	const char *env = getenv("ULSD_REASS_TIMEOUT_MS");
@@ -101,7 +101,7 @@ int srv_reass_init(struct srv *s)
 		char *end;
 		unsigned long v = strtoul(env, &end, 10);
 		if (*end || v < 100 || v > 120000)
-			srv_log(1, "ULSD_REASS_TIMEOUT_MS=%s ignored (100-120000)", env);
+			srv__log(1, "ULSD_REASS_TIMEOUT_MS=%s ignored (100-120000)", env);
 		else
 			r->timeout_ms = v;
 	}
@@ -143,7 +143,7 @@ static void unsteer_oldest(struct srv *s)
 	struct srv_reass *r = s->reass;
 	struct steered *e = &r->st[r->st_head];
 
-	srv_dp_frag_steer(s, e->src, e->id, e->proto, 0);
+	srv__dp_frag_steer(s, e->src, e->id, e->proto, 0);
 	r->st_head = (r->st_head + 1) % SRV_REASS_STEERED;
 	r->st_n--;
 }
@@ -184,22 +184,22 @@ static void complete(struct srv *s, struct dgram *d)
 		 * fragments find their owner's queue when the kernel sends them back. */
 		if (r->st_n == SRV_REASS_STEERED)
 			unsteer_oldest(s);
-		if (srv_dp_frag_steer(s, d->src, d->id, d->proto, l->id) < 0) {
+		if (srv__dp_frag_steer(s, d->src, d->id, d->proto, l->id) < 0) {
 			s->ctr[SRV_DP_MAP_ERRORS]++;
 			release(s, d, true);
 			return;
 		}
 		struct steered *e = &r->st[(r->st_head + r->st_n) % SRV_REASS_STEERED];
-		*e = (struct steered){ d->src, d->id, d->proto, srv_now_ms() + SRV_REASS_STEER_MS };
+		*e = (struct steered){ d->src, d->id, d->proto, srv__now_ms() + SRV_REASS_STEER_MS };
 		r->st_n++;
 		due(r, e->until_ms);
 	}
 	for (struct frag *f = d->frags; f; f = f->next) {
 		if (l->has_rings) {
-			srv_deliver(s, l, f->frame, f->len);
+			srv__deliver(s, l, f->frame, f->len);
 		} else {
 			memcpy(f->frame, s->mac, 6);  /* for the node: back into the TAP */
-			srv_send_frame(s, f->frame, f->len);
+			srv__send_frame(s, f->frame, f->len);
 		}
 		s->ctr[SRV_REASS_FRAGMENTS]++;
 	}
@@ -217,7 +217,7 @@ static struct dgram *find(struct srv_reass *r, uint32_t src, uint16_t id, uint8_
 	return NULL;
 }
 
-void srv_reass_input(struct srv *s, const uint8_t *frame, size_t len, const struct flt_pkt *p)
+void srv__reass_input(struct srv *s, const uint8_t *frame, size_t len, const struct flt_pkt *p)
 {
 	struct srv_reass *r = s->reass;
 	/* The fragment's data: from the end of its IP header to Total Length (what follows
@@ -251,7 +251,7 @@ void srv_reass_input(struct srv *s, const uint8_t *frame, size_t len, const stru
 			if (!r->d[i].used)
 				d = &r->d[i];
 		*d = (struct dgram){ .used = true, .src = p->ip.src, .id = p->ip.id,
-				     .proto = p->ip.proto, .expires_ms = srv_now_ms() + r->timeout_ms };
+				     .proto = p->ip.proto, .expires_ms = srv__now_ms() + r->timeout_ms };
 		r->n++;
 		due(r, d->expires_ms);
 	} else if (d->nfrags == SRV_REASS_FRAGS || r->held + cost > SRV_REASS_BYTES) {
@@ -324,10 +324,10 @@ void srv_reass_input(struct srv *s, const uint8_t *frame, size_t len, const stru
 		complete(s, d);
 }
 
-int srv_reass_tick(struct srv *s)
+int srv__reass_tick(struct srv *s)
 {
 	struct srv_reass *r = s->reass;
-	uint64_t now = srv_now_ms();
+	uint64_t now = srv__now_ms();
 
 	/* The demux thread calls this once per batch of frames: scan only when due. */
 	if (now < r->next_ms)
@@ -342,7 +342,7 @@ int srv_reass_tick(struct srv *s)
 			 * datagram MUST be discarded and an ICMP Time Exceeded message sent to
 			 * the source host (if fragment zero has been received)." */
 			if (d->has_first && d->frags && d->frags->off == 0)
-				srv_reply_reass_time_exceeded(s, d->frags->frame, d->frags->len,
+				srv__reply_reass_time_exceeded(s, d->frags->frame, d->frags->len,
 							      &d->first);
 			s->ctr[SRV_DROP_REASS_TIMEOUT]++;
 			release(s, d, true);

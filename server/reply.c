@@ -34,7 +34,7 @@ static void put_ipv4(uint8_t *ip, uint8_t proto, uint32_t src, uint32_t dst, uin
 	uint16_t id;
 
 	if (getrandom(&id, sizeof(id), GRND_NONBLOCK) != sizeof(id))
-		id = (uint16_t)srv_now_ms();
+		id = (uint16_t)srv__now_ms();
 	wire_ipv4_write(ip, proto, src, dst, total, id, WIRE_IPV4_DEFAULT_TTL);
 }
 
@@ -51,10 +51,10 @@ static void send_tcp(struct srv *s, const uint8_t dst_mac[WIRE_ETH_ALEN], uint32
 	wire_tcp_write(tcp, sport, dport, seq, ack, flags, 0);
 	sum = wire_sum_pseudo4(0, s->ip, dst_ip, WIRE_IPPROTO_TCP, TCP_HLEN);
 	wire_wr16(tcp + WIRE_TCP_OFF_CHECKSUM, wire_sum_finish(wire_sum(sum, tcp, TCP_HLEN)));
-	srv_send_frame(s, f, sizeof(f));
+	srv__send_frame(s, f, sizeof(f));
 }
 
-void srv_reply_arp(struct srv *s, const struct flt_pkt *p)
+void srv__reply_arp(struct srv *s, const struct flt_pkt *p)
 {
 	uint8_t f[ETH_HLEN + WIRE_ARP_LEN];
 
@@ -66,12 +66,12 @@ void srv_reply_arp(struct srv *s, const struct flt_pkt *p)
 	}
 	wire_eth_write(f, p->arp.sha, s->mac, WIRE_ETHERTYPE_ARP);
 	wire_arp_write(f + ETH_HLEN, WIRE_ARP_OP_REPLY, s->mac, s->ip, p->arp.sha, p->arp.spa);
-	srv_send_frame(s, f, sizeof(f));
+	srv__send_frame(s, f, sizeof(f));
 	s->ctr[SRV_ARP_REPLIES]++;
 }
 
 /* RFC 1122 §3.2.2.6: an echo reply returns the request's data unchanged. */
-void srv_reply_echo(struct srv *s, const uint8_t *frame, size_t len, const struct flt_pkt *p)
+void srv__reply_echo(struct srv *s, const uint8_t *frame, size_t len, const struct flt_pkt *p)
 {
 	uint8_t f[ETH_HLEN + 65535];
 	size_t icmp_len = (size_t)p->ip.total - p->ip.hlen;
@@ -91,7 +91,7 @@ void srv_reply_echo(struct srv *s, const uint8_t *frame, size_t len, const struc
 	icmp[WIRE_ICMP_OFF_TYPE] = WIRE_ICMP_ECHO_REPLY;
 	wire_wr16(icmp + WIRE_ICMP_OFF_CHECKSUM, 0);
 	wire_wr16(icmp + WIRE_ICMP_OFF_CHECKSUM, wire_sum_finish(wire_sum(0, icmp, icmp_len)));
-	srv_send_frame(s, f, ETH_HLEN + IP_HLEN + icmp_len);
+	srv__send_frame(s, f, ETH_HLEN + IP_HLEN + icmp_len);
 	s->ctr[SRV_ICMP_ECHO_REPLIES]++;
 }
 
@@ -100,7 +100,7 @@ void srv_reply_echo(struct srv *s, const uint8_t *frame, size_t len, const struc
  * An incoming RST is discarded. */
 static bool tokens_allow(uint64_t *at_ms, unsigned *tokens, unsigned per_s);
 
-void srv_reply_rst(struct srv *s, const uint8_t *frame, const struct flt_pkt *p)
+void srv__reply_rst(struct srv *s, const uint8_t *frame, const struct flt_pkt *p)
 {
 	(void)frame;
 	/* "An incoming segment containing a RST is discarded." */
@@ -132,7 +132,7 @@ void srv_reply_rst(struct srv *s, const uint8_t *frame, const struct flt_pkt *p)
 /* A token bucket of per_s tokens a second, at most per_s saved: may one more go out? */
 static bool tokens_allow(uint64_t *at_ms, unsigned *tokens, unsigned per_s)
 {
-	uint64_t now = srv_now_ms();
+	uint64_t now = srv__now_ms();
 
 	if (now - *at_ms >= 1000 / per_s) {
 		uint64_t add = (now - *at_ms) * per_s / 1000;
@@ -145,48 +145,48 @@ static bool tokens_allow(uint64_t *at_ms, unsigned *tokens, unsigned per_s)
 	return true;
 }
 
-static bool icmp_allowed(struct srv *s)
+static bool may_send_icmp(struct srv *s)
 {
 	return tokens_allow(&s->icmp_tokens_ms, &s->icmp_tokens, ICMP_RATE_PER_S);
 }
 
-static int icmp_error(struct srv *s, const uint8_t *frame, size_t len, const struct flt_pkt *p,
+static int send_icmp_error(struct srv *s, const uint8_t *frame, size_t len, const struct flt_pkt *p,
 		      uint8_t type, uint8_t code);
 
 /* RFC 1122 §4.1.3.1: a UDP datagram for a port nobody listens on SHOULD get ICMP port
  * unreachable; §3.2.2 says never for a broadcast or multicast destination. */
-void srv_reply_port_unreachable(struct srv *s, const uint8_t *frame, size_t len,
+void srv__reply_port_unreachable(struct srv *s, const uint8_t *frame, size_t len,
 				const struct flt_pkt *p)
 {
 	if (p->ip.dst != s->ip || wire_eth_is_group(p->dst_mac) || p->ip.fragment) {
 		s->ctr[SRV_DROP_ICMP_ERROR_NOT_UNICAST]++;
 		return;
 	}
-	if (icmp_error(s, frame, len, p, WIRE_ICMP_DEST_UNREACH, WIRE_ICMP_UNREACH_PORT) == 0)
+	if (send_icmp_error(s, frame, len, p, WIRE_ICMP_DEST_UNREACH, WIRE_ICMP_UNREACH_PORT) == 0)
 		s->ctr[SRV_ICMP_UNREACH_SENT]++;
 }
 
 /* RFC 1122 §3.3.2: when reassembly times out, "an ICMP Time Exceeded message sent to the
  * source host (if fragment zero has been received)"; frame is fragment zero. */
-void srv_reply_reass_time_exceeded(struct srv *s, const uint8_t *frame, size_t len,
+void srv__reply_reass_time_exceeded(struct srv *s, const uint8_t *frame, size_t len,
 				   const struct flt_pkt *p)
 {
 	if (p->ip.dst != s->ip || wire_eth_is_group(p->dst_mac)) {
 		s->ctr[SRV_DROP_ICMP_ERROR_NOT_UNICAST]++;
 		return;
 	}
-	if (icmp_error(s, frame, len, p, WIRE_ICMP_TIME_EXCEEDED, WIRE_ICMP_TIMXCEED_REASS) == 0)
+	if (send_icmp_error(s, frame, len, p, WIRE_ICMP_TIME_EXCEEDED, WIRE_ICMP_TIMXCEED_REASS) == 0)
 		s->ctr[SRV_ICMP_TIME_EXCEEDED_SENT]++;
 }
 
 /* An ICMP error about the datagram in frame (RFC 792: its IP header and at least its first
  * 64 bits of data), to its source, within the node's rate limit. */
-static int icmp_error(struct srv *s, const uint8_t *frame, size_t len, const struct flt_pkt *p,
+static int send_icmp_error(struct srv *s, const uint8_t *frame, size_t len, const struct flt_pkt *p,
 		      uint8_t type, uint8_t code)
 {
 	uint8_t f[ETH_HLEN + IP_HLEN + ICMP_HLEN + ICMP_QUOTE_MAX];
 
-	if (!icmp_allowed(s)) {
+	if (!may_send_icmp(s)) {
 		s->ctr[SRV_DROP_ICMP_RATE]++;
 		return -1;
 	}
@@ -203,11 +203,11 @@ static int icmp_error(struct srv *s, const uint8_t *frame, size_t len, const str
 	memcpy(icmp + ICMP_HLEN, frame + p->l3_off, quote);
 	wire_wr16(icmp + WIRE_ICMP_OFF_CHECKSUM,
 		  wire_sum_finish(wire_sum(0, icmp, ICMP_HLEN + quote)));
-	srv_send_frame(s, f, ETH_HLEN + IP_HLEN + ICMP_HLEN + quote);
+	srv__send_frame(s, f, ETH_HLEN + IP_HLEN + ICMP_HLEN + quote);
 	return 0;
 }
 
-void srv_learn_neighbour(struct srv *s, uint32_t ip, const uint8_t mac[WIRE_ETH_ALEN])
+void srv__learn_neighbour(struct srv *s, uint32_t ip, const uint8_t mac[WIRE_ETH_ALEN])
 {
 	unsigned i = ntohl(ip) & 0xff;
 
@@ -221,7 +221,7 @@ void srv_learn_neighbour(struct srv *s, uint32_t ip, const uint8_t mac[WIRE_ETH_
  * outside the peer's window makes the peer answer with <SEQ=SND.NXT><ACK=RCV.NXT> (RFC
  * 9293 §3.10.7.4, first check; RFC 5961 §5.2 for an unacceptable ACK); that answer matches
  * no endpoint, so ulsd resets it with SEQ = its ACK field, exactly in the peer's window. */
-void srv_send_probe(struct srv *s, const struct srv_custody *c)
+void srv__send_probe(struct srv *s, const struct srv_custody *c)
 {
 	unsigned i = ntohl(c->rip) & 0xff;
 	uint32_t seq;
@@ -229,12 +229,12 @@ void srv_send_probe(struct srv *s, const struct srv_custody *c)
 	if (s->neigh[i].ip != c->rip) {
 		uint8_t mac[WIRE_ETH_ALEN];
 		/* A process on the direct path: the kernel saw the peer, not ulsd. */
-		if (srv_dp_neighbour(s, c->rip, mac) < 0)
+		if (srv__dp_neighbour(s, c->rip, mac) < 0)
 			return;  /* never heard from it: it will get a RST for its next segment */
-		srv_learn_neighbour(s, c->rip, mac);
+		srv__learn_neighbour(s, c->rip, mac);
 	}
 	if (getrandom(&seq, sizeof(seq), GRND_NONBLOCK) != sizeof(seq))
-		seq = (uint32_t)srv_now_ms();
+		seq = (uint32_t)srv__now_ms();
 	send_tcp(s, s->neigh[i].mac, c->rip, c->lport, c->rport, seq, seq ^ 0x80000000u,
 		    WIRE_TCP_ACK);
 	s->ctr[SRV_RST_PROBES]++;

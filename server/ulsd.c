@@ -31,7 +31,7 @@
 
 static bool foreground;
 
-uint64_t srv_now_ms(void)
+uint64_t srv__now_ms(void)
 {
 	struct timespec ts;
 
@@ -39,7 +39,7 @@ uint64_t srv_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-void srv_log(int level, const char *fmt, ...)
+void srv__log(int level, const char *fmt, ...)
 {
 	char buf[512];
 	va_list ap;
@@ -55,7 +55,7 @@ void srv_log(int level, const char *fmt, ...)
 
 static void nif_log(int level, const char *msg)
 {
-	srv_log(level, "%s", msg);
+	srv__log(level, "%s", msg);
 }
 
 /* Offloads are on unless --offload off or ULS_TSO=0 (the same variable that libuls reads,
@@ -288,7 +288,7 @@ int main(int argc, char **argv)
 	s.mtu = nif_tap_mtu(s.tap);
 	s.tap_index = if_nametoindex(s.tap_name);
 	s.flt = flt_table_new();
-	if (srv_reass_init(&s) < 0) {
+	if (srv__reass_init(&s) < 0) {
 		fprintf(stderr, "ulsd: out of memory\n");
 		return 1;
 	}
@@ -299,13 +299,13 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (s.datapath != SRV_DP_RELAY) {
-		rc = srv_dp_init(&s);
+		rc = srv__dp_init(&s);
 		if (rc < 0 && s.datapath == SRV_DP_DIRECT) {
 			fprintf(stderr, "ulsd: --datapath direct: %s\n", strerror(-rc));
 			return 1;
 		}
 		if (rc < 0)
-			srv_log(1, "direct data path unavailable (%s): every process on the relay",
+			srv__log(1, "direct data path unavailable (%s): every process on the relay",
 				strerror(-rc));
 	}
 	if (!foreground && daemon(0, 0) < 0) {
@@ -320,25 +320,25 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
 	pthread_t demux;
-	if (pthread_create(&demux, NULL, srv_demux_thread, &s) != 0) {
+	if (pthread_create(&demux, NULL, srv__demux_thread, &s) != 0) {
 		fprintf(stderr, "ulsd: cannot start the demux thread\n");
 		return 1;
 	}
 	pthread_setname_np(demux, "ulsd-demux");
 	char ipbuf[INET_ADDRSTRLEN];
 	inet_ntop(AF_INET, &s.ip, ipbuf, sizeof(ipbuf));
-	srv_log(2, "node %s/%u on %s, MTU %u, control socket %s (%s, offload %s, data path %s)",
+	srv__log(2, "node %s/%u on %s, MTU %u, control socket %s (%s, offload %s, data path %s)",
 		ipbuf, s.prefix_len, s.tap_name, s.mtu, s.ctl_path,
 		nif_tap_uses_io_uring(s.tap) ? "io_uring" : "read/write", s.offload ? "on" : "off",
 		s.datapath == SRV_DP_RELAY ? "relay" : s.dp ? "direct" : "relay (no BPF)");
-	rc = srv_ctl_run(&s, lfd);
+	rc = srv__ctl_run(&s, lfd);
 	if (rc < 0)
-		srv_log(0, "control thread: %s", strerror(-rc));
+		srv__log(0, "control thread: %s", strerror(-rc));
 	s.stop = true;
 	nif_tap_wake(s.tap);
 	pthread_join(demux, NULL);
 	close(lfd);
 	unlink(s.ctl_path);
-	srv_log(2, "stopped");
+	srv__log(2, "stopped");
 	return rc < 0 ? 1 : 0;
 }

@@ -25,7 +25,7 @@
 #include "lwip/netif.h"
 #include "lwip/priv/tcp_priv.h"
 #include "lwip/timeouts.h"
-#include "netif/ethernet.h"
+#include <netif/ethernet.h>
 #include "netif/opt/opt.h"
 
 #define STOP_LINGER_MS 3000  /* uls_node_stop(): time closed connections get to finish */
@@ -87,17 +87,17 @@ int stk__node_up(struct nif_dev *dev, struct in_addr addr, unsigned prefix_len,
 		 struct in_addr gateway, const uint8_t mac[6])
 {
 	ip4_addr_t ip, mask, gw;
-	static bool lwip_ready;
+	static bool core_initialised;
 	int rc;
 
 	stk__node.dev = dev;
 	memcpy(stk__node.mac, mac, 6);
-	if (!lwip_ready) {
+	if (!core_initialised) {
 		lwip_init();
 		stk__ep_init();
 		stk__tcp_checks_init();
 		stk__icmperr_init();
-		lwip_ready = true;
+		core_initialised = true;
 	}
 	ip.addr = addr.s_addr;
 	mask.addr = htonl(0xffffffffu << (32 - prefix_len));

@@ -23,7 +23,7 @@
 #include "lwip/ip4.h"
 #include "lwip/pbuf.h"
 #include "lwip/stats.h"
-#include "netif/ethernet.h"
+#include <netif/ethernet.h>
 #include "netif/frame.h"
 #include "netif/rxpool.h"
 #include "netif/vnet.h"
@@ -71,7 +71,7 @@ static bool frame_ok(const uint8_t *frame, size_t len, uint32_t *off, struct nif
 	return true;
 }
 
-static void ip_input(struct pbuf *p, const struct nif_frame_info *info, struct netif *netif,
+static void input_ipv4(struct pbuf *p, const struct nif_frame_info *info, struct netif *netif,
 		     uint32_t off)
 {
 	if (info->flags & NIF_FRAME_LLBCAST)
@@ -112,7 +112,7 @@ static bool ethif_take(void *arg, struct nif_rxbuf *b)
 		return false;
 	}
 	stk__count(STK_CNT_RX_LENT);
-	ip_input(p, &info, netif, off);
+	input_ipv4(p, &info, netif, off);
 	return true;
 }
 
@@ -143,7 +143,7 @@ void stk__ethif_input(void *arg, const uint8_t *frame, size_t len, uint32_t off)
 		return;
 	}
 	memcpy(p->payload, frame + info.l3_off, info.l3_len);
-	ip_input(p, &info, netif, off);
+	input_ipv4(p, &info, netif, off);
 }
 
 static void gather_done(void *cookie)

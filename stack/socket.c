@@ -440,7 +440,7 @@ int uls_close(int sd)
 	return 0;
 }
 
-static struct ip_pcb *ip_of(struct stk_sock *s)
+static struct ip_pcb *ipcb_of(struct stk_sock *s)
 {
 	return s->tcp ? (struct ip_pcb *)s->tcp : (struct ip_pcb *)s->udp;
 }
@@ -563,7 +563,7 @@ static int setopt(struct stk_sock *s, int level, int name, const void *val, sock
  * tos are written, and the rest reach each accepted connection through on_accept. */
 void stk__sock_apply_opts(struct stk_sock *s)
 {
-	struct ip_pcb *pcb = ip_of(s);
+	struct ip_pcb *pcb = ipcb_of(s);
 	const struct stk_opts *o = &s->opts;
 
 	if (!pcb)
@@ -656,7 +656,7 @@ static int getopt_int(struct stk_sock *s, int level, int name, int *v)
 }
 
 /* TCP_INFO: what lwIP knows, in Linux's layout; the rest stays zero. */
-static void tcp_info_of(const struct stk_sock *s, struct tcp_info *ti)
+static void fill_tcp_info(const struct stk_sock *s, struct tcp_info *ti)
 {
 	static const u8_t linux_state[] = {
 		[CLOSED] = 7, [LISTEN] = 10, [SYN_SENT] = 2, [SYN_RCVD] = 3,
@@ -732,7 +732,7 @@ static int getopt_struct(int sd, int level, int name, void *val, socklen_t *len)
 			stk__unlock();
 			return -EOPNOTSUPP;
 		}
-		tcp_info_of(s, &u.ti);
+		fill_tcp_info(s, &u.ti);
 		n = sizeof(u.ti);
 	} else if (name == SO_LINGER) {
 		u.lg = s->linger;

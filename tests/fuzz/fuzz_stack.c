@@ -42,7 +42,7 @@
 #include "lwip/tcp.h"
 #include "lwip/udp.h"
 #include "lwip/timeouts.h"
-#include "netif/ethernet.h"
+#include <netif/ethernet.h>
 #include "netif/chksum.h"
 #include "netif/dev.h"
 #include "netif/frame.h"

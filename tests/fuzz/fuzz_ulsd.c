@@ -1,5 +1,5 @@
 /* libFuzzer target for ulsd's handling of what processes send it: control messages
- * through srv_ctl_input() (server/ctl.c) and what they reach (leases, the port space,
+ * through srv__ctl_input() (server/ctl.c) and what they reach (leases, the port space,
  * filter rules, handoffs, connection tables, STATS), from up to three processes at once,
  * with processes that die and time that passes. uls_ctl_check() alone is fuzz_ctl's.
  *
@@ -40,8 +40,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define NPROC 3
 
 static uint64_t now_ms = 1000000;
-uint64_t srv_now_ms(void) { return now_ms; }
-void srv_log(int level, const char *fmt, ...) { (void)level; (void)fmt; }
+uint64_t srv__now_ms(void) { return now_ms; }
+void srv__log(int level, const char *fmt, ...) { (void)level; (void)fmt; }
 
 static struct srv srv;
 static struct srv_conn *conn[NPROC];
@@ -57,7 +57,7 @@ static void init(void)
 	memset(&srv, 0, sizeof(srv));
 	pthread_mutex_init(&srv.lock, NULL);
 	srv.flt = flt_table_new();
-	CHECK(srv.flt && srv_reass_init(&srv) == 0);
+	CHECK(srv.flt && srv__reass_init(&srv) == 0);
 	srv.tap = faketap();
 	srv.ip = 0x010012c6u;
 	srv.prefix_len = 24;
@@ -70,7 +70,7 @@ static void demux_round(void)
 {
 	srv.stop = false;
 	srv.leases_changed = true;
-	srv_demux_thread(&srv);
+	srv__demux_thread(&srv);
 	srv.stop = false;
 }
 
@@ -104,7 +104,7 @@ static void open_proc(int i)
 {
 	int sv[2];
 	CHECK(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
-	conn[i] = srv_ctl_conn_new(sv[0], 1000 + i, i == 2 ? 1000 : 0);
+	conn[i] = srv__ctl_conn_new(sv[0], 1000 + i, i == 2 ? 1000 : 0);
 	CHECK(conn[i] != NULL);
 	app[i] = sv[1];
 }
@@ -114,7 +114,7 @@ static void close_proc(int i)
 	if (!conn[i])
 		return;
 	pthread_mutex_lock(&srv.lock);
-	srv_ctl_conn_close(&srv, conn[i]);
+	srv__ctl_conn_close(&srv, conn[i]);
 	pthread_mutex_unlock(&srv.lock);
 	conn[i] = NULL;
 	drain(app[i]);
@@ -145,7 +145,7 @@ static int rule_ok(const struct flt_rule *r, void *arg)
 	}
 	struct srv_lease *l = lease_of(r->owner);
 	CHECK(l && !l->dead);
-	CHECK(srv_port_held(&srv, l, r->proto == WIRE_IPPROTO_UDP ? IPPROTO_UDP : IPPROTO_TCP,
+	CHECK(srv__port_held(&srv, l, r->proto == WIRE_IPPROTO_UDP ? IPPROTO_UDP : IPPROTO_TCP,
 			    r->lport));
 	return 0;
 }
@@ -181,7 +181,7 @@ static void message(int i, const uint8_t *p, size_t n, bool fix)
 		used[m.proto == IPPROTO_UDP][m.lport] = true;
 	if (!conn[i])
 		open_proc(i);
-	srv_ctl_input(&srv, conn[i], buf, (ssize_t)n);
+	srv__ctl_input(&srv, conn[i], buf, (ssize_t)n);
 	drain(app[i]);
 	pthread_mutex_lock(&srv.lock);
 	flt_foreach(srv.flt, rule_ok, NULL);
@@ -219,8 +219,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				size--;
 			}
 			pthread_mutex_lock(&srv.lock);
-			srv_custody_tick(&srv);
-			srv_handoff_tick(&srv);
+			srv__custody_tick(&srv);
+			srv__handoff_tick(&srv);
 			pthread_mutex_unlock(&srv.lock);
 			break;
 		case 3:
@@ -234,9 +234,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		close_proc(i);
 	now_ms += SRV_HANDOFF_MS;
 	pthread_mutex_lock(&srv.lock);
-	srv_handoff_tick(&srv);
+	srv__handoff_tick(&srv);
 	now_ms += SRV_TIMEWAIT_MS + 1000;
-	srv_custody_tick(&srv);
+	srv__custody_tick(&srv);
 	pthread_mutex_unlock(&srv.lock);
 	demux_round();
 	unsigned rules = 0;
@@ -247,17 +247,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(srv.leases[id] == NULL);
 	/* Every port the input used is free: a new process may bind it. */
 	struct srv_lease *probe;
-	CHECK(srv_lease_new(&srv, -1, 1, 0, &probe) == 0);
+	CHECK(srv__lease_new(&srv, -1, 1, 0, &probe) == 0);
 	for (int u = 0; u < 2; u++)
 		for (unsigned port = 1; port < 65536; port++) {
 			if (!used[u][port])
 				continue;
 			uint8_t proto = u ? IPPROTO_UDP : IPPROTO_TCP;
-			CHECK(srv_port_bind(&srv, probe, proto, (uint16_t)port, 0) == (int)port);
-			srv_port_release(&srv, probe, proto, (uint16_t)port);
+			CHECK(srv__port_bind(&srv, probe, proto, (uint16_t)port, 0) == (int)port);
+			srv__port_release(&srv, probe, proto, (uint16_t)port);
 		}
 	probe->dead = true;
-	srv_lease_free(&srv, probe);
+	srv__lease_free(&srv, probe);
 	faketap_nsent = 0;
 	return 0;
 }

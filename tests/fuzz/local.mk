@@ -20,7 +20,7 @@ CLEANFILES += $(FUZZ_TARGETS)
 TESTS += tests/fuzz/run
 
 FUZZ_CFLAGS = -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-FUZZ_CPPFLAGS = -include $(top_builddir)/config.h -I$(top_srcdir) -I$(top_builddir)
+FUZZ_CPPFLAGS = -include $(top_builddir)/config.h -iquote $(top_srcdir) -iquote $(top_builddir)
 
 tests/fuzz/fuzz_filter: tests/fuzz/fuzz_filter.c $(filter %.c,$(filter_libflt_la_SOURCES) $(netif_libwire_la_SOURCES))
 	@$(MKDIR_P) tests/fuzz

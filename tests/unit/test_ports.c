@@ -20,8 +20,8 @@
 /* Stubs for what ports.c needs from the rest of ulsd. */
 static uint64_t now_ms = 1000;
 static unsigned probes_sent;
-uint64_t srv_now_ms(void) { return now_ms; }
-void srv_send_probe(struct srv *s, const struct srv_custody *c) { (void)s; (void)c; probes_sent++; }
+uint64_t srv__now_ms(void) { return now_ms; }
+void srv__send_probe(struct srv *s, const struct srv_custody *c) { (void)s; (void)c; probes_sent++; }
 
 static struct srv srv;
 static struct srv_lease root_a = { .id = 1, .uid = 0 }, root_b = { .id = 2, .uid = 0 },
@@ -45,7 +45,7 @@ static int teardown(void **state)
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
-		srv_ports_drop_lease(&srv, all[i]);
+		srv__ports_drop_lease(&srv, all[i]);
 	flt_table_free(srv.flt);
 	free(srv.custody);
 	return 0;
@@ -54,92 +54,92 @@ static int teardown(void **state)
 static void free_port_bound(void **state)
 {
 	(void)state;
-	assert_int_equal(srv_port_bind(&srv, &root_a, IPPROTO_TCP, 5001, 0), 5001);
-	assert_true(srv_port_held(&srv, &root_a, IPPROTO_TCP, 5001));
-	assert_false(srv_port_held(&srv, &root_b, IPPROTO_TCP, 5001));
+	assert_int_equal(srv__port_bind(&srv, &root_a, IPPROTO_TCP, 5001, 0), 5001);
+	assert_true(srv__port_held(&srv, &root_a, IPPROTO_TCP, 5001));
+	assert_false(srv__port_held(&srv, &root_b, IPPROTO_TCP, 5001));
 }
 
 static void held_port_bound_by_another_process_eaddrinuse(void **state)
 {
 	(void)state;
-	assert_int_equal(srv_port_bind(&srv, &root_a, IPPROTO_TCP, 5001, 0), 5001);
-	assert_int_equal(srv_port_bind(&srv, &root_b, IPPROTO_TCP, 5001, 0), -EADDRINUSE);
-	assert_int_equal(srv_port_bind(&srv, &root_b, IPPROTO_TCP, 5001, ULS_CTL_F_REUSEADDR),
+	assert_int_equal(srv__port_bind(&srv, &root_a, IPPROTO_TCP, 5001, 0), 5001);
+	assert_int_equal(srv__port_bind(&srv, &root_b, IPPROTO_TCP, 5001, 0), -EADDRINUSE);
+	assert_int_equal(srv__port_bind(&srv, &root_b, IPPROTO_TCP, 5001, ULS_CTL_F_REUSEADDR),
 			 -EADDRINUSE);
 }
 
 static void same_port_number_tcp_and_udp_independent(void **state)
 {
 	(void)state;
-	assert_int_equal(srv_port_bind(&srv, &root_a, IPPROTO_TCP, 5001, 0), 5001);
-	assert_int_equal(srv_port_bind(&srv, &root_b, IPPROTO_UDP, 5001, 0), 5001);
+	assert_int_equal(srv__port_bind(&srv, &root_a, IPPROTO_TCP, 5001, 0), 5001);
+	assert_int_equal(srv__port_bind(&srv, &root_b, IPPROTO_UDP, 5001, 0), 5001);
 }
 
 static void port_zero_gets_ephemeral_port_in_linux_range(void **state)
 {
 	(void)state;
 	for (int i = 0; i < 100; i++) {
-		int p = srv_port_bind(&srv, &root_a, IPPROTO_TCP, 0, 0);
+		int p = srv__port_bind(&srv, &root_a, IPPROTO_TCP, 0, 0);
 		assert_in_range(p, SRV_EPHEMERAL_LO, SRV_EPHEMERAL_HI);
-		assert_int_equal(srv_port_bind(&srv, &root_b, IPPROTO_TCP, (uint16_t)p, 0), -EADDRINUSE);
+		assert_int_equal(srv__port_bind(&srv, &root_b, IPPROTO_TCP, (uint16_t)p, 0), -EADDRINUSE);
 	}
 }
 
 static void privileged_port_needs_root(void **state)
 {
 	(void)state;
-	assert_int_equal(srv_port_bind(&srv, &user_c, IPPROTO_TCP, 80, 0), -EACCES);
-	assert_int_equal(srv_port_bind(&srv, &user_c, IPPROTO_UDP, 1023, 0), -EACCES);
-	assert_int_equal(srv_port_bind(&srv, &user_c, IPPROTO_TCP, 1024, 0), 1024);
-	assert_int_equal(srv_port_bind(&srv, &root_a, IPPROTO_TCP, 80, 0), 80);
+	assert_int_equal(srv__port_bind(&srv, &user_c, IPPROTO_TCP, 80, 0), -EACCES);
+	assert_int_equal(srv__port_bind(&srv, &user_c, IPPROTO_UDP, 1023, 0), -EACCES);
+	assert_int_equal(srv__port_bind(&srv, &user_c, IPPROTO_TCP, 1024, 0), 1024);
+	assert_int_equal(srv__port_bind(&srv, &root_a, IPPROTO_TCP, 80, 0), 80);
 }
 
 static void reuseport_shared_only_by_same_user_all_asking(void **state)
 {
 	(void)state;
-	assert_int_equal(srv_port_bind(&srv, &user_c, IPPROTO_TCP, 8080, ULS_CTL_F_REUSEPORT), 8080);
-	assert_int_equal(srv_port_bind(&srv, &user_d, IPPROTO_TCP, 8080, ULS_CTL_F_REUSEPORT), 8080);
+	assert_int_equal(srv__port_bind(&srv, &user_c, IPPROTO_TCP, 8080, ULS_CTL_F_REUSEPORT), 8080);
+	assert_int_equal(srv__port_bind(&srv, &user_d, IPPROTO_TCP, 8080, ULS_CTL_F_REUSEPORT), 8080);
 	/* another user may not join, nor may a holder that did not ask */
-	assert_int_equal(srv_port_bind(&srv, &other_e, IPPROTO_TCP, 8080, ULS_CTL_F_REUSEPORT),
+	assert_int_equal(srv__port_bind(&srv, &other_e, IPPROTO_TCP, 8080, ULS_CTL_F_REUSEPORT),
 			 -EADDRINUSE);
-	assert_int_equal(srv_port_bind(&srv, &root_a, IPPROTO_TCP, 8080, 0), -EADDRINUSE);
+	assert_int_equal(srv__port_bind(&srv, &root_a, IPPROTO_TCP, 8080, 0), -EADDRINUSE);
 }
 
 static void reuseport_refused_when_first_holder_did_not_ask(void **state)
 {
 	(void)state;
-	assert_int_equal(srv_port_bind(&srv, &user_c, IPPROTO_TCP, 8080, 0), 8080);
-	assert_int_equal(srv_port_bind(&srv, &user_d, IPPROTO_TCP, 8080, ULS_CTL_F_REUSEPORT),
+	assert_int_equal(srv__port_bind(&srv, &user_c, IPPROTO_TCP, 8080, 0), 8080);
+	assert_int_equal(srv__port_bind(&srv, &user_d, IPPROTO_TCP, 8080, ULS_CTL_F_REUSEPORT),
 			 -EADDRINUSE);
 }
 
 static void port_free_again_after_last_reference_released(void **state)
 {
 	(void)state;
-	assert_int_equal(srv_port_bind(&srv, &root_a, IPPROTO_TCP, 5001, 0), 5001);
-	assert_int_equal(srv_port_ref(&srv, &root_a, IPPROTO_TCP, 5001), 0);  /* an accepted conn */
-	srv_port_release(&srv, &root_a, IPPROTO_TCP, 5001);
-	assert_int_equal(srv_port_bind(&srv, &root_b, IPPROTO_TCP, 5001, 0), -EADDRINUSE);
-	srv_port_release(&srv, &root_a, IPPROTO_TCP, 5001);
-	assert_int_equal(srv_port_bind(&srv, &root_b, IPPROTO_TCP, 5001, 0), 5001);
+	assert_int_equal(srv__port_bind(&srv, &root_a, IPPROTO_TCP, 5001, 0), 5001);
+	assert_int_equal(srv__port_ref(&srv, &root_a, IPPROTO_TCP, 5001), 0);  /* an accepted conn */
+	srv__port_release(&srv, &root_a, IPPROTO_TCP, 5001);
+	assert_int_equal(srv__port_bind(&srv, &root_b, IPPROTO_TCP, 5001, 0), -EADDRINUSE);
+	srv__port_release(&srv, &root_a, IPPROTO_TCP, 5001);
+	assert_int_equal(srv__port_bind(&srv, &root_b, IPPROTO_TCP, 5001, 0), 5001);
 }
 
 static void ref_on_a_port_not_held_refused(void **state)
 {
 	(void)state;
-	assert_int_equal(srv_port_ref(&srv, &root_a, IPPROTO_TCP, 5001), -EPERM);
+	assert_int_equal(srv__port_ref(&srv, &root_a, IPPROTO_TCP, 5001), -EPERM);
 }
 
 static void dead_lease_ports_freed(void **state)
 {
 	(void)state;
-	assert_int_equal(srv_port_bind(&srv, &root_a, IPPROTO_TCP, 5001, 0), 5001);
-	assert_int_equal(srv_port_bind(&srv, &root_a, IPPROTO_UDP, 5353, 0), 5353);
-	/* what srv_lease_end() does: rules first, then ports */
+	assert_int_equal(srv__port_bind(&srv, &root_a, IPPROTO_TCP, 5001, 0), 5001);
+	assert_int_equal(srv__port_bind(&srv, &root_a, IPPROTO_UDP, 5353, 0), 5353);
+	/* what srv__lease_end() does: rules first, then ports */
 	flt_del_owner(srv.flt, root_a.id);
-	srv_ports_drop_lease(&srv, &root_a);
-	assert_int_equal(srv_port_bind(&srv, &root_b, IPPROTO_TCP, 5001, 0), 5001);
-	assert_int_equal(srv_port_bind(&srv, &root_b, IPPROTO_UDP, 5353, 0), 5353);
+	srv__ports_drop_lease(&srv, &root_a);
+	assert_int_equal(srv__port_bind(&srv, &root_b, IPPROTO_TCP, 5001, 0), 5001);
+	assert_int_equal(srv__port_bind(&srv, &root_b, IPPROTO_UDP, 5353, 0), 5353);
 }
 
 static void udp_bind_installs_receive_rule(void **state)
@@ -147,10 +147,10 @@ static void udp_bind_installs_receive_rule(void **state)
 	struct flt_stats st;
 
 	(void)state;
-	assert_int_equal(srv_port_bind(&srv, &root_a, IPPROTO_UDP, 5353, 0), 5353);
+	assert_int_equal(srv__port_bind(&srv, &root_a, IPPROTO_UDP, 5353, 0), 5353);
 	flt_table_stats(srv.flt, &st);
 	assert_int_equal(st.rules_listen, 1);
-	srv_port_release(&srv, &root_a, IPPROTO_UDP, 5353);
+	srv__port_release(&srv, &root_a, IPPROTO_UDP, 5353);
 	flt_table_stats(srv.flt, &st);
 	assert_int_equal(st.rules_listen, 0);
 }
@@ -160,11 +160,11 @@ static void connect_from_port_zero_installs_tuple_on_ephemeral_port(void **state
 	struct flt_stats st;
 
 	(void)state;
-	int p = srv_port_connect(&srv, &root_a, 0, peer, 5001);
+	int p = srv__port_connect(&srv, &root_a, 0, peer, 5001);
 	assert_in_range(p, SRV_EPHEMERAL_LO, SRV_EPHEMERAL_HI);
 	flt_table_stats(srv.flt, &st);
 	assert_int_equal(st.rules_connected, 1);
-	assert_true(srv_port_held(&srv, &root_a, IPPROTO_TCP, (uint16_t)p));
+	assert_true(srv__port_held(&srv, &root_a, IPPROTO_TCP, (uint16_t)p));
 }
 
 /* RFC 6056 §3.3.3: a port freed by a closed connection does not come back for the same
@@ -175,7 +175,7 @@ static void ephemeral_ports_to_one_destination_do_not_repeat_until_range_wraps(v
 
 	(void)state;
 	for (unsigned i = 0; i < 2000; i++) {
-		int p = srv_port_connect(&srv, &root_a, 0, peer, 8080);
+		int p = srv__port_connect(&srv, &root_a, 0, peer, 8080);
 		assert_in_range(p, SRV_EPHEMERAL_LO, SRV_EPHEMERAL_HI);
 		for (unsigned j = 0; j < i; j++)
 			assert_int_not_equal(p, seen[j]);
@@ -186,37 +186,37 @@ static void ephemeral_ports_to_one_destination_do_not_repeat_until_range_wraps(v
 		/* the connection ends at once: its tuple and port are free again */
 		assert_int_equal(flt_del_connected(srv.flt, WIRE_IPPROTO_TCP, (uint16_t)p, peer, 8080,
 						   root_a.id), 0);
-		srv_port_release(&srv, &root_a, IPPROTO_TCP, (uint16_t)p);
-		assert_false(srv_port_held(&srv, &root_a, IPPROTO_TCP, (uint16_t)p));
+		srv__port_release(&srv, &root_a, IPPROTO_TCP, (uint16_t)p);
+		assert_false(srv__port_held(&srv, &root_a, IPPROTO_TCP, (uint16_t)p));
 	}
 }
 
 static void connect_from_port_not_held_einval(void **state)
 {
 	(void)state;
-	assert_int_equal(srv_port_connect(&srv, &root_a, 40000, peer, 5001), -EINVAL);
+	assert_int_equal(srv__port_connect(&srv, &root_a, 40000, peer, 5001), -EINVAL);
 }
 
 static void same_tuple_connected_twice_eaddrinuse(void **state)
 {
 	(void)state;
-	assert_int_equal(srv_port_bind(&srv, &root_a, IPPROTO_TCP, 40000, 0), 40000);
-	assert_int_equal(srv_port_connect(&srv, &root_a, 40000, peer, 5001), 40000);
-	assert_int_equal(srv_port_connect(&srv, &root_a, 40000, peer, 5001), -EADDRINUSE);
-	assert_int_equal(srv_port_connect(&srv, &root_a, 40000, peer, 5002), 40000);
+	assert_int_equal(srv__port_bind(&srv, &root_a, IPPROTO_TCP, 40000, 0), 40000);
+	assert_int_equal(srv__port_connect(&srv, &root_a, 40000, peer, 5001), 40000);
+	assert_int_equal(srv__port_connect(&srv, &root_a, 40000, peer, 5001), -EADDRINUSE);
+	assert_int_equal(srv__port_connect(&srv, &root_a, 40000, peer, 5002), 40000);
 }
 
 static void custody_tuple_not_reused_until_it_expires(void **state)
 {
 	(void)state;
-	assert_int_equal(srv_port_bind(&srv, &root_a, IPPROTO_TCP, 40000, 0), 40000);
-	srv_custody_add(&srv, 40000, peer, 5001);
-	assert_true(srv_custody_holds(&srv, 40000, peer, 5001));
-	assert_int_equal(srv_port_connect(&srv, &root_a, 40000, peer, 5001), -EADDRINUSE);
+	assert_int_equal(srv__port_bind(&srv, &root_a, IPPROTO_TCP, 40000, 0), 40000);
+	srv__custody_add(&srv, 40000, peer, 5001);
+	assert_true(srv__custody_holds(&srv, 40000, peer, 5001));
+	assert_int_equal(srv__port_connect(&srv, &root_a, 40000, peer, 5001), -EADDRINUSE);
 	now_ms += SRV_TIMEWAIT_MS;
-	srv_custody_tick(&srv);
-	assert_false(srv_custody_holds(&srv, 40000, peer, 5001));
-	assert_int_equal(srv_port_connect(&srv, &root_a, 40000, peer, 5001), 40000);
+	srv__custody_tick(&srv);
+	assert_false(srv__custody_holds(&srv, 40000, peer, 5001));
+	assert_int_equal(srv__port_connect(&srv, &root_a, 40000, peer, 5001), 40000);
 }
 
 /* A tuple whose process died stays reserved as long as it would have stayed in TIME-WAIT in
@@ -230,18 +230,18 @@ static void custody_lasts_as_long_as_a_processs_time_wait(void **state)
 static void custody_probes_peer_a_few_times_then_stops(void **state)
 {
 	(void)state;
-	srv_custody_add(&srv, 40000, peer, 5001);
-	srv_custody_add(&srv, 40000, peer, 5001);  /* once only */
+	srv__custody_add(&srv, 40000, peer, 5001);
+	srv__custody_add(&srv, 40000, peer, 5001);  /* once only */
 	assert_int_equal(srv.ncustody, 1);
 	for (int i = 0; i < 20; i++) {
-		srv_custody_tick(&srv);
+		srv__custody_tick(&srv);
 		now_ms += 250;
 	}
 	assert_int_equal(probes_sent, 4);
 	/* the first probe goes out at once: the peer hears within a second */
 	probes_sent = 0;
-	srv_custody_add(&srv, 40001, peer, 5001);
-	srv_custody_tick(&srv);
+	srv__custody_add(&srv, 40001, peer, 5001);
+	srv__custody_tick(&srv);
 	assert_int_equal(probes_sent, 1);
 }
 

@@ -19,22 +19,22 @@
 static uint64_t now_ms = 1000;
 static unsigned delivered, sent, time_exceeded, steered, unsteered;
 static uint16_t delivered_off[80];
-uint64_t srv_now_ms(void) { return now_ms; }
-void srv_log(int level, const char *fmt, ...) { (void)level; (void)fmt; }
-void srv_deliver(struct srv *s, struct srv_lease *l, const uint8_t *frame, size_t len)
+uint64_t srv__now_ms(void) { return now_ms; }
+void srv__log(int level, const char *fmt, ...) { (void)level; (void)fmt; }
+void srv__deliver(struct srv *s, struct srv_lease *l, const uint8_t *frame, size_t len)
 {
 	(void)s; (void)l; (void)len;
 	if (delivered < 80)
 		delivered_off[delivered] = (uint16_t)(((frame[20] << 8 | frame[21]) & 0x1fff) * 8);
 	delivered++;
 }
-void srv_send_frame(struct srv *s, const uint8_t *frame, size_t len)
+void srv__send_frame(struct srv *s, const uint8_t *frame, size_t len)
 {
 	(void)len;
 	assert_memory_equal(frame, s->mac, 6);  /* for the node: back into the TAP */
 	sent++;
 }
-int srv_dp_frag_steer(struct srv *s, uint32_t src, uint16_t id, uint8_t proto, uint32_t owner)
+int srv__dp_frag_steer(struct srv *s, uint32_t src, uint16_t id, uint8_t proto, uint32_t owner)
 {
 	(void)s; (void)src; (void)id; (void)proto;
 	if (owner)
@@ -43,7 +43,7 @@ int srv_dp_frag_steer(struct srv *s, uint32_t src, uint16_t id, uint8_t proto, u
 		unsteered++;
 	return 0;
 }
-void srv_reply_reass_time_exceeded(struct srv *s, const uint8_t *frame, size_t len,
+void srv__reply_reass_time_exceeded(struct srv *s, const uint8_t *frame, size_t len,
 				   const struct flt_pkt *p)
 {
 	(void)s; (void)frame; (void)len;
@@ -99,7 +99,7 @@ static void input(uint16_t id, uint16_t off, uint16_t len, bool mf)
 	size_t n = fragment(f, id, off, len, mf);
 
 	assert_int_equal(flt_parse(f, n, &p), 0);
-	srv_reass_input(&srv, f, n, &p);
+	srv__reass_input(&srv, f, n, &p);
 }
 
 static int setup_with(struct srv_lease *owner)
@@ -111,7 +111,7 @@ static int setup_with(struct srv_lease *owner)
 	srv.leases[owner->id] = owner;
 	now_ms = 1000;
 	delivered = sent = time_exceeded = steered = unsteered = 0;
-	if (!srv.flt || srv_reass_init(&srv) < 0)
+	if (!srv.flt || srv__reass_init(&srv) < 0)
 		return -1;
 	return flt_add_listen(srv.flt, WIRE_IPPROTO_UDP, PORT, owner->id, false) < 0 ? -1 : 0;
 }
@@ -124,7 +124,7 @@ static int teardown(void **state)
 	(void)state;
 	/* Everything held expires: nothing may be left. */
 	now_ms += 200000;
-	srv_reass_tick(&srv);
+	srv__reass_tick(&srv);
 	assert_int_equal(srv.ctr[SRV_REASS_IN_PROGRESS], 0);
 	assert_int_equal(srv.ctr[SRV_REASS_BYTES_HELD], 0);
 	flt_table_free(srv.flt);
@@ -207,10 +207,10 @@ static void incomplete_datagram_expires_with_time_exceeded_when_first_came(void 
 	input(10, 1480, 1480, true);   /* no fragment zero */
 	assert_true(srv.ctr[SRV_REASS_BYTES_HELD] > 0);
 	now_ms += 29999;
-	srv_reass_tick(&srv);
+	srv__reass_tick(&srv);
 	assert_int_equal(srv.ctr[SRV_DROP_REASS_TIMEOUT], 0);
 	now_ms += 1;
-	srv_reass_tick(&srv);
+	srv__reass_tick(&srv);
 	assert_int_equal(srv.ctr[SRV_DROP_REASS_TIMEOUT], 2);
 	assert_int_equal(time_exceeded, 1);
 	assert_int_equal(srv.ctr[SRV_REASS_BYTES_HELD], 0);
@@ -258,7 +258,7 @@ static void direct_owner_gets_fragments_through_the_tap_and_steering(void **stat
 	assert_int_equal(srv.ctr[SRV_DROP_REASS_UNSTEERED], 1);
 	/* The key leaves the steering map after a second. */
 	now_ms += 1000;
-	srv_reass_tick(&srv);
+	srv__reass_tick(&srv);
 	assert_int_equal(unsteered, 1);
 	input(13, 0, 1480, true);
 	assert_int_equal(srv.ctr[SRV_REASS_IN_PROGRESS], 1);

@@ -3,8 +3,8 @@
  * only the TAP replaced: a fake one (below) that records what ulsd sends and hands the
  * demux thread the frames a test injects.
  *
- * The control thread (srv_ctl_run) runs in a thread of its own and is reached over a real
- * control socket, as processes reach it; the demux thread's loop (srv_demux_thread) runs
+ * The control thread (srv__ctl_run) runs in a thread of its own and is reached over a real
+ * control socket, as processes reach it; the demux thread's loop (srv__demux_thread) runs
  * one round in the test's thread, which makes it deterministic. */
 #include <errno.h>
 #include <poll.h>
@@ -35,8 +35,8 @@
 /* ---- What ulsd.c gives the other files ------------------------------------------------ */
 
 static uint64_t now_ms = 1000000;
-uint64_t srv_now_ms(void) { return __atomic_load_n(&now_ms, __ATOMIC_RELAXED); }
-void srv_log(int level, const char *fmt, ...) { (void)level; (void)fmt; }
+uint64_t srv__now_ms(void) { return __atomic_load_n(&now_ms, __ATOMIC_RELAXED); }
+void srv__log(int level, const char *fmt, ...) { (void)level; (void)fmt; }
 
 /* ---- The TAP (tests/unit/faketap.c) -------------------------------------------------- */
 
@@ -61,7 +61,7 @@ static void demux(const struct frame *f, unsigned n)
 	faketap_inject(frames, lens, n);
 	faketap_rx_done = stop_demux;
 	srv.stop = false;
-	srv_demux_thread(&srv);
+	srv__demux_thread(&srv);
 	srv.stop = false;
 }
 
@@ -83,7 +83,7 @@ static int setup(void **state)
 	srv.icmp_tokens = 100;
 	srv.rst_tokens_ms = srv.icmp_tokens_ms = now_ms;
 	nsent = 0;
-	return srv.flt && srv_reass_init(&srv) == 0 ? 0 : -1;
+	return srv.flt && srv__reass_init(&srv) == 0 ? 0 : -1;
 }
 
 /* Frees every lease through the demux thread's own path (sync_leases). */
@@ -92,10 +92,10 @@ static int teardown(void **state)
 	(void)state;
 	/* Handoffs left unclaimed expire: the ports they hold are released. */
 	now_ms += SRV_HANDOFF_MS;
-	srv_handoff_tick(&srv);
+	srv__handoff_tick(&srv);
 	for (uint32_t i = 1; i < SRV_MAX_LEASES; i++)
 		if (srv.leases[i] && !srv.leases[i]->dead)
-			srv_lease_end(&srv, srv.leases[i]);
+			srv__lease_end(&srv, srv.leases[i]);
 	srv.leases_changed = true;
 	demux(NULL, 0);
 	for (uint32_t i = 1; i < SRV_MAX_LEASES; i++)
@@ -114,15 +114,15 @@ static struct srv_lease *new_lease(uid_t uid)
 
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
 	close(sv[1]);
-	assert_int_equal(srv_lease_new(&srv, sv[0], 4242, uid, &l), 0);
+	assert_int_equal(srv__lease_new(&srv, sv[0], 4242, uid, &l), 0);
 	return l;
 }
 
 /* A TCP connection of lease l from lport to the peer's port 80 (BIND, then CONNECT). */
 static int connected(struct srv_lease *l, uint16_t lport)
 {
-	int rc = srv_port_bind(&srv, l, IPPROTO_TCP, lport, 0);
-	return rc < 0 ? rc : srv_port_connect(&srv, l, lport, PEER_IP, 80);
+	int rc = srv__port_bind(&srv, l, IPPROTO_TCP, lport, 0);
+	return rc < 0 ? rc : srv__port_connect(&srv, l, lport, PEER_IP, 80);
 }
 
 static const uint8_t *tcp_of(const uint8_t *f) { return f + 14 + (f[14] & 0x0f) * 4; }
@@ -137,7 +137,7 @@ static void test_lease_ids_start_at_one_and_a_freed_id_is_not_given_again_at_onc
 	struct srv_lease *a = new_lease(0), *b = new_lease(0);
 	assert_int_equal(a->id, 1);
 	assert_int_equal(b->id, 2);
-	srv_lease_end(&srv, a);
+	srv__lease_end(&srv, a);
 	demux(NULL, 0);  /* frees it */
 	assert_null(srv.leases[1]);
 	struct srv_lease *c = new_lease(0);
@@ -151,11 +151,11 @@ static void test_lease_table_full_refuses_a_new_lease_with_emfile(void **state)
 	(void)state;
 	struct srv_lease *l;
 	for (uint32_t i = 1; i < SRV_MAX_LEASES; i++)
-		assert_int_equal(srv_lease_new(&srv, -1, 1, 0, &l), 0);
-	assert_int_equal(srv_lease_new(&srv, -1, 1, 0, &l), -EMFILE);
+		assert_int_equal(srv__lease_new(&srv, -1, 1, 0, &l), 0);
+	assert_int_equal(srv__lease_new(&srv, -1, 1, 0, &l), -EMFILE);
 	for (uint32_t i = 1; i < SRV_MAX_LEASES; i++) {
 		srv.leases[i]->dead = true;
-		srv_lease_free(&srv, srv.leases[i]);
+		srv__lease_free(&srv, srv.leases[i]);
 	}
 }
 
@@ -164,18 +164,18 @@ static void test_lease_end_puts_its_tcp_connections_in_custody_and_frees_its_por
 	(void)state;
 	struct srv_lease *a = new_lease(1000), *b = new_lease(1000);
 	assert_int_equal(connected(a, 5001), 5001);
-	assert_int_equal(srv_port_bind(&srv, a, IPPROTO_UDP, 6001, 0), 6001);
-	srv_learn_neighbour(&srv, PEER_IP, peer_mac);
-	srv_lease_end(&srv, a);
+	assert_int_equal(srv__port_bind(&srv, a, IPPROTO_UDP, 6001, 0), 6001);
+	srv__learn_neighbour(&srv, PEER_IP, peer_mac);
+	srv__lease_end(&srv, a);
 	assert_true(a->dead);
-	assert_true(srv_custody_holds(&srv, 5001, PEER_IP, 80));
+	assert_true(srv__custody_holds(&srv, 5001, PEER_IP, 80));
 	/* The peer is probed at once: an ACK far outside its window (reply.c). */
 	assert_int_equal(srv.ctr[SRV_RST_PROBES], 1);
 	assert_int_equal(nsent, 1);
 	assert_memory_equal(sent[0].b, peer_mac, 6);
 	assert_int_equal(tcp_of(sent[0].b)[13], WIRE_TCP_ACK);
 	/* Its UDP port is free for another process; the TCP tuple is not. */
-	assert_int_equal(srv_port_bind(&srv, b, IPPROTO_UDP, 6001, 0), 6001);
+	assert_int_equal(srv__port_bind(&srv, b, IPPROTO_UDP, 6001, 0), 6001);
 	assert_int_equal(connected(b, 5001), -EADDRINUSE);
 }
 
@@ -184,7 +184,7 @@ static void test_lease_rings_give_a_relay_lease_its_ring_pair_and_eventfds(void 
 	(void)state;
 	struct srv_lease *l = new_lease(0);
 	assert_false(l->has_rings);
-	assert_int_equal(srv_lease_rings(&srv, l), 0);
+	assert_int_equal(srv__lease_rings(&srv, l), 0);
 	assert_true(l->has_rings);
 	assert_true(l->memfd >= 0 && l->rx_efd >= 0 && l->tx_efd >= 0);
 	assert_true(srv.leases_changed);
@@ -220,7 +220,7 @@ static void test_handoff_with_a_zero_nonce_is_refused(void **state)
 	struct srv_lease *a = new_lease(0);
 	assert_int_equal(connected(a, 5001), 5001);
 	struct uls_ctl_msg m = handoff_msg(5001, 0);
-	assert_int_equal(srv_handoff_begin(&srv, a, &m), -EINVAL);
+	assert_int_equal(srv__handoff_begin(&srv, a, &m), -EINVAL);
 	assert_int_equal(owner_of(5001, 80), a->id);
 }
 
@@ -229,15 +229,15 @@ static void test_claim_with_the_nonce_moves_the_connection_to_the_taker(void **s
 	(void)state;
 	struct srv_lease *a = new_lease(0), *b = new_lease(0);
 	/* From an ephemeral port: the connection's reference is the giver's only one. */
-	int p = srv_port_connect(&srv, a, 0, PEER_IP, 80);
+	int p = srv__port_connect(&srv, a, 0, PEER_IP, 80);
 	assert_true(p >= SRV_EPHEMERAL_LO && p <= SRV_EPHEMERAL_HI);
 	struct uls_ctl_msg m = handoff_msg((uint16_t)p, 0x1234);
-	assert_int_equal(srv_handoff_begin(&srv, a, &m), 0);
+	assert_int_equal(srv__handoff_begin(&srv, a, &m), 0);
 	assert_int_equal(owner_of((uint16_t)p, 80), SRV_IN_TRANSIT);
-	assert_false(srv_port_held(&srv, a, IPPROTO_TCP, (uint16_t)p));
-	assert_int_equal(srv_handoff_claim(&srv, b, &m), 0);
+	assert_false(srv__port_held(&srv, a, IPPROTO_TCP, (uint16_t)p));
+	assert_int_equal(srv__handoff_claim(&srv, b, &m), 0);
 	assert_int_equal(owner_of((uint16_t)p, 80), b->id);
-	assert_true(srv_port_held(&srv, b, IPPROTO_TCP, (uint16_t)p));
+	assert_true(srv__port_held(&srv, b, IPPROTO_TCP, (uint16_t)p));
 	assert_int_equal(srv.nhandoff, 0);
 	assert_int_equal(srv.ctr[SRV_HANDOFFS], 1);
 }
@@ -249,11 +249,11 @@ static void test_claim_with_a_wrong_nonce_is_refused_and_leaves_it_in_transit(vo
 	assert_int_equal(connected(a, 5001), 5001);
 	struct uls_ctl_msg m = handoff_msg(5001, 0x1234), wrong = handoff_msg(5001, 0x1235),
 			   other = handoff_msg(5002, 0x1234);
-	assert_int_equal(srv_handoff_begin(&srv, a, &m), 0);
-	assert_int_equal(srv_handoff_claim(&srv, b, &wrong), -EPERM);
-	assert_int_equal(srv_handoff_claim(&srv, b, &other), -ENOENT);
+	assert_int_equal(srv__handoff_begin(&srv, a, &m), 0);
+	assert_int_equal(srv__handoff_claim(&srv, b, &wrong), -EPERM);
+	assert_int_equal(srv__handoff_claim(&srv, b, &other), -ENOENT);
 	assert_int_equal(owner_of(5001, 80), SRV_IN_TRANSIT);
-	assert_false(srv_port_held(&srv, b, IPPROTO_TCP, 5001));
+	assert_false(srv__port_held(&srv, b, IPPROTO_TCP, 5001));
 	assert_int_equal(srv.nhandoff, 1);
 }
 
@@ -263,8 +263,8 @@ static void test_handoff_of_a_tuple_already_in_transit_is_busy(void **state)
 	struct srv_lease *a = new_lease(0);
 	assert_int_equal(connected(a, 5001), 5001);
 	struct uls_ctl_msg m = handoff_msg(5001, 7);
-	assert_int_equal(srv_handoff_begin(&srv, a, &m), 0);
-	assert_int_equal(srv_handoff_begin(&srv, a, &m), -EBUSY);
+	assert_int_equal(srv__handoff_begin(&srv, a, &m), 0);
+	assert_int_equal(srv__handoff_begin(&srv, a, &m), -EBUSY);
 }
 
 static void test_port_of_a_connection_in_transit_stays_taken_after_the_giver_ends(void **state)
@@ -273,11 +273,11 @@ static void test_port_of_a_connection_in_transit_stays_taken_after_the_giver_end
 	struct srv_lease *a = new_lease(0), *b = new_lease(0), *c = new_lease(0);
 	assert_int_equal(connected(a, 5001), 5001);
 	struct uls_ctl_msg m = handoff_msg(5001, 99);
-	assert_int_equal(srv_handoff_begin(&srv, a, &m), 0);
-	srv_lease_end(&srv, a);  /* the giver exec'd or exited */
-	assert_false(srv_custody_holds(&srv, 5001, PEER_IP, 80));
-	assert_int_equal(srv_port_bind(&srv, c, IPPROTO_TCP, 5001, 0), -EADDRINUSE);
-	assert_int_equal(srv_handoff_claim(&srv, b, &m), 0);
+	assert_int_equal(srv__handoff_begin(&srv, a, &m), 0);
+	srv__lease_end(&srv, a);  /* the giver exec'd or exited */
+	assert_false(srv__custody_holds(&srv, 5001, PEER_IP, 80));
+	assert_int_equal(srv__port_bind(&srv, c, IPPROTO_TCP, 5001, 0), -EADDRINUSE);
+	assert_int_equal(srv__handoff_claim(&srv, b, &m), 0);
 	assert_int_equal(owner_of(5001, 80), b->id);
 }
 
@@ -287,16 +287,16 @@ static void test_unclaimed_handoff_expires_into_custody(void **state)
 	struct srv_lease *a = new_lease(0), *b = new_lease(0);
 	assert_int_equal(connected(a, 5001), 5001);
 	struct uls_ctl_msg m = handoff_msg(5001, 5);
-	assert_int_equal(srv_handoff_begin(&srv, a, &m), 0);
+	assert_int_equal(srv__handoff_begin(&srv, a, &m), 0);
 	now_ms += SRV_HANDOFF_MS - 1;
-	srv_handoff_tick(&srv);
+	srv__handoff_tick(&srv);
 	assert_int_equal(srv.nhandoff, 1);
 	now_ms += 1;
-	srv_handoff_tick(&srv);
+	srv__handoff_tick(&srv);
 	assert_int_equal(srv.nhandoff, 0);
 	assert_int_equal(srv.ctr[SRV_HANDOFFS_EXPIRED], 1);
-	assert_true(srv_custody_holds(&srv, 5001, PEER_IP, 80));
-	assert_int_equal(srv_handoff_claim(&srv, b, &m), -ENOENT);
+	assert_true(srv__custody_holds(&srv, 5001, PEER_IP, 80));
+	assert_int_equal(srv__handoff_claim(&srv, b, &m), -ENOENT);
 }
 
 /* ---- demux.c -------------------------------------------------------------------------- */
@@ -305,7 +305,7 @@ static void test_demux_delivers_a_frame_to_the_process_owning_its_tuple(void **s
 {
 	(void)state;
 	struct srv_lease *a = new_lease(0);
-	assert_int_equal(srv_lease_rings(&srv, a), 0);
+	assert_int_equal(srv__lease_rings(&srv, a), 0);
 	assert_int_equal(connected(a, 5001), 5001);
 	struct frame f;
 	struct fspec fs = { .sport = 80, .dport = 5001, .payload = 100 };
@@ -357,7 +357,7 @@ static void test_demux_drops_frames_of_a_connection_in_transit_unanswered(void *
 	struct srv_lease *a = new_lease(0);
 	assert_int_equal(connected(a, 5001), 5001);
 	struct uls_ctl_msg m = handoff_msg(5001, 3);
-	assert_int_equal(srv_handoff_begin(&srv, a, &m), 0);
+	assert_int_equal(srv__handoff_begin(&srv, a, &m), 0);
 	struct frame f;
 	struct fspec fs = { .sport = 80, .dport = 5001 };
 	build(&f, &fs);
@@ -382,7 +382,7 @@ static void test_demux_sends_a_process_frame_only_from_its_own_endpoint(void **s
 {
 	(void)state;
 	struct srv_lease *a = new_lease(0);
-	assert_int_equal(srv_lease_rings(&srv, a), 0);
+	assert_int_equal(srv__lease_rings(&srv, a), 0);
 	assert_int_equal(connected(a, 5001), 5001);
 	struct frame ok, spoofed;
 	struct fspec mine = { .src_mac = node_mac, .dst_mac = peer_mac, .src = NODE_IP,
@@ -393,7 +393,7 @@ static void test_demux_sends_a_process_frame_only_from_its_own_endpoint(void **s
 	build(&spoofed, &not_mine);
 	process_sends(a, &ok);
 	process_sends(a, &spoofed);
-	srv_drain_tx(&srv, a);
+	srv__drain_tx(&srv, a);
 	assert_int_equal(nsent, 1);
 	assert_memory_equal(sent[0].b, ok.b, ok.len);
 	assert_int_equal(a->tx_frames, 1);
@@ -497,11 +497,11 @@ static void test_resets_beyond_the_rate_limit_are_dropped_and_counted(void **sta
 	assert_int_equal(flt_parse(f.b, f.len, &p), 0);
 	srv.rst_tokens = 3;
 	for (int i = 0; i < 5; i++)
-		srv_reply_rst(&srv, f.b, &p);
+		srv__reply_rst(&srv, f.b, &p);
 	assert_int_equal(srv.ctr[SRV_RST_SENT], 3);
 	assert_int_equal(srv.ctr[SRV_DROP_RST_RATE], 2);
 	now_ms += 1000;  /* a second later the bucket is full again */
-	srv_reply_rst(&srv, f.b, &p);
+	srv__reply_rst(&srv, f.b, &p);
 	assert_int_equal(srv.ctr[SRV_RST_SENT], 4);
 }
 
@@ -531,7 +531,7 @@ static struct sockaddr_un ctl_addr;
 static void *ctl_main(void *arg)
 {
 	(void)arg;
-	srv_ctl_run(&srv, ctl_listen);
+	srv__ctl_run(&srv, ctl_listen);
 	return NULL;
 }
 
