@@ -27,6 +27,7 @@
 #include "netif/frame.h"
 #include "netif/rxpool.h"
 #include "netif/vnet.h"
+#include "netif/wire/wire.h"
 
 /* Deviation: lwIP cannot send a frame longer than 65535 bytes (16-bit pbuf lengths), so at
  * MTU 65535 the stack sends IP packets of at most 65521 bytes; it still receives 65535. */
@@ -155,18 +156,23 @@ static void gather_done(void *cookie)
  * transport header only for TCP and UDP), or 0 if they do not look complete. */
 static size_t headers_len(const uint8_t *f, size_t len)
 {
-	if (len < WIRE_ETH_HLEN + 20 || f[12] != 0x08 || f[13] != 0x00)
+	struct wire_eth eth;
+	struct wire_ipv4 ip;
+	struct wire_tcp tcp;
+	size_t h;
+
+	/* Only the headers need be here (len may end before the data): the IPv4 header is
+	 * read as a header alone. */
+	if (wire_eth_view(&eth, f, len) < 0 || eth.type != WIRE_ETHERTYPE_IPV4 ||
+	    wire_ipv4_view_quoted(&ip, eth.payload, eth.payload_len) < 0)
 		return 0;
-	size_t ihl = (size_t)(f[WIRE_ETH_HLEN] & 0x0f) * 4, h = WIRE_ETH_HLEN + ihl;
-	uint8_t proto = f[WIRE_ETH_HLEN + 9];
-	if (ihl < 20)
-		return 0;
-	if (proto == 6) {
-		if (len < h + 20)
+	h = WIRE_ETH_HLEN + ip.hlen;
+	if (ip.proto == WIRE_IPPROTO_TCP) {
+		if (wire_tcp_view(&tcp, ip.data, ip.data_len) < 0)
 			return 0;
-		h += (size_t)(f[h + 12] >> 4) * 4;
-	} else if (proto == 17) {
-		h += 8;
+		h += tcp.hlen;
+	} else if (ip.proto == WIRE_IPPROTO_UDP) {
+		h += WIRE_UDP_HLEN;
 	}
 	return h <= len ? h : 0;
 }

@@ -36,6 +36,7 @@
 #include "lwip/prot/icmp.h"
 #include "lwip/tcp.h"
 #include "lwip/udp.h"
+#include "netif/wire/wire.h"
 
 /* RFC 792 message types and RFC 792 / RFC 1812 Destination Unreachable codes. */
 #define ICMP_T_DEST_UNREACH   3
@@ -60,13 +61,8 @@
 /* The bytes we read from the message: ICMP header (8), quoted IP header
  * (up to 60), the first 8 octets of the quoted TCP header (RFC 792: "Internet Header + 64
  * bits of Original Data Datagram"). */
-#define QUOTE_MAX (8 + 60 + 8)
+#define QUOTE_MAX (WIRE_ICMP_HLEN + WIRE_IPV4_HLEN_MAX + WIRE_ICMP_QUOTE_DATA)
 
-static u16_t rd16(const u8_t *p) { return (u16_t)(p[0] << 8 | p[1]); }
-static u32_t rd32(const u8_t *p)
-{
-	return (u32_t)p[0] << 24 | (u32_t)p[1] << 16 | (u32_t)p[2] << 8 | p[3];
-}
 
 /* The errno a connection reports for this message (Linux's icmp_err_convert table, so
  * that programs see the same values), and whether RFC 1122 calls it hard. */
@@ -285,32 +281,33 @@ int stk__icmp_error_input(struct pbuf *p, struct netif *inp)
 	u8_t b[QUOTE_MAX];
 	u16_t n = pbuf_copy_partial(p, b, sizeof(b), 0);
 
-	if (n < 8 + 20 + 8 || inet_chksum_pbuf(p) != 0) {
-		stk__count(STK_CNT_ICMP_ERR_MALFORMED);
-		return 1;
-	}
-	const u8_t *ip = b + 8;
-	unsigned ihl = (unsigned)(ip[0] & 0x0f) * 4;
-	if ((ip[0] >> 4) != 4 || ihl < 20 || n < 8 + ihl + 8) {
+	struct wire_icmp icmp;
+	struct wire_ipv4 ip;
+
+	/* RFC 792: the quote is "the internet header plus the first 64 bits of the original
+	 * datagram's data". */
+	if (wire_icmp_view(&icmp, b, n) < 0 || inet_chksum_pbuf(p) != 0 ||
+	    wire_ipv4_view_quoted(&ip, icmp.body, icmp.body_len) < 0 ||
+	    ip.data_len < WIRE_ICMP_QUOTE_DATA) {
 		stk__count(STK_CNT_ICMP_ERR_MALFORMED);
 		return 1;
 	}
 	ip4_addr_t src, dst;
-	ip4_addr_set_u32(&src, lwip_htonl(rd32(ip + 12)));
-	ip4_addr_set_u32(&dst, lwip_htonl(rd32(ip + 16)));
+	ip4_addr_set_u32(&src, ip.src);
+	ip4_addr_set_u32(&dst, ip.dst);
 	/* The quoted datagram must be one we sent (RFC 5927 §4.1's first check is the 4-tuple,
 	 * the source address ours), of TCP or UDP, and its first fragment (the ports). */
-	if ((ip[9] != IP_PROTO_TCP && ip[9] != IP_PROTO_UDP) || (rd16(ip + 6) & 0x1fff) != 0 ||
-	    !ip4_addr_cmp(&src, netif_ip4_addr(inp))) {
+	if ((ip.proto != WIRE_IPPROTO_TCP && ip.proto != WIRE_IPPROTO_UDP) ||
+	    wire_ipv4_frag_offset(&ip) != 0 || !ip4_addr_cmp(&src, netif_ip4_addr(inp))) {
 		stk__count(STK_CNT_ICMP_ERR_NO_CONN);
 		return 1;
 	}
-	const u8_t *th = ip + ihl;
-	if (ip[9] == IP_PROTO_UDP) {
-		dgram_error(b[0], b[1], &dst, rd16(th), rd16(th + 2));
+	const u8_t *th = ip.data;
+	if (ip.proto == WIRE_IPPROTO_UDP) {
+		dgram_error(icmp.type, icmp.code, &dst, wire_rd16(th), wire_rd16(th + 2));
 		return 1;
 	}
-	struct tcp_pcb *pcb = find_pcb(&dst, rd16(th), rd16(th + 2));
+	struct tcp_pcb *pcb = find_pcb(&dst, wire_rd16(th), wire_rd16(th + 2));
 	if (!pcb) {
 		stk__count(STK_CNT_ICMP_ERR_NO_CONN);
 		return 1;
@@ -319,14 +316,14 @@ int stk__icmp_error_input(struct pbuf *p, struct netif *inp)
 	 * payload of the ICMP error message is within the range SND.UNA =< SEG.SEQ <
 	 * SND.NXT." lwIP's lastack is SND.UNA in every state (in SYN-SENT its SYN's own
 	 * sequence number, with SND.NXT one above). */
-	u32_t seq = rd32(th + 4);
+	u32_t seq = wire_rd32(th + WIRE_TCP_OFF_SEQ);
 	if (!(TCP_SEQ_GEQ(seq, pcb->lastack) && TCP_SEQ_LT(seq, pcb->snd_nxt))) {
 		stk__count(STK_CNT_ICMP_ERR_OUT_OF_WINDOW);
 		return 1;
 	}
-	u8_t type = b[0], code = b[1];
+	u8_t type = icmp.type, code = icmp.code;
 	if (type == ICMP_T_DEST_UNREACH && code == DU_FRAG_NEEDED) {
-		lower_mss(pcb, rd16(b + 6));
+		lower_mss(pcb, wire_rd16(icmp.rest + 2));  /* RFC 1191 §4: Next-Hop MTU */
 		return 1;
 	}
 	bool hard;
