@@ -76,7 +76,7 @@ include tests/unit/filter.mk
 
 # The control protocol, the rings and ulsd's port space.
 SERVER_UNIT_TESTS = tests/unit/test_ctlproto tests/unit/test_ring tests/unit/test_ports \
-	tests/unit/test_vnet tests/unit/test_reass tests/unit/test_qring tests/unit/test_conntab
+	tests/unit/test_vnet tests/unit/test_reass tests/unit/test_reply tests/unit/test_qring tests/unit/test_conntab
 check_PROGRAMS += $(SERVER_UNIT_TESTS)
 TESTS += $(SERVER_UNIT_TESTS)
 tests_unit_test_ctlproto_SOURCES = tests/unit/test_ctlproto.c
@@ -94,6 +94,9 @@ tests_unit_test_vnet_LDADD = netif/libnif.la $(CMOCKA_LIBS)
 tests_unit_test_ports_SOURCES = tests/unit/test_ports.c server/ports.c
 tests_unit_test_ports_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS) -I$(top_srcdir)/stack
 tests_unit_test_ports_LDADD = filter/libflt.la netif/libnif.la $(CMOCKA_LIBS)
+tests_unit_test_reply_SOURCES = tests/unit/test_reply.c server/reply.c
+tests_unit_test_reply_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
+tests_unit_test_reply_LDADD = filter/libflt.la netif/libnif.la $(CMOCKA_LIBS)
 tests_unit_test_reass_SOURCES = tests/unit/test_reass.c server/reass.c
 tests_unit_test_reass_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
 tests_unit_test_reass_LDADD = filter/libflt.la netif/libnif.la $(CMOCKA_LIBS)
