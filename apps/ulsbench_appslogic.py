@@ -1,3 +1,4 @@
+#!/usr/bin/python3
 """What `ulsbench apps` runs and what it makes of the programs' output (pure: no root, no
 processes): the command line, the plan, the parsers of redis, wrk and iperf3 output, the
 records, ratios, table and plot. Part of the driver (ulsbench_apps.py), next to which it

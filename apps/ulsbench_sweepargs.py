@@ -1,3 +1,4 @@
+#!/usr/bin/python3
 """The ulsbench sweep's fixed parameters, its command line and its plan (pure: no root, no
 processes). Part of the sweep driver (ulsbench_sweep.py), next to which it is installed;
 tests/bench/test_sweep_logic.py tests it through that module."""

@@ -1,3 +1,4 @@
+#!/usr/bin/python3
 """What the ulsbench sweep makes of a point's output (pure: no root, no processes): the
 workers' reports checked and summed, the run records and their schema, the tables and the
 plots. Part of the sweep driver (ulsbench_sweep.py), next to which it is installed;
