@@ -23,12 +23,12 @@
 
 #include "netif/opt/opt.h"
 #include "netif/conntab.h"
-#include "netif/ctlproto.h"
+#include "netif/ctl/ctl.h"
 
 #define MAX_RECORDS (1u << 22)  /* a bound on one answer: far beyond any node's */
 
 struct snap {
-	struct uls_ctl_msg *m;
+	struct ctl_msg *m;
 	size_t n, cap;
 };
 
@@ -39,7 +39,7 @@ static int query(const char *ctl, struct snap *s, char *err, size_t errlen)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	struct timeval tv = { 5, 0 };
-	struct uls_ctl_msg m;
+	struct ctl_msg m;
 	int rc = -1;
 
 	s->n = 0;
@@ -50,40 +50,40 @@ static int query(const char *ctl, struct snap *s, char *err, size_t errlen)
 		goto out;
 	}
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	uls_ctl_init(&m, ULS_CTL_STATS, 1);
+	ctl_init(&m, CTL_STATS, 1);
 	if (send(fd, &m, sizeof(m), MSG_NOSIGNAL) != (ssize_t)sizeof(m)) {
 		snprintf(err, errlen, "send: %s", strerror(errno));
 		goto out;
 	}
 	for (;;) {
-		uint8_t buf[ULS_CTL_MSG_SIZE + 1];
+		uint8_t buf[CTL_MSG_SIZE + 1];
 		ssize_t k = recv(fd, buf, sizeof(buf), 0);
 		if (k <= 0) {
 			snprintf(err, errlen, "%s", k == 0 ? "ulsd closed the connection" :
 				 errno == EAGAIN ? "no answer from ulsd" : strerror(errno));
 			goto out;
 		}
-		int bad = uls_ctl_check(buf, k, &m);
+		int bad = ctl_check(buf, k, &m);
 		if (bad != 0) {
 			snprintf(err, errlen, "malformed record from ulsd (%s, record %zu)",
-				 uls_ctl_error_name(bad), s->n + 1);
+				 ctl_error_name(bad), s->n + 1);
 			goto out;
 		}
-		if (m.type == ULS_CTL_END) {
+		if (m.type == CTL_END) {
 			if (m.status < 0) {
 				snprintf(err, errlen, "ulsd refused the request: %s", strerror(-m.status));
 				goto out;
 			}
 			break;
 		}
-		if (m.type != ULS_CTL_STAT_COUNTER && m.type != ULS_CTL_STAT_ENDPOINT &&
-		    m.type != ULS_CTL_STAT_PROC && m.type != ULS_CTL_STAT_CONN) {
+		if (m.type != CTL_STAT_COUNTER && m.type != CTL_STAT_ENDPOINT &&
+		    m.type != CTL_STAT_PROC && m.type != CTL_STAT_CONN) {
 			snprintf(err, errlen, "unexpected record type %u from ulsd", m.type);
 			goto out;
 		}
 		if (s->n == s->cap) {
 			size_t cap = s->cap ? s->cap * 2 : 256;
-			struct uls_ctl_msg *p = cap <= MAX_RECORDS ? realloc(s->m, cap * sizeof(*p)) : NULL;
+			struct ctl_msg *p = cap <= MAX_RECORDS ? realloc(s->m, cap * sizeof(*p)) : NULL;
 			if (!p) {
 				snprintf(err, errlen, "answer too large (%zu records)", s->n);
 				goto out;
@@ -105,10 +105,10 @@ out:
 static const char *kind_name(unsigned k)
 {
 	switch (k) {
-	case ULS_CTL_K_BOUND:     return "bound";
-	case ULS_CTL_K_LISTEN:    return "listen";
-	case ULS_CTL_K_CONNECTED: return "connected";
-	case ULS_CTL_K_TIMEWAIT:  return "custody";
+	case CTL_K_BOUND:     return "bound";
+	case CTL_K_LISTEN:    return "listen";
+	case CTL_K_CONNECTED: return "connected";
+	case CTL_K_TIMEWAIT:  return "custody";
 	default:                  return "unknown";
 	}
 }
@@ -120,15 +120,15 @@ static const char *proto_name(unsigned p)
 
 static const char *datapath_name(unsigned d)
 {
-	return d == ULS_CTL_DP_DIRECT ? "direct" : d == ULS_CTL_DP_RELAY ? "relay" : "none";
+	return d == CTL_DP_DIRECT ? "direct" : d == CTL_DP_RELAY ? "relay" : "none";
 }
 
 static const char *table_name(unsigned t)
 {
 	switch (t) {
-	case ULS_CTL_TABLE_OK:   return "ok";
-	case ULS_CTL_TABLE_TORN: return "torn";
-	case ULS_CTL_TABLE_BAD:  return "bad";
+	case CTL_TABLE_OK:   return "ok";
+	case CTL_TABLE_TORN: return "torn";
+	case CTL_TABLE_BAD:  return "bad";
 	default:                 return "none";
 	}
 }
@@ -178,14 +178,14 @@ static void json_str(FILE *f, const char *s)
 static void print_text(FILE *f, const struct snap *s)
 {
 	for (size_t i = 0; i < s->n; i++)
-		if (s->m[i].type == ULS_CTL_STAT_COUNTER)
+		if (s->m[i].type == CTL_STAT_COUNTER)
 			fprintf(f, "%-28s %llu\n", s->m[i].u.counter.name,
 				(unsigned long long)s->m[i].u.counter.value);
 	fprintf(f, "\n%-5s %-22s %-22s %-8s %-9s %s\n", "Proto", "Local", "Remote", "PID", "State",
 		"Datapath");
 	for (size_t i = 0; i < s->n; i++) {
-		const struct uls_ctl_msg *e = &s->m[i];
-		if (e->type != ULS_CTL_STAT_ENDPOINT)
+		const struct ctl_msg *e = &s->m[i];
+		if (e->type != CTL_STAT_ENDPOINT)
 			continue;
 		char rip[INET_ADDRSTRLEN] = "*", local[32], remote[40];
 		if (e->rip)
@@ -199,8 +199,8 @@ static void print_text(FILE *f, const struct snap *s)
 	fprintf(f, "\n%-8s %-16s %-8s %-11s %-8s %s\n", "PID", "Process", "Datapath", "Connections",
 		"Table", "Age");
 	for (size_t i = 0; i < s->n; i++) {
-		const struct uls_ctl_msg *p = &s->m[i];
-		if (p->type != ULS_CTL_STAT_PROC)
+		const struct ctl_msg *p = &s->m[i];
+		if (p->type != CTL_STAT_PROC)
 			continue;
 		char cmd[64];
 		command_of(p->u.proc.pid, cmd, sizeof(cmd));
@@ -215,10 +215,10 @@ static void print_text(FILE *f, const struct snap *s)
 	fprintf(f, "\n%-12s %-9s %-9s %-21s %-21s %s\n", "State", "Recv-Q", "Send-Q", "Local",
 		"Remote", "Process");
 	for (size_t i = 0; i < s->n; i++) {
-		const struct uls_ctl_msg *c = &s->m[i];
-		if (c->type != ULS_CTL_STAT_CONN)
+		const struct ctl_msg *c = &s->m[i];
+		if (c->type != CTL_STAT_CONN)
 			continue;
-		const struct uls_ctl_conn *k = &c->u.conn;
+		const struct ctl_conn *k = &c->u.conn;
 		char local[32], remote[32], cmd[64];
 		addr_port(local, sizeof(local), k->lip, c->lport);
 		addr_port(remote, sizeof(remote), c->rip, c->rport);
@@ -247,10 +247,10 @@ static void print_queues(FILE *f, const struct snap *s)
 	bool in_drops = false;
 
 	for (size_t i = 0; i < s->n; i++) {
-		const struct uls_ctl_msg *m = &s->m[i];
+		const struct ctl_msg *m = &s->m[i];
 		const char *nm = m->u.counter.name, *field;
 		char *end;
-		if (m->type != ULS_CTL_STAT_COUNTER || strncmp(nm, "queue.", 6) != 0)
+		if (m->type != CTL_STAT_COUNTER || strncmp(nm, "queue.", 6) != 0)
 			continue;
 		long q = strtol(nm + 6, &end, 10);
 		if (end == nm + 6 || *end != '.')
@@ -282,32 +282,32 @@ static void print_queues(FILE *f, const struct snap *s)
 		fprintf(f, "%s}", in_drops ? "}" : "");
 }
 
-static bool is_counter(const struct uls_ctl_msg *m)
+static bool is_counter(const struct ctl_msg *m)
 {
-	return m->type == ULS_CTL_STAT_COUNTER && strncmp(m->u.counter.name, "queue.", 6) != 0;
+	return m->type == CTL_STAT_COUNTER && strncmp(m->u.counter.name, "queue.", 6) != 0;
 }
 
 /* "drops": the counters that count a refusal, by reason */
-static bool is_drop(const struct uls_ctl_msg *m)
+static bool is_drop(const struct ctl_msg *m)
 {
 	const char *nm = m->u.counter.name;
 
-	return m->type == ULS_CTL_STAT_COUNTER &&
+	return m->type == CTL_STAT_COUNTER &&
 	       (!strncmp(nm, "drop_", 5) || !strncmp(nm, "deny_", 5) || !strncmp(nm, "ctl_bad_", 8) ||
 		!strncmp(nm, "direct_tx_dropped.", 18) || !strncmp(nm, "conntab_", 8));
 }
 
-static bool is_endpoint(const struct uls_ctl_msg *m) { return m->type == ULS_CTL_STAT_ENDPOINT; }
-static bool is_proc(const struct uls_ctl_msg *m) { return m->type == ULS_CTL_STAT_PROC; }
-static bool is_conn(const struct uls_ctl_msg *m) { return m->type == ULS_CTL_STAT_CONN; }
+static bool is_endpoint(const struct ctl_msg *m) { return m->type == CTL_STAT_ENDPOINT; }
+static bool is_proc(const struct ctl_msg *m) { return m->type == CTL_STAT_PROC; }
+static bool is_conn(const struct ctl_msg *m) { return m->type == CTL_STAT_CONN; }
 
-static void json_counter(FILE *f, const struct uls_ctl_msg *m)
+static void json_counter(FILE *f, const struct ctl_msg *m)
 {
 	json_str(f, m->u.counter.name);
 	fprintf(f, ": %llu", (unsigned long long)m->u.counter.value);
 }
 
-static void json_endpoint(FILE *f, const struct uls_ctl_msg *e)
+static void json_endpoint(FILE *f, const struct ctl_msg *e)
 {
 	char rip[INET_ADDRSTRLEN] = "*";
 
@@ -319,7 +319,7 @@ static void json_endpoint(FILE *f, const struct uls_ctl_msg *e)
 		kind_name(e->u.endpoint.kind), datapath_name(e->u.endpoint.datapath));
 }
 
-static void json_proc(FILE *f, const struct uls_ctl_msg *p)
+static void json_proc(FILE *f, const struct ctl_msg *p)
 {
 	char cmd[64];
 
@@ -336,9 +336,9 @@ static void json_proc(FILE *f, const struct uls_ctl_msg *p)
 		fprintf(f, "%u}", p->u.proc.age_ms);
 }
 
-static void json_conn(FILE *f, const struct uls_ctl_msg *c)
+static void json_conn(FILE *f, const struct ctl_msg *c)
 {
-	const struct uls_ctl_conn *k = &c->u.conn;
+	const struct ctl_conn *k = &c->u.conn;
 	char local[32], remote[32];
 
 	addr_port(local, sizeof(local), k->lip, c->lport);
@@ -360,8 +360,8 @@ static void json_conn(FILE *f, const struct uls_ctl_msg *c)
 }
 
 /* The records of s that want() selects, each printed by one(), separated by ", ". */
-static void json_list(FILE *f, const struct snap *s, bool (*want)(const struct uls_ctl_msg *),
-		      void (*one)(FILE *f, const struct uls_ctl_msg *m))
+static void json_list(FILE *f, const struct snap *s, bool (*want)(const struct ctl_msg *),
+		      void (*one)(FILE *f, const struct ctl_msg *m))
 {
 	const char *sep = "";
 
@@ -490,18 +490,18 @@ static int print_prometheus(FILE *f, const struct snap *s)
 	/* ulsd's counters; the direct path's queues with their owner's pid as a label */
 	uint32_t qpid[256] = { 0 };
 	for (size_t i = 0; i < s->n; i++) {
-		const struct uls_ctl_msg *m = &s->m[i];
+		const struct ctl_msg *m = &s->m[i];
 		unsigned q;
 		int off = 0;
-		if (m->type == ULS_CTL_STAT_COUNTER &&
+		if (m->type == CTL_STAT_COUNTER &&
 		    sscanf(m->u.counter.name, "queue.%u.pid%n", &q, &off) == 1 && off &&
 		    !m->u.counter.name[off] && q < 256)
 			qpid[q] = (uint32_t)m->u.counter.value;
 	}
 	for (size_t i = 0; i < s->n; i++) {
-		const struct uls_ctl_msg *m = &s->m[i];
+		const struct ctl_msg *m = &s->m[i];
 		const char *nm = m->u.counter.name;
-		if (m->type != ULS_CTL_STAT_COUNTER)
+		if (m->type != CTL_STAT_COUNTER)
 			continue;
 		unsigned q;
 		int off = 0;
@@ -532,19 +532,19 @@ static int print_prometheus(FILE *f, const struct snap *s)
 	size_t nproc = 0;
 	struct proc_sum *ps = NULL;
 	for (size_t i = 0; i < s->n; i++)
-		nproc += s->m[i].type == ULS_CTL_STAT_PROC;
+		nproc += s->m[i].type == CTL_STAT_PROC;
 	ps = calloc(nproc ? nproc : 1, sizeof(*ps));
 	if (!ps)
 		return -ENOMEM;
 	size_t k = 0;
 	double conns = 0;
 	for (size_t i = 0; i < s->n; i++) {
-		const struct uls_ctl_msg *m = &s->m[i];
-		if (m->type == ULS_CTL_STAT_PROC) {
+		const struct ctl_msg *m = &s->m[i];
+		if (m->type == CTL_STAT_PROC) {
 			ps[k].pid = m->u.proc.pid;
 			k++;
 			conns += m->u.proc.connections;
-		} else if (m->type == ULS_CTL_STAT_CONN && k > 0 && ps[k - 1].pid == m->u.conn.pid) {
+		} else if (m->type == CTL_STAT_CONN && k > 0 && ps[k - 1].pid == m->u.conn.pid) {
 			/* ulsd sends a process's connections right after its STAT_PROC */
 			struct proc_sum *p = &ps[k - 1];
 			p->sendq += m->u.conn.send_queue;
@@ -559,8 +559,8 @@ static int print_prometheus(FILE *f, const struct snap *s)
 	    conns);
 	k = 0;
 	for (size_t i = 0; i < s->n; i++) {
-		const struct uls_ctl_msg *m = &s->m[i];
-		if (m->type != ULS_CTL_STAT_PROC)
+		const struct ctl_msg *m = &s->m[i];
+		if (m->type != CTL_STAT_PROC)
 			continue;
 		const struct proc_sum *p = &ps[k++];
 		bool again = false;

@@ -5,8 +5,8 @@
  * queues, RTT or congestion window. Instead of asking the process (which would put a
  * request into the stack's path), the process's stack writes a small table into a
  * shared-memory page set that ulsd created and mapped itself (a sealed memfd, handed over
- * with ULS_CTL_CONNTAB), every ULS_CONNTAB_PERIOD_MS while it has connections, under a
- * sequence lock. ulsd copies it when ulsstat asks (ULS_CTL_STATS) and never waits for the
+ * with CTL_CONNTAB), every ULS_CONNTAB_PERIOD_MS while it has connections, under a
+ * sequence lock. ulsd copies it when ulsstat asks (CTL_STATS) and never waits for the
  * process: the data path never stops for a query, and a process that writes nonsense only
  * costs ulsd a counted drop.
  *
@@ -19,6 +19,8 @@
 #ifndef ULS_NETIF_CONNTAB_H
 #define ULS_NETIF_CONNTAB_H
 
+#include "netif/ctl/ctl.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,13 +29,6 @@
 #define ULS_CONNTAB_VERSION   1u
 #define ULS_CONNTAB_CAPACITY  1024u        /* connections listed per process; more are counted */
 #define ULS_CONNTAB_PERIOD_MS 250u         /* how often the stack rewrites its table */
-
-/* TCP states, numbered as lwIP's enum tcp_state (RFC 9293 §3.3.2's names). */
-enum uls_tcp_state {
-	ULS_TCP_CLOSED = 0, ULS_TCP_LISTEN, ULS_TCP_SYN_SENT, ULS_TCP_SYN_RECEIVED,
-	ULS_TCP_ESTABLISHED, ULS_TCP_FIN_WAIT_1, ULS_TCP_FIN_WAIT_2, ULS_TCP_CLOSE_WAIT,
-	ULS_TCP_CLOSING, ULS_TCP_LAST_ACK, ULS_TCP_TIME_WAIT, ULS_TCP_STATE_COUNT
-};
 
 struct uls_conntab_hdr {
 	uint32_t magic;         /* written by ulsd */

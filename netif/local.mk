@@ -9,12 +9,17 @@ netif_libopt_la_SOURCES = netif/opt/opt.c netif/opt/opt.h
 noinst_LTLIBRARIES += netif/libwire.la
 netif_libwire_la_SOURCES = netif/wire/proto.h netif/wire/wire.h netif/wire/wire.c
 
+# netif/ctl/: the control protocol between a process's stack and ulsd (prefix ctl_): not a
+# device, its own module; in netif/ because both stack/ and server/ speak it.
+noinst_LTLIBRARIES += netif/libctl.la
+netif_libctl_la_SOURCES = netif/ctl/ctl.c netif/ctl/ctl.h
+
 # netif/: network devices. No lwIP here: frames in, frames out.
 noinst_LTLIBRARIES += netif/libnif.la
 netif_libnif_la_SOURCES = netif/frame.c netif/frame.h netif/tap.c netif/tap.h netif/dev.h \
-	netif/ring.c netif/ring.h netif/ringdev.c netif/ringdev.h netif/ctlproto.c netif/ctlproto.h \
+	netif/ring.c netif/ring.h netif/ringdev.c netif/ringdev.h \
 	netif/conntab.c netif/conntab.h \
 	netif/chksum.c netif/chksum.h netif/breakdown.c netif/breakdown.h \
 	netif/vnet.c netif/vnet.h netif/qring.c netif/qring.h netif/rxpool.c netif/rxpool.h
 netif_libnif_la_CFLAGS = $(AM_CFLAGS) $(LIBURING_CFLAGS)
-netif_libnif_la_LIBADD = netif/libwire.la $(LIBURING_LIBS)
+netif_libnif_la_LIBADD = netif/libctl.la netif/libwire.la $(LIBURING_LIBS)

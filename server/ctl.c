@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "netif/conntab.h"
-#include "netif/ctlproto.h"
+#include "netif/ctl/ctl.h"
 
 #define MAX_EVENTS 64
 
@@ -113,19 +113,19 @@ const char *srv__counter_name(enum srv_counter c)
  * relay path, then waits for the records' copy, not for hundreds of sendmsg calls. Only
  * the control thread answers: one answer at a time. */
 static struct {
-	struct uls_ctl_msg *m;
+	struct ctl_msg *m;
 	size_t n, cap;
 	bool on;
 	uint64_t lost;
 } answer;
 
-static void reply(struct srv *s, struct srv_conn *c, struct uls_ctl_msg *m, const int *fds,
+static void reply(struct srv *s, struct srv_conn *c, struct ctl_msg *m, const int *fds,
 		  size_t nfds)
 {
 	if (answer.on && !nfds) {
 		if (answer.n == answer.cap) {
 			size_t cap = answer.cap ? answer.cap * 2 : 1024;
-			struct uls_ctl_msg *p = realloc(answer.m, cap * sizeof(*p));
+			struct ctl_msg *p = realloc(answer.m, cap * sizeof(*p));
 			if (!p) {
 				answer.lost++;
 				return;
@@ -155,11 +155,11 @@ static void reply(struct srv *s, struct srv_conn *c, struct uls_ctl_msg *m, cons
 		s->ctr[SRV_CTL_REPLY_LOST]++;
 }
 
-static void reply_status(struct srv *s, struct srv_conn *c, const struct uls_ctl_msg *req, int status)
+static void reply_status(struct srv *s, struct srv_conn *c, const struct ctl_msg *req, int status)
 {
-	struct uls_ctl_msg r;
+	struct ctl_msg r;
 
-	uls_ctl_init(&r, (enum uls_ctl_type)req->type, req->seq);
+	ctl_init(&r, (enum ctl_type)req->type, req->seq);
 	r.status = status;
 	r.proto = req->proto;
 	r.lport = req->lport;
@@ -177,12 +177,12 @@ static void lease_drop(struct srv *s, struct srv_lease *l)
 	srv__lease_free(s, l);
 }
 
-static void hello(struct srv *s, struct srv_conn *c, const struct uls_ctl_msg *req)
+static void hello(struct srv *s, struct srv_conn *c, const struct ctl_msg *req)
 {
-	struct uls_ctl_msg r;
+	struct ctl_msg r;
 	struct srv_lease *l;
 	int rc = srv__lease_new(s, c->fd, c->pid, c->uid, &l);
-	bool offered = (req->u.hello.flags & ULS_CTL_HELLO_F_RINGS) != 0;
+	bool offered = (req->u.hello.flags & CTL_HELLO_F_RINGS) != 0;
 
 	if (rc < 0) {
 		reply_status(s, c, req, rc);
@@ -210,27 +210,27 @@ static void hello(struct srv *s, struct srv_conn *c, const struct uls_ctl_msg *r
 		}
 	}
 	c->lease = l;
-	uls_ctl_init(&r, ULS_CTL_HELLO, req->seq);
+	ctl_init(&r, CTL_HELLO, req->seq);
 	r.u.hello.addr = s->ip;
 	r.u.hello.gateway = s->gw;
 	r.u.hello.mtu = s->mtu;
 	r.u.hello.lease_id = l->id;
 	r.u.hello.prefix_len = (uint8_t)s->prefix_len;
 	memcpy(r.u.hello.mac, s->mac, 6);
-	r.u.hello.flags = s->offload ? ULS_CTL_HELLO_F_OFFLOAD : 0;
+	r.u.hello.flags = s->offload ? CTL_HELLO_F_OFFLOAD : 0;
 	memcpy(r.u.hello.isn_secret, s->isn_secret, 16);
 	r.u.hello.ring_fd[0] = r.u.hello.ring_fd[1] = -1;
 	r.u.hello.ifindex = s->tap_index;
 	memcpy(r.u.hello.ifname, s->tap_name,
-	       strnlen(s->tap_name, sizeof(r.u.hello.ifname) - 1));  /* uls_ctl_init zeroed it */
+	       strnlen(s->tap_name, sizeof(r.u.hello.ifname) - 1));  /* ctl_init zeroed it */
 	if (l->direct) {
-		r.u.hello.datapath = ULS_CTL_DP_DIRECT;
+		r.u.hello.datapath = CTL_DP_DIRECT;
 		r.u.hello.queue = (uint8_t)l->queue;
 		s->ctr[SRV_LEASES_DIRECT]++;
 		reply(s, c, &r, NULL, 0);
 	} else {
 		int fds[3] = { l->memfd, l->rx_efd, l->tx_efd };
-		r.u.hello.datapath = ULS_CTL_DP_RELAY;
+		r.u.hello.datapath = CTL_DP_RELAY;
 		s->ctr[SRV_LEASES_RELAY]++;
 		reply(s, c, &r, fds, 3);
 	}
@@ -240,9 +240,9 @@ static void hello(struct srv *s, struct srv_conn *c, const struct uls_ctl_msg *r
 
 static int send_counter(struct srv *s, struct srv_conn *c, uint32_t seq, const char *name, uint64_t v)
 {
-	struct uls_ctl_msg r;
+	struct ctl_msg r;
 
-	uls_ctl_init(&r, ULS_CTL_STAT_COUNTER, seq);
+	ctl_init(&r, CTL_STAT_COUNTER, seq);
 	snprintf(r.u.counter.name, sizeof(r.u.counter.name), "%s", name);
 	r.u.counter.value = v;
 	reply(s, c, &r, NULL, 0);
@@ -271,18 +271,18 @@ struct ep_ctx {
 static int send_endpoint(const struct flt_rule *rule, void *arg)
 {
 	struct ep_ctx *e = arg;
-	struct uls_ctl_msg r;
+	struct ctl_msg r;
 	struct srv_lease *l = rule->owner < SRV_MAX_LEASES ? e->s->leases[rule->owner] : NULL;
 
-	uls_ctl_init(&r, ULS_CTL_STAT_ENDPOINT, e->seq);
+	ctl_init(&r, CTL_STAT_ENDPOINT, e->seq);
 	r.proto = rule->proto;
 	r.lport = rule->lport;
 	r.rip = rule->rip;
 	r.rport = rule->rport;
 	r.u.endpoint.pid = l ? (uint32_t)l->pid : 0;
-	r.u.endpoint.datapath = !l ? 0 : l->direct ? ULS_CTL_DP_DIRECT : ULS_CTL_DP_RELAY;
-	r.u.endpoint.kind = rule->kind == FLT_RULE_CONNECTED ? ULS_CTL_K_CONNECTED :
-			    rule->proto == WIRE_IPPROTO_UDP ? ULS_CTL_K_BOUND : ULS_CTL_K_LISTEN;
+	r.u.endpoint.datapath = !l ? 0 : l->direct ? CTL_DP_DIRECT : CTL_DP_RELAY;
+	r.u.endpoint.kind = rule->kind == FLT_RULE_CONNECTED ? CTL_K_CONNECTED :
+			    rule->proto == WIRE_IPPROTO_UDP ? CTL_K_BOUND : CTL_K_LISTEN;
 	reply(e->s, e->c, &r, NULL, 0);
 	return 0;
 }
@@ -291,9 +291,9 @@ static int send_endpoint(const struct flt_rule *rule, void *arg)
  * memfd and maps it first, so what the process does to it can change its contents but not
  * its size: ulsd's reads never fault. */
 static void conntab(struct srv *s, struct srv_conn *c, struct srv_lease *l,
-		    const struct uls_ctl_msg *req)
+		    const struct ctl_msg *req)
 {
-	struct uls_ctl_msg r;
+	struct ctl_msg r;
 	void *map;
 
 	if (l->conntab) {
@@ -309,7 +309,7 @@ static void conntab(struct srv *s, struct srv_conn *c, struct srv_lease *l,
 	l->conntab = map;
 	l->conntab_cap = ULS_CONNTAB_CAPACITY;
 	s->ctr[SRV_CONNTABS_GIVEN]++;
-	uls_ctl_init(&r, ULS_CTL_CONNTAB, req->seq);
+	ctl_init(&r, CTL_CONNTAB, req->seq);
 	reply(s, c, &r, &fd, 1);
 	close(fd);  /* both ends keep their mapping */
 }
@@ -321,16 +321,16 @@ static struct uls_conntab_ent snap[ULS_CONNTAB_CAPACITY];
 
 static void stat_process(struct srv *s, struct srv_conn *c, uint32_t seq, struct srv_lease *l)
 {
-	struct uls_ctl_msg r;
+	struct ctl_msg r;
 	uint32_t n = 0, total = 0, ok = 0;
 	uint64_t published = 0;
-	uint8_t dp = l->direct ? ULS_CTL_DP_DIRECT : ULS_CTL_DP_RELAY;
-	int table = ULS_CTL_TABLE_NONE;
+	uint8_t dp = l->direct ? CTL_DP_DIRECT : CTL_DP_RELAY;
+	int table = CTL_TABLE_NONE;
 
 	if (l->conntab) {
 		int rc = uls_conntab_snapshot(l->conntab, l->conntab_cap, snap, &n, &total, &published);
-		table = rc == ULS_CONNTAB_OK ? ULS_CTL_TABLE_OK :
-			rc == ULS_CONNTAB_TORN ? ULS_CTL_TABLE_TORN : ULS_CTL_TABLE_BAD;
+		table = rc == ULS_CONNTAB_OK ? CTL_TABLE_OK :
+			rc == ULS_CONNTAB_TORN ? CTL_TABLE_TORN : CTL_TABLE_BAD;
 		if (rc == ULS_CONNTAB_TORN)
 			s->ctr[SRV_CONNTAB_TORN]++;
 		else if (rc != ULS_CONNTAB_OK)
@@ -340,7 +340,7 @@ static void stat_process(struct srv *s, struct srv_conn *c, uint32_t seq, struct
 	}
 	for (uint32_t i = 0; i < n; i++)
 		ok += uls_conntab_ent_ok(&snap[i]);
-	uls_ctl_init(&r, ULS_CTL_STAT_PROC, seq);
+	ctl_init(&r, CTL_STAT_PROC, seq);
 	r.u.proc.pid = (uint32_t)l->pid;
 	r.u.proc.datapath = dp;
 	r.u.proc.queue = (uint8_t)l->queue;
@@ -362,12 +362,12 @@ static void stat_process(struct srv *s, struct srv_conn *c, uint32_t seq, struct
 		const struct uls_conntab_ent *e = &snap[i];
 		if (!uls_conntab_ent_ok(e))
 			continue;
-		uls_ctl_init(&r, ULS_CTL_STAT_CONN, seq);
+		ctl_init(&r, CTL_STAT_CONN, seq);
 		r.proto = IPPROTO_TCP;
 		r.lport = e->lport;
 		r.rip = e->rip;
 		r.rport = e->rport;
-		r.u.conn = (struct uls_ctl_conn){
+		r.u.conn = (struct ctl_conn){
 			.pid = (uint32_t)l->pid, .datapath = dp, .state = e->state,
 			.snd_wscale = e->snd_wscale, .rcv_wscale = e->rcv_wscale,
 			.send_queue = e->send_queue, .recv_queue = e->recv_queue,
@@ -383,7 +383,7 @@ static void stat_process(struct srv *s, struct srv_conn *c, uint32_t seq, struct
 /* ulsstat: every process and its connections, every counter, every endpoint, then END.
  * The socket's buffer bounds how much one reply may hold; SEQPACKET keeps the records
  * apart. */
-static void stats(struct srv *s, struct srv_conn *c, const struct uls_ctl_msg *req)
+static void stats(struct srv *s, struct srv_conn *c, const struct ctl_msg *req)
 {
 	struct flt_stats fs;
 	struct ep_ctx e = { s, c, req->seq };
@@ -405,8 +405,8 @@ static void stats(struct srv *s, struct srv_conn *c, const struct uls_ctl_msg *r
 	}
 	for (int i = 0; i < SRV_COUNTER_MAX; i++)
 		send_counter(s, c, req->seq, srv__counter_name((enum srv_counter)i), s->ctr[i]);
-	for (int i = 1; i < ULS_CTL_ERROR_SLOTS; i++)
-		send_counter(s, c, req->seq, uls_ctl_error_name(ULS_CTL_ERROR_BASE + i),
+	for (int i = 1; i < CTL_ERROR_SLOTS; i++)
+		send_counter(s, c, req->seq, ctl_error_name(CTL_ERROR_BASE + i),
 			     s->ctl_errors[i]);
 	flt_table_stats(s->flt, &fs);
 	for (int i = 1; i < FLT_REASON_COUNT; i++) {
@@ -418,17 +418,17 @@ static void stats(struct srv *s, struct srv_conn *c, const struct uls_ctl_msg *r
 	srv__dp_stats(s, stat_one, &sc);
 	flt_foreach(s->flt, send_endpoint, &e);
 	for (size_t i = 0; i < s->ncustody; i++) {
-		struct uls_ctl_msg r;
-		uls_ctl_init(&r, ULS_CTL_STAT_ENDPOINT, req->seq);
+		struct ctl_msg r;
+		ctl_init(&r, CTL_STAT_ENDPOINT, req->seq);
 		r.proto = WIRE_IPPROTO_TCP;
 		r.lport = s->custody[i].lport;
 		r.rip = s->custody[i].rip;
 		r.rport = s->custody[i].rport;
-		r.u.endpoint.kind = ULS_CTL_K_TIMEWAIT;
+		r.u.endpoint.kind = CTL_K_TIMEWAIT;
 		reply(s, c, &r, NULL, 0);
 	}
-	struct uls_ctl_msg end;
-	uls_ctl_init(&end, ULS_CTL_END, req->seq);
+	struct ctl_msg end;
+	ctl_init(&end, CTL_END, req->seq);
 	reply(s, c, &end, NULL, 0);
 	answer.on = false;
 }
@@ -464,8 +464,8 @@ static void send_answer(struct srv *s, struct srv_conn *c)
 	}
 	if (i < answer.n) {
 		lost += answer.n - i;
-		const struct uls_ctl_msg *last = &answer.m[answer.n - 1];
-		if (last->type == ULS_CTL_END && i < answer.n - 1) {
+		const struct ctl_msg *last = &answer.m[answer.n - 1];
+		if (last->type == CTL_END && i < answer.n - 1) {
 			struct pollfd pfd = { .fd = c->fd, .events = POLLOUT };
 			poll(&pfd, 1, 100);
 			if (send(c->fd, last, sizeof(*last), MSG_DONTWAIT | MSG_NOSIGNAL) ==
@@ -484,13 +484,13 @@ static void send_answer(struct srv *s, struct srv_conn *c)
 
 /* A refused one-way message still gets an error reply (the process's stack skips replies
  * it is not waiting for) and a counter. */
-static void refuse_one_way(struct srv *s, struct srv_conn *c, const struct uls_ctl_msg *m, int rc)
+static void refuse_one_way(struct srv *s, struct srv_conn *c, const struct ctl_msg *m, int rc)
 {
 	s->ctr[SRV_CTL_DENIED]++;
 	reply_status(s, c, m, rc);
 }
 
-static void handle(struct srv *s, struct srv_conn *c, const struct uls_ctl_msg *m)
+static void handle(struct srv *s, struct srv_conn *c, const struct ctl_msg *m)
 {
 	struct srv_lease *l = c->lease;
 	int rc;
@@ -498,53 +498,53 @@ static void handle(struct srv *s, struct srv_conn *c, const struct uls_ctl_msg *
 	if (s->trace)
 		srv__log(2, "lease %u: message %u proto %u lport %u rport %u", l ? l->id : 0,
 			m->type, m->proto, m->lport, m->rport);
-	if (m->type == ULS_CTL_STATS) {
+	if (m->type == CTL_STATS) {
 		stats(s, c, m);
 		return;
 	}
-	if ((m->type == ULS_CTL_HELLO) == (l != NULL)) {
+	if ((m->type == CTL_HELLO) == (l != NULL)) {
 		/* HELLO must come first and only once; nothing else before it. */
 		s->ctr[SRV_CTL_OUT_OF_ORDER]++;
 		reply_status(s, c, m, -EPROTO);
 		return;
 	}
 	switch (m->type) {
-	case ULS_CTL_HELLO:
+	case CTL_HELLO:
 		hello(s, c, m);
 		return;
-	case ULS_CTL_BIND:
+	case CTL_BIND:
 		rc = srv__port_bind(s, l, m->proto, m->lport, m->flags);
 		if (rc >= 0) {
-			struct uls_ctl_msg r;
-			uls_ctl_init(&r, ULS_CTL_BIND, m->seq);
+			struct ctl_msg r;
+			ctl_init(&r, CTL_BIND, m->seq);
 			r.proto = m->proto;
 			r.lport = (uint16_t)rc;
 			reply(s, c, &r, NULL, 0);
 			return;
 		}
 		break;
-	case ULS_CTL_LISTEN:
+	case CTL_LISTEN:
 		if (!srv__port_held(s, l, IPPROTO_TCP, m->lport))
 			rc = -EPERM;
-		else if (m->flags & ULS_CTL_F_INHERIT)
+		else if (m->flags & CTL_F_INHERIT)
 			rc = flt_join_listen(s->flt, WIRE_IPPROTO_TCP, m->lport, l->id);
 		else
 			rc = flt_add_listen(s->flt, WIRE_IPPROTO_TCP, m->lport, l->id,
-					    (m->flags & ULS_CTL_F_REUSEPORT) != 0);
+					    (m->flags & CTL_F_REUSEPORT) != 0);
 		if (rc == -EEXIST)
 			rc = 0;
 		break;
-	case ULS_CTL_CONNECT:
+	case CTL_CONNECT:
 		rc = srv__port_connect(s, l, m->lport, m->rip, m->rport);
 		if (rc >= 0) {
-			struct uls_ctl_msg r = *m;
+			struct ctl_msg r = *m;
 			r.lport = (uint16_t)rc;
 			r.status = 0;
 			reply(s, c, &r, NULL, 0);
 			return;
 		}
 		break;
-	case ULS_CTL_ACCEPTED:
+	case CTL_ACCEPTED:
 		/* One-way. The listener must be this process's, and the tuple new. */
 		rc = srv__port_ref(s, l, IPPROTO_TCP, m->lport);
 		if (rc == 0) {
@@ -555,7 +555,7 @@ static void handle(struct srv *s, struct srv_conn *c, const struct uls_ctl_msg *
 		if (rc < 0)
 			refuse_one_way(s, c, m, rc);
 		return;
-	case ULS_CTL_RELEASE:
+	case CTL_RELEASE:
 		/* The process published the connection's last frames before this message:
 		 * send them while the tuple is still its own. */
 		srv__drain_tx(s, l);
@@ -565,22 +565,22 @@ static void handle(struct srv *s, struct srv_conn *c, const struct uls_ctl_msg *
 		else
 			refuse_one_way(s, c, m, rc);
 		return;
-	case ULS_CTL_ACCEPTING:
+	case CTL_ACCEPTING:
 		/* One-way: prefer this member of the port's listening group. */
 		rc = flt_set_accepting(s->flt, WIRE_IPPROTO_TCP, m->lport, l->id);
 		if (rc < 0)
 			refuse_one_way(s, c, m, rc);
 		return;
-	case ULS_CTL_HANDOFF:
+	case CTL_HANDOFF:
 		rc = srv__handoff_begin(s, l, m);
 		break;
-	case ULS_CTL_CLAIM:
+	case CTL_CLAIM:
 		rc = srv__handoff_claim(s, l, m);
 		break;
-	case ULS_CTL_CONNTAB:
+	case CTL_CONNTAB:
 		conntab(s, c, l, m);
 		return;
-	case ULS_CTL_UNBIND:
+	case CTL_UNBIND:
 		srv__drain_tx(s, l);
 		/* The socket that held the port closed: a listener stops receiving new
 		 * connections at once, even while connections accepted on it live on. */
@@ -646,21 +646,21 @@ void srv__ctl_conn_close(struct srv *s, struct srv_conn *c)
  * answered. Takes s->lock, and sends a collected STATS answer after releasing it. */
 void srv__ctl_input(struct srv *s, struct srv_conn *c, const uint8_t *buf, ssize_t n)
 {
-	struct uls_ctl_msg m;
+	struct ctl_msg m;
 
 	pthread_mutex_lock(&s->lock);
 	s->ctr[SRV_CTL_MESSAGES]++;
 	/* MSG_TRUNC: n is the whole message's size, so an oversized one is refused. */
-	int err = uls_ctl_check(buf, n, &m);
+	int err = ctl_check(buf, n, &m);
 	if (err < 0) {
 		s->ctr[SRV_CTL_REFUSED]++;
-		s->ctl_errors[-err - ULS_CTL_ERROR_BASE]++;
-		struct uls_ctl_msg r;
+		s->ctl_errors[-err - CTL_ERROR_BASE]++;
+		struct ctl_msg r;
 		uint32_t seq = 0;
 		if (n >= 12)
 			memcpy(&seq, buf + 8, sizeof(seq));
-		uls_ctl_init(&r, ULS_CTL_END, seq);
-		r.status = err == -ULS_CTL_BAD_VERSION ? -EPROTONOSUPPORT : -EBADMSG;
+		ctl_init(&r, CTL_END, seq);
+		r.status = err == -CTL_BAD_VERSION ? -EPROTONOSUPPORT : -EBADMSG;
 		reply(s, c, &r, NULL, 0);
 	} else {
 		handle(s, c, &m);
@@ -674,7 +674,7 @@ void srv__ctl_input(struct srv *s, struct srv_conn *c, const uint8_t *buf, ssize
  * connection is gone. */
 static bool conn_read(struct srv *s, struct srv_conn *c)
 {
-	uint8_t buf[ULS_CTL_MSG_SIZE + 1];
+	uint8_t buf[CTL_MSG_SIZE + 1];
 
 	for (;;) {
 		ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC);

@@ -23,7 +23,7 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 
-#include "netif/ctlproto.h"
+#include "netif/ctl/ctl.h"
 
 static struct srv_handoff *find(struct srv *s, uint16_t lport, uint32_t rip, uint16_t rport)
 {
@@ -42,7 +42,7 @@ static void forget(struct srv *s, struct srv_handoff *h)
 	*h = s->handoff[--s->nhandoff];
 }
 
-int srv__handoff_begin(struct srv *s, struct srv_lease *l, const struct uls_ctl_msg *m)
+int srv__handoff_begin(struct srv *s, struct srv_lease *l, const struct ctl_msg *m)
 {
 	if (!m->u.handoff.nonce)
 		return -EINVAL;  /* zero would be guessable */
@@ -77,7 +77,7 @@ int srv__handoff_begin(struct srv *s, struct srv_lease *l, const struct uls_ctl_
 	return 0;
 }
 
-int srv__handoff_claim(struct srv *s, struct srv_lease *l, const struct uls_ctl_msg *m)
+int srv__handoff_claim(struct srv *s, struct srv_lease *l, const struct ctl_msg *m)
 {
 	struct srv_handoff *h = find(s, m->lport, m->rip, m->rport);
 

@@ -17,7 +17,7 @@
 #include <sys/types.h>
 
 #include "filter/filter.h"
-#include "netif/ctlproto.h"
+#include "netif/ctl/ctl.h"
 #include "netif/ring.h"
 #include "netif/tap.h"
 
@@ -51,7 +51,7 @@ struct srv_lease {
 	int dp_ring[2];         /* ulsd's descriptors of its io_urings, -1: none */
 	bool has_rings;         /* the relay's ring pair and eventfds exist */
 	/* The connection table the process writes (netif/conntab.h), mapped by the control
-	 * thread; NULL until the process asks for it (ULS_CTL_CONNTAB). */
+	 * thread; NULL until the process asks for it (CTL_CONNTAB). */
 	void *conntab;
 	uint32_t conntab_cap;
 };
@@ -143,7 +143,7 @@ struct srv {
 	struct srv_handoff *handoff;
 	size_t nhandoff, handoff_cap;
 	uint64_t ctr[SRV_COUNTER_MAX];
-	uint64_t ctl_errors[ULS_CTL_ERROR_SLOTS];   /* by reason - ULS_CTL_ERROR_BASE */
+	uint64_t ctl_errors[CTL_ERROR_SLOTS];   /* by reason - CTL_ERROR_BASE */
 	uint64_t icmp_tokens_ms;                    /* rate limiter for ICMP errors */
 	unsigned icmp_tokens;
 	uint64_t rst_tokens_ms;                     /* rate limiter for resets (reply.c) */
@@ -198,9 +198,9 @@ void srv__custody_add(struct srv *s, uint16_t lport, uint32_t rip, uint16_t rpor
 int srv__custody_tick(struct srv *s);  /* probes and expiry; returns ms until next work */
 
 /* handoff.c (s->lock held) */
-struct uls_ctl_msg;
-int srv__handoff_begin(struct srv *s, struct srv_lease *l, const struct uls_ctl_msg *m);
-int srv__handoff_claim(struct srv *s, struct srv_lease *l, const struct uls_ctl_msg *m);
+struct ctl_msg;
+int srv__handoff_begin(struct srv *s, struct srv_lease *l, const struct ctl_msg *m);
+int srv__handoff_claim(struct srv *s, struct srv_lease *l, const struct ctl_msg *m);
 int srv__handoff_tick(struct srv *s);  /* expiry; returns ms until the next one */
 
 /* lease.c (s->lock held unless noted) */

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "netif/ctlproto.h"
+#include "netif/ctl/ctl.h"
 
 #define PRIVILEGED_BELOW 1024
 #define PROBES           4
@@ -105,12 +105,12 @@ static bool inherits(const struct port *pt, const struct srv_lease *l)
 
 static bool may_share(const struct port *pt, const struct srv_lease *l, unsigned flags)
 {
-	if (flags & ULS_CTL_F_INHERIT)
+	if (flags & CTL_F_INHERIT)
 		return inherits(pt, l);
-	if (!(flags & ULS_CTL_F_REUSEPORT))
+	if (!(flags & CTL_F_REUSEPORT))
 		return false;
 	for (uint32_t i = 0; i < pt->n; i++)
-		if (!(pt->h[i].flags & ULS_CTL_F_REUSEPORT) || pt->h[i].uid != l->uid)
+		if (!(pt->h[i].flags & CTL_F_REUSEPORT) || pt->h[i].uid != l->uid)
 			return false;
 	return true;
 }
@@ -156,7 +156,7 @@ int srv__port_bind(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t p
 			return rc;
 		port = (uint16_t)rc;
 	} else if (port < PRIVILEGED_BELOW && l->uid != 0 &&
-		   !((flags & ULS_CTL_F_INHERIT) && port_of(proto, port)->n &&
+		   !((flags & CTL_F_INHERIT) && port_of(proto, port)->n &&
 		     inherits(port_of(proto, port), l))) {
 		/* A child that inherited a privileged port from its parent keeps it. */
 		return -EACCES;
@@ -174,10 +174,10 @@ int srv__port_bind(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t p
 	}
 	if (proto == IPPROTO_UDP) {
 		/* A bound UDP port receives at once. */
-		rc = (flags & ULS_CTL_F_INHERIT) ?
+		rc = (flags & CTL_F_INHERIT) ?
 		     flt_join_listen(s->flt, WIRE_IPPROTO_UDP, port, l->id) :
 		     flt_add_listen(s->flt, WIRE_IPPROTO_UDP, port, l->id,
-				    (flags & ULS_CTL_F_REUSEPORT) != 0);
+				    (flags & CTL_F_REUSEPORT) != 0);
 		if (rc < 0 && rc != -EEXIST) {
 			srv__port_release(s, l, proto, port);
 			return rc;

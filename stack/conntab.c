@@ -1,7 +1,7 @@
 /* The process's connection table for ulsstat (netif/conntab.h; docs/architecture.md,
  * "What ulsstat sees of a process's connections").
  *
- * On a node, ulsd hands the process a shared table at its lease's start (ULS_CTL_CONNTAB).
+ * On a node, ulsd hands the process a shared table at its lease's start (CTL_CONNTAB).
  * While the process has TCP connections an lwIP timer rewrites it every
  * ULS_CONNTAB_PERIOD_MS, with the core lock held as every timer is: state, queues, RTT,
  * congestion window, retransmissions of each connection, from lwIP's pcb lists. Nobody

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "lwip/udp.h"
-#include "netif/ctlproto.h"
+#include "netif/ctl/ctl.h"
 
 /* Datagrams queued for the application beyond this are dropped and counted, as a kernel
  * drops on a full SO_RCVBUF. */
@@ -71,9 +71,9 @@ int stk__dgram_bind(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port)
 		stk__sock_ctl_end(s);
 		return s->udp ? -EINVAL : -EBADF;
 	}
-	unsigned flags = (ip_get_option(s->udp, SOF_REUSEADDR) ? ULS_CTL_F_REUSEADDR : 0) |
-			 (s->reuseport ? ULS_CTL_F_REUSEPORT : 0) |
-			 (s->share_inherited ? ULS_CTL_F_INHERIT : 0);
+	unsigned flags = (ip_get_option(s->udp, SOF_REUSEADDR) ? CTL_F_REUSEADDR : 0) |
+			 (s->reuseport ? CTL_F_REUSEPORT : 0) |
+			 (s->share_inherited ? CTL_F_INHERIT : 0);
 	int p = stk__ep_bind(IPPROTO_UDP, port, flags);  /* the core lock is released meanwhile */
 	rc = stk__sock_ctl_end(s);
 	if (p < 0)

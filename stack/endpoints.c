@@ -14,7 +14,7 @@
 #include <stdlib.h>
 
 #include "lwip/priv/tcp_priv.h"
-#include "netif/ctlproto.h"
+#include "netif/ctl/ctl.h"
 
 struct tuple {
 	uint16_t lport, rport;
@@ -29,12 +29,12 @@ static bool ext_ready;
 static void on_destroy(u8_t id, void *data)
 {
 	struct tuple *t = data;
-	struct uls_ctl_msg m;
+	struct ctl_msg m;
 
 	(void)id;
 	if (!t)
 		return;
-	uls_ctl_init(&m, ULS_CTL_RELEASE, 0);
+	ctl_init(&m, CTL_RELEASE, 0);
 	m.proto = IPPROTO_TCP;
 	m.lport = t->lport;
 	m.rip = t->rip;
@@ -44,7 +44,7 @@ static void on_destroy(u8_t id, void *data)
 }
 
 /* A request with the core lock released for the round trip (held on entry and return). */
-static int call_unlocked(struct uls_ctl_msg *m)
+static int call_unlocked(struct ctl_msg *m)
 {
 	stk__unlock();
 	int rc = stk__lease_call(m);
@@ -99,11 +99,11 @@ uint32_t stk__ep_rexmits(const struct tcp_pcb *pcb)
  * Releases the core lock meanwhile. */
 int stk__ep_bind(uint8_t proto, uint16_t port, unsigned flags)
 {
-	struct uls_ctl_msg m;
+	struct ctl_msg m;
 
 	if (!stk__leased())
 		return port;
-	uls_ctl_init(&m, ULS_CTL_BIND, 0);
+	ctl_init(&m, CTL_BIND, 0);
 	m.proto = proto;
 	m.lport = port;
 	m.flags = (uint8_t)flags;
@@ -113,11 +113,11 @@ int stk__ep_bind(uint8_t proto, uint16_t port, unsigned flags)
 
 void stk__ep_unbind(uint8_t proto, uint16_t port)
 {
-	struct uls_ctl_msg m;
+	struct ctl_msg m;
 
 	if (!stk__leased() || port == 0)
 		return;
-	uls_ctl_init(&m, ULS_CTL_UNBIND, 0);
+	ctl_init(&m, CTL_UNBIND, 0);
 	m.proto = proto;
 	m.lport = port;
 	stk__lease_notify(&m);
@@ -126,11 +126,11 @@ void stk__ep_unbind(uint8_t proto, uint16_t port)
 /* Releases the core lock meanwhile. */
 int stk__ep_listen(uint16_t port, unsigned flags)
 {
-	struct uls_ctl_msg m;
+	struct ctl_msg m;
 
 	if (!stk__leased())
 		return 0;
-	uls_ctl_init(&m, ULS_CTL_LISTEN, 0);
+	ctl_init(&m, CTL_LISTEN, 0);
 	m.proto = IPPROTO_TCP;
 	m.lport = port;
 	m.flags = (uint8_t)flags;
@@ -142,11 +142,11 @@ int stk__ep_listen(uint16_t port, unsigned flags)
  * holds the listener for its workers). */
 void stk__ep_accepting(uint16_t port)
 {
-	struct uls_ctl_msg m;
+	struct ctl_msg m;
 
 	if (!stk__leased())
 		return;
-	uls_ctl_init(&m, ULS_CTL_ACCEPTING, 0);
+	ctl_init(&m, CTL_ACCEPTING, 0);
 	m.proto = IPPROTO_TCP;
 	m.lport = port;
 	stk__lease_notify(&m);
@@ -156,11 +156,11 @@ void stk__ep_accepting(uint16_t port)
  * the core lock meanwhile. */
 int stk__ep_connect(uint16_t lport, const ip4_addr_t *rip, uint16_t rport)
 {
-	struct uls_ctl_msg m;
+	struct ctl_msg m;
 
 	if (!stk__leased())
 		return lport;
-	uls_ctl_init(&m, ULS_CTL_CONNECT, 0);
+	ctl_init(&m, CTL_CONNECT, 0);
 	m.proto = IPPROTO_TCP;
 	m.lport = lport;
 	m.rip = rip->addr;
@@ -194,11 +194,11 @@ void stk__ep_connected(struct tcp_pcb *pcb)
  * presenting nonce claims it. Synchronous. */
 int stk__ep_handoff(struct tcp_pcb *pcb, uint64_t nonce)
 {
-	struct uls_ctl_msg m;
+	struct ctl_msg m;
 
 	if (!stk__leased())
 		return -EOPNOTSUPP;  /* a TAP node of its own has nobody to give it to */
-	uls_ctl_init(&m, ULS_CTL_HANDOFF, 0);
+	ctl_init(&m, CTL_HANDOFF, 0);
 	m.proto = IPPROTO_TCP;
 	m.lport = pcb->local_port;
 	m.rip = ip_2_ip4(&pcb->remote_ip)->addr;
@@ -209,11 +209,11 @@ int stk__ep_handoff(struct tcp_pcb *pcb, uint64_t nonce)
 
 int stk__ep_claim(uint16_t lport, const ip4_addr_t *rip, uint16_t rport, uint64_t nonce)
 {
-	struct uls_ctl_msg m;
+	struct ctl_msg m;
 
 	if (!stk__leased())
 		return -EOPNOTSUPP;
-	uls_ctl_init(&m, ULS_CTL_CLAIM, 0);
+	ctl_init(&m, CTL_CLAIM, 0);
 	m.proto = IPPROTO_TCP;
 	m.lport = lport;
 	m.rip = rip->addr;
@@ -238,11 +238,11 @@ void stk__ep_forget(struct tcp_pcb *pcb)
  * now on and keeps it in custody if we die. */
 void stk__ep_accepted(struct tcp_pcb *pcb)
 {
-	struct uls_ctl_msg m;
+	struct ctl_msg m;
 
 	if (!stk__leased())
 		return;
-	uls_ctl_init(&m, ULS_CTL_ACCEPTED, 0);
+	ctl_init(&m, CTL_ACCEPTED, 0);
 	m.proto = IPPROTO_TCP;
 	m.lport = pcb->local_port;
 	m.rip = ip_2_ip4(&pcb->remote_ip)->addr;

@@ -19,7 +19,7 @@
 
 #include "lwip/priv/tcp_priv.h"
 #include "lwip/udp.h"
-#include "netif/ctlproto.h"
+#include "netif/ctl/ctl.h"
 
 static void prepare(void)
 {

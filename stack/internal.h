@@ -86,16 +86,16 @@ void stk__node_name(const char *ifname, unsigned ifindex);
 void stk__node_down_hook(void);
 
 /* The lease with ulsd (lease.c); without one the process is a TAP node of its own. */
-struct uls_ctl_msg;
+struct ctl_msg;
 bool stk__leased(void);
 int stk__lease_fd(void);
 /* A request and its reply: never with the core lock held (it aborts), except
  * stk__lease_call_locked for HANDOFF and CLAIM (lease.c says why). */
-int stk__lease_call(struct uls_ctl_msg *m);
-int stk__lease_call_locked(struct uls_ctl_msg *m);
+int stk__lease_call(struct ctl_msg *m);
+int stk__lease_call_locked(struct ctl_msg *m);
 /* One-way, core lock held: queued when the control socket is full, never dropped while
  * the lease lives. */
-void stk__lease_notify(struct uls_ctl_msg *m);
+void stk__lease_notify(struct ctl_msg *m);
 void stk__lease_counters(uint64_t *queued, uint64_t *lost);
 void stk__lease_unmark_rings(void);
 void stk__lease_forget(void);

@@ -35,7 +35,7 @@
 #include <unistd.h>
 
 #include "lwip/timeouts.h"
-#include "netif/ctlproto.h"
+#include "netif/ctl/ctl.h"
 #include "netif/qring.h"
 #include "netif/ringdev.h"
 
@@ -45,7 +45,7 @@
 /* A notification that did not fit into the control socket. */
 struct pending {
 	struct pending *next;
-	struct uls_ctl_msg m;
+	struct ctl_msg m;
 };
 
 struct lease {
@@ -93,10 +93,10 @@ int stk__lease_fd(void)
 }
 
 /* One reply with at most nfds descriptors: exactly nfds unless got_out says how many came. */
-static int recv_reply(int fd, struct uls_ctl_msg *m, int *fds, size_t nfds, size_t *got_out,
+static int recv_reply(int fd, struct ctl_msg *m, int *fds, size_t nfds, size_t *got_out,
 		      int flags)
 {
-	uint8_t buf[ULS_CTL_MSG_SIZE + 1];
+	uint8_t buf[CTL_MSG_SIZE + 1];
 	char cbuf[CMSG_SPACE(sizeof(int) * 3)];
 	struct iovec iov = { buf, sizeof(buf) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
@@ -124,7 +124,7 @@ static int recv_reply(int fd, struct uls_ctl_msg *m, int *fds, size_t nfds, size
 		}
 	}
 	if ((got_out ? got > nfds : got != nfds) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
-	    uls_ctl_check(buf, n, m) != 0) {
+	    ctl_check(buf, n, m) != 0) {
 		for (size_t i = 0; i < got; i++)
 			close(fds[i]);
 		return -EPROTO;
@@ -135,7 +135,7 @@ static int recv_reply(int fd, struct uls_ctl_msg *m, int *fds, size_t nfds, size
 }
 
 /* One record, without blocking (send_lock held): 0, -EAGAIN (no room now) or -errno. */
-static int send_one(const struct uls_ctl_msg *m)
+static int send_one(const struct ctl_msg *m)
 {
 	ssize_t n;
 
@@ -207,7 +207,7 @@ static int wait_room(const struct timespec *deadline)
 
 /* Send a request after everything queued before it, waiting for room if need be (core
  * lock not held, call_lock held). */
-static int send_request(struct uls_ctl_msg *m, const struct timespec *deadline)
+static int send_request(struct ctl_msg *m, const struct timespec *deadline)
 {
 	int rc;
 
@@ -243,7 +243,7 @@ static void drain(const struct timespec *deadline)
  * (then undo_queued: the call sends it before it returns, as no timer was armed). */
 static bool undo_queued;
 
-static void notify_unlocked(struct uls_ctl_msg *m)
+static void notify_unlocked(struct ctl_msg *m)
 {
 	pthread_mutex_lock(&lease.send_lock);
 	m->seq = ++lease.seq;
@@ -269,28 +269,28 @@ static void notify_unlocked(struct uls_ctl_msg *m)
  * the caller already failed with ETIMEDOUT. */
 #define LATE_MAX 8
 
-static struct uls_ctl_msg late[LATE_MAX];
+static struct ctl_msg late[LATE_MAX];
 static unsigned late_next;
 
-static void remember_late(const struct uls_ctl_msg *m)
+static void remember_late(const struct ctl_msg *m)
 {
-	if (m->type == ULS_CTL_BIND || m->type == ULS_CTL_CONNECT)
+	if (m->type == CTL_BIND || m->type == CTL_CONNECT)
 		late[late_next++ % LATE_MAX] = *m;
 }
 
-static void late_reply(const struct uls_ctl_msg *r)
+static void late_reply(const struct ctl_msg *r)
 {
 	for (unsigned i = 0; i < LATE_MAX; i++) {
-		struct uls_ctl_msg *l = &late[i];
+		struct ctl_msg *l = &late[i];
 		if (l->type == 0 || l->seq != r->seq)
 			continue;
 		uint16_t type = l->type;
 		l->type = 0;
 		if (r->status < 0 || r->type != type)
 			return;  /* refused: nothing to give back */
-		struct uls_ctl_msg u;
-		uls_ctl_init(&u, type == ULS_CTL_BIND ? ULS_CTL_UNBIND : ULS_CTL_RELEASE, 0);
-		u.proto = type == ULS_CTL_BIND ? l->proto : IPPROTO_TCP;
+		struct ctl_msg u;
+		ctl_init(&u, type == CTL_BIND ? CTL_UNBIND : CTL_RELEASE, 0);
+		u.proto = type == CTL_BIND ? l->proto : IPPROTO_TCP;
 		u.lport = r->lport;
 		u.rip = l->rip;
 		u.rport = l->rport;
@@ -308,10 +308,10 @@ static void late_reply(const struct uls_ctl_msg *r)
  * The one exception is stk__lease_call_locked(). */
 static const int sync_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGABRT, SIGSYS };
 
-static int call(struct uls_ctl_msg *m)
+static int call(struct ctl_msg *m)
 {
 	struct timespec deadline;
-	struct uls_ctl_msg r;
+	struct ctl_msg r;
 	int rc, cancel;
 
 	/* A thread cancelled in the middle would leave a reply unread and the lock taken: the
@@ -362,7 +362,7 @@ out:
 	return rc;
 }
 
-int stk__lease_call(struct uls_ctl_msg *m)
+int stk__lease_call(struct ctl_msg *m)
 {
 	if (stk__core_lock_mine()) {
 		stk__log(0, "lease: request %u to ulsd with the core lock held", m->type);
@@ -376,7 +376,7 @@ int stk__lease_call(struct uls_ctl_msg *m)
  * segment of it may be processed between that and ulsd's answer, or the packed state
  * would be stale (HANDOFF) or lwIP would reset the tuple that now comes here (CLAIM).
  * They are rare (fork and exec of a server), never per connection. */
-int stk__lease_call_locked(struct uls_ctl_msg *m)
+int stk__lease_call_locked(struct ctl_msg *m)
 {
 	return call(m);
 }
@@ -410,7 +410,7 @@ static void retry(void *arg)
  * verdict, a FIN, a RST) are published first: ulsd applies a RELEASE or UNBIND only after
  * draining what the ring held, so those frames still leave under the rules they were sent
  * under. */
-void stk__lease_notify(struct uls_ctl_msg *m)
+void stk__lease_notify(struct ctl_msg *m)
 {
 	if (lease.fd < 0 || stk__node.lost)
 		return;
@@ -451,15 +451,15 @@ void stk__isn_set_secret(const uint8_t secret[16]);
  * are then missing from ulsstat, nothing else changes. */
 static void ask_conntab(int fd)
 {
-	struct uls_ctl_msg m;
+	struct ctl_msg m;
 	int tfd = -1;
 	size_t got = 0;
 
-	uls_ctl_init(&m, ULS_CTL_CONNTAB, ++lease.seq);
+	ctl_init(&m, CTL_CONNTAB, ++lease.seq);
 	if (send(fd, &m, sizeof(m), MSG_NOSIGNAL) != (ssize_t)sizeof(m))
 		return;
 	int rc = recv_reply(fd, &m, &tfd, 1, &got, 0);
-	if (rc < 0 || m.seq != lease.seq || m.type != ULS_CTL_CONNTAB || m.status < 0 || got != 1) {
+	if (rc < 0 || m.seq != lease.seq || m.type != CTL_CONNTAB || m.status < 0 || got != 1) {
 		if (got)
 			close(tfd);
 		stk__log(1, "lease: no connection table from ulsd (%d)", rc < 0 ? rc : m.status);
@@ -483,7 +483,7 @@ int uls_attach(const char *ctl_path)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	struct timeval tv = { CALL_TIMEOUT_S, 0 };
-	struct uls_ctl_msg m;
+	struct ctl_msg m;
 	struct nif_dev *dev;
 	struct nif_qring_prep qp = { .made = false };
 	int fds[3] = { -1, -1, -1 }, fd, rc;
@@ -508,7 +508,7 @@ int uls_attach(const char *ctl_path)
 		rc = -errno;
 		goto fail_fd;
 	}
-	uls_ctl_init(&m, ULS_CTL_HELLO, ++lease.seq);
+	ctl_init(&m, CTL_HELLO, ++lease.seq);
 	m.u.hello.ring_fd[0] = m.u.hello.ring_fd[1] = -1;
 	if (offer_direct() && nif_qring_prepare(&qp) == 0) {
 		/* The library's own descriptors: high, and out of the program's reach. */
@@ -516,7 +516,7 @@ int uls_attach(const char *ctl_path)
 			nif_qring_set_fd(&qp, i, stk__fd_hide(nif_qring_fd(&qp, i)));
 			m.u.hello.ring_fd[i] = nif_qring_fd(&qp, i);
 		}
-		m.u.hello.flags |= ULS_CTL_HELLO_F_RINGS;
+		m.u.hello.flags |= CTL_HELLO_F_RINGS;
 	}
 	if (send(fd, &m, sizeof(m), MSG_NOSIGNAL) != (ssize_t)sizeof(m)) {
 		rc = -errno;
@@ -525,8 +525,8 @@ int uls_attach(const char *ctl_path)
 	rc = recv_reply(fd, &m, fds, 3, &got, 0);
 	if (rc < 0)
 		goto fail_fd;
-	bool direct = m.u.hello.datapath == ULS_CTL_DP_DIRECT && qp.made;
-	if (m.type != ULS_CTL_HELLO || m.status < 0 || m.u.hello.mtu == 0 ||
+	bool direct = m.u.hello.datapath == CTL_DP_DIRECT && qp.made;
+	if (m.type != CTL_HELLO || m.status < 0 || m.u.hello.mtu == 0 ||
 	    got != (direct ? 0u : 3u)) {
 		rc = m.status < 0 ? m.status : -EPROTO;
 		for (size_t i = 0; i < got; i++)
@@ -535,7 +535,7 @@ int uls_attach(const char *ctl_path)
 	}
 	fd = stk__fd_hide(fd);
 	ask_conntab(fd);
-	bool offload = (m.u.hello.flags & ULS_CTL_HELLO_F_OFFLOAD) != 0;
+	bool offload = (m.u.hello.flags & CTL_HELLO_F_OFFLOAD) != 0;
 	if (!direct) {
 		for (int i = 0; qp.made && i < 2; i++)
 			stk__fd_unmark(nif_qring_fd(&qp, i));

@@ -13,7 +13,7 @@
 
 #include "lwip/priv/tcp_priv.h"
 #include "lwip/tcp.h"
-#include "netif/ctlproto.h"
+#include "netif/ctl/ctl.h"
 
 /* lwIP's tcp_write() takes a 16-bit length. */
 #define WRITE_CHUNK 0xffffu
@@ -197,9 +197,9 @@ int stk__stream_bind(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port)
 		stk__sock_ctl_end(s);
 		return -EINVAL;  /* already bound, or no longer new */
 	}
-	unsigned flags = (ip_get_option(s->tcp, SOF_REUSEADDR) ? ULS_CTL_F_REUSEADDR : 0) |
-			 (s->reuseport ? ULS_CTL_F_REUSEPORT : 0) |
-			 (s->share_inherited ? ULS_CTL_F_INHERIT : 0);
+	unsigned flags = (ip_get_option(s->tcp, SOF_REUSEADDR) ? CTL_F_REUSEADDR : 0) |
+			 (s->reuseport ? CTL_F_REUSEPORT : 0) |
+			 (s->share_inherited ? CTL_F_INHERIT : 0);
 	int p = stk__ep_bind(IPPROTO_TCP, port, flags);  /* the core lock is released meanwhile */
 	rc = stk__sock_ctl_end(s);
 	if (p < 0)
@@ -303,8 +303,8 @@ int stk__stream_listen(struct stk_sock *s, int backlog)
 	 * here (at once for a member of a SO_REUSEPORT group), and with the core lock released
 	 * for the round trip the stack processes them meanwhile; they must find the listener,
 	 * not get a RST. */
-	int lrc = stk__ep_listen(port, (s->reuseport ? ULS_CTL_F_REUSEPORT : 0) |
-					   (s->share_inherited ? ULS_CTL_F_INHERIT : 0));
+	int lrc = stk__ep_listen(port, (s->reuseport ? CTL_F_REUSEPORT : 0) |
+					   (s->share_inherited ? CTL_F_INHERIT : 0));
 	rc = stk__sock_ctl_end(s);
 	if (rc < 0)
 		return rc;  /* closed meanwhile: close() closed the listener and unbound the port */

@@ -1,4 +1,4 @@
-/* libFuzzer target for the control protocol's validator (netif/ctlproto.c, uls_ctl_check):
+/* libFuzzer target for the control protocol's validator (netif/ctl/ctl.c, ctl_check):
  * every message ulsd reads from a process, and every reply a process reads from ulsd,
  * goes through it before any field is used.
  *
@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "netif/ctlproto.h"
+#include "netif/ctl/ctl.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -18,21 +18,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct uls_ctl_msg out, again;
+	struct ctl_msg out, again;
 
 	memset(&out, 0xa5, sizeof(out));
-	int rc = uls_ctl_check(data, (ssize_t)size, &out);
-	if (size != ULS_CTL_MSG_SIZE)
-		CHECK(rc == -ULS_CTL_BAD_SIZE);
+	int rc = ctl_check(data, (ssize_t)size, &out);
+	if (size != CTL_MSG_SIZE)
+		CHECK(rc == -CTL_BAD_SIZE);
 	if (rc != 0) {
-		CHECK(-rc >= ULS_CTL_BAD_SIZE && -rc < ULS_CTL_ERROR_END);
-		CHECK(uls_ctl_error_name(rc) != NULL);
+		CHECK(-rc >= CTL_BAD_SIZE && -rc < CTL_ERROR_END);
+		CHECK(ctl_error_name(rc) != NULL);
 		for (size_t i = 0; i < sizeof(out); i++)
 			CHECK(((const uint8_t *)&out)[i] == 0xa5);
 		return 0;
 	}
 	CHECK(memcmp(&out, data, sizeof(out)) == 0);
-	CHECK(out.type >= ULS_CTL_HELLO && out.type < ULS_CTL_TYPE_MAX);
-	CHECK(uls_ctl_check(&out, sizeof(out), &again) == 0);
+	CHECK(out.type >= CTL_HELLO && out.type < CTL_TYPE_MAX);
+	CHECK(ctl_check(&out, sizeof(out), &again) == 0);
 	return 0;
 }

@@ -1,7 +1,7 @@
 /* libFuzzer target for ulsd's handling of what processes send it: control messages
  * through srv__ctl_input() (server/ctl.c) and what they reach (leases, the port space,
  * filter rules, handoffs, connection tables, STATS), from up to three processes at once,
- * with processes that die and time that passes. uls_ctl_check() alone is fuzz_ctl's.
+ * with processes that die and time that passes. ctl_check() alone is fuzz_ctl's.
  *
  * An input is a list of records; the first octet of each says what happens:
  *   bits 0-1  0: process (bits 2-3) % 3 sends the next 128 octets as a message (fewer if
@@ -30,7 +30,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "netif/ctlproto.h"
+#include "netif/ctl/ctl.h"
 #include "server/internal.h"
 #include "tests/unit/faketap.h"
 
@@ -78,7 +78,7 @@ static void demux_round(void)
 static void drain(int fd)
 {
 	for (;;) {
-		struct uls_ctl_msg r;
+		struct ctl_msg r;
 		char cbuf[CMSG_SPACE(sizeof(int) * 3)];
 		struct iovec iov = { &r, sizeof(r) };
 		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
@@ -159,25 +159,25 @@ static int count_rule(const struct flt_rule *r, void *arg)
 
 static void message(int i, const uint8_t *p, size_t n, bool fix)
 {
-	uint8_t buf[ULS_CTL_MSG_SIZE];
+	uint8_t buf[CTL_MSG_SIZE];
 	memset(buf, 0, sizeof(buf));
 	memcpy(buf, p, n);
 	if (fix && n == sizeof(buf)) {
-		struct uls_ctl_msg m;
+		struct ctl_msg m;
 		memcpy(&m, buf, sizeof(m));
-		m.magic = ULS_CTL_MAGIC;
-		m.version = ULS_CTL_VERSION;
-		m.type = (uint16_t)(1 + m.type % (ULS_CTL_TYPE_MAX - 1));
+		m.magic = CTL_MAGIC;
+		m.version = CTL_VERSION;
+		m.type = (uint16_t)(1 + m.type % (CTL_TYPE_MAX - 1));
 		m.proto = (m.proto & 1) ? IPPROTO_TCP : IPPROTO_UDP;
 		m.lport = (m.lport & 3) ? (uint16_t)(5000 + (m.lport & 3)) : 0;
 		m.rip = peers[m.rip & 1];
 		m.rport = (uint16_t)(80 + (m.rport & 1));
-		if (m.type == ULS_CTL_HELLO)
+		if (m.type == CTL_HELLO)
 			m.u.hello.flags = 0;  /* the direct path needs a kernel ulsd has not here */
 		memcpy(buf, &m, sizeof(m));
 	}
-	struct uls_ctl_msg m;
-	if (n == sizeof(buf) && uls_ctl_check(buf, (ssize_t)n, &m) == 0 && m.lport)
+	struct ctl_msg m;
+	if (n == sizeof(buf) && ctl_check(buf, (ssize_t)n, &m) == 0 && m.lport)
 		used[m.proto == IPPROTO_UDP][m.lport] = true;
 	if (!conn[i])
 		open_proc(i);
@@ -203,7 +203,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size--;
 		switch (op & 3) {
 		case 0: {
-			size_t n = size < ULS_CTL_MSG_SIZE ? size : ULS_CTL_MSG_SIZE;
+			size_t n = size < CTL_MSG_SIZE ? size : CTL_MSG_SIZE;
 			message(i, data, n, (op & 0x10) != 0);
 			data += n;
 			size -= n;

@@ -31,7 +31,7 @@ tests/fuzz/fuzz_vnet: tests/fuzz/fuzz_vnet.c netif/vnet.c netif/wire/wire.c
 tests/fuzz/fuzz_frame: tests/fuzz/fuzz_frame.c netif/frame.c netif/wire/wire.c
 	@$(MKDIR_P) tests/fuzz
 	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) -Wall -Wextra -Werror $(FUZZ_CPPFLAGS) $^ -o $@
-tests/fuzz/fuzz_ctl: tests/fuzz/fuzz_ctl.c netif/ctlproto.c
+tests/fuzz/fuzz_ctl: tests/fuzz/fuzz_ctl.c netif/ctl/ctl.c
 	@$(MKDIR_P) tests/fuzz
 	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) -Wall -Wextra -Werror $(FUZZ_CPPFLAGS) $^ -o $@
 # The state a process takes over from another (stack/hoffstate.c): lwIP's headers for its
@@ -48,7 +48,7 @@ tests/fuzz/fuzz_conntab: tests/fuzz/fuzz_conntab.c netif/conntab.c
 FUZZ_ULSD_SRC = tests/fuzz/fuzz_ulsd.c tests/unit/faketap.c server/ctl.c server/lease.c \
 	server/ports.c server/handoff.c server/demux.c server/reply.c server/reass.c \
 	server/bpf_none.c $(filter %.c,$(filter_libflt_la_SOURCES)) netif/ring.c \
-	netif/ctlproto.c netif/conntab.c netif/chksum.c netif/vnet.c netif/breakdown.c netif/frame.c \
+	netif/ctl/ctl.c netif/conntab.c netif/chksum.c netif/vnet.c netif/breakdown.c netif/frame.c \
 	netif/wire/wire.c
 tests/fuzz/fuzz_ulsd: $(addprefix $(top_srcdir)/,$(FUZZ_ULSD_SRC))
 	@$(MKDIR_P) tests/fuzz
@@ -58,7 +58,7 @@ tests/fuzz/fuzz_ulsd: $(addprefix $(top_srcdir)/,$(FUZZ_ULSD_SRC))
 # fuzzer's instrumentation (lwIP is not our code: no -Werror, its warnings off).
 FUZZ_STACK_SRC = $(nodist_stack_liblwipcore_la_SOURCES) \
 	$(addprefix $(top_srcdir)/,$(filter %.c,$(ULS_STACK_SOURCES) $(netif_libnif_la_SOURCES) \
-	$(netif_libwire_la_SOURCES) $(netif_libopt_la_SOURCES)))
+	$(netif_libwire_la_SOURCES) $(netif_libopt_la_SOURCES) $(netif_libctl_la_SOURCES)))
 FUZZ_STACK_FLAGS = -w $(FUZZ_CPPFLAGS) $(LWIP_CPPFLAGS) -I$(top_srcdir)/stack/include -DULS_BUILDING
 tests/fuzz/fuzz_stack: tests/fuzz/fuzz_stack.c $(FUZZ_STACK_SRC) stack/libuls.la
 	@$(MKDIR_P) tests/fuzz

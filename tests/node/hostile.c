@@ -82,14 +82,14 @@
 
 #include "netif/chksum.h"
 #include "netif/conntab.h"
-#include "netif/ctlproto.h"
+#include "netif/ctl/ctl.h"
 #include "netif/qring.h"
 #include "netif/ring.h"
 #include "netif/ringdev.h"
 #include "tests/node/forge.h"
 
 static int ctl_fd = -1;
-static struct uls_ctl_hello node;
+static struct ctl_hello node;
 static struct nif_dev *dev;
 static struct nif_qring_prep qp;
 static bool direct;
@@ -110,7 +110,7 @@ static int ctl_connect(const char *path)
 }
 
 /* One request, one reply; up to nfds descriptors (how many came: *got). */
-static int call_fds(struct uls_ctl_msg *m, int *fds, int nfds, int *got)
+static int call_fds(struct ctl_msg *m, int *fds, int nfds, int *got)
 {
 	char cbuf[CMSG_SPACE(sizeof(int) * 3)];
 	struct iovec iov = { m, sizeof(*m) };
@@ -135,7 +135,7 @@ static int call_fds(struct uls_ctl_msg *m, int *fds, int nfds, int *got)
 	return m->status;
 }
 
-static int call(struct uls_ctl_msg *m)
+static int call(struct ctl_msg *m)
 {
 	return call_fds(m, NULL, 0, NULL);
 }
@@ -152,23 +152,23 @@ static bool offer_direct(void)
  * 0, or -errno (quiet: the churn's children count failures). */
 static int lease_open(const char *path, bool keep_rings)
 {
-	struct uls_ctl_msg m;
+	struct ctl_msg m;
 	int fds[3], got, rc;
 
 	ctl_fd = ctl_connect(path);
-	uls_ctl_init(&m, ULS_CTL_HELLO, seq++);
+	ctl_init(&m, CTL_HELLO, seq++);
 	m.u.hello.ring_fd[0] = m.u.hello.ring_fd[1] = -1;
 	if (offer_direct() && nif_qring_prepare(&qp) == 0) {
 		m.u.hello.ring_fd[0] = nif_qring_fd(&qp, 0);
 		m.u.hello.ring_fd[1] = nif_qring_fd(&qp, 1);
-		m.u.hello.flags |= ULS_CTL_HELLO_F_RINGS;
+		m.u.hello.flags |= CTL_HELLO_F_RINGS;
 	}
 	rc = call_fds(&m, fds, 3, &got);
 	if (rc < 0)
 		return rc;
 	node = m.u.hello;
-	bool offload = (node.flags & ULS_CTL_HELLO_F_OFFLOAD) != 0;
-	if (node.datapath == ULS_CTL_DP_DIRECT && qp.made) {
+	bool offload = (node.flags & CTL_HELLO_F_OFFLOAD) != 0;
+	if (node.datapath == CTL_DP_DIRECT && qp.made) {
 		direct = true;
 		queue = node.queue;
 		return keep_rings ? 0 : nif_qring_open(&dev, &qp, node.mtu, offload, ctl_fd,
@@ -196,9 +196,9 @@ static void lease(const char *path, bool keep_rings)
 
 static int bind_port(uint8_t proto, uint16_t port)
 {
-	struct uls_ctl_msg m;
+	struct ctl_msg m;
 
-	uls_ctl_init(&m, ULS_CTL_BIND, seq++);
+	ctl_init(&m, CTL_BIND, seq++);
 	m.proto = proto;
 	m.lport = port;
 	int rc = call(&m);
@@ -413,7 +413,7 @@ static int rings(uint32_t target)
 			io_uring_prep_nop(sqe);
 		} else {
 			static const uint8_t hdr[8] = { 0, 1, 8, 0, 6, 4, 0, 1 };
-			size_t vhl = (node.flags & ULS_CTL_HELLO_F_OFFLOAD) ? 10 : 0;
+			size_t vhl = (node.flags & CTL_HELLO_F_OFFLOAD) ? 10 : 0;
 			uint8_t *f = frame + vhl;
 			memcpy(f, forge_bcast, 6);
 			memcpy(f + 6, node.mac, 6);
@@ -472,7 +472,7 @@ static int badring(const char *path, const char *kind, int which)
 	static const struct io_uring_restriction nop_only[] = {
 		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_NOP },
 	};
-	struct uls_ctl_msg m;
+	struct ctl_msg m;
 	int fds[3], got, rc;
 
 	if (nif_qring_prepare(&qp) < 0 || which < 0 || which > 1)
@@ -492,16 +492,16 @@ static int badring(const char *path, const char *kind, int which)
 		return 1;
 	}
 	ctl_fd = ctl_connect(path);
-	uls_ctl_init(&m, ULS_CTL_HELLO, seq++);
+	ctl_init(&m, CTL_HELLO, seq++);
 	m.u.hello.ring_fd[0] = nif_qring_fd(&qp, 0);
 	m.u.hello.ring_fd[1] = nif_qring_fd(&qp, 1);
-	m.u.hello.flags |= ULS_CTL_HELLO_F_RINGS;
+	m.u.hello.flags |= CTL_HELLO_F_RINGS;
 	rc = call_fds(&m, fds, 3, &got);
 	if (rc < 0) {
 		printf("hello %d\n", rc);
 		return 0;
 	}
-	bool is_direct = m.u.hello.datapath == ULS_CTL_DP_DIRECT;
+	bool is_direct = m.u.hello.datapath == CTL_DP_DIRECT;
 	printf("datapath %s\n", is_direct ? "direct" : "relay");
 	for (int i = 0; i < got; i++)
 		close(fds[i]);
@@ -532,10 +532,10 @@ static int badring(const char *path, const char *kind, int which)
 /* The `conntab` command: a table that ulsd must survive reading. */
 static int bad_conntab(const char *kind, double seconds)
 {
-	struct uls_ctl_msg m;
+	struct ctl_msg m;
 	int fd = -1, got;
 
-	uls_ctl_init(&m, ULS_CTL_CONNTAB, seq++);
+	ctl_init(&m, CTL_CONNTAB, seq++);
 	int rc = call_fds(&m, &fd, 1, &got);
 	if (rc < 0 || got != 1) {
 		printf("conntab status %d fds %d\n", rc, got);
@@ -679,24 +679,24 @@ static int run(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(cmd, "release") && argc == 6) {
-		struct uls_ctl_msg m;
-		uls_ctl_init(&m, ULS_CTL_RELEASE, seq++);
+		struct ctl_msg m;
+		ctl_init(&m, CTL_RELEASE, seq++);
 		m.proto = IPPROTO_TCP;
 		m.lport = (uint16_t)atoi(argv[3]);
 		inet_pton(AF_INET, argv[4], &m.rip);
 		m.rport = (uint16_t)atoi(argv[5]);
 		printf("release status %d\n", call(&m));
-		uls_ctl_init(&m, ULS_CTL_UNBIND, seq++);
+		ctl_init(&m, CTL_UNBIND, seq++);
 		m.proto = IPPROTO_TCP;
 		m.lport = (uint16_t)atoi(argv[3]);
 		printf("unbind status %d\n", call(&m));
 		return 0;
 	}
 	if (!strcmp(cmd, "steal") && argc == 6) {
-		struct uls_ctl_msg m;
-		enum uls_ctl_type types[2] = { ULS_CTL_HANDOFF, ULS_CTL_CLAIM };
+		struct ctl_msg m;
+		enum ctl_type types[2] = { CTL_HANDOFF, CTL_CLAIM };
 		for (int i = 0; i < 2; i++) {
-			uls_ctl_init(&m, types[i], seq++);
+			ctl_init(&m, types[i], seq++);
 			m.proto = IPPROTO_TCP;
 			m.lport = (uint16_t)atoi(argv[3]);
 			inet_pton(AF_INET, argv[4], &m.rip);
@@ -720,19 +720,19 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[2], "garbage")) {
 		uint8_t buf[256];
-		struct uls_ctl_msg m;
+		struct ctl_msg m;
 		ctl_fd = ctl_connect(argv[1]);
 		struct { const char *name; size_t len; uint32_t magic; uint16_t version, type; } cases[] = {
-			{ "truncated", 20, ULS_CTL_MAGIC, ULS_CTL_VERSION, ULS_CTL_BIND },
-			{ "oversized", 200, ULS_CTL_MAGIC, ULS_CTL_VERSION, ULS_CTL_BIND },
-			{ "bad_magic", sizeof(m), 0x12345678, ULS_CTL_VERSION, ULS_CTL_BIND },
-			{ "bad_version", sizeof(m), ULS_CTL_MAGIC, 99, ULS_CTL_BIND },
-			{ "unknown_type", sizeof(m), ULS_CTL_MAGIC, ULS_CTL_VERSION, 999 },
-			{ "before_hello", sizeof(m), ULS_CTL_MAGIC, ULS_CTL_VERSION, ULS_CTL_CONNECT },
+			{ "truncated", 20, CTL_MAGIC, CTL_VERSION, CTL_BIND },
+			{ "oversized", 200, CTL_MAGIC, CTL_VERSION, CTL_BIND },
+			{ "bad_magic", sizeof(m), 0x12345678, CTL_VERSION, CTL_BIND },
+			{ "bad_version", sizeof(m), CTL_MAGIC, 99, CTL_BIND },
+			{ "unknown_type", sizeof(m), CTL_MAGIC, CTL_VERSION, 999 },
+			{ "before_hello", sizeof(m), CTL_MAGIC, CTL_VERSION, CTL_CONNECT },
 		};
 		for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 			memset(buf, 0, sizeof(buf));
-			uls_ctl_init(&m, (enum uls_ctl_type)cases[i].type, (uint32_t)i + 1);
+			ctl_init(&m, (enum ctl_type)cases[i].type, (uint32_t)i + 1);
 			m.magic = cases[i].magic;
 			m.version = cases[i].version;
 			m.proto = IPPROTO_TCP;

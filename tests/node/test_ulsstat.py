@@ -359,7 +359,7 @@ def test_bad_arguments_get_a_clear_error(tb):
 
 
 def record(mtype, seq=1, status=0, proto=0, lport=0, rip=0, rport=0, body=b""):
-    """One control record (netif/ctlproto.h): 32 bytes of header, 96 of body."""
+    """One control record (netif/ctl/ctl.h): 32 bytes of header, 96 of body."""
     head = struct.pack("=IHHIiBBHIHHI", 0x554C5343, 2, mtype, seq, status, proto, 0, lport, rip,
                        rport, 0, 0)
     return head + body.ljust(96, b"\0")

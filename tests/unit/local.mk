@@ -75,13 +75,13 @@ tests_unit_test_opt_LDADD = netif/libopt.la $(CMOCKA_LIBS)
 include tests/unit/filter.mk
 
 # The control protocol, the rings and ulsd's port space.
-SERVER_UNIT_TESTS = tests/unit/test_ctlproto tests/unit/test_ring tests/unit/test_ports \
+SERVER_UNIT_TESTS = tests/unit/test_ctl tests/unit/test_ring tests/unit/test_ports \
 	tests/unit/test_vnet tests/unit/test_reass tests/unit/test_reply tests/unit/test_qring tests/unit/test_conntab
 check_PROGRAMS += $(SERVER_UNIT_TESTS)
 TESTS += $(SERVER_UNIT_TESTS)
-tests_unit_test_ctlproto_SOURCES = tests/unit/test_ctlproto.c
-tests_unit_test_ctlproto_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
-tests_unit_test_ctlproto_LDADD = netif/libnif.la $(CMOCKA_LIBS)
+tests_unit_test_ctl_SOURCES = tests/unit/test_ctl.c
+tests_unit_test_ctl_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_ctl_LDADD = netif/libnif.la $(CMOCKA_LIBS)
 tests_unit_test_conntab_SOURCES = tests/unit/test_conntab.c
 tests_unit_test_conntab_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_conntab_LDADD = netif/libnif.la $(CMOCKA_LIBS) -lpthread

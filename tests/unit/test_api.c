@@ -26,7 +26,7 @@
 #include <signal.h>
 #include <sys/resource.h>
 
-#include "netif/ctlproto.h"
+#include "netif/ctl/ctl.h"
 
 static struct in_addr ip4(const char *s)
 {
@@ -403,9 +403,9 @@ static void lease_call_with_core_lock_held_aborts(void **state)
 		pid_t pid = fork();
 		assert_true(pid >= 0);
 		if (pid == 0) {
-			struct uls_ctl_msg m;
+			struct ctl_msg m;
 			memset(&m, 0, sizeof(m));
-			m.type = ULS_CTL_CONNECT;
+			m.type = CTL_CONNECT;
 			struct rlimit no_core = { 0, 0 };
 			setrlimit(RLIMIT_CORE, &no_core);  /* the abort is expected */
 			if (locked)

@@ -13,7 +13,7 @@
 #include <cmocka.h>
 #include <netinet/in.h>
 
-#include "netif/ctlproto.h"
+#include "netif/ctl/ctl.h"
 #include "server/internal.h"
 #include "lwipopts.h"  /* TCP_MSL: the processes' TIME-WAIT */
 
@@ -64,7 +64,7 @@ static void held_port_bound_by_another_process_eaddrinuse(void **state)
 	(void)state;
 	assert_int_equal(srv__port_bind(&srv, &root_a, IPPROTO_TCP, 5001, 0), 5001);
 	assert_int_equal(srv__port_bind(&srv, &root_b, IPPROTO_TCP, 5001, 0), -EADDRINUSE);
-	assert_int_equal(srv__port_bind(&srv, &root_b, IPPROTO_TCP, 5001, ULS_CTL_F_REUSEADDR),
+	assert_int_equal(srv__port_bind(&srv, &root_b, IPPROTO_TCP, 5001, CTL_F_REUSEADDR),
 			 -EADDRINUSE);
 }
 
@@ -97,10 +97,10 @@ static void privileged_port_needs_root(void **state)
 static void reuseport_shared_only_by_same_user_all_asking(void **state)
 {
 	(void)state;
-	assert_int_equal(srv__port_bind(&srv, &user_c, IPPROTO_TCP, 8080, ULS_CTL_F_REUSEPORT), 8080);
-	assert_int_equal(srv__port_bind(&srv, &user_d, IPPROTO_TCP, 8080, ULS_CTL_F_REUSEPORT), 8080);
+	assert_int_equal(srv__port_bind(&srv, &user_c, IPPROTO_TCP, 8080, CTL_F_REUSEPORT), 8080);
+	assert_int_equal(srv__port_bind(&srv, &user_d, IPPROTO_TCP, 8080, CTL_F_REUSEPORT), 8080);
 	/* another user may not join, nor may a holder that did not ask */
-	assert_int_equal(srv__port_bind(&srv, &other_e, IPPROTO_TCP, 8080, ULS_CTL_F_REUSEPORT),
+	assert_int_equal(srv__port_bind(&srv, &other_e, IPPROTO_TCP, 8080, CTL_F_REUSEPORT),
 			 -EADDRINUSE);
 	assert_int_equal(srv__port_bind(&srv, &root_a, IPPROTO_TCP, 8080, 0), -EADDRINUSE);
 }
@@ -109,7 +109,7 @@ static void reuseport_refused_when_first_holder_did_not_ask(void **state)
 {
 	(void)state;
 	assert_int_equal(srv__port_bind(&srv, &user_c, IPPROTO_TCP, 8080, 0), 8080);
-	assert_int_equal(srv__port_bind(&srv, &user_d, IPPROTO_TCP, 8080, ULS_CTL_F_REUSEPORT),
+	assert_int_equal(srv__port_bind(&srv, &user_d, IPPROTO_TCP, 8080, CTL_F_REUSEPORT),
 			 -EADDRINUSE);
 }
 

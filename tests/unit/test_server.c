@@ -24,7 +24,7 @@
 #include <cmocka.h>
 #include <netinet/in.h>
 
-#include "netif/ctlproto.h"
+#include "netif/ctl/ctl.h"
 #include "netif/dev.h"
 #include "netif/ring.h"
 #include "netif/tap.h"
@@ -192,10 +192,10 @@ static void test_lease_rings_give_a_relay_lease_its_ring_pair_and_eventfds(void 
 
 /* ---- handoff.c ------------------------------------------------------------------------ */
 
-static struct uls_ctl_msg handoff_msg(uint16_t lport, uint64_t nonce)
+static struct ctl_msg handoff_msg(uint16_t lport, uint64_t nonce)
 {
-	struct uls_ctl_msg m;
-	uls_ctl_init(&m, ULS_CTL_HANDOFF, 1);
+	struct ctl_msg m;
+	ctl_init(&m, CTL_HANDOFF, 1);
 	m.proto = IPPROTO_TCP;
 	m.lport = lport;
 	m.rip = PEER_IP;
@@ -219,7 +219,7 @@ static void test_handoff_with_a_zero_nonce_is_refused(void **state)
 	(void)state;
 	struct srv_lease *a = new_lease(0);
 	assert_int_equal(connected(a, 5001), 5001);
-	struct uls_ctl_msg m = handoff_msg(5001, 0);
+	struct ctl_msg m = handoff_msg(5001, 0);
 	assert_int_equal(srv__handoff_begin(&srv, a, &m), -EINVAL);
 	assert_int_equal(owner_of(5001, 80), a->id);
 }
@@ -231,7 +231,7 @@ static void test_claim_with_the_nonce_moves_the_connection_to_the_taker(void **s
 	/* From an ephemeral port: the connection's reference is the giver's only one. */
 	int p = srv__port_connect(&srv, a, 0, PEER_IP, 80);
 	assert_true(p >= SRV_EPHEMERAL_LO && p <= SRV_EPHEMERAL_HI);
-	struct uls_ctl_msg m = handoff_msg((uint16_t)p, 0x1234);
+	struct ctl_msg m = handoff_msg((uint16_t)p, 0x1234);
 	assert_int_equal(srv__handoff_begin(&srv, a, &m), 0);
 	assert_int_equal(owner_of((uint16_t)p, 80), SRV_IN_TRANSIT);
 	assert_false(srv__port_held(&srv, a, IPPROTO_TCP, (uint16_t)p));
@@ -247,7 +247,7 @@ static void test_claim_with_a_wrong_nonce_is_refused_and_leaves_it_in_transit(vo
 	(void)state;
 	struct srv_lease *a = new_lease(0), *b = new_lease(0);
 	assert_int_equal(connected(a, 5001), 5001);
-	struct uls_ctl_msg m = handoff_msg(5001, 0x1234), wrong = handoff_msg(5001, 0x1235),
+	struct ctl_msg m = handoff_msg(5001, 0x1234), wrong = handoff_msg(5001, 0x1235),
 			   other = handoff_msg(5002, 0x1234);
 	assert_int_equal(srv__handoff_begin(&srv, a, &m), 0);
 	assert_int_equal(srv__handoff_claim(&srv, b, &wrong), -EPERM);
@@ -262,7 +262,7 @@ static void test_handoff_of_a_tuple_already_in_transit_is_busy(void **state)
 	(void)state;
 	struct srv_lease *a = new_lease(0);
 	assert_int_equal(connected(a, 5001), 5001);
-	struct uls_ctl_msg m = handoff_msg(5001, 7);
+	struct ctl_msg m = handoff_msg(5001, 7);
 	assert_int_equal(srv__handoff_begin(&srv, a, &m), 0);
 	assert_int_equal(srv__handoff_begin(&srv, a, &m), -EBUSY);
 }
@@ -272,7 +272,7 @@ static void test_port_of_a_connection_in_transit_stays_taken_after_the_giver_end
 	(void)state;
 	struct srv_lease *a = new_lease(0), *b = new_lease(0), *c = new_lease(0);
 	assert_int_equal(connected(a, 5001), 5001);
-	struct uls_ctl_msg m = handoff_msg(5001, 99);
+	struct ctl_msg m = handoff_msg(5001, 99);
 	assert_int_equal(srv__handoff_begin(&srv, a, &m), 0);
 	srv__lease_end(&srv, a);  /* the giver exec'd or exited */
 	assert_false(srv__custody_holds(&srv, 5001, PEER_IP, 80));
@@ -286,7 +286,7 @@ static void test_unclaimed_handoff_expires_into_custody(void **state)
 	(void)state;
 	struct srv_lease *a = new_lease(0), *b = new_lease(0);
 	assert_int_equal(connected(a, 5001), 5001);
-	struct uls_ctl_msg m = handoff_msg(5001, 5);
+	struct ctl_msg m = handoff_msg(5001, 5);
 	assert_int_equal(srv__handoff_begin(&srv, a, &m), 0);
 	now_ms += SRV_HANDOFF_MS - 1;
 	srv__handoff_tick(&srv);
@@ -356,7 +356,7 @@ static void test_demux_drops_frames_of_a_connection_in_transit_unanswered(void *
 	(void)state;
 	struct srv_lease *a = new_lease(0);
 	assert_int_equal(connected(a, 5001), 5001);
-	struct uls_ctl_msg m = handoff_msg(5001, 3);
+	struct ctl_msg m = handoff_msg(5001, 3);
 	assert_int_equal(srv__handoff_begin(&srv, a, &m), 0);
 	struct frame f;
 	struct fspec fs = { .sport = 80, .dport = 5001 };
@@ -571,9 +571,9 @@ static int ctl_teardown(void **state)
 }
 
 /* One request, its reply (descriptors that come with it are closed, and counted). */
-static struct uls_ctl_msg ask(int fd, const struct uls_ctl_msg *m, int *nfds)
+static struct ctl_msg ask(int fd, const struct ctl_msg *m, int *nfds)
 {
-	struct uls_ctl_msg r;
+	struct ctl_msg r;
 	char cbuf[CMSG_SPACE(sizeof(int) * 3)];
 	struct iovec iov = { &r, sizeof(r) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
@@ -608,10 +608,10 @@ static uint64_t counter(enum srv_counter c)
 	return v;
 }
 
-static struct uls_ctl_msg msg(enum uls_ctl_type type, uint8_t proto, uint16_t lport)
+static struct ctl_msg msg(enum ctl_type type, uint8_t proto, uint16_t lport)
 {
-	struct uls_ctl_msg m;
-	uls_ctl_init(&m, type, 7);
+	struct ctl_msg m;
+	ctl_init(&m, type, 7);
 	m.proto = proto;
 	m.lport = lport;
 	return m;
@@ -620,8 +620,8 @@ static struct uls_ctl_msg msg(enum uls_ctl_type type, uint8_t proto, uint16_t lp
 static int hello(void)
 {
 	int fd = ctl_connect(), nfds = 0;
-	struct uls_ctl_msg m = msg(ULS_CTL_HELLO, 0, 0);
-	struct uls_ctl_msg r = ask(fd, &m, &nfds);
+	struct ctl_msg m = msg(CTL_HELLO, 0, 0);
+	struct ctl_msg r = ask(fd, &m, &nfds);
 	assert_int_equal(r.status, 0);
 	assert_int_equal(nfds, 3);
 	return fd;
@@ -631,16 +631,16 @@ static void test_ctl_answers_hello_with_the_node_and_the_relay_rings(void **stat
 {
 	(void)state;
 	int fd = ctl_connect(), nfds = 0;
-	struct uls_ctl_msg m = msg(ULS_CTL_HELLO, 0, 0);
-	struct uls_ctl_msg r = ask(fd, &m, &nfds);
-	assert_int_equal(r.type, ULS_CTL_HELLO);
+	struct ctl_msg m = msg(CTL_HELLO, 0, 0);
+	struct ctl_msg r = ask(fd, &m, &nfds);
+	assert_int_equal(r.type, CTL_HELLO);
 	assert_int_equal(r.seq, 7);
 	assert_int_equal(r.status, 0);
 	assert_int_equal(r.u.hello.addr, NODE_IP);
 	assert_int_equal(r.u.hello.mtu, 1500);
 	assert_int_equal(r.u.hello.prefix_len, 24);
 	assert_memory_equal(r.u.hello.mac, node_mac, 6);
-	assert_int_equal(r.u.hello.datapath, ULS_CTL_DP_RELAY);
+	assert_int_equal(r.u.hello.datapath, CTL_DP_RELAY);
 	assert_int_equal(nfds, 3);  /* ring memory, two eventfds */
 	assert_int_equal(counter(SRV_LEASES_RELAY), 1);
 	close(fd);
@@ -650,7 +650,7 @@ static void test_ctl_refuses_any_request_before_hello(void **state)
 {
 	(void)state;
 	int fd = ctl_connect();
-	struct uls_ctl_msg m = msg(ULS_CTL_BIND, IPPROTO_TCP, 5001);
+	struct ctl_msg m = msg(CTL_BIND, IPPROTO_TCP, 5001);
 	assert_int_equal(ask(fd, &m, NULL).status, -EPROTO);
 	assert_int_equal(counter(SRV_CTL_OUT_OF_ORDER), 1);
 	assert_int_equal(counter(SRV_LEASES_OPENED), 0);
@@ -661,7 +661,7 @@ static void test_ctl_refuses_a_second_hello(void **state)
 {
 	(void)state;
 	int fd = hello();
-	struct uls_ctl_msg m = msg(ULS_CTL_HELLO, 0, 0);
+	struct ctl_msg m = msg(CTL_HELLO, 0, 0);
 	assert_int_equal(ask(fd, &m, NULL).status, -EPROTO);
 	assert_int_equal(counter(SRV_LEASES_OPENED), 1);
 	close(fd);
@@ -671,14 +671,14 @@ static void test_ctl_refuses_a_malformed_message_and_counts_why(void **state)
 {
 	(void)state;
 	int fd = hello();
-	struct uls_ctl_msg m = msg(ULS_CTL_BIND, IPPROTO_TCP, 5001);
+	struct ctl_msg m = msg(CTL_BIND, IPPROTO_TCP, 5001);
 	m.magic ^= 1;
-	struct uls_ctl_msg r = ask(fd, &m, NULL);
-	assert_int_equal(r.type, ULS_CTL_END);
+	struct ctl_msg r = ask(fd, &m, NULL);
+	assert_int_equal(r.type, CTL_END);
 	assert_int_equal(r.status, -EBADMSG);
 	assert_int_equal(counter(SRV_CTL_REFUSED), 1);
 	pthread_mutex_lock(&srv.lock);
-	assert_int_equal(srv.ctl_errors[ULS_CTL_BAD_MAGIC - ULS_CTL_ERROR_BASE], 1);
+	assert_int_equal(srv.ctl_errors[CTL_BAD_MAGIC - CTL_ERROR_BASE], 1);
 	pthread_mutex_unlock(&srv.lock);
 	close(fd);
 }
@@ -687,8 +687,8 @@ static void test_ctl_refuses_a_bind_of_a_port_another_process_holds(void **state
 {
 	(void)state;
 	int a = hello(), b = hello();
-	struct uls_ctl_msg m = msg(ULS_CTL_BIND, IPPROTO_TCP, 5001);
-	struct uls_ctl_msg r = ask(a, &m, NULL);
+	struct ctl_msg m = msg(CTL_BIND, IPPROTO_TCP, 5001);
+	struct ctl_msg r = ask(a, &m, NULL);
 	assert_int_equal(r.status, 0);
 	assert_int_equal(r.lport, 5001);
 	assert_int_equal(ask(b, &m, NULL).status, -EADDRINUSE);
@@ -700,8 +700,8 @@ static void test_ctl_refuses_a_listen_on_a_port_the_process_does_not_hold(void *
 {
 	(void)state;
 	int a = hello(), b = hello();
-	struct uls_ctl_msg bind = msg(ULS_CTL_BIND, IPPROTO_TCP, 5001);
-	struct uls_ctl_msg listen = msg(ULS_CTL_LISTEN, IPPROTO_TCP, 5001);
+	struct ctl_msg bind = msg(CTL_BIND, IPPROTO_TCP, 5001);
+	struct ctl_msg listen = msg(CTL_LISTEN, IPPROTO_TCP, 5001);
 	assert_int_equal(ask(a, &bind, NULL).status, 0);
 	assert_int_equal(ask(b, &listen, NULL).status, -EPERM);
 	assert_int_equal(counter(SRV_CTL_DENIED), 1);
@@ -714,7 +714,7 @@ static void test_ctl_answers_a_release_of_a_connection_the_process_does_not_hold
 {
 	(void)state;
 	int a = hello();
-	struct uls_ctl_msg rel = msg(ULS_CTL_RELEASE, IPPROTO_TCP, 5001);
+	struct ctl_msg rel = msg(CTL_RELEASE, IPPROTO_TCP, 5001);
 	rel.rip = PEER_IP;
 	rel.rport = 80;
 	assert_int_equal(ask(a, &rel, NULL).status, -ENOENT);
@@ -726,7 +726,7 @@ static void test_ctl_frees_a_process_ports_when_its_control_connection_closes(vo
 {
 	(void)state;
 	int a = hello(), b = hello();
-	struct uls_ctl_msg m = msg(ULS_CTL_BIND, IPPROTO_TCP, 5001);
+	struct ctl_msg m = msg(CTL_BIND, IPPROTO_TCP, 5001);
 	assert_int_equal(ask(a, &m, NULL).status, 0);
 	close(a);  /* the process died */
 	for (int i = 0; i < 500 && counter(SRV_LEASES_CLOSED) == 0; i++)
@@ -740,10 +740,10 @@ static void test_ctl_connect_installs_the_tuple_for_the_process(void **state)
 {
 	(void)state;
 	int a = hello();
-	struct uls_ctl_msg m = msg(ULS_CTL_CONNECT, IPPROTO_TCP, 0);
+	struct ctl_msg m = msg(CTL_CONNECT, IPPROTO_TCP, 0);
 	m.rip = PEER_IP;
 	m.rport = 80;
-	struct uls_ctl_msg r = ask(a, &m, NULL);
+	struct ctl_msg r = ask(a, &m, NULL);
 	assert_int_equal(r.status, 0);
 	assert_true(r.lport >= SRV_EPHEMERAL_LO && r.lport <= SRV_EPHEMERAL_HI);
 	pthread_mutex_lock(&srv.lock);

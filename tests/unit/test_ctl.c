@@ -1,4 +1,4 @@
-/* netif/ctlproto.c: the decoder every control message from an untrusted peer goes through.
+/* netif/ctl/ctl.c: the decoder every control message from an untrusted peer goes through.
  * A message is accepted only whole, at its exact size, with our magic and version, a known
  * type and in-range fields for that type; anything else is refused with a reason and the
  * output is left untouched. */
@@ -12,26 +12,26 @@
 #include <netinet/in.h>
 
 #include "netif/conntab.h"
-#include "netif/ctlproto.h"
+#include "netif/ctl/ctl.h"
 
-static struct uls_ctl_msg valid_bind(void)
+static struct ctl_msg valid_bind(void)
 {
-	struct uls_ctl_msg m;
+	struct ctl_msg m;
 
-	uls_ctl_init(&m, ULS_CTL_BIND, 7);
+	ctl_init(&m, CTL_BIND, 7);
 	m.proto = IPPROTO_TCP;
 	m.lport = 5001;
 	return m;
 }
 
-static int check(const struct uls_ctl_msg *m, struct uls_ctl_msg *out)
+static int check(const struct ctl_msg *m, struct ctl_msg *out)
 {
-	return uls_ctl_check(m, sizeof(*m), out);
+	return ctl_check(m, sizeof(*m), out);
 }
 
 static void valid_bind_accepted_and_copied(void **state)
 {
-	struct uls_ctl_msg m = valid_bind(), out;
+	struct ctl_msg m = valid_bind(), out;
 
 	(void)state;
 	assert_int_equal(check(&m, &out), 0);
@@ -40,109 +40,109 @@ static void valid_bind_accepted_and_copied(void **state)
 
 static void truncated_message_refused_output_untouched(void **state)
 {
-	struct uls_ctl_msg m = valid_bind(), out;
+	struct ctl_msg m = valid_bind(), out;
 
 	(void)state;
 	memset(&out, 0xa5, sizeof(out));
-	struct uls_ctl_msg before = out;
+	struct ctl_msg before = out;
 	for (ssize_t n = 0; n < (ssize_t)sizeof(m); n++)
-		assert_int_equal(uls_ctl_check(&m, n, &out), -ULS_CTL_BAD_SIZE);
+		assert_int_equal(ctl_check(&m, n, &out), -CTL_BAD_SIZE);
 	assert_memory_equal(&out, &before, sizeof(out));
 }
 
 static void oversized_message_refused(void **state)
 {
-	uint8_t buf[ULS_CTL_MSG_SIZE + 16];
-	struct uls_ctl_msg m = valid_bind(), out;
+	uint8_t buf[CTL_MSG_SIZE + 16];
+	struct ctl_msg m = valid_bind(), out;
 
 	(void)state;
 	memcpy(buf, &m, sizeof(m));
-	assert_int_equal(uls_ctl_check(buf, sizeof(buf), &out), -ULS_CTL_BAD_SIZE);
-	assert_int_equal(uls_ctl_check(&m, -1, &out), -ULS_CTL_BAD_SIZE);
-	assert_int_equal(uls_ctl_check(NULL, sizeof(m), &out), -ULS_CTL_BAD_SIZE);
+	assert_int_equal(ctl_check(buf, sizeof(buf), &out), -CTL_BAD_SIZE);
+	assert_int_equal(ctl_check(&m, -1, &out), -CTL_BAD_SIZE);
+	assert_int_equal(ctl_check(NULL, sizeof(m), &out), -CTL_BAD_SIZE);
 }
 
 static void wrong_magic_refused(void **state)
 {
-	struct uls_ctl_msg m = valid_bind(), out;
+	struct ctl_msg m = valid_bind(), out;
 
 	(void)state;
 	m.magic ^= 1;
-	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_MAGIC);
+	assert_int_equal(check(&m, &out), -CTL_BAD_MAGIC);
 }
 
 static void wrong_version_refused(void **state)
 {
-	struct uls_ctl_msg m = valid_bind(), out;
+	struct ctl_msg m = valid_bind(), out;
 
 	(void)state;
-	m.version = ULS_CTL_VERSION + 1;
-	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_VERSION);
+	m.version = CTL_VERSION + 1;
+	assert_int_equal(check(&m, &out), -CTL_BAD_VERSION);
 	m.version = 0;
-	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_VERSION);
+	assert_int_equal(check(&m, &out), -CTL_BAD_VERSION);
 }
 
 static void unknown_type_refused(void **state)
 {
-	struct uls_ctl_msg m = valid_bind(), out;
+	struct ctl_msg m = valid_bind(), out;
 
 	(void)state;
 	m.type = 0;
-	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_TYPE);
-	m.type = ULS_CTL_TYPE_MAX;
-	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_TYPE);
+	assert_int_equal(check(&m, &out), -CTL_BAD_TYPE);
+	m.type = CTL_TYPE_MAX;
+	assert_int_equal(check(&m, &out), -CTL_BAD_TYPE);
 	m.type = 0xffff;
-	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_TYPE);
+	assert_int_equal(check(&m, &out), -CTL_BAD_TYPE);
 }
 
 static void bind_with_unknown_protocol_refused(void **state)
 {
-	struct uls_ctl_msg m = valid_bind(), out;
+	struct ctl_msg m = valid_bind(), out;
 
 	(void)state;
 	m.proto = IPPROTO_ICMP;
-	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_FIELD);
+	assert_int_equal(check(&m, &out), -CTL_BAD_FIELD);
 }
 
 static void listen_needs_tcp_and_a_port(void **state)
 {
-	struct uls_ctl_msg m, out;
+	struct ctl_msg m, out;
 
 	(void)state;
-	uls_ctl_init(&m, ULS_CTL_LISTEN, 1);
+	ctl_init(&m, CTL_LISTEN, 1);
 	m.proto = IPPROTO_TCP;
-	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_FIELD);  /* port 0 */
+	assert_int_equal(check(&m, &out), -CTL_BAD_FIELD);  /* port 0 */
 	m.lport = 80;
 	assert_int_equal(check(&m, &out), 0);
 	m.proto = IPPROTO_UDP;
-	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_FIELD);
+	assert_int_equal(check(&m, &out), -CTL_BAD_FIELD);
 }
 
 static void connect_needs_a_remote_address_and_port(void **state)
 {
-	struct uls_ctl_msg m, out;
+	struct ctl_msg m, out;
 
 	(void)state;
-	uls_ctl_init(&m, ULS_CTL_CONNECT, 1);
+	ctl_init(&m, CTL_CONNECT, 1);
 	m.proto = IPPROTO_TCP;
 	m.rport = 80;
-	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_FIELD);  /* rip 0 */
+	assert_int_equal(check(&m, &out), -CTL_BAD_FIELD);  /* rip 0 */
 	m.rip = htonl(0xc6120064);
 	assert_int_equal(check(&m, &out), 0);
 	m.rport = 0;
-	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_FIELD);
+	assert_int_equal(check(&m, &out), -CTL_BAD_FIELD);
 }
 
 static void release_needs_a_full_tuple(void **state)
 {
-	struct uls_ctl_msg m, out;
+	struct ctl_msg m, out;
 
 	(void)state;
-	uls_ctl_init(&m, ULS_CTL_RELEASE, 1);
+	ctl_init(&m, CTL_RELEASE, 1);
 	m.proto = IPPROTO_TCP;
 	m.rip = htonl(0xc6120064);
 	m.rport = 80;
-	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_FIELD);  /* lport 0 */
+	assert_int_equal(check(&m, &out), -CTL_BAD_FIELD);  /* lport 0 */
 	m.lport = 40000;
 	assert_int_equal(check(&m, &out), 0);
 }
@@ -151,19 +151,19 @@ static void release_needs_a_full_tuple(void **state)
  * not carry it). */
 static void handoff_and_claim_need_a_full_tcp_tuple(void **state)
 {
-	struct uls_ctl_msg m, out;
-	enum uls_ctl_type types[2] = { ULS_CTL_HANDOFF, ULS_CTL_CLAIM };
+	struct ctl_msg m, out;
+	enum ctl_type types[2] = { CTL_HANDOFF, CTL_CLAIM };
 
 	(void)state;
 	for (int i = 0; i < 2; i++) {
-		uls_ctl_init(&m, types[i], 1);
+		ctl_init(&m, types[i], 1);
 		m.proto = IPPROTO_TCP;
 		m.lport = 40000;
 		m.rip = htonl(0xc6120064);
-		assert_int_equal(check(&m, &out), -ULS_CTL_BAD_FIELD);  /* rport 0 */
+		assert_int_equal(check(&m, &out), -CTL_BAD_FIELD);  /* rport 0 */
 		m.rport = 80;
 		m.proto = IPPROTO_UDP;
-		assert_int_equal(check(&m, &out), -ULS_CTL_BAD_FIELD);
+		assert_int_equal(check(&m, &out), -CTL_BAD_FIELD);
 		m.proto = IPPROTO_TCP;
 		m.u.handoff.nonce = 42;
 		assert_int_equal(check(&m, &out), 0);
@@ -173,93 +173,93 @@ static void handoff_and_claim_need_a_full_tcp_tuple(void **state)
 
 static void counter_name_without_terminator_refused(void **state)
 {
-	struct uls_ctl_msg m, out;
+	struct ctl_msg m, out;
 
 	(void)state;
-	uls_ctl_init(&m, ULS_CTL_STAT_COUNTER, 1);
+	ctl_init(&m, CTL_STAT_COUNTER, 1);
 	memset(m.u.counter.name, 'x', sizeof(m.u.counter.name));
-	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_FIELD);
+	assert_int_equal(check(&m, &out), -CTL_BAD_FIELD);
 	m.u.counter.name[5] = '\0';
 	assert_int_equal(check(&m, &out), 0);
 }
 
 static void hello_reply_with_bad_mtu_or_prefix_refused(void **state)
 {
-	struct uls_ctl_msg m, out;
+	struct ctl_msg m, out;
 
 	(void)state;
-	uls_ctl_init(&m, ULS_CTL_HELLO, 1);
+	ctl_init(&m, CTL_HELLO, 1);
 	assert_int_equal(check(&m, &out), 0);  /* a request carries no node facts */
 	m.u.hello.mtu = 1500;
 	m.u.hello.prefix_len = 24;
-	m.u.hello.datapath = ULS_CTL_DP_RELAY;
+	m.u.hello.datapath = CTL_DP_RELAY;
 	assert_int_equal(check(&m, &out), 0);
 	m.u.hello.mtu = 67;
-	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_FIELD);
+	assert_int_equal(check(&m, &out), -CTL_BAD_FIELD);
 	m.u.hello.mtu = 1500;
 	m.u.hello.prefix_len = 31;
-	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_FIELD);
+	assert_int_equal(check(&m, &out), -CTL_BAD_FIELD);
 }
 
 static void hello_reply_without_a_data_path_refused(void **state)
 {
-	struct uls_ctl_msg m, out;
+	struct ctl_msg m, out;
 
 	(void)state;
-	uls_ctl_init(&m, ULS_CTL_HELLO, 1);
+	ctl_init(&m, CTL_HELLO, 1);
 	m.u.hello.mtu = 1500;
 	m.u.hello.prefix_len = 24;
-	m.u.hello.datapath = ULS_CTL_DP_DIRECT;
+	m.u.hello.datapath = CTL_DP_DIRECT;
 	assert_int_equal(check(&m, &out), 0);
 	m.u.hello.datapath = 0;
-	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_FIELD);
+	assert_int_equal(check(&m, &out), -CTL_BAD_FIELD);
 	m.u.hello.datapath = 3;
-	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_FIELD);
+	assert_int_equal(check(&m, &out), -CTL_BAD_FIELD);
 }
 
 static void hello_reply_with_unterminated_interface_name_refused(void **state)
 {
-	struct uls_ctl_msg m, out;
+	struct ctl_msg m, out;
 
 	(void)state;
-	uls_ctl_init(&m, ULS_CTL_HELLO, 1);
+	ctl_init(&m, CTL_HELLO, 1);
 	m.u.hello.mtu = 1500;
 	m.u.hello.prefix_len = 24;
-	m.u.hello.datapath = ULS_CTL_DP_RELAY;
+	m.u.hello.datapath = CTL_DP_RELAY;
 	memset(m.u.hello.ifname, 'a', sizeof(m.u.hello.ifname));
-	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_FIELD);
+	assert_int_equal(check(&m, &out), -CTL_BAD_FIELD);
 	m.u.hello.ifname[15] = '\0';
 	assert_int_equal(check(&m, &out), 0);
-	assert_int_equal(offsetof(struct uls_ctl_msg, u.hello.ifindex), 32 + 52);
-	assert_int_equal(offsetof(struct uls_ctl_msg, u.hello.ifname), 32 + 56);
+	assert_int_equal(offsetof(struct ctl_msg, u.hello.ifindex), 32 + 52);
+	assert_int_equal(offsetof(struct ctl_msg, u.hello.ifname), 32 + 56);
 }
 
 static void hello_request_offering_rings_needs_two_descriptors(void **state)
 {
-	struct uls_ctl_msg m, out;
+	struct ctl_msg m, out;
 
 	(void)state;
-	uls_ctl_init(&m, ULS_CTL_HELLO, 1);
-	m.u.hello.flags = ULS_CTL_HELLO_F_RINGS;
+	ctl_init(&m, CTL_HELLO, 1);
+	m.u.hello.flags = CTL_HELLO_F_RINGS;
 	m.u.hello.ring_fd[0] = 900;
 	m.u.hello.ring_fd[1] = 901;
 	assert_int_equal(check(&m, &out), 0);
 	assert_int_equal(out.u.hello.ring_fd[1], 901);
 	m.u.hello.ring_fd[1] = -1;
-	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_FIELD);
+	assert_int_equal(check(&m, &out), -CTL_BAD_FIELD);
 }
 
-static struct uls_ctl_msg valid_conn(void)
+static struct ctl_msg valid_conn(void)
 {
-	struct uls_ctl_msg m;
+	struct ctl_msg m;
 
-	uls_ctl_init(&m, ULS_CTL_STAT_CONN, 1);
+	ctl_init(&m, CTL_STAT_CONN, 1);
 	m.proto = IPPROTO_TCP;
 	m.lport = 5001;
 	m.rip = 0x020012c6;
 	m.rport = 40000;
 	m.u.conn.pid = 1234;
-	m.u.conn.datapath = ULS_CTL_DP_DIRECT;
+	m.u.conn.datapath = CTL_DP_DIRECT;
 	m.u.conn.state = ULS_TCP_ESTABLISHED;
 	m.u.conn.snd_wscale = m.u.conn.rcv_wscale = 7;
 	return m;
@@ -270,72 +270,72 @@ static struct uls_ctl_msg valid_conn(void)
  * shifts of at most 14 (RFC 7323 §2.3). */
 static void connection_record_needs_a_tuple_a_state_and_a_data_path(void **state)
 {
-	struct uls_ctl_msg m = valid_conn(), out;
+	struct ctl_msg m = valid_conn(), out;
 
 	(void)state;
 	assert_int_equal(check(&m, &out), 0);
 	m.u.conn.state = ULS_TCP_TIME_WAIT;
 	assert_int_equal(check(&m, &out), 0);
 	static const struct { size_t off, len; unsigned v; } bad[] = {
-		{ offsetof(struct uls_ctl_msg, proto), 1, IPPROTO_UDP },
-		{ offsetof(struct uls_ctl_msg, lport), 2, 0 },
-		{ offsetof(struct uls_ctl_msg, rport), 2, 0 },
-		{ offsetof(struct uls_ctl_msg, rip), 4, 0 },
-		{ offsetof(struct uls_ctl_msg, u.conn.state), 1, ULS_TCP_LISTEN },
-		{ offsetof(struct uls_ctl_msg, u.conn.state), 1, ULS_TCP_STATE_COUNT },
-		{ offsetof(struct uls_ctl_msg, u.conn.datapath), 1, 0 },
-		{ offsetof(struct uls_ctl_msg, u.conn.snd_wscale), 1, 15 },
-		{ offsetof(struct uls_ctl_msg, u.conn.rcv_wscale), 1, 255 },
+		{ offsetof(struct ctl_msg, proto), 1, IPPROTO_UDP },
+		{ offsetof(struct ctl_msg, lport), 2, 0 },
+		{ offsetof(struct ctl_msg, rport), 2, 0 },
+		{ offsetof(struct ctl_msg, rip), 4, 0 },
+		{ offsetof(struct ctl_msg, u.conn.state), 1, ULS_TCP_LISTEN },
+		{ offsetof(struct ctl_msg, u.conn.state), 1, ULS_TCP_STATE_COUNT },
+		{ offsetof(struct ctl_msg, u.conn.datapath), 1, 0 },
+		{ offsetof(struct ctl_msg, u.conn.snd_wscale), 1, 15 },
+		{ offsetof(struct ctl_msg, u.conn.rcv_wscale), 1, 255 },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct uls_ctl_msg b = valid_conn();
+		struct ctl_msg b = valid_conn();
 		uint32_t v = bad[i].v;
 		memcpy((uint8_t *)&b + bad[i].off, &v, bad[i].len);  /* little-endian host */
-		assert_int_equal(check(&b, &out), -ULS_CTL_BAD_FIELD);
+		assert_int_equal(check(&b, &out), -CTL_BAD_FIELD);
 	}
 }
 
 static void process_record_needs_a_data_path_and_consistent_counts(void **state)
 {
-	struct uls_ctl_msg m, out;
+	struct ctl_msg m, out;
 
 	(void)state;
-	uls_ctl_init(&m, ULS_CTL_STAT_PROC, 1);
-	m.u.proc.datapath = ULS_CTL_DP_RELAY;
-	m.u.proc.table = ULS_CTL_TABLE_OK;
+	ctl_init(&m, CTL_STAT_PROC, 1);
+	m.u.proc.datapath = CTL_DP_RELAY;
+	m.u.proc.table = CTL_TABLE_OK;
 	m.u.proc.connections = 3;
 	m.u.proc.listed = 3;
 	assert_int_equal(check(&m, &out), 0);
 	m.u.proc.listed = 4;
-	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_FIELD);
+	assert_int_equal(check(&m, &out), -CTL_BAD_FIELD);
 	m.u.proc.listed = 3;
-	m.u.proc.table = ULS_CTL_TABLE_MAX;
-	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_FIELD);
-	m.u.proc.table = ULS_CTL_TABLE_TORN;
+	m.u.proc.table = CTL_TABLE_MAX;
+	assert_int_equal(check(&m, &out), -CTL_BAD_FIELD);
+	m.u.proc.table = CTL_TABLE_TORN;
 	m.u.proc.datapath = 9;
-	assert_int_equal(check(&m, &out), -ULS_CTL_BAD_FIELD);
+	assert_int_equal(check(&m, &out), -CTL_BAD_FIELD);
 }
 
 static void error_names_unique_and_named(void **state)
 {
 	(void)state;
-	for (int i = ULS_CTL_BAD_SIZE; i < ULS_CTL_ERROR_END; i++) {
-		assert_true(strncmp(uls_ctl_error_name(i), "ctl_", 4) == 0);
-		assert_string_equal(uls_ctl_error_name(-i), uls_ctl_error_name(i));
-		for (int j = ULS_CTL_BAD_SIZE; j < i; j++)
-			assert_string_not_equal(uls_ctl_error_name(i), uls_ctl_error_name(j));
+	for (int i = CTL_BAD_SIZE; i < CTL_ERROR_END; i++) {
+		assert_true(strncmp(ctl_error_name(i), "ctl_", 4) == 0);
+		assert_string_equal(ctl_error_name(-i), ctl_error_name(i));
+		for (int j = CTL_BAD_SIZE; j < i; j++)
+			assert_string_not_equal(ctl_error_name(i), ctl_error_name(j));
 	}
-	assert_string_equal(uls_ctl_error_name(999), "ctl_unknown_error");
+	assert_string_equal(ctl_error_name(999), "ctl_unknown_error");
 }
 
 /* A refusal is never read as an errno: every reason lies above Linux's MAX_ERRNO (4095). */
 static void refusal_reasons_do_not_overlap_errno(void **state)
 {
-	struct uls_ctl_msg out;
+	struct ctl_msg out;
 	(void)state;
 
-	assert_true(ULS_CTL_BAD_SIZE > 4095);
-	assert_true(uls_ctl_check(NULL, 0, &out) < -4095);
+	assert_true(CTL_BAD_SIZE > 4095);
+	assert_true(ctl_check(NULL, 0, &out) < -4095);
 }
 
 int main(void)

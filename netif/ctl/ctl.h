@@ -1,0 +1,193 @@
+/* The control protocol between a process's stack and ulsd (docs/control-protocol.md).
+ *
+ * A process holds one SOCK_SEQPACKET connection to ulsd, its lease, for its whole life.
+ * Every message is one fixed-size, versioned record; requests carry a sequence number that
+ * the reply repeats. ulsd identifies the peer by SO_PEERCRED, never by message contents.
+ */
+#ifndef ULS_NETIF_CTL_CTL_H
+#define ULS_NETIF_CTL_CTL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define CTL_MAGIC    0x554c5343u  /* "ULSC" */
+/* 2: HELLO offers the direct data path (ring_fd, datapath, queue). */
+#define CTL_VERSION  2u
+#define CTL_MSG_SIZE 128u
+
+/* TCP states, numbered as lwIP's enum tcp_state (RFC 9293 §3.3.2's names): a
+ * handed-over connection's state here, and the connection table's (netif/conntab.h). */
+enum uls_tcp_state {
+	ULS_TCP_CLOSED = 0, ULS_TCP_LISTEN, ULS_TCP_SYN_SENT, ULS_TCP_SYN_RECEIVED,
+	ULS_TCP_ESTABLISHED, ULS_TCP_FIN_WAIT_1, ULS_TCP_FIN_WAIT_2, ULS_TCP_CLOSE_WAIT,
+	ULS_TCP_CLOSING, ULS_TCP_LAST_ACK, ULS_TCP_TIME_WAIT, ULS_TCP_STATE_COUNT
+};
+
+enum ctl_type {
+	CTL_HELLO = 1,     /* open the lease; reply carries node facts and 3 fds */
+	CTL_BIND,          /* reserve (proto, lport or 0); reply: the port */
+	CTL_LISTEN,        /* TCP: deliver new connections to lport to this process */
+	CTL_CONNECT,       /* TCP: (lport or 0, rip, rport); reply: lport; installs the tuple */
+	CTL_ACCEPTED,      /* TCP, one-way: a connection accepted on a listener */
+	CTL_RELEASE,       /* TCP, one-way: a connection's state is gone (rip, rport set) */
+	CTL_UNBIND,        /* one-way: drop this process's hold on (proto, lport) */
+	CTL_STATS,         /* ulsstat: counters and endpoints follow, then END */
+	CTL_STAT_COUNTER,  /* reply record: name, value */
+	CTL_STAT_ENDPOINT, /* reply record: proto, kind, lport, rip, rport, pid */
+	CTL_END,           /* end of a STATS reply */
+	CTL_ACCEPTING,     /* TCP, one-way: this process accepts on its listener at lport */
+	CTL_HANDOFF,       /* TCP: this process gives the connection up to whoever claims it
+				* with u.handoff.nonce; frames for it are held back meanwhile */
+	CTL_CLAIM,         /* TCP: take over the connection handed off under u.handoff.nonce */
+	CTL_CONNTAB,       /* the process asks for its connection table (netif/conntab.h);
+				* the reply carries its memfd */
+	CTL_STAT_PROC,     /* reply record: one process, then its STAT_CONN records */
+	CTL_STAT_CONN,     /* reply record: one TCP connection of that process */
+	CTL_TYPE_MAX
+};
+
+#define CTL_F_REUSEADDR 0x01u
+#define CTL_F_REUSEPORT 0x02u
+#define CTL_F_INHERIT   0x04u  /* a fork child joins its parent's hold on the port */
+
+/* Endpoint kinds in STAT_ENDPOINT records. */
+enum ctl_kind { CTL_K_BOUND = 1, CTL_K_LISTEN, CTL_K_CONNECTED, CTL_K_TIMEWAIT };
+
+struct ctl_hello {
+	uint32_t addr;        /* node address, network order */
+	uint32_t gateway;     /* network order, 0: none */
+	uint32_t mtu;
+	uint32_t lease_id;
+	uint8_t prefix_len;
+	uint8_t mac[6];
+	uint8_t flags;        /* CTL_HELLO_F_* */
+	uint8_t isn_secret[16];  /* RFC 6528's secret key, shared by the node's processes */
+	/* Request with CTL_HELLO_F_RINGS: the process's two io_urings (receive, transmit),
+	 * created with IORING_SETUP_R_DISABLED and nothing registered, by their descriptor
+	 * numbers in the process. ulsd takes them with pidfd_getfd. */
+	int32_t ring_fd[2];
+	/* Reply: CTL_DP_DIRECT (the rings now read and write TAP queue `queue` as fixed
+	 * file 0; no descriptors come with the reply) or CTL_DP_RELAY (3 descriptors). */
+	uint8_t datapath;
+	uint8_t queue;
+	uint8_t pad[2];
+	/* Reply: the node's interface as the host that runs ulsd names it (the TAP's name
+	 * and index), which programs under ulsrun see as their interface (getifaddrs,
+	 * if_nameindex, SIOCGIF*). A ulsd that predates it sends zeros. */
+	uint32_t ifindex;
+	char ifname[16];      /* IFNAMSIZ, NUL-terminated */
+};
+
+/* The node's rings carry offload words (netif/vnet.h): the process may send TCP segments
+ * with a partial checksum and super-segments, and receives them. */
+#define CTL_HELLO_F_OFFLOAD 0x01u
+/* Request: ring_fd names two rings for the direct data path. */
+#define CTL_HELLO_F_RINGS   0x02u
+
+enum ctl_datapath { CTL_DP_DIRECT = 1, CTL_DP_RELAY = 2 };
+
+struct ctl_counter {
+	char name[48];
+	uint64_t value;
+};
+
+struct ctl_endpoint {
+	uint32_t pid;
+	uint8_t kind;
+	uint8_t datapath;     /* enum ctl_datapath of the owner; 0: none (custody) */
+	uint8_t pad[2];
+};
+
+/* STAT_PROC: a process on the node and what its connection table said. */
+enum ctl_table {
+	CTL_TABLE_NONE = 0,   /* the process has no table (an older library) */
+	CTL_TABLE_OK,
+	CTL_TABLE_TORN,       /* no consistent copy (conntab_torn) */
+	CTL_TABLE_BAD,        /* a header out of range (conntab_bad_header) */
+	CTL_TABLE_MAX
+};
+
+struct ctl_proc {
+	uint32_t pid;
+	uint8_t datapath;     /* enum ctl_datapath */
+	uint8_t queue;        /* its TAP queue on the direct path */
+	uint8_t table;        /* enum ctl_table */
+	uint8_t pad;
+	uint32_t connections; /* TCP connections the process has */
+	uint32_t listed;      /* STAT_CONN records that follow */
+	uint32_t refused;     /* entries refused as out of range (conntab_bad_entries) */
+	uint32_t age_ms;      /* since the process last wrote its table; UINT32_MAX: never */
+};
+
+/* STAT_CONN: the message's lport, rip, rport name the connection (proto TCP). */
+struct ctl_conn {
+	uint32_t pid;
+	uint8_t datapath;     /* enum ctl_datapath */
+	uint8_t state;        /* enum uls_tcp_state (netif/conntab.h) */
+	uint8_t snd_wscale, rcv_wscale;
+	uint32_t send_queue, recv_queue;  /* bytes */
+	uint32_t rtt_us, rttvar_us, rto_us;
+	uint32_t cwnd, ssthresh;          /* bytes */
+	uint32_t retransmits;
+	uint32_t mss, snd_wnd, rcv_wnd;
+	uint8_t flags;        /* ULS_CONNTAB_F_* */
+	uint8_t pad[3];
+	uint32_t lip;         /* the node's address, network order */
+};
+
+/* HANDOFF and CLAIM: the secret the giving process passed to the taker (stack/handoff.c). */
+struct ctl_handoff {
+	uint64_t nonce;       /* nonzero */
+};
+
+struct ctl_msg {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t type;
+	uint32_t seq;
+	int32_t status;       /* replies: 0 or -errno */
+	uint8_t proto;        /* IPPROTO_TCP or IPPROTO_UDP */
+	uint8_t flags;        /* CTL_F_* */
+	uint16_t lport;       /* host order */
+	uint32_t rip;         /* network order */
+	uint16_t rport;       /* host order */
+	uint16_t pad;
+	uint32_t pad2;
+	union {
+		struct ctl_hello hello;
+		struct ctl_counter counter;
+		struct ctl_endpoint endpoint;
+		struct ctl_handoff handoff;
+		struct ctl_proc proc;
+		struct ctl_conn conn;
+		uint8_t raw[96];
+	} u;
+};
+
+_Static_assert(sizeof(struct ctl_msg) == CTL_MSG_SIZE, "fixed-size control message");
+
+/* Why a received message was refused (each has a counter in ulsd). ctl_check returns
+ * the negated reason, as filter's parser returns -FLT_*. The reasons start above the
+ * largest errno Linux returns (MAX_ERRNO, 4095), so -reason is never read as -errno. */
+#define CTL_ERROR_BASE 4096
+enum ctl_error {
+	CTL_BAD_SIZE = CTL_ERROR_BASE + 1,   /* truncated or oversized */
+	CTL_BAD_MAGIC,
+	CTL_BAD_VERSION,
+	CTL_BAD_TYPE,
+	CTL_BAD_FIELD,      /* a field out of range for its type */
+	CTL_ERROR_END
+};
+/* Counters by reason: index reason - CTL_ERROR_BASE (0 unused). */
+#define CTL_ERROR_SLOTS (CTL_ERROR_END - CTL_ERROR_BASE)
+
+/* Check a received message of n bytes; on success copy it to out and return 0, else return
+ * -CTL_BAD_* (out untouched). */
+int ctl_check(const void *buf, ssize_t n, struct ctl_msg *out);
+/* The counter name of a reason (CTL_BAD_*, or its negation). */
+const char *ctl_error_name(int err);
+void ctl_init(struct ctl_msg *m, enum ctl_type type, uint32_t seq);
+
+#endif
