@@ -208,7 +208,7 @@ static int listen_on(unsigned port, enum service svc, int backlog)
 	return 0;
 }
 
-static void *udp_echo(void *arg)
+static void *serve_udp_echo(void *arg)
 {
 	int sd = *(int *)arg;
 	static char buf[65536];
@@ -242,7 +242,7 @@ static void *dial_conn(void *arg)
 }
 
 /* UDP 11: "PORT" -> connect to the sender's address at PORT, one thread per request. */
-static void *udp_dial(void *arg)
+static void *serve_udp_dial(void *arg)
 {
 	int sd = *(int *)arg;
 	char buf[16];
@@ -321,7 +321,7 @@ static void *probe_run(void *arg)
 }
 
 /* UDP 12: "C PORT", "S PORT", "U PORT" -> one probe thread per request. */
-static void *udp_probe(void *arg)
+static void *serve_udp_probe(void *arg)
 {
 	int sd = *(int *)arg;
 	char buf[16];
@@ -443,7 +443,7 @@ int main(int argc, char **argv)
 	int usd = uls_socket(SOCK_DGRAM);
 	struct sockaddr_in ua = { .sin_family = AF_INET, .sin_port = htons(7) };
 	pthread_t ut;
-	if (usd < 0 || uls_bind(usd, &ua) < 0 || pthread_create(&ut, NULL, udp_echo, &usd) != 0) {
+	if (usd < 0 || uls_bind(usd, &ua) < 0 || pthread_create(&ut, NULL, serve_udp_echo, &usd) != 0) {
 		fprintf(stderr, "ulsnode: UDP echo failed\n");
 		return 1;
 	}
@@ -451,7 +451,7 @@ int main(int argc, char **argv)
 	static int dsd;
 	struct sockaddr_in da = { .sin_family = AF_INET, .sin_port = htons(11) };
 	dsd = uls_socket(SOCK_DGRAM);
-	if (dsd < 0 || uls_bind(dsd, &da) < 0 || pthread_create(&ut, NULL, udp_dial, &dsd) != 0) {
+	if (dsd < 0 || uls_bind(dsd, &da) < 0 || pthread_create(&ut, NULL, serve_udp_dial, &dsd) != 0) {
 		fprintf(stderr, "ulsnode: UDP dial failed\n");
 		return 1;
 	}
@@ -459,7 +459,7 @@ int main(int argc, char **argv)
 	static int psd;
 	struct sockaddr_in pa = { .sin_family = AF_INET, .sin_port = htons(12) };
 	psd = uls_socket(SOCK_DGRAM);
-	if (psd < 0 || uls_bind(psd, &pa) < 0 || pthread_create(&ut, NULL, udp_probe, &psd) != 0) {
+	if (psd < 0 || uls_bind(psd, &pa) < 0 || pthread_create(&ut, NULL, serve_udp_probe, &psd) != 0) {
 		fprintf(stderr, "ulsnode: UDP probe failed\n");
 		return 1;
 	}
