@@ -221,7 +221,7 @@ static int io_register(int fd, unsigned op, const void *arg, unsigned n)
  * a ring stays unusable (disabled) until then, so a lease refused at its second ring never
  * had a moment in which its first could read the queue. Returns ulsd's descriptor of the
  * ring, kept to unregister the queue when the lease ends. */
-static int take_ring(int pidfd, int remote_fd, int qfd)
+static int take_ring(int pidfd, int remote_fd, int qfd, int efd)
 {
 	static const struct io_uring_restriction res[] = {
 		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_READ },
@@ -245,8 +245,10 @@ static int take_ring(int pidfd, int remote_fd, int qfd)
 		goto fail;
 	}
 	rc = io_register(fd, IORING_REGISTER_RESTRICTIONS, res, sizeof(res) / sizeof(res[0]));
-	if (rc == 0)
-		rc = io_register(fd, IORING_REGISTER_FILES, &qfd, 1);
+	if (rc == 0) {
+		int files[2] = { qfd, efd };
+		rc = io_register(fd, IORING_REGISTER_FILES, files, efd >= 0 ? 2 : 1);
+	}
 	if (rc == 0)
 		return fd;
 fail:
@@ -268,10 +270,30 @@ static int peer_pidfd(int sock, pid_t pid)
 	return pidfd < 0 ? -errno : pidfd;
 }
 
-int srv__dp_lease_direct(struct srv *s, struct srv_lease *l, const int32_t ring_fd[2])
+/* The process's wake-up eventfd, named in its HELLO, as ulsd's descriptor; -1 when it
+ * named none or the descriptor is not an eventfd (the lease goes on without: the process
+ * then waits on its ring with poll(2)). */
+static int take_eventfd(int pidfd, int remote_fd)
+{
+	char path[64], link[64];
+	int fd;
+
+	if (remote_fd < 0 || (fd = (int)syscall(SYS_pidfd_getfd, pidfd, remote_fd, 0)) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0 || (link[n] = '\0', strcmp(link, "anon_inode:[eventfd]") != 0)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int srv__dp_lease_direct(struct srv *s, struct srv_lease *l, const int32_t ring_fd[2],
+			 int32_t wake_fd)
 {
 	struct srv_dp *d = s->dp;
-	int q, pidfd, rc = 0;
+	int q, pidfd, efd, rc = 0;
 
 	if (!d)
 		return -EOPNOTSUPP;
@@ -281,14 +303,19 @@ int srv__dp_lease_direct(struct srv *s, struct srv_lease *l, const int32_t ring_
 	pidfd = peer_pidfd(l->fd, l->pid);
 	if (pidfd < 0)
 		return pidfd;
+	/* The receive ring (0) gets the wake-up eventfd as file 1: its registration holds
+	 * the file, so ulsd's descriptor goes at once. */
+	efd = take_eventfd(pidfd, wake_fd);
 	for (int i = 0; i < 2; i++) {
-		int fd = take_ring(pidfd, ring_fd[i], d->qfd[q]);
+		int fd = take_ring(pidfd, ring_fd[i], d->qfd[q], i == 0 ? efd : -1);
 		if (fd < 0) {
 			rc = fd;
 			break;
 		}
 		l->dp_ring[i] = fd;
 	}
+	if (efd >= 0)
+		close(efd);
 	close(pidfd);
 	for (int i = 0; rc == 0 && i < 2; i++)
 		rc = io_register(l->dp_ring[i], IORING_REGISTER_ENABLE_RINGS, NULL, 0);
@@ -320,6 +347,7 @@ int srv__dp_lease_direct(struct srv *s, struct srv_lease *l, const int32_t ring_
 		return rc;
 	}
 	d->qowner[q] = l->id;
+	l->dp_wake = efd >= 0;
 	l->direct = true;
 	l->queue = (unsigned)q;
 	return 0;

@@ -193,7 +193,9 @@ static void hello(struct srv *s, struct srv_conn *c, const struct ctl_msg *req)
 	 * ulsd runs with --datapath direct. */
 	rc = -EOPNOTSUPP;
 	if (s->datapath != SRV_DP_RELAY && offered && s->dp) {
-		rc = srv__dp_lease_direct(s, l, req->u.hello.ring_fd);
+		rc = srv__dp_lease_direct(s, l, req->u.hello.ring_fd,
+					  (req->u.hello.flags & CTL_HELLO_F_WAKE) ?
+					  req->u.hello.wake_fd : -1);
 		if (rc < 0) {
 			s->ctr[SRV_DIRECT_REFUSED]++;
 			srv__log(1, "lease %u (pid %d): direct path refused: %s", l->id,
@@ -226,6 +228,8 @@ static void hello(struct srv *s, struct srv_conn *c, const struct ctl_msg *req)
 	if (l->direct) {
 		r.u.hello.datapath = CTL_DP_DIRECT;
 		r.u.hello.queue = (uint8_t)l->queue;
+		if (l->dp_wake)
+			r.u.hello.flags |= CTL_HELLO_F_WAKE;
 		s->ctr[SRV_LEASES_DIRECT]++;
 		reply(s, c, &r, NULL, 0);
 	} else {

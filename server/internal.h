@@ -49,6 +49,7 @@ struct srv_lease {
 	bool direct;
 	unsigned queue;
 	int dp_ring[2];         /* ulsd's descriptors of its io_urings, -1: none */
+	bool dp_wake;           /* the process's wake-up eventfd is the receive ring's file 1 */
 	bool has_rings;         /* the relay's ring pair and eventfds exist */
 	/* The connection table the process writes (netif/conntab.h), mapped by the control
 	 * thread; NULL until the process asks for it (CTL_CONNTAB). */
@@ -213,7 +214,8 @@ void srv__lease_free(struct srv *s, struct srv_lease *l);  /* demux thread */
 
 /* bpf.c (or bpf_none.c): the direct data path (s->lock held) */
 int srv__dp_init(struct srv *s);
-int srv__dp_lease_direct(struct srv *s, struct srv_lease *l, const int32_t ring_fd[2]);
+int srv__dp_lease_direct(struct srv *s, struct srv_lease *l, const int32_t ring_fd[2],
+			 int32_t wake_fd);
 void srv__dp_lease_end(struct srv *s, struct srv_lease *l);
 typedef void srv_dp_stat_fn(void *arg, const char *name, uint64_t value);
 void srv__dp_stats(struct srv *s, srv_dp_stat_fn *fn, void *arg);

@@ -486,7 +486,7 @@ int uls_attach(const char *ctl_path)
 	struct ctl_msg m;
 	struct nif_dev *dev;
 	struct nif_qring_prep qp = { .made = false };
-	int fds[3] = { -1, -1, -1 }, fd, rc;
+	int fds[3] = { -1, -1, -1 }, fd, rc, wake = -1;
 	size_t got = 0;
 
 	if (!ctl_path || !*ctl_path || strlen(ctl_path) >= sizeof(sun.sun_path))
@@ -517,6 +517,14 @@ int uls_attach(const char *ctl_path)
 			m.u.hello.ring_fd[i] = nif_qring_fd(&qp, i);
 		}
 		m.u.hello.flags |= CTL_HELLO_F_RINGS;
+		/* The stack thread's wake-up, out of the program's descriptor range too; ulsd
+		 * makes it the receive ring's file 1 (CTL_HELLO_F_WAKE), so that a wait on the
+		 * device is one io_uring_enter (netif/qring.c). */
+		wake = stk__fd_hide(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+		if (wake >= 0) {
+			m.u.hello.wake_fd = wake;
+			m.u.hello.flags |= CTL_HELLO_F_WAKE;
+		}
 	}
 	if (send(fd, &m, sizeof(m), MSG_NOSIGNAL) != (ssize_t)sizeof(m)) {
 		rc = -errno;
@@ -540,13 +548,18 @@ int uls_attach(const char *ctl_path)
 		for (int i = 0; qp.made && i < 2; i++)
 			stk__fd_unmark(nif_qring_fd(&qp, i));
 		nif_qring_discard(&qp);  /* the relay: ulsd did not take them */
+		if (wake >= 0)
+			stk__fd_close(wake);
+		wake = -1;
 	}
 	if (direct) {
 		fds[0] = nif_qring_fd(&qp, 0);
 		fds[1] = nif_qring_fd(&qp, 1);
-		/* The stack thread's wake-up, out of the program's descriptor range too. */
-		fds[2] = stk__fd_hide(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-		rc = fds[2] < 0 ? -errno : nif_qring_open(&dev, &qp, m.u.hello.mtu, offload, fd, fds[2]);
+		fds[2] = wake >= 0 ? wake : stk__fd_hide(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+		wake = -1;  /* fds[2] now */
+		rc = fds[2] < 0 ? -errno :
+			nif_qring_open(&dev, &qp, m.u.hello.mtu, offload, fd, fds[2],
+				       (m.u.hello.flags & CTL_HELLO_F_WAKE) != 0);
 		if (rc < 0 && fds[2] >= 0)
 			stk__fd_close(fds[2]);
 	} else {
@@ -577,6 +590,8 @@ int uls_attach(const char *ctl_path)
 	stk__unlock();
 	return 0;
 fail_fd:
+	if (wake >= 0)
+		stk__fd_close(wake);
 	stk__conntab_close();
 	for (int i = 0; qp.made && i < 2; i++)
 		stk__fd_unmark(nif_qring_fd(&qp, i));
