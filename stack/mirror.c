@@ -169,9 +169,10 @@ static void put_token(struct stk_mirror *m)
 {
 	char c = 0;
 
-	if (m_send(m, m->peer, &c, 1, MSG_DONTWAIT | MSG_NOSIGNAL) == 1)
+	if (m_send(m, m->peer, &c, 1, MSG_DONTWAIT | MSG_NOSIGNAL) == 1) {
 		m->token = true;
-	else
+		stk__count(STK_CNT_MIRROR_TOKENS);
+	} else
 		count_fail();
 }
 
