@@ -19,6 +19,7 @@
 #include "netif/frame.h"
 #include "netif/rxpool.h"
 #include "netif/vnet.h"
+#include "netif/sys.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -175,7 +176,7 @@ static int q_wait_fd(struct nif_dev *d, struct pollfd *fds, unsigned n, int time
 		memcpy(pfd + 3, fds, n * sizeof(*pfd));
 	int rc = 0;
 	if (!io_uring_cq_ready(&q->rx))
-		rc = poll(pfd, n + 3, timeout_ms);
+		rc = nif_sys.poll(pfd, n + 3, timeout_ms);
 	int err = errno;
 	for (unsigned i = 0; i < n; i++)
 		fds[i].revents = rc > 0 ? pfd[3 + i].revents : 0;
@@ -187,7 +188,7 @@ static int q_wait_fd(struct nif_dev *d, struct pollfd *fds, unsigned n, int time
 		q->st.rx_wakeups++;
 	if (rc > 0 && (wake_ev & POLLIN)) {
 		uint64_t v;
-		while (read(q->wake_fd, &v, sizeof(v)) > 0)
+		while (nif_sys.read(q->wake_fd, &v, sizeof(v)) > 0)
 			;
 	}
 	if (rc > 0 && q->hup_fd >= 0 && (hup_ev & (POLLRDHUP | POLLHUP | POLLERR))) {
@@ -307,7 +308,7 @@ static void q_wake(struct nif_dev *d)
 	uint64_t one = 1;
 
 	/* EAGAIN: a wake-up is pending anyway. */
-	if (write(of(d)->wake_fd, &one, sizeof(one)) < 0)
+	if (nif_sys.write(of(d)->wake_fd, &one, sizeof(one)) < 0)
 		return;
 }
 
@@ -526,7 +527,7 @@ static void q_close(struct nif_dev *d)
 	io_uring_queue_exit(&q->rx);
 	io_uring_queue_exit(&q->tx);
 	if (q->wake_fd >= 0)
-		close(q->wake_fd);
+		nif_sys.close(q->wake_fd);
 	free_memory(q);
 }
 
