@@ -202,12 +202,12 @@ static int pack(struct stk_sock *s, uint64_t nonce)
 
 	if (pcb->refused_data)
 		return -EAGAIN;  /* lwIP still owes the reader data: not a state to move */
-	/* Not hidden among the library's descriptors (privfd.c): it is short-lived (until
-	 * the claim, or the exec), and the shim's guard would refuse the stack thread its
-	 * seals. */
+	/* Among the library's descriptors (privfd.c) while it is ours: a program closing
+	 * descriptors meanwhile must not take it. */
 	fd = memfd_create("uls-handoff", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return -errno;
+	fd = stk__fd_hide(fd);
 	if (lseek(fd, (off_t)sizeof(h), SEEK_SET) < 0)
 		goto io;
 	if (s->rxq.bytes) {
@@ -223,7 +223,7 @@ static int pack(struct stk_sock *s, uint64_t nonce)
 		h.rx_len = (uint32_t)n;
 	}
 	if ((rc = put_tx(fd, pcb, &h.tx_len)) < 0) {
-		nif_sys.close(fd);
+		stk__fd_close(fd);
 		return rc;
 	}
 	if (pwrite(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
@@ -233,7 +233,7 @@ static int pack(struct stk_sock *s, uint64_t nonce)
 		goto io;
 	return fd;
 io:
-	nif_sys.close(fd);
+	stk__fd_close(fd);
 	return -EIO;
 }
 
@@ -277,7 +277,7 @@ static bool give(size_t i)
 		stk__node.dev->ops->tx_flush(stk__node.dev);
 		int rc = stk__ep_handoff(s->tcp, nonce);
 		if (rc < 0) {
-			nif_sys.close(fd);
+			stk__fd_close(fd);
 			fd = rc;
 		}
 	}
@@ -292,7 +292,7 @@ static bool give(size_t i)
 		return true;
 	}
 	int sent = stk__mirror_give(s, fd);
-	nif_sys.close(fd);
+	stk__fd_close(fd);
 	if (sent < 0) {
 		/* The claimer stopped waiting (a signal interrupted it; it claims again on its
 		 * next call): the connection comes back here and stays parked. */
@@ -654,12 +654,14 @@ int uls_export(int sd, uint64_t *nonce)
 		stk__node.dev->ops->tx_flush(stk__node.dev);
 		int c = stk__ep_handoff(s->tcp, *nonce);
 		if (c < 0) {
-			nif_sys.close(rc);
+			stk__fd_close(rc);
 			rc = c;
 		}
 	}
-	if (rc >= 0)
+	if (rc >= 0) {
+		stk__fd_unmark(rc);  /* the caller's now, to pass across exec and close */
 		stk__count(STK_CNT_HANDOFF_OUT);
+	}
 	if (s)
 		stk__sock_leave(s);
 	stk__unlock();

@@ -80,7 +80,8 @@ int stk__fd_hide(int fd)
 	return nfd;
 }
 
-/* Forget the mark, then close: the shim lets the close through. */
+/* Forget the mark, then close: in this order, because once closed the number may be
+ * another thread's new descriptor (and marked again, if libuls made it). */
 void stk__fd_close(int fd)
 {
 	uint8_t *m = atomic_load(&marks);
