@@ -22,7 +22,7 @@ trap 'rm -rf "$tmp"' EXIT
 # What the shim defines and exports: its interposers.
 nm -D --defined-only "$so" | awk '$2 ~ /^[TWi]$/ { print $3 }' | sort -u >"$tmp/interposed"
 # What the stack's objects call (member name kept), netif/sys.c's table excepted.
-nm -A -u $archives 2>/dev/null | grep -v -- '-sys\.o:' |
+nm -A -u $archives 2>/dev/null | grep -v -- ':libnif_la-sys\.o:' |
 	awk '{ m = $1; sub(/:$/, "", m); n = split(m, p, "/"); print $NF, p[n] }' |
 	sed 's/@.*//' | sort -u >"$tmp/called"
 # Libraries the shim loads, other than the C library and the dynamic loader, called
