@@ -25,6 +25,7 @@
 #include "netif/frame.h"
 #include "netif/rxpool.h"
 #include "netif/vnet.h"
+#include "netif/sys.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -248,7 +249,7 @@ static int ring_wait(struct qring *q, int timeout_ms)
 	if (q->hup_fd >= 0 && mono_ns() >= q->hup_checked_ns + HUP_CHECK_MS * 1000000ull) {
 		struct pollfd p = { .fd = q->hup_fd, .events = POLLRDHUP };
 		q->hup_checked_ns = mono_ns();
-		if (poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+		if (nif_sys.poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
 			return lease_lost(q);
 	}
 	return rc < 0 && rc != -ETIME && rc != -EINTR ? rc : 0;
@@ -279,7 +280,7 @@ static int q_wait_fd(struct nif_dev *d, struct pollfd *fds, unsigned n, int time
 		memcpy(pfd + 3, fds, n * sizeof(*pfd));
 	int rc = 0;
 	if (!io_uring_cq_ready(&q->rx))
-		rc = poll(pfd, n + 3, timeout_ms);
+		rc = nif_sys.poll(pfd, n + 3, timeout_ms);
 	int err = errno;
 	for (unsigned i = 0; i < n; i++)
 		fds[i].revents = rc > 0 ? pfd[3 + i].revents : 0;
@@ -294,9 +295,9 @@ static int q_wait_fd(struct nif_dev *d, struct pollfd *fds, unsigned n, int time
 		/* One read takes the whole count; a blocking eventfd (wake_in_ring) has no
 		 * other reader while no read of it is in flight. */
 		if (q->wake_in_ring)
-			(void)!read(q->wake_fd, &v, sizeof(v));
+			(void)!nif_sys.read(q->wake_fd, &v, sizeof(v));
 		else
-			while (read(q->wake_fd, &v, sizeof(v)) > 0)
+			while (nif_sys.read(q->wake_fd, &v, sizeof(v)) > 0)
 				;
 	}
 	if (rc > 0 && q->hup_fd >= 0 && (hup_ev & (POLLRDHUP | POLLHUP | POLLERR)))
@@ -422,7 +423,7 @@ static void q_wake(struct nif_dev *d)
 	uint64_t one = 1;
 
 	/* EAGAIN: a wake-up is pending anyway. */
-	if (write(of(d)->wake_fd, &one, sizeof(one)) < 0)
+	if (nif_sys.write(of(d)->wake_fd, &one, sizeof(one)) < 0)
 		return;
 }
 
@@ -641,7 +642,7 @@ static void q_close(struct nif_dev *d)
 	io_uring_queue_exit(&q->rx);
 	io_uring_queue_exit(&q->tx);
 	if (q->wake_fd >= 0)
-		close(q->wake_fd);
+		nif_sys.close(q->wake_fd);
 	free_memory(q);
 }
 
@@ -674,9 +675,9 @@ int nif_qring_open(struct nif_dev **out, struct nif_qring_prep *p, unsigned mtu,
 	q->wake_in_ring = wake_in_ring;
 	q->hup_checked_ns = mono_ns();
 	/* Blocking for the ring's read of it (arm_wake), non-blocking for poll(2)'s drain. */
-	int fl = wake_fd >= 0 ? fcntl(wake_fd, F_GETFL) : -1;
+	int fl = wake_fd >= 0 ? nif_sys.fcntl(wake_fd, F_GETFL) : -1;
 	if (fl >= 0)
-		fcntl(wake_fd, F_SETFL, wake_in_ring ? fl & ~O_NONBLOCK : fl | O_NONBLOCK);
+		nif_sys.fcntl(wake_fd, F_SETFL, wake_in_ring ? fl & ~O_NONBLOCK : fl | O_NONBLOCK);
 	unsigned lend = RX_LEND_BYTES / q->buf_size;
 	q->pool = nif_rxpool_new(q->buf_size, RX_DEPTH + (lend > 64 ? lend : 64));
 	for (unsigned i = 0; q->pool && i < RX_DEPTH; i++)
