@@ -144,8 +144,16 @@ static void on_frame(void *arg, const uint8_t *frame, size_t len, uint32_t off)
 	struct srv *s = arg;
 	uint64_t t_read = bd_now();
 	struct flt_pkt p;
-	int rc = flt_parse(frame, len, &p);
+	int rc;
 
+	/* IPv6 is the node's alone until processes carry it (reply6.c); without --ip6 it
+	 * stays what it was, a frame the filter does not parse. */
+	if (s->has_ip6 && len >= WIRE_ETH_HLEN &&
+	    wire_rd16(frame + WIRE_ETH_OFF_TYPE) == WIRE_ETHERTYPE_IPV6) {
+		srv__input_ip6(s, frame, len);
+		return;
+	}
+	rc = flt_parse(frame, len, &p);
 	if (rc < 0) {
 		flt_count_rx_drop(s->flt, (enum flt_reason)-rc);
 		return;
