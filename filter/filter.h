@@ -32,7 +32,7 @@ enum flt_reason {
 	FLT_REASON_NONE,
 	/* flt_parse */
 	FLT_DROP_RUNT,           /* shorter than an Ethernet header */
-	FLT_DROP_ETHERTYPE,      /* neither IPv4 nor ARP (IPv6, VLAN tags, ...) */
+	FLT_DROP_ETHERTYPE,      /* neither IPv4, IPv6 nor ARP (VLAN tags, ...) */
 	FLT_DROP_ARP,            /* ARP not for Ethernet/IPv4, or too short */
 	FLT_DROP_IPV4_HEADER,    /* bad version, IHL, total length, or options past the end */
 	FLT_DROP_IPV4_CHECKSUM,  /* IPv4 header checksum wrong */
@@ -40,6 +40,9 @@ enum flt_reason {
 	FLT_DROP_TCP_HEADER,     /* data offset < 5 or past the datagram */
 	FLT_DROP_UDP_HEADER,     /* shorter than 8 octets, or length field inconsistent */
 	FLT_DROP_ICMP_HEADER,    /* shorter than the 8-octet ICMP header */
+	FLT_DROP_IPV6_HEADER,    /* bad version, or Payload Length past the frame */
+	FLT_DROP_IPV6_EXT,       /* an extension header past the payload, Hop-by-Hop not
+				  * first, or more than WIRE_IPV6_EXT_MAX of them */
 	/* flt_check_tx */
 	FLT_DENY_SRC_MAC,        /* Ethernet source is not the node's MAC */
 	FLT_DENY_SRC_IP,         /* IPv4 source is not the node's address */
@@ -80,6 +83,20 @@ struct flt_pkt {
 		bool fragment;               /* mf || frag_off: part of a fragmented datagram */
 	} ip;
 
+	/* IPv6 (RFC 8200): the fixed header, and the upper layer found after the extension
+	 * headers (wire_ipv6_upper). proto is that upper layer's Next Header value, which
+	 * may be one the filter does not know (it then has no ports and goes to the
+	 * server). Fragments are not parsed past the Fragment header. */
+	struct {
+		uint8_t src[16], dst[16];
+		uint8_t proto;
+		uint8_t hlim;
+		uint16_t plen;               /* Payload Length */
+		uint8_t nexthdrs;            /* extension headers walked */
+		bool fragment;               /* a Fragment header was among them */
+		uint16_t frag_off;           /* its offset in octets */
+	} ip6;
+
 	/* Ports: true for TCP and UDP unfragmented datagrams and first fragments. */
 	bool has_ports;
 	uint16_t sport, dport;
@@ -95,6 +112,7 @@ struct flt_pkt {
 		uint16_t len;                /* the UDP Length field (header + data) */
 	} udp;
 
+	/* ICMP, or ICMPv6 for an IPv6 packet (RFC 4443: errors are types 0..127). */
 	struct {
 		uint8_t type, code;
 		/* For errors (destination unreachable, time exceeded, parameter problem,
@@ -107,6 +125,8 @@ struct flt_pkt {
 			uint8_t proto;
 			bool has_ports;
 			uint16_t sport, dport;
+			/* An ICMPv6 error's quoted IPv6 addresses (src, dst above stay 0). */
+			uint8_t src6[16], dst6[16];
 		} inner;
 	} icmp;
 
