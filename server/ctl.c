@@ -287,6 +287,9 @@ static int send_endpoint(const struct flt_rule *rule, void *arg)
 	struct ctl_msg r;
 	struct srv_lease *l = rule->owner < SRV_MAX_LEASES ? e->s->leases[rule->owner] : NULL;
 
+	/* The message has room for an IPv4 remote only (version 2). */
+	if (rule->fam != FLT_FAM_V4)
+		return 0;
 	ctl_init(&r, CTL_STAT_ENDPOINT, e->seq);
 	r.proto = rule->proto;
 	r.lport = rule->lport;
