@@ -184,8 +184,10 @@ static void reply_ns(struct srv *s, const struct in6 *in, const struct wire_nd *
 	uint8_t flags = WIRE_ND_NA_OVERRIDE;
 
 	if (!srv__is_node_ip6(s, ns->target)) {
-		/* §7.2.3: "If the Target Address is ... not ... assigned to the receiving
-		 * interface ... the solicitation is silently discarded." */
+		/* §7.2.3: "A valid Neighbor Solicitation that does not meet any of the
+		 * following requirements MUST be silently discarded: - The Target Address is
+		 * a "valid" unicast or anycast address assigned to the receiving interface"
+		 * (the node proxies for nobody and runs no duplicate address detection). */
 		s->ctr[SRV_DROP_ND_NOT_FOR_NODE]++;
 		return;
 	}
@@ -206,9 +208,10 @@ static void reply_ns(struct srv *s, const struct in6 *in, const struct wire_nd *
 		flags |= WIRE_ND_NA_SOLICITED;
 		memcpy(mac, ns->lladdr ? ns->lladdr : in->eth.src, WIRE_ETH_ALEN);
 	}
-	/* §4.4: Router flag 0 (the node is not a router); Override 1 (§7.2.4: "SHOULD ...
-	 * for a target that is not an anycast address"); the Target Link-Layer Address
-	 * option, which a solicited advertisement to a unicast address MUST carry. */
+	/* §4.4: Router flag 0 (the node is not a router); Override 1 (§7.2.4: not anycast,
+	 * no proxy, the option included: "Otherwise, the Override flag SHOULD be set to
+	 * one."); the Target Link-Layer Address option, which §4.4 says "MUST be included
+	 * for multicast solicitations". */
 	put_headers(s, f, mac, ns->target, dst, WIRE_IPPROTO_ICMPV6, NA_LEN, WIRE_ND_HOP_LIMIT);
 	memset(na, 0, NA_LEN);
 	na[WIRE_ICMPV6_OFF_TYPE] = WIRE_ND_NEIGHBOR_ADVERT;

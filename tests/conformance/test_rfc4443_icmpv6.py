@@ -66,7 +66,7 @@ def test_rfc4443_udp_to_closed_port_gets_port_unreachable(node6, link):
 
 
 @requirement(fix='ulsd: server/reply6.c',
-             mutate="sed -i 's/return !wire_ipv6_is_multicast(in->ip.dst) \\&\\&/return/' server/reply6.c")
+             mutate="sed -i 's/return !wire_ipv6_is_multicast(in->ip.dst) \\&\\& !wire_eth_is_group(in->eth.dst) \\&\\&/return/' server/reply6.c")
 def test_rfc4443_no_error_for_packet_to_multicast(node6, link):
     """RFC 4443 §2.4 (e): "An ICMPv6 error message MUST NOT be originated as a result of
     receiving the following: ... (e.3) A packet destined to an IPv6 multicast address."

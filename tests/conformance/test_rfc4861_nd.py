@@ -62,9 +62,11 @@ def check_na(node, r, target, dst, dmac, solicited_flag):
 def test_rfc4861_ns_to_solicited_node_group_gets_solicited_na(node6, link):
     """RFC 4861 §7.2.4: "If the source of the solicitation is not the unspecified address,
     the node MUST set the Solicited flag to one and unicast the advertisement to the Source
-    Address of the solicitation." ... "If the Target Address is ... not an anycast address
-    ... the Override flag SHOULD be set to one." §4.4: the Target Link-Layer Address option
-    "MUST be included for multicast solicitations"."""
+    Address of the solicitation." On the Override flag: "If the Target Address is either an
+    anycast address or a unicast address for which the node is providing proxy service, or
+    the Target Link-Layer Address option is not included, the Override flag SHOULD be set
+    to zero. Otherwise, the Override flag SHOULD be set to one." §4.4, Target link-layer
+    address: "MUST be included for multicast solicitations"."""
     node = node6
     link.send(ns(node, node.ip6))
     r = link.recv(is_na(node.ip6), 3)
@@ -122,13 +124,17 @@ def test_rfc4861_ns_with_hop_limit_not_255_discarded(node6, link):
 @requirement(fix='ulsd: server/reply6.c',
              mutate="sed -i 's/if (!srv__is_node_ip6(s, ns->target)) {/if (0) {/' server/reply6.c")
 def test_rfc4861_ns_for_other_target_not_answered(node6, link):
-    """RFC 4861 §7.2.3: "If the Target Address is tentative ... Otherwise [not an address
-    of the interface] ... the solicitation is silently discarded" (a node answers only for
-    its own addresses). Positive control: the node's own address is answered."""
+    """RFC 4861 §7.2.3: "A valid Neighbor Solicitation that does not meet any of the
+    following requirements MUST be silently discarded: - The Target Address is a "valid"
+    unicast or anycast address assigned to the receiving interface [ADDRCONF], ..." (the
+    node offers no proxy service and runs no duplicate address detection). Positive
+    control: the node's own address is answered."""
     node = node6
     other = str(ipaddress.IPv6Address(node.ip6) + 0x76)
-    link.send(ns(node, other))
+    # Sent to the node itself, so that only the target tells it is not the node's.
+    link.send(ns(node, other, dst=node.ip6, dmac=node.mac))
     assert link.recv(is_na(other), 1.0) is None, "the node answered for another address"
+    assert node.ulsd_counters()["drop_nd_not_for_node"] >= 1
     link.send(ns(node, node.ip6))
     assert link.recv(is_na(node.ip6), 3) is not None, "control: own address not answered"
 
