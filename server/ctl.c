@@ -114,6 +114,7 @@ static const char *const counter_names[SRV_COUNTER_MAX] = {
 	[SRV_DROP_ICMPV6_CHECKSUM] = "drop_icmpv6_checksum",
 	[SRV_DROP_ND_INVALID] = "drop_nd_invalid",
 	[SRV_DROP_ND_NOT_FOR_NODE] = "drop_nd_not_for_node",
+	[SRV_DROP_IPV6_OPTION] = "drop_ipv6_option",
 };
 
 const char *srv__counter_name(enum srv_counter c)

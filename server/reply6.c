@@ -28,6 +28,8 @@
 #define NA_LEN    (WIRE_ND_NA_LEN + WIRE_ND_OPT_LLADDR_LEN)
 /* RFC 4443 §3.4: Parameter Problem code 1, "unrecognized Next Header type encountered". */
 #define PARAM_PROB_NEXT_HEADER 1
+/* Code 2, "unrecognized IPv6 option encountered". */
+#define PARAM_PROB_OPTION 2
 
 /* A frame being answered: the views of the packet and where its upper layer is. */
 struct in6 {
@@ -119,6 +121,54 @@ static int send_error(struct srv *s, const struct in6 *in, uint8_t type, uint8_t
 	memcpy(icmp + ICMP6_HLEN, in->ip.hdr, quote);
 	wire_icmpv6_set_checksum(src, in->ip.src, icmp, ICMP6_HLEN + quote);
 	srv__send_frame(s, f, ETH_HLEN + IP6_HLEN + ICMP6_HLEN + quote);
+	return 0;
+}
+
+/* RFC 8200 §4.2: the options of the Hop-by-Hop and Destination Options headers of in's
+ * packet. Pad1 and PadN are skipped; for any other type, which the node does not
+ * recognize, "the highest-order two bits of the Option Type specify the action": 00 skip,
+ * 01 discard, 10 discard and send Parameter Problem code 2 pointing at the option type,
+ * 11 the same unless the destination is multicast. 0: process the packet; -1: discarded
+ * (and counted, answered). An option past its header is a malformed header: discarded. */
+static int check_options(struct srv *s, const struct in6 *in)
+{
+	const uint8_t *ip = in->ip.hdr;
+	uint8_t next = in->ip.next;
+	size_t off = IP6_HLEN;
+
+	for (unsigned n = 0; n < in->up.nhdrs; n++) {
+		size_t hlen = next == WIRE_IPPROTO_FRAGMENT ? WIRE_IPV6_FRAG_HLEN :
+			      ((size_t)ip[off + 1] + 1) * WIRE_IPV6_EXT_UNIT;
+
+		/* wire_ipv6_upper walked this chain: every header lies within the payload. */
+		if (next == WIRE_IPPROTO_HOPOPTS || next == WIRE_IPPROTO_DSTOPTS) {
+			for (size_t o = off + 2; o < off + hlen;) {
+				uint8_t type = ip[o];
+				if (type == 0) {              /* Pad1 */
+					o++;
+					continue;
+				}
+				if (o + 2 > off + hlen || o + 2 + ip[o + 1] > off + hlen) {
+					s->ctr[SRV_DROP_IPV6_EXT_HEADERS]++;
+					return -1;
+				}
+				unsigned action = type >> 6;
+				if (type != 1 && action != 0) {   /* not PadN, not "skip" */
+					s->ctr[SRV_DROP_IPV6_OPTION]++;
+					if ((action == 2 || (action == 3 &&
+							     !wire_ipv6_is_multicast(in->ip.dst))) &&
+					    !wire_ipv6_is_unspecified(in->ip.src) &&
+					    send_error(s, in, WIRE_ICMPV6_PARAM_PROB,
+						       PARAM_PROB_OPTION, (uint32_t)o) == 0)
+						s->ctr[SRV_ICMPV6_PARAM_PROB_SENT]++;
+					return -1;
+				}
+				o += 2 + (size_t)ip[o + 1];
+			}
+		}
+		next = ip[off];
+		off += hlen;
+	}
 	return 0;
 }
 
@@ -359,6 +409,8 @@ void srv__input_ip6(struct srv *s, const uint8_t *frame, size_t len)
 		s->ctr[SRV_DROP_IPV6_FRAGMENT]++;
 		return;
 	}
+	if (check_options(s, &in) < 0)
+		return;
 	in.l4 = in.ip.hdr + in.up.off;
 	in.l4_len = IP6_HLEN + in.ip.payload_len - in.up.off;
 	switch (in.up.proto) {

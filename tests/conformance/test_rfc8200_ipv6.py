@@ -3,8 +3,8 @@
 be answered if it were read; a positive control sends it well formed. ulsd deployment only
 (the node6 fixture)."""
 
-from scapy.layers.inet6 import (ICMPv6EchoReply, ICMPv6EchoRequest, ICMPv6ParamProblem,
-                                IPv6, IPv6ExtHdrDestOpt)
+from scapy.layers.inet6 import (HBHOptUnknown, ICMPv6EchoReply, ICMPv6EchoRequest,
+                                ICMPv6ParamProblem, IPv6, IPv6ExtHdrDestOpt)
 from scapy.layers.l2 import Ether
 
 from conftest import requirement
@@ -87,3 +87,22 @@ def test_rfc8200_unrecognized_next_header_gets_parameter_problem(node6, link):
     assert r[ICMPv6ParamProblem].code == 1
     assert r[ICMPv6ParamProblem].ptr == 40, \
         "the pointer is not the offset of the Destination Options header's Next Header"
+
+
+@requirement(fix='ulsd: server/reply6.c',
+             mutate="sed -i 's/if (type != 1 \\&\\& action != 0) {/if (0) {/' server/reply6.c")
+def test_rfc8200_unrecognized_option_10_discards_with_parameter_problem(node6, link):
+    """RFC 8200 §4.2: "The Option Type identifiers are internally encoded such that their
+    highest-order 2 bits specify the action that must be taken if the processing IPv6 node
+    does not recognize the Option Type: ... 10 - discard the packet and, regardless of
+    whether or not the packet's Destination Address was a multicast address, send an ICMP
+    Parameter Problem, Code 2, message to the packet's Source Address, pointing to the
+    unrecognized Option Type." The echo request behind the option is not answered."""
+    node = node6
+    opt = HBHOptUnknown(otype=0xBE, optdata=b"\xab\xcd")
+    link.send(echo(node, 0x606, IPv6ExtHdrDestOpt(options=[opt])))
+    r = link.recv(lambda p: ICMPv6ParamProblem in p and p[IPv6].src == node.ip6, 3)
+    assert r is not None, "no parameter problem for an unrecognized option of type 10xxxxxx"
+    assert r[ICMPv6ParamProblem].code == 2
+    assert r[ICMPv6ParamProblem].ptr == 42, "the pointer is not the option type's offset"
+    assert link.recv(reply_to(0x606), 0.5) is None, "the packet was not discarded"

@@ -387,6 +387,58 @@ static void unknown_next_header_gets_parameter_problem_pointing_at_it(void **sta
 	assert_int_equal(srv.ctr[SRV_DROP_IPV6_NEXT_HEADER], 1);
 }
 
+/* RFC 8200 §4.2: an unrecognized option's two high bits say what to do. */
+static void unrecognized_options_acted_on_by_their_high_bits(void **state)
+{
+	struct frame f;
+	/* Destination Options: one option of type T, 2 octets of data, then PadN to 8;
+	 * then an echo request. */
+	uint8_t d[8 + 8] = { WIRE_IPPROTO_ICMPV6, 0, 0x00, 2, 0xab, 0xcd, 1, 0,
+			     WIRE_ICMPV6_ECHO_REQUEST };
+	struct wire_ipv6 ip;
+	static const uint8_t all_mac[6] = { 0x33, 0x33, 0, 0, 0, 1 };
+
+	(void)state;
+	/* 00: skipped, the echo is answered (the option types 0x00-0x3f but Pad1). */
+	d[2] = 0x3e;
+	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_DSTOPTS, 64, d, sizeof(d));
+	wire_icmpv6_set_checksum(peer_ip6, node_ip6, f.b + 14 + 40 + 8, 8);
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(srv.ctr[SRV_ICMP_ECHO_REPLIES], 1);
+	/* 01: discarded silently. */
+	d[2] = 0x7e;
+	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_DSTOPTS, 64, d, sizeof(d));
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(nsent, 1);
+	assert_int_equal(srv.ctr[SRV_DROP_IPV6_OPTION], 1);
+	/* 10: discarded, Parameter Problem code 2 pointing at the option type (offset 42),
+	 * even for a packet to a group. */
+	d[2] = 0xbe;
+	build(&f, all_mac, peer_ip6, all_nodes, WIRE_IPPROTO_DSTOPTS, 64, d, sizeof(d));
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(nsent, 2);
+	assert_int_equal(wire_ipv6_view(&ip, sent + 14, sent_len - 14), 0);
+	assert_int_equal(ip.payload[0], WIRE_ICMPV6_PARAM_PROB);
+	assert_int_equal(ip.payload[1], 2);
+	assert_int_equal(wire_rd32(ip.payload + 4), 42);
+	/* 11: the same, but not for a packet to a group. */
+	d[2] = 0xfe;
+	build(&f, all_mac, peer_ip6, all_nodes, WIRE_IPPROTO_DSTOPTS, 64, d, sizeof(d));
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(nsent, 2);
+	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_DSTOPTS, 64, d, sizeof(d));
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(nsent, 3);
+	assert_int_equal(srv.ctr[SRV_DROP_IPV6_OPTION], 4);
+	/* An option running past its header: a malformed header. */
+	d[2] = 0x3e;
+	d[3] = 9;
+	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_DSTOPTS, 64, d, sizeof(d));
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(srv.ctr[SRV_DROP_IPV6_EXT_HEADERS], 1);
+	assert_int_equal(nsent, 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -399,6 +451,7 @@ int main(void)
 		cmocka_unit_test_setup(tcp_to_nobody_gets_rst, setup),
 		cmocka_unit_test_setup(bad_headers_dropped_and_counted, setup),
 		cmocka_unit_test_setup(unknown_next_header_gets_parameter_problem_pointing_at_it, setup),
+		cmocka_unit_test_setup(unrecognized_options_acted_on_by_their_high_bits, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
