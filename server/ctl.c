@@ -101,6 +101,20 @@ static const char *const counter_names[SRV_COUNTER_MAX] = {
 	[SRV_DROP_RST_NOT_UNICAST] = "drop_rst_not_unicast",
 	[SRV_DROP_ECHO_UNANSWERED] = "drop_echo_unanswered",
 	[SRV_DROP_ICMP_ERROR_NOT_UNICAST] = "drop_icmp_error_not_unicast",
+	[SRV_IPV6_FRAMES] = "ipv6_frames",
+	[SRV_ND_ADVERTS_SENT] = "nd_adverts_sent",
+	[SRV_ND_ADVERTS_RECEIVED] = "nd_adverts_received",
+	[SRV_ND_ADDRESS_CONFLICT] = "nd_address_conflict",
+	[SRV_ICMPV6_PARAM_PROB_SENT] = "icmpv6_param_prob_sent",
+	[SRV_DROP_IPV6_HEADER] = "drop_ipv6_header",
+	[SRV_DROP_IPV6_EXT_HEADERS] = "drop_ipv6_ext_headers",
+	[SRV_DROP_IPV6_FRAGMENT] = "drop_ipv6_fragment",
+	[SRV_DROP_IPV6_NEXT_HEADER] = "drop_ipv6_next_header",
+	[SRV_DROP_ICMPV6_HEADER] = "drop_icmpv6_header",
+	[SRV_DROP_ICMPV6_CHECKSUM] = "drop_icmpv6_checksum",
+	[SRV_DROP_ND_INVALID] = "drop_nd_invalid",
+	[SRV_DROP_ND_NOT_FOR_NODE] = "drop_nd_not_for_node",
+	[SRV_DROP_IPV6_OPTION] = "drop_ipv6_option",
 };
 
 const char *srv__counter_name(enum srv_counter c)
@@ -278,6 +292,9 @@ static int send_endpoint(const struct flt_rule *rule, void *arg)
 	struct ctl_msg r;
 	struct srv_lease *l = rule->owner < SRV_MAX_LEASES ? e->s->leases[rule->owner] : NULL;
 
+	/* The message has room for an IPv4 remote only (version 2). */
+	if (rule->fam != FLT_FAM_V4)
+		return 0;
 	ctl_init(&r, CTL_STAT_ENDPOINT, e->seq);
 	r.proto = rule->proto;
 	r.lport = rule->lport;

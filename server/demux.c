@@ -144,8 +144,18 @@ static void on_frame(void *arg, const uint8_t *frame, size_t len, uint32_t off)
 	struct srv *s = arg;
 	uint64_t t_read = bd_now();
 	struct flt_pkt p;
-	int rc = flt_parse(frame, len, &p);
+	int rc;
 
+	/* IPv6 is the node's alone until processes carry it (reply6.c); without --ip6 the
+	 * node has no IPv6 and the frame is dropped as a type it does not speak. */
+	if (len >= WIRE_ETH_HLEN && wire_rd16(frame + WIRE_ETH_OFF_TYPE) == WIRE_ETHERTYPE_IPV6) {
+		if (s->has_ip6)
+			srv__input_ip6(s, frame, len);
+		else
+			flt_count_rx_drop(s->flt, FLT_DROP_ETHERTYPE);
+		return;
+	}
+	rc = flt_parse(frame, len, &p);
 	if (rc < 0) {
 		flt_count_rx_drop(s->flt, (enum flt_reason)-rc);
 		return;

@@ -105,6 +105,12 @@ enum srv_counter {
 	/* the node's own answers not sent (demux.c, reply.c) */
 	SRV_DROP_NO_TAP_SLOT, SRV_DROP_ARP_NOT_FOR_NODE, SRV_DROP_RST_FOR_RST,
 	SRV_DROP_RST_NOT_UNICAST, SRV_DROP_ECHO_UNANSWERED, SRV_DROP_ICMP_ERROR_NOT_UNICAST,
+	/* IPv6 for the node (reply6.c); the answers count in the IPv4 counters above */
+	SRV_IPV6_FRAMES, SRV_ND_ADVERTS_SENT, SRV_ND_ADVERTS_RECEIVED, SRV_ND_ADDRESS_CONFLICT,
+	SRV_ICMPV6_PARAM_PROB_SENT, SRV_DROP_IPV6_HEADER, SRV_DROP_IPV6_EXT_HEADERS,
+	SRV_DROP_IPV6_FRAGMENT, SRV_DROP_IPV6_NEXT_HEADER, SRV_DROP_ICMPV6_HEADER,
+	SRV_DROP_ICMPV6_CHECKSUM, SRV_DROP_ND_INVALID, SRV_DROP_ND_NOT_FOR_NODE,
+	SRV_DROP_IPV6_OPTION,
 	SRV_COUNTER_MAX
 };
 
@@ -121,6 +127,12 @@ struct srv {
 	uint32_t ip;            /* network order */
 	unsigned prefix_len;
 	uint32_t gw;
+	/* IPv6 (--ip6; reply6.c): a global or unique-local address and the link-local one
+	 * derived from the MAC (RFC 4291 §2.5.6). has_ip6 false: IPv6 frames are dropped as
+	 * before (flt_parse's drop_ethertype). */
+	bool has_ip6;
+	uint8_t ip6[16], ip6_ll[16];
+	unsigned ip6_plen;
 	uint8_t mac[WIRE_ETH_ALEN];
 	unsigned mtu;
 	/* The TAP carries a virtio-net header with checksum and TCPv4 segmentation offload
@@ -185,6 +197,15 @@ void srv__reply_reass_time_exceeded(struct srv *s, const uint8_t *frame, size_t 
 				   const struct flt_pkt *p);
 void srv__send_probe(struct srv *s, const struct srv_custody *c);
 void srv__learn_neighbour(struct srv *s, uint32_t ip, const uint8_t mac[WIRE_ETH_ALEN]);
+/* A token bucket of per_s tokens a second, at most per_s saved: may one more go out? */
+bool srv__tokens_allow(uint64_t *at_ms, unsigned *tokens, unsigned per_s);
+#define SRV_ICMP_RATE_PER_S 100   /* RFC 1122 §3.2.2, RFC 4443 §2.4 (f) */
+#define SRV_RST_RATE_PER_S  2000  /* reply.c says why */
+
+/* reply6.c: an IPv6 frame for the node (demux thread, s->lock held): neighbour discovery,
+ * echo, and the answers for ports nobody holds. Every frame is answered or counted. */
+void srv__input_ip6(struct srv *s, const uint8_t *frame, size_t len);
+bool srv__is_node_ip6(const struct srv *s, const uint8_t *a);
 
 /* ports.c (s->lock held) */
 int srv__port_bind(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port, unsigned flags);

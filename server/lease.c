@@ -83,7 +83,10 @@ static int take_custody(const struct flt_rule *r, void *arg)
 {
 	struct end_ctx *c = arg;
 
-	if (r->owner == c->owner && r->kind == FLT_RULE_CONNECTED && r->proto == WIRE_IPPROTO_TCP)
+	/* IPv4 only: no process holds IPv6 rules before control protocol version 3
+	 * (docs/ipv6.md), and custody's records are 4-octet. */
+	if (r->owner == c->owner && r->kind == FLT_RULE_CONNECTED && r->proto == WIRE_IPPROTO_TCP &&
+	    r->fam == FLT_FAM_V4)
 		srv__custody_add(c->s, r->lport, r->rip, r->rport);
 	return 0;
 }

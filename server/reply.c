@@ -18,12 +18,12 @@
 #define IP_HLEN      WIRE_IPV4_HLEN_MIN   /* the node sends no IPv4 options */
 #define TCP_HLEN     WIRE_TCP_HLEN_MIN    /* nor TCP options */
 #define ICMP_HLEN    WIRE_ICMP_HLEN
-#define ICMP_RATE_PER_S 100   /* RFC 1122 §3.2.2: ICMP errors SHOULD be rate-limited */
+#define ICMP_RATE_PER_S SRV_ICMP_RATE_PER_S   /* RFC 1122 §3.2.2: ICMP errors SHOULD be rate-limited */
 /* Resets for segments nobody owns, per second. Deviation: RFC 9293 §3.10.7.1 answers every
  * one; a flood of spoofed SYNs to a closed port would have ulsd's demultiplexer thread,
  * which also relays data, answer each (50,000/s took a fifth of a core). FreeBSD bounds
  * these resets too (net.inet.icmp.icmplim, 200/s); Linux does not. */
-#define RST_RATE_PER_S  2000
+#define RST_RATE_PER_S  SRV_RST_RATE_PER_S
 #define ICMP_QUOTE_MAX  (576 - IP_HLEN - ICMP_HLEN)  /* RFC 1812 §4.3.2.3 */
 
 /* An IPv4 header without options; addresses in network order. The Identification is
@@ -98,8 +98,6 @@ void srv__reply_echo(struct srv *s, const uint8_t *frame, size_t len, const stru
 /* RFC 9293 §3.10.7.1, CLOSED: "If the ACK bit is off, sequence number zero is used,
  * <SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>. If the ACK bit is on, <SEQ=SEG.ACK><CTL=RST>".
  * An incoming RST is discarded. */
-static bool tokens_allow(uint64_t *at_ms, unsigned *tokens, unsigned per_s);
-
 void srv__reply_rst(struct srv *s, const uint8_t *frame, const struct flt_pkt *p)
 {
 	(void)frame;
@@ -114,7 +112,7 @@ void srv__reply_rst(struct srv *s, const uint8_t *frame, const struct flt_pkt *p
 		s->ctr[SRV_DROP_RST_NOT_UNICAST]++;
 		return;
 	}
-	if (!tokens_allow(&s->rst_tokens_ms, &s->rst_tokens, RST_RATE_PER_S)) {
+	if (!srv__tokens_allow(&s->rst_tokens_ms, &s->rst_tokens, RST_RATE_PER_S)) {
 		s->ctr[SRV_DROP_RST_RATE]++;
 		return;
 	}
@@ -130,7 +128,7 @@ void srv__reply_rst(struct srv *s, const uint8_t *frame, const struct flt_pkt *p
 }
 
 /* A token bucket of per_s tokens a second, at most per_s saved: may one more go out? */
-static bool tokens_allow(uint64_t *at_ms, unsigned *tokens, unsigned per_s)
+bool srv__tokens_allow(uint64_t *at_ms, unsigned *tokens, unsigned per_s)
 {
 	uint64_t now = srv__now_ms();
 
@@ -147,7 +145,7 @@ static bool tokens_allow(uint64_t *at_ms, unsigned *tokens, unsigned per_s)
 
 static bool may_send_icmp(struct srv *s)
 {
-	return tokens_allow(&s->icmp_tokens_ms, &s->icmp_tokens, ICMP_RATE_PER_S);
+	return srv__tokens_allow(&s->icmp_tokens_ms, &s->icmp_tokens, ICMP_RATE_PER_S);
 }
 
 static int send_icmp_error(struct srv *s, const uint8_t *frame, size_t len, const struct flt_pkt *p,

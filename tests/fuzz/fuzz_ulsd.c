@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "netif/ctl/ctl.h"
+#include "netif/wire/wire.h"
 #include "server/internal.h"
 #include "tests/unit/faketap.h"
 
@@ -63,6 +64,11 @@ static void init(void)
 	srv.prefix_len = 24;
 	srv.mtu = 1500;
 	memcpy(srv.mac, (const uint8_t[]){ 2, 0x75, 0x6c, 0, 0, 1 }, 6);
+	/* IPv6 too (ulsd --ip6): frames of type 86dd reach server/reply6.c. */
+	srv.has_ip6 = true;
+	memcpy(srv.ip6, (const uint8_t[]){ 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 1, [15] = 1 }, 16);
+	srv.ip6_plen = 64;
+	wire_ipv6_link_local(srv.ip6_ll, srv.mac);
 	faketap_rx_done = stop_demux;
 }
 

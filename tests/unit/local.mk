@@ -76,7 +76,7 @@ include tests/unit/filter.mk
 
 # The control protocol, the rings and ulsd's port space.
 SERVER_UNIT_TESTS = tests/unit/test_ctl tests/unit/test_ring tests/unit/test_ports \
-	tests/unit/test_vnet tests/unit/test_reass tests/unit/test_reply tests/unit/test_qring tests/unit/test_conntab
+	tests/unit/test_vnet tests/unit/test_reass tests/unit/test_reply tests/unit/test_reply6 tests/unit/test_qring tests/unit/test_conntab
 check_PROGRAMS += $(SERVER_UNIT_TESTS)
 TESTS += $(SERVER_UNIT_TESTS)
 tests_unit_test_ctl_SOURCES = tests/unit/test_ctl.c
@@ -97,6 +97,9 @@ tests_unit_test_ports_LDADD = filter/libflt.la netif/libnif.la $(CMOCKA_LIBS)
 tests_unit_test_reply_SOURCES = tests/unit/test_reply.c server/reply.c
 tests_unit_test_reply_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
 tests_unit_test_reply_LDADD = filter/libflt.la netif/libnif.la $(CMOCKA_LIBS)
+tests_unit_test_reply6_SOURCES = tests/unit/test_reply6.c server/reply6.c server/reply.c
+tests_unit_test_reply6_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
+tests_unit_test_reply6_LDADD = filter/libflt.la netif/libnif.la $(CMOCKA_LIBS)
 tests_unit_test_reass_SOURCES = tests/unit/test_reass.c server/reass.c
 tests_unit_test_reass_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
 tests_unit_test_reass_LDADD = filter/libflt.la netif/libnif.la $(CMOCKA_LIBS)
@@ -139,7 +142,7 @@ check_PROGRAMS += tests/unit/test_server
 TESTS += tests/unit/test_server
 tests_unit_test_server_SOURCES = tests/unit/test_server.c tests/unit/faketap.c \
 	tests/unit/faketap.h server/ctl.c server/lease.c \
-	server/ports.c server/handoff.c server/demux.c server/reply.c server/reass.c \
+	server/ports.c server/handoff.c server/demux.c server/reply.c server/reply6.c server/reass.c \
 	server/bpf_none.c
 tests_unit_test_server_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
 tests_unit_test_server_LDADD = filter/libflt.la netif/libnif.la $(LIBURING_LIBS) $(CMOCKA_LIBS) -lpthread
