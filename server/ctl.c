@@ -413,17 +413,17 @@ static void stats(struct srv *s, struct srv_conn *c, const struct ctl_msg *req)
 		uint64_t v = fs.rx_drop[i] + fs.tx_deny[i];
 		send_counter(s, c, req->seq, flt_reason_name((enum flt_reason)i), v);
 	}
-	send_counter(s, c, req->seq, "custody_connections", s->ncustody);
+	send_counter(s, c, req->seq, "custody_connections", s->custody.n);
 	struct stat_ctx sc = { s, c, req->seq };
 	srv__dp_stats(s, stat_one, &sc);
 	flt_foreach(s->flt, send_endpoint, &e);
-	for (size_t i = 0; i < s->ncustody; i++) {
+	for (size_t i = 0; i < s->custody.n; i++) {
 		struct ctl_msg r;
 		ctl_init(&r, CTL_STAT_ENDPOINT, req->seq);
 		r.proto = WIRE_IPPROTO_TCP;
-		r.lport = s->custody[i].lport;
-		r.rip = s->custody[i].rip;
-		r.rport = s->custody[i].rport;
+		r.lport = s->custody.c[i].lport;
+		r.rip = s->custody.c[i].rip;
+		r.rport = s->custody.c[i].rport;
 		r.u.endpoint.kind = CTL_K_TIMEWAIT;
 		reply(s, c, &r, NULL, 0);
 	}
@@ -513,7 +513,7 @@ static void handle(struct srv *s, struct srv_conn *c, const struct ctl_msg *m)
 		hello(s, c, m);
 		return;
 	case CTL_BIND:
-		rc = srv__port_bind(s, l, m->proto, m->lport, m->flags);
+		rc = srv__port_bind(s->ports, SRV_OWNER(l), m->proto, m->lport, m->flags);
 		if (rc >= 0) {
 			struct ctl_msg r;
 			ctl_init(&r, CTL_BIND, m->seq);
@@ -524,7 +524,7 @@ static void handle(struct srv *s, struct srv_conn *c, const struct ctl_msg *m)
 		}
 		break;
 	case CTL_LISTEN:
-		if (!srv__port_held(s, l, IPPROTO_TCP, m->lport))
+		if (!srv__port_held(s->ports, SRV_OWNER(l), IPPROTO_TCP, m->lport))
 			rc = -EPERM;
 		else if (m->flags & CTL_F_INHERIT)
 			rc = flt_join_listen(s->flt, WIRE_IPPROTO_TCP, m->lport, l->id);
@@ -535,7 +535,7 @@ static void handle(struct srv *s, struct srv_conn *c, const struct ctl_msg *m)
 			rc = 0;
 		break;
 	case CTL_CONNECT:
-		rc = srv__port_connect(s, l, m->lport, m->rip, m->rport);
+		rc = srv__port_connect(s->ports, SRV_OWNER(l), m->lport, m->rip, m->rport);
 		if (rc >= 0) {
 			struct ctl_msg r = *m;
 			r.lport = (uint16_t)rc;
@@ -546,11 +546,11 @@ static void handle(struct srv *s, struct srv_conn *c, const struct ctl_msg *m)
 		break;
 	case CTL_ACCEPTED:
 		/* One-way. The listener must be this process's, and the tuple new. */
-		rc = srv__port_ref(s, l, IPPROTO_TCP, m->lport);
+		rc = srv__port_ref(s->ports, SRV_OWNER(l), IPPROTO_TCP, m->lport);
 		if (rc == 0) {
 			rc = flt_add_connected(s->flt, WIRE_IPPROTO_TCP, m->lport, m->rip, m->rport, l->id);
 			if (rc < 0)
-				srv__port_release(s, l, IPPROTO_TCP, m->lport);
+				srv__port_release(s->ports, SRV_OWNER(l), IPPROTO_TCP, m->lport);
 		}
 		if (rc < 0)
 			refuse_one_way(s, c, m, rc);
@@ -561,7 +561,7 @@ static void handle(struct srv *s, struct srv_conn *c, const struct ctl_msg *m)
 		srv__drain_tx(s, l);
 		rc = flt_del_connected(s->flt, WIRE_IPPROTO_TCP, m->lport, m->rip, m->rport, l->id);
 		if (rc == 0)
-			srv__port_release(s, l, IPPROTO_TCP, m->lport);
+			srv__port_release(s->ports, SRV_OWNER(l), IPPROTO_TCP, m->lport);
 		else
 			refuse_one_way(s, c, m, rc);
 		return;
@@ -584,10 +584,10 @@ static void handle(struct srv *s, struct srv_conn *c, const struct ctl_msg *m)
 		srv__drain_tx(s, l);
 		/* The socket that held the port closed: a listener stops receiving new
 		 * connections at once, even while connections accepted on it live on. */
-		if (srv__port_held(s, l, m->proto, m->lport)) {
+		if (srv__port_held(s->ports, SRV_OWNER(l), m->proto, m->lport)) {
 			flt_del_listen(s->flt, m->proto == IPPROTO_UDP ? WIRE_IPPROTO_UDP : WIRE_IPPROTO_TCP,
 				       m->lport, l->id);
-			srv__port_release(s, l, m->proto, m->lport);
+			srv__port_release(s->ports, SRV_OWNER(l), m->proto, m->lport);
 		} else {
 			refuse_one_way(s, c, m, -EPERM);
 		}
@@ -778,7 +778,7 @@ int srv__ctl_run(struct srv *s, int lfd)
 			}
 		}
 		pthread_mutex_lock(&s->lock);
-		timeout = s->ncustody ? srv__custody_tick(s) : 1000;
+		timeout = s->custody.n ? srv__custody_run(s) : 1000;
 		if (s->nhandoff) {
 			int t = srv__handoff_tick(s);
 			timeout = t < timeout ? t : timeout;

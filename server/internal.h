@@ -20,11 +20,10 @@
 #include "netif/ctl/ctl.h"
 #include "netif/ring.h"
 #include "netif/tap.h"
+#include "server/custody.h"
+#include "server/ports.h"
 
 #define SRV_MAX_LEASES      4096
-#define SRV_TIMEWAIT_MS     60000   /* 2 MSL (RFC 9293 §3.4.2 "MSL ... 2 minutes"; Linux uses 60 s) */
-#define SRV_EPHEMERAL_LO    32768   /* Linux's default ip_local_port_range */
-#define SRV_EPHEMERAL_HI    60999
 #define SRV_HANDOFF_MS      5000    /* a connection in transit between processes (handoff.c) */
 /* The owner of a connected rule whose connection is in transit: never a lease id. */
 #define SRV_IN_TRANSIT      SRV_MAX_LEASES
@@ -54,17 +53,6 @@ struct srv_lease {
 	 * thread; NULL until the process asks for it (CTL_CONNTAB). */
 	void *conntab;
 	uint32_t conntab_cap;
-};
-
-/* A TCP connection whose process is gone: its tuple stays reserved for 2 MSL and segments
- * for it are answered with RST (RFC 9293 §3.10.7.1); the peer is probed so that it learns
- * at once instead of at its next timeout. */
-struct srv_custody {
-	uint16_t lport, rport;
-	uint32_t rip;
-	uint64_t expires_ms;
-	uint64_t next_probe_ms;
-	unsigned probes_left;
 };
 
 /* A connection handed off by one process and not yet claimed by another (handoff.c). */
@@ -126,8 +114,6 @@ struct srv {
 	 * (netif/vnet.h): processes may send super-segments and receive them. */
 	bool offload;
 	uint8_t isn_secret[16];
-	uint64_t port_key[2];      /* RFC 6056 §3.3.3's secret key */
-	uint32_t port_next[2];     /* and its next_ephemeral: [0] TCP, [1] UDP */
 	const char *ctl_path;
 
 	pthread_mutex_t lock;   /* everything below */
@@ -138,8 +124,8 @@ struct srv {
 	bool leases_changed;                        /* the demux thread must sync_leases() */
 	struct srv_lease *pending[SRV_MAX_LEASES];  /* leases with unpublished frames */
 	unsigned npending;
-	struct srv_custody *custody;
-	size_t ncustody, custody_cap;
+	struct srv_ports *ports;                    /* ports.h */
+	struct srv_custody_set custody;             /* custody.h */
 	struct srv_handoff *handoff;
 	size_t nhandoff, handoff_cap;
 	uint64_t ctr[SRV_COUNTER_MAX];
@@ -182,20 +168,18 @@ void srv__reply_port_unreachable(struct srv *s, const uint8_t *frame, size_t len
 				const struct flt_pkt *p);
 void srv__reply_reass_time_exceeded(struct srv *s, const uint8_t *frame, size_t len,
 				   const struct flt_pkt *p);
-void srv__send_probe(struct srv *s, const struct srv_custody *c);
+/* A srv_custody_probe_fn: arg is the struct srv. */
+void srv__send_probe(void *arg, const struct srv_custody *c);
 void srv__learn_neighbour(struct srv *s, uint32_t ip, const uint8_t mac[WIRE_ETH_ALEN]);
 
-/* ports.c (s->lock held) */
-int srv__port_bind(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port, unsigned flags);
-int srv__port_connect(struct srv *s, struct srv_lease *l, uint16_t lport, uint32_t rip, uint16_t rport);
-void srv__port_release(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port);
-bool srv__port_held(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port);
-int srv__port_ref(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port);
-int srv__port_take(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port);
-void srv__ports_drop_lease(struct srv *s, struct srv_lease *l);
-bool srv__custody_holds(struct srv *s, uint16_t lport, uint32_t rip, uint16_t rport);
-void srv__custody_add(struct srv *s, uint16_t lport, uint32_t rip, uint16_t rport);
-int srv__custody_tick(struct srv *s);  /* probes and expiry; returns ms until next work */
+/* A lease as the port table knows it (ports.h). */
+#define SRV_OWNER(l) (&(const struct srv_port_owner){ .id = (l)->id, .uid = (l)->uid, \
+						      .pid = (l)->pid })
+/* Custody's probes and expiry now (s->lock held); returns ms until the next work. */
+static inline int srv__custody_run(struct srv *s)
+{
+	return srv__custody_tick(&s->custody, srv__now_ms(), srv__send_probe, s);
+}
 
 /* handoff.c (s->lock held) */
 struct ctl_msg;

@@ -77,6 +77,7 @@ int srv__lease_rings(struct srv *s, struct srv_lease *l)
 struct end_ctx {
 	struct srv *s;
 	uint32_t owner;
+	uint64_t now;
 };
 
 static int take_custody(const struct flt_rule *r, void *arg)
@@ -84,14 +85,14 @@ static int take_custody(const struct flt_rule *r, void *arg)
 	struct end_ctx *c = arg;
 
 	if (r->owner == c->owner && r->kind == FLT_RULE_CONNECTED && r->proto == WIRE_IPPROTO_TCP)
-		srv__custody_add(c->s, r->lport, r->rip, r->rport);
+		(void)srv__custody_add(&c->s->custody, c->now, r->lport, r->rip, r->rport);
 	return 0;
 }
 
 /* The process is gone (control thread, lock held). */
 void srv__lease_end(struct srv *s, struct srv_lease *l)
 {
-	struct end_ctx c = { s, l->id };
+	struct end_ctx c = { s, l->id, srv__now_ms() };
 
 	if (l->dead)
 		return;
@@ -104,13 +105,13 @@ void srv__lease_end(struct srv *s, struct srv_lease *l)
 	srv__dp_lease_end(s, l);
 	flt_foreach(s->flt, take_custody, &c);
 	flt_del_owner(s->flt, l->id);
-	srv__ports_drop_lease(s, l);
+	srv__ports_drop_owner(s->ports, SRV_OWNER(l));
 	srv__lease_conntab_close(l);
 	close(l->fd);
 	l->fd = -1;
 	s->ctr[SRV_LEASES_CLOSED]++;
 	s->leases_changed = true;
-	srv__custody_tick(s);  /* first probes now, not at the next tick */
+	srv__custody_run(s);  /* first probes now, not at the next tick */
 	nif_tap_wake(s->tap);  /* the demux thread unwatches and frees it */
 }
 

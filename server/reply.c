@@ -221,8 +221,9 @@ void srv__learn_neighbour(struct srv *s, uint32_t ip, const uint8_t mac[WIRE_ETH
  * outside the peer's window makes the peer answer with <SEQ=SND.NXT><ACK=RCV.NXT> (RFC
  * 9293 §3.10.7.4, first check; RFC 5961 §5.2 for an unacceptable ACK); that answer matches
  * no endpoint, so ulsd resets it with SEQ = its ACK field, exactly in the peer's window. */
-void srv__send_probe(struct srv *s, const struct srv_custody *c)
+void srv__send_probe(void *arg, const struct srv_custody *c)
 {
+	struct srv *s = arg;
 	unsigned i = ntohl(c->rip) & 0xff;
 	uint32_t seq;
 

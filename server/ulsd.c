@@ -178,6 +178,7 @@ int main(int argc, char **argv)
 	};
 	static struct srv s;
 	bool have_ip = false, have_mac = false;
+	uint64_t port_key[2];   /* RFC 6056 §3.3.3's secret key (ports.c) */
 	unsigned mtu = 0;
 	int c;
 
@@ -270,7 +271,7 @@ int main(int argc, char **argv)
 		memcpy(s.mac, m, 6);
 	}
 	if (getrandom(s.isn_secret, sizeof(s.isn_secret), 0) != (ssize_t)sizeof(s.isn_secret) ||
-	    getrandom(s.port_key, sizeof(s.port_key), 0) != (ssize_t)sizeof(s.port_key)) {
+	    getrandom(port_key, sizeof(port_key), 0) != (ssize_t)sizeof(port_key)) {
 		fprintf(stderr, "ulsd: getrandom: %s\n", strerror(errno));
 		return 1;
 	}
@@ -288,7 +289,8 @@ int main(int argc, char **argv)
 	s.mtu = nif_tap_mtu(s.tap);
 	s.tap_index = if_nametoindex(s.tap_name);
 	s.flt = flt_table_new();
-	if (srv__reass_init(&s) < 0) {
+	s.ports = s.flt ? srv__ports_new(s.flt, &s.custody, port_key) : NULL;
+	if (!s.ports || srv__reass_init(&s) < 0) {
 		fprintf(stderr, "ulsd: out of memory\n");
 		return 1;
 	}

@@ -83,7 +83,8 @@ static int setup(void **state)
 	srv.icmp_tokens = 100;
 	srv.rst_tokens_ms = srv.icmp_tokens_ms = now_ms;
 	nsent = 0;
-	return srv.flt && srv__reass_init(&srv) == 0 ? 0 : -1;
+	srv.ports = srv.flt ? srv__ports_new(srv.flt, &srv.custody, (const uint64_t[2]){ 1, 2 }) : NULL;
+	return srv.ports && srv__reass_init(&srv) == 0 ? 0 : -1;
 }
 
 /* Frees every lease through the demux thread's own path (sync_leases). */
@@ -101,7 +102,8 @@ static int teardown(void **state)
 	for (uint32_t i = 1; i < SRV_MAX_LEASES; i++)
 		assert_null(srv.leases[i]);
 	flt_table_free(srv.flt);
-	free(srv.custody);
+	srv__custody_free(&srv.custody);
+	srv__ports_free(srv.ports);
 	free(srv.handoff);
 	free(srv.reass);
 	return 0;
@@ -121,8 +123,8 @@ static struct srv_lease *new_lease(uid_t uid)
 /* A TCP connection of lease l from lport to the peer's port 80 (BIND, then CONNECT). */
 static int connected(struct srv_lease *l, uint16_t lport)
 {
-	int rc = srv__port_bind(&srv, l, IPPROTO_TCP, lport, 0);
-	return rc < 0 ? rc : srv__port_connect(&srv, l, lport, PEER_IP, 80);
+	int rc = srv__port_bind(srv.ports, SRV_OWNER(l), IPPROTO_TCP, lport, 0);
+	return rc < 0 ? rc : srv__port_connect(srv.ports, SRV_OWNER(l), lport, PEER_IP, 80);
 }
 
 static const uint8_t *tcp_of(const uint8_t *f) { return f + 14 + (f[14] & 0x0f) * 4; }
@@ -164,18 +166,18 @@ static void test_lease_end_puts_its_tcp_connections_in_custody_and_frees_its_por
 	(void)state;
 	struct srv_lease *a = new_lease(1000), *b = new_lease(1000);
 	assert_int_equal(connected(a, 5001), 5001);
-	assert_int_equal(srv__port_bind(&srv, a, IPPROTO_UDP, 6001, 0), 6001);
+	assert_int_equal(srv__port_bind(srv.ports, SRV_OWNER(a), IPPROTO_UDP, 6001, 0), 6001);
 	srv__learn_neighbour(&srv, PEER_IP, peer_mac);
 	srv__lease_end(&srv, a);
 	assert_true(a->dead);
-	assert_true(srv__custody_holds(&srv, 5001, PEER_IP, 80));
+	assert_true(srv__custody_holds(&srv.custody, 5001, PEER_IP, 80));
 	/* The peer is probed at once: an ACK far outside its window (reply.c). */
 	assert_int_equal(srv.ctr[SRV_RST_PROBES], 1);
 	assert_int_equal(nsent, 1);
 	assert_memory_equal(sent[0].b, peer_mac, 6);
 	assert_int_equal(tcp_of(sent[0].b)[13], WIRE_TCP_ACK);
 	/* Its UDP port is free for another process; the TCP tuple is not. */
-	assert_int_equal(srv__port_bind(&srv, b, IPPROTO_UDP, 6001, 0), 6001);
+	assert_int_equal(srv__port_bind(srv.ports, SRV_OWNER(b), IPPROTO_UDP, 6001, 0), 6001);
 	assert_int_equal(connected(b, 5001), -EADDRINUSE);
 }
 
@@ -229,15 +231,15 @@ static void test_claim_with_the_nonce_moves_the_connection_to_the_taker(void **s
 	(void)state;
 	struct srv_lease *a = new_lease(0), *b = new_lease(0);
 	/* From an ephemeral port: the connection's reference is the giver's only one. */
-	int p = srv__port_connect(&srv, a, 0, PEER_IP, 80);
+	int p = srv__port_connect(srv.ports, SRV_OWNER(a), 0, PEER_IP, 80);
 	assert_true(p >= SRV_EPHEMERAL_LO && p <= SRV_EPHEMERAL_HI);
 	struct ctl_msg m = handoff_msg((uint16_t)p, 0x1234);
 	assert_int_equal(srv__handoff_begin(&srv, a, &m), 0);
 	assert_int_equal(owner_of((uint16_t)p, 80), SRV_IN_TRANSIT);
-	assert_false(srv__port_held(&srv, a, IPPROTO_TCP, (uint16_t)p));
+	assert_false(srv__port_held(srv.ports, SRV_OWNER(a), IPPROTO_TCP, (uint16_t)p));
 	assert_int_equal(srv__handoff_claim(&srv, b, &m), 0);
 	assert_int_equal(owner_of((uint16_t)p, 80), b->id);
-	assert_true(srv__port_held(&srv, b, IPPROTO_TCP, (uint16_t)p));
+	assert_true(srv__port_held(srv.ports, SRV_OWNER(b), IPPROTO_TCP, (uint16_t)p));
 	assert_int_equal(srv.nhandoff, 0);
 	assert_int_equal(srv.ctr[SRV_HANDOFFS], 1);
 }
@@ -253,7 +255,7 @@ static void test_claim_with_a_wrong_nonce_is_refused_and_leaves_it_in_transit(vo
 	assert_int_equal(srv__handoff_claim(&srv, b, &wrong), -EPERM);
 	assert_int_equal(srv__handoff_claim(&srv, b, &other), -ENOENT);
 	assert_int_equal(owner_of(5001, 80), SRV_IN_TRANSIT);
-	assert_false(srv__port_held(&srv, b, IPPROTO_TCP, 5001));
+	assert_false(srv__port_held(srv.ports, SRV_OWNER(b), IPPROTO_TCP, 5001));
 	assert_int_equal(srv.nhandoff, 1);
 }
 
@@ -275,8 +277,8 @@ static void test_port_of_a_connection_in_transit_stays_taken_after_the_giver_end
 	struct ctl_msg m = handoff_msg(5001, 99);
 	assert_int_equal(srv__handoff_begin(&srv, a, &m), 0);
 	srv__lease_end(&srv, a);  /* the giver exec'd or exited */
-	assert_false(srv__custody_holds(&srv, 5001, PEER_IP, 80));
-	assert_int_equal(srv__port_bind(&srv, c, IPPROTO_TCP, 5001, 0), -EADDRINUSE);
+	assert_false(srv__custody_holds(&srv.custody, 5001, PEER_IP, 80));
+	assert_int_equal(srv__port_bind(srv.ports, SRV_OWNER(c), IPPROTO_TCP, 5001, 0), -EADDRINUSE);
 	assert_int_equal(srv__handoff_claim(&srv, b, &m), 0);
 	assert_int_equal(owner_of(5001, 80), b->id);
 }
@@ -295,7 +297,7 @@ static void test_unclaimed_handoff_expires_into_custody(void **state)
 	srv__handoff_tick(&srv);
 	assert_int_equal(srv.nhandoff, 0);
 	assert_int_equal(srv.ctr[SRV_HANDOFFS_EXPIRED], 1);
-	assert_true(srv__custody_holds(&srv, 5001, PEER_IP, 80));
+	assert_true(srv__custody_holds(&srv.custody, 5001, PEER_IP, 80));
 	assert_int_equal(srv__handoff_claim(&srv, b, &m), -ENOENT);
 }
 
