@@ -752,12 +752,12 @@ int srv__ctl_run(struct srv *s, int lfd)
 	if (epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev) < 0)
 		goto fail;
 	int timeout = 1000;
-	while (!s->stop) {
+	while (!srv__stopping(s)) {
 		int n = epoll_wait(ep, evs, MAX_EVENTS, timeout);
 		for (int i = 0; i < n; i++) {
 			if (evs[i].data.ptr == &sfd) {
 				srv__log(2, "stopping on signal");
-				s->stop = true;
+				srv__stop(s);
 				continue;
 			}
 			if (!evs[i].data.ptr) {
@@ -783,8 +783,8 @@ int srv__ctl_run(struct srv *s, int lfd)
 			int t = srv__handoff_tick(s);
 			timeout = t < timeout ? t : timeout;
 		}
-		nif_tap_tx_flush(s->tap);
 		pthread_mutex_unlock(&s->lock);
+		srv__tx_flush(s);   /* the probes, and frames drained for RELEASE and UNBIND */
 		if (timeout < 1)
 			timeout = 1;
 	}

@@ -187,17 +187,29 @@ static void on_frame(void *arg, const uint8_t *frame, size_t len, uint32_t off)
 
 void srv__send_frame(struct srv *s, const uint8_t *frame, size_t len)
 {
+	pthread_mutex_lock(&s->tx_lock);
 	uint8_t *slot = nif_tap_tx_slot(s->tap);
-
+	if (slot) {
+		memcpy(slot, frame, len);
+		nif_tap_tx_queue(s->tap, slot, len, 0);
+	}
+	pthread_mutex_unlock(&s->tx_lock);
 	if (!slot) {
 		/* Every TAP transmit buffer is queued: the node's own answer is lost like a
 		 * frame on a full NIC queue (the peer retransmits, or asks again). */
 		s->ctr[SRV_DROP_NO_TAP_SLOT]++;
 		return;
 	}
-	memcpy(slot, frame, len);
-	nif_tap_tx_queue(s->tap, slot, len, 0);
 	s->ctr[SRV_FRAMES_SENT]++;
+}
+
+/* Hand the queued frames to the kernel (one system call), with no lock but the TAP's own:
+ * the caller has released s->lock (demux loop, control loop). */
+void srv__tx_flush(struct srv *s)
+{
+	pthread_mutex_lock(&s->tx_lock);
+	nif_tap_tx_flush(s->tap);
+	pthread_mutex_unlock(&s->tx_lock);
 }
 
 /* Whether a process's frame may go out as it is: at most the MTU, or, on a node with
@@ -274,7 +286,8 @@ static int send_checked(struct srv *s, struct srv_lease *l, uint8_t *slot, size_
 	return 0;
 }
 
-/* A process published frames: check each against its endpoints and send it. */
+/* A process published frames: check each against its endpoints and send it (s->lock held;
+ * the TAP's transmit lock is taken here, after it). */
 void srv__drain_tx(struct srv *s, struct srv_lease *l)
 {
 	size_t len;
@@ -283,6 +296,7 @@ void srv__drain_tx(struct srv *s, struct srv_lease *l)
 
 	if (!l->has_rings)
 		return;
+	pthread_mutex_lock(&s->tx_lock);
 	while ((f = nif_ring_cons_peek(&l->tx, &len, &off, &l->bad_slots))) {
 		uint64_t t_taken = bd_now();
 		if (len > nif_tap_tx_room(s->tap)) {
@@ -302,6 +316,7 @@ void srv__drain_tx(struct srv *s, struct srv_lease *l)
 			bd_tx_slot(f, t_taken);
 		nif_ring_cons_release(&l->tx);
 	}
+	pthread_mutex_unlock(&s->tx_lock);
 	s->ctr[SRV_DROP_TX_BAD_SLOT] += l->bad_slots;
 	l->bad_slots = 0;
 }
@@ -337,7 +352,9 @@ static void sync_leases(struct srv *s)
 }
 
 /* Make delivered frames visible: one index store per process per batch, and one eventfd
- * write only for a process that is asleep. */
+ * write only for a process that is asleep. Without s->lock: s->pending and the producer
+ * side of every rx ring are this thread's alone (deliver() runs only here), and a lease in
+ * s->pending stays allocated until this thread frees it in sync_leases(). */
 static void publish(struct srv *s)
 {
 	for (unsigned i = 0; i < s->npending; i++) {
@@ -354,18 +371,24 @@ void *srv__demux_thread(void *arg)
 	struct srv *s = arg;
 
 	nif_tap_set_event_fn(s->tap, on_event, s);
-	while (!s->stop) {
+	while (!srv__stopping(s)) {
 		nif_tap_wait(s->tap, 500);
+		/* The tables' state: under the lock, the frames are looked up, copied into
+		 * the rings and the TAP's transmit buffers. */
 		pthread_mutex_lock(&s->lock);
 		sync_leases(s);
 		srv__reass_tick(s);
 		nif_tap_rx(s->tap, on_frame, s, RX_BUDGET);
 		struct nif_dev_stats ts;
+		pthread_mutex_lock(&s->tx_lock);
 		nif_tap_get_stats(s->tap, &ts);
+		pthread_mutex_unlock(&s->tx_lock);
 		s->ctr[SRV_DROP_RX_BAD_VNET] = ts.rx_bad_vnet;
-		publish(s);
-		nif_tap_tx_flush(s->tap);
 		pthread_mutex_unlock(&s->lock);
+		/* The system calls of the batch (eventfd writes, the TAP's write): without
+		 * s->lock, so the control thread never waits for them. */
+		publish(s);
+		srv__tx_flush(s);
 	}
 	return NULL;
 }

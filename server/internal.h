@@ -4,14 +4,21 @@
  *   - the demultiplexer (demux.c): TAP frames to process rings, process frames to the TAP,
  *     and the node's own replies (ARP, ICMP echo, RST, port unreachable, reply.c);
  *   - the connection server (ctl.c): leases, ports, filter rules, cleanup after a process.
- * They share the filter table, the lease table and the ports under one mutex; the demux
- * thread takes it once per batch of frames, the control thread once per message. Neither
- * waits on the other for anything else.
+ * They share the filter table, the lease table, the ports, custody, handoffs and the
+ * counters under one mutex, s->lock; the demux thread takes it once per batch of frames,
+ * the control thread once per message. It guards state only: neither thread makes a
+ * data-path system call under it (the TAP's write and the rings' eventfd writes come after
+ * the unlock; docs/architecture.md lists what still runs under it).
+ *
+ * The TAP's transmit queue has a lock of its own, s->tx_lock, held only around the nif_tap_tx_*
+ * calls (srv__send_frame, srv__drain_tx, srv__tx_flush). Order: s->lock, then s->tx_lock;
+ * never s->lock while holding s->tx_lock.
  */
 #ifndef ULS_SERVER_INTERNAL_H
 #define ULS_SERVER_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -116,13 +123,15 @@ struct srv {
 	uint8_t isn_secret[16];
 	const char *ctl_path;
 
-	pthread_mutex_t lock;   /* everything below */
+	pthread_mutex_t tx_lock;  /* the TAP's transmit queue (see the top of this file) */
+	pthread_mutex_t lock;   /* everything below, but what is marked otherwise */
 	struct nif_tap *tap;
 	struct flt_table *flt;
 	struct srv_lease *leases[SRV_MAX_LEASES];   /* by id; id 0 unused */
 	uint32_t next_id;
 	bool leases_changed;                        /* the demux thread must sync_leases() */
-	struct srv_lease *pending[SRV_MAX_LEASES];  /* leases with unpublished frames */
+	/* Leases with unpublished frames: the demux thread's alone, used without the lock. */
+	struct srv_lease *pending[SRV_MAX_LEASES];
 	unsigned npending;
 	struct srv_ports *ports;                    /* ports.h */
 	struct srv_custody_set custody;             /* custody.h */
@@ -140,7 +149,7 @@ struct srv {
 	enum srv_datapath datapath;
 	struct srv_dp *dp;      /* the direct data path's programs and queues; NULL: none */
 	struct srv_reass *reass;  /* fragments being reassembled (reass.c; demux thread) */
-	volatile bool stop;
+	atomic_bool stop;       /* no lock: srv__stop(), srv__stopping() */
 	bool trace;             /* ULSD_TRACE=1: log every control message */
 };
 
@@ -148,9 +157,24 @@ struct srv {
 void srv__log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 uint64_t srv__now_ms(void);
 
+/* Ask both threads to leave their loops (from any thread). Relaxed: the
+ * flag publishes no other data (whoever waits for a thread's end joins it, and the join
+ * orders what it wrote); it only has to be seen, which an atomic is, where a volatile bool
+ * read by one thread while another writes it was a data race. */
+static inline void srv__stop(struct srv *s)
+{
+	atomic_store_explicit(&s->stop, true, memory_order_relaxed);
+}
+
+static inline bool srv__stopping(struct srv *s)
+{
+	return atomic_load_explicit(&s->stop, memory_order_relaxed);
+}
+
 /* demux.c: the demux thread */
 void *srv__demux_thread(void *arg);
 void srv__send_frame(struct srv *s, const uint8_t *frame, size_t len);
+void srv__tx_flush(struct srv *s);   /* s->lock not held */
 void srv__drain_tx(struct srv *s, struct srv_lease *l);
 /* A frame for a process on the relay path, into its ring. */
 void srv__deliver(struct srv *s, struct srv_lease *l, const uint8_t *frame, size_t len);

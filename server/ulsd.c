@@ -183,6 +183,7 @@ int main(int argc, char **argv)
 	int c;
 
 	pthread_mutex_init(&s.lock, NULL);
+	pthread_mutex_init(&s.tx_lock, NULL);
 	s.datapath = SRV_DP_AUTO;
 	s.offload = offload_default();
 	s.trace = getenv("ULSD_TRACE") && !strcmp(getenv("ULSD_TRACE"), "1");
@@ -336,7 +337,7 @@ int main(int argc, char **argv)
 	rc = srv__ctl_run(&s, lfd);
 	if (rc < 0)
 		srv__log(0, "control thread: %s", strerror(-rc));
-	s.stop = true;
+	srv__stop(&s);
 	nif_tap_wake(s.tap);
 	pthread_join(demux, NULL);
 	close(lfd);

@@ -72,6 +72,7 @@ static int setup(void **state)
 	(void)state;
 	memset(&srv, 0, sizeof(srv));
 	pthread_mutex_init(&srv.lock, NULL);
+	pthread_mutex_init(&srv.tx_lock, NULL);
 	srv.flt = flt_table_new();
 	srv.tap = faketap();
 	srv.ip = NODE_IP;
@@ -418,6 +419,53 @@ static void test_arp_request_for_the_node_gets_a_reply_with_its_mac(void **state
 	assert_memory_equal(a + 14, &srv.ip, 4);
 	assert_memory_equal(a + 18, peer_mac, 6);       /* target: who asked */
 	assert_int_equal(srv.ctr[SRV_ARP_REPLIES], 1);
+}
+
+/* Which locks the TAP's transmit calls ran under (faketap's hooks; the demux loop runs in
+ * this thread, so a trylock of a mutex it holds fails with EBUSY). */
+static unsigned flushes, flushes_with_state_lock, txs, txs_without_tx_lock;
+
+static bool held(pthread_mutex_t *m)
+{
+	if (pthread_mutex_trylock(m) != 0)
+		return true;
+	pthread_mutex_unlock(m);
+	return false;
+}
+
+static void on_flush(void)
+{
+	flushes++;
+	flushes_with_state_lock += held(&srv.lock);
+}
+
+static void on_tx(void)
+{
+	txs++;
+	txs_without_tx_lock += !held(&srv.tx_lock);
+}
+
+/* The TAP's write is a system call: the demux thread makes it after releasing the state
+ * lock, so that the control thread never waits for it; frames are queued under the TAP's
+ * transmit lock. */
+static void test_demux_flushes_the_tap_without_the_state_lock(void **state)
+{
+	(void)state;
+	struct frame f[2];
+	build_arp(&f[0], 1, peer_mac, PEER_IP, NODE_IP);
+	struct fspec fs = { .sport = 40000, .dport = 5555, .tcp_flags = WIRE_TCP_ACK };
+	build(&f[1], &fs);
+	flushes = flushes_with_state_lock = txs = txs_without_tx_lock = 0;
+	faketap_on_flush = on_flush;
+	faketap_on_tx = on_tx;
+	demux(f, 2);
+	faketap_on_flush = NULL;
+	faketap_on_tx = NULL;
+	assert_int_equal(nsent, 2);           /* the ARP reply and the reset */
+	assert_int_equal(txs, 2);
+	assert_int_equal(txs_without_tx_lock, 0);
+	assert_true(flushes >= 1);
+	assert_int_equal(flushes_with_state_lock, 0);
 }
 
 static void test_arp_request_for_another_address_gets_no_reply(void **state)
@@ -776,6 +824,7 @@ int main(void)
 		T(test_demux_sends_a_process_frame_only_from_its_own_endpoint),
 		T(test_arp_request_for_the_node_gets_a_reply_with_its_mac),
 		T(test_arp_request_for_another_address_gets_no_reply),
+		T(test_demux_flushes_the_tap_without_the_state_lock),
 		T(test_echo_request_gets_its_data_back_in_a_reply_with_a_valid_checksum),
 		T(test_reset_for_a_segment_with_ack_takes_its_sequence_from_that_ack),
 		T(test_reset_for_a_syn_acknowledges_the_syn_and_its_data),
