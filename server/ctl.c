@@ -35,79 +35,6 @@ struct srv_conn {
 
 static struct srv_conn *conns;
 
-static const char *const counter_names[SRV_COUNTER_MAX] = {
-	[SRV_CTL_MESSAGES] = "ctl_messages",
-	[SRV_CTL_REFUSED] = "ctl_refused",
-	[SRV_CTL_OUT_OF_ORDER] = "ctl_out_of_order",
-	[SRV_CTL_DENIED] = "ctl_denied",
-	[SRV_CTL_REPLY_LOST] = "ctl_reply_lost",
-	[SRV_LEASES_OPENED] = "leases_opened",
-	[SRV_LEASES_CLOSED] = "leases_closed",
-	[SRV_FRAMES_DEMUXED] = "frames_demuxed",
-	[SRV_FRAMES_TO_SERVER] = "frames_to_server",
-	[SRV_FRAMES_SENT] = "frames_sent",
-	[SRV_DROP_NOT_FOR_NODE] = "drop_not_for_node",
-	[SRV_DROP_RX_RING_FULL] = "drop_rx_ring_full",
-	[SRV_DROP_NO_OWNER] = "drop_no_owner",
-	[SRV_DROP_TX_DENIED] = "drop_tx_denied",
-	[SRV_DROP_TX_BAD_SLOT] = "drop_tx_bad_slot",
-	[SRV_DROP_FRAGMENT] = "drop_fragment_reass",
-	[SRV_DROP_ICMP_RATE] = "drop_icmp_rate",
-	[SRV_ARP_REPLIES] = "arp_replies",
-	[SRV_ARP_SHARED] = "arp_shared",
-	[SRV_ICMP_ECHO_REPLIES] = "icmp_echo_replies",
-	[SRV_RST_SENT] = "rst_sent",
-	[SRV_ICMP_UNREACH_SENT] = "icmp_unreach_sent",
-	[SRV_RST_PROBES] = "rst_probes",
-	[SRV_HANDOFFS] = "handoffs",
-	[SRV_HANDOFFS_EXPIRED] = "handoffs_expired",
-	[SRV_DROP_IN_TRANSIT] = "drop_in_transit",
-	[SRV_FRAMES_GSO_SENT] = "frames_gso_sent",
-	[SRV_FRAMES_GSO_RECEIVED] = "frames_gso_received",
-	[SRV_FRAMES_CSUM_PARTIAL_RECEIVED] = "frames_csum_partial_received",
-	[SRV_DROP_TX_BAD_OFFLOAD] = "drop_tx_bad_offload",
-	[SRV_DROP_RX_BAD_VNET] = "drop_rx_bad_vnet",
-	[SRV_DATA_FRAMES_RELAYED] = "data_frames_relayed",
-	[SRV_LEASES_DIRECT] = "leases_direct",
-	[SRV_LEASES_RELAY] = "leases_relay",
-	[SRV_DIRECT_REFUSED] = "direct_refused",
-	[SRV_DROP_DIRECT_UNSTEERED] = "drop_direct_unsteered",
-	[SRV_DP_MAP_ERRORS] = "dp_map_errors",
-	[SRV_DP_QUEUES_RECYCLED] = "dp_queues_recycled",
-	[SRV_DP_QUEUES_RETIRED] = "dp_queues_retired",
-	[SRV_REASS_IN_PROGRESS] = "reass_in_progress",
-	[SRV_REASS_BYTES_HELD] = "reass_bytes_held",
-	[SRV_REASS_PEAK] = "reass_peak",
-	[SRV_REASS_DATAGRAMS] = "reass_datagrams",
-	[SRV_REASS_FRAGMENTS] = "reass_fragments",
-	[SRV_DROP_REASS_OVERLAP] = "drop_reass_overlap",
-	[SRV_DROP_REASS_DUPLICATE] = "drop_reass_duplicate",
-	[SRV_DROP_REASS_TIMEOUT] = "drop_reass_timeout",
-	[SRV_DROP_REASS_LIMIT] = "drop_reass_limit",
-	[SRV_DROP_REASS_NO_OWNER] = "drop_reass_no_owner",
-	[SRV_DROP_REASS_BAD] = "drop_reass_bad",
-	[SRV_DROP_REASS_UNSTEERED] = "drop_reass_unsteered",
-	[SRV_ICMP_TIME_EXCEEDED_SENT] = "icmp_time_exceeded_sent",
-	[SRV_DROP_RST_RATE] = "drop_rst_rate",
-	[SRV_CONNTABS_GIVEN] = "conntabs_given",
-	[SRV_CONNTAB_TORN] = "conntab_torn",
-	[SRV_CONNTAB_BAD_HEADER] = "conntab_bad_header",
-	[SRV_CONNTAB_BAD_ENTRIES] = "conntab_bad_entries",
-	[SRV_CTL_ACCEPT_FAILED] = "ctl_accept_failed",
-	[SRV_CTL_CONN_DROPPED] = "ctl_conn_dropped",
-	[SRV_DROP_NO_TAP_SLOT] = "drop_no_tap_slot",
-	[SRV_DROP_ARP_NOT_FOR_NODE] = "drop_arp_not_for_node",
-	[SRV_DROP_RST_FOR_RST] = "drop_rst_for_rst",
-	[SRV_DROP_RST_NOT_UNICAST] = "drop_rst_not_unicast",
-	[SRV_DROP_ECHO_UNANSWERED] = "drop_echo_unanswered",
-	[SRV_DROP_ICMP_ERROR_NOT_UNICAST] = "drop_icmp_error_not_unicast",
-};
-
-const char *srv__counter_name(enum srv_counter c)
-{
-	return (unsigned)c < SRV_COUNTER_MAX ? counter_names[c] : "unknown";
-}
-
 /* A STATS answer is collected with the lock held and sent after it is released
  * (send_answer): the demux thread, which takes the same lock per batch of frames on the
  * relay path, then waits for the records' copy, not for hundreds of sendmsg calls. Only
@@ -152,7 +79,7 @@ static void reply(struct srv *s, struct srv_conn *c, struct ctl_msg *m, const in
 	}
 	/* Never block the connection server on one slow client. */
 	if (sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof(*m))
-		s->ctr[SRV_CTL_REPLY_LOST]++;
+		s->ctr.v[SRV_CTL_REPLY_LOST]++;
 }
 
 static void reply_status(struct srv *s, struct srv_conn *c, const struct ctl_msg *req, int status)
@@ -171,7 +98,7 @@ static void reply_status(struct srv *s, struct srv_conn *c, const struct ctl_msg
 /* A lease that could not be set up goes again at once (nothing else refers to it). */
 static void lease_drop(struct srv *s, struct srv_lease *l)
 {
-	s->leases[l->id] = NULL;
+	srv__leases_remove(&s->leases, l);
 	l->fd = -1;  /* the connection stays the caller's */
 	l->dead = true;
 	srv__lease_free(s, l);
@@ -195,7 +122,7 @@ static void hello(struct srv *s, struct srv_conn *c, const struct ctl_msg *req)
 	if (s->datapath != SRV_DP_RELAY && offered && s->dp) {
 		rc = srv__dp_lease_direct(s, l, req->u.hello.ring_fd);
 		if (rc < 0) {
-			s->ctr[SRV_DIRECT_REFUSED]++;
+			s->ctr.v[SRV_DIRECT_REFUSED]++;
 			srv__log(1, "lease %u (pid %d): direct path refused: %s", l->id,
 				(int)c->pid, strerror(-rc));
 		}
@@ -226,12 +153,12 @@ static void hello(struct srv *s, struct srv_conn *c, const struct ctl_msg *req)
 	if (l->direct) {
 		r.u.hello.datapath = CTL_DP_DIRECT;
 		r.u.hello.queue = (uint8_t)l->queue;
-		s->ctr[SRV_LEASES_DIRECT]++;
+		s->ctr.v[SRV_LEASES_DIRECT]++;
 		reply(s, c, &r, NULL, 0);
 	} else {
 		int fds[3] = { l->memfd, l->rx_efd, l->tx_efd };
 		r.u.hello.datapath = CTL_DP_RELAY;
-		s->ctr[SRV_LEASES_RELAY]++;
+		s->ctr.v[SRV_LEASES_RELAY]++;
 		reply(s, c, &r, fds, 3);
 	}
 	srv__log(2, "lease %u: pid %d uid %u, %s path", l->id, (int)c->pid, (unsigned)c->uid,
@@ -272,7 +199,7 @@ static int send_endpoint(const struct flt_rule *rule, void *arg)
 {
 	struct ep_ctx *e = arg;
 	struct ctl_msg r;
-	struct srv_lease *l = rule->owner < SRV_MAX_LEASES ? e->s->leases[rule->owner] : NULL;
+	struct srv_lease *l = rule->owner < SRV_MAX_LEASES ? e->s->leases.by_id[rule->owner] : NULL;
 
 	ctl_init(&r, CTL_STAT_ENDPOINT, e->seq);
 	r.proto = rule->proto;
@@ -308,7 +235,7 @@ static void conntab(struct srv *s, struct srv_conn *c, struct srv_lease *l,
 	}
 	l->conntab = map;
 	l->conntab_cap = ULS_CONNTAB_CAPACITY;
-	s->ctr[SRV_CONNTABS_GIVEN]++;
+	s->ctr.v[SRV_CONNTABS_GIVEN]++;
 	ctl_init(&r, CTL_CONNTAB, req->seq);
 	reply(s, c, &r, &fd, 1);
 	close(fd);  /* both ends keep their mapping */
@@ -332,9 +259,9 @@ static void stat_process(struct srv *s, struct srv_conn *c, uint32_t seq, struct
 		table = rc == ULS_CONNTAB_OK ? CTL_TABLE_OK :
 			rc == ULS_CONNTAB_TORN ? CTL_TABLE_TORN : CTL_TABLE_BAD;
 		if (rc == ULS_CONNTAB_TORN)
-			s->ctr[SRV_CONNTAB_TORN]++;
+			s->ctr.v[SRV_CONNTAB_TORN]++;
 		else if (rc != ULS_CONNTAB_OK)
-			s->ctr[SRV_CONNTAB_BAD_HEADER]++;
+			s->ctr.v[SRV_CONNTAB_BAD_HEADER]++;
 		if (rc != ULS_CONNTAB_OK)
 			n = total = 0;
 	}
@@ -348,7 +275,7 @@ static void stat_process(struct srv *s, struct srv_conn *c, uint32_t seq, struct
 	r.u.proc.connections = total;
 	r.u.proc.listed = ok;
 	r.u.proc.refused = n - ok;
-	s->ctr[SRV_CONNTAB_BAD_ENTRIES] += n - ok;
+	s->ctr.v[SRV_CONNTAB_BAD_ENTRIES] += n - ok;
 	r.u.proc.age_ms = UINT32_MAX;  /* never written (no connection yet) */
 	if (published) {
 		struct timespec now;
@@ -399,15 +326,12 @@ static void stats(struct srv *s, struct srv_conn *c, const struct ctl_msg *req)
 	/* The processes first: what reading their tables counted is in this answer's
 	 * counters. */
 	for (uint32_t i = 1; i < SRV_MAX_LEASES; i++) {
-		struct srv_lease *l = s->leases[i];
+		struct srv_lease *l = s->leases.by_id[i];
 		if (l && !l->dead)
 			stat_process(s, c, req->seq, l);
 	}
-	for (int i = 0; i < SRV_COUNTER_MAX; i++)
-		send_counter(s, c, req->seq, srv__counter_name((enum srv_counter)i), s->ctr[i]);
-	for (int i = 1; i < CTL_ERROR_SLOTS; i++)
-		send_counter(s, c, req->seq, ctl_error_name(CTL_ERROR_BASE + i),
-			     s->ctl_errors[i]);
+	struct stat_ctx cc = { s, c, req->seq };
+	srv__counters_each(&s->ctr, stat_one, &cc);
 	flt_table_stats(s->flt, &fs);
 	for (int i = 1; i < FLT_REASON_COUNT; i++) {
 		uint64_t v = fs.rx_drop[i] + fs.tx_deny[i];
@@ -477,7 +401,7 @@ static void send_answer(struct srv *s, struct srv_conn *c)
 	answer.lost = 0;
 	if (lost) {
 		pthread_mutex_lock(&s->lock);
-		s->ctr[SRV_CTL_REPLY_LOST] += lost;
+		s->ctr.v[SRV_CTL_REPLY_LOST] += lost;
 		pthread_mutex_unlock(&s->lock);
 	}
 }
@@ -486,7 +410,7 @@ static void send_answer(struct srv *s, struct srv_conn *c)
  * it is not waiting for) and a counter. */
 static void refuse_one_way(struct srv *s, struct srv_conn *c, const struct ctl_msg *m, int rc)
 {
-	s->ctr[SRV_CTL_DENIED]++;
+	s->ctr.v[SRV_CTL_DENIED]++;
 	reply_status(s, c, m, rc);
 }
 
@@ -504,7 +428,7 @@ static void handle(struct srv *s, struct srv_conn *c, const struct ctl_msg *m)
 	}
 	if ((m->type == CTL_HELLO) == (l != NULL)) {
 		/* HELLO must come first and only once; nothing else before it. */
-		s->ctr[SRV_CTL_OUT_OF_ORDER]++;
+		s->ctr.v[SRV_CTL_OUT_OF_ORDER]++;
 		reply_status(s, c, m, -EPROTO);
 		return;
 	}
@@ -595,11 +519,11 @@ static void handle(struct srv *s, struct srv_conn *c, const struct ctl_msg *m)
 	default:
 		/* Records only ulsd sends. */
 		rc = -EBADMSG;
-		s->ctr[SRV_CTL_OUT_OF_ORDER]++;
+		s->ctr.v[SRV_CTL_OUT_OF_ORDER]++;
 		break;
 	}
 	if (rc == -EPERM || rc == -EACCES)
-		s->ctr[SRV_CTL_DENIED]++;
+		s->ctr.v[SRV_CTL_DENIED]++;
 	reply_status(s, c, m, rc < 0 ? rc : 0);
 }
 
@@ -649,12 +573,12 @@ void srv__ctl_input(struct srv *s, struct srv_conn *c, const uint8_t *buf, ssize
 	struct ctl_msg m;
 
 	pthread_mutex_lock(&s->lock);
-	s->ctr[SRV_CTL_MESSAGES]++;
+	s->ctr.v[SRV_CTL_MESSAGES]++;
 	/* MSG_TRUNC: n is the whole message's size, so an oversized one is refused. */
 	int err = ctl_check(buf, n, &m);
 	if (err < 0) {
-		s->ctr[SRV_CTL_REFUSED]++;
-		s->ctl_errors[-err - CTL_ERROR_BASE]++;
+		s->ctr.v[SRV_CTL_REFUSED]++;
+		srv__count_ctl_error(&s->ctr, err);
 		struct ctl_msg r;
 		uint32_t seq = 0;
 		if (n >= 12)
@@ -696,7 +620,7 @@ static void conn_accept(struct srv *s, int ep, int lfd)
 		 * before we took it, EMFILE, ENOBUFS) is a process that gets no lease. */
 		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
 			pthread_mutex_lock(&s->lock);
-			if (s->ctr[SRV_CTL_ACCEPT_FAILED]++ == 0)
+			if (s->ctr.v[SRV_CTL_ACCEPT_FAILED]++ == 0)
 				srv__log(1, "accept: %s (counted in ctl_accept_failed)",
 					strerror(errno));
 			pthread_mutex_unlock(&s->lock);
@@ -721,7 +645,7 @@ static void conn_accept(struct srv *s, int ep, int lfd)
 			srv__ctl_conn_close(s, c);  /* closes fd */
 		else
 			close(fd);
-		s->ctr[SRV_CTL_CONN_DROPPED]++;
+		s->ctr.v[SRV_CTL_CONN_DROPPED]++;
 		pthread_mutex_unlock(&s->lock);
 	}
 }

@@ -62,7 +62,7 @@ static void deliver(struct srv *s, struct srv_lease *l, const uint8_t *frame, si
 	if (!l->has_rings) {
 		/* A process on the direct path reads its own queue; what reaches ulsd for it
 		 * (the kernel steered it here) has no way to it. */
-		s->ctr[SRV_DROP_DIRECT_UNSTEERED]++;
+		s->ctr.v[SRV_DROP_DIRECT_UNSTEERED]++;
 		return;
 	}
 	slot = nif_ring_prod_slot(&l->rx, len);
@@ -70,7 +70,7 @@ static void deliver(struct srv *s, struct srv_lease *l, const uint8_t *frame, si
 		/* The process is not keeping up: drop, as a NIC drops on a full ring; TCP
 		 * retransmits. */
 		l->rx_ring_full++;
-		s->ctr[SRV_DROP_RX_RING_FULL]++;
+		s->ctr.v[SRV_DROP_RX_RING_FULL]++;
 		return;
 	}
 	memcpy(slot, frame, len);
@@ -82,8 +82,8 @@ static void deliver(struct srv *s, struct srv_lease *l, const uint8_t *frame, si
 		l->rx_pending = true;
 		s->pending[s->npending++] = l;
 	}
-	s->ctr[SRV_FRAMES_DEMUXED]++;
-	s->ctr[SRV_DATA_FRAMES_RELAYED]++;
+	s->ctr.v[SRV_FRAMES_DEMUXED]++;
+	s->ctr.v[SRV_DATA_FRAMES_RELAYED]++;
 }
 
 void srv__deliver(struct srv *s, struct srv_lease *l, const uint8_t *frame, size_t len)
@@ -95,24 +95,24 @@ void srv__deliver(struct srv *s, struct srv_lease *l, const uint8_t *frame, size
 static void share_arp(struct srv *s, const uint8_t *frame, size_t len)
 {
 	for (uint32_t i = 1; i < SRV_MAX_LEASES; i++) {
-		struct srv_lease *l = s->leases[i];
+		struct srv_lease *l = s->leases.by_id[i];
 		/* Direct processes get their replies from the kernel (datapath.bpf.c). */
 		if (l && !l->dead && l->has_rings)
 			deliver(s, l, frame, len, 0, 0, 0);
 	}
-	s->ctr[SRV_ARP_SHARED]++;
+	s->ctr.v[SRV_ARP_SHARED]++;
 }
 
 static void for_server(struct srv *s, const uint8_t *frame, size_t len, const struct flt_pkt *p)
 {
-	s->ctr[SRV_FRAMES_TO_SERVER]++;
+	s->ctr.v[SRV_FRAMES_TO_SERVER]++;
 	if (p->ethertype == WIRE_ETHERTYPE_ARP) {
 		if (p->arp.op == WIRE_ARP_OP_REQUEST)
 			srv__reply_arp(s, p);
 		else if (p->arp.op == WIRE_ARP_OP_REPLY && p->arp.tpa == s->ip)
 			share_arp(s, frame, len);
 		else  /* a reply to another station, or an operation RFC 826 does not name */
-			s->ctr[SRV_DROP_ARP_NOT_FOR_NODE]++;
+			s->ctr.v[SRV_DROP_ARP_NOT_FOR_NODE]++;
 		return;
 	}
 	if (p->ip.fragment) {
@@ -125,7 +125,7 @@ static void for_server(struct srv *s, const uint8_t *frame, size_t len, const st
 		if (p->icmp.type == WIRE_ICMP_ECHO)
 			srv__reply_echo(s, frame, len, p);
 		else
-			s->ctr[SRV_DROP_NO_OWNER]++;
+			s->ctr.v[SRV_DROP_NO_OWNER]++;
 		break;
 	case WIRE_IPPROTO_TCP:
 		srv__reply_rst(s, frame, p);
@@ -134,7 +134,7 @@ static void for_server(struct srv *s, const uint8_t *frame, size_t len, const st
 		srv__reply_port_unreachable(s, frame, len, p);
 		break;
 	default:
-		s->ctr[SRV_DROP_NO_OWNER]++;
+		s->ctr.v[SRV_DROP_NO_OWNER]++;
 		break;
 	}
 }
@@ -153,13 +153,13 @@ static void on_frame(void *arg, const uint8_t *frame, size_t len, uint32_t off)
 	/* Frames for other stations (the bridge floods until it learns) and IPv4 packets
 	 * for other addresses are not the node's. */
 	if (!wire_eth_is_group(p.dst_mac) && memcmp(p.dst_mac, s->mac, WIRE_ETH_ALEN) != 0) {
-		s->ctr[SRV_DROP_NOT_FOR_NODE]++;
+		s->ctr.v[SRV_DROP_NOT_FOR_NODE]++;
 		return;
 	}
 	if (p.ethertype == WIRE_ETHERTYPE_IPV4) {
 		uint32_t bcast = s->ip | htonl(0xffffffffu >> s->prefix_len);
 		if (p.ip.dst != s->ip && p.ip.dst != bcast && p.ip.dst != 0xffffffffu) {
-			s->ctr[SRV_DROP_NOT_FOR_NODE]++;
+			s->ctr.v[SRV_DROP_NOT_FOR_NODE]++;
 			return;
 		}
 		/* Not from a SYN without ACK: a flood of them from spoofed sources (RFC 4987)
@@ -170,15 +170,16 @@ static void on_frame(void *arg, const uint8_t *frame, size_t len, uint32_t off)
 		flt_owner_t o = flt_lookup_rx(s->flt, &p);
 		if (o == SRV_IN_TRANSIT) {
 			/* Neither process may answer it (handoff.c): the peer sends it again. */
-			s->ctr[SRV_DROP_IN_TRANSIT]++;
+			s->ctr.v[SRV_DROP_IN_TRANSIT]++;
 			return;
 		}
 		if (nif_off_gso(off))
-			s->ctr[SRV_FRAMES_GSO_RECEIVED]++;
+			s->ctr.v[SRV_FRAMES_GSO_RECEIVED]++;
 		if (off & NIF_OFF_CSUM_PARTIAL)
-			s->ctr[SRV_FRAMES_CSUM_PARTIAL_RECEIVED]++;
-		if (o != FLT_NO_OWNER && o < SRV_MAX_LEASES && s->leases[o] && !s->leases[o]->dead) {
-			deliver(s, s->leases[o], frame, len, off, t_read, bd_now());
+			s->ctr.v[SRV_FRAMES_CSUM_PARTIAL_RECEIVED]++;
+		struct srv_lease *l = o != FLT_NO_OWNER ? srv__leases_live(&s->leases, o) : NULL;
+		if (l) {
+			deliver(s, l, frame, len, off, t_read, bd_now());
 			return;
 		}
 	}
@@ -197,10 +198,10 @@ void srv__send_frame(struct srv *s, const uint8_t *frame, size_t len)
 	if (!slot) {
 		/* Every TAP transmit buffer is queued: the node's own answer is lost like a
 		 * frame on a full NIC queue (the peer retransmits, or asks again). */
-		s->ctr[SRV_DROP_NO_TAP_SLOT]++;
+		s->ctr.v[SRV_DROP_NO_TAP_SLOT]++;
 		return;
 	}
-	s->ctr[SRV_FRAMES_SENT]++;
+	s->ctr.v[SRV_FRAMES_SENT]++;
 }
 
 /* Hand the queued frames to the kernel (one system call), with no lock but the TAP's own:
@@ -254,14 +255,14 @@ static int send_checked(struct srv *s, struct srv_lease *l, uint8_t *slot, size_
 	} else if (!size_ok) {
 		/* Longer than the MTU without a valid super-segment, or an offload word on a
 		 * node without offloads. */
-		s->ctr[SRV_DROP_TX_BAD_OFFLOAD]++;
+		s->ctr.v[SRV_DROP_TX_BAD_OFFLOAD]++;
 		rc = -FLT_DENY_PROTO;
 	} else {
 		rc = flt_check_tx(s->flt, &p, l->id, s->ip, s->mac);
 	}
 	if (rc < 0) {
 		nif_tap_tx_unused(s->tap, slot);
-		s->ctr[SRV_DROP_TX_DENIED]++;
+		s->ctr.v[SRV_DROP_TX_DENIED]++;
 		/* Rate-limited: a misbehaving process must not flood the log. */
 		if (++l->tx_denied <= 5 && parsed)
 			srv__log(1, "lease %u (pid %d): frame refused (%s): proto %u port %u -> %u",
@@ -273,14 +274,14 @@ static int send_checked(struct srv *s, struct srv_lease *l, uint8_t *slot, size_
 	rc = head < len ? nif_tap_tx_send_split(s->tap, slot, head, f + head, len - head, off)
 			: nif_tap_tx_queue(s->tap, slot, len, off);
 	if (rc < 0) {
-		s->ctr[SRV_DROP_TX_BAD_OFFLOAD]++;
+		s->ctr.v[SRV_DROP_TX_BAD_OFFLOAD]++;
 		l->tx_denied++;
 		return rc;
 	}
-	s->ctr[SRV_FRAMES_SENT]++;
-	s->ctr[SRV_DATA_FRAMES_RELAYED]++;
+	s->ctr.v[SRV_FRAMES_SENT]++;
+	s->ctr.v[SRV_DATA_FRAMES_RELAYED]++;
 	if (nif_off_gso(off) && len > (size_t)s->mtu + WIRE_ETH_HLEN)
-		s->ctr[SRV_FRAMES_GSO_SENT]++;
+		s->ctr.v[SRV_FRAMES_GSO_SENT]++;
 	l->tx_frames++;
 	l->tx_bytes += len;
 	return 0;
@@ -301,8 +302,8 @@ void srv__drain_tx(struct srv *s, struct srv_lease *l)
 		uint64_t t_taken = bd_now();
 		if (len > nif_tap_tx_room(s->tap)) {
 			/* Longer than any frame this node sends, super-segments included. */
-			s->ctr[SRV_DROP_TX_BAD_OFFLOAD]++;
-			s->ctr[SRV_DROP_TX_DENIED]++;
+			s->ctr.v[SRV_DROP_TX_BAD_OFFLOAD]++;
+			s->ctr.v[SRV_DROP_TX_DENIED]++;
 			l->tx_denied++;
 			nif_ring_cons_release(&l->tx);
 			continue;
@@ -317,7 +318,7 @@ void srv__drain_tx(struct srv *s, struct srv_lease *l)
 		nif_ring_cons_release(&l->tx);
 	}
 	pthread_mutex_unlock(&s->tx_lock);
-	s->ctr[SRV_DROP_TX_BAD_SLOT] += l->bad_slots;
+	s->ctr.v[SRV_DROP_TX_BAD_SLOT] += l->bad_slots;
 	l->bad_slots = 0;
 }
 
@@ -325,18 +326,20 @@ static void on_event(void *arg, uint64_t tag)
 {
 	struct srv *s = arg;
 
-	if (tag < SRV_MAX_LEASES && s->leases[tag] && !s->leases[tag]->dead)
-		srv__drain_tx(s, s->leases[tag]);
+	struct srv_lease *l = srv__leases_live(&s->leases, tag);
+
+	if (l)
+		srv__drain_tx(s, l);
 }
 
 /* Start watching new leases, stop watching and free dead ones. */
 static void sync_leases(struct srv *s)
 {
-	if (!s->leases_changed)
+	if (!s->leases.changed)
 		return;
-	s->leases_changed = false;
+	s->leases.changed = false;
 	for (uint32_t i = 1; i < SRV_MAX_LEASES; i++) {
-		struct srv_lease *l = s->leases[i];
+		struct srv_lease *l = s->leases.by_id[i];
 		if (!l)
 			continue;
 		if (l->dead) {
@@ -383,7 +386,7 @@ void *srv__demux_thread(void *arg)
 		pthread_mutex_lock(&s->tx_lock);
 		nif_tap_get_stats(s->tap, &ts);
 		pthread_mutex_unlock(&s->tx_lock);
-		s->ctr[SRV_DROP_RX_BAD_VNET] = ts.rx_bad_vnet;
+		s->ctr.v[SRV_DROP_RX_BAD_VNET] = ts.rx_bad_vnet;
 		pthread_mutex_unlock(&s->lock);
 		/* The system calls of the batch (eventfd writes, the TAP's write): without
 		 * s->lock, so the control thread never waits for them. */

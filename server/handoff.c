@@ -98,7 +98,7 @@ int srv__handoff_claim(struct srv *s, struct srv_lease *l, const struct ctl_msg 
 	}
 	srv__port_release(s->ports, &transit, IPPROTO_TCP, m->lport);
 	forget(s, h);
-	s->ctr[SRV_HANDOFFS]++;
+	s->ctr.v[SRV_HANDOFFS]++;
 	return 0;
 }
 
@@ -116,9 +116,10 @@ int srv__handoff_tick(struct srv *s)
 		}
 		flt_del_connected(s->flt, WIRE_IPPROTO_TCP, h->lport, h->rip, h->rport, SRV_IN_TRANSIT);
 		/* without memory: the peer gets a RST for its next segment all the same */
-		(void)srv__custody_add(&s->custody, now, h->lport, h->rip, h->rport);
+		if (srv__custody_add(&s->custody, now, h->lport, h->rip, h->rport) < 0)
+			s->ctr.v[SRV_DROP_CUSTODY_NO_MEMORY]++;
 		srv__port_release(s->ports, &transit, IPPROTO_TCP, h->lport);
-		s->ctr[SRV_HANDOFFS_EXPIRED]++;
+		s->ctr.v[SRV_HANDOFFS_EXPIRED]++;
 		forget(s, h);
 	}
 	return (int)(next - now);

@@ -27,40 +27,12 @@
 #include "netif/ctl/ctl.h"
 #include "netif/ring.h"
 #include "netif/tap.h"
+#include "server/counters.h"
 #include "server/custody.h"
+#include "server/lease.h"
 #include "server/ports.h"
 
-#define SRV_MAX_LEASES      4096
 #define SRV_HANDOFF_MS      5000    /* a connection in transit between processes (handoff.c) */
-/* The owner of a connected rule whose connection is in transit: never a lease id. */
-#define SRV_IN_TRANSIT      SRV_MAX_LEASES
-
-struct srv_lease {
-	uint32_t id;
-	int fd;                 /* control connection */
-	pid_t pid;
-	uid_t uid;
-	bool dead;              /* lease ended: the demux thread frees it */
-	bool watched;           /* its tx eventfd is in the demux thread's wait */
-	bool rx_pending;        /* frames delivered since the last publish */
-	int memfd, rx_efd, tx_efd;
-	void *rings;
-	struct nif_ring_layout layout;
-	struct nif_ring rx;     /* we produce: frames for the process */
-	struct nif_ring tx;     /* we consume: frames from the process */
-	uint64_t rx_frames, rx_bytes, tx_frames, tx_bytes, rx_ring_full, tx_denied;
-	uint64_t bad_slots;
-	/* The direct data path (bpf.c): the process reads and writes its own TAP queue
-	 * through two io_urings ulsd enabled; it has no rings to ulsd. */
-	bool direct;
-	unsigned queue;
-	int dp_ring[2];         /* ulsd's descriptors of its io_urings, -1: none */
-	bool has_rings;         /* the relay's ring pair and eventfds exist */
-	/* The connection table the process writes (netif/conntab.h), mapped by the control
-	 * thread; NULL until the process asks for it (CTL_CONNTAB). */
-	void *conntab;
-	uint32_t conntab_cap;
-};
 
 /* A connection handed off by one process and not yet claimed by another (handoff.c). */
 struct srv_handoff {
@@ -68,38 +40,6 @@ struct srv_handoff {
 	uint32_t rip;
 	uint64_t nonce;
 	uint64_t expires_ms;
-};
-
-enum srv_counter {
-	SRV_CTL_MESSAGES, SRV_CTL_REFUSED, SRV_CTL_OUT_OF_ORDER, SRV_CTL_DENIED,
-	SRV_CTL_REPLY_LOST, SRV_LEASES_OPENED, SRV_LEASES_CLOSED,
-	SRV_FRAMES_DEMUXED, SRV_FRAMES_TO_SERVER, SRV_FRAMES_SENT,
-	SRV_DROP_NOT_FOR_NODE, SRV_DROP_RX_RING_FULL, SRV_DROP_NO_OWNER, SRV_DROP_TX_DENIED,
-	SRV_DROP_TX_BAD_SLOT, SRV_DROP_FRAGMENT, SRV_DROP_ICMP_RATE,
-	SRV_ARP_REPLIES, SRV_ARP_SHARED, SRV_ICMP_ECHO_REPLIES, SRV_RST_SENT,
-	SRV_ICMP_UNREACH_SENT, SRV_RST_PROBES,
-	SRV_HANDOFFS, SRV_HANDOFFS_EXPIRED, SRV_DROP_IN_TRANSIT,
-	SRV_FRAMES_GSO_SENT, SRV_FRAMES_GSO_RECEIVED, SRV_FRAMES_CSUM_PARTIAL_RECEIVED,
-	SRV_DROP_TX_BAD_OFFLOAD, SRV_DROP_RX_BAD_VNET,
-	/* The direct data path (bpf.c) */
-	SRV_DATA_FRAMES_RELAYED, SRV_LEASES_DIRECT, SRV_LEASES_RELAY, SRV_DIRECT_REFUSED,
-	SRV_DROP_DIRECT_UNSTEERED, SRV_DP_MAP_ERRORS, SRV_DP_QUEUES_RECYCLED,
-	SRV_DP_QUEUES_RETIRED,
-	/* IPv4 reassembly for processes (reass.c); the first three are gauges */
-	SRV_REASS_IN_PROGRESS, SRV_REASS_BYTES_HELD, SRV_REASS_PEAK,
-	SRV_REASS_DATAGRAMS, SRV_REASS_FRAGMENTS, SRV_DROP_REASS_OVERLAP,
-	SRV_DROP_REASS_DUPLICATE, SRV_DROP_REASS_TIMEOUT, SRV_DROP_REASS_LIMIT,
-	SRV_DROP_REASS_NO_OWNER, SRV_DROP_REASS_BAD, SRV_DROP_REASS_UNSTEERED,
-	SRV_ICMP_TIME_EXCEEDED_SENT,
-	SRV_DROP_RST_RATE,
-	/* processes' connection tables (ctl.c, netif/conntab.h) */
-	SRV_CONNTABS_GIVEN, SRV_CONNTAB_TORN, SRV_CONNTAB_BAD_HEADER, SRV_CONNTAB_BAD_ENTRIES,
-	/* control connections that never got a lease (ctl.c) */
-	SRV_CTL_ACCEPT_FAILED, SRV_CTL_CONN_DROPPED,
-	/* the node's own answers not sent (demux.c, reply.c) */
-	SRV_DROP_NO_TAP_SLOT, SRV_DROP_ARP_NOT_FOR_NODE, SRV_DROP_RST_FOR_RST,
-	SRV_DROP_RST_NOT_UNICAST, SRV_DROP_ECHO_UNANSWERED, SRV_DROP_ICMP_ERROR_NOT_UNICAST,
-	SRV_COUNTER_MAX
 };
 
 /* Which data path a process gets (ulsd --datapath). */
@@ -127,9 +67,7 @@ struct srv {
 	pthread_mutex_t lock;   /* everything below, but what is marked otherwise */
 	struct nif_tap *tap;
 	struct flt_table *flt;
-	struct srv_lease *leases[SRV_MAX_LEASES];   /* by id; id 0 unused */
-	uint32_t next_id;
-	bool leases_changed;                        /* the demux thread must sync_leases() */
+	struct srv_leases leases;                   /* lease.h */
 	/* Leases with unpublished frames: the demux thread's alone, used without the lock. */
 	struct srv_lease *pending[SRV_MAX_LEASES];
 	unsigned npending;
@@ -137,8 +75,7 @@ struct srv {
 	struct srv_custody_set custody;             /* custody.h */
 	struct srv_handoff *handoff;
 	size_t nhandoff, handoff_cap;
-	uint64_t ctr[SRV_COUNTER_MAX];
-	uint64_t ctl_errors[CTL_ERROR_SLOTS];   /* by reason - CTL_ERROR_BASE */
+	struct srv_counters ctr;                    /* counters.h */
 	uint64_t icmp_tokens_ms;                    /* rate limiter for ICMP errors */
 	unsigned icmp_tokens;
 	uint64_t rst_tokens_ms;                     /* rate limiter for resets (reply.c) */
@@ -240,6 +177,5 @@ struct srv_conn;
 struct srv_conn *srv__ctl_conn_new(int fd, pid_t pid, uid_t uid);
 void srv__ctl_input(struct srv *s, struct srv_conn *c, const uint8_t *buf, ssize_t n);
 void srv__ctl_conn_close(struct srv *s, struct srv_conn *c);
-const char *srv__counter_name(enum srv_counter c);
 
 #endif

@@ -71,7 +71,7 @@ static void init(void)
 static void demux_round(void)
 {
 	srv.stop = false;
-	srv.leases_changed = true;
+	srv.leases.changed = true;
 	srv__demux_thread(&srv);
 	srv.stop = false;
 }
@@ -126,7 +126,7 @@ static void close_proc(int i)
 
 static struct srv_lease *lease_of(flt_owner_t id)
 {
-	return id && id < SRV_MAX_LEASES ? srv.leases[id] : NULL;
+	return id && id < SRV_MAX_LEASES ? srv.leases.by_id[id] : NULL;
 }
 
 static bool in_handoff(const struct flt_rule *r)
@@ -246,7 +246,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(rules == 0);
 	CHECK(srv.nhandoff == 0 && srv.custody.n == 0);
 	for (uint32_t id = 1; id < SRV_MAX_LEASES; id++)
-		CHECK(srv.leases[id] == NULL);
+		CHECK(srv.leases.by_id[id] == NULL);
 	/* Every port the input used is free: a new process may bind it. */
 	struct srv_lease *probe;
 	CHECK(srv__lease_new(&srv, -1, 1, 0, &probe) == 0);

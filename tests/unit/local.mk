@@ -139,7 +139,8 @@ check_PROGRAMS += tests/unit/test_server
 TESTS += tests/unit/test_server
 tests_unit_test_server_SOURCES = tests/unit/test_server.c tests/unit/faketap.c \
 	tests/unit/faketap.h server/ctl.c server/lease.c \
-	server/ports.c server/custody.c server/handoff.c server/demux.c server/reply.c server/reass.c \
+	server/ports.c server/custody.c server/counters.c server/handoff.c server/demux.c server/reply.c \
+	server/reass.c \
 	server/bpf_none.c
 tests_unit_test_server_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
 tests_unit_test_server_LDADD = filter/libflt.la netif/libnif.la $(LIBURING_LIBS) $(CMOCKA_LIBS) -lpthread

@@ -96,12 +96,12 @@ static int teardown(void **state)
 	now_ms += SRV_HANDOFF_MS;
 	srv__handoff_tick(&srv);
 	for (uint32_t i = 1; i < SRV_MAX_LEASES; i++)
-		if (srv.leases[i] && !srv.leases[i]->dead)
-			srv__lease_end(&srv, srv.leases[i]);
-	srv.leases_changed = true;
+		if (srv.leases.by_id[i] && !srv.leases.by_id[i]->dead)
+			srv__lease_end(&srv, srv.leases.by_id[i]);
+	srv.leases.changed = true;
 	demux(NULL, 0);
 	for (uint32_t i = 1; i < SRV_MAX_LEASES; i++)
-		assert_null(srv.leases[i]);
+		assert_null(srv.leases.by_id[i]);
 	flt_table_free(srv.flt);
 	srv__custody_free(&srv.custody);
 	srv__ports_free(srv.ports);
@@ -142,11 +142,11 @@ static void test_lease_ids_start_at_one_and_a_freed_id_is_not_given_again_at_onc
 	assert_int_equal(b->id, 2);
 	srv__lease_end(&srv, a);
 	demux(NULL, 0);  /* frees it */
-	assert_null(srv.leases[1]);
+	assert_null(srv.leases.by_id[1]);
 	struct srv_lease *c = new_lease(0);
 	assert_int_equal(c->id, 3);
-	assert_int_equal(srv.ctr[SRV_LEASES_OPENED], 3);
-	assert_int_equal(srv.ctr[SRV_LEASES_CLOSED], 1);
+	assert_int_equal(srv.ctr.v[SRV_LEASES_OPENED], 3);
+	assert_int_equal(srv.ctr.v[SRV_LEASES_CLOSED], 1);
 }
 
 static void test_lease_table_full_refuses_a_new_lease_with_emfile(void **state)
@@ -157,9 +157,48 @@ static void test_lease_table_full_refuses_a_new_lease_with_emfile(void **state)
 		assert_int_equal(srv__lease_new(&srv, -1, 1, 0, &l), 0);
 	assert_int_equal(srv__lease_new(&srv, -1, 1, 0, &l), -EMFILE);
 	for (uint32_t i = 1; i < SRV_MAX_LEASES; i++) {
-		srv.leases[i]->dead = true;
-		srv__lease_free(&srv, srv.leases[i]);
+		srv.leases.by_id[i]->dead = true;
+		srv__lease_free(&srv, srv.leases.by_id[i]);
 	}
+}
+
+/* The lease table alone (lease.h): only a live lease is found by its id, so that frames
+ * and transmit events for an ended process, an id past the table or the in-transit owner
+ * reach no ring. */
+static void test_lease_table_finds_only_live_leases_by_id(void **state)
+{
+	(void)state;
+	struct srv_leases t = { 0 };
+	struct srv_lease *a, *b;
+	assert_int_equal(srv__leases_add(&t, &a), 0);
+	assert_int_equal(srv__leases_add(&t, &b), 0);
+	assert_int_equal(a->fd, -1);
+	assert_ptr_equal(srv__leases_live(&t, a->id), a);
+	b->dead = true;
+	assert_null(srv__leases_live(&t, b->id));
+	assert_null(srv__leases_live(&t, 0));
+	assert_null(srv__leases_live(&t, SRV_IN_TRANSIT));
+	assert_null(srv__leases_live(&t, UINT64_MAX));
+	srv__leases_remove(&t, a);
+	assert_null(srv__leases_live(&t, a->id));
+	srv__leases_remove(&t, b);
+	free(a);
+	free(b);
+}
+
+/* ---- counters.c ----------------------------------------------------------------------- */
+
+/* STATS sends every counter by its name: each has one, and no two share it. */
+static void test_every_counter_has_a_name_of_its_own(void **state)
+{
+	(void)state;
+	for (int i = 0; i < SRV_COUNTER_MAX; i++) {
+		const char *n = srv__counter_name((enum srv_counter)i);
+		assert_non_null(n);
+		for (int j = 0; j < i; j++)
+			assert_string_not_equal(n, srv__counter_name((enum srv_counter)j));
+	}
+	assert_string_equal(srv__counter_name(SRV_COUNTER_MAX), "unknown");
 }
 
 static void test_lease_end_puts_its_tcp_connections_in_custody_and_frees_its_ports(void **state)
@@ -173,7 +212,7 @@ static void test_lease_end_puts_its_tcp_connections_in_custody_and_frees_its_por
 	assert_true(a->dead);
 	assert_true(srv__custody_holds(&srv.custody, 5001, PEER_IP, 80));
 	/* The peer is probed at once: an ACK far outside its window (reply.c). */
-	assert_int_equal(srv.ctr[SRV_RST_PROBES], 1);
+	assert_int_equal(srv.ctr.v[SRV_RST_PROBES], 1);
 	assert_int_equal(nsent, 1);
 	assert_memory_equal(sent[0].b, peer_mac, 6);
 	assert_int_equal(tcp_of(sent[0].b)[13], WIRE_TCP_ACK);
@@ -190,7 +229,7 @@ static void test_lease_rings_give_a_relay_lease_its_ring_pair_and_eventfds(void 
 	assert_int_equal(srv__lease_rings(&srv, l), 0);
 	assert_true(l->has_rings);
 	assert_true(l->memfd >= 0 && l->rx_efd >= 0 && l->tx_efd >= 0);
-	assert_true(srv.leases_changed);
+	assert_true(srv.leases.changed);
 }
 
 /* ---- handoff.c ------------------------------------------------------------------------ */
@@ -242,7 +281,7 @@ static void test_claim_with_the_nonce_moves_the_connection_to_the_taker(void **s
 	assert_int_equal(owner_of((uint16_t)p, 80), b->id);
 	assert_true(srv__port_held(srv.ports, SRV_OWNER(b), IPPROTO_TCP, (uint16_t)p));
 	assert_int_equal(srv.nhandoff, 0);
-	assert_int_equal(srv.ctr[SRV_HANDOFFS], 1);
+	assert_int_equal(srv.ctr.v[SRV_HANDOFFS], 1);
 }
 
 static void test_claim_with_a_wrong_nonce_is_refused_and_leaves_it_in_transit(void **state)
@@ -297,7 +336,7 @@ static void test_unclaimed_handoff_expires_into_custody(void **state)
 	now_ms += 1;
 	srv__handoff_tick(&srv);
 	assert_int_equal(srv.nhandoff, 0);
-	assert_int_equal(srv.ctr[SRV_HANDOFFS_EXPIRED], 1);
+	assert_int_equal(srv.ctr.v[SRV_HANDOFFS_EXPIRED], 1);
 	assert_true(srv__custody_holds(&srv.custody, 5001, PEER_IP, 80));
 	assert_int_equal(srv__handoff_claim(&srv, b, &m), -ENOENT);
 }
@@ -315,7 +354,7 @@ static void test_demux_delivers_a_frame_to_the_process_owning_its_tuple(void **s
 	build(&f, &fs);
 	demux(&f, 1);
 	assert_int_equal(a->rx_frames, 1);
-	assert_int_equal(srv.ctr[SRV_FRAMES_DEMUXED], 1);
+	assert_int_equal(srv.ctr.v[SRV_FRAMES_DEMUXED], 1);
 	assert_int_equal(nsent, 0);
 	/* The process reads it from its receive ring, as it came. */
 	struct nif_ring rx;
@@ -338,7 +377,7 @@ static void test_demux_drops_a_frame_for_another_station_and_counts_it(void **st
 	build(&f[0], &to_mac);
 	build(&f[1], &to_ip);
 	demux(f, 2);
-	assert_int_equal(srv.ctr[SRV_DROP_NOT_FOR_NODE], 2);
+	assert_int_equal(srv.ctr.v[SRV_DROP_NOT_FOR_NODE], 2);
 	assert_int_equal(nsent, 0);
 }
 
@@ -349,7 +388,7 @@ static void test_demux_answers_a_segment_no_process_owns_with_a_reset(void **sta
 	struct fspec fs = { .sport = 40000, .dport = 5555, .tcp_flags = WIRE_TCP_ACK };
 	build(&f, &fs);
 	demux(&f, 1);
-	assert_int_equal(srv.ctr[SRV_FRAMES_TO_SERVER], 1);
+	assert_int_equal(srv.ctr.v[SRV_FRAMES_TO_SERVER], 1);
 	assert_int_equal(nsent, 1);
 	assert_int_equal(tcp_of(sent[0].b)[13], WIRE_TCP_RST);
 }
@@ -365,7 +404,7 @@ static void test_demux_drops_frames_of_a_connection_in_transit_unanswered(void *
 	struct fspec fs = { .sport = 80, .dport = 5001 };
 	build(&f, &fs);
 	demux(&f, 1);
-	assert_int_equal(srv.ctr[SRV_DROP_IN_TRANSIT], 1);
+	assert_int_equal(srv.ctr.v[SRV_DROP_IN_TRANSIT], 1);
 	assert_int_equal(nsent, 0);
 }
 
@@ -400,7 +439,7 @@ static void test_demux_sends_a_process_frame_only_from_its_own_endpoint(void **s
 	assert_int_equal(nsent, 1);
 	assert_memory_equal(sent[0].b, ok.b, ok.len);
 	assert_int_equal(a->tx_frames, 1);
-	assert_int_equal(srv.ctr[SRV_DROP_TX_DENIED], 1);
+	assert_int_equal(srv.ctr.v[SRV_DROP_TX_DENIED], 1);
 }
 
 /* ---- reply.c -------------------------------------------------------------------------- */
@@ -418,7 +457,7 @@ static void test_arp_request_for_the_node_gets_a_reply_with_its_mac(void **state
 	assert_memory_equal(a + 8, node_mac, 6);        /* sender: the node */
 	assert_memory_equal(a + 14, &srv.ip, 4);
 	assert_memory_equal(a + 18, peer_mac, 6);       /* target: who asked */
-	assert_int_equal(srv.ctr[SRV_ARP_REPLIES], 1);
+	assert_int_equal(srv.ctr.v[SRV_ARP_REPLIES], 1);
 }
 
 /* Which locks the TAP's transmit calls ran under (faketap's hooks; the demux loop runs in
@@ -475,7 +514,7 @@ static void test_arp_request_for_another_address_gets_no_reply(void **state)
 	build_arp(&f, 1, peer_mac, PEER_IP, IP4(198, 18, 0, 77));
 	demux(&f, 1);
 	assert_int_equal(nsent, 0);
-	assert_int_equal(srv.ctr[SRV_ARP_REPLIES], 0);
+	assert_int_equal(srv.ctr.v[SRV_ARP_REPLIES], 0);
 }
 
 static void test_echo_request_gets_its_data_back_in_a_reply_with_a_valid_checksum(void **state)
@@ -534,7 +573,7 @@ static void test_no_reset_answers_a_reset(void **state)
 	build(&f, &fs);
 	demux(&f, 1);
 	assert_int_equal(nsent, 0);
-	assert_int_equal(srv.ctr[SRV_RST_SENT], 0);
+	assert_int_equal(srv.ctr.v[SRV_RST_SENT], 0);
 }
 
 static void test_resets_beyond_the_rate_limit_are_dropped_and_counted(void **state)
@@ -548,11 +587,11 @@ static void test_resets_beyond_the_rate_limit_are_dropped_and_counted(void **sta
 	srv.rst_tokens = 3;
 	for (int i = 0; i < 5; i++)
 		srv__reply_rst(&srv, f.b, &p);
-	assert_int_equal(srv.ctr[SRV_RST_SENT], 3);
-	assert_int_equal(srv.ctr[SRV_DROP_RST_RATE], 2);
+	assert_int_equal(srv.ctr.v[SRV_RST_SENT], 3);
+	assert_int_equal(srv.ctr.v[SRV_DROP_RST_RATE], 2);
 	now_ms += 1000;  /* a second later the bucket is full again */
 	srv__reply_rst(&srv, f.b, &p);
-	assert_int_equal(srv.ctr[SRV_RST_SENT], 4);
+	assert_int_equal(srv.ctr.v[SRV_RST_SENT], 4);
 }
 
 static void test_udp_to_a_closed_port_gets_port_unreachable_quoting_the_datagram(void **state)
@@ -569,7 +608,7 @@ static void test_udp_to_a_closed_port_gets_port_unreachable_quoting_the_datagram
 	assert_int_equal(icmp[1], 3);  /* port unreachable */
 	/* RFC 1122 §3.2.2: the IP header and at least 8 octets of the datagram. */
 	assert_memory_equal(icmp + 8, f.b + 14, 28);
-	assert_int_equal(srv.ctr[SRV_ICMP_UNREACH_SENT], 1);
+	assert_int_equal(srv.ctr.v[SRV_ICMP_UNREACH_SENT], 1);
 }
 
 /* ---- ctl.c: over a control socket, as processes reach it ------------------------------ */
@@ -653,7 +692,7 @@ static struct ctl_msg ask(int fd, const struct ctl_msg *m, int *nfds)
 static uint64_t counter(enum srv_counter c)
 {
 	pthread_mutex_lock(&srv.lock);
-	uint64_t v = srv.ctr[c];
+	uint64_t v = srv.ctr.v[c];
 	pthread_mutex_unlock(&srv.lock);
 	return v;
 }
@@ -728,7 +767,7 @@ static void test_ctl_refuses_a_malformed_message_and_counts_why(void **state)
 	assert_int_equal(r.status, -EBADMSG);
 	assert_int_equal(counter(SRV_CTL_REFUSED), 1);
 	pthread_mutex_lock(&srv.lock);
-	assert_int_equal(srv.ctl_errors[CTL_BAD_MAGIC - CTL_ERROR_BASE], 1);
+	assert_int_equal(srv.ctr.ctl_errors[CTL_BAD_MAGIC - CTL_ERROR_BASE], 1);
 	pthread_mutex_unlock(&srv.lock);
 	close(fd);
 }
@@ -809,6 +848,8 @@ int main(void)
 #define C(f) cmocka_unit_test_setup_teardown(f, ctl_setup, ctl_teardown)
 		T(test_lease_ids_start_at_one_and_a_freed_id_is_not_given_again_at_once),
 		T(test_lease_table_full_refuses_a_new_lease_with_emfile),
+		T(test_lease_table_finds_only_live_leases_by_id),
+		T(test_every_counter_has_a_name_of_its_own),
 		T(test_lease_end_puts_its_tcp_connections_in_custody_and_frees_its_ports),
 		T(test_lease_rings_give_a_relay_lease_its_ring_pair_and_eventfds),
 		T(test_handoff_with_a_zero_nonce_is_refused),
