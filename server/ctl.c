@@ -35,14 +35,17 @@ struct srv_conn {
 
 static struct srv_conn *conns;
 
-/* A STATS answer is collected with the lock held and sent after it is released
- * (send_answer): the demux thread, which takes the same lock per batch of frames on the
- * relay path, then waits for the records' copy, not for hundreds of sendmsg calls. Only
- * the control thread answers: one answer at a time. */
+/* Every answer without descriptors is collected with the lock held and sent after it is
+ * released (send_answer): the demux thread, which takes the same lock per batch of frames
+ * on the relay path, then waits for the records' copy, not for sendmsg calls (hundreds of
+ * them for STATS). Only the control thread answers: one answer at a time. An answer that
+ * passes descriptors (HELLO's rings, CONNTAB) is sent at once, under the lock: once per
+ * process. */
 static struct {
 	struct ctl_msg *m;
 	size_t n, cap;
 	bool on;
+	bool patient;   /* STATS: wait a little for a full socket (send_answer) */
 	uint64_t lost;
 } answer;
 
@@ -317,7 +320,7 @@ static void stats(struct srv *s, struct srv_conn *c, const struct ctl_msg *req)
 	int big = 4 << 20;
 
 	answer.on = true;
-	answer.n = 0;
+	answer.patient = true;
 
 	/* Forced where ulsd may (CAP_NET_ADMIN): net.core.wmem_max would otherwise cap it
 	 * below the records of a node with a few hundred queues (bpf.c's per-queue figures). */
@@ -382,14 +385,15 @@ static void send_answer(struct srv *s, struct srv_conn *c)
 		 * ulsstat read, 10 ms at a time, at most 50 times (no lock is held), then drop
 		 * what is left but the END, which says the answer is complete. */
 		struct pollfd pfd = { .fd = c->fd, .events = POLLOUT };
-		if (sent < 0 && errno == EAGAIN && waits++ < 50 && poll(&pfd, 1, 10) >= 0)
+		if (sent < 0 && errno == EAGAIN && answer.patient && waits++ < 50 &&
+		    poll(&pfd, 1, 10) >= 0)
 			continue;
 		break;
 	}
 	if (i < answer.n) {
 		lost += answer.n - i;
 		const struct ctl_msg *last = &answer.m[answer.n - 1];
-		if (last->type == CTL_END && i < answer.n - 1) {
+		if (answer.patient && last->type == CTL_END && i < answer.n - 1) {
 			struct pollfd pfd = { .fd = c->fd, .events = POLLOUT };
 			poll(&pfd, 1, 100);
 			if (send(c->fd, last, sizeof(*last), MSG_DONTWAIT | MSG_NOSIGNAL) ==
@@ -399,6 +403,7 @@ static void send_answer(struct srv *s, struct srv_conn *c)
 	}
 	answer.n = 0;
 	answer.lost = 0;
+	answer.patient = false;
 	if (lost) {
 		pthread_mutex_lock(&s->lock);
 		s->ctr.v[SRV_CTL_REPLY_LOST] += lost;
@@ -567,12 +572,13 @@ void srv__ctl_conn_close(struct srv *s, struct srv_conn *c)
 }
 
 /* One message as recv() returned it (n: its length, MSG_TRUNC), checked, handled and
- * answered. Takes s->lock, and sends a collected STATS answer after releasing it. */
+ * answered. Takes s->lock, and sends the answer after releasing it (see `answer`). */
 void srv__ctl_input(struct srv *s, struct srv_conn *c, const uint8_t *buf, ssize_t n)
 {
 	struct ctl_msg m;
 
 	pthread_mutex_lock(&s->lock);
+	answer.on = true;
 	s->ctr.v[SRV_CTL_MESSAGES]++;
 	/* MSG_TRUNC: n is the whole message's size, so an oversized one is refused. */
 	int err = ctl_check(buf, n, &m);
@@ -589,8 +595,9 @@ void srv__ctl_input(struct srv *s, struct srv_conn *c, const uint8_t *buf, ssize
 	} else {
 		handle(s, c, &m);
 	}
+	answer.on = false;
 	pthread_mutex_unlock(&s->lock);
-	if (answer.n)
+	if (answer.n || answer.lost)
 		send_answer(s, c);
 }
 

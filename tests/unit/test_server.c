@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -772,6 +773,52 @@ static void test_ctl_refuses_a_malformed_message_and_counts_why(void **state)
 	close(fd);
 }
 
+/* ulsd's replies go out through these (they take the place of libc's in this program):
+ * each counts the replies without descriptors sent while the state lock was held. */
+static unsigned replies_sent, plain_replies_under_lock;
+
+static bool lock_held_elsewhere_or_here(void)
+{
+	if (pthread_mutex_trylock(&srv.lock) != 0)
+		return true;
+	pthread_mutex_unlock(&srv.lock);
+	return false;
+}
+
+ssize_t sendmsg(int fd, const struct msghdr *mh, int flags)
+{
+	__atomic_add_fetch(&replies_sent, 1, __ATOMIC_RELAXED);
+	if (!mh->msg_controllen && lock_held_elsewhere_or_here())
+		__atomic_add_fetch(&plain_replies_under_lock, 1, __ATOMIC_RELAXED);
+	return syscall(SYS_sendmsg, fd, mh, flags);
+}
+
+int sendmmsg(int fd, struct mmsghdr *mm, unsigned n, int flags)
+{
+	__atomic_add_fetch(&replies_sent, 1, __ATOMIC_RELAXED);
+	if (lock_held_elsewhere_or_here())
+		__atomic_add_fetch(&plain_replies_under_lock, 1, __ATOMIC_RELAXED);
+	return (int)syscall(SYS_sendmmsg, fd, mm, n, flags);
+}
+
+/* A reply is a system call on a socket a process may have let fill up: the control thread
+ * makes it after releasing the state lock, so the demux thread never waits for it. Only
+ * an answer passing descriptors (HELLO's rings) goes out under the lock. */
+static void test_ctl_replies_after_releasing_the_state_lock(void **state)
+{
+	(void)state;
+	int a = hello();
+	struct ctl_msg m = msg(CTL_BIND, IPPROTO_TCP, 5001);
+	struct ctl_msg bad = msg(CTL_LISTEN, IPPROTO_TCP, 5002);
+	__atomic_store_n(&replies_sent, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&plain_replies_under_lock, 0, __ATOMIC_RELAXED);
+	assert_int_equal(ask(a, &m, NULL).status, 0);
+	assert_int_equal(ask(a, &bad, NULL).status, -EPERM);
+	assert_int_equal(__atomic_load_n(&replies_sent, __ATOMIC_RELAXED), 2);
+	assert_int_equal(__atomic_load_n(&plain_replies_under_lock, __ATOMIC_RELAXED), 0);
+	close(a);
+}
+
 static void test_ctl_refuses_a_bind_of_a_port_another_process_holds(void **state)
 {
 	(void)state;
@@ -876,6 +923,7 @@ int main(void)
 		C(test_ctl_refuses_any_request_before_hello),
 		C(test_ctl_refuses_a_second_hello),
 		C(test_ctl_refuses_a_malformed_message_and_counts_why),
+		C(test_ctl_replies_after_releasing_the_state_lock),
 		C(test_ctl_refuses_a_bind_of_a_port_another_process_holds),
 		C(test_ctl_refuses_a_listen_on_a_port_the_process_does_not_hold),
 		C(test_ctl_answers_a_release_of_a_connection_the_process_does_not_hold),
