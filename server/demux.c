@@ -242,9 +242,11 @@ _Static_assert(TX_HEAD_COPY <= TX_SPLIT_MIN, "a split frame's head fits its buff
 /* A process's frame, once checked, goes out from what ulsd copied, never again from the
  * ring: the process can rewrite its ring at any time, and a header rewritten between the
  * check and the send would get past the filter. The rest of a split frame is data, which
- * is the process's own to send. */
-static int send_checked(struct srv *s, struct srv_lease *l, uint8_t *slot, size_t head,
-			const uint8_t *f, size_t len, uint32_t off)
+ * is the process's own to send.
+ *
+ * check_tx: whether the frame in slot (its first bytes copied from the ring) may leave as
+ * process l's; a refused one's slot is given back and counted. s->lock and s->tx_lock held. */
+static int check_tx(struct srv *s, struct srv_lease *l, uint8_t *slot, size_t len, uint32_t off)
 {
 	struct flt_pkt p;
 	int rc = flt_parse(slot, len, &p);
@@ -269,14 +271,17 @@ static int send_checked(struct srv *s, struct srv_lease *l, uint8_t *slot, size_
 				l->id, (int)l->pid,
 				size_ok ? flt_reason_name((enum flt_reason)-rc) : "size or offload",
 				p.ip.proto, p.sport, p.dport);
-		return rc;
 	}
-	rc = head < len ? nif_tap_tx_send_split(s->tap, slot, head, f + head, len - head, off)
-			: nif_tap_tx_queue(s->tap, slot, len, off);
+	return rc;
+}
+
+/* The TAP took a checked frame (rc 0) or refused its offload word (s->lock held). */
+static void count_sent(struct srv *s, struct srv_lease *l, size_t len, uint32_t off, int rc)
+{
 	if (rc < 0) {
 		s->ctr.v[SRV_DROP_TX_BAD_OFFLOAD]++;
 		l->tx_denied++;
-		return rc;
+		return;
 	}
 	s->ctr.v[SRV_FRAMES_SENT]++;
 	s->ctr.v[SRV_DATA_FRAMES_RELAYED]++;
@@ -284,18 +289,20 @@ static int send_checked(struct srv *s, struct srv_lease *l, uint8_t *slot, size_
 		s->ctr.v[SRV_FRAMES_GSO_SENT]++;
 	l->tx_frames++;
 	l->tx_bytes += len;
-	return 0;
 }
 
-/* A process published frames: check each against its endpoints and send it (s->lock held;
- * the TAP's transmit lock is taken here, after it). */
-void srv__drain_tx(struct srv *s, struct srv_lease *l)
+/* Check and send what process l published (s->lock held; s->tx_lock is taken here, after
+ * it). hold: the demux thread's call, which leaves the first long frame (it goes out in a
+ * system call of its own, nif_tap_tx_send_split) in s->held, to be sent after s->lock is
+ * released (send_held); the frames after it wait in the ring, so the process's frames
+ * leave in order. */
+static void drain(struct srv *s, struct srv_lease *l, bool hold)
 {
 	size_t len;
 	uint32_t off;
 	const uint8_t *f;
 
-	if (!l->has_rings)
+	if (!l->has_rings || l->tx_held)
 		return;
 	pthread_mutex_lock(&s->tx_lock);
 	while ((f = nif_ring_cons_peek(&l->tx, &len, &off, &l->bad_slots))) {
@@ -313,13 +320,79 @@ void srv__drain_tx(struct srv *s, struct srv_lease *l)
 			break;  /* the TAP is gone; the frames wait in the ring */
 		size_t head = len > TX_SPLIT_MIN ? TX_HEAD_COPY : len;
 		memcpy(slot, f, head);
-		if (send_checked(s, l, slot, head, f, len, off) == 0)
-			bd_tx_slot(f, t_taken);
+		int rc = check_tx(s, l, slot, len, off);
+		if (rc == 0 && head < len && hold && s->nheld < SRV_MAX_LEASES) {
+			s->held[s->nheld++] = (struct srv_tx_held){
+				.l = l, .slot = slot, .head = head, .f = f, .len = len, .off = off,
+				.t_taken = t_taken,
+			};
+			l->tx_held = true;
+			break;
+		}
+		if (rc == 0) {
+			rc = head < len ? nif_tap_tx_send_split(s->tap, slot, head, f + head, len - head,
+								off)
+					: nif_tap_tx_queue(s->tap, slot, len, off);
+			count_sent(s, l, len, off, rc);
+			if (rc == 0)
+				bd_tx_slot(f, t_taken);
+		}
 		nif_ring_cons_release(&l->tx);
 	}
 	pthread_mutex_unlock(&s->tx_lock);
 	s->ctr.v[SRV_DROP_TX_BAD_SLOT] += l->bad_slots;
 	l->bad_slots = 0;
+}
+
+/* The control thread's drain (RELEASE, UNBIND, HANDOFF, a lease's end; s->lock held): a
+ * frame of the ring the demux thread is sending without the lock goes first, and the
+ * frames after it leave here, before the caller changes the process's rules. */
+void srv__drain_tx(struct srv *s, struct srv_lease *l)
+{
+	while (l->tx_held)
+		pthread_cond_wait(&s->tx_released, &s->lock);
+	drain(s, l, false);
+}
+
+/* The long frames drain() held: sent without s->lock (each under s->tx_lock alone), then
+ * given back to their rings under it; their leases are drained again at the next round
+ * (s->again), where the frames after them wait. Demux thread. */
+static void send_held(struct srv *s)
+{
+	if (!s->nheld)
+		return;
+	for (unsigned i = 0; i < s->nheld; i++) {
+		struct srv_tx_held *h = &s->held[i];
+		pthread_mutex_lock(&s->tx_lock);
+		h->rc = nif_tap_tx_send_split(s->tap, h->slot, h->head, h->f + h->head,
+					      h->len - h->head, h->off);
+		pthread_mutex_unlock(&s->tx_lock);
+	}
+	pthread_mutex_lock(&s->lock);
+	for (unsigned i = 0; i < s->nheld; i++) {
+		struct srv_tx_held *h = &s->held[i];
+		count_sent(s, h->l, h->len, h->off, h->rc);
+		if (h->rc == 0)
+			bd_tx_slot(h->f, h->t_taken);
+		nif_ring_cons_release(&h->l->tx);
+		h->l->tx_held = false;
+		s->again[s->nagain++] = h->l;
+	}
+	s->nheld = 0;
+	pthread_cond_broadcast(&s->tx_released);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* The leases whose long frame went out in the last round: their next frames (s->lock
+ * held; before sync_leases, which may free a dead one). */
+static void drain_again(struct srv *s)
+{
+	unsigned n = s->nagain;
+
+	s->nagain = 0;
+	for (unsigned i = 0; i < n; i++)
+		if (!s->again[i]->dead)
+			drain(s, s->again[i], true);
 }
 
 static void on_event(void *arg, uint64_t tag)
@@ -329,7 +402,7 @@ static void on_event(void *arg, uint64_t tag)
 	struct srv_lease *l = srv__leases_live(&s->leases, tag);
 
 	if (l)
-		srv__drain_tx(s, l);
+		drain(s, l, true);
 }
 
 /* Start watching new leases, stop watching and free dead ones. */
@@ -349,7 +422,7 @@ static void sync_leases(struct srv *s)
 		} else if (!l->watched && l->has_rings) {
 			if (nif_tap_watch(s->tap, l->tx_efd, l->id) == 0)
 				l->watched = true;
-			srv__drain_tx(s, l);  /* frames it queued before we watched */
+			drain(s, l, true);  /* frames it queued before we watched */
 		}
 	}
 }
@@ -375,10 +448,12 @@ void *srv__demux_thread(void *arg)
 
 	nif_tap_set_event_fn(s->tap, on_event, s);
 	while (!srv__stopping(s)) {
-		nif_tap_wait(s->tap, 500);
+		/* Frames wait in a ring behind a long one sent last round: no sleep. */
+		nif_tap_wait(s->tap, s->nagain ? 0 : 500);
 		/* The tables' state: under the lock, the frames are looked up, copied into
 		 * the rings and the TAP's transmit buffers. */
 		pthread_mutex_lock(&s->lock);
+		drain_again(s);
 		sync_leases(s);
 		srv__reass_tick(s);
 		nif_tap_rx(s->tap, on_frame, s, RX_BUDGET);
@@ -388,10 +463,11 @@ void *srv__demux_thread(void *arg)
 		pthread_mutex_unlock(&s->tx_lock);
 		s->ctr.v[SRV_DROP_RX_BAD_VNET] = ts.rx_bad_vnet;
 		pthread_mutex_unlock(&s->lock);
-		/* The system calls of the batch (eventfd writes, the TAP's write): without
+		/* The system calls of the batch (eventfd writes, the TAP's writes): without
 		 * s->lock, so the control thread never waits for them. */
 		publish(s);
 		srv__tx_flush(s);
+		send_held(s);
 	}
 	return NULL;
 }

@@ -48,6 +48,17 @@ enum srv_datapath { SRV_DP_AUTO, SRV_DP_DIRECT, SRV_DP_RELAY };
 struct srv_dp;
 struct srv_reass;
 
+/* A process's frame checked and waiting to be sent without s->lock (demux.c). */
+struct srv_tx_held {
+	struct srv_lease *l;
+	uint8_t *slot;          /* the TAP transmit buffer holding its first head bytes */
+	const uint8_t *f;       /* the frame in the process's ring */
+	size_t head, len;
+	uint32_t off;
+	uint64_t t_taken;
+	int rc;
+};
+
 struct srv {
 	/* node */
 	char tap_name[32];
@@ -71,6 +82,14 @@ struct srv {
 	/* Leases with unpublished frames: the demux thread's alone, used without the lock. */
 	struct srv_lease *pending[SRV_MAX_LEASES];
 	unsigned npending;
+	/* Long frames checked under the lock and sent after it (demux.c, send_held), at most
+	 * one per lease, and their leases, drained again at the next round: the demux
+	 * thread's. tx_released is signalled when they are back in their rings. */
+	struct srv_tx_held held[SRV_MAX_LEASES];
+	unsigned nheld;
+	struct srv_lease *again[SRV_MAX_LEASES];
+	unsigned nagain;
+	pthread_cond_t tx_released;
 	struct srv_ports *ports;                    /* ports.h */
 	struct srv_custody_set custody;             /* custody.h */
 	struct srv_handoff *handoff;
@@ -112,6 +131,8 @@ static inline bool srv__stopping(struct srv *s)
 void *srv__demux_thread(void *arg);
 void srv__send_frame(struct srv *s, const uint8_t *frame, size_t len);
 void srv__tx_flush(struct srv *s);   /* s->lock not held */
+/* A process's frames (control thread, s->lock held): check each against its endpoints and
+ * send it, after any the demux thread is sending without the lock. */
 void srv__drain_tx(struct srv *s, struct srv_lease *l);
 /* A frame for a process on the relay path, into its ring. */
 void srv__deliver(struct srv *s, struct srv_lease *l, const uint8_t *frame, size_t len);

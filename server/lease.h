@@ -39,6 +39,9 @@ struct srv_lease {
 	unsigned queue;
 	int dp_ring[2];         /* ulsd's descriptors of its io_urings, -1: none */
 	bool has_rings;         /* the relay's ring pair and eventfds exist */
+	/* A checked frame of its tx ring is being sent by the demux thread without s->lock
+	 * (demux.c, send_held): nobody else consumes the ring until it is cleared. */
+	bool tx_held;
 	/* The connection table the process writes (netif/conntab.h), mapped by the control
 	 * thread; NULL until the process asks for it (CTL_CONNTAB). */
 	void *conntab;

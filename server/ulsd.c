@@ -184,6 +184,7 @@ int main(int argc, char **argv)
 
 	pthread_mutex_init(&s.lock, NULL);
 	pthread_mutex_init(&s.tx_lock, NULL);
+	pthread_cond_init(&s.tx_released, NULL);
 	s.datapath = SRV_DP_AUTO;
 	s.offload = offload_default();
 	s.trace = getenv("ULSD_TRACE") && !strcmp(getenv("ULSD_TRACE"), "1");

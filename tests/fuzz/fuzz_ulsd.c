@@ -57,6 +57,7 @@ static void init(void)
 	memset(&srv, 0, sizeof(srv));
 	pthread_mutex_init(&srv.lock, NULL);
 	pthread_mutex_init(&srv.tx_lock, NULL);
+	pthread_cond_init(&srv.tx_released, NULL);
 	srv.flt = flt_table_new();
 	srv.ports = srv.flt ? srv__ports_new(srv.flt, &srv.custody, (const uint64_t[2]){ 1, 2 }) : NULL;
 	CHECK(srv.ports && srv__reass_init(&srv) == 0);

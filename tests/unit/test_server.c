@@ -74,6 +74,7 @@ static int setup(void **state)
 	memset(&srv, 0, sizeof(srv));
 	pthread_mutex_init(&srv.lock, NULL);
 	pthread_mutex_init(&srv.tx_lock, NULL);
+	pthread_cond_init(&srv.tx_released, NULL);
 	srv.flt = flt_table_new();
 	srv.tap = faketap();
 	srv.ip = NODE_IP;
@@ -508,6 +509,61 @@ static void test_demux_flushes_the_tap_without_the_state_lock(void **state)
 	assert_int_equal(flushes_with_state_lock, 0);
 }
 
+/* A frame longer than 2048 bytes leaves from the process's ring in a system call of its
+ * own (nif_tap_tx_send_split): the demux thread checks it under the state lock and sends it
+ * after releasing it; the process's next frame leaves after it, at the next round. */
+static unsigned long_txs, long_txs_under_state_lock;
+
+static void on_long_tx(void)
+{
+	if (faketap_nsent < FAKETAP_MAX_SENT && faketap_nsent < 1) {
+		long_txs++;
+		long_txs_under_state_lock += held(&srv.lock);
+	}
+}
+
+static void test_demux_sends_a_long_process_frame_without_the_state_lock_and_in_order(void **state)
+{
+	(void)state;
+	srv.mtu = 4000;   /* a frame longer than the split threshold fits the MTU */
+	struct srv_lease *a = new_lease(0);
+	assert_int_equal(srv__lease_rings(&srv, a), 0);
+	assert_int_equal(connected(a, 5001), 5001);
+	struct fspec mine = { .src_mac = node_mac, .dst_mac = peer_mac, .src = NODE_IP,
+			      .dst = PEER_IP, .sport = 5001, .dport = 80, .payload = 3000 };
+	struct frame hdr, small;
+	build(&hdr, &mine);       /* headers only: the payload is zeros */
+	static uint8_t big[4096];
+	size_t big_len = hdr.len;
+	memset(big, 0, sizeof(big));
+	memcpy(big, hdr.b, 14 + 20 + 20);
+	mine.payload = 10;
+	build(&small, &mine);
+	struct nif_ring tx;
+	nif_ring_attach(&tx, a->rings, &a->layout, 1, a->tx_efd, true);
+	uint8_t *slot = nif_ring_prod_slot(&tx, big_len);
+	assert_non_null(slot);
+	memcpy(slot, big, big_len);
+	nif_ring_prod_commit(&tx, big_len, 0);
+	nif_ring_prod_publish(&tx);
+	process_sends(a, &small);
+	long_txs = long_txs_under_state_lock = 0;
+	faketap_on_tx = on_long_tx;
+	srv.leases.changed = true;   /* the demux thread watches it and drains its ring */
+	demux(NULL, 0);
+	assert_int_equal(nsent, 1);            /* the long one; the short one waits behind it */
+	assert_int_equal(sent[0].len, 256);    /* its head (the rest left from the ring) */
+	assert_false(a->tx_held);
+	demux(NULL, 0);
+	faketap_on_tx = NULL;
+	assert_int_equal(nsent, 2);
+	assert_memory_equal(sent[1].b, small.b, small.len);
+	assert_int_equal(long_txs, 1);
+	assert_int_equal(long_txs_under_state_lock, 0);
+	assert_int_equal(a->tx_frames, 2);
+	assert_int_equal(a->tx_bytes, big_len + small.len);
+}
+
 static void test_arp_request_for_another_address_gets_no_reply(void **state)
 {
 	(void)state;
@@ -910,6 +966,7 @@ int main(void)
 		T(test_demux_answers_a_segment_no_process_owns_with_a_reset),
 		T(test_demux_drops_frames_of_a_connection_in_transit_unanswered),
 		T(test_demux_sends_a_process_frame_only_from_its_own_endpoint),
+		T(test_demux_sends_a_long_process_frame_without_the_state_lock_and_in_order),
 		T(test_arp_request_for_the_node_gets_a_reply_with_its_mac),
 		T(test_arp_request_for_another_address_gets_no_reply),
 		T(test_demux_flushes_the_tap_without_the_state_lock),
