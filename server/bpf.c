@@ -81,13 +81,13 @@ static void on_change(void *arg, enum flt_kind kind, uint8_t proto, uint16_t lpo
 		if (owner == FLT_NO_OWNER)
 			bpf_map_delete_elem(d->fd_conn, &k);
 		else if (bpf_map_update_elem(d->fd_conn, &k, &owner, BPF_ANY) < 0)
-			s->ctr[SRV_DP_MAP_ERRORS]++;
+			s->ctr.v[SRV_DP_MAP_ERRORS]++;
 		return;
 	}
 	struct flt_dp_listen_key k = { .lport = lport, .proto = proto };
 	struct flt_dp_group *g = calloc(1, sizeof(*g));
 	if (!g) {
-		s->ctr[SRV_DP_MAP_ERRORS]++;
+		s->ctr.v[SRV_DP_MAP_ERRORS]++;
 		return;
 	}
 	if (flt_group_get(s->flt, proto, lport, d->all, &g->n_all, d->pick, &g->n_pick) < 0) {
@@ -96,7 +96,7 @@ static void on_change(void *arg, enum flt_kind kind, uint8_t proto, uint16_t lpo
 		memcpy(g->all, d->all, sizeof(g->all[0]) * g->n_all);
 		memcpy(g->pick, d->pick, sizeof(g->pick[0]) * g->n_pick);
 		if (bpf_map_update_elem(d->fd_listen, &k, g, BPF_ANY) < 0)
-			s->ctr[SRV_DP_MAP_ERRORS]++;
+			s->ctr.v[SRV_DP_MAP_ERRORS]++;
 	}
 	free(g);
 }
@@ -340,9 +340,9 @@ int srv__dp_lease_direct(struct srv *s, struct srv_lease *l, const int32_t ring_
 		 * lease ended, so that the next owner's frames never reach them. */
 		if (exposed && recycle_queue(s, (unsigned)q) < 0) {
 			d->qowner[q] = Q_RETIRED;
-			s->ctr[SRV_DP_QUEUES_RETIRED]++;
+			s->ctr.v[SRV_DP_QUEUES_RETIRED]++;
 		} else if (exposed) {
-			s->ctr[SRV_DP_QUEUES_RECYCLED]++;
+			s->ctr.v[SRV_DP_QUEUES_RECYCLED]++;
 		}
 		return rc;
 	}
@@ -400,11 +400,11 @@ void srv__dp_lease_end(struct srv *s, struct srv_lease *l)
 	fold_qstat(d, q);
 	if (recycle_queue(s, q) < 0) {
 		d->qowner[q] = Q_RETIRED;
-		s->ctr[SRV_DP_QUEUES_RETIRED]++;
+		s->ctr.v[SRV_DP_QUEUES_RETIRED]++;
 		srv__log(1, "queue %u could not be renewed: not used again", q);
 	} else {
 		d->qowner[q] = 0;
-		s->ctr[SRV_DP_QUEUES_RECYCLED]++;
+		s->ctr.v[SRV_DP_QUEUES_RECYCLED]++;
 	}
 	l->direct = false;
 }
@@ -440,7 +440,7 @@ void srv__dp_stats(struct srv *s, srv_dp_stat_fn *fn, void *arg)
 			qstat_add(&tot, &st);
 			used++;
 			if (d->qowner[q] < SRV_MAX_LEASES)
-				l = s->leases[d->qowner[q]];
+				l = s->leases.by_id[d->qowner[q]];
 		}
 		snprintf(name, sizeof(name), "queue.%u.pid", q);
 		fn(arg, name, l ? (uint64_t)l->pid : 0);

@@ -107,7 +107,7 @@ static int send_error(struct srv *s, const struct in6 *in, uint8_t type, uint8_t
 	size_t quote = IP6_HLEN + in->ip.payload_len;
 
 	if (!srv__tokens_allow(&s->icmp_tokens_ms, &s->icmp_tokens, SRV_ICMP_RATE_PER_S)) {
-		s->ctr[SRV_DROP_ICMP_RATE]++;
+		s->ctr.v[SRV_DROP_ICMP_RATE]++;
 		return -1;
 	}
 	if (quote > WIRE_ICMPV6_ERROR_MAX - IP6_HLEN - ICMP6_HLEN)
@@ -149,18 +149,18 @@ static int check_options(struct srv *s, const struct in6 *in)
 					continue;
 				}
 				if (o + 2 > off + hlen || o + 2 + ip[o + 1] > off + hlen) {
-					s->ctr[SRV_DROP_IPV6_EXT_HEADERS]++;
+					s->ctr.v[SRV_DROP_IPV6_EXT_HEADERS]++;
 					return -1;
 				}
 				unsigned action = type >> 6;
 				if (type != 1 && action != 0) {   /* not PadN, not "skip" */
-					s->ctr[SRV_DROP_IPV6_OPTION]++;
+					s->ctr.v[SRV_DROP_IPV6_OPTION]++;
 					if ((action == 2 || (action == 3 &&
 							     !wire_ipv6_is_multicast(in->ip.dst))) &&
 					    !wire_ipv6_is_unspecified(in->ip.src) &&
 					    send_error(s, in, WIRE_ICMPV6_PARAM_PROB,
 						       PARAM_PROB_OPTION, (uint32_t)o) == 0)
-						s->ctr[SRV_ICMPV6_PARAM_PROB_SENT]++;
+						s->ctr.v[SRV_ICMPV6_PARAM_PROB_SENT]++;
 					return -1;
 				}
 				o += 2 + (size_t)ip[o + 1];
@@ -185,7 +185,7 @@ static void reply_echo(struct srv *s, const struct in6 *in)
 
 	if (in->l4_len + IP6_HLEN > s->mtu) {
 		/* Only a fragmented request is longer than the link; those are dropped before. */
-		s->ctr[SRV_DROP_ECHO_UNANSWERED]++;
+		s->ctr.v[SRV_DROP_ECHO_UNANSWERED]++;
 		return;
 	}
 	put_headers(s, f, in->eth.src, src, in->ip.src, WIRE_IPPROTO_ICMPV6, in->l4_len,
@@ -195,7 +195,7 @@ static void reply_echo(struct srv *s, const struct in6 *in)
 	icmp[WIRE_ICMPV6_OFF_CODE] = 0;
 	wire_icmpv6_set_checksum(src, in->ip.src, icmp, in->l4_len);
 	srv__send_frame(s, f, ETH_HLEN + IP6_HLEN + in->l4_len);
-	s->ctr[SRV_ICMP_ECHO_REPLIES]++;
+	s->ctr.v[SRV_ICMP_ECHO_REPLIES]++;
 }
 
 /* RFC 4861 §7.1.1 and §7.1.2: what every NS and NA must be to be considered at all. */
@@ -238,7 +238,7 @@ static void reply_ns(struct srv *s, const struct in6 *in, const struct wire_nd *
 		 * following requirements MUST be silently discarded: - The Target Address is
 		 * a "valid" unicast or anycast address assigned to the receiving interface"
 		 * (the node proxies for nobody and runs no duplicate address detection). */
-		s->ctr[SRV_DROP_ND_NOT_FOR_NODE]++;
+		s->ctr.v[SRV_DROP_ND_NOT_FOR_NODE]++;
 		return;
 	}
 	if (wire_ipv6_is_unspecified(in->ip.src)) {
@@ -272,7 +272,7 @@ static void reply_ns(struct srv *s, const struct in6 *in, const struct wire_nd *
 	memcpy(na + WIRE_ND_NA_LEN + 2, s->mac, WIRE_ETH_ALEN);
 	wire_icmpv6_set_checksum(ns->target, dst, na, NA_LEN);
 	srv__send_frame(s, f, sizeof(f));
-	s->ctr[SRV_ND_ADVERTS_SENT]++;
+	s->ctr.v[SRV_ND_ADVERTS_SENT]++;
 }
 
 static void input_icmp6(struct srv *s, const struct in6 *in)
@@ -281,13 +281,13 @@ static void input_icmp6(struct srv *s, const struct in6 *in)
 	struct wire_nd nd;
 
 	if (wire_icmpv6_view(&ic, in->l4, in->l4_len) < 0) {
-		s->ctr[SRV_DROP_ICMPV6_HEADER]++;
+		s->ctr.v[SRV_DROP_ICMPV6_HEADER]++;
 		return;
 	}
 	/* RFC 4443 §2.3 and RFC 4861 §7.1.1 "The ICMP Checksum is valid": the checksum is
 	 * mandatory in IPv6 and the kernel does not offload ICMPv6's. */
 	if (!wire_icmpv6_checksum_ok(in->ip.src, in->ip.dst, in->l4, in->l4_len)) {
-		s->ctr[SRV_DROP_ICMPV6_CHECKSUM]++;
+		s->ctr.v[SRV_DROP_ICMPV6_CHECKSUM]++;
 		return;
 	}
 	switch (ic.type) {
@@ -297,27 +297,27 @@ static void input_icmp6(struct srv *s, const struct in6 *in)
 	case WIRE_ND_NEIGHBOR_SOLICIT:
 	case WIRE_ND_NEIGHBOR_ADVERT:
 		if (wire_nd_view(&nd, in->l4, in->l4_len) < 0 || !nd_valid(in, &nd)) {
-			s->ctr[SRV_DROP_ND_INVALID]++;
+			s->ctr.v[SRV_DROP_ND_INVALID]++;
 			return;
 		}
 		if (ic.type == WIRE_ND_NEIGHBOR_SOLICIT) {
 			reply_ns(s, in, &nd);
 			return;
 		}
-		s->ctr[SRV_ND_ADVERTS_RECEIVED]++;
+		s->ctr.v[SRV_ND_ADVERTS_RECEIVED]++;
 		/* §7.2.5 is the processes' business once they carry IPv6 (docs/ipv6.md: NA
 		 * copied to every process, as ARP replies are). An advertisement for one of
 		 * the node's own addresses from another station is a duplicate address. */
 		if (srv__is_node_ip6(s, nd.target) &&
 		    memcmp(in->eth.src, s->mac, WIRE_ETH_ALEN) != 0) {
-			s->ctr[SRV_ND_ADDRESS_CONFLICT]++;
+			s->ctr.v[SRV_ND_ADDRESS_CONFLICT]++;
 			srv__log(1, "another station advertises one of the node's IPv6 addresses");
 		}
 		return;
 	default:
 		/* Errors about processes' packets, router messages, echo replies: no process
 		 * carries IPv6 yet, and the node is not a router. */
-		s->ctr[SRV_DROP_NO_OWNER]++;
+		s->ctr.v[SRV_DROP_NO_OWNER]++;
 		return;
 	}
 }
@@ -331,20 +331,20 @@ static void reply_rst(struct srv *s, const struct in6 *in)
 	struct wire_tcp t;
 
 	if (wire_tcp_view(&t, in->l4, in->l4_len) < 0) {
-		s->ctr[SRV_DROP_NO_OWNER]++;
+		s->ctr.v[SRV_DROP_NO_OWNER]++;
 		return;
 	}
 	if (t.flags & WIRE_TCP_RST) {
-		s->ctr[SRV_DROP_RST_FOR_RST]++;
+		s->ctr.v[SRV_DROP_RST_FOR_RST]++;
 		return;
 	}
 	if (!srv__is_node_ip6(s, in->ip.dst) || wire_eth_is_group(in->eth.dst)) {
 		/* RFC 1122 §4.2.3.10's rule for IPv6 too: nothing to a group is reset. */
-		s->ctr[SRV_DROP_RST_NOT_UNICAST]++;
+		s->ctr.v[SRV_DROP_RST_NOT_UNICAST]++;
 		return;
 	}
 	if (!srv__tokens_allow(&s->rst_tokens_ms, &s->rst_tokens, SRV_RST_RATE_PER_S)) {
-		s->ctr[SRV_DROP_RST_RATE]++;
+		s->ctr.v[SRV_DROP_RST_RATE]++;
 		return;
 	}
 	if (t.flags & WIRE_TCP_ACK)
@@ -357,7 +357,7 @@ static void reply_rst(struct srv *s, const struct in6 *in)
 	uint32_t sum = wire_sum_pseudo6(0, in->ip.dst, in->ip.src, WIRE_IPPROTO_TCP, TCP_HLEN);
 	wire_wr16(tcp + WIRE_TCP_OFF_CHECKSUM, wire_sum_finish(wire_sum(sum, tcp, TCP_HLEN)));
 	srv__send_frame(s, f, sizeof(f));
-	s->ctr[SRV_RST_SENT]++;
+	s->ctr.v[SRV_RST_SENT]++;
 }
 
 /* RFC 4443 §3.1: "If the transport protocol ... has no listener, the destination node
@@ -365,48 +365,48 @@ static void reply_rst(struct srv *s, const struct in6 *in)
 static void reply_port_unreachable(struct srv *s, const struct in6 *in)
 {
 	if (!may_send_error(in)) {
-		s->ctr[SRV_DROP_ICMP_ERROR_NOT_UNICAST]++;
+		s->ctr.v[SRV_DROP_ICMP_ERROR_NOT_UNICAST]++;
 		return;
 	}
 	if (send_error(s, in, WIRE_ICMPV6_DST_UNREACH, WIRE_ICMPV6_UNREACH_PORT, 0) == 0)
-		s->ctr[SRV_ICMP_UNREACH_SENT]++;
+		s->ctr.v[SRV_ICMP_UNREACH_SENT]++;
 }
 
 void srv__input_ip6(struct srv *s, const uint8_t *frame, size_t len)
 {
 	struct in6 in = { .frame = frame, .len = len };
 
-	s->ctr[SRV_IPV6_FRAMES]++;
+	s->ctr.v[SRV_IPV6_FRAMES]++;
 	if (wire_eth_view(&in.eth, frame, len) < 0) {
-		s->ctr[SRV_DROP_IPV6_HEADER]++;
+		s->ctr.v[SRV_DROP_IPV6_HEADER]++;
 		return;
 	}
 	if (!wire_eth_is_group(in.eth.dst) && memcmp(in.eth.dst, s->mac, WIRE_ETH_ALEN) != 0) {
-		s->ctr[SRV_DROP_NOT_FOR_NODE]++;
+		s->ctr.v[SRV_DROP_NOT_FOR_NODE]++;
 		return;
 	}
 	/* RFC 8200 §3: Version 6, and Payload Length within what arrived. */
 	if (wire_ipv6_view(&in.ip, in.eth.payload, in.eth.payload_len) < 0 ||
 	    /* RFC 4291 §2.7: "Multicast addresses must not be used as source addresses". */
 	    wire_ipv6_is_multicast(in.ip.src)) {
-		s->ctr[SRV_DROP_IPV6_HEADER]++;
+		s->ctr.v[SRV_DROP_IPV6_HEADER]++;
 		return;
 	}
 	if (!srv__is_node_ip6(s, in.ip.dst) && !is_node_group(s, in.ip.dst)) {
-		s->ctr[SRV_DROP_NOT_FOR_NODE]++;
+		s->ctr.v[SRV_DROP_NOT_FOR_NODE]++;
 		return;
 	}
-	s->ctr[SRV_FRAMES_TO_SERVER]++;
+	s->ctr.v[SRV_FRAMES_TO_SERVER]++;
 	if (wire_ipv6_upper(&in.up, &in.ip) < 0) {
 		/* An extension header past the payload, Hop-by-Hop not first, or a chain
 		 * longer than WIRE_IPV6_EXT_MAX. */
-		s->ctr[SRV_DROP_IPV6_EXT_HEADERS]++;
+		s->ctr.v[SRV_DROP_IPV6_EXT_HEADERS]++;
 		return;
 	}
 	if (in.up.fragment) {
 		/* Deviation: no IPv6 reassembly yet (RFC 8200 §4.5 asks for 1500 octets;
 		 * docs/ipv6.md); nothing the node answers needs more than one frame. */
-		s->ctr[SRV_DROP_IPV6_FRAGMENT]++;
+		s->ctr.v[SRV_DROP_IPV6_FRAGMENT]++;
 		return;
 	}
 	if (check_options(s, &in) < 0)
@@ -425,18 +425,18 @@ void srv__input_ip6(struct srv *s, const uint8_t *frame, size_t len)
 		break;
 	case WIRE_IPPROTO_NONE:
 		/* RFC 8200 §4.7: nothing follows; nothing to do. */
-		s->ctr[SRV_DROP_NO_OWNER]++;
+		s->ctr.v[SRV_DROP_NO_OWNER]++;
 		break;
 	default:
 		/* RFC 8200 §4: an unrecognized Next Header: "discard the packet and send an
 		 * ICMP Parameter Problem message to the source of the packet, with an ICMP
 		 * Code value of 1 ... and the ICMP Pointer field containing the offset of the
 		 * unrecognized value within the original packet". */
-		s->ctr[SRV_DROP_IPV6_NEXT_HEADER]++;
+		s->ctr.v[SRV_DROP_IPV6_NEXT_HEADER]++;
 		if (may_send_error(&in) &&
 		    send_error(s, &in, WIRE_ICMPV6_PARAM_PROB, PARAM_PROB_NEXT_HEADER,
 			       (uint32_t)in.up.nh_off) == 0)
-			s->ctr[SRV_ICMPV6_PARAM_PROB_SENT]++;
+			s->ctr.v[SRV_ICMPV6_PARAM_PROB_SENT]++;
 		break;
 	}
 }

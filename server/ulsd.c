@@ -210,10 +210,13 @@ int main(int argc, char **argv)
 	};
 	static struct srv s;
 	bool have_ip = false, have_mac = false;
+	uint64_t port_key[2];   /* RFC 6056 §3.3.3's secret key (ports.c) */
 	unsigned mtu = 0;
 	int c;
 
 	pthread_mutex_init(&s.lock, NULL);
+	pthread_mutex_init(&s.tx_lock, NULL);
+	pthread_cond_init(&s.tx_released, NULL);
 	s.datapath = SRV_DP_AUTO;
 	s.offload = offload_default();
 	s.trace = getenv("ULSD_TRACE") && !strcmp(getenv("ULSD_TRACE"), "1");
@@ -315,7 +318,7 @@ int main(int argc, char **argv)
 	if (s.has_ip6)
 		wire_ipv6_link_local(s.ip6_ll, s.mac);
 	if (getrandom(s.isn_secret, sizeof(s.isn_secret), 0) != (ssize_t)sizeof(s.isn_secret) ||
-	    getrandom(s.port_key, sizeof(s.port_key), 0) != (ssize_t)sizeof(s.port_key)) {
+	    getrandom(port_key, sizeof(port_key), 0) != (ssize_t)sizeof(port_key)) {
 		fprintf(stderr, "ulsd: getrandom: %s\n", strerror(errno));
 		return 1;
 	}
@@ -333,7 +336,8 @@ int main(int argc, char **argv)
 	s.mtu = nif_tap_mtu(s.tap);
 	s.tap_index = if_nametoindex(s.tap_name);
 	s.flt = flt_table_new();
-	if (srv__reass_init(&s) < 0) {
+	s.ports = s.flt ? srv__ports_new(s.flt, &s.custody, port_key) : NULL;
+	if (!s.ports || srv__reass_init(&s) < 0) {
 		fprintf(stderr, "ulsd: out of memory\n");
 		return 1;
 	}
@@ -383,7 +387,7 @@ int main(int argc, char **argv)
 	rc = srv__ctl_run(&s, lfd);
 	if (rc < 0)
 		srv__log(0, "control thread: %s", strerror(-rc));
-	s.stop = true;
+	srv__stop(&s);
 	nif_tap_wake(s.tap);
 	pthread_join(demux, NULL);
 	close(lfd);

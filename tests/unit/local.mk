@@ -91,7 +91,7 @@ tests_unit_test_ring_LDADD = netif/libnif.la $(CMOCKA_LIBS)
 tests_unit_test_vnet_SOURCES = tests/unit/test_vnet.c
 tests_unit_test_vnet_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_vnet_LDADD = netif/libnif.la $(CMOCKA_LIBS)
-tests_unit_test_ports_SOURCES = tests/unit/test_ports.c server/ports.c
+tests_unit_test_ports_SOURCES = tests/unit/test_ports.c server/ports.c server/custody.c
 tests_unit_test_ports_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS) -I$(top_srcdir)/stack
 tests_unit_test_ports_LDADD = filter/libflt.la netif/libnif.la $(CMOCKA_LIBS)
 tests_unit_test_reply_SOURCES = tests/unit/test_reply.c server/reply.c
@@ -142,7 +142,8 @@ check_PROGRAMS += tests/unit/test_server
 TESTS += tests/unit/test_server
 tests_unit_test_server_SOURCES = tests/unit/test_server.c tests/unit/faketap.c \
 	tests/unit/faketap.h server/ctl.c server/lease.c \
-	server/ports.c server/handoff.c server/demux.c server/reply.c server/reply6.c server/reass.c \
+	server/ports.c server/custody.c server/counters.c server/handoff.c server/demux.c server/reply.c \
+	server/reply6.c server/reass.c \
 	server/bpf_none.c
 tests_unit_test_server_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
 tests_unit_test_server_LDADD = filter/libflt.la netif/libnif.la $(LIBURING_LIBS) $(CMOCKA_LIBS) -lpthread

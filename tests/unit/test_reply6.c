@@ -147,7 +147,7 @@ static void ns_multicast_for_node_address_answered_solicited_override(void **sta
 	srv__input_ip6(&srv, f.b, f.len);
 	/* To the option's link-layer address, not the frame's source. */
 	sent_na(opt_mac, peer_ip6, node_ip6, WIRE_ND_NA_SOLICITED | WIRE_ND_NA_OVERRIDE);
-	assert_int_equal(srv.ctr[SRV_ND_ADVERTS_SENT], 1);
+	assert_int_equal(srv.ctr.v[SRV_ND_ADVERTS_SENT], 1);
 }
 
 static void ns_unicast_for_link_local_without_option_answered_to_frame_source(void **state)
@@ -210,17 +210,17 @@ static void invalid_ns_dropped_and_counted(void **state)
 	n = ns(m, node_ip6, opt_mac);
 	build(&f, gmac, unspec, g, WIRE_IPPROTO_ICMPV6, 255, m, n);
 	srv__input_ip6(&srv, f.b, f.len);
-	assert_int_equal(srv.ctr[SRV_DROP_ND_INVALID], 6);
+	assert_int_equal(srv.ctr.v[SRV_DROP_ND_INVALID], 6);
 	/* a wrong checksum */
 	build(&f, gmac, peer_ip6, g, WIRE_IPPROTO_ICMPV6, 255, m, n);
 	f.b[WIRE_ETH_HLEN + WIRE_IPV6_HLEN + 2] ^= 0x40;
 	srv__input_ip6(&srv, f.b, f.len);
-	assert_int_equal(srv.ctr[SRV_DROP_ICMPV6_CHECKSUM], 1);
+	assert_int_equal(srv.ctr.v[SRV_DROP_ICMPV6_CHECKSUM], 1);
 	/* a target that is not the node's */
 	n = ns(m, other_ip6, opt_mac);
 	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_ICMPV6, 255, m, n);
 	srv__input_ip6(&srv, f.b, f.len);
-	assert_int_equal(srv.ctr[SRV_DROP_ND_NOT_FOR_NODE], 1);
+	assert_int_equal(srv.ctr.v[SRV_DROP_ND_NOT_FOR_NODE], 1);
 	assert_int_equal(nsent, 0);
 }
 
@@ -248,7 +248,7 @@ static void echo_request_answered_with_its_data(void **state)
 	assert_int_equal(ip.payload[0], WIRE_ICMPV6_ECHO_REPLY);
 	assert_memory_equal(ip.payload + 4, m + 4, sizeof(m) - 4);
 	assert_true(wire_icmpv6_checksum_ok(ip.src, ip.dst, ip.payload, ip.payload_len));
-	assert_int_equal(srv.ctr[SRV_ICMP_ECHO_REPLIES], 1);
+	assert_int_equal(srv.ctr.v[SRV_ICMP_ECHO_REPLIES], 1);
 	/* To all-nodes: answered from the address of the peer's scope (RFC 4443 §4.1). */
 	static const uint8_t all_mac[6] = { 0x33, 0x33, 0, 0, 0, 1 };
 	build(&f, all_mac, peer_ll, all_nodes, WIRE_IPPROTO_ICMPV6, 64, m, sizeof(m));
@@ -275,19 +275,19 @@ static void udp_to_nobody_gets_port_unreachable_quoting_it(void **state)
 	assert_int_equal(ip.payload_len, 8 + 40 + sizeof(u));
 	assert_memory_equal(ip.payload + 8, f.b + 14, 40 + sizeof(u));
 	assert_true(wire_icmpv6_checksum_ok(ip.src, ip.dst, ip.payload, ip.payload_len));
-	assert_int_equal(srv.ctr[SRV_ICMP_UNREACH_SENT], 1);
+	assert_int_equal(srv.ctr.v[SRV_ICMP_UNREACH_SENT], 1);
 	/* Not for a packet to a group (RFC 4443 §2.4 (e.3)). */
 	static const uint8_t all_mac[6] = { 0x33, 0x33, 0, 0, 0, 1 };
 	build(&f, all_mac, peer_ip6, all_nodes, WIRE_IPPROTO_UDP, 64, u, sizeof(u));
 	srv__input_ip6(&srv, f.b, f.len);
 	assert_int_equal(nsent, 1);
-	assert_int_equal(srv.ctr[SRV_DROP_ICMP_ERROR_NOT_UNICAST], 1);
+	assert_int_equal(srv.ctr.v[SRV_DROP_ICMP_ERROR_NOT_UNICAST], 1);
 	/* Rate-limited with IPv4's errors. */
 	srv.icmp_tokens = 0;
 	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_UDP, 64, u, sizeof(u));
 	srv__input_ip6(&srv, f.b, f.len);
 	assert_int_equal(nsent, 1);
-	assert_int_equal(srv.ctr[SRV_DROP_ICMP_RATE], 1);
+	assert_int_equal(srv.ctr.v[SRV_DROP_ICMP_RATE], 1);
 }
 
 static void tcp_to_nobody_gets_rst(void **state)
@@ -325,8 +325,8 @@ static void tcp_to_nobody_gets_rst(void **state)
 	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_TCP, 64, t, sizeof(t));
 	srv__input_ip6(&srv, f.b, f.len);
 	assert_int_equal(nsent, 2);
-	assert_int_equal(srv.ctr[SRV_DROP_RST_FOR_RST], 1);
-	assert_int_equal(srv.ctr[SRV_RST_SENT], 2);
+	assert_int_equal(srv.ctr.v[SRV_DROP_RST_FOR_RST], 1);
+	assert_int_equal(srv.ctr.v[SRV_RST_SENT], 2);
 }
 
 /* RFC 8200 §3 and §4: what is dropped before anything is answered. */
@@ -348,24 +348,24 @@ static void bad_headers_dropped_and_counted(void **state)
 	/* A multicast source. */
 	build(&f, node_mac, all_nodes, node_ip6, WIRE_IPPROTO_TCP, 64, t, sizeof(t));
 	srv__input_ip6(&srv, f.b, f.len);
-	assert_int_equal(srv.ctr[SRV_DROP_IPV6_HEADER], 3);
+	assert_int_equal(srv.ctr.v[SRV_DROP_IPV6_HEADER], 3);
 	/* Another address, another MAC. */
 	build(&f, node_mac, peer_ip6, other_ip6, WIRE_IPPROTO_TCP, 64, t, sizeof(t));
 	srv__input_ip6(&srv, f.b, f.len);
 	build(&f, opt_mac, peer_ip6, node_ip6, WIRE_IPPROTO_TCP, 64, t, sizeof(t));
 	srv__input_ip6(&srv, f.b, f.len);
-	assert_int_equal(srv.ctr[SRV_DROP_NOT_FOR_NODE], 2);
+	assert_int_equal(srv.ctr.v[SRV_DROP_NOT_FOR_NODE], 2);
 	/* A fragment: no reassembly yet. */
 	uint8_t fr[8 + 20] = { WIRE_IPPROTO_TCP, 0, 0, 1, 0, 0, 0, 42 };
 	memcpy(fr + 8, t, 20);
 	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_FRAGMENT, 64, fr, sizeof(fr));
 	srv__input_ip6(&srv, f.b, f.len);
-	assert_int_equal(srv.ctr[SRV_DROP_IPV6_FRAGMENT], 1);
+	assert_int_equal(srv.ctr.v[SRV_DROP_IPV6_FRAGMENT], 1);
 	/* An extension header past the payload. */
 	uint8_t dx[8] = { WIRE_IPPROTO_TCP, 4 };
 	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_DSTOPTS, 64, dx, sizeof(dx));
 	srv__input_ip6(&srv, f.b, f.len);
-	assert_int_equal(srv.ctr[SRV_DROP_IPV6_EXT_HEADERS], 1);
+	assert_int_equal(srv.ctr.v[SRV_DROP_IPV6_EXT_HEADERS], 1);
 	assert_int_equal(nsent, 0);
 }
 
@@ -383,8 +383,8 @@ static void unknown_next_header_gets_parameter_problem_pointing_at_it(void **sta
 	assert_int_equal(ip.payload[0], WIRE_ICMPV6_PARAM_PROB);
 	assert_int_equal(ip.payload[1], 1);
 	assert_int_equal(wire_rd32(ip.payload + 4), 40);   /* the Destination Options' Next Header */
-	assert_int_equal(srv.ctr[SRV_ICMPV6_PARAM_PROB_SENT], 1);
-	assert_int_equal(srv.ctr[SRV_DROP_IPV6_NEXT_HEADER], 1);
+	assert_int_equal(srv.ctr.v[SRV_ICMPV6_PARAM_PROB_SENT], 1);
+	assert_int_equal(srv.ctr.v[SRV_DROP_IPV6_NEXT_HEADER], 1);
 }
 
 /* RFC 8200 §4.2: an unrecognized option's two high bits say what to do. */
@@ -404,13 +404,13 @@ static void unrecognized_options_acted_on_by_their_high_bits(void **state)
 	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_DSTOPTS, 64, d, sizeof(d));
 	wire_icmpv6_set_checksum(peer_ip6, node_ip6, f.b + 14 + 40 + 8, 8);
 	srv__input_ip6(&srv, f.b, f.len);
-	assert_int_equal(srv.ctr[SRV_ICMP_ECHO_REPLIES], 1);
+	assert_int_equal(srv.ctr.v[SRV_ICMP_ECHO_REPLIES], 1);
 	/* 01: discarded silently. */
 	d[2] = 0x7e;
 	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_DSTOPTS, 64, d, sizeof(d));
 	srv__input_ip6(&srv, f.b, f.len);
 	assert_int_equal(nsent, 1);
-	assert_int_equal(srv.ctr[SRV_DROP_IPV6_OPTION], 1);
+	assert_int_equal(srv.ctr.v[SRV_DROP_IPV6_OPTION], 1);
 	/* 10: discarded, Parameter Problem code 2 pointing at the option type (offset 42),
 	 * even for a packet to a group. */
 	d[2] = 0xbe;
@@ -429,13 +429,13 @@ static void unrecognized_options_acted_on_by_their_high_bits(void **state)
 	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_DSTOPTS, 64, d, sizeof(d));
 	srv__input_ip6(&srv, f.b, f.len);
 	assert_int_equal(nsent, 3);
-	assert_int_equal(srv.ctr[SRV_DROP_IPV6_OPTION], 4);
+	assert_int_equal(srv.ctr.v[SRV_DROP_IPV6_OPTION], 4);
 	/* An option running past its header: a malformed header. */
 	d[2] = 0x3e;
 	d[3] = 9;
 	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_DSTOPTS, 64, d, sizeof(d));
 	srv__input_ip6(&srv, f.b, f.len);
-	assert_int_equal(srv.ctr[SRV_DROP_IPV6_EXT_HEADERS], 1);
+	assert_int_equal(srv.ctr.v[SRV_DROP_IPV6_EXT_HEADERS], 1);
 	assert_int_equal(nsent, 3);
 }
 

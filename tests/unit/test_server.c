@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -72,6 +73,8 @@ static int setup(void **state)
 	(void)state;
 	memset(&srv, 0, sizeof(srv));
 	pthread_mutex_init(&srv.lock, NULL);
+	pthread_mutex_init(&srv.tx_lock, NULL);
+	pthread_cond_init(&srv.tx_released, NULL);
 	srv.flt = flt_table_new();
 	srv.tap = faketap();
 	srv.ip = NODE_IP;
@@ -83,7 +86,8 @@ static int setup(void **state)
 	srv.icmp_tokens = 100;
 	srv.rst_tokens_ms = srv.icmp_tokens_ms = now_ms;
 	nsent = 0;
-	return srv.flt && srv__reass_init(&srv) == 0 ? 0 : -1;
+	srv.ports = srv.flt ? srv__ports_new(srv.flt, &srv.custody, (const uint64_t[2]){ 1, 2 }) : NULL;
+	return srv.ports && srv__reass_init(&srv) == 0 ? 0 : -1;
 }
 
 /* Frees every lease through the demux thread's own path (sync_leases). */
@@ -94,14 +98,15 @@ static int teardown(void **state)
 	now_ms += SRV_HANDOFF_MS;
 	srv__handoff_tick(&srv);
 	for (uint32_t i = 1; i < SRV_MAX_LEASES; i++)
-		if (srv.leases[i] && !srv.leases[i]->dead)
-			srv__lease_end(&srv, srv.leases[i]);
-	srv.leases_changed = true;
+		if (srv.leases.by_id[i] && !srv.leases.by_id[i]->dead)
+			srv__lease_end(&srv, srv.leases.by_id[i]);
+	srv.leases.changed = true;
 	demux(NULL, 0);
 	for (uint32_t i = 1; i < SRV_MAX_LEASES; i++)
-		assert_null(srv.leases[i]);
+		assert_null(srv.leases.by_id[i]);
 	flt_table_free(srv.flt);
-	free(srv.custody);
+	srv__custody_free(&srv.custody);
+	srv__ports_free(srv.ports);
 	free(srv.handoff);
 	free(srv.reass);
 	return 0;
@@ -121,8 +126,8 @@ static struct srv_lease *new_lease(uid_t uid)
 /* A TCP connection of lease l from lport to the peer's port 80 (BIND, then CONNECT). */
 static int connected(struct srv_lease *l, uint16_t lport)
 {
-	int rc = srv__port_bind(&srv, l, IPPROTO_TCP, lport, 0);
-	return rc < 0 ? rc : srv__port_connect(&srv, l, lport, PEER_IP, 80);
+	int rc = srv__port_bind(srv.ports, SRV_OWNER(l), IPPROTO_TCP, lport, 0);
+	return rc < 0 ? rc : srv__port_connect(srv.ports, SRV_OWNER(l), lport, PEER_IP, 80);
 }
 
 static const uint8_t *tcp_of(const uint8_t *f) { return f + 14 + (f[14] & 0x0f) * 4; }
@@ -139,11 +144,11 @@ static void test_lease_ids_start_at_one_and_a_freed_id_is_not_given_again_at_onc
 	assert_int_equal(b->id, 2);
 	srv__lease_end(&srv, a);
 	demux(NULL, 0);  /* frees it */
-	assert_null(srv.leases[1]);
+	assert_null(srv.leases.by_id[1]);
 	struct srv_lease *c = new_lease(0);
 	assert_int_equal(c->id, 3);
-	assert_int_equal(srv.ctr[SRV_LEASES_OPENED], 3);
-	assert_int_equal(srv.ctr[SRV_LEASES_CLOSED], 1);
+	assert_int_equal(srv.ctr.v[SRV_LEASES_OPENED], 3);
+	assert_int_equal(srv.ctr.v[SRV_LEASES_CLOSED], 1);
 }
 
 static void test_lease_table_full_refuses_a_new_lease_with_emfile(void **state)
@@ -154,9 +159,48 @@ static void test_lease_table_full_refuses_a_new_lease_with_emfile(void **state)
 		assert_int_equal(srv__lease_new(&srv, -1, 1, 0, &l), 0);
 	assert_int_equal(srv__lease_new(&srv, -1, 1, 0, &l), -EMFILE);
 	for (uint32_t i = 1; i < SRV_MAX_LEASES; i++) {
-		srv.leases[i]->dead = true;
-		srv__lease_free(&srv, srv.leases[i]);
+		srv.leases.by_id[i]->dead = true;
+		srv__lease_free(&srv, srv.leases.by_id[i]);
 	}
+}
+
+/* The lease table alone (lease.h): only a live lease is found by its id, so that frames
+ * and transmit events for an ended process, an id past the table or the in-transit owner
+ * reach no ring. */
+static void test_lease_table_finds_only_live_leases_by_id(void **state)
+{
+	(void)state;
+	struct srv_leases t = { 0 };
+	struct srv_lease *a, *b;
+	assert_int_equal(srv__leases_add(&t, &a), 0);
+	assert_int_equal(srv__leases_add(&t, &b), 0);
+	assert_int_equal(a->fd, -1);
+	assert_ptr_equal(srv__leases_live(&t, a->id), a);
+	b->dead = true;
+	assert_null(srv__leases_live(&t, b->id));
+	assert_null(srv__leases_live(&t, 0));
+	assert_null(srv__leases_live(&t, SRV_IN_TRANSIT));
+	assert_null(srv__leases_live(&t, UINT64_MAX));
+	srv__leases_remove(&t, a);
+	assert_null(srv__leases_live(&t, a->id));
+	srv__leases_remove(&t, b);
+	free(a);
+	free(b);
+}
+
+/* ---- counters.c ----------------------------------------------------------------------- */
+
+/* STATS sends every counter by its name: each has one, and no two share it. */
+static void test_every_counter_has_a_name_of_its_own(void **state)
+{
+	(void)state;
+	for (int i = 0; i < SRV_COUNTER_MAX; i++) {
+		const char *n = srv__counter_name((enum srv_counter)i);
+		assert_non_null(n);
+		for (int j = 0; j < i; j++)
+			assert_string_not_equal(n, srv__counter_name((enum srv_counter)j));
+	}
+	assert_string_equal(srv__counter_name(SRV_COUNTER_MAX), "unknown");
 }
 
 static void test_lease_end_puts_its_tcp_connections_in_custody_and_frees_its_ports(void **state)
@@ -164,18 +208,18 @@ static void test_lease_end_puts_its_tcp_connections_in_custody_and_frees_its_por
 	(void)state;
 	struct srv_lease *a = new_lease(1000), *b = new_lease(1000);
 	assert_int_equal(connected(a, 5001), 5001);
-	assert_int_equal(srv__port_bind(&srv, a, IPPROTO_UDP, 6001, 0), 6001);
+	assert_int_equal(srv__port_bind(srv.ports, SRV_OWNER(a), IPPROTO_UDP, 6001, 0), 6001);
 	srv__learn_neighbour(&srv, PEER_IP, peer_mac);
 	srv__lease_end(&srv, a);
 	assert_true(a->dead);
-	assert_true(srv__custody_holds(&srv, 5001, PEER_IP, 80));
+	assert_true(srv__custody_holds(&srv.custody, 5001, PEER_IP, 80));
 	/* The peer is probed at once: an ACK far outside its window (reply.c). */
-	assert_int_equal(srv.ctr[SRV_RST_PROBES], 1);
+	assert_int_equal(srv.ctr.v[SRV_RST_PROBES], 1);
 	assert_int_equal(nsent, 1);
 	assert_memory_equal(sent[0].b, peer_mac, 6);
 	assert_int_equal(tcp_of(sent[0].b)[13], WIRE_TCP_ACK);
 	/* Its UDP port is free for another process; the TCP tuple is not. */
-	assert_int_equal(srv__port_bind(&srv, b, IPPROTO_UDP, 6001, 0), 6001);
+	assert_int_equal(srv__port_bind(srv.ports, SRV_OWNER(b), IPPROTO_UDP, 6001, 0), 6001);
 	assert_int_equal(connected(b, 5001), -EADDRINUSE);
 }
 
@@ -187,7 +231,7 @@ static void test_lease_rings_give_a_relay_lease_its_ring_pair_and_eventfds(void 
 	assert_int_equal(srv__lease_rings(&srv, l), 0);
 	assert_true(l->has_rings);
 	assert_true(l->memfd >= 0 && l->rx_efd >= 0 && l->tx_efd >= 0);
-	assert_true(srv.leases_changed);
+	assert_true(srv.leases.changed);
 }
 
 /* ---- handoff.c ------------------------------------------------------------------------ */
@@ -229,17 +273,17 @@ static void test_claim_with_the_nonce_moves_the_connection_to_the_taker(void **s
 	(void)state;
 	struct srv_lease *a = new_lease(0), *b = new_lease(0);
 	/* From an ephemeral port: the connection's reference is the giver's only one. */
-	int p = srv__port_connect(&srv, a, 0, PEER_IP, 80);
+	int p = srv__port_connect(srv.ports, SRV_OWNER(a), 0, PEER_IP, 80);
 	assert_true(p >= SRV_EPHEMERAL_LO && p <= SRV_EPHEMERAL_HI);
 	struct ctl_msg m = handoff_msg((uint16_t)p, 0x1234);
 	assert_int_equal(srv__handoff_begin(&srv, a, &m), 0);
 	assert_int_equal(owner_of((uint16_t)p, 80), SRV_IN_TRANSIT);
-	assert_false(srv__port_held(&srv, a, IPPROTO_TCP, (uint16_t)p));
+	assert_false(srv__port_held(srv.ports, SRV_OWNER(a), IPPROTO_TCP, (uint16_t)p));
 	assert_int_equal(srv__handoff_claim(&srv, b, &m), 0);
 	assert_int_equal(owner_of((uint16_t)p, 80), b->id);
-	assert_true(srv__port_held(&srv, b, IPPROTO_TCP, (uint16_t)p));
+	assert_true(srv__port_held(srv.ports, SRV_OWNER(b), IPPROTO_TCP, (uint16_t)p));
 	assert_int_equal(srv.nhandoff, 0);
-	assert_int_equal(srv.ctr[SRV_HANDOFFS], 1);
+	assert_int_equal(srv.ctr.v[SRV_HANDOFFS], 1);
 }
 
 static void test_claim_with_a_wrong_nonce_is_refused_and_leaves_it_in_transit(void **state)
@@ -253,7 +297,7 @@ static void test_claim_with_a_wrong_nonce_is_refused_and_leaves_it_in_transit(vo
 	assert_int_equal(srv__handoff_claim(&srv, b, &wrong), -EPERM);
 	assert_int_equal(srv__handoff_claim(&srv, b, &other), -ENOENT);
 	assert_int_equal(owner_of(5001, 80), SRV_IN_TRANSIT);
-	assert_false(srv__port_held(&srv, b, IPPROTO_TCP, 5001));
+	assert_false(srv__port_held(srv.ports, SRV_OWNER(b), IPPROTO_TCP, 5001));
 	assert_int_equal(srv.nhandoff, 1);
 }
 
@@ -275,8 +319,8 @@ static void test_port_of_a_connection_in_transit_stays_taken_after_the_giver_end
 	struct ctl_msg m = handoff_msg(5001, 99);
 	assert_int_equal(srv__handoff_begin(&srv, a, &m), 0);
 	srv__lease_end(&srv, a);  /* the giver exec'd or exited */
-	assert_false(srv__custody_holds(&srv, 5001, PEER_IP, 80));
-	assert_int_equal(srv__port_bind(&srv, c, IPPROTO_TCP, 5001, 0), -EADDRINUSE);
+	assert_false(srv__custody_holds(&srv.custody, 5001, PEER_IP, 80));
+	assert_int_equal(srv__port_bind(srv.ports, SRV_OWNER(c), IPPROTO_TCP, 5001, 0), -EADDRINUSE);
 	assert_int_equal(srv__handoff_claim(&srv, b, &m), 0);
 	assert_int_equal(owner_of(5001, 80), b->id);
 }
@@ -294,8 +338,8 @@ static void test_unclaimed_handoff_expires_into_custody(void **state)
 	now_ms += 1;
 	srv__handoff_tick(&srv);
 	assert_int_equal(srv.nhandoff, 0);
-	assert_int_equal(srv.ctr[SRV_HANDOFFS_EXPIRED], 1);
-	assert_true(srv__custody_holds(&srv, 5001, PEER_IP, 80));
+	assert_int_equal(srv.ctr.v[SRV_HANDOFFS_EXPIRED], 1);
+	assert_true(srv__custody_holds(&srv.custody, 5001, PEER_IP, 80));
 	assert_int_equal(srv__handoff_claim(&srv, b, &m), -ENOENT);
 }
 
@@ -312,7 +356,7 @@ static void test_demux_delivers_a_frame_to_the_process_owning_its_tuple(void **s
 	build(&f, &fs);
 	demux(&f, 1);
 	assert_int_equal(a->rx_frames, 1);
-	assert_int_equal(srv.ctr[SRV_FRAMES_DEMUXED], 1);
+	assert_int_equal(srv.ctr.v[SRV_FRAMES_DEMUXED], 1);
 	assert_int_equal(nsent, 0);
 	/* The process reads it from its receive ring, as it came. */
 	struct nif_ring rx;
@@ -335,7 +379,7 @@ static void test_demux_drops_a_frame_for_another_station_and_counts_it(void **st
 	build(&f[0], &to_mac);
 	build(&f[1], &to_ip);
 	demux(f, 2);
-	assert_int_equal(srv.ctr[SRV_DROP_NOT_FOR_NODE], 2);
+	assert_int_equal(srv.ctr.v[SRV_DROP_NOT_FOR_NODE], 2);
 	assert_int_equal(nsent, 0);
 }
 
@@ -346,7 +390,7 @@ static void test_demux_answers_a_segment_no_process_owns_with_a_reset(void **sta
 	struct fspec fs = { .sport = 40000, .dport = 5555, .tcp_flags = WIRE_TCP_ACK };
 	build(&f, &fs);
 	demux(&f, 1);
-	assert_int_equal(srv.ctr[SRV_FRAMES_TO_SERVER], 1);
+	assert_int_equal(srv.ctr.v[SRV_FRAMES_TO_SERVER], 1);
 	assert_int_equal(nsent, 1);
 	assert_int_equal(tcp_of(sent[0].b)[13], WIRE_TCP_RST);
 }
@@ -362,7 +406,7 @@ static void test_demux_drops_frames_of_a_connection_in_transit_unanswered(void *
 	struct fspec fs = { .sport = 80, .dport = 5001 };
 	build(&f, &fs);
 	demux(&f, 1);
-	assert_int_equal(srv.ctr[SRV_DROP_IN_TRANSIT], 1);
+	assert_int_equal(srv.ctr.v[SRV_DROP_IN_TRANSIT], 1);
 	assert_int_equal(nsent, 0);
 }
 
@@ -397,7 +441,7 @@ static void test_demux_sends_a_process_frame_only_from_its_own_endpoint(void **s
 	assert_int_equal(nsent, 1);
 	assert_memory_equal(sent[0].b, ok.b, ok.len);
 	assert_int_equal(a->tx_frames, 1);
-	assert_int_equal(srv.ctr[SRV_DROP_TX_DENIED], 1);
+	assert_int_equal(srv.ctr.v[SRV_DROP_TX_DENIED], 1);
 }
 
 /* ---- reply.c -------------------------------------------------------------------------- */
@@ -415,7 +459,109 @@ static void test_arp_request_for_the_node_gets_a_reply_with_its_mac(void **state
 	assert_memory_equal(a + 8, node_mac, 6);        /* sender: the node */
 	assert_memory_equal(a + 14, &srv.ip, 4);
 	assert_memory_equal(a + 18, peer_mac, 6);       /* target: who asked */
-	assert_int_equal(srv.ctr[SRV_ARP_REPLIES], 1);
+	assert_int_equal(srv.ctr.v[SRV_ARP_REPLIES], 1);
+}
+
+/* Which locks the TAP's transmit calls ran under (faketap's hooks; the demux loop runs in
+ * this thread, so a trylock of a mutex it holds fails with EBUSY). */
+static unsigned flushes, flushes_with_state_lock, txs, txs_without_tx_lock;
+
+static bool held(pthread_mutex_t *m)
+{
+	if (pthread_mutex_trylock(m) != 0)
+		return true;
+	pthread_mutex_unlock(m);
+	return false;
+}
+
+static void on_flush(void)
+{
+	flushes++;
+	flushes_with_state_lock += held(&srv.lock);
+}
+
+static void on_tx(void)
+{
+	txs++;
+	txs_without_tx_lock += !held(&srv.tx_lock);
+}
+
+/* The TAP's write is a system call: the demux thread makes it after releasing the state
+ * lock, so that the control thread never waits for it; frames are queued under the TAP's
+ * transmit lock. */
+static void test_demux_flushes_the_tap_without_the_state_lock(void **state)
+{
+	(void)state;
+	struct frame f[2];
+	build_arp(&f[0], 1, peer_mac, PEER_IP, NODE_IP);
+	struct fspec fs = { .sport = 40000, .dport = 5555, .tcp_flags = WIRE_TCP_ACK };
+	build(&f[1], &fs);
+	flushes = flushes_with_state_lock = txs = txs_without_tx_lock = 0;
+	faketap_on_flush = on_flush;
+	faketap_on_tx = on_tx;
+	demux(f, 2);
+	faketap_on_flush = NULL;
+	faketap_on_tx = NULL;
+	assert_int_equal(nsent, 2);           /* the ARP reply and the reset */
+	assert_int_equal(txs, 2);
+	assert_int_equal(txs_without_tx_lock, 0);
+	assert_true(flushes >= 1);
+	assert_int_equal(flushes_with_state_lock, 0);
+}
+
+/* A frame longer than 2048 bytes leaves from the process's ring in a system call of its
+ * own (nif_tap_tx_send_split): the demux thread checks it under the state lock and sends it
+ * after releasing it; the process's next frame leaves after it, at the next round. */
+static unsigned long_txs, long_txs_under_state_lock;
+
+static void on_long_tx(void)
+{
+	if (faketap_nsent < FAKETAP_MAX_SENT && faketap_nsent < 1) {
+		long_txs++;
+		long_txs_under_state_lock += held(&srv.lock);
+	}
+}
+
+static void test_demux_sends_a_long_process_frame_without_the_state_lock_and_in_order(void **state)
+{
+	(void)state;
+	srv.mtu = 4000;   /* a frame longer than the split threshold fits the MTU */
+	struct srv_lease *a = new_lease(0);
+	assert_int_equal(srv__lease_rings(&srv, a), 0);
+	assert_int_equal(connected(a, 5001), 5001);
+	struct fspec mine = { .src_mac = node_mac, .dst_mac = peer_mac, .src = NODE_IP,
+			      .dst = PEER_IP, .sport = 5001, .dport = 80, .payload = 3000 };
+	struct frame hdr, small;
+	build(&hdr, &mine);       /* headers only: the payload is zeros */
+	static uint8_t big[4096];
+	size_t big_len = hdr.len;
+	memset(big, 0, sizeof(big));
+	memcpy(big, hdr.b, 14 + 20 + 20);
+	mine.payload = 10;
+	build(&small, &mine);
+	struct nif_ring tx;
+	nif_ring_attach(&tx, a->rings, &a->layout, 1, a->tx_efd, true);
+	uint8_t *slot = nif_ring_prod_slot(&tx, big_len);
+	assert_non_null(slot);
+	memcpy(slot, big, big_len);
+	nif_ring_prod_commit(&tx, big_len, 0);
+	nif_ring_prod_publish(&tx);
+	process_sends(a, &small);
+	long_txs = long_txs_under_state_lock = 0;
+	faketap_on_tx = on_long_tx;
+	srv.leases.changed = true;   /* the demux thread watches it and drains its ring */
+	demux(NULL, 0);
+	assert_int_equal(nsent, 1);            /* the long one; the short one waits behind it */
+	assert_int_equal(sent[0].len, 256);    /* its head (the rest left from the ring) */
+	assert_false(a->tx_held);
+	demux(NULL, 0);
+	faketap_on_tx = NULL;
+	assert_int_equal(nsent, 2);
+	assert_memory_equal(sent[1].b, small.b, small.len);
+	assert_int_equal(long_txs, 1);
+	assert_int_equal(long_txs_under_state_lock, 0);
+	assert_int_equal(a->tx_frames, 2);
+	assert_int_equal(a->tx_bytes, big_len + small.len);
 }
 
 static void test_arp_request_for_another_address_gets_no_reply(void **state)
@@ -425,7 +571,7 @@ static void test_arp_request_for_another_address_gets_no_reply(void **state)
 	build_arp(&f, 1, peer_mac, PEER_IP, IP4(198, 18, 0, 77));
 	demux(&f, 1);
 	assert_int_equal(nsent, 0);
-	assert_int_equal(srv.ctr[SRV_ARP_REPLIES], 0);
+	assert_int_equal(srv.ctr.v[SRV_ARP_REPLIES], 0);
 }
 
 static void test_echo_request_gets_its_data_back_in_a_reply_with_a_valid_checksum(void **state)
@@ -484,7 +630,7 @@ static void test_no_reset_answers_a_reset(void **state)
 	build(&f, &fs);
 	demux(&f, 1);
 	assert_int_equal(nsent, 0);
-	assert_int_equal(srv.ctr[SRV_RST_SENT], 0);
+	assert_int_equal(srv.ctr.v[SRV_RST_SENT], 0);
 }
 
 static void test_resets_beyond_the_rate_limit_are_dropped_and_counted(void **state)
@@ -498,11 +644,11 @@ static void test_resets_beyond_the_rate_limit_are_dropped_and_counted(void **sta
 	srv.rst_tokens = 3;
 	for (int i = 0; i < 5; i++)
 		srv__reply_rst(&srv, f.b, &p);
-	assert_int_equal(srv.ctr[SRV_RST_SENT], 3);
-	assert_int_equal(srv.ctr[SRV_DROP_RST_RATE], 2);
+	assert_int_equal(srv.ctr.v[SRV_RST_SENT], 3);
+	assert_int_equal(srv.ctr.v[SRV_DROP_RST_RATE], 2);
 	now_ms += 1000;  /* a second later the bucket is full again */
 	srv__reply_rst(&srv, f.b, &p);
-	assert_int_equal(srv.ctr[SRV_RST_SENT], 4);
+	assert_int_equal(srv.ctr.v[SRV_RST_SENT], 4);
 }
 
 static void test_udp_to_a_closed_port_gets_port_unreachable_quoting_the_datagram(void **state)
@@ -519,7 +665,7 @@ static void test_udp_to_a_closed_port_gets_port_unreachable_quoting_the_datagram
 	assert_int_equal(icmp[1], 3);  /* port unreachable */
 	/* RFC 1122 §3.2.2: the IP header and at least 8 octets of the datagram. */
 	assert_memory_equal(icmp + 8, f.b + 14, 28);
-	assert_int_equal(srv.ctr[SRV_ICMP_UNREACH_SENT], 1);
+	assert_int_equal(srv.ctr.v[SRV_ICMP_UNREACH_SENT], 1);
 }
 
 /* ---- ctl.c: over a control socket, as processes reach it ------------------------------ */
@@ -603,7 +749,7 @@ static struct ctl_msg ask(int fd, const struct ctl_msg *m, int *nfds)
 static uint64_t counter(enum srv_counter c)
 {
 	pthread_mutex_lock(&srv.lock);
-	uint64_t v = srv.ctr[c];
+	uint64_t v = srv.ctr.v[c];
 	pthread_mutex_unlock(&srv.lock);
 	return v;
 }
@@ -678,9 +824,55 @@ static void test_ctl_refuses_a_malformed_message_and_counts_why(void **state)
 	assert_int_equal(r.status, -EBADMSG);
 	assert_int_equal(counter(SRV_CTL_REFUSED), 1);
 	pthread_mutex_lock(&srv.lock);
-	assert_int_equal(srv.ctl_errors[CTL_BAD_MAGIC - CTL_ERROR_BASE], 1);
+	assert_int_equal(srv.ctr.ctl_errors[CTL_BAD_MAGIC - CTL_ERROR_BASE], 1);
 	pthread_mutex_unlock(&srv.lock);
 	close(fd);
+}
+
+/* ulsd's replies go out through these (they take the place of libc's in this program):
+ * each counts the replies without descriptors sent while the state lock was held. */
+static unsigned replies_sent, plain_replies_under_lock;
+
+static bool lock_held_elsewhere_or_here(void)
+{
+	if (pthread_mutex_trylock(&srv.lock) != 0)
+		return true;
+	pthread_mutex_unlock(&srv.lock);
+	return false;
+}
+
+ssize_t sendmsg(int fd, const struct msghdr *mh, int flags)
+{
+	__atomic_add_fetch(&replies_sent, 1, __ATOMIC_RELAXED);
+	if (!mh->msg_controllen && lock_held_elsewhere_or_here())
+		__atomic_add_fetch(&plain_replies_under_lock, 1, __ATOMIC_RELAXED);
+	return syscall(SYS_sendmsg, fd, mh, flags);
+}
+
+int sendmmsg(int fd, struct mmsghdr *mm, unsigned n, int flags)
+{
+	__atomic_add_fetch(&replies_sent, 1, __ATOMIC_RELAXED);
+	if (lock_held_elsewhere_or_here())
+		__atomic_add_fetch(&plain_replies_under_lock, 1, __ATOMIC_RELAXED);
+	return (int)syscall(SYS_sendmmsg, fd, mm, n, flags);
+}
+
+/* A reply is a system call on a socket a process may have let fill up: the control thread
+ * makes it after releasing the state lock, so the demux thread never waits for it. Only
+ * an answer passing descriptors (HELLO's rings) goes out under the lock. */
+static void test_ctl_replies_after_releasing_the_state_lock(void **state)
+{
+	(void)state;
+	int a = hello();
+	struct ctl_msg m = msg(CTL_BIND, IPPROTO_TCP, 5001);
+	struct ctl_msg bad = msg(CTL_LISTEN, IPPROTO_TCP, 5002);
+	__atomic_store_n(&replies_sent, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&plain_replies_under_lock, 0, __ATOMIC_RELAXED);
+	assert_int_equal(ask(a, &m, NULL).status, 0);
+	assert_int_equal(ask(a, &bad, NULL).status, -EPERM);
+	assert_int_equal(__atomic_load_n(&replies_sent, __ATOMIC_RELAXED), 2);
+	assert_int_equal(__atomic_load_n(&plain_replies_under_lock, __ATOMIC_RELAXED), 0);
+	close(a);
 }
 
 static void test_ctl_refuses_a_bind_of_a_port_another_process_holds(void **state)
@@ -759,6 +951,8 @@ int main(void)
 #define C(f) cmocka_unit_test_setup_teardown(f, ctl_setup, ctl_teardown)
 		T(test_lease_ids_start_at_one_and_a_freed_id_is_not_given_again_at_once),
 		T(test_lease_table_full_refuses_a_new_lease_with_emfile),
+		T(test_lease_table_finds_only_live_leases_by_id),
+		T(test_every_counter_has_a_name_of_its_own),
 		T(test_lease_end_puts_its_tcp_connections_in_custody_and_frees_its_ports),
 		T(test_lease_rings_give_a_relay_lease_its_ring_pair_and_eventfds),
 		T(test_handoff_with_a_zero_nonce_is_refused),
@@ -772,8 +966,10 @@ int main(void)
 		T(test_demux_answers_a_segment_no_process_owns_with_a_reset),
 		T(test_demux_drops_frames_of_a_connection_in_transit_unanswered),
 		T(test_demux_sends_a_process_frame_only_from_its_own_endpoint),
+		T(test_demux_sends_a_long_process_frame_without_the_state_lock_and_in_order),
 		T(test_arp_request_for_the_node_gets_a_reply_with_its_mac),
 		T(test_arp_request_for_another_address_gets_no_reply),
+		T(test_demux_flushes_the_tap_without_the_state_lock),
 		T(test_echo_request_gets_its_data_back_in_a_reply_with_a_valid_checksum),
 		T(test_reset_for_a_segment_with_ack_takes_its_sequence_from_that_ack),
 		T(test_reset_for_a_syn_acknowledges_the_syn_and_its_data),
@@ -784,6 +980,7 @@ int main(void)
 		C(test_ctl_refuses_any_request_before_hello),
 		C(test_ctl_refuses_a_second_hello),
 		C(test_ctl_refuses_a_malformed_message_and_counts_why),
+		C(test_ctl_replies_after_releasing_the_state_lock),
 		C(test_ctl_refuses_a_bind_of_a_port_another_process_holds),
 		C(test_ctl_refuses_a_listen_on_a_port_the_process_does_not_hold),
 		C(test_ctl_answers_a_release_of_a_connection_the_process_does_not_hold),
