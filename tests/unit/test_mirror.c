@@ -217,7 +217,10 @@ static void *write_later(void *arg)
 }
 
 /* Data that arrives while the caller drives and that its next call takes never reaches
- * the mirror: no token written and taken back (two system calls per message). */
+ * the mirror: no token written and taken back (two system calls per message). The stack
+ * thread may still be on the device when the byte comes (a loaded machine), and then
+ * it, not the caller, takes it and writes a token: of 20 messages, at least 5 must pass
+ * without one (with every state change mirrored at once, none does). */
 static void test_data_taken_by_the_call_after_a_driven_wait_writes_no_token(void **state)
 {
 	(void)state;
@@ -227,15 +230,17 @@ static void test_data_taken_by_the_call_after_a_driven_wait_writes_no_token(void
 	char buf[16];
 
 	pthread_sigmask(SIG_SETMASK, NULL, &mask);
-	uint64_t before = counter("mirror_tokens_written");
-	for (int i = 0; i < 5; i++) {
+	int without = 0;
+	for (int i = 0; i < 20; i++) {
 		pthread_t th;
+		uint64_t before = counter("mirror_tokens_written");
 		assert_int_equal(pthread_create(&th, NULL, write_later, &c.peer), 0);
 		assert_int_equal(uls_socket_drive(c.sd, POLLIN, &mask), 0);
 		pthread_join(th, NULL);
 		assert_int_equal(uls_recv(c.sd, buf, sizeof(buf), MSG_DONTWAIT), 1);
+		without += counter("mirror_tokens_written") == before;
 	}
-	assert_int_equal(counter("mirror_tokens_written") - before, 0);
+	assert_true(without >= 5);
 	assert_int_equal(events_of(c.fd, POLLIN, 50), 0);
 	fixture_done(&c);
 }
