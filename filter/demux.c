@@ -218,7 +218,7 @@ int flt_check_tx(const struct flt_table *t, const struct flt_pkt *p, flt_owner_t
 	else
 		ret = -FLT_DENY_PROTO;
 	if (ret < 0)
-		t->stats->tx_deny[-ret]++;
+		t->stats->tx_deny[FLT_REASON_INDEX(-ret)]++;
 	else
 		t->stats->tx_allowed++;
 	return ret;

@@ -27,10 +27,13 @@
 #include "netif/wire/proto.h"
 
 /* Why a frame was dropped (flt_parse, receive side) or refused (flt_check_tx, transmit
- * side). Functions return the negated value; 0 is never a reason. Every reason has a
- * counter in struct flt_stats. */
+ * side). Functions return the negated value; 0 is never a reason. The reasons start above
+ * every errno value (and above the control protocol's, 4097 on, and the virtio-net
+ * header's, 4160 on), so that a negative return says which kind of failure it is.
+ * Every reason has a counter in struct flt_stats, at index FLT_REASON_INDEX(r). */
+#define FLT_REASON_BASE 4224
 enum flt_reason {
-	FLT_REASON_NONE,
+	FLT_REASON_NONE = FLT_REASON_BASE,
 	/* flt_parse */
 	FLT_DROP_RUNT,           /* shorter than an Ethernet header */
 	FLT_DROP_ETHERTYPE,      /* neither IPv4, IPv6 nor ARP (VLAN tags, ...) */
@@ -52,8 +55,11 @@ enum flt_reason {
 	FLT_DENY_PORT,           /* TCP/UDP source port (or tuple) not the sender's */
 	FLT_DENY_SHARED_PEER,    /* shared TCP port: this 4-tuple belongs to another member */
 	FLT_DENY_ICMP,           /* ICMP type not allowed, or an error about another's port */
-	FLT_REASON_COUNT
+	FLT_REASON_END
 };
+#define FLT_REASON_COUNT (FLT_REASON_END - FLT_REASON_BASE)
+/* A reason's counter slot; FLT_REASON_COUNT or more for a value that is no reason. */
+#define FLT_REASON_INDEX(r) ((unsigned)(r) - (unsigned)FLT_REASON_BASE)
 
 /* A short stable name for counters and logs ("drop_runt", "deny_src_ip", ...). */
 const char *flt_reason_name(enum flt_reason r);

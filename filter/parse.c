@@ -275,25 +275,27 @@ int flt_parse(const uint8_t *frame, size_t len, struct flt_pkt *out)
 const char *flt_reason_name(enum flt_reason r)
 {
 	static const char *const names[FLT_REASON_COUNT] = {
-		[FLT_REASON_NONE] = "none",
-		[FLT_DROP_RUNT] = "drop_runt",
-		[FLT_DROP_ETHERTYPE] = "drop_ethertype",
-		[FLT_DROP_ARP] = "drop_arp",
-		[FLT_DROP_IPV4_HEADER] = "drop_ipv4_header",
-		[FLT_DROP_IPV4_CHECKSUM] = "drop_ipv4_checksum",
-		[FLT_DROP_FRAGMENT] = "drop_fragment",
-		[FLT_DROP_TCP_HEADER] = "drop_tcp_header",
-		[FLT_DROP_UDP_HEADER] = "drop_udp_header",
-		[FLT_DROP_ICMP_HEADER] = "drop_icmp_header",
-		[FLT_DROP_IPV6_HEADER] = "drop_ipv6_malformed",
-		[FLT_DROP_IPV6_EXT] = "drop_ipv6_ext_chain",
-		[FLT_DENY_SRC_MAC] = "deny_src_mac",
-		[FLT_DENY_SRC_IP] = "deny_src_ip",
-		[FLT_DENY_ARP] = "deny_arp",
-		[FLT_DENY_PROTO] = "deny_proto",
-		[FLT_DENY_PORT] = "deny_port",
-		[FLT_DENY_SHARED_PEER] = "deny_shared_peer",
-		[FLT_DENY_ICMP] = "deny_icmp",
+		[FLT_REASON_NONE - FLT_REASON_BASE] = "none",
+		[FLT_DROP_RUNT - FLT_REASON_BASE] = "drop_runt",
+		[FLT_DROP_ETHERTYPE - FLT_REASON_BASE] = "drop_ethertype",
+		[FLT_DROP_ARP - FLT_REASON_BASE] = "drop_arp",
+		[FLT_DROP_IPV4_HEADER - FLT_REASON_BASE] = "drop_ipv4_header",
+		[FLT_DROP_IPV4_CHECKSUM - FLT_REASON_BASE] = "drop_ipv4_checksum",
+		[FLT_DROP_FRAGMENT - FLT_REASON_BASE] = "drop_fragment",
+		[FLT_DROP_TCP_HEADER - FLT_REASON_BASE] = "drop_tcp_header",
+		[FLT_DROP_UDP_HEADER - FLT_REASON_BASE] = "drop_udp_header",
+		[FLT_DROP_ICMP_HEADER - FLT_REASON_BASE] = "drop_icmp_header",
+		[FLT_DROP_IPV6_HEADER - FLT_REASON_BASE] = "drop_ipv6_malformed",
+		[FLT_DROP_IPV6_EXT - FLT_REASON_BASE] = "drop_ipv6_ext_chain",
+		[FLT_DENY_SRC_MAC - FLT_REASON_BASE] = "deny_src_mac",
+		[FLT_DENY_SRC_IP - FLT_REASON_BASE] = "deny_src_ip",
+		[FLT_DENY_ARP - FLT_REASON_BASE] = "deny_arp",
+		[FLT_DENY_PROTO - FLT_REASON_BASE] = "deny_proto",
+		[FLT_DENY_PORT - FLT_REASON_BASE] = "deny_port",
+		[FLT_DENY_SHARED_PEER - FLT_REASON_BASE] = "deny_shared_peer",
+		[FLT_DENY_ICMP - FLT_REASON_BASE] = "deny_icmp",
 	};
-	return (unsigned)r < FLT_REASON_COUNT && names[r] ? names[r] : "unknown";
+	unsigned i = FLT_REASON_INDEX(r);
+
+	return i < FLT_REASON_COUNT && names[i] ? names[i] : "unknown";
 }

@@ -665,14 +665,14 @@ flt_owner_t flt__group_pick(const struct flt_table *t, const struct flt__group *
 
 void flt_count_rx_drop(const struct flt_table *t, enum flt_reason r)
 {
-	if ((unsigned)r < FLT_REASON_COUNT)
-		t->stats->rx_drop[r]++;
+	if (FLT_REASON_INDEX(r) < FLT_REASON_COUNT)
+		t->stats->rx_drop[FLT_REASON_INDEX(r)]++;
 }
 
 void flt_count_tx_drop(const struct flt_table *t, enum flt_reason r)
 {
-	if ((unsigned)r < FLT_REASON_COUNT)
-		t->stats->tx_deny[r]++;
+	if (FLT_REASON_INDEX(r) < FLT_REASON_COUNT)
+		t->stats->tx_deny[FLT_REASON_INDEX(r)]++;
 }
 
 void flt_table_stats(const struct flt_table *t, struct flt_stats *out)

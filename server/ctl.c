@@ -345,7 +345,7 @@ static void stats(struct srv *s, struct srv_conn *c, const struct ctl_msg *req)
 	flt_table_stats(s->flt, &fs);
 	for (int i = 1; i < FLT_REASON_COUNT; i++) {
 		uint64_t v = fs.rx_drop[i] + fs.tx_deny[i];
-		send_counter(s, c, req->seq, flt_reason_name((enum flt_reason)i), v);
+		send_counter(s, c, req->seq, flt_reason_name((enum flt_reason)(FLT_REASON_BASE + i)), v);
 	}
 	send_counter(s, c, req->seq, "custody_connections", s->custody.n);
 	struct stat_ctx sc = { s, c, req->seq };

@@ -4,6 +4,7 @@
  * truncation tests copy each prefix into a buffer of exactly that size, so that under
  * AddressSanitizer one octet too far is a crash, not a pass.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -622,12 +623,29 @@ static void every_reason_name_is_distinct(void **state)
 	(void)state;
 
 	for (int i = 0; i < FLT_REASON_COUNT; i++) {
-		assert_string_not_equal(flt_reason_name((enum flt_reason)i), "unknown");
+		assert_string_not_equal(flt_reason_name((enum flt_reason)(FLT_REASON_BASE + i)), "unknown");
 		for (int j = 0; j < i; j++)
-			assert_string_not_equal(flt_reason_name((enum flt_reason)i),
-						flt_reason_name((enum flt_reason)j));
+			assert_string_not_equal(flt_reason_name((enum flt_reason)(FLT_REASON_BASE + i)),
+						flt_reason_name((enum flt_reason)(FLT_REASON_BASE + j)));
 	}
-	assert_string_equal(flt_reason_name(FLT_REASON_COUNT), "unknown");
+	assert_string_equal(flt_reason_name(FLT_REASON_END), "unknown");
+	assert_string_equal(flt_reason_name((enum flt_reason)EINVAL), "unknown");
+}
+
+/* A negative return of the parser is a reason, not an errno: the two never overlap
+ * (docs/architecture.md, return conventions). */
+static void drop_reasons_do_not_overlap_errno(void **state)
+{
+	(void)state;
+	assert_true(FLT_REASON_NONE > 4095);
+	assert_true(FLT_DROP_RUNT > 4095);
+	for (int i = 0; i < FLT_REASON_COUNT; i++)
+		assert_true(FLT_REASON_INDEX(FLT_REASON_BASE + i) == (unsigned)i);
+	struct flt_pkt p;
+	uint8_t runt[4] = { 0 };
+	int rc = flt_parse(runt, sizeof(runt), &p);
+	assert_int_equal(rc, -FLT_DROP_RUNT);
+	assert_true(-rc > 4095);
 }
 
 int main(void)
@@ -665,6 +683,7 @@ int main(void)
 		cmocka_unit_test(icmp_shorter_than_header_parse_drops_icmp_header),
 		cmocka_unit_test(other_ip_protocol_parse_passes_without_ports),
 		cmocka_unit_test(every_reason_name_is_distinct),
+		cmocka_unit_test(drop_reasons_do_not_overlap_errno),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
