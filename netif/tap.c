@@ -11,8 +11,8 @@
  */
 #include "netif/tap.h"
 #include "netif/sys.h"
+#include "netif/tun.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/if.h>
@@ -109,101 +109,6 @@ static void logf_(int level, const char *fmt, ...)
 	log_fn(level, buf);
 }
 
-/* One queue of the TAP: TUNSETIFF with the device's own multi-queue setting (tun refuses
- * the other one with EINVAL). *mq says which it was. */
-static int attach_queue(const char *ifname, bool offload, bool *mq)
-{
-	struct ifreq ifr;
-	int fd;
-
-	if (!ifname || !*ifname || strlen(ifname) >= IFNAMSIZ)
-		return -EINVAL;
-	fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return -errno;
-	for (int i = 0; i < 2; i++) {
-		memset(&ifr, 0, sizeof(ifr));
-		ifr.ifr_flags = IFF_TAP | IFF_NO_PI | (offload ? IFF_VNET_HDR : 0) |
-				(*mq ? IFF_MULTI_QUEUE : 0);
-		memcpy(ifr.ifr_name, ifname, strlen(ifname));
-		if (nif_sys.ioctl(fd, TUNSETIFF, &ifr) == 0)
-			return fd;
-		if (errno != EINVAL || i == 1)
-			break;
-		*mq = !*mq;
-	}
-	int err = -errno;
-	nif_sys.close(fd);
-	return err;
-}
-
-static int attach(const char *ifname, bool offload, bool *mq)
-{
-	struct ifreq ifr;
-	int fd;
-
-	*mq = true;
-	fd = attach_queue(ifname, offload, mq);
-	if (fd < 0)
-		return fd;
-	/* TUNSETIFF creates the device when the name is free. The node must run on a TAP
-	 * that someone configured (bridge, MTU), so a device we just created, which is not
-	 * persistent, is an error; closing the fd removes it again. */
-	if (nif_sys.ioctl(fd, TUNGETIFF, &ifr) < 0 || !(ifr.ifr_flags & IFF_PERSIST)) {
-		nif_sys.close(fd);
-		return -ENODEV;
-	}
-	/* A persistent TAP keeps the offloads (and header size) a previous owner set: without
-	 * a virtio-net header we must receive plain, fully checksummed frames, so reset them;
-	 * with one, say exactly what we read: partial checksums and TCPv4 super-segments
-	 * (linux/if_tun.h). The kernel then delivers GSO frames intact instead of segmenting
-	 * them for us, and takes ours whole. */
-	int hsz = NIF_VNET_HLEN;
-	unsigned long feat = offload ? TUN_F_CSUM | TUN_F_TSO4 : 0;
-	if ((offload && nif_sys.ioctl(fd, TUNSETVNETHDRSZ, &hsz) < 0) ||
-	    nif_sys.ioctl(fd, TUNSETOFFLOAD, feat) < 0) {
-		int err = -errno;
-		nif_sys.close(fd);
-		return err;
-	}
-	return fd;
-}
-
-/* Queues attached to the device, from sysfs (tun keeps the real number of queues equal to
- * its attached ones); 0 when sysfs does not show the device. */
-static unsigned count_queues(const char *ifname)
-{
-	char path[96];
-	unsigned n = 0;
-
-	snprintf(path, sizeof(path), "/sys/class/net/%s/queues", ifname);
-	DIR *d = opendir(path);
-	if (!d)
-		return 0;
-	for (struct dirent *e; (e = readdir(d));)
-		n += strncmp(e->d_name, "tx-", 3) == 0;
-	closedir(d);
-	return n;
-}
-
-static int device_mtu(const char *ifname, unsigned *mtu)
-{
-	struct ifreq ifr;
-	int s = nif_sys.socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-
-	if (s < 0)
-		return -errno;
-	memset(&ifr, 0, sizeof(ifr));
-	memcpy(ifr.ifr_name, ifname, strlen(ifname));
-	int rc = nif_sys.ioctl(s, SIOCGIFMTU, &ifr);
-	int err = rc < 0 ? -errno : 0;
-	nif_sys.close(s);
-	if (err)
-		return err;
-	*mtu = (unsigned)ifr.ifr_mtu;
-	return 0;
-}
-
 static uint8_t *rx_buf(struct nif_tap *t, unsigned slot)
 {
 	return t->rx_bufs + (size_t)slot * t->buf_size;
@@ -287,20 +192,20 @@ int nif_tap_open(struct nif_tap **out, const struct nif_tap_config *cfg)
 		return -ENOMEM;
 	t->fd = t->wake_fd = -1;
 	t->dev.ops = &tap_ops;
-	rc = attach(cfg->ifname, cfg->offload, &t->mq);
+	rc = nif__tun_attach(cfg->ifname, cfg->offload, &t->mq);
 	if (rc < 0)
 		goto fail;
 	t->fd = rc;
 	/* On a multi-queue TAP the first queue must be queue 0: queues a killed predecessor
 	 * still holds (its io_uring goes after it) would come first. Busy, as a single-queue
 	 * TAP says. */
-	if (t->mq && count_queues(cfg->ifname) > 1) {
+	if (t->mq && nif__tun_count_queues(cfg->ifname) > 1) {
 		rc = -EBUSY;
 		goto fail;
 	}
 	t->offload = cfg->offload;
 	snprintf(t->ifname, sizeof(t->ifname), "%s", cfg->ifname);
-	rc = device_mtu(cfg->ifname, &devmtu);
+	rc = nif__tun_mtu(cfg->ifname, &devmtu);
 	if (rc < 0)
 		goto fail;
 	t->mtu = cfg->mtu ? cfg->mtu : devmtu;
@@ -778,21 +683,12 @@ int nif_tap_queue_open(const struct nif_tap *t)
 
 	if (!t->mq)
 		return -EOPNOTSUPP;
-	fd = attach_queue(t->ifname, t->offload, &mq);
+	fd = nif__tun_attach_queue(t->ifname, t->offload, &mq);
 	if (fd >= 0 && !mq) {
 		nif_sys.close(fd);
 		return -EOPNOTSUPP;
 	}
 	return fd;
-}
-
-int nif_tap_queue_detach(int fd)
-{
-	struct ifreq ifr;
-
-	memset(&ifr, 0, sizeof(ifr));
-	ifr.ifr_flags = IFF_DETACH_QUEUE;
-	return nif_sys.ioctl(fd, TUNSETQUEUE, &ifr) < 0 ? -errno : 0;
 }
 
 struct nif_dev *nif_tap_dev(struct nif_tap *t)
