@@ -140,13 +140,24 @@ tests_unit_test_qring_LDADD = netif/libnif.la $(LIBURING_LIBS) $(CMOCKA_LIBS) -l
 # ulsd but its main, with a fake TAP the test defines (netif/tap.c is not linked).
 check_PROGRAMS += tests/unit/test_server
 TESTS += tests/unit/test_server
-tests_unit_test_server_SOURCES = tests/unit/test_server.c tests/unit/faketap.c \
+tests_unit_test_server_SOURCES = tests/unit/test_server.c tests/unit/server_fixture.c \
+	tests/unit/server_fixture.h tests/unit/faketap.c \
 	tests/unit/faketap.h server/ctl.c server/lease.c \
 	server/ports.c server/custody.c server/counters.c server/handoff.c server/demux.c server/reply.c \
 	server/reply6.c server/reass.c \
 	server/bpf_none.c
 tests_unit_test_server_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
 tests_unit_test_server_LDADD = filter/libflt.la netif/libnif.la $(LIBURING_LIBS) $(CMOCKA_LIBS) -lpthread
+check_PROGRAMS += tests/unit/test_server_ctl
+TESTS += tests/unit/test_server_ctl
+tests_unit_test_server_ctl_SOURCES = tests/unit/test_server_ctl.c tests/unit/server_fixture.c \
+	tests/unit/server_fixture.h tests/unit/faketap.c \
+	tests/unit/faketap.h server/ctl.c server/lease.c \
+	server/ports.c server/custody.c server/counters.c server/handoff.c server/demux.c server/reply.c \
+	server/reply6.c server/reass.c \
+	server/bpf_none.c
+tests_unit_test_server_ctl_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
+tests_unit_test_server_ctl_LDADD = filter/libflt.la netif/libnif.la $(LIBURING_LIBS) $(CMOCKA_LIBS) -lpthread
 
 # The stack's segmentation offload: segment sizes and the offload word of sent frames.
 check_PROGRAMS += tests/unit/test_tso
