@@ -349,6 +349,13 @@ int main(int argc, char **argv)
 	}
 	if (s.datapath != SRV_DP_RELAY) {
 		rc = srv__dp_init(&s);
+		/* EAGAIN is transient: the verifier gives up on a program when a signal is
+		 * pending, and libbpf's own retries can run out on a loaded machine (a ulsd
+		 * restarted mid-run then served every process on the relay for good). */
+		for (int tries = 0; rc == -EAGAIN && tries < 20; tries++) {
+			usleep(100000);
+			rc = srv__dp_init(&s);
+		}
 		if (rc < 0 && s.datapath == SRV_DP_DIRECT) {
 			fprintf(stderr, "ulsd: --datapath direct: %s\n", strerror(-rc));
 			return 1;
