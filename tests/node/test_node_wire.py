@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import BUILD, DATAPATH, MIB, _alive, check_client, server_results
+from conftest import BUILD, DATAPATH, MIB, _alive, _testbed, check_client, server_results
 from test_node import TRANSFER_TIMEOUT, delta
 
 
@@ -277,6 +277,31 @@ def server_counters(p):
         if line.startswith("ulsbench server: counters "):
             return json.loads(line[len("ulsbench server: counters "):])
     raise AssertionError(f"{p.name}: no counters: {p.stderr()}")
+
+
+def test_offload_sender_resends_a_lost_super_segment_in_few_frames(offload_nodes):
+    """RFC 6675 §5 (C): "If cwnd - pipe >= 1 SMSS, the sender SHOULD transmit one or more
+    segments", and (C.5) goes on while cwnd - pipe >= 1 SMSS. With offload a lost frame is
+    a super-segment (up to 45 wire segments), so a SACK recovery's hole is many wire
+    segments; as many of them as cwnd - pipe allows leave as one super-segment (lwIP patch
+    0103), not one frame each. A 64 MiB stream from node 2's process under 1% random
+    loss at the bridge (testbed impair) verifies, and its sender's retransmissions in
+    recovery (tcp_rexmit_in_recovery, one per frame resent) are at most 4 per SACK
+    recovery (tcp_recovery_sack): before patch 0103, about 44 per recovery at 0.1% loss
+    and more than 4 at 1%."""
+    tb = offload_nodes
+    _testbed("impair", "--loss", "1")
+    try:
+        tx = tb.server(2, 6766, count=1, env={"ULSBENCH_COUNTERS": "1"})
+        check_client(tb.client(1, f"{tb.ip(2)}:6766", 64 * MIB, "recv", name="loss-recv"),
+                     TRANSFER_TIMEOUT)
+        assert tx.wait(10) == 0, tx.stderr()
+    finally:
+        _testbed("unimpair")
+    c = server_counters(tx)
+    rec, rxt = c.get("tcp_recovery_sack", 0), c.get("tcp_rexmit_in_recovery", 0)
+    assert rec >= 3, f"only {rec} SACK recoveries at 1% loss: {c}"
+    assert rxt <= 4 * rec, f"{rxt} retransmissions in {rec} SACK recoveries: {c}"
 
 
 def test_direct_path_moves_large_frames_without_a_copy_both_ways(tb):
