@@ -181,6 +181,7 @@ static void finish(struct shim_file *f)
 
 	if (!f)
 		return;
+	shim__uep_forget(f);  /* Linux drops a file's epoll registrations with it */
 	shim__enter(&old);
 	uls_close(f->sd);
 	shim__leave(&old);
@@ -296,6 +297,13 @@ void shim__leave(const sigset_t *old)
 {
 	inside--;
 	shim__signals_release(old);
+}
+
+/* Is the caller libuls itself (its device wait's poll, say), which the C library's names
+ * exported here reach too? */
+bool shim__inside(void)
+{
+	return inside > 0;
 }
 
 /* Is fd one of libuls's descriptors, and the caller the program (not libuls)? */
