@@ -56,6 +56,20 @@ def test_case(bed, name):
     bed.case(name)
 
 
+@pytest.mark.parametrize("name", [
+    "uepoll_edge_reports_again_only_after_new_data",
+    "uepoll_oneshot_disarms_until_modified",
+    "uepoll_level_triggered_until_read",
+    "uepoll_hup_err_always_reported",
+    "uepoll_ctl_from_another_thread_wakes_the_waiter",
+    "uepoll_signal_ends_the_wait",
+])
+def test_user_level_epoll_waiting_in_the_kernel(bed, name):
+    """With ULS_RTC=0 no wait drives the stack: a user-level epoll set's wait sleeps in the
+    kernel on the sockets' mirrors, armed for it (issue 14), and keeps Linux's semantics."""
+    bed.case(name, env=dict(os.environ, ULS_RTC="0"))
+
+
 def test_ulsrun_refuses_a_static_binary(bed, tmp_path):
     src = tmp_path / "s.c"
     src.write_text("int main(void) { return 0; }\n")
@@ -207,7 +221,7 @@ def test_blocking_calls_drive_the_stack_with_threads_racing_and_fork_and_exec_in
 def test_epoll_wait_with_user_level_epoll_off_waits_on_the_mirrors(bed):
     """ULS_USER_EPOLL=0: the epoll set is the kernel's, each echo's readiness reaches it
     through the mirror's token (none skipped), and the waits drive the stack (rounds)."""
-    env = dict(os.environ, ULS_USER_EPOLL="0")
+    env = dict(os.environ, ULS_USER_EPOLL="0", ULS_RTC="1")
     r = bed.ulsrun([f"{BUILD}/tests/shim/rtcwait", bed.kip, "7100", "epoll"], timeout=60, env=env)
     assert r.returncode == 0 and r.stdout.startswith(b"ok"), r
     c = {k: int(v) for k, v in (f.split("=") for f in r.stdout.decode().split()[1:])}
