@@ -203,7 +203,10 @@ def case_uepoll_level_triggered_until_read():
     ep = select.epoll()
     s = connect(ECHO)
     ep.register(s, select.EPOLLIN)
-    assert ep.poll(0.1) == []
+    t0 = time.monotonic()
+    assert ep.poll(0.3) == []
+    took = time.monotonic() - t0
+    assert 0.29 <= took < 1.5, f"a 300 ms wait took {took:.3f} s"  # its whole timeout
     s.sendall(b"x")
     assert ready_within(ep, s.fileno(), 2) == select.EPOLLIN
     for _ in range(3):
@@ -244,6 +247,15 @@ def case_uepoll_ctl_errors_as_linux():
     fails(errno.EINVAL, ep.modify, t, select.EPOLLIN)
     t.sendall(b"e")
     assert ready_within(ep, t.fileno(), 2) == select.EPOLLIN
+    # epoll_wait(2): maxevents must be greater than zero (Python never passes 0: the C
+    # library's epoll_wait, which the shim replaces, through ctypes)
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    buf = ctypes.create_string_buffer(64)
+    for bad in (0, -1):
+        assert libc.epoll_wait(ep.fileno(), buf, bad, 0) == -1 and \
+            ctypes.get_errno() == errno.EINVAL, bad
+    assert libc.epoll_wait(ep.fileno(), buf, 1, 0) == 1  # t, still readable
 
 
 def case_uepoll_close_removes_registration():
