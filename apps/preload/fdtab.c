@@ -306,6 +306,16 @@ bool shim__inside(void)
 	return inside > 0;
 }
 
+/* A handler is the program's code, even when it runs during a driving wait (which is
+ * inside libuls): the trampoline (signal.c) sets the depth to 0 for it, then back. */
+int shim__inside_swap(int depth)
+{
+	int old = inside;
+
+	inside = depth;
+	return old;
+}
+
 /* Is fd one of libuls's descriptors, and the caller the program (not libuls)? */
 bool shim__guarded(int fd)
 {

@@ -2,10 +2,12 @@
  * readiness mirrors (stack/mirror.c). epoll instances the program made are the shim's
  * for their user-level sockets (uepoll.c); one the shim does not know (or one fallen
  * back to the mirrors) is the kernel's, level and edge triggering, EPOLLONESHOT,
- * EPOLLEXCLUSIVE and nesting included. What the shim adds here: after fork, a socket inherited from the parent is adopted before the kernel is
- * asked to watch it, and a listener watched here counts as one this process accepts on
- * (fork.c); and poll, select and epoll_wait drive the stack while they wait (run to
- * completion).
+ * EPOLLEXCLUSIVE and nesting included. What the shim adds here: after fork, a socket
+ * inherited from the parent is adopted before the kernel is asked to watch it, and a
+ * listener watched here counts as one this process accepts on (fork.c); a user-level
+ * epoll instance watched by poll or select falls back to the mirrors, and the sockets
+ * such instances hold are armed for the call (their readable token is lazy); and poll,
+ * select and epoll_wait drive the stack while they wait (run to completion).
  */
 #include "shim.h"
 
