@@ -46,6 +46,11 @@
 
 #define UEP_FDS 65536  /* epoll descriptor numbers tracked; higher ones use the mirrors */
 #define KCHECK_NS 1000000  /* kernel descriptors asked at least this often when busy */
+/* A wait asks every socket of the set (no ready list yet): a set that grows past this
+ * many sockets falls back to the mirrors, where the kernel's ready list keeps a wait
+ * O(ready). 10,000 python connections under ulsrun took 8.5 s to open with the scan, 4.2
+ * with the mirrors. */
+#define UEP_MAX_ITEMS 1024
 /* The events a registration may carry (the kernel refuses others with EINVAL only for
  * EPOLLEXCLUSIVE: EPOLLEXCLUSIVE_OK_BITS). */
 #define EXCL_OK (EPOLLIN | EPOLLOUT | EPOLLERR | EPOLLHUP | EPOLLWAKEUP | EPOLLET | \
@@ -409,6 +414,12 @@ static int ctl_ours(struct uep *u, int op, int fd, struct epoll_event *ev)
 		return 1;  /* fell back meanwhile: the kernel's */
 	}
 	int i = find(u, fd, f);
+	if (op == EPOLL_CTL_ADD && i < 0 && u->n >= UEP_MAX_ITEMS) {
+		unlock(u, &old);
+		shim__put(f);
+		fallback(u->epfd);
+		return 1;  /* the kernel's, with the others */
+	}
 	switch (op) {
 	case EPOLL_CTL_ADD:
 		if (i >= 0) {

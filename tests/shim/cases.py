@@ -429,6 +429,28 @@ def case_uepoll_signal_ends_the_wait():
     assert time.monotonic() - t0 < 2
 
 
+def case_uepoll_large_set_falls_back_and_still_reports():
+    """A set that grows past 1,024 sockets goes to the kernel's mirrors (the shim's scan is
+    O(sockets) per wait): sockets added before and after still report, level-triggered."""
+    ep = select.epoll()
+    socks = []
+    for _ in range(1030):
+        u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        u.bind(("0.0.0.0", 0))
+        ep.register(u, select.EPOLLIN)
+        socks.append(u)
+    assert ep.poll(0.1) == []
+    for u in (socks[0], socks[-1]):
+        u.sendto(b"big", (KIP, UDPECHO))
+    got = {}
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and len(got) < 2:
+        got.update(ep.poll(1))
+    assert got == {socks[0].fileno(): select.EPOLLIN, socks[-1].fileno(): select.EPOLLIN}, got
+    assert socks[-1].recv(10) == b"big"
+    assert dict(ep.poll(0.2)) == {socks[0].fileno(): select.EPOLLIN}
+
+
 def case_poll_select():
     s = connect(ECHO)
     r, w = os.pipe()

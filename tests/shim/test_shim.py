@@ -26,6 +26,7 @@ from conftest import BUILD, ULSRUN
     "uepoll_dup_and_poll_of_the_instance",
     "uepoll_fork_child_waits_on_the_inherited_instance",
     "uepoll_signal_ends_the_wait",
+    "uepoll_large_set_falls_back_and_still_reports",
     "poll_select",
     "eintr_without_sa_restart",
     "sa_restart_restarts",
