@@ -35,6 +35,7 @@ struct shim_file {
 	atomic_uint refs;    /* descriptor numbers naming it */
 	atomic_uint users;   /* calls in flight (it is freed when both reach zero) */
 	atomic_uint uep_regs;  /* registrations in user-level epoll instances (uepoll.c) */
+	atomic_bool kernel_epoll;  /* ever in a kernel epoll instance: its mirror stays exact */
 	bool nonblock;       /* O_NONBLOCK, kept here: the mirror itself always blocks */
 	bool listening;      /* listen() was called */
 	bool active;         /* listener: this process accepts on it (fork.c) */

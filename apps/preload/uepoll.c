@@ -176,6 +176,25 @@ static void watch(int sd, int lazy, int armed)
 	shim__leave(&old);
 }
 
+/* f goes into a kernel epoll instance (one the shim does not keep, or one fallen back):
+ * the kernel waits on its mirror whenever that instance is waited on, so the mirror is
+ * armed for good, whatever user-level sets also hold it. */
+static void pin(struct shim_file *f)
+{
+	if (!atomic_exchange(&f->kernel_epoll, true))
+		watch(f->sd, 0, 1);
+}
+
+static void pin_fd(int fd)
+{
+	struct shim_file *f = shim__get(fd);
+
+	if (f) {
+		pin(f);
+		shim__put(f);
+	}
+}
+
 /* Wake this instance's waiters: a driver waiting on the device, and threads waiting in
  * the kernel on the mirrors (the instance's eventfd). Instance lock held. */
 static void kick(struct uep *u)
@@ -228,8 +247,9 @@ static void fallback(int epfd)
 		struct epoll_event ev = { .events = it->disarmed ? it->events & ~REPORTABLE :
 						    it->events, .data = it->data };
 		ev.events &= ~(uint32_t)EPOLLEXCLUSIVE;
-		if (shim__table_at(it->fd, it->f))
-			shim__real.epoll_ctl(epfd, EPOLL_CTL_ADD, it->fd, &ev);
+		if (shim__table_at(it->fd, it->f) &&
+		    shim__real.epoll_ctl(epfd, EPOLL_CTL_ADD, it->fd, &ev) == 0)
+			pin(it->f);
 		item_drop(u, u->n - 1, true);
 	}
 	u->dead = true;
@@ -483,6 +503,8 @@ SHIM_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 			return shim__ret(rc);
 		}
 		rc = shim__real.epoll_ctl(epfd, op, fd, ev);
+		if (rc == 0 && op == EPOLL_CTL_ADD)
+			pin_fd(fd);  /* a socket of an instance that just fell back */
 		if (rc == 0) {
 			sigset_t old;
 			lock(u, &old);
@@ -497,7 +519,10 @@ SHIM_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	}
 	if (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD)
 		shim__adopt_set(&fd, 1);
-	return shim__real.epoll_ctl(epfd, op, fd, ev);
+	int rc = shim__real.epoll_ctl(epfd, op, fd, ev);
+	if (rc == 0 && op == EPOLL_CTL_ADD)
+		pin_fd(fd);
+	return rc;
 }
 
 /* Per thread: the sockets asked in one look. */

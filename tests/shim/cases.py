@@ -451,6 +451,23 @@ def case_uepoll_large_set_falls_back_and_still_reports():
     assert dict(ep.poll(0.2)) == {socks[0].fileno(): select.EPOLLIN}
 
 
+def case_uepoll_socket_in_a_kernel_set_too():
+    """A socket in a user-level set and in a set the kernel keeps (here: one whose
+    descriptor was dup'ed): the kernel's set still sees it readable (its mirror is kept
+    exact from then on), and so does the user-level one."""
+    user, kern = select.epoll(), select.epoll()
+    s = connect(ECHO)
+    user.register(s, select.EPOLLIN)
+    d = os.dup(kern.fileno())  # kern falls back to the kernel's mirrors
+    kern.register(s, select.EPOLLIN)
+    s.sendall(b"k")
+    assert ready_within(kern, s.fileno(), 3) == select.EPOLLIN, "the kernel's set saw nothing"
+    assert dict(user.poll(1)).get(s.fileno()) == select.EPOLLIN
+    assert s.recv(1) == b"k"
+    assert kern.poll(0.2) == [] and user.poll(0) == []
+    os.close(d)
+
+
 def case_poll_select():
     s = connect(ECHO)
     r, w = os.pipe()

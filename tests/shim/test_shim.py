@@ -27,6 +27,7 @@ from conftest import BUILD, ULSRUN
     "uepoll_fork_child_waits_on_the_inherited_instance",
     "uepoll_signal_ends_the_wait",
     "uepoll_large_set_falls_back_and_still_reports",
+    "uepoll_socket_in_a_kernel_set_too",
     "poll_select",
     "eintr_without_sa_restart",
     "sa_restart_restarts",
