@@ -11,9 +11,9 @@
 
 #define MAX_CORRUPT_LOG 5
 
-const uint8_t bench__raw_mac_sender[NIF_ETH_ALEN] = { 0x02, 0x75, 0x6c, 0xff, 0x00, 0x01 };
-const uint8_t bench__raw_mac_receiver[NIF_ETH_ALEN] = { 0x02, 0x75, 0x6c, 0xff, 0x00, 0x02 };
-const uint8_t bench__raw_mac_broadcast[NIF_ETH_ALEN] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+const uint8_t bench__raw_mac_sender[WIRE_ETH_ALEN] = { 0x02, 0x75, 0x6c, 0xff, 0x00, 0x01 };
+const uint8_t bench__raw_mac_receiver[WIRE_ETH_ALEN] = { 0x02, 0x75, 0x6c, 0xff, 0x00, 0x02 };
+const uint8_t bench__raw_mac_broadcast[WIRE_ETH_ALEN] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 
 /* What a received frame is. */
 enum kind {
@@ -57,20 +57,20 @@ static uint64_t get64(const uint8_t *p)
 	return be64toh(v);
 }
 
-static void put_header(uint8_t *f, const uint8_t dst[NIF_ETH_ALEN],
-		       const uint8_t src[NIF_ETH_ALEN], const char *magic, uint32_t a, uint64_t b)
+static void put_header(uint8_t *f, const uint8_t dst[WIRE_ETH_ALEN],
+		       const uint8_t src[WIRE_ETH_ALEN], const char *magic, uint32_t a, uint64_t b)
 {
-	memcpy(f, dst, NIF_ETH_ALEN);
-	memcpy(f + NIF_ETH_ALEN, src, NIF_ETH_ALEN);
+	memcpy(f, dst, WIRE_ETH_ALEN);
+	memcpy(f + WIRE_ETH_ALEN, src, WIRE_ETH_ALEN);
 	f[12] = RAW_ETHERTYPE >> 8;
 	f[13] = RAW_ETHERTYPE & 0xff;
-	memcpy(f + NIF_ETH_HLEN, magic, 4);
-	put32(f + NIF_ETH_HLEN + 4, a);
-	put64(f + NIF_ETH_HLEN + 8, b);
+	memcpy(f + WIRE_ETH_HLEN, magic, 4);
+	put32(f + WIRE_ETH_HLEN + 4, a);
+	put64(f + WIRE_ETH_HLEN + 8, b);
 }
 
-void bench__raw_build_data(uint8_t *f, size_t frame_len, const uint8_t dst[NIF_ETH_ALEN],
-		       const uint8_t src[NIF_ETH_ALEN], uint32_t stream, uint64_t seq)
+void bench__raw_build_data(uint8_t *f, size_t frame_len, const uint8_t dst[WIRE_ETH_ALEN],
+		       const uint8_t src[WIRE_ETH_ALEN], uint32_t stream, uint64_t seq)
 {
 	size_t payload = frame_len - RAW_DATA_OFF;
 
@@ -78,8 +78,8 @@ void bench__raw_build_data(uint8_t *f, size_t frame_len, const uint8_t dst[NIF_E
 	bench__pattern_fill(stream, seq * payload, f + RAW_DATA_OFF, payload);
 }
 
-size_t bench__raw_build_ctl(uint8_t *f, const uint8_t dst[NIF_ETH_ALEN],
-			const uint8_t src[NIF_ETH_ALEN], const char *magic, uint32_t a, uint64_t b)
+size_t bench__raw_build_ctl(uint8_t *f, const uint8_t dst[WIRE_ETH_ALEN],
+			const uint8_t src[WIRE_ETH_ALEN], const char *magic, uint32_t a, uint64_t b)
 {
 	memset(f, 0, RAW_CTL_FRAME_LEN);
 	put_header(f, dst, src, magic, a, b);
@@ -87,17 +87,17 @@ size_t bench__raw_build_ctl(uint8_t *f, const uint8_t dst[NIF_ETH_ALEN],
 }
 
 /* Sort a received frame; h is written for data and end frames. */
-static enum kind classify(const uint8_t *f, size_t len, const uint8_t own[NIF_ETH_ALEN],
+static enum kind classify(const uint8_t *f, size_t len, const uint8_t own[WIRE_ETH_ALEN],
 			  struct hdr *h)
 {
-	if (len < NIF_ETH_HLEN || f[12] != RAW_ETHERTYPE >> 8 || f[13] != (RAW_ETHERTYPE & 0xff))
+	if (len < WIRE_ETH_HLEN || f[12] != RAW_ETHERTYPE >> 8 || f[13] != (RAW_ETHERTYPE & 0xff))
 		return KIND_FOREIGN;
 	/* Hellos are broadcast, and while the bridge floods we may see frames for others. */
-	if (memcmp(f, own, NIF_ETH_ALEN) != 0)
+	if (memcmp(f, own, WIRE_ETH_ALEN) != 0)
 		return KIND_FOREIGN;
 	if (len < RAW_DATA_OFF)
 		return KIND_BAD;
-	const uint8_t *p = f + NIF_ETH_HLEN;
+	const uint8_t *p = f + WIRE_ETH_HLEN;
 	if (memcmp(p, RAW_MAGIC_DATA, 4) == 0) {
 		if (len == RAW_DATA_OFF)
 			return KIND_BAD;  /* no payload: we never send that */
@@ -204,13 +204,13 @@ void bench__raw_rx_frame(struct raw_rx *rx, const uint8_t *f, size_t len)
 	s->frame_len = len;
 	seq_account(s, h.seq);
 	s->frames++;
-	s->bytes += len - NIF_ETH_HLEN;
+	s->bytes += len - WIRE_ETH_HLEN;
 	if (h.stream >= rx->nstreams)
 		rx->nstreams = h.stream + 1;
 	if (rx->frames == 0) {
 		rx->t_first = bench__now_s();
-		rx->first_bytes = len - NIF_ETH_HLEN;
+		rx->first_bytes = len - WIRE_ETH_HLEN;
 	}
 	rx->frames++;
-	rx->bytes += len - NIF_ETH_HLEN;
+	rx->bytes += len - WIRE_ETH_HLEN;
 }

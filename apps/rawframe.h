@@ -12,16 +12,16 @@
 
 #define RAW_ETHERTYPE     0x88b5  /* IEEE 802 local experimental EtherType 1 */
 #define RAW_HDR_LEN       16
-#define RAW_DATA_OFF      (NIF_ETH_HLEN + RAW_HDR_LEN)
+#define RAW_DATA_OFF      (WIRE_ETH_HLEN + RAW_HDR_LEN)
 #define RAW_CTL_FRAME_LEN 60      /* minimum Ethernet frame without FCS */
 #define RAW_MAGIC_DATA    "ULSR"
 #define RAW_MAGIC_HELLO   "ULSH"
 #define RAW_MAGIC_END     "ULSE"
 #define RAW_STREAMS_MAX   1024u
 
-extern const uint8_t bench__raw_mac_sender[NIF_ETH_ALEN];     /* send's default --mac */
-extern const uint8_t bench__raw_mac_receiver[NIF_ETH_ALEN];   /* recv's default --mac */
-extern const uint8_t bench__raw_mac_broadcast[NIF_ETH_ALEN];
+extern const uint8_t bench__raw_mac_sender[WIRE_ETH_ALEN];     /* send's default --mac */
+extern const uint8_t bench__raw_mac_receiver[WIRE_ETH_ALEN];   /* recv's default --mac */
+extern const uint8_t bench__raw_mac_broadcast[WIRE_ETH_ALEN];
 
 struct raw_rx_stream {
 	uint64_t next;      /* one past the highest sequence seen */
@@ -34,7 +34,7 @@ struct raw_rx_stream {
 };
 
 struct raw_rx {
-	uint8_t mac[NIF_ETH_ALEN];
+	uint8_t mac[WIRE_ETH_ALEN];
 	struct raw_rx_stream s[RAW_STREAMS_MAX];
 	unsigned nstreams;  /* highest stream id seen + 1 (or the end frame's count) */
 	uint64_t frames, bytes, corrupt, ignored;
@@ -44,11 +44,11 @@ struct raw_rx {
 };
 
 /* A data frame of frame_len (> RAW_DATA_OFF) bytes: header, then the stream's pattern. */
-void bench__raw_build_data(uint8_t *f, size_t frame_len, const uint8_t dst[NIF_ETH_ALEN],
-			   const uint8_t src[NIF_ETH_ALEN], uint32_t stream, uint64_t seq);
+void bench__raw_build_data(uint8_t *f, size_t frame_len, const uint8_t dst[WIRE_ETH_ALEN],
+			   const uint8_t src[WIRE_ETH_ALEN], uint32_t stream, uint64_t seq);
 /* A hello or end frame (magic RAW_MAGIC_HELLO or RAW_MAGIC_END); returns its length. */
-size_t bench__raw_build_ctl(uint8_t *f, const uint8_t dst[NIF_ETH_ALEN],
-			    const uint8_t src[NIF_ETH_ALEN], const char *magic, uint32_t a,
+size_t bench__raw_build_ctl(uint8_t *f, const uint8_t dst[WIRE_ETH_ALEN],
+			    const uint8_t src[WIRE_ETH_ALEN], const char *magic, uint32_t a,
 			    uint64_t b);
 /* Verify and count one received frame; the first corrupt frames are described on stderr. */
 void bench__raw_rx_frame(struct raw_rx *rx, const uint8_t *f, size_t len);

@@ -21,14 +21,14 @@ static void usage(FILE *f)
 }
 
 /* A unicast MAC other than zero: what a frame's source may be. */
-static bool parse_unicast_mac(const char *s, uint8_t mac[NIF_ETH_ALEN])
+static bool parse_unicast_mac(const char *s, uint8_t mac[WIRE_ETH_ALEN])
 {
-	static const uint8_t zero[NIF_ETH_ALEN];
-	uint8_t m[NIF_ETH_ALEN];
+	static const uint8_t zero[WIRE_ETH_ALEN];
+	uint8_t m[WIRE_ETH_ALEN];
 
-	if (!nif_mac_parse(s, m) || (m[0] & 1) || memcmp(m, zero, NIF_ETH_ALEN) == 0)
+	if (!nif_mac_parse(s, m) || (m[0] & 1) || memcmp(m, zero, WIRE_ETH_ALEN) == 0)
 		return false;
-	memcpy(mac, m, NIF_ETH_ALEN);
+	memcpy(mac, m, WIRE_ETH_ALEN);
 	return true;
 }
 
@@ -128,6 +128,6 @@ int bench__raw_parse_args(int argc, char **argv, struct raw_opts *o)
 		return 2;
 	}
 	if (!have_mac)
-		memcpy(o->mac, o->role == RAW_SEND ? bench__raw_mac_sender : bench__raw_mac_receiver, NIF_ETH_ALEN);
+		memcpy(o->mac, o->role == RAW_SEND ? bench__raw_mac_sender : bench__raw_mac_receiver, WIRE_ETH_ALEN);
 	return 0;
 }

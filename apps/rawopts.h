@@ -16,8 +16,8 @@ struct raw_opts {
 	enum raw_role role;
 	const char *tap;
 	unsigned mtu;              /* 0: the device's */
-	uint8_t mac[NIF_ETH_ALEN];
-	uint8_t dst[NIF_ETH_ALEN];
+	uint8_t mac[WIRE_ETH_ALEN];
+	uint8_t dst[WIRE_ETH_ALEN];
 	double seconds;
 	unsigned streams;
 	const char *json;

@@ -208,7 +208,7 @@ static int listen_on(unsigned port, enum service svc, int backlog)
 	return 0;
 }
 
-static void *udp_echo(void *arg)
+static void *serve_udp_echo(void *arg)
 {
 	int sd = *(int *)arg;
 	static char buf[65536];
@@ -241,44 +241,73 @@ static void *dial_conn(void *arg)
 	return NULL;
 }
 
-/* UDP 11: "PORT" -> connect to the sender's address at PORT, one thread per request. */
-static void *udp_dial(void *arg)
-{
-	int sd = *(int *)arg;
-	char buf[16];
-
-	for (;;) {
-		struct sockaddr_in from;
-		ssize_t n = uls_recvfrom(sd, buf, sizeof(buf) - 1, 0, &from);
-		if (n == -EBADF || n == -ENETDOWN)
-			return NULL;
-		if (n <= 0)
-			continue;
-		buf[n] = 0;
-		char *end;
-		unsigned long port = strtoul(buf, &end, 10);
-		if (end == buf || port == 0 || port > 65535)
-			continue;
-		struct sockaddr_in *to = malloc(sizeof(*to));
-		pthread_t t;
-		if (!to)
-			continue;
-		*to = from;
-		to->sin_port = htons((uint16_t)port);
-		if (pthread_create(&t, NULL, dial_conn, to) != 0) {
-			free(to);
-			continue;
-		}
-		pthread_detach(t);
-	}
-}
-
 struct probe_req {
 	int sd;                     /* the service's socket: the answer leaves from it */
 	struct sockaddr_in from;    /* who asked */
 	char op;
 	uint16_t port;
 };
+
+/* The next request to the UDP services 11 and 12: "PORT", or with ops "OP PORT" where OP
+ * is one of ops. Fills *r; -EBADF or -ENETDOWN once the socket is gone. Anything else that
+ * arrives is not a request and is skipped. */
+static int next_request(int sd, const char *ops, struct probe_req *r)
+{
+	char buf[16];
+
+	for (;;) {
+		ssize_t n = uls_recvfrom(sd, buf, sizeof(buf) - 1, 0, &r->from);
+		if (n == -EBADF || n == -ENETDOWN)
+			return (int)n;
+		if (n <= 0)
+			continue;
+		buf[n] = 0;
+		const char *p = buf;
+		r->op = 0;
+		if (ops) {
+			if (n < 3 || !buf[0] || !strchr(ops, buf[0]) || buf[1] != ' ')
+				continue;
+			r->op = buf[0];
+			p = buf + 2;
+		}
+		char *end;
+		unsigned long port = strtoul(p, &end, 10);
+		if (end == p || port == 0 || port > 65535)
+			continue;
+		r->sd = sd;
+		r->port = (uint16_t)port;
+		return 0;
+	}
+}
+
+/* A thread per request; arg is the thread's to free. */
+static void spawn_detached(void *(*fn)(void *), void *arg)
+{
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, fn, arg) != 0) {
+		free(arg);
+		return;
+	}
+	pthread_detach(t);
+}
+
+/* UDP 11: "PORT" -> connect to the sender's address at PORT, one thread per request. */
+static void *serve_udp_dial(void *arg)
+{
+	int sd = *(int *)arg;
+	struct probe_req req;
+
+	while (next_request(sd, NULL, &req) == 0) {
+		struct sockaddr_in *to = malloc(sizeof(*to));
+		if (!to)
+			continue;
+		*to = req.from;
+		to->sin_port = htons(req.port);
+		spawn_detached(dial_conn, to);
+	}
+	return NULL;
+}
 
 static void *probe_run(void *arg)
 {
@@ -321,34 +350,19 @@ static void *probe_run(void *arg)
 }
 
 /* UDP 12: "C PORT", "S PORT", "U PORT" -> one probe thread per request. */
-static void *udp_probe(void *arg)
+static void *serve_udp_probe(void *arg)
 {
 	int sd = *(int *)arg;
-	char buf[16];
+	struct probe_req req;
 
-	for (;;) {
-		struct sockaddr_in from;
-		ssize_t n = uls_recvfrom(sd, buf, sizeof(buf) - 1, 0, &from);
-		if (n == -EBADF || n == -ENETDOWN)
-			return NULL;
-		if (n < 3 || (buf[0] != 'C' && buf[0] != 'S' && buf[0] != 'U') || buf[1] != ' ')
-			continue;
-		buf[n] = 0;
-		char *end;
-		unsigned long port = strtoul(buf + 2, &end, 10);
-		if (end == buf + 2 || port == 0 || port > 65535)
-			continue;
+	while (next_request(sd, "CSU", &req) == 0) {
 		struct probe_req *r = malloc(sizeof(*r));
-		pthread_t t;
 		if (!r)
 			continue;
-		*r = (struct probe_req){ sd, from, buf[0], (uint16_t)port };
-		if (pthread_create(&t, NULL, probe_run, r) != 0) {
-			free(r);
-			continue;
-		}
-		pthread_detach(t);
+		*r = req;
+		spawn_detached(probe_run, r);
 	}
+	return NULL;
 }
 
 static int write_stats(int fd)
@@ -443,7 +457,7 @@ int main(int argc, char **argv)
 	int usd = uls_socket(SOCK_DGRAM);
 	struct sockaddr_in ua = { .sin_family = AF_INET, .sin_port = htons(7) };
 	pthread_t ut;
-	if (usd < 0 || uls_bind(usd, &ua) < 0 || pthread_create(&ut, NULL, udp_echo, &usd) != 0) {
+	if (usd < 0 || uls_bind(usd, &ua) < 0 || pthread_create(&ut, NULL, serve_udp_echo, &usd) != 0) {
 		fprintf(stderr, "ulsnode: UDP echo failed\n");
 		return 1;
 	}
@@ -451,7 +465,7 @@ int main(int argc, char **argv)
 	static int dsd;
 	struct sockaddr_in da = { .sin_family = AF_INET, .sin_port = htons(11) };
 	dsd = uls_socket(SOCK_DGRAM);
-	if (dsd < 0 || uls_bind(dsd, &da) < 0 || pthread_create(&ut, NULL, udp_dial, &dsd) != 0) {
+	if (dsd < 0 || uls_bind(dsd, &da) < 0 || pthread_create(&ut, NULL, serve_udp_dial, &dsd) != 0) {
 		fprintf(stderr, "ulsnode: UDP dial failed\n");
 		return 1;
 	}
@@ -459,7 +473,7 @@ int main(int argc, char **argv)
 	static int psd;
 	struct sockaddr_in pa = { .sin_family = AF_INET, .sin_port = htons(12) };
 	psd = uls_socket(SOCK_DGRAM);
-	if (psd < 0 || uls_bind(psd, &pa) < 0 || pthread_create(&ut, NULL, udp_probe, &psd) != 0) {
+	if (psd < 0 || uls_bind(psd, &pa) < 0 || pthread_create(&ut, NULL, serve_udp_probe, &psd) != 0) {
 		fprintf(stderr, "ulsnode: UDP probe failed\n");
 		return 1;
 	}

@@ -206,7 +206,7 @@ static int run_recv(const struct raw_opts *o)
 		fprintf(stderr, "ulsraw: out of memory\n");
 		return 1;
 	}
-	memcpy(rx->mac, o->mac, NIF_ETH_ALEN);
+	memcpy(rx->mac, o->mac, WIRE_ETH_ALEN);
 	rc = open_tap(o, RX_DEPTH, HELLO_COUNT, &tap, &mtu);
 	if (rc) {
 		free(rx);
@@ -337,7 +337,7 @@ static int run_send(const struct raw_opts *o)
 		free(seq);
 		return rc;
 	}
-	size_t frame_len = (size_t)mtu + NIF_ETH_HLEN;
+	size_t frame_len = (size_t)mtu + WIRE_ETH_HLEN;
 	double cpu0 = bench__cpu_s();
 	wait_forwarding(o->tap);
 

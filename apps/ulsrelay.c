@@ -45,7 +45,7 @@ static void pair_done(struct pair *p)
 	}
 }
 
-static void *unix_to_tcp(void *arg)
+static void *copy_unix_to_tcp(void *arg)
 {
 	struct pair *p = arg;
 	char *buf = malloc(CHUNK);
@@ -65,7 +65,7 @@ out:
 	return NULL;
 }
 
-static void *tcp_to_unix(void *arg)
+static void *copy_tcp_to_unix(void *arg)
 {
 	struct pair *p = arg;
 	char *buf = malloc(CHUNK);
@@ -99,13 +99,13 @@ static void start_pair(int unix_fd, int sd)
 	p->sd = sd;
 	p->alive = 2;
 	pthread_mutex_init(&p->lock, NULL);
-	if (pthread_create(&t1, NULL, unix_to_tcp, p) != 0) {
+	if (pthread_create(&t1, NULL, copy_unix_to_tcp, p) != 0) {
 		p->alive = 1;
 		pair_done(p);
 		return;
 	}
 	pthread_detach(t1);
-	if (pthread_create(&t2, NULL, tcp_to_unix, p) != 0) {
+	if (pthread_create(&t2, NULL, copy_tcp_to_unix, p) != 0) {
 		pair_done(p);
 		return;
 	}

@@ -13,20 +13,54 @@
 
 /* The owner of the endpoint (proto, lport) for traffic with the remote (rip, rport), or
  * FLT_NO_OWNER. *via_listen says which kind of rule answered. */
-static flt_owner_t endpoint_owner(const struct flt_table *t, uint8_t proto, uint32_t lip,
-				  uint16_t lport, uint32_t rip, uint16_t rport, bool *via_listen)
+static flt_owner_t endpoint_owner(const struct flt_table *t, uint8_t proto,
+				  const struct flt_addr *lip, uint16_t lport,
+				  const struct flt_addr *rip, uint16_t rport, bool *via_listen)
 {
 	const struct flt__slot *s;
+	uint8_t fam = flt_addr_is_v4(rip) ? FLT_FAM_V4 : FLT_FAM_V6;
 
 	*via_listen = false;
-	s = flt__find(t, FLT_RULE_CONNECTED, proto, lport, rip, rport);
+	s = flt__find(t, FLT_RULE_CONNECTED, proto, 0, lport, rip, rport);
 	if (s)
 		return s->owner;
-	s = flt__find(t, FLT_RULE_LISTEN, proto, lport, 0, 0);
+	s = flt__find(t, FLT_RULE_LISTEN, proto, fam, lport, NULL, 0);
 	if (!s)
 		return FLT_NO_OWNER;
 	*via_listen = true;
 	return flt__group_pick(t, s->group, rip, rport, lip, lport);
+}
+
+static flt_owner_t endpoint_owner4(const struct flt_table *t, uint8_t proto, uint32_t lip,
+				   uint16_t lport, uint32_t rip, uint16_t rport, bool *via_listen)
+{
+	struct flt_addr l = flt_addr_v4(lip), r = flt_addr_v4(rip);
+
+	return endpoint_owner(t, proto, &l, lport, &r, rport, via_listen);
+}
+
+/* RFC 8200: the same decisions for an IPv6 packet, in the IPv6 groups. */
+static flt_owner_t lookup_rx6(const struct flt_table *t, const struct flt_pkt *p,
+			      bool *via_listen, bool *icmp)
+{
+	struct flt_addr l, r;
+
+	if (p->has_ports) {
+		l = flt_addr_v6(p->ip6.dst);
+		r = flt_addr_v6(p->ip6.src);
+		return endpoint_owner(t, p->ip6.proto, &l, p->dport, &r, p->sport, via_listen);
+	}
+	if (p->ip6.proto == WIRE_IPPROTO_ICMPV6 && p->icmp.has_inner &&
+	    p->icmp.inner.has_ports) {
+		/* RFC 4443 §2.4 (b): an error goes to the upper-layer process that sent the
+		 * quoted packet; its source is the local end. */
+		l = flt_addr_v6(p->icmp.inner.src6);
+		r = flt_addr_v6(p->icmp.inner.dst6);
+		*icmp = true;
+		return endpoint_owner(t, p->icmp.inner.proto, &l, p->icmp.inner.sport, &r,
+				      p->icmp.inner.dport, via_listen);
+	}
+	return FLT_NO_OWNER;
 }
 
 flt_owner_t flt_lookup_rx(const struct flt_table *t, const struct flt_pkt *p)
@@ -36,6 +70,15 @@ flt_owner_t flt_lookup_rx(const struct flt_table *t, const struct flt_pkt *p)
 	bool via_listen = false, icmp = false;
 
 	st->rx_lookups++;
+	if (p->ethertype == WIRE_ETHERTYPE_IPV6) {
+		/* RFC 8200 §4.5: fragments are the server's to reassemble, as in IPv4. */
+		if (p->ip6.fragment) {
+			st->rx_fragment++;
+			return FLT_NO_OWNER;
+		}
+		owner = lookup_rx6(t, p, &via_listen, &icmp);
+		goto found;
+	}
 	if (p->ethertype != WIRE_ETHERTYPE_IPV4) {
 		st->rx_no_owner++;
 		return FLT_NO_OWNER;
@@ -48,18 +91,19 @@ flt_owner_t flt_lookup_rx(const struct flt_table *t, const struct flt_pkt *p)
 		return FLT_NO_OWNER;
 	}
 	if (p->has_ports) {
-		owner = endpoint_owner(t, p->ip.proto, p->ip.dst, p->dport, p->ip.src, p->sport,
-				       &via_listen);
+		owner = endpoint_owner4(t, p->ip.proto, p->ip.dst, p->dport, p->ip.src, p->sport,
+					&via_listen);
 	} else if (p->ip.proto == WIRE_IPPROTO_ICMP && p->icmp.has_inner &&
 		   p->icmp.inner.has_ports) {
 		/* RFC 1122 §3.2.2: an ICMP error "MUST be passed to" the transport layer
 		 * of the endpoint that sent the quoted datagram. We sent it, so its source
 		 * is the local end. */
-		owner = endpoint_owner(t, p->icmp.inner.proto, p->icmp.inner.src,
-				       p->icmp.inner.sport, p->icmp.inner.dst,
-				       p->icmp.inner.dport, &via_listen);
+		owner = endpoint_owner4(t, p->icmp.inner.proto, p->icmp.inner.src,
+					p->icmp.inner.sport, p->icmp.inner.dst,
+					p->icmp.inner.dport, &via_listen);
 		icmp = true;
 	}
+found:
 	if (owner == FLT_NO_OWNER) {
 		st->rx_no_owner++;
 		return FLT_NO_OWNER;
@@ -83,15 +127,16 @@ static int may_use(const struct flt_table *t, flt_owner_t owner, uint8_t proto, 
 		   uint16_t lport, uint32_t rip, uint16_t rport)
 {
 	const struct flt__slot *s;
+	struct flt_addr l = flt_addr_v4(lip), r = flt_addr_v4(rip);
 
-	s = flt__find(t, FLT_RULE_CONNECTED, proto, lport, rip, rport);
+	s = flt__find(t, FLT_RULE_CONNECTED, proto, 0, lport, &r, rport);
 	if (s)
 		return s->owner == owner ? 0 : -FLT_DENY_PORT;
-	s = flt__find(t, FLT_RULE_LISTEN, proto, lport, 0, 0);
+	s = flt__find(t, FLT_RULE_LISTEN, proto, FLT_FAM_V4, lport, NULL, 0);
 	if (!s || !flt__group_has(s->group, owner))
 		return -FLT_DENY_PORT;
 	if (proto == WIRE_IPPROTO_TCP && s->group->n > 1 &&
-	    flt__group_pick(t, s->group, rip, rport, lip, lport) != owner)
+	    flt__group_pick(t, s->group, &r, rport, &l, lport) != owner)
 		return -FLT_DENY_SHARED_PEER;
 	return 0;
 }
@@ -173,7 +218,7 @@ int flt_check_tx(const struct flt_table *t, const struct flt_pkt *p, flt_owner_t
 	else
 		ret = -FLT_DENY_PROTO;
 	if (ret < 0)
-		t->stats->tx_deny[-ret]++;
+		t->stats->tx_deny[FLT_REASON_INDEX(-ret)]++;
 	else
 		t->stats->tx_allowed++;
 	return ret;

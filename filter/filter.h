@@ -20,19 +20,23 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Protocol constants (WIRE_ETHERTYPE_*, WIRE_IPPROTO_*, WIRE_TCP_* flags) are the wire
  * module's, as are the header views flt_parse() reads frames through. */
 #include "netif/wire/proto.h"
 
 /* Why a frame was dropped (flt_parse, receive side) or refused (flt_check_tx, transmit
- * side). Functions return the negated value; 0 is never a reason. Every reason has a
- * counter in struct flt_stats. */
+ * side). Functions return the negated value; 0 is never a reason. The reasons start above
+ * every errno value (and above the control protocol's, 4097 on, and the virtio-net
+ * header's, 4160 on), so that a negative return says which kind of failure it is.
+ * Every reason has a counter in struct flt_stats, at index FLT_REASON_INDEX(r). */
+#define FLT_REASON_BASE 4224
 enum flt_reason {
-	FLT_REASON_NONE,
+	FLT_REASON_NONE = FLT_REASON_BASE,
 	/* flt_parse */
 	FLT_DROP_RUNT,           /* shorter than an Ethernet header */
-	FLT_DROP_ETHERTYPE,      /* neither IPv4 nor ARP (IPv6, VLAN tags, ...) */
+	FLT_DROP_ETHERTYPE,      /* neither IPv4, IPv6 nor ARP (VLAN tags, ...) */
 	FLT_DROP_ARP,            /* ARP not for Ethernet/IPv4, or too short */
 	FLT_DROP_IPV4_HEADER,    /* bad version, IHL, total length, or options past the end */
 	FLT_DROP_IPV4_CHECKSUM,  /* IPv4 header checksum wrong */
@@ -40,6 +44,9 @@ enum flt_reason {
 	FLT_DROP_TCP_HEADER,     /* data offset < 5 or past the datagram */
 	FLT_DROP_UDP_HEADER,     /* shorter than 8 octets, or length field inconsistent */
 	FLT_DROP_ICMP_HEADER,    /* shorter than the 8-octet ICMP header */
+	FLT_DROP_IPV6_HEADER,    /* bad version, or Payload Length past the frame */
+	FLT_DROP_IPV6_EXT,       /* an extension header past the payload, Hop-by-Hop not
+				  * first, or more than WIRE_IPV6_EXT_MAX of them */
 	/* flt_check_tx */
 	FLT_DENY_SRC_MAC,        /* Ethernet source is not the node's MAC */
 	FLT_DENY_SRC_IP,         /* IPv4 source is not the node's address */
@@ -48,8 +55,11 @@ enum flt_reason {
 	FLT_DENY_PORT,           /* TCP/UDP source port (or tuple) not the sender's */
 	FLT_DENY_SHARED_PEER,    /* shared TCP port: this 4-tuple belongs to another member */
 	FLT_DENY_ICMP,           /* ICMP type not allowed, or an error about another's port */
-	FLT_REASON_COUNT
+	FLT_REASON_END
 };
+#define FLT_REASON_COUNT (FLT_REASON_END - FLT_REASON_BASE)
+/* A reason's counter slot; FLT_REASON_COUNT or more for a value that is no reason. */
+#define FLT_REASON_INDEX(r) ((unsigned)(r) - (unsigned)FLT_REASON_BASE)
 
 /* A short stable name for counters and logs ("drop_runt", "deny_src_ip", ...). */
 const char *flt_reason_name(enum flt_reason r);
@@ -80,6 +90,20 @@ struct flt_pkt {
 		bool fragment;               /* mf || frag_off: part of a fragmented datagram */
 	} ip;
 
+	/* IPv6 (RFC 8200): the fixed header, and the upper layer found after the extension
+	 * headers (wire_ipv6_upper). proto is that upper layer's Next Header value, which
+	 * may be one the filter does not know (it then has no ports and goes to the
+	 * server). Fragments are not parsed past the Fragment header. */
+	struct {
+		uint8_t src[16], dst[16];
+		uint8_t proto;
+		uint8_t hlim;
+		uint16_t plen;               /* Payload Length */
+		uint8_t nexthdrs;            /* extension headers walked */
+		bool fragment;               /* a Fragment header was among them */
+		uint16_t frag_off;           /* its offset in octets */
+	} ip6;
+
 	/* Ports: true for TCP and UDP unfragmented datagrams and first fragments. */
 	bool has_ports;
 	uint16_t sport, dport;
@@ -95,6 +119,7 @@ struct flt_pkt {
 		uint16_t len;                /* the UDP Length field (header + data) */
 	} udp;
 
+	/* ICMP, or ICMPv6 for an IPv6 packet (RFC 4443: errors are types 0..127). */
 	struct {
 		uint8_t type, code;
 		/* For errors (destination unreachable, time exceeded, parameter problem,
@@ -107,6 +132,8 @@ struct flt_pkt {
 			uint8_t proto;
 			bool has_ports;
 			uint16_t sport, dport;
+			/* An ICMPv6 error's quoted IPv6 addresses (src, dst above stay 0). */
+			uint8_t src6[16], dst6[16];
 		} inner;
 	} icmp;
 
@@ -122,6 +149,49 @@ struct flt_pkt {
 int flt_parse(const uint8_t *frame, size_t len, struct flt_pkt *out);
 
 /* ---- The rule table ---------------------------------------------------------------- */
+
+/* A remote address of either family, as the table keys it: 16 octets, an IPv4 address as
+ * its IPv4-mapped IPv6 address ::ffff:a.b.c.d (RFC 4291 §2.5.5.2). One table holds both
+ * families, so a port is one port whichever family uses it (below). */
+struct flt_addr {
+	uint8_t b[16];
+};
+static inline struct flt_addr flt_addr_v4(uint32_t ip)   /* ip in network order */
+{
+	struct flt_addr a = { .b = { [10] = 0xff, [11] = 0xff } };
+
+	memcpy(a.b + 12, &ip, 4);
+	return a;
+}
+static inline struct flt_addr flt_addr_v6(const uint8_t b[16])
+{
+	struct flt_addr a;
+
+	memcpy(a.b, b, 16);
+	return a;
+}
+static inline bool flt_addr_is_v4(const struct flt_addr *a)
+{
+	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
+
+	return memcmp(a->b, mapped, 12) == 0;
+}
+static inline uint32_t flt_addr_v4_of(const struct flt_addr *a)
+{
+	uint32_t ip;
+
+	memcpy(&ip, a->b + 12, 4);
+	return ip;
+}
+
+/* Which families a listening rule takes (flt_add_listen_fam). Linux's rules, which the
+ * table keeps: an AF_INET listener takes IPv4; an AF_INET6 one with IPV6_V6ONLY takes
+ * IPv6; a dual-stack AF_INET6 one (V6ONLY 0) takes both, and so holds the port in both
+ * families: it cannot share the port with an IPv4-only or an IPv6-only listener that did
+ * not ask to share, while an IPv4-only and an IPv6-only listener can hold the same port. */
+#define FLT_FAM_V4 0x1
+#define FLT_FAM_V6 0x2
+#define FLT_FAM_ANY (FLT_FAM_V4 | FLT_FAM_V6)
 
 typedef uint32_t flt_owner_t;
 #define FLT_NO_OWNER UINT32_MAX   /* "deliver to the server"; never a valid owner */
@@ -154,6 +224,12 @@ int flt_table_set_seed(struct flt_table *t, uint64_t seed);
  * -EEXIST if the exact tuple already has a rule (of any owner), -ENOMEM. */
 int flt_add_connected(struct flt_table *t, uint8_t proto, uint16_t lport, uint32_t rip,
 		      uint16_t rport, flt_owner_t owner);
+/* The same for a remote address of either family (an IPv4 one v4-mapped). The IPv4
+ * functions are these with flt_addr_v4(rip). */
+int flt_add_connected_addr(struct flt_table *t, uint8_t proto, uint16_t lport,
+			   const struct flt_addr *rip, uint16_t rport, flt_owner_t owner);
+int flt_del_connected_addr(struct flt_table *t, uint8_t proto, uint16_t lport,
+			   const struct flt_addr *rip, uint16_t rport, flt_owner_t owner);
 /* -ENOENT if there is no such rule, -EPERM if another owner holds it. */
 int flt_del_connected(struct flt_table *t, uint8_t proto, uint16_t lport, uint32_t rip,
 		      uint16_t rport, flt_owner_t owner);
@@ -179,6 +255,17 @@ int flt_join_listen(struct flt_table *t, uint8_t proto, uint16_t lport, flt_owne
 int flt_set_accepting(struct flt_table *t, uint8_t proto, uint16_t lport, flt_owner_t owner);
 /* -ENOENT if owner is not in the group of (proto, lport). */
 int flt_del_listen(struct flt_table *t, uint8_t proto, uint16_t lport, flt_owner_t owner);
+/* The same for the families fams (FLT_FAM_*): one group per family, and an owner taking
+ * both families is a member of both. flt_add_listen_fam changes nothing unless every
+ * family takes the owner (the same errors as flt_add_listen); the others apply to each
+ * family in fams and fail with the first family's error. flt_add_listen and the rest are
+ * these with FLT_FAM_V4. */
+int flt_add_listen_fam(struct flt_table *t, uint8_t proto, uint16_t lport, unsigned fams,
+		       flt_owner_t owner, bool shared);
+int flt_set_accepting_fam(struct flt_table *t, uint8_t proto, uint16_t lport, unsigned fams,
+			  flt_owner_t owner);
+int flt_del_listen_fam(struct flt_table *t, uint8_t proto, uint16_t lport, unsigned fams,
+		       flt_owner_t owner);
 
 /* Remove every rule of owner (its lease ended); returns how many were removed, counting
  * each group membership as one. Walks the whole table: control path only. */
@@ -192,6 +279,9 @@ size_t flt_del_owner(struct flt_table *t, flt_owner_t owner);
  * error goes to the owner of the endpoint whose datagram it quotes. The destination
  * address is not checked: the caller has already decided the frame is for the node. */
 flt_owner_t flt_lookup_rx(const struct flt_table *t, const struct flt_pkt *p);
+/* An IPv6 frame is looked up the same way, in the FLT_FAM_V6 groups and with 16-octet
+ * remote addresses; a fragment, or a packet whose upper layer the filter does not know,
+ * goes to the server. */
 
 /* May owner send this frame from a node with address node_ip (network order) and MAC
  * node_mac? 0, or -FLT_DENY_* (counted). See demux.c for the exact policy. */
@@ -200,8 +290,9 @@ int flt_check_tx(const struct flt_table *t, const struct flt_pkt *p, flt_owner_t
 
 /* ---- Mirrors of the table ------------------------------------------------------------- */
 
-/* Called after every change of a rule, so that a copy of the table (the direct data path's
- * BPF maps, server/bpf.c) stays equal to it. FLT_RULE_CONNECTED: the tuple's owner now, or
+/* Called after every change of an IPv4 rule (a connected rule with a v4-mapped remote, a
+ * listening group of FLT_FAM_V4), so that a copy of the table (the direct data path's
+ * BPF maps, server/bpf.c, IPv4 only) stays equal to it. FLT_RULE_CONNECTED: the tuple's owner now, or
  * FLT_NO_OWNER when the rule is gone. FLT_RULE_LISTEN: the group of (proto, lport) changed;
  * read it with flt_group_get (rip, rport and owner are 0). fn must not change the table. */
 typedef void flt_change_fn(void *arg, enum flt_kind kind, uint8_t proto, uint16_t lport,
@@ -211,7 +302,7 @@ void flt_table_set_observer(struct flt_table *t, flt_change_fn *fn, void *arg);
 /* The key of the table's hash and group picks, for a copy that picks as it does. */
 void flt_table_key(const struct flt_table *t, uint64_t *k0, uint64_t *k1);
 
-/* The group of (proto, lport): every member into all[] (*n_all), and the members new
+/* The IPv4 group of (proto, lport): every member into all[] (*n_all), and the members new
  * connections are picked from, in flt_lookup_rx's order, into pick[] (*n_pick); both
  * arrays hold FLT_GROUP_MAX. -ENOENT (counts 0) when there is no group. */
 int flt_group_get(const struct flt_table *t, uint8_t proto, uint16_t lport, flt_owner_t *all,
@@ -246,7 +337,9 @@ struct flt_rule {
 	enum flt_kind kind;
 	uint8_t proto;
 	uint16_t lport;
-	uint32_t rip;            /* network order; 0 for FLT_RULE_LISTEN */
+	uint32_t rip;            /* network order; 0 for FLT_RULE_LISTEN and IPv6 rules */
+	struct flt_addr rip6;    /* the remote address of either family (v4-mapped) */
+	unsigned fam;            /* FLT_FAM_V4 or FLT_FAM_V6: the rule's family */
 	uint16_t rport;          /* 0 for FLT_RULE_LISTEN */
 	flt_owner_t owner;
 	bool shared;             /* FLT_RULE_LISTEN: the group is shared */

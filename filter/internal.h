@@ -25,9 +25,10 @@ struct flt__group {
 /* One slot of the open-addressing hash table. Both kinds of rule live in one table; a
  * listening rule has rip = 0 and rport = 0 and is told apart by kind. kind 0: empty. */
 struct flt__slot {
-	uint32_t rip;
+	struct flt_addr rip;         /* v4-mapped for IPv4; zero for a listening rule */
 	uint16_t lport, rport;
 	uint8_t proto, kind;
+	uint8_t fam;                 /* FLT_RULE_LISTEN: FLT_FAM_V4 or FLT_FAM_V6; else 0 */
 	flt_owner_t owner;           /* FLT_RULE_CONNECTED */
 	struct flt__group *group;    /* FLT_RULE_LISTEN */
 };
@@ -43,15 +44,18 @@ struct flt_table {
 	void *observer_arg;
 };
 
-/* Tell the observer, if any, that a rule changed. */
-void flt__changed(const struct flt_table *t, enum flt_kind kind, uint8_t proto, uint16_t lport,
-		  uint32_t rip, uint16_t rport, flt_owner_t owner);
+/* Tell the observer, if any, that an IPv4 rule changed (IPv6 rules have no mirror). */
+void flt__changed(const struct flt_table *t, enum flt_kind kind, uint8_t proto, uint8_t fam,
+		  uint16_t lport, const struct flt_addr *rip, uint16_t rport, flt_owner_t owner);
 
-
+/* A connected rule: fam 0, rip the remote. A listening rule: fam FLT_FAM_V4 or _V6, rip
+ * NULL (zero), rport 0. */
 const struct flt__slot *flt__find(const struct flt_table *t, uint8_t kind, uint8_t proto,
-				  uint16_t lport, uint32_t rip, uint16_t rport);
+				  uint8_t fam, uint16_t lport, const struct flt_addr *rip,
+				  uint16_t rport);
 flt_owner_t flt__group_pick(const struct flt_table *t, const struct flt__group *g,
-			    uint32_t rip, uint16_t rport, uint32_t lip, uint16_t lport);
+			    const struct flt_addr *rip, uint16_t rport,
+			    const struct flt_addr *lip, uint16_t lport);
 bool flt__group_has(const struct flt__group *g, flt_owner_t owner);
 
 #endif

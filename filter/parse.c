@@ -1,7 +1,7 @@
 /* Bounds-checked parsing of Ethernet frames for the filter (see filter.h).
  *
  * Read first: RFC 894, RFC 826, RFC 791 §3.1-3.2, RFC 1858, RFC 9293 §3.1, RFC 768,
- * RFC 792, RFC 1122 §3.2.2.
+ * RFC 792, RFC 1122 §3.2.2, RFC 8200 §3-4, RFC 4443 §2.
  *
  * Everything here reads bytes that a peer, or a process we do not trust, chose. Each
  * helper gets a pointer and the number of octets that really follow it, checks a range
@@ -164,6 +164,81 @@ static int parse_ipv4(const uint8_t *ip, size_t avail, struct flt_pkt *p)
 	}
 }
 
+/* RFC 4443 §2.4 (c): an error carries as much of the invoking packet as fits; the filter
+ * needs its IPv6 header and the first 8 octets after it (ports, when no extension header
+ * comes between: a quote with extension headers leaves has_ports false). */
+static void parse_icmp6_quote(const uint8_t *q, size_t avail, struct flt_pkt *p)
+{
+	struct wire_ipv6 v;
+
+	if (wire_ipv6_view_quoted(&v, q, avail) < 0 || v.payload_len < WIRE_ICMP_QUOTE_DATA)
+		return;
+	p->icmp.has_inner = true;
+	memcpy(p->icmp.inner.src6, v.src, WIRE_IPV6_ALEN);
+	memcpy(p->icmp.inner.dst6, v.dst, WIRE_IPV6_ALEN);
+	p->icmp.inner.proto = v.next;
+	if (v.next == WIRE_IPPROTO_TCP || v.next == WIRE_IPPROTO_UDP) {
+		p->icmp.inner.has_ports = true;
+		p->icmp.inner.sport = wire_rd16(v.payload);
+		p->icmp.inner.dport = wire_rd16(v.payload + 2);
+	}
+}
+
+static int parse_icmp6(const uint8_t *icmp, size_t dlen, struct flt_pkt *p)
+{
+	struct wire_icmpv6 v;
+
+	if (wire_icmpv6_view(&v, icmp, dlen) < 0)
+		return -FLT_DROP_ICMP_HEADER;
+	p->icmp.type = v.type;
+	p->icmp.code = v.code;
+	p->payload_off = (uint16_t)(p->l4_off + WIRE_ICMPV6_HLEN);
+	if (wire_icmpv6_is_error(v.type))
+		parse_icmp6_quote(v.body, v.body_len, p);
+	return 0;
+}
+
+static int parse_ipv6(const uint8_t *ip, size_t avail, struct flt_pkt *p)
+{
+	struct wire_ipv6 v;
+	struct wire_ipv6_upper u;
+	size_t l4_len;
+
+	/* RFC 8200 §3: Version 6; Payload Length within the frame, the rest padding. There
+	 * is no header checksum: the upper layers' checksums cover the addresses (§8.1). */
+	if (wire_ipv6_view(&v, ip, avail) < 0)
+		return -FLT_DROP_IPV6_HEADER;
+	/* §4: the extension headers in order, to the upper layer; a bounded walk. */
+	if (wire_ipv6_upper(&u, &v) < 0)
+		return -FLT_DROP_IPV6_EXT;
+	memcpy(p->ip6.src, v.src, WIRE_IPV6_ALEN);
+	memcpy(p->ip6.dst, v.dst, WIRE_IPV6_ALEN);
+	p->ip6.proto = u.proto;
+	p->ip6.hlim = v.hlim;
+	p->ip6.plen = v.plen;
+	p->ip6.nexthdrs = (uint8_t)u.nhdrs;
+	p->ip6.fragment = u.fragment;
+	p->ip6.frag_off = u.frag_off;
+	p->l4_off = (uint16_t)(p->l3_off + u.off);
+	p->payload_off = p->l4_off;
+	/* §4.5: a fragment names its endpoint only once reassembled (the server's). */
+	if (u.fragment)
+		return 0;
+	l4_len = WIRE_IPV6_HLEN + v.payload_len - u.off;
+	switch (u.proto) {
+	case WIRE_IPPROTO_TCP:
+		return parse_tcp(v.hdr + u.off, l4_len, p);
+	case WIRE_IPPROTO_UDP:
+		return parse_udp(v.hdr + u.off, l4_len, p);
+	case WIRE_IPPROTO_ICMPV6:
+		return parse_icmp6(v.hdr + u.off, l4_len, p);
+	default:
+		/* Anything else has no endpoint the filter knows: the server's, which
+		 * answers an unrecognized Next Header (server/reply6.c). */
+		return 0;
+	}
+}
+
 int flt_parse(const uint8_t *frame, size_t len, struct flt_pkt *out)
 {
 	struct wire_eth eth;
@@ -185,6 +260,9 @@ int flt_parse(const uint8_t *frame, size_t len, struct flt_pkt *out)
 	case WIRE_ETHERTYPE_ARP:
 		ret = parse_arp(eth.payload, eth.payload_len, &p);
 		break;
+	case WIRE_ETHERTYPE_IPV6:
+		ret = parse_ipv6(eth.payload, eth.payload_len, &p);
+		break;
 	default:
 		ret = -FLT_DROP_ETHERTYPE;
 		break;
@@ -197,23 +275,27 @@ int flt_parse(const uint8_t *frame, size_t len, struct flt_pkt *out)
 const char *flt_reason_name(enum flt_reason r)
 {
 	static const char *const names[FLT_REASON_COUNT] = {
-		[FLT_REASON_NONE] = "none",
-		[FLT_DROP_RUNT] = "drop_runt",
-		[FLT_DROP_ETHERTYPE] = "drop_ethertype",
-		[FLT_DROP_ARP] = "drop_arp",
-		[FLT_DROP_IPV4_HEADER] = "drop_ipv4_header",
-		[FLT_DROP_IPV4_CHECKSUM] = "drop_ipv4_checksum",
-		[FLT_DROP_FRAGMENT] = "drop_fragment",
-		[FLT_DROP_TCP_HEADER] = "drop_tcp_header",
-		[FLT_DROP_UDP_HEADER] = "drop_udp_header",
-		[FLT_DROP_ICMP_HEADER] = "drop_icmp_header",
-		[FLT_DENY_SRC_MAC] = "deny_src_mac",
-		[FLT_DENY_SRC_IP] = "deny_src_ip",
-		[FLT_DENY_ARP] = "deny_arp",
-		[FLT_DENY_PROTO] = "deny_proto",
-		[FLT_DENY_PORT] = "deny_port",
-		[FLT_DENY_SHARED_PEER] = "deny_shared_peer",
-		[FLT_DENY_ICMP] = "deny_icmp",
+		[FLT_REASON_NONE - FLT_REASON_BASE] = "none",
+		[FLT_DROP_RUNT - FLT_REASON_BASE] = "drop_runt",
+		[FLT_DROP_ETHERTYPE - FLT_REASON_BASE] = "drop_ethertype",
+		[FLT_DROP_ARP - FLT_REASON_BASE] = "drop_arp",
+		[FLT_DROP_IPV4_HEADER - FLT_REASON_BASE] = "drop_ipv4_header",
+		[FLT_DROP_IPV4_CHECKSUM - FLT_REASON_BASE] = "drop_ipv4_checksum",
+		[FLT_DROP_FRAGMENT - FLT_REASON_BASE] = "drop_fragment",
+		[FLT_DROP_TCP_HEADER - FLT_REASON_BASE] = "drop_tcp_header",
+		[FLT_DROP_UDP_HEADER - FLT_REASON_BASE] = "drop_udp_header",
+		[FLT_DROP_ICMP_HEADER - FLT_REASON_BASE] = "drop_icmp_header",
+		[FLT_DROP_IPV6_HEADER - FLT_REASON_BASE] = "drop_ipv6_malformed",
+		[FLT_DROP_IPV6_EXT - FLT_REASON_BASE] = "drop_ipv6_ext_chain",
+		[FLT_DENY_SRC_MAC - FLT_REASON_BASE] = "deny_src_mac",
+		[FLT_DENY_SRC_IP - FLT_REASON_BASE] = "deny_src_ip",
+		[FLT_DENY_ARP - FLT_REASON_BASE] = "deny_arp",
+		[FLT_DENY_PROTO - FLT_REASON_BASE] = "deny_proto",
+		[FLT_DENY_PORT - FLT_REASON_BASE] = "deny_port",
+		[FLT_DENY_SHARED_PEER - FLT_REASON_BASE] = "deny_shared_peer",
+		[FLT_DENY_ICMP - FLT_REASON_BASE] = "deny_icmp",
 	};
-	return (unsigned)r < FLT_REASON_COUNT && names[r] ? names[r] : "unknown";
+	unsigned i = FLT_REASON_INDEX(r);
+
+	return i < FLT_REASON_COUNT && names[i] ? names[i] : "unknown";
 }

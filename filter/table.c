@@ -1,8 +1,9 @@
 /* The filter's rule table (see filter.h).
  *
- * One open-addressing hash table with linear probing holds both kinds of rule: connected
- * 4-tuples and listening ports (a listening rule is the tuple with remote address and
- * port zero). The load factor stays at or below one half, so a lookup touches a short run
+ * One open-addressing hash table with linear probing holds both kinds of rule and both
+ * families: connected 4-tuples, whose remote address is 16 octets (an IPv4 one
+ * v4-mapped), and listening ports, one group per (protocol, port, family) with remote
+ * address and port zero. The load factor stays at or below one half, so a lookup touches a short run
  * of adjacent slots whatever the number of rules; deletion shifts the run back instead of
  * leaving tombstones, so a long-lived table does not slow down with churn.
  *
@@ -37,43 +38,76 @@ static uint64_t splitmix64(uint64_t *x)
 	return z ^ (z >> 31);
 }
 
-static uint64_t key_hash(const struct flt_table *t, uint8_t kind, uint8_t proto, uint16_t lport,
-			 uint32_t rip, uint16_t rport)
+static const struct flt_addr no_addr;
+
+static uint64_t rd64(const uint8_t *p)
 {
-	return flt_siphash(t->k0, t->k1,
-			    (uint64_t)rip << 32 | (uint64_t)lport << 16 | rport,
-			    (uint64_t)kind << 8 | proto);
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/* The key is the 16-octet address, the ports, kind, protocol and family; SipHash takes
+ * two words, so the address's halves are folded into one (still keyed: a peer that
+ * cannot compute the hash cannot aim collisions). */
+static uint64_t key_hash(const struct flt_table *t, uint8_t kind, uint8_t proto, uint8_t fam,
+			 uint16_t lport, const struct flt_addr *rip, uint16_t rport)
+{
+	uint64_t hi = rd64(rip->b), lo = rd64(rip->b + 8);
+
+	return flt_siphash(t->k0, t->k1, lo ^ (hi * 0x9e3779b97f4a7c15ULL),
+			    (uint64_t)lport << 32 | (uint64_t)rport << 16 |
+			    (uint64_t)kind << 12 | (uint64_t)fam << 8 | proto);
 }
 
 static size_t slot_home(const struct flt_table *t, const struct flt__slot *s)
 {
-	return (size_t)key_hash(t, s->kind, s->proto, s->lport, s->rip, s->rport) & (t->cap - 1);
+	return (size_t)key_hash(t, s->kind, s->proto, s->fam, s->lport, &s->rip, s->rport) &
+	       (t->cap - 1);
 }
 
-static bool slot_is(const struct flt__slot *s, uint8_t kind, uint8_t proto, uint16_t lport,
-		    uint32_t rip, uint16_t rport)
+static bool slot_is(const struct flt__slot *s, uint8_t kind, uint8_t proto, uint8_t fam,
+		    uint16_t lport, const struct flt_addr *rip, uint16_t rport)
 {
-	return s->kind == kind && s->proto == proto && s->lport == lport && s->rip == rip &&
-	       s->rport == rport;
+	return s->kind == kind && s->proto == proto && s->fam == fam && s->lport == lport &&
+	       s->rport == rport && memcmp(&s->rip, rip, sizeof(*rip)) == 0;
 }
 
 /* Index of the slot holding the key, or of the empty slot that ends its probe run. The
  * load factor is at most 1/2, so an empty slot always exists. */
-static size_t probe(const struct flt_table *t, uint8_t kind, uint8_t proto, uint16_t lport,
-		    uint32_t rip, uint16_t rport)
+static size_t probe(const struct flt_table *t, uint8_t kind, uint8_t proto, uint8_t fam,
+		    uint16_t lport, const struct flt_addr *rip, uint16_t rport)
 {
 	size_t mask = t->cap - 1;
-	size_t i = (size_t)key_hash(t, kind, proto, lport, rip, rport) & mask;
+	size_t i;
 
-	while (t->slots[i].kind && !slot_is(&t->slots[i], kind, proto, lport, rip, rport))
+	if (!rip)
+		rip = &no_addr;
+	i = (size_t)key_hash(t, kind, proto, fam, lport, rip, rport) & mask;
+	while (t->slots[i].kind && !slot_is(&t->slots[i], kind, proto, fam, lport, rip, rport))
 		i = (i + 1) & mask;
 	return i;
 }
 
-const struct flt__slot *flt__find(const struct flt_table *t, uint8_t kind, uint8_t proto,
-				  uint16_t lport, uint32_t rip, uint16_t rport)
+/* The listening rule of one family. */
+static size_t probe_listen(const struct flt_table *t, uint8_t proto, uint8_t fam,
+			   uint16_t lport)
 {
-	const struct flt__slot *s = &t->slots[probe(t, kind, proto, lport, rip, rport)];
+	return probe(t, FLT_RULE_LISTEN, proto, fam, lport, NULL, 0);
+}
+
+static size_t probe_conn(const struct flt_table *t, uint8_t proto, uint16_t lport,
+			 const struct flt_addr *rip, uint16_t rport)
+{
+	return probe(t, FLT_RULE_CONNECTED, proto, 0, lport, rip, rport);
+}
+
+const struct flt__slot *flt__find(const struct flt_table *t, uint8_t kind, uint8_t proto,
+				  uint8_t fam, uint16_t lport, const struct flt_addr *rip,
+				  uint16_t rport)
+{
+	const struct flt__slot *s = &t->slots[probe(t, kind, proto, fam, lport, rip, rport)];
 
 	return s->kind ? s : NULL;
 }
@@ -93,7 +127,8 @@ static int resize(struct flt_table *t, size_t new_cap)
 	for (size_t i = 0; i < old_cap; i++) {
 		if (old[i].kind) {
 			const struct flt__slot *s = &old[i];
-			t->slots[probe(t, s->kind, s->proto, s->lport, s->rip, s->rport)] = *s;
+			t->slots[probe(t, s->kind, s->proto, s->fam, s->lport, &s->rip,
+				       s->rport)] = *s;
 		}
 	}
 	free(old);
@@ -208,34 +243,48 @@ static bool valid_proto(uint8_t proto)
 	return proto == WIRE_IPPROTO_TCP || proto == WIRE_IPPROTO_UDP;
 }
 
-int flt_add_connected(struct flt_table *t, uint8_t proto, uint16_t lport, uint32_t rip,
-		      uint16_t rport, flt_owner_t owner)
+/* A remote address a rule can name: not zero (IPv4 0.0.0.0 or IPv6 ::). */
+static bool valid_remote(const struct flt_addr *rip)
+{
+	return flt_addr_is_v4(rip) ? flt_addr_v4_of(rip) != 0 : memcmp(rip, &no_addr, sizeof(*rip)) != 0;
+}
+
+int flt_add_connected_addr(struct flt_table *t, uint8_t proto, uint16_t lport,
+			   const struct flt_addr *rip, uint16_t rport, flt_owner_t owner)
 {
 	size_t i;
 	int ret;
 
-	if (!valid_proto(proto) || !lport || !rip || !rport || owner == FLT_NO_OWNER)
+	if (!valid_proto(proto) || !lport || !valid_remote(rip) || !rport || owner == FLT_NO_OWNER)
 		return -EINVAL;
-	if (flt__find(t, FLT_RULE_CONNECTED, proto, lport, rip, rport))
+	if (flt__find(t, FLT_RULE_CONNECTED, proto, 0, lport, rip, rport))
 		return -EEXIST;
 	ret = reserve_one(t);
 	if (ret < 0)
 		return ret;
-	i = probe(t, FLT_RULE_CONNECTED, proto, lport, rip, rport);
+	i = probe_conn(t, proto, lport, rip, rport);
 	t->slots[i] = (struct flt__slot){
-		.rip = rip, .lport = lport, .rport = rport, .proto = proto,
+		.rip = *rip, .lport = lport, .rport = rport, .proto = proto,
 		.kind = FLT_RULE_CONNECTED, .owner = owner,
 	};
 	t->used++;
 	t->stats->rules_connected++;
-	flt__changed(t, FLT_RULE_CONNECTED, proto, lport, rip, rport, owner);
+	flt__changed(t, FLT_RULE_CONNECTED, proto, 0, lport, rip, rport, owner);
 	return 0;
 }
 
-int flt_del_connected(struct flt_table *t, uint8_t proto, uint16_t lport, uint32_t rip,
+int flt_add_connected(struct flt_table *t, uint8_t proto, uint16_t lport, uint32_t rip,
 		      uint16_t rport, flt_owner_t owner)
 {
-	size_t i = probe(t, FLT_RULE_CONNECTED, proto, lport, rip, rport);
+	struct flt_addr a = flt_addr_v4(rip);
+
+	return flt_add_connected_addr(t, proto, lport, &a, rport, owner);
+}
+
+int flt_del_connected_addr(struct flt_table *t, uint8_t proto, uint16_t lport,
+			   const struct flt_addr *rip, uint16_t rport, flt_owner_t owner)
+{
+	size_t i = probe_conn(t, proto, lport, rip, rport);
 
 	if (!t->slots[i].kind)
 		return -ENOENT;
@@ -243,25 +292,34 @@ int flt_del_connected(struct flt_table *t, uint8_t proto, uint16_t lport, uint32
 		return -EPERM;
 	remove_at(t, i);
 	t->stats->rules_connected--;
-	flt__changed(t, FLT_RULE_CONNECTED, proto, lport, rip, rport, FLT_NO_OWNER);
+	flt__changed(t, FLT_RULE_CONNECTED, proto, 0, lport, rip, rport, FLT_NO_OWNER);
 	maybe_shrink(t);
 	return 0;
+}
+
+int flt_del_connected(struct flt_table *t, uint8_t proto, uint16_t lport, uint32_t rip,
+		      uint16_t rport, flt_owner_t owner)
+{
+	struct flt_addr a = flt_addr_v4(rip);
+
+	return flt_del_connected_addr(t, proto, lport, &a, rport, owner);
 }
 
 int flt_move_connected(struct flt_table *t, uint8_t proto, uint16_t lport, uint32_t rip,
 		       uint16_t rport, flt_owner_t from, flt_owner_t to)
 {
+	struct flt_addr a = flt_addr_v4(rip);
 	size_t i;
 
 	if (to == FLT_NO_OWNER)
 		return -EINVAL;
-	i = probe(t, FLT_RULE_CONNECTED, proto, lport, rip, rport);
+	i = probe_conn(t, proto, lport, &a, rport);
 	if (!t->slots[i].kind)
 		return -ENOENT;
 	if (t->slots[i].owner != from)
 		return -EPERM;
 	t->slots[i].owner = to;
-	flt__changed(t, FLT_RULE_CONNECTED, proto, lport, rip, rport, to);
+	flt__changed(t, FLT_RULE_CONNECTED, proto, 0, lport, &a, rport, to);
 	return 0;
 }
 
@@ -295,32 +353,43 @@ static int group_insert(struct flt__group **gp, flt_owner_t owner)
 	return 0;
 }
 
-int flt_add_listen(struct flt_table *t, uint8_t proto, uint16_t lport, flt_owner_t owner,
-		   bool shared)
+/* Whether owner may join the group of one family (0), or why not; the checks of
+ * flt_add_listen. */
+static int listen_admits(const struct flt_table *t, uint8_t proto, uint8_t fam,
+			 uint16_t lport, flt_owner_t owner, bool shared)
+{
+	const struct flt__slot *s = &t->slots[probe_listen(t, proto, fam, lport)];
+
+	if (!s->kind)
+		return 0;
+	if (flt__group_has(s->group, owner))
+		return -EEXIST;
+	/* SO_REUSEPORT semantics: every holder of the port, old and new, must have asked
+	 * to share it. */
+	if (!s->group->shared || !shared)
+		return -EADDRINUSE;
+	if (s->group->n >= FLT_GROUP_MAX)
+		return -ENOSPC;
+	return 0;
+}
+
+/* Add owner to the group of one family, listen_admits() having said yes. */
+static int listen_add_one(struct flt_table *t, uint8_t proto, uint8_t fam, uint16_t lport,
+			  flt_owner_t owner, bool shared)
 {
 	struct flt__slot *s;
 	struct flt__group *g;
 	size_t i;
 	int ret;
 
-	if (!valid_proto(proto) || !lport || owner == FLT_NO_OWNER)
-		return -EINVAL;
-	i = probe(t, FLT_RULE_LISTEN, proto, lport, 0, 0);
+	i = probe_listen(t, proto, fam, lport);
 	s = &t->slots[i];
 	if (s->kind) {
-		if (flt__group_has(s->group, owner))
-			return -EEXIST;
-		/* SO_REUSEPORT semantics: every holder of the port, old and new, must have
-		 * asked to share it. */
-		if (!s->group->shared || !shared)
-			return -EADDRINUSE;
-		if (s->group->n >= FLT_GROUP_MAX)
-			return -ENOSPC;
 		ret = group_insert(&s->group, owner);
 		if (ret < 0)
 			return ret;
 		t->stats->rules_listen++;
-		flt__changed(t, FLT_RULE_LISTEN, proto, lport, 0, 0, 0);
+		flt__changed(t, FLT_RULE_LISTEN, proto, fam, lport, NULL, 0, 0);
 		return 0;
 	}
 
@@ -338,22 +407,60 @@ int flt_add_listen(struct flt_table *t, uint8_t proto, uint16_t lport, flt_owner
 	g->nacc = 0;
 	g->acc = NULL;
 	g->owners[0] = owner;
-	i = probe(t, FLT_RULE_LISTEN, proto, lport, 0, 0);
+	i = probe_listen(t, proto, fam, lport);
 	t->slots[i] = (struct flt__slot){
-		.lport = lport, .proto = proto, .kind = FLT_RULE_LISTEN,
+		.lport = lport, .proto = proto, .kind = FLT_RULE_LISTEN, .fam = fam,
 		.owner = FLT_NO_OWNER, .group = g,
 	};
 	t->used++;
 	t->stats->rules_listen++;
-	flt__changed(t, FLT_RULE_LISTEN, proto, lport, 0, 0, 0);
+	flt__changed(t, FLT_RULE_LISTEN, proto, fam, lport, NULL, 0, 0);
 	return 0;
+}
+
+static bool valid_fams(unsigned fams)
+{
+	return fams && !(fams & ~(unsigned)FLT_FAM_ANY);
+}
+
+static int listen_del_one(struct flt_table *t, uint8_t proto, uint8_t fam, uint16_t lport,
+			  flt_owner_t owner);
+
+int flt_add_listen_fam(struct flt_table *t, uint8_t proto, uint16_t lport, unsigned fams,
+		       flt_owner_t owner, bool shared)
+{
+	int ret;
+
+	if (!valid_proto(proto) || !lport || owner == FLT_NO_OWNER || !valid_fams(fams))
+		return -EINVAL;
+	/* Both families or neither: a dual-stack listener holds the port in both. */
+	for (uint8_t f = FLT_FAM_V4; f <= FLT_FAM_V6; f <<= 1)
+		if ((fams & f) && (ret = listen_admits(t, proto, f, lport, owner, shared)) < 0)
+			return ret;
+	for (uint8_t f = FLT_FAM_V4; f <= FLT_FAM_V6; f <<= 1) {
+		if (!(fams & f))
+			continue;
+		ret = listen_add_one(t, proto, f, lport, owner, shared);
+		if (ret < 0) {
+			if (f == FLT_FAM_V6 && (fams & FLT_FAM_V4))
+				listen_del_one(t, proto, FLT_FAM_V4, lport, owner);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+int flt_add_listen(struct flt_table *t, uint8_t proto, uint16_t lport, flt_owner_t owner,
+		   bool shared)
+{
+	return flt_add_listen_fam(t, proto, lport, FLT_FAM_V4, owner, shared);
 }
 
 /* Remove owner from the group in slot i; frees the slot with the last member. */
 static bool group_remove(struct flt_table *t, size_t i, flt_owner_t owner)
 {
 	struct flt__group *g = t->slots[i].group;
-	uint8_t proto = t->slots[i].proto;
+	uint8_t proto = t->slots[i].proto, fam = t->slots[i].fam;
 	uint16_t lport = t->slots[i].lport;
 	uint32_t k;
 
@@ -376,7 +483,7 @@ static bool group_remove(struct flt_table *t, size_t i, flt_owner_t owner)
 		free(g);
 		remove_at(t, i);
 	}
-	flt__changed(t, FLT_RULE_LISTEN, proto, lport, 0, 0, 0);
+	flt__changed(t, FLT_RULE_LISTEN, proto, fam, lport, NULL, 0, 0);
 	return true;
 }
 
@@ -387,7 +494,7 @@ int flt_join_listen(struct flt_table *t, uint8_t proto, uint16_t lport, flt_owne
 
 	if (!valid_proto(proto) || !lport || owner == FLT_NO_OWNER)
 		return -EINVAL;
-	i = probe(t, FLT_RULE_LISTEN, proto, lport, 0, 0);
+	i = probe_listen(t, proto, FLT_FAM_V4, lport);
 	if (!t->slots[i].kind)
 		return flt_add_listen(t, proto, lport, owner, false);
 	if (flt__group_has(t->slots[i].group, owner))
@@ -397,14 +504,15 @@ int flt_join_listen(struct flt_table *t, uint8_t proto, uint16_t lport, flt_owne
 	ret = group_insert(&t->slots[i].group, owner);
 	if (ret == 0) {
 		t->stats->rules_listen++;
-		flt__changed(t, FLT_RULE_LISTEN, proto, lport, 0, 0, 0);
+		flt__changed(t, FLT_RULE_LISTEN, proto, FLT_FAM_V4, lport, NULL, 0, 0);
 	}
 	return ret;
 }
 
-int flt_set_accepting(struct flt_table *t, uint8_t proto, uint16_t lport, flt_owner_t owner)
+static int set_accepting_one(struct flt_table *t, uint8_t proto, uint8_t fam, uint16_t lport,
+			     flt_owner_t owner)
 {
-	size_t i = probe(t, FLT_RULE_LISTEN, proto, lport, 0, 0);
+	size_t i = probe_listen(t, proto, fam, lport);
 	struct flt__group *g;
 
 	if (!t->slots[i].kind || !flt__group_has(t->slots[i].group, owner))
@@ -418,18 +526,55 @@ int flt_set_accepting(struct flt_table *t, uint8_t proto, uint16_t lport, flt_ow
 		return -ENOMEM;
 	n[g->nacc++] = owner;
 	g->acc = n;
-	flt__changed(t, FLT_RULE_LISTEN, proto, lport, 0, 0, 0);
+	flt__changed(t, FLT_RULE_LISTEN, proto, fam, lport, NULL, 0, 0);
 	return 0;
 }
 
-int flt_del_listen(struct flt_table *t, uint8_t proto, uint16_t lport, flt_owner_t owner)
+int flt_set_accepting_fam(struct flt_table *t, uint8_t proto, uint16_t lport, unsigned fams,
+			  flt_owner_t owner)
 {
-	size_t i = probe(t, FLT_RULE_LISTEN, proto, lport, 0, 0);
+	int ret = 0, r;
+
+	if (!valid_fams(fams))
+		return -EINVAL;
+	for (uint8_t f = FLT_FAM_V4; f <= FLT_FAM_V6; f <<= 1)
+		if ((fams & f) && (r = set_accepting_one(t, proto, f, lport, owner)) < 0 && !ret)
+			ret = r;
+	return ret;
+}
+
+int flt_set_accepting(struct flt_table *t, uint8_t proto, uint16_t lport, flt_owner_t owner)
+{
+	return set_accepting_one(t, proto, FLT_FAM_V4, lport, owner);
+}
+
+static int listen_del_one(struct flt_table *t, uint8_t proto, uint8_t fam, uint16_t lport,
+			  flt_owner_t owner)
+{
+	size_t i = probe_listen(t, proto, fam, lport);
 
 	if (!t->slots[i].kind || !group_remove(t, i, owner))
 		return -ENOENT;
 	maybe_shrink(t);
 	return 0;
+}
+
+int flt_del_listen_fam(struct flt_table *t, uint8_t proto, uint16_t lport, unsigned fams,
+		       flt_owner_t owner)
+{
+	int ret = 0, r;
+
+	if (!valid_fams(fams))
+		return -EINVAL;
+	for (uint8_t f = FLT_FAM_V4; f <= FLT_FAM_V6; f <<= 1)
+		if ((fams & f) && (r = listen_del_one(t, proto, f, lport, owner)) < 0 && !ret)
+			ret = r;
+	return ret;
+}
+
+int flt_del_listen(struct flt_table *t, uint8_t proto, uint16_t lport, flt_owner_t owner)
+{
+	return listen_del_one(t, proto, FLT_FAM_V4, lport, owner);
 }
 
 size_t flt_del_owner(struct flt_table *t, flt_owner_t owner)
@@ -448,7 +593,7 @@ size_t flt_del_owner(struct flt_table *t, flt_owner_t owner)
 
 			remove_at(t, i);
 			t->stats->rules_connected--;
-			flt__changed(t, FLT_RULE_CONNECTED, gone.proto, gone.lport, gone.rip,
+			flt__changed(t, FLT_RULE_CONNECTED, gone.proto, 0, gone.lport, &gone.rip,
 				     gone.rport, FLT_NO_OWNER);
 			n++;
 			moved = true;
@@ -483,7 +628,8 @@ static uint64_t fmix64(uint64_t k)
  * SYN first, reaches the same member; when a member joins or leaves, only the
  * connections it wins or held change hands, not a shuffle of all of them. */
 flt_owner_t flt__group_pick(const struct flt_table *t, const struct flt__group *g,
-			    uint32_t rip, uint16_t rport, uint32_t lip, uint16_t lport)
+			    const struct flt_addr *rip, uint16_t rport,
+			    const struct flt_addr *lip, uint16_t lport)
 {
 	uint64_t h, best = 0;
 	const flt_owner_t *m = g->nacc ? g->acc : g->owners;
@@ -492,8 +638,19 @@ flt_owner_t flt__group_pick(const struct flt_table *t, const struct flt__group *
 
 	if (n == 1)
 		return m[0];
-	h = flt_siphash(t->k0, t->k1, (uint64_t)rip << 32 | lip,
-			 (uint64_t)1 << 40 | (uint64_t)rport << 16 | lport);
+	if (flt_addr_is_v4(rip) && flt_addr_is_v4(lip)) {
+		/* IPv4: exactly the words the direct path's steering program hashes
+		 * (filter/datapath.bpf.c), so that both pick the same member. */
+		h = flt_siphash(t->k0, t->k1,
+				 (uint64_t)flt_addr_v4_of(rip) << 32 | flt_addr_v4_of(lip),
+				 (uint64_t)1 << 40 | (uint64_t)rport << 16 | lport);
+	} else {
+		/* IPv6: all 32 address octets, chained (no BPF twin yet). */
+		h = flt_siphash(t->k0, t->k1, rd64(rip->b), rd64(rip->b + 8));
+		h = flt_siphash(t->k0, t->k1, h ^ rd64(lip->b), rd64(lip->b + 8));
+		h = flt_siphash(t->k0, t->k1, h,
+				 (uint64_t)2 << 40 | (uint64_t)rport << 16 | lport);
+	}
 	pick = m[0];
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t w = fmix64(h ^ (m[i] * 0x9e3779b97f4a7c15ULL));
@@ -508,14 +665,14 @@ flt_owner_t flt__group_pick(const struct flt_table *t, const struct flt__group *
 
 void flt_count_rx_drop(const struct flt_table *t, enum flt_reason r)
 {
-	if ((unsigned)r < FLT_REASON_COUNT)
-		t->stats->rx_drop[r]++;
+	if (FLT_REASON_INDEX(r) < FLT_REASON_COUNT)
+		t->stats->rx_drop[FLT_REASON_INDEX(r)]++;
 }
 
 void flt_count_tx_drop(const struct flt_table *t, enum flt_reason r)
 {
-	if ((unsigned)r < FLT_REASON_COUNT)
-		t->stats->tx_deny[r]++;
+	if (FLT_REASON_INDEX(r) < FLT_REASON_COUNT)
+		t->stats->tx_deny[FLT_REASON_INDEX(r)]++;
 }
 
 void flt_table_stats(const struct flt_table *t, struct flt_stats *out)
@@ -527,9 +684,12 @@ int flt_foreach(const struct flt_table *t, flt_visit_fn fn, void *arg)
 {
 	for (size_t i = 0; i < t->cap; i++) {
 		const struct flt__slot *s = &t->slots[i];
+		bool v4 = s->kind == FLT_RULE_LISTEN ? s->fam == FLT_FAM_V4 : flt_addr_is_v4(&s->rip);
 		struct flt_rule r = {
 			.kind = (enum flt_kind)s->kind, .proto = s->proto, .lport = s->lport,
-			.rip = s->rip, .rport = s->rport, .owner = s->owner,
+			.rip = v4 && s->kind == FLT_RULE_CONNECTED ? flt_addr_v4_of(&s->rip) : 0,
+			.rip6 = s->rip, .fam = v4 ? FLT_FAM_V4 : FLT_FAM_V6,
+			.rport = s->rport, .owner = s->owner,
 		};
 		int ret;
 
@@ -556,11 +716,16 @@ void flt_table_set_observer(struct flt_table *t, flt_change_fn *fn, void *arg)
 	t->observer_arg = arg;
 }
 
-void flt__changed(const struct flt_table *t, enum flt_kind kind, uint8_t proto, uint16_t lport,
-		  uint32_t rip, uint16_t rport, flt_owner_t owner)
+void flt__changed(const struct flt_table *t, enum flt_kind kind, uint8_t proto, uint8_t fam,
+		  uint16_t lport, const struct flt_addr *rip, uint16_t rport, flt_owner_t owner)
 {
-	if (t->observer)
-		t->observer(t->observer_arg, kind, proto, lport, rip, rport, owner);
+	if (!t->observer)
+		return;
+	if (kind == FLT_RULE_LISTEN && fam == FLT_FAM_V4)
+		t->observer(t->observer_arg, kind, proto, lport, 0, 0, owner);
+	else if (kind == FLT_RULE_CONNECTED && flt_addr_is_v4(rip))
+		t->observer(t->observer_arg, kind, proto, lport, flt_addr_v4_of(rip), rport,
+			    owner);
 }
 
 void flt_table_key(const struct flt_table *t, uint64_t *k0, uint64_t *k1)
@@ -572,7 +737,7 @@ void flt_table_key(const struct flt_table *t, uint64_t *k0, uint64_t *k1)
 int flt_group_get(const struct flt_table *t, uint8_t proto, uint16_t lport, flt_owner_t *all,
 		  uint32_t *n_all, flt_owner_t *pick, uint32_t *n_pick)
 {
-	const struct flt__slot *s = flt__find(t, FLT_RULE_LISTEN, proto, lport, 0, 0);
+	const struct flt__slot *s = flt__find(t, FLT_RULE_LISTEN, proto, FLT_FAM_V4, lport, NULL, 0);
 	const struct flt__group *g;
 
 	*n_all = *n_pick = 0;

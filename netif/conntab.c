@@ -1,6 +1,7 @@
 /* The shared connection table (netif/conntab.h): creation (ulsd), the seqlock's writer
  * (the process's stack) and reader (ulsd). */
 #include "netif/conntab.h"
+#include "netif/sys.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,15 +21,15 @@ int uls_conntab_create(uint32_t capacity, void **map)
 		return -errno;
 	/* Sealed against shrinking: the process cannot make ulsd's mapping fault (SIGBUS). */
 	if (ftruncate(fd, (off_t)len) < 0 ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+	    nif_sys.fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
 		rc = -errno;
-		close(fd);
+		nif_sys.close(fd);
 		return rc;
 	}
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED) {
 		rc = -errno;
-		close(fd);
+		nif_sys.close(fd);
 		return rc;
 	}
 	struct uls_conntab_hdr *h = p;

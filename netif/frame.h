@@ -18,10 +18,6 @@
  * datagrams; Total Length is 16 bits. */
 #define NIF_MTU_MIN         WIRE_IPV4_MIN_MTU
 #define NIF_MTU_MAX         WIRE_IPV4_MAX_LEN
-/* Transitional names for apps/ (ulsraw.c, netops.c), which another change is
- * restructuring; new code uses WIRE_ETH_ALEN and WIRE_ETH_HLEN. */
-#define NIF_ETH_ALEN        WIRE_ETH_ALEN
-#define NIF_ETH_HLEN        WIRE_ETH_HLEN
 
 /* Verdicts: the first ones pass the frame on, the rest are drop reasons. */
 enum nif_verdict {

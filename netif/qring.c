@@ -4,7 +4,13 @@
  * the thread that holds the caller's lock touches. The ring accepts nothing but reads and
  * writes of its queue, so the wake-up eventfd and the lease are not in it: the stack thread
  * sleeps in poll(2) on the ring's descriptor (readable when completions wait), the eventfd
- * and the lease. Each read goes into a buffer of a pool (netif/rxpool.h); a consumer that
+ * and the lease. Where ulsd registered the eventfd as the ring's fixed file 1 (wake_in_ring),
+ * a read of it stays in flight on the ring too, and a wait is one io_uring_enter that
+ * submits the re-armed reads and sleeps until a completion (a frame or a wake-up) or the
+ * timeout: poll(2) took three system calls for it (the submit; the poll, which the read's
+ * completion interrupts, because io_uring runs it as task work of the thread that submitted
+ * the read; and its restart). The lease's hang-up is then looked at with a poll(2) of
+ * timeout 0 at most every HUP_CHECK_MS. Each read goes into a buffer of a pool (netif/rxpool.h); a consumer that
  * set dev.rx_take may keep a large frame's buffer (lwIP then holds the frame where the
  * kernel wrote it, as a custom pbuf), and the read is re-armed with a fresh buffer.
  * Transmit: a frame comes either as pieces of the caller's memory (tx_gather: lwIP's
@@ -19,11 +25,14 @@
 #include "netif/frame.h"
 #include "netif/rxpool.h"
 #include "netif/vnet.h"
+#include "netif/sys.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define RX_DEPTH 64
@@ -44,6 +53,10 @@
  * until its reader comes would hold a whole buffer; copying it is cheap. */
 #define RX_LEND_MIN_SHARE 4
 #define TX_CLOSE_WAIT_MS 1000
+/* With the wake-up in the ring, how often a waiter looks at the lease for a hang-up
+ * (ulsd gone): the node must fail its sockets within about a second (tests/node). */
+#define HUP_CHECK_MS 200
+#define WAKE_TAG UINT64_MAX   /* user_data of the wake-up eventfd's read */
 
 struct txg {
 	nif_tx_done_fn *done;
@@ -57,6 +70,10 @@ struct qring {
 	struct io_uring rx, tx;
 	int wake_fd, hup_fd;
 	bool lease_lost;
+	bool wake_in_ring;     /* the eventfd is the receive ring's fixed file 1 */
+	bool wake_armed;       /* a read of it is in flight */
+	uint64_t wake_buf;     /* where that read puts the eventfd's count */
+	uint64_t hup_checked_ns;
 	size_t vhl, frame_max, buf_size;
 	struct nif_rxpool *pool;
 	/* Receive slot i reads into rx_slot[i], a buffer of the pool, or has none while the
@@ -160,22 +177,110 @@ static void arm_reads(struct qring *q)
 	}
 }
 
+/* The lease hung up (ulsd is gone): report it once. */
+static int lease_lost(struct qring *q)
+{
+	q->hup_fd = -1;
+	q->lease_lost = true;
+	return -ECONNRESET;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* Keep a read of the wake-up eventfd (fixed file 1) in flight on the receive ring. The
+ * eventfd is blocking (nif_qring_open): io_uring completes a read of a non-blocking file
+ * at once with EAGAIN instead of waiting for it. */
+static void arm_wake(struct qring *q)
+{
+	struct io_uring_sqe *sqe;
+
+	if (q->wake_armed)
+		return;
+	sqe = io_uring_get_sqe(&q->rx);
+	if (!sqe) {
+		io_uring_submit(&q->rx);
+		q->rx_rearm = 0;
+		if (!(sqe = io_uring_get_sqe(&q->rx)))
+			return;  /* the wait below still ends at its timeout */
+	}
+	io_uring_prep_read(sqe, 1, &q->wake_buf, sizeof(q->wake_buf), 0);
+	sqe->flags |= IOSQE_FIXED_FILE;
+	io_uring_sqe_set_data64(sqe, WAKE_TAG);
+	q->wake_armed = true;
+}
+
+/* A wait with the wake-up in the ring: one io_uring_enter submits what q_rx re-armed and
+ * sleeps until a completion, a signal or the timeout. */
+static int ring_wait(struct qring *q, int timeout_ms)
+{
+	int rc = 0;
+
+	arm_wake(q);
+	uint64_t now = mono_ns();
+	if (q->hup_fd >= 0) {
+		/* Sleep no longer than the next look at the lease. */
+		uint64_t next = q->hup_checked_ns + HUP_CHECK_MS * 1000000ull;
+		int until = next <= now ? 0 : (int)((next - now + 999999u) / 1000000u);
+		if (timeout_ms < 0 || timeout_ms > until)
+			timeout_ms = until;
+	}
+	if (io_uring_cq_ready(&q->rx)) {
+		if (io_uring_sq_ready(&q->rx))
+			rc = io_uring_submit(&q->rx);
+	} else {
+		struct io_uring_cqe *cqe;
+		if (timeout_ms < 0) {
+			rc = io_uring_submit_and_wait(&q->rx, 1);
+		} else {
+			struct __kernel_timespec ts = { .tv_sec = timeout_ms / 1000,
+							.tv_nsec = (timeout_ms % 1000) * 1000000ll };
+			rc = io_uring_submit_and_wait_timeout(&q->rx, &cqe, 1, &ts, NULL);
+		}
+		if (io_uring_cq_ready(&q->rx))
+			q->st.rx_wakeups++;
+	}
+	q->rx_rearm = 0;
+	if (q->hup_fd >= 0 && mono_ns() >= q->hup_checked_ns + HUP_CHECK_MS * 1000000ull) {
+		struct pollfd p = { .fd = q->hup_fd, .events = POLLRDHUP };
+		q->hup_checked_ns = mono_ns();
+		if (nif_sys.poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+			return lease_lost(q);
+	}
+	return rc < 0 && rc != -ETIME && rc != -EINTR ? rc : 0;
+}
+
 static int q_wait_fd(struct nif_dev *d, struct pollfd *fds, unsigned n, int timeout_ms)
 {
 	struct qring *q = of(d);
-	struct pollfd local[64], *pfd = n <= 61 ? local : malloc((n + 3) * sizeof(*pfd));
 
+	if (q->wake_in_ring && !n)
+		return ring_wait(q, timeout_ms);
+	/* Reads q_rx re-armed and left for the wait to submit. */
+	if (io_uring_sq_ready(&q->rx)) {
+		io_uring_submit(&q->rx);
+		q->rx_rearm = 0;
+	}
+
+	struct pollfd local[64], *pfd = n <= 61 ? local : malloc((n + 3) * sizeof(*pfd));
 	if (!pfd)
 		return -ENOMEM;
 	pfd[0] = (struct pollfd){ .fd = q->rx.ring_fd, .events = POLLIN };
-	pfd[1] = (struct pollfd){ .fd = q->wake_fd, .events = POLLIN };
-	/* poll(2) skips a negative fd */
+	/* With a read of the eventfd in flight on the ring, a wake-up completes it and the
+	 * ring's descriptor wakes us; the eventfd itself is watched only without one, and
+	 * only then read here (poll(2) skips a negative fd). */
+	pfd[1] = (struct pollfd){ .fd = q->wake_armed ? -1 : q->wake_fd, .events = POLLIN };
 	pfd[2] = (struct pollfd){ .fd = q->hup_fd, .events = POLLRDHUP };
 	if (n)
 		memcpy(pfd + 3, fds, n * sizeof(*pfd));
 	int rc = 0;
 	if (!io_uring_cq_ready(&q->rx))
-		rc = poll(pfd, n + 3, timeout_ms);
+		rc = nif_sys.poll(pfd, n + 3, timeout_ms);
 	int err = errno;
 	for (unsigned i = 0; i < n; i++)
 		fds[i].revents = rc > 0 ? pfd[3 + i].revents : 0;
@@ -187,14 +292,16 @@ static int q_wait_fd(struct nif_dev *d, struct pollfd *fds, unsigned n, int time
 		q->st.rx_wakeups++;
 	if (rc > 0 && (wake_ev & POLLIN)) {
 		uint64_t v;
-		while (read(q->wake_fd, &v, sizeof(v)) > 0)
-			;
+		/* One read takes the whole count; a blocking eventfd (wake_in_ring) has no
+		 * other reader while no read of it is in flight. */
+		if (q->wake_in_ring)
+			(void)!nif_sys.read(q->wake_fd, &v, sizeof(v));
+		else
+			while (nif_sys.read(q->wake_fd, &v, sizeof(v)) > 0)
+				;
 	}
-	if (rc > 0 && q->hup_fd >= 0 && (hup_ev & (POLLRDHUP | POLLHUP | POLLERR))) {
-		q->hup_fd = -1;  /* report it once */
-		q->lease_lost = true;
-		return -ECONNRESET;
-	}
+	if (rc > 0 && q->hup_fd >= 0 && (hup_ev & (POLLRDHUP | POLLHUP | POLLERR)))
+		return lease_lost(q);
 	return rc < 0 && errno != EINTR ? -errno : 0;
 }
 
@@ -250,10 +357,17 @@ static int q_rx(struct nif_dev *d, nif_rx_fn *fn, void *arg, unsigned budget)
 	if (q->txg)
 		tx_reap(q);
 	while (n < budget && io_uring_peek_cqe(&q->rx, &cqe) == 0) {
-		unsigned i = (unsigned)io_uring_cqe_get_data64(cqe);
+		uint64_t tag = io_uring_cqe_get_data64(cqe);
+		unsigned i = (unsigned)tag;
 		int res = cqe->res;
 
 		io_uring_cqe_seen(&q->rx, cqe);
+		if (tag == WAKE_TAG) {
+			/* A wake-up (its count is in wake_buf), or the read failed: the next
+			 * wait arms it again. */
+			q->wake_armed = false;
+			continue;
+		}
 		if (i >= RX_DEPTH || !q->rx_armed)
 			continue;
 		q->rx_armed--;
@@ -295,7 +409,9 @@ static int q_rx(struct nif_dev *d, nif_rx_fn *fn, void *arg, unsigned budget)
 	else if (n <= 1 && q->rx_target > RX_ARM_MIN)
 		q->rx_target--;
 	arm_reads(q);
-	if (q->rx_rearm) {
+	/* With the wake-up in the ring, the next wait submits them with its own
+	 * io_uring_enter (ring_wait); whoever takes frames waits next, or a driver does. */
+	if (q->rx_rearm && !q->wake_in_ring) {
 		io_uring_submit(&q->rx);
 		q->rx_rearm = 0;
 	}
@@ -307,7 +423,7 @@ static void q_wake(struct nif_dev *d)
 	uint64_t one = 1;
 
 	/* EAGAIN: a wake-up is pending anyway. */
-	if (write(of(d)->wake_fd, &one, sizeof(one)) < 0)
+	if (nif_sys.write(of(d)->wake_fd, &one, sizeof(one)) < 0)
 		return;
 }
 
@@ -526,7 +642,7 @@ static void q_close(struct nif_dev *d)
 	io_uring_queue_exit(&q->rx);
 	io_uring_queue_exit(&q->tx);
 	if (q->wake_fd >= 0)
-		close(q->wake_fd);
+		nif_sys.close(q->wake_fd);
 	free_memory(q);
 }
 
@@ -538,7 +654,7 @@ static const struct nif_dev_ops qring_ops = {
 };
 
 int nif_qring_open(struct nif_dev **out, struct nif_qring_prep *p, unsigned mtu, bool offload,
-		   int hup_fd, int wake_fd)
+		   int hup_fd, int wake_fd, bool wake_in_ring)
 {
 	struct qring *q = calloc(1, sizeof(*q));
 	int rc;
@@ -556,6 +672,12 @@ int nif_qring_open(struct nif_dev **out, struct nif_qring_prep *p, unsigned mtu,
 	 * as frames fill them. */
 	q->buf_size = (q->vhl + q->frame_max + 1 + 63) & ~(size_t)63;
 	q->wake_fd = wake_fd;
+	q->wake_in_ring = wake_in_ring;
+	q->hup_checked_ns = mono_ns();
+	/* Blocking for the ring's read of it (arm_wake), non-blocking for poll(2)'s drain. */
+	int fl = wake_fd >= 0 ? nif_sys.fcntl(wake_fd, F_GETFL) : -1;
+	if (fl >= 0)
+		nif_sys.fcntl(wake_fd, F_SETFL, wake_in_ring ? fl & ~O_NONBLOCK : fl | O_NONBLOCK);
 	unsigned lend = RX_LEND_BYTES / q->buf_size;
 	q->pool = nif_rxpool_new(q->buf_size, RX_DEPTH + (lend > 64 ? lend : 64));
 	for (unsigned i = 0; q->pool && i < RX_DEPTH; i++)

@@ -28,8 +28,9 @@ void nif_qring_discard(struct nif_qring_prep *p);
  * virtio-net header (netif/vnet.h). hup_fd (the lease, not taken over) is watched for
  * hang-up: when ulsd goes away, wait() returns -ECONNRESET, once. wake_fd: a non-blocking
  * eventfd for wake(), the caller's (so that it can place it out of a program's way); taken
- * over on success. */
+ * over on success. wake_in_ring: ulsd registered wake_fd as the receive ring's fixed file 1
+ * (CTL_HELLO_F_WAKE), so a wait is one io_uring_enter that also submits the ring's reads. */
 int nif_qring_open(struct nif_dev **out, struct nif_qring_prep *p, unsigned mtu, bool offload,
-		   int hup_fd, int wake_fd);
+		   int hup_fd, int wake_fd, bool wake_in_ring);
 
 #endif

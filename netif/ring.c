@@ -10,6 +10,7 @@
 
 #include "netif/frame.h"
 #include "netif/vnet.h"
+#include "netif/sys.h"
 
 /* A receive ring should hold a whole TCP window (4 MiB, stack/lwipopts.h) of full-size
  * frames: a process whose stack thread is descheduled for a moment then loses nothing,
@@ -68,15 +69,15 @@ int nif_ring_create(const struct nif_ring_layout *l, int *memfd)
 	if (fd < 0)
 		return -errno;
 	if (ftruncate(fd, (off_t)l->total) < 0 ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+	    nif_sys.fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
 		int err = -errno;
-		close(fd);
+		nif_sys.close(fd);
 		return err;
 	}
 	base = mmap(NULL, l->total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (base == MAP_FAILED) {
 		int err = -errno;
-		close(fd);
+		nif_sys.close(fd);
 		return err;
 	}
 	for (unsigned i = 0; i < 2; i++) {
@@ -199,7 +200,7 @@ void nif_ring_signal(struct nif_ring *r)
 	uint64_t one = 1;
 
 	/* EAGAIN: the counter is already non-zero, a wake-up is pending anyway. */
-	if (write(r->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+	if (nif_sys.write(r->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		return;
 }
 

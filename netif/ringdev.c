@@ -3,6 +3,7 @@
  * mapping are checked (ring.c). */
 #include "netif/ringdev.h"
 #include "netif/vnet.h"
+#include "netif/sys.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -115,7 +116,7 @@ static void drain_efd(int fd)
 {
 	uint64_t v;
 
-	while (read(fd, &v, sizeof(v)) > 0)
+	while (nif_sys.read(fd, &v, sizeof(v)) > 0)
 		;
 }
 
@@ -138,7 +139,7 @@ static int rd_wait_fd(struct nif_dev *d, struct pollfd *fds, unsigned n, int tim
 			free(pfd);
 		return 0;  /* frames are waiting */
 	}
-	int rc = poll(pfd, n + 2, timeout_ms);
+	int rc = nif_sys.poll(pfd, n + 2, timeout_ms);
 	int err = errno;
 	nif_ring_cons_awake(&r->rx);
 	for (unsigned i = 0; rc > 0 && i < n; i++)
@@ -199,7 +200,7 @@ static void rd_wake(struct nif_dev *d)
 {
 	uint64_t one = 1;
 
-	if (write(of(d)->rx_efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+	if (nif_sys.write(of(d)->rx_efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		return;
 }
 
@@ -228,7 +229,7 @@ static uint8_t *rd_tx_slot(struct nif_dev *d, size_t len)
 		r->st.tx_waits++;
 		rd_flush(d);
 		struct pollfd hup = { .fd = r->hup_fd, .events = POLLRDHUP };
-		if (r->hup_fd >= 0 ? poll(&hup, 1, 0) > 0 : r->lease_lost)
+		if (r->hup_fd >= 0 ? nif_sys.poll(&hup, 1, 0) > 0 : r->lease_lost)
 			return NULL;
 		struct timespec ts = { 0, TX_WAIT_NS };
 		nanosleep(&ts, NULL);
@@ -265,9 +266,9 @@ static void rd_close(struct nif_dev *d)
 
 	bd_close(r);
 	nif_ring_unmap(r->base, &r->layout);
-	close(r->memfd);
-	close(r->rx_efd);
-	close(r->tx_efd);
+	nif_sys.close(r->memfd);
+	nif_sys.close(r->rx_efd);
+	nif_sys.close(r->tx_efd);
 	free(r);
 }
 

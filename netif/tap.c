@@ -10,8 +10,9 @@
  * io_uring has punted to a worker could otherwise read a half-rewritten header.
  */
 #include "netif/tap.h"
+#include "netif/sys.h"
+#include "netif/tun.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/if.h>
@@ -108,100 +109,6 @@ static void logf_(int level, const char *fmt, ...)
 	log_fn(level, buf);
 }
 
-/* One queue of the TAP: TUNSETIFF with the device's own multi-queue setting (tun refuses
- * the other one with EINVAL). *mq says which it was. */
-static int attach_queue(const char *ifname, bool offload, bool *mq)
-{
-	struct ifreq ifr;
-	int fd;
-
-	if (!ifname || !*ifname || strlen(ifname) >= IFNAMSIZ)
-		return -EINVAL;
-	fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return -errno;
-	for (int i = 0; i < 2; i++) {
-		memset(&ifr, 0, sizeof(ifr));
-		ifr.ifr_flags = IFF_TAP | IFF_NO_PI | (offload ? IFF_VNET_HDR : 0) |
-				(*mq ? IFF_MULTI_QUEUE : 0);
-		memcpy(ifr.ifr_name, ifname, strlen(ifname));
-		if (ioctl(fd, TUNSETIFF, &ifr) == 0)
-			return fd;
-		if (errno != EINVAL || i == 1)
-			break;
-		*mq = !*mq;
-	}
-	int err = -errno;
-	close(fd);
-	return err;
-}
-
-static int attach(const char *ifname, bool offload, bool *mq)
-{
-	struct ifreq ifr;
-	int fd;
-
-	*mq = true;
-	fd = attach_queue(ifname, offload, mq);
-	if (fd < 0)
-		return fd;
-	/* TUNSETIFF creates the device when the name is free. The node must run on a TAP
-	 * that someone configured (bridge, MTU), so a device we just created, which is not
-	 * persistent, is an error; closing the fd removes it again. */
-	if (ioctl(fd, TUNGETIFF, &ifr) < 0 || !(ifr.ifr_flags & IFF_PERSIST)) {
-		close(fd);
-		return -ENODEV;
-	}
-	/* A persistent TAP keeps the offloads (and header size) a previous owner set: without
-	 * a virtio-net header we must receive plain, fully checksummed frames, so reset them;
-	 * with one, say exactly what we read: partial checksums and TCPv4 super-segments
-	 * (linux/if_tun.h). The kernel then delivers GSO frames intact instead of segmenting
-	 * them for us, and takes ours whole. */
-	int hsz = NIF_VNET_HLEN;
-	unsigned long feat = offload ? TUN_F_CSUM | TUN_F_TSO4 : 0;
-	if ((offload && ioctl(fd, TUNSETVNETHDRSZ, &hsz) < 0) || ioctl(fd, TUNSETOFFLOAD, feat) < 0) {
-		int err = -errno;
-		close(fd);
-		return err;
-	}
-	return fd;
-}
-
-/* Queues attached to the device, from sysfs (tun keeps the real number of queues equal to
- * its attached ones); 0 when sysfs does not show the device. */
-static unsigned count_queues(const char *ifname)
-{
-	char path[96];
-	unsigned n = 0;
-
-	snprintf(path, sizeof(path), "/sys/class/net/%s/queues", ifname);
-	DIR *d = opendir(path);
-	if (!d)
-		return 0;
-	for (struct dirent *e; (e = readdir(d));)
-		n += strncmp(e->d_name, "tx-", 3) == 0;
-	closedir(d);
-	return n;
-}
-
-static int device_mtu(const char *ifname, unsigned *mtu)
-{
-	struct ifreq ifr;
-	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-
-	if (s < 0)
-		return -errno;
-	memset(&ifr, 0, sizeof(ifr));
-	memcpy(ifr.ifr_name, ifname, strlen(ifname));
-	int rc = ioctl(s, SIOCGIFMTU, &ifr);
-	int err = rc < 0 ? -errno : 0;
-	close(s);
-	if (err)
-		return err;
-	*mtu = (unsigned)ifr.ifr_mtu;
-	return 0;
-}
-
 static uint8_t *rx_buf(struct nif_tap *t, unsigned slot)
 {
 	return t->rx_bufs + (size_t)slot * t->buf_size;
@@ -285,20 +192,20 @@ int nif_tap_open(struct nif_tap **out, const struct nif_tap_config *cfg)
 		return -ENOMEM;
 	t->fd = t->wake_fd = -1;
 	t->dev.ops = &tap_ops;
-	rc = attach(cfg->ifname, cfg->offload, &t->mq);
+	rc = nif__tun_attach(cfg->ifname, cfg->offload, &t->mq);
 	if (rc < 0)
 		goto fail;
 	t->fd = rc;
 	/* On a multi-queue TAP the first queue must be queue 0: queues a killed predecessor
 	 * still holds (its io_uring goes after it) would come first. Busy, as a single-queue
 	 * TAP says. */
-	if (t->mq && count_queues(cfg->ifname) > 1) {
+	if (t->mq && nif__tun_count_queues(cfg->ifname) > 1) {
 		rc = -EBUSY;
 		goto fail;
 	}
 	t->offload = cfg->offload;
 	snprintf(t->ifname, sizeof(t->ifname), "%s", cfg->ifname);
-	rc = device_mtu(cfg->ifname, &devmtu);
+	rc = nif__tun_mtu(cfg->ifname, &devmtu);
 	if (rc < 0)
 		goto fail;
 	t->mtu = cfg->mtu ? cfg->mtu : devmtu;
@@ -359,9 +266,9 @@ void nif_tap_close(struct nif_tap *t)
 		io_uring_queue_exit(&t->tx);
 	}
 	if (t->fd >= 0)
-		close(t->fd);
+		nif_sys.close(t->fd);
 	if (t->wake_fd >= 0)
-		close(t->wake_fd);
+		nif_sys.close(t->wake_fd);
 	free(t->rx_bufs);
 	free(t->tx_bufs);
 	free(t->tx_free);
@@ -398,7 +305,7 @@ int nif_tap_wait(struct nif_tap *t, int timeout_ms)
 		{ .fd = t->fd, .events = POLLIN },
 		{ .fd = t->wake_fd, .events = POLLIN },
 	};
-	int rc = poll(pfd, 2, timeout_ms);
+	int rc = nif_sys.poll(pfd, 2, timeout_ms);
 	if (rc > 0)
 		t->st.rx_wakeups++;
 	return rc < 0 && errno != EINTR ? -errno : 0;
@@ -410,7 +317,7 @@ bool nif_tap_ready(const struct nif_tap *t)
 	if (t->uring)
 		return io_uring_cq_ready(&t->rx) != 0;
 	struct pollfd pfd = { .fd = t->fd, .events = POLLIN };
-	return poll(&pfd, 1, 0) > 0;
+	return nif_sys.poll(&pfd, 1, 0) > 0;
 }
 
 static void rx_error(struct nif_tap *t, int err)
@@ -456,10 +363,10 @@ static int rx_fallback(struct nif_tap *t, nif_rx_fn *fn, void *arg, unsigned bud
 	unsigned n = 0;
 	uint64_t v;
 
-	while (read(t->wake_fd, &v, sizeof(v)) > 0)
+	while (nif_sys.read(t->wake_fd, &v, sizeof(v)) > 0)
 		;
 	while (n < budget) {
-		ssize_t len = read(t->fd, t->rx_bufs, t->buf_size);
+		ssize_t len = nif_sys.read(t->fd, t->rx_bufs, t->buf_size);
 		if (len < 0) {
 			if (errno != EAGAIN && errno != EINTR)
 				rx_error(t, errno);
@@ -601,7 +508,7 @@ void nif_tap_wake(struct nif_tap *t)
 	uint64_t one = 1;
 
 	/* EAGAIN means the counter is already non-zero: a wake-up is pending anyway. */
-	if (write(t->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+	if (nif_sys.write(t->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		logf_(1, "wake write failed: %s", strerror(errno));
 }
 
@@ -704,7 +611,7 @@ int nif_tap_tx_send_split(struct nif_tap *t, uint8_t *slot, size_t head,
 			io_uring_submit(&t->tx);
 			t->tx_unsubmitted = 0;
 		}
-		tx_count_write(t, writev(t->fd, iov, 2), len);
+		tx_count_write(t, nif_sys.writev(t->fd, iov, 2), len);
 	}
 	tx_put_back(t, buf);
 	return rc;
@@ -719,7 +626,7 @@ int nif_tap_tx_queue(struct nif_tap *t, uint8_t *slot, size_t len, uint32_t off)
 		return -EINVAL;
 	}
 	if (!t->uring) {
-		tx_count_write(t, write(t->fd, buf, len + t->vhl), len);
+		tx_count_write(t, nif_sys.write(t->fd, buf, len + t->vhl), len);
 		return 0;
 	}
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&t->tx);
@@ -776,21 +683,12 @@ int nif_tap_queue_open(const struct nif_tap *t)
 
 	if (!t->mq)
 		return -EOPNOTSUPP;
-	fd = attach_queue(t->ifname, t->offload, &mq);
+	fd = nif__tun_attach_queue(t->ifname, t->offload, &mq);
 	if (fd >= 0 && !mq) {
-		close(fd);
+		nif_sys.close(fd);
 		return -EOPNOTSUPP;
 	}
 	return fd;
-}
-
-int nif_tap_queue_detach(int fd)
-{
-	struct ifreq ifr;
-
-	memset(&ifr, 0, sizeof(ifr));
-	ifr.ifr_flags = IFF_DETACH_QUEUE;
-	return ioctl(fd, TUNSETQUEUE, &ifr) < 0 ? -errno : 0;
 }
 
 struct nif_dev *nif_tap_dev(struct nif_tap *t)

@@ -81,13 +81,13 @@ static void on_change(void *arg, enum flt_kind kind, uint8_t proto, uint16_t lpo
 		if (owner == FLT_NO_OWNER)
 			bpf_map_delete_elem(d->fd_conn, &k);
 		else if (bpf_map_update_elem(d->fd_conn, &k, &owner, BPF_ANY) < 0)
-			s->ctr[SRV_DP_MAP_ERRORS]++;
+			s->ctr.v[SRV_DP_MAP_ERRORS]++;
 		return;
 	}
 	struct flt_dp_listen_key k = { .lport = lport, .proto = proto };
 	struct flt_dp_group *g = calloc(1, sizeof(*g));
 	if (!g) {
-		s->ctr[SRV_DP_MAP_ERRORS]++;
+		s->ctr.v[SRV_DP_MAP_ERRORS]++;
 		return;
 	}
 	if (flt_group_get(s->flt, proto, lport, d->all, &g->n_all, d->pick, &g->n_pick) < 0) {
@@ -96,7 +96,7 @@ static void on_change(void *arg, enum flt_kind kind, uint8_t proto, uint16_t lpo
 		memcpy(g->all, d->all, sizeof(g->all[0]) * g->n_all);
 		memcpy(g->pick, d->pick, sizeof(g->pick[0]) * g->n_pick);
 		if (bpf_map_update_elem(d->fd_listen, &k, g, BPF_ANY) < 0)
-			s->ctr[SRV_DP_MAP_ERRORS]++;
+			s->ctr.v[SRV_DP_MAP_ERRORS]++;
 	}
 	free(g);
 }
@@ -221,7 +221,7 @@ static int io_register(int fd, unsigned op, const void *arg, unsigned n)
  * a ring stays unusable (disabled) until then, so a lease refused at its second ring never
  * had a moment in which its first could read the queue. Returns ulsd's descriptor of the
  * ring, kept to unregister the queue when the lease ends. */
-static int take_ring(int pidfd, int remote_fd, int qfd)
+static int take_ring(int pidfd, int remote_fd, int qfd, int efd)
 {
 	static const struct io_uring_restriction res[] = {
 		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_READ },
@@ -245,8 +245,10 @@ static int take_ring(int pidfd, int remote_fd, int qfd)
 		goto fail;
 	}
 	rc = io_register(fd, IORING_REGISTER_RESTRICTIONS, res, sizeof(res) / sizeof(res[0]));
-	if (rc == 0)
-		rc = io_register(fd, IORING_REGISTER_FILES, &qfd, 1);
+	if (rc == 0) {
+		int files[2] = { qfd, efd };
+		rc = io_register(fd, IORING_REGISTER_FILES, files, efd >= 0 ? 2 : 1);
+	}
 	if (rc == 0)
 		return fd;
 fail:
@@ -268,10 +270,30 @@ static int peer_pidfd(int sock, pid_t pid)
 	return pidfd < 0 ? -errno : pidfd;
 }
 
-int srv__dp_lease_direct(struct srv *s, struct srv_lease *l, const int32_t ring_fd[2])
+/* The process's wake-up eventfd, named in its HELLO, as ulsd's descriptor; -1 when it
+ * named none or the descriptor is not an eventfd (the lease goes on without: the process
+ * then waits on its ring with poll(2)). */
+static int take_eventfd(int pidfd, int remote_fd)
+{
+	char path[64], link[64];
+	int fd;
+
+	if (remote_fd < 0 || (fd = (int)syscall(SYS_pidfd_getfd, pidfd, remote_fd, 0)) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(path, link, sizeof(link) - 1);
+	if (n < 0 || (link[n] = '\0', strcmp(link, "anon_inode:[eventfd]") != 0)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int srv__dp_lease_direct(struct srv *s, struct srv_lease *l, const int32_t ring_fd[2],
+			 int32_t wake_fd)
 {
 	struct srv_dp *d = s->dp;
-	int q, pidfd, rc = 0;
+	int q, pidfd, efd, rc = 0;
 
 	if (!d)
 		return -EOPNOTSUPP;
@@ -281,14 +303,19 @@ int srv__dp_lease_direct(struct srv *s, struct srv_lease *l, const int32_t ring_
 	pidfd = peer_pidfd(l->fd, l->pid);
 	if (pidfd < 0)
 		return pidfd;
+	/* The receive ring (0) gets the wake-up eventfd as file 1: its registration holds
+	 * the file, so ulsd's descriptor goes at once. */
+	efd = take_eventfd(pidfd, wake_fd);
 	for (int i = 0; i < 2; i++) {
-		int fd = take_ring(pidfd, ring_fd[i], d->qfd[q]);
+		int fd = take_ring(pidfd, ring_fd[i], d->qfd[q], i == 0 ? efd : -1);
 		if (fd < 0) {
 			rc = fd;
 			break;
 		}
 		l->dp_ring[i] = fd;
 	}
+	if (efd >= 0)
+		close(efd);
 	close(pidfd);
 	for (int i = 0; rc == 0 && i < 2; i++)
 		rc = io_register(l->dp_ring[i], IORING_REGISTER_ENABLE_RINGS, NULL, 0);
@@ -313,13 +340,14 @@ int srv__dp_lease_direct(struct srv *s, struct srv_lease *l, const int32_t ring_
 		 * lease ended, so that the next owner's frames never reach them. */
 		if (exposed && recycle_queue(s, (unsigned)q) < 0) {
 			d->qowner[q] = Q_RETIRED;
-			s->ctr[SRV_DP_QUEUES_RETIRED]++;
+			s->ctr.v[SRV_DP_QUEUES_RETIRED]++;
 		} else if (exposed) {
-			s->ctr[SRV_DP_QUEUES_RECYCLED]++;
+			s->ctr.v[SRV_DP_QUEUES_RECYCLED]++;
 		}
 		return rc;
 	}
 	d->qowner[q] = l->id;
+	l->dp_wake = efd >= 0;
 	l->direct = true;
 	l->queue = (unsigned)q;
 	return 0;
@@ -372,11 +400,11 @@ void srv__dp_lease_end(struct srv *s, struct srv_lease *l)
 	fold_qstat(d, q);
 	if (recycle_queue(s, q) < 0) {
 		d->qowner[q] = Q_RETIRED;
-		s->ctr[SRV_DP_QUEUES_RETIRED]++;
+		s->ctr.v[SRV_DP_QUEUES_RETIRED]++;
 		srv__log(1, "queue %u could not be renewed: not used again", q);
 	} else {
 		d->qowner[q] = 0;
-		s->ctr[SRV_DP_QUEUES_RECYCLED]++;
+		s->ctr.v[SRV_DP_QUEUES_RECYCLED]++;
 	}
 	l->direct = false;
 }
@@ -412,7 +440,7 @@ void srv__dp_stats(struct srv *s, srv_dp_stat_fn *fn, void *arg)
 			qstat_add(&tot, &st);
 			used++;
 			if (d->qowner[q] < SRV_MAX_LEASES)
-				l = s->leases[d->qowner[q]];
+				l = s->leases.by_id[d->qowner[q]];
 		}
 		snprintf(name, sizeof(name), "queue.%u.pid", q);
 		fn(arg, name, l ? (uint64_t)l->pid : 0);

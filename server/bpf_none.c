@@ -10,9 +10,10 @@ int srv__dp_init(struct srv *s)
 	return -EOPNOTSUPP;
 }
 
-int srv__dp_lease_direct(struct srv *s, struct srv_lease *l, const int32_t ring_fd[2])
+int srv__dp_lease_direct(struct srv *s, struct srv_lease *l, const int32_t ring_fd[2],
+			 int32_t wake_fd)
 {
-	(void)s; (void)l; (void)ring_fd;
+	(void)s; (void)l; (void)ring_fd; (void)wake_fd;
 	return -EOPNOTSUPP;
 }
 

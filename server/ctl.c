@@ -35,87 +35,17 @@ struct srv_conn {
 
 static struct srv_conn *conns;
 
-static const char *const counter_names[SRV_COUNTER_MAX] = {
-	[SRV_CTL_MESSAGES] = "ctl_messages",
-	[SRV_CTL_REFUSED] = "ctl_refused",
-	[SRV_CTL_OUT_OF_ORDER] = "ctl_out_of_order",
-	[SRV_CTL_DENIED] = "ctl_denied",
-	[SRV_CTL_REPLY_LOST] = "ctl_reply_lost",
-	[SRV_LEASES_OPENED] = "leases_opened",
-	[SRV_LEASES_CLOSED] = "leases_closed",
-	[SRV_FRAMES_DEMUXED] = "frames_demuxed",
-	[SRV_FRAMES_TO_SERVER] = "frames_to_server",
-	[SRV_FRAMES_SENT] = "frames_sent",
-	[SRV_DROP_NOT_FOR_NODE] = "drop_not_for_node",
-	[SRV_DROP_RX_RING_FULL] = "drop_rx_ring_full",
-	[SRV_DROP_NO_OWNER] = "drop_no_owner",
-	[SRV_DROP_TX_DENIED] = "drop_tx_denied",
-	[SRV_DROP_TX_BAD_SLOT] = "drop_tx_bad_slot",
-	[SRV_DROP_FRAGMENT] = "drop_fragment_reass",
-	[SRV_DROP_ICMP_RATE] = "drop_icmp_rate",
-	[SRV_ARP_REPLIES] = "arp_replies",
-	[SRV_ARP_SHARED] = "arp_shared",
-	[SRV_ICMP_ECHO_REPLIES] = "icmp_echo_replies",
-	[SRV_RST_SENT] = "rst_sent",
-	[SRV_ICMP_UNREACH_SENT] = "icmp_unreach_sent",
-	[SRV_RST_PROBES] = "rst_probes",
-	[SRV_HANDOFFS] = "handoffs",
-	[SRV_HANDOFFS_EXPIRED] = "handoffs_expired",
-	[SRV_DROP_IN_TRANSIT] = "drop_in_transit",
-	[SRV_FRAMES_GSO_SENT] = "frames_gso_sent",
-	[SRV_FRAMES_GSO_RECEIVED] = "frames_gso_received",
-	[SRV_FRAMES_CSUM_PARTIAL_RECEIVED] = "frames_csum_partial_received",
-	[SRV_DROP_TX_BAD_OFFLOAD] = "drop_tx_bad_offload",
-	[SRV_DROP_RX_BAD_VNET] = "drop_rx_bad_vnet",
-	[SRV_DATA_FRAMES_RELAYED] = "data_frames_relayed",
-	[SRV_LEASES_DIRECT] = "leases_direct",
-	[SRV_LEASES_RELAY] = "leases_relay",
-	[SRV_DIRECT_REFUSED] = "direct_refused",
-	[SRV_DROP_DIRECT_UNSTEERED] = "drop_direct_unsteered",
-	[SRV_DP_MAP_ERRORS] = "dp_map_errors",
-	[SRV_DP_QUEUES_RECYCLED] = "dp_queues_recycled",
-	[SRV_DP_QUEUES_RETIRED] = "dp_queues_retired",
-	[SRV_REASS_IN_PROGRESS] = "reass_in_progress",
-	[SRV_REASS_BYTES_HELD] = "reass_bytes_held",
-	[SRV_REASS_PEAK] = "reass_peak",
-	[SRV_REASS_DATAGRAMS] = "reass_datagrams",
-	[SRV_REASS_FRAGMENTS] = "reass_fragments",
-	[SRV_DROP_REASS_OVERLAP] = "drop_reass_overlap",
-	[SRV_DROP_REASS_DUPLICATE] = "drop_reass_duplicate",
-	[SRV_DROP_REASS_TIMEOUT] = "drop_reass_timeout",
-	[SRV_DROP_REASS_LIMIT] = "drop_reass_limit",
-	[SRV_DROP_REASS_NO_OWNER] = "drop_reass_no_owner",
-	[SRV_DROP_REASS_BAD] = "drop_reass_bad",
-	[SRV_DROP_REASS_UNSTEERED] = "drop_reass_unsteered",
-	[SRV_ICMP_TIME_EXCEEDED_SENT] = "icmp_time_exceeded_sent",
-	[SRV_DROP_RST_RATE] = "drop_rst_rate",
-	[SRV_CONNTABS_GIVEN] = "conntabs_given",
-	[SRV_CONNTAB_TORN] = "conntab_torn",
-	[SRV_CONNTAB_BAD_HEADER] = "conntab_bad_header",
-	[SRV_CONNTAB_BAD_ENTRIES] = "conntab_bad_entries",
-	[SRV_CTL_ACCEPT_FAILED] = "ctl_accept_failed",
-	[SRV_CTL_CONN_DROPPED] = "ctl_conn_dropped",
-	[SRV_DROP_NO_TAP_SLOT] = "drop_no_tap_slot",
-	[SRV_DROP_ARP_NOT_FOR_NODE] = "drop_arp_not_for_node",
-	[SRV_DROP_RST_FOR_RST] = "drop_rst_for_rst",
-	[SRV_DROP_RST_NOT_UNICAST] = "drop_rst_not_unicast",
-	[SRV_DROP_ECHO_UNANSWERED] = "drop_echo_unanswered",
-	[SRV_DROP_ICMP_ERROR_NOT_UNICAST] = "drop_icmp_error_not_unicast",
-};
-
-const char *srv__counter_name(enum srv_counter c)
-{
-	return (unsigned)c < SRV_COUNTER_MAX ? counter_names[c] : "unknown";
-}
-
-/* A STATS answer is collected with the lock held and sent after it is released
- * (send_answer): the demux thread, which takes the same lock per batch of frames on the
- * relay path, then waits for the records' copy, not for hundreds of sendmsg calls. Only
- * the control thread answers: one answer at a time. */
+/* Every answer without descriptors is collected with the lock held and sent after it is
+ * released (send_answer): the demux thread, which takes the same lock per batch of frames
+ * on the relay path, then waits for the records' copy, not for sendmsg calls (hundreds of
+ * them for STATS). Only the control thread answers: one answer at a time. An answer that
+ * passes descriptors (HELLO's rings, CONNTAB) is sent at once, under the lock: once per
+ * process. */
 static struct {
 	struct ctl_msg *m;
 	size_t n, cap;
 	bool on;
+	bool patient;   /* STATS: wait a little for a full socket (send_answer) */
 	uint64_t lost;
 } answer;
 
@@ -152,7 +82,7 @@ static void reply(struct srv *s, struct srv_conn *c, struct ctl_msg *m, const in
 	}
 	/* Never block the connection server on one slow client. */
 	if (sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)sizeof(*m))
-		s->ctr[SRV_CTL_REPLY_LOST]++;
+		s->ctr.v[SRV_CTL_REPLY_LOST]++;
 }
 
 static void reply_status(struct srv *s, struct srv_conn *c, const struct ctl_msg *req, int status)
@@ -171,7 +101,7 @@ static void reply_status(struct srv *s, struct srv_conn *c, const struct ctl_msg
 /* A lease that could not be set up goes again at once (nothing else refers to it). */
 static void lease_drop(struct srv *s, struct srv_lease *l)
 {
-	s->leases[l->id] = NULL;
+	srv__leases_remove(&s->leases, l);
 	l->fd = -1;  /* the connection stays the caller's */
 	l->dead = true;
 	srv__lease_free(s, l);
@@ -193,9 +123,11 @@ static void hello(struct srv *s, struct srv_conn *c, const struct ctl_msg *req)
 	 * ulsd runs with --datapath direct. */
 	rc = -EOPNOTSUPP;
 	if (s->datapath != SRV_DP_RELAY && offered && s->dp) {
-		rc = srv__dp_lease_direct(s, l, req->u.hello.ring_fd);
+		rc = srv__dp_lease_direct(s, l, req->u.hello.ring_fd,
+					  (req->u.hello.flags & CTL_HELLO_F_WAKE) ?
+					  req->u.hello.wake_fd : -1);
 		if (rc < 0) {
-			s->ctr[SRV_DIRECT_REFUSED]++;
+			s->ctr.v[SRV_DIRECT_REFUSED]++;
 			srv__log(1, "lease %u (pid %d): direct path refused: %s", l->id,
 				(int)c->pid, strerror(-rc));
 		}
@@ -226,12 +158,14 @@ static void hello(struct srv *s, struct srv_conn *c, const struct ctl_msg *req)
 	if (l->direct) {
 		r.u.hello.datapath = CTL_DP_DIRECT;
 		r.u.hello.queue = (uint8_t)l->queue;
-		s->ctr[SRV_LEASES_DIRECT]++;
+		if (l->dp_wake)
+			r.u.hello.flags |= CTL_HELLO_F_WAKE;
+		s->ctr.v[SRV_LEASES_DIRECT]++;
 		reply(s, c, &r, NULL, 0);
 	} else {
 		int fds[3] = { l->memfd, l->rx_efd, l->tx_efd };
 		r.u.hello.datapath = CTL_DP_RELAY;
-		s->ctr[SRV_LEASES_RELAY]++;
+		s->ctr.v[SRV_LEASES_RELAY]++;
 		reply(s, c, &r, fds, 3);
 	}
 	srv__log(2, "lease %u: pid %d uid %u, %s path", l->id, (int)c->pid, (unsigned)c->uid,
@@ -272,8 +206,11 @@ static int send_endpoint(const struct flt_rule *rule, void *arg)
 {
 	struct ep_ctx *e = arg;
 	struct ctl_msg r;
-	struct srv_lease *l = rule->owner < SRV_MAX_LEASES ? e->s->leases[rule->owner] : NULL;
+	struct srv_lease *l = rule->owner < SRV_MAX_LEASES ? e->s->leases.by_id[rule->owner] : NULL;
 
+	/* The message has room for an IPv4 remote only (version 2). */
+	if (rule->fam != FLT_FAM_V4)
+		return 0;
 	ctl_init(&r, CTL_STAT_ENDPOINT, e->seq);
 	r.proto = rule->proto;
 	r.lport = rule->lport;
@@ -308,7 +245,7 @@ static void conntab(struct srv *s, struct srv_conn *c, struct srv_lease *l,
 	}
 	l->conntab = map;
 	l->conntab_cap = ULS_CONNTAB_CAPACITY;
-	s->ctr[SRV_CONNTABS_GIVEN]++;
+	s->ctr.v[SRV_CONNTABS_GIVEN]++;
 	ctl_init(&r, CTL_CONNTAB, req->seq);
 	reply(s, c, &r, &fd, 1);
 	close(fd);  /* both ends keep their mapping */
@@ -332,9 +269,9 @@ static void stat_process(struct srv *s, struct srv_conn *c, uint32_t seq, struct
 		table = rc == ULS_CONNTAB_OK ? CTL_TABLE_OK :
 			rc == ULS_CONNTAB_TORN ? CTL_TABLE_TORN : CTL_TABLE_BAD;
 		if (rc == ULS_CONNTAB_TORN)
-			s->ctr[SRV_CONNTAB_TORN]++;
+			s->ctr.v[SRV_CONNTAB_TORN]++;
 		else if (rc != ULS_CONNTAB_OK)
-			s->ctr[SRV_CONNTAB_BAD_HEADER]++;
+			s->ctr.v[SRV_CONNTAB_BAD_HEADER]++;
 		if (rc != ULS_CONNTAB_OK)
 			n = total = 0;
 	}
@@ -348,7 +285,7 @@ static void stat_process(struct srv *s, struct srv_conn *c, uint32_t seq, struct
 	r.u.proc.connections = total;
 	r.u.proc.listed = ok;
 	r.u.proc.refused = n - ok;
-	s->ctr[SRV_CONNTAB_BAD_ENTRIES] += n - ok;
+	s->ctr.v[SRV_CONNTAB_BAD_ENTRIES] += n - ok;
 	r.u.proc.age_ms = UINT32_MAX;  /* never written (no connection yet) */
 	if (published) {
 		struct timespec now;
@@ -390,7 +327,7 @@ static void stats(struct srv *s, struct srv_conn *c, const struct ctl_msg *req)
 	int big = 4 << 20;
 
 	answer.on = true;
-	answer.n = 0;
+	answer.patient = true;
 
 	/* Forced where ulsd may (CAP_NET_ADMIN): net.core.wmem_max would otherwise cap it
 	 * below the records of a node with a few hundred queues (bpf.c's per-queue figures). */
@@ -399,31 +336,28 @@ static void stats(struct srv *s, struct srv_conn *c, const struct ctl_msg *req)
 	/* The processes first: what reading their tables counted is in this answer's
 	 * counters. */
 	for (uint32_t i = 1; i < SRV_MAX_LEASES; i++) {
-		struct srv_lease *l = s->leases[i];
+		struct srv_lease *l = s->leases.by_id[i];
 		if (l && !l->dead)
 			stat_process(s, c, req->seq, l);
 	}
-	for (int i = 0; i < SRV_COUNTER_MAX; i++)
-		send_counter(s, c, req->seq, srv__counter_name((enum srv_counter)i), s->ctr[i]);
-	for (int i = 1; i < CTL_ERROR_SLOTS; i++)
-		send_counter(s, c, req->seq, ctl_error_name(CTL_ERROR_BASE + i),
-			     s->ctl_errors[i]);
+	struct stat_ctx cc = { s, c, req->seq };
+	srv__counters_each(&s->ctr, stat_one, &cc);
 	flt_table_stats(s->flt, &fs);
 	for (int i = 1; i < FLT_REASON_COUNT; i++) {
 		uint64_t v = fs.rx_drop[i] + fs.tx_deny[i];
-		send_counter(s, c, req->seq, flt_reason_name((enum flt_reason)i), v);
+		send_counter(s, c, req->seq, flt_reason_name((enum flt_reason)(FLT_REASON_BASE + i)), v);
 	}
-	send_counter(s, c, req->seq, "custody_connections", s->ncustody);
+	send_counter(s, c, req->seq, "custody_connections", s->custody.n);
 	struct stat_ctx sc = { s, c, req->seq };
 	srv__dp_stats(s, stat_one, &sc);
 	flt_foreach(s->flt, send_endpoint, &e);
-	for (size_t i = 0; i < s->ncustody; i++) {
+	for (size_t i = 0; i < s->custody.n; i++) {
 		struct ctl_msg r;
 		ctl_init(&r, CTL_STAT_ENDPOINT, req->seq);
 		r.proto = WIRE_IPPROTO_TCP;
-		r.lport = s->custody[i].lport;
-		r.rip = s->custody[i].rip;
-		r.rport = s->custody[i].rport;
+		r.lport = s->custody.c[i].lport;
+		r.rip = s->custody.c[i].rip;
+		r.rport = s->custody.c[i].rport;
 		r.u.endpoint.kind = CTL_K_TIMEWAIT;
 		reply(s, c, &r, NULL, 0);
 	}
@@ -458,14 +392,15 @@ static void send_answer(struct srv *s, struct srv_conn *c)
 		 * ulsstat read, 10 ms at a time, at most 50 times (no lock is held), then drop
 		 * what is left but the END, which says the answer is complete. */
 		struct pollfd pfd = { .fd = c->fd, .events = POLLOUT };
-		if (sent < 0 && errno == EAGAIN && waits++ < 50 && poll(&pfd, 1, 10) >= 0)
+		if (sent < 0 && errno == EAGAIN && answer.patient && waits++ < 50 &&
+		    poll(&pfd, 1, 10) >= 0)
 			continue;
 		break;
 	}
 	if (i < answer.n) {
 		lost += answer.n - i;
 		const struct ctl_msg *last = &answer.m[answer.n - 1];
-		if (last->type == CTL_END && i < answer.n - 1) {
+		if (answer.patient && last->type == CTL_END && i < answer.n - 1) {
 			struct pollfd pfd = { .fd = c->fd, .events = POLLOUT };
 			poll(&pfd, 1, 100);
 			if (send(c->fd, last, sizeof(*last), MSG_DONTWAIT | MSG_NOSIGNAL) ==
@@ -475,9 +410,10 @@ static void send_answer(struct srv *s, struct srv_conn *c)
 	}
 	answer.n = 0;
 	answer.lost = 0;
+	answer.patient = false;
 	if (lost) {
 		pthread_mutex_lock(&s->lock);
-		s->ctr[SRV_CTL_REPLY_LOST] += lost;
+		s->ctr.v[SRV_CTL_REPLY_LOST] += lost;
 		pthread_mutex_unlock(&s->lock);
 	}
 }
@@ -486,7 +422,7 @@ static void send_answer(struct srv *s, struct srv_conn *c)
  * it is not waiting for) and a counter. */
 static void refuse_one_way(struct srv *s, struct srv_conn *c, const struct ctl_msg *m, int rc)
 {
-	s->ctr[SRV_CTL_DENIED]++;
+	s->ctr.v[SRV_CTL_DENIED]++;
 	reply_status(s, c, m, rc);
 }
 
@@ -504,7 +440,7 @@ static void handle(struct srv *s, struct srv_conn *c, const struct ctl_msg *m)
 	}
 	if ((m->type == CTL_HELLO) == (l != NULL)) {
 		/* HELLO must come first and only once; nothing else before it. */
-		s->ctr[SRV_CTL_OUT_OF_ORDER]++;
+		s->ctr.v[SRV_CTL_OUT_OF_ORDER]++;
 		reply_status(s, c, m, -EPROTO);
 		return;
 	}
@@ -513,7 +449,7 @@ static void handle(struct srv *s, struct srv_conn *c, const struct ctl_msg *m)
 		hello(s, c, m);
 		return;
 	case CTL_BIND:
-		rc = srv__port_bind(s, l, m->proto, m->lport, m->flags);
+		rc = srv__port_bind(s->ports, SRV_OWNER(l), m->proto, m->lport, m->flags);
 		if (rc >= 0) {
 			struct ctl_msg r;
 			ctl_init(&r, CTL_BIND, m->seq);
@@ -524,7 +460,7 @@ static void handle(struct srv *s, struct srv_conn *c, const struct ctl_msg *m)
 		}
 		break;
 	case CTL_LISTEN:
-		if (!srv__port_held(s, l, IPPROTO_TCP, m->lport))
+		if (!srv__port_held(s->ports, SRV_OWNER(l), IPPROTO_TCP, m->lport))
 			rc = -EPERM;
 		else if (m->flags & CTL_F_INHERIT)
 			rc = flt_join_listen(s->flt, WIRE_IPPROTO_TCP, m->lport, l->id);
@@ -535,7 +471,7 @@ static void handle(struct srv *s, struct srv_conn *c, const struct ctl_msg *m)
 			rc = 0;
 		break;
 	case CTL_CONNECT:
-		rc = srv__port_connect(s, l, m->lport, m->rip, m->rport);
+		rc = srv__port_connect(s->ports, SRV_OWNER(l), m->lport, m->rip, m->rport);
 		if (rc >= 0) {
 			struct ctl_msg r = *m;
 			r.lport = (uint16_t)rc;
@@ -546,11 +482,11 @@ static void handle(struct srv *s, struct srv_conn *c, const struct ctl_msg *m)
 		break;
 	case CTL_ACCEPTED:
 		/* One-way. The listener must be this process's, and the tuple new. */
-		rc = srv__port_ref(s, l, IPPROTO_TCP, m->lport);
+		rc = srv__port_ref(s->ports, SRV_OWNER(l), IPPROTO_TCP, m->lport);
 		if (rc == 0) {
 			rc = flt_add_connected(s->flt, WIRE_IPPROTO_TCP, m->lport, m->rip, m->rport, l->id);
 			if (rc < 0)
-				srv__port_release(s, l, IPPROTO_TCP, m->lport);
+				srv__port_release(s->ports, SRV_OWNER(l), IPPROTO_TCP, m->lport);
 		}
 		if (rc < 0)
 			refuse_one_way(s, c, m, rc);
@@ -561,7 +497,7 @@ static void handle(struct srv *s, struct srv_conn *c, const struct ctl_msg *m)
 		srv__drain_tx(s, l);
 		rc = flt_del_connected(s->flt, WIRE_IPPROTO_TCP, m->lport, m->rip, m->rport, l->id);
 		if (rc == 0)
-			srv__port_release(s, l, IPPROTO_TCP, m->lport);
+			srv__port_release(s->ports, SRV_OWNER(l), IPPROTO_TCP, m->lport);
 		else
 			refuse_one_way(s, c, m, rc);
 		return;
@@ -584,10 +520,10 @@ static void handle(struct srv *s, struct srv_conn *c, const struct ctl_msg *m)
 		srv__drain_tx(s, l);
 		/* The socket that held the port closed: a listener stops receiving new
 		 * connections at once, even while connections accepted on it live on. */
-		if (srv__port_held(s, l, m->proto, m->lport)) {
+		if (srv__port_held(s->ports, SRV_OWNER(l), m->proto, m->lport)) {
 			flt_del_listen(s->flt, m->proto == IPPROTO_UDP ? WIRE_IPPROTO_UDP : WIRE_IPPROTO_TCP,
 				       m->lport, l->id);
-			srv__port_release(s, l, m->proto, m->lport);
+			srv__port_release(s->ports, SRV_OWNER(l), m->proto, m->lport);
 		} else {
 			refuse_one_way(s, c, m, -EPERM);
 		}
@@ -595,11 +531,11 @@ static void handle(struct srv *s, struct srv_conn *c, const struct ctl_msg *m)
 	default:
 		/* Records only ulsd sends. */
 		rc = -EBADMSG;
-		s->ctr[SRV_CTL_OUT_OF_ORDER]++;
+		s->ctr.v[SRV_CTL_OUT_OF_ORDER]++;
 		break;
 	}
 	if (rc == -EPERM || rc == -EACCES)
-		s->ctr[SRV_CTL_DENIED]++;
+		s->ctr.v[SRV_CTL_DENIED]++;
 	reply_status(s, c, m, rc < 0 ? rc : 0);
 }
 
@@ -643,18 +579,19 @@ void srv__ctl_conn_close(struct srv *s, struct srv_conn *c)
 }
 
 /* One message as recv() returned it (n: its length, MSG_TRUNC), checked, handled and
- * answered. Takes s->lock, and sends a collected STATS answer after releasing it. */
+ * answered. Takes s->lock, and sends the answer after releasing it (see `answer`). */
 void srv__ctl_input(struct srv *s, struct srv_conn *c, const uint8_t *buf, ssize_t n)
 {
 	struct ctl_msg m;
 
 	pthread_mutex_lock(&s->lock);
-	s->ctr[SRV_CTL_MESSAGES]++;
+	answer.on = true;
+	s->ctr.v[SRV_CTL_MESSAGES]++;
 	/* MSG_TRUNC: n is the whole message's size, so an oversized one is refused. */
 	int err = ctl_check(buf, n, &m);
 	if (err < 0) {
-		s->ctr[SRV_CTL_REFUSED]++;
-		s->ctl_errors[-err - CTL_ERROR_BASE]++;
+		s->ctr.v[SRV_CTL_REFUSED]++;
+		srv__count_ctl_error(&s->ctr, err);
 		struct ctl_msg r;
 		uint32_t seq = 0;
 		if (n >= 12)
@@ -665,8 +602,9 @@ void srv__ctl_input(struct srv *s, struct srv_conn *c, const uint8_t *buf, ssize
 	} else {
 		handle(s, c, &m);
 	}
+	answer.on = false;
 	pthread_mutex_unlock(&s->lock);
-	if (answer.n)
+	if (answer.n || answer.lost)
 		send_answer(s, c);
 }
 
@@ -696,7 +634,7 @@ static void conn_accept(struct srv *s, int ep, int lfd)
 		 * before we took it, EMFILE, ENOBUFS) is a process that gets no lease. */
 		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
 			pthread_mutex_lock(&s->lock);
-			if (s->ctr[SRV_CTL_ACCEPT_FAILED]++ == 0)
+			if (s->ctr.v[SRV_CTL_ACCEPT_FAILED]++ == 0)
 				srv__log(1, "accept: %s (counted in ctl_accept_failed)",
 					strerror(errno));
 			pthread_mutex_unlock(&s->lock);
@@ -721,7 +659,7 @@ static void conn_accept(struct srv *s, int ep, int lfd)
 			srv__ctl_conn_close(s, c);  /* closes fd */
 		else
 			close(fd);
-		s->ctr[SRV_CTL_CONN_DROPPED]++;
+		s->ctr.v[SRV_CTL_CONN_DROPPED]++;
 		pthread_mutex_unlock(&s->lock);
 	}
 }
@@ -752,12 +690,12 @@ int srv__ctl_run(struct srv *s, int lfd)
 	if (epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev) < 0)
 		goto fail;
 	int timeout = 1000;
-	while (!s->stop) {
+	while (!srv__stopping(s)) {
 		int n = epoll_wait(ep, evs, MAX_EVENTS, timeout);
 		for (int i = 0; i < n; i++) {
 			if (evs[i].data.ptr == &sfd) {
 				srv__log(2, "stopping on signal");
-				s->stop = true;
+				srv__stop(s);
 				continue;
 			}
 			if (!evs[i].data.ptr) {
@@ -778,13 +716,13 @@ int srv__ctl_run(struct srv *s, int lfd)
 			}
 		}
 		pthread_mutex_lock(&s->lock);
-		timeout = s->ncustody ? srv__custody_tick(s) : 1000;
+		timeout = s->custody.n ? srv__custody_run(s) : 1000;
 		if (s->nhandoff) {
 			int t = srv__handoff_tick(s);
 			timeout = t < timeout ? t : timeout;
 		}
-		nif_tap_tx_flush(s->tap);
 		pthread_mutex_unlock(&s->lock);
+		srv__tx_flush(s);   /* the probes, and frames drained for RELEASE and UNBIND */
 		if (timeout < 1)
 			timeout = 1;
 	}

@@ -62,7 +62,7 @@ static void deliver(struct srv *s, struct srv_lease *l, const uint8_t *frame, si
 	if (!l->has_rings) {
 		/* A process on the direct path reads its own queue; what reaches ulsd for it
 		 * (the kernel steered it here) has no way to it. */
-		s->ctr[SRV_DROP_DIRECT_UNSTEERED]++;
+		s->ctr.v[SRV_DROP_DIRECT_UNSTEERED]++;
 		return;
 	}
 	slot = nif_ring_prod_slot(&l->rx, len);
@@ -70,7 +70,7 @@ static void deliver(struct srv *s, struct srv_lease *l, const uint8_t *frame, si
 		/* The process is not keeping up: drop, as a NIC drops on a full ring; TCP
 		 * retransmits. */
 		l->rx_ring_full++;
-		s->ctr[SRV_DROP_RX_RING_FULL]++;
+		s->ctr.v[SRV_DROP_RX_RING_FULL]++;
 		return;
 	}
 	memcpy(slot, frame, len);
@@ -82,8 +82,8 @@ static void deliver(struct srv *s, struct srv_lease *l, const uint8_t *frame, si
 		l->rx_pending = true;
 		s->pending[s->npending++] = l;
 	}
-	s->ctr[SRV_FRAMES_DEMUXED]++;
-	s->ctr[SRV_DATA_FRAMES_RELAYED]++;
+	s->ctr.v[SRV_FRAMES_DEMUXED]++;
+	s->ctr.v[SRV_DATA_FRAMES_RELAYED]++;
 }
 
 void srv__deliver(struct srv *s, struct srv_lease *l, const uint8_t *frame, size_t len)
@@ -95,24 +95,24 @@ void srv__deliver(struct srv *s, struct srv_lease *l, const uint8_t *frame, size
 static void share_arp(struct srv *s, const uint8_t *frame, size_t len)
 {
 	for (uint32_t i = 1; i < SRV_MAX_LEASES; i++) {
-		struct srv_lease *l = s->leases[i];
+		struct srv_lease *l = s->leases.by_id[i];
 		/* Direct processes get their replies from the kernel (datapath.bpf.c). */
 		if (l && !l->dead && l->has_rings)
 			deliver(s, l, frame, len, 0, 0, 0);
 	}
-	s->ctr[SRV_ARP_SHARED]++;
+	s->ctr.v[SRV_ARP_SHARED]++;
 }
 
 static void for_server(struct srv *s, const uint8_t *frame, size_t len, const struct flt_pkt *p)
 {
-	s->ctr[SRV_FRAMES_TO_SERVER]++;
+	s->ctr.v[SRV_FRAMES_TO_SERVER]++;
 	if (p->ethertype == WIRE_ETHERTYPE_ARP) {
 		if (p->arp.op == WIRE_ARP_OP_REQUEST)
 			srv__reply_arp(s, p);
 		else if (p->arp.op == WIRE_ARP_OP_REPLY && p->arp.tpa == s->ip)
 			share_arp(s, frame, len);
 		else  /* a reply to another station, or an operation RFC 826 does not name */
-			s->ctr[SRV_DROP_ARP_NOT_FOR_NODE]++;
+			s->ctr.v[SRV_DROP_ARP_NOT_FOR_NODE]++;
 		return;
 	}
 	if (p->ip.fragment) {
@@ -125,7 +125,7 @@ static void for_server(struct srv *s, const uint8_t *frame, size_t len, const st
 		if (p->icmp.type == WIRE_ICMP_ECHO)
 			srv__reply_echo(s, frame, len, p);
 		else
-			s->ctr[SRV_DROP_NO_OWNER]++;
+			s->ctr.v[SRV_DROP_NO_OWNER]++;
 		break;
 	case WIRE_IPPROTO_TCP:
 		srv__reply_rst(s, frame, p);
@@ -134,7 +134,7 @@ static void for_server(struct srv *s, const uint8_t *frame, size_t len, const st
 		srv__reply_port_unreachable(s, frame, len, p);
 		break;
 	default:
-		s->ctr[SRV_DROP_NO_OWNER]++;
+		s->ctr.v[SRV_DROP_NO_OWNER]++;
 		break;
 	}
 }
@@ -144,8 +144,18 @@ static void on_frame(void *arg, const uint8_t *frame, size_t len, uint32_t off)
 	struct srv *s = arg;
 	uint64_t t_read = bd_now();
 	struct flt_pkt p;
-	int rc = flt_parse(frame, len, &p);
+	int rc;
 
+	/* IPv6 is the node's alone until processes carry it (reply6.c); without --ip6 the
+	 * node has no IPv6 and the frame is dropped as a type it does not speak. */
+	if (len >= WIRE_ETH_HLEN && wire_rd16(frame + WIRE_ETH_OFF_TYPE) == WIRE_ETHERTYPE_IPV6) {
+		if (s->has_ip6)
+			srv__input_ip6(s, frame, len);
+		else
+			flt_count_rx_drop(s->flt, FLT_DROP_ETHERTYPE);
+		return;
+	}
+	rc = flt_parse(frame, len, &p);
 	if (rc < 0) {
 		flt_count_rx_drop(s->flt, (enum flt_reason)-rc);
 		return;
@@ -153,13 +163,13 @@ static void on_frame(void *arg, const uint8_t *frame, size_t len, uint32_t off)
 	/* Frames for other stations (the bridge floods until it learns) and IPv4 packets
 	 * for other addresses are not the node's. */
 	if (!wire_eth_is_group(p.dst_mac) && memcmp(p.dst_mac, s->mac, WIRE_ETH_ALEN) != 0) {
-		s->ctr[SRV_DROP_NOT_FOR_NODE]++;
+		s->ctr.v[SRV_DROP_NOT_FOR_NODE]++;
 		return;
 	}
 	if (p.ethertype == WIRE_ETHERTYPE_IPV4) {
 		uint32_t bcast = s->ip | htonl(0xffffffffu >> s->prefix_len);
 		if (p.ip.dst != s->ip && p.ip.dst != bcast && p.ip.dst != 0xffffffffu) {
-			s->ctr[SRV_DROP_NOT_FOR_NODE]++;
+			s->ctr.v[SRV_DROP_NOT_FOR_NODE]++;
 			return;
 		}
 		/* Not from a SYN without ACK: a flood of them from spoofed sources (RFC 4987)
@@ -170,15 +180,16 @@ static void on_frame(void *arg, const uint8_t *frame, size_t len, uint32_t off)
 		flt_owner_t o = flt_lookup_rx(s->flt, &p);
 		if (o == SRV_IN_TRANSIT) {
 			/* Neither process may answer it (handoff.c): the peer sends it again. */
-			s->ctr[SRV_DROP_IN_TRANSIT]++;
+			s->ctr.v[SRV_DROP_IN_TRANSIT]++;
 			return;
 		}
 		if (nif_off_gso(off))
-			s->ctr[SRV_FRAMES_GSO_RECEIVED]++;
+			s->ctr.v[SRV_FRAMES_GSO_RECEIVED]++;
 		if (off & NIF_OFF_CSUM_PARTIAL)
-			s->ctr[SRV_FRAMES_CSUM_PARTIAL_RECEIVED]++;
-		if (o != FLT_NO_OWNER && o < SRV_MAX_LEASES && s->leases[o] && !s->leases[o]->dead) {
-			deliver(s, s->leases[o], frame, len, off, t_read, bd_now());
+			s->ctr.v[SRV_FRAMES_CSUM_PARTIAL_RECEIVED]++;
+		struct srv_lease *l = o != FLT_NO_OWNER ? srv__leases_live(&s->leases, o) : NULL;
+		if (l) {
+			deliver(s, l, frame, len, off, t_read, bd_now());
 			return;
 		}
 	}
@@ -187,17 +198,29 @@ static void on_frame(void *arg, const uint8_t *frame, size_t len, uint32_t off)
 
 void srv__send_frame(struct srv *s, const uint8_t *frame, size_t len)
 {
+	pthread_mutex_lock(&s->tx_lock);
 	uint8_t *slot = nif_tap_tx_slot(s->tap);
-
+	if (slot) {
+		memcpy(slot, frame, len);
+		nif_tap_tx_queue(s->tap, slot, len, 0);
+	}
+	pthread_mutex_unlock(&s->tx_lock);
 	if (!slot) {
 		/* Every TAP transmit buffer is queued: the node's own answer is lost like a
 		 * frame on a full NIC queue (the peer retransmits, or asks again). */
-		s->ctr[SRV_DROP_NO_TAP_SLOT]++;
+		s->ctr.v[SRV_DROP_NO_TAP_SLOT]++;
 		return;
 	}
-	memcpy(slot, frame, len);
-	nif_tap_tx_queue(s->tap, slot, len, 0);
-	s->ctr[SRV_FRAMES_SENT]++;
+	s->ctr.v[SRV_FRAMES_SENT]++;
+}
+
+/* Hand the queued frames to the kernel (one system call), with no lock but the TAP's own:
+ * the caller has released s->lock (demux loop, control loop). */
+void srv__tx_flush(struct srv *s)
+{
+	pthread_mutex_lock(&s->tx_lock);
+	nif_tap_tx_flush(s->tap);
+	pthread_mutex_unlock(&s->tx_lock);
 }
 
 /* Whether a process's frame may go out as it is: at most the MTU, or, on a node with
@@ -229,9 +252,11 @@ _Static_assert(TX_HEAD_COPY <= TX_SPLIT_MIN, "a split frame's head fits its buff
 /* A process's frame, once checked, goes out from what ulsd copied, never again from the
  * ring: the process can rewrite its ring at any time, and a header rewritten between the
  * check and the send would get past the filter. The rest of a split frame is data, which
- * is the process's own to send. */
-static int send_checked(struct srv *s, struct srv_lease *l, uint8_t *slot, size_t head,
-			const uint8_t *f, size_t len, uint32_t off)
+ * is the process's own to send.
+ *
+ * check_tx: whether the frame in slot (its first bytes copied from the ring) may leave as
+ * process l's; a refused one's slot is given back and counted. s->lock and s->tx_lock held. */
+static int check_tx(struct srv *s, struct srv_lease *l, uint8_t *slot, size_t len, uint32_t off)
 {
 	struct flt_pkt p;
 	int rc = flt_parse(slot, len, &p);
@@ -242,53 +267,60 @@ static int send_checked(struct srv *s, struct srv_lease *l, uint8_t *slot, size_
 	} else if (!size_ok) {
 		/* Longer than the MTU without a valid super-segment, or an offload word on a
 		 * node without offloads. */
-		s->ctr[SRV_DROP_TX_BAD_OFFLOAD]++;
+		s->ctr.v[SRV_DROP_TX_BAD_OFFLOAD]++;
 		rc = -FLT_DENY_PROTO;
 	} else {
 		rc = flt_check_tx(s->flt, &p, l->id, s->ip, s->mac);
 	}
 	if (rc < 0) {
 		nif_tap_tx_unused(s->tap, slot);
-		s->ctr[SRV_DROP_TX_DENIED]++;
+		s->ctr.v[SRV_DROP_TX_DENIED]++;
 		/* Rate-limited: a misbehaving process must not flood the log. */
 		if (++l->tx_denied <= 5 && parsed)
 			srv__log(1, "lease %u (pid %d): frame refused (%s): proto %u port %u -> %u",
 				l->id, (int)l->pid,
 				size_ok ? flt_reason_name((enum flt_reason)-rc) : "size or offload",
 				p.ip.proto, p.sport, p.dport);
-		return rc;
 	}
-	rc = head < len ? nif_tap_tx_send_split(s->tap, slot, head, f + head, len - head, off)
-			: nif_tap_tx_queue(s->tap, slot, len, off);
-	if (rc < 0) {
-		s->ctr[SRV_DROP_TX_BAD_OFFLOAD]++;
-		l->tx_denied++;
-		return rc;
-	}
-	s->ctr[SRV_FRAMES_SENT]++;
-	s->ctr[SRV_DATA_FRAMES_RELAYED]++;
-	if (nif_off_gso(off) && len > (size_t)s->mtu + WIRE_ETH_HLEN)
-		s->ctr[SRV_FRAMES_GSO_SENT]++;
-	l->tx_frames++;
-	l->tx_bytes += len;
-	return 0;
+	return rc;
 }
 
-/* A process published frames: check each against its endpoints and send it. */
-void srv__drain_tx(struct srv *s, struct srv_lease *l)
+/* The TAP took a checked frame (rc 0) or refused its offload word (s->lock held). */
+static void count_sent(struct srv *s, struct srv_lease *l, size_t len, uint32_t off, int rc)
+{
+	if (rc < 0) {
+		s->ctr.v[SRV_DROP_TX_BAD_OFFLOAD]++;
+		l->tx_denied++;
+		return;
+	}
+	s->ctr.v[SRV_FRAMES_SENT]++;
+	s->ctr.v[SRV_DATA_FRAMES_RELAYED]++;
+	if (nif_off_gso(off) && len > (size_t)s->mtu + WIRE_ETH_HLEN)
+		s->ctr.v[SRV_FRAMES_GSO_SENT]++;
+	l->tx_frames++;
+	l->tx_bytes += len;
+}
+
+/* Check and send what process l published (s->lock held; s->tx_lock is taken here, after
+ * it). hold: the demux thread's call, which leaves the first long frame (it goes out in a
+ * system call of its own, nif_tap_tx_send_split) in s->held, to be sent after s->lock is
+ * released (send_held); the frames after it wait in the ring, so the process's frames
+ * leave in order. */
+static void drain(struct srv *s, struct srv_lease *l, bool hold)
 {
 	size_t len;
 	uint32_t off;
 	const uint8_t *f;
 
-	if (!l->has_rings)
+	if (!l->has_rings || l->tx_held)
 		return;
+	pthread_mutex_lock(&s->tx_lock);
 	while ((f = nif_ring_cons_peek(&l->tx, &len, &off, &l->bad_slots))) {
 		uint64_t t_taken = bd_now();
 		if (len > nif_tap_tx_room(s->tap)) {
 			/* Longer than any frame this node sends, super-segments included. */
-			s->ctr[SRV_DROP_TX_BAD_OFFLOAD]++;
-			s->ctr[SRV_DROP_TX_DENIED]++;
+			s->ctr.v[SRV_DROP_TX_BAD_OFFLOAD]++;
+			s->ctr.v[SRV_DROP_TX_DENIED]++;
 			l->tx_denied++;
 			nif_ring_cons_release(&l->tx);
 			continue;
@@ -298,30 +330,99 @@ void srv__drain_tx(struct srv *s, struct srv_lease *l)
 			break;  /* the TAP is gone; the frames wait in the ring */
 		size_t head = len > TX_SPLIT_MIN ? TX_HEAD_COPY : len;
 		memcpy(slot, f, head);
-		if (send_checked(s, l, slot, head, f, len, off) == 0)
-			bd_tx_slot(f, t_taken);
+		int rc = check_tx(s, l, slot, len, off);
+		if (rc == 0 && head < len && hold && s->nheld < SRV_MAX_LEASES) {
+			s->held[s->nheld++] = (struct srv_tx_held){
+				.l = l, .slot = slot, .head = head, .f = f, .len = len, .off = off,
+				.t_taken = t_taken,
+			};
+			l->tx_held = true;
+			break;
+		}
+		if (rc == 0) {
+			rc = head < len ? nif_tap_tx_send_split(s->tap, slot, head, f + head, len - head,
+								off)
+					: nif_tap_tx_queue(s->tap, slot, len, off);
+			count_sent(s, l, len, off, rc);
+			if (rc == 0)
+				bd_tx_slot(f, t_taken);
+		}
 		nif_ring_cons_release(&l->tx);
 	}
-	s->ctr[SRV_DROP_TX_BAD_SLOT] += l->bad_slots;
+	pthread_mutex_unlock(&s->tx_lock);
+	s->ctr.v[SRV_DROP_TX_BAD_SLOT] += l->bad_slots;
 	l->bad_slots = 0;
+}
+
+/* The control thread's drain (RELEASE, UNBIND, HANDOFF, a lease's end; s->lock held): a
+ * frame of the ring the demux thread is sending without the lock goes first, and the
+ * frames after it leave here, before the caller changes the process's rules. */
+void srv__drain_tx(struct srv *s, struct srv_lease *l)
+{
+	while (l->tx_held)
+		pthread_cond_wait(&s->tx_released, &s->lock);
+	drain(s, l, false);
+}
+
+/* The long frames drain() held: sent without s->lock (each under s->tx_lock alone), then
+ * given back to their rings under it; their leases are drained again at the next round
+ * (s->again), where the frames after them wait. Demux thread. */
+static void send_held(struct srv *s)
+{
+	if (!s->nheld)
+		return;
+	for (unsigned i = 0; i < s->nheld; i++) {
+		struct srv_tx_held *h = &s->held[i];
+		pthread_mutex_lock(&s->tx_lock);
+		h->rc = nif_tap_tx_send_split(s->tap, h->slot, h->head, h->f + h->head,
+					      h->len - h->head, h->off);
+		pthread_mutex_unlock(&s->tx_lock);
+	}
+	pthread_mutex_lock(&s->lock);
+	for (unsigned i = 0; i < s->nheld; i++) {
+		struct srv_tx_held *h = &s->held[i];
+		count_sent(s, h->l, h->len, h->off, h->rc);
+		if (h->rc == 0)
+			bd_tx_slot(h->f, h->t_taken);
+		nif_ring_cons_release(&h->l->tx);
+		h->l->tx_held = false;
+		s->again[s->nagain++] = h->l;
+	}
+	s->nheld = 0;
+	pthread_cond_broadcast(&s->tx_released);
+	pthread_mutex_unlock(&s->lock);
+}
+
+/* The leases whose long frame went out in the last round: their next frames (s->lock
+ * held; before sync_leases, which may free a dead one). */
+static void drain_again(struct srv *s)
+{
+	unsigned n = s->nagain;
+
+	s->nagain = 0;
+	for (unsigned i = 0; i < n; i++)
+		if (!s->again[i]->dead)
+			drain(s, s->again[i], true);
 }
 
 static void on_event(void *arg, uint64_t tag)
 {
 	struct srv *s = arg;
 
-	if (tag < SRV_MAX_LEASES && s->leases[tag] && !s->leases[tag]->dead)
-		srv__drain_tx(s, s->leases[tag]);
+	struct srv_lease *l = srv__leases_live(&s->leases, tag);
+
+	if (l)
+		drain(s, l, true);
 }
 
 /* Start watching new leases, stop watching and free dead ones. */
 static void sync_leases(struct srv *s)
 {
-	if (!s->leases_changed)
+	if (!s->leases.changed)
 		return;
-	s->leases_changed = false;
+	s->leases.changed = false;
 	for (uint32_t i = 1; i < SRV_MAX_LEASES; i++) {
-		struct srv_lease *l = s->leases[i];
+		struct srv_lease *l = s->leases.by_id[i];
 		if (!l)
 			continue;
 		if (l->dead) {
@@ -331,13 +432,15 @@ static void sync_leases(struct srv *s)
 		} else if (!l->watched && l->has_rings) {
 			if (nif_tap_watch(s->tap, l->tx_efd, l->id) == 0)
 				l->watched = true;
-			srv__drain_tx(s, l);  /* frames it queued before we watched */
+			drain(s, l, true);  /* frames it queued before we watched */
 		}
 	}
 }
 
 /* Make delivered frames visible: one index store per process per batch, and one eventfd
- * write only for a process that is asleep. */
+ * write only for a process that is asleep. Without s->lock: s->pending and the producer
+ * side of every rx ring are this thread's alone (deliver() runs only here), and a lease in
+ * s->pending stays allocated until this thread frees it in sync_leases(). */
 static void publish(struct srv *s)
 {
 	for (unsigned i = 0; i < s->npending; i++) {
@@ -354,18 +457,27 @@ void *srv__demux_thread(void *arg)
 	struct srv *s = arg;
 
 	nif_tap_set_event_fn(s->tap, on_event, s);
-	while (!s->stop) {
-		nif_tap_wait(s->tap, 500);
+	while (!srv__stopping(s)) {
+		/* Frames wait in a ring behind a long one sent last round: no sleep. */
+		nif_tap_wait(s->tap, s->nagain ? 0 : 500);
+		/* The tables' state: under the lock, the frames are looked up, copied into
+		 * the rings and the TAP's transmit buffers. */
 		pthread_mutex_lock(&s->lock);
+		drain_again(s);
 		sync_leases(s);
 		srv__reass_tick(s);
 		nif_tap_rx(s->tap, on_frame, s, RX_BUDGET);
 		struct nif_dev_stats ts;
+		pthread_mutex_lock(&s->tx_lock);
 		nif_tap_get_stats(s->tap, &ts);
-		s->ctr[SRV_DROP_RX_BAD_VNET] = ts.rx_bad_vnet;
-		publish(s);
-		nif_tap_tx_flush(s->tap);
+		pthread_mutex_unlock(&s->tx_lock);
+		s->ctr.v[SRV_DROP_RX_BAD_VNET] = ts.rx_bad_vnet;
 		pthread_mutex_unlock(&s->lock);
+		/* The system calls of the batch (eventfd writes, the TAP's writes): without
+		 * s->lock, so the control thread never waits for them. */
+		publish(s);
+		srv__tx_flush(s);
+		send_held(s);
 	}
 	return NULL;
 }

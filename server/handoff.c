@@ -35,7 +35,8 @@ static struct srv_handoff *find(struct srv *s, uint16_t lport, uint32_t rip, uin
 	return NULL;
 }
 
-static struct srv_lease transit = { .id = SRV_IN_TRANSIT };
+/* The holder of a port in transit (a constant: the holder records its user itself). */
+static const struct srv_port_owner transit = { .id = SRV_IN_TRANSIT };
 
 static void forget(struct srv *s, struct srv_handoff *h)
 {
@@ -62,14 +63,15 @@ int srv__handoff_begin(struct srv *s, struct srv_lease *l, const struct ctl_msg 
 				    SRV_IN_TRANSIT);
 	if (rc < 0)
 		return rc;
-	transit.uid = l->uid;
-	rc = srv__port_take(s, &transit, IPPROTO_TCP, m->lport);
+	/* The port stays the giver's user's while in transit. */
+	const struct srv_port_owner held = { .id = SRV_IN_TRANSIT, .uid = l->uid };
+	rc = srv__port_take(s->ports, &held, IPPROTO_TCP, m->lport);
 	if (rc < 0) {
 		flt_move_connected(s->flt, WIRE_IPPROTO_TCP, m->lport, m->rip, m->rport,
 				   SRV_IN_TRANSIT, l->id);
 		return rc;
 	}
-	srv__port_release(s, l, IPPROTO_TCP, m->lport);
+	srv__port_release(s->ports, SRV_OWNER(l), IPPROTO_TCP, m->lport);
 	s->handoff[s->nhandoff++] = (struct srv_handoff){
 		.lport = m->lport, .rip = m->rip, .rport = m->rport,
 		.nonce = m->u.handoff.nonce, .expires_ms = srv__now_ms() + SRV_HANDOFF_MS,
@@ -85,18 +87,18 @@ int srv__handoff_claim(struct srv *s, struct srv_lease *l, const struct ctl_msg 
 		return -ENOENT;
 	if (h->nonce != m->u.handoff.nonce)
 		return -EPERM;
-	int rc = srv__port_take(s, l, IPPROTO_TCP, m->lport);
+	int rc = srv__port_take(s->ports, SRV_OWNER(l), IPPROTO_TCP, m->lport);
 	if (rc < 0)
 		return rc;
 	rc = flt_move_connected(s->flt, WIRE_IPPROTO_TCP, m->lport, m->rip, m->rport,
 				SRV_IN_TRANSIT, l->id);
 	if (rc < 0) {
-		srv__port_release(s, l, IPPROTO_TCP, m->lport);
+		srv__port_release(s->ports, SRV_OWNER(l), IPPROTO_TCP, m->lport);
 		return rc;
 	}
-	srv__port_release(s, &transit, IPPROTO_TCP, m->lport);
+	srv__port_release(s->ports, &transit, IPPROTO_TCP, m->lport);
 	forget(s, h);
-	s->ctr[SRV_HANDOFFS]++;
+	s->ctr.v[SRV_HANDOFFS]++;
 	return 0;
 }
 
@@ -113,9 +115,11 @@ int srv__handoff_tick(struct srv *s)
 			continue;
 		}
 		flt_del_connected(s->flt, WIRE_IPPROTO_TCP, h->lport, h->rip, h->rport, SRV_IN_TRANSIT);
-		srv__custody_add(s, h->lport, h->rip, h->rport);
-		srv__port_release(s, &transit, IPPROTO_TCP, h->lport);
-		s->ctr[SRV_HANDOFFS_EXPIRED]++;
+		/* without memory: the peer gets a RST for its next segment all the same */
+		if (srv__custody_add(&s->custody, now, h->lport, h->rip, h->rport) < 0)
+			s->ctr.v[SRV_DROP_CUSTODY_NO_MEMORY]++;
+		srv__port_release(s->ports, &transit, IPPROTO_TCP, h->lport);
+		s->ctr.v[SRV_HANDOFFS_EXPIRED]++;
 		forget(s, h);
 	}
 	return (int)(next - now);

@@ -4,14 +4,21 @@
  *   - the demultiplexer (demux.c): TAP frames to process rings, process frames to the TAP,
  *     and the node's own replies (ARP, ICMP echo, RST, port unreachable, reply.c);
  *   - the connection server (ctl.c): leases, ports, filter rules, cleanup after a process.
- * They share the filter table, the lease table and the ports under one mutex; the demux
- * thread takes it once per batch of frames, the control thread once per message. Neither
- * waits on the other for anything else.
+ * They share the filter table, the lease table, the ports, custody, handoffs and the
+ * counters under one mutex, s->lock; the demux thread takes it once per batch of frames,
+ * the control thread once per message. It guards state only: neither thread makes a
+ * data-path system call under it (the TAP's write and the rings' eventfd writes come after
+ * the unlock; docs/architecture.md lists what still runs under it).
+ *
+ * The TAP's transmit queue has a lock of its own, s->tx_lock, held only around the nif_tap_tx_*
+ * calls (srv__send_frame, srv__drain_tx, srv__tx_flush). Order: s->lock, then s->tx_lock;
+ * never s->lock while holding s->tx_lock.
  */
 #ifndef ULS_SERVER_INTERNAL_H
 #define ULS_SERVER_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -20,52 +27,12 @@
 #include "netif/ctl/ctl.h"
 #include "netif/ring.h"
 #include "netif/tap.h"
+#include "server/counters.h"
+#include "server/custody.h"
+#include "server/lease.h"
+#include "server/ports.h"
 
-#define SRV_MAX_LEASES      4096
-#define SRV_TIMEWAIT_MS     60000   /* 2 MSL (RFC 9293 §3.4.2 "MSL ... 2 minutes"; Linux uses 60 s) */
-#define SRV_EPHEMERAL_LO    32768   /* Linux's default ip_local_port_range */
-#define SRV_EPHEMERAL_HI    60999
 #define SRV_HANDOFF_MS      5000    /* a connection in transit between processes (handoff.c) */
-/* The owner of a connected rule whose connection is in transit: never a lease id. */
-#define SRV_IN_TRANSIT      SRV_MAX_LEASES
-
-struct srv_lease {
-	uint32_t id;
-	int fd;                 /* control connection */
-	pid_t pid;
-	uid_t uid;
-	bool dead;              /* lease ended: the demux thread frees it */
-	bool watched;           /* its tx eventfd is in the demux thread's wait */
-	bool rx_pending;        /* frames delivered since the last publish */
-	int memfd, rx_efd, tx_efd;
-	void *rings;
-	struct nif_ring_layout layout;
-	struct nif_ring rx;     /* we produce: frames for the process */
-	struct nif_ring tx;     /* we consume: frames from the process */
-	uint64_t rx_frames, rx_bytes, tx_frames, tx_bytes, rx_ring_full, tx_denied;
-	uint64_t bad_slots;
-	/* The direct data path (bpf.c): the process reads and writes its own TAP queue
-	 * through two io_urings ulsd enabled; it has no rings to ulsd. */
-	bool direct;
-	unsigned queue;
-	int dp_ring[2];         /* ulsd's descriptors of its io_urings, -1: none */
-	bool has_rings;         /* the relay's ring pair and eventfds exist */
-	/* The connection table the process writes (netif/conntab.h), mapped by the control
-	 * thread; NULL until the process asks for it (CTL_CONNTAB). */
-	void *conntab;
-	uint32_t conntab_cap;
-};
-
-/* A TCP connection whose process is gone: its tuple stays reserved for 2 MSL and segments
- * for it are answered with RST (RFC 9293 §3.10.7.1); the peer is probed so that it learns
- * at once instead of at its next timeout. */
-struct srv_custody {
-	uint16_t lport, rport;
-	uint32_t rip;
-	uint64_t expires_ms;
-	uint64_t next_probe_ms;
-	unsigned probes_left;
-};
 
 /* A connection handed off by one process and not yet claimed by another (handoff.c). */
 struct srv_handoff {
@@ -75,43 +42,22 @@ struct srv_handoff {
 	uint64_t expires_ms;
 };
 
-enum srv_counter {
-	SRV_CTL_MESSAGES, SRV_CTL_REFUSED, SRV_CTL_OUT_OF_ORDER, SRV_CTL_DENIED,
-	SRV_CTL_REPLY_LOST, SRV_LEASES_OPENED, SRV_LEASES_CLOSED,
-	SRV_FRAMES_DEMUXED, SRV_FRAMES_TO_SERVER, SRV_FRAMES_SENT,
-	SRV_DROP_NOT_FOR_NODE, SRV_DROP_RX_RING_FULL, SRV_DROP_NO_OWNER, SRV_DROP_TX_DENIED,
-	SRV_DROP_TX_BAD_SLOT, SRV_DROP_FRAGMENT, SRV_DROP_ICMP_RATE,
-	SRV_ARP_REPLIES, SRV_ARP_SHARED, SRV_ICMP_ECHO_REPLIES, SRV_RST_SENT,
-	SRV_ICMP_UNREACH_SENT, SRV_RST_PROBES,
-	SRV_HANDOFFS, SRV_HANDOFFS_EXPIRED, SRV_DROP_IN_TRANSIT,
-	SRV_FRAMES_GSO_SENT, SRV_FRAMES_GSO_RECEIVED, SRV_FRAMES_CSUM_PARTIAL_RECEIVED,
-	SRV_DROP_TX_BAD_OFFLOAD, SRV_DROP_RX_BAD_VNET,
-	/* The direct data path (bpf.c) */
-	SRV_DATA_FRAMES_RELAYED, SRV_LEASES_DIRECT, SRV_LEASES_RELAY, SRV_DIRECT_REFUSED,
-	SRV_DROP_DIRECT_UNSTEERED, SRV_DP_MAP_ERRORS, SRV_DP_QUEUES_RECYCLED,
-	SRV_DP_QUEUES_RETIRED,
-	/* IPv4 reassembly for processes (reass.c); the first three are gauges */
-	SRV_REASS_IN_PROGRESS, SRV_REASS_BYTES_HELD, SRV_REASS_PEAK,
-	SRV_REASS_DATAGRAMS, SRV_REASS_FRAGMENTS, SRV_DROP_REASS_OVERLAP,
-	SRV_DROP_REASS_DUPLICATE, SRV_DROP_REASS_TIMEOUT, SRV_DROP_REASS_LIMIT,
-	SRV_DROP_REASS_NO_OWNER, SRV_DROP_REASS_BAD, SRV_DROP_REASS_UNSTEERED,
-	SRV_ICMP_TIME_EXCEEDED_SENT,
-	SRV_DROP_RST_RATE,
-	/* processes' connection tables (ctl.c, netif/conntab.h) */
-	SRV_CONNTABS_GIVEN, SRV_CONNTAB_TORN, SRV_CONNTAB_BAD_HEADER, SRV_CONNTAB_BAD_ENTRIES,
-	/* control connections that never got a lease (ctl.c) */
-	SRV_CTL_ACCEPT_FAILED, SRV_CTL_CONN_DROPPED,
-	/* the node's own answers not sent (demux.c, reply.c) */
-	SRV_DROP_NO_TAP_SLOT, SRV_DROP_ARP_NOT_FOR_NODE, SRV_DROP_RST_FOR_RST,
-	SRV_DROP_RST_NOT_UNICAST, SRV_DROP_ECHO_UNANSWERED, SRV_DROP_ICMP_ERROR_NOT_UNICAST,
-	SRV_COUNTER_MAX
-};
-
 /* Which data path a process gets (ulsd --datapath). */
 enum srv_datapath { SRV_DP_AUTO, SRV_DP_DIRECT, SRV_DP_RELAY };
 
 struct srv_dp;
 struct srv_reass;
+
+/* A process's frame checked and waiting to be sent without s->lock (demux.c). */
+struct srv_tx_held {
+	struct srv_lease *l;
+	uint8_t *slot;          /* the TAP transmit buffer holding its first head bytes */
+	const uint8_t *f;       /* the frame in the process's ring */
+	size_t head, len;
+	uint32_t off;
+	uint64_t t_taken;
+	int rc;
+};
 
 struct srv {
 	/* node */
@@ -120,30 +66,41 @@ struct srv {
 	uint32_t ip;            /* network order */
 	unsigned prefix_len;
 	uint32_t gw;
+	/* IPv6 (--ip6; reply6.c): a global or unique-local address and the link-local one
+	 * derived from the MAC (RFC 4291 §2.5.6). has_ip6 false: IPv6 frames are dropped as
+	 * before (flt_parse's drop_ethertype). */
+	bool has_ip6;
+	uint8_t ip6[16], ip6_ll[16];
+	unsigned ip6_plen;
 	uint8_t mac[WIRE_ETH_ALEN];
 	unsigned mtu;
 	/* The TAP carries a virtio-net header with checksum and TCPv4 segmentation offload
 	 * (netif/vnet.h): processes may send super-segments and receive them. */
 	bool offload;
 	uint8_t isn_secret[16];
-	uint64_t port_key[2];      /* RFC 6056 §3.3.3's secret key */
-	uint32_t port_next[2];     /* and its next_ephemeral: [0] TCP, [1] UDP */
 	const char *ctl_path;
 
-	pthread_mutex_t lock;   /* everything below */
+	pthread_mutex_t tx_lock;  /* the TAP's transmit queue (see the top of this file) */
+	pthread_mutex_t lock;   /* everything below, but what is marked otherwise */
 	struct nif_tap *tap;
 	struct flt_table *flt;
-	struct srv_lease *leases[SRV_MAX_LEASES];   /* by id; id 0 unused */
-	uint32_t next_id;
-	bool leases_changed;                        /* the demux thread must sync_leases() */
-	struct srv_lease *pending[SRV_MAX_LEASES];  /* leases with unpublished frames */
+	struct srv_leases leases;                   /* lease.h */
+	/* Leases with unpublished frames: the demux thread's alone, used without the lock. */
+	struct srv_lease *pending[SRV_MAX_LEASES];
 	unsigned npending;
-	struct srv_custody *custody;
-	size_t ncustody, custody_cap;
+	/* Long frames checked under the lock and sent after it (demux.c, send_held), at most
+	 * one per lease, and their leases, drained again at the next round: the demux
+	 * thread's. tx_released is signalled when they are back in their rings. */
+	struct srv_tx_held held[SRV_MAX_LEASES];
+	unsigned nheld;
+	struct srv_lease *again[SRV_MAX_LEASES];
+	unsigned nagain;
+	pthread_cond_t tx_released;
+	struct srv_ports *ports;                    /* ports.h */
+	struct srv_custody_set custody;             /* custody.h */
 	struct srv_handoff *handoff;
 	size_t nhandoff, handoff_cap;
-	uint64_t ctr[SRV_COUNTER_MAX];
-	uint64_t ctl_errors[CTL_ERROR_SLOTS];   /* by reason - CTL_ERROR_BASE */
+	struct srv_counters ctr;                    /* counters.h */
 	uint64_t icmp_tokens_ms;                    /* rate limiter for ICMP errors */
 	unsigned icmp_tokens;
 	uint64_t rst_tokens_ms;                     /* rate limiter for resets (reply.c) */
@@ -154,7 +111,7 @@ struct srv {
 	enum srv_datapath datapath;
 	struct srv_dp *dp;      /* the direct data path's programs and queues; NULL: none */
 	struct srv_reass *reass;  /* fragments being reassembled (reass.c; demux thread) */
-	volatile bool stop;
+	atomic_bool stop;       /* no lock: srv__stop(), srv__stopping() */
 	bool trace;             /* ULSD_TRACE=1: log every control message */
 };
 
@@ -162,9 +119,26 @@ struct srv {
 void srv__log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 uint64_t srv__now_ms(void);
 
+/* Ask both threads to leave their loops (from any thread). Relaxed: the
+ * flag publishes no other data (whoever waits for a thread's end joins it, and the join
+ * orders what it wrote); it only has to be seen, which an atomic is, where a volatile bool
+ * read by one thread while another writes it was a data race. */
+static inline void srv__stop(struct srv *s)
+{
+	atomic_store_explicit(&s->stop, true, memory_order_relaxed);
+}
+
+static inline bool srv__stopping(struct srv *s)
+{
+	return atomic_load_explicit(&s->stop, memory_order_relaxed);
+}
+
 /* demux.c: the demux thread */
 void *srv__demux_thread(void *arg);
 void srv__send_frame(struct srv *s, const uint8_t *frame, size_t len);
+void srv__tx_flush(struct srv *s);   /* s->lock not held */
+/* A process's frames (control thread, s->lock held): check each against its endpoints and
+ * send it, after any the demux thread is sending without the lock. */
 void srv__drain_tx(struct srv *s, struct srv_lease *l);
 /* A frame for a process on the relay path, into its ring. */
 void srv__deliver(struct srv *s, struct srv_lease *l, const uint8_t *frame, size_t len);
@@ -182,20 +156,27 @@ void srv__reply_port_unreachable(struct srv *s, const uint8_t *frame, size_t len
 				const struct flt_pkt *p);
 void srv__reply_reass_time_exceeded(struct srv *s, const uint8_t *frame, size_t len,
 				   const struct flt_pkt *p);
-void srv__send_probe(struct srv *s, const struct srv_custody *c);
+/* A srv_custody_probe_fn: arg is the struct srv. */
+void srv__send_probe(void *arg, const struct srv_custody *c);
 void srv__learn_neighbour(struct srv *s, uint32_t ip, const uint8_t mac[WIRE_ETH_ALEN]);
+/* A token bucket of per_s tokens a second, at most per_s saved: may one more go out? */
+bool srv__tokens_allow(uint64_t *at_ms, unsigned *tokens, unsigned per_s);
+#define SRV_ICMP_RATE_PER_S 100   /* RFC 1122 §3.2.2, RFC 4443 §2.4 (f) */
+#define SRV_RST_RATE_PER_S  2000  /* reply.c says why */
 
-/* ports.c (s->lock held) */
-int srv__port_bind(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port, unsigned flags);
-int srv__port_connect(struct srv *s, struct srv_lease *l, uint16_t lport, uint32_t rip, uint16_t rport);
-void srv__port_release(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port);
-bool srv__port_held(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port);
-int srv__port_ref(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port);
-int srv__port_take(struct srv *s, struct srv_lease *l, uint8_t proto, uint16_t port);
-void srv__ports_drop_lease(struct srv *s, struct srv_lease *l);
-bool srv__custody_holds(struct srv *s, uint16_t lport, uint32_t rip, uint16_t rport);
-void srv__custody_add(struct srv *s, uint16_t lport, uint32_t rip, uint16_t rport);
-int srv__custody_tick(struct srv *s);  /* probes and expiry; returns ms until next work */
+/* reply6.c: an IPv6 frame for the node (demux thread, s->lock held): neighbour discovery,
+ * echo, and the answers for ports nobody holds. Every frame is answered or counted. */
+void srv__input_ip6(struct srv *s, const uint8_t *frame, size_t len);
+bool srv__is_node_ip6(const struct srv *s, const uint8_t *a);
+
+/* A lease as the port table knows it (ports.h). */
+#define SRV_OWNER(l) (&(const struct srv_port_owner){ .id = (l)->id, .uid = (l)->uid, \
+						      .pid = (l)->pid })
+/* Custody's probes and expiry now (s->lock held); returns ms until the next work. */
+static inline int srv__custody_run(struct srv *s)
+{
+	return srv__custody_tick(&s->custody, srv__now_ms(), srv__send_probe, s);
+}
 
 /* handoff.c (s->lock held) */
 struct ctl_msg;
@@ -213,7 +194,8 @@ void srv__lease_free(struct srv *s, struct srv_lease *l);  /* demux thread */
 
 /* bpf.c (or bpf_none.c): the direct data path (s->lock held) */
 int srv__dp_init(struct srv *s);
-int srv__dp_lease_direct(struct srv *s, struct srv_lease *l, const int32_t ring_fd[2]);
+int srv__dp_lease_direct(struct srv *s, struct srv_lease *l, const int32_t ring_fd[2],
+			 int32_t wake_fd);
 void srv__dp_lease_end(struct srv *s, struct srv_lease *l);
 typedef void srv_dp_stat_fn(void *arg, const char *name, uint64_t value);
 void srv__dp_stats(struct srv *s, srv_dp_stat_fn *fn, void *arg);
@@ -232,6 +214,5 @@ struct srv_conn;
 struct srv_conn *srv__ctl_conn_new(int fd, pid_t pid, uid_t uid);
 void srv__ctl_input(struct srv *s, struct srv_conn *c, const uint8_t *buf, ssize_t n);
 void srv__ctl_conn_close(struct srv *s, struct srv_conn *c);
-const char *srv__counter_name(enum srv_counter c);
 
 #endif

@@ -19,14 +19,14 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-int srv__lease_new(struct srv *s, int fd, pid_t pid, uid_t uid, struct srv_lease **out)
+int srv__leases_add(struct srv_leases *t, struct srv_lease **out)
 {
 	struct srv_lease *l;
 	uint32_t id = 0;
 
 	for (uint32_t i = 0; i < SRV_MAX_LEASES - 1; i++) {
-		uint32_t cand = 1 + (s->next_id + i) % (SRV_MAX_LEASES - 1);
-		if (!s->leases[cand]) {
+		uint32_t cand = 1 + (t->next_id + i) % (SRV_MAX_LEASES - 1);
+		if (!t->by_id[cand]) {
 			id = cand;
 			break;
 		}
@@ -37,14 +37,31 @@ int srv__lease_new(struct srv *s, int fd, pid_t pid, uid_t uid, struct srv_lease
 	if (!l)
 		return -ENOMEM;
 	l->id = id;
+	l->fd = l->memfd = l->rx_efd = l->tx_efd = -1;
+	l->dp_ring[0] = l->dp_ring[1] = -1;
+	t->by_id[id] = l;
+	t->next_id = id;
+	*out = l;
+	return 0;
+}
+
+void srv__leases_remove(struct srv_leases *t, const struct srv_lease *l)
+{
+	if (l->id < SRV_MAX_LEASES && t->by_id[l->id] == l)
+		t->by_id[l->id] = NULL;
+}
+
+int srv__lease_new(struct srv *s, int fd, pid_t pid, uid_t uid, struct srv_lease **out)
+{
+	struct srv_lease *l;
+	int rc = srv__leases_add(&s->leases, &l);
+
+	if (rc < 0)
+		return rc;
 	l->fd = fd;
 	l->pid = pid;
 	l->uid = uid;
-	l->memfd = l->rx_efd = l->tx_efd = -1;
-	l->dp_ring[0] = l->dp_ring[1] = -1;
-	s->leases[id] = l;
-	s->next_id = id;
-	s->ctr[SRV_LEASES_OPENED]++;
+	s->ctr.v[SRV_LEASES_OPENED]++;
 	*out = l;
 	return 0;
 }
@@ -69,7 +86,7 @@ int srv__lease_rings(struct srv *s, struct srv_lease *l)
 	nif_ring_attach(&l->rx, l->rings, &l->layout, 0, l->rx_efd, true);
 	nif_ring_attach(&l->tx, l->rings, &l->layout, 1, l->tx_efd, false);
 	l->has_rings = true;
-	s->leases_changed = true;
+	s->leases.changed = true;
 	nif_tap_wake(s->tap);  /* the demux thread starts watching its transmit ring now */
 	return 0;
 }
@@ -77,21 +94,26 @@ int srv__lease_rings(struct srv *s, struct srv_lease *l)
 struct end_ctx {
 	struct srv *s;
 	uint32_t owner;
+	uint64_t now;
 };
 
 static int take_custody(const struct flt_rule *r, void *arg)
 {
 	struct end_ctx *c = arg;
 
-	if (r->owner == c->owner && r->kind == FLT_RULE_CONNECTED && r->proto == WIRE_IPPROTO_TCP)
-		srv__custody_add(c->s, r->lport, r->rip, r->rport);
+	/* IPv4 only: no process holds IPv6 rules before control protocol version 3
+	 * (docs/ipv6.md), and custody's records are 4-octet. */
+	if (r->owner == c->owner && r->kind == FLT_RULE_CONNECTED && r->proto == WIRE_IPPROTO_TCP &&
+	    r->fam == FLT_FAM_V4)
+		if (srv__custody_add(&c->s->custody, c->now, r->lport, r->rip, r->rport) < 0)
+			c->s->ctr.v[SRV_DROP_CUSTODY_NO_MEMORY]++;  /* its peer's next segment gets a RST */
 	return 0;
 }
 
 /* The process is gone (control thread, lock held). */
 void srv__lease_end(struct srv *s, struct srv_lease *l)
 {
-	struct end_ctx c = { s, l->id };
+	struct end_ctx c = { s, l->id, srv__now_ms() };
 
 	if (l->dead)
 		return;
@@ -104,13 +126,13 @@ void srv__lease_end(struct srv *s, struct srv_lease *l)
 	srv__dp_lease_end(s, l);
 	flt_foreach(s->flt, take_custody, &c);
 	flt_del_owner(s->flt, l->id);
-	srv__ports_drop_lease(s, l);
+	srv__ports_drop_owner(s->ports, SRV_OWNER(l));
 	srv__lease_conntab_close(l);
 	close(l->fd);
 	l->fd = -1;
-	s->ctr[SRV_LEASES_CLOSED]++;
-	s->leases_changed = true;
-	srv__custody_tick(s);  /* first probes now, not at the next tick */
+	s->ctr.v[SRV_LEASES_CLOSED]++;
+	s->leases.changed = true;
+	srv__custody_run(s);  /* first probes now, not at the next tick */
 	nif_tap_wake(s->tap);  /* the demux thread unwatches and frees it */
 }
 
@@ -126,8 +148,7 @@ void srv__lease_conntab_close(struct srv_lease *l)
 /* Demux thread (lock held): the lease is dead and unwatched. */
 void srv__lease_free(struct srv *s, struct srv_lease *l)
 {
-	if (s->leases[l->id] == l)
-		s->leases[l->id] = NULL;
+	srv__leases_remove(&s->leases, l);
 	srv__lease_conntab_close(l);
 	if (l->rings)
 		nif_ring_unmap(l->rings, &l->layout);

@@ -113,10 +113,10 @@ static void gauges(struct srv *s)
 {
 	struct srv_reass *r = s->reass;
 
-	s->ctr[SRV_REASS_IN_PROGRESS] = r->n;
-	s->ctr[SRV_REASS_BYTES_HELD] = r->held;
-	if (r->n > s->ctr[SRV_REASS_PEAK])
-		s->ctr[SRV_REASS_PEAK] = r->n;
+	s->ctr.v[SRV_REASS_IN_PROGRESS] = r->n;
+	s->ctr.v[SRV_REASS_BYTES_HELD] = r->held;
+	if (r->n > s->ctr.v[SRV_REASS_PEAK])
+		s->ctr.v[SRV_REASS_PEAK] = r->n;
 }
 
 /* Forget a datagram; its fragments that are still held count as dropped. */
@@ -128,7 +128,7 @@ static void release(struct srv *s, struct dgram *d, bool dropped)
 	while (f) {
 		struct frag *next = f->next;
 		if (dropped)
-			s->ctr[SRV_DROP_FRAGMENT]++;
+			s->ctr.v[SRV_DROP_FRAGMENT]++;
 		free(f);
 		f = next;
 	}
@@ -170,12 +170,12 @@ static void complete(struct srv *s, struct dgram *d)
 	/* The whole datagram is there, so the first fragment's ports stand for it. */
 	p.ip.fragment = false;
 	o = flt_lookup_rx(s->flt, &p);
-	if (o != FLT_NO_OWNER && o < SRV_MAX_LEASES && s->leases[o] && !s->leases[o]->dead)
-		l = s->leases[o];
+	if (o != FLT_NO_OWNER)
+		l = srv__leases_live(&s->leases, o);
 	if (!l) {
 		/* Deviation: ulsd does not answer a reassembled datagram itself (no port
 		 * unreachable, no echo reply for a fragmented echo request); Linux does. */
-		s->ctr[o == SRV_IN_TRANSIT ? SRV_DROP_IN_TRANSIT : SRV_DROP_REASS_NO_OWNER]++;
+		s->ctr.v[o == SRV_IN_TRANSIT ? SRV_DROP_IN_TRANSIT : SRV_DROP_REASS_NO_OWNER]++;
 		release(s, d, true);
 		return;
 	}
@@ -185,7 +185,7 @@ static void complete(struct srv *s, struct dgram *d)
 		if (r->st_n == SRV_REASS_STEERED)
 			unsteer_oldest(s);
 		if (srv__dp_frag_steer(s, d->src, d->id, d->proto, l->id) < 0) {
-			s->ctr[SRV_DP_MAP_ERRORS]++;
+			s->ctr.v[SRV_DP_MAP_ERRORS]++;
 			release(s, d, true);
 			return;
 		}
@@ -201,9 +201,9 @@ static void complete(struct srv *s, struct dgram *d)
 			memcpy(f->frame, s->mac, 6);  /* for the node: back into the TAP */
 			srv__send_frame(s, f->frame, f->len);
 		}
-		s->ctr[SRV_REASS_FRAGMENTS]++;
+		s->ctr.v[SRV_REASS_FRAGMENTS]++;
 	}
-	s->ctr[SRV_REASS_DATAGRAMS]++;
+	s->ctr.v[SRV_REASS_DATAGRAMS]++;
 	release(s, d, false);
 }
 
@@ -229,22 +229,22 @@ void srv__reass_input(struct srv *s, const uint8_t *frame, size_t len, const str
 
 	if (recently_steered(r, p->ip.src, p->ip.id, p->ip.proto)) {
 		/* A fragment we handed to a process came back: its owner is gone. */
-		s->ctr[SRV_DROP_REASS_UNSTEERED]++;
-		s->ctr[SRV_DROP_FRAGMENT]++;
+		s->ctr.v[SRV_DROP_REASS_UNSTEERED]++;
+		s->ctr.v[SRV_DROP_FRAGMENT]++;
 		return;
 	}
 	/* RFC 791 §3.2: every fragment but the last carries a multiple of 8 octets, and a
 	 * fragment with data is the only kind that can fill a hole. */
 	if (dlen == 0 || (p->ip.mf && dlen % 8)) {
-		s->ctr[SRV_DROP_REASS_BAD]++;
-		s->ctr[SRV_DROP_FRAGMENT]++;
+		s->ctr.v[SRV_DROP_REASS_BAD]++;
+		s->ctr.v[SRV_DROP_FRAGMENT]++;
 		return;
 	}
 	d = find(r, p->ip.src, p->ip.id, p->ip.proto);
 	if (!d) {
 		if (r->n == SRV_REASS_MAX || r->held + cost > SRV_REASS_BYTES) {
-			s->ctr[SRV_DROP_REASS_LIMIT]++;
-			s->ctr[SRV_DROP_FRAGMENT]++;
+			s->ctr.v[SRV_DROP_REASS_LIMIT]++;
+			s->ctr.v[SRV_DROP_FRAGMENT]++;
 			return;
 		}
 		for (unsigned i = 0; i < SRV_REASS_MAX && !d; i++)
@@ -255,8 +255,8 @@ void srv__reass_input(struct srv *s, const uint8_t *frame, size_t len, const str
 		r->n++;
 		due(r, d->expires_ms);
 	} else if (d->nfrags == SRV_REASS_FRAGS || r->held + cost > SRV_REASS_BYTES) {
-		s->ctr[SRV_DROP_REASS_LIMIT]++;
-		s->ctr[SRV_DROP_FRAGMENT]++;
+		s->ctr.v[SRV_DROP_REASS_LIMIT]++;
+		s->ctr.v[SRV_DROP_FRAGMENT]++;
 		release(s, d, true);
 		return;
 	}
@@ -267,8 +267,8 @@ void srv__reass_input(struct srv *s, const uint8_t *frame, size_t len, const str
 		tail = f->end;
 	if ((!p->ip.mf && ((d->total && d->total != end) || end < tail)) ||
 	    (d->total && end > d->total)) {
-		s->ctr[SRV_DROP_REASS_BAD]++;
-		s->ctr[SRV_DROP_FRAGMENT]++;
+		s->ctr.v[SRV_DROP_REASS_BAD]++;
+		s->ctr.v[SRV_DROP_FRAGMENT]++;
 		release(s, d, true);
 		return;
 	}
@@ -281,8 +281,8 @@ void srv__reass_input(struct srv *s, const uint8_t *frame, size_t len, const str
 	if (*at && (*at)->off == off && (*at)->end == end) {
 		/* The same fragment again (a retransmission, a duplicating link): Linux keeps
 		 * the first copy and drops this one, the datagram survives. */
-		s->ctr[SRV_DROP_REASS_DUPLICATE]++;
-		s->ctr[SRV_DROP_FRAGMENT]++;
+		s->ctr.v[SRV_DROP_REASS_DUPLICATE]++;
+		s->ctr.v[SRV_DROP_FRAGMENT]++;
 		return;
 	}
 	if ((prev && prev->end > off) || (*at && (*at)->off < end)) {
@@ -290,15 +290,15 @@ void srv__reass_input(struct srv *s, const uint8_t *frame, size_t len, const str
 		 * (and any constituent fragments, including those not yet received) MUST be
 		 * silently discarded". Overlaps are how fragments smuggle a header past a
 		 * filter (RFC 1858 §4). */
-		s->ctr[SRV_DROP_REASS_OVERLAP]++;
-		s->ctr[SRV_DROP_FRAGMENT]++;
+		s->ctr.v[SRV_DROP_REASS_OVERLAP]++;
+		s->ctr.v[SRV_DROP_FRAGMENT]++;
 		release(s, d, true);
 		return;
 	}
 	struct frag *f = malloc(sizeof(*f) + len);
 	if (!f) {
-		s->ctr[SRV_DROP_REASS_LIMIT]++;
-		s->ctr[SRV_DROP_FRAGMENT]++;
+		s->ctr.v[SRV_DROP_REASS_LIMIT]++;
+		s->ctr.v[SRV_DROP_FRAGMENT]++;
 		if (!d->nfrags)
 			release(s, d, true);
 		return;
@@ -344,7 +344,7 @@ int srv__reass_tick(struct srv *s)
 			if (d->has_first && d->frags && d->frags->off == 0)
 				srv__reply_reass_time_exceeded(s, d->frags->frame, d->frags->len,
 							      &d->first);
-			s->ctr[SRV_DROP_REASS_TIMEOUT]++;
+			s->ctr.v[SRV_DROP_REASS_TIMEOUT]++;
 			release(s, d, true);
 		}
 	}

@@ -18,12 +18,12 @@
 #define IP_HLEN      WIRE_IPV4_HLEN_MIN   /* the node sends no IPv4 options */
 #define TCP_HLEN     WIRE_TCP_HLEN_MIN    /* nor TCP options */
 #define ICMP_HLEN    WIRE_ICMP_HLEN
-#define ICMP_RATE_PER_S 100   /* RFC 1122 §3.2.2: ICMP errors SHOULD be rate-limited */
+#define ICMP_RATE_PER_S SRV_ICMP_RATE_PER_S   /* RFC 1122 §3.2.2: ICMP errors SHOULD be rate-limited */
 /* Resets for segments nobody owns, per second. Deviation: RFC 9293 §3.10.7.1 answers every
  * one; a flood of spoofed SYNs to a closed port would have ulsd's demultiplexer thread,
  * which also relays data, answer each (50,000/s took a fifth of a core). FreeBSD bounds
  * these resets too (net.inet.icmp.icmplim, 200/s); Linux does not. */
-#define RST_RATE_PER_S  2000
+#define RST_RATE_PER_S  SRV_RST_RATE_PER_S
 #define ICMP_QUOTE_MAX  (576 - IP_HLEN - ICMP_HLEN)  /* RFC 1812 §4.3.2.3 */
 
 /* An IPv4 header without options; addresses in network order. The Identification is
@@ -61,13 +61,13 @@ void srv__reply_arp(struct srv *s, const struct flt_pkt *p)
 	/* RFC 826: answer requests for our address, swapping sender and target. A request
 	 * for another station's address is that station's to answer. */
 	if (p->arp.op != WIRE_ARP_OP_REQUEST || p->arp.tpa != s->ip) {
-		s->ctr[SRV_DROP_ARP_NOT_FOR_NODE]++;
+		s->ctr.v[SRV_DROP_ARP_NOT_FOR_NODE]++;
 		return;
 	}
 	wire_eth_write(f, p->arp.sha, s->mac, WIRE_ETHERTYPE_ARP);
 	wire_arp_write(f + ETH_HLEN, WIRE_ARP_OP_REPLY, s->mac, s->ip, p->arp.sha, p->arp.spa);
 	srv__send_frame(s, f, sizeof(f));
-	s->ctr[SRV_ARP_REPLIES]++;
+	s->ctr.v[SRV_ARP_REPLIES]++;
 }
 
 /* RFC 1122 §3.2.2.6: an echo reply returns the request's data unchanged. */
@@ -81,7 +81,7 @@ void srv__reply_echo(struct srv *s, const uint8_t *frame, size_t len, const stru
 	 * default). */
 	if (p->ip.fragment || p->icmp.type != WIRE_ICMP_ECHO || p->ip.dst != s->ip ||
 	    p->l4_off + icmp_len > len) {
-		s->ctr[SRV_DROP_ECHO_UNANSWERED]++;
+		s->ctr.v[SRV_DROP_ECHO_UNANSWERED]++;
 		return;
 	}
 	wire_eth_write(f, p->src_mac, s->mac, WIRE_ETHERTYPE_IPV4);
@@ -92,30 +92,28 @@ void srv__reply_echo(struct srv *s, const uint8_t *frame, size_t len, const stru
 	wire_wr16(icmp + WIRE_ICMP_OFF_CHECKSUM, 0);
 	wire_wr16(icmp + WIRE_ICMP_OFF_CHECKSUM, wire_sum_finish(wire_sum(0, icmp, icmp_len)));
 	srv__send_frame(s, f, ETH_HLEN + IP_HLEN + icmp_len);
-	s->ctr[SRV_ICMP_ECHO_REPLIES]++;
+	s->ctr.v[SRV_ICMP_ECHO_REPLIES]++;
 }
 
 /* RFC 9293 §3.10.7.1, CLOSED: "If the ACK bit is off, sequence number zero is used,
  * <SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>. If the ACK bit is on, <SEQ=SEG.ACK><CTL=RST>".
  * An incoming RST is discarded. */
-static bool tokens_allow(uint64_t *at_ms, unsigned *tokens, unsigned per_s);
-
 void srv__reply_rst(struct srv *s, const uint8_t *frame, const struct flt_pkt *p)
 {
 	(void)frame;
 	/* "An incoming segment containing a RST is discarded." */
 	if (p->tcp.flags & WIRE_TCP_RST) {
-		s->ctr[SRV_DROP_RST_FOR_RST]++;
+		s->ctr.v[SRV_DROP_RST_FOR_RST]++;
 		return;
 	}
 	/* A segment to a broadcast address opens no connection to be reset (RFC 1122
 	 * §4.2.3.10: a SYN to a broadcast or multicast address is discarded). */
 	if (p->ip.dst != s->ip) {
-		s->ctr[SRV_DROP_RST_NOT_UNICAST]++;
+		s->ctr.v[SRV_DROP_RST_NOT_UNICAST]++;
 		return;
 	}
-	if (!tokens_allow(&s->rst_tokens_ms, &s->rst_tokens, RST_RATE_PER_S)) {
-		s->ctr[SRV_DROP_RST_RATE]++;
+	if (!srv__tokens_allow(&s->rst_tokens_ms, &s->rst_tokens, RST_RATE_PER_S)) {
+		s->ctr.v[SRV_DROP_RST_RATE]++;
 		return;
 	}
 	if (p->tcp.flags & WIRE_TCP_ACK) {
@@ -126,11 +124,11 @@ void srv__reply_rst(struct srv *s, const uint8_t *frame, const struct flt_pkt *p
 		send_tcp(s, p->src_mac, p->ip.src, p->dport, p->sport, 0, p->tcp.seq + seglen,
 			    WIRE_TCP_RST | WIRE_TCP_ACK);
 	}
-	s->ctr[SRV_RST_SENT]++;
+	s->ctr.v[SRV_RST_SENT]++;
 }
 
 /* A token bucket of per_s tokens a second, at most per_s saved: may one more go out? */
-static bool tokens_allow(uint64_t *at_ms, unsigned *tokens, unsigned per_s)
+bool srv__tokens_allow(uint64_t *at_ms, unsigned *tokens, unsigned per_s)
 {
 	uint64_t now = srv__now_ms();
 
@@ -147,7 +145,7 @@ static bool tokens_allow(uint64_t *at_ms, unsigned *tokens, unsigned per_s)
 
 static bool may_send_icmp(struct srv *s)
 {
-	return tokens_allow(&s->icmp_tokens_ms, &s->icmp_tokens, ICMP_RATE_PER_S);
+	return srv__tokens_allow(&s->icmp_tokens_ms, &s->icmp_tokens, ICMP_RATE_PER_S);
 }
 
 static int send_icmp_error(struct srv *s, const uint8_t *frame, size_t len, const struct flt_pkt *p,
@@ -159,11 +157,11 @@ void srv__reply_port_unreachable(struct srv *s, const uint8_t *frame, size_t len
 				const struct flt_pkt *p)
 {
 	if (p->ip.dst != s->ip || wire_eth_is_group(p->dst_mac) || p->ip.fragment) {
-		s->ctr[SRV_DROP_ICMP_ERROR_NOT_UNICAST]++;
+		s->ctr.v[SRV_DROP_ICMP_ERROR_NOT_UNICAST]++;
 		return;
 	}
 	if (send_icmp_error(s, frame, len, p, WIRE_ICMP_DEST_UNREACH, WIRE_ICMP_UNREACH_PORT) == 0)
-		s->ctr[SRV_ICMP_UNREACH_SENT]++;
+		s->ctr.v[SRV_ICMP_UNREACH_SENT]++;
 }
 
 /* RFC 1122 §3.3.2: when reassembly times out, "an ICMP Time Exceeded message sent to the
@@ -172,11 +170,11 @@ void srv__reply_reass_time_exceeded(struct srv *s, const uint8_t *frame, size_t 
 				   const struct flt_pkt *p)
 {
 	if (p->ip.dst != s->ip || wire_eth_is_group(p->dst_mac)) {
-		s->ctr[SRV_DROP_ICMP_ERROR_NOT_UNICAST]++;
+		s->ctr.v[SRV_DROP_ICMP_ERROR_NOT_UNICAST]++;
 		return;
 	}
 	if (send_icmp_error(s, frame, len, p, WIRE_ICMP_TIME_EXCEEDED, WIRE_ICMP_TIMXCEED_REASS) == 0)
-		s->ctr[SRV_ICMP_TIME_EXCEEDED_SENT]++;
+		s->ctr.v[SRV_ICMP_TIME_EXCEEDED_SENT]++;
 }
 
 /* An ICMP error about the datagram in frame (RFC 792: its IP header and at least its first
@@ -187,7 +185,7 @@ static int send_icmp_error(struct srv *s, const uint8_t *frame, size_t len, cons
 	uint8_t f[ETH_HLEN + IP_HLEN + ICMP_HLEN + ICMP_QUOTE_MAX];
 
 	if (!may_send_icmp(s)) {
-		s->ctr[SRV_DROP_ICMP_RATE]++;
+		s->ctr.v[SRV_DROP_ICMP_RATE]++;
 		return -1;
 	}
 	size_t quote = p->ip.total < len - p->l3_off ? p->ip.total : len - p->l3_off;
@@ -221,8 +219,9 @@ void srv__learn_neighbour(struct srv *s, uint32_t ip, const uint8_t mac[WIRE_ETH
  * outside the peer's window makes the peer answer with <SEQ=SND.NXT><ACK=RCV.NXT> (RFC
  * 9293 §3.10.7.4, first check; RFC 5961 §5.2 for an unacceptable ACK); that answer matches
  * no endpoint, so ulsd resets it with SEQ = its ACK field, exactly in the peer's window. */
-void srv__send_probe(struct srv *s, const struct srv_custody *c)
+void srv__send_probe(void *arg, const struct srv_custody *c)
 {
+	struct srv *s = arg;
 	unsigned i = ntohl(c->rip) & 0xff;
 	uint32_t seq;
 
@@ -237,5 +236,5 @@ void srv__send_probe(struct srv *s, const struct srv_custody *c)
 		seq = (uint32_t)srv__now_ms();
 	send_tcp(s, s->neigh[i].mac, c->rip, c->lport, c->rport, seq, seq ^ 0x80000000u,
 		    WIRE_TCP_ACK);
-	s->ctr[SRV_RST_PROBES]++;
+	s->ctr.v[SRV_RST_PROBES]++;
 }

@@ -2,7 +2,8 @@
  * frame to the one process whose endpoint it matches, and is the connection server for
  * setup and teardown (see internal.h for its two threads).
  *
- *   ulsd --tap IFNAME --ip A.B.C.D/NN [--mac MAC] [--gw A.B.C.D] [--mtu N] --ctl PATH [-f]
+ *   ulsd --tap IFNAME --ip A.B.C.D/NN [--ip6 ADDR/NN] [--mac MAC] [--gw A.B.C.D] [--mtu N]
+ *        --ctl PATH [-f]
  *
  * -f keeps it in the foreground and logs to stderr; otherwise it detaches and logs to
  * syslog. SIGTERM or SIGINT stops it cleanly.
@@ -28,6 +29,7 @@
 
 #include "netif/opt/opt.h"
 #include "netif/frame.h"
+#include "netif/wire/wire.h"
 
 static bool foreground;
 
@@ -95,8 +97,9 @@ static int open_tap(struct nif_tap **tap, const struct nif_tap_config *tc)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: ulsd --tap IFNAME --ip A.B.C.D/NN [--mac MAC] [--gw A.B.C.D]\n"
-		   "            [--mtu N] [--offload on|off] [--datapath auto|direct|relay]\n"
+	fprintf(f, "usage: ulsd --tap IFNAME --ip A.B.C.D/NN [--ip6 ADDR/NN] [--mac MAC]\n"
+		   "            [--gw A.B.C.D] [--mtu N] [--offload on|off]\n"
+		   "            [--datapath auto|direct|relay]\n"
 		   "            --ctl PATH [-f]\n");
 }
 
@@ -130,6 +133,34 @@ static int parse_node_ip(const char *s, uint32_t *ip, unsigned *plen)
 		return -EINVAL;
 	*ip = a.s_addr;
 	*plen = p;
+	return 0;
+}
+
+/* --ip6: ADDR/NN with a global or unique-local unicast address (RFC 4291 §2.4): not
+ * the unspecified or loopback address, not multicast, not link-local (the node's
+ * link-local address is derived from its MAC). NN 1..128. 0 or -EINVAL. */
+static int parse_node_ip6(const char *s, uint8_t ip6[16], unsigned *plen)
+{
+	static const uint8_t loopback[16] = { [15] = 1 };
+	char buf[INET6_ADDRSTRLEN + 8], *slash, *end;
+	unsigned long p;
+
+	if (strlen(s) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, s);
+	slash = strchr(buf, '/');
+	if (!slash)
+		return -EINVAL;
+	*slash = 0;
+	errno = 0;
+	p = strtoul(slash + 1, &end, 10);
+	if (!slash[1] || *end || errno || p < 1 || p > 128)
+		return -EINVAL;
+	if (inet_pton(AF_INET6, buf, ip6) != 1 || wire_ipv6_is_unspecified(ip6) ||
+	    !memcmp(ip6, loopback, 16) || wire_ipv6_is_multicast(ip6) ||
+	    (ip6[0] == 0xfe && (ip6[1] & 0xc0) == 0x80))
+		return -EINVAL;
+	*plen = (unsigned)p;
 	return 0;
 }
 
@@ -174,14 +205,18 @@ int main(int argc, char **argv)
 		{ "foreground", no_argument, NULL, 'f' }, { "help", no_argument, NULL, 'h' },
 		{ "offload", required_argument, NULL, 'o' },
 		{ "datapath", required_argument, NULL, 'd' },
+		{ "ip6", required_argument, NULL, '6' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct srv s;
 	bool have_ip = false, have_mac = false;
+	uint64_t port_key[2];   /* RFC 6056 §3.3.3's secret key (ports.c) */
 	unsigned mtu = 0;
 	int c;
 
 	pthread_mutex_init(&s.lock, NULL);
+	pthread_mutex_init(&s.tx_lock, NULL);
+	pthread_cond_init(&s.tx_released, NULL);
 	s.datapath = SRV_DP_AUTO;
 	s.offload = offload_default();
 	s.trace = getenv("ULSD_TRACE") && !strcmp(getenv("ULSD_TRACE"), "1");
@@ -206,6 +241,14 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			have_ip = true;
+			break;
+		case '6':
+			if (parse_node_ip6(optarg, s.ip6, &s.ip6_plen) < 0) {
+				opt__bad("ulsd", "ip6", optarg,
+					 "expected a global or unique-local ADDR/NN, NN 1..128");
+				return 2;
+			}
+			s.has_ip6 = true;
 			break;
 		case 'm':
 			if (!nif_mac_parse(optarg, s.mac) || (s.mac[0] & 1)) {
@@ -269,8 +312,13 @@ int main(int argc, char **argv)
 		uint8_t m[6] = { 0x02, 0x75, 0x6c, (uint8_t)(a >> 16), (uint8_t)(a >> 8), (uint8_t)a };
 		memcpy(s.mac, m, 6);
 	}
+	/* RFC 4862 §5.3 / RFC 4291 §2.5.6: the link-local address every IPv6 interface has.
+	 * Deviation: no duplicate address detection (RFC 4862 §5.4) yet: the testbed's
+	 * addresses are assigned, not chosen. */
+	if (s.has_ip6)
+		wire_ipv6_link_local(s.ip6_ll, s.mac);
 	if (getrandom(s.isn_secret, sizeof(s.isn_secret), 0) != (ssize_t)sizeof(s.isn_secret) ||
-	    getrandom(s.port_key, sizeof(s.port_key), 0) != (ssize_t)sizeof(s.port_key)) {
+	    getrandom(port_key, sizeof(port_key), 0) != (ssize_t)sizeof(port_key)) {
 		fprintf(stderr, "ulsd: getrandom: %s\n", strerror(errno));
 		return 1;
 	}
@@ -288,7 +336,8 @@ int main(int argc, char **argv)
 	s.mtu = nif_tap_mtu(s.tap);
 	s.tap_index = if_nametoindex(s.tap_name);
 	s.flt = flt_table_new();
-	if (srv__reass_init(&s) < 0) {
+	s.ports = s.flt ? srv__ports_new(s.flt, &s.custody, port_key) : NULL;
+	if (!s.ports || srv__reass_init(&s) < 0) {
 		fprintf(stderr, "ulsd: out of memory\n");
 		return 1;
 	}
@@ -325,8 +374,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	pthread_setname_np(demux, "ulsd-demux");
-	char ipbuf[INET_ADDRSTRLEN];
+	char ipbuf[INET_ADDRSTRLEN], ip6buf[INET6_ADDRSTRLEN];
 	inet_ntop(AF_INET, &s.ip, ipbuf, sizeof(ipbuf));
+	if (s.has_ip6) {
+		inet_ntop(AF_INET6, s.ip6, ip6buf, sizeof(ip6buf));
+		srv__log(2, "IPv6 %s/%u", ip6buf, s.ip6_plen);
+	}
 	srv__log(2, "node %s/%u on %s, MTU %u, control socket %s (%s, offload %s, data path %s)",
 		ipbuf, s.prefix_len, s.tap_name, s.mtu, s.ctl_path,
 		nif_tap_uses_io_uring(s.tap) ? "io_uring" : "read/write", s.offload ? "on" : "off",
@@ -334,7 +387,7 @@ int main(int argc, char **argv)
 	rc = srv__ctl_run(&s, lfd);
 	if (rc < 0)
 		srv__log(0, "control thread: %s", strerror(-rc));
-	s.stop = true;
+	srv__stop(&s);
 	nif_tap_wake(s.tap);
 	pthread_join(demux, NULL);
 	close(lfd);

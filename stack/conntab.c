@@ -22,6 +22,7 @@
 #include "lwip/priv/tcp_priv.h"
 #include "lwip/timeouts.h"
 #include "netif/conntab.h"
+#include "netif/sys.h"
 
 static struct uls_conntab_hdr *tab;
 static size_t tab_len;
@@ -36,13 +37,13 @@ int stk__conntab_map(int fd)
 
 	if (fstat(fd, &st) < 0 || st.st_size < (off_t)sizeof(struct uls_conntab_hdr) ||
 	    st.st_size > (off_t)uls_conntab_size(ULS_CONNTAB_CAPACITY * 16u)) {
-		close(fd);
+		nif_sys.close(fd);
 		return -EPROTO;
 	}
 	void *p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		rc = -errno;
-	close(fd);
+	nif_sys.close(fd);
 	if (rc < 0)
 		return rc;
 	rc = uls_conntab_check_header(p, (size_t)st.st_size);

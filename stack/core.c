@@ -27,6 +27,7 @@
 #include "lwip/timeouts.h"
 #include <netif/ethernet.h>
 #include "netif/opt/opt.h"
+#include "netif/sys.h"
 
 #define STOP_LINGER_MS 3000  /* uls_node_stop(): time closed connections get to finish */
 
@@ -165,7 +166,7 @@ int uls_node_start(const struct uls_node_config *cfg)
 		uint8_t m[6] = { 0x02, 0x75, 0x6c, (uint8_t)(a >> 16), (uint8_t)(a >> 8), (uint8_t)a };
 		memcpy(mac, m, 6);
 	}
-	stk__node_name(cfg->tap, if_nametoindex(cfg->tap));
+	stk__node_name(cfg->tap, nif_sys.if_nametoindex(cfg->tap));
 	rc = stk__node_up(nif_tap_dev(tap), cfg->addr, cfg->prefix_len, cfg->gateway, mac);
 	stk__unlock();
 	return rc;

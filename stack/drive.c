@@ -186,6 +186,7 @@ static void round_after_wait(struct stk_node *n, int wrc)
 	}
 	take_frames(n);
 	sys_check_timeouts();
+	stk__sock_pay_owed();
 	n->dev->ops->tx_flush(n->dev);
 }
 
@@ -198,6 +199,8 @@ static int timer_timeout(int64_t limit_ms)
 
 	if (limit_ms >= 0 && (t < 0 || limit_ms < t))
 		t = limit_ms;
+	if (stk__sock_owing() && (t < 0 || t > GRACE_MS))
+		t = GRACE_MS;  /* mirrors to bring in line (stk__sock_leave_owing) */
 	return t > INT_MAX ? INT_MAX : (int)t;
 }
 
@@ -406,6 +409,7 @@ int uls_socket_drive(int sd, int events, const sigset_t *mask)
 	if (stk__sock_ready(s, events)) {
 		rc = 0;
 	} else {
+		stk__sock_calling = s;
 		const struct timespec *t = events == POLLIN ? &s->rcvtimeo : &s->sndtimeo;
 		uint64_t deadline = 0;
 		if (t->tv_sec || t->tv_nsec)
@@ -421,8 +425,15 @@ int uls_socket_drive(int sd, int events, const sigset_t *mask)
 			rc = -EAGAIN;  /* socket(7): SO_RCVTIMEO/SO_SNDTIMEO expired */
 		stk__count(rc == -EBUSY ? STK_CNT_RTC_SHIM_MIRROR :
 			   rc == -EINTR ? STK_CNT_RTC_SHIM_EINTR : STK_CNT_RTC_SHIM_DRIVES);
+		stk__sock_calling = NULL;
 	}
-	stk__sock_leave(s);
+	/* Ready: the shim's next call is the operation itself, whose leave brings the
+	 * mirror in line. Else (EINTR, the timeout, EBUSY: the shim may wait on the mirror)
+	 * now. */
+	if (rc == 0)
+		stk__sock_leave_owing(s);
+	else
+		stk__sock_leave(s);
 	stk__unlock();
 	return rc;
 }
@@ -615,6 +626,7 @@ static void park(struct stk_node *n)
 		return;
 	}
 	sys_check_timeouts();
+	stk__sock_pay_owed();
 	n->dev->ops->tx_flush(n->dev);
 	hand_over(n);  /* blocked threads left the device to nobody meanwhile? */
 }

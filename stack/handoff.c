@@ -42,6 +42,7 @@
 #include "lwip/timeouts.h"
 
 #include "hoffstate.h"
+#include "netif/sys.h"
 
 #define WATCH_MIN_MS 1
 #define WATCH_MAX_MS 20    /* the longest a claim waits to be seen */
@@ -128,7 +129,7 @@ bool stk__handoff_pending(void)
 static int memfd_put(int fd, const void *p, size_t n)
 {
 	while (n) {
-		ssize_t w = write(fd, p, n);
+		ssize_t w = nif_sys.write(fd, p, n);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
@@ -201,12 +202,12 @@ static int pack(struct stk_sock *s, uint64_t nonce)
 
 	if (pcb->refused_data)
 		return -EAGAIN;  /* lwIP still owes the reader data: not a state to move */
-	/* Not hidden among the library's descriptors (privfd.c): it is short-lived (until
-	 * the claim, or the exec), and the shim's guard would refuse the stack thread its
-	 * seals. */
+	/* Among the library's descriptors (privfd.c) while it is ours: a program closing
+	 * descriptors meanwhile must not take it. */
 	fd = memfd_create("uls-handoff", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return -errno;
+	fd = stk__fd_hide(fd);
 	if (lseek(fd, (off_t)sizeof(h), SEEK_SET) < 0)
 		goto io;
 	if (s->rxq.bytes) {
@@ -222,16 +223,17 @@ static int pack(struct stk_sock *s, uint64_t nonce)
 		h.rx_len = (uint32_t)n;
 	}
 	if ((rc = put_tx(fd, pcb, &h.tx_len)) < 0) {
-		close(fd);
+		stk__fd_close(fd);
 		return rc;
 	}
 	if (pwrite(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
 		goto io;
-	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
+	if (nif_sys.fcntl(fd, F_ADD_SEALS,
+			  F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
 		goto io;
 	return fd;
 io:
-	close(fd);
+	stk__fd_close(fd);
 	return -EIO;
 }
 
@@ -275,7 +277,7 @@ static bool give(size_t i)
 		stk__node.dev->ops->tx_flush(stk__node.dev);
 		int rc = stk__ep_handoff(s->tcp, nonce);
 		if (rc < 0) {
-			close(fd);
+			stk__fd_close(fd);
 			fd = rc;
 		}
 	}
@@ -290,7 +292,7 @@ static bool give(size_t i)
 		return true;
 	}
 	int sent = stk__mirror_give(s, fd);
-	close(fd);
+	stk__fd_close(fd);
 	if (sent < 0) {
 		/* The claimer stopped waiting (a signal interrupted it; it claims again on its
 		 * next call): the connection comes back here and stays parked. */
@@ -358,12 +360,12 @@ static int send_claim(int a, int fd, int timeout_ms)
 	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
 	/* A may be full: the parent fills it to show it unwritable. */
 	for (;;) {
-		if (sendmsg(a, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == 1)
+		if (nif_sys.sendmsg(a, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == 1)
 			return 0;
 		if (errno != EAGAIN)
 			return errno == EINTR ? -EINTR : -ENOTCONN;
 		struct pollfd p = { .fd = a, .events = POLLOUT };
-		int n = poll(&p, 1, timeout_ms);
+		int n = nif_sys.poll(&p, 1, timeout_ms);
 		if (n < 0)
 			return errno == EINTR ? -EINTR : -ENOTCONN;
 		if (n == 0)
@@ -383,7 +385,7 @@ int uls_claim_wait(int fd, int timeout_ms)
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
 	rc = send_claim(fd, sv[1], timeout_ms);
-	close(sv[1]);
+	nif_sys.close(sv[1]);
 	if (rc == 0)
 		rc = -ENOTCONN;
 	else
@@ -394,16 +396,16 @@ int uls_claim_wait(int fd, int timeout_ms)
 				     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
 		struct pollfd p = { .fd = sv[0], .events = POLLIN };
 		ssize_t n = -1;
-		int ready = flags || timeout_ms < 0 ? 1 : poll(&p, 1, timeout_ms);
+		int ready = flags || timeout_ms < 0 ? 1 : nif_sys.poll(&p, 1, timeout_ms);
 		if (ready == 0)
 			errno = ETIMEDOUT;
 		else if (ready > 0)
-			n = recvmsg(sv[0], &mh, MSG_CMSG_CLOEXEC | flags);
+			n = nif_sys.recvmsg(sv[0], &mh, MSG_CMSG_CLOEXEC | flags);
 		if (n < 0 && !flags && (errno == EINTR || errno == ETIMEDOUT)) {
 			/* Stop the parent's answer first (its send fails from now on, and it
 			 * keeps the connection), then take one that came before. */
 			stop = -errno;
-			shutdown(sv[0], SHUT_RD);
+			nif_sys.shutdown(sv[0], SHUT_RD);
 			flags = MSG_DONTWAIT;
 			continue;
 		}
@@ -423,12 +425,12 @@ int uls_claim_wait(int fd, int timeout_ms)
 		if (c == 'H' && got >= 0)
 			rc = got;
 		else if (got >= 0)
-			close(got);
+			nif_sys.close(got);
 		if (c == 'H' || c == 'N')
 			break;
 	}
 out:
-	close(sv[0]);
+	nif_sys.close(sv[0]);
 	return rc;
 }
 
@@ -441,7 +443,7 @@ static const uint8_t *map_state(int fd, size_t *size, struct stk_hoff_state *h)
 	if (fstat(fd, &st) < 0 || st.st_size < (off_t)sizeof(*h) || st.st_size > (off_t)STK_HOFF_MAX)
 		return NULL;
 	/* Only a sealed memfd: its contents cannot change under us. */
-	int seals = fcntl(fd, F_GET_SEALS);
+	int seals = nif_sys.fcntl(fd, F_GET_SEALS);
 	if (seals < 0 || !(seals & F_SEAL_WRITE) || !(seals & F_SEAL_SHRINK))
 		return NULL;
 	void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -585,7 +587,7 @@ static int claim_state(struct stk_sock *s, int state_fd)
 	int rc = !p ? -EPROTO : !stk__node.up || stk__node.lost ? -ENETDOWN :
 		claim(s, &h, p + sizeof(h));
 
-	close(state_fd);
+	nif_sys.close(state_fd);
 	if (p)
 		munmap((void *)p, size);
 	return rc;
@@ -622,7 +624,7 @@ int uls_claim(int sd, int state_fd)
 		stk__sock_leave(s);
 	stk__unlock();
 	if (state_fd >= 0)
-		close(state_fd);
+		nif_sys.close(state_fd);
 	return rc;
 }
 
@@ -652,12 +654,14 @@ int uls_export(int sd, uint64_t *nonce)
 		stk__node.dev->ops->tx_flush(stk__node.dev);
 		int c = stk__ep_handoff(s->tcp, *nonce);
 		if (c < 0) {
-			close(rc);
+			stk__fd_close(rc);
 			rc = c;
 		}
 	}
-	if (rc >= 0)
+	if (rc >= 0) {
+		stk__fd_unmark(rc);  /* the caller's now, to pass across exec and close */
 		stk__count(STK_CNT_HANDOFF_OUT);
+	}
 	if (s)
 		stk__sock_leave(s);
 	stk__unlock();
@@ -687,7 +691,7 @@ int uls_import(int state_fd)
 	int sd = uls_socket(SOCK_STREAM);
 
 	if (sd < 0) {
-		close(state_fd);
+		nif_sys.close(state_fd);
 		return sd;
 	}
 	stk__lock();

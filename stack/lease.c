@@ -38,6 +38,7 @@
 #include "netif/ctl/ctl.h"
 #include "netif/qring.h"
 #include "netif/ringdev.h"
+#include "netif/sys.h"
 
 #define CALL_TIMEOUT_S 5
 #define RETRY_MS 1          /* queued notifications: the next try (an lwIP timer) */
@@ -104,7 +105,7 @@ static int recv_reply(int fd, struct ctl_msg *m, int *fds, size_t nfds, size_t *
 	ssize_t n;
 
 	do
-		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | flags);
+		n = nif_sys.recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | flags);
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return errno == EAGAIN ? -ETIMEDOUT : -errno;
@@ -120,13 +121,13 @@ static int recv_reply(int fd, struct ctl_msg *m, int *fds, size_t nfds, size_t *
 			if (got < nfds)
 				fds[got++] = p[i];
 			else
-				close(p[i]);  /* more than we asked for: do not leak them */
+				nif_sys.close(p[i]);  /* more than we asked for: do not leak them */
 		}
 	}
 	if ((got_out ? got > nfds : got != nfds) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
 	    ctl_check(buf, n, m) != 0) {
 		for (size_t i = 0; i < got; i++)
-			close(fds[i]);
+			nif_sys.close(fds[i]);
 		return -EPROTO;
 	}
 	if (got_out)
@@ -140,7 +141,7 @@ static int send_one(const struct ctl_msg *m)
 	ssize_t n;
 
 	do
-		n = send(lease.fd, m, sizeof(*m), MSG_NOSIGNAL | MSG_DONTWAIT);
+		n = nif_sys.send(lease.fd, m, sizeof(*m), MSG_NOSIGNAL | MSG_DONTWAIT);
 	while (n < 0 && errno == EINTR);
 	if (n == (ssize_t)sizeof(*m))
 		return 0;
@@ -197,7 +198,7 @@ static int wait_room(const struct timespec *deadline)
 	if (ms <= 0)
 		return -ETIMEDOUT;
 	struct pollfd pfd = { .fd = lease.fd, .events = POLLOUT };
-	int rc = poll(&pfd, 1, (int)ms);
+	int rc = nif_sys.poll(&pfd, 1, (int)ms);
 	if (rc < 0 && errno != EINTR)
 		return -errno;
 	if (rc > 0 && (pfd.revents & (POLLHUP | POLLERR)))
@@ -456,12 +457,12 @@ static void ask_conntab(int fd)
 	size_t got = 0;
 
 	ctl_init(&m, CTL_CONNTAB, ++lease.seq);
-	if (send(fd, &m, sizeof(m), MSG_NOSIGNAL) != (ssize_t)sizeof(m))
+	if (nif_sys.send(fd, &m, sizeof(m), MSG_NOSIGNAL) != (ssize_t)sizeof(m))
 		return;
 	int rc = recv_reply(fd, &m, &tfd, 1, &got, 0);
 	if (rc < 0 || m.seq != lease.seq || m.type != CTL_CONNTAB || m.status < 0 || got != 1) {
 		if (got)
-			close(tfd);
+			nif_sys.close(tfd);
 		stk__log(1, "lease: no connection table from ulsd (%d)", rc < 0 ? rc : m.status);
 		return;
 	}
@@ -486,7 +487,7 @@ int uls_attach(const char *ctl_path)
 	struct ctl_msg m;
 	struct nif_dev *dev;
 	struct nif_qring_prep qp = { .made = false };
-	int fds[3] = { -1, -1, -1 }, fd, rc;
+	int fds[3] = { -1, -1, -1 }, fd, rc, wake = -1;
 	size_t got = 0;
 
 	if (!ctl_path || !*ctl_path || strlen(ctl_path) >= sizeof(sun.sun_path))
@@ -498,13 +499,13 @@ int uls_attach(const char *ctl_path)
 		stk__unlock();
 		return -EALREADY;
 	}
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	fd = nif_sys.socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		rc = -errno;
 		goto fail;
 	}
-	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
-	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0) {
+	if (nif_sys.connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
+	    nif_sys.setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0) {
 		rc = -errno;
 		goto fail_fd;
 	}
@@ -517,8 +518,16 @@ int uls_attach(const char *ctl_path)
 			m.u.hello.ring_fd[i] = nif_qring_fd(&qp, i);
 		}
 		m.u.hello.flags |= CTL_HELLO_F_RINGS;
+		/* The stack thread's wake-up, out of the program's descriptor range too; ulsd
+		 * makes it the receive ring's file 1 (CTL_HELLO_F_WAKE), so that a wait on the
+		 * device is one io_uring_enter (netif/qring.c). */
+		wake = stk__fd_hide(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+		if (wake >= 0) {
+			m.u.hello.wake_fd = wake;
+			m.u.hello.flags |= CTL_HELLO_F_WAKE;
+		}
 	}
-	if (send(fd, &m, sizeof(m), MSG_NOSIGNAL) != (ssize_t)sizeof(m)) {
+	if (nif_sys.send(fd, &m, sizeof(m), MSG_NOSIGNAL) != (ssize_t)sizeof(m)) {
 		rc = -errno;
 		goto fail_fd;
 	}
@@ -530,7 +539,7 @@ int uls_attach(const char *ctl_path)
 	    got != (direct ? 0u : 3u)) {
 		rc = m.status < 0 ? m.status : -EPROTO;
 		for (size_t i = 0; i < got; i++)
-			close(fds[i]);
+			nif_sys.close(fds[i]);
 		goto fail_fd;
 	}
 	fd = stk__fd_hide(fd);
@@ -540,13 +549,18 @@ int uls_attach(const char *ctl_path)
 		for (int i = 0; qp.made && i < 2; i++)
 			stk__fd_unmark(nif_qring_fd(&qp, i));
 		nif_qring_discard(&qp);  /* the relay: ulsd did not take them */
+		if (wake >= 0)
+			stk__fd_close(wake);
+		wake = -1;
 	}
 	if (direct) {
 		fds[0] = nif_qring_fd(&qp, 0);
 		fds[1] = nif_qring_fd(&qp, 1);
-		/* The stack thread's wake-up, out of the program's descriptor range too. */
-		fds[2] = stk__fd_hide(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-		rc = fds[2] < 0 ? -errno : nif_qring_open(&dev, &qp, m.u.hello.mtu, offload, fd, fds[2]);
+		fds[2] = wake >= 0 ? wake : stk__fd_hide(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+		wake = -1;  /* fds[2] now */
+		rc = fds[2] < 0 ? -errno :
+			nif_qring_open(&dev, &qp, m.u.hello.mtu, offload, fd, fds[2],
+				       (m.u.hello.flags & CTL_HELLO_F_WAKE) != 0);
 		if (rc < 0 && fds[2] >= 0)
 			stk__fd_close(fds[2]);
 	} else {
@@ -555,7 +569,7 @@ int uls_attach(const char *ctl_path)
 		rc = nif_ringdev_open(&dev, m.u.hello.mtu, offload, fds[0], fds[1], fds[2], fd);
 		if (rc < 0)
 			for (int i = 0; i < 3; i++)
-				close(fds[i]);
+				nif_sys.close(fds[i]);
 	}
 	if (rc < 0)
 		goto fail_fd;
@@ -577,6 +591,8 @@ int uls_attach(const char *ctl_path)
 	stk__unlock();
 	return 0;
 fail_fd:
+	if (wake >= 0)
+		stk__fd_close(wake);
 	stk__conntab_close();
 	for (int i = 0; qp.made && i < 2; i++)
 		stk__fd_unmark(nif_qring_fd(&qp, i));
@@ -628,7 +644,7 @@ void stk__node_down_hook(void)
 		pthread_mutex_unlock(&lease.send_lock);
 		/* A thread may wait for a reply (without the core lock): wake it, and close the
 		 * descriptor only after it let go, so that it never reads a reused number. */
-		shutdown(lease.fd, SHUT_RDWR);
+		nif_sys.shutdown(lease.fd, SHUT_RDWR);
 		pthread_mutex_lock(&lease.call_lock);
 		stk__fd_close(lease.fd);
 		lease.fd = -1;

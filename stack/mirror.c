@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "lwip/tcp.h"
+#include "netif/sys.h"
 
 struct stk_mirror {
 	int priv, peer;  /* fixed-file handles (fixed), else the library's descriptors */
@@ -113,7 +114,7 @@ static ssize_t m_send(const struct stk_mirror *m, int h, const void *buf, size_t
 {
 	if (m->fixed)
 		return stk__ffd_send(h, buf, len, flags);
-	ssize_t n = send(h, buf, len, flags);
+	ssize_t n = nif_sys.send(h, buf, len, flags);
 	return n < 0 ? -errno : n;
 }
 
@@ -121,7 +122,7 @@ static ssize_t m_recv(const struct stk_mirror *m, int h, void *buf, size_t len, 
 {
 	if (m->fixed)
 		return stk__ffd_recv(h, buf, len, flags);
-	ssize_t n = recv(h, buf, len, flags);
+	ssize_t n = nif_sys.recv(h, buf, len, flags);
 	return n < 0 ? -errno : n;
 }
 
@@ -129,7 +130,7 @@ static ssize_t m_recvmsg(const struct stk_mirror *m, int h, struct msghdr *mh, i
 {
 	if (m->fixed)
 		return stk__ffd_recvmsg(h, mh, flags);
-	ssize_t n = recvmsg(h, mh, flags);
+	ssize_t n = nif_sys.recvmsg(h, mh, flags);
 	return n < 0 ? -errno : n;
 }
 
@@ -160,7 +161,7 @@ static int m_shutdown(const struct stk_mirror *m, int h, int how)
 
 	if (fd < 0)
 		return fd;
-	rc = shutdown(fd, how) < 0 ? -errno : 0;
+	rc = nif_sys.shutdown(fd, how) < 0 ? -errno : 0;
 	m_put(m, fd);
 	return rc;
 }
@@ -169,9 +170,10 @@ static void put_token(struct stk_mirror *m)
 {
 	char c = 0;
 
-	if (m_send(m, m->peer, &c, 1, MSG_DONTWAIT | MSG_NOSIGNAL) == 1)
+	if (m_send(m, m->peer, &c, 1, MSG_DONTWAIT | MSG_NOSIGNAL) == 1) {
 		m->token = true;
-	else
+		stk__count(STK_CNT_MIRROR_TOKENS);
+	} else
 		count_fail();
 }
 
@@ -207,7 +209,7 @@ static bool claim_gone(int fd)
 {
 	struct pollfd p = { .fd = fd, .events = POLLOUT };
 
-	return poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR));
+	return nif_sys.poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR));
 }
 
 /* The descriptors a claim carried: the first live claimer's reply socket is kept, any
@@ -228,7 +230,7 @@ static void take_claim(struct stk_mirror *m, struct msghdr *mh)
 			if (m->claim < 0)
 				m->claim = stk__fd_hide(fd);
 			else
-				close(fd);
+				nif_sys.close(fd);
 		}
 	}
 }
@@ -291,7 +293,8 @@ void stk__mirror_sync(struct stk_sock *s)
 		 * the one byte that makes the kernel set the error. */
 		drain(m);
 		int fd = m_get(m, m->priv);
-		if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &roomy, sizeof(roomy)) < 0)
+		if (fd < 0 ||
+		    nif_sys.setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &roomy, sizeof(roomy)) < 0)
 			count_fail();
 		m_put(m, fd);
 		if (m_send(m, m->priv, &c, 1, MSG_DONTWAIT | MSG_NOSIGNAL) != 1)
@@ -414,7 +417,7 @@ int stk__mirror_give(struct stk_sock *s, int state_fd)
 		cm->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(cm), &state_fd, sizeof(int));
 	}
-	int rc = sendmsg(m->claim, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) == 1 ? 0 : -1;
+	int rc = nif_sys.sendmsg(m->claim, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) == 1 ? 0 : -1;
 	stk__fd_close(m->claim);
 	m->claim = -1;
 	return rc;
@@ -435,19 +438,19 @@ static int mirror_new(struct stk_sock *s, bool cloexec, int *afd)
 		return rc;
 	}
 	/* The smallest send buffer: filling A costs a system call or two. */
-	setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+	nif_sys.setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
 	m->claim = -1;
 	if (stk__ffd_hold_pair(sv[0], sv[1], &m->priv, &m->peer) == 0) {
 		/* The kernel's socket() would have returned the lowest free number: sv[0]. */
 		m->fixed = true;
-		close(sv[1]);
+		nif_sys.close(sv[1]);
 		if (!cloexec)
-			fcntl(sv[0], F_SETFD, 0);
+			nif_sys.fcntl(sv[0], F_SETFD, 0);
 		*afd = sv[0];
 	} else {
 		m->peer = stk__fd_hide(sv[1]);
 		m->priv = stk__fd_hide(sv[0]);
-		*afd = fcntl(m->priv, cloexec ? F_DUPFD_CLOEXEC : F_DUPFD, 0);
+		*afd = nif_sys.fcntl(m->priv, cloexec ? F_DUPFD_CLOEXEC : F_DUPFD, 0);
 		if (*afd < 0)
 			*afd = -errno;
 	}
@@ -476,7 +479,7 @@ int uls_socket_fd(int sd, int flags)
 	} else if (s->mirror->fixed) {
 		rc = fd = stk__ffd_install(s->mirror->priv, cloexec);
 	} else {
-		fd = fcntl(s->mirror->priv, cloexec ? F_DUPFD_CLOEXEC : F_DUPFD, 0);
+		fd = nif_sys.fcntl(s->mirror->priv, cloexec ? F_DUPFD_CLOEXEC : F_DUPFD, 0);
 		rc = fd < 0 ? -errno : 0;
 	}
 	stk__sock_leave(s);
@@ -524,7 +527,8 @@ int uls_socket_wait(int sd, int events)
 		/* Kernel calls on the mirror, so that the kernel decides between EINTR and a
 		 * restart (signal(7): socket calls restart under SA_RESTART unless a timeout
 		 * is set) and applies the timeouts the program set on the descriptor. */
-		n = events == POLLIN ? recv(priv, &c, 1, MSG_PEEK) : send(priv, &c, 1, MSG_NOSIGNAL);
+		n = events == POLLIN ? nif_sys.recv(priv, &c, 1, MSG_PEEK) :
+				       nif_sys.send(priv, &c, 1, MSG_NOSIGNAL);
 		if (n < 0)
 			rc = errno == EAGAIN ? -EAGAIN : errno == EINTR ? -EINTR : 0;
 	}

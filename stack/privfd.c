@@ -8,6 +8,7 @@
  * ground away.
  */
 #include "internal.h"
+#include "netif/sys.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -65,9 +66,9 @@ int stk__fd_hide(int fd)
 	if (fd < 0)
 		return fd;
 	if (hide_base > fd)
-		nfd = fcntl(fd, F_DUPFD_CLOEXEC, hide_base);
+		nfd = nif_sys.fcntl(fd, F_DUPFD_CLOEXEC, hide_base);
 	if (nfd >= 0)
-		close(fd);
+		nif_sys.close(fd);
 	else
 		nfd = fd;
 	if (m && (unsigned)nfd < marks_len) {
@@ -79,7 +80,8 @@ int stk__fd_hide(int fd)
 	return nfd;
 }
 
-/* Forget the mark, then close: the shim lets the close through. */
+/* Forget the mark, then close: in this order, because once closed the number may be
+ * another thread's new descriptor (and marked again, if libuls made it). */
 void stk__fd_close(int fd)
 {
 	uint8_t *m = atomic_load(&marks);
@@ -88,7 +90,7 @@ void stk__fd_close(int fd)
 		return;
 	if (m && (unsigned)fd < marks_len)
 		m[fd] = 0;
-	close(fd);
+	nif_sys.close(fd);
 }
 
 void stk__fd_unmark(int fd)

@@ -111,6 +111,12 @@ struct stk_sock {
 	/* The last ICMP error for the connection (-errno; icmperr.c): reported instead of
 	 * ETIMEDOUT if it times out, or at once when it aborted the connection. */
 	int icmp_err;
+	/* Its mirror may lag its state: a blocking call of the shim left it ready without
+	 * bringing the mirror in line, for the call that follows at once (owe list,
+	 * socket.c). */
+	bool owed;
+	bool on_owed;              /* it is on the owe list */
+	struct stk_sock *owed_next;
 };
 
 /* endpoints.c: the node's port space lives in ulsd */
@@ -138,6 +144,14 @@ struct stk_sock *stk__sock_new(int type);
 struct stk_sock *stk__sock_enter(int sd);
 struct stk_sock *stk__sock_at(int sd);
 void stk__sock_leave(struct stk_sock *s);
+/* Leave s ready for the caller's next call on it without bringing its mirror in line: that
+ * call does (its leave), or else the next round on the device (stk__sock_pay_owed). */
+void stk__sock_leave_owing(struct stk_sock *s);
+void stk__sock_pay_owed(void);
+bool stk__sock_owing(void);
+/* The socket this thread is in a call on whose leave brings the mirror in line anyway:
+ * state changes of it during the call skip the mirror (stk__sock_signal). */
+extern __thread struct stk_sock *stk__sock_calling __attribute__((tls_model("initial-exec")));
 /* Around a round trip to ulsd that releases the core lock (endpoints.c). */
 int stk__sock_ctl_begin(struct stk_sock *s);
 int stk__sock_ctl_end(struct stk_sock *s);

@@ -35,10 +35,28 @@ struct stk_sock *stk__sock_new(int type)
 }
 
 /* Free a closed socket once no call is inside it any more. */
+/* Sockets whose mirror lags (stk__sock_leave_owing), core lock held. */
+static struct stk_sock *owed_head;
+__thread struct stk_sock *stk__sock_calling __attribute__((tls_model("initial-exec")));
+
+static void owed_unlink(struct stk_sock *s)
+{
+	for (struct stk_sock **p = &owed_head; *p; p = &(*p)->owed_next) {
+		if (*p == s) {
+			*p = s->owed_next;
+			break;
+		}
+	}
+	s->on_owed = false;
+	s->owed_next = NULL;
+}
+
 void stk__sock_release(struct stk_sock *s)
 {
 	if (!s->closed || s->users || s->parked)
 		return;
+	if (s->on_owed)
+		owed_unlink(s);
 	stk__mirror_free(s);
 	stk__rxq_clear(&s->rxq);
 	free(s->acq);
@@ -51,7 +69,13 @@ void stk__sock_signal(struct stk_sock *s)
 	stk__sock_notify(s);
 	if (s->lazy)
 		stk__ready_note();
-	stk__mirror_sync(s);
+	/* The call this thread is in on s brings the mirror in line when it leaves: a state
+	 * that comes and goes within the call (data that arrives while the caller drives
+	 * and that it then takes) costs the mirror nothing. A kernel waiter on the mirror
+	 * sees the socket's state as every call leaves it, as another thread of this process
+	 * sees it through the core lock. */
+	if (s != stk__sock_calling)
+		stk__mirror_sync(s);
 }
 
 /* Slots are handed out round-robin, not lowest-first: a caller still holding the number
@@ -130,9 +154,51 @@ int stk__sock_ctl_end(struct stk_sock *s)
 void stk__sock_leave(struct stk_sock *s)
 {
 	s->users--;
+	s->owed = false;
 	if (!s->closed)
 		stk__mirror_sync(s);
 	stk__sock_release(s);
+}
+
+/* The shim's blocking calls are two calls of libuls: wait until ready (uls_socket_drive),
+ * then the operation. Bringing the mirror in line between them would write a token for
+ * the data the second call takes at once, and take it back: two system calls per message.
+ * The debt is paid by the next call's leave; should that call not come (a handler that
+ * left the shim's call with siglongjmp), by the next round on the device, which comes
+ * within GRACE_MS (drive.c caps its waits while the list is not empty). */
+void stk__sock_leave_owing(struct stk_sock *s)
+{
+	s->users--;
+	if (!s->closed) {
+		s->owed = true;
+		if (!s->on_owed) {
+			s->on_owed = true;
+			s->owed_next = owed_head;
+			owed_head = s;
+		}
+	}
+	stk__sock_release(s);
+}
+
+void stk__sock_pay_owed(void)
+{
+	while (owed_head) {
+		struct stk_sock *s = owed_head;
+		owed_head = s->owed_next;
+		s->on_owed = false;
+		s->owed_next = NULL;
+		/* A call inside it now pays at its own leave. */
+		if (s->owed && !s->users && !s->closed) {
+			s->owed = false;
+			stk__mirror_sync(s);
+			stk__count(STK_CNT_MIRROR_DEBTS_PAID);
+		}
+	}
+}
+
+bool stk__sock_owing(void)
+{
+	return owed_head != NULL;
 }
 
 

@@ -59,6 +59,29 @@ print("match" if bytes(got) == data else "mismatch %d" % len(got))
 """
 
 
+class TestbedEnv:
+    """The names `testbed up` exported (self.env, parse_exports) that every suite asks
+    for: node i's control socket and address, the namespaces, the kernel peer."""
+
+    def ctl(self, i):
+        return self.env[f"TB_NODE{i}_CTL"]
+
+    def ip(self, i):
+        return self.env[f"TB_NODE{i}_IP"]
+
+    @property
+    def netns(self):
+        return self.env["TB_NETNS"]
+
+    @property
+    def kernel_ns(self):
+        return self.env["TB_KERNEL_NETNS"]
+
+    @property
+    def kernel_ip(self):
+        return self.env["TB_KERNEL_IP"]
+
+
 class OutputFiles:
     """For a test's process whose stdout and stderr go to the files out_path and err_path
     (a pipe could fill up and stall it): what it wrote so far."""

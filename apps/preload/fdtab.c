@@ -253,11 +253,6 @@ int shim__uninstall(int fd)
 	return f != NULL;
 }
 
-/* How deep this thread is in calls into libuls: libuls's own use of descriptor calls
- * (it calls close, fcntl and the rest too, and reaches this library's versions) must not
- * meet the guard that keeps the program off the library's descriptors. */
-static __thread int inside;
-
 /* Signals held off (the table lock, calls into libuls): with the trampoline of signal.c
  * in front of every handler, libuls defers them without a system call (stack/sigdefer.c);
  * with ULS_SIGNAL_DEFER=0, or before deferral is on, they are blocked. */
@@ -290,34 +285,17 @@ const sigset_t *shim__program_mask(const sigset_t *old)
 void shim__enter(sigset_t *old)
 {
 	shim__signals_hold(old);
-	inside++;
 }
 
 void shim__leave(const sigset_t *old)
 {
-	inside--;
 	shim__signals_release(old);
 }
 
-/* Is the caller libuls itself (its device wait's poll, say), which the C library's names
- * exported here reach too? */
-bool shim__inside(void)
-{
-	return inside > 0;
-}
-
-/* A handler is the program's code, even when it runs during a driving wait (which is
- * inside libuls): the trampoline (signal.c) sets the depth to 0 for it, then back. */
-int shim__inside_swap(int depth)
-{
-	int old = inside;
-
-	inside = depth;
-	return old;
-}
-
-/* Is fd one of libuls's descriptors, and the caller the program (not libuls)? */
+/* Is fd one of libuls's descriptors? Then the program may not close it, duplicate it or
+ * dup2() over it. Whoever calls an interposer is the program: libuls makes its own system
+ * calls through its table (netif/sys.h), which real.c points past this library. */
 bool shim__guarded(int fd)
 {
-	return !inside && uls_fd_private(fd);
+	return uls_fd_private(fd);
 }

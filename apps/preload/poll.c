@@ -126,10 +126,6 @@ static int poll_unarmed(struct pollfd *p, nfds_t n, int timeout)
 SHIM_EXPORT int poll(struct pollfd *p, nfds_t n, int timeout)
 {
 	shim__real_init();
-	/* libuls's own poll (the device's wait on its descriptors and the set it was
-	 * given): the kernel's, as it is. */
-	if (shim__inside())
-		return shim__real.poll(p, n, timeout);
 	if (p)
 		adopt_pollfds(p, n);
 	bool armed = p && n <= 0xffffu && arm_pollfds(p, n, 1);
@@ -148,8 +144,6 @@ static int ppoll_unarmed(struct pollfd *p, nfds_t n, const struct timespec *t,
 SHIM_EXPORT int ppoll(struct pollfd *p, nfds_t n, const struct timespec *t, const sigset_t *m)
 {
 	shim__real_init();
-	if (shim__inside())
-		return shim__real.ppoll(p, n, t, m);
 	if (p)
 		adopt_pollfds(p, n);
 	bool armed = p && n <= 0xffffu && arm_pollfds(p, n, 1);

@@ -136,8 +136,6 @@ const sigset_t *shim__program_mask(const sigset_t *old);
 void shim__signals_init(void);
 unsigned shim__handlers_run(void);
 bool shim__guarded(int fd);
-bool shim__inside(void);
-int shim__inside_swap(int depth);
 
 /* Sockets (socket.c), data (io.c), waiting (wait in io.c). */
 int shim__wait(struct shim_file *f, int events);

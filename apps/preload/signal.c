@@ -82,12 +82,10 @@ static void tramp(int sig, siginfo_t *si, void *uc)
 	errno = saved;
 	if (h == (uintptr_t)SIG_DFL || h == (uintptr_t)SIG_IGN)
 		return;  /* not reached: the table names a function whenever tramp is set */
-	int depth = shim__inside_swap(0);
 	if (flags & SA_SIGINFO)
 		((void (*)(int, siginfo_t *, void *))h)(sig, si, uc);
 	else
 		((void (*)(int))h)(sig);
-	shim__inside_swap(depth);
 }
 
 static bool is_function(const struct sigaction *a)

@@ -80,6 +80,10 @@ int ctl_check(const void *buf, ssize_t n, struct ctl_msg *out)
 		if (!m.u.hello.mtu && (m.u.hello.flags & CTL_HELLO_F_RINGS) &&
 		    (m.u.hello.ring_fd[0] < 0 || m.u.hello.ring_fd[1] < 0))
 			return -CTL_BAD_FIELD;
+		/* A wake-up descriptor only comes with the rings it is for. */
+		if (!m.u.hello.mtu && (m.u.hello.flags & CTL_HELLO_F_WAKE) &&
+		    (!(m.u.hello.flags & CTL_HELLO_F_RINGS) || m.u.hello.wake_fd < 0))
+			return -CTL_BAD_FIELD;
 		if (m.u.hello.mtu && m.u.hello.datapath != CTL_DP_DIRECT &&
 		    m.u.hello.datapath != CTL_DP_RELAY)
 			return -CTL_BAD_FIELD;

@@ -78,6 +78,11 @@ struct ctl_hello {
 	 * if_nameindex, SIOCGIF*). A ulsd that predates it sends zeros. */
 	uint32_t ifindex;
 	char ifname[16];      /* IFNAMSIZ, NUL-terminated */
+	/* Request with CTL_HELLO_F_WAKE (and CTL_HELLO_F_RINGS): the descriptor number of the
+	 * process's wake-up eventfd, which ulsd registers as fixed file 1 of the receive
+	 * ring, so that one io_uring_enter both submits the ring's reads and waits for a
+	 * frame or a wake-up (netif/qring.c). The reply keeps CTL_HELLO_F_WAKE when it did. */
+	int32_t wake_fd;
 };
 
 /* The node's rings carry offload words (netif/vnet.h): the process may send TCP segments
@@ -85,6 +90,8 @@ struct ctl_hello {
 #define CTL_HELLO_F_OFFLOAD 0x01u
 /* Request: ring_fd names two rings for the direct data path. */
 #define CTL_HELLO_F_RINGS   0x02u
+/* Request: wake_fd names an eventfd for the receive ring; reply: it is fixed file 1. */
+#define CTL_HELLO_F_WAKE    0x04u
 
 enum ctl_datapath { CTL_DP_DIRECT = 1, CTL_DP_RELAY = 2 };
 

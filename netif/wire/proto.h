@@ -12,9 +12,8 @@
  * fields are in network order (big-endian) except the virtio-net header's, which is
  * little-endian.
  *
- * IPv6 (RFC 8200), ICMPv6 (RFC 4443) and Neighbor Discovery (RFC 4861) get their own
- * sections here and their own views in wire.h, next to IPv4's; WIRE_ETHERTYPE_IPV6 is
- * already named so that the parsers can tell "not yet" from "not IP".
+ * IPv6 (RFC 8200 §3, §4), ICMPv6 (RFC 4443 §2) and Neighbor Discovery (RFC 4861 §4) have
+ * their sections at the end, and their views in wire.h next to IPv4's.
  */
 #ifndef ULS_NETIF_WIRE_PROTO_H
 #define ULS_NETIF_WIRE_PROTO_H
@@ -151,5 +150,76 @@
 #define WIRE_VNET_GSO_UDP        3
 #define WIRE_VNET_GSO_TCPV6      4
 #define WIRE_VNET_GSO_ECN        0x80
+
+/* ---- IPv6 (RFC 8200 §3) ------------------------------------------------------------- */
+#define WIRE_IPV6_VERSION        6
+#define WIRE_IPV6_HLEN           40     /* the fixed header; options are extension headers */
+#define WIRE_IPV6_ALEN           16
+#define WIRE_IPV6_OFF_VTCFL      0      /* Version (4 bits), Traffic Class (8), Flow Label (20) */
+#define WIRE_IPV6_OFF_PLEN       4      /* Payload Length: what follows the fixed header */
+#define WIRE_IPV6_OFF_NEXT       6      /* Next Header */
+#define WIRE_IPV6_OFF_HLIM       7      /* Hop Limit */
+#define WIRE_IPV6_OFF_SRC        8
+#define WIRE_IPV6_OFF_DST        24
+#define WIRE_IPV6_MIN_MTU        1280   /* §5: every link carries 1280 octets */
+#define WIRE_IPV6_DEFAULT_HLIM   64     /* Linux's net.ipv6.conf.*.hop_limit */
+/* Extension headers (§4.1), Next Header values */
+#define WIRE_IPPROTO_HOPOPTS     0      /* §4.3 Hop-by-Hop Options */
+#define WIRE_IPPROTO_ROUTING     43     /* §4.4 */
+#define WIRE_IPPROTO_FRAGMENT    44     /* §4.5 */
+#define WIRE_IPPROTO_ICMPV6      58     /* RFC 4443 */
+#define WIRE_IPPROTO_NONE        59     /* §4.7 No Next Header */
+#define WIRE_IPPROTO_DSTOPTS     60     /* §4.6 Destination Options */
+#define WIRE_IPV6_EXT_UNIT       8      /* Hdr Ext Len counts 8-octet units past the first 8 */
+#define WIRE_IPV6_FRAG_HLEN      8      /* §4.5: Next Header, reserved, offset+M, Identification */
+#define WIRE_IPV6_FRAG_OFFMASK   0xfff8 /* Fragment Offset in 8-octet units, shifted by 3 */
+#define WIRE_IPV6_FRAG_M         0x0001 /* More Fragments */
+/* How many extension headers wire_ipv6_upper() walks before it gives up (a chain longer
+ * than any real packet carries is only there to exhaust a parser). */
+#define WIRE_IPV6_EXT_MAX        8
+
+/* ---- ICMPv6 (RFC 4443 §2.1) ---------------------------------------------------------- */
+#define WIRE_ICMPV6_HLEN         8      /* type, code, checksum, and 4 octets every message has */
+#define WIRE_ICMPV6_OFF_TYPE     0
+#define WIRE_ICMPV6_OFF_CODE     1
+#define WIRE_ICMPV6_OFF_CHECKSUM 2
+#define WIRE_ICMPV6_DST_UNREACH  1      /* errors: types 0..127 */
+#define WIRE_ICMPV6_PACKET_TOO_BIG 2
+#define WIRE_ICMPV6_TIME_EXCEEDED 3
+#define WIRE_ICMPV6_PARAM_PROB   4
+#define WIRE_ICMPV6_ECHO_REQUEST 128    /* informational: 128..255 */
+#define WIRE_ICMPV6_ECHO_REPLY   129
+#define WIRE_ICMPV6_ERROR_MAX_TYPE 127  /* §2.1: "bit is 0 ... error messages" */
+/* Destination Unreachable codes (§3.1) */
+#define WIRE_ICMPV6_UNREACH_NOROUTE 0
+#define WIRE_ICMPV6_UNREACH_ADMIN 1
+#define WIRE_ICMPV6_UNREACH_ADDR 3
+#define WIRE_ICMPV6_UNREACH_PORT 4
+/* §2.4 (c): an error carries "as much of invoking packet as possible without the ICMPv6
+ * packet exceeding the minimum IPv6 MTU". */
+#define WIRE_ICMPV6_ERROR_MAX    WIRE_IPV6_MIN_MTU
+
+/* ---- Neighbor Discovery (RFC 4861 §4) ------------------------------------------------ */
+#define WIRE_ND_ROUTER_SOLICIT   133
+#define WIRE_ND_ROUTER_ADVERT    134
+#define WIRE_ND_NEIGHBOR_SOLICIT 135
+#define WIRE_ND_NEIGHBOR_ADVERT  136
+#define WIRE_ND_REDIRECT         137
+#define WIRE_ND_NS_LEN           24     /* §4.3: type .. Target Address, before options */
+#define WIRE_ND_NA_LEN           24     /* §4.4 */
+#define WIRE_ND_OFF_FLAGS        4      /* NA: R, S, O in the first octet of Reserved */
+#define WIRE_ND_OFF_TARGET       8
+#define WIRE_ND_NA_ROUTER        0x80
+#define WIRE_ND_NA_SOLICITED     0x40
+#define WIRE_ND_NA_OVERRIDE      0x20
+#define WIRE_ND_HOP_LIMIT        255    /* §7.1.1: off-link senders cannot send 255 */
+/* Options (§4.6): type, length in units of 8 octets, value */
+#define WIRE_ND_OPT_UNIT         8
+#define WIRE_ND_OPT_SRC_LLADDR   1
+#define WIRE_ND_OPT_TGT_LLADDR   2
+#define WIRE_ND_OPT_LLADDR_LEN   8      /* §4.6.1 for Ethernet: type, 1, 6 octets */
+/* Ethernet mapping of IPv6 multicast (RFC 2464 §7): 33:33 and the last 4 octets. */
+#define WIRE_ETH_IPV6_MCAST0     0x33
+#define WIRE_ETH_IPV6_MCAST1     0x33
 
 #endif

@@ -1,7 +1,8 @@
 /* Wire formats (see wire.h).
  *
  * Read first: RFC 894, RFC 826, RFC 791 §3.1, RFC 1071, RFC 9293 §3.1, RFC 768, RFC 792,
- * virtio v1.2 §5.1.6.
+ * RFC 8200 §3-4 and §8.1, RFC 4291 §2.5.6 and §2.7.1, RFC 2464 §7, RFC 4443 §2,
+ * RFC 4861 §4, virtio v1.2 §5.1.6.
  *
  * Everything here may read octets a peer, or a process we do not trust, chose: each view
  * checks a range before every read and writes its struct only when it returns 0.
@@ -16,6 +17,7 @@ const char *wire_reason_name(int reason)
 		[WIRE_BAD_HLEN - WIRE_REASON_BASE] = "bad_header_length",
 		[WIRE_BAD_LENGTH - WIRE_REASON_BASE] = "bad_length",
 		[WIRE_BAD_FORMAT - WIRE_REASON_BASE] = "bad_format",
+		[WIRE_TOO_DEEP - WIRE_REASON_BASE] = "too_deep",
 	};
 
 	if (reason < 0)
@@ -253,6 +255,234 @@ int wire_icmp_view(struct wire_icmp *v, const uint8_t *p, size_t len)
 	v->rest = p + 4;
 	v->body = p + WIRE_ICMP_HLEN;
 	v->body_len = len - WIRE_ICMP_HLEN;
+	return 0;
+}
+
+static int ipv6_header(struct wire_ipv6 *v, const uint8_t *p, size_t len)
+{
+	uint32_t vtcfl;
+
+	if (!p || len < WIRE_IPV6_HLEN)
+		return -WIRE_TRUNCATED;
+	vtcfl = wire_rd32(p + WIRE_IPV6_OFF_VTCFL);
+	/* RFC 8200 §3: "Version 4-bit Internet Protocol version number = 6." */
+	if (vtcfl >> 28 != WIRE_IPV6_VERSION)
+		return -WIRE_BAD_VERSION;
+	v->hdr = p;
+	v->tclass = (uint8_t)(vtcfl >> 20);
+	v->flow = vtcfl & 0xfffff;
+	v->plen = wire_rd16(p + WIRE_IPV6_OFF_PLEN);
+	v->next = p[WIRE_IPV6_OFF_NEXT];
+	v->hlim = p[WIRE_IPV6_OFF_HLIM];
+	v->src = p + WIRE_IPV6_OFF_SRC;
+	v->dst = p + WIRE_IPV6_OFF_DST;
+	v->payload = p + WIRE_IPV6_HLEN;
+	return 0;
+}
+
+int wire_ipv6_view(struct wire_ipv6 *v, const uint8_t *p, size_t len)
+{
+	struct wire_ipv6 o;
+	int rc = ipv6_header(&o, p, len);
+
+	if (rc < 0)
+		return rc;
+	/* §3: "Payload Length ... the rest of the packet following this IPv6 header": the
+	 * link layer may pad the packet but never shorten it. */
+	if ((size_t)WIRE_IPV6_HLEN + o.plen > len)
+		return -WIRE_BAD_LENGTH;
+	o.payload_len = o.plen;
+	*v = o;
+	return 0;
+}
+
+int wire_ipv6_view_quoted(struct wire_ipv6 *v, const uint8_t *p, size_t len)
+{
+	struct wire_ipv6 o;
+	int rc = ipv6_header(&o, p, len);
+
+	if (rc < 0)
+		return rc;
+	o.payload_len = len - WIRE_IPV6_HLEN;
+	*v = o;
+	return 0;
+}
+
+int wire_ipv6_upper(struct wire_ipv6_upper *u, const struct wire_ipv6 *v)
+{
+	struct wire_ipv6_upper o = { .proto = v->next, .off = WIRE_IPV6_HLEN,
+				     .nh_off = WIRE_IPV6_OFF_NEXT };
+	size_t end = WIRE_IPV6_HLEN + v->payload_len;
+
+	for (;;) {
+		const uint8_t *h = v->hdr + o.off;
+		size_t hlen;
+
+		switch (o.proto) {
+		case WIRE_IPPROTO_HOPOPTS:
+			/* §4.1: only directly after the IPv6 header. */
+			if (o.nhdrs)
+				return -WIRE_BAD_FORMAT;
+			/* fall through */
+		case WIRE_IPPROTO_ROUTING:
+		case WIRE_IPPROTO_DSTOPTS:
+			if (end - o.off < 2)
+				return -WIRE_BAD_LENGTH;
+			/* §4.3: "Hdr Ext Len ... in 8-octet units, not including the first
+			 * 8 octets". */
+			hlen = ((size_t)h[1] + 1) * WIRE_IPV6_EXT_UNIT;
+			break;
+		case WIRE_IPPROTO_FRAGMENT:
+			hlen = WIRE_IPV6_FRAG_HLEN;
+			if (end - o.off < hlen)
+				return -WIRE_BAD_LENGTH;
+			o.fragment = true;
+			o.frag_off = wire_rd16(h + 2) & WIRE_IPV6_FRAG_OFFMASK;
+			o.frag_more = (wire_rd16(h + 2) & WIRE_IPV6_FRAG_M) != 0;
+			o.frag_id = wire_rd32(h + 4);
+			break;
+		default:
+			*u = o;
+			return 0;
+		}
+		if (end - o.off < hlen)
+			return -WIRE_BAD_LENGTH;
+		if (++o.nhdrs > WIRE_IPV6_EXT_MAX)
+			return -WIRE_TOO_DEEP;
+		o.proto = h[0];
+		o.nh_off = o.off;
+		o.off += hlen;
+	}
+}
+
+void wire_ipv6_write(uint8_t *p, uint8_t next, const uint8_t src[WIRE_IPV6_ALEN],
+		     const uint8_t dst[WIRE_IPV6_ALEN], uint16_t plen, uint8_t hlim)
+{
+	wire_wr32(p + WIRE_IPV6_OFF_VTCFL, (uint32_t)WIRE_IPV6_VERSION << 28);
+	wire_wr16(p + WIRE_IPV6_OFF_PLEN, plen);
+	p[WIRE_IPV6_OFF_NEXT] = next;
+	p[WIRE_IPV6_OFF_HLIM] = hlim;
+	memmove(p + WIRE_IPV6_OFF_SRC, src, WIRE_IPV6_ALEN);
+	memmove(p + WIRE_IPV6_OFF_DST, dst, WIRE_IPV6_ALEN);
+}
+
+uint32_t wire_sum_pseudo6(uint32_t sum, const uint8_t src[WIRE_IPV6_ALEN],
+			  const uint8_t dst[WIRE_IPV6_ALEN], uint8_t next, uint32_t len)
+{
+	uint8_t tail[8];
+
+	sum = wire_sum(sum, src, WIRE_IPV6_ALEN);
+	sum = wire_sum(sum, dst, WIRE_IPV6_ALEN);
+	wire_wr32(tail, len);
+	tail[4] = tail[5] = tail[6] = 0;
+	tail[7] = next;
+	return wire_sum(sum, tail, sizeof(tail));
+}
+
+void wire_ipv6_solicited_node(uint8_t out[WIRE_IPV6_ALEN], const uint8_t addr[WIRE_IPV6_ALEN])
+{
+	static const uint8_t prefix[13] = { 0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff };
+	uint8_t low[3];
+
+	memcpy(low, addr + 13, 3);   /* out may be addr */
+	memcpy(out, prefix, sizeof(prefix));
+	memcpy(out + 13, low, 3);
+}
+
+void wire_ipv6_mcast_mac(uint8_t out[WIRE_ETH_ALEN], const uint8_t addr[WIRE_IPV6_ALEN])
+{
+	out[0] = WIRE_ETH_IPV6_MCAST0;
+	out[1] = WIRE_ETH_IPV6_MCAST1;
+	memcpy(out + 2, addr + 12, 4);
+}
+
+void wire_ipv6_link_local(uint8_t out[WIRE_IPV6_ALEN], const uint8_t mac[WIRE_ETH_ALEN])
+{
+	memset(out, 0, WIRE_IPV6_ALEN);
+	out[0] = 0xfe;
+	out[1] = 0x80;
+	out[8] = mac[0] ^ 0x02;      /* Appendix A: "inverting the 'u' bit" */
+	out[9] = mac[1];
+	out[10] = mac[2];
+	out[11] = 0xff;
+	out[12] = 0xfe;
+	out[13] = mac[3];
+	out[14] = mac[4];
+	out[15] = mac[5];
+}
+
+int wire_icmpv6_view(struct wire_icmpv6 *v, const uint8_t *p, size_t len)
+{
+	if (!p || len < WIRE_ICMPV6_HLEN)
+		return -WIRE_TRUNCATED;
+	v->type = p[WIRE_ICMPV6_OFF_TYPE];
+	v->code = p[WIRE_ICMPV6_OFF_CODE];
+	v->checksum = wire_rd16(p + WIRE_ICMPV6_OFF_CHECKSUM);
+	v->rest = p + 4;
+	v->body = p + WIRE_ICMPV6_HLEN;
+	v->body_len = len - WIRE_ICMPV6_HLEN;
+	return 0;
+}
+
+bool wire_icmpv6_checksum_ok(const uint8_t src[WIRE_IPV6_ALEN],
+			     const uint8_t dst[WIRE_IPV6_ALEN], const uint8_t *p, size_t len)
+{
+	uint32_t sum = wire_sum_pseudo6(0, src, dst, WIRE_IPPROTO_ICMPV6, (uint32_t)len);
+
+	return wire_sum_finish(wire_sum(sum, p, len)) == 0;
+}
+
+void wire_icmpv6_set_checksum(const uint8_t src[WIRE_IPV6_ALEN],
+			      const uint8_t dst[WIRE_IPV6_ALEN], uint8_t *p, size_t len)
+{
+	uint32_t sum = wire_sum_pseudo6(0, src, dst, WIRE_IPPROTO_ICMPV6, (uint32_t)len);
+
+	wire_wr16(p + WIRE_ICMPV6_OFF_CHECKSUM, 0);
+	/* RFC 8200 §8.1: unlike UDP's, a computed 0 is sent as 0 (ICMPv6 has no "no
+	 * checksum" value to avoid). */
+	wire_wr16(p + WIRE_ICMPV6_OFF_CHECKSUM, wire_sum_finish(wire_sum(sum, p, len)));
+}
+
+int wire_nd_view(struct wire_nd *v, const uint8_t *p, size_t len)
+{
+	struct wire_nd o = { 0 };
+	uint8_t want;
+	size_t off;
+
+	if (!p || len < WIRE_ND_NS_LEN)
+		return -WIRE_TRUNCATED;
+	o.type = p[WIRE_ICMPV6_OFF_TYPE];
+	o.code = p[WIRE_ICMPV6_OFF_CODE];
+	if (o.type == WIRE_ND_NEIGHBOR_SOLICIT)
+		want = WIRE_ND_OPT_SRC_LLADDR;
+	else if (o.type == WIRE_ND_NEIGHBOR_ADVERT)
+		want = WIRE_ND_OPT_TGT_LLADDR;
+	else
+		return -WIRE_BAD_FORMAT;
+	o.flags = o.type == WIRE_ND_NEIGHBOR_ADVERT ? p[WIRE_ND_OFF_FLAGS] : 0;
+	o.target = p + WIRE_ND_OFF_TARGET;
+	o.options = p + WIRE_ND_NS_LEN;
+	o.options_len = len - WIRE_ND_NS_LEN;
+	/* §4.6: "Length ... in units of 8 octets ... The value 0 is invalid." */
+	for (off = 0; off < o.options_len;) {
+		const uint8_t *opt = o.options + off;
+		size_t olen;
+
+		if (o.options_len - off < 2)
+			return -WIRE_BAD_LENGTH;
+		olen = (size_t)opt[1] * WIRE_ND_OPT_UNIT;
+		if (olen == 0)
+			return -WIRE_BAD_FORMAT;
+		if (olen > o.options_len - off)
+			return -WIRE_BAD_LENGTH;
+		/* §4.6.1: for Ethernet the address is 6 octets in a length-1 option; the
+		 * first one counts ("options ... they MAY appear ... any number of times"
+		 * does not hold for this one, but a second copy is not a reason to drop). */
+		if (opt[0] == want && !o.lladdr && olen >= 2 + WIRE_ETH_ALEN)
+			o.lladdr = opt + 2;
+		off += olen;
+	}
+	*v = o;
 	return 0;
 }
 

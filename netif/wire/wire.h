@@ -2,7 +2,8 @@
  * builds itself.
  *
  * Read first: netif/wire/proto.h (the constants, with their RFCs), RFC 791 §3.1, RFC 9293
- * §3.1, RFC 768, RFC 792, RFC 826, virtio v1.2 §5.1.6.
+ * §3.1, RFC 768, RFC 792, RFC 826, RFC 8200 §3-4 and §8.1, RFC 4443 §2, RFC 4861 §4,
+ * virtio v1.2 §5.1.6.
  *
  * This is the leaf of the dependency graph: it includes only libc's integer headers, and
  * filter/, netif/, stack/ and server/ all read and write headers through it.
@@ -35,7 +36,8 @@ enum wire_reason {
 	WIRE_BAD_VERSION,       /* IPv4 Version is not 4 */
 	WIRE_BAD_HLEN,          /* IHL or Data Offset < 5, or the header past the octets */
 	WIRE_BAD_LENGTH,        /* a length field below its minimum or past the octets */
-	WIRE_BAD_FORMAT,        /* ARP not for Ethernet and IPv4 */
+	WIRE_BAD_FORMAT,        /* ARP not for Ethernet and IPv4; an ND option of length 0 */
+	WIRE_TOO_DEEP,          /* more IPv6 extension headers than WIRE_IPV6_EXT_MAX */
 	WIRE_REASON_END
 };
 const char *wire_reason_name(int reason);
@@ -237,6 +239,116 @@ static inline bool wire_icmp_is_error(uint8_t type)
 	return type == WIRE_ICMP_DEST_UNREACH || type == WIRE_ICMP_SOURCE_QUENCH ||
 	       type == WIRE_ICMP_TIME_EXCEEDED || type == WIRE_ICMP_PARAM_PROBLEM;
 }
+
+/* ---- IPv6 (RFC 8200) ---------------------------------------------------------------- */
+
+struct wire_ipv6 {
+	const uint8_t *hdr;
+	uint8_t tclass;
+	uint32_t flow;              /* 20 bits */
+	uint16_t plen;              /* Payload Length */
+	uint8_t next, hlim;
+	const uint8_t *src, *dst;   /* WIRE_IPV6_ALEN octets each, inside hdr */
+	const uint8_t *payload;     /* plen octets: extension headers and the upper layer */
+	size_t payload_len;
+};
+/* A whole packet: Version 6, the fixed header within len, 40 + Payload Length <= len
+ * (what follows is link-layer padding). Payload Length 0 with a Hop-by-Hop header would be
+ * a jumbogram (RFC 2675), which no Ethernet link carries: a payload length of 0 is taken
+ * as it says, an empty payload. */
+int wire_ipv6_view(struct wire_ipv6 *v, const uint8_t *p, size_t len);
+/* The header an ICMPv6 error quotes (RFC 4443 §2.4 (c)): Version 6, the fixed header
+ * within len; Payload Length is about a packet we may have only part of and is not
+ * checked. payload is what follows the fixed header within len. */
+int wire_ipv6_view_quoted(struct wire_ipv6 *v, const uint8_t *p, size_t len);
+
+/* Where the upper-layer header starts: RFC 8200 §4 extension headers walked from the
+ * fixed header's Next Header. Hop-by-Hop, Routing, Destination Options and Fragment are
+ * skipped (their contents are not interpreted); the walk stops at any other Next Header,
+ * which is the upper layer (or No Next Header). */
+struct wire_ipv6_upper {
+	uint8_t proto;              /* the upper layer's Next Header value */
+	size_t off;                 /* its offset from the start of the IPv6 header */
+	size_t nh_off;              /* where the Next Header field naming it is (the Pointer
+				     * of RFC 4443 §3.4's Parameter Problem code 1) */
+	unsigned nhdrs;             /* extension headers skipped */
+	bool fragment;              /* a Fragment header was among them */
+	uint16_t frag_off;          /* its offset in octets */
+	bool frag_more;             /* its M flag */
+	uint32_t frag_id;
+};
+/* 0; -WIRE_BAD_LENGTH when an extension header runs past the payload; -WIRE_TOO_DEEP
+ * after WIRE_IPV6_EXT_MAX extension headers; -WIRE_BAD_FORMAT for a Hop-by-Hop header
+ * that is not the first (§4.1: it "MUST ... immediately follow the IPv6 header"). */
+int wire_ipv6_upper(struct wire_ipv6_upper *u, const struct wire_ipv6 *v);
+
+/* A 40-octet header: Traffic Class and Flow Label 0. */
+void wire_ipv6_write(uint8_t *p, uint8_t next, const uint8_t src[WIRE_IPV6_ALEN],
+		     const uint8_t dst[WIRE_IPV6_ALEN], uint16_t plen, uint8_t hlim);
+/* RFC 8200 §8.1: the pseudo-header of IPv6 (source, destination, upper-layer packet
+ * length as 32 bits, three zero octets, Next Header), added to sum. */
+uint32_t wire_sum_pseudo6(uint32_t sum, const uint8_t src[WIRE_IPV6_ALEN],
+			  const uint8_t dst[WIRE_IPV6_ALEN], uint8_t next, uint32_t len);
+
+static inline bool wire_ipv6_is_multicast(const uint8_t *a)
+{
+	return a[0] == 0xff;        /* RFC 4291 §2.7: ff00::/8 */
+}
+static inline bool wire_ipv6_is_unspecified(const uint8_t *a)
+{
+	static const uint8_t zero[WIRE_IPV6_ALEN];
+
+	return memcmp(a, zero, WIRE_IPV6_ALEN) == 0;
+}
+/* RFC 4291 §2.7.1: ff02::1:ff00:0/104 and the low 24 bits of addr. */
+void wire_ipv6_solicited_node(uint8_t out[WIRE_IPV6_ALEN], const uint8_t addr[WIRE_IPV6_ALEN]);
+/* RFC 2464 §7: 33:33 and the last 4 octets of a multicast address. */
+void wire_ipv6_mcast_mac(uint8_t out[WIRE_ETH_ALEN], const uint8_t addr[WIRE_IPV6_ALEN]);
+/* RFC 4291 §2.5.6 and Appendix A: fe80::/64 with the modified EUI-64 interface
+ * identifier of an Ethernet address (ff:fe in the middle, the universal/local bit
+ * inverted). */
+void wire_ipv6_link_local(uint8_t out[WIRE_IPV6_ALEN], const uint8_t mac[WIRE_ETH_ALEN]);
+
+/* ---- ICMPv6 (RFC 4443) and Neighbor Discovery (RFC 4861) ----------------------------- */
+
+struct wire_icmpv6 {
+	uint8_t type, code;
+	uint16_t checksum;
+	const uint8_t *rest;        /* the 4 octets after the checksum */
+	const uint8_t *body;        /* what follows the 8 octets */
+	size_t body_len;
+};
+/* Every ICMPv6 message ulstack reads has the 8 octets (RFC 4443 §2.1 and §3-4: errors
+ * and echo have 4 more after type, code and checksum). */
+int wire_icmpv6_view(struct wire_icmpv6 *v, const uint8_t *p, size_t len);
+static inline bool wire_icmpv6_is_error(uint8_t type)
+{
+	return type <= WIRE_ICMPV6_ERROR_MAX_TYPE;
+}
+/* RFC 4443 §2.3: the checksum over the pseudo-header and the message (len octets at p,
+ * checksum field included) is right. */
+bool wire_icmpv6_checksum_ok(const uint8_t src[WIRE_IPV6_ALEN],
+			     const uint8_t dst[WIRE_IPV6_ALEN], const uint8_t *p, size_t len);
+/* Fill in the checksum field of the ICMPv6 message of len octets at p. */
+void wire_icmpv6_set_checksum(const uint8_t src[WIRE_IPV6_ALEN],
+			      const uint8_t dst[WIRE_IPV6_ALEN], uint8_t *p, size_t len);
+
+/* A Neighbor Solicitation or Advertisement (RFC 4861 §4.3, §4.4). */
+struct wire_nd {
+	uint8_t type, code;
+	uint8_t flags;              /* NA: WIRE_ND_NA_* */
+	const uint8_t *target;      /* WIRE_IPV6_ALEN octets */
+	const uint8_t *options;
+	size_t options_len;
+	const uint8_t *lladdr;      /* the Source (NS) or Target (NA) Link-Layer Address
+				     * option's address, or NULL when there is none */
+};
+/* p, len: the ICMPv6 message. At least the 24 octets (§7.1.1 "ICMP length ... is 24 or
+ * more octets"), type NS or NA (else -WIRE_BAD_FORMAT); every option within len and none
+ * of length 0 (§4.6 "Nodes MUST silently discard an ND packet that contains an option
+ * with length zero": -WIRE_BAD_FORMAT). Hop limit, code and the addresses are the
+ * caller's checks (they need the IPv6 header). */
+int wire_nd_view(struct wire_nd *v, const uint8_t *p, size_t len);
 
 /* ---- virtio-net header (virtio v1.2 §5.1.6) ----------------------------------------- */
 

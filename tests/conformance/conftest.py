@@ -31,6 +31,11 @@ process that joined it over TB_NODE1_CTL, so ARP, ICMP echo, resets for unmatche
 and malformed frames are ulsd's to handle; then against ulsnode alone on uls1 ("own"), as
 drawn above. A test's id ends in [ulsd] or [own].
 
+IPv6 (docs/ipv6.md): the ulsd deployment's testbed is up with --ipv6, so ulsd answers for
+TB_NODE1_IP6 (2001:db8:0:1::1) and its link-local address; Scapy speaks from TB_SCAPY_IP6.
+The processes carry no IPv6 yet, so the IPv6 tests (the node6 fixture) are ulsd's only and
+are skipped in the own deployment.
+
 Environment: ULS_BUILDDIR (apps/ulsnode lives there), ULS_SRCDIR (tests/testbed/testbed),
 ULS_CAPTURE_DIR (where each test's pcap goes; default $ULS_BUILDDIR/tests/conformance/
 captures), ULS_UPDATE_PCAPS=1 (tests that produce a curated capture rewrite it in pcaps/).
@@ -168,6 +173,9 @@ class Node:
         self.my_ip = env["TB_SCAPY_IP"]
         self.my_mac = env["TB_SCAPY_MAC"]
         self.iface = env["TB_SCAPY_IF"]
+        # IPv6: only in the ulsd deployment (testbed up --ipv6); None otherwise.
+        self.ip6 = env.get("TB_NODE1_IP6")
+        self.my_ip6 = env.get("TB_SCAPY_IP6")
         self.stats_path = stats_path
         self.proc = None
 
@@ -524,7 +532,8 @@ class _Session:
             pytest.fail(f"{ulsnode} does not exist: build first (make)", pytrace=False)
         self.tb_up = True  # from here on, teardown runs `testbed down` (idempotent)
         own = self.deployment == "own"
-        out = subprocess.run([self.testbed, "up", "--nodes", "1"] + (["--no-ulsd"] if own else []),
+        out = subprocess.run([self.testbed, "up", "--nodes", "1"] +
+                             (["--no-ulsd"] if own else ["--ipv6"]),
                              env=self.env_vars,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                              timeout=120)
@@ -644,6 +653,15 @@ def link(node, request):
             peer.abort()
         lk.pcap(_capture_dir() / f"{request.node.name}.pcap")
         lk.close()
+
+
+@pytest.fixture
+def node6(node):
+    """The node under test, for a test of IPv6: ulsd's deployment only (ulsd answers for the
+    node; processes carry no IPv6 yet, and a node of its own has none)."""
+    if node.deployment != "ulsd" or not node.ip6:
+        pytest.skip("IPv6 is answered by ulsd; this deployment has none")
+    return node
 
 
 @pytest.fixture

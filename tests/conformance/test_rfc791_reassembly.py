@@ -72,7 +72,7 @@ def new_ipid():
 
 
 @requirement(fix="ulsd: server/reass.c, filter/datapath.bpf.c; own: lwIP 2.1.3",
-             mutate="sed -i 's/srv__reass_input(s, frame, len, p);/s->ctr[SRV_DROP_FRAGMENT]++;/' "
+             mutate="sed -i 's/srv__reass_input(s, frame, len, p);/s->ctr.v[SRV_DROP_FRAGMENT]++;/' "
                     "server/demux.c && "
                     "sed -i 's/#define IP_REASSEMBLY  *1/#define IP_REASSEMBLY 0/' stack/lwipopts.h")
 def test_rfc791_3_2_fragments_in_order_reassembled_and_delivered(node, link):
@@ -91,7 +91,7 @@ def test_rfc791_3_2_fragments_in_order_reassembled_and_delivered(node, link):
 
 
 @requirement(fix="ulsd: server/reass.c, filter/datapath.bpf.c; own: lwIP 2.1.3",
-             mutate="sed -i 's/srv__reass_input(s, frame, len, p);/s->ctr[SRV_DROP_FRAGMENT]++;/' "
+             mutate="sed -i 's/srv__reass_input(s, frame, len, p);/s->ctr.v[SRV_DROP_FRAGMENT]++;/' "
                     "server/demux.c && "
                     "sed -i 's/#define IP_REASSEMBLY  *1/#define IP_REASSEMBLY 0/' stack/lwipopts.h")
 def test_rfc791_3_2_fragments_out_of_order_reassembled_and_delivered(node, link):

@@ -79,9 +79,9 @@ static void one(struct flt_table *t, const uint8_t *f, size_t len)
 	/* Whatever the input, the tx check answers, for the owner it was delivered to
 	 * and for one it was not. */
 	ret = flt_check_tx(t, &p, owner, p.ip.src, p.src_mac);
-	CHECK(ret == 0 || (-ret >= FLT_DENY_SRC_MAC && -ret < FLT_REASON_COUNT));
+	CHECK(ret == 0 || (-ret >= FLT_DENY_SRC_MAC && -ret < FLT_REASON_END));
 	ret = flt_check_tx(t, &p, 7, 0x0100a8c0, node_mac);
-	CHECK(ret == 0 || (-ret >= FLT_DENY_SRC_MAC && -ret < FLT_REASON_COUNT));
+	CHECK(ret == 0 || (-ret >= FLT_DENY_SRC_MAC && -ret < FLT_REASON_END));
 
 	/* Give the packet's own tuple a connected rule: it must win the lookup, and
 	 * deleting it must restore the previous answer. */

@@ -263,7 +263,7 @@ static err_t echo_accept(void *arg, struct tcp_pcb *pcb, err_t err)
 }
 
 /* UDP echo on the same port: RAW records reach it (and lwIP's port unreachables). */
-static void udp_echo(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_addr_t *addr,
+static void fuzz_udp_echo(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_addr_t *addr,
 		     u16_t port)
 {
 	(void)arg;
@@ -301,7 +301,7 @@ static void setup_once(void)
 	tcp_accept(l, echo_accept);
 	struct udp_pcb *u = udp_new();
 	CHECK(u && udp_bind(u, IP4_ADDR_ANY, ECHO_PORT) == ERR_OK);
-	udp_recv(u, udp_echo, NULL);
+	udp_recv(u, fuzz_udp_echo, NULL);
 }
 
 /* ---- frames from the peer ---- */

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "netif/ctl/ctl.h"
+#include "netif/wire/wire.h"
 #include "server/internal.h"
 #include "tests/unit/faketap.h"
 
@@ -56,20 +57,28 @@ static void init(void)
 {
 	memset(&srv, 0, sizeof(srv));
 	pthread_mutex_init(&srv.lock, NULL);
+	pthread_mutex_init(&srv.tx_lock, NULL);
+	pthread_cond_init(&srv.tx_released, NULL);
 	srv.flt = flt_table_new();
-	CHECK(srv.flt && srv__reass_init(&srv) == 0);
+	srv.ports = srv.flt ? srv__ports_new(srv.flt, &srv.custody, (const uint64_t[2]){ 1, 2 }) : NULL;
+	CHECK(srv.ports && srv__reass_init(&srv) == 0);
 	srv.tap = faketap();
 	srv.ip = 0x010012c6u;
 	srv.prefix_len = 24;
 	srv.mtu = 1500;
 	memcpy(srv.mac, (const uint8_t[]){ 2, 0x75, 0x6c, 0, 0, 1 }, 6);
+	/* IPv6 too (ulsd --ip6): frames of type 86dd reach server/reply6.c. */
+	srv.has_ip6 = true;
+	memcpy(srv.ip6, (const uint8_t[]){ 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 1, [15] = 1 }, 16);
+	srv.ip6_plen = 64;
+	wire_ipv6_link_local(srv.ip6_ll, srv.mac);
 	faketap_rx_done = stop_demux;
 }
 
 static void demux_round(void)
 {
 	srv.stop = false;
-	srv.leases_changed = true;
+	srv.leases.changed = true;
 	srv__demux_thread(&srv);
 	srv.stop = false;
 }
@@ -124,7 +133,7 @@ static void close_proc(int i)
 
 static struct srv_lease *lease_of(flt_owner_t id)
 {
-	return id && id < SRV_MAX_LEASES ? srv.leases[id] : NULL;
+	return id && id < SRV_MAX_LEASES ? srv.leases.by_id[id] : NULL;
 }
 
 static bool in_handoff(const struct flt_rule *r)
@@ -145,7 +154,7 @@ static int rule_ok(const struct flt_rule *r, void *arg)
 	}
 	struct srv_lease *l = lease_of(r->owner);
 	CHECK(l && !l->dead);
-	CHECK(srv__port_held(&srv, l, r->proto == WIRE_IPPROTO_UDP ? IPPROTO_UDP : IPPROTO_TCP,
+	CHECK(srv__port_held(srv.ports, SRV_OWNER(l), r->proto == WIRE_IPPROTO_UDP ? IPPROTO_UDP : IPPROTO_TCP,
 			    r->lport));
 	return 0;
 }
@@ -219,7 +228,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				size--;
 			}
 			pthread_mutex_lock(&srv.lock);
-			srv__custody_tick(&srv);
+			srv__custody_run(&srv);
 			srv__handoff_tick(&srv);
 			pthread_mutex_unlock(&srv.lock);
 			break;
@@ -236,15 +245,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	pthread_mutex_lock(&srv.lock);
 	srv__handoff_tick(&srv);
 	now_ms += SRV_TIMEWAIT_MS + 1000;
-	srv__custody_tick(&srv);
+	srv__custody_run(&srv);
 	pthread_mutex_unlock(&srv.lock);
 	demux_round();
 	unsigned rules = 0;
 	flt_foreach(srv.flt, count_rule, &rules);
 	CHECK(rules == 0);
-	CHECK(srv.nhandoff == 0 && srv.ncustody == 0);
+	CHECK(srv.nhandoff == 0 && srv.custody.n == 0);
 	for (uint32_t id = 1; id < SRV_MAX_LEASES; id++)
-		CHECK(srv.leases[id] == NULL);
+		CHECK(srv.leases.by_id[id] == NULL);
 	/* Every port the input used is free: a new process may bind it. */
 	struct srv_lease *probe;
 	CHECK(srv__lease_new(&srv, -1, 1, 0, &probe) == 0);
@@ -253,8 +262,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (!used[u][port])
 				continue;
 			uint8_t proto = u ? IPPROTO_UDP : IPPROTO_TCP;
-			CHECK(srv__port_bind(&srv, probe, proto, (uint16_t)port, 0) == (int)port);
-			srv__port_release(&srv, probe, proto, (uint16_t)port);
+			CHECK(srv__port_bind(srv.ports, SRV_OWNER(probe), proto, (uint16_t)port, 0) == (int)port);
+			srv__port_release(srv.ports, SRV_OWNER(probe), proto, (uint16_t)port);
 		}
 	probe->dead = true;
 	srv__lease_free(&srv, probe);

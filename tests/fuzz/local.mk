@@ -40,16 +40,17 @@ tests/fuzz/fuzz_hoff: tests/fuzz/fuzz_hoff.c stack/hoffstate.c
 	@$(MKDIR_P) tests/fuzz
 	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) -Wall -Wextra -Werror $(FUZZ_CPPFLAGS) $(LWIP_CPPFLAGS) $^ -o $@
 # A process's connection table as ulsd reads it (netif/conntab.c).
-tests/fuzz/fuzz_conntab: tests/fuzz/fuzz_conntab.c netif/conntab.c
+tests/fuzz/fuzz_conntab: tests/fuzz/fuzz_conntab.c netif/conntab.c netif/sys.c
 	@$(MKDIR_P) tests/fuzz
 	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) -Wall -Wextra -Werror $(FUZZ_CPPFLAGS) $^ -o $@
 # ulsd's handling of its processes' messages (server/ but its main, the fake TAP of
 # tests/unit/faketap.c instead of netif/tap.c).
 FUZZ_ULSD_SRC = tests/fuzz/fuzz_ulsd.c tests/unit/faketap.c server/ctl.c server/lease.c \
-	server/ports.c server/handoff.c server/demux.c server/reply.c server/reass.c \
+	server/ports.c server/custody.c server/counters.c server/handoff.c server/demux.c server/reply.c \
+	server/reply6.c server/reass.c \
 	server/bpf_none.c $(filter %.c,$(filter_libflt_la_SOURCES)) netif/ring.c \
 	netif/ctl/ctl.c netif/conntab.c netif/chksum.c netif/vnet.c netif/breakdown.c netif/frame.c \
-	netif/wire/wire.c
+	netif/sys.c netif/wire/wire.c
 tests/fuzz/fuzz_ulsd: $(addprefix $(top_srcdir)/,$(FUZZ_ULSD_SRC))
 	@$(MKDIR_P) tests/fuzz
 	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) -Wall -Wextra -Werror $(FUZZ_CPPFLAGS) $^ -lpthread -o $@

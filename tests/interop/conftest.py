@@ -38,7 +38,7 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from tblib import BUILD, SRC, TESTBED, parse_exports, run_testbed  # noqa: E402
+from tblib import BUILD, SRC, TESTBED, TestbedEnv, parse_exports, run_testbed  # noqa: E402
 ULSRUN = os.path.join(BUILD, "apps", "ulsrun")
 STAT = os.path.join(BUILD, "apps", "ulsstat")
 ULSD = os.path.join(BUILD, "server", "ulsd")
@@ -193,7 +193,7 @@ class Proc:
                f"{self.stdout()[-3000:]}\nstderr: {self.stderr()[-3000:]}"
 
 
-class Testbed:
+class Testbed(TestbedEnv):
     def __init__(self):
         self.env = {}
         self.procs = []
@@ -201,25 +201,7 @@ class Testbed:
         os.chmod(self.outdir, 0o755)   # nginx's workers (user nobody) serve files from here
         self.seq = 0
 
-    # --- addresses ---------------------------------------------------------------------
-    def ctl(self, node):
-        return self.env[f"TB_NODE{node}_CTL"]
-
-    def ip(self, node):
-        return self.env[f"TB_NODE{node}_IP"]
-
-    @property
-    def netns(self):
-        return self.env["TB_NETNS"]
-
-    @property
-    def kernel_ns(self):
-        return self.env["TB_KERNEL_NETNS"]
-
-    @property
-    def kernel_ip(self):
-        return self.env["TB_KERNEL_IP"]
-
+    # --- addresses: ctl(i), ip(i), netns, kernel_ns, kernel_ip (tblib.TestbedEnv) -------
     # --- command lines -------------------------------------------------------------------
     def uls(self, node, argv):
         """`argv` as a program on ulstack node `node`: under ulsrun, in the node namespace."""

@@ -32,7 +32,7 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from tblib import BUILD, SRC, TESTBED, OutputFiles, parse_exports, run_testbed  # noqa: E402
+from tblib import BUILD, SRC, TESTBED, OutputFiles, TestbedEnv, parse_exports, run_testbed  # noqa: E402
 BENCH = os.path.join(BUILD, "apps", "ulsbench")
 STAT = os.path.join(BUILD, "apps", "ulsstat")
 HOSTILE = os.path.join(BUILD, "tests", "node", "hostile")
@@ -112,7 +112,7 @@ class Proc(OutputFiles):
         return res
 
 
-class Testbed:
+class Testbed(TestbedEnv):
     def __init__(self):
         self.env = {}
         self.procs = []
@@ -120,21 +120,7 @@ class Testbed:
         self.outdir = tempfile.mkdtemp(prefix="uls-node-")
         self.seq = 0
 
-    # --- addresses ---------------------------------------------------------------------
-    def ctl(self, i):
-        return self.env[f"TB_NODE{i}_CTL"]
-
-    def ip(self, i):
-        return self.env[f"TB_NODE{i}_IP"]
-
-    @property
-    def kernel_ns(self):
-        return self.env["TB_KERNEL_NETNS"]
-
-    @property
-    def kernel_ip(self):
-        return self.env["TB_KERNEL_IP"]
-
+    # --- addresses: ctl(i), ip(i), netns, kernel_ns, kernel_ip (tblib.TestbedEnv) -------
     @property
     def daemon_dir(self):
         return os.path.dirname(self.ctl(1))

@@ -172,7 +172,7 @@ static int lease_open(const char *path, bool keep_rings)
 		direct = true;
 		queue = node.queue;
 		return keep_rings ? 0 : nif_qring_open(&dev, &qp, node.mtu, offload, ctl_fd,
-						       eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+						       eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), false);
 	}
 	nif_qring_discard(&qp);
 	if (got != 3)

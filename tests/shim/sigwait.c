@@ -12,6 +12,10 @@
  *   siginterrupt  signal() then siginterrupt(SIGALRM, 1): as intr;
  *   timeout       SA_RESTART, but SO_RCVTIMEO (5 s) is set on the socket: as intr (a
  *                 socket call with a timeout is never restarted).
+ *   closeall      as restart, and the handler, which runs while the thread is inside the
+ *                 stack's wait, closes every descriptor where the library keeps its own
+ *                 (the top quarter of the soft limit, stack/privfd.c): each close must fail
+ *                 with EBADF, and recv() must still get the byte.
  * In every mode the handler must run while the thread is still blocked, and sigaction must
  * report the program's own handler and flags. Prints "ok MS" (the time recv() took) and
  * the stack's rtc_shim_* counters (uls_counters, found with dlsym: the shim exports it),
@@ -28,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
@@ -35,8 +40,8 @@
 
 #include "rtccounters.h"
 
-static volatile sig_atomic_t handled;
-static int sd;
+static volatile sig_atomic_t handled, closed;
+static int sd, close_from = -1;
 
 static double now_ms(void)
 {
@@ -48,8 +53,15 @@ static double now_ms(void)
 
 static void on_alarm(int sig)
 {
+	int e = errno;
+
 	(void)sig;
 	handled++;
+	/* Whatever the thread was doing, the program may not close the library's files. */
+	for (int fd = close_from; close_from >= 0 && fd < close_from + 4096; fd++)
+		if (close(fd) == 0)
+			closed++;
+	errno = e;
 }
 
 static void *late_sender(void *arg)
@@ -73,7 +85,8 @@ int main(int argc, char **argv)
 	if (argc != 4 || inet_pton(AF_INET, argv[1], &peer.sin_addr) != 1)
 		return 2;
 	const char *mode = argv[3];
-	bool restart = strcmp(mode, "restart") == 0 || strcmp(mode, "signal") == 0;
+	bool restart = strcmp(mode, "restart") == 0 || strcmp(mode, "signal") == 0 ||
+		       strcmp(mode, "closeall") == 0;
 	int want_flags = strcmp(mode, "intr") == 0 || strcmp(mode, "siginterrupt") == 0 ?
 			 0 : SA_RESTART;
 	peer.sin_port = htons((unsigned short)atoi(argv[2]));
@@ -96,6 +109,15 @@ int main(int argc, char **argv)
 		sa.sa_handler = on_alarm;
 		sa.sa_flags = want_flags;
 		sigaction(SIGALRM, &sa, NULL);
+	}
+	if (strcmp(mode, "closeall") == 0) {
+		struct rlimit rl;
+		if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY ||
+		    rl.rlim_cur < 256) {
+			fprintf(stderr, "closeall: no soft limit to find the library's files by\n");
+			return 1;
+		}
+		close_from = (int)(rl.rlim_cur - rl.rlim_cur / 4);
 	}
 	if (strcmp(mode, "timeout") == 0) {
 		struct timeval tv = { 5, 0 };
@@ -130,6 +152,11 @@ int main(int argc, char **argv)
 	if (restart && !(n == 1 && c == 'x' && took >= 500)) {
 		fprintf(stderr, "recv returned %zd (%s) after %.0f ms, want the echoed byte at 600 ms\n",
 			n, n < 0 ? strerror(err) : "data", took);
+		return 1;
+	}
+	if (closed) {
+		fprintf(stderr, "the handler closed %d of the library's descriptors\n",
+			(int)closed);
 		return 1;
 	}
 	printf("ok %.0f", took);

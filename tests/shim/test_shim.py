@@ -148,7 +148,8 @@ def test_a_signal_held_off_inside_the_stack_reaches_its_handler_with_its_details
 
 
 @pytest.mark.parametrize("rtc", ["1", "0"])
-@pytest.mark.parametrize("mode", ["intr", "restart", "signal", "siginterrupt", "timeout"])
+@pytest.mark.parametrize("mode", ["intr", "restart", "signal", "siginterrupt", "timeout",
+                                  "closeall"])
 def test_a_signal_during_a_blocking_recv_interrupts_or_restarts_it_as_the_kernel_does(bed, mode,
                                                                                      rtc):
     """signal(7): a socket call blocked when a handler runs fails with EINTR, unless the
@@ -158,14 +159,16 @@ def test_a_signal_during_a_blocking_recv_interrupts_or_restarts_it_as_the_kernel
     another thread of the process sends meanwhile on the same socket (restart, and signal(),
     which restarts). The recv drives the stack (rtc_shim_* counters: the wait was the
     device's, not the mirror's); with ULS_RTC=0 it waits on the mirror, the kernel's own
-    wait, and must behave the same."""
+    wait, and must behave the same. closeall: as restart, with a handler that, running
+    inside the stack's wait, tries to close every one of the library's own descriptors:
+    the shim refuses each (EBADF) and the recv still gets its byte."""
     env = dict(os.environ, ULS_RTC=rtc)
     r = bed.ulsrun([f"{BUILD}/tests/shim/sigwait", bed.kip, "7100", mode], timeout=30, env=env)
     assert r.returncode == 0 and r.stdout.startswith(b"ok "), r
     c = {k: int(v) for k, v in (f.split("=") for f in r.stdout.decode().split()[2:])}
     if rtc == "1":
         assert c["rtc_shim_waits_on_mirror"] == 0, c
-        key = "rtc_shim_waits_driven" if mode in ("restart", "signal") \
+        key = "rtc_shim_waits_driven" if mode in ("restart", "signal", "closeall") \
             else "rtc_shim_waits_interrupted"
         assert c[key] >= 1, c
     else:
@@ -212,10 +215,11 @@ def test_blocking_calls_drive_the_stack_with_threads_racing_and_fork_and_exec_in
             rounds = 150
             assert c["rtc_shim_poll_rounds"] + c["rtc_entry_rx"] >= rounds, c
             assert c["rtc_shim_waits_interrupted"] == 1, c
-            # issue 14: the socket is in a user-level epoll set (in every mode): its
-            # mirror got no readable token for most echoes (poll and select arm it for
-            # their call, and then it gets one)
-            assert c["mirror_tokens_skipped"] >= rounds, c
+            # issue 14: the socket is in a user-level epoll set (in every mode); waited
+            # on there, its mirror got no readable token for most echoes (poll and select
+            # arm it for their call, and then it may get one)
+            if mode == "epoll":
+                assert c["mirror_tokens_skipped"] >= rounds, c
     else:
         assert c["rtc_shim_waits_driven"] == 0 and c["rtc_shim_poll_rounds"] == 0, c
 

@@ -644,8 +644,8 @@ result "up --ipv6 exits 0"
 { expected_env "$TB_NAME" 2 1500
   printf 'export TB_IPV6=1\nexport TB_PREFIX6=64\nexport TB_NODE1_IP6=2001:db8:0:1::1\n'
   printf 'export TB_NODE2_IP6=2001:db8:0:1::2\nexport TB_KERNEL_IP6=2001:db8:0:1::100\n'
-  printf 'export TB_KERNEL2_IP6=2001:db8:0:1::101\n'; } >"$TMP/up-6.expected"
-check "up --ipv6 exports the IPv4 lines unchanged, then TB_IPV6, TB_PREFIX6, TB_NODEi_IP6, TB_KERNEL_IP6" \
+  printf 'export TB_KERNEL2_IP6=2001:db8:0:1::101\nexport TB_SCAPY_IP6=2001:db8:0:1::200\n'; } >"$TMP/up-6.expected"
+check "up --ipv6 exports the IPv4 lines unchanged, then TB_IPV6, TB_PREFIX6, TB_NODEi_IP6, TB_KERNEL_IP6, TB_SCAPY_IP6" \
     diff "$TMP/up-6.expected" "$TMP/up-6"
 check "up --ipv6: peers have their IPv6 /64 on eth0 only, no RA/RS; node ns keeps IPv6 off" ipv6_ok
 { ip netns exec "$TB_NAME-k1" ping -6 -c 1 -W 2 2001:db8:0:1::101; } >"$TMP/out" 2>&1

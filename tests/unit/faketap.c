@@ -18,6 +18,8 @@ struct nif_tap *faketap(void)
 struct faketap_frame faketap_sent[FAKETAP_MAX_SENT];
 unsigned faketap_nsent;
 void (*faketap_rx_done)(void);
+void (*faketap_on_flush)(void);
+void (*faketap_on_tx)(void);
 
 #define MAX_INJECT 8
 static const uint8_t *inject[MAX_INJECT];
@@ -37,7 +39,13 @@ void faketap_inject(const uint8_t *const *frames, const size_t *lens, unsigned n
 uint8_t *nif_tap_tx_slot(struct nif_tap *t) { (void)t; return slot_buf; }
 size_t nif_tap_tx_room(const struct nif_tap *t) { (void)t; return sizeof(slot_buf); }
 void nif_tap_tx_unused(struct nif_tap *t, uint8_t *slot) { (void)t; (void)slot; }
-int nif_tap_tx_flush(struct nif_tap *t) { (void)t; return 0; }
+int nif_tap_tx_flush(struct nif_tap *t)
+{
+	(void)t;
+	if (faketap_on_flush)
+		faketap_on_flush();
+	return 0;
+}
 void nif_tap_wake(struct nif_tap *t) { (void)t; }
 int nif_tap_wait(struct nif_tap *t, int timeout_ms) { (void)t; (void)timeout_ms; return 0; }
 int nif_tap_watch(struct nif_tap *t, int fd, uint64_t tag) { (void)t; (void)fd; (void)tag; return 0; }
@@ -57,6 +65,8 @@ void nif_tap_get_stats(const struct nif_tap *t, struct nif_dev_stats *out)
 int nif_tap_tx_queue(struct nif_tap *t, uint8_t *slot, size_t len, uint32_t off)
 {
 	(void)t; (void)off;
+	if (faketap_on_tx)
+		faketap_on_tx();
 	if (faketap_nsent < FAKETAP_MAX_SENT) {
 		size_t n = len < FAKETAP_FRAME_MAX ? len : FAKETAP_FRAME_MAX;
 		memcpy(faketap_sent[faketap_nsent].b, slot, n);

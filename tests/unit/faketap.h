@@ -25,5 +25,9 @@ extern unsigned faketap_nsent;
 /* Frames that nif_tap_rx() delivers once; then it calls faketap_rx_done, if set. */
 void faketap_inject(const uint8_t *const *frames, const size_t *lens, unsigned n);
 extern void (*faketap_rx_done)(void);
+/* Called at each nif_tap_tx_flush(), and at each frame queued or sent (if set): a test
+ * looks at which locks are held there. */
+extern void (*faketap_on_flush)(void);
+extern void (*faketap_on_tx)(void);
 
 #endif

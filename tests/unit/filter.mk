@@ -1,5 +1,5 @@
 # Unit tests of filter/ (cmocka): one program per source file under test.
-FILTER_UNIT_TESTS = tests/unit/test_filter_parse tests/unit/test_filter_table
+FILTER_UNIT_TESTS = tests/unit/test_filter_parse tests/unit/test_filter_table tests/unit/test_filter_table6
 check_PROGRAMS += $(FILTER_UNIT_TESTS)
 TESTS += $(FILTER_UNIT_TESTS)
 
@@ -7,6 +7,11 @@ tests_unit_test_filter_parse_SOURCES = tests/unit/test_filter_parse.c tests/unit
 tests_unit_test_filter_parse_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_filter_parse_LDADD = filter/libflt.la $(CMOCKA_LIBS)
 
-tests_unit_test_filter_table_SOURCES = tests/unit/test_filter_table.c tests/unit/filter_frames.h
+tests_unit_test_filter_table_SOURCES = tests/unit/test_filter_table.c tests/unit/filter_frames.h \
+	tests/unit/filter_table_fixture.h
 tests_unit_test_filter_table_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_filter_table_LDADD = filter/libflt.la $(CMOCKA_LIBS)
+tests_unit_test_filter_table6_SOURCES = tests/unit/test_filter_table6.c tests/unit/filter_frames.h \
+	tests/unit/filter_table_fixture.h
+tests_unit_test_filter_table6_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_filter_table6_LDADD = filter/libflt.la $(CMOCKA_LIBS)

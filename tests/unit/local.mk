@@ -76,7 +76,7 @@ include tests/unit/filter.mk
 
 # The control protocol, the rings and ulsd's port space.
 SERVER_UNIT_TESTS = tests/unit/test_ctl tests/unit/test_ring tests/unit/test_ports \
-	tests/unit/test_vnet tests/unit/test_reass tests/unit/test_reply tests/unit/test_qring tests/unit/test_conntab
+	tests/unit/test_vnet tests/unit/test_reass tests/unit/test_reply tests/unit/test_reply6 tests/unit/test_qring tests/unit/test_conntab
 check_PROGRAMS += $(SERVER_UNIT_TESTS)
 TESTS += $(SERVER_UNIT_TESTS)
 tests_unit_test_ctl_SOURCES = tests/unit/test_ctl.c
@@ -91,12 +91,15 @@ tests_unit_test_ring_LDADD = netif/libnif.la $(CMOCKA_LIBS)
 tests_unit_test_vnet_SOURCES = tests/unit/test_vnet.c
 tests_unit_test_vnet_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_vnet_LDADD = netif/libnif.la $(CMOCKA_LIBS)
-tests_unit_test_ports_SOURCES = tests/unit/test_ports.c server/ports.c
+tests_unit_test_ports_SOURCES = tests/unit/test_ports.c server/ports.c server/custody.c
 tests_unit_test_ports_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS) -I$(top_srcdir)/stack
 tests_unit_test_ports_LDADD = filter/libflt.la netif/libnif.la $(CMOCKA_LIBS)
 tests_unit_test_reply_SOURCES = tests/unit/test_reply.c server/reply.c
 tests_unit_test_reply_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
 tests_unit_test_reply_LDADD = filter/libflt.la netif/libnif.la $(CMOCKA_LIBS)
+tests_unit_test_reply6_SOURCES = tests/unit/test_reply6.c server/reply6.c server/reply.c
+tests_unit_test_reply6_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
+tests_unit_test_reply6_LDADD = filter/libflt.la netif/libnif.la $(CMOCKA_LIBS)
 tests_unit_test_reass_SOURCES = tests/unit/test_reass.c server/reass.c
 tests_unit_test_reass_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
 tests_unit_test_reass_LDADD = filter/libflt.la netif/libnif.la $(CMOCKA_LIBS)
@@ -137,12 +140,24 @@ tests_unit_test_qring_LDADD = netif/libnif.la $(LIBURING_LIBS) $(CMOCKA_LIBS) -l
 # ulsd but its main, with a fake TAP the test defines (netif/tap.c is not linked).
 check_PROGRAMS += tests/unit/test_server
 TESTS += tests/unit/test_server
-tests_unit_test_server_SOURCES = tests/unit/test_server.c tests/unit/faketap.c \
+tests_unit_test_server_SOURCES = tests/unit/test_server.c tests/unit/server_fixture.c \
+	tests/unit/server_fixture.h tests/unit/faketap.c \
 	tests/unit/faketap.h server/ctl.c server/lease.c \
-	server/ports.c server/handoff.c server/demux.c server/reply.c server/reass.c \
+	server/ports.c server/custody.c server/counters.c server/handoff.c server/demux.c server/reply.c \
+	server/reply6.c server/reass.c \
 	server/bpf_none.c
 tests_unit_test_server_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
 tests_unit_test_server_LDADD = filter/libflt.la netif/libnif.la $(LIBURING_LIBS) $(CMOCKA_LIBS) -lpthread
+check_PROGRAMS += tests/unit/test_server_ctl
+TESTS += tests/unit/test_server_ctl
+tests_unit_test_server_ctl_SOURCES = tests/unit/test_server_ctl.c tests/unit/server_fixture.c \
+	tests/unit/server_fixture.h tests/unit/faketap.c \
+	tests/unit/faketap.h server/ctl.c server/lease.c \
+	server/ports.c server/custody.c server/counters.c server/handoff.c server/demux.c server/reply.c \
+	server/reply6.c server/reass.c \
+	server/bpf_none.c
+tests_unit_test_server_ctl_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
+tests_unit_test_server_ctl_LDADD = filter/libflt.la netif/libnif.la $(LIBURING_LIBS) $(CMOCKA_LIBS) -lpthread
 
 # The stack's segmentation offload: segment sizes and the offload word of sent frames.
 check_PROGRAMS += tests/unit/test_tso

@@ -4,6 +4,7 @@
  * truncation tests copy each prefix into a buffer of exactly that size, so that under
  * AddressSanitizer one octet too far is a crash, not a pass.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,6 +15,7 @@
 #include <cmocka.h>
 
 #include "filter/filter.h"
+#include "netif/wire/wire.h"
 #include "tests/unit/filter_frames.h"
 
 /* An output block that a drop must leave alone. */
@@ -146,16 +148,175 @@ static void frame_shorter_than_ethernet_header_parse_drops_runt(void **state)
 	assert_untouched(&p);
 }
 
-static void ipv6_and_vlan_ethertypes_parse_drop_ethertype(void **state)
+static void vlan_ethertype_parse_drops_ethertype(void **state)
 {
 	struct frame f;
 	struct flt_pkt p;
 	(void)state;
 
-	build(&f, &(struct fspec){ .ethertype = 0x86dd });
-	assert_int_equal(parse(&f, &p), -FLT_DROP_ETHERTYPE);
 	build(&f, &(struct fspec){ .ethertype = 0x8100 });
 	assert_int_equal(parse(&f, &p), -FLT_DROP_ETHERTYPE);
+}
+
+/* ---- IPv6 (RFC 8200) ---------------------------------------------------------------- */
+
+static const uint8_t node6[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 1, [15] = 1 };
+static const uint8_t peer6[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 1, [15] = 2 };
+
+/* Ethernet, IPv6 from peer6 to node6, ext (ext_len octets of extension headers whose
+ * first Next Header is first), then l4 (l4_len octets, its Next Header proto). */
+static void build6(struct frame *f, uint8_t first, const uint8_t *ext, size_t ext_len,
+		   const uint8_t *l4, size_t l4_len)
+{
+	memset(f->b, 0, sizeof(f->b));
+	memcpy(f->b, node_mac, 6);
+	memcpy(f->b + 6, peer_mac, 6);
+	put16(f->b + 12, WIRE_ETHERTYPE_IPV6);
+	wire_ipv6_write(f->b + 14, first, peer6, node6, (uint16_t)(ext_len + l4_len), 64);
+	memcpy(f->b + 54, ext, ext_len);
+	memcpy(f->b + 54 + ext_len, l4, l4_len);
+	f->len = 54 + ext_len + l4_len;
+}
+
+static void tcp(uint8_t t[20])
+{
+	memset(t, 0, 20);
+	put16(t, 40000);
+	put16(t + 2, 80);
+	t[12] = 5 << 4;
+	t[13] = WIRE_TCP_SYN;
+}
+
+static void ipv6_tcp_parses_ports_and_goes_to_server(void **state)
+{
+	struct frame f;
+	struct flt_pkt p;
+	uint8_t t[20];
+	struct flt_table *tb = flt_table_new();
+	(void)state;
+
+	tcp(t);
+	build6(&f, WIRE_IPPROTO_TCP, NULL, 0, t, 20);
+	assert_int_equal(parse(&f, &p), 0);
+	assert_int_equal(p.ethertype, WIRE_ETHERTYPE_IPV6);
+	assert_memory_equal(p.ip6.src, peer6, 16);
+	assert_memory_equal(p.ip6.dst, node6, 16);
+	assert_int_equal(p.ip6.proto, WIRE_IPPROTO_TCP);
+	assert_int_equal(p.ip6.plen, 20);
+	assert_int_equal(p.ip6.hlim, 64);
+	assert_true(p.has_ports);
+	assert_int_equal(p.sport, 40000);
+	assert_int_equal(p.dport, 80);
+	assert_int_equal(p.tcp.flags, WIRE_TCP_SYN);
+	assert_int_equal(p.l4_off, 54);
+	/* No process carries IPv6 yet: the server's, and never sent for a process. */
+	assert_non_null(tb);
+	assert_int_equal(flt_add_listen(tb, WIRE_IPPROTO_TCP, 80, 7, false), 0);
+	assert_int_equal(flt_lookup_rx(tb, &p), FLT_NO_OWNER);
+	memcpy(p.src_mac, node_mac, 6);
+	assert_int_equal(flt_check_tx(tb, &p, 7, NODE_IP, node_mac), -FLT_DENY_PROTO);
+	flt_table_free(tb);
+}
+
+static void ipv6_extension_headers_walked_to_udp(void **state)
+{
+	struct frame f;
+	struct flt_pkt p;
+	uint8_t ext[8 + 16] = { WIRE_IPPROTO_DSTOPTS, 0, [8] = WIRE_IPPROTO_UDP, 1 };
+	uint8_t u[12] = { 0x9c, 0x40, 0, 53, 0, 12 };
+	(void)state;
+
+	build6(&f, WIRE_IPPROTO_HOPOPTS, ext, sizeof(ext), u, sizeof(u));
+	assert_int_equal(parse(&f, &p), 0);
+	assert_int_equal(p.ip6.proto, WIRE_IPPROTO_UDP);
+	assert_int_equal(p.ip6.nexthdrs, 2);
+	assert_true(p.has_ports);
+	assert_int_equal(p.dport, 53);
+	assert_int_equal(p.l4_off, 54 + 24);
+	/* UDP Length must match what the packet carries, as for IPv4. */
+	u[5] = 14;
+	build6(&f, WIRE_IPPROTO_HOPOPTS, ext, sizeof(ext), u, sizeof(u));
+	assert_int_equal(parse(&f, &p), -FLT_DROP_UDP_HEADER);
+}
+
+static void ipv6_bad_headers_parse_drops(void **state)
+{
+	struct frame f;
+	struct flt_pkt p;
+	uint8_t t[20], ext[16 * WIRE_IPV6_EXT_MAX];
+	(void)state;
+
+	tcp(t);
+	build6(&f, WIRE_IPPROTO_TCP, NULL, 0, t, 20);
+	f.b[14] = 0x40;
+	assert_int_equal(parse(&f, &p), -FLT_DROP_IPV6_HEADER);
+	build6(&f, WIRE_IPPROTO_TCP, NULL, 0, t, 20);
+	put16(f.b + 18, 21);
+	assert_int_equal(parse(&f, &p), -FLT_DROP_IPV6_HEADER);
+	/* WIRE_IPV6_EXT_MAX + 1 Destination Options headers. */
+	memset(ext, 0, sizeof(ext));
+	for (unsigned i = 0; i < WIRE_IPV6_EXT_MAX; i++)
+		ext[8 * i] = WIRE_IPPROTO_DSTOPTS;
+	build6(&f, WIRE_IPPROTO_DSTOPTS, ext, 8 * WIRE_IPV6_EXT_MAX, t, 20);
+	assert_int_equal(parse(&f, &p), -FLT_DROP_IPV6_EXT);
+	ext[8 * (WIRE_IPV6_EXT_MAX - 1)] = WIRE_IPPROTO_TCP;
+	build6(&f, WIRE_IPPROTO_DSTOPTS, ext, 8 * WIRE_IPV6_EXT_MAX, t, 20);
+	assert_int_equal(parse(&f, &p), 0);
+	assert_int_equal(p.ip6.nexthdrs, WIRE_IPV6_EXT_MAX);
+	/* Every prefix of a frame with extension headers: no read past it (ASan). */
+	for (size_t len = 0; len < f.len; len++) {
+		int rc = parse_prefix(&f, len, &p);
+		assert_true(rc < 0);
+	}
+	/* A TCP header cut short by Payload Length. */
+	build6(&f, WIRE_IPPROTO_TCP, NULL, 0, t, 12);
+	assert_int_equal(parse(&f, &p), -FLT_DROP_TCP_HEADER);
+}
+
+static void ipv6_unknown_next_header_and_fragments_have_no_ports(void **state)
+{
+	struct frame f;
+	struct flt_pkt p;
+	uint8_t t[20], fr[8] = { WIRE_IPPROTO_TCP, 0, 0, 0, 0, 0, 0, 1 };
+	(void)state;
+
+	tcp(t);
+	build6(&f, 253, NULL, 0, t, 20);
+	assert_int_equal(parse(&f, &p), 0);
+	assert_int_equal(p.ip6.proto, 253);
+	assert_false(p.has_ports);
+	build6(&f, WIRE_IPPROTO_FRAGMENT, fr, sizeof(fr), t, 20);
+	assert_int_equal(parse(&f, &p), 0);
+	assert_true(p.ip6.fragment);
+	assert_false(p.has_ports);
+}
+
+static void icmpv6_error_quote_gives_inner_ports(void **state)
+{
+	struct frame f;
+	struct flt_pkt p;
+	uint8_t m[8 + 40 + 8] = { WIRE_ICMPV6_DST_UNREACH, WIRE_ICMPV6_UNREACH_PORT };
+	(void)state;
+
+	/* The quoted packet: ours, from node6:80 to peer6:40000. */
+	wire_ipv6_write(m + 8, WIRE_IPPROTO_UDP, node6, peer6, 8, 64);
+	put16(m + 48, 80);
+	put16(m + 50, 40000);
+	build6(&f, WIRE_IPPROTO_ICMPV6, NULL, 0, m, sizeof(m));
+	assert_int_equal(parse(&f, &p), 0);
+	assert_int_equal(p.icmp.type, WIRE_ICMPV6_DST_UNREACH);
+	assert_true(p.icmp.has_inner);
+	assert_true(p.icmp.inner.has_ports);
+	assert_int_equal(p.icmp.inner.proto, WIRE_IPPROTO_UDP);
+	assert_int_equal(p.icmp.inner.sport, 80);
+	assert_int_equal(p.icmp.inner.dport, 40000);
+	assert_memory_equal(p.icmp.inner.src6, node6, 16);
+	assert_memory_equal(p.icmp.inner.dst6, peer6, 16);
+	/* Echo: no quote. */
+	m[0] = WIRE_ICMPV6_ECHO_REQUEST;
+	build6(&f, WIRE_IPPROTO_ICMPV6, NULL, 0, m, sizeof(m));
+	assert_int_equal(parse(&f, &p), 0);
+	assert_false(p.icmp.has_inner);
 }
 
 static void ip_version_6_parse_drops_ipv4_header(void **state)
@@ -462,12 +623,29 @@ static void every_reason_name_is_distinct(void **state)
 	(void)state;
 
 	for (int i = 0; i < FLT_REASON_COUNT; i++) {
-		assert_string_not_equal(flt_reason_name((enum flt_reason)i), "unknown");
+		assert_string_not_equal(flt_reason_name((enum flt_reason)(FLT_REASON_BASE + i)), "unknown");
 		for (int j = 0; j < i; j++)
-			assert_string_not_equal(flt_reason_name((enum flt_reason)i),
-						flt_reason_name((enum flt_reason)j));
+			assert_string_not_equal(flt_reason_name((enum flt_reason)(FLT_REASON_BASE + i)),
+						flt_reason_name((enum flt_reason)(FLT_REASON_BASE + j)));
 	}
-	assert_string_equal(flt_reason_name(FLT_REASON_COUNT), "unknown");
+	assert_string_equal(flt_reason_name(FLT_REASON_END), "unknown");
+	assert_string_equal(flt_reason_name((enum flt_reason)EINVAL), "unknown");
+}
+
+/* A negative return of the parser is a reason, not an errno: the two never overlap
+ * (docs/architecture.md, return conventions). */
+static void drop_reasons_do_not_overlap_errno(void **state)
+{
+	(void)state;
+	assert_true(FLT_REASON_NONE > 4095);
+	assert_true(FLT_DROP_RUNT > 4095);
+	for (int i = 0; i < FLT_REASON_COUNT; i++)
+		assert_true(FLT_REASON_INDEX(FLT_REASON_BASE + i) == (unsigned)i);
+	struct flt_pkt p;
+	uint8_t runt[4] = { 0 };
+	int rc = flt_parse(runt, sizeof(runt), &p);
+	assert_int_equal(rc, -FLT_DROP_RUNT);
+	assert_true(-rc > 4095);
 }
 
 int main(void)
@@ -478,7 +656,12 @@ int main(void)
 		cmocka_unit_test(udp_and_icmp_frames_truncated_at_every_length_parse_drops),
 		cmocka_unit_test(ethernet_padding_after_datagram_parse_ignores_it),
 		cmocka_unit_test(frame_shorter_than_ethernet_header_parse_drops_runt),
-		cmocka_unit_test(ipv6_and_vlan_ethertypes_parse_drop_ethertype),
+		cmocka_unit_test(vlan_ethertype_parse_drops_ethertype),
+		cmocka_unit_test(ipv6_tcp_parses_ports_and_goes_to_server),
+		cmocka_unit_test(ipv6_extension_headers_walked_to_udp),
+		cmocka_unit_test(ipv6_bad_headers_parse_drops),
+		cmocka_unit_test(ipv6_unknown_next_header_and_fragments_have_no_ports),
+		cmocka_unit_test(icmpv6_error_quote_gives_inner_ports),
 		cmocka_unit_test(ip_version_6_parse_drops_ipv4_header),
 		cmocka_unit_test(ihl_below_five_parse_drops_ipv4_header),
 		cmocka_unit_test(ihl_past_end_of_frame_parse_drops_ipv4_header),
@@ -500,6 +683,7 @@ int main(void)
 		cmocka_unit_test(icmp_shorter_than_header_parse_drops_icmp_header),
 		cmocka_unit_test(other_ip_protocol_parse_passes_without_ports),
 		cmocka_unit_test(every_reason_name_is_distinct),
+		cmocka_unit_test(drop_reasons_do_not_overlap_errno),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,4 +1,5 @@
-/* server/ports.c: the node's port space and the custody of a dead process's connections.
+/* server/ports.c and server/custody.c, each an object of its own: the node's port space and
+ * the custody of a dead process's connections.
  * Linux's bind(2) rules are the reference: one holder per port unless every holder asked
  * for SO_REUSEPORT as the same user; ports below 1024 need root; ephemeral ports come from
  * 32768..60999 (RFC 6056 §3.3.1 randomised start). */
@@ -14,17 +15,21 @@
 #include <netinet/in.h>
 
 #include "netif/ctl/ctl.h"
-#include "server/internal.h"
+#include "filter/filter.h"
+#include "server/custody.h"
+#include "server/ports.h"
 #include "lwipopts.h"  /* TCP_MSL: the processes' TIME-WAIT */
 
-/* Stubs for what ports.c needs from the rest of ulsd. */
+/* Time and probes are the caller's: the tests give them. */
 static uint64_t now_ms = 1000;
 static unsigned probes_sent;
-uint64_t srv__now_ms(void) { return now_ms; }
-void srv__send_probe(struct srv *s, const struct srv_custody *c) { (void)s; (void)c; probes_sent++; }
+static void probe(void *arg, const struct srv_custody *c) { (void)arg; (void)c; probes_sent++; }
 
-static struct srv srv;
-static struct srv_lease root_a = { .id = 1, .uid = 0 }, root_b = { .id = 2, .uid = 0 },
+static struct flt_table *flt;
+static struct srv_custody_set custody;
+static struct srv_ports *ports;
+static const uint64_t key[2] = { 0x0123456789abcdefull, 0xfedcba9876543210ull };
+static const struct srv_port_owner root_a = { .id = 1, .uid = 0 }, root_b = { .id = 2, .uid = 0 },
 			user_c = { .id = 3, .uid = 1000 }, user_d = { .id = 4, .uid = 1000 },
 			other_e = { .id = 5, .uid = 2000 };
 static const uint32_t peer = 0x640012c6;  /* 198.18.0.100, network order on little-endian */
@@ -32,114 +37,111 @@ static const uint32_t peer = 0x640012c6;  /* 198.18.0.100, network order on litt
 static int setup(void **state)
 {
 	(void)state;
-	memset(&srv, 0, sizeof(srv));
-	srv.flt = flt_table_new();
+	flt = flt_table_new();
+	ports = flt ? srv__ports_new(flt, &custody, key) : NULL;
 	now_ms = 1000;
 	probes_sent = 0;
-	return srv.flt ? 0 : -1;
+	return ports ? 0 : -1;
 }
 
 static int teardown(void **state)
 {
-	struct srv_lease *all[] = { &root_a, &root_b, &user_c, &user_d, &other_e };
-
 	(void)state;
-	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
-		srv__ports_drop_lease(&srv, all[i]);
-	flt_table_free(srv.flt);
-	free(srv.custody);
+	srv__ports_free(ports);
+	flt_table_free(flt);
+	srv__custody_free(&custody);
 	return 0;
 }
 
 static void free_port_bound(void **state)
 {
 	(void)state;
-	assert_int_equal(srv__port_bind(&srv, &root_a, IPPROTO_TCP, 5001, 0), 5001);
-	assert_true(srv__port_held(&srv, &root_a, IPPROTO_TCP, 5001));
-	assert_false(srv__port_held(&srv, &root_b, IPPROTO_TCP, 5001));
+	assert_int_equal(srv__port_bind(ports, &root_a, IPPROTO_TCP, 5001, 0), 5001);
+	assert_true(srv__port_held(ports, &root_a, IPPROTO_TCP, 5001));
+	assert_false(srv__port_held(ports, &root_b, IPPROTO_TCP, 5001));
 }
 
 static void held_port_bound_by_another_process_eaddrinuse(void **state)
 {
 	(void)state;
-	assert_int_equal(srv__port_bind(&srv, &root_a, IPPROTO_TCP, 5001, 0), 5001);
-	assert_int_equal(srv__port_bind(&srv, &root_b, IPPROTO_TCP, 5001, 0), -EADDRINUSE);
-	assert_int_equal(srv__port_bind(&srv, &root_b, IPPROTO_TCP, 5001, CTL_F_REUSEADDR),
+	assert_int_equal(srv__port_bind(ports, &root_a, IPPROTO_TCP, 5001, 0), 5001);
+	assert_int_equal(srv__port_bind(ports, &root_b, IPPROTO_TCP, 5001, 0), -EADDRINUSE);
+	assert_int_equal(srv__port_bind(ports, &root_b, IPPROTO_TCP, 5001, CTL_F_REUSEADDR),
 			 -EADDRINUSE);
 }
 
 static void same_port_number_tcp_and_udp_independent(void **state)
 {
 	(void)state;
-	assert_int_equal(srv__port_bind(&srv, &root_a, IPPROTO_TCP, 5001, 0), 5001);
-	assert_int_equal(srv__port_bind(&srv, &root_b, IPPROTO_UDP, 5001, 0), 5001);
+	assert_int_equal(srv__port_bind(ports, &root_a, IPPROTO_TCP, 5001, 0), 5001);
+	assert_int_equal(srv__port_bind(ports, &root_b, IPPROTO_UDP, 5001, 0), 5001);
 }
 
 static void port_zero_gets_ephemeral_port_in_linux_range(void **state)
 {
 	(void)state;
 	for (int i = 0; i < 100; i++) {
-		int p = srv__port_bind(&srv, &root_a, IPPROTO_TCP, 0, 0);
+		int p = srv__port_bind(ports, &root_a, IPPROTO_TCP, 0, 0);
 		assert_in_range(p, SRV_EPHEMERAL_LO, SRV_EPHEMERAL_HI);
-		assert_int_equal(srv__port_bind(&srv, &root_b, IPPROTO_TCP, (uint16_t)p, 0), -EADDRINUSE);
+		assert_int_equal(srv__port_bind(ports, &root_b, IPPROTO_TCP, (uint16_t)p, 0), -EADDRINUSE);
 	}
 }
 
 static void privileged_port_needs_root(void **state)
 {
 	(void)state;
-	assert_int_equal(srv__port_bind(&srv, &user_c, IPPROTO_TCP, 80, 0), -EACCES);
-	assert_int_equal(srv__port_bind(&srv, &user_c, IPPROTO_UDP, 1023, 0), -EACCES);
-	assert_int_equal(srv__port_bind(&srv, &user_c, IPPROTO_TCP, 1024, 0), 1024);
-	assert_int_equal(srv__port_bind(&srv, &root_a, IPPROTO_TCP, 80, 0), 80);
+	assert_int_equal(srv__port_bind(ports, &user_c, IPPROTO_TCP, 80, 0), -EACCES);
+	assert_int_equal(srv__port_bind(ports, &user_c, IPPROTO_UDP, 1023, 0), -EACCES);
+	assert_int_equal(srv__port_bind(ports, &user_c, IPPROTO_TCP, 1024, 0), 1024);
+	assert_int_equal(srv__port_bind(ports, &root_a, IPPROTO_TCP, 80, 0), 80);
 }
 
 static void reuseport_shared_only_by_same_user_all_asking(void **state)
 {
 	(void)state;
-	assert_int_equal(srv__port_bind(&srv, &user_c, IPPROTO_TCP, 8080, CTL_F_REUSEPORT), 8080);
-	assert_int_equal(srv__port_bind(&srv, &user_d, IPPROTO_TCP, 8080, CTL_F_REUSEPORT), 8080);
+	assert_int_equal(srv__port_bind(ports, &user_c, IPPROTO_TCP, 8080, CTL_F_REUSEPORT), 8080);
+	assert_int_equal(srv__port_bind(ports, &user_d, IPPROTO_TCP, 8080, CTL_F_REUSEPORT), 8080);
 	/* another user may not join, nor may a holder that did not ask */
-	assert_int_equal(srv__port_bind(&srv, &other_e, IPPROTO_TCP, 8080, CTL_F_REUSEPORT),
+	assert_int_equal(srv__port_bind(ports, &other_e, IPPROTO_TCP, 8080, CTL_F_REUSEPORT),
 			 -EADDRINUSE);
-	assert_int_equal(srv__port_bind(&srv, &root_a, IPPROTO_TCP, 8080, 0), -EADDRINUSE);
+	assert_int_equal(srv__port_bind(ports, &root_a, IPPROTO_TCP, 8080, 0), -EADDRINUSE);
 }
 
 static void reuseport_refused_when_first_holder_did_not_ask(void **state)
 {
 	(void)state;
-	assert_int_equal(srv__port_bind(&srv, &user_c, IPPROTO_TCP, 8080, 0), 8080);
-	assert_int_equal(srv__port_bind(&srv, &user_d, IPPROTO_TCP, 8080, CTL_F_REUSEPORT),
+	assert_int_equal(srv__port_bind(ports, &user_c, IPPROTO_TCP, 8080, 0), 8080);
+	assert_int_equal(srv__port_bind(ports, &user_d, IPPROTO_TCP, 8080, CTL_F_REUSEPORT),
 			 -EADDRINUSE);
 }
 
 static void port_free_again_after_last_reference_released(void **state)
 {
 	(void)state;
-	assert_int_equal(srv__port_bind(&srv, &root_a, IPPROTO_TCP, 5001, 0), 5001);
-	assert_int_equal(srv__port_ref(&srv, &root_a, IPPROTO_TCP, 5001), 0);  /* an accepted conn */
-	srv__port_release(&srv, &root_a, IPPROTO_TCP, 5001);
-	assert_int_equal(srv__port_bind(&srv, &root_b, IPPROTO_TCP, 5001, 0), -EADDRINUSE);
-	srv__port_release(&srv, &root_a, IPPROTO_TCP, 5001);
-	assert_int_equal(srv__port_bind(&srv, &root_b, IPPROTO_TCP, 5001, 0), 5001);
+	assert_int_equal(srv__port_bind(ports, &root_a, IPPROTO_TCP, 5001, 0), 5001);
+	assert_int_equal(srv__port_ref(ports, &root_a, IPPROTO_TCP, 5001), 0);  /* an accepted conn */
+	srv__port_release(ports, &root_a, IPPROTO_TCP, 5001);
+	assert_int_equal(srv__port_bind(ports, &root_b, IPPROTO_TCP, 5001, 0), -EADDRINUSE);
+	srv__port_release(ports, &root_a, IPPROTO_TCP, 5001);
+	assert_int_equal(srv__port_bind(ports, &root_b, IPPROTO_TCP, 5001, 0), 5001);
 }
 
 static void ref_on_a_port_not_held_refused(void **state)
 {
 	(void)state;
-	assert_int_equal(srv__port_ref(&srv, &root_a, IPPROTO_TCP, 5001), -EPERM);
+	assert_int_equal(srv__port_ref(ports, &root_a, IPPROTO_TCP, 5001), -EPERM);
 }
 
 static void dead_lease_ports_freed(void **state)
 {
 	(void)state;
-	assert_int_equal(srv__port_bind(&srv, &root_a, IPPROTO_TCP, 5001, 0), 5001);
-	assert_int_equal(srv__port_bind(&srv, &root_a, IPPROTO_UDP, 5353, 0), 5353);
+	assert_int_equal(srv__port_bind(ports, &root_a, IPPROTO_TCP, 5001, 0), 5001);
+	assert_int_equal(srv__port_bind(ports, &root_a, IPPROTO_UDP, 5353, 0), 5353);
 	/* what srv__lease_end() does: rules first, then ports */
-	flt_del_owner(srv.flt, root_a.id);
-	srv__ports_drop_lease(&srv, &root_a);
-	assert_int_equal(srv__port_bind(&srv, &root_b, IPPROTO_TCP, 5001, 0), 5001);
-	assert_int_equal(srv__port_bind(&srv, &root_b, IPPROTO_UDP, 5353, 0), 5353);
+	flt_del_owner(flt, root_a.id);
+	srv__ports_drop_owner(ports, &root_a);
+	assert_int_equal(srv__port_bind(ports, &root_b, IPPROTO_TCP, 5001, 0), 5001);
+	assert_int_equal(srv__port_bind(ports, &root_b, IPPROTO_UDP, 5353, 0), 5353);
 }
 
 static void udp_bind_installs_receive_rule(void **state)
@@ -147,11 +149,11 @@ static void udp_bind_installs_receive_rule(void **state)
 	struct flt_stats st;
 
 	(void)state;
-	assert_int_equal(srv__port_bind(&srv, &root_a, IPPROTO_UDP, 5353, 0), 5353);
-	flt_table_stats(srv.flt, &st);
+	assert_int_equal(srv__port_bind(ports, &root_a, IPPROTO_UDP, 5353, 0), 5353);
+	flt_table_stats(flt, &st);
 	assert_int_equal(st.rules_listen, 1);
-	srv__port_release(&srv, &root_a, IPPROTO_UDP, 5353);
-	flt_table_stats(srv.flt, &st);
+	srv__port_release(ports, &root_a, IPPROTO_UDP, 5353);
+	flt_table_stats(flt, &st);
 	assert_int_equal(st.rules_listen, 0);
 }
 
@@ -160,11 +162,11 @@ static void connect_from_port_zero_installs_tuple_on_ephemeral_port(void **state
 	struct flt_stats st;
 
 	(void)state;
-	int p = srv__port_connect(&srv, &root_a, 0, peer, 5001);
+	int p = srv__port_connect(ports, &root_a, 0, peer, 5001);
 	assert_in_range(p, SRV_EPHEMERAL_LO, SRV_EPHEMERAL_HI);
-	flt_table_stats(srv.flt, &st);
+	flt_table_stats(flt, &st);
 	assert_int_equal(st.rules_connected, 1);
-	assert_true(srv__port_held(&srv, &root_a, IPPROTO_TCP, (uint16_t)p));
+	assert_true(srv__port_held(ports, &root_a, IPPROTO_TCP, (uint16_t)p));
 }
 
 /* RFC 6056 §3.3.3: a port freed by a closed connection does not come back for the same
@@ -175,7 +177,7 @@ static void ephemeral_ports_to_one_destination_do_not_repeat_until_range_wraps(v
 
 	(void)state;
 	for (unsigned i = 0; i < 2000; i++) {
-		int p = srv__port_connect(&srv, &root_a, 0, peer, 8080);
+		int p = srv__port_connect(ports, &root_a, 0, peer, 8080);
 		assert_in_range(p, SRV_EPHEMERAL_LO, SRV_EPHEMERAL_HI);
 		for (unsigned j = 0; j < i; j++)
 			assert_int_not_equal(p, seen[j]);
@@ -184,39 +186,77 @@ static void ephemeral_ports_to_one_destination_do_not_repeat_until_range_wraps(v
 			assert_int_equal(p, seen[i - 1] == SRV_EPHEMERAL_HI ? SRV_EPHEMERAL_LO
 									 : seen[i - 1] + 1);
 		/* the connection ends at once: its tuple and port are free again */
-		assert_int_equal(flt_del_connected(srv.flt, WIRE_IPPROTO_TCP, (uint16_t)p, peer, 8080,
+		assert_int_equal(flt_del_connected(flt, WIRE_IPPROTO_TCP, (uint16_t)p, peer, 8080,
 						   root_a.id), 0);
-		srv__port_release(&srv, &root_a, IPPROTO_TCP, (uint16_t)p);
-		assert_false(srv__port_held(&srv, &root_a, IPPROTO_TCP, (uint16_t)p));
+		srv__port_release(ports, &root_a, IPPROTO_TCP, (uint16_t)p);
+		assert_false(srv__port_held(ports, &root_a, IPPROTO_TCP, (uint16_t)p));
 	}
 }
 
 static void connect_from_port_not_held_einval(void **state)
 {
 	(void)state;
-	assert_int_equal(srv__port_connect(&srv, &root_a, 40000, peer, 5001), -EINVAL);
+	assert_int_equal(srv__port_connect(ports, &root_a, 40000, peer, 5001), -EINVAL);
 }
 
 static void same_tuple_connected_twice_eaddrinuse(void **state)
 {
 	(void)state;
-	assert_int_equal(srv__port_bind(&srv, &root_a, IPPROTO_TCP, 40000, 0), 40000);
-	assert_int_equal(srv__port_connect(&srv, &root_a, 40000, peer, 5001), 40000);
-	assert_int_equal(srv__port_connect(&srv, &root_a, 40000, peer, 5001), -EADDRINUSE);
-	assert_int_equal(srv__port_connect(&srv, &root_a, 40000, peer, 5002), 40000);
+	assert_int_equal(srv__port_bind(ports, &root_a, IPPROTO_TCP, 40000, 0), 40000);
+	assert_int_equal(srv__port_connect(ports, &root_a, 40000, peer, 5001), 40000);
+	assert_int_equal(srv__port_connect(ports, &root_a, 40000, peer, 5001), -EADDRINUSE);
+	assert_int_equal(srv__port_connect(ports, &root_a, 40000, peer, 5002), 40000);
+}
+
+/* The table is an object, not a file's static: two nodes' tables (two ulsd in one test
+ * program, or the fuzzer's rounds) hold their ports apart, and freeing one frees its
+ * holders only. */
+static void two_port_tables_hold_their_ports_apart(void **state)
+{
+	struct srv_custody_set other_custody = { 0 };
+	struct flt_table *other_flt = flt_table_new();
+	struct srv_ports *other = srv__ports_new(other_flt, &other_custody, key);
+
+	(void)state;
+	assert_non_null(other);
+	assert_int_equal(srv__port_bind(ports, &root_a, IPPROTO_TCP, 5001, 0), 5001);
+	assert_int_equal(srv__port_bind(other, &root_b, IPPROTO_TCP, 5001, 0), 5001);
+	assert_false(srv__port_held(other, &root_a, IPPROTO_TCP, 5001));
+	srv__ports_free(other);
+	flt_table_free(other_flt);
+	assert_true(srv__port_held(ports, &root_a, IPPROTO_TCP, 5001));
+	assert_int_equal(srv__port_bind(ports, &root_b, IPPROTO_TCP, 5001, 0), -EADDRINUSE);
+}
+
+/* A tuple in custody is not handed out by the table that was given the custody set. */
+static void ephemeral_connect_skips_a_port_whose_tuple_is_in_custody(void **state)
+{
+	(void)state;
+	/* which port the next connect to peer:5001 gets, then give it back */
+	int p = srv__port_connect(ports, &root_a, 0, peer, 5001);
+	assert_in_range(p, SRV_EPHEMERAL_LO, SRV_EPHEMERAL_HI);
+	assert_int_equal(flt_del_connected(flt, WIRE_IPPROTO_TCP, (uint16_t)p, peer, 5001,
+					   root_a.id), 0);
+	srv__port_release(ports, &root_a, IPPROTO_TCP, (uint16_t)p);
+	srv__ports_free(ports);
+	ports = srv__ports_new(flt, &custody, key);   /* the same key: the same search */
+	assert_int_equal(srv__custody_add(&custody, now_ms, (uint16_t)p, peer, 5001), 0);
+	int q = srv__port_connect(ports, &root_a, 0, peer, 5001);
+	assert_in_range(q, SRV_EPHEMERAL_LO, SRV_EPHEMERAL_HI);
+	assert_int_not_equal(q, p);
 }
 
 static void custody_tuple_not_reused_until_it_expires(void **state)
 {
 	(void)state;
-	assert_int_equal(srv__port_bind(&srv, &root_a, IPPROTO_TCP, 40000, 0), 40000);
-	srv__custody_add(&srv, 40000, peer, 5001);
-	assert_true(srv__custody_holds(&srv, 40000, peer, 5001));
-	assert_int_equal(srv__port_connect(&srv, &root_a, 40000, peer, 5001), -EADDRINUSE);
+	assert_int_equal(srv__port_bind(ports, &root_a, IPPROTO_TCP, 40000, 0), 40000);
+	srv__custody_add(&custody, now_ms, 40000, peer, 5001);
+	assert_true(srv__custody_holds(&custody, 40000, peer, 5001));
+	assert_int_equal(srv__port_connect(ports, &root_a, 40000, peer, 5001), -EADDRINUSE);
 	now_ms += SRV_TIMEWAIT_MS;
-	srv__custody_tick(&srv);
-	assert_false(srv__custody_holds(&srv, 40000, peer, 5001));
-	assert_int_equal(srv__port_connect(&srv, &root_a, 40000, peer, 5001), 40000);
+	srv__custody_tick(&custody, now_ms, probe, NULL);
+	assert_false(srv__custody_holds(&custody, 40000, peer, 5001));
+	assert_int_equal(srv__port_connect(ports, &root_a, 40000, peer, 5001), 40000);
 }
 
 /* A tuple whose process died stays reserved as long as it would have stayed in TIME-WAIT in
@@ -230,18 +270,18 @@ static void custody_lasts_as_long_as_a_processs_time_wait(void **state)
 static void custody_probes_peer_a_few_times_then_stops(void **state)
 {
 	(void)state;
-	srv__custody_add(&srv, 40000, peer, 5001);
-	srv__custody_add(&srv, 40000, peer, 5001);  /* once only */
-	assert_int_equal(srv.ncustody, 1);
+	srv__custody_add(&custody, now_ms, 40000, peer, 5001);
+	srv__custody_add(&custody, now_ms, 40000, peer, 5001);  /* once only */
+	assert_int_equal(custody.n, 1);
 	for (int i = 0; i < 20; i++) {
-		srv__custody_tick(&srv);
+		srv__custody_tick(&custody, now_ms, probe, NULL);
 		now_ms += 250;
 	}
 	assert_int_equal(probes_sent, 4);
 	/* the first probe goes out at once: the peer hears within a second */
 	probes_sent = 0;
-	srv__custody_add(&srv, 40001, peer, 5001);
-	srv__custody_tick(&srv);
+	srv__custody_add(&custody, now_ms, 40001, peer, 5001);
+	srv__custody_tick(&custody, now_ms, probe, NULL);
 	assert_int_equal(probes_sent, 1);
 }
 
@@ -264,6 +304,8 @@ int main(void)
 		T(ephemeral_ports_to_one_destination_do_not_repeat_until_range_wraps),
 		T(connect_from_port_not_held_einval),
 		T(same_tuple_connected_twice_eaddrinuse),
+		T(two_port_tables_hold_their_ports_apart),
+		T(ephemeral_connect_skips_a_port_whose_tuple_is_in_custody),
 		T(custody_tuple_not_reused_until_it_expires),
 		T(custody_lasts_as_long_as_a_processs_time_wait),
 		T(custody_probes_peer_a_few_times_then_stops),

@@ -5,6 +5,7 @@
  * flight. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -69,6 +70,7 @@ static void pool_closed_with_buffers_lent_frees_them_when_they_come_back(void **
 struct fx {
 	struct nif_dev *dev;
 	int peer, own;
+	int lease[2];   /* wake-in-ring fixtures: [0] is the process's end, watched for hang-up */
 };
 
 static int uring_register(int fd, unsigned op, const void *arg, unsigned n)
@@ -90,11 +92,51 @@ static int setup(void **state)
 		assert_int_equal(uring_register(nif_qring_fd(&p, i), IORING_REGISTER_ENABLE_RINGS, NULL, 0), 0);
 	}
 	assert_int_equal(nif_qring_open(&f->dev, &p, 1500, true, -1,
-					eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)), 0);
+					eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), false), 0);
+	f->peer = sv[1];
+	f->own = sv[0];
+	f->lease[0] = f->lease[1] = -1;
+	*state = f;
+	return 0;
+}
+
+/* As ulsd does with CTL_HELLO_F_WAKE: the wake-up eventfd is the receive ring's fixed file
+ * 1, and the lease is a socket whose other end the test holds. */
+static int open_wake_in_ring(void **state, bool with_lease)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	struct nif_qring_prep p;
+	int sv[2];
+	int efd = eventfd(0, EFD_CLOEXEC);
+
+	assert_true(efd >= 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	f->lease[0] = f->lease[1] = -1;
+	if (with_lease)
+		assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, f->lease), 0);
+	assert_int_equal(nif_qring_prepare(&p), 0);
+	int files[2] = { sv[0], efd };
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(uring_register(nif_qring_fd(&p, i), IORING_REGISTER_FILES, files,
+						i == 0 ? 2 : 1), 0);
+		assert_int_equal(uring_register(nif_qring_fd(&p, i), IORING_REGISTER_ENABLE_RINGS, NULL, 0), 0);
+	}
+	assert_int_equal(nif_qring_open(&f->dev, &p, 1500, true, f->lease[0], efd, true), 0);
 	f->peer = sv[1];
 	f->own = sv[0];
 	*state = f;
 	return 0;
+}
+
+static int setup_wake_in_ring(void **state)
+{
+	return open_wake_in_ring(state, true);
+}
+
+/* No lease to look at: nothing but a frame, a wake-up or the timeout ends a wait. */
+static int setup_wake_in_ring_no_lease(void **state)
+{
+	return open_wake_in_ring(state, false);
 }
 
 static int teardown(void **state)
@@ -105,6 +147,9 @@ static int teardown(void **state)
 		f->dev->ops->close(f->dev);
 	close(f->peer);
 	close(f->own);
+	for (int i = 0; i < 2; i++)
+		if (f->lease[i] >= 0)
+			close(f->lease[i]);
 	free(f);
 	return 0;
 }
@@ -304,6 +349,96 @@ static void close_reports_a_completed_gathered_write_done(void **state)
 	assert_int_equal(d.calls, 1);
 }
 
+/* --- waiting with the wake-up in the receive ring ---------------------------------------- */
+
+static double ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) * 1e3 + (double)(t.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+static void *wake_later(void *arg)
+{
+	struct nif_dev *dev = arg;
+
+	usleep(50000);
+	dev->ops->wake(dev);
+	return NULL;
+}
+
+static void wait_in_ring_ends_on_a_wake_up_from_another_thread(void **state)
+{
+	struct fx *f = *state;
+	struct timespec t0;
+	pthread_t th;
+
+	/* The wait would last 10 s (no lease to look at): the wake-up, 50 ms in, ends it.
+	 * Twice, so that the read of
+	 * the eventfd is seen to be armed again after it completed. */
+	for (int round = 0; round < 2; round++) {
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		assert_int_equal(pthread_create(&th, NULL, wake_later, f->dev), 0);
+		double waited = 0;
+		while (waited < 5000) {
+			assert_int_equal(f->dev->ops->wait(f->dev, 10000), 0);
+			f->dev->ops->rx(f->dev, NULL, NULL, 64);  /* takes the wake-up's completion */
+			waited = ms_since(&t0);
+			if (waited >= 45)
+				break;
+		}
+		pthread_join(th, NULL);
+		assert_true(waited >= 45);
+		assert_true(waited < 5000);  /* not the 10 s timeout */
+	}
+}
+
+static void wait_in_ring_ends_at_its_timeout(void **state)
+{
+	struct fx *f = *state;
+	struct timespec t0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	double waited = 0;
+	assert_int_equal(f->dev->ops->wait(f->dev, 120), 0);
+	waited = ms_since(&t0);
+	assert_true(waited >= 115);   /* nothing ended it early */
+	assert_true(waited < 5000);
+}
+
+static void wait_in_ring_receives_frames_whose_reads_it_submitted(void **state)
+{
+	struct fx *f = *state;
+	struct taker t = { .len = 1000, .fill = 0x3c };
+
+	f->dev->rx_take = take;
+	/* q_rx leaves the re-armed reads to the wait: each frame after the first is read
+	 * only because a wait submitted them. */
+	for (int i = 0; i < 8; i++) {
+		peer_send(f, 1000, 0x3c);
+		rx_one(f, &t);
+	}
+	assert_int_equal(t.offered, 8);
+}
+
+static void wait_in_ring_reports_the_lease_hang_up_within_a_second(void **state)
+{
+	struct fx *f = *state;
+	struct timespec t0;
+	int rc = 0;
+
+	close(f->lease[1]);
+	f->lease[1] = -1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (rc == 0 && ms_since(&t0) < 5000)
+		rc = f->dev->ops->wait(f->dev, 10000);
+	assert_int_equal(rc, -ECONNRESET);
+	assert_true(ms_since(&t0) < 1000);
+	/* Once. */
+	assert_int_equal(f->dev->ops->wait(f->dev, 10), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -314,6 +449,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(full_pool_makes_frames_copied_and_counted_not_blocked, setup, teardown),
 		cmocka_unit_test_setup_teardown(gathered_write_reports_done_only_once_written, setup, teardown),
 		cmocka_unit_test_setup_teardown(close_reports_a_completed_gathered_write_done, setup, teardown),
+		cmocka_unit_test_setup_teardown(large_frame_is_lent_in_place_and_the_read_rearmed, setup_wake_in_ring, teardown),
+		cmocka_unit_test_setup_teardown(full_pool_makes_frames_copied_and_counted_not_blocked, setup_wake_in_ring, teardown),
+		cmocka_unit_test_setup_teardown(gathered_write_reports_done_only_once_written, setup_wake_in_ring, teardown),
+		cmocka_unit_test_setup_teardown(wait_in_ring_ends_on_a_wake_up_from_another_thread, setup_wake_in_ring_no_lease, teardown),
+		cmocka_unit_test_setup_teardown(wait_in_ring_ends_at_its_timeout, setup_wake_in_ring_no_lease, teardown),
+		cmocka_unit_test_setup_teardown(wait_in_ring_receives_frames_whose_reads_it_submitted, setup_wake_in_ring, teardown),
+		cmocka_unit_test_setup_teardown(wait_in_ring_reports_the_lease_hang_up_within_a_second, setup_wake_in_ring, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

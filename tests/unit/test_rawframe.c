@@ -16,7 +16,7 @@
 #include "apps/rawopts.h"
 
 #define MTU      1500
-#define FRAME    (MTU + NIF_ETH_HLEN)
+#define FRAME    (MTU + WIRE_ETH_HLEN)
 
 static uint8_t frame[FRAME];
 
@@ -26,7 +26,7 @@ static int setup(void **state)
 
 	if (!rx)
 		return -1;
-	memcpy(rx->mac, bench__raw_mac_receiver, NIF_ETH_ALEN);
+	memcpy(rx->mac, bench__raw_mac_receiver, WIRE_ETH_ALEN);
 	*state = rx;
 	return 0;
 }
@@ -75,7 +75,7 @@ static void sequence_rewritten_counted_corrupt(void **state)
 	struct raw_rx *rx = *state;
 
 	data(0, 5);
-	frame[NIF_ETH_HLEN + 15] = 6;  /* big-endian sequence 5 -> 6: the payload is 5's */
+	frame[WIRE_ETH_HLEN + 15] = 6;  /* big-endian sequence 5 -> 6: the payload is 5's */
 	bench__raw_rx_frame(rx, frame, FRAME);
 	assert_int_equal(rx->corrupt, 1);
 }
@@ -85,7 +85,7 @@ static void stream_id_rewritten_counted_corrupt(void **state)
 	struct raw_rx *rx = *state;
 
 	data(1, 5);
-	frame[NIF_ETH_HLEN + 7] = 2;   /* big-endian stream id 1 -> 2: the pattern's seed */
+	frame[WIRE_ETH_HLEN + 7] = 2;   /* big-endian stream id 1 -> 2: the pattern's seed */
 	bench__raw_rx_frame(rx, frame, FRAME);
 	assert_int_equal(rx->corrupt, 1);
 }
@@ -116,7 +116,7 @@ static void unknown_magic_to_us_counted_corrupt(void **state)
 	struct raw_rx *rx = *state;
 
 	data(0, 0);
-	memcpy(frame + NIF_ETH_HLEN, "XXXX", 4);
+	memcpy(frame + WIRE_ETH_HLEN, "XXXX", 4);
 	bench__raw_rx_frame(rx, frame, FRAME);
 	assert_int_equal(rx->corrupt, 1);
 }
@@ -255,7 +255,7 @@ static void round_robin_total_divides_fairly(void **state)
 static void minimum_mtu_frame_verifies(void **state)
 {
 	struct raw_rx *rx = *state;
-	size_t len = NIF_MTU_MIN + NIF_ETH_HLEN;
+	size_t len = NIF_MTU_MIN + WIRE_ETH_HLEN;
 
 	bench__raw_build_data(frame, len, bench__raw_mac_receiver, bench__raw_mac_sender, 9, 1000000);
 	bench__raw_rx_frame(rx, frame, len);
@@ -326,8 +326,8 @@ static void good_arguments_parse(void **state)
 	assert_int_equal(bench__raw_parse_args(12, argv, &o), 0);
 	assert_int_equal(o.role, RAW_SEND);
 	assert_string_equal(o.tap, "uls1");
-	assert_memory_equal(o.dst, bench__raw_mac_receiver, NIF_ETH_ALEN);
-	assert_memory_equal(o.mac, bench__raw_mac_sender, NIF_ETH_ALEN);
+	assert_memory_equal(o.dst, bench__raw_mac_receiver, WIRE_ETH_ALEN);
+	assert_memory_equal(o.mac, bench__raw_mac_sender, WIRE_ETH_ALEN);
 	assert_true(o.seconds == 2.5);
 	assert_int_equal(o.streams, 1024);
 	assert_int_equal(o.mtu, 65521);

@@ -108,7 +108,7 @@ static int setup_with(struct srv_lease *owner)
 	srv.ip = NODE_IP;
 	memcpy(srv.mac, "\x02\x75\x6c\x00\x00\x01", 6);
 	srv.flt = flt_table_new();
-	srv.leases[owner->id] = owner;
+	srv.leases.by_id[owner->id] = owner;
 	now_ms = 1000;
 	delivered = sent = time_exceeded = steered = unsteered = 0;
 	if (!srv.flt || srv__reass_init(&srv) < 0)
@@ -125,8 +125,8 @@ static int teardown(void **state)
 	/* Everything held expires: nothing may be left. */
 	now_ms += 200000;
 	srv__reass_tick(&srv);
-	assert_int_equal(srv.ctr[SRV_REASS_IN_PROGRESS], 0);
-	assert_int_equal(srv.ctr[SRV_REASS_BYTES_HELD], 0);
+	assert_int_equal(srv.ctr.v[SRV_REASS_IN_PROGRESS], 0);
+	assert_int_equal(srv.ctr.v[SRV_REASS_BYTES_HELD], 0);
 	flt_table_free(srv.flt);
 	free(srv.reass);
 	return 0;
@@ -138,12 +138,12 @@ static void fragments_in_order_delivered_to_owner_in_order(void **state)
 	input(1, 0, 1480, true);
 	input(1, 1480, 1480, true);
 	assert_int_equal(delivered, 0);
-	assert_int_equal(srv.ctr[SRV_REASS_IN_PROGRESS], 1);
+	assert_int_equal(srv.ctr.v[SRV_REASS_IN_PROGRESS], 1);
 	input(1, 2960, 48, false);
 	assert_int_equal(delivered, 3);
-	assert_int_equal(srv.ctr[SRV_REASS_DATAGRAMS], 1);
-	assert_int_equal(srv.ctr[SRV_REASS_IN_PROGRESS], 0);
-	assert_int_equal(srv.ctr[SRV_REASS_BYTES_HELD], 0);
+	assert_int_equal(srv.ctr.v[SRV_REASS_DATAGRAMS], 1);
+	assert_int_equal(srv.ctr.v[SRV_REASS_IN_PROGRESS], 0);
+	assert_int_equal(srv.ctr.v[SRV_REASS_BYTES_HELD], 0);
 }
 
 static void fragments_out_of_order_delivered_sorted_by_offset(void **state)
@@ -163,12 +163,12 @@ static void overlap_drops_whole_datagram_and_later_fragments_do_not_complete_it(
 	(void)state;
 	input(3, 0, 1480, true);
 	input(3, 1472, 1480, true);   /* overlaps the first by 8 */
-	assert_int_equal(srv.ctr[SRV_DROP_REASS_OVERLAP], 1);
-	assert_int_equal(srv.ctr[SRV_REASS_IN_PROGRESS], 0);
+	assert_int_equal(srv.ctr.v[SRV_DROP_REASS_OVERLAP], 1);
+	assert_int_equal(srv.ctr.v[SRV_REASS_IN_PROGRESS], 0);
 	input(3, 1480, 1480, true);
 	input(3, 2960, 48, false);
 	assert_int_equal(delivered, 0);
-	assert_int_equal(srv.ctr[SRV_DROP_FRAGMENT], 2);
+	assert_int_equal(srv.ctr.v[SRV_DROP_FRAGMENT], 2);
 }
 
 static void exact_duplicate_dropped_alone(void **state)
@@ -176,7 +176,7 @@ static void exact_duplicate_dropped_alone(void **state)
 	(void)state;
 	input(4, 0, 1480, true);
 	input(4, 0, 1480, true);
-	assert_int_equal(srv.ctr[SRV_DROP_REASS_DUPLICATE], 1);
+	assert_int_equal(srv.ctr.v[SRV_DROP_REASS_DUPLICATE], 1);
 	input(4, 1480, 1480, true);
 	input(4, 2960, 48, false);
 	assert_int_equal(delivered, 3);
@@ -187,7 +187,7 @@ static void same_offset_other_length_is_an_overlap(void **state)
 	(void)state;
 	input(5, 1480, 1480, true);
 	input(5, 1480, 16, true);
-	assert_int_equal(srv.ctr[SRV_DROP_REASS_OVERLAP], 1);
+	assert_int_equal(srv.ctr.v[SRV_DROP_REASS_OVERLAP], 1);
 }
 
 static void data_past_the_last_fragment_is_bad(void **state)
@@ -195,9 +195,9 @@ static void data_past_the_last_fragment_is_bad(void **state)
 	(void)state;
 	input(7, 1480, 1480, false);    /* the datagram ends at 2960 */
 	input(7, 2960, 48, true);       /* beyond the end */
-	assert_int_equal(srv.ctr[SRV_DROP_REASS_BAD], 1);
+	assert_int_equal(srv.ctr.v[SRV_DROP_REASS_BAD], 1);
 	input(8, 0, 1001, true);       /* not a multiple of 8 */
-	assert_int_equal(srv.ctr[SRV_DROP_REASS_BAD], 2);
+	assert_int_equal(srv.ctr.v[SRV_DROP_REASS_BAD], 2);
 }
 
 static void incomplete_datagram_expires_with_time_exceeded_when_first_came(void **state)
@@ -205,15 +205,15 @@ static void incomplete_datagram_expires_with_time_exceeded_when_first_came(void 
 	(void)state;
 	input(9, 0, 1480, true);
 	input(10, 1480, 1480, true);   /* no fragment zero */
-	assert_true(srv.ctr[SRV_REASS_BYTES_HELD] > 0);
+	assert_true(srv.ctr.v[SRV_REASS_BYTES_HELD] > 0);
 	now_ms += 29999;
 	srv__reass_tick(&srv);
-	assert_int_equal(srv.ctr[SRV_DROP_REASS_TIMEOUT], 0);
+	assert_int_equal(srv.ctr.v[SRV_DROP_REASS_TIMEOUT], 0);
 	now_ms += 1;
 	srv__reass_tick(&srv);
-	assert_int_equal(srv.ctr[SRV_DROP_REASS_TIMEOUT], 2);
+	assert_int_equal(srv.ctr.v[SRV_DROP_REASS_TIMEOUT], 2);
 	assert_int_equal(time_exceeded, 1);
-	assert_int_equal(srv.ctr[SRV_REASS_BYTES_HELD], 0);
+	assert_int_equal(srv.ctr.v[SRV_REASS_BYTES_HELD], 0);
 }
 
 static void flood_of_first_fragments_held_up_to_the_bound(void **state)
@@ -221,9 +221,9 @@ static void flood_of_first_fragments_held_up_to_the_bound(void **state)
 	(void)state;
 	for (unsigned i = 0; i < 300; i++)
 		input((uint16_t)(100 + i), 0, 16, true);
-	assert_int_equal(srv.ctr[SRV_REASS_IN_PROGRESS], 256);
-	assert_int_equal(srv.ctr[SRV_REASS_PEAK], 256);
-	assert_int_equal(srv.ctr[SRV_DROP_REASS_LIMIT], 44);
+	assert_int_equal(srv.ctr.v[SRV_REASS_IN_PROGRESS], 256);
+	assert_int_equal(srv.ctr.v[SRV_REASS_PEAK], 256);
+	assert_int_equal(srv.ctr.v[SRV_DROP_REASS_LIMIT], 44);
 }
 
 static void too_many_fragments_in_one_datagram_drop_it(void **state)
@@ -231,8 +231,8 @@ static void too_many_fragments_in_one_datagram_drop_it(void **state)
 	(void)state;
 	for (unsigned i = 0; i < 65; i++)
 		input(11, (uint16_t)(i * 16), 16, true);
-	assert_int_equal(srv.ctr[SRV_DROP_REASS_LIMIT], 1);
-	assert_int_equal(srv.ctr[SRV_REASS_IN_PROGRESS], 0);
+	assert_int_equal(srv.ctr.v[SRV_DROP_REASS_LIMIT], 1);
+	assert_int_equal(srv.ctr.v[SRV_REASS_IN_PROGRESS], 0);
 }
 
 static void unowned_datagram_dropped_and_counted(void **state)
@@ -242,7 +242,7 @@ static void unowned_datagram_dropped_and_counted(void **state)
 	input(12, 0, 1480, true);
 	input(12, 1480, 16, false);
 	assert_int_equal(delivered, 0);
-	assert_int_equal(srv.ctr[SRV_DROP_REASS_NO_OWNER], 1);
+	assert_int_equal(srv.ctr.v[SRV_DROP_REASS_NO_OWNER], 1);
 }
 
 static void direct_owner_gets_fragments_through_the_tap_and_steering(void **state)
@@ -255,13 +255,13 @@ static void direct_owner_gets_fragments_through_the_tap_and_steering(void **stat
 	assert_int_equal(delivered, 0);
 	/* A fragment of that datagram that comes back to ulsd was not steered: dropped. */
 	input(13, 0, 1480, true);
-	assert_int_equal(srv.ctr[SRV_DROP_REASS_UNSTEERED], 1);
+	assert_int_equal(srv.ctr.v[SRV_DROP_REASS_UNSTEERED], 1);
 	/* The key leaves the steering map after a second. */
 	now_ms += 1000;
 	srv__reass_tick(&srv);
 	assert_int_equal(unsteered, 1);
 	input(13, 0, 1480, true);
-	assert_int_equal(srv.ctr[SRV_REASS_IN_PROGRESS], 1);
+	assert_int_equal(srv.ctr.v[SRV_REASS_IN_PROGRESS], 1);
 }
 
 int main(void)

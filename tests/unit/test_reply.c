@@ -134,7 +134,7 @@ static void arp_request_for_node_gets_reply(void **state)
 	assert_int_equal(a.spa, node_ip);
 	assert_memory_equal(a.tha, peer_mac, 6);
 	assert_int_equal(a.tpa, peer_ip);
-	assert_int_equal(srv.ctr[SRV_ARP_REPLIES], 1);
+	assert_int_equal(srv.ctr.v[SRV_ARP_REPLIES], 1);
 }
 
 static void arp_request_for_other_address_counted_not_answered(void **state)
@@ -145,7 +145,7 @@ static void arp_request_for_other_address_counted_not_answered(void **state)
 	arp(&f, WIRE_ARP_OP_REQUEST, other_ip);
 	srv__reply_arp(&srv, &f.p);
 	assert_int_equal(nsent, 0);
-	assert_int_equal(srv.ctr[SRV_DROP_ARP_NOT_FOR_NODE], 1);
+	assert_int_equal(srv.ctr.v[SRV_DROP_ARP_NOT_FOR_NODE], 1);
 }
 
 /* RFC 9293 §3.10.7.1: ACK off -> <SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>, with a
@@ -174,7 +174,7 @@ static void syn_to_closed_port_gets_rst_ack_with_valid_checksum(void **state)
 	assert_int_equal(t.dport, 40000);
 	uint32_t sum = wire_sum_pseudo4(0, ip.src, ip.dst, WIRE_IPPROTO_TCP, (uint16_t)ip.data_len);
 	assert_int_equal(wire_sum_finish(wire_sum(sum, ip.data, ip.data_len)), 0);
-	assert_int_equal(srv.ctr[SRV_RST_SENT], 1);
+	assert_int_equal(srv.ctr.v[SRV_RST_SENT], 1);
 }
 
 /* "An incoming segment containing a RST is discarded." */
@@ -186,7 +186,7 @@ static void rst_to_closed_port_counted_not_answered(void **state)
 	tcp(&f, node_ip, WIRE_TCP_RST, 1000, 0);
 	srv__reply_rst(&srv, f.b, &f.p);
 	assert_int_equal(nsent, 0);
-	assert_int_equal(srv.ctr[SRV_DROP_RST_FOR_RST], 1);
+	assert_int_equal(srv.ctr.v[SRV_DROP_RST_FOR_RST], 1);
 }
 
 static void segment_to_broadcast_address_counted_not_reset(void **state)
@@ -197,7 +197,7 @@ static void segment_to_broadcast_address_counted_not_reset(void **state)
 	tcp(&f, bcast_ip, WIRE_TCP_SYN, 1000, 0);
 	srv__reply_rst(&srv, f.b, &f.p);
 	assert_int_equal(nsent, 0);
-	assert_int_equal(srv.ctr[SRV_DROP_RST_NOT_UNICAST], 1);
+	assert_int_equal(srv.ctr.v[SRV_DROP_RST_NOT_UNICAST], 1);
 }
 
 /* RFC 1122 §3.2.2.6: the reply returns the request's data; a broadcast echo is not
@@ -223,7 +223,7 @@ static void echo_answered_and_broadcast_echo_counted(void **state)
 	echo(&f, bcast_mac, bcast_ip);
 	srv__reply_echo(&srv, f.b, f.len, &f.p);
 	assert_int_equal(nsent, 1);
-	assert_int_equal(srv.ctr[SRV_DROP_ECHO_UNANSWERED], 1);
+	assert_int_equal(srv.ctr.v[SRV_DROP_ECHO_UNANSWERED], 1);
 }
 
 /* RFC 1122 §3.2.2: no ICMP error for a datagram to a broadcast or multicast address. */
@@ -243,7 +243,7 @@ static void udp_to_broadcast_gets_no_port_unreachable_and_is_counted(void **stat
 	assert_int_equal(flt_parse(f.b, f.len, &f.p), 0);
 	srv__reply_port_unreachable(&srv, f.b, f.len, &f.p);
 	assert_int_equal(nsent, 0);
-	assert_int_equal(srv.ctr[SRV_DROP_ICMP_ERROR_NOT_UNICAST], 1);
+	assert_int_equal(srv.ctr.v[SRV_DROP_ICMP_ERROR_NOT_UNICAST], 1);
 }
 
 int main(void)

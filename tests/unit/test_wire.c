@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -446,6 +447,200 @@ static void refused_view_leaves_struct_untouched(void **state)
 	assert_memory_equal(&v, &before, sizeof(v));
 }
 
+/* ---- IPv6, ICMPv6, ND ---------------------------------------------------------------- */
+
+static size_t unhex(uint8_t *out, const char *hex)
+{
+	size_t n = 0;
+
+	for (; hex[0] && hex[1]; hex += 2) {
+		unsigned v;
+		sscanf(hex, "%2x", &v);
+		out[n++] = (uint8_t)v;
+	}
+	return n;
+}
+
+/* Scapy's IPv6()/ICMPv6EchoRequest(id=0x1234, seq=1, data=b'abcd') from 2001:db8::1 to
+ * 2001:db8::2: checksum 0x4d48. */
+#define ECHO6_HEX "60000000000c3a4020010db800000000000000000000000120010db800000000" \
+		  "000000000000000280004d481234000161626364"
+/* Scapy's NS from fe80::200:ff:fe00:1 to ff02::1:ff00:2 for 2001:db8::2, with a Source
+ * Link-Layer Address option 02:00:00:00:00:01: checksum 0x4a5f. */
+#define NS_HEX "6000000000203afffe80000000000000020000fffe000001ff02000000000000" \
+	       "00000001ff00000287004a5f0000000020010db8000000000000000000000002" \
+	       "0101020000000001"
+
+static void ipv6_view_reads_fields_and_icmpv6_checksum_matches_scapy(void **state)
+{
+	uint8_t b[128];
+	size_t n = unhex(b, ECHO6_HEX);
+	struct wire_ipv6 v;
+	struct wire_icmpv6 ic;
+	struct wire_ipv6_upper u;
+
+	(void)state;
+	assert_int_equal(wire_ipv6_view(&v, b, n), 0);
+	assert_int_equal(v.plen, 12);
+	assert_int_equal(v.next, WIRE_IPPROTO_ICMPV6);
+	assert_int_equal(v.hlim, 64);
+	assert_ptr_equal(v.src, b + 8);
+	assert_ptr_equal(v.dst, b + 24);
+	assert_int_equal(v.payload_len, 12);
+	assert_int_equal(wire_ipv6_upper(&u, &v), 0);
+	assert_int_equal(u.proto, WIRE_IPPROTO_ICMPV6);
+	assert_int_equal(u.off, WIRE_IPV6_HLEN);
+	assert_int_equal(u.nh_off, WIRE_IPV6_OFF_NEXT);
+	assert_false(u.fragment);
+	assert_int_equal(wire_icmpv6_view(&ic, v.payload, v.payload_len), 0);
+	assert_int_equal(ic.type, WIRE_ICMPV6_ECHO_REQUEST);
+	assert_int_equal(ic.checksum, 0x4d48);
+	assert_true(wire_icmpv6_checksum_ok(v.src, v.dst, v.payload, v.payload_len));
+	/* set_checksum recomputes the same value; one flipped bit is caught. */
+	wire_icmpv6_set_checksum(v.src, v.dst, b + 40, 12);
+	assert_int_equal(wire_rd16(b + 42), 0x4d48);
+	b[47] ^= 1;
+	assert_false(wire_icmpv6_checksum_ok(v.src, v.dst, v.payload, v.payload_len));
+	/* The pseudo-header's Next Header and length count (RFC 8200 §8.1). */
+	b[47] ^= 1;
+	uint32_t sum = wire_sum_pseudo6(0, v.src, v.dst, WIRE_IPPROTO_UDP, 12);
+	assert_int_not_equal(wire_sum_finish(wire_sum(sum, b + 40, 12)), 0);
+}
+
+static void ipv6_version_and_payload_length_view_refuses(void **state)
+{
+	uint8_t b[128];
+	size_t n = unhex(b, ECHO6_HEX);
+	struct wire_ipv6 v;
+
+	(void)state;
+	for (size_t l = 0; l < WIRE_IPV6_HLEN; l++)
+		assert_int_equal(wire_ipv6_view(&v, b, l), -WIRE_TRUNCATED);
+	/* Payload Length beyond the octets: refused; shorter: the rest is padding. */
+	assert_int_equal(wire_ipv6_view(&v, b, n - 1), -WIRE_BAD_LENGTH);
+	assert_int_equal(wire_ipv6_view(&v, b, n + 6), 0);
+	assert_int_equal(v.payload_len, 12);
+	/* The quoted view does not hold Payload Length against the octets. */
+	assert_int_equal(wire_ipv6_view_quoted(&v, b, n - 4), 0);
+	assert_int_equal(v.payload_len, 8);
+	b[0] = 0x40;
+	assert_int_equal(wire_ipv6_view(&v, b, n), -WIRE_BAD_VERSION);
+	assert_int_equal(wire_ipv6_view_quoted(&v, b, n), -WIRE_BAD_VERSION);
+}
+
+/* A packet with Hop-by-Hop, Destination Options, Fragment and then UDP. */
+static size_t ext_chain(uint8_t *b, unsigned ndst)
+{
+	static const uint8_t a[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 1 };
+	size_t off = WIRE_IPV6_HLEN;
+
+	memset(b, 0, 512);
+	b[off] = WIRE_IPPROTO_DSTOPTS;       /* hop-by-hop, 8 octets */
+	b[off + 1] = 0;
+	off += 8;
+	for (unsigned i = 0; i < ndst; i++) {
+		b[off] = i + 1 < ndst ? WIRE_IPPROTO_DSTOPTS : WIRE_IPPROTO_FRAGMENT;
+		b[off + 1] = 1;                  /* 16 octets */
+		off += 16;
+	}
+	b[off] = WIRE_IPPROTO_UDP;
+	wire_wr16(b + off + 2, 185 << 3 | WIRE_IPV6_FRAG_M);
+	wire_wr32(b + off + 4, 0xdeadbeef);
+	off += 8;
+	off += 8;                                /* the UDP header */
+	wire_ipv6_write(b, WIRE_IPPROTO_HOPOPTS, a, a, (uint16_t)(off - WIRE_IPV6_HLEN), 64);
+	return off;
+}
+
+static void ipv6_extension_headers_walked_bounded(void **state)
+{
+	uint8_t b[512];
+	size_t n = ext_chain(b, 1);
+	struct wire_ipv6 v;
+	struct wire_ipv6_upper u;
+
+	(void)state;
+	assert_int_equal(wire_ipv6_view(&v, b, n), 0);
+	assert_int_equal(wire_ipv6_upper(&u, &v), 0);
+	assert_int_equal(u.proto, WIRE_IPPROTO_UDP);
+	assert_int_equal(u.off, WIRE_IPV6_HLEN + 8 + 16 + 8);
+	assert_int_equal(u.nh_off, WIRE_IPV6_HLEN + 8 + 16);
+	assert_int_equal(u.nhdrs, 3);
+	assert_true(u.fragment);
+	assert_true(u.frag_more);
+	assert_int_equal(u.frag_off, 185 * 8);
+	assert_int_equal(u.frag_id, 0xdeadbeef);
+	/* An extension header cut off by Payload Length. */
+	wire_wr16(b + WIRE_IPV6_OFF_PLEN, 8 + 10);
+	assert_int_equal(wire_ipv6_view(&v, b, n), 0);
+	assert_int_equal(wire_ipv6_upper(&u, &v), -WIRE_BAD_LENGTH);
+	/* Too many: WIRE_IPV6_EXT_MAX are walked, one more is refused. */
+	n = ext_chain(b, WIRE_IPV6_EXT_MAX - 2);
+	assert_int_equal(wire_ipv6_view(&v, b, n), 0);
+	assert_int_equal(wire_ipv6_upper(&u, &v), 0);
+	n = ext_chain(b, WIRE_IPV6_EXT_MAX - 1);
+	assert_int_equal(wire_ipv6_view(&v, b, n), 0);
+	assert_int_equal(wire_ipv6_upper(&u, &v), -WIRE_TOO_DEEP);
+	/* Hop-by-Hop anywhere but first (RFC 8200 §4.1). */
+	n = ext_chain(b, 1);
+	b[WIRE_IPV6_HLEN] = WIRE_IPPROTO_HOPOPTS;
+	assert_int_equal(wire_ipv6_view(&v, b, n), 0);
+	assert_int_equal(wire_ipv6_upper(&u, &v), -WIRE_BAD_FORMAT);
+}
+
+static void nd_view_finds_lladdr_and_refuses_bad_options(void **state)
+{
+	uint8_t b[128];
+	size_t n = unhex(b, NS_HEX);
+	struct wire_ipv6 v;
+	struct wire_nd nd;
+	static const uint8_t mac[6] = { 2, 0, 0, 0, 0, 1 };
+
+	(void)state;
+	assert_int_equal(wire_ipv6_view(&v, b, n), 0);
+	assert_true(wire_icmpv6_checksum_ok(v.src, v.dst, v.payload, v.payload_len));
+	assert_int_equal(wire_nd_view(&nd, v.payload, v.payload_len), 0);
+	assert_int_equal(nd.type, WIRE_ND_NEIGHBOR_SOLICIT);
+	assert_ptr_equal(nd.target, b + 40 + 8);
+	assert_non_null(nd.lladdr);
+	assert_memory_equal(nd.lladdr, mac, 6);
+	/* Without options: no address; shorter than 24: refused (RFC 4861 §7.1.1). */
+	assert_int_equal(wire_nd_view(&nd, v.payload, 24), 0);
+	assert_null(nd.lladdr);
+	assert_int_equal(wire_nd_view(&nd, v.payload, 23), -WIRE_TRUNCATED);
+	/* An option of length 0 (§4.6), or past the end. */
+	b[40 + 24 + 1] = 0;
+	assert_int_equal(wire_nd_view(&nd, v.payload, v.payload_len), -WIRE_BAD_FORMAT);
+	b[40 + 24 + 1] = 2;
+	assert_int_equal(wire_nd_view(&nd, v.payload, v.payload_len), -WIRE_BAD_LENGTH);
+	/* Not NS or NA. */
+	b[40 + 24 + 1] = 1;
+	b[40] = WIRE_ICMPV6_ECHO_REQUEST;
+	assert_int_equal(wire_nd_view(&nd, v.payload, v.payload_len), -WIRE_BAD_FORMAT);
+}
+
+static void ipv6_address_helpers_follow_rfc4291_and_rfc2464(void **state)
+{
+	static const uint8_t mac[6] = { 0x02, 0x75, 0x6c, 0x00, 0x00, 0x01 };
+	static const uint8_t ll[16] = { 0xfe, 0x80, [8] = 0x00, 0x75, 0x6c, 0xff, 0xfe, 0x00, 0x00, 0x01 };
+	uint8_t a[16], out[16], m[6], want[16];
+
+	(void)state;
+	wire_ipv6_link_local(out, mac);
+	assert_memory_equal(out, ll, 16);
+	unhex(a, "20010db8000000000000000012345678");
+	unhex(want, "ff0200000000000000000001ff345678");   /* scapy in6_getnsma */
+	wire_ipv6_solicited_node(out, a);
+	assert_memory_equal(out, want, 16);
+	assert_true(wire_ipv6_is_multicast(out));
+	assert_false(wire_ipv6_is_multicast(a));
+	wire_ipv6_mcast_mac(m, out);
+	static const uint8_t wm[6] = { 0x33, 0x33, 0xff, 0x34, 0x56, 0x78 };
+	assert_memory_equal(m, wm, 6);
+	memset(a, 0, 16);
+	assert_true(wire_ipv6_is_unspecified(a));
+}
+
 /* Reasons are not errnos, and each has its own name. */
 static void reasons_above_errno_range_with_distinct_names(void **state)
 {
@@ -482,6 +677,11 @@ int main(void)
 		cmocka_unit_test(vnet_header_little_endian_round_trip),
 		cmocka_unit_test(refused_view_leaves_struct_untouched),
 		cmocka_unit_test(reasons_above_errno_range_with_distinct_names),
+		cmocka_unit_test(ipv6_view_reads_fields_and_icmpv6_checksum_matches_scapy),
+		cmocka_unit_test(ipv6_version_and_payload_length_view_refuses),
+		cmocka_unit_test(ipv6_extension_headers_walked_bounded),
+		cmocka_unit_test(nd_view_finds_lladdr_and_refuses_bad_options),
+		cmocka_unit_test(ipv6_address_helpers_follow_rfc4291_and_rfc2464),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,50 @@
+/* TIME-WAIT custody: the TCP connections of processes that are gone.
+ *
+ * A connection whose process died keeps its tuple reserved for 2 MSL (RFC 9293 §3.4.2,
+ * what the process's own TIME-WAIT would have held), segments for it are answered with RST
+ * (RFC 9293 §3.10.7.1, reply.c), and its peer is probed a few times so that it learns at
+ * once instead of at its next timeout.
+ *
+ * The set knows nothing of the rest of ulsd: time comes in as an argument and probes go out
+ * through the function the caller passes to srv__custody_tick. Its owner serialises calls
+ * (ulsd: s->lock).
+ */
+#ifndef ULS_SERVER_CUSTODY_H
+#define ULS_SERVER_CUSTODY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SRV_TIMEWAIT_MS     60000   /* 2 MSL (RFC 9293 §3.4.2 "MSL ... 2 minutes"; Linux uses 60 s) */
+#define SRV_CUSTODY_PROBES  4
+#define SRV_CUSTODY_PROBE_GAP_MS 250
+
+struct srv_custody {
+	uint16_t lport, rport;
+	uint32_t rip;
+	uint64_t expires_ms;
+	uint64_t next_probe_ms;
+	unsigned probes_left;
+};
+
+struct srv_custody_set {
+	struct srv_custody *c;
+	size_t n, cap;
+};
+
+typedef void srv_custody_probe_fn(void *arg, const struct srv_custody *c);
+
+bool srv__custody_holds(const struct srv_custody_set *cs, uint16_t lport, uint32_t rip,
+			uint16_t rport);
+/* Take (lport, rip, rport) into custody from now on (once: a tuple held already is left
+ * as it is). 0, or -ENOMEM: the peer then still gets a RST for its next segment. */
+int srv__custody_add(struct srv_custody_set *cs, uint64_t now, uint16_t lport, uint32_t rip,
+		     uint16_t rport);
+/* Send due probes through probe(arg, c) and forget expired entries; returns ms until the
+ * next due event (at most 1000). */
+int srv__custody_tick(struct srv_custody_set *cs, uint64_t now, srv_custody_probe_fn *probe,
+		      void *arg);
+void srv__custody_free(struct srv_custody_set *cs);
+
+#endif

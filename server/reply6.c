@@ -1,0 +1,442 @@
+/* IPv6 for the node: neighbour discovery, echo, and the answers for packets nobody owns.
+ *
+ * Read first: RFC 8200 §3-4 (header, extension headers), RFC 4443 §2-4 (ICMPv6), RFC
+ * 4861 §4.3-4.4, §7.1 and §7.2 (Neighbor Solicitation and Advertisement), RFC 4291 §2.5.6
+ * and §2.7.1 (link-local and solicited-node addresses), RFC 9293 §3.10.7.1 (a segment for
+ * a CLOSED connection). server/reply.c is the IPv4 twin; the answers here keep its rules,
+ * rate limits and counters.
+ *
+ * No process carries IPv6 yet (docs/ipv6.md): every IPv6 frame for the node ends here,
+ * from the relay's demultiplexer and, on a direct-path node, from queue 0, where the
+ * steering program sends everything that is not IPv4. What a process will own (TCP and
+ * UDP to its ports, ICMPv6 errors about them, NA and RA copies) comes with the filter's
+ * IPv6 keys.
+ *
+ * Every function here runs on the demux thread with s->lock held and reads the frame only
+ * through netif/wire's bounds-checked views.
+ */
+#include "server/internal.h"
+
+#include <string.h>
+
+#include "netif/wire/wire.h"
+
+#define ETH_HLEN  WIRE_ETH_HLEN
+#define IP6_HLEN  WIRE_IPV6_HLEN
+#define TCP_HLEN  WIRE_TCP_HLEN_MIN
+#define ICMP6_HLEN WIRE_ICMPV6_HLEN
+#define NA_LEN    (WIRE_ND_NA_LEN + WIRE_ND_OPT_LLADDR_LEN)
+/* RFC 4443 §3.4: Parameter Problem code 1, "unrecognized Next Header type encountered". */
+#define PARAM_PROB_NEXT_HEADER 1
+/* Code 2, "unrecognized IPv6 option encountered". */
+#define PARAM_PROB_OPTION 2
+
+/* A frame being answered: the views of the packet and where its upper layer is. */
+struct in6 {
+	const uint8_t *frame;
+	size_t len;
+	struct wire_eth eth;
+	struct wire_ipv6 ip;
+	struct wire_ipv6_upper up;
+	const uint8_t *l4;          /* the upper-layer header */
+	size_t l4_len;
+};
+
+static const uint8_t all_nodes[WIRE_IPV6_ALEN] = { 0xff, 0x02, [15] = 1 };
+
+bool srv__is_node_ip6(const struct srv *s, const uint8_t *a)
+{
+	return s->has_ip6 && (memcmp(a, s->ip6, WIRE_IPV6_ALEN) == 0 ||
+			      memcmp(a, s->ip6_ll, WIRE_IPV6_ALEN) == 0);
+}
+
+/* A multicast group the node listens to: all-nodes (RFC 4291 §2.7.1) and the solicited-node
+ * groups of its addresses (RFC 4861 §7.2.1 "join the solicited-node multicast address"). */
+static bool is_node_group(const struct srv *s, const uint8_t *a)
+{
+	uint8_t g[WIRE_IPV6_ALEN];
+
+	if (memcmp(a, all_nodes, WIRE_IPV6_ALEN) == 0)
+		return true;
+	wire_ipv6_solicited_node(g, s->ip6);
+	if (memcmp(a, g, WIRE_IPV6_ALEN) == 0)
+		return true;
+	wire_ipv6_solicited_node(g, s->ip6_ll);
+	return memcmp(a, g, WIRE_IPV6_ALEN) == 0;
+}
+
+static bool is_link_local(const uint8_t *a)
+{
+	return a[0] == 0xfe && (a[1] & 0xc0) == 0x80;   /* RFC 4291 §2.5.6: fe80::/10 */
+}
+
+/* The node's address an answer to this packet comes from: the one it was sent to, or for a
+ * packet to a group, the address of the peer's scope (RFC 4443 §2.2 (b): "the Source
+ * Address of the ICMPv6 packet MUST be a unicast address belonging to the node"). */
+static const uint8_t *reply_src(const struct srv *s, const struct in6 *in)
+{
+	if (srv__is_node_ip6(s, in->ip.dst))
+		return in->ip.dst;
+	return is_link_local(in->ip.src) ? s->ip6_ll : s->ip6;
+}
+
+/* Ethernet and IPv6 headers in front of plen octets of next at f. */
+static void put_headers(struct srv *s, uint8_t *f, const uint8_t dst_mac[WIRE_ETH_ALEN],
+			const uint8_t *src, const uint8_t *dst, uint8_t next, size_t plen,
+			uint8_t hlim)
+{
+	wire_eth_write(f, dst_mac, s->mac, WIRE_ETHERTYPE_IPV6);
+	wire_ipv6_write(f + ETH_HLEN, next, src, dst, (uint16_t)plen, hlim);
+}
+
+/* RFC 4443 §2.4 (e): no error about an error, nor about a packet to a group, link-layer
+ * multicast or broadcast, or from an address that does not name one node. */
+static bool may_send_error(const struct in6 *in)
+{
+	return !wire_ipv6_is_multicast(in->ip.dst) && !wire_eth_is_group(in->eth.dst) &&
+	       !wire_ipv6_is_unspecified(in->ip.src);
+}
+
+/* An ICMPv6 error about in's packet: as much of it as fits in the minimum MTU (RFC 4443
+ * §2.4 (c)), within the node's ICMP rate limit (§2.4 (f)). 0, or -1 when not sent. */
+static int send_error(struct srv *s, const struct in6 *in, uint8_t type, uint8_t code,
+		      uint32_t word)
+{
+	uint8_t f[ETH_HLEN + WIRE_ICMPV6_ERROR_MAX];
+	uint8_t *ip = f + ETH_HLEN, *icmp = ip + IP6_HLEN;
+	size_t quote = IP6_HLEN + in->ip.payload_len;
+
+	if (!srv__tokens_allow(&s->icmp_tokens_ms, &s->icmp_tokens, SRV_ICMP_RATE_PER_S)) {
+		s->ctr.v[SRV_DROP_ICMP_RATE]++;
+		return -1;
+	}
+	if (quote > WIRE_ICMPV6_ERROR_MAX - IP6_HLEN - ICMP6_HLEN)
+		quote = WIRE_ICMPV6_ERROR_MAX - IP6_HLEN - ICMP6_HLEN;
+	const uint8_t *src = reply_src(s, in);
+	put_headers(s, f, in->eth.src, src, in->ip.src, WIRE_IPPROTO_ICMPV6, ICMP6_HLEN + quote,
+		    WIRE_IPV6_DEFAULT_HLIM);
+	icmp[WIRE_ICMPV6_OFF_TYPE] = type;
+	icmp[WIRE_ICMPV6_OFF_CODE] = code;
+	wire_wr32(icmp + 4, word);
+	memcpy(icmp + ICMP6_HLEN, in->ip.hdr, quote);
+	wire_icmpv6_set_checksum(src, in->ip.src, icmp, ICMP6_HLEN + quote);
+	srv__send_frame(s, f, ETH_HLEN + IP6_HLEN + ICMP6_HLEN + quote);
+	return 0;
+}
+
+/* RFC 8200 §4.2: the options of the Hop-by-Hop and Destination Options headers of in's
+ * packet. Pad1 and PadN are skipped; for any other type, which the node does not
+ * recognize, "the highest-order two bits of the Option Type specify the action": 00 skip,
+ * 01 discard, 10 discard and send Parameter Problem code 2 pointing at the option type,
+ * 11 the same unless the destination is multicast. 0: process the packet; -1: discarded
+ * (and counted, answered). An option past its header is a malformed header: discarded. */
+static int check_options(struct srv *s, const struct in6 *in)
+{
+	const uint8_t *ip = in->ip.hdr;
+	uint8_t next = in->ip.next;
+	size_t off = IP6_HLEN;
+
+	for (unsigned n = 0; n < in->up.nhdrs; n++) {
+		size_t hlen = next == WIRE_IPPROTO_FRAGMENT ? WIRE_IPV6_FRAG_HLEN :
+			      ((size_t)ip[off + 1] + 1) * WIRE_IPV6_EXT_UNIT;
+
+		/* wire_ipv6_upper walked this chain: every header lies within the payload. */
+		if (next == WIRE_IPPROTO_HOPOPTS || next == WIRE_IPPROTO_DSTOPTS) {
+			for (size_t o = off + 2; o < off + hlen;) {
+				uint8_t type = ip[o];
+				if (type == 0) {              /* Pad1 */
+					o++;
+					continue;
+				}
+				if (o + 2 > off + hlen || o + 2 + ip[o + 1] > off + hlen) {
+					s->ctr.v[SRV_DROP_IPV6_EXT_HEADERS]++;
+					return -1;
+				}
+				unsigned action = type >> 6;
+				if (type != 1 && action != 0) {   /* not PadN, not "skip" */
+					s->ctr.v[SRV_DROP_IPV6_OPTION]++;
+					if ((action == 2 || (action == 3 &&
+							     !wire_ipv6_is_multicast(in->ip.dst))) &&
+					    !wire_ipv6_is_unspecified(in->ip.src) &&
+					    send_error(s, in, WIRE_ICMPV6_PARAM_PROB,
+						       PARAM_PROB_OPTION, (uint32_t)o) == 0)
+						s->ctr.v[SRV_ICMPV6_PARAM_PROB_SENT]++;
+					return -1;
+				}
+				o += 2 + (size_t)ip[o + 1];
+			}
+		}
+		next = ip[off];
+		off += hlen;
+	}
+	return 0;
+}
+
+/* RFC 4443 §4.2: "The data received in the ICMPv6 Echo Request message MUST be returned
+ * entirely and unmodified in the ICMPv6 Echo Reply message." §4.1 asks a reply to a
+ * request sent to a group too ("SHOULD be sent"), from a unicast address of the node;
+ * ulsd answers those to all-nodes and its solicited-node groups, as Linux does by default
+ * (net.ipv6.icmp.echo_ignore_multicast 0). */
+static void reply_echo(struct srv *s, const struct in6 *in)
+{
+	static uint8_t f[ETH_HLEN + IP6_HLEN + 65535];
+	uint8_t *icmp = f + ETH_HLEN + IP6_HLEN;
+	const uint8_t *src = reply_src(s, in);
+
+	if (in->l4_len + IP6_HLEN > s->mtu) {
+		/* Only a fragmented request is longer than the link; those are dropped before. */
+		s->ctr.v[SRV_DROP_ECHO_UNANSWERED]++;
+		return;
+	}
+	put_headers(s, f, in->eth.src, src, in->ip.src, WIRE_IPPROTO_ICMPV6, in->l4_len,
+		    WIRE_IPV6_DEFAULT_HLIM);
+	memcpy(icmp, in->l4, in->l4_len);
+	icmp[WIRE_ICMPV6_OFF_TYPE] = WIRE_ICMPV6_ECHO_REPLY;
+	icmp[WIRE_ICMPV6_OFF_CODE] = 0;
+	wire_icmpv6_set_checksum(src, in->ip.src, icmp, in->l4_len);
+	srv__send_frame(s, f, ETH_HLEN + IP6_HLEN + in->l4_len);
+	s->ctr.v[SRV_ICMP_ECHO_REPLIES]++;
+}
+
+/* RFC 4861 §7.1.1 and §7.1.2: what every NS and NA must be to be considered at all. */
+static bool nd_valid(const struct in6 *in, const struct wire_nd *nd)
+{
+	/* "The IP Hop Limit field has a value of 255, i.e., the packet could not possibly
+	 * have been forwarded by a router"; "ICMP Code is 0"; "Target Address is not a
+	 * multicast address". Length and options: wire_nd_view. */
+	if (in->ip.hlim != WIRE_ND_HOP_LIMIT || nd->code != 0 ||
+	    wire_ipv6_is_multicast(nd->target))
+		return false;
+	if (nd->type == WIRE_ND_NEIGHBOR_SOLICIT && wire_ipv6_is_unspecified(in->ip.src)) {
+		/* "If the IP source address is the unspecified address, the IP destination
+		 * address is a solicited-node multicast address" and "there is no source
+		 * link-layer address option in the message." */
+		uint8_t g[WIRE_IPV6_ALEN];
+		wire_ipv6_solicited_node(g, nd->target);
+		if (memcmp(in->ip.dst, g, WIRE_IPV6_ALEN) != 0 || nd->lladdr)
+			return false;
+	}
+	/* §7.1.2: "If the IP Destination Address is a multicast address the Solicited flag
+	 * is zero." */
+	if (nd->type == WIRE_ND_NEIGHBOR_ADVERT && wire_ipv6_is_multicast(in->ip.dst) &&
+	    (nd->flags & WIRE_ND_NA_SOLICITED))
+		return false;
+	return true;
+}
+
+/* RFC 4861 §7.2.4: answer a valid solicitation for one of the node's addresses. */
+static void reply_ns(struct srv *s, const struct in6 *in, const struct wire_nd *ns)
+{
+	uint8_t f[ETH_HLEN + IP6_HLEN + NA_LEN];
+	uint8_t *na = f + ETH_HLEN + IP6_HLEN;
+	uint8_t mac[WIRE_ETH_ALEN];
+	const uint8_t *dst;
+	uint8_t flags = WIRE_ND_NA_OVERRIDE;
+
+	if (!srv__is_node_ip6(s, ns->target)) {
+		/* §7.2.3: "A valid Neighbor Solicitation that does not meet any of the
+		 * following requirements MUST be silently discarded: - The Target Address is
+		 * a "valid" unicast or anycast address assigned to the receiving interface"
+		 * (the node proxies for nobody and runs no duplicate address detection). */
+		s->ctr.v[SRV_DROP_ND_NOT_FOR_NODE]++;
+		return;
+	}
+	if (wire_ipv6_is_unspecified(in->ip.src)) {
+		/* §7.2.4: "If the source of the solicitation is the unspecified address, the
+		 * node MUST set the Solicited flag to zero and multicast the advertisement to
+		 * the all-nodes address." (Another node's duplicate address detection.) */
+		dst = all_nodes;
+		wire_ipv6_mcast_mac(mac, all_nodes);
+	} else {
+		/* "Otherwise, the node MUST set the Solicited flag to one and unicast the
+		 * advertisement to the Source Address of the solicitation." Its link-layer
+		 * address is the option's, or the frame's source when there is none (a
+		 * unicast solicitation may leave it out, §4.3).
+		 * Deviation: the node keeps no IPv6 neighbour cache (§7.2.3 would create or
+		 * update an entry from the option); it answers from what the frame says. */
+		dst = in->ip.src;
+		flags |= WIRE_ND_NA_SOLICITED;
+		memcpy(mac, ns->lladdr ? ns->lladdr : in->eth.src, WIRE_ETH_ALEN);
+	}
+	/* §4.4: Router flag 0 (the node is not a router); Override 1 (§7.2.4: not anycast,
+	 * no proxy, the option included: "Otherwise, the Override flag SHOULD be set to
+	 * one."); the Target Link-Layer Address option, which §4.4 says "MUST be included
+	 * for multicast solicitations". */
+	put_headers(s, f, mac, ns->target, dst, WIRE_IPPROTO_ICMPV6, NA_LEN, WIRE_ND_HOP_LIMIT);
+	memset(na, 0, NA_LEN);
+	na[WIRE_ICMPV6_OFF_TYPE] = WIRE_ND_NEIGHBOR_ADVERT;
+	na[WIRE_ND_OFF_FLAGS] = flags;
+	memcpy(na + WIRE_ND_OFF_TARGET, ns->target, WIRE_IPV6_ALEN);
+	na[WIRE_ND_NA_LEN] = WIRE_ND_OPT_TGT_LLADDR;
+	na[WIRE_ND_NA_LEN + 1] = WIRE_ND_OPT_LLADDR_LEN / WIRE_ND_OPT_UNIT;
+	memcpy(na + WIRE_ND_NA_LEN + 2, s->mac, WIRE_ETH_ALEN);
+	wire_icmpv6_set_checksum(ns->target, dst, na, NA_LEN);
+	srv__send_frame(s, f, sizeof(f));
+	s->ctr.v[SRV_ND_ADVERTS_SENT]++;
+}
+
+static void input_icmp6(struct srv *s, const struct in6 *in)
+{
+	struct wire_icmpv6 ic;
+	struct wire_nd nd;
+
+	if (wire_icmpv6_view(&ic, in->l4, in->l4_len) < 0) {
+		s->ctr.v[SRV_DROP_ICMPV6_HEADER]++;
+		return;
+	}
+	/* RFC 4443 §2.3 and RFC 4861 §7.1.1 "The ICMP Checksum is valid": the checksum is
+	 * mandatory in IPv6 and the kernel does not offload ICMPv6's. */
+	if (!wire_icmpv6_checksum_ok(in->ip.src, in->ip.dst, in->l4, in->l4_len)) {
+		s->ctr.v[SRV_DROP_ICMPV6_CHECKSUM]++;
+		return;
+	}
+	switch (ic.type) {
+	case WIRE_ICMPV6_ECHO_REQUEST:
+		reply_echo(s, in);
+		return;
+	case WIRE_ND_NEIGHBOR_SOLICIT:
+	case WIRE_ND_NEIGHBOR_ADVERT:
+		if (wire_nd_view(&nd, in->l4, in->l4_len) < 0 || !nd_valid(in, &nd)) {
+			s->ctr.v[SRV_DROP_ND_INVALID]++;
+			return;
+		}
+		if (ic.type == WIRE_ND_NEIGHBOR_SOLICIT) {
+			reply_ns(s, in, &nd);
+			return;
+		}
+		s->ctr.v[SRV_ND_ADVERTS_RECEIVED]++;
+		/* §7.2.5 is the processes' business once they carry IPv6 (docs/ipv6.md: NA
+		 * copied to every process, as ARP replies are). An advertisement for one of
+		 * the node's own addresses from another station is a duplicate address. */
+		if (srv__is_node_ip6(s, nd.target) &&
+		    memcmp(in->eth.src, s->mac, WIRE_ETH_ALEN) != 0) {
+			s->ctr.v[SRV_ND_ADDRESS_CONFLICT]++;
+			srv__log(1, "another station advertises one of the node's IPv6 addresses");
+		}
+		return;
+	default:
+		/* Errors about processes' packets, router messages, echo replies: no process
+		 * carries IPv6 yet, and the node is not a router. */
+		s->ctr.v[SRV_DROP_NO_OWNER]++;
+		return;
+	}
+}
+
+/* RFC 9293 §3.10.7.1, as srv__reply_rst for IPv4; the checksum over RFC 8200 §8.1's
+ * pseudo-header. */
+static void reply_rst(struct srv *s, const struct in6 *in)
+{
+	uint8_t f[ETH_HLEN + IP6_HLEN + TCP_HLEN];
+	uint8_t *tcp = f + ETH_HLEN + IP6_HLEN;
+	struct wire_tcp t;
+
+	if (wire_tcp_view(&t, in->l4, in->l4_len) < 0) {
+		s->ctr.v[SRV_DROP_NO_OWNER]++;
+		return;
+	}
+	if (t.flags & WIRE_TCP_RST) {
+		s->ctr.v[SRV_DROP_RST_FOR_RST]++;
+		return;
+	}
+	if (!srv__is_node_ip6(s, in->ip.dst) || wire_eth_is_group(in->eth.dst)) {
+		/* RFC 1122 §4.2.3.10's rule for IPv6 too: nothing to a group is reset. */
+		s->ctr.v[SRV_DROP_RST_NOT_UNICAST]++;
+		return;
+	}
+	if (!srv__tokens_allow(&s->rst_tokens_ms, &s->rst_tokens, SRV_RST_RATE_PER_S)) {
+		s->ctr.v[SRV_DROP_RST_RATE]++;
+		return;
+	}
+	if (t.flags & WIRE_TCP_ACK)
+		wire_tcp_write(tcp, t.dport, t.sport, t.ack, 0, WIRE_TCP_RST, 0);
+	else
+		wire_tcp_write(tcp, t.dport, t.sport, 0, t.seq + wire_tcp_seg_len(&t),
+			       WIRE_TCP_RST | WIRE_TCP_ACK, 0);
+	put_headers(s, f, in->eth.src, in->ip.dst, in->ip.src, WIRE_IPPROTO_TCP, TCP_HLEN,
+		    WIRE_IPV6_DEFAULT_HLIM);
+	uint32_t sum = wire_sum_pseudo6(0, in->ip.dst, in->ip.src, WIRE_IPPROTO_TCP, TCP_HLEN);
+	wire_wr16(tcp + WIRE_TCP_OFF_CHECKSUM, wire_sum_finish(wire_sum(sum, tcp, TCP_HLEN)));
+	srv__send_frame(s, f, sizeof(f));
+	s->ctr.v[SRV_RST_SENT]++;
+}
+
+/* RFC 4443 §3.1: "If the transport protocol ... has no listener, the destination node
+ * SHOULD send a Destination Unreachable message with Code 4." */
+static void reply_port_unreachable(struct srv *s, const struct in6 *in)
+{
+	if (!may_send_error(in)) {
+		s->ctr.v[SRV_DROP_ICMP_ERROR_NOT_UNICAST]++;
+		return;
+	}
+	if (send_error(s, in, WIRE_ICMPV6_DST_UNREACH, WIRE_ICMPV6_UNREACH_PORT, 0) == 0)
+		s->ctr.v[SRV_ICMP_UNREACH_SENT]++;
+}
+
+void srv__input_ip6(struct srv *s, const uint8_t *frame, size_t len)
+{
+	struct in6 in = { .frame = frame, .len = len };
+
+	s->ctr.v[SRV_IPV6_FRAMES]++;
+	if (wire_eth_view(&in.eth, frame, len) < 0) {
+		s->ctr.v[SRV_DROP_IPV6_HEADER]++;
+		return;
+	}
+	if (!wire_eth_is_group(in.eth.dst) && memcmp(in.eth.dst, s->mac, WIRE_ETH_ALEN) != 0) {
+		s->ctr.v[SRV_DROP_NOT_FOR_NODE]++;
+		return;
+	}
+	/* RFC 8200 §3: Version 6, and Payload Length within what arrived. */
+	if (wire_ipv6_view(&in.ip, in.eth.payload, in.eth.payload_len) < 0 ||
+	    /* RFC 4291 §2.7: "Multicast addresses must not be used as source addresses". */
+	    wire_ipv6_is_multicast(in.ip.src)) {
+		s->ctr.v[SRV_DROP_IPV6_HEADER]++;
+		return;
+	}
+	if (!srv__is_node_ip6(s, in.ip.dst) && !is_node_group(s, in.ip.dst)) {
+		s->ctr.v[SRV_DROP_NOT_FOR_NODE]++;
+		return;
+	}
+	s->ctr.v[SRV_FRAMES_TO_SERVER]++;
+	if (wire_ipv6_upper(&in.up, &in.ip) < 0) {
+		/* An extension header past the payload, Hop-by-Hop not first, or a chain
+		 * longer than WIRE_IPV6_EXT_MAX. */
+		s->ctr.v[SRV_DROP_IPV6_EXT_HEADERS]++;
+		return;
+	}
+	if (in.up.fragment) {
+		/* Deviation: no IPv6 reassembly yet (RFC 8200 §4.5 asks for 1500 octets;
+		 * docs/ipv6.md); nothing the node answers needs more than one frame. */
+		s->ctr.v[SRV_DROP_IPV6_FRAGMENT]++;
+		return;
+	}
+	if (check_options(s, &in) < 0)
+		return;
+	in.l4 = in.ip.hdr + in.up.off;
+	in.l4_len = IP6_HLEN + in.ip.payload_len - in.up.off;
+	switch (in.up.proto) {
+	case WIRE_IPPROTO_ICMPV6:
+		input_icmp6(s, &in);
+		break;
+	case WIRE_IPPROTO_TCP:
+		reply_rst(s, &in);
+		break;
+	case WIRE_IPPROTO_UDP:
+		reply_port_unreachable(s, &in);
+		break;
+	case WIRE_IPPROTO_NONE:
+		/* RFC 8200 §4.7: nothing follows; nothing to do. */
+		s->ctr.v[SRV_DROP_NO_OWNER]++;
+		break;
+	default:
+		/* RFC 8200 §4: an unrecognized Next Header: "discard the packet and send an
+		 * ICMP Parameter Problem message to the source of the packet, with an ICMP
+		 * Code value of 1 ... and the ICMP Pointer field containing the offset of the
+		 * unrecognized value within the original packet". */
+		s->ctr.v[SRV_DROP_IPV6_NEXT_HEADER]++;
+		if (may_send_error(&in) &&
+		    send_error(s, &in, WIRE_ICMPV6_PARAM_PROB, PARAM_PROB_NEXT_HEADER,
+			       (uint32_t)in.up.nh_off) == 0)
+			s->ctr.v[SRV_ICMPV6_PARAM_PROB_SENT]++;
+		break;
+	}
+}

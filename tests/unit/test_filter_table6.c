@@ -1,0 +1,169 @@
+/* filter/table.c and filter/demux.c with IPv6 keys: 16-octet remotes in one table for both
+ * families, IPv4 as its v4-mapped address, ports shared across families as Linux shares
+ * them (the fixture: filter_table_fixture.h). */
+#include "tests/unit/filter_table_fixture.h"
+
+/* ---- IPv6 keys: 16-octet remotes, one table for both families ------------------------- */
+
+static const uint8_t node6[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 1, [15] = 1 };
+static const uint8_t peer6[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 1, [15] = 2 };
+
+/* An IPv6 TCP SYN (or UDP datagram) from src:sport to node6:dport, parsed and looked up. */
+static flt_owner_t rx6(struct flt_table *t, uint8_t proto, const uint8_t *src, uint16_t sport,
+		       uint16_t dport)
+{
+	struct frame f;
+	struct flt_pkt p;
+	uint8_t *l4 = f.b + 54;
+	size_t l4len = proto == TCP ? 20 : 8;
+
+	memset(f.b, 0, sizeof(f.b));
+	memcpy(f.b, node_mac, 6);
+	memcpy(f.b + 6, peer_mac, 6);
+	put16(f.b + 12, WIRE_ETHERTYPE_IPV6);
+	f.b[14] = 0x60;
+	put16(f.b + 18, (uint16_t)l4len);
+	f.b[20] = proto;
+	f.b[21] = 64;
+	memcpy(f.b + 22, src, 16);
+	memcpy(f.b + 38, node6, 16);
+	put16(l4, sport);
+	put16(l4 + 2, dport);
+	if (proto == TCP) {
+		l4[12] = 5 << 4;
+		l4[13] = WIRE_TCP_SYN;
+	} else {
+		put16(l4 + 4, 8);
+	}
+	f.len = 54 + l4len;
+	assert_int_equal(flt_parse(f.b, f.len, &p), 0);
+	return flt_lookup_rx(t, &p);
+}
+
+static void ipv6_rules_lookup_returns_their_owners(void **state)
+{
+	struct flt_table *t = *state;
+	struct flt_addr peer = flt_addr_v6(peer6);
+	uint8_t other[16];
+
+	memcpy(other, peer6, 16);
+	other[15] = 9;
+	assert_int_equal(flt_add_connected_addr(t, TCP, 80, &peer, 40000, 7), 0);
+	assert_int_equal(flt_add_listen_fam(t, TCP, 80, FLT_FAM_V6, 8, false), 0);
+	assert_int_equal(rx6(t, TCP, peer6, 40000, 80), 7);
+	assert_int_equal(rx6(t, TCP, other, 40000, 80), 8);
+	assert_int_equal(rx6(t, TCP, peer6, 40000, 81), FLT_NO_OWNER);
+	/* The IPv4 listener of the port is another group: IPv4 does not reach owner 8. */
+	assert_int_equal(rx(t, &(struct fspec){ .dport = 80 }), FLT_NO_OWNER);
+	assert_int_equal(flt_del_connected_addr(t, TCP, 80, &peer, 40000, 7), 0);
+	assert_int_equal(rx6(t, TCP, peer6, 40000, 80), 8);
+	/* :: names no remote. */
+	struct flt_addr zero = { { 0 } };
+	assert_int_equal(flt_add_connected_addr(t, TCP, 80, &zero, 40000, 7), -EINVAL);
+}
+
+/* Linux's rules: an IPv4 and an IPv6-only listener may hold one port; a dual-stack
+ * listener holds it in both families, alone unless all share. */
+static void families_share_ports_as_linux_does(void **state)
+{
+	struct flt_table *t = *state;
+
+	assert_int_equal(flt_add_listen(t, TCP, 80, 1, false), 0);
+	assert_int_equal(flt_add_listen_fam(t, TCP, 80, FLT_FAM_V6, 2, false), 0);
+	assert_int_equal(rx(t, &(struct fspec){ .dport = 80 }), 1);
+	assert_int_equal(rx6(t, TCP, peer6, 40000, 80), 2);
+	/* A dual-stack listener on the port: refused, and neither family changed. */
+	assert_int_equal(flt_add_listen_fam(t, TCP, 80, FLT_FAM_ANY, 3, false), -EADDRINUSE);
+	assert_int_equal(flt_del_listen(t, TCP, 80, 3), -ENOENT);
+	/* A dual-stack listener alone on 81 takes both families and keeps both. */
+	assert_int_equal(flt_add_listen_fam(t, UDP, 81, FLT_FAM_ANY, 4, false), 0);
+	assert_int_equal(rx(t, &(struct fspec){ .proto = UDP, .dport = 81 }), 4);
+	assert_int_equal(rx6(t, UDP, peer6, 40000, 81), 4);
+	assert_int_equal(flt_add_listen(t, UDP, 81, 5, false), -EADDRINUSE);
+	assert_int_equal(flt_add_listen_fam(t, UDP, 81, FLT_FAM_V6, 6, false), -EADDRINUSE);
+	assert_int_equal(flt_set_accepting_fam(t, UDP, 81, FLT_FAM_ANY, 4), 0);
+	assert_int_equal(flt_del_listen_fam(t, UDP, 81, FLT_FAM_ANY, 4), 0);
+	assert_int_equal(rx(t, &(struct fspec){ .proto = UDP, .dport = 81 }), FLT_NO_OWNER);
+	assert_int_equal(rx6(t, UDP, peer6, 40000, 81), FLT_NO_OWNER);
+	assert_int_equal(flt_add_listen_fam(t, UDP, 81, 0, 4, false), -EINVAL);
+	/* Shared dual-stack groups: every member in both. */
+	assert_int_equal(flt_add_listen_fam(t, TCP, 82, FLT_FAM_ANY, 7, true), 0);
+	assert_int_equal(flt_add_listen_fam(t, TCP, 82, FLT_FAM_ANY, 8, true), 0);
+	assert_int_equal(flt_del_owner(t, 7), 2);
+	assert_int_equal(rx6(t, TCP, peer6, 40000, 82), 8);
+	assert_int_equal(rx(t, &(struct fspec){ .dport = 82 }), 8);
+}
+
+/* An IPv4 remote is its v4-mapped address: one rule, whichever call names it; an IPv6
+ * address that ends in the same 4 octets is another remote. */
+static void ipv4_remote_is_its_v4_mapped_address(void **state)
+{
+	struct flt_table *t = *state;
+	struct flt_addr m = flt_addr_v4(PEER_IP), tail = flt_addr_v6(peer6);
+
+	memcpy(tail.b + 12, m.b + 12, 4);
+	assert_int_equal(flt_add_connected(t, TCP, 80, PEER_IP, 40000, 7), 0);
+	assert_int_equal(flt_add_connected_addr(t, TCP, 80, &m, 40000, 8), -EEXIST);
+	assert_int_equal(flt_add_connected_addr(t, TCP, 80, &tail, 40000, 8), 0);
+	assert_true(flt_addr_is_v4(&m));
+	assert_false(flt_addr_is_v4(&tail));
+	assert_int_equal(flt_addr_v4_of(&m), PEER_IP);
+	assert_int_equal(rx(t, &(struct fspec){ .dport = 80 }), 7);
+	assert_int_equal(flt_del_connected_addr(t, TCP, 80, &m, 40000, 7), 0);
+	assert_int_equal(rx(t, &(struct fspec){ .dport = 80 }), FLT_NO_OWNER);
+}
+
+static unsigned observed;
+static void count_change(void *arg, enum flt_kind kind, uint8_t proto, uint16_t lport,
+			 uint32_t rip, uint16_t rport, flt_owner_t owner)
+{
+	(void)arg; (void)kind; (void)proto; (void)lport; (void)rip; (void)rport; (void)owner;
+	observed++;
+}
+
+static int count_v6(const struct flt_rule *r, void *arg)
+{
+	if (r->fam == FLT_FAM_V6) {
+		assert_int_equal(r->rip, 0);
+		(*(unsigned *)arg)++;
+	}
+	return 0;
+}
+
+/* The observer keeps the direct path's IPv4 maps (server/bpf.c): IPv6 rules are not
+ * shown to it; flt_foreach shows them with their family. */
+static void ipv6_rules_not_observed_but_visited(void **state)
+{
+	struct flt_table *t = *state;
+	struct flt_addr peer = flt_addr_v6(peer6);
+	unsigned v6 = 0;
+
+	observed = 0;
+	flt_table_set_observer(t, count_change, NULL);
+	assert_int_equal(flt_add_connected_addr(t, TCP, 80, &peer, 40000, 7), 0);
+	assert_int_equal(flt_add_listen_fam(t, TCP, 80, FLT_FAM_V6, 7, false), 0);
+	assert_int_equal(observed, 0);
+	assert_int_equal(flt_add_listen_fam(t, TCP, 81, FLT_FAM_ANY, 7, false), 0);
+	assert_int_equal(observed, 1);
+	assert_int_equal(flt_add_connected(t, TCP, 80, PEER_IP, 40000, 7), 0);
+	assert_int_equal(observed, 2);
+	flt_foreach(t, count_v6, &v6);
+	assert_int_equal(v6, 3);
+	assert_int_equal(flt_del_owner(t, 7), 5);
+	assert_int_equal(observed, 4);
+	flt_table_set_observer(t, NULL, NULL);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(ipv6_rules_lookup_returns_their_owners),
+		T(families_share_ports_as_linux_does),
+		T(ipv4_remote_is_its_v4_mapped_address),
+		T(ipv6_rules_not_observed_but_visited),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

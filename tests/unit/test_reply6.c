@@ -1,0 +1,457 @@
+/* server/reply6.c: what the node answers over IPv6 (neighbour discovery, echo, port
+ * unreachable, RST) and the named counter of every case it leaves unanswered.
+ *
+ * Read first: RFC 4861 §7.1.1 and §7.2.3-7.2.4, RFC 4443 §2.4, §3.1, §4.1-4.2, RFC 8200
+ * §3-4, RFC 9293 §3.10.7.1.
+ *
+ * Frames are built with netif/wire's writers and handed to srv__input_ip6 as the demux
+ * thread hands them; what the node sends is caught by the srv__send_frame stub and read
+ * back through the wire views, checksums included.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "netif/wire/wire.h"
+#include "server/internal.h"
+
+static uint8_t sent[2048];
+static size_t sent_len;
+static unsigned nsent;
+static uint64_t now_ms = 1000000;
+
+void srv__log(int level, const char *fmt, ...) { (void)level; (void)fmt; }
+uint64_t srv__now_ms(void) { return now_ms; }
+int srv__dp_neighbour(struct srv *s, uint32_t ip, uint8_t mac[WIRE_ETH_ALEN])
+{
+	(void)s; (void)ip; (void)mac;
+	return -1;
+}
+void srv__send_frame(struct srv *s, const uint8_t *frame, size_t len)
+{
+	(void)s;
+	assert_true(len <= sizeof(sent));
+	memcpy(sent, frame, len);
+	sent_len = len;
+	nsent++;
+}
+
+static const uint8_t node_mac[6] = { 0x02, 0x75, 0x6c, 0, 0, 1 };
+static const uint8_t peer_mac[6] = { 0x02, 0x75, 0x6c, 0, 0, 2 };
+static const uint8_t opt_mac[6] = { 0x02, 0x75, 0x6c, 0, 0, 7 };
+static const uint8_t node_ip6[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 1 };
+static const uint8_t peer_ip6[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 2 };
+static const uint8_t other_ip6[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 9 };
+static const uint8_t peer_ll[16] = { 0xfe, 0x80, [15] = 2 };
+static const uint8_t all_nodes[16] = { 0xff, 0x02, [15] = 1 };
+static const uint8_t unspec[16];
+static struct srv srv;
+
+static int setup(void **state)
+{
+	(void)state;
+	memset(&srv, 0, sizeof(srv));
+	memcpy(srv.mac, node_mac, 6);
+	srv.has_ip6 = true;
+	memcpy(srv.ip6, node_ip6, 16);
+	srv.ip6_plen = 64;
+	wire_ipv6_link_local(srv.ip6_ll, node_mac);
+	srv.mtu = 1500;
+	srv.rst_tokens = 2000;
+	srv.icmp_tokens = 100;
+	srv.rst_tokens_ms = srv.icmp_tokens_ms = now_ms;
+	nsent = 0;
+	sent_len = 0;
+	return 0;
+}
+
+struct frame {
+	uint8_t b[512];
+	size_t len;
+};
+
+/* Ethernet + IPv6 + l4 (l4_len octets at l4), the ICMPv6 checksum filled in when next is
+ * ICMPv6. */
+static void build(struct frame *f, const uint8_t *dmac, const uint8_t *src, const uint8_t *dst,
+		  uint8_t next, uint8_t hlim, const uint8_t *l4, size_t l4_len)
+{
+	memset(f->b, 0, sizeof(f->b));
+	wire_eth_write(f->b, dmac, peer_mac, WIRE_ETHERTYPE_IPV6);
+	wire_ipv6_write(f->b + WIRE_ETH_HLEN, next, src, dst, (uint16_t)l4_len, hlim);
+	memcpy(f->b + WIRE_ETH_HLEN + WIRE_IPV6_HLEN, l4, l4_len);
+	if (next == WIRE_IPPROTO_ICMPV6)
+		wire_icmpv6_set_checksum(src, dst, f->b + WIRE_ETH_HLEN + WIRE_IPV6_HLEN, l4_len);
+	f->len = WIRE_ETH_HLEN + WIRE_IPV6_HLEN + l4_len;
+}
+
+/* An NS for target, with a Source Link-Layer Address option when lladdr. */
+static size_t ns(uint8_t *m, const uint8_t *target, const uint8_t *lladdr)
+{
+	memset(m, 0, 32);
+	m[0] = WIRE_ND_NEIGHBOR_SOLICIT;
+	memcpy(m + WIRE_ND_OFF_TARGET, target, 16);
+	if (!lladdr)
+		return WIRE_ND_NS_LEN;
+	m[24] = WIRE_ND_OPT_SRC_LLADDR;
+	m[25] = 1;
+	memcpy(m + 26, lladdr, 6);
+	return 32;
+}
+
+static void solicited(uint8_t g[16], uint8_t mac[6], const uint8_t *a)
+{
+	wire_ipv6_solicited_node(g, a);
+	wire_ipv6_mcast_mac(mac, g);
+}
+
+/* The NA the node sent, checked as RFC 4861 §7.1.2 checks one, and its fields. */
+static void sent_na(const uint8_t *dmac, const uint8_t *dst, const uint8_t *target, uint8_t flags)
+{
+	struct wire_eth e;
+	struct wire_ipv6 ip;
+	struct wire_nd nd;
+
+	assert_int_equal(nsent, 1);
+	assert_int_equal(wire_eth_view(&e, sent, sent_len), 0);
+	assert_memory_equal(e.dst, dmac, 6);
+	assert_memory_equal(e.src, node_mac, 6);
+	assert_int_equal(e.type, WIRE_ETHERTYPE_IPV6);
+	assert_int_equal(wire_ipv6_view(&ip, e.payload, e.payload_len), 0);
+	assert_int_equal(ip.hlim, 255);
+	assert_int_equal(ip.next, WIRE_IPPROTO_ICMPV6);
+	assert_memory_equal(ip.src, target, 16);
+	assert_memory_equal(ip.dst, dst, 16);
+	assert_true(wire_icmpv6_checksum_ok(ip.src, ip.dst, ip.payload, ip.payload_len));
+	assert_int_equal(wire_nd_view(&nd, ip.payload, ip.payload_len), 0);
+	assert_int_equal(nd.type, WIRE_ND_NEIGHBOR_ADVERT);
+	assert_int_equal(nd.code, 0);
+	assert_int_equal(nd.flags, flags);
+	assert_memory_equal(nd.target, target, 16);
+	assert_non_null(nd.lladdr);
+	assert_memory_equal(nd.lladdr, node_mac, 6);
+}
+
+static void ns_multicast_for_node_address_answered_solicited_override(void **state)
+{
+	struct frame f;
+	uint8_t m[32], g[16], gmac[6];
+	size_t n = ns(m, node_ip6, opt_mac);
+
+	(void)state;
+	solicited(g, gmac, node_ip6);
+	build(&f, gmac, peer_ip6, g, WIRE_IPPROTO_ICMPV6, 255, m, n);
+	srv__input_ip6(&srv, f.b, f.len);
+	/* To the option's link-layer address, not the frame's source. */
+	sent_na(opt_mac, peer_ip6, node_ip6, WIRE_ND_NA_SOLICITED | WIRE_ND_NA_OVERRIDE);
+	assert_int_equal(srv.ctr.v[SRV_ND_ADVERTS_SENT], 1);
+}
+
+static void ns_unicast_for_link_local_without_option_answered_to_frame_source(void **state)
+{
+	struct frame f;
+	uint8_t m[32];
+	size_t n = ns(m, srv.ip6_ll, NULL);
+
+	(void)state;
+	build(&f, node_mac, peer_ll, srv.ip6_ll, WIRE_IPPROTO_ICMPV6, 255, m, n);
+	srv__input_ip6(&srv, f.b, f.len);
+	sent_na(peer_mac, peer_ll, srv.ip6_ll, WIRE_ND_NA_SOLICITED | WIRE_ND_NA_OVERRIDE);
+}
+
+static void ns_from_unspecified_answered_to_all_nodes_unsolicited(void **state)
+{
+	struct frame f;
+	uint8_t m[32], g[16], gmac[6];
+	static const uint8_t all_mac[6] = { 0x33, 0x33, 0, 0, 0, 1 };
+	size_t n = ns(m, node_ip6, NULL);
+
+	(void)state;
+	solicited(g, gmac, node_ip6);
+	build(&f, gmac, unspec, g, WIRE_IPPROTO_ICMPV6, 255, m, n);
+	srv__input_ip6(&srv, f.b, f.len);
+	sent_na(all_mac, all_nodes, node_ip6, WIRE_ND_NA_OVERRIDE);
+}
+
+/* RFC 4861 §7.1.1: each check alone makes the NS invalid; none is answered. */
+static void invalid_ns_dropped_and_counted(void **state)
+{
+	struct frame f;
+	uint8_t m[32], g[16], gmac[6];
+	size_t n;
+
+	(void)state;
+	solicited(g, gmac, node_ip6);
+	/* hop limit 254 */
+	n = ns(m, node_ip6, opt_mac);
+	build(&f, gmac, peer_ip6, g, WIRE_IPPROTO_ICMPV6, 254, m, n);
+	srv__input_ip6(&srv, f.b, f.len);
+	/* code 1 */
+	m[1] = 1;
+	build(&f, gmac, peer_ip6, g, WIRE_IPPROTO_ICMPV6, 255, m, n);
+	srv__input_ip6(&srv, f.b, f.len);
+	/* shorter than 24 */
+	n = ns(m, node_ip6, NULL);
+	build(&f, gmac, peer_ip6, g, WIRE_IPPROTO_ICMPV6, 255, m, 20);
+	srv__input_ip6(&srv, f.b, f.len);
+	/* target multicast */
+	n = ns(m, all_nodes, opt_mac);
+	build(&f, gmac, peer_ip6, g, WIRE_IPPROTO_ICMPV6, 255, m, n);
+	srv__input_ip6(&srv, f.b, f.len);
+	/* an option of length 0 */
+	n = ns(m, node_ip6, opt_mac);
+	m[25] = 0;
+	build(&f, gmac, peer_ip6, g, WIRE_IPPROTO_ICMPV6, 255, m, n);
+	srv__input_ip6(&srv, f.b, f.len);
+	/* from :: with a source link-layer address option */
+	n = ns(m, node_ip6, opt_mac);
+	build(&f, gmac, unspec, g, WIRE_IPPROTO_ICMPV6, 255, m, n);
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(srv.ctr.v[SRV_DROP_ND_INVALID], 6);
+	/* a wrong checksum */
+	build(&f, gmac, peer_ip6, g, WIRE_IPPROTO_ICMPV6, 255, m, n);
+	f.b[WIRE_ETH_HLEN + WIRE_IPV6_HLEN + 2] ^= 0x40;
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(srv.ctr.v[SRV_DROP_ICMPV6_CHECKSUM], 1);
+	/* a target that is not the node's */
+	n = ns(m, other_ip6, opt_mac);
+	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_ICMPV6, 255, m, n);
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(srv.ctr.v[SRV_DROP_ND_NOT_FOR_NODE], 1);
+	assert_int_equal(nsent, 0);
+}
+
+static void echo_request_answered_with_its_data(void **state)
+{
+	struct frame f;
+	uint8_t m[64];
+	struct wire_ipv6 ip;
+
+	(void)state;
+	memset(m, 0, sizeof(m));
+	m[0] = WIRE_ICMPV6_ECHO_REQUEST;
+	wire_wr16(m + 4, 0x1234);
+	wire_wr16(m + 6, 7);
+	for (int i = 8; i < 64; i++)
+		m[i] = (uint8_t)i;
+	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_ICMPV6, 64, m, sizeof(m));
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(nsent, 1);
+	assert_memory_equal(sent, peer_mac, 6);
+	assert_int_equal(wire_ipv6_view(&ip, sent + 14, sent_len - 14), 0);
+	assert_memory_equal(ip.src, node_ip6, 16);
+	assert_memory_equal(ip.dst, peer_ip6, 16);
+	assert_int_equal(ip.payload_len, sizeof(m));
+	assert_int_equal(ip.payload[0], WIRE_ICMPV6_ECHO_REPLY);
+	assert_memory_equal(ip.payload + 4, m + 4, sizeof(m) - 4);
+	assert_true(wire_icmpv6_checksum_ok(ip.src, ip.dst, ip.payload, ip.payload_len));
+	assert_int_equal(srv.ctr.v[SRV_ICMP_ECHO_REPLIES], 1);
+	/* To all-nodes: answered from the address of the peer's scope (RFC 4443 §4.1). */
+	static const uint8_t all_mac[6] = { 0x33, 0x33, 0, 0, 0, 1 };
+	build(&f, all_mac, peer_ll, all_nodes, WIRE_IPPROTO_ICMPV6, 64, m, sizeof(m));
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(nsent, 2);
+	assert_int_equal(wire_ipv6_view(&ip, sent + 14, sent_len - 14), 0);
+	assert_memory_equal(ip.src, srv.ip6_ll, 16);
+}
+
+static void udp_to_nobody_gets_port_unreachable_quoting_it(void **state)
+{
+	struct frame f;
+	uint8_t u[20] = { 0x9c, 0x40, 0x1f, 0x90, 0, 20 };
+	struct wire_ipv6 ip;
+
+	(void)state;
+	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_UDP, 64, u, sizeof(u));
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(nsent, 1);
+	assert_int_equal(wire_ipv6_view(&ip, sent + 14, sent_len - 14), 0);
+	assert_memory_equal(ip.dst, peer_ip6, 16);
+	assert_int_equal(ip.payload[0], WIRE_ICMPV6_DST_UNREACH);
+	assert_int_equal(ip.payload[1], WIRE_ICMPV6_UNREACH_PORT);
+	assert_int_equal(ip.payload_len, 8 + 40 + sizeof(u));
+	assert_memory_equal(ip.payload + 8, f.b + 14, 40 + sizeof(u));
+	assert_true(wire_icmpv6_checksum_ok(ip.src, ip.dst, ip.payload, ip.payload_len));
+	assert_int_equal(srv.ctr.v[SRV_ICMP_UNREACH_SENT], 1);
+	/* Not for a packet to a group (RFC 4443 §2.4 (e.3)). */
+	static const uint8_t all_mac[6] = { 0x33, 0x33, 0, 0, 0, 1 };
+	build(&f, all_mac, peer_ip6, all_nodes, WIRE_IPPROTO_UDP, 64, u, sizeof(u));
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(nsent, 1);
+	assert_int_equal(srv.ctr.v[SRV_DROP_ICMP_ERROR_NOT_UNICAST], 1);
+	/* Rate-limited with IPv4's errors. */
+	srv.icmp_tokens = 0;
+	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_UDP, 64, u, sizeof(u));
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(nsent, 1);
+	assert_int_equal(srv.ctr.v[SRV_DROP_ICMP_RATE], 1);
+}
+
+static void tcp_to_nobody_gets_rst(void **state)
+{
+	struct frame f;
+	uint8_t t[20];
+	struct wire_ipv6 ip;
+	struct wire_tcp tcp;
+
+	(void)state;
+	wire_tcp_write(t, 40000, 80, 1000, 0, WIRE_TCP_SYN, 1024);
+	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_TCP, 64, t, sizeof(t));
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(nsent, 1);
+	assert_int_equal(wire_ipv6_view(&ip, sent + 14, sent_len - 14), 0);
+	assert_int_equal(ip.next, WIRE_IPPROTO_TCP);
+	assert_int_equal(wire_tcp_view(&tcp, ip.payload, ip.payload_len), 0);
+	assert_int_equal(tcp.flags, WIRE_TCP_RST | WIRE_TCP_ACK);
+	assert_int_equal(tcp.seq, 0);
+	assert_int_equal(tcp.ack, 1001);
+	assert_int_equal(tcp.sport, 80);
+	assert_int_equal(tcp.dport, 40000);
+	uint32_t sum = wire_sum_pseudo6(0, ip.src, ip.dst, WIRE_IPPROTO_TCP, 20);
+	assert_int_equal(wire_sum_finish(wire_sum(sum, ip.payload, 20)), 0);
+	/* With ACK: <SEQ=SEG.ACK><CTL=RST>. */
+	wire_tcp_write(t, 40000, 80, 1000, 5555, WIRE_TCP_ACK, 1024);
+	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_TCP, 64, t, sizeof(t));
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(wire_ipv6_view(&ip, sent + 14, sent_len - 14), 0);
+	assert_int_equal(wire_tcp_view(&tcp, ip.payload, ip.payload_len), 0);
+	assert_int_equal(tcp.flags, WIRE_TCP_RST);
+	assert_int_equal(tcp.seq, 5555);
+	/* A RST is not answered. */
+	wire_tcp_write(t, 40000, 80, 1000, 0, WIRE_TCP_RST, 0);
+	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_TCP, 64, t, sizeof(t));
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(nsent, 2);
+	assert_int_equal(srv.ctr.v[SRV_DROP_RST_FOR_RST], 1);
+	assert_int_equal(srv.ctr.v[SRV_RST_SENT], 2);
+}
+
+/* RFC 8200 §3 and §4: what is dropped before anything is answered. */
+static void bad_headers_dropped_and_counted(void **state)
+{
+	struct frame f;
+	uint8_t t[20];
+
+	(void)state;
+	wire_tcp_write(t, 40000, 80, 1000, 0, WIRE_TCP_SYN, 1024);
+	/* Version 4 under the IPv6 ethertype. */
+	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_TCP, 64, t, sizeof(t));
+	f.b[14] = 0x45;
+	srv__input_ip6(&srv, f.b, f.len);
+	/* Payload Length past the frame. */
+	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_TCP, 64, t, sizeof(t));
+	wire_wr16(f.b + 14 + WIRE_IPV6_OFF_PLEN, 21);
+	srv__input_ip6(&srv, f.b, f.len);
+	/* A multicast source. */
+	build(&f, node_mac, all_nodes, node_ip6, WIRE_IPPROTO_TCP, 64, t, sizeof(t));
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(srv.ctr.v[SRV_DROP_IPV6_HEADER], 3);
+	/* Another address, another MAC. */
+	build(&f, node_mac, peer_ip6, other_ip6, WIRE_IPPROTO_TCP, 64, t, sizeof(t));
+	srv__input_ip6(&srv, f.b, f.len);
+	build(&f, opt_mac, peer_ip6, node_ip6, WIRE_IPPROTO_TCP, 64, t, sizeof(t));
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(srv.ctr.v[SRV_DROP_NOT_FOR_NODE], 2);
+	/* A fragment: no reassembly yet. */
+	uint8_t fr[8 + 20] = { WIRE_IPPROTO_TCP, 0, 0, 1, 0, 0, 0, 42 };
+	memcpy(fr + 8, t, 20);
+	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_FRAGMENT, 64, fr, sizeof(fr));
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(srv.ctr.v[SRV_DROP_IPV6_FRAGMENT], 1);
+	/* An extension header past the payload. */
+	uint8_t dx[8] = { WIRE_IPPROTO_TCP, 4 };
+	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_DSTOPTS, 64, dx, sizeof(dx));
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(srv.ctr.v[SRV_DROP_IPV6_EXT_HEADERS], 1);
+	assert_int_equal(nsent, 0);
+}
+
+static void unknown_next_header_gets_parameter_problem_pointing_at_it(void **state)
+{
+	struct frame f;
+	uint8_t d[8 + 8] = { 253, 0 };
+	struct wire_ipv6 ip;
+
+	(void)state;
+	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_DSTOPTS, 64, d, sizeof(d));
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(nsent, 1);
+	assert_int_equal(wire_ipv6_view(&ip, sent + 14, sent_len - 14), 0);
+	assert_int_equal(ip.payload[0], WIRE_ICMPV6_PARAM_PROB);
+	assert_int_equal(ip.payload[1], 1);
+	assert_int_equal(wire_rd32(ip.payload + 4), 40);   /* the Destination Options' Next Header */
+	assert_int_equal(srv.ctr.v[SRV_ICMPV6_PARAM_PROB_SENT], 1);
+	assert_int_equal(srv.ctr.v[SRV_DROP_IPV6_NEXT_HEADER], 1);
+}
+
+/* RFC 8200 §4.2: an unrecognized option's two high bits say what to do. */
+static void unrecognized_options_acted_on_by_their_high_bits(void **state)
+{
+	struct frame f;
+	/* Destination Options: one option of type T, 2 octets of data, then PadN to 8;
+	 * then an echo request. */
+	uint8_t d[8 + 8] = { WIRE_IPPROTO_ICMPV6, 0, 0x00, 2, 0xab, 0xcd, 1, 0,
+			     WIRE_ICMPV6_ECHO_REQUEST };
+	struct wire_ipv6 ip;
+	static const uint8_t all_mac[6] = { 0x33, 0x33, 0, 0, 0, 1 };
+
+	(void)state;
+	/* 00: skipped, the echo is answered (the option types 0x00-0x3f but Pad1). */
+	d[2] = 0x3e;
+	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_DSTOPTS, 64, d, sizeof(d));
+	wire_icmpv6_set_checksum(peer_ip6, node_ip6, f.b + 14 + 40 + 8, 8);
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(srv.ctr.v[SRV_ICMP_ECHO_REPLIES], 1);
+	/* 01: discarded silently. */
+	d[2] = 0x7e;
+	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_DSTOPTS, 64, d, sizeof(d));
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(nsent, 1);
+	assert_int_equal(srv.ctr.v[SRV_DROP_IPV6_OPTION], 1);
+	/* 10: discarded, Parameter Problem code 2 pointing at the option type (offset 42),
+	 * even for a packet to a group. */
+	d[2] = 0xbe;
+	build(&f, all_mac, peer_ip6, all_nodes, WIRE_IPPROTO_DSTOPTS, 64, d, sizeof(d));
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(nsent, 2);
+	assert_int_equal(wire_ipv6_view(&ip, sent + 14, sent_len - 14), 0);
+	assert_int_equal(ip.payload[0], WIRE_ICMPV6_PARAM_PROB);
+	assert_int_equal(ip.payload[1], 2);
+	assert_int_equal(wire_rd32(ip.payload + 4), 42);
+	/* 11: the same, but not for a packet to a group. */
+	d[2] = 0xfe;
+	build(&f, all_mac, peer_ip6, all_nodes, WIRE_IPPROTO_DSTOPTS, 64, d, sizeof(d));
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(nsent, 2);
+	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_DSTOPTS, 64, d, sizeof(d));
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(nsent, 3);
+	assert_int_equal(srv.ctr.v[SRV_DROP_IPV6_OPTION], 4);
+	/* An option running past its header: a malformed header. */
+	d[2] = 0x3e;
+	d[3] = 9;
+	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_DSTOPTS, 64, d, sizeof(d));
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(srv.ctr.v[SRV_DROP_IPV6_EXT_HEADERS], 1);
+	assert_int_equal(nsent, 3);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(ns_multicast_for_node_address_answered_solicited_override, setup),
+		cmocka_unit_test_setup(ns_unicast_for_link_local_without_option_answered_to_frame_source, setup),
+		cmocka_unit_test_setup(ns_from_unspecified_answered_to_all_nodes_unsolicited, setup),
+		cmocka_unit_test_setup(invalid_ns_dropped_and_counted, setup),
+		cmocka_unit_test_setup(echo_request_answered_with_its_data, setup),
+		cmocka_unit_test_setup(udp_to_nobody_gets_port_unreachable_quoting_it, setup),
+		cmocka_unit_test_setup(tcp_to_nobody_gets_rst, setup),
+		cmocka_unit_test_setup(bad_headers_dropped_and_counted, setup),
+		cmocka_unit_test_setup(unknown_next_header_gets_parameter_problem_pointing_at_it, setup),
+		cmocka_unit_test_setup(unrecognized_options_acted_on_by_their_high_bits, setup),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
