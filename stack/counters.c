@@ -82,6 +82,9 @@ static const char *const own_names[STK_CNT__COUNT] = {
 	[STK_CNT_RTC_SHIM_EINTR] = "rtc_shim_waits_interrupted",
 	[STK_CNT_RTC_POLL_DRIVES] = "rtc_shim_poll_rounds",
 	[STK_CNT_RTC_POLL_KERNEL] = "rtc_shim_poll_in_kernel",
+	/* User-level epoll (issue 14) */
+	[STK_CNT_MIRROR_TOKENS_SKIPPED] = "mirror_tokens_skipped",
+	[STK_CNT_UEPOLL_KICKS] = "uepoll_driver_kicks",
 	/* SYN floods (stack/syncookie.c, lwIP patch 0090) */
 	[STK_CNT_TCP_SYN_COOKIES_SENT] = "tcp_syn_cookies_sent",
 	[STK_CNT_TCP_SYN_COOKIES_OK] = "tcp_syn_cookies_ok",

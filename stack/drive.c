@@ -255,6 +255,7 @@ static void drive(struct stk_node *n, struct stk_sock *s, uint64_t deadline)
 	int timeout = timer_timeout(limit);
 	n->dev_waiter = STK_W_APP;
 	n->driver_sock = s;
+	n->ready_kicked = false;
 	n->dev_deadline = timeout < 0 ? UINT64_MAX : stk__now_ms() + (uint64_t)timeout;
 	unsigned us = s && s->busy_poll_us > n->spin_us ? s->busy_poll_us : n->spin_us;
 	struct nif_dev *dev = n->dev;
@@ -439,6 +440,36 @@ int uls_socket_drive(int sd, int events, const sigset_t *mask)
 
 int uls_poll_drive(struct pollfd *fds, unsigned nfds, int timeout_ms, const sigset_t *mask)
 {
+	return uls_poll_drive_gen(fds, nfds, timeout_ms, mask, NULL);
+}
+
+/* A socket held by a user-level epoll set (issue 14) was signalled (core lock held): the
+ * set's owner must look again. Its mirror may not say so (the token is lazy), so a
+ * thread that drives for such a set and waits on the device (driver_sock NULL) is woken
+ * there, once per wait; during that thread's own round dev_waiter is NONE, and it looks
+ * at the set after the round anyway. */
+void stk__ready_note(void)
+{
+	struct stk_node *n = &stk__node;
+
+	n->ready_gen++;
+	if (n->dev_waiter == STK_W_APP && !n->driver_sock && !n->ready_kicked) {
+		n->ready_kicked = true;
+		stk__count(STK_CNT_UEPOLL_KICKS);
+		n->dev->ops->wake(n->dev);
+	}
+}
+
+void uls_poll_kick(void)
+{
+	stk__lock();
+	stk__ready_note();
+	stk__unlock();
+}
+
+int uls_poll_drive_gen(struct pollfd *fds, unsigned nfds, int timeout_ms,
+		       const sigset_t *mask, const unsigned *ready_gen)
+{
 	struct stk_node *n = &stk__node;
 	uint64_t deadline = timeout_ms < 0 ? 0 : now_ns() + (uint64_t)timeout_ms * 1000000u;
 	pthread_cond_t cond;
@@ -464,6 +495,10 @@ int uls_poll_drive(struct pollfd *fds, unsigned nfds, int timeout_ms, const sigs
 	for (int tries = 0; tries < 3; tries++) {
 		if (deadline && now_ns() >= deadline) {
 			rc = -ETIMEDOUT;
+			break;
+		}
+		if (ready_gen && *ready_gen != n->ready_gen) {
+			rc = 0;  /* a socket of the caller's set moved since it looked */
 			break;
 		}
 		if (!n->running || n->dev_waiter == STK_W_APP)

@@ -38,6 +38,7 @@ static void forget_socket(struct stk_sock *s)
 {
 	/* Any mirror's files are the parent's, an inherited socket's too (fixedfd.c). */
 	stk__mirror_free(s);
+	s->lazy = s->armed = 0;  /* the parent's epoll sets; the child's shim counts its own */
 	if (s->inherited)
 		return;
 	s->inherited = true;

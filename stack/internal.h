@@ -35,6 +35,11 @@ struct stk_node {
 	enum { STK_W_NONE, STK_W_STACK, STK_W_APP } dev_waiter;
 	uint64_t dev_deadline;
 	struct stk_sock *driver_sock;
+	/* Bumped whenever a socket held by a user-level epoll set is signalled (issue 14):
+	 * a thread about to drive for such a set (uls_poll_drive_gen) does not wait when it
+	 * moved since the thread looked at the set. */
+	unsigned ready_gen;
+	bool ready_kicked;          /* ... and the driver waiting on the device was woken */
 	bool want_drive;            /* a blocked thread asked the stack thread for the device */
 	bool rtc;                   /* run to completion (ULS_RTC, on by default) */
 	unsigned spin_us;           /* ULS_SPIN_US */
@@ -202,6 +207,9 @@ enum stk_counter {
 	STK_CNT_RTC_SHIM_EINTR,
 	STK_CNT_RTC_POLL_DRIVES,
 	STK_CNT_RTC_POLL_KERNEL,
+	/* User-level epoll (issue 14: mirror.c, drive.c) */
+	STK_CNT_MIRROR_TOKENS_SKIPPED,
+	STK_CNT_UEPOLL_KICKS,
 	/* SYN floods (stack/syncookie.c, lwIP patch 0090) */
 	STK_CNT_TCP_SYN_COOKIES_SENT,
 	STK_CNT_TCP_SYN_COOKIES_OK,

@@ -305,10 +305,15 @@ void stk__mirror_sync(struct stk_sock *s)
 		return;
 	}
 	if (!m->eof && !m->hup && r.rd != m->token) {
-		if (r.rd)
-			put_token(m);
-		else
+		if (!r.rd)
 			take_token(m);
+		else if (s->lazy && !s->armed)
+			/* Issue 14: only user-level epoll sets watch it, and they ask the
+			 * socket's state; the token waits until someone waits in the kernel
+			 * (uls_socket_watch arms it). */
+			stk__count(STK_CNT_MIRROR_TOKENS_SKIPPED);
+		else
+			put_token(m);
 	}
 	if (r.wr == m->filled) {
 		if (r.wr)
@@ -507,6 +512,9 @@ int uls_socket_wait(int sd, int events)
 	 * or moved its own number meanwhile. */
 	bool temp = s->mirror->fixed;
 	int priv = m_get(s->mirror, s->mirror->priv);
+	/* A lazy mirror (issue 14) must be exact while this thread waits on it. */
+	s->armed++;
+	stk__mirror_sync(s);
 	stk__unlock();
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	ssize_t n;
@@ -528,6 +536,7 @@ int uls_socket_wait(int sd, int events)
 	stk__lock();
 	if (temp && priv >= 0)
 		stk__fd_close(priv);
+	s->armed--;
 	if (events == POLLOUT && n == 1 && s->mirror && !s->mirror->gone) {
 		/* The byte that proved A writable sits in B: take it out, then let the
 		 * socket's state decide again. */
@@ -538,4 +547,49 @@ int uls_socket_wait(int sd, int events)
 	stk__unlock();
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return rc;
+}
+
+/* Issue 14: the POSIX shim's user-level epoll. */
+int uls_socket_watch(int sd, int lazy, int armed)
+{
+	stk__lock();
+	struct stk_sock *s = stk__sock_enter(sd);
+	if (!s) {
+		stk__unlock();
+		return -EBADF;
+	}
+	s->lazy = lazy < 0 && s->lazy < (unsigned)-lazy ? 0 : s->lazy + (unsigned)lazy;
+	s->armed = armed < 0 && s->armed < (unsigned)-armed ? 0 : s->armed + (unsigned)armed;
+	stk__sock_leave(s);  /* brings the mirror in line: a token now if armed and readable */
+	stk__unlock();
+	return 0;
+}
+
+int uls_poll_sockets(struct uls_pollsd *v, unsigned n, unsigned *ready_gen)
+{
+	int ready = 0;
+
+	stk__lock();
+	stk__drive_entry();  /* frames nobody waits for: taken now, so the answer sees them */
+	for (unsigned i = 0; i < n; i++) {
+		struct stk_sock *s = stk__sock_at(v[i].sd);
+		v[i].revents = 0;
+		if (!s || s->closed) {
+			v[i].revents = POLLNVAL;
+			ready++;
+			continue;
+		}
+		struct readiness r = want(s);
+		short ev = (short)((r.rd ? POLLIN : 0) | (r.wr ? POLLOUT : 0) |
+				   (r.eof ? POLLRDHUP : 0) | (r.hup ? POLLHUP : 0) |
+				   (r.err ? POLLERR : 0));
+		v[i].revents = (short)(ev & (v[i].events | POLLHUP | POLLERR));
+		v[i].gen = s->gen;
+		if (v[i].revents)
+			ready++;
+	}
+	if (ready_gen)
+		*ready_gen = stk__node.ready_gen;
+	stk__unlock();
+	return ready;
 }

@@ -90,6 +90,10 @@ struct stk_sock {
 	unsigned acq_cap, acq_head, acq_count;
 
 	struct stk_mirror *mirror;  /* a kernel descriptor showing readiness (mirror.c) */
+	/* Issue 14: user-level epoll sets (the shim's) that hold the socket, and waiters in
+	 * the kernel on its mirror. While lazy > 0 and armed == 0 the mirror's readable token
+	 * is not written (the shim asks the socket's state instead, uls_poll_sockets). */
+	unsigned lazy, armed;
 	/* Inherited across fork: the parent's state, kept only to build this process's own
 	 * socket from it (uls_adopt); the pcbs belong to the parent. */
 	bool inherited;
@@ -138,6 +142,7 @@ void stk__dgram_icmp_error(void *arg, int err);
 /* socket.c */
 struct stk_sock *stk__sock_new(int type);
 struct stk_sock *stk__sock_enter(int sd);
+struct stk_sock *stk__sock_at(int sd);
 void stk__sock_leave(struct stk_sock *s);
 /* Leave s ready for the caller's next call on it without bringing its mirror in line: that
  * call does (its leave), or else the next round on the device (stk__sock_pay_owed). */
@@ -153,6 +158,8 @@ int stk__sock_ctl_end(struct stk_sock *s);
 void stk__sock_release(struct stk_sock *s);
 int stk__sock_sleep(struct stk_sock *s, const struct timespec *timeout);  /* drive.c */
 void stk__sock_notify(struct stk_sock *s);  /* drive.c: wake who sleeps in s */
+/* drive.c: a socket some user-level epoll set holds was signalled (issue 14) */
+void stk__ready_note(void);
 void stk__sock_signal(struct stk_sock *s);  /* notify, and update the mirror */
 void stk__sock_apply_opts(struct stk_sock *s);
 void stk__sock_take_opts(struct stk_sock *s, const struct tcp_pcb *pcb);

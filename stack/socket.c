@@ -67,6 +67,8 @@ void stk__sock_release(struct stk_sock *s)
 void stk__sock_signal(struct stk_sock *s)
 {
 	stk__sock_notify(s);
+	if (s->lazy)
+		stk__ready_note();
 	/* The call this thread is in on s brings the mirror in line when it leaves: a state
 	 * that comes and goes within the call (data that arrives while the caller drives
 	 * and that it then takes) costs the mirror nothing. A kernel waiter on the mirror
@@ -105,6 +107,12 @@ static int table_insert(struct stk_sock *s)
 }
 
 /* Look a descriptor up and enter it (core lock held). Pair with stk__sock_leave(). */
+/* The socket sd names, no call counted (core lock held), or NULL. */
+struct stk_sock *stk__sock_at(int sd)
+{
+	return sd < 0 || (unsigned)sd >= table_cap ? NULL : table[sd];
+}
+
 struct stk_sock *stk__sock_enter(int sd)
 {
 	if (sd < 0 || (unsigned)sd >= table_cap || !table[sd])

@@ -352,8 +352,12 @@ SHIM_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 	if (faccessat(AT_FDCWD, path, X_OK, AT_EACCESS) < 0)
 		return -1;
 	/* After vfork the stack is the parent's: no allocation there, kernel calls only. */
-	if (shim__own_memory())
+	if (shim__own_memory()) {
 		u = malloc(sizeof(*u));
+		/* The new program's shim knows nothing of user-level epoll instances: their
+		 * sockets go into the kernel's (uepoll.c). */
+		shim__uep_exec();
+	}
 	struct exec_undo local;
 	if (!u) {
 		u = &local;

@@ -19,6 +19,7 @@ SHIM_EXPORT int close(int fd)
 	shim__real_init();
 	if (shim__guarded(fd))
 		return shim__ret(-EBADF);  /* not the program's to close */
+	shim__uep_closed(fd);
 	shim__uninstall(fd);
 	return shim__real.close(fd);
 }
@@ -36,6 +37,8 @@ SHIM_EXPORT int close_range(unsigned first, unsigned last, int flags)
 	int hi = shim__maxfd();
 	for (long fd = first; fd <= (long)last && fd <= hi; fd++)
 		shim__uninstall((int)fd);
+	for (long fd = first; fd <= (long)last && fd <= shim__uep_hi(); fd++)
+		shim__uep_closed((int)fd);
 	unsigned start = first;
 	int phi = uls_fd_private_max();
 	for (long fd = first; fd <= (long)last && fd <= phi; fd++) {
@@ -50,13 +53,19 @@ SHIM_EXPORT int close_range(unsigned first, unsigned last, int flags)
 	return 0;
 }
 
-/* After the kernel made nfd a copy of fd, the table follows. */
+/* After the kernel made nfd a copy of fd, the table follows. A copied epoll instance
+ * falls back to the mirrors (uepoll.c), and one that nfd named is gone. */
 static int copied(int fd, int nfd)
 {
 	struct shim_file *f = shim__get(fd);
 
-	if (nfd < 0)
+	if (nfd < 0) {
+		if (f)
+			shim__put(f);
 		return nfd;
+	}
+	if (nfd != fd)
+		shim__uep_closed(nfd);
 	if (f) {
 		shim__install(nfd, f);
 		shim__put(f);
@@ -71,6 +80,7 @@ SHIM_EXPORT int dup(int fd)
 	shim__real_init();
 	if (shim__guarded(fd))
 		return shim__ret(-EBADF);
+	shim__uep_exposed(fd);
 	return copied(fd, shim__real.dup(fd));
 }
 
@@ -83,6 +93,7 @@ SHIM_EXPORT int dup3(int fd, int nfd, int flags)
 	 * dup2(2) gives for a descriptor being opened), rather than closed. */
 	if (shim__guarded(nfd))
 		return shim__ret(-EBUSY);
+	shim__uep_exposed(fd);
 	return copied(fd, shim__real.dup3(fd, nfd, flags));
 }
 
@@ -95,6 +106,7 @@ SHIM_EXPORT int dup2(int fd, int nfd)
 		return shim__real.dup2(fd, nfd);
 	if (shim__guarded(nfd))
 		return shim__ret(-EBUSY);
+	shim__uep_exposed(fd);
 	return copied(fd, shim__real.dup2(fd, nfd));
 }
 
@@ -108,6 +120,7 @@ static int do_fcntl(int fd, int cmd, unsigned long arg)
 	switch (cmd) {
 	case F_DUPFD:
 	case F_DUPFD_CLOEXEC:
+		shim__uep_exposed(fd);
 		return copied(fd, shim__real.fcntl(fd, cmd, arg));
 	case F_GETFL:
 		rc = shim__real.fcntl(fd, cmd);

@@ -181,6 +181,7 @@ static void finish(struct shim_file *f)
 
 	if (!f)
 		return;
+	shim__uep_forget(f);  /* Linux drops a file's epoll registrations with it */
 	shim__enter(&old);
 	uls_close(f->sd);
 	shim__leave(&old);

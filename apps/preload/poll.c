@@ -1,10 +1,13 @@
-/* poll, select and epoll on user-level sockets are the kernel's own: the descriptors are
- * readiness mirrors (stack/mirror.c), so level and edge triggering, EPOLLONESHOT,
- * EPOLLEXCLUSIVE and nested epoll sets work as they do for any descriptor. What the shim
- * adds: after fork, a socket inherited from the parent is adopted before the kernel is
- * asked to watch it, and a listener watched here counts as one this process accepts on
- * (fork.c); and poll, select and epoll_wait drive the stack while they wait (run to
- * completion).
+/* poll and select on user-level sockets are the kernel's own: the descriptors are
+ * readiness mirrors (stack/mirror.c). epoll instances the program made are the shim's
+ * for their user-level sockets (uepoll.c); one the shim does not know (or one fallen
+ * back to the mirrors) is the kernel's, level and edge triggering, EPOLLONESHOT,
+ * EPOLLEXCLUSIVE and nesting included. What the shim adds here: after fork, a socket
+ * inherited from the parent is adopted before the kernel is asked to watch it, and a
+ * listener watched here counts as one this process accepts on (fork.c); a user-level
+ * epoll instance watched by poll or select falls back to the mirrors, and the sockets
+ * such instances hold are armed for the call (their readable token is lazy); and poll,
+ * select and epoll_wait drive the stack while they wait (run to completion).
  */
 #include "shim.h"
 
@@ -14,19 +17,47 @@
 
 #include "uls.h"
 
+/* Before poll or select: inherited sockets adopted, a user-level epoll instance watched
+ * falls back to the mirrors, and sockets that user-level instances hold (whose mirrors
+ * are lazy) armed for the call (disarm: the same, -1, after it). */
 static void adopt_pollfds(const struct pollfd *p, nfds_t n)
 {
-	for (nfds_t i = 0; i < n; i++)
+	for (nfds_t i = 0; i < n; i++) {
 		shim__adopt_set(&p[i].fd, 1);
+		shim__uep_exposed(p[i].fd);
+	}
+}
+
+static bool arm_pollfds(const struct pollfd *p, nfds_t n, int delta)
+{
+	if (delta > 0 && !shim__uep_active())
+		return false;
+	for (nfds_t i = 0; i < n; i++)
+		shim__uep_arm(&p[i].fd, 1, delta);
+	return true;
 }
 
 static void adopt_fdset(int nfds, const fd_set *a, const fd_set *b)
 {
-	int hi = shim__maxfd();
+	int hi = shim__maxfd(), ehi = shim__uep_hi();
 
 	for (int fd = 0; fd < nfds && fd <= hi && fd < FD_SETSIZE; fd++)
 		if ((a && FD_ISSET(fd, a)) || (b && FD_ISSET(fd, b)))
 			shim__adopt_set(&fd, 1);
+	for (int fd = 0; fd < nfds && fd <= ehi && fd < FD_SETSIZE; fd++)
+		if ((a && FD_ISSET(fd, a)) || (b && FD_ISSET(fd, b)))
+			shim__uep_exposed(fd);
+}
+
+static bool arm_fdset(int nfds, const fd_set *a, const fd_set *b, const fd_set *c, int delta)
+{
+	if (delta > 0 && !shim__uep_active())
+		return false;
+	int hi = shim__maxfd();
+	for (int fd = 0; fd < nfds && fd <= hi && fd < FD_SETSIZE; fd++)
+		if ((a && FD_ISSET(fd, a)) || (b && FD_ISSET(fd, b)) || (c && FD_ISSET(fd, c)))
+			shim__uep_arm(&fd, 1, delta);
+	return true;
 }
 
 static int64_t now_ms(void);
@@ -85,21 +116,49 @@ static int poll_drive(struct pollfd *p, nfds_t n, int timeout, const sigset_t *m
 	}
 }
 
+static int poll_unarmed(struct pollfd *p, nfds_t n, int timeout)
+{
+	if (timeout == 0 || !p || n > 0xffffu || !holds_ours(p, n))
+		return shim__real.poll(p, n, timeout);
+	return poll_drive(p, n, timeout, NULL);
+}
+
 SHIM_EXPORT int poll(struct pollfd *p, nfds_t n, int timeout)
 {
 	shim__real_init();
 	if (p)
 		adopt_pollfds(p, n);
-	if (timeout == 0 || !p || n > 0xffffu || !holds_ours(p, n))
-		return shim__real.poll(p, n, timeout);
-	return poll_drive(p, n, timeout, NULL);
+	bool armed = p && n <= 0xffffu && arm_pollfds(p, n, 1);
+	int rc = poll_unarmed(p, n, timeout);
+	if (armed) {
+		int err = errno;
+		arm_pollfds(p, n, -1);
+		errno = err;
+	}
+	return rc;
 }
+
+static int ppoll_unarmed(struct pollfd *p, nfds_t n, const struct timespec *t,
+			 const sigset_t *m);
 
 SHIM_EXPORT int ppoll(struct pollfd *p, nfds_t n, const struct timespec *t, const sigset_t *m)
 {
 	shim__real_init();
 	if (p)
 		adopt_pollfds(p, n);
+	bool armed = p && n <= 0xffffu && arm_pollfds(p, n, 1);
+	int rc = ppoll_unarmed(p, n, t, m);
+	if (armed) {
+		int err = errno;
+		arm_pollfds(p, n, -1);
+		errno = err;
+	}
+	return rc;
+}
+
+static int ppoll_unarmed(struct pollfd *p, nfds_t n, const struct timespec *t,
+			 const sigset_t *m)
+{
 	/* Timeouts of whole milliseconds only (rounded up); others go to the kernel. */
 	if (!p || n > 0xffffu || (t && (t->tv_sec < 0 || t->tv_nsec < 0 ||
 				      t->tv_nsec >= 1000000000 || t->tv_sec > 1000000)) ||
@@ -201,10 +260,29 @@ static int select_drive(int nfds, fd_set *r, fd_set *w, fd_set *e, int64_t timeo
 	return rc;
 }
 
+static int select_unarmed(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *t);
+
 SHIM_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *t)
 {
 	shim__real_init();
 	adopt_fdset(nfds, r, w);
+	fd_set in[3];
+	const fd_set *sets[3] = { r, w, e };
+	for (int k = 0; k < 3; k++)
+		if (sets[k])
+			in[k] = *sets[k];
+	bool armed = arm_fdset(nfds, r ? &in[0] : NULL, w ? &in[1] : NULL, e ? &in[2] : NULL, 1);
+	int rc = select_unarmed(nfds, r, w, e, t);
+	if (armed) {
+		int err = errno;
+		arm_fdset(nfds, r ? &in[0] : NULL, w ? &in[1] : NULL, e ? &in[2] : NULL, -1);
+		errno = err;
+	}
+	return rc;
+}
+
+static int select_unarmed(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *t)
+{
 	/* Sets larger than fd_set (nfds > FD_SETSIZE, which the kernel allows) and zero
 	 * timeouts go to the kernel as they are. */
 	if (nfds <= 0 || nfds > FD_SETSIZE || (t && !t->tv_sec && !t->tv_usec) ||
@@ -228,11 +306,32 @@ SHIM_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval
 	return shim__ret(rc);
 }
 
+static int pselect_unarmed(int nfds, fd_set *r, fd_set *w, fd_set *e,
+			   const struct timespec *t, const sigset_t *m);
+
 SHIM_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct timespec *t,
 			const sigset_t *m)
 {
 	shim__real_init();
 	adopt_fdset(nfds, r, w);
+	fd_set in[3];
+	const fd_set *sets[3] = { r, w, e };
+	for (int k = 0; k < 3; k++)
+		if (sets[k])
+			in[k] = *sets[k];
+	bool armed = arm_fdset(nfds, r ? &in[0] : NULL, w ? &in[1] : NULL, e ? &in[2] : NULL, 1);
+	int rc = pselect_unarmed(nfds, r, w, e, t, m);
+	if (armed) {
+		int err = errno;
+		arm_fdset(nfds, r ? &in[0] : NULL, w ? &in[1] : NULL, e ? &in[2] : NULL, -1);
+		errno = err;
+	}
+	return rc;
+}
+
+static int pselect_unarmed(int nfds, fd_set *r, fd_set *w, fd_set *e,
+			   const struct timespec *t, const sigset_t *m)
+{
 	if (nfds <= 0 || nfds > FD_SETSIZE || (t && !t->tv_sec && !t->tv_nsec) ||
 	    (t && (t->tv_sec < 0 || t->tv_nsec < 0 || t->tv_nsec >= 1000000000 ||
 		   t->tv_sec > 100000000)) || !fdset_holds_ours(nfds, r, w, e))
@@ -247,13 +346,7 @@ SHIM_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct 
 	return shim__ret(rc);
 }
 
-SHIM_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
-{
-	shim__real_init();
-	if (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD)
-		shim__adopt_set(&fd, 1);
-	return shim__real.epoll_ctl(epfd, op, fd, ev);
-}
+/* epoll_ctl is uepoll.c's. */
 
 
 SHIM_EXPORT int __poll_chk(struct pollfd *p, nfds_t n, int timeout, size_t len)
@@ -338,6 +431,9 @@ static int epoll_drive(int epfd, struct epoll_event *ev, int max, int timeout,
 SHIM_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
 {
 	shim__real_init();
+	int rc = shim__uep_wait(epfd, ev, max, timeout, NULL, &timeout);
+	if (rc != -EAGAIN)
+		return shim__ret(rc);
 	if (timeout == 0 || !shim__enabled())
 		return shim__real.epoll_wait(epfd, ev, max, timeout);
 	if (shim__maxfd() < 0)
@@ -349,6 +445,9 @@ SHIM_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeo
 			    const sigset_t *mask)
 {
 	shim__real_init();
+	int rc = shim__uep_wait(epfd, ev, max, timeout, mask, &timeout);
+	if (rc != -EAGAIN)
+		return shim__ret(rc);
 	if (timeout == 0 || !shim__enabled())
 		return shim__real.epoll_pwait(epfd, ev, max, timeout, mask);
 	if (shim__maxfd() < 0)

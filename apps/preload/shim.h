@@ -34,6 +34,8 @@ struct shim_file {
 	int v6val[SHIM_V6OPTS];
 	atomic_uint refs;    /* descriptor numbers naming it */
 	atomic_uint users;   /* calls in flight (it is freed when both reach zero) */
+	atomic_uint uep_regs;  /* registrations in user-level epoll instances (uepoll.c) */
+	atomic_bool kernel_epoll;  /* ever in a kernel epoll instance: its mirror stays exact */
 	bool nonblock;       /* O_NONBLOCK, kept here: the mirror itself always blocks */
 	bool listening;      /* listen() was called */
 	bool active;         /* listener: this process accepts on it (fork.c) */
@@ -156,6 +158,18 @@ void shim__addr_out(const struct shim_file *f, const struct sockaddr_in *in,
 		    struct sockaddr *a, socklen_t *len);
 int shim__v6opt_set(struct shim_file *f, int name, const void *val, socklen_t len);
 int shim__v6opt_get(const struct shim_file *f, int name, void *val, socklen_t *len);
+
+/* User-level epoll (uepoll.c, issue 14). */
+int shim__uep_wait(int epfd, struct epoll_event *ev, int max, int timeout,
+		   const sigset_t *mask, int *left);
+void shim__uep_closed(int fd);
+void shim__uep_exposed(int fd);
+void shim__uep_exec(void);
+void shim__uep_forget(struct shim_file *f);
+void shim__uep_to_kernel(struct shim_file *f);
+bool shim__uep_active(void);
+void shim__uep_arm(const int *fds, size_t n, int delta);
+int shim__uep_hi(void);
 
 /* fork (fork.c) and exec (exec.c). */
 void shim__fork_init(void);

@@ -76,6 +76,7 @@ static int to_kernel(int fd, struct shim_file *f)
 		shim__put(g);
 	}
 	shim__real.close(k);
+	shim__uep_to_kernel(f);  /* its user-level epoll registrations follow it */
 	(void)fd;
 	return 0;
 }

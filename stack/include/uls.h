@@ -132,6 +132,27 @@ ULS_EXTERN void uls_signal_release(void);
 struct pollfd;
 ULS_EXTERN int uls_poll_drive(struct pollfd *fds, unsigned nfds, int timeout_ms,
 			      const sigset_t *mask);
+/* Issue 14, the shim's user-level epoll. uls_poll_sockets() answers for n sockets from
+ * the stack's state, without a system call: revents (POLLIN, POLLOUT, POLLRDHUP, POLLHUP,
+ * POLLERR; POLLNVAL for no socket) as the mirror would show them, masked by events plus
+ * POLLHUP and POLLERR, and gen, which moves on every event of the socket (edge
+ * triggering). It returns how many have revents and, in *ready_gen, a number that moves
+ * whenever a socket held by a user-level set is signalled: uls_poll_drive_gen() does
+ * not wait when it moved (pass it back), and a signalled socket wakes its device wait.
+ * uls_socket_watch() adds lazy (user-level sets holding the socket) and armed (waiters in
+ * the kernel on its mirror): while lazy > 0 and armed == 0 the mirror's readable token is
+ * not written. */
+struct uls_pollsd {
+	int sd;
+	short events, revents;
+	unsigned gen;
+};
+ULS_EXTERN int uls_poll_sockets(struct uls_pollsd *v, unsigned n, unsigned *ready_gen);
+ULS_EXTERN int uls_socket_watch(int sd, int lazy, int armed);
+/* A user-level set changed (epoll_ctl): its driver looks again (as a signalled socket). */
+ULS_EXTERN void uls_poll_kick(void);
+ULS_EXTERN int uls_poll_drive_gen(struct pollfd *fds, unsigned nfds, int timeout_ms,
+				  const sigset_t *mask, const unsigned *ready_gen);
 ULS_EXTERN int uls_fd_private(int fd);
 ULS_EXTERN int uls_fd_private_max(void);
 ULS_EXTERN int uls_pending(int sd);

@@ -39,8 +39,9 @@ class Bed:
                                *argv], capture_output=True, timeout=timeout,
                               stdin=subprocess.DEVNULL, env=env)
 
-    def case(self, name):
-        r = self.ulsrun([PYTHON, os.path.join(HERE, "cases.py"), name, self.kip, self.ip])
+    def case(self, name, env=None):
+        r = self.ulsrun([PYTHON, os.path.join(HERE, "cases.py"), name, self.kip, self.ip],
+                        env=env)
         out = r.stdout.decode(errors="replace") + r.stderr.decode(errors="replace")
         assert r.returncode == 0 and f"PASS {name}" in out, f"case {name} failed:\n{out}"
 

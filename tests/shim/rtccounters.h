@@ -1,5 +1,5 @@
-/* For test programs run under ulsrun: print the shim's run-to-completion counters
- * (rtc_shim_*) as " name=value" pairs on stdout, read through the uls_counters that
+/* For test programs run under ulsrun: print the run-to-completion counters (rtc_*) and
+ * mirror_tokens_skipped as " name=value" pairs on stdout, read through the uls_counters that
  * libuls-preload.so exports (dlsym: the programs do not link libuls). Nothing when the
  * program runs without the preload library. */
 #ifndef ULS_TESTS_SHIM_RTCCOUNTERS_H
@@ -25,7 +25,8 @@ static void print_counters(void)
 		return;
 	int n = get(c, 512);
 	for (int i = 0; i < n && i < 512; i++)
-		if (strncmp(c[i].name, "rtc_shim_", 9) == 0)
+		if (strncmp(c[i].name, "rtc_", 4) == 0 ||
+		    strcmp(c[i].name, "mirror_tokens_skipped") == 0)
 			printf(" %s=%llu", c[i].name, (unsigned long long)c[i].value);
 }
 
