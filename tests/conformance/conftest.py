@@ -181,7 +181,10 @@ class Node:
         self.my_ip = env["TB_SCAPY_IP"]
         self.my_mac = env["TB_SCAPY_MAC"]
         self.iface = env["TB_SCAPY_IF"]
-        self.ip6 = NODE_IP6 if deployment == "own" else None
+        # ULS_CONF_NO_IP6=1: a node of its own without IPv6 (the IPv6 tests skip), to
+        # compare the IPv4 suite with and without the IPv6 services' threads.
+        no6 = os.environ.get("ULS_CONF_NO_IP6") == "1"
+        self.ip6 = NODE_IP6 if deployment == "own" and not no6 else None
         self.my_ip6 = SCAPY_IP6
         self.my_ll6 = SCAPY_LL6
         self.stats_path = stats_path
@@ -586,7 +589,9 @@ class _Session:
         self.node = node
         if own:
             where = ["--tap", env["TB_NODE1_TAP"], "--ip", f"{node.ip}/{env['TB_PREFIX']}",
-                     "--ip6", f"{NODE_IP6}/{PREFIX6}", "--mac", node.mac]
+                     "--mac", node.mac]
+            if node.ip6:
+                where += ["--ip6", f"{node.ip6}/{PREFIX6}"]
         else:
             where = ["--ctl", node.ctl]
         node.proc = subprocess.Popen(
