@@ -107,6 +107,12 @@ int bench__node_opt(struct node_opts *o, const char *prog, const char *opt, cons
 		o->have_ip = true;
 		return 1;
 	}
+	if (strcmp(opt, "ip6") == 0) {
+		if (uls_parse_cidr6(arg, &o->cfg.addr6, &o->cfg.prefix_len6) < 0)
+			return opt__bad(prog, opt, arg, "expected an IPv6 ADDR/NN with NN in 1..128");
+		o->have_ip6 = true;
+		return 1;
+	}
 	if (strcmp(opt, "mac") == 0) {
 		uint8_t mac[6];
 		if (!nif_mac_parse(arg, mac) || (mac[0] & 1))
@@ -135,8 +141,8 @@ int bench__node_opt(struct node_opts *o, const char *prog, const char *opt, cons
 int bench__node_start(struct node_opts *o, const char *prog)
 {
 	if (o->ctl) {
-		if (o->have_tap || o->have_ip) {
-			fprintf(stderr, "%s: --ctl and --tap/--ip exclude each other\n", prog);
+		if (o->have_tap || o->have_ip || o->have_ip6) {
+			fprintf(stderr, "%s: --ctl and --tap/--ip/--ip6 exclude each other\n", prog);
 			return -1;
 		}
 		/* libuls offers the direct path unless ULS_DATAPATH is relay; ulsd decides

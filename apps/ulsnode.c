@@ -208,6 +208,51 @@ static int listen_on(unsigned port, enum service svc, int backlog)
 	return 0;
 }
 
+/* The same service for IPv6 peers, on a node with an IPv6 address: an IPv6-only socket
+ * (IPV6_V6ONLY) beside the IPv4 one, so that IPv4 traffic meets the same sockets as on a
+ * node without IPv6. */
+static int listen_on6(unsigned port, enum service svc, int backlog)
+{
+	struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port) };
+	struct listener *l = malloc(sizeof(*l));
+	pthread_t t;
+	int sd = uls_socket_af(AF_INET6, SOCK_STREAM), one = 1;
+
+	if (!l || sd < 0)
+		return sd < 0 ? sd : -ENOMEM;
+	uls_setsockopt(sd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	int rc = uls_setsockopt(sd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (rc == 0)
+		rc = uls_bind_sa(sd, (struct sockaddr *)&a, sizeof(a));
+	if (rc == 0)
+		rc = uls_listen(sd, backlog);
+	if (rc < 0)
+		return rc;
+	l->sd = sd;
+	l->svc = svc;
+	if (pthread_create(&t, NULL, accept_loop, l) != 0)
+		return -EAGAIN;
+	pthread_detach(t);
+	return 0;
+}
+
+static void *serve_udp_echo6(void *arg)
+{
+	int sd = *(int *)arg;
+	static char buf[65536];
+
+	for (;;) {
+		struct sockaddr_in6 from;
+		socklen_t len = sizeof(from);
+		ssize_t n = uls_recvfrom_sa(sd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &len);
+		if (n == -EBADF || n == -ENETDOWN)
+			return NULL;
+		if (n >= 0)
+			uls_sendto_sa(sd, buf, (size_t)n, 0, (struct sockaddr *)&from, len);
+	}
+	return NULL;
+}
+
 static void *serve_udp_echo(void *arg)
 {
 	int sd = *(int *)arg;
@@ -391,8 +436,8 @@ static int write_stats(int fd)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: ulsnode --tap IFNAME --ip A.B.C.D/NN [--mac MAC] [--gw A.B.C.D]\n"
-		   "               [--mtu N] [--stats PATH]\n"
+	fprintf(f, "usage: ulsnode --tap IFNAME --ip A.B.C.D/NN [--ip6 ADDR/NN] [--mac MAC]\n"
+		   "               [--gw A.B.C.D] [--mtu N] [--stats PATH]\n"
 		   "       ulsnode --ctl PATH [--stats PATH]\n");
 }
 
@@ -400,6 +445,7 @@ int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "tap", required_argument, NULL, 't' }, { "ip", required_argument, NULL, 'i' },
+		{ "ip6", required_argument, NULL, '6' },
 		{ "mac", required_argument, NULL, 'm' }, { "gw", required_argument, NULL, 'g' },
 		{ "mtu", required_argument, NULL, 'u' }, { "stats", required_argument, NULL, 's' },
 		{ "ctl", required_argument, NULL, 'c' },
@@ -478,6 +524,31 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	pthread_detach(ut);
+	struct uls_interface ui;
+	if (uls_interface(&ui) == 0 && ui.prefix_len6) {
+		static const unsigned ports6[][2] = {
+			{ 7, SVC_ECHO }, { 9, SVC_DISCARD }, { 10, SVC_HOLD }, { 13, SVC_GREET },
+			{ 19, SVC_SOURCE },
+		};
+		for (size_t i = 0; i < sizeof(ports6) / sizeof(ports6[0]); i++) {
+			int rc = listen_on6(ports6[i][0], (enum service)ports6[i][1], 128);
+			if (rc < 0) {
+				fprintf(stderr, "ulsnode: IPv6 port %u: %s\n", ports6[i][0], strerror(-rc));
+				return 1;
+			}
+		}
+		static int usd6;
+		struct sockaddr_in6 ua6 = { .sin6_family = AF_INET6, .sin6_port = htons(7) };
+		int one = 1;
+		usd6 = uls_socket_af(AF_INET6, SOCK_DGRAM);
+		if (usd6 < 0 || uls_setsockopt(usd6, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) < 0 ||
+		    uls_bind_sa(usd6, (struct sockaddr *)&ua6, sizeof(ua6)) < 0 ||
+		    pthread_create(&ut, NULL, serve_udp_echo6, &usd6) != 0) {
+			fprintf(stderr, "ulsnode: IPv6 UDP echo failed\n");
+			return 1;
+		}
+		pthread_detach(ut);
+	}
 
 	int ssd = -1;
 	if (stats) {

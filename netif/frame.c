@@ -16,6 +16,31 @@ static enum nif_verdict check_ipv4(const uint8_t *ip, size_t avail, struct nif_f
 	return NIF_PASS_IPV4;
 }
 
+/* The IPv6 fixed header (RFC 8200 §3): 40 octets, the version in the high nibble of the
+ * first, the 16-bit Payload Length at octet 4. netif/wire has no IPv6 view yet (its IPv6
+ * section is the node side's), so the two fields are read here. */
+#define IPV6_HLEN         40
+#define IPV6_OFF_PLEN     4
+
+static enum nif_verdict check_ipv6(const uint8_t *ip, size_t avail, struct nif_frame_info *info)
+{
+	size_t plen;
+
+	/* RFC 8200 §3: "Version 4-bit Internet Protocol version number = 6." A shorter
+	 * packet has no header to read at all. */
+	if (avail < IPV6_HLEN || ip[0] >> 4 != 6)
+		return NIF_DROP_IPV6_HEADER;
+	/* RFC 8200 §3: "Payload Length ... the rest of the packet following this IPv6
+	 * header": it must fit the frame; what follows it is Ethernet padding (RFC 2464
+	 * §3 frames are at least 64 octets). Deviation: a Payload Length of 0 (a jumbogram's,
+	 * RFC 2675) is taken as an empty payload, as lwIP does; no jumbo option is read. */
+	plen = (size_t)ip[IPV6_OFF_PLEN] << 8 | ip[IPV6_OFF_PLEN + 1];
+	if (plen > avail - IPV6_HLEN)
+		return NIF_DROP_IPV6_LENGTH;
+	info->l3_len = IPV6_HLEN + plen;
+	return NIF_PASS_IPV6;
+}
+
 static enum nif_verdict check_arp(const uint8_t *arp, size_t avail, struct nif_frame_info *info)
 {
 	struct wire_arp v;
@@ -56,6 +81,9 @@ enum nif_verdict nif_frame_check(const uint8_t *frame, size_t len, size_t max_le
 	case WIRE_ETHERTYPE_ARP:
 		v = check_arp(eth.payload, eth.payload_len, &out);
 		break;
+	case WIRE_ETHERTYPE_IPV6:
+		v = check_ipv6(eth.payload, eth.payload_len, &out);
+		break;
 	default:
 		return NIF_DROP_ETHERTYPE;
 	}
@@ -66,7 +94,7 @@ enum nif_verdict nif_frame_check(const uint8_t *frame, size_t len, size_t max_le
 
 bool nif_verdict_is_drop(enum nif_verdict v)
 {
-	return v != NIF_PASS_IPV4 && v != NIF_PASS_ARP;
+	return v != NIF_PASS_IPV4 && v != NIF_PASS_ARP && v != NIF_PASS_IPV6;
 }
 
 const char *nif_verdict_name(enum nif_verdict v)
@@ -74,12 +102,15 @@ const char *nif_verdict_name(enum nif_verdict v)
 	static const char *const names[NIF_VERDICT_COUNT] = {
 		[NIF_PASS_IPV4] = "pass_ipv4",
 		[NIF_PASS_ARP] = "pass_arp",
+		[NIF_PASS_IPV6] = "pass_ipv6",
 		[NIF_DROP_RUNT] = "frame_runt",
 		[NIF_DROP_OVERSIZE] = "frame_oversize",
 		[NIF_DROP_NOT_OURS] = "frame_not_ours",
 		[NIF_DROP_ETHERTYPE] = "frame_ethertype",
 		[NIF_DROP_IPV4_HEADER] = "frame_ipv4_header",
 		[NIF_DROP_ARP_HEADER] = "frame_arp_header",
+		[NIF_DROP_IPV6_HEADER] = "frame_ipv6_header",
+		[NIF_DROP_IPV6_LENGTH] = "frame_ipv6_length",
 	};
 	return (unsigned)v < NIF_VERDICT_COUNT ? names[v] : "unknown";
 }

@@ -1,6 +1,7 @@
 /* Ethernet frame checks done before any protocol code sees a frame.
  *
- * Read first: RFC 894 (IPv4 over Ethernet), RFC 826 (ARP), RFC 791 §3.1 (IPv4 header).
+ * Read first: RFC 894 (IPv4 over Ethernet), RFC 826 (ARP), RFC 791 §3.1 (IPv4 header),
+ * RFC 2464 (IPv6 over Ethernet), RFC 8200 §3 (IPv6 header).
  *
  * The checks are pure functions on byte arrays so that they can be unit-tested and fuzzed
  * without a device. Every frame gets exactly one verdict; each drop verdict has a counter.
@@ -23,12 +24,15 @@
 enum nif_verdict {
 	NIF_PASS_IPV4,
 	NIF_PASS_ARP,
+	NIF_PASS_IPV6,
 	NIF_DROP_RUNT,           /* shorter than an Ethernet header */
 	NIF_DROP_OVERSIZE,       /* longer than MTU + header (or truncated by the device) */
 	NIF_DROP_NOT_OURS,       /* unicast to another MAC (the bridge floods before it learns) */
-	NIF_DROP_ETHERTYPE,      /* not IPv4 or ARP (IPv6, VLAN tags, ...) */
+	NIF_DROP_ETHERTYPE,      /* not IPv4, ARP or IPv6 (VLAN tags, ...) */
 	NIF_DROP_IPV4_HEADER,    /* bad version, header length or total length */
 	NIF_DROP_ARP_HEADER,     /* ARP not for Ethernet/IPv4, or too short */
+	NIF_DROP_IPV6_HEADER,    /* IPv6: shorter than the fixed header, or version not 6 */
+	NIF_DROP_IPV6_LENGTH,    /* IPv6: Payload Length runs past the end of the frame */
 	NIF_VERDICT_COUNT
 };
 
@@ -36,7 +40,7 @@ enum nif_verdict {
 #define NIF_FRAME_LLMCAST 0x2u  /* link-layer multicast */
 
 /* What a passed frame holds: the network-layer bytes at frame[l3_off], l3_len long
- * (Ethernet padding already trimmed for IPv4). */
+ * (Ethernet padding already trimmed for IPv4 and IPv6). */
 struct nif_frame_info {
 	size_t l3_off;
 	size_t l3_len;

@@ -20,8 +20,10 @@
 #include <unistd.h>
 
 #include "lwip/etharp.h"
+#include "lwip/ethip6.h"
 #include "lwip/init.h"
 #include "lwip/ip4_addr.h"
+#include "lwip/ip6_addr.h"
 #include "lwip/netif.h"
 #include "lwip/priv/tcp_priv.h"
 #include "lwip/timeouts.h"
@@ -58,6 +60,40 @@ int uls_parse_cidr(const char *s, struct in_addr *addr, unsigned *prefix_len)
 	return opt__parse_cidr(s, addr, prefix_len);
 }
 
+int uls_parse_cidr6(const char *s, struct in6_addr *addr, unsigned *prefix_len)
+{
+	char buf[INET6_ADDRSTRLEN + 8], *slash, *end;
+	struct in6_addr a;
+	unsigned long n;
+
+	if (!s || !addr || !prefix_len || strlen(s) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, s);
+	slash = strchr(buf, '/');
+	if (!slash || !isdigit((unsigned char)slash[1]))
+		return -EINVAL;
+	*slash = '\0';
+	errno = 0;
+	n = strtoul(slash + 1, &end, 10);
+	if (errno || *end || n < 1 || n > 128 || inet_pton(AF_INET6, buf, &a) != 1)
+		return -EINVAL;
+	*addr = a;
+	*prefix_len = (unsigned)n;
+	return 0;
+}
+
+/* A node's IPv6 address must be a global (or unique local) unicast one: RFC 4291 §2.4.
+ * The link-local one comes from the MAC. */
+static int check_addr6(const struct in6_addr *a, unsigned prefix_len)
+{
+	if (prefix_len < 1 || prefix_len > 128)
+		return -EINVAL;
+	if (IN6_IS_ADDR_UNSPECIFIED(a) || IN6_IS_ADDR_LOOPBACK(a) || IN6_IS_ADDR_MULTICAST(a) ||
+	    IN6_IS_ADDR_LINKLOCAL(a) || IN6_IS_ADDR_V4MAPPED(a) || IN6_IS_ADDR_V4COMPAT(a))
+		return -EINVAL;
+	return 0;
+}
+
 static int check_addr(struct in_addr addr, unsigned prefix_len)
 {
 	uint32_t a = ntohl(addr.s_addr);
@@ -80,6 +116,38 @@ static int check_config(const struct uls_node_config *cfg)
 		return -EINVAL;
 	if (cfg->mac[0] & 0x01)  /* a multicast MAC cannot be a station address */
 		return -EINVAL;
+	if (!IN6_IS_ADDR_UNSPECIFIED(&cfg->addr6) && check_addr6(&cfg->addr6, cfg->prefix_len6) < 0)
+		return -EINVAL;
+	return 0;
+}
+
+int stk__node_ip6(const struct in6_addr *addr, unsigned prefix_len)
+{
+	struct netif *n = &stk__node.netif;
+	ip6_addr_t a;
+	s8_t idx;
+
+	/* RFC 4862 §5.3 / RFC 4291 §2.5.1: fe80::/64 with the modified EUI-64 interface
+	 * identifier from the MAC (RFC 2464 §4). Deviation: no duplicate address detection
+	 * (RFC 4862 §5.4): on a node of its own the process owns the TAP, as it owns its
+	 * IPv4 address without probing (RFC 5227 is not done either); both addresses are
+	 * preferred at once. */
+	netif_create_ip6_linklocal_address(n, 1);
+	netif_ip6_addr_set_state(n, 0, IP6_ADDR_PREFERRED);
+	memset(&a, 0, sizeof(a));
+	memcpy(a.addr, addr->s6_addr, sizeof(a.addr));
+	if (netif_add_ip6_address(n, &a, &idx) != ERR_OK) {
+		netif_ip6_addr_set_state(n, 0, IP6_ADDR_INVALID);
+		return -ENOMEM;
+	}
+	/* Deviation: lwIP has no per-address prefix length; a static address makes its /64
+	 * on-link (nd6_is_prefix_onlink), whatever prefix_len says. No default router: an
+	 * off-link destination is unreachable (ERR_RTE). */
+	netif_ip6_addr_set_state(n, idx, IP6_ADDR_PREFERRED);
+	n->output_ip6 = ethip6_output;
+	stk__node.has_ip6 = true;
+	stk__node.addr6 = *addr;
+	stk__node.prefix_len6 = prefix_len;
 	return 0;
 }
 
@@ -141,8 +209,20 @@ int uls_node_start(const struct uls_node_config *cfg)
 	struct nif_tap *tap;
 	static const uint8_t zero[6];
 	uint8_t mac[6];
-	int rc = check_config(cfg);
+	struct uls_node_config c;
+	int rc;
 
+	if (!cfg)
+		return -EINVAL;
+	c = *cfg;
+	/* The IPv6 address may come from the environment, as a program linked with libuls
+	 * need not know about it (ULS_IP6=ADDR/PLEN; uls(3)). */
+	const char *e6 = getenv("ULS_IP6");
+	if (IN6_IS_ADDR_UNSPECIFIED(&c.addr6) && e6 && *e6 &&
+	    uls_parse_cidr6(e6, &c.addr6, &c.prefix_len6) < 0)
+		return -EINVAL;
+	cfg = &c;
+	rc = check_config(cfg);
 	if (rc < 0)
 		return rc;
 	stk__lock();
@@ -168,6 +248,12 @@ int uls_node_start(const struct uls_node_config *cfg)
 	}
 	stk__node_name(cfg->tap, nif_sys.if_nametoindex(cfg->tap));
 	rc = stk__node_up(nif_tap_dev(tap), cfg->addr, cfg->prefix_len, cfg->gateway, mac);
+	if (rc == 0 && !IN6_IS_ADDR_UNSPECIFIED(&cfg->addr6) &&
+	    (rc = stk__node_ip6(&cfg->addr6, cfg->prefix_len6)) < 0) {
+		stk__unlock();
+		uls_node_stop();
+		return rc;
+	}
 	stk__unlock();
 	return rc;
 }
@@ -205,6 +291,10 @@ int uls_interface(struct uls_interface *out)
 	out->gateway.s_addr = ip4_addr_get_u32(netif_ip4_gw(n));
 	memcpy(out->mac, stk__node.mac, 6);
 	out->mtu = stk__node.dev->mtu;
+	if (stk__node.has_ip6) {
+		out->addr6 = stk__node.addr6;
+		out->prefix_len6 = stk__node.prefix_len6;
+	}
 	stk__unlock();
 	return 0;
 }
@@ -253,6 +343,7 @@ void uls_node_stop(void)
 	netif_set_down(&stk__node.netif);
 	netif_remove(&stk__node.netif);
 	stk__node.up = false;
+	stk__node.has_ip6 = false;
 	stk__lease_unmark_rings();
 	stk__node.dev->ops->close(stk__node.dev);
 	stk__node.dev = NULL;

@@ -171,6 +171,11 @@ int uls_counters(struct uls_counter *out, size_t n)
 	PROTO(&k, "icmp", lwip_stats.icmp);
 	PROTO(&k, "udp", lwip_stats.udp);
 	PROTO(&k, "tcp", lwip_stats.tcp);
+	/* IPv6 (a node of its own with an IPv6 address: docs/ipv6.md). */
+	PROTO(&k, "ip6", lwip_stats.ip6);
+	PROTO(&k, "ip6frag", lwip_stats.ip6_frag);
+	PROTO(&k, "icmp6", lwip_stats.icmp6);
+	PROTO(&k, "nd6", lwip_stats.nd6);
 	memset(&ts, 0, sizeof(ts));
 	if (stk__node.dev)
 		stk__node.dev->ops->get_stats(stk__node.dev, &ts);

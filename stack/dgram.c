@@ -20,7 +20,7 @@ static void on_recv(void *arg, struct udp_pcb *pcb, struct pbuf *p,
 
 	(void)pcb;
 	if (!s || s->rxq.bytes + p->tot_len > DGRAM_RCVBUF ||
-	    stk__rxq_push(&s->rxq, p, ip_2_ip4(addr), port) < 0) {
+	    stk__rxq_push(&s->rxq, p, addr, port) < 0) {
 		stk__count(STK_CNT_UDP_RCVBUF_FULL);
 		pbuf_free(p);
 		return;
@@ -53,16 +53,15 @@ static int take_error(struct stk_sock *s)
 
 int stk__dgram_open(struct stk_sock *s)
 {
-	s->udp = udp_new_ip_type(IPADDR_TYPE_V4);
+	s->udp = udp_new_ip_type(stk__sock_iptype(s));
 	if (!s->udp)
 		return -ENOMEM;
 	udp_recv(s->udp, on_recv, s);
 	return 0;
 }
 
-int stk__dgram_bind(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port)
+int stk__dgram_bind(struct stk_sock *s, const ip_addr_t *ip, uint16_t port)
 {
-	ip_addr_t a;
 	int rc = stk__sock_ctl_begin(s);
 
 	if (rc < 0)
@@ -84,8 +83,7 @@ int stk__dgram_bind(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port)
 		stk__ep_unbind(IPPROTO_UDP, (uint16_t)p);  /* closed meanwhile: give it back */
 		return rc;
 	}
-	ip_addr_copy_from_ip4(a, *ip);
-	rc = stk__err_to_errno(udp_bind(s->udp, &a, (u16_t)p));
+	rc = stk__err_to_errno(udp_bind(s->udp, ip, (u16_t)p));
 	if (rc < 0)
 		stk__ep_unbind(IPPROTO_UDP, (uint16_t)p);
 	else if (stk__leased())
@@ -97,8 +95,9 @@ int stk__dgram_bind(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port)
  * so that the filter delivers the replies and lets the datagrams out. */
 static int autobind(struct stk_sock *s)
 {
-	ip4_addr_t any = { IPADDR_ANY };
+	ip_addr_t any;
 
+	stk__sock_any(s, &any);
 	/* Another thread's bind may be with ulsd right now: its port is this one's too. */
 	while (s->ctl_busy && !s->closed)
 		stk__sock_sleep(s, NULL);
@@ -109,12 +108,10 @@ static int autobind(struct stk_sock *s)
 	return stk__dgram_bind(s, &any, 0);
 }
 
-int stk__dgram_connect(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port)
+int stk__dgram_connect(struct stk_sock *s, const ip_addr_t *ip, uint16_t port)
 {
-	ip_addr_t a;
-
 	/* connect() to AF_INET INADDR_ANY:0 dissolves the association (like AF_UNSPEC). */
-	if (ip->addr == IPADDR_ANY && port == 0) {
+	if (ip_addr_isany(ip) && port == 0) {
 		udp_disconnect(s->udp);
 		s->state = STK_S_NEW;
 		return 0;
@@ -122,17 +119,15 @@ int stk__dgram_connect(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port)
 	int rc = autobind(s);
 	if (rc < 0)
 		return rc;
-	ip_addr_copy_from_ip4(a, *ip);
-	rc = stk__err_to_errno(udp_connect(s->udp, &a, port));
+	rc = stk__err_to_errno(udp_connect(s->udp, ip, port));
 	if (rc == 0)
 		s->state = STK_S_CONNECTED;
 	return rc;
 }
 
 ssize_t stk__dgram_sendto(struct stk_sock *s, const void *buf, size_t len, int flags,
-			  const ip4_addr_t *ip, uint16_t port, bool has_to)
+			  const ip_addr_t *ip, uint16_t port, bool has_to)
 {
-	ip_addr_t a;
 	struct pbuf *p;
 	err_t err;
 
@@ -156,8 +151,7 @@ ssize_t stk__dgram_sendto(struct stk_sock *s, const void *buf, size_t len, int f
 	if (len)
 		memcpy(p->payload, buf, len);
 	if (has_to) {
-		ip_addr_copy_from_ip4(a, *ip);
-		err = udp_sendto(s->udp, p, &a, port);
+		err = udp_sendto(s->udp, p, ip, port);
 	} else {
 		err = udp_send(s->udp, p);
 	}
@@ -166,7 +160,7 @@ ssize_t stk__dgram_sendto(struct stk_sock *s, const void *buf, size_t len, int f
 }
 
 ssize_t stk__dgram_recvfrom(struct stk_sock *s, void *buf, size_t len, int flags,
-			    ip4_addr_t *ip, uint16_t *port)
+			    ip_addr_t *ip, uint16_t *port)
 {
 	bool nonblock = s->nonblock || (flags & MSG_DONTWAIT);
 	struct stk_rxent *e;

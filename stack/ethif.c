@@ -5,6 +5,10 @@
  * Received IPv4 packets bypass lwIP's ethernet_input() and go straight to ip4_input() with
  * the Ethernet header stripped: pbuf lengths are 16 bits, so a 65535-byte IP packet fits in
  * a pbuf but not together with its 14-byte Ethernet header. ARP frames take lwIP's path.
+ * IPv6 packets (RFC 2464), on a node that has an IPv6 address (stk__node_ip6), go to
+ * ip6_input() the same way; lwIP answers neighbour solicitations and echo requests itself
+ * (a node of its own); on a node without one they are dropped as an unknown ethertype,
+ * as before IPv6 (frame_ethertype).
  *
  * On a device that lends its receive buffers (the direct path's queue, netif/qring.c), a
  * large frame is not copied: the IPv4 packet becomes a custom pbuf over the buffer the
@@ -21,6 +25,7 @@
 
 #include "lwip/etharp.h"
 #include "lwip/ip4.h"
+#include "lwip/ip6.h"
 #include "lwip/pbuf.h"
 #include "lwip/stats.h"
 #include <netif/ethernet.h>
@@ -64,6 +69,11 @@ static bool frame_ok(const uint8_t *frame, size_t len, uint32_t *off, struct nif
 	if (!stk__node.dev->offload)
 		*off = 0;
 	*v = nif_frame_check(frame, len, max, stk__node.mac, info);
+	/* Without an IPv6 address the node does not speak IPv6: the frame is of a type the
+	 * node does not handle, counted where it always was. */
+	if (!stk__node.has_ip6 &&
+	    (*v == NIF_PASS_IPV6 || *v == NIF_DROP_IPV6_HEADER || *v == NIF_DROP_IPV6_LENGTH))
+		*v = NIF_DROP_ETHERTYPE;
 	stk__count_verdict(*v);
 	if (nif_verdict_is_drop(*v)) {
 		LINK_STATS_INC(link.drop);
@@ -72,8 +82,8 @@ static bool frame_ok(const uint8_t *frame, size_t len, uint32_t *off, struct nif
 	return true;
 }
 
-static void input_ipv4(struct pbuf *p, const struct nif_frame_info *info, struct netif *netif,
-		     uint32_t off)
+static void input_ip(struct pbuf *p, const struct nif_frame_info *info, struct netif *netif,
+		     uint32_t off, enum nif_verdict v)
 {
 	if (info->flags & NIF_FRAME_LLBCAST)
 		p->flags |= PBUF_FLAG_LLBCAST;
@@ -81,6 +91,12 @@ static void input_ipv4(struct pbuf *p, const struct nif_frame_info *info, struct
 		p->flags |= PBUF_FLAG_LLMCAST;
 	LINK_STATS_INC(link.recv);
 	stk__outbatch_frame();
+	if (v == NIF_PASS_IPV6) {
+		/* Only on a node of its own, whose TAP has no offloads: lwIP checks every
+		 * checksum (RFC 8200 §8.1). */
+		ip6_input(p, netif);  /* always takes the pbuf */
+		return;
+	}
 	stk__tso_ip_input(p, netif, off);  /* always takes the pbuf */
 }
 
@@ -113,7 +129,7 @@ static bool ethif_take(void *arg, struct nif_rxbuf *b)
 		return false;
 	}
 	stk__count(STK_CNT_RX_LENT);
-	input_ipv4(p, &info, netif, off);
+	input_ip(p, &info, netif, off, v);
 	return true;
 }
 
@@ -144,7 +160,7 @@ void stk__ethif_input(void *arg, const uint8_t *frame, size_t len, uint32_t off)
 		return;
 	}
 	memcpy(p->payload, frame + info.l3_off, info.l3_len);
-	input_ipv4(p, &info, netif, off);
+	input_ip(p, &info, netif, off, v);
 }
 
 static void gather_done(void *cookie)

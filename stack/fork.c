@@ -119,9 +119,10 @@ int uls_inherited(int sd)
 
 static int adopt(struct stk_sock *s)
 {
-	ip4_addr_t any = { IPADDR_ANY };
+	ip_addr_t any;
 	int rc;
 
+	stk__sock_any(s, &any);
 	if (s->inh_connected)
 		return ULS_ADOPT_CLAIM;  /* the parent must let go of it first (handoff.c) */
 	s->inherited = false;

@@ -28,6 +28,12 @@ struct stk_node {
 	 * that runs the node. */
 	char ifname[16];
 	unsigned ifindex;
+	/* IPv6 (docs/ipv6.md): the node's global address and prefix, when it has one (a node
+	 * of its own given one in uls_node_config or ULS_IP6); the netif then has it and the
+	 * link-local address from the MAC, and IPv6 frames reach lwIP. */
+	bool has_ip6;
+	struct in6_addr addr6;
+	unsigned prefix_len6;
 	/* Who waits on the device (drive.c): the stack thread, an application thread blocked
 	 * in a call (the driver, waiting for driver_sock), or nobody; and its next planned
 	 * wake-up (ms, sys_now() clock), so a caller that arms an earlier timer knows to wake
@@ -88,6 +94,9 @@ int stk__node_up(struct nif_dev *dev, struct in_addr addr, unsigned prefix_len,
 #define STK_IFNAME_DEFAULT "uls0"
 #define STK_IFINDEX_DEFAULT 2u  /* 1 is the loopback's, as on Linux */
 void stk__node_name(const char *ifname, unsigned ifindex);
+/* Give the node's netif IPv6 (core lock held, node up): the link-local address from the
+ * MAC and addr/prefix_len, both usable at once (no duplicate address detection). */
+int stk__node_ip6(const struct in6_addr *addr, unsigned prefix_len);
 void stk__node_down_hook(void);
 
 /* The lease with ulsd (lease.c); without one the process is a TAP node of its own. */

@@ -10,6 +10,9 @@ nodist_stack_liblwipcore_la_SOURCES = \
 	lwip/src/core/tcp_in.c lwip/src/core/tcp_out.c lwip/src/core/timeouts.c \
 	lwip/src/core/udp.c lwip/src/core/ipv4/etharp.c lwip/src/core/ipv4/icmp.c \
 	lwip/src/core/ipv4/ip4.c lwip/src/core/ipv4/ip4_addr.c lwip/src/core/ipv4/ip4_frag.c \
+	lwip/src/core/ipv6/ethip6.c lwip/src/core/ipv6/icmp6.c lwip/src/core/ipv6/inet6.c \
+	lwip/src/core/ipv6/ip6.c lwip/src/core/ipv6/ip6_addr.c lwip/src/core/ipv6/ip6_frag.c \
+	lwip/src/core/ipv6/mld6.c lwip/src/core/ipv6/nd6.c \
 	lwip/src/netif/ethernet.c
 stack_liblwipcore_la_CPPFLAGS = $(LWIP_CPPFLAGS)
 stack_liblwipcore_la_CFLAGS = -std=gnu11 -Wall -Wno-address -fvisibility=hidden $(SAN_FLAGS)

@@ -46,7 +46,21 @@ void stk__heap_free(void *p);
 
 /* Protocols. */
 #define LWIP_IPV4                       1
-#define LWIP_IPV6                       0
+/* Dual stack (docs/ipv6.md): IPv6 compiled in, ip_addr_t the tagged union of both. Every
+ * pcb the socket layer makes is still IPADDR_TYPE_V4 and the netif has no IPv6 address and
+ * no output_ip6, so nothing IPv6 leaves a process yet. The node answers neighbour
+ * discovery for its addresses (next step, as ulsd answers ARP): no MLD reports (and no
+ * 100 ms MLD timer), no router solicitations, no duplicate address detection from each
+ * process. */
+#define LWIP_IPV6                       1
+#define LWIP_IPV6_MLD                   0
+#define LWIP_IPV6_SEND_ROUTER_SOLICIT   0
+#define LWIP_IPV6_DUP_DETECT_ATTEMPTS   0
+#define LWIP_IPV6_AUTOCONFIG            0
+#define LWIP_IPV6_DHCP6                 0
+/* IPv6 reassembly keeps its bookkeeping in the fragment header's 8 octets unless told to
+ * copy the header out: a 64-bit pointer does not fit (lwIP asserts so every second). */
+#define IPV6_FRAG_COPYHEADER            1
 #define LWIP_ARP                        1
 #define LWIP_ETHERNET                   1
 #define ETHARP_SUPPORT_STATIC_ENTRIES   1

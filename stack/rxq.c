@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-int stk__rxq_push(struct stk_rxq *q, struct pbuf *p, const ip4_addr_t *addr, uint16_t port)
+int stk__rxq_push(struct stk_rxq *q, struct pbuf *p, const ip_addr_t *addr, uint16_t port)
 {
 	if (q->count == q->cap) {
 		unsigned ncap = q->cap ? q->cap * 2 : 16;
@@ -20,7 +20,10 @@ int stk__rxq_push(struct stk_rxq *q, struct pbuf *p, const ip4_addr_t *addr, uin
 	}
 	struct stk_rxent *e = &q->ent[(q->head + q->count) % q->cap];
 	e->p = p;
-	e->addr.addr = addr ? addr->addr : 0;
+	if (addr)
+		ip_addr_copy(e->addr, *addr);
+	else
+		ip_addr_set_zero_ip4(&e->addr);
 	e->port = port;
 	q->count++;
 	q->bytes += p->tot_len;

@@ -22,7 +22,7 @@
  * address for datagrams). pbuf chains cannot simply be concatenated: tot_len is 16 bits. */
 struct stk_rxent {
 	struct pbuf *p;
-	ip4_addr_t addr;
+	ip_addr_t addr;
 	uint16_t port;
 };
 
@@ -33,7 +33,7 @@ struct stk_rxq {
 	size_t bytes;   /* bytes queued, not yet consumed */
 };
 
-int stk__rxq_push(struct stk_rxq *q, struct pbuf *p, const ip4_addr_t *addr, uint16_t port);
+int stk__rxq_push(struct stk_rxq *q, struct pbuf *p, const ip_addr_t *addr, uint16_t port);
 size_t stk__rxq_read(struct stk_rxq *q, void *buf, size_t len, bool peek);
 struct stk_rxent *stk__rxq_head(struct stk_rxq *q);
 void stk__rxq_pop(struct stk_rxq *q);
@@ -61,6 +61,11 @@ struct stk_opts {
 struct stk_sock {
 	int sd;                    /* -1 until it is in the table (accepted but not yet taken) */
 	int type;                  /* SOCK_STREAM or SOCK_DGRAM */
+	/* AF_INET, or AF_INET6 (uls_socket_af): a dual-stack socket whose pcbs are
+	 * IPADDR_TYPE_ANY, IPADDR_TYPE_V6 once IPV6_V6ONLY is set; its addresses are
+	 * sockaddr_in6, IPv4 peers v4-mapped (RFC 4291 §2.5.5.2, as Linux's). */
+	int family;
+	bool v6only;
 	enum stk_state state;
 	bool nonblock;
 	bool closed;               /* uls_close() ran; freed when the last user leaves */
@@ -81,7 +86,7 @@ struct stk_sock {
 	uint16_t bound_port;       /* a port reserved at ulsd by bind (released at close) */
 	/* The connection's local address, kept for getsockname once the pcb is gone (Linux
 	 * still names a reset socket's address). */
-	ip4_addr_t conn_ip;
+	ip_addr_t conn_ip;
 	uint16_t conn_port;
 	struct stk_rxq rxq;
 
@@ -141,6 +146,9 @@ void stk__dgram_icmp_error(void *arg, int err);
 
 /* socket.c */
 struct stk_sock *stk__sock_new(int type);
+/* The pcb address type of a socket (IPADDR_TYPE_V4, _ANY or _V6), and its wildcard. */
+u8_t stk__sock_iptype(const struct stk_sock *s);
+void stk__sock_any(const struct stk_sock *s, ip_addr_t *any);
 struct stk_sock *stk__sock_enter(int sd);
 struct stk_sock *stk__sock_at(int sd);
 void stk__sock_leave(struct stk_sock *s);
@@ -187,11 +195,11 @@ static inline bool stk__stream_has_room(const struct tcp_pcb *pcb)
 	return pcb->snd_buf > TCP_SNDLOWAT && tcp_sndqueuelen(pcb) < TCP_SNDQUEUELOWAT;
 }
 int stk__stream_open(struct stk_sock *s);
-int stk__stream_bind(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port);
+int stk__stream_bind(struct stk_sock *s, const ip_addr_t *ip, uint16_t port);
 int stk__stream_listen(struct stk_sock *s, int backlog);
 int stk__stream_accept(struct stk_sock *s, struct stk_sock **child);
 void stk__stream_accepting(struct stk_sock *s);
-int stk__stream_connect(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port);
+int stk__stream_connect(struct stk_sock *s, const ip_addr_t *ip, uint16_t port);
 ssize_t stk__stream_send(struct stk_sock *s, const void *buf, size_t len, int flags);
 ssize_t stk__stream_recv(struct stk_sock *s, void *buf, size_t len, int flags);
 int stk__stream_shutdown(struct stk_sock *s, bool rd, bool wr);
@@ -203,12 +211,12 @@ void stk__stream_adopted(struct stk_sock *s, struct tcp_pcb *pcb);
 
 /* dgram.c */
 int stk__dgram_open(struct stk_sock *s);
-int stk__dgram_bind(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port);
-int stk__dgram_connect(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port);
+int stk__dgram_bind(struct stk_sock *s, const ip_addr_t *ip, uint16_t port);
+int stk__dgram_connect(struct stk_sock *s, const ip_addr_t *ip, uint16_t port);
 ssize_t stk__dgram_sendto(struct stk_sock *s, const void *buf, size_t len, int flags,
-			  const ip4_addr_t *ip, uint16_t port, bool has_to);
+			  const ip_addr_t *ip, uint16_t port, bool has_to);
 ssize_t stk__dgram_recvfrom(struct stk_sock *s, void *buf, size_t len, int flags,
-			    ip4_addr_t *ip, uint16_t *port);
+			    ip_addr_t *ip, uint16_t *port);
 void stk__dgram_close(struct stk_sock *s);
 
 #endif

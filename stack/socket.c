@@ -244,26 +244,142 @@ void stk__sockets_lost(void)
 	}
 }
 
-static int to_ip4(const struct sockaddr_in *a, ip4_addr_t *ip, uint16_t *port)
+/* The pcb address type a socket's pcbs get: an AF_INET6 socket is dual-stack (lwIP's
+ * IPADDR_TYPE_ANY pcb serves IPv4 and IPv6 peers) until IPV6_V6ONLY makes it IPv6 only. */
+u8_t stk__sock_iptype(const struct stk_sock *s)
 {
-	if (!a)
+	if (s->family != AF_INET6)
+		return IPADDR_TYPE_V4;
+	return s->v6only ? IPADDR_TYPE_V6 : IPADDR_TYPE_ANY;
+}
+
+void stk__sock_any(const struct stk_sock *s, ip_addr_t *any)
+{
+	switch (stk__sock_iptype(s)) {
+	case IPADDR_TYPE_V6:  ip_addr_copy(*any, *IP6_ADDR_ANY); break;
+	case IPADDR_TYPE_ANY: ip_addr_copy(*any, *IP_ANY_TYPE); break;
+	default:              ip_addr_copy(*any, *IP4_ADDR_ANY); break;
+	}
+}
+
+/* A socket address from the application into lwIP's: an AF_INET socket takes sockaddr_in;
+ * an AF_INET6 socket sockaddr_in6 (a v4-mapped address is the IPv4 peer, :: its wildcard)
+ * and, as a Linux dual-stack datagram socket does, sockaddr_in. */
+static int to_ip(const struct stk_sock *s, const struct sockaddr *sa, socklen_t len,
+		 ip_addr_t *ip, uint16_t *port)
+{
+	if (!sa)
 		return -EFAULT;
-	if (a->sin_family != AF_INET)
+	if (len < (socklen_t)sizeof(sa_family_t))
+		return -EINVAL;
+	if (sa->sa_family == AF_INET) {
+		struct sockaddr_in a;
+		if (len < (socklen_t)sizeof(a))
+			return -EINVAL;
+		memcpy(&a, sa, sizeof(a));
+		if (s->v6only)
+			return -EAFNOSUPPORT;
+		ip_addr_set_ip4_u32_val(*ip, a.sin_addr.s_addr);
+		*port = ntohs(a.sin_port);
+		return 0;
+	}
+	if (sa->sa_family != AF_INET6 || s->family != AF_INET6)
 		return -EAFNOSUPPORT;
-	ip->addr = a->sin_addr.s_addr;
-	*port = ntohs(a->sin_port);
+	struct sockaddr_in6 a;
+	/* ipv6(7): Linux takes the RFC 2133 length (no scope ID) as well. */
+	if (len < 24)
+		return -EINVAL;
+	memset(&a, 0, sizeof(a));
+	memcpy(&a, sa, len < (socklen_t)sizeof(a) ? (size_t)len : sizeof(a));
+	*port = ntohs(a.sin6_port);
+	if (IN6_IS_ADDR_V4MAPPED(&a.sin6_addr)) {
+		/* ipv6(7): an IPV6_V6ONLY socket has no IPv4 peers. */
+		if (s->v6only)
+			return -ENETUNREACH;
+		uint32_t v4;
+		memcpy(&v4, &a.sin6_addr.s6_addr[12], 4);
+		ip_addr_set_ip4_u32_val(*ip, v4);
+		return 0;
+	}
+	if (IN6_IS_ADDR_UNSPECIFIED(&a.sin6_addr)) {
+		stk__sock_any(s, ip);
+		return 0;
+	}
+	ip_addr_set_zero_ip6(ip);
+	memcpy(ip_2_ip6(ip)->addr, a.sin6_addr.s6_addr, 16);
+	/* RFC 4007 §6: a link-local address needs its zone; the node has one link. */
+	if (ip6_addr_lacks_zone(ip_2_ip6(ip), IP6_UNKNOWN)) {
+		ip6_addr_assign_zone(ip_2_ip6(ip), IP6_UNKNOWN, &stk__node.netif);
+	}
 	return 0;
 }
 
-static void from_ip4(struct sockaddr_in *a, const ip4_addr_t *ip, uint16_t port)
+/* lwIP's address out to the application, as getsockname(2) does: at most *len bytes
+ * copied, *len the address's real length. An AF_INET6 socket names IPv4 peers v4-mapped
+ * and the IPv4 wildcard ::. */
+static void from_ip(const struct stk_sock *s, struct sockaddr *sa, socklen_t *len,
+		    const ip_addr_t *ip, uint16_t port)
 {
-	memset(a, 0, sizeof(*a));
-	a->sin_family = AF_INET;
-	a->sin_addr.s_addr = ip->addr;
-	a->sin_port = htons(port);
+	size_t n;
+
+	if (s->family != AF_INET6) {
+		struct sockaddr_in a;
+		memset(&a, 0, sizeof(a));
+		a.sin_family = AF_INET;
+		a.sin_addr.s_addr = IP_IS_V4(ip) ? ip4_addr_get_u32(ip_2_ip4(ip)) : 0;
+		a.sin_port = htons(port);
+		n = *len < (socklen_t)sizeof(a) ? (size_t)*len : sizeof(a);
+		memcpy(sa, &a, n);
+		*len = sizeof(a);
+		return;
+	}
+	struct sockaddr_in6 a;
+	memset(&a, 0, sizeof(a));
+	a.sin6_family = AF_INET6;
+	a.sin6_port = htons(port);
+	if (IP_IS_V6(ip)) {
+		memcpy(a.sin6_addr.s6_addr, ip_2_ip6(ip)->addr, 16);
+		/* The node's one link (RFC 4007 §6: a link-local address's zone). */
+		if (ip6_addr_islinklocal(ip_2_ip6(ip)))
+			a.sin6_scope_id = stk__node.ifindex;
+	} else if (IP_IS_V4(ip) && !ip_addr_isany(ip)) {
+		a.sin6_addr.s6_addr[10] = 0xff;
+		a.sin6_addr.s6_addr[11] = 0xff;
+		uint32_t v4 = ip4_addr_get_u32(ip_2_ip4(ip));
+		memcpy(&a.sin6_addr.s6_addr[12], &v4, 4);
+	}
+	n = *len < (socklen_t)sizeof(a) ? (size_t)*len : sizeof(a);
+	memcpy(sa, &a, n);
+	*len = sizeof(a);
+}
+
+/* The old calls' struct sockaddr_in, for an AF_INET socket. */
+#define SIN_LEN ((socklen_t)sizeof(struct sockaddr_in))
+
+/* What an address is wrong for before the descriptor is looked at (the calls' order). */
+static int addr_precheck(const struct sockaddr *sa, socklen_t len)
+{
+	if (!sa)
+		return -EFAULT;
+	if (len < (socklen_t)sizeof(sa_family_t))
+		return -EINVAL;
+	return sa->sa_family == AF_INET || sa->sa_family == AF_INET6 ? 0 : -EAFNOSUPPORT;
+}
+
+/* The same for the sockaddr_in calls: AF_INET only. */
+static int sin_precheck(const struct sockaddr_in *a)
+{
+	if (!a)
+		return -EFAULT;
+	return a->sin_family == AF_INET ? 0 : -EAFNOSUPPORT;
 }
 
 int uls_socket(int type)
+{
+	return uls_socket_af(AF_INET, type);
+}
+
+int uls_socket_af(int domain, int type)
 {
 	int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
 	struct stk_sock *s;
@@ -271,6 +387,8 @@ int uls_socket(int type)
 
 	if (base != SOCK_STREAM && base != SOCK_DGRAM)
 		return -EPROTONOSUPPORT;
+	if (domain != AF_INET && domain != AF_INET6)
+		return -EAFNOSUPPORT;
 	if (!stk__node.up) {
 		/* A process on a node gets its stack on its first socket (DESIGN.md). */
 		const char *ctl = getenv("ULS_CTL");
@@ -291,6 +409,7 @@ int uls_socket(int type)
 		return -ENOMEM;
 	}
 	s->nonblock = (type & SOCK_NONBLOCK) != 0;
+	s->family = domain;
 	rc = base == SOCK_STREAM ? stk__stream_open(s) : stk__dgram_open(s);
 	if (rc == 0)
 		rc = table_insert(s);
@@ -307,18 +426,37 @@ int uls_socket(int type)
 }
 
 /* A local address must be the node's own or the wildcard. */
-static int check_local(const ip4_addr_t *ip)
+static int check_local(const ip_addr_t *ip)
 {
-	if (ip->addr != IPADDR_ANY && ip->addr != ip_2_ip4(&stk__node.netif.ip_addr)->addr)
-		return -EADDRNOTAVAIL;
-	return 0;
+	if (ip_addr_isany(ip))
+		return 0;
+	if (IP_IS_V4(ip))
+		return ip4_addr_get_u32(ip_2_ip4(ip)) == ip_2_ip4(&stk__node.netif.ip_addr)->addr
+			       ? 0 : -EADDRNOTAVAIL;
+	if (stk__node.has_ip6 && netif_get_ip6_addr_match(&stk__node.netif, ip_2_ip6(ip)) >= 0)
+		return 0;
+	return -EADDRNOTAVAIL;
+}
+
+/* A peer's address: IPv6 needs a node with IPv6 (ENETUNREACH, what Linux says with no
+ * route). */
+static int check_peer(const ip_addr_t *ip)
+{
+	return IP_IS_V6(ip) && !stk__node.has_ip6 ? -ENETUNREACH : 0;
 }
 
 int uls_bind(int sd, const struct sockaddr_in *addr)
 {
-	ip4_addr_t ip;
+	int rc = sin_precheck(addr);
+
+	return rc < 0 ? rc : uls_bind_sa(sd, (const struct sockaddr *)addr, SIN_LEN);
+}
+
+int uls_bind_sa(int sd, const struct sockaddr *addr, socklen_t len)
+{
+	ip_addr_t ip;
 	uint16_t port;
-	int rc = to_ip4(addr, &ip, &port);
+	int rc = addr_precheck(addr, len);
 
 	if (rc < 0)
 		return rc;
@@ -328,7 +466,9 @@ int uls_bind(int sd, const struct sockaddr_in *addr)
 		stk__unlock();
 		return -EBADF;
 	}
-	rc = check_local(&ip);
+	rc = to_ip(s, addr, len, &ip, &port);
+	if (rc == 0)
+		rc = check_local(&ip);
 	if (rc == 0)
 		rc = s->type == SOCK_STREAM ? stk__stream_bind(s, &ip, port) :
 					      stk__dgram_bind(s, &ip, port);
@@ -350,6 +490,13 @@ int uls_listen(int sd, int backlog)
 
 int uls_accept(int sd, struct sockaddr_in *peer)
 {
+	socklen_t len = SIN_LEN;
+
+	return uls_accept_sa(sd, (struct sockaddr *)peer, peer ? &len : NULL);
+}
+
+int uls_accept_sa(int sd, struct sockaddr *peer, socklen_t *plen)
+{
 	struct stk_sock *child = NULL;
 
 	stk__lock();
@@ -361,11 +508,12 @@ int uls_accept(int sd, struct sockaddr_in *peer)
 			stk__stream_close(child);
 			child->closed = true;
 			stk__sock_release(child);
-		} else if (peer) {
+		} else if (peer && plen) {
+			ip_addr_t none = IPADDR4_INIT(0);
 			if (child->tcp)
-				from_ip4(peer, ip_2_ip4(&child->tcp->remote_ip), child->tcp->remote_port);
+				from_ip(child, peer, plen, &child->tcp->remote_ip, child->tcp->remote_port);
 			else
-				memset(peer, 0, sizeof(*peer));
+				from_ip(child, peer, plen, &none, 0);
 		}
 	}
 	if (s)
@@ -376,18 +524,29 @@ int uls_accept(int sd, struct sockaddr_in *peer)
 
 int uls_connect(int sd, const struct sockaddr_in *addr)
 {
-	ip4_addr_t ip;
+	int rc = sin_precheck(addr);
+
+	return rc < 0 ? rc : uls_connect_sa(sd, (const struct sockaddr *)addr, SIN_LEN);
+}
+
+int uls_connect_sa(int sd, const struct sockaddr *addr, socklen_t len)
+{
+	ip_addr_t ip;
 	uint16_t port;
-	int rc = to_ip4(addr, &ip, &port);
+	int rc = addr_precheck(addr, len);
 
 	if (rc < 0)
 		return rc;
-	if (port == 0 && ip.addr != IPADDR_ANY)
-		return -EINVAL;
 	stk__lock();
 	struct stk_sock *s = stk__sock_enter(sd);
 	if (!s)
 		rc = -EBADF;
+	else if ((rc = to_ip(s, addr, len, &ip, &port)) < 0)
+		;
+	else if (port == 0 && !ip_addr_isany(&ip))
+		rc = -EINVAL;
+	else if ((rc = check_peer(&ip)) < 0)
+		;
 	else if (s->type == SOCK_STREAM)
 		rc = stk__stream_connect(s, &ip, port);
 	else
@@ -400,18 +559,32 @@ int uls_connect(int sd, const struct sockaddr_in *addr)
 
 ssize_t uls_sendto(int sd, const void *buf, size_t len, int flags, const struct sockaddr_in *to)
 {
-	ip4_addr_t ip = { 0 };
-	uint16_t port = 0;
-	ssize_t rc;
+	int rc = to ? sin_precheck(to) : 0;
 
 	if (!buf && len)
 		return -EFAULT;
-	if (to && (rc = to_ip4(to, &ip, &port)) < 0)
-		return rc;
+	return rc < 0 ? rc : uls_sendto_sa(sd, buf, len, flags, (const struct sockaddr *)to, SIN_LEN);
+}
+
+ssize_t uls_sendto_sa(int sd, const void *buf, size_t len, int flags, const struct sockaddr *to,
+		      socklen_t tolen)
+{
+	ip_addr_t ip = IPADDR4_INIT(0);
+	uint16_t port = 0;
+	ssize_t rc;
+	int r;
+
+	if (!buf && len)
+		return -EFAULT;
+	if (to && (r = addr_precheck(to, tolen)) < 0)
+		return r;
 	stk__lock();
 	struct stk_sock *s = stk__sock_enter(sd);
 	if (!s)
 		rc = -EBADF;
+	else if (to && ((r = to_ip(s, to, tolen, &ip, &port)) < 0 ||
+			(s->type != SOCK_STREAM && (r = check_peer(&ip)) < 0)))
+		rc = r;
 	else if (s->type == SOCK_STREAM)
 		rc = to ? -EISCONN : stk__stream_send(s, buf, len, flags);
 	else
@@ -429,7 +602,19 @@ ssize_t uls_send(int sd, const void *buf, size_t len, int flags)
 
 ssize_t uls_recvfrom(int sd, void *buf, size_t len, int flags, struct sockaddr_in *from)
 {
+	socklen_t flen = SIN_LEN;
+
+	return uls_recvfrom_sa(sd, buf, len, flags, (struct sockaddr *)from, from ? &flen : NULL);
+}
+
+ssize_t uls_recvfrom_sa(int sd, void *buf, size_t len, int flags, struct sockaddr *from,
+			socklen_t *fromlen)
+{
 	ssize_t rc;
+	ip_addr_t none = IPADDR4_INIT(0);
+
+	if (from && !fromlen)
+		from = NULL;
 
 	if (!buf && len)
 		return -EFAULT;
@@ -441,16 +626,16 @@ ssize_t uls_recvfrom(int sd, void *buf, size_t len, int flags, struct sockaddr_i
 		rc = stk__stream_recv(s, buf, len, flags);
 		if (rc >= 0 && from) {
 			if (s->tcp)
-				from_ip4(from, ip_2_ip4(&s->tcp->remote_ip), s->tcp->remote_port);
+				from_ip(s, from, fromlen, &s->tcp->remote_ip, s->tcp->remote_port);
 			else
-				memset(from, 0, sizeof(*from));
+				from_ip(s, from, fromlen, &none, 0);
 		}
 	} else {
-		ip4_addr_t ip;
+		ip_addr_t ip;
 		uint16_t port;
 		rc = stk__dgram_recvfrom(s, buf, len, flags, &ip, &port);
 		if (rc >= 0 && from)
-			from_ip4(from, &ip, port);
+			from_ip(s, from, fromlen, &ip, port);
 	}
 	if (s)
 		stk__sock_leave(s);
@@ -561,6 +746,24 @@ static int setopt(struct stk_sock *s, int level, int name, const void *val, sock
 	rc = get_int(val, len, &v);
 	if (rc < 0)
 		return rc;
+	/* ipv6(7): IPV6_V6ONLY makes an AF_INET6 socket IPv6 only; fixed once it is bound.
+	 * The pcb is not yet bound, so its address type can still change. */
+	if (level == IPPROTO_IPV6 && name == IPV6_V6ONLY && s->family == AF_INET6) {
+		struct tcp_pcb *t = s->tcp;
+		if ((t && (t->local_port || t->state != CLOSED)) || (s->udp && s->udp->local_port))
+			return -EINVAL;
+		s->v6only = v != 0;
+		u8_t type = stk__sock_iptype(s);
+		if (t) {
+			IP_SET_TYPE_VAL(t->local_ip, type);
+			IP_SET_TYPE_VAL(t->remote_ip, type);
+		}
+		if (s->udp) {
+			IP_SET_TYPE_VAL(s->udp->local_ip, type);
+			IP_SET_TYPE_VAL(s->udp->remote_ip, type);
+		}
+		return 0;
+	}
 	/* Each option is recorded in s->opts and applied to the pcb if there is one: with no
 	 * connection (reset, or not yet accepted by a new process) Linux still accepts them. */
 	if (level == SOL_SOCKET) {
@@ -695,7 +898,7 @@ static int getopt_int(struct stk_sock *s, int level, int name, int *v)
 	if (level == SOL_SOCKET) {
 		switch (name) {
 		case SO_TYPE:      *v = s->type; return 0;
-		case SO_DOMAIN:    *v = AF_INET; return 0;
+		case SO_DOMAIN:    *v = s->family; return 0;
 		case SO_ERROR:     *v = -s->err; s->err = 0; return 0;
 		case SO_RCVBUF:    *v = s->type == SOCK_STREAM ? (int)TCP_WND : 4 << 20; return 0;
 		case SO_SNDBUF:    *v = (int)TCP_SND_BUF; return 0;
@@ -851,11 +1054,11 @@ int uls_getsockopt(int sd, int level, int name, void *val, socklen_t *len)
 	return rc;
 }
 
-static int name_of(int sd, struct sockaddr_in *addr, bool peer)
+static int name_of(int sd, struct sockaddr *addr, socklen_t *len, bool peer)
 {
 	int rc = 0;
 
-	if (!addr)
+	if (!addr || !len)
 		return -EFAULT;
 	stk__lock();
 	struct stk_sock *s = stk__sock_enter(sd);
@@ -865,18 +1068,18 @@ static int name_of(int sd, struct sockaddr_in *addr, bool peer)
 		if (peer && s->state != STK_S_CONNECTED)
 			rc = -ENOTCONN;
 		else if (peer)
-			from_ip4(addr, ip_2_ip4(&s->tcp->remote_ip), s->tcp->remote_port);
+			from_ip(s, addr, len, &s->tcp->remote_ip, s->tcp->remote_port);
 		else
-			from_ip4(addr, ip_2_ip4(&s->tcp->local_ip), s->tcp->local_port);
+			from_ip(s, addr, len, &s->tcp->local_ip, s->tcp->local_port);
 	} else if (s->udp) {
 		if (peer && s->state != STK_S_CONNECTED)
 			rc = -ENOTCONN;
 		else if (peer)
-			from_ip4(addr, ip_2_ip4(&s->udp->remote_ip), s->udp->remote_port);
+			from_ip(s, addr, len, &s->udp->remote_ip, s->udp->remote_port);
 		else
-			from_ip4(addr, ip_2_ip4(&s->udp->local_ip), s->udp->local_port);
+			from_ip(s, addr, len, &s->udp->local_ip, s->udp->local_port);
 	} else if (!peer && s->conn_port) {
-		from_ip4(addr, &s->conn_ip, s->conn_port);  /* the connection is gone */
+		from_ip(s, addr, len, &s->conn_ip, s->conn_port);  /* the connection is gone */
 	} else {
 		rc = peer ? -ENOTCONN : -EINVAL;
 	}
@@ -888,10 +1091,24 @@ static int name_of(int sd, struct sockaddr_in *addr, bool peer)
 
 int uls_getsockname(int sd, struct sockaddr_in *addr)
 {
-	return name_of(sd, addr, false);
+	socklen_t len = SIN_LEN;
+
+	return name_of(sd, (struct sockaddr *)addr, &len, false);
 }
 
 int uls_getpeername(int sd, struct sockaddr_in *addr)
 {
-	return name_of(sd, addr, true);
+	socklen_t len = SIN_LEN;
+
+	return name_of(sd, (struct sockaddr *)addr, &len, true);
+}
+
+int uls_getsockname_sa(int sd, struct sockaddr *addr, socklen_t *len)
+{
+	return name_of(sd, addr, len, false);
+}
+
+int uls_getpeername_sa(int sd, struct sockaddr *addr, socklen_t *len)
+{
+	return name_of(sd, addr, len, true);
 }

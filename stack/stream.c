@@ -129,7 +129,7 @@ void stk__stream_icmp_error(struct tcp_pcb *pcb, int err)
 /* Keep the connection's local address for getsockname after the pcb is gone. */
 static void remember_name(struct stk_sock *s, const struct tcp_pcb *pcb)
 {
-	ip4_addr_copy(s->conn_ip, *ip_2_ip4(&pcb->local_ip));
+	ip_addr_copy(s->conn_ip, pcb->local_ip);
 	s->conn_port = pcb->local_port;
 }
 
@@ -163,6 +163,8 @@ static err_t on_accept(void *arg, struct tcp_pcb *newpcb, err_t err)
 		tcp_abort(newpcb);
 		return ERR_ABRT;
 	}
+	s->family = l->family;  /* names its addresses as the listener does */
+	s->v6only = l->v6only;
 	s->opts = l->opts;  /* accept(2) inherits the listener's options, as on Linux */
 	attach(s, newpcb);
 	remember_name(s, newpcb);
@@ -178,7 +180,7 @@ static err_t on_accept(void *arg, struct tcp_pcb *newpcb, err_t err)
 
 int stk__stream_open(struct stk_sock *s)
 {
-	struct tcp_pcb *pcb = tcp_new_ip_type(IPADDR_TYPE_V4);
+	struct tcp_pcb *pcb = tcp_new_ip_type(stk__sock_iptype(s));
 
 	if (!pcb)
 		return -ENOMEM;
@@ -186,9 +188,8 @@ int stk__stream_open(struct stk_sock *s)
 	return 0;
 }
 
-int stk__stream_bind(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port)
+int stk__stream_bind(struct stk_sock *s, const ip_addr_t *ip, uint16_t port)
 {
-	ip_addr_t a;
 	int rc = stk__sock_ctl_begin(s);
 
 	if (rc < 0)
@@ -210,8 +211,7 @@ int stk__stream_bind(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port)
 		stk__ep_unbind(IPPROTO_TCP, (uint16_t)p);  /* closed meanwhile: give it back */
 		return rc;
 	}
-	ip_addr_copy_from_ip4(a, *ip);
-	rc = stk__err_to_errno(tcp_bind(s->tcp, &a, (u16_t)p));
+	rc = stk__err_to_errno(tcp_bind(s->tcp, ip, (u16_t)p));
 	if (rc < 0)
 		stk__ep_unbind(IPPROTO_TCP, (uint16_t)p);
 	else if (stk__leased())
@@ -232,7 +232,7 @@ static void unlisten(struct stk_sock *s, const ip_addr_t *local, uint16_t port)
 		s->tcp = NULL;
 	}
 	s->state = STK_S_NEW;
-	struct tcp_pcb *pcb = tcp_new_ip_type(IPADDR_TYPE_V4);
+	struct tcp_pcb *pcb = tcp_new_ip_type(stk__sock_iptype(s));
 	if (!pcb || tcp_bind(pcb, local, port) != ERR_OK) {
 		/* Deviation: nothing left to listen or connect with; close() still gives the
 		 * port back. */
@@ -261,7 +261,8 @@ int stk__stream_listen(struct stk_sock *s, int backlog)
 	if (backlog > 255)
 		backlog = 255;
 	if (!s->tcp->local_port) {
-		ip4_addr_t any = { IPADDR_ANY };
+		ip_addr_t any;
+		stk__sock_any(s, &any);
 		rc = stk__stream_bind(s, &any, 0);
 		if (rc < 0 && !(rc == -EINVAL && s->tcp && s->tcp->local_port))
 			return rc;  /* (EINVAL with a port: another thread bound it meanwhile) */
@@ -351,9 +352,8 @@ int stk__stream_accept(struct stk_sock *s, struct stk_sock **child)
 	return 0;
 }
 
-int stk__stream_connect(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port)
+int stk__stream_connect(struct stk_sock *s, const ip_addr_t *ip, uint16_t port)
 {
-	ip_addr_t a;
 	err_t err;
 	int rc;
 
@@ -376,12 +376,15 @@ int stk__stream_connect(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port)
 	case STK_S_NEW:
 		if (!s->tcp)
 			return -EINVAL;
-		ip_addr_copy_from_ip4(a, *ip);
+		/* IPv6 only on a node that has it (a node of its own): ulsd's tuples are
+		 * IPv4 (the control protocol's rip), and there is no route otherwise. */
+		if (IP_IS_V6(ip) && !stk__node.has_ip6)
+			return -ENETUNREACH;
 		rc = stk__sock_ctl_begin(s);
 		if (rc < 0)
 			return rc;
 		/* The core lock is released for the round trip. */
-		rc = stk__ep_connect(s->tcp->local_port, ip, port);
+		rc = stk__ep_connect(s->tcp->local_port, ip_2_ip4(ip), port);
 		int now = stk__sock_ctl_end(s);
 		if (rc < 0)
 			return now < 0 ? now : rc;
@@ -389,16 +392,19 @@ int stk__stream_connect(struct stk_sock *s, const ip4_addr_t *ip, uint16_t port)
 			now = -EBADF;
 		if (now < 0) {
 			/* Closed meanwhile: the tuple goes back to ulsd. */
-			stk__ep_release((uint16_t)rc, ip, port);
+			stk__ep_release((uint16_t)rc, ip_2_ip4(ip), port);
 			return now;
 		}
 		err = ERR_OK;
-		if (!s->tcp->local_port && rc)
-			err = tcp_bind(s->tcp, IP4_ADDR_ANY, (u16_t)rc);
+		if (!s->tcp->local_port && rc) {
+			ip_addr_t any;
+			stk__sock_any(s, &any);
+			err = tcp_bind(s->tcp, &any, (u16_t)rc);
+		}
 		if (err == ERR_OK)
-			err = tcp_connect(s->tcp, &a, port, on_connected);
+			err = tcp_connect(s->tcp, ip, port, on_connected);
 		if (err != ERR_OK) {
-			stk__ep_release((uint16_t)rc, ip, port);
+			stk__ep_release((uint16_t)rc, ip_2_ip4(ip), port);
 			return stk__err_to_errno(err);
 		}
 		stk__ep_connected(s->tcp);

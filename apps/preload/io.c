@@ -55,12 +55,12 @@ static ssize_t epipe(int flags)
 }
 
 static ssize_t send_one(struct shim_file *f, const void *buf, size_t len, int flags,
-			const struct sockaddr_in *to)
+			const struct sockaddr *to, socklen_t tolen)
 {
 	sigset_t old;
 
 	shim__enter(&old);
-	ssize_t rc = uls_sendto(f->sd, buf, len, (flags & MSG_MORE) | MSG_DONTWAIT, to);
+	ssize_t rc = uls_sendto_sa(f->sd, buf, len, (flags & MSG_MORE) | MSG_DONTWAIT, to, tolen);
 	shim__leave(&old);
 	return rc;
 }
@@ -69,7 +69,9 @@ ssize_t shim__send(struct shim_file *f, const struct iovec *iov, size_t n, int f
 		   const struct sockaddr *to, socklen_t tolen)
 {
 	bool nonblock = f->nonblock || (flags & MSG_DONTWAIT);
-	struct sockaddr_in dst, *dp = NULL;
+	struct sockaddr_in dst;
+	const struct sockaddr *dp = NULL;
+	socklen_t dplen = 0;
 	size_t total = iov_total(iov, n);
 	ssize_t done = 0, rc;
 
@@ -80,12 +82,19 @@ ssize_t shim__send(struct shim_file *f, const struct iovec *iov, size_t n, int f
 	/* tcp(7): the address of sendto() on a connected stream is ignored. */
 	if (to && f->type == SOCK_DGRAM) {
 		rc = shim__addr_in(f, to, tolen, &dst);
-		/* No IPv6 route yet (sockaddr.c); ::1 from a socket of the node neither. */
-		if (rc == SHIM_SA_REAL6 || rc == SHIM_SA_LOOP6)
+		/* No IPv6 route without a node IPv6 address (sockaddr.c); ::1 from a socket
+		 * of the node neither. */
+		if ((rc == SHIM_SA_REAL6 && !f->native6) || rc == SHIM_SA_LOOP6)
 			rc = -ENETUNREACH;
 		if (rc < 0)
 			return rc;
-		dp = &dst;
+		if (f->native6) {
+			dp = to;  /* libuls takes it as it is */
+			dplen = tolen;
+		} else {
+			dp = (const struct sockaddr *)&dst;
+			dplen = sizeof(dst);
+		}
 	}
 	if (f->type == SOCK_DGRAM) {
 		/* One datagram, however many pieces it comes in. */
@@ -100,7 +109,7 @@ ssize_t shim__send(struct shim_file *f, const struct iovec *iov, size_t n, int f
 			p = buf;
 		}
 		for (;;) {
-			rc = send_one(f, p, total, flags, dp);
+			rc = send_one(f, p, total, flags, dp, dplen);
 			if (rc != -EAGAIN || nonblock)
 				break;
 			rc = shim__wait(f, POLLOUT);
@@ -115,7 +124,7 @@ ssize_t shim__send(struct shim_file *f, const struct iovec *iov, size_t n, int f
 		while (off < iov[i].iov_len) {
 			int more = i + 1 < n ? MSG_MORE : 0;
 			rc = send_one(f, (const char *)iov[i].iov_base + off, iov[i].iov_len - off,
-				      flags | more, NULL);
+				      flags | more, NULL, 0);
 			if (rc > 0) {
 				off += (size_t)rc;
 				done += rc;
@@ -138,12 +147,13 @@ ssize_t shim__send(struct shim_file *f, const struct iovec *iov, size_t n, int f
 }
 
 static ssize_t recv_one(struct shim_file *f, void *buf, size_t len, int flags,
-			struct sockaddr_in *from)
+			struct sockaddr *from, socklen_t *fromlen)
 {
 	sigset_t old;
 
 	shim__enter(&old);
-	ssize_t rc = uls_recvfrom(f->sd, buf, len, (flags & MSG_PEEK) | MSG_DONTWAIT, from);
+	ssize_t rc = uls_recvfrom_sa(f->sd, buf, len, (flags & MSG_PEEK) | MSG_DONTWAIT, from,
+				     fromlen);
 	shim__leave(&old);
 	return rc;
 }
@@ -154,7 +164,12 @@ ssize_t shim__recv(struct shim_file *f, const struct iovec *iov, size_t n, int f
 	bool nonblock = f->nonblock || (flags & MSG_DONTWAIT);
 	bool waitall = (flags & MSG_WAITALL) && !(flags & MSG_PEEK) && f->type == SOCK_STREAM;
 	size_t total = iov_total(iov, n), got = 0;
-	struct sockaddr_in src;
+	/* native6: libuls names the source as a sockaddr_in6; else a sockaddr_in. */
+	union {
+		struct sockaddr_in in;
+		struct sockaddr_in6 in6;
+	} src;
+	socklen_t srclen = sizeof(src);
 	void *buf;
 	ssize_t rc;
 
@@ -170,7 +185,9 @@ ssize_t shim__recv(struct shim_file *f, const struct iovec *iov, size_t n, int f
 	if (!buf)
 		return -ENOMEM;
 	for (;;) {
-		rc = recv_one(f, (char *)buf + got, total - got, flags, &src);
+		srclen = f->native6 ? (socklen_t)sizeof(src.in6) : (socklen_t)sizeof(src.in);
+		rc = recv_one(f, (char *)buf + got, total - got, flags, (struct sockaddr *)&src,
+			      &srclen);
 		if (rc > 0) {
 			got += (size_t)rc;
 			if (!waitall || got == total)
@@ -194,8 +211,10 @@ ssize_t shim__recv(struct shim_file *f, const struct iovec *iov, size_t n, int f
 		free(buf);
 	}
 	if (rc >= 0 && fromlen) {
-		if (f->type == SOCK_DGRAM)
-			shim__addr_out(f, &src, from, fromlen);
+		if (f->type == SOCK_DGRAM && f->native6)
+			shim__addr_copy_out(&src, srclen, from, fromlen);
+		else if (f->type == SOCK_DGRAM)
+			shim__addr_out(f, &src.in, from, fromlen);
 		else
 			*fromlen = 0;  /* a stream has no per-message address */
 	}

@@ -29,6 +29,10 @@ struct shim_file {
 	int sd;              /* libuls descriptor */
 	int type;            /* SOCK_STREAM or SOCK_DGRAM */
 	int family;          /* AF_INET, or AF_INET6: a dual-stack socket (sockaddr.c) */
+	/* AF_INET6 on a node with an IPv6 address: a libuls AF_INET6 socket (uls_socket_af),
+	 * whose addresses pass as they are (the _sa calls); else a libuls IPv4 socket whose
+	 * addresses sockaddr.c converts. */
+	bool native6;
 	bool bound;          /* bind() or connect() gave it an address (IPV6_V6ONLY is fixed) */
 	unsigned v6set;      /* AF_INET6: which of v6val were set (sockaddr.c) */
 	int v6val[SHIM_V6OPTS];
@@ -150,12 +154,16 @@ enum {
 	SHIM_SA_V4,     /* an IPv4 address: sockaddr_in, or v4-mapped ::ffff:a.b.c.d */
 	SHIM_SA_ANY,    /* the wildcard, 0.0.0.0 or :: (out is 0.0.0.0) */
 	SHIM_SA_LOOP6,  /* ::1, the kernel's as 127.0.0.0/8 is */
-	SHIM_SA_REAL6,  /* any other IPv6 address: libuls has no IPv6 yet */
+	SHIM_SA_REAL6,  /* any other IPv6 address: only a native6 socket carries it */
 };
 int shim__addr_in(const struct shim_file *f, const struct sockaddr *a, socklen_t len,
 		  struct sockaddr_in *out);
 void shim__addr_out(const struct shim_file *f, const struct sockaddr_in *in,
 		    struct sockaddr *a, socklen_t *len);
+/* An address libuls gave (srclen long) out to the program, as the kernel copies it. */
+void shim__addr_copy_out(const void *src, socklen_t srclen, struct sockaddr *a, socklen_t *len);
+/* Does the node have an IPv6 address (uls_interface)? Inside shim__enter. */
+bool shim__node_has_ip6(void);
 int shim__v6opt_set(struct shim_file *f, int name, const void *val, socklen_t len);
 int shim__v6opt_get(const struct shim_file *f, int name, void *val, socklen_t *len);
 

@@ -2,15 +2,19 @@
  * dual-stack sockets see IPv4 (ipv6(7): an IPv4 peer is the v4-mapped address
  * ::ffff:a.b.c.d, RFC 4291 §2.5.5.2), and the IPPROTO_IPV6 options such a socket keeps.
  *
- * libuls speaks IPv4 only (its calls take struct sockaddr_in), so an AF_INET6 socket of
- * the shim is a libuls IPv4 socket whose addresses are converted here, both ways. What is
- * real IPv6 (neither mapped, nor the wildcard, nor loopback) has no route yet:
- * docs/limits.md, docs/ipv6.md.
+ * On a node without an IPv6 address (ulsd's nodes today), an AF_INET6 socket of the shim
+ * is a libuls IPv4 socket whose addresses are converted here, both ways, and what is real
+ * IPv6 (neither mapped, nor the wildcard, nor loopback) has no route: docs/limits.md,
+ * docs/ipv6.md. On a node with one, it is a libuls AF_INET6 socket (native6) and its
+ * addresses go to libuls's sockaddr calls as they are; the classification here still
+ * picks the loopback ones out for the kernel.
  */
 #include "shim.h"
 
 #include <netinet/in.h>
 #include <string.h>
+
+#include "uls.h"
 
 int shim__addr_in(const struct shim_file *f, const struct sockaddr *a, socklen_t len,
 		  struct sockaddr_in *out)
@@ -47,6 +51,21 @@ int shim__addr_in(const struct shim_file *f, const struct sockaddr *a, socklen_t
 		return -EINVAL;
 	memcpy(out, a, sizeof(*out));
 	return out->sin_addr.s_addr == htonl(INADDR_ANY) ? SHIM_SA_ANY : SHIM_SA_V4;
+}
+
+void shim__addr_copy_out(const void *src, socklen_t srclen, struct sockaddr *a, socklen_t *len)
+{
+	if (!a || !len)
+		return;
+	memcpy(a, src, *len < srclen ? (size_t)*len : (size_t)srclen);
+	*len = srclen;
+}
+
+bool shim__node_has_ip6(void)
+{
+	struct uls_interface ui;
+
+	return uls_interface(&ui) == 0 && ui.prefix_len6 != 0;
 }
 
 /* Linux copies out at most *len bytes and always says how long the address really is. */

@@ -88,9 +88,12 @@ static int open_socket(int domain, int base, int type)
 
 	shim__enter(&old);
 	int sd = uls_attach(node_ctl);  /* joins the node once; -EALREADY after */
+	bool native6 = false;
 	if (sd == 0 || sd == -EALREADY) {
 		shim__fork_init();
-		sd = uls_socket(base | SOCK_NONBLOCK);
+		native6 = domain == AF_INET6 && shim__node_has_ip6();
+		sd = native6 ? uls_socket_af(AF_INET6, base | SOCK_NONBLOCK)
+			     : uls_socket(base | SOCK_NONBLOCK);
 	}
 	int fd = sd < 0 ? sd : uls_socket_fd(sd, type & SOCK_CLOEXEC);
 	if (sd >= 0 && fd < 0)
@@ -103,6 +106,8 @@ static int open_socket(int domain, int base, int type)
 	if (fd < 0)
 		return fd;
 	f = shim__file_new(sd, domain, base, (type & SOCK_NONBLOCK) != 0);
+	if (f)
+		f->native6 = native6;
 	if (!f || shim__install(fd, f) < 0) {
 		shim__real.close(fd);
 		shim__enter(&old);
@@ -142,11 +147,12 @@ SHIM_EXPORT int bind(int fd, const struct sockaddr *addr, socklen_t len)
 		shim__put(f);
 		return rc < 0 ? shim__ret(rc) : shim__real.bind(fd, addr, len);
 	}
-	if (rc == SHIM_SA_REAL6)
-		rc = -EADDRNOTAVAIL;  /* the node has no IPv6 address yet (docs/limits.md) */
+	if (rc == SHIM_SA_REAL6 && !f->native6)
+		rc = -EADDRNOTAVAIL;  /* the node has no IPv6 address (docs/limits.md) */
 	if (rc >= 0) {
 		shim__enter(&old);
-		rc = uls_bind(f->sd, &a);
+		/* native6: libuls takes the address as it is (:: stays dual-stack). */
+		rc = f->native6 ? uls_bind_sa(f->sd, addr, len) : uls_bind(f->sd, &a);
 		shim__leave(&old);
 		f->bound |= rc == 0;
 	}
@@ -174,6 +180,8 @@ SHIM_EXPORT int listen(int fd, int backlog)
 static int do_accept(struct shim_file *f, struct sockaddr *addr, socklen_t *len, int flags)
 {
 	struct sockaddr_in peer;
+	struct sockaddr_in6 peer6;
+	socklen_t peer6len = sizeof(peer6);
 	sigset_t old;
 	int csd, cfd = -1, rc;
 
@@ -184,7 +192,9 @@ static int do_accept(struct shim_file *f, struct sockaddr *addr, socklen_t *len,
 	f->active = true;  /* uls_accept() tells ulsd */
 	for (;;) {
 		shim__enter(&old);
-		csd = uls_accept(f->sd, &peer);
+		peer6len = sizeof(peer6);
+		csd = f->native6 ? uls_accept_sa(f->sd, (struct sockaddr *)&peer6, &peer6len)
+				 : uls_accept(f->sd, &peer);
 		if (csd >= 0) {
 			cfd = uls_socket_fd(csd, flags & SOCK_CLOEXEC);
 			if (cfd < 0)
@@ -203,6 +213,7 @@ static int do_accept(struct shim_file *f, struct sockaddr *addr, socklen_t *len,
 		return cfd;
 	struct shim_file *c = shim__file_new(csd, f->family, SOCK_STREAM, (flags & SOCK_NONBLOCK) != 0);
 	if (c) {
+		c->native6 = f->native6;
 		/* ipv6(7): the connection inherits the listener's IPv6 options. */
 		c->bound = true;
 		c->v6set = f->v6set;
@@ -216,7 +227,10 @@ static int do_accept(struct shim_file *f, struct sockaddr *addr, socklen_t *len,
 		free(c);
 		return -ENOMEM;
 	}
-	shim__addr_out(f, &peer, addr, len);
+	if (f->native6)
+		shim__addr_copy_out(&peer6, peer6len, addr, len);
+	else
+		shim__addr_out(f, &peer, addr, len);
 	return cfd;
 }
 
@@ -239,13 +253,13 @@ SHIM_EXPORT int accept(int fd, struct sockaddr *addr, socklen_t *len)
 
 /* A blocking connect() waits for the handshake on the mirror; a signal ends the wait with
  * EINTR and the connection goes on (connect(2)). */
-static int do_connect(struct shim_file *f, const struct sockaddr_in *a)
+static int do_connect(struct shim_file *f, const struct sockaddr *a, socklen_t alen)
 {
 	sigset_t old;
 	int rc;
 
 	shim__enter(&old);
-	rc = uls_connect(f->sd, a);
+	rc = uls_connect_sa(f->sd, a, alen);
 	shim__leave(&old);
 	if (rc != -EINPROGRESS || f->nonblock || f->type != SOCK_STREAM)
 		return rc;
@@ -255,13 +269,14 @@ static int do_connect(struct shim_file *f, const struct sockaddr_in *a)
 			return rc == -EAGAIN ? -EINPROGRESS : rc;
 		int err = 0;
 		socklen_t l = sizeof(err);
-		struct sockaddr_in peer;
+		struct sockaddr_in6 peer;
+		socklen_t plen = sizeof(peer);
 		shim__enter(&old);
 		rc = uls_getsockopt(f->sd, SOL_SOCKET, SO_ERROR, &err, &l);
 		if (rc == 0 && err)
 			rc = -err;
 		else if (rc == 0)
-			rc = uls_getpeername(f->sd, &peer) == 0 ? 0 : 1;
+			rc = uls_getpeername_sa(f->sd, (struct sockaddr *)&peer, &plen) == 0 ? 0 : 1;
 		shim__leave(&old);
 		if (rc <= 0)
 			return rc;
@@ -294,11 +309,15 @@ SHIM_EXPORT int connect(int fd, const struct sockaddr *addr, socklen_t len)
 		shim__put(f);
 		return rc < 0 ? shim__ret(rc) : shim__real.connect(fd, addr, len);
 	}
-	/* No IPv6 route yet: what Linux says for a destination no route reaches. */
-	if (rc == SHIM_SA_REAL6)
+	/* No IPv6 on the node: what Linux says for a destination no route reaches. */
+	if (rc == SHIM_SA_REAL6 && !f->native6)
 		rc = -ENETUNREACH;
 	if (rc >= 0) {
-		rc = do_connect(f, &a);
+		/* native6: libuls takes the program's address as it is (AF_UNSPEC: a's
+		 * 0.0.0.0:0 dissolves the association as for IPv4). */
+		bool as_is = f->native6 && addr->sa_family != AF_UNSPEC;
+		rc = as_is ? do_connect(f, addr, len)
+			   : do_connect(f, (const struct sockaddr *)&a, sizeof(a));
 		f->bound |= rc == 0 || rc == -EINPROGRESS;
 	}
 	shim__put(f);
@@ -411,6 +430,18 @@ static int name_of(int fd, struct sockaddr *addr, socklen_t *len, bool peer)
 	if (!addr || !len) {
 		shim__put(f);
 		return shim__ret(-EFAULT);
+	}
+	if (f->native6) {
+		struct sockaddr_in6 a6;
+		socklen_t l6 = sizeof(a6);
+		shim__enter(&old);
+		int rc = peer ? uls_getpeername_sa(f->sd, (struct sockaddr *)&a6, &l6)
+			      : uls_getsockname_sa(f->sd, (struct sockaddr *)&a6, &l6);
+		shim__leave(&old);
+		if (rc == 0)
+			shim__addr_copy_out(&a6, l6, addr, len);
+		shim__put(f);
+		return shim__ret(rc);
 	}
 	shim__enter(&old);
 	int rc = peer ? uls_getpeername(f->sd, &a) : uls_getsockname(f->sd, &a);

@@ -36,10 +36,18 @@ struct uls_node_config {
 	struct in_addr gateway; /* 0.0.0.0: none */
 	uint8_t mac[6];         /* all zero: a locally administered MAC derived from addr */
 	unsigned mtu;           /* 0: the device's MTU; else 68..65535 */
+	/* IPv6 (docs/ipv6.md): the node's global unicast address and prefix length (1..128;
+	 * lwIP takes the address's /64 as on-link). All zero (::): none, unless $ULS_IP6
+	 * says ADDR/PLEN. With one, the node also has the link-local address fe80::/64 from
+	 * the MAC (RFC 4291 §2.5.1, RFC 2464 §4-5) and does its own neighbour discovery. */
+	struct in6_addr addr6;
+	unsigned prefix_len6;
 };
 
 /* Parse "A.B.C.D/NN" into addr and prefix_len (the CLI form). */
 ULS_EXTERN int uls_parse_cidr(const char *s, struct in_addr *addr, unsigned *prefix_len);
+/* Parse "ADDR/NN" (an IPv6 address, NN in 1..128): 0 or -EINVAL. */
+ULS_EXTERN int uls_parse_cidr6(const char *s, struct in6_addr *addr, unsigned *prefix_len);
 
 ULS_EXTERN int uls_node_start(const struct uls_node_config *cfg);
 
@@ -62,6 +70,10 @@ struct uls_interface {
 	struct in_addr gateway;
 	uint8_t mac[6];
 	unsigned mtu;
+	/* The node's global IPv6 address and prefix length; prefix_len6 0: the node has
+	 * no IPv6 (then AF_INET6 sockets carry IPv4 only). */
+	struct in6_addr addr6;
+	unsigned prefix_len6;
 };
 ULS_EXTERN int uls_interface(struct uls_interface *out);
 
@@ -83,6 +95,26 @@ ULS_EXTERN int uls_setsockopt(int sd, int level, int name, const void *val, sock
 ULS_EXTERN int uls_getsockopt(int sd, int level, int name, void *val, socklen_t *len);
 ULS_EXTERN int uls_getsockname(int sd, struct sockaddr_in *addr);
 ULS_EXTERN int uls_getpeername(int sd, struct sockaddr_in *addr);
+
+/* The same for both families (docs/ipv6.md). uls_socket_af(AF_INET6, type) makes a
+ * dual-stack socket, as Linux's with IPV6_V6ONLY 0: it talks IPv6 (on a node with an IPv6
+ * address) and IPv4, whose peers it names by v4-mapped addresses ::ffff:a.b.c.d (RFC 4291
+ * §2.5.5.2); setsockopt(IPPROTO_IPV6, IPV6_V6ONLY, 1) before bind makes it IPv6 only. The
+ * _sa calls take and give struct sockaddr with its length, as the POSIX calls do: an
+ * AF_INET socket sockaddr_in, an AF_INET6 socket sockaddr_in6 (and sockaddr_in); output
+ * copies at most *len bytes and sets *len to the address's length. The calls above, with
+ * struct sockaddr_in, are for AF_INET sockets. IPv6 peers without a node IPv6 address:
+ * -ENETUNREACH; binding an address that is not the node's: -EADDRNOTAVAIL. */
+ULS_EXTERN int uls_socket_af(int domain, int type);
+ULS_EXTERN int uls_bind_sa(int sd, const struct sockaddr *addr, socklen_t len);
+ULS_EXTERN int uls_accept_sa(int sd, struct sockaddr *peer, socklen_t *len);
+ULS_EXTERN int uls_connect_sa(int sd, const struct sockaddr *addr, socklen_t len);
+ULS_EXTERN ssize_t uls_sendto_sa(int sd, const void *buf, size_t len, int flags,
+				 const struct sockaddr *to, socklen_t tolen);
+ULS_EXTERN ssize_t uls_recvfrom_sa(int sd, void *buf, size_t len, int flags,
+				   struct sockaddr *from, socklen_t *fromlen);
+ULS_EXTERN int uls_getsockname_sa(int sd, struct sockaddr *addr, socklen_t *len);
+ULS_EXTERN int uls_getpeername_sa(int sd, struct sockaddr *addr, socklen_t *len);
 
 /* Kernel descriptors for user-level sockets (what the POSIX shim, libuls-preload, is
  * built on; see uls(3)).

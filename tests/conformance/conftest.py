@@ -33,8 +33,9 @@ drawn above. A test's id ends in [ulsd] or [own].
 
 IPv6 (docs/ipv6.md): the ulsd deployment's testbed is up with --ipv6, so ulsd answers for
 TB_NODE1_IP6 (2001:db8:0:1::1) and its link-local address; Scapy speaks from TB_SCAPY_IP6.
-The processes carry no IPv6 yet, so the IPv6 tests (the node6 fixture) are ulsd's only and
-are skipped in the own deployment.
+The processes there carry no IPv6 yet, so the tests of the node's own answers (the node6
+fixture) run in the ulsd deployment only, and those of a process's IPv6 (stack6,
+test_rfc8200_ipv6_stack.py) in the own deployment only.
 
 Environment: ULS_BUILDDIR (apps/ulsnode lives there), ULS_SRCDIR (tests/testbed/testbed),
 ULS_CAPTURE_DIR (where each test's pcap goes; default $ULS_BUILDDIR/tests/conformance/
@@ -44,6 +45,12 @@ The IPv4 reassembly timeout is REASS_TIMEOUT_S (not the 30 s default) in both de
 so that the reassembly tests can watch datagrams expire: ulsd gets ULSD_REASS_TIMEOUT_MS,
 ulsnode ULS_REASS_TIMEOUT. Likewise a lowered path MTU ages after PMTU_AGE_S (ULS_PMTU_AGE),
 not 10 minutes.
+
+IPv6 (docs/ipv6.md): a node of its own also has NODE_IP6 (ulsnode --ip6) and the link-local
+address from its MAC, and serves IPv6 peers on IPv6-only sockets beside the IPv4 ones; Scapy
+is SCAPY_IP6, and the responder thread answers the node's neighbour solicitations for it.
+The own deployment's testbed itself stays without IPv6 (no --ipv6): nothing but the tests
+sends IPv6 on its bridge.
 """
 
 import atexit
@@ -66,6 +73,7 @@ import pytest
 
 from scapy.config import conf
 from scapy.layers.inet import IP, TCP
+from scapy.layers.inet6 import (IPv6, ICMPv6ND_NA, ICMPv6ND_NS, ICMPv6NDOptDstLLAddr)
 from scapy.layers.l2 import ARP, Ether
 from scapy.packet import Raw
 
@@ -138,6 +146,12 @@ def write_pcap(path, frames, snaplen=65535):
 #   own   ulsnode opens the TAP itself and is a node of its own (no daemon)
 DEPLOYMENTS = ("ulsd", "own")
 
+# IPv6 on a node of its own (see the header): RFC 3849's documentation prefix.
+NODE_IP6 = "2001:db8:0:1::1"
+SCAPY_IP6 = "2001:db8:0:1::c8"
+SCAPY_LL6 = "fe80::c8"   # Scapy's link-local address
+PREFIX6 = 64
+
 # The reassembly timeout of the node under test, in seconds (see the header).
 REASS_TIMEOUT_S = 3
 # How long a path MTU lowered by ICMP stays lowered (RFC 1191 §6.3; 600 s by default).
@@ -173,9 +187,19 @@ class Node:
         self.my_ip = env["TB_SCAPY_IP"]
         self.my_mac = env["TB_SCAPY_MAC"]
         self.iface = env["TB_SCAPY_IF"]
-        # IPv6: only in the ulsd deployment (testbed up --ipv6); None otherwise.
-        self.ip6 = env.get("TB_NODE1_IP6")
-        self.my_ip6 = env.get("TB_SCAPY_IP6")
+        # IPv6. The ulsd deployment: its testbed is up with --ipv6 and ulsd answers for
+        # TB_NODE1_IP6 (the node6 fixture); processes carry no IPv6 there yet. A node of its
+        # own: ulsnode --ip6 NODE_IP6, its stack answers (test_rfc8200_ipv6_stack.py's
+        # stack6); ULS_CONF_NO_IP6=1 starts it without IPv6, to compare the IPv4 suite with
+        # and without the IPv6 services' threads.
+        no6 = os.environ.get("ULS_CONF_NO_IP6") == "1"
+        if deployment == "ulsd":
+            self.ip6 = env.get("TB_NODE1_IP6")
+            self.my_ip6 = env.get("TB_SCAPY_IP6")
+        else:
+            self.ip6 = None if no6 else NODE_IP6
+            self.my_ip6 = SCAPY_IP6
+        self.my_ll6 = SCAPY_LL6
         self.stats_path = stats_path
         self.proc = None
 
@@ -314,7 +338,8 @@ class TcpPeer:
     snd_nxt/rcv_nxt track the connection as the tests drive it."""
 
     def __init__(self, link, dport, sport=None, mss=1460, wscale=7, ts=True, sack=True,
-                 window=65535):
+                 window=65535, v6=False):
+        self.v6 = v6      # over IPv6 (node.ip6), not IPv4
         self.link = link
         self.node = link.node
         self.dport = dport
@@ -363,8 +388,11 @@ class TcpPeer:
                   options=self.options() if options is None else options)
         if chksum is not None:
             tcp.chksum = chksum
-        pkt = (Ether(src=self.node.my_mac, dst=self.node.mac) /
-               IP(src=self.node.my_ip, dst=self.node.ip) / tcp)
+        if self.v6:
+            ip = IPv6(src=self.node.my_ip6, dst=self.node.ip6)
+        else:
+            ip = IP(src=self.node.my_ip, dst=self.node.ip)
+        pkt = Ether(src=self.node.my_mac, dst=self.node.mac) / ip / tcp
         if payload:
             pkt = pkt / Raw(payload)
         return pkt
@@ -383,7 +411,11 @@ class TcpPeer:
 
     # -- receiving ------------------------------------------------------------
     def mine(self, p):
-        return (TCP in p and p[IP].src == self.node.ip and p[IP].dst == self.node.my_ip
+        if self.v6:
+            return (TCP in p and IPv6 in p and p[IPv6].src == self.node.ip6
+                    and p[IPv6].dst == self.node.my_ip6
+                    and p[TCP].sport == self.dport and p[TCP].dport == self.sport)
+        return (TCP in p and IP in p and p[IP].src == self.node.ip and p[IP].dst == self.node.my_ip
                 and p[TCP].sport == self.dport and p[TCP].dport == self.sport)
 
     def recv(self, timeout=3.0, pred=None):
@@ -463,7 +495,7 @@ class TcpPeer:
 
 
 # ---------------------------------------------------------------------------
-# ARP responder: lets the node resolve TB_SCAPY_IP
+# ARP responder: lets the node resolve TB_SCAPY_IP (and SCAPY_IP6, by neighbour discovery)
 # ---------------------------------------------------------------------------
 class ArpResponder(threading.Thread):
     def __init__(self, node):
@@ -472,6 +504,7 @@ class ArpResponder(threading.Thread):
         self.stop = threading.Event()
         self.sock = conf.L2socket(iface=node.iface)  # opened by the caller's thread (netns)
         self.answered = 0
+        self.solicited = 0   # neighbour solicitations for SCAPY_IP6 answered
 
     def run(self):
         ins = self.sock.ins
@@ -484,7 +517,12 @@ class ArpResponder(threading.Thread):
                 data, sa_ll = ins.recvfrom(65536)
             except OSError:
                 return
-            if sa_ll[2] == socket.PACKET_OUTGOING or len(data) < 42 or data[12:14] != b"\x08\x06":
+            if sa_ll[2] == socket.PACKET_OUTGOING or len(data) < 42:
+                continue
+            if data[12:14] == b"\x86\xdd" and self.node.ip6:
+                self._neighbour(data)
+                continue
+            if data[12:14] != b"\x08\x06":
                 continue
             a = Ether(data)
             if ARP in a and a[ARP].op == 1 and a[ARP].pdst == me:
@@ -493,6 +531,22 @@ class ArpResponder(threading.Thread):
                              hwdst=a[ARP].hwsrc, pdst=a[ARP].psrc))
                 self.sock.outs.send(bytes(reply))
                 self.answered += 1
+
+    def _neighbour(self, data):
+        """RFC 4861 §7.2.4: answer a solicitation for SCAPY_IP6 (or SCAPY_LL6) with a
+        solicited NA carrying our link-layer address."""
+        p = Ether(data)
+        if ICMPv6ND_NS not in p:
+            return
+        tgt = p[ICMPv6ND_NS].tgt
+        if tgt not in (self.node.my_ip6, self.node.my_ll6):
+            return
+        na = (Ether(src=self.node.my_mac, dst=p[Ether].src) /
+              IPv6(src=tgt, dst=p[IPv6].src, hlim=255) /
+              ICMPv6ND_NA(tgt=tgt, R=0, S=1, O=1) /
+              ICMPv6NDOptDstLLAddr(lladdr=self.node.my_mac))
+        self.sock.outs.send(bytes(na))
+        self.solicited += 1
 
     def shutdown(self):
         self.stop.set()
@@ -550,6 +604,8 @@ class _Session:
         if own:
             where = ["--tap", env["TB_NODE1_TAP"], "--ip", f"{node.ip}/{env['TB_PREFIX']}",
                      "--mac", node.mac]
+            if node.ip6:
+                where += ["--ip6", f"{node.ip6}/{PREFIX6}"]
         else:
             where = ["--ctl", node.ctl]
         node.proc = subprocess.Popen(

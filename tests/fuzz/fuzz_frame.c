@@ -1,5 +1,5 @@
 /* libFuzzer target for the stack's first look at a received frame (netif/frame.c,
- * nif_frame_check): Ethernet, then the IPv4 or ARP header's own lengths.
+ * nif_frame_check): Ethernet, then the IPv4, ARP or IPv6 header's own lengths.
  *
  * Input: one octet that picks the largest frame the device allows, then the frame.
  * Oracles besides the sanitizers: the verdict is in range; a frame that passes as IPv4
@@ -37,6 +37,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (v == NIF_PASS_IPV4) {
 		CHECK(info.l3_len >= 20);
 		CHECK(info.l3_len == (size_t)(frame[info.l3_off + 2] << 8 | frame[info.l3_off + 3]));
+	}
+	if (v == NIF_PASS_IPV6) {  /* RFC 8200 §3: 40 octets of header, then Payload Length */
+		CHECK(info.l3_len >= 40 && frame[info.l3_off] >> 4 == 6);
+		CHECK(info.l3_len == 40 + (size_t)(frame[info.l3_off + 4] << 8 | frame[info.l3_off + 5]));
 	}
 	return 0;
 }

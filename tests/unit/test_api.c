@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 
 #include <cmocka.h>
@@ -130,6 +131,51 @@ static void good_cidr_parse_writes_address_and_prefix(void **state)
 	assert_int_equal(plen, 1);
 	assert_int_equal(uls_parse_cidr("10.0.0.1/30", &a, &plen), 0);
 	assert_int_equal(plen, 30);
+}
+
+static void cidr6_parse_takes_ipv6_with_prefix_rejects_others(void **state)
+{
+	static const char *const bad[] = {
+		"2001:db8::1", "2001:db8::1/0", "2001:db8::1/129", "2001:db8::1/", "/64",
+		"198.18.0.1/24", "2001:db8::g/64", "2001:db8::1/64x", "2001:db8::1/+64", NULL,
+	};
+	struct in6_addr a, want, sentinel;
+	unsigned plen;
+	(void)state;
+
+	assert_int_equal(uls_parse_cidr6("2001:db8:0:1::1/64", &a, &plen), 0);
+	assert_int_equal(inet_pton(AF_INET6, "2001:db8:0:1::1", &want), 1);
+	assert_memory_equal(&a, &want, sizeof(a));
+	assert_int_equal(plen, 64);
+	assert_int_equal(uls_parse_cidr6("fd00::5/128", &a, &plen), 0);
+	assert_int_equal(plen, 128);
+	memset(&sentinel, 0x5a, sizeof(sentinel));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		a = sentinel;
+		plen = 77;
+		if (uls_parse_cidr6(bad[i], &a, &plen) != -EINVAL)
+			fail_msg("\"%s\" was not rejected with -EINVAL", bad[i] ? bad[i] : "(null)");
+		assert_memory_equal(&a, &sentinel, sizeof(a));
+		assert_int_equal(plen, 77);
+	}
+}
+
+static void sockaddr_calls_check_family_before_descriptor(void **state)
+{
+	struct sockaddr_un u = { .sun_family = AF_UNIX };
+	char buf[4] = { 0 };
+	(void)state;
+
+	assert_int_equal(uls_socket_af(AF_UNIX, SOCK_STREAM), -EAFNOSUPPORT);
+	assert_int_equal(uls_bind_sa(0, NULL, 0), -EFAULT);
+	assert_int_equal(uls_bind_sa(0, (struct sockaddr *)&u, sizeof(u)), -EAFNOSUPPORT);
+	assert_int_equal(uls_connect_sa(0, (struct sockaddr *)&u, sizeof(u)), -EAFNOSUPPORT);
+	assert_int_equal(uls_sendto_sa(0, buf, 1, 0, (struct sockaddr *)&u, sizeof(u)),
+			 -EAFNOSUPPORT);
+	/* A good address on a descriptor that is no socket: EBADF. */
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6, .sin6_port = htons(80) };
+	assert_int_equal(uls_bind_sa(-1, (struct sockaddr *)&a6, sizeof(a6)), -EBADF);
+	assert_int_equal(uls_connect_sa(12345, (struct sockaddr *)&a6, sizeof(a6)), -EBADF);
 }
 
 static void check_cidr_rejected(const char *s)
@@ -253,6 +299,25 @@ static void bad_configs_node_start_fail_einval(void **state)
 	c = good_config(); c.mtu = 67;                     expect_einval(&c, "mtu 67");
 	c = good_config(); c.mtu = 65536;                  expect_einval(&c, "mtu 65536");
 	c = good_config(); c.tap = "ulsnamewaytoolong0";   expect_einval(&c, "tap name > IFNAMSIZ");
+}
+
+static void bad_ipv6_configs_node_start_fail_einval(void **state)
+{
+	struct uls_node_config c;
+	(void)state;
+
+	c = good_config(); c.prefix_len6 = 64;
+	assert_int_equal(inet_pton(AF_INET6, "fe80::1", &c.addr6), 1);
+	expect_einval(&c, "link-local IPv6");
+	assert_int_equal(inet_pton(AF_INET6, "ff02::1", &c.addr6), 1);
+	expect_einval(&c, "multicast IPv6");
+	assert_int_equal(inet_pton(AF_INET6, "::1", &c.addr6), 1);
+	expect_einval(&c, "loopback IPv6");
+	assert_int_equal(inet_pton(AF_INET6, "2001:db8::1", &c.addr6), 1);
+	c.prefix_len6 = 0;
+	expect_einval(&c, "IPv6 prefix 0");
+	c.prefix_len6 = 129;
+	expect_einval(&c, "IPv6 prefix 129");
 }
 
 static void nonexistent_tap_node_start_fails_negative_errno(void **state)
@@ -437,6 +502,9 @@ int main(void)
 		cmocka_unit_test(signed_or_spaced_prefix_cidr_parse_fails),
 		cmocka_unit_test(null_config_node_start_fails_einval),
 		cmocka_unit_test(bad_configs_node_start_fail_einval),
+		cmocka_unit_test(bad_ipv6_configs_node_start_fail_einval),
+		cmocka_unit_test(cidr6_parse_takes_ipv6_with_prefix_rejects_others),
+		cmocka_unit_test(sockaddr_calls_check_family_before_descriptor),
 		cmocka_unit_test(nonexistent_tap_node_start_fails_negative_errno),
 		cmocka_unit_test(no_node_stop_is_noop),
 		cmocka_unit_test(null_out_counters_returns_count),

@@ -171,15 +171,91 @@ static void multicast_check_passes_flagged_llmcast(void **state)
 	assert_int_equal(info.flags, NIF_FRAME_LLMCAST);
 }
 
-static void ipv6_ethertype_check_drops_ethertype(void **state)
+/* An IPv6 packet (RFC 8200 §3) with plen octets of payload and pad octets of Ethernet
+ * padding after it. */
+static void build_ipv6(struct frame *f, uint16_t plen, size_t pad)
+{
+	uint8_t *ip = f->b + WIRE_ETH_HLEN;
+
+	build(f, &(struct frame_spec){ .ethertype = WIRE_ETHERTYPE_IPV6 });
+	memset(ip, 0, 40 + plen);
+	ip[0] = 0x60;                    /* version 6, traffic class 0, flow label 0 */
+	put16(ip + 4, plen);
+	ip[6] = 59;                      /* no next header */
+	ip[7] = 64;                      /* hop limit */
+	ip[8] = 0x20;                    /* source 2001:db8::2, destination 2001:db8::1 */
+	ip[9] = 0x01;
+	ip[10] = 0x0d;
+	ip[11] = 0xb8;
+	ip[23] = 2;
+	memcpy(ip + 24, ip + 8, 15);
+	ip[39] = 1;
+	f->len = WIRE_ETH_HLEN + 40 + plen + pad;
+}
+
+static void ipv6_check_passes_with_offsets(void **state)
 {
 	struct frame f;
 	struct nif_frame_info info;
 	(void)state;
 
-	build(&f, &(struct frame_spec){ .ethertype = 0x86dd });
-	assert_int_equal(check(&f, &info), NIF_DROP_ETHERTYPE);
+	build_ipv6(&f, 100, 0);
+	assert_int_equal(check(&f, &info), NIF_PASS_IPV6);
+	assert_int_equal(info.l3_off, WIRE_ETH_HLEN);
+	assert_int_equal(info.l3_len, 140);
+	assert_int_equal(info.flags, 0);
+}
+
+static void ipv6_with_ethernet_padding_check_trims_to_payload_length(void **state)
+{
+	struct frame f;
+	struct nif_frame_info info;
+	(void)state;
+
+	build_ipv6(&f, 0, 6);  /* a 54-octet frame padded to the 60-octet minimum */
+	assert_int_equal(check(&f, &info), NIF_PASS_IPV6);
+	assert_int_equal(info.l3_len, 40);
+}
+
+static void ipv6_version_4_check_drops_ipv6_header(void **state)
+{
+	struct frame f;
+	struct nif_frame_info info;
+	(void)state;
+
+	/* The template's IPv4 header in a type-86dd frame: version 4. */
+	build(&f, &(struct frame_spec){ .ethertype = WIRE_ETHERTYPE_IPV6, .ip_payload = 40 });
+	assert_int_equal(check(&f, &info), NIF_DROP_IPV6_HEADER);
+	build_ipv6(&f, 10, 0);
+	f.b[WIRE_ETH_HLEN] = 0x70;
+	assert_int_equal(check(&f, &info), NIF_DROP_IPV6_HEADER);
 	assert_untouched(&info);
+}
+
+static void ipv6_shorter_than_fixed_header_check_drops_ipv6_header(void **state)
+{
+	struct frame f;
+	struct nif_frame_info info;
+	(void)state;
+
+	build_ipv6(&f, 0, 0);
+	f.len = WIRE_ETH_HLEN + 39;
+	assert_int_equal(check(&f, &info), NIF_DROP_IPV6_HEADER);
+	assert_untouched(&info);
+}
+
+static void ipv6_payload_length_beyond_frame_check_drops_ipv6_length(void **state)
+{
+	struct frame f;
+	struct nif_frame_info info;
+	(void)state;
+
+	build_ipv6(&f, 100, 0);
+	put16(f.b + WIRE_ETH_HLEN + 4, 101);
+	assert_int_equal(check(&f, &info), NIF_DROP_IPV6_LENGTH);
+	assert_untouched(&info);
+	put16(f.b + WIRE_ETH_HLEN + 4, 100);  /* control: exactly the frame's */
+	assert_int_equal(check(&f, &info), NIF_PASS_IPV6);
 }
 
 static void vlan_tagged_check_drops_ethertype(void **state)
@@ -356,7 +432,7 @@ static void pass_verdicts_is_drop_false_others_true(void **state)
 
 	for (int v = 0; v < NIF_VERDICT_COUNT; v++)
 		assert_int_equal(nif_verdict_is_drop((enum nif_verdict)v),
-				 v != NIF_PASS_IPV4 && v != NIF_PASS_ARP);
+				 v != NIF_PASS_IPV4 && v != NIF_PASS_ARP && v != NIF_PASS_IPV6);
 }
 
 static void mac_good_parse_returns_bytes(void **state)
@@ -405,7 +481,11 @@ int main(void)
 		cmocka_unit_test(unicast_to_other_mac_check_drops_not_ours),
 		cmocka_unit_test(broadcast_check_passes_flagged_llbcast),
 		cmocka_unit_test(multicast_check_passes_flagged_llmcast),
-		cmocka_unit_test(ipv6_ethertype_check_drops_ethertype),
+		cmocka_unit_test(ipv6_check_passes_with_offsets),
+		cmocka_unit_test(ipv6_with_ethernet_padding_check_trims_to_payload_length),
+		cmocka_unit_test(ipv6_version_4_check_drops_ipv6_header),
+		cmocka_unit_test(ipv6_shorter_than_fixed_header_check_drops_ipv6_header),
+		cmocka_unit_test(ipv6_payload_length_beyond_frame_check_drops_ipv6_length),
 		cmocka_unit_test(vlan_tagged_check_drops_ethertype),
 		cmocka_unit_test(ipv4_version_6_check_drops_ipv4_header),
 		cmocka_unit_test(ipv4_ihl_below_5_check_drops_ipv4_header),
