@@ -19,7 +19,7 @@ stack_liblwipcore_la_CFLAGS = -std=gnu11 -Wall -Wno-address -fvisibility=hidden 
 
 ULS_STACK_SOURCES = \
 	stack/core.c stack/ethif.c stack/port.c stack/errmap.c stack/isn.c stack/lease.c \
-	stack/counters.c stack/socket.c stack/stream.c stack/dgram.c stack/rxq.c \
+	stack/counters.c stack/socket.c stack/sockopt.c stack/stream.c stack/dgram.c stack/rxq.c \
 	stack/endpoints.c stack/mirror.c stack/privfd.c stack/fixedfd.c stack/fork.c stack/handoff.c \
 	stack/breakdown.c stack/tso.c stack/tcpconf.c stack/heap.c stack/tcp_checks.c \
 	stack/icmperr.c stack/cubic.c stack/cubic.h stack/drive.c stack/outbatch.c \

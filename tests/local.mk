@@ -56,7 +56,8 @@ EXTRA_DIST += tests/testbed/README.md tests/testbed/test_testbed.sh tests/testbe
 EXTRA_DIST += tests/conformance/test_rfc9293_simultaneous_open.py tests/conformance/test_rfc9293_syn_received.py
 EXTRA_DIST += tests/node/run-relay tests/shim/run-relay
 EXTRA_DIST += tests/tblib.py tests/shim/run tests/shim/conftest.py tests/shim/test_shim.py tests/shim/cases.py \
-	tests/shim/peer.py tests/shim/test_interfaces.py
+	tests/shim/peer.py tests/shim/test_interfaces.py tests/shim/casebase.py tests/shim/cases_epoll.py \
+	tests/shim/cases_fork.py
 EXTRA_DIST += tests/interop/run tests/interop/conftest.py tests/interop/asyncio_echo.py \
 	tests/interop/test_asyncio.py tests/interop/test_curl.py tests/interop/test_iperf3.py \
 	tests/interop/test_nc.py tests/interop/test_nginx.py tests/interop/test_redis.py \

@@ -24,13 +24,11 @@
  * epoll set, or watched by poll or select, and before exec. After fork, parent and child
  * each keep their own copy of the ulstack part of the interest list.
  *
- * Deviation: EPOLLEXCLUSIVE is accepted and checked as Linux checks it, but has no effect
- * on ulstack sockets (no thundering herd to avoid: each instance asks the stack's state).
- * Deviation: an edge-triggered socket may be reported again after an event of the other
- * direction (an ACK that frees space, for an EPOLLIN|EPOLLET registration): spurious,
- * never missed. Deviation: the instance's descriptor used without the C library (a raw
- * epoll_wait system call, or passed to another process with SCM_RIGHTS) sees only its
- * kernel descriptors. ULS_USER_EPOLL=0 turns all of this off (the mirror path alone).
+ * Deviations (docs/compatibility.md): EPOLLEXCLUSIVE is checked as Linux checks it but
+ * has no effect on ulstack sockets (each instance asks the stack's state); an EPOLLET
+ * socket may be reported again after an event of the other direction (spurious, never
+ * missed); the instance used without the C library (a raw epoll_wait, or passed with
+ * SCM_RIGHTS) sees only its kernel descriptors. ULS_USER_EPOLL=0: the mirror path alone.
  */
 #include "shim.h"
 

@@ -1,0 +1,337 @@
+"""The shim's user-level epoll (apps/preload/uepoll.c): level and edge triggering,
+one-shot, the errors epoll_ctl gives, registrations across close, dup, fork and threads,
+and the fallbacks to the mirrors. Run through cases.py, which imports them."""
+import errno
+import fcntl
+import os
+import select
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import termios
+import threading
+import time
+
+
+from casebase import (ECHO, KIP, LATE, NIP, SINK, UDPECHO, ask_connector, connect,  # noqa: F401
+                      connector_result)
+
+
+def ready_within(ep, fd, seconds, maxevents=-1):
+    """The events ep reports for fd within seconds (0: none)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        got = dict(ep.poll(max(0.01, deadline - time.monotonic()), maxevents))
+        if fd in got:
+            return got[fd]
+    return 0
+
+
+def case_uepoll_edge_reports_again_only_after_new_data():
+    """epoll(7) EPOLLET: a socket is reported once per arrival, not again while its data
+    sits unread; new data reports it again; EPOLL_CTL_MOD re-reports a ready one."""
+    ep = select.epoll()
+    s = connect(ECHO)
+    s.setblocking(False)
+    ep.register(s, select.EPOLLIN | select.EPOLLET)
+    assert ep.poll(0.1) == []
+    s.sendall(b"1")
+    assert ready_within(ep, s.fileno(), 2) & select.EPOLLIN
+    assert ep.poll(0.2) == [], "reported again without new data"
+    s.sendall(b"2")
+    time.sleep(0.3)
+    assert ready_within(ep, s.fileno(), 2) & select.EPOLLIN, "new data not reported"
+    assert ep.poll(0.2) == []
+    ep.modify(s, select.EPOLLIN | select.EPOLLET)
+    assert ready_within(ep, s.fileno(), 1) & select.EPOLLIN, "MOD did not re-arm"
+    assert s.recv(10) == b"12"
+    assert ep.poll(0.2) == []
+
+
+def case_uepoll_oneshot_disarms_until_modified():
+    """EPOLLONESHOT: reported once, then nothing (not even more data) until MOD."""
+    ep = select.epoll()
+    s = connect(ECHO)
+    ep.register(s, select.EPOLLIN | select.EPOLLONESHOT)
+    s.sendall(b"a")
+    assert ready_within(ep, s.fileno(), 2)
+    s.sendall(b"b")
+    time.sleep(0.3)
+    assert ep.poll(0.3) == [], "a disarmed socket was reported"
+    ep.modify(s, select.EPOLLIN | select.EPOLLONESHOT)
+    assert ready_within(ep, s.fileno(), 1)
+    assert ep.poll(0.2) == []
+    assert s.recv(10) == b"ab"
+
+
+def case_uepoll_level_triggered_until_read():
+    """Level-triggered (the default): reported on every wait while readable, not after
+    the data is read; writable at once."""
+    ep = select.epoll()
+    s = connect(ECHO)
+    ep.register(s, select.EPOLLIN)
+    t0 = time.monotonic()
+    assert ep.poll(0.3) == []
+    took = time.monotonic() - t0
+    assert 0.29 <= took < 1.5, f"a 300 ms wait took {took:.3f} s"  # its whole timeout
+    s.sendall(b"x")
+    t0 = time.monotonic()
+    got = ep.poll(5)  # one wait: it must end when the echo comes, not at its timeout
+    took = time.monotonic() - t0
+    assert got == [(s.fileno(), select.EPOLLIN)] and took < 2, (got, took)
+    for _ in range(3):
+        assert dict(ep.poll(0)).get(s.fileno()) == select.EPOLLIN
+    assert s.recv(1) == b"x"
+    assert ep.poll(0.1) == []
+    ep.modify(s, select.EPOLLIN | select.EPOLLOUT)
+    assert dict(ep.poll(1)).get(s.fileno()) == select.EPOLLOUT
+    ep.unregister(s)
+    s.sendall(b"y")
+    time.sleep(0.3)
+    assert ep.poll(0.1) == [], "reported after EPOLL_CTL_DEL"
+
+
+def case_uepoll_ctl_errors_as_linux():
+    """epoll_ctl(2)'s errors for sockets: EEXIST, ENOENT, EINVAL (fd is the instance,
+    EPOLLEXCLUSIVE with MOD, with EPOLLONESHOT, or MOD of an exclusive one)."""
+    ep = select.epoll()
+    s = connect(ECHO)
+    t = connect(ECHO)
+    ep.register(s, select.EPOLLIN)
+
+    def fails(e, fn, *a):
+        try:
+            fn(*a)
+        except OSError as x:
+            assert x.errno == e, (x, e)
+            return
+        raise AssertionError(f"{fn} {a} did not fail with {e}")
+    fails(errno.EEXIST, ep.register, s, select.EPOLLIN)
+    fails(errno.ENOENT, ep.modify, t, select.EPOLLIN)
+    fails(errno.ENOENT, ep.unregister, t)
+    fails(errno.EINVAL, ep.register, ep.fileno(), select.EPOLLIN)
+    fails(errno.EINVAL, ep.modify, s, select.EPOLLIN | select.EPOLLEXCLUSIVE)
+    fails(errno.EINVAL, ep.register, t,
+          select.EPOLLIN | select.EPOLLEXCLUSIVE | select.EPOLLONESHOT)
+    ep.register(t, select.EPOLLIN | select.EPOLLEXCLUSIVE)
+    fails(errno.EINVAL, ep.modify, t, select.EPOLLIN)
+    t.sendall(b"e")
+    assert ready_within(ep, t.fileno(), 2) == select.EPOLLIN
+    # epoll_wait(2): maxevents must be greater than zero (Python never passes 0: the C
+    # library's epoll_wait, which the shim replaces, through ctypes)
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    buf = ctypes.create_string_buffer(64)
+    for bad in (0, -1):
+        assert libc.epoll_wait(ep.fileno(), buf, bad, 0) == -1 and \
+            ctypes.get_errno() == errno.EINVAL, bad
+    assert libc.epoll_wait(ep.fileno(), buf, 1, 0) == 1  # t, still readable
+
+
+def case_uepoll_close_removes_registration():
+    """A registration goes when the socket's last descriptor closes (Linux: with the
+    file); while a dup keeps the file open it stays, and reports the old data."""
+    ep = select.epoll()
+    s = connect(ECHO)
+    ep.register(s, select.EPOLLIN)
+    old = s.fileno()
+    keep = os.dup(old)
+    s.close()  # the dup keeps the file, so the registration stays
+    os.write(keep, b"k")
+    time.sleep(0.3)
+    got = ep.poll(2)
+    assert got == [(old, select.EPOLLIN)], got
+    os.close(keep)  # the last reference: the registration goes
+    assert ep.poll(0.3) == [], "a closed socket is still reported"
+    # a new socket under the same number is a new registration, not EEXIST
+    n = connect(ECHO)
+    if n.fileno() == old:
+        ep.register(n, select.EPOLLIN)
+        n.sendall(b"n")
+        assert ready_within(ep, old, 2) == select.EPOLLIN
+
+
+def case_uepoll_hup_err_always_reported():
+    """EPOLLERR and EPOLLHUP are reported whatever the events asked (a refused connect),
+    and EPOLLRDHUP when asked once the peer has closed."""
+    ep = select.epoll()
+    s = socket.socket()
+    s.setblocking(False)
+    try:
+        s.connect((KIP, 7199))  # nobody listens there: refused
+    except BlockingIOError:
+        pass
+    ep.register(s, 0)
+    got = ready_within(ep, s.fileno(), 3)
+    assert got & select.EPOLLERR and got & select.EPOLLHUP, got
+    assert s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == errno.ECONNREFUSED
+    late = connect(LATE)  # sends b"late!" after 1.5 s and closes
+    ep.register(late, select.EPOLLRDHUP)
+    got = ready_within(ep, late.fileno(), 5)
+    assert got & select.EPOLLRDHUP and not got & select.EPOLLIN, got
+
+
+def case_uepoll_maxevents_round_robin():
+    """More ready sockets than maxevents: each wait reports others (Linux rotates its
+    ready list), so none starves."""
+    ep = select.epoll()
+    socks = [connect(ECHO) for _ in range(3)]
+    for s in socks:
+        ep.register(s, select.EPOLLIN)
+        s.sendall(b"r")
+    time.sleep(0.5)
+    seen = []
+    for _ in range(3):
+        got = ep.poll(1, 1)
+        assert len(got) == 1, got
+        seen.append(got[0][0])
+    assert sorted(seen) == sorted(s.fileno() for s in socks), seen
+
+
+def case_uepoll_ctl_from_another_thread_wakes_the_waiter():
+    """A thread waits in epoll_wait on a set without the socket; another thread adds the
+    (already readable) socket: the wait ends with it, well before its timeout."""
+    ep = select.epoll()
+    r, w = os.pipe()
+    ep.register(r, select.EPOLLIN)
+    s = connect(ECHO)
+    s.sendall(b"t")
+    time.sleep(0.3)
+    out = []
+
+    def waiter():
+        t0 = time.monotonic()
+        out.append((ep.poll(5), time.monotonic() - t0))
+    th = threading.Thread(target=waiter)
+    th.start()
+    time.sleep(0.3)
+    ep.register(s, select.EPOLLIN)
+    th.join(6)
+    got, took = out[0]
+    assert got == [(s.fileno(), select.EPOLLIN)] and took < 2, (got, took)
+    # and data arriving while another thread waits
+    assert s.recv(1) == b"t"
+    out.clear()
+    th = threading.Thread(target=waiter)
+    th.start()
+    time.sleep(0.3)
+    s.sendall(b"u")
+    th.join(6)
+    got, took = out[0]
+    assert got == [(s.fileno(), select.EPOLLIN)] and took < 2, (got, took)
+
+
+def case_uepoll_dup_and_poll_of_the_instance():
+    """The instance's descriptor dup'ed, or watched by poll: both see the socket (the
+    shim hands the set to the kernel's mirrors)."""
+    ep = select.epoll()
+    s = connect(ECHO)
+    ep.register(s, select.EPOLLIN)
+    d = os.dup(ep.fileno())
+    s.sendall(b"d")
+    p = select.poll()
+    p.register(d, select.POLLIN)
+    assert p.poll(2000), "poll on the dup'ed instance saw nothing"
+    ep2 = select.epoll.fromfd(d)
+    assert dict(ep2.poll(1)).get(s.fileno()) == select.EPOLLIN
+    assert dict(ep.poll(1)).get(s.fileno()) == select.EPOLLIN
+    assert s.recv(1) == b"d"
+    assert ep.poll(0.2) == [] and ep2.poll(0) == []
+    ep2.close()
+    s.sendall(b"e")
+    assert ready_within(ep, s.fileno(), 2) == select.EPOLLIN
+
+
+def case_uepoll_fork_child_waits_on_the_inherited_instance():
+    """fork(2): the child's epoll_wait on the instance it inherited reports its (adopted)
+    listener's connection, and it serves it; the parent's instance goes on."""
+    ls = socket.socket()
+    ls.bind(("0.0.0.0", 0))
+    ls.listen(8)
+    port = ls.getsockname()[1]
+    ep = select.epoll()
+    ep.register(ls, select.EPOLLIN)
+    pid = os.fork()
+    if pid == 0:
+        ok = 0
+        try:
+            if ready_within(ep, ls.fileno(), 8) & select.EPOLLIN:
+                a, _ = ls.accept()
+                a.sendall(a.makefile("rb").readline())
+                a.close()
+                ok = 1
+        finally:
+            os._exit(0 if ok else 1)
+    ls.close()  # the child alone accepts
+    time.sleep(0.3)
+    c = ask_connector(port, 1)
+    assert connector_result(c) == 1
+    _, st = os.waitpid(pid, 0)
+    assert st == 0, st
+    s = connect(ECHO)
+    ep.register(s, select.EPOLLIN)
+    s.sendall(b"f")
+    assert ready_within(ep, s.fileno(), 2) == select.EPOLLIN
+
+
+def case_uepoll_signal_ends_the_wait():
+    """epoll_wait is never restarted after a handler (signal(7)), SA_RESTART or not:
+    Python's handler raising ends ep.poll at once."""
+    class Alarm(Exception):
+        pass
+
+    def h(sig, frm):
+        raise Alarm()
+    signal.signal(signal.SIGALRM, h)
+    ep = select.epoll()
+    s = connect(ECHO)
+    ep.register(s, select.EPOLLIN)
+    t0 = time.monotonic()
+    signal.setitimer(signal.ITIMER_REAL, 0.3)
+    try:
+        ep.poll(5)
+        raise AssertionError("epoll_wait outlived the signal")
+    except Alarm:
+        pass
+    assert time.monotonic() - t0 < 2
+
+
+def case_uepoll_large_set_falls_back_and_still_reports():
+    """A set that grows past 1,024 sockets goes to the kernel's mirrors (the shim's scan is
+    O(sockets) per wait): sockets added before and after still report, level-triggered."""
+    ep = select.epoll()
+    socks = []
+    for _ in range(1030):
+        u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        u.bind(("0.0.0.0", 0))
+        ep.register(u, select.EPOLLIN)
+        socks.append(u)
+    assert ep.poll(0.1) == []
+    for u in (socks[0], socks[-1]):
+        u.sendto(b"big", (KIP, UDPECHO))
+    got = {}
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and len(got) < 2:
+        got.update(ep.poll(1))
+    assert got == {socks[0].fileno(): select.EPOLLIN, socks[-1].fileno(): select.EPOLLIN}, got
+    assert socks[-1].recv(10) == b"big"
+    assert dict(ep.poll(0.2)) == {socks[0].fileno(): select.EPOLLIN}
+
+
+def case_uepoll_socket_in_a_kernel_set_too():
+    """A socket in a user-level set and in a set the kernel keeps (here: one whose
+    descriptor was dup'ed): the kernel's set still sees it readable (its mirror is kept
+    exact from then on), and so does the user-level one."""
+    user, kern = select.epoll(), select.epoll()
+    s = connect(ECHO)
+    user.register(s, select.EPOLLIN)
+    d = os.dup(kern.fileno())  # kern falls back to the kernel's mirrors
+    kern.register(s, select.EPOLLIN)
+    s.sendall(b"k")
+    assert ready_within(kern, s.fileno(), 3) == select.EPOLLIN, "the kernel's set saw nothing"
+    assert dict(user.poll(1)).get(s.fileno()) == select.EPOLLIN
+    assert s.recv(1) == b"k"
+    assert kern.poll(0.2) == [] and user.poll(0) == []
+    os.close(d)

@@ -1,0 +1,212 @@
+"""The shim across fork: listeners both processes accept on, and connected sockets that
+stay with the parent, move to the child (with data in flight, or while a claim is
+interrupted by a signal). Run through cases.py, which imports them."""
+import errno
+import fcntl
+import os
+import select
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import termios
+import threading
+import time
+
+from casebase import (ECHO, KIP, LATE, NIP, SINK, UDPECHO, ask_connector, connect,  # noqa: F401
+                      connector_result, serve_echo)
+
+
+def case_fork_listener_both_accept():
+    """fork(2): the listener works in parent and child; new connections spread."""
+    ls = socket.socket()
+    ls.bind(("0.0.0.0", 0))
+    ls.listen(64)
+    port = ls.getsockname()[1]
+    r, w = os.pipe()
+    ready_r, ready_w = os.pipe()
+    pid = os.fork()
+    n = 0
+    ls.settimeout(3)
+    deadline = time.monotonic() + 8
+    # Both processes accept until the connector is done (the parent asks for 20). The
+    # parent asks only once the child is about to accept: under load a child scheduled
+    # late found all 20 taken by the parent (seen once in a full make check).
+    if pid:
+        assert os.read(ready_r, 1) == b"r"
+        time.sleep(0.2)
+        c = ask_connector(port, 20)
+    else:
+        os.write(ready_w, b"r")
+        c = None
+    while time.monotonic() < deadline:
+        try:
+            a, _ = ls.accept()
+        except socket.timeout:
+            break
+        a.sendall(a.makefile("rb").readline())
+        a.close()
+        n += 1
+        if pid and n >= 20:
+            break
+    if pid == 0:
+        os.write(w, b"%d\n" % n)
+        os._exit(0)
+    total = connector_result(c)
+    os.waitpid(pid, 0)
+    child_n = int(os.read(r, 100))
+    assert total == 20, total
+    assert n + child_n == 20 and n > 0 and child_n > 0, (n, child_n)
+
+
+def case_fork_connected_child_closes():
+    """fork(2): the child closes its copy of a connection it never used and exits; the
+    parent's connection goes on."""
+    s = connect(ECHO)
+    pid = os.fork()
+    if pid == 0:
+        s.close()
+        os._exit(0)
+    _, st = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(st) == 0, st
+    for i in range(10):
+        s.sendall(b"%d" % i)
+        assert s.recv(10) == b"%d" % i
+
+
+def _child(body):
+    """Run body() in a fork child; its exit status says how it went (0: passed)."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            body()
+            code = 0
+        except BaseException:
+            import traceback
+            traceback.print_exc()
+        finally:
+            os._exit(code)
+    return pid
+
+
+def case_fork_connected_moves_to_child():
+    """fork(2), the inetd pattern: the parent closes its copy of a connection, the child
+    goes on with it. Bytes the parent's program had not read yet reach the child's, and the
+    connection carries 8 MiB more both ways, verified."""
+    s = connect(ECHO)
+    s.sendall(b"before fork")
+    time.sleep(0.3)           # the echo is back, unread: it must move with the connection
+
+    def child():
+        got = b""
+        while len(got) < 11:
+            got += s.recv(11 - len(got))
+        assert got == b"before fork", got
+        data = os.urandom(8 << 20)
+        w = threading.Thread(target=s.sendall, args=(data,))
+        w.start()
+        back = bytearray()
+        while len(back) < len(data):
+            b = s.recv(1 << 20)
+            assert b, "EOF"
+            back += b
+        w.join()
+        assert bytes(back) == data
+        s.close()
+
+    pid = _child(child)
+    s.close()                 # hands the connection over
+    _, st = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(st) == 0, st
+
+
+def case_fork_connected_moves_with_data_in_flight():
+    """The parent queues 4 MiB and closes at once, most of it unacknowledged; the child
+    sends 4 MiB more and half-closes. The peer's hash of all it read must be that of the
+    8 MiB in order: nothing lost or doubled across the move."""
+    s = connect(SINK)
+    first, second = os.urandom(4 << 20), os.urandom(4 << 20)
+    s.sendall(first)
+
+    def child():
+        s.sendall(second)
+        s.shutdown(socket.SHUT_WR)
+        line = s.makefile("rb").readline().strip()
+        import hashlib
+        assert line == hashlib.sha256(first + second).hexdigest().encode(), line
+
+    pid = _child(child)
+    s.close()
+    _, st = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(st) == 0, st
+
+
+def case_fork_connected_parent_keeps_using():
+    """The child asks for the connection while the parent still uses it: the parent keeps
+    it until it closes its copy, then the child has it (docs/compatibility.md)."""
+    s = connect(ECHO)
+    r, w = os.pipe()
+
+    def child():
+        os.write(w, b"asked")
+        s.sendall(b"child")  # waits until the parent has let go
+        got = b""
+        while len(got) < 5:
+            got += s.recv(5 - len(got))
+        assert got == b"child", got
+
+    pid = _child(child)
+    assert os.read(r, 10) == b"asked"
+    time.sleep(0.2)
+    for i in range(5):
+        s.sendall(b"%d" % i)
+        assert s.recv(10) == b"%d" % i
+    s.close()
+    _, st = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(st) == 0, st
+
+
+class Interrupted(Exception):
+    pass
+
+
+def case_fork_connected_claim_interrupted_by_signal():
+    """A signal interrupts the child's wait for the connection (the handler raises, so
+    Python does not retry, as C without SA_RESTART); the parent still has it, and the
+    child's next call, after the parent closed, gets it with nothing lost."""
+    s = connect(ECHO)
+
+    def child():
+        def on_alarm(signum, frame):
+            raise Interrupted()
+        signal.signal(signal.SIGALRM, on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, 0.3)
+        t0 = time.monotonic()
+        try:
+            s.recv(100)
+            raise AssertionError("the wait was not interrupted")
+        except Interrupted:
+            pass
+        assert time.monotonic() - t0 < 1.0
+        got = b""
+        while len(got) < 7:
+            got += s.recv(7 - len(got))
+        assert got == b"handoff", got
+        s.sendall(b"after")
+        got = b""
+        while len(got) < 5:
+            got += s.recv(5 - len(got))
+        assert got == b"after", got
+
+    pid = _child(child)
+    time.sleep(0.6)           # the child's wait was interrupted meanwhile
+    for i in range(3):
+        s.sendall(b"%d" % i)
+        assert s.recv(10) == b"%d" % i
+    s.sendall(b"handoff")     # its echo moves with the connection
+    time.sleep(0.2)
+    s.close()
+    _, st = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(st) == 0, st
