@@ -185,27 +185,38 @@ static void *accept_loop(void *arg)
 	}
 }
 
-static int listen_on(unsigned port, enum service svc, int backlog)
+/* Listen on sd, which the caller bound (rc: how that went), and start its accept thread. */
+static int start_listener(int sd, int rc, enum service svc, int backlog)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-	struct listener *l = malloc(sizeof(*l));
+	struct listener *l;
 	pthread_t t;
-	int sd = uls_socket(SOCK_STREAM), one = 1;
 
-	if (!l || sd < 0)
-		return sd < 0 ? sd : -ENOMEM;
-	uls_setsockopt(sd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	int rc = uls_bind(sd, &a);
 	if (rc == 0)
 		rc = uls_listen(sd, backlog);
 	if (rc < 0)
 		return rc;
+	l = malloc(sizeof(*l));
+	if (!l)
+		return -ENOMEM;
 	l->sd = sd;
 	l->svc = svc;
-	if (pthread_create(&t, NULL, accept_loop, l) != 0)
+	if (pthread_create(&t, NULL, accept_loop, l) != 0) {
+		free(l);
 		return -EAGAIN;
+	}
 	pthread_detach(t);
 	return 0;
+}
+
+static int listen_on(unsigned port, enum service svc, int backlog)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	int sd = uls_socket(SOCK_STREAM), one = 1;
+
+	if (sd < 0)
+		return sd;
+	uls_setsockopt(sd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	return start_listener(sd, uls_bind(sd, &a), svc, backlog);
 }
 
 /* The same service for IPv6 peers, on a node with an IPv6 address: an IPv6-only socket
@@ -214,26 +225,15 @@ static int listen_on(unsigned port, enum service svc, int backlog)
 static int listen_on6(unsigned port, enum service svc, int backlog)
 {
 	struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_port = htons((uint16_t)port) };
-	struct listener *l = malloc(sizeof(*l));
-	pthread_t t;
 	int sd = uls_socket_af(AF_INET6, SOCK_STREAM), one = 1;
 
-	if (!l || sd < 0)
-		return sd < 0 ? sd : -ENOMEM;
+	if (sd < 0)
+		return sd;
 	uls_setsockopt(sd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	int rc = uls_setsockopt(sd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
 	if (rc == 0)
 		rc = uls_bind_sa(sd, (struct sockaddr *)&a, sizeof(a));
-	if (rc == 0)
-		rc = uls_listen(sd, backlog);
-	if (rc < 0)
-		return rc;
-	l->sd = sd;
-	l->svc = svc;
-	if (pthread_create(&t, NULL, accept_loop, l) != 0)
-		return -EAGAIN;
-	pthread_detach(t);
-	return 0;
+	return start_listener(sd, rc, svc, backlog);
 }
 
 static void *serve_udp_echo6(void *arg)

@@ -757,3 +757,21 @@ def wait_counter(counters, name, minimum, timeout=3.0):
         if v >= minimum or time.monotonic() > deadline:
             return v
         time.sleep(0.05)
+
+
+# Fixtures that bind a test to one deployment: the test is not collected for the other
+# (a skip would count as a failure in make check, and the test cannot apply there).
+ONE_DEPLOYMENT = {"node6": "ulsd", "stack6": "own"}
+
+
+def pytest_collection_modifyitems(config, items):
+    keep, drop = [], []
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        where = params.get("node")
+        wanted = {ONE_DEPLOYMENT[f] for f in getattr(item, "fixturenames", ())
+                  if f in ONE_DEPLOYMENT}
+        (drop if where and wanted and where not in wanted else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep

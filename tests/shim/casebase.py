@@ -1,8 +1,10 @@
 """What the shim's cases (cases.py, cases_epoll.py) share: the command line (CASE
 KERNEL_PEER_IP NODE_IP), the kernel peer's service ports (peer.py) and the connection
 helpers."""
+import os
 import socket
 import sys
+import threading
 
 CASE, KIP, NIP = sys.argv[1], sys.argv[2], sys.argv[3]
 ECHO, LATE, CONNECTOR, SINK, UDPECHO = 7100, 7101, 7102, 7103, 7104
@@ -36,3 +38,18 @@ def serve_echo(lsock, count, out):
         a.sendall(a.makefile("rb").readline())
         a.close()
         out.append(1)
+
+
+def echo_round_trip(s, nbytes):
+    """Send nbytes of random data on s from a thread while reading the echo the peer sends
+    back: what comes back must be exactly what went."""
+    data = os.urandom(nbytes)
+    w = threading.Thread(target=s.sendall, args=(data,))
+    w.start()
+    back = bytearray()
+    while len(back) < len(data):
+        b = s.recv(1 << 20)
+        assert b, "EOF"
+        back += b
+    w.join()
+    assert bytes(back) == data

@@ -17,7 +17,8 @@ import threading
 import time
 
 from casebase import (CASE, CONNECTOR, ECHO, KIP, LATE, NIP, SINK, UDPECHO,  # noqa: F401
-                      ask_connector, connect, connector_result, serve_echo)
+                      ask_connector, connect, connector_result, echo_round_trip,
+                      serve_echo)
 from cases_epoll import *  # noqa: F401,F403 (the case_uepoll_* functions main() looks up)
 from cases_fork import *  # noqa: F401,F403 (the case_fork_* functions)
 
@@ -347,16 +348,7 @@ def case_exec_continued():
     while len(got) < 6:
         got += s.recv(6 - len(got))
     assert got == b"unread", got
-    data = os.urandom(1 << 20)
-    w = threading.Thread(target=s.sendall, args=(data,))
-    w.start()
-    back = bytearray()
-    while len(back) < len(data):
-        b = s.recv(1 << 20)
-        assert b, "EOF"
-        back += b
-    w.join()
-    assert bytes(back) == data
+    echo_round_trip(s, 1 << 20)
     print("PASS exec_connection_goes_on", flush=True)
 
 

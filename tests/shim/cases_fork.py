@@ -15,7 +15,7 @@ import threading
 import time
 
 from casebase import (ECHO, KIP, LATE, NIP, SINK, UDPECHO, ask_connector, connect,  # noqa: F401
-                      connector_result, serve_echo)
+                      connector_result, echo_round_trip, serve_echo)
 
 
 def case_fork_listener_both_accept():
@@ -104,16 +104,7 @@ def case_fork_connected_moves_to_child():
         while len(got) < 11:
             got += s.recv(11 - len(got))
         assert got == b"before fork", got
-        data = os.urandom(8 << 20)
-        w = threading.Thread(target=s.sendall, args=(data,))
-        w.start()
-        back = bytearray()
-        while len(back) < len(data):
-            b = s.recv(1 << 20)
-            assert b, "EOF"
-            back += b
-        w.join()
-        assert bytes(back) == data
+        echo_round_trip(s, 8 << 20)
         s.close()
 
     pid = _child(child)
