@@ -116,6 +116,24 @@ static int poll_drive(struct pollfd *p, nfds_t n, int timeout, const sigset_t *m
 	}
 }
 
+/* Around a poll of the program's set: epoll instances in it fall back to the mirrors,
+ * and its lazy sockets are armed for the call (arm_end disarms them, errno kept). */
+static bool arm_begin(struct pollfd *p, nfds_t n)
+{
+	if (p)
+		adopt_pollfds(p, n);
+	return p && n <= 0xffffu && arm_pollfds(p, n, 1);
+}
+
+static void arm_end(struct pollfd *p, nfds_t n, bool armed)
+{
+	if (armed) {
+		int err = errno;
+		arm_pollfds(p, n, -1);
+		errno = err;
+	}
+}
+
 static int poll_unarmed(struct pollfd *p, nfds_t n, int timeout)
 {
 	if (timeout == 0 || !p || n > 0xffffu || !holds_ours(p, n))
@@ -126,15 +144,9 @@ static int poll_unarmed(struct pollfd *p, nfds_t n, int timeout)
 SHIM_EXPORT int poll(struct pollfd *p, nfds_t n, int timeout)
 {
 	shim__real_init();
-	if (p)
-		adopt_pollfds(p, n);
-	bool armed = p && n <= 0xffffu && arm_pollfds(p, n, 1);
+	bool armed = arm_begin(p, n);
 	int rc = poll_unarmed(p, n, timeout);
-	if (armed) {
-		int err = errno;
-		arm_pollfds(p, n, -1);
-		errno = err;
-	}
+	arm_end(p, n, armed);
 	return rc;
 }
 
@@ -144,15 +156,9 @@ static int ppoll_unarmed(struct pollfd *p, nfds_t n, const struct timespec *t,
 SHIM_EXPORT int ppoll(struct pollfd *p, nfds_t n, const struct timespec *t, const sigset_t *m)
 {
 	shim__real_init();
-	if (p)
-		adopt_pollfds(p, n);
-	bool armed = p && n <= 0xffffu && arm_pollfds(p, n, 1);
+	bool armed = arm_begin(p, n);
 	int rc = ppoll_unarmed(p, n, t, m);
-	if (armed) {
-		int err = errno;
-		arm_pollfds(p, n, -1);
-		errno = err;
-	}
+	arm_end(p, n, armed);
 	return rc;
 }
 

@@ -335,32 +335,9 @@ void shim__uep_exec(void)
 		shim__uep_exposed(fd);
 }
 
-/* Every registration of f, whose last descriptor is closing (fdtab.c finish), goes. */
-void shim__uep_forget(struct shim_file *f)
-{
-	sigset_t old;
-
-	if (!atomic_load(&f->uep_regs))
-		return;
-	reg_enter(&old);
-	for (int fd = 0; fd <= insts_hi; fd++) {
-		struct uep *u = insts[fd];
-		if (!u)
-			continue;
-		pthread_mutex_lock(&u->lock);
-		for (unsigned i = 0; i < u->n;)
-			if (u->v[i].f == f)
-				item_drop(u, i, false);  /* the socket is closing anyway */
-			else
-				i++;
-		pthread_mutex_unlock(&u->lock);
-	}
-	reg_leave(&old);
-}
-
-/* f became a kernel socket under the same numbers (socket.c to_kernel): its
- * registrations move to the kernel instances. */
-void shim__uep_to_kernel(struct shim_file *f)
+/* Every registration of f goes from every instance; to_kernel: each moves into its
+ * instance's kernel epoll first, with its events and data. */
+static void drop_regs_of(struct shim_file *f, bool to_kernel)
 {
 	sigset_t old;
 
@@ -378,16 +355,31 @@ void shim__uep_to_kernel(struct shim_file *f)
 				i++;
 				continue;
 			}
-			struct epoll_event ev = { .events = it->disarmed ?
-						  it->events & ~REPORTABLE : it->events,
-						  .data = it->data };
-			if (shim__real.epoll_ctl(u->epfd, EPOLL_CTL_ADD, it->fd, &ev) == 0)
-				u->nkernel++;
-			item_drop(u, i, false);
+			if (to_kernel) {
+				struct epoll_event ev = { .events = it->disarmed ?
+							  it->events & ~REPORTABLE : it->events,
+							  .data = it->data };
+				if (shim__real.epoll_ctl(u->epfd, EPOLL_CTL_ADD, it->fd, &ev) == 0)
+					u->nkernel++;
+			}
+			item_drop(u, i, false);  /* the socket is closing, or is the kernel's now */
 		}
 		pthread_mutex_unlock(&u->lock);
 	}
 	reg_leave(&old);
+}
+
+/* Every registration of f, whose last descriptor is closing (fdtab.c finish), goes. */
+void shim__uep_forget(struct shim_file *f)
+{
+	drop_regs_of(f, false);
+}
+
+/* f became a kernel socket under the same numbers (socket.c to_kernel): its
+ * registrations move to the kernel instances. */
+void shim__uep_to_kernel(struct shim_file *f)
+{
+	drop_regs_of(f, true);
 }
 
 static int find(const struct uep *u, int fd, const struct shim_file *f)
