@@ -94,10 +94,12 @@ tests_unit_test_vnet_LDADD = netif/libnif.la $(CMOCKA_LIBS)
 tests_unit_test_ports_SOURCES = tests/unit/test_ports.c server/ports.c server/custody.c
 tests_unit_test_ports_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS) -I$(top_srcdir)/stack
 tests_unit_test_ports_LDADD = filter/libflt.la netif/libnif.la $(CMOCKA_LIBS)
-tests_unit_test_reply_SOURCES = tests/unit/test_reply.c server/reply.c
+tests_unit_test_reply_SOURCES = tests/unit/test_reply.c tests/unit/reply_fixture.c \
+	tests/unit/reply_fixture.h server/reply.c
 tests_unit_test_reply_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
 tests_unit_test_reply_LDADD = filter/libflt.la netif/libnif.la $(CMOCKA_LIBS)
-tests_unit_test_reply6_SOURCES = tests/unit/test_reply6.c server/reply6.c server/reply.c
+tests_unit_test_reply6_SOURCES = tests/unit/test_reply6.c tests/unit/reply_fixture.c \
+	tests/unit/reply_fixture.h server/reply6.c server/reply.c
 tests_unit_test_reply6_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
 tests_unit_test_reply6_LDADD = filter/libflt.la netif/libnif.la $(CMOCKA_LIBS)
 tests_unit_test_reass_SOURCES = tests/unit/test_reass.c server/reass.c

@@ -18,26 +18,7 @@
 #include "netif/wire/wire.h"
 #include "server/internal.h"
 
-static uint8_t sent[2048];
-static size_t sent_len;
-static unsigned nsent;
-static uint64_t now_ms = 1000000;
-
-void srv__log(int level, const char *fmt, ...) { (void)level; (void)fmt; }
-uint64_t srv__now_ms(void) { return now_ms; }
-int srv__dp_neighbour(struct srv *s, uint32_t ip, uint8_t mac[WIRE_ETH_ALEN])
-{
-	(void)s; (void)ip; (void)mac;
-	return -1;
-}
-void srv__send_frame(struct srv *s, const uint8_t *frame, size_t len)
-{
-	(void)s;
-	assert_true(len <= sizeof(sent));
-	memcpy(sent, frame, len);
-	sent_len = len;
-	nsent++;
-}
+#include "reply_fixture.h"
 
 static const uint8_t node_mac[6] = { 0x02, 0x75, 0x6c, 0, 0, 1 };
 static const uint8_t peer_mac[6] = { 0x02, 0x75, 0x6c, 0, 0, 2 };
