@@ -93,7 +93,9 @@ struct flt_pkt {
 	/* IPv6 (RFC 8200): the fixed header, and the upper layer found after the extension
 	 * headers (wire_ipv6_upper). proto is that upper layer's Next Header value, which
 	 * may be one the filter does not know (it then has no ports and goes to the
-	 * server). Fragments are not parsed past the Fragment header. */
+	 * server). A first fragment's upper-layer header is parsed for its ports, as an
+	 * IPv4 first fragment's is; later fragments are not parsed past the Fragment
+	 * header. */
 	struct {
 		uint8_t src[16], dst[16];
 		uint8_t proto;
@@ -102,6 +104,9 @@ struct flt_pkt {
 		uint8_t nexthdrs;            /* extension headers walked */
 		bool fragment;               /* a Fragment header was among them */
 		uint16_t frag_off;           /* its offset in octets */
+		bool mf;                     /* its M flag: more fragments follow */
+		uint32_t frag_id;            /* its Identification */
+		uint16_t frag_data_off;      /* the fragment's data, from the IPv6 header */
 	} ip6;
 
 	/* Ports: true for TCP and UDP unfragmented datagrams and first fragments. */

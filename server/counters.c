@@ -53,6 +53,7 @@ static const char *const counter_names[SRV_COUNTER_MAX] = {
 	[SRV_DROP_REASS_NO_OWNER] = "drop_reass_no_owner",
 	[SRV_DROP_REASS_BAD] = "drop_reass_bad",
 	[SRV_DROP_REASS_UNSTEERED] = "drop_reass_unsteered",
+	[SRV_DROP_REASS_IPV6_DIRECT] = "drop_reass_ipv6_direct",
 	[SRV_ICMP_TIME_EXCEEDED_SENT] = "icmp_time_exceeded_sent",
 	[SRV_DROP_RST_RATE] = "drop_rst_rate",
 	[SRV_CONNTABS_GIVEN] = "conntabs_given",
