@@ -59,7 +59,7 @@ def test_rfc8200_fragment_not_a_multiple_of_8_gets_parameter_problem(node6, link
 
 
 @requirement(fix='ulsd: server/reass.c',
-             mutate="sed -i 's/if (unfrag + x->end > SRV_REASS6_MAX_PAYLOAD) {/if (unfrag && 0) {/' server/reass.c")
+             mutate="sed -i 's/if (unfrag + x->end > SRV_REASS6_MAX_PAYLOAD) {/if (unfrag \\&\\& 0) {/' server/reass.c")
 def test_rfc8200_fragment_past_65535_octets_gets_parameter_problem(node6, link):
     """RFC 8200 §4.5: "If the length and offset of a fragment are such that the Payload
     Length of the packet reassembled from that fragment would exceed 65,535 octets, then
