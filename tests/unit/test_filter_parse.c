@@ -173,7 +173,8 @@ static void build6(struct frame *f, uint8_t first, const uint8_t *ext, size_t ex
 	memcpy(f->b + 6, peer_mac, 6);
 	put16(f->b + 12, WIRE_ETHERTYPE_IPV6);
 	wire_ipv6_write(f->b + 14, first, peer6, node6, (uint16_t)(ext_len + l4_len), 64);
-	memcpy(f->b + 54, ext, ext_len);
+	if (ext_len)  /* memcpy from NULL is undefined even for 0 octets (UBSan) */
+		memcpy(f->b + 54, ext, ext_len);
 	memcpy(f->b + 54 + ext_len, l4, l4_len);
 	f->len = 54 + ext_len + l4_len;
 }
