@@ -225,6 +225,25 @@ static bool spin(struct nif_dev *dev, unsigned us)
 	if (!us || !dev->ops->ready)
 		return false;
 	uint64_t end = now_ns() + (uint64_t)us * 1000u;
+	if (dev->ops->spin_poll) {
+		/* The device enters the kernel only to submit reads it re-armed
+		 * (netif/qring.c): no wait of timeout 0 between looks, which cost a system
+		 * call (1.5 us here) every 64 looks. The yield stays: with both ends
+		 * spinning on 2 vCPUs, a spin that never yielded saw no frame in 50 us
+		 * (the peer's frame waited for a CPU: 114-120 us round trips, against 20
+		 * with the yield). */
+		do {
+			for (int i = 0; i < 64; i++) {
+				if (dev->ops->spin_poll(dev))
+					return true;
+#if defined(__x86_64__) || defined(__i386__)
+				__builtin_ia32_pause();
+#endif
+			}
+			sched_yield();
+		} while (now_ns() < end);
+		return false;
+	}
 	do {
 		for (int i = 0; i < 64; i++) {
 			if (dev->ops->ready(dev))
