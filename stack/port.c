@@ -14,7 +14,7 @@
 
 /* Does this thread hold the core lock (stk__now_held)? Thread-local, so that a thread
  * without the lock never looks at the cache, which the lock guards. */
-static __thread bool lock_held;
+static __thread __attribute__((tls_model("initial-exec"))) bool lock_held;
 
 void stk__now_held(bool held)
 {
