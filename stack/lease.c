@@ -379,7 +379,10 @@ int stk__lease_call(struct ctl_msg *m)
  * They are rare (fork and exec of a server), never per connection. */
 int stk__lease_call_locked(struct ctl_msg *m)
 {
-	return call(m);
+	int rc = call(m);
+
+	stk__now_forget();  /* a round trip to ulsd: the hold's clock reading is old */
+	return rc;
 }
 
 static void retry(void *arg);
