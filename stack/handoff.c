@@ -181,6 +181,11 @@ static int put_tx(int fd, struct tcp_pcb *pcb, uint32_t *len)
 static int pack(struct stk_sock *s, uint64_t nonce)
 {
 	struct tcp_pcb *pcb = s->tcp;
+
+	/* The hand-off state names IPv4 ends (hoffstate.h): an IPv6 connection stays with
+	 * its process (docs/ipv6.md), whose exec or fork child gets none of it. */
+	if (IP_IS_V6(&pcb->remote_ip))
+		return -EAFNOSUPPORT;
 	struct stk_hoff_state h = {
 		.magic = STK_HOFF_MAGIC, .version = STK_HOFF_VERSION, .nonce = nonce,
 		.local_ip = ip_2_ip4(&pcb->local_ip)->addr, .remote_ip = ip_2_ip4(&pcb->remote_ip)->addr,
