@@ -49,6 +49,9 @@ enum srv_counter {
 	SRV_DROP_IPV6_FRAGMENT, SRV_DROP_IPV6_NEXT_HEADER, SRV_DROP_ICMPV6_HEADER,
 	SRV_DROP_ICMPV6_CHECKSUM, SRV_DROP_ND_INVALID, SRV_DROP_ND_NOT_FOR_NODE,
 	SRV_DROP_IPV6_OPTION,
+	/* processes' IPv6 on the relay path (demux.c): neighbour advertisements copied to
+	 * every relay process, frames delivered by the filter */
+	SRV_ND_SHARED, SRV_IPV6_FRAMES_DEMUXED,
 	SRV_COUNTER_MAX
 };
 

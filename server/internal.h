@@ -37,7 +37,7 @@
 /* A connection handed off by one process and not yet claimed by another (handoff.c). */
 struct srv_handoff {
 	uint16_t lport, rport;
-	uint32_t rip;
+	struct flt_addr rip;    /* either family (filter.h) */
 	uint64_t nonce;
 	uint64_t expires_ms;
 };
@@ -70,6 +70,9 @@ struct srv {
 	 * derived from the MAC (RFC 4291 §2.5.6). has_ip6 false: IPv6 frames are dropped as
 	 * before (flt_parse's drop_ethertype). */
 	bool has_ip6;
+	/* The direct path's kernel programs steer and check IPv6 (server/bpf.c sets it once
+	 * they do). Until then a node with IPv6 gives every process the relay (ctl.c). */
+	bool dp_ip6;
 	uint8_t ip6[16], ip6_ll[16];
 	unsigned ip6_plen;
 	uint8_t mac[WIRE_ETH_ALEN];
