@@ -230,11 +230,11 @@ static int check_ipv6(const struct flt_table *t, const struct flt_pkt *p, flt_ow
 	if (memcmp(p->ip6.src, t->ip6[0], 16) != 0 && memcmp(p->ip6.src, t->ip6[1], 16) != 0)
 		return -FLT_DENY_SRC_IP;
 	/* Deviation (as IPv4): a fragment after the first carries no ports; only its source
-	 * is checked. A first fragment is not parsed past its Fragment header (parse.c), so
-	 * it cannot be tied to an endpoint and is refused: a process's datagrams that need
-	 * fragmenting do not leave (docs/ipv6.md). */
-	if (p->ip6.fragment)
-		return p->ip6.frag_off ? 0 : -FLT_DENY_PORT;
+	 * is checked. A first fragment's ports are parsed (parse.c) and checked below, as
+	 * an IPv4 first fragment's are, so a datagram can only be sent as its own
+	 * endpoint. */
+	if (p->ip6.fragment && p->ip6.frag_off)
+		return 0;
 	l = flt_addr_v6(p->ip6.src);
 	r = flt_addr_v6(p->ip6.dst);
 	switch (p->ip6.proto) {

@@ -220,12 +220,58 @@ static void ipv6_from_processes_checked_like_ipv4(void **state)
 			 -FLT_DENY_ICMP);
 }
 
+/* A process's IPv6 UDP fragment from node6:sport, at offset off (a UDP header when 0). */
+static int frag_tx6(struct flt_table *t, uint16_t sport, uint16_t off, flt_owner_t owner)
+{
+	struct frame f;
+	struct flt_pkt p;
+	uint8_t *fh = f.b + 54, *u = fh + 8;
+
+	memset(f.b, 0, sizeof(f.b));
+	memcpy(f.b, peer_mac, 6);
+	memcpy(f.b + 6, node_mac, 6);
+	put16(f.b + 12, WIRE_ETHERTYPE_IPV6);
+	f.b[14] = 0x60;
+	put16(f.b + 18, 8 + 16);
+	f.b[20] = WIRE_IPPROTO_FRAGMENT;
+	f.b[21] = 64;
+	memcpy(f.b + 22, node6, 16);
+	memcpy(f.b + 38, peer6, 16);
+	fh[0] = UDP;
+	put16(fh + 2, (uint16_t)(off | 1));     /* M: more follow */
+	fh[7] = 9;
+	if (off == 0) {
+		put16(u, sport);
+		put16(u + 2, 9999);
+		put16(u + 4, 3000);                 /* the whole datagram's UDP Length */
+	}
+	f.len = 54 + 8 + 16;
+	assert_int_equal(flt_parse(f.b, f.len, &p), 0);
+	return flt_check_tx(t, &p, owner, NODE_IP, node_mac);
+}
+
+/* A process's fragmented IPv6 datagram: the first fragment's ports are its endpoint's (as
+ * for IPv4), a later fragment is checked by its source alone (the Deviation in demux.c). */
+static void ipv6_first_fragment_checked_by_its_ports(void **state)
+{
+	struct flt_table *t = *state;
+	uint8_t ll[16] = { 0xfe, 0x80, [15] = 1 };
+
+	flt_table_set_node_ip6(t, node6, ll);
+	assert_int_equal(flt_add_listen_fam(t, UDP, 53, FLT_FAM_V6, 7, false), 0);
+	assert_int_equal(frag_tx6(t, 53, 0, 7), 0);
+	assert_int_equal(frag_tx6(t, 53, 0, 8), -FLT_DENY_PORT);
+	assert_int_equal(frag_tx6(t, 55, 0, 7), -FLT_DENY_PORT);
+	assert_int_equal(frag_tx6(t, 0, 1456, 7), 0);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		T(ipv6_from_processes_checked_like_ipv4),
+		T(ipv6_first_fragment_checked_by_its_ports),
 		T(ipv6_rules_lookup_returns_their_owners),
 		T(families_share_ports_as_linux_does),
 		T(ipv4_remote_is_its_v4_mapped_address),
