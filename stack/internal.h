@@ -150,7 +150,7 @@ void stk__ethif_input(void *arg, const uint8_t *frame, size_t len, uint32_t off)
 void stk__tso_setup(struct netif *netif, const struct nif_dev *dev);
 bool stk__tso_enabled(void);
 uint32_t stk__tso_tx_offload(uint8_t *frame, size_t hlen, size_t len);
-void stk__tso_ip_input(struct pbuf *p, struct netif *netif, uint32_t off);
+void stk__tso_ip_input(struct pbuf *p, struct netif *netif, uint32_t off, bool v6);
 
 /* Counters of our own code, by name (counters.c). */
 enum stk_counter {
