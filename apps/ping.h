@@ -35,6 +35,6 @@ int bench__ping_drive(const char *const *modes, size_t nmodes, const unsigned lo
 		      size_t nsizes, const char *json, bool breakdown, int family);
 /* Whether processes on ulsd's nodes carry IPv6: they need HELLO to give the node's IPv6
  * address (control protocol v3, docs/ipv6.md). Switched on once that is merged. */
-#define PING_ULSTACK_IPV6 0
+#define PING_ULSTACK_IPV6 1
 
 #endif

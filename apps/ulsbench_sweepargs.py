@@ -47,7 +47,7 @@ FAMILIES = (4, 6)
 # --family 6: the kernel mode runs over IPv6 at once (testbed up --ipv6). The ulstack modes
 # need processes on ulsd's nodes to carry IPv6, which needs HELLO to give the node's IPv6
 # address (control protocol v3, docs/ipv6.md): until that is merged they are refused.
-ULSTACK_IPV6 = False
+ULSTACK_IPV6 = True
 
 KERNEL_PORT = 5201          # kernel mode: one receiver process in the K1 namespace
 # Clients start together: a margin for the processes to start and connect, first.

@@ -214,6 +214,9 @@ int srv__dp_init(struct srv *s)
 	d->qfd[0] = nif_tap_fd(s->tap);
 	d->nq = 1;
 	s->dp = d;
+	/* The programs steer and check IPv6 (dp_conn6, dp_listen6, the transmit check's
+	 * IPv6 rules): processes that carry IPv6 may take the direct path (ctl.c). */
+	s->dp_ip6 = s->has_ip6;
 	flt_table_set_observer(s->flt, on_change, s);
 	flt_table_set_observer6(s->flt, on_change6, s);
 	flt_foreach(s->flt, mirror_rule, s);
