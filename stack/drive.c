@@ -443,8 +443,8 @@ int uls_poll_drive(struct pollfd *fds, unsigned nfds, int timeout_ms, const sigs
 	return uls_poll_drive_gen(fds, nfds, timeout_ms, mask, NULL);
 }
 
-/* A socket held by a user-level epoll set (issue 14) was signalled (core lock held): the
- * set's owner must look again. Its mirror may not say so (the token is lazy), so a
+/* A registration of a user-level epoll set (issue 14) went onto its ready list (core lock
+ * held): the set's owner must look again. Its mirror may not say so (the token is lazy), so a
  * thread that drives for such a set and waits on the device (driver_sock NULL) is woken
  * there, once per wait; during that thread's own round dev_waiter is NONE, and it looks
  * at the set after the round anyway. */
