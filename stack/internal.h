@@ -50,7 +50,7 @@ struct stk_node {
 	bool rtc;                   /* run to completion (ULS_RTC, on by default) */
 	unsigned spin_us;           /* ULS_SPIN_US */
 	struct stk_sleeper *sleepers;  /* application threads blocked in a call, FIFO */
-	uint64_t drive_last_ms;     /* when a driver last took frames */
+	uint64_t drive_last_ms;     /* when a driver last took frames, or a call entered */
 	/* The stack thread parked while application threads drive, and its planned wake-up. */
 	bool parked;
 	uint64_t park_deadline;
