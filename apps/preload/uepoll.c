@@ -137,8 +137,10 @@ static void uep_free(struct uep *u)
 	if (u->wakefd >= 0)
 		shim__real.close(u->wakefd);
 	shim__enter(&old);
-	uls_rl_free(u->rl);
+	uls_rl_free(u->rl);  /* and the registrations still on it (a number reused raw) */
 	shim__leave(&old);
+	for (unsigned i = 0; i < u->n; i++)
+		free(u->v[i]);
 	pthread_mutex_destroy(&u->lock);
 	free(u->v);
 	free(u);
