@@ -13,7 +13,9 @@
  * or one application thread, the driver. Other blocked application threads sleep on their
  * socket's condition variable as before; the driver's rounds signal them. A thread that
  * leaves the device with threads still blocked hands it to the first of them (hand_over).
- * While application threads drive, the stack thread parks on park_cond: it wakes for
+ * While application threads drive, or enter calls (stk__drive_entry: a busy program that
+ * always finds a socket ready never waits on the device), the stack thread parks on
+ * park_cond: it wakes for
  * lwIP's timers and at least every GRACE_MS, takes frames that arrived while no application
  * thread was inside, and waits on the device again only after GRACE_MS without a driver
  * (a blocked thread that finds it there asks it to leave: want_drive). Frames that arrive
@@ -468,8 +470,8 @@ int uls_poll_drive(struct pollfd *fds, unsigned nfds, int timeout_ms, const sigs
 	return uls_poll_drive_gen(fds, nfds, timeout_ms, mask, NULL);
 }
 
-/* A socket held by a user-level epoll set (issue 14) was signalled (core lock held): the
- * set's owner must look again. Its mirror may not say so (the token is lazy), so a
+/* A registration of a user-level epoll set (issue 14) went onto its ready list (core lock
+ * held): the set's owner must look again. Its mirror may not say so (the token is lazy), so a
  * thread that drives for such a set and waits on the device (driver_sock NULL) is woken
  * there, once per wait; during that thread's own round dev_waiter is NONE, and it looks
  * at the set after the round anyway. */
@@ -584,8 +586,16 @@ void stk__drive_entry(void)
 	struct stk_node *n = &stk__node;
 	struct nif_dev *dev = n->dev;
 
-	if (n->rtc && n->up && n->dev_waiter == STK_W_NONE && dev->ops->ready &&
-	    dev->ops->ready(dev)) {
+	if (!n->rtc || !n->up)
+		return;
+	/* An application thread is inside: the stack thread keeps off the device for
+	 * GRACE_MS more (apps_drive), so that this call and the next take the frames (run to
+	 * completion). A busy program, such as redis-server with 50 clients, always finds a
+	 * socket ready and never waits on the device itself: the stack thread sat there and
+	 * took every frame, two system calls per request on a thread of its own and the core
+	 * lock fought for on every send (a futex call per request). */
+	n->drive_last_ms = stk__now_ms();
+	if (n->dev_waiter == STK_W_NONE && dev->ops->ready && dev->ops->ready(dev)) {
 		take_frames(n);
 		stk__count(STK_CNT_RTC_ENTRY_RX);
 	}
