@@ -72,21 +72,34 @@ static u16_t optlen(const struct tcp_pcb *pcb)
 
 /* A connection whose peer announced an MSS so small that a wire segment would carry less
  * than NIF_OFF_GSO_MIN octets (the smallest gso_size ulsd and the TAP take) sends plain
- * segments: its unit is then the MSS itself, which turns super-segments off for it. */
+ * segments, as every connection does without offload. So does one without timestamps:
+ * it always has here (the test was "the unit is the MSS", true for both), and the
+ * conformance flights without timestamps count on wire-sized sends; left as it was. */
+static bool gso_fits(const struct tcp_pcb *pcb)
+{
+	return tso_on && optlen(pcb) > 0 && pcb->mss > optlen(pcb) &&
+	       (unsigned)(pcb->mss - optlen(pcb)) >= NIF_OFF_GSO_MIN;
+}
+
+/* One wire segment's data: the MSS less the options every segment carries (RFC 9293
+ * §3.7.1, Eff.snd.MSS counts the TCP header with its options; RFC 6691), with offload
+ * or without. Loss recovery counts its retransmissions in these units (patch 0103); the
+ * MSS itself was one timestamp option too many, and a retransmission spanning two
+ * queued segments went out as a 1,512-byte datagram, cut into two IP fragments. */
 u16_t stk__tso_unit(const struct tcp_pcb *pcb)
 {
-	if (!tso_on || pcb->mss <= optlen(pcb) ||
-	    (unsigned)(pcb->mss - optlen(pcb)) < NIF_OFF_GSO_MIN)
+	if (pcb->mss <= optlen(pcb))
 		return pcb->mss;
 	return (u16_t)(pcb->mss - optlen(pcb));
 }
 
-/* A whole number of wire segments' payload, plus the options, within the pbuf's 16 bits. */
+/* A whole number of wire segments' payload, plus the options, within the pbuf's 16 bits;
+ * the MSS (one wire segment with its options) when there is no segmentation offload. */
 u16_t stk__tso_size(const struct tcp_pcb *pcb)
 {
 	u16_t unit = stk__tso_unit(pcb), opt = optlen(pcb);
 
-	if (!tso_on || unit == pcb->mss)
+	if (!gso_fits(pcb))
 		return pcb->mss;
 	unsigned room = IP_IS_V6_VAL(pcb->remote_ip) ? TSO_HEADROOM6 : TSO_HEADROOM;
 	unsigned k = (0xffffu - room - opt) / unit;

@@ -41,9 +41,13 @@ static void test_without_offload_a_segment_is_one_mss(void **state)
 	(void)state;
 	offload(false);
 	struct tcp_pcb p = pcb_with(1460, true);
+	struct tcp_pcb nots = pcb_with(1460, false);
 	assert_false(stk__tso_enabled());
 	assert_int_equal(stk__tso_size(&p), 1460);
-	assert_int_equal(stk__tso_unit(&p), 1460);
+	/* RFC 9293 §3.7.1: a wire segment's data is the MSS less its options (loss recovery
+	 * resends in these units: with 1,460 a retransmission was 12 octets too large) */
+	assert_int_equal(stk__tso_unit(&p), 1448);
+	assert_int_equal(stk__tso_unit(&nots), 1460);
 }
 
 static void test_super_segment_is_a_whole_number_of_wire_payloads_within_64k(void **state)
@@ -66,8 +70,12 @@ static void test_peer_mss_too_small_for_segmentation_gives_plain_segments(void *
 	offload(true);
 	struct tcp_pcb small = pcb_with(NIF_OFF_GSO_MIN + 11, true);   /* 495 of data */
 	struct tcp_pcb enough = pcb_with(NIF_OFF_GSO_MIN + 12, true);  /* 496 of data */
-	assert_int_equal(stk__tso_unit(&small), small.mss);
+	struct tcp_pcb nots = pcb_with(1460, false);
+	assert_int_equal(stk__tso_unit(&small), small.mss - 12);
 	assert_int_equal(stk__tso_size(&small), small.mss);
+	/* without timestamps, plain segments too (as before the unit lost its options) */
+	assert_int_equal(stk__tso_unit(&nots), 1460);
+	assert_int_equal(stk__tso_size(&nots), 1460);
 	assert_int_equal(stk__tso_unit(&enough), NIF_OFF_GSO_MIN);
 	assert_true(stk__tso_size(&enough) > enough.mss);
 }
