@@ -29,12 +29,8 @@ int bench__ping_client(const struct netops *ops, const union bench_addr *to,
 
 /* The driver: every mode of modes[0..nmodes) ("perproc", "relay", "kernel") for every size,
  * on a testbed it builds and takes down; returns the exit status. family 6: the testbed
- * comes up with --ipv6 and the kernel mode runs over IPv6 (the caller refuses the ulstack
- * modes until ulsd's nodes carry IPv6: PING_ULSTACK_IPV6). */
+ * comes up with --ipv6 and every mode runs over IPv6. */
 int bench__ping_drive(const char *const *modes, size_t nmodes, const unsigned long long *sizes,
 		      size_t nsizes, const char *json, bool breakdown, int family);
-/* Whether processes on ulsd's nodes carry IPv6: they need HELLO to give the node's IPv6
- * address (control protocol v3, docs/ipv6.md). Switched on once that is merged. */
-#define PING_ULSTACK_IPV6 1
 
 #endif

@@ -44,10 +44,8 @@ OFFLOADS = ("on", "off")
 LOSS_SLACK = 120.0
 MSG_SIZE = 65536            # seed 004's 64 KB messages; the workers' fixed message size
 FAMILIES = (4, 6)
-# --family 6: the kernel mode runs over IPv6 at once (testbed up --ipv6). The ulstack modes
-# need processes on ulsd's nodes to carry IPv6, which needs HELLO to give the node's IPv6
-# address (control protocol v3, docs/ipv6.md): until that is merged they are refused.
-ULSTACK_IPV6 = True
+# --family 6: every mode but raw runs over IPv6 (testbed up --ipv6; processes on ulsd's
+# nodes carry IPv6 since control protocol 3, docs/ipv6.md).
 
 KERNEL_PORT = 5201          # kernel mode: one receiver process in the K1 namespace
 # Clients start together: a margin for the processes to start and connect, first.
@@ -209,8 +207,7 @@ def parse_offloads(text):
 
 
 def parse_family(text, modes):
-    """--family: 4 or 6; with 6, only modes that carry IPv6 (the kernel's; the ulstack
-    ones once ULSTACK_IPV6). raw sends IPv4 frames of its own."""
+    """--family: 4 or 6; with 6, every mode but raw, which sends IPv4 frames of its own."""
     if (text or "").strip() not in ("4", "6"):
         raise UsageError("--family: '%s' is not 4 or 6" % text)
     fam = int(text.strip())
@@ -218,11 +215,6 @@ def parse_family(text, modes):
         if "raw" in modes:
             raise UsageError("--family 6: raw mode writes IPv4 frames of its own; leave raw "
                              "out of --mode")
-        no6 = [m for m in modes if m in ULSD_MODES] if not ULSTACK_IPV6 else []
-        if no6:
-            raise UsageError("--family 6: %s run on ulsd's nodes, whose processes carry no "
-                             "IPv6 yet (HELLO gives no IPv6 address before control protocol "
-                             "v3, docs/ipv6.md); use --mode kernel" % ",".join(no6))
     return fam
 
 

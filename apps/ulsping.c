@@ -9,10 +9,9 @@
  *           [--breakdown]
  *
  * --family 6: the server listens on [::] (dual-stack); the driver brings its testbed up
- * with IPv6 and measures the kernel mode over it. perproc and relay refuse it until ulsd's
- * nodes carry IPv6 (PING_ULSTACK_IPV6: HELLO must give the node's IPv6 address, control
- * protocol v3); a ulstack worker with an IPv6 --to on a node without an IPv6 address
- * refuses too (bench__family_check).
+ * with IPv6 and measures every mode over it (ulsd's nodes carry IPv6 since control
+ * protocol 3); a ulstack worker with an IPv6 --to on a node without an IPv6 address
+ * refuses it (bench__family_check).
  *
  * NODE OPTIONS as in ulsbench: --ctl PATH [--datapath direct|relay] joins ulsd's node (on
  * the direct data path unless relay is asked for), --tap/--ip makes the process a
@@ -133,13 +132,6 @@ static int driver_main(int argc, char **argv)
 	bool has_relay = false;
 	for (int m = 0; m < nmodes; m++)
 		has_relay |= strcmp(modes[m], "relay") == 0;
-	for (int m = 0; family == 6 && !PING_ULSTACK_IPV6 && m < nmodes; m++)
-		if (strcmp(modes[m], "kernel") != 0) {
-			fprintf(stderr, "ulsping: --family 6: %s runs on ulsd's nodes, whose processes "
-				"carry no IPv6 yet (HELLO gives no IPv6 address before control protocol "
-				"v3, docs/ipv6.md); use --mode kernel\n", modes[m]);
-			return 2;
-		}
 	if (breakdown && !has_relay) {
 		fprintf(stderr, "ulsping: --breakdown is for the relay mode (the stamps travel in "
 			"the relay's rings; the kernel's layers carry none)\n");
