@@ -120,6 +120,15 @@ struct {
 	__type(value, __u32);   /* owner (lease id) */
 } dp_frag SEC(".maps");
 
+/* The same for IPv6 datagrams whose Fragment header follows the fixed header (ulsd steers
+ * no other). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FLT_DP_FRAG_MAX);
+	__type(key, struct flt_dp_frag6_key);
+	__type(value, __u32);   /* owner (lease id) */
+} dp_frag6 SEC(".maps");
+
 /* The same for IPv6 (RFC 8200): rules with a remote that is not v4-mapped, and the groups
  * of FLT_FAM_V6. */
 struct {
@@ -367,6 +376,18 @@ static __u32 steer6(struct __sk_buff *skb, const struct flt_dp_cfg *c, const __u
 	    ip[WIRE_IPV6_OFF_VTCFL] >> 4 != WIRE_IPV6_VERSION || !node_ip6(c, ip + WIRE_IPV6_OFF_DST))
 		return 0;
 	__u8 nh = ip[WIRE_IPV6_OFF_NEXT];
+	if (nh == WIRE_IPPROTO_FRAGMENT) {
+		/* RFC 8200 §4.5: as for IPv4, fragments go to ulsd, which sends a whole
+		 * datagram's back here for the owner it found (server/reass.c). */
+		__u8 fh[WIRE_IPV6_FRAG_HLEN];
+		struct flt_dp_frag6_key fk;
+		if (bpf_skb_load_bytes(skb, l4, fh, sizeof(fh)) < 0)
+			return 0;
+		__builtin_memcpy(fk.src, ip + WIRE_IPV6_OFF_SRC, 16);
+		__builtin_memcpy(&fk.id, fh + 4, 4);
+		__u32 *fo = bpf_map_lookup_elem(&dp_frag6, &fk);
+		return fo ? lease_queue(*fo) : 0;
+	}
 	if (nh == WIRE_IPPROTO_TCP || nh == WIRE_IPPROTO_UDP) {
 		__u8 l4h[WIRE_TCP_OFF_FLAGS + 1];
 		struct tup6 t = { .proto = nh };

@@ -111,6 +111,12 @@ struct flt_dp_frag_key {
 	__u8 pad;
 };
 
+/* RFC 8200 §4.5's: source and Identification (the destination is the node). */
+struct flt_dp_frag6_key {
+	__u8 src[16];
+	__u32 id;             /* as on the wire */
+};
+
 struct flt_dp_neigh {
 	__u8 mac[6];
 	__u8 pad[2];

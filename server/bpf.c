@@ -17,6 +17,7 @@
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <linux/if_tun.h>
@@ -538,6 +539,22 @@ int srv__dp_neighbour(struct srv *s, uint32_t ip, uint8_t mac[6])
 		return -ENOENT;
 	memcpy(mac, nb.mac, 6);
 	return 0;
+}
+
+int srv__dp_frag6_steer(struct srv *s, const uint8_t src[16], uint32_t id, uint32_t owner)
+{
+	struct flt_dp_frag6_key k;
+	int fd;
+
+	if (!s->dp)
+		return -EOPNOTSUPP;
+	memset(&k, 0, sizeof(k));
+	memcpy(k.src, src, 16);
+	k.id = htonl(id);
+	fd = bpf_map__fd(s->dp->skel->maps.dp_frag6);
+	if (!owner)
+		return bpf_map_delete_elem(fd, &k) < 0 ? -errno : 0;
+	return bpf_map_update_elem(fd, &k, &owner, BPF_ANY) < 0 ? -errno : 0;
 }
 
 int srv__dp_frag_steer(struct srv *s, uint32_t src, uint16_t id, uint8_t proto, uint32_t owner)

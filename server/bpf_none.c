@@ -33,6 +33,12 @@ int srv__dp_frag_steer(struct srv *s, uint32_t src, uint16_t id, uint8_t proto, 
 	return -EOPNOTSUPP;
 }
 
+int srv__dp_frag6_steer(struct srv *s, const uint8_t src[16], uint32_t id, uint32_t owner)
+{
+	(void)s; (void)src; (void)id; (void)owner;
+	return -EOPNOTSUPP;
+}
+
 int srv__dp_neighbour(struct srv *s, uint32_t ip, uint8_t mac[6])
 {
 	(void)s; (void)ip; (void)mac;

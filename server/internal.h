@@ -212,6 +212,8 @@ int srv__dp_neighbour(struct srv *s, uint32_t ip, uint8_t mac[WIRE_ETH_ALEN]);
 /* Steer the fragments of datagram (src, id, proto) to the queue of lease owner; owner 0
  * removes the entry. */
 int srv__dp_frag_steer(struct srv *s, uint32_t src, uint16_t id, uint8_t proto, uint32_t owner);
+/* The same for an IPv6 datagram (src, Identification id in host order). */
+int srv__dp_frag6_steer(struct srv *s, const uint8_t src[16], uint32_t id, uint32_t owner);
 
 /* ctl.c: the control thread (runs in main) */
 int srv__ctl_run(struct srv *s, int listen_fd);

@@ -25,8 +25,10 @@
  * ICMPv6 answers (server/reply6.c): a fragment other than the last whose length is not a
  * multiple of 8, and one that would make the reassembled payload longer than 65,535
  * octets, get Parameter Problem code 0; an atomic fragment (offset 0, M clear) is whole at
- * once. Deviation: the steering map keys IPv4 datagrams only, so an IPv6 datagram whose
- * owner is on the direct path is dropped (drop_reass_ipv6_direct).
+ * once. On the direct path the steering program finds an IPv6 datagram's owner in
+ * dp_frag6 when its Fragment header follows the fixed header. Deviation: one with
+ * extension headers before its Fragment header, whose owner is on the direct path, is
+ * dropped (drop_reass_ipv6_direct): the steering program walks no extension header.
  *
  * Bounds (RFC 4963 §3: a reassembly buffer is a resource a remote host can exhaust):
  * at most SRV_REASS_MAX datagrams in progress, SRV_REASS_BYTES octets held (each fragment
@@ -90,9 +92,7 @@ struct dgram {
 };
 
 struct steered {
-	uint32_t src;
-	uint16_t id;
-	uint8_t proto;
+	struct reass_key k;
 	uint64_t until_ms;
 };
 
@@ -163,16 +163,6 @@ static void release(struct srv *s, struct dgram *d, bool dropped)
 	gauges(s);
 }
 
-static void unsteer_oldest(struct srv *s)
-{
-	struct srv_reass *r = s->reass;
-	struct steered *e = &r->st[r->st_head];
-
-	srv__dp_frag_steer(s, e->src, e->id, e->proto, 0);
-	r->st_head = (r->st_head + 1) % SRV_REASS_STEERED;
-	r->st_n--;
-}
-
 static uint32_t key_ip4(const struct reass_key *k)
 {
 	uint32_t ip;
@@ -181,13 +171,35 @@ static uint32_t key_ip4(const struct reass_key *k)
 	return ip;
 }
 
-static bool recently_steered(const struct srv_reass *r, const struct reass_key *k)
+/* The steering program sends the fragments of key k to lease owner (0: nowhere). */
+static int steer(struct srv *s, const struct reass_key *k, uint32_t owner)
 {
 	if (k->v6)
-		return false;  /* IPv6 datagrams are never steered (above) */
+		return srv__dp_frag6_steer(s, k->src.b, k->id, owner);
+	return srv__dp_frag_steer(s, key_ip4(k), (uint16_t)k->id, k->proto, owner);
+}
+
+static void unsteer_oldest(struct srv *s)
+{
+	struct srv_reass *r = s->reass;
+	struct steered *e = &r->st[r->st_head];
+
+	steer(s, &e->k, 0);
+	r->st_head = (r->st_head + 1) % SRV_REASS_STEERED;
+	r->st_n--;
+}
+
+static bool key_equal(const struct reass_key *a, const struct reass_key *b)
+{
+	return a->v6 == b->v6 && a->id == b->id && a->proto == b->proto &&
+	       memcmp(a->src.b, b->src.b, sizeof(a->src.b)) == 0;
+}
+
+static bool recently_steered(const struct srv_reass *r, const struct reass_key *k)
+{
 	for (unsigned i = 0; i < r->st_n; i++) {
 		const struct steered *e = &r->st[(r->st_head + i) % SRV_REASS_STEERED];
-		if (e->src == key_ip4(k) && e->id == k->id && e->proto == k->proto)
+		if (key_equal(&e->k, k))
 			return true;
 	}
 	return false;
@@ -215,7 +227,8 @@ static void complete(struct srv *s, struct dgram *d)
 		release(s, d, true);
 		return;
 	}
-	if (!l->has_rings && d->k.v6) {
+	if (!l->has_rings && d->k.v6 &&
+	    d->first.ip6.frag_data_off != WIRE_IPV6_HLEN + WIRE_IPV6_FRAG_HLEN) {
 		s->ctr.v[SRV_DROP_REASS_IPV6_DIRECT]++;
 		release(s, d, true);
 		return;
@@ -225,15 +238,13 @@ static void complete(struct srv *s, struct dgram *d)
 		 * fragments find their owner's queue when the kernel sends them back. */
 		if (r->st_n == SRV_REASS_STEERED)
 			unsteer_oldest(s);
-		if (srv__dp_frag_steer(s, key_ip4(&d->k), (uint16_t)d->k.id, d->k.proto,
-				       l->id) < 0) {
+		if (steer(s, &d->k, l->id) < 0) {
 			s->ctr.v[SRV_DP_MAP_ERRORS]++;
 			release(s, d, true);
 			return;
 		}
 		struct steered *e = &r->st[(r->st_head + r->st_n) % SRV_REASS_STEERED];
-		*e = (struct steered){ key_ip4(&d->k), (uint16_t)d->k.id, d->k.proto,
-				       srv__now_ms() + SRV_REASS_STEER_MS };
+		*e = (struct steered){ d->k, srv__now_ms() + SRV_REASS_STEER_MS };
 		r->st_n++;
 		due(r, e->until_ms);
 	}
@@ -248,12 +259,6 @@ static void complete(struct srv *s, struct dgram *d)
 	}
 	s->ctr.v[SRV_REASS_DATAGRAMS]++;
 	release(s, d, false);
-}
-
-static bool key_equal(const struct reass_key *a, const struct reass_key *b)
-{
-	return a->v6 == b->v6 && a->id == b->id && a->proto == b->proto &&
-	       memcmp(a->src.b, b->src.b, sizeof(a->src.b)) == 0;
 }
 
 static struct dgram *find(struct srv_reass *r, const struct reass_key *k)

@@ -197,6 +197,28 @@ def test_udp_over_ipv6_between_two_nodes(tb):
     assert s["peer"][0] == tb.ip6(2) and s["datagram"] == 1200, s
 
 
+def test_udp_datagram_larger_than_the_link_crosses_in_fragments(tb):
+    """RFC 8200 §4.5: a 20,000-octet UDP datagram (the testbed's MTU is 9,000) between two nodes leaves each process's
+    lwIP in fragments; each ulsd reassembles it (server/reass.c) and hands its fragments to
+    the owner, through dp_frag6 on the direct path, whose lwIP puts it together; the echo
+    comes back the same way and is compared."""
+    port = 7607
+    before = tb.stat(1)["counters"]
+    srv = tb.start(tb.uls(1, [PYTHON, PEER, "server", "--udp", "--port", str(port)]), "frag6-server")
+    tb.wait_line(srv, "listening")
+    wait_endpoint(tb, 1, lambda e: e["proto"] == "udp" and e["local"] == f"[::]:{port}")
+    cli = tb.start(tb.uls(2, [PYTHON, PEER, "client", "--udp", "--to", tb.ip6(1), "--port",
+                              str(port), "--bytes", "20000"]), "frag6-client")
+    c = tb.wait_line(cli, "match", 30)
+    assert c["match"], tb.output(cli)
+    s = tb.wait_line(srv, "datagram", 10)
+    assert s["datagram"] == 20000, s
+    after = tb.stat(1)["counters"]
+    assert after["reass_datagrams"] > before["reass_datagrams"], after
+    assert after["dp_map_errors"] == before["dp_map_errors"], after
+    assert after["drop_reass_ipv6_direct"] == before["drop_reass_ipv6_direct"], after
+
+
 def test_dual_stack_listener_takes_an_ipv4_peer_as_v4_mapped(tb):
     """ipv6(7): a [::] socket without IPV6_V6ONLY holds the port for IPv4 too; an IPv4
     client from the other node is accepted as ::ffff:a.b.c.d. Then an IPv6 one."""

@@ -19,7 +19,8 @@
 /* Stubs for what reass.c needs from the rest of ulsd. */
 static uint64_t now_ms = 1000;
 static unsigned delivered, sent, time_exceeded, steered, unsteered;
-static unsigned time_exceeded6, param_problems6;
+static unsigned time_exceeded6, param_problems6, steered6, unsteered6;
+static bool with_dstopts;   /* fragment6: a Destination Options header before the Fragment header */
 static uint32_t param_pointer6;
 static uint16_t delivered_off[80];
 uint64_t srv__now_ms(void) { return now_ms; }
@@ -56,6 +57,15 @@ void srv__reply_reass_time_exceeded(struct srv *s, const uint8_t *frame, size_t 
 	time_exceeded++;
 }
 
+int srv__dp_frag6_steer(struct srv *s, const uint8_t src[16], uint32_t id, uint32_t owner)
+{
+	(void)s; (void)src; (void)id;
+	if (owner)
+		steered6++;
+	else
+		unsteered6++;
+	return 0;
+}
 void srv__reply6_param_problem(struct srv *s, const uint8_t *frame, size_t len, uint8_t code,
 			       uint32_t pointer)
 {
@@ -129,16 +139,18 @@ static size_t fragment6(uint8_t *f, uint32_t id, uint32_t off, uint16_t len, boo
 {
 	static const uint8_t src[16] = { 0x20, 0x01, 0x0d, 0xb8, [14] = 2 };
 	static const uint8_t dst[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 1 };
-	uint8_t *ip = f + 14, *fh = ip + 40;
+	size_t x = with_dstopts ? 8 : 0;
+	uint8_t *ip = f + 14, *fh = ip + 40 + x;
 
-	memset(f, 0, 14 + 40 + 8 + len);
+	memset(f, 0, 14 + 40 + x + 8 + len);
 	memset(f, 0xff, 6);
 	f[12] = 0x86;
 	f[13] = 0xdd;
 	ip[0] = 0x60;
-	ip[4] = (uint8_t)((8 + len) >> 8);
-	ip[5] = (uint8_t)(8 + len);
-	ip[6] = 44;                          /* Fragment */
+	ip[4] = (uint8_t)((x + 8 + len) >> 8);
+	ip[5] = (uint8_t)(x + 8 + len);
+	ip[6] = x ? 60 : 44;                 /* Destination Options, or Fragment */
+	ip[40] = x ? 44 : ip[40];            /* the options (all padding) name the Fragment header */
 	ip[7] = 64;
 	memcpy(ip + 8, src, 16);
 	memcpy(ip + 24, dst, 16);
@@ -154,7 +166,7 @@ static size_t fragment6(uint8_t *f, uint32_t id, uint32_t off, uint16_t len, boo
 		u[2] = 0; u[3] = PORT;
 		u[4] = 3008 >> 8; u[5] = 3008 & 0xff;
 	}
-	return 14 + 40 + 8 + len;
+	return 14 + 40 + x + 8 + len;
 }
 
 static void input6(uint32_t id, uint32_t off, uint16_t len, bool more)
@@ -176,7 +188,8 @@ static int setup_with(struct srv_lease *owner)
 	srv.leases.by_id[owner->id] = owner;
 	now_ms = 1000;
 	delivered = sent = time_exceeded = steered = unsteered = 0;
-	time_exceeded6 = param_problems6 = param_pointer6 = 0;
+	time_exceeded6 = param_problems6 = param_pointer6 = steered6 = unsteered6 = 0;
+	with_dstopts = false;
 	if (!srv.flt || srv__reass_init(&srv) < 0)
 		return -1;
 	return flt_add_listen_fam(srv.flt, WIRE_IPPROTO_UDP, PORT, FLT_FAM_V4 | FLT_FAM_V6,
@@ -416,16 +429,36 @@ static void ipv6_overlap_drops_whole_datagram(void **state)
 	assert_int_equal(delivered, 0);
 }
 
-/* Deviation (reass.c): the steering map has no IPv6 keys, so a direct-path owner's
- * IPv6 datagram is dropped, counted, and never written back into the TAP. */
-static void ipv6_datagram_of_a_direct_owner_dropped_and_counted(void **state)
+/* The direct path: the key goes into dp_frag6 before the fragments go back into the TAP,
+ * and leaves it after SRV_REASS_STEER_MS; a fragment of it that comes back to ulsd
+ * meanwhile (its owner left) is dropped, not reassembled again. */
+static void ipv6_direct_owner_gets_fragments_through_the_tap_and_steering(void **state)
 {
 	(void)state;
 	input6(13, 0, 1232, true);
 	input6(13, 1232, 64, false);
+	assert_int_equal(steered6, 1);
+	assert_int_equal(steered, 0);
+	assert_int_equal(sent, 2);
+	input6(13, 0, 1232, true);
+	assert_int_equal(srv.ctr.v[SRV_DROP_REASS_UNSTEERED], 1);
+	now_ms += 1000;
+	srv__reass_tick(&srv);
+	assert_int_equal(unsteered6, 1);
+}
+
+/* Deviation (reass.c): the steering program walks no extension header, so a direct-path
+ * owner's datagram with one before its Fragment header is dropped and counted, never
+ * written back into the TAP. */
+static void ipv6_direct_datagram_with_an_extension_header_dropped_and_counted(void **state)
+{
+	(void)state;
+	with_dstopts = true;
+	input6(14, 0, 1232, true);
+	input6(14, 1232, 64, false);
 	assert_int_equal(srv.ctr.v[SRV_DROP_REASS_IPV6_DIRECT], 1);
 	assert_int_equal(sent, 0);
-	assert_int_equal(steered, 0);
+	assert_int_equal(steered6, 0);
 	assert_int_equal(srv.ctr.v[SRV_DROP_FRAGMENT], 2);
 }
 
@@ -472,8 +505,12 @@ int main(void)
 			teardown),
 		cmocka_unit_test_setup_teardown(ipv6_overlap_drops_whole_datagram, setup_relay,
 						teardown),
-		cmocka_unit_test_setup_teardown(ipv6_datagram_of_a_direct_owner_dropped_and_counted,
-						setup_direct, teardown),
+		cmocka_unit_test_setup_teardown(
+			ipv6_direct_owner_gets_fragments_through_the_tap_and_steering, setup_direct,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			ipv6_direct_datagram_with_an_extension_header_dropped_and_counted,
+			setup_direct, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
