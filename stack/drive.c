@@ -172,18 +172,39 @@ static void take_frames(struct stk_node *n)
 	stk__outbatch_end();
 }
 
-/* What follows a wait on the device, whoever waited (core lock held): a lost lease, the
- * frames, lwIP's timers, and what they sent. */
-static void round_after_wait(struct stk_node *n, int wrc)
+/* What a wait on the device returned (core lock held): -ECONNRESET, ulsd closed the
+ * lease (it stopped or crashed). Its rings are gone with it, so established connections
+ * cannot survive: say so once and fail every socket with ENETDOWN
+ * (docs/control-protocol.md). */
+static void after_wait(struct stk_node *n, int wrc)
 {
 	if (wrc == -ECONNRESET && !n->lost) {
-		/* ulsd closed the lease (it stopped or crashed). Its rings are gone with it,
-		 * so established connections cannot survive: say so once and fail every
-		 * socket with ENETDOWN (docs/control-protocol.md). */
 		n->lost = true;
 		stk__log(0, "ulsd closed the lease: the node is gone, sockets fail with ENETDOWN");
 		stk__sockets_lost();
 	}
+}
+
+/* Frames taken by a thread that does not wait on the device next (a call's entry, the
+ * parked stack thread) (core lock held). Taking frames re-arms the device's reads, and
+ * the direct path leaves them for the next wait to submit with its own system call
+ * (netif/qring.c): with nobody waiting, no read was in flight and the frames stayed in
+ * the kernel's queue until the parked stack thread gave up parking. A wait that does not
+ * sleep submits them. */
+static void take_frames_nowait(struct stk_node *n)
+{
+	stk__outbatch_begin();
+	int got = n->dev->ops->rx(n->dev, stk__ethif_input, &n->netif, RX_BUDGET);
+	stk__outbatch_end();
+	if (got > 0)
+		after_wait(n, n->dev->ops->wait(n->dev, 0));
+}
+
+/* What follows a wait on the device, whoever waited (core lock held): a lost lease, the
+ * frames, lwIP's timers, and what they sent. */
+static void round_after_wait(struct stk_node *n, int wrc)
+{
+	after_wait(n, wrc);
 	take_frames(n);
 	sys_check_timeouts();
 	stk__sock_pay_owed();
@@ -559,9 +580,10 @@ void stk__drive_entry(void)
 	struct stk_node *n = &stk__node;
 	struct nif_dev *dev = n->dev;
 
+	n->entered = true;  /* apps_drive(): the stack thread parks */
 	if (n->rtc && n->up && n->dev_waiter == STK_W_NONE && dev->ops->ready &&
 	    dev->ops->ready(dev)) {
-		take_frames(n);
+		take_frames_nowait(n);
 		stk__count(STK_CNT_RTC_ENTRY_RX);
 	}
 }
@@ -594,11 +616,20 @@ void stk__leave(void)
 	}
 }
 
-/* Are application threads driving the stack, or did one just now? Then the stack thread
- * keeps off the device. */
-static bool apps_drive(const struct stk_node *n)
+/* Are application threads driving the stack, or did one just now, or did one enter a call
+ * since the stack thread last looked? Then the stack thread keeps off the device. A
+ * program that never blocks in a call (non-blocking sends until EAGAIN, reads after
+ * select) takes its frames at each call's entry (stk__drive_entry) only while nobody waits
+ * on the device: with the stack thread there, every ACK woke the stack thread, which then
+ * fought the sending thread for the core lock (iperf3 -P 4 under ulsrun: about one futex
+ * call per 128 KiB written on each side; docs/benchmarks.md, "Bulk data (stream14)"). The
+ * parked stack thread still takes frames that nobody took within GRACE_MS. */
+static bool apps_drive(struct stk_node *n)
 {
-	return n->rtc && (n->sleepers || n->dev_waiter == STK_W_APP ||
+	bool entered = n->entered;
+
+	n->entered = false;
+	return n->rtc && (n->sleepers || n->dev_waiter == STK_W_APP || entered ||
 			  stk__now_ms() < n->drive_last_ms + GRACE_MS);
 }
 
@@ -616,7 +647,7 @@ static void park(struct stk_node *n)
 	if (!n->running)
 		return;
 	if (n->dev_waiter == STK_W_NONE) {
-		take_frames(n);
+		take_frames_nowait(n);
 	} else if (n->dev->ops->ready && n->dev->ops->ready(n->dev)) {
 		/* Frames wait for the thread on the device, which takes them and then runs
 		 * the timers itself (round_after_wait). Timers run now would act on a state

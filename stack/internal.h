@@ -51,6 +51,11 @@ struct stk_node {
 	unsigned spin_us;           /* ULS_SPIN_US */
 	struct stk_sleeper *sleepers;  /* application threads blocked in a call, FIFO */
 	uint64_t drive_last_ms;     /* when a driver last took frames */
+	/* An application thread entered a call since the stack thread last looked
+	 * (stk__drive_entry): a program that calls without blocking (non-blocking sends,
+	 * reads after select) takes its frames at entry, so the stack thread keeps off the
+	 * device as it does for drivers (drive.c, apps_drive). */
+	bool entered;
 	/* The stack thread parked while application threads drive, and its planned wake-up. */
 	bool parked;
 	uint64_t park_deadline;
