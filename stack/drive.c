@@ -19,10 +19,13 @@
  * (a blocked thread that finds it there asks it to leave: want_drive). Frames that arrive
  * while no thread is inside a call are also taken at the next call's entry
  * (stk__drive_entry), where the device can say cheaply that some wait (nif_dev_ops.ready).
+ * A call's entry also keeps the stack thread parked for one more round (stk_node.entered):
+ * a program that never blocks (non-blocking sends, reads after select) takes its ACKs and
+ * data at its calls, as a blocking one does in its waits.
  *
- * Deviation: while a program alternates between blocking calls and its own work, frames
- * that arrive during its work (ACKs, data for other sockets) wait until its next call, or
- * at most GRACE_MS for the parked stack thread; the kernel's softirq takes them at once.
+ * Deviation: while a program alternates between calls and its own work, frames that
+ * arrive during its work (ACKs, data for other sockets) wait until its next call, or at
+ * most GRACE_MS for the parked stack thread; the kernel's softirq takes them at once.
  *
  * Programs under ulsrun drive too (uls_socket_drive for blocking calls, uls_poll_drive for
  * poll and epoll_wait): the shim calls with every signal blocked and passes the program's
@@ -622,7 +625,7 @@ void stk__leave(void)
  * select) takes its frames at each call's entry (stk__drive_entry) only while nobody waits
  * on the device: with the stack thread there, every ACK woke the stack thread, which then
  * fought the sending thread for the core lock (iperf3 -P 4 under ulsrun: about one futex
- * call per 128 KiB written on each side; docs/benchmarks.md, "Bulk data (stream14)"). The
+ * call per 128 KiB written on each side; docs/bench/stream14/). The
  * parked stack thread still takes frames that nobody took within GRACE_MS. */
 static bool apps_drive(struct stk_node *n)
 {
