@@ -175,39 +175,18 @@ static void take_frames(struct stk_node *n)
 	stk__outbatch_end();
 }
 
-/* What a wait on the device returned (core lock held): -ECONNRESET, ulsd closed the
- * lease (it stopped or crashed). Its rings are gone with it, so established connections
- * cannot survive: say so once and fail every socket with ENETDOWN
- * (docs/control-protocol.md). */
-static void after_wait(struct stk_node *n, int wrc)
-{
-	if (wrc == -ECONNRESET && !n->lost) {
-		n->lost = true;
-		stk__log(0, "ulsd closed the lease: the node is gone, sockets fail with ENETDOWN");
-		stk__sockets_lost();
-	}
-}
-
-/* Frames taken by a thread that does not wait on the device next (a call's entry, the
- * parked stack thread) (core lock held). Taking frames re-arms the device's reads, and
- * the direct path leaves them for the next wait to submit with its own system call
- * (netif/qring.c): with nobody waiting, no read was in flight and the frames stayed in
- * the kernel's queue until the parked stack thread gave up parking. A wait that does not
- * sleep submits them. */
-static void take_frames_nowait(struct stk_node *n)
-{
-	stk__outbatch_begin();
-	int got = n->dev->ops->rx(n->dev, stk__ethif_input, &n->netif, RX_BUDGET);
-	stk__outbatch_end();
-	if (got > 0)
-		after_wait(n, n->dev->ops->wait(n->dev, 0));
-}
-
 /* What follows a wait on the device, whoever waited (core lock held): a lost lease, the
  * frames, lwIP's timers, and what they sent. */
 static void round_after_wait(struct stk_node *n, int wrc)
 {
-	after_wait(n, wrc);
+	if (wrc == -ECONNRESET && !n->lost) {
+		/* ulsd closed the lease (it stopped or crashed). Its rings are gone with it,
+		 * so established connections cannot survive: say so once and fail every
+		 * socket with ENETDOWN (docs/control-protocol.md). */
+		n->lost = true;
+		stk__log(0, "ulsd closed the lease: the node is gone, sockets fail with ENETDOWN");
+		stk__sockets_lost();
+	}
 	take_frames(n);
 	sys_check_timeouts();
 	stk__sock_pay_owed();
@@ -584,11 +563,18 @@ void stk__drive_entry(void)
 	struct nif_dev *dev = n->dev;
 
 	n->entered = true;  /* apps_drive(): the stack thread parks */
-	if (n->rtc && n->up && n->dev_waiter == STK_W_NONE && dev->ops->ready &&
-	    dev->ops->ready(dev)) {
-		take_frames_nowait(n);
+	if (!n->rtc || !n->up || n->dev_waiter != STK_W_NONE)
+		return;
+	if (dev->ops->ready && dev->ops->ready(dev)) {
+		take_frames(n);
 		stk__count(STK_CNT_RTC_ENTRY_RX);
 	}
+	/* The reads that taking frames re-armed, here or in the parked stack thread's
+	 * round, wait for the next wait on the device to be submitted (netif/qring.c); a
+	 * program that never waits would run out of reads in flight, and its frames would
+	 * stay in the kernel's queue until the stack thread stopped parking. */
+	if (dev->ops->rx_refill)
+		dev->ops->rx_refill(dev);
 }
 
 /* Before a thread lets go of lwIP (core lock held): send what its call queued, and wake
@@ -650,7 +636,7 @@ static void park(struct stk_node *n)
 	if (!n->running)
 		return;
 	if (n->dev_waiter == STK_W_NONE) {
-		take_frames_nowait(n);
+		take_frames(n);
 	} else if (n->dev->ops->ready && n->dev->ops->ready(n->dev)) {
 		/* Frames wait for the thread on the device, which takes them and then runs
 		 * the timers itself (round_after_wait). Timers run now would act on a state
