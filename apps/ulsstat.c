@@ -148,12 +148,30 @@ static void command_of(uint32_t pid, char *out, size_t len)
 	fclose(f);
 }
 
-static void addr_port(char *out, size_t len, uint32_t ip, uint16_t port)
+/* A control message's 16-octet address (ctl.h): an IPv4 one (v4-mapped) as a.b.c.d, an
+ * IPv6 one in brackets, as ss(8) prints them; "*" for none. */
+static void addr_str(char *out, size_t len, const uint8_t ip[16])
 {
-	char a[INET_ADDRSTRLEN] = "*";
+	static const uint8_t zero[16];
+	char a[INET6_ADDRSTRLEN] = "*";
 
-	if (ip)
-		inet_ntop(AF_INET, &ip, a, sizeof(a));
+	if (!memcmp(ip, zero, 16) || (ctl_addr_is_v4mapped(ip) && ctl_addr_v4(ip) == 0)) {
+		snprintf(out, len, "*");
+	} else if (ctl_addr_is_v4mapped(ip)) {
+		uint32_t v4 = ctl_addr_v4(ip);
+		inet_ntop(AF_INET, &v4, a, sizeof(a));
+		snprintf(out, len, "%s", a);
+	} else {
+		inet_ntop(AF_INET6, ip, a, sizeof(a));
+		snprintf(out, len, "[%s]", a);
+	}
+}
+
+static void addr_port(char *out, size_t len, const uint8_t ip[16], uint16_t port)
+{
+	char a[INET6_ADDRSTRLEN + 2];
+
+	addr_str(a, sizeof(a), ip);
 	snprintf(out, len, "%s:%u", a, port);
 }
 
@@ -187,10 +205,9 @@ static void print_text(FILE *f, const struct snap *s)
 		const struct ctl_msg *e = &s->m[i];
 		if (e->type != CTL_STAT_ENDPOINT)
 			continue;
-		char rip[INET_ADDRSTRLEN] = "*", local[32], remote[40];
-		if (e->rip)
-			inet_ntop(AF_INET, &e->rip, rip, sizeof(rip));
-		snprintf(local, sizeof(local), "*:%u", e->lport);
+		char rip[INET6_ADDRSTRLEN + 2], local[32], remote[60];
+		addr_str(rip, sizeof(rip), e->rip);
+		snprintf(local, sizeof(local), e->family == AF_INET6 ? "[::]:%u" : "*:%u", e->lport);
 		snprintf(remote, sizeof(remote), e->rport ? "%s:%u" : "%s:*", rip, e->rport);
 		fprintf(f, "%-5s %-22s %-22s %-8u %-9s %s\n", proto_name(e->proto), local, remote,
 			e->u.endpoint.pid, kind_name(e->u.endpoint.kind),
@@ -219,7 +236,7 @@ static void print_text(FILE *f, const struct snap *s)
 		if (c->type != CTL_STAT_CONN)
 			continue;
 		const struct ctl_conn *k = &c->u.conn;
-		char local[32], remote[32], cmd[64];
+		char local[60], remote[60], cmd[64];
 		addr_port(local, sizeof(local), k->lip, c->lport);
 		addr_port(remote, sizeof(remote), c->rip, c->rport);
 		command_of(k->pid, cmd, sizeof(cmd));
@@ -309,14 +326,14 @@ static void json_counter(FILE *f, const struct ctl_msg *m)
 
 static void json_endpoint(FILE *f, const struct ctl_msg *e)
 {
-	char rip[INET_ADDRSTRLEN] = "*";
+	char rip[INET6_ADDRSTRLEN + 2];
 
-	if (e->rip)
-		inet_ntop(AF_INET, &e->rip, rip, sizeof(rip));
-	fprintf(f, "{\"proto\": \"%s\", \"local\": \"*:%u\", \"remote\": \"%s:%u\", "
+	addr_str(rip, sizeof(rip), e->rip);
+	fprintf(f, "{\"proto\": \"%s\", \"local\": \"%s:%u\", \"remote\": \"%s:%u\", "
 		"\"pid\": %u, \"state\": \"%s\", \"datapath\": \"%s\"}",
-		proto_name(e->proto), e->lport, rip, e->rport, e->u.endpoint.pid,
-		kind_name(e->u.endpoint.kind), datapath_name(e->u.endpoint.datapath));
+		proto_name(e->proto), e->family == AF_INET6 ? "[::]" : "*", e->lport, rip, e->rport,
+		e->u.endpoint.pid, kind_name(e->u.endpoint.kind),
+		datapath_name(e->u.endpoint.datapath));
 }
 
 static void json_proc(FILE *f, const struct ctl_msg *p)
@@ -339,7 +356,7 @@ static void json_proc(FILE *f, const struct ctl_msg *p)
 static void json_conn(FILE *f, const struct ctl_msg *c)
 {
 	const struct ctl_conn *k = &c->u.conn;
-	char local[32], remote[32];
+	char local[60], remote[60];
 
 	addr_port(local, sizeof(local), k->lip, c->lport);
 	addr_port(remote, sizeof(remote), c->rip, c->rport);

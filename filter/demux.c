@@ -123,22 +123,31 @@ found:
  * the port; for TCP on a shared port it must also be the member that would receive the
  * connection's segments, since a listener only ever answers segments delivered to it.
  * UDP senders on a shared port may send anywhere, as with SO_REUSEPORT on Linux. */
-static int may_use(const struct flt_table *t, flt_owner_t owner, uint8_t proto, uint32_t lip,
-		   uint16_t lport, uint32_t rip, uint16_t rport)
+static int may_use_addr(const struct flt_table *t, flt_owner_t owner, uint8_t proto,
+			const struct flt_addr *l, uint16_t lport, const struct flt_addr *r,
+			uint16_t rport)
 {
 	const struct flt__slot *s;
-	struct flt_addr l = flt_addr_v4(lip), r = flt_addr_v4(rip);
+	uint8_t fam = flt_addr_is_v4(r) ? FLT_FAM_V4 : FLT_FAM_V6;
 
-	s = flt__find(t, FLT_RULE_CONNECTED, proto, 0, lport, &r, rport);
+	s = flt__find(t, FLT_RULE_CONNECTED, proto, 0, lport, r, rport);
 	if (s)
 		return s->owner == owner ? 0 : -FLT_DENY_PORT;
-	s = flt__find(t, FLT_RULE_LISTEN, proto, FLT_FAM_V4, lport, NULL, 0);
+	s = flt__find(t, FLT_RULE_LISTEN, proto, fam, lport, NULL, 0);
 	if (!s || !flt__group_has(s->group, owner))
 		return -FLT_DENY_PORT;
 	if (proto == WIRE_IPPROTO_TCP && s->group->n > 1 &&
-	    flt__group_pick(t, s->group, &r, rport, &l, lport) != owner)
+	    flt__group_pick(t, s->group, r, rport, l, lport) != owner)
 		return -FLT_DENY_SHARED_PEER;
 	return 0;
+}
+
+static int may_use(const struct flt_table *t, flt_owner_t owner, uint8_t proto, uint32_t lip,
+		   uint16_t lport, uint32_t rip, uint16_t rport)
+{
+	struct flt_addr l = flt_addr_v4(lip), r = flt_addr_v4(rip);
+
+	return may_use_addr(t, owner, proto, &l, lport, &r, rport);
 }
 
 static int check_arp(const struct flt_pkt *p, uint32_t node_ip, const uint8_t *node_mac)
@@ -203,6 +212,66 @@ static int check_ipv4(const struct flt_table *t, const struct flt_pkt *p, flt_ow
 	}
 }
 
+void flt_table_set_node_ip6(struct flt_table *t, const uint8_t global[16],
+			    const uint8_t link_local[16])
+{
+	memcpy(t->ip6[0], global, 16);
+	memcpy(t->ip6[1], link_local, 16);
+	t->has_ip6 = true;
+}
+
+/* RFC 8200: an IPv6 frame from a process, as check_ipv4 for IPv4. */
+static int check_ipv6(const struct flt_table *t, const struct flt_pkt *p, flt_owner_t owner)
+{
+	struct flt_addr l, r;
+
+	if (!t->has_ip6)
+		return -FLT_DENY_PROTO;
+	if (memcmp(p->ip6.src, t->ip6[0], 16) != 0 && memcmp(p->ip6.src, t->ip6[1], 16) != 0)
+		return -FLT_DENY_SRC_IP;
+	/* Deviation (as IPv4): a fragment after the first carries no ports; only its source
+	 * is checked. A first fragment's ports are parsed (parse.c) and checked below, as
+	 * an IPv4 first fragment's are, so a datagram can only be sent as its own
+	 * endpoint. */
+	if (p->ip6.fragment && p->ip6.frag_off)
+		return 0;
+	l = flt_addr_v6(p->ip6.src);
+	r = flt_addr_v6(p->ip6.dst);
+	switch (p->ip6.proto) {
+	case WIRE_IPPROTO_TCP:
+	case WIRE_IPPROTO_UDP:
+		if (!p->has_ports)
+			return -FLT_DENY_PORT;
+		return may_use_addr(t, owner, p->ip6.proto, &l, p->sport, &r, p->dport);
+	case WIRE_IPPROTO_ICMPV6:
+		switch (p->icmp.type) {
+		case WIRE_ICMPV6_ECHO_REQUEST:
+		case WIRE_ICMPV6_ECHO_REPLY:
+		/* RFC 4861 §7.2.2: the process's lwIP resolves its own peers. Its answers
+		 * reach it as copies (server/demux.c); a process never answers a
+		 * solicitation (the node does, server/reply6.c), so it sends no NA. */
+		case WIRE_ND_NEIGHBOR_SOLICIT:
+			return 0;
+		case WIRE_ICMPV6_DST_UNREACH:
+			/* RFC 4443 §3.1, about a packet delivered to one of its endpoints: the
+			 * quoted packet's destination is the local end. */
+			if (!p->icmp.has_inner || !p->icmp.inner.has_ports)
+				return -FLT_DENY_ICMP;
+			l = flt_addr_v6(p->icmp.inner.dst6);
+			r = flt_addr_v6(p->icmp.inner.src6);
+			if ((memcmp(l.b, t->ip6[0], 16) && memcmp(l.b, t->ip6[1], 16)) ||
+			    may_use_addr(t, owner, p->icmp.inner.proto, &l, p->icmp.inner.dport, &r,
+					 p->icmp.inner.sport) < 0)
+				return -FLT_DENY_ICMP;
+			return 0;
+		default:
+			return -FLT_DENY_ICMP;
+		}
+	default:
+		return -FLT_DENY_PROTO;
+	}
+}
+
 int flt_check_tx(const struct flt_table *t, const struct flt_pkt *p, flt_owner_t owner,
 		 uint32_t node_ip, const uint8_t node_mac[WIRE_ETH_ALEN])
 {
@@ -215,6 +284,8 @@ int flt_check_tx(const struct flt_table *t, const struct flt_pkt *p, flt_owner_t
 		ret = check_arp(p, node_ip, node_mac);
 	else if (p->ethertype == WIRE_ETHERTYPE_IPV4)
 		ret = check_ipv4(t, p, owner, node_ip);
+	else if (p->ethertype == WIRE_ETHERTYPE_IPV6)
+		ret = check_ipv6(t, p, owner);
 	else
 		ret = -FLT_DENY_PROTO;
 	if (ret < 0)

@@ -93,7 +93,9 @@ struct flt_pkt {
 	/* IPv6 (RFC 8200): the fixed header, and the upper layer found after the extension
 	 * headers (wire_ipv6_upper). proto is that upper layer's Next Header value, which
 	 * may be one the filter does not know (it then has no ports and goes to the
-	 * server). Fragments are not parsed past the Fragment header. */
+	 * server). A first fragment's upper-layer header is parsed for its ports, as an
+	 * IPv4 first fragment's is; later fragments are not parsed past the Fragment
+	 * header. */
 	struct {
 		uint8_t src[16], dst[16];
 		uint8_t proto;
@@ -102,6 +104,9 @@ struct flt_pkt {
 		uint8_t nexthdrs;            /* extension headers walked */
 		bool fragment;               /* a Fragment header was among them */
 		uint16_t frag_off;           /* its offset in octets */
+		bool mf;                     /* its M flag: more fragments follow */
+		uint32_t frag_id;            /* its Identification */
+		uint16_t frag_data_off;      /* the fragment's data, from the IPv6 header */
 	} ip6;
 
 	/* Ports: true for TCP and UDP unfragmented datagrams and first fragments. */
@@ -239,6 +244,9 @@ int flt_del_connected(struct flt_table *t, uint8_t proto, uint16_t lport, uint32
  * it, -EINVAL if to is FLT_NO_OWNER. */
 int flt_move_connected(struct flt_table *t, uint8_t proto, uint16_t lport, uint32_t rip,
 		       uint16_t rport, flt_owner_t from, flt_owner_t to);
+int flt_move_connected_addr(struct flt_table *t, uint8_t proto, uint16_t lport,
+			    const struct flt_addr *rip, uint16_t rport, flt_owner_t from,
+			    flt_owner_t to);
 
 /* A listening TCP port or a bound UDP port. shared: the owner agrees to share the port
  * (SO_REUSEPORT, or a listener inherited across fork). -EEXIST if owner is already in
@@ -266,6 +274,9 @@ int flt_set_accepting_fam(struct flt_table *t, uint8_t proto, uint16_t lport, un
 			  flt_owner_t owner);
 int flt_del_listen_fam(struct flt_table *t, uint8_t proto, uint16_t lport, unsigned fams,
 		       flt_owner_t owner);
+/* flt_join_listen for each family in fams (the first error; the others still joined). */
+int flt_join_listen_fam(struct flt_table *t, uint8_t proto, uint16_t lport, unsigned fams,
+			flt_owner_t owner);
 
 /* Remove every rule of owner (its lease ended); returns how many were removed, counting
  * each group membership as one. Walks the whole table: control path only. */
@@ -287,6 +298,15 @@ flt_owner_t flt_lookup_rx(const struct flt_table *t, const struct flt_pkt *p);
  * node_mac? 0, or -FLT_DENY_* (counted). See demux.c for the exact policy. */
 int flt_check_tx(const struct flt_table *t, const struct flt_pkt *p, flt_owner_t owner,
 		 uint32_t node_ip, const uint8_t node_mac[WIRE_ETH_ALEN]);
+
+/* The node's IPv6 addresses (global and link-local), the only ones processes' IPv6
+ * frames may come from; until it is called flt_check_tx refuses every IPv6 frame
+ * (deny_proto). An IPv6 frame is checked as an IPv4 one is (demux.c): its source, then
+ * its tuple against the sender's rules; the ICMPv6 a process may send are echo, neighbour
+ * solicitation (lwIP resolving its peers, RFC 4861 §7.2.2) and destination unreachable
+ * about one of its own endpoints. */
+void flt_table_set_node_ip6(struct flt_table *t, const uint8_t global[16],
+			    const uint8_t link_local[16]);
 
 /* ---- Mirrors of the table ------------------------------------------------------------- */
 

@@ -42,6 +42,10 @@ struct flt_table {
 	struct flt_stats *stats;
 	flt_change_fn *observer;     /* flt_table_set_observer */
 	void *observer_arg;
+	/* The node's IPv6 addresses (flt_table_set_node_ip6), which processes may send
+	 * from: the global one and the link-local one. has_ip6 false: none. */
+	bool has_ip6;
+	uint8_t ip6[2][16];
 };
 
 /* Tell the observer, if any, that an IPv4 rule changed (IPv6 rules have no mirror). */

@@ -69,8 +69,10 @@ static int parse_udp(const uint8_t *udp, size_t dlen, struct flt_pkt *p)
 	 * it counts the whole datagram, which we cannot see yet.
 	 * Deviation: Linux trims a datagram longer than its UDP Length; we drop it, because
 	 * lwIP would hand the trailing octets to the application as data. */
-	if (v.len < WIRE_UDP_HLEN || (!p->ip.fragment && v.len != dlen) ||
-	    (p->ip.fragment && v.len < dlen))
+	bool first_fragment = p->ip.fragment || p->ip6.fragment;
+
+	if (v.len < WIRE_UDP_HLEN || (!first_fragment && v.len != dlen) ||
+	    (first_fragment && v.len < dlen))
 		return -FLT_DROP_UDP_HEADER;
 	p->has_ports = true;
 	p->sport = v.sport;
@@ -219,10 +221,16 @@ static int parse_ipv6(const uint8_t *ip, size_t avail, struct flt_pkt *p)
 	p->ip6.nexthdrs = (uint8_t)u.nhdrs;
 	p->ip6.fragment = u.fragment;
 	p->ip6.frag_off = u.frag_off;
+	p->ip6.mf = u.frag_more;
+	p->ip6.frag_id = u.frag_id;
+	p->ip6.frag_data_off = (uint16_t)u.frag_data_off;
 	p->l4_off = (uint16_t)(p->l3_off + u.off);
 	p->payload_off = p->l4_off;
-	/* §4.5: a fragment names its endpoint only once reassembled (the server's). */
-	if (u.fragment)
+	/* §4.5: a fragment names its endpoint only once reassembled (the server's); the
+	 * first one's ports say whose it will be (server/reass.c). RFC 7112 §5: a first
+	 * fragment must hold the whole header chain, so one too short for its TCP or UDP
+	 * header is dropped below as a bad header. */
+	if (u.fragment && u.frag_off)
 		return 0;
 	l4_len = WIRE_IPV6_HLEN + v.payload_len - u.off;
 	switch (u.proto) {

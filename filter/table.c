@@ -305,22 +305,30 @@ int flt_del_connected(struct flt_table *t, uint8_t proto, uint16_t lport, uint32
 	return flt_del_connected_addr(t, proto, lport, &a, rport, owner);
 }
 
-int flt_move_connected(struct flt_table *t, uint8_t proto, uint16_t lport, uint32_t rip,
-		       uint16_t rport, flt_owner_t from, flt_owner_t to)
+int flt_move_connected_addr(struct flt_table *t, uint8_t proto, uint16_t lport,
+			    const struct flt_addr *rip, uint16_t rport, flt_owner_t from,
+			    flt_owner_t to)
 {
-	struct flt_addr a = flt_addr_v4(rip);
 	size_t i;
 
 	if (to == FLT_NO_OWNER)
 		return -EINVAL;
-	i = probe_conn(t, proto, lport, &a, rport);
+	i = probe_conn(t, proto, lport, rip, rport);
 	if (!t->slots[i].kind)
 		return -ENOENT;
 	if (t->slots[i].owner != from)
 		return -EPERM;
 	t->slots[i].owner = to;
-	flt__changed(t, FLT_RULE_CONNECTED, proto, 0, lport, &a, rport, to);
+	flt__changed(t, FLT_RULE_CONNECTED, proto, 0, lport, rip, rport, to);
 	return 0;
+}
+
+int flt_move_connected(struct flt_table *t, uint8_t proto, uint16_t lport, uint32_t rip,
+		       uint16_t rport, flt_owner_t from, flt_owner_t to)
+{
+	struct flt_addr a = flt_addr_v4(rip);
+
+	return flt_move_connected_addr(t, proto, lport, &a, rport, from, to);
 }
 
 bool flt__group_has(const struct flt__group *g, flt_owner_t owner)
@@ -487,16 +495,15 @@ static bool group_remove(struct flt_table *t, size_t i, flt_owner_t owner)
 	return true;
 }
 
-int flt_join_listen(struct flt_table *t, uint8_t proto, uint16_t lport, flt_owner_t owner)
+static int join_listen_one(struct flt_table *t, uint8_t proto, uint8_t fam, uint16_t lport,
+			   flt_owner_t owner)
 {
 	size_t i;
 	int ret;
 
-	if (!valid_proto(proto) || !lport || owner == FLT_NO_OWNER)
-		return -EINVAL;
-	i = probe_listen(t, proto, FLT_FAM_V4, lport);
+	i = probe_listen(t, proto, fam, lport);
 	if (!t->slots[i].kind)
-		return flt_add_listen(t, proto, lport, owner, false);
+		return flt_add_listen_fam(t, proto, lport, fam, owner, false);
 	if (flt__group_has(t->slots[i].group, owner))
 		return -EEXIST;
 	if (t->slots[i].group->n >= FLT_GROUP_MAX)
@@ -504,9 +511,29 @@ int flt_join_listen(struct flt_table *t, uint8_t proto, uint16_t lport, flt_owne
 	ret = group_insert(&t->slots[i].group, owner);
 	if (ret == 0) {
 		t->stats->rules_listen++;
-		flt__changed(t, FLT_RULE_LISTEN, proto, FLT_FAM_V4, lport, NULL, 0, 0);
+		flt__changed(t, FLT_RULE_LISTEN, proto, fam, lport, NULL, 0, 0);
 	}
 	return ret;
+}
+
+int flt_join_listen_fam(struct flt_table *t, uint8_t proto, uint16_t lport, unsigned fams,
+			flt_owner_t owner)
+{
+	int ret = 0;
+
+	if (!valid_proto(proto) || !lport || owner == FLT_NO_OWNER || !valid_fams(fams))
+		return -EINVAL;
+	for (uint8_t f = FLT_FAM_V4; f <= FLT_FAM_V6; f <<= 1) {
+		int r;
+		if ((fams & f) && (r = join_listen_one(t, proto, f, lport, owner)) < 0 && !ret)
+			ret = r;
+	}
+	return ret;
+}
+
+int flt_join_listen(struct flt_table *t, uint8_t proto, uint16_t lport, flt_owner_t owner)
+{
+	return flt_join_listen_fam(t, proto, lport, FLT_FAM_V4, owner);
 }
 
 static int set_accepting_one(struct flt_table *t, uint8_t proto, uint8_t fam, uint16_t lport,

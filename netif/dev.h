@@ -47,6 +47,7 @@ struct nif_dev_stats {
 	uint64_t rx_lent;              /* frames the consumer kept in the device's buffer */
 	uint64_t rx_pool_empty;        /* frames not lendable: every buffer lent, so copied */
 	uint64_t tx_gather;            /* frames written from the caller's memory (no copy) */
+	uint64_t spin_enters;          /* a spinning thread's entries into the kernel */
 };
 
 struct nif_dev;
@@ -85,6 +86,10 @@ struct nif_dev_ops {
 	 * polls before it sleeps; a wrong "no" only delays frames until the next wait. NULL:
 	 * the device cannot tell. */
 	bool (*ready)(const struct nif_dev *dev);
+	/* Optional: as ready, for a thread that spins on the device (caller's lock not held,
+	 * no other thread calling rx); may enter the kernel, but only when that arms reads
+	 * (netif/qring.c). NULL: spin on ready and the wait with timeout 0 (stack/drive.c). */
+	bool (*spin_poll)(struct nif_dev *dev);
 	/* Optional (NULL: the device cannot): as wait, and also ends when one of the n
 	 * kernel descriptors in fds is ready as its events ask (what a program's poll or
 	 * epoll_wait waits on, stack/drive.c); their revents are left as poll(2) set them. */

@@ -185,11 +185,13 @@ static int lease_lost(struct qring *q)
 	return -ECONNRESET;
 }
 
+/* For the lease's hang-up check (HUP_CHECK_MS apart), which needs no precision: the
+ * coarse clock costs 50 ns here, the precise one 350-420 ns, twice per wait. */
 static uint64_t mono_ns(void)
 {
 	struct timespec t;
 
-	clock_gettime(CLOCK_MONOTONIC, &t);
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
@@ -326,6 +328,26 @@ static void q_rx_refill(struct nif_dev *d)
 static bool q_ready(const struct nif_dev *d)
 {
 	return io_uring_cq_ready(&((const struct qring *)d)->rx) != 0;
+}
+
+/* A spinning thread's look: completions, else reads that q_rx re-armed and no wait has
+ * submitted yet, which one io_uring_enter submits (a frame that comes before then waits
+ * in tun's queue for them). Nothing else needs the kernel: the read of a frame that
+ * comes while we spin completes as task work that io_uring interrupts this thread for
+ * (the thread that submitted it), as the test shows
+ * (test_qring spin_poll_sees_frames_whose_reads_it_rearmed_without_a_wait). */
+static bool q_spin_poll(struct nif_dev *d)
+{
+	struct qring *q = of(d);
+
+	if (io_uring_cq_ready(&q->rx))
+		return true;
+	if (!io_uring_sq_ready(&q->rx))
+		return false;
+	q->st.spin_enters++;
+	(void)io_uring_submit(&q->rx);
+	q->rx_rearm = 0;
+	return io_uring_cq_ready(&q->rx) != 0;
 }
 
 static void rx_error(struct qring *q)
@@ -663,7 +685,7 @@ static const struct nif_dev_ops qring_ops = {
 	.wait = q_wait, .rx = q_rx, .wake = q_wake, .tx_slot = q_tx_slot,
 	.tx_queue = q_tx_queue, .tx_flush = q_flush, .get_stats = q_get_stats,
 	.close = q_close, .tx_gather = q_tx_gather, .ready = q_ready,
-	.wait_fd = q_wait_fd, .rx_refill = q_rx_refill,
+	.wait_fd = q_wait_fd, .spin_poll = q_spin_poll, .rx_refill = q_rx_refill,
 };
 
 int nif_qring_open(struct nif_dev **out, struct nif_qring_prep *p, unsigned mtu, bool offload,

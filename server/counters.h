@@ -26,11 +26,12 @@ enum srv_counter {
 	SRV_DATA_FRAMES_RELAYED, SRV_LEASES_DIRECT, SRV_LEASES_RELAY, SRV_DIRECT_REFUSED,
 	SRV_DROP_DIRECT_UNSTEERED, SRV_DP_MAP_ERRORS, SRV_DP_QUEUES_RECYCLED,
 	SRV_DP_QUEUES_RETIRED,
-	/* IPv4 reassembly for processes (reass.c); the first three are gauges */
+	/* IPv4 and IPv6 reassembly for processes (reass.c); the first three are gauges */
 	SRV_REASS_IN_PROGRESS, SRV_REASS_BYTES_HELD, SRV_REASS_PEAK,
 	SRV_REASS_DATAGRAMS, SRV_REASS_FRAGMENTS, SRV_DROP_REASS_OVERLAP,
 	SRV_DROP_REASS_DUPLICATE, SRV_DROP_REASS_TIMEOUT, SRV_DROP_REASS_LIMIT,
 	SRV_DROP_REASS_NO_OWNER, SRV_DROP_REASS_BAD, SRV_DROP_REASS_UNSTEERED,
+	SRV_DROP_REASS_IPV6_DIRECT,
 	SRV_ICMP_TIME_EXCEEDED_SENT,
 	SRV_DROP_RST_RATE,
 	/* processes' connection tables (ctl.c, netif/conntab.h) */
@@ -48,6 +49,9 @@ enum srv_counter {
 	SRV_DROP_IPV6_FRAGMENT, SRV_DROP_IPV6_NEXT_HEADER, SRV_DROP_ICMPV6_HEADER,
 	SRV_DROP_ICMPV6_CHECKSUM, SRV_DROP_ND_INVALID, SRV_DROP_ND_NOT_FOR_NODE,
 	SRV_DROP_IPV6_OPTION,
+	/* processes' IPv6 on the relay path (demux.c): neighbour advertisements copied to
+	 * every relay process, frames delivered by the filter */
+	SRV_ND_SHARED, SRV_IPV6_FRAMES_DEMUXED,
 	SRV_COUNTER_MAX
 };
 

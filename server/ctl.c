@@ -93,9 +93,28 @@ static void reply_status(struct srv *s, struct srv_conn *c, const struct ctl_msg
 	r.status = status;
 	r.proto = req->proto;
 	r.lport = req->lport;
-	r.rip = req->rip;
+	r.family = req->family;
+	memcpy(r.rip, req->rip, sizeof(r.rip));
 	r.rport = req->rport;
 	reply(s, c, &r, NULL, 0);
+}
+
+/* The families a port message asks for (filter.h, FLT_FAM_*): an AF_INET6 socket holds
+ * the port in both unless it is IPV6_V6ONLY, as on Linux (ipv6(7)). */
+static unsigned fams_of(const struct ctl_msg *m)
+{
+	if (m->family != AF_INET6)
+		return FLT_FAM_V4;
+	return (m->flags & CTL_F_V6ONLY) ? FLT_FAM_V6 : FLT_FAM_ANY;
+}
+
+/* A tuple's remote as the filter keys it; -EAFNOSUPPORT for IPv6 on a node without it. */
+static int remote_of(const struct srv *s, const struct ctl_msg *m, struct flt_addr *out)
+{
+	if (m->family == AF_INET6 && !s->has_ip6)
+		return -EAFNOSUPPORT;
+	*out = flt_addr_v6(m->rip);  /* IPv4 comes v4-mapped, as the table keys it */
+	return 0;
 }
 
 /* A lease that could not be set up goes again at once (nothing else refers to it). */
@@ -120,9 +139,13 @@ static void hello(struct srv *s, struct srv_conn *c, const struct ctl_msg *req)
 	}
 	/* The data path, per process (docs/architecture.md): direct when the process offers
 	 * its rings and ulsd may take them and has a queue for it; else the relay, unless
-	 * ulsd runs with --datapath direct. */
+	 * ulsd runs with --datapath direct. A process that will carry IPv6 (a node with
+	 * --ip6 and without offloads: stack/lease.c) needs a kernel program that steers and
+	 * checks IPv6 on the direct path (s->dp_ip6): until then the relay carries it,
+	 * through ulsd's own filter (docs/ipv6.md). */
+	bool ip6_relay = s->has_ip6 && !s->offload && !s->dp_ip6;
 	rc = -EOPNOTSUPP;
-	if (s->datapath != SRV_DP_RELAY && offered && s->dp) {
+	if (s->datapath != SRV_DP_RELAY && offered && s->dp && !ip6_relay) {
 		rc = srv__dp_lease_direct(s, l, req->u.hello.ring_fd,
 					  (req->u.hello.flags & CTL_HELLO_F_WAKE) ?
 					  req->u.hello.wake_fd : -1);
@@ -155,6 +178,10 @@ static void hello(struct srv *s, struct srv_conn *c, const struct ctl_msg *req)
 	r.u.hello.ifindex = s->tap_index;
 	memcpy(r.u.hello.ifname, s->tap_name,
 	       strnlen(s->tap_name, sizeof(r.u.hello.ifname) - 1));  /* ctl_init zeroed it */
+	if (s->has_ip6) {
+		ctl_set_rip6(&r, s->ip6);
+		r.u.hello.prefix_len6 = (uint8_t)s->ip6_plen;
+	}
 	if (l->direct) {
 		r.u.hello.datapath = CTL_DP_DIRECT;
 		r.u.hello.queue = (uint8_t)l->queue;
@@ -208,13 +235,12 @@ static int send_endpoint(const struct flt_rule *rule, void *arg)
 	struct ctl_msg r;
 	struct srv_lease *l = rule->owner < SRV_MAX_LEASES ? e->s->leases.by_id[rule->owner] : NULL;
 
-	/* The message has room for an IPv4 remote only (version 2). */
-	if (rule->fam != FLT_FAM_V4)
-		return 0;
 	ctl_init(&r, CTL_STAT_ENDPOINT, e->seq);
 	r.proto = rule->proto;
 	r.lport = rule->lport;
-	r.rip = rule->rip;
+	r.family = rule->fam == FLT_FAM_V6 ? AF_INET6 : AF_INET;
+	if (rule->kind == FLT_RULE_CONNECTED)
+		memcpy(r.rip, rule->rip6.b, 16);
 	r.rport = rule->rport;
 	r.u.endpoint.pid = l ? (uint32_t)l->pid : 0;
 	r.u.endpoint.datapath = !l ? 0 : l->direct ? CTL_DP_DIRECT : CTL_DP_RELAY;
@@ -302,7 +328,7 @@ static void stat_process(struct srv *s, struct srv_conn *c, uint32_t seq, struct
 		ctl_init(&r, CTL_STAT_CONN, seq);
 		r.proto = IPPROTO_TCP;
 		r.lport = e->lport;
-		r.rip = e->rip;
+		ctl_set_rip4(&r, e->rip);  /* the connection table is IPv4 (docs/ipv6.md) */
 		r.rport = e->rport;
 		r.u.conn = (struct ctl_conn){
 			.pid = (uint32_t)l->pid, .datapath = dp, .state = e->state,
@@ -311,8 +337,8 @@ static void stat_process(struct srv *s, struct srv_conn *c, uint32_t seq, struct
 			.rtt_us = e->rtt_us, .rttvar_us = e->rttvar_us, .rto_us = e->rto_us,
 			.cwnd = e->cwnd, .ssthresh = e->ssthresh, .retransmits = e->retransmits,
 			.mss = e->mss, .snd_wnd = e->snd_wnd, .rcv_wnd = e->rcv_wnd, .flags = e->flags,
-			.lip = s->ip,
 		};
+		ctl_addr_set4(r.u.conn.lip, s->ip);
 		reply(s, c, &r, NULL, 0);
 	}
 }
@@ -356,7 +382,8 @@ static void stats(struct srv *s, struct srv_conn *c, const struct ctl_msg *req)
 		ctl_init(&r, CTL_STAT_ENDPOINT, req->seq);
 		r.proto = WIRE_IPPROTO_TCP;
 		r.lport = s->custody.c[i].lport;
-		r.rip = s->custody.c[i].rip;
+		r.family = flt_addr_is_v4(&s->custody.c[i].rip) ? AF_INET : AF_INET6;
+		memcpy(r.rip, s->custody.c[i].rip.b, 16);
 		r.rport = s->custody.c[i].rport;
 		r.u.endpoint.kind = CTL_K_TIMEWAIT;
 		reply(s, c, &r, NULL, 0);
@@ -444,16 +471,20 @@ static void handle(struct srv *s, struct srv_conn *c, const struct ctl_msg *m)
 		reply_status(s, c, m, -EPROTO);
 		return;
 	}
+	struct flt_addr rip;
+	unsigned fams = fams_of(m);
+
 	switch (m->type) {
 	case CTL_HELLO:
 		hello(s, c, m);
 		return;
 	case CTL_BIND:
-		rc = srv__port_bind(s->ports, SRV_OWNER(l), m->proto, m->lport, m->flags);
+		rc = srv__port_bind_fam(s->ports, SRV_OWNER(l), m->proto, m->lport, m->flags, fams);
 		if (rc >= 0) {
 			struct ctl_msg r;
 			ctl_init(&r, CTL_BIND, m->seq);
 			r.proto = m->proto;
+			r.family = m->family;
 			r.lport = (uint16_t)rc;
 			reply(s, c, &r, NULL, 0);
 			return;
@@ -462,16 +493,13 @@ static void handle(struct srv *s, struct srv_conn *c, const struct ctl_msg *m)
 	case CTL_LISTEN:
 		if (!srv__port_held(s->ports, SRV_OWNER(l), IPPROTO_TCP, m->lport))
 			rc = -EPERM;
-		else if (m->flags & CTL_F_INHERIT)
-			rc = flt_join_listen(s->flt, WIRE_IPPROTO_TCP, m->lport, l->id);
 		else
-			rc = flt_add_listen(s->flt, WIRE_IPPROTO_TCP, m->lport, l->id,
-					    (m->flags & CTL_F_REUSEPORT) != 0);
-		if (rc == -EEXIST)
-			rc = 0;
+			rc = srv__port_listen(s->ports, SRV_OWNER(l), m->lport, m->flags, fams);
 		break;
 	case CTL_CONNECT:
-		rc = srv__port_connect(s->ports, SRV_OWNER(l), m->lport, m->rip, m->rport);
+		rc = remote_of(s, m, &rip);
+		if (rc == 0)
+			rc = srv__port_connect_addr(s->ports, SRV_OWNER(l), m->lport, &rip, m->rport);
 		if (rc >= 0) {
 			struct ctl_msg r = *m;
 			r.lport = (uint16_t)rc;
@@ -482,9 +510,12 @@ static void handle(struct srv *s, struct srv_conn *c, const struct ctl_msg *m)
 		break;
 	case CTL_ACCEPTED:
 		/* One-way. The listener must be this process's, and the tuple new. */
-		rc = srv__port_ref(s->ports, SRV_OWNER(l), IPPROTO_TCP, m->lport);
+		rc = remote_of(s, m, &rip);
+		if (rc == 0)
+			rc = srv__port_ref(s->ports, SRV_OWNER(l), IPPROTO_TCP, m->lport);
 		if (rc == 0) {
-			rc = flt_add_connected(s->flt, WIRE_IPPROTO_TCP, m->lport, m->rip, m->rport, l->id);
+			rc = flt_add_connected_addr(s->flt, WIRE_IPPROTO_TCP, m->lport, &rip, m->rport,
+						    l->id);
 			if (rc < 0)
 				srv__port_release(s->ports, SRV_OWNER(l), IPPROTO_TCP, m->lport);
 		}
@@ -495,7 +526,10 @@ static void handle(struct srv *s, struct srv_conn *c, const struct ctl_msg *m)
 		/* The process published the connection's last frames before this message:
 		 * send them while the tuple is still its own. */
 		srv__drain_tx(s, l);
-		rc = flt_del_connected(s->flt, WIRE_IPPROTO_TCP, m->lport, m->rip, m->rport, l->id);
+		rc = remote_of(s, m, &rip);
+		if (rc == 0)
+			rc = flt_del_connected_addr(s->flt, WIRE_IPPROTO_TCP, m->lport, &rip, m->rport,
+						    l->id);
 		if (rc == 0)
 			srv__port_release(s->ports, SRV_OWNER(l), IPPROTO_TCP, m->lport);
 		else
@@ -503,7 +537,7 @@ static void handle(struct srv *s, struct srv_conn *c, const struct ctl_msg *m)
 		return;
 	case CTL_ACCEPTING:
 		/* One-way: prefer this member of the port's listening group. */
-		rc = flt_set_accepting(s->flt, WIRE_IPPROTO_TCP, m->lport, l->id);
+		rc = flt_set_accepting_fam(s->flt, WIRE_IPPROTO_TCP, m->lport, fams, l->id);
 		if (rc < 0)
 			refuse_one_way(s, c, m, rc);
 		return;
@@ -521,8 +555,8 @@ static void handle(struct srv *s, struct srv_conn *c, const struct ctl_msg *m)
 		/* The socket that held the port closed: a listener stops receiving new
 		 * connections at once, even while connections accepted on it live on. */
 		if (srv__port_held(s->ports, SRV_OWNER(l), m->proto, m->lport)) {
-			flt_del_listen(s->flt, m->proto == IPPROTO_UDP ? WIRE_IPPROTO_UDP : WIRE_IPPROTO_TCP,
-				       m->lport, l->id);
+			flt_del_listen_fam(s->flt, m->proto == IPPROTO_UDP ? WIRE_IPPROTO_UDP :
+				       WIRE_IPPROTO_TCP, m->lport, fams, l->id);
 			srv__port_release(s->ports, SRV_OWNER(l), m->proto, m->lport);
 		} else {
 			refuse_one_way(s, c, m, -EPERM);

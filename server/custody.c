@@ -7,22 +7,39 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
-bool srv__custody_holds(const struct srv_custody_set *cs, uint16_t lport, uint32_t rip,
-			uint16_t rport)
+bool srv__custody_holds_addr(const struct srv_custody_set *cs, uint16_t lport,
+			     const struct flt_addr *rip, uint16_t rport)
 {
 	for (size_t i = 0; i < cs->n; i++) {
 		const struct srv_custody *c = &cs->c[i];
-		if (c->lport == lport && c->rip == rip && c->rport == rport)
+		if (c->lport == lport && c->rport == rport && !memcmp(&c->rip, rip, sizeof(*rip)))
 			return true;
 	}
 	return false;
 }
 
+bool srv__custody_holds(const struct srv_custody_set *cs, uint16_t lport, uint32_t rip,
+			uint16_t rport)
+{
+	struct flt_addr a = flt_addr_v4(rip);
+
+	return srv__custody_holds_addr(cs, lport, &a, rport);
+}
+
 int srv__custody_add(struct srv_custody_set *cs, uint64_t now, uint16_t lport, uint32_t rip,
 		     uint16_t rport)
 {
-	if (srv__custody_holds(cs, lport, rip, rport))
+	struct flt_addr a = flt_addr_v4(rip);
+
+	return srv__custody_add_addr(cs, now, lport, &a, rport);
+}
+
+int srv__custody_add_addr(struct srv_custody_set *cs, uint64_t now, uint16_t lport,
+			  const struct flt_addr *rip, uint16_t rport)
+{
+	if (srv__custody_holds_addr(cs, lport, rip, rport))
 		return 0;
 	if (cs->n == cs->cap) {
 		size_t ncap = cs->cap ? cs->cap * 2 : 64;
@@ -33,7 +50,7 @@ int srv__custody_add(struct srv_custody_set *cs, uint64_t now, uint16_t lport, u
 		cs->cap = ncap;
 	}
 	cs->c[cs->n++] = (struct srv_custody){
-		.lport = lport, .rip = rip, .rport = rport,
+		.lport = lport, .rip = *rip, .rport = rport,
 		.expires_ms = now + SRV_TIMEWAIT_MS, .next_probe_ms = now,
 		.probes_left = SRV_CUSTODY_PROBES,
 	};

@@ -16,13 +16,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "filter/filter.h"
+
 #define SRV_TIMEWAIT_MS     60000   /* 2 MSL (RFC 9293 §3.4.2 "MSL ... 2 minutes"; Linux uses 60 s) */
 #define SRV_CUSTODY_PROBES  4
 #define SRV_CUSTODY_PROBE_GAP_MS 250
 
 struct srv_custody {
 	uint16_t lport, rport;
-	uint32_t rip;
+	struct flt_addr rip;    /* either family, IPv4 v4-mapped (filter.h) */
 	uint64_t expires_ms;
 	uint64_t next_probe_ms;
 	unsigned probes_left;
@@ -35,10 +37,15 @@ struct srv_custody_set {
 
 typedef void srv_custody_probe_fn(void *arg, const struct srv_custody *c);
 
+bool srv__custody_holds_addr(const struct srv_custody_set *cs, uint16_t lport,
+			     const struct flt_addr *rip, uint16_t rport);
+/* The same with an IPv4 remote (network order). */
 bool srv__custody_holds(const struct srv_custody_set *cs, uint16_t lport, uint32_t rip,
 			uint16_t rport);
 /* Take (lport, rip, rport) into custody from now on (once: a tuple held already is left
  * as it is). 0, or -ENOMEM: the peer then still gets a RST for its next segment. */
+int srv__custody_add_addr(struct srv_custody_set *cs, uint64_t now, uint16_t lport,
+			  const struct flt_addr *rip, uint16_t rport);
 int srv__custody_add(struct srv_custody_set *cs, uint64_t now, uint16_t lport, uint32_t rip,
 		     uint16_t rport);
 /* Send due probes through probe(arg, c) and forget expired entries; returns ms until the

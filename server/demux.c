@@ -103,6 +103,47 @@ static void share_arp(struct srv *s, const uint8_t *frame, size_t len)
 	s->ctr.v[SRV_ARP_SHARED]++;
 }
 
+/* RFC 8200 on the relay path: a process's IPv6 (control protocol 3). A packet to one of
+ * the node's unicast addresses that the filter gives a process goes to it; neighbour
+ * advertisements are copied to every relay process, as ARP replies are, since each
+ * process's lwIP resolves its own peers (RFC 4861 §7.2.5) and ulsd keeps no IPv6
+ * neighbour cache. Returns true when the frame is taken; else ulsd answers it itself
+ * (reply6.c), as before. */
+static bool relay_ip6(struct srv *s, const uint8_t *frame, size_t len, uint32_t off,
+		      uint64_t t_read)
+{
+	struct flt_pkt p;
+
+	if (flt_parse(frame, len, &p) < 0)
+		return false;  /* reply6.c counts it */
+	if (!wire_eth_is_group(p.dst_mac) && memcmp(p.dst_mac, s->mac, WIRE_ETH_ALEN) != 0)
+		return false;
+	if (p.ip6.proto == WIRE_IPPROTO_ICMPV6 && !p.ip6.fragment &&
+	    p.icmp.type == WIRE_ND_NEIGHBOR_ADVERT) {
+		for (uint32_t i = 1; i < SRV_MAX_LEASES; i++) {
+			struct srv_lease *l = s->leases.by_id[i];
+			if (l && !l->dead && l->has_rings)
+				deliver(s, l, frame, len, 0, 0, 0);
+		}
+		s->ctr.v[SRV_ND_SHARED]++;
+		return false;  /* ulsd looks at it too (an address conflict, reply6.c) */
+	}
+	if (!srv__is_node_ip6(s, p.ip6.dst))
+		return false;
+	flt_owner_t o = flt_lookup_rx(s->flt, &p);
+	if (o == SRV_IN_TRANSIT) {
+		s->ctr.v[SRV_DROP_IN_TRANSIT]++;
+		return true;
+	}
+	struct srv_lease *l = o != FLT_NO_OWNER ? srv__leases_live(&s->leases, o) : NULL;
+	if (!l)
+		return false;
+	s->ctr.v[SRV_IPV6_FRAMES]++;
+	s->ctr.v[SRV_IPV6_FRAMES_DEMUXED]++;
+	deliver(s, l, frame, len, off, t_read, bd_now());
+	return true;
+}
+
 static void for_server(struct srv *s, const uint8_t *frame, size_t len, const struct flt_pkt *p)
 {
 	s->ctr.v[SRV_FRAMES_TO_SERVER]++;
@@ -146,10 +187,11 @@ static void on_frame(void *arg, const uint8_t *frame, size_t len, uint32_t off)
 	struct flt_pkt p;
 	int rc;
 
-	/* IPv6 is the node's alone until processes carry it (reply6.c); without --ip6 the
-	 * node has no IPv6 and the frame is dropped as a type it does not speak. */
+	/* IPv6: a process's when the filter says so (relay_ip6), else the node's own
+	 * (reply6.c); without --ip6 the node has no IPv6 and the frame is dropped as a type
+	 * it does not speak. */
 	if (len >= WIRE_ETH_HLEN && wire_rd16(frame + WIRE_ETH_OFF_TYPE) == WIRE_ETHERTYPE_IPV6) {
-		if (s->has_ip6)
+		if (s->has_ip6 && !relay_ip6(s, frame, len, off, t_read))
 			srv__input_ip6(s, frame, len);
 		else
 			flt_count_rx_drop(s->flt, FLT_DROP_ETHERTYPE);

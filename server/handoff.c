@@ -22,14 +22,16 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "netif/ctl/ctl.h"
 
-static struct srv_handoff *find(struct srv *s, uint16_t lport, uint32_t rip, uint16_t rport)
+static struct srv_handoff *find(struct srv *s, uint16_t lport, const struct flt_addr *rip,
+				uint16_t rport)
 {
 	for (size_t i = 0; i < s->nhandoff; i++) {
 		struct srv_handoff *h = &s->handoff[i];
-		if (h->lport == lport && h->rip == rip && h->rport == rport)
+		if (h->lport == lport && h->rport == rport && !memcmp(&h->rip, rip, sizeof(*rip)))
 			return h;
 	}
 	return NULL;
@@ -45,9 +47,12 @@ static void forget(struct srv *s, struct srv_handoff *h)
 
 int srv__handoff_begin(struct srv *s, struct srv_lease *l, const struct ctl_msg *m)
 {
+	/* Either family: the remote as the filter keys it (IPv4 v4-mapped, ctl.h). */
+	struct flt_addr rip = flt_addr_v6(m->rip);
+
 	if (!m->u.handoff.nonce)
 		return -EINVAL;  /* zero would be guessable */
-	if (find(s, m->lport, m->rip, m->rport))
+	if (find(s, m->lport, &rip, m->rport))
 		return -EBUSY;
 	if (s->nhandoff == s->handoff_cap) {
 		size_t ncap = s->handoff_cap ? s->handoff_cap * 2 : 16;
@@ -59,21 +64,21 @@ int srv__handoff_begin(struct srv *s, struct srv_lease *l, const struct ctl_msg 
 	}
 	/* What the process queued before it asked leaves under its own rule. */
 	srv__drain_tx(s, l);
-	int rc = flt_move_connected(s->flt, WIRE_IPPROTO_TCP, m->lport, m->rip, m->rport, l->id,
-				    SRV_IN_TRANSIT);
+	int rc = flt_move_connected_addr(s->flt, WIRE_IPPROTO_TCP, m->lport, &rip, m->rport, l->id,
+					 SRV_IN_TRANSIT);
 	if (rc < 0)
 		return rc;
 	/* The port stays the giver's user's while in transit. */
 	const struct srv_port_owner held = { .id = SRV_IN_TRANSIT, .uid = l->uid };
 	rc = srv__port_take(s->ports, &held, IPPROTO_TCP, m->lport);
 	if (rc < 0) {
-		flt_move_connected(s->flt, WIRE_IPPROTO_TCP, m->lport, m->rip, m->rport,
-				   SRV_IN_TRANSIT, l->id);
+		flt_move_connected_addr(s->flt, WIRE_IPPROTO_TCP, m->lport, &rip, m->rport,
+					SRV_IN_TRANSIT, l->id);
 		return rc;
 	}
 	srv__port_release(s->ports, SRV_OWNER(l), IPPROTO_TCP, m->lport);
 	s->handoff[s->nhandoff++] = (struct srv_handoff){
-		.lport = m->lport, .rip = m->rip, .rport = m->rport,
+		.lport = m->lport, .rip = rip, .rport = m->rport,
 		.nonce = m->u.handoff.nonce, .expires_ms = srv__now_ms() + SRV_HANDOFF_MS,
 	};
 	return 0;
@@ -81,7 +86,8 @@ int srv__handoff_begin(struct srv *s, struct srv_lease *l, const struct ctl_msg 
 
 int srv__handoff_claim(struct srv *s, struct srv_lease *l, const struct ctl_msg *m)
 {
-	struct srv_handoff *h = find(s, m->lport, m->rip, m->rport);
+	struct flt_addr rip = flt_addr_v6(m->rip);
+	struct srv_handoff *h = find(s, m->lport, &rip, m->rport);
 
 	if (!h)
 		return -ENOENT;
@@ -90,8 +96,8 @@ int srv__handoff_claim(struct srv *s, struct srv_lease *l, const struct ctl_msg 
 	int rc = srv__port_take(s->ports, SRV_OWNER(l), IPPROTO_TCP, m->lport);
 	if (rc < 0)
 		return rc;
-	rc = flt_move_connected(s->flt, WIRE_IPPROTO_TCP, m->lport, m->rip, m->rport,
-				SRV_IN_TRANSIT, l->id);
+	rc = flt_move_connected_addr(s->flt, WIRE_IPPROTO_TCP, m->lport, &rip, m->rport,
+				     SRV_IN_TRANSIT, l->id);
 	if (rc < 0) {
 		srv__port_release(s->ports, SRV_OWNER(l), IPPROTO_TCP, m->lport);
 		return rc;
@@ -114,9 +120,10 @@ int srv__handoff_tick(struct srv *s)
 			i++;
 			continue;
 		}
-		flt_del_connected(s->flt, WIRE_IPPROTO_TCP, h->lport, h->rip, h->rport, SRV_IN_TRANSIT);
+		flt_del_connected_addr(s->flt, WIRE_IPPROTO_TCP, h->lport, &h->rip, h->rport,
+				       SRV_IN_TRANSIT);
 		/* without memory: the peer gets a RST for its next segment all the same */
-		if (srv__custody_add(&s->custody, now, h->lport, h->rip, h->rport) < 0)
+		if (srv__custody_add_addr(&s->custody, now, h->lport, &h->rip, h->rport) < 0)
 			s->ctr.v[SRV_DROP_CUSTODY_NO_MEMORY]++;
 		srv__port_release(s->ports, &transit, IPPROTO_TCP, h->lport);
 		s->ctr.v[SRV_HANDOFFS_EXPIRED]++;

@@ -37,7 +37,7 @@
 /* A connection handed off by one process and not yet claimed by another (handoff.c). */
 struct srv_handoff {
 	uint16_t lport, rport;
-	uint32_t rip;
+	struct flt_addr rip;    /* either family (filter.h) */
 	uint64_t nonce;
 	uint64_t expires_ms;
 };
@@ -70,6 +70,9 @@ struct srv {
 	 * derived from the MAC (RFC 4291 §2.5.6). has_ip6 false: IPv6 frames are dropped as
 	 * before (flt_parse's drop_ethertype). */
 	bool has_ip6;
+	/* The direct path's kernel programs steer and check IPv6 (server/bpf.c sets it once
+	 * they do). Until then a node with IPv6 gives every process the relay (ctl.c). */
+	bool dp_ip6;
 	uint8_t ip6[16], ip6_ll[16];
 	unsigned ip6_plen;
 	uint8_t mac[WIRE_ETH_ALEN];
@@ -143,7 +146,7 @@ void srv__drain_tx(struct srv *s, struct srv_lease *l);
 /* A frame for a process on the relay path, into its ring. */
 void srv__deliver(struct srv *s, struct srv_lease *l, const uint8_t *frame, size_t len);
 
-/* reass.c: IPv4 reassembly for processes (demux thread, s->lock held) */
+/* reass.c: IPv4 and IPv6 reassembly for processes (demux thread, s->lock held) */
 int srv__reass_init(struct srv *s);
 void srv__reass_input(struct srv *s, const uint8_t *frame, size_t len, const struct flt_pkt *p);
 int srv__reass_tick(struct srv *s);
@@ -168,6 +171,11 @@ bool srv__tokens_allow(uint64_t *at_ms, unsigned *tokens, unsigned per_s);
  * echo, and the answers for ports nobody holds. Every frame is answered or counted. */
 void srv__input_ip6(struct srv *s, const uint8_t *frame, size_t len);
 bool srv__is_node_ip6(const struct srv *s, const uint8_t *a);
+/* ICMPv6 errors about a fragment reass.c holds (RFC 8200 §4.5): Parameter Problem with
+ * code and pointer, and Time Exceeded code 1 about the first fragment. */
+void srv__reply6_param_problem(struct srv *s, const uint8_t *frame, size_t len, uint8_t code,
+			       uint32_t pointer);
+void srv__reply6_reass_time_exceeded(struct srv *s, const uint8_t *frame, size_t len);
 
 /* A lease as the port table knows it (ports.h). */
 #define SRV_OWNER(l) (&(const struct srv_port_owner){ .id = (l)->id, .uid = (l)->uid, \

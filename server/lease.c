@@ -101,11 +101,9 @@ static int take_custody(const struct flt_rule *r, void *arg)
 {
 	struct end_ctx *c = arg;
 
-	/* IPv4 only: no process holds IPv6 rules before control protocol version 3
-	 * (docs/ipv6.md), and custody's records are 4-octet. */
-	if (r->owner == c->owner && r->kind == FLT_RULE_CONNECTED && r->proto == WIRE_IPPROTO_TCP &&
-	    r->fam == FLT_FAM_V4)
-		if (srv__custody_add(&c->s->custody, c->now, r->lport, r->rip, r->rport) < 0)
+	/* Both families: the tuple stays reserved for 2 MSL (RFC 9293 §3.4.2). */
+	if (r->owner == c->owner && r->kind == FLT_RULE_CONNECTED && r->proto == WIRE_IPPROTO_TCP)
+		if (srv__custody_add_addr(&c->s->custody, c->now, r->lport, &r->rip6, r->rport) < 0)
 			c->s->ctr.v[SRV_DROP_CUSTODY_NO_MEMORY]++;  /* its peer's next segment gets a RST */
 	return 0;
 }

@@ -9,6 +9,11 @@
  * connections accepted on it, a bound socket, a connect()ed socket). Several leases may
  * hold one port only when every one of them asked for SO_REUSEPORT and they run as the
  * same user (Linux's rule, which keeps one user from hijacking another's port).
+ *
+ * Each hold is in one or both families (FLT_FAM_*), as Linux's port space is: an AF_INET
+ * socket holds the port in IPv4, an AF_INET6 socket with IPV6_V6ONLY in IPv6, and one
+ * without it (the default) in both, so that an IPv4 socket and an IPv6-only one may hold
+ * the same port while a dual-stack one conflicts with either (ipv6(7)).
  */
 #include "server/ports.h"
 
@@ -29,6 +34,7 @@ struct holder {
 	uint32_t lease;
 	uint32_t refs;
 	uint8_t flags;
+	uint8_t fams;       /* FLT_FAM_*: the families of its holds, together */
 	uid_t uid;
 	pid_t pid;
 };
@@ -88,7 +94,8 @@ static struct holder *holder_of(const struct port *pt, uint32_t lease)
 	return NULL;
 }
 
-static int add_holder(struct port *pt, const struct srv_port_owner *l, unsigned flags)
+static int add_holder(struct port *pt, const struct srv_port_owner *l, unsigned flags,
+		      unsigned fams)
 {
 	struct holder *h = realloc(pt->h, sizeof(*h) * (pt->n + 1));
 
@@ -96,7 +103,7 @@ static int add_holder(struct port *pt, const struct srv_port_owner *l, unsigned 
 		return -ENOMEM;
 	pt->h = h;
 	pt->h[pt->n++] = (struct holder){ .lease = l->id, .refs = 1, .flags = (uint8_t)flags,
-					  .uid = l->uid, .pid = l->pid };
+					  .fams = (uint8_t)fams, .uid = l->uid, .pid = l->pid };
 	return 0;
 }
 
@@ -139,16 +146,39 @@ static bool inherits(const struct port *pt, const struct srv_port_owner *l)
 	return same_uid;
 }
 
-static bool may_share(const struct port *pt, const struct srv_port_owner *l, unsigned flags)
+/* Only holders in one of the families fams count: an IPv4 hold and an IPv6-only one never
+ * meet. */
+static bool may_share(const struct port *pt, const struct srv_port_owner *l, unsigned flags,
+		      unsigned fams)
 {
+	bool meet = false;
+
+	for (uint32_t i = 0; i < pt->n; i++)
+		meet |= (pt->h[i].fams & fams) != 0;
+	if (!meet)
+		return true;
 	if (flags & CTL_F_INHERIT)
 		return inherits(pt, l);
 	if (!(flags & CTL_F_REUSEPORT))
 		return false;
 	for (uint32_t i = 0; i < pt->n; i++)
-		if (!(pt->h[i].flags & CTL_F_REUSEPORT) || pt->h[i].uid != l->uid)
+		if ((pt->h[i].fams & fams) &&
+		    (!(pt->h[i].flags & CTL_F_REUSEPORT) || pt->h[i].uid != l->uid))
 			return false;
 	return true;
+}
+
+/* RFC 6056 §3.3.3's F() input: the remote address and port (an IPv4 remote as before
+ * IPv6, so that IPv4's port sequence did not change; an IPv6 one folded to 64 bits). */
+static uint64_t dest_word(const struct flt_addr *rip, uint16_t rport)
+{
+	uint64_t a, b;
+
+	if (flt_addr_is_v4(rip))
+		return (uint64_t)flt_addr_v4_of(rip) << 16 | rport;
+	memcpy(&a, rip->b, 8);
+	memcpy(&b, rip->b + 8, 8);
+	return (a ^ (b << 1 | b >> 63)) + rport;
 }
 
 /* RFC 6056 §3.3.3 (Algorithm 3, simple hash-based): the search starts at
@@ -162,17 +192,18 @@ static bool may_share(const struct port *pt, const struct srv_port_owner *l, uns
  * which ulsd used before, picked a port whose last connection the server still held in
  * TIME-WAIT about once in three runs of tests/interop's nginx and wrk (about 150 closes
  * in 10 s); lwIP answers such a SYN with a reset, which wrk reports as a socket error. */
-static int pick_ephemeral(struct srv_ports *tab, uint8_t proto, uint32_t rip, uint16_t rport)
+static int pick_ephemeral(struct srv_ports *tab, uint8_t proto, const struct flt_addr *rip,
+			  uint16_t rport)
 {
 	uint32_t span = SRV_EPHEMERAL_HI - SRV_EPHEMERAL_LO + 1;
 	uint32_t *next = &tab->next[proto == IPPROTO_UDP];
 	uint32_t offset = (uint32_t)(flt_siphash(tab->key[0], tab->key[1],
-						 (uint64_t)rip << 16 | rport, proto) % span);
+						 rip ? dest_word(rip, rport) : 0, proto) % span);
 
 	for (uint32_t i = 0; i < span; i++) {
 		uint16_t p = (uint16_t)(SRV_EPHEMERAL_LO + (offset + (*next + i) % span) % span);
 		if (port_of(tab, proto, p)->n == 0 &&
-		    !(rip && srv__custody_holds(tab->custody, p, rip, rport))) {
+		    !(rip && srv__custody_holds_addr(tab->custody, p, rip, rport))) {
 			*next += i + 1;
 			return p;
 		}
@@ -180,15 +211,47 @@ static int pick_ephemeral(struct srv_ports *tab, uint8_t proto, uint32_t rip, ui
 	return -EADDRNOTAVAIL;
 }
 
+/* Join or add owner to the listening groups of fams, each family on its own (a family the
+ * owner is in already is left as it is); all or none. */
+static int listen_fams(struct srv_ports *tab, const struct srv_port_owner *l, uint8_t wproto,
+		       uint16_t port, unsigned flags, unsigned fams)
+{
+	unsigned added = 0;
+
+	for (unsigned f = FLT_FAM_V4; f <= FLT_FAM_V6; f <<= 1) {
+		if (!(fams & f))
+			continue;
+		int rc = (flags & CTL_F_INHERIT) ?
+			 flt_join_listen_fam(tab->flt, wproto, port, f, l->id) :
+			 flt_add_listen_fam(tab->flt, wproto, port, f, l->id,
+					    (flags & CTL_F_REUSEPORT) != 0);
+		if (rc == -EEXIST)
+			continue;
+		if (rc < 0) {
+			if (added)
+				flt_del_listen_fam(tab->flt, wproto, port, added, l->id);
+			return rc;
+		}
+		added |= f;
+	}
+	return 0;
+}
+
 int srv__port_bind(struct srv_ports *tab, const struct srv_port_owner *l, uint8_t proto,
 		   uint16_t port, unsigned flags)
+{
+	return srv__port_bind_fam(tab, l, proto, port, flags, FLT_FAM_V4);
+}
+
+int srv__port_bind_fam(struct srv_ports *tab, const struct srv_port_owner *l, uint8_t proto,
+		       uint16_t port, unsigned flags, unsigned fams)
 {
 	struct port *pt;
 	struct holder *h;
 	int rc;
 
 	if (port == 0) {
-		rc = pick_ephemeral(tab, proto, 0, 0);
+		rc = pick_ephemeral(tab, proto, NULL, 0);
 		if (rc < 0)
 			return rc;
 		port = (uint16_t)rc;
@@ -204,18 +267,16 @@ int srv__port_bind(struct srv_ports *tab, const struct srv_port_owner *l, uint8_
 		/* the same process binds it again (another socket): lwIP checks its own */
 		h->refs++;
 		h->flags |= (uint8_t)flags;
-	} else if (pt->n && !may_share(pt, l, flags)) {
+		h->fams |= (uint8_t)fams;
+	} else if (pt->n && !may_share(pt, l, flags, fams)) {
 		return -EADDRINUSE;
-	} else if ((rc = add_holder(pt, l, flags)) < 0) {
+	} else if ((rc = add_holder(pt, l, flags, fams)) < 0) {
 		return rc;
 	}
 	if (proto == IPPROTO_UDP) {
-		/* A bound UDP port receives at once. */
-		rc = (flags & CTL_F_INHERIT) ?
-		     flt_join_listen(tab->flt, WIRE_IPPROTO_UDP, port, l->id) :
-		     flt_add_listen(tab->flt, WIRE_IPPROTO_UDP, port, l->id,
-				    (flags & CTL_F_REUSEPORT) != 0);
-		if (rc < 0 && rc != -EEXIST) {
+		/* A bound UDP port receives at once, in the socket's families. */
+		rc = listen_fams(tab, l, WIRE_IPPROTO_UDP, port, flags, fams);
+		if (rc < 0) {
 			srv__port_release(tab, l, proto, port);
 			return rc;
 		}
@@ -223,8 +284,29 @@ int srv__port_bind(struct srv_ports *tab, const struct srv_port_owner *l, uint8_
 	return port;
 }
 
+int srv__port_listen(struct srv_ports *tab, const struct srv_port_owner *l, uint16_t port,
+		     unsigned flags, unsigned fams)
+{
+	struct holder *h = holder_of(port_of(tab, IPPROTO_TCP, port), l->id);
+
+	if (!h)
+		return -EPERM;
+	int rc = listen_fams(tab, l, WIRE_IPPROTO_TCP, port, flags, fams);
+	if (rc == 0)
+		h->fams |= (uint8_t)fams;
+	return rc;
+}
+
 int srv__port_connect(struct srv_ports *tab, const struct srv_port_owner *l, uint16_t lport,
 		      uint32_t rip, uint16_t rport)
+{
+	struct flt_addr a = flt_addr_v4(rip);
+
+	return srv__port_connect_addr(tab, l, lport, &a, rport);
+}
+
+int srv__port_connect_addr(struct srv_ports *tab, const struct srv_port_owner *l,
+			   uint16_t lport, const struct flt_addr *rip, uint16_t rport)
 {
 	struct port *pt;
 	struct holder *h;
@@ -236,18 +318,18 @@ int srv__port_connect(struct srv_ports *tab, const struct srv_port_owner *l, uin
 			return rc;
 		lport = (uint16_t)rc;
 		pt = port_of(tab, IPPROTO_TCP, lport);
-		if ((rc = add_holder(pt, l, 0)) < 0)
+		if ((rc = add_holder(pt, l, 0, flt_addr_is_v4(rip) ? FLT_FAM_V4 : FLT_FAM_V6)) < 0)
 			return rc;
 	} else {
 		pt = port_of(tab, IPPROTO_TCP, lport);
 		h = holder_of(pt, l->id);
 		if (!h)
 			return -EINVAL;  /* connect from a port this process does not hold */
-		if (srv__custody_holds(tab->custody, lport, rip, rport))
+		if (srv__custody_holds_addr(tab->custody, lport, rip, rport))
 			return -EADDRINUSE;
 		h->refs++;
 	}
-	rc = flt_add_connected(tab->flt, WIRE_IPPROTO_TCP, lport, rip, rport, l->id);
+	rc = flt_add_connected_addr(tab->flt, WIRE_IPPROTO_TCP, lport, rip, rport, l->id);
 	if (rc < 0) {
 		srv__port_release(tab, l, IPPROTO_TCP, lport);
 		return rc == -EEXIST ? -EADDRINUSE : rc;
@@ -286,7 +368,7 @@ int srv__port_take(struct srv_ports *tab, const struct srv_port_owner *l, uint8_
 		h->refs++;
 		return 0;
 	}
-	return add_holder(pt, l, 0);
+	return add_holder(pt, l, 0, FLT_FAM_V4);
 }
 
 static void drop_holder(struct port *pt, uint32_t i)
@@ -307,8 +389,9 @@ void srv__port_release(struct srv_ports *tab, const struct srv_port_owner *l, ui
 		if (pt->h[i].lease != l->id)
 			continue;
 		if (--pt->h[i].refs == 0) {
-			flt_del_listen(tab->flt, proto == IPPROTO_UDP ? WIRE_IPPROTO_UDP : WIRE_IPPROTO_TCP,
-				       port, l->id);
+			flt_del_listen_fam(tab->flt, proto == IPPROTO_UDP ? WIRE_IPPROTO_UDP :
+					   WIRE_IPPROTO_TCP, port, pt->h[i].fams ? pt->h[i].fams :
+					   FLT_FAM_V4, l->id);
 			drop_holder(pt, i);
 		}
 		return;

@@ -37,6 +37,18 @@ int srv__port_bind(struct srv_ports *pt, const struct srv_port_owner *o, uint8_t
 		   uint16_t port, unsigned flags);
 int srv__port_connect(struct srv_ports *pt, const struct srv_port_owner *o, uint16_t lport,
 		      uint32_t rip, uint16_t rport);
+/* The same in the families fams (FLT_FAM_*: an AF_INET6 socket holds the port in both
+ * unless IPV6_V6ONLY), and a remote of either family (filter.h, IPv4 v4-mapped). */
+int srv__port_bind_fam(struct srv_ports *pt, const struct srv_port_owner *o, uint8_t proto,
+		       uint16_t port, unsigned flags, unsigned fams);
+struct flt_addr;
+int srv__port_connect_addr(struct srv_ports *pt, const struct srv_port_owner *o,
+			   uint16_t lport, const struct flt_addr *rip, uint16_t rport);
+/* TCP: the lease's listener on port, which it holds, takes new connections of fams
+ * (CTL_F_INHERIT: joins the group it inherited; CTL_F_REUSEPORT: shares it). -EPERM if
+ * the lease does not hold the port, else flt_add_listen_fam's errors. */
+int srv__port_listen(struct srv_ports *pt, const struct srv_port_owner *o, uint16_t port,
+		     unsigned flags, unsigned fams);
 void srv__port_release(struct srv_ports *pt, const struct srv_port_owner *o, uint8_t proto,
 		       uint16_t port);
 bool srv__port_held(const struct srv_ports *pt, const struct srv_port_owner *o, uint8_t proto,

@@ -1,8 +1,10 @@
-/* IPv4 reassembly for the processes of the node.
+/* IPv4 and IPv6 reassembly for the processes of the node.
  *
  * Read first: RFC 791 §3.2 (fragmentation and reassembly), RFC 1122 §3.3.2 (reassembly
- * timeout), RFC 1858 (fragment attacks on filters), RFC 5722 (overlapping fragments; its
- * rule is for IPv6, Linux applies it to IPv4 too), RFC 4963 (why bounds matter).
+ * timeout), RFC 8200 §4.5 (IPv6's Fragment header and its reassembly rules), RFC 1858
+ * (fragment attacks on filters), RFC 5722 (overlapping fragments; its rule is for IPv6,
+ * Linux applies it to IPv4 too), RFC 7112 (a first fragment holds the whole header
+ * chain), RFC 4963 (why bounds matter).
  *
  * Neither ulsd's filter nor the kernel's steering can tell from a fragment after the
  * first which endpoint it belongs to, so every fragment comes to ulsd (filter/demux.c,
@@ -10,12 +12,21 @@
  * identifier: source, destination, protocol, Identification; the destination is always
  * the node) until all of them are there, with bounds on what it holds. Then the first
  * fragment's transport header names the owner through the filter table, and the owner gets
- * the original fragments, in order: its own lwIP reassembles them (IP_REASSEMBLY), so no
- * datagram larger than a ring slot or a TAP frame ever has to be built. On the relay they
- * go into the owner's ring; on the direct path ulsd writes them into its own TAP queue with
- * the node's MAC as destination, the transmit check sends them back into the TAP, and the
- * steering program finds their owner in the dp_frag map that ulsd filled just before
- * (server/bpf.c).
+ * the original fragments, in order: its own lwIP reassembles them (IP_REASSEMBLY,
+ * LWIP_IPV6_REASS), so no datagram larger than a ring slot or a TAP frame ever has to be
+ * built. On the relay they go into the owner's ring; on the direct path ulsd writes them
+ * into its own TAP queue with the node's MAC as destination, the transmit check sends them
+ * back into the TAP, and the steering program finds their owner in the dp_frag map that
+ * ulsd filled just before (server/bpf.c).
+ *
+ * IPv6 (RFC 8200 §4.5): a datagram is keyed by source, destination and the Fragment
+ * header's 32-bit Identification (the destination is always the node); a fragment's data
+ * is what follows its Fragment header. The checks §4.5 names are made here, with their
+ * ICMPv6 answers (server/reply6.c): a fragment other than the last whose length is not a
+ * multiple of 8, and one that would make the reassembled payload longer than 65,535
+ * octets, get Parameter Problem code 0; an atomic fragment (offset 0, M clear) is whole at
+ * once. Deviation: the steering map keys IPv4 datagrams only, so an IPv6 datagram whose
+ * owner is on the direct path is dropped (drop_reass_ipv6_direct).
  *
  * Bounds (RFC 4963 §3: a reassembly buffer is a resource a remote host can exhaust):
  * at most SRV_REASS_MAX datagrams in progress, SRV_REASS_BYTES octets held (each fragment
@@ -37,6 +48,12 @@
  * reassembly"; "The recommended value for the reassembly timeout is 60 seconds". Linux
  * uses 30 s (ipfrag_time), and so do we. ULSD_REASS_TIMEOUT_MS changes it (tests). */
 #define SRV_REASS_TIMEOUT_MS 30000
+/* RFC 8200 §4.5: "If insufficient fragments are received to complete reassembly of a
+ * packet within 60 seconds of the reception of the first-arriving fragment of that
+ * packet, reassembly of that packet must be abandoned". Linux's ip6frag_time is 60 s too. */
+#define SRV_REASS6_TIMEOUT_MS 60000
+/* RFC 8200 §4.5: the reassembled packet's Payload Length is at most 65,535 octets. */
+#define SRV_REASS6_MAX_PAYLOAD 65535u
 /* How long a delivered datagram's key stays in the steering map: the fragments are in the
  * kernel's hands for microseconds, and a fragment of that key that comes back to ulsd
  * meanwhile was not steered (the owner left): it is dropped, not reassembled again. */
@@ -50,11 +67,18 @@ struct frag {
 	uint8_t frame[];
 };
 
+/* What names one datagram being reassembled (RFC 791 §3.2's buffer identifier, RFC
+ * 8200 §4.5's source, destination and Identification; the destination is the node). */
+struct reass_key {
+	struct flt_addr src;   /* IPv4 as ::ffff:a.b.c.d */
+	uint32_t id;           /* IPv4's 16 bits, IPv6's 32 */
+	uint8_t proto;         /* IPv4's Protocol; 0 for IPv6, whose key has none */
+	bool v6;
+};
+
 struct dgram {
 	bool used;
-	uint32_t src;
-	uint16_t id;
-	uint8_t proto;
+	struct reass_key k;
 	uint64_t expires_ms;
 	uint32_t total;        /* the data length, known once the last fragment came; 0: not yet */
 	uint32_t have;         /* octets of data held (no overlaps, so no double counting) */
@@ -76,7 +100,7 @@ struct srv_reass {
 	struct dgram d[SRV_REASS_MAX];
 	unsigned n;
 	size_t held;
-	uint64_t timeout_ms;
+	uint64_t timeout_ms, timeout6_ms;
 	struct steered st[SRV_REASS_STEERED];
 	unsigned st_head, st_n;  /* a ring, oldest at st_head */
 	uint64_t next_ms;        /* nothing expires before this: the tick has nothing to do */
@@ -96,6 +120,7 @@ int srv__reass_init(struct srv *s)
 	if (!r)
 		return -1;
 	r->timeout_ms = SRV_REASS_TIMEOUT_MS;
+	r->timeout6_ms = SRV_REASS6_TIMEOUT_MS;
 	r->next_ms = UINT64_MAX;
 	if (env && *env) {
 		char *end;
@@ -103,7 +128,7 @@ int srv__reass_init(struct srv *s)
 		if (*end || v < 100 || v > 120000)
 			srv__log(1, "ULSD_REASS_TIMEOUT_MS=%s ignored (100-120000)", env);
 		else
-			r->timeout_ms = v;
+			r->timeout_ms = r->timeout6_ms = v;
 	}
 	s->reass = r;
 	return 0;
@@ -148,11 +173,21 @@ static void unsteer_oldest(struct srv *s)
 	r->st_n--;
 }
 
-static bool recently_steered(const struct srv_reass *r, uint32_t src, uint16_t id, uint8_t proto)
+static uint32_t key_ip4(const struct reass_key *k)
 {
+	uint32_t ip;
+
+	memcpy(&ip, k->src.b + 12, 4);
+	return ip;
+}
+
+static bool recently_steered(const struct srv_reass *r, const struct reass_key *k)
+{
+	if (k->v6)
+		return false;  /* IPv6 datagrams are never steered (above) */
 	for (unsigned i = 0; i < r->st_n; i++) {
 		const struct steered *e = &r->st[(r->st_head + i) % SRV_REASS_STEERED];
-		if (e->src == src && e->id == id && e->proto == proto)
+		if (e->src == key_ip4(k) && e->id == k->id && e->proto == k->proto)
 			return true;
 	}
 	return false;
@@ -169,6 +204,7 @@ static void complete(struct srv *s, struct dgram *d)
 
 	/* The whole datagram is there, so the first fragment's ports stand for it. */
 	p.ip.fragment = false;
+	p.ip6.fragment = false;
 	o = flt_lookup_rx(s->flt, &p);
 	if (o != FLT_NO_OWNER)
 		l = srv__leases_live(&s->leases, o);
@@ -179,18 +215,25 @@ static void complete(struct srv *s, struct dgram *d)
 		release(s, d, true);
 		return;
 	}
+	if (!l->has_rings && d->k.v6) {
+		s->ctr.v[SRV_DROP_REASS_IPV6_DIRECT]++;
+		release(s, d, true);
+		return;
+	}
 	if (!l->has_rings) {
 		/* The direct path: the key goes into the steering map first, so that the
 		 * fragments find their owner's queue when the kernel sends them back. */
 		if (r->st_n == SRV_REASS_STEERED)
 			unsteer_oldest(s);
-		if (srv__dp_frag_steer(s, d->src, d->id, d->proto, l->id) < 0) {
+		if (srv__dp_frag_steer(s, key_ip4(&d->k), (uint16_t)d->k.id, d->k.proto,
+				       l->id) < 0) {
 			s->ctr.v[SRV_DP_MAP_ERRORS]++;
 			release(s, d, true);
 			return;
 		}
 		struct steered *e = &r->st[(r->st_head + r->st_n) % SRV_REASS_STEERED];
-		*e = (struct steered){ d->src, d->id, d->proto, srv__now_ms() + SRV_REASS_STEER_MS };
+		*e = (struct steered){ key_ip4(&d->k), (uint16_t)d->k.id, d->k.proto,
+				       srv__now_ms() + SRV_REASS_STEER_MS };
 		r->st_n++;
 		due(r, e->until_ms);
 	}
@@ -207,56 +250,126 @@ static void complete(struct srv *s, struct dgram *d)
 	release(s, d, false);
 }
 
-static struct dgram *find(struct srv_reass *r, uint32_t src, uint16_t id, uint8_t proto)
+static bool key_equal(const struct reass_key *a, const struct reass_key *b)
+{
+	return a->v6 == b->v6 && a->id == b->id && a->proto == b->proto &&
+	       memcmp(a->src.b, b->src.b, sizeof(a->src.b)) == 0;
+}
+
+static struct dgram *find(struct srv_reass *r, const struct reass_key *k)
 {
 	for (unsigned i = 0; i < SRV_REASS_MAX; i++) {
 		struct dgram *d = &r->d[i];
-		if (d->used && d->src == src && d->id == id && d->proto == proto)
+		if (d->used && key_equal(&d->k, k))
 			return d;
 	}
 	return NULL;
 }
 
+/* One fragment as reassembly sees it, from either family's header. */
+struct piece {
+	struct reass_key k;
+	uint32_t off, end;     /* octets of the datagram's data: [off, end) */
+	bool mf;
+};
+
+static void piece_of(const struct flt_pkt *p, struct piece *x)
+{
+	memset(x, 0, sizeof(*x));
+	if (p->ethertype == WIRE_ETHERTYPE_IPV6) {
+		x->k.v6 = true;
+		x->k.src = flt_addr_v6(p->ip6.src);
+		x->k.id = p->ip6.frag_id;
+		x->off = p->ip6.frag_off;
+		/* §4.5: the fragment's data is what follows its Fragment header. */
+		x->end = x->off + (uint32_t)WIRE_IPV6_HLEN + p->ip6.plen - p->ip6.frag_data_off;
+		x->mf = p->ip6.mf;
+		return;
+	}
+	x->k.src = flt_addr_v4(p->ip.src);
+	x->k.id = p->ip.id;
+	x->k.proto = p->ip.proto;
+	/* The fragment's data: from the end of its IP header to Total Length (what follows
+	 * is Ethernet padding). */
+	x->off = p->ip.frag_off;
+	x->end = x->off + (uint32_t)p->ip.total - p->ip.hlen;
+	x->mf = p->ip.mf;
+}
+
+static void drop_fragment(struct srv *s, enum srv_counter why)
+{
+	s->ctr.v[why]++;
+	s->ctr.v[SRV_DROP_FRAGMENT]++;
+}
+
+/* RFC 8200 §4.5's checks of one IPv6 fragment, with their answers. 0: go on. */
+static int check6(struct srv *s, const uint8_t *frame, size_t len, const struct flt_pkt *p,
+		  const struct piece *x)
+{
+	/* "If the length of a fragment, as derived from the fragment packet's Payload
+	 * Length field, is not a multiple of 8 octets and the M flag of that fragment is
+	 * 1, then that fragment must be discarded and an ICMP Parameter Problem, Code 0,
+	 * message should be sent to the source of the fragment, pointing to the Payload
+	 * Length field of the fragment packet." */
+	if (x->mf && (x->end - x->off) % 8) {
+		srv__reply6_param_problem(s, frame, len, 0, WIRE_IPV6_OFF_PLEN);
+		drop_fragment(s, SRV_DROP_REASS_BAD);
+		return -1;
+	}
+	/* "If the length and offset of a fragment are such that the Payload Length of the
+	 * packet reassembled from that fragment would exceed 65,535 octets, then that
+	 * fragment must be discarded and an ICMP Parameter Problem, Code 0, message should
+	 * be sent to the source of the fragment, pointing to the Fragment Offset field of
+	 * the fragment packet." The reassembled payload is the unfragmentable part's
+	 * extension headers (those before the Fragment header) and the data. */
+	uint32_t unfrag = (uint32_t)p->ip6.frag_data_off - WIRE_IPV6_FRAG_HLEN - WIRE_IPV6_HLEN;
+	if (unfrag + x->end > SRV_REASS6_MAX_PAYLOAD) {
+		srv__reply6_param_problem(s, frame, len, 0,
+					  (uint32_t)p->ip6.frag_data_off - WIRE_IPV6_FRAG_HLEN + 2);
+		drop_fragment(s, SRV_DROP_REASS_BAD);
+		return -1;
+	}
+	return 0;
+}
+
 void srv__reass_input(struct srv *s, const uint8_t *frame, size_t len, const struct flt_pkt *p)
 {
 	struct srv_reass *r = s->reass;
-	/* The fragment's data: from the end of its IP header to Total Length (what follows
-	 * is Ethernet padding). */
-	uint32_t dlen = (uint32_t)p->ip.total - p->ip.hlen;
-	uint32_t off = p->ip.frag_off, end = off + dlen;
+	struct piece x;
 	size_t cost = len + SRV_REASS_OVERHEAD;
 	struct dgram *d;
 
-	if (recently_steered(r, p->ip.src, p->ip.id, p->ip.proto)) {
+	piece_of(p, &x);
+	uint32_t off = x.off, end = x.end, dlen = end - off;
+	if (recently_steered(r, &x.k)) {
 		/* A fragment we handed to a process came back: its owner is gone. */
-		s->ctr.v[SRV_DROP_REASS_UNSTEERED]++;
-		s->ctr.v[SRV_DROP_FRAGMENT]++;
+		drop_fragment(s, SRV_DROP_REASS_UNSTEERED);
 		return;
 	}
+	if (x.k.v6 && check6(s, frame, len, p, &x) < 0)
+		return;
 	/* RFC 791 §3.2: every fragment but the last carries a multiple of 8 octets, and a
 	 * fragment with data is the only kind that can fill a hole. */
-	if (dlen == 0 || (p->ip.mf && dlen % 8)) {
-		s->ctr.v[SRV_DROP_REASS_BAD]++;
-		s->ctr.v[SRV_DROP_FRAGMENT]++;
+	if (dlen == 0 || (x.mf && dlen % 8)) {
+		drop_fragment(s, SRV_DROP_REASS_BAD);
 		return;
 	}
-	d = find(r, p->ip.src, p->ip.id, p->ip.proto);
+	d = find(r, &x.k);
 	if (!d) {
 		if (r->n == SRV_REASS_MAX || r->held + cost > SRV_REASS_BYTES) {
-			s->ctr.v[SRV_DROP_REASS_LIMIT]++;
-			s->ctr.v[SRV_DROP_FRAGMENT]++;
+			drop_fragment(s, SRV_DROP_REASS_LIMIT);
 			return;
 		}
 		for (unsigned i = 0; i < SRV_REASS_MAX && !d; i++)
 			if (!r->d[i].used)
 				d = &r->d[i];
-		*d = (struct dgram){ .used = true, .src = p->ip.src, .id = p->ip.id,
-				     .proto = p->ip.proto, .expires_ms = srv__now_ms() + r->timeout_ms };
+		*d = (struct dgram){ .used = true, .k = x.k,
+				     .expires_ms = srv__now_ms() +
+						   (x.k.v6 ? r->timeout6_ms : r->timeout_ms) };
 		r->n++;
 		due(r, d->expires_ms);
 	} else if (d->nfrags == SRV_REASS_FRAGS || r->held + cost > SRV_REASS_BYTES) {
-		s->ctr.v[SRV_DROP_REASS_LIMIT]++;
-		s->ctr.v[SRV_DROP_FRAGMENT]++;
+		drop_fragment(s, SRV_DROP_REASS_LIMIT);
 		release(s, d, true);
 		return;
 	}
@@ -265,10 +378,9 @@ void srv__reass_input(struct srv *s, const uint8_t *frame, size_t len, const str
 	uint32_t tail = 0;
 	for (struct frag *f = d->frags; f; f = f->next)
 		tail = f->end;
-	if ((!p->ip.mf && ((d->total && d->total != end) || end < tail)) ||
+	if ((!x.mf && ((d->total && d->total != end) || end < tail)) ||
 	    (d->total && end > d->total)) {
-		s->ctr.v[SRV_DROP_REASS_BAD]++;
-		s->ctr.v[SRV_DROP_FRAGMENT]++;
+		drop_fragment(s, SRV_DROP_REASS_BAD);
 		release(s, d, true);
 		return;
 	}
@@ -281,8 +393,7 @@ void srv__reass_input(struct srv *s, const uint8_t *frame, size_t len, const str
 	if (*at && (*at)->off == off && (*at)->end == end) {
 		/* The same fragment again (a retransmission, a duplicating link): Linux keeps
 		 * the first copy and drops this one, the datagram survives. */
-		s->ctr.v[SRV_DROP_REASS_DUPLICATE]++;
-		s->ctr.v[SRV_DROP_FRAGMENT]++;
+		drop_fragment(s, SRV_DROP_REASS_DUPLICATE);
 		return;
 	}
 	if ((prev && prev->end > off) || (*at && (*at)->off < end)) {
@@ -290,15 +401,13 @@ void srv__reass_input(struct srv *s, const uint8_t *frame, size_t len, const str
 		 * (and any constituent fragments, including those not yet received) MUST be
 		 * silently discarded". Overlaps are how fragments smuggle a header past a
 		 * filter (RFC 1858 §4). */
-		s->ctr.v[SRV_DROP_REASS_OVERLAP]++;
-		s->ctr.v[SRV_DROP_FRAGMENT]++;
+		drop_fragment(s, SRV_DROP_REASS_OVERLAP);
 		release(s, d, true);
 		return;
 	}
 	struct frag *f = malloc(sizeof(*f) + len);
 	if (!f) {
-		s->ctr.v[SRV_DROP_REASS_LIMIT]++;
-		s->ctr.v[SRV_DROP_FRAGMENT]++;
+		drop_fragment(s, SRV_DROP_REASS_LIMIT);
 		if (!d->nfrags)
 			release(s, d, true);
 		return;
@@ -313,7 +422,7 @@ void srv__reass_input(struct srv *s, const uint8_t *frame, size_t len, const str
 	d->have += dlen;
 	d->held += cost;
 	r->held += cost;
-	if (!p->ip.mf)
+	if (!x.mf)
 		d->total = end;
 	if (off == 0) {
 		d->has_first = true;
@@ -340,8 +449,14 @@ int srv__reass_tick(struct srv *s)
 		if (d->used && d->expires_ms <= now) {
 			/* RFC 1122 §3.3.2: "If this timeout expires, the partially-reassembled
 			 * datagram MUST be discarded and an ICMP Time Exceeded message sent to
-			 * the source host (if fragment zero has been received)." */
-			if (d->has_first && d->frags && d->frags->off == 0)
+			 * the source host (if fragment zero has been received)." RFC 8200
+			 * §4.5: "If the first fragment (i.e., the one with a Fragment Offset of
+			 * zero) has been received, an ICMP Time Exceeded -- Fragment Reassembly
+			 * Time Exceeded message should be sent to the source of that
+			 * fragment." */
+			if (d->has_first && d->frags && d->frags->off == 0 && d->k.v6)
+				srv__reply6_reass_time_exceeded(s, d->frags->frame, d->frags->len);
+			else if (d->has_first && d->frags && d->frags->off == 0)
 				srv__reply_reass_time_exceeded(s, d->frags->frame, d->frags->len,
 							      &d->first);
 			s->ctr.v[SRV_DROP_REASS_TIMEOUT]++;

@@ -222,19 +222,25 @@ void srv__learn_neighbour(struct srv *s, uint32_t ip, const uint8_t mac[WIRE_ETH
 void srv__send_probe(void *arg, const struct srv_custody *c)
 {
 	struct srv *s = arg;
-	unsigned i = ntohl(c->rip) & 0xff;
+	uint32_t rip = flt_addr_v4_of(&c->rip);
+	unsigned i = ntohl(rip) & 0xff;
 	uint32_t seq;
 
-	if (s->neigh[i].ip != c->rip) {
+	/* Deviation: an IPv6 peer is not probed: ulsd keeps no IPv6 neighbour cache
+	 * (docs/ipv6.md), so the peer learns from the RST its next segment gets (reply6.c,
+	 * RFC 9293 §3.10.7.1) instead of at once. */
+	if (!flt_addr_is_v4(&c->rip))
+		return;
+	if (s->neigh[i].ip != rip) {
 		uint8_t mac[WIRE_ETH_ALEN];
 		/* A process on the direct path: the kernel saw the peer, not ulsd. */
-		if (srv__dp_neighbour(s, c->rip, mac) < 0)
+		if (srv__dp_neighbour(s, rip, mac) < 0)
 			return;  /* never heard from it: it will get a RST for its next segment */
-		srv__learn_neighbour(s, c->rip, mac);
+		srv__learn_neighbour(s, rip, mac);
 	}
 	if (getrandom(&seq, sizeof(seq), GRND_NONBLOCK) != sizeof(seq))
 		seq = (uint32_t)srv__now_ms();
-	send_tcp(s, s->neigh[i].mac, c->rip, c->lport, c->rport, seq, seq ^ 0x80000000u,
+	send_tcp(s, s->neigh[i].mac, rip, c->lport, c->rport, seq, seq ^ 0x80000000u,
 		    WIRE_TCP_ACK);
 	s->ctr.v[SRV_RST_PROBES]++;
 }

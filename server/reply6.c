@@ -372,6 +372,59 @@ static void reply_port_unreachable(struct srv *s, const struct in6 *in)
 		s->ctr.v[SRV_ICMP_UNREACH_SENT]++;
 }
 
+/* A fragment for the node (RFC 8200 §4.5): reass.c collects its datagram for the process
+ * whose endpoint the first fragment names. Fragments to a multicast group are not
+ * reassembled (nothing of the node's is reached that way).
+ * Deviation: a datagram nobody owns is dropped whole after reassembly (no port
+ * unreachable, no echo reply for a fragmented echo request), as for IPv4 (reass.c). */
+static void reassemble(struct srv *s, const struct in6 *in)
+{
+	struct flt_pkt p;
+	int rc;
+
+	if (wire_ipv6_is_multicast(in->ip.dst)) {
+		s->ctr.v[SRV_DROP_IPV6_FRAGMENT]++;
+		return;
+	}
+	rc = flt_parse(in->frame, in->len, &p);
+	if (rc < 0) {
+		/* Among them RFC 7112 §5's first fragment without its whole header chain
+		 * (too short for its TCP or UDP header). */
+		flt_count_rx_drop(s->flt, (enum flt_reason)-rc);
+		return;
+	}
+	srv__reass_input(s, in->frame, in->len, &p);
+}
+
+/* An ICMPv6 error about a frame reass.c holds (the frame was checked on arrival). */
+static void error_about(struct srv *s, const uint8_t *frame, size_t len, uint8_t type,
+			uint8_t code, uint32_t word)
+{
+	struct in6 in = { .frame = frame, .len = len };
+
+	if (wire_eth_view(&in.eth, frame, len) < 0 ||
+	    wire_ipv6_view(&in.ip, in.eth.payload, in.eth.payload_len) < 0 || !may_send_error(&in))
+		return;
+	if (send_error(s, &in, type, code, word) < 0)
+		return;
+	if (type == WIRE_ICMPV6_PARAM_PROB)
+		s->ctr.v[SRV_ICMPV6_PARAM_PROB_SENT]++;
+	else
+		s->ctr.v[SRV_ICMP_TIME_EXCEEDED_SENT]++;
+}
+
+void srv__reply6_param_problem(struct srv *s, const uint8_t *frame, size_t len, uint8_t code,
+			       uint32_t pointer)
+{
+	error_about(s, frame, len, WIRE_ICMPV6_PARAM_PROB, code, pointer);
+}
+
+void srv__reply6_reass_time_exceeded(struct srv *s, const uint8_t *frame, size_t len)
+{
+	/* RFC 4443 §3.3: code 1, "fragment reassembly time exceeded". */
+	error_about(s, frame, len, WIRE_ICMPV6_TIME_EXCEEDED, 1, 0);
+}
+
 void srv__input_ip6(struct srv *s, const uint8_t *frame, size_t len)
 {
 	struct in6 in = { .frame = frame, .len = len };
@@ -404,9 +457,7 @@ void srv__input_ip6(struct srv *s, const uint8_t *frame, size_t len)
 		return;
 	}
 	if (in.up.fragment) {
-		/* Deviation: no IPv6 reassembly yet (RFC 8200 §4.5 asks for 1500 octets;
-		 * docs/ipv6.md); nothing the node answers needs more than one frame. */
-		s->ctr.v[SRV_DROP_IPV6_FRAGMENT]++;
+		reassemble(s, &in);
 		return;
 	}
 	if (check_options(s, &in) < 0)

@@ -336,6 +336,8 @@ int main(int argc, char **argv)
 	s.mtu = nif_tap_mtu(s.tap);
 	s.tap_index = if_nametoindex(s.tap_name);
 	s.flt = flt_table_new();
+	if (s.flt && s.has_ip6)
+		flt_table_set_node_ip6(s.flt, s.ip6, s.ip6_ll);  /* processes may send from them */
 	s.ports = s.flt ? srv__ports_new(s.flt, &s.custody, port_key) : NULL;
 	if (!s.ports || srv__reass_init(&s) < 0) {
 		fprintf(stderr, "ulsd: out of memory\n");

@@ -74,7 +74,9 @@ static void fill(struct uls_conntab_ent *e, const struct tcp_pcb *pcb)
 	if (s && s->tcp != pcb)
 		s = NULL;
 	memset(e, 0, sizeof(*e));
-	e->rip = ip_2_ip4(&pcb->remote_ip)->addr;
+	/* The table's entries are IPv4 (netif/conntab.h): an IPv6 connection shows with
+	 * address 0, which ulsd counts as a bad entry and leaves out (docs/ipv6.md). */
+	e->rip = IP_IS_V6(&pcb->remote_ip) ? 0 : ip_2_ip4(&pcb->remote_ip)->addr;
 	e->lport = pcb->local_port;
 	e->rport = pcb->remote_port;
 	e->state = (uint8_t)pcb->state;

@@ -40,10 +40,12 @@ void stk__lock(void)
 	pthread_mutex_lock(&stk__node.lock);
 	stk__node.owner = pthread_self();
 	stk__node.owned = true;
+	stk__now_held(true);
 }
 
 void stk__unlock_raw(void)
 {
+	stk__now_held(false);
 	stk__node.owned = false;
 	pthread_mutex_unlock(&stk__node.lock);
 }

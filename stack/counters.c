@@ -197,6 +197,7 @@ int uls_counters(struct uls_counter *out, size_t n)
 	put(&k, "dev_rx_lent", ts.rx_lent);
 	put(&k, "dev_rx_pool_empty", ts.rx_pool_empty);
 	put(&k, "dev_tx_gather", ts.tx_gather);
+	put(&k, "dev_spin_enters", ts.spin_enters);
 	stk__unlock();
 	return (int)k.i;
 }

@@ -73,19 +73,19 @@ int stk__dgram_bind(struct stk_sock *s, const ip_addr_t *ip, uint16_t port)
 	unsigned flags = (ip_get_option(s->udp, SOF_REUSEADDR) ? CTL_F_REUSEADDR : 0) |
 			 (s->reuseport ? CTL_F_REUSEPORT : 0) |
 			 (s->share_inherited ? CTL_F_INHERIT : 0);
-	int p = stk__ep_bind(IPPROTO_UDP, port, flags);  /* the core lock is released meanwhile */
+	int p = stk__ep_bind(IPPROTO_UDP, port, flags | STK_V6FLAGS(s), s->family);  /* the core lock is released meanwhile */
 	rc = stk__sock_ctl_end(s);
 	if (p < 0)
 		return rc < 0 ? rc : p;
 	if (rc == 0 && !s->udp)
 		rc = -EBADF;
 	if (rc < 0) {
-		stk__ep_unbind(IPPROTO_UDP, (uint16_t)p);  /* closed meanwhile: give it back */
+		stk__ep_unbind(IPPROTO_UDP, (uint16_t)p, s->family, STK_V6FLAGS(s));  /* closed meanwhile: give it back */
 		return rc;
 	}
 	rc = stk__err_to_errno(udp_bind(s->udp, ip, (u16_t)p));
 	if (rc < 0)
-		stk__ep_unbind(IPPROTO_UDP, (uint16_t)p);
+		stk__ep_unbind(IPPROTO_UDP, (uint16_t)p, s->family, STK_V6FLAGS(s));
 	else if (stk__leased())
 		s->bound_port = (uint16_t)p;
 	return rc;
@@ -196,7 +196,7 @@ void stk__dgram_close(struct stk_sock *s)
 		s->udp = NULL;
 	}
 	if (s->bound_port) {
-		stk__ep_unbind(IPPROTO_UDP, s->bound_port);
+		stk__ep_unbind(IPPROTO_UDP, s->bound_port, s->family, STK_V6FLAGS(s));
 		s->bound_port = 0;
 	}
 	s->state = STK_S_DEAD;

@@ -12,18 +12,28 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "lwip/priv/tcp_priv.h"
 #include "netif/ctl/ctl.h"
 
 struct tuple {
 	uint16_t lport, rport;
-	uint32_t rip;
+	ip_addr_t rip;
 	uint32_t rexmits;   /* retransmissions of the connection (conntab.c shows them) */
 };
 
 static u8_t ext_id;
 static bool ext_ready;
+
+/* The remote in the message: family and the 16-octet form (ctl.h; IPv4 v4-mapped). */
+static void set_rip(struct ctl_msg *m, const ip_addr_t *ip)
+{
+	if (IP_IS_V6(ip))
+		ctl_set_rip6(m, (const uint8_t *)ip_2_ip6(ip)->addr);
+	else
+		ctl_set_rip4(m, ip_2_ip4(ip)->addr);
+}
 
 /* lwIP frees a pcb (after TIME-WAIT, a reset, an abort): the tuple is free again. */
 static void on_destroy(u8_t id, void *data)
@@ -37,7 +47,7 @@ static void on_destroy(u8_t id, void *data)
 	ctl_init(&m, CTL_RELEASE, 0);
 	m.proto = IPPROTO_TCP;
 	m.lport = t->lport;
-	m.rip = t->rip;
+	set_rip(&m, &t->rip);
 	m.rport = t->rport;
 	stk__lease_notify(&m);
 	free(t);
@@ -71,7 +81,7 @@ static void track(struct tcp_pcb *pcb)
 		return;  /* ulsd frees the tuple when the lease ends */
 	t->lport = pcb->local_port;
 	t->rport = pcb->remote_port;
-	t->rip = ip_2_ip4(&pcb->remote_ip)->addr;
+	ip_addr_copy(t->rip, pcb->remote_ip);
 	t->rexmits = 0;
 	tcp_ext_arg_set_callbacks(pcb, ext_id, &ext_cbs);
 	tcp_ext_arg_set(pcb, ext_id, t);
@@ -97,13 +107,14 @@ uint32_t stk__ep_rexmits(const struct tcp_pcb *pcb)
 
 /* Reserve (proto, port); port 0 asks for an ephemeral one. Returns the port, or -errno.
  * Releases the core lock meanwhile. */
-int stk__ep_bind(uint8_t proto, uint16_t port, unsigned flags)
+int stk__ep_bind(uint8_t proto, uint16_t port, unsigned flags, int family)
 {
 	struct ctl_msg m;
 
 	if (!stk__leased())
 		return port;
 	ctl_init(&m, CTL_BIND, 0);
+	m.family = (uint8_t)family;
 	m.proto = proto;
 	m.lport = port;
 	m.flags = (uint8_t)flags;
@@ -111,26 +122,29 @@ int stk__ep_bind(uint8_t proto, uint16_t port, unsigned flags)
 	return rc < 0 ? rc : m.lport;
 }
 
-void stk__ep_unbind(uint8_t proto, uint16_t port)
+void stk__ep_unbind(uint8_t proto, uint16_t port, int family, unsigned flags)
 {
 	struct ctl_msg m;
 
 	if (!stk__leased() || port == 0)
 		return;
 	ctl_init(&m, CTL_UNBIND, 0);
+	m.family = (uint8_t)family;
+	m.flags = (uint8_t)(flags & CTL_F_V6ONLY);
 	m.proto = proto;
 	m.lport = port;
 	stk__lease_notify(&m);
 }
 
 /* Releases the core lock meanwhile. */
-int stk__ep_listen(uint16_t port, unsigned flags)
+int stk__ep_listen(uint16_t port, unsigned flags, int family)
 {
 	struct ctl_msg m;
 
 	if (!stk__leased())
 		return 0;
 	ctl_init(&m, CTL_LISTEN, 0);
+	m.family = (uint8_t)family;
 	m.proto = IPPROTO_TCP;
 	m.lport = port;
 	m.flags = (uint8_t)flags;
@@ -140,13 +154,15 @@ int stk__ep_listen(uint16_t port, unsigned flags)
 /* One-way: this process accepts connections on its listener at port, so ulsd should
  * prefer it over members of the port's group that never do (a master process that only
  * holds the listener for its workers). */
-void stk__ep_accepting(uint16_t port)
+void stk__ep_accepting(uint16_t port, int family, unsigned flags)
 {
 	struct ctl_msg m;
 
 	if (!stk__leased())
 		return;
 	ctl_init(&m, CTL_ACCEPTING, 0);
+	m.family = (uint8_t)family;
+	m.flags = (uint8_t)(flags & CTL_F_V6ONLY);
 	m.proto = IPPROTO_TCP;
 	m.lport = port;
 	stk__lease_notify(&m);
@@ -154,7 +170,7 @@ void stk__ep_accepting(uint16_t port)
 
 /* Register an outgoing connection; returns the local port to use, or -errno. Releases
  * the core lock meanwhile. */
-int stk__ep_connect(uint16_t lport, const ip4_addr_t *rip, uint16_t rport)
+int stk__ep_connect(uint16_t lport, const ip_addr_t *rip, uint16_t rport)
 {
 	struct ctl_msg m;
 
@@ -163,13 +179,13 @@ int stk__ep_connect(uint16_t lport, const ip4_addr_t *rip, uint16_t rport)
 	ctl_init(&m, CTL_CONNECT, 0);
 	m.proto = IPPROTO_TCP;
 	m.lport = lport;
-	m.rip = rip->addr;
+	set_rip(&m, rip);
 	m.rport = rport;
 	int rc = call_unlocked(&m);
 	return rc < 0 ? rc : m.lport;
 }
 
-void stk__ep_release(uint16_t lport, const ip4_addr_t *rip, uint16_t rport)
+void stk__ep_release(uint16_t lport, const ip_addr_t *rip, uint16_t rport)
 {
 	struct tuple *t = malloc(sizeof(*t));
 
@@ -178,7 +194,7 @@ void stk__ep_release(uint16_t lport, const ip4_addr_t *rip, uint16_t rport)
 		return;
 	}
 	t->lport = lport;
-	t->rip = rip->addr;
+	ip_addr_copy(t->rip, *rip);
 	t->rport = rport;
 	on_destroy(0, t);
 }
@@ -201,13 +217,13 @@ int stk__ep_handoff(struct tcp_pcb *pcb, uint64_t nonce)
 	ctl_init(&m, CTL_HANDOFF, 0);
 	m.proto = IPPROTO_TCP;
 	m.lport = pcb->local_port;
-	m.rip = ip_2_ip4(&pcb->remote_ip)->addr;
+	set_rip(&m, &pcb->remote_ip);
 	m.rport = pcb->remote_port;
 	m.u.handoff.nonce = nonce;
 	return stk__lease_call_locked(&m);  /* under the core lock: lease.c says why */
 }
 
-int stk__ep_claim(uint16_t lport, const ip4_addr_t *rip, uint16_t rport, uint64_t nonce)
+int stk__ep_claim(uint16_t lport, const ip_addr_t *rip, uint16_t rport, uint64_t nonce)
 {
 	struct ctl_msg m;
 
@@ -216,7 +232,7 @@ int stk__ep_claim(uint16_t lport, const ip4_addr_t *rip, uint16_t rport, uint64_
 	ctl_init(&m, CTL_CLAIM, 0);
 	m.proto = IPPROTO_TCP;
 	m.lport = lport;
-	m.rip = rip->addr;
+	set_rip(&m, rip);
 	m.rport = rport;
 	m.u.handoff.nonce = nonce;
 	int rc = stk__lease_call_locked(&m);  /* under the core lock: lease.c says why */
@@ -245,7 +261,7 @@ void stk__ep_accepted(struct tcp_pcb *pcb)
 	ctl_init(&m, CTL_ACCEPTED, 0);
 	m.proto = IPPROTO_TCP;
 	m.lport = pcb->local_port;
-	m.rip = ip_2_ip4(&pcb->remote_ip)->addr;
+	set_rip(&m, &pcb->remote_ip);
 	m.rport = pcb->remote_port;
 	stk__lease_notify(&m);
 	track(pcb);

@@ -30,6 +30,7 @@ static void parent(void)
 {
 	if (stk__node.up)
 		stk__handoff_forked();
+	stk__now_held(false);
 	stk__node.owned = false;
 	pthread_mutex_unlock(&stk__node.lock);
 }
@@ -69,6 +70,7 @@ static void child(void)
 	pthread_mutex_init(&stk__node.lock, NULL);
 	stk__node.owner = pthread_self();
 	stk__node.owned = true;
+	stk__now_held(true);  /* the parent's reading is not ours */
 	stk__drive_forked();  /* a parent's thread may have been inside */
 	stk__ffd_forget();    /* the mirrors' fixed files are the parent's (fixedfd.c) */
 	stk__signal_fork_child();
@@ -87,6 +89,7 @@ static void child(void)
 		stk__node.running = false;
 		stk__node.lost = false;
 	}
+	stk__now_held(false);
 	stk__node.owned = false;
 }
 

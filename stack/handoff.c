@@ -181,6 +181,11 @@ static int put_tx(int fd, struct tcp_pcb *pcb, uint32_t *len)
 static int pack(struct stk_sock *s, uint64_t nonce)
 {
 	struct tcp_pcb *pcb = s->tcp;
+
+	/* The hand-off state names IPv4 ends (hoffstate.h): an IPv6 connection stays with
+	 * its process (docs/ipv6.md), whose exec or fork child gets none of it. */
+	if (IP_IS_V6(&pcb->remote_ip))
+		return -EAFNOSUPPORT;
 	struct stk_hoff_state h = {
 		.magic = STK_HOFF_MAGIC, .version = STK_HOFF_VERSION, .nonce = nonce,
 		.local_ip = ip_2_ip4(&pcb->local_ip)->addr, .remote_ip = ip_2_ip4(&pcb->remote_ip)->addr,
@@ -296,8 +301,8 @@ static bool give(size_t i)
 	if (sent < 0) {
 		/* The claimer stopped waiting (a signal interrupted it; it claims again on its
 		 * next call): the connection comes back here and stays parked. */
-		ip4_addr_t rip = { ip_2_ip4(&s->tcp->remote_ip)->addr };
-		if (stk__ep_claim(s->tcp->local_port, &rip, s->tcp->remote_port, nonce) == 0)
+		if (stk__ep_claim(s->tcp->local_port, &s->tcp->remote_ip, s->tcp->remote_port,
+				  nonce) == 0)
 			return false;
 		stk__log(1, "a connection could not come back from its handoff");
 		stk__stream_forget(s);  /* ulsd keeps it in transit, then resets it */
@@ -541,7 +546,7 @@ static int queue_tx(struct tcp_pcb *pcb, const uint8_t *p, size_t len)
 
 static int claim(struct stk_sock *s, const struct stk_hoff_state *h, const uint8_t *data)
 {
-	ip4_addr_t rip = { h->remote_ip };
+	ip_addr_t rip = IPADDR4_INIT(h->remote_ip);  /* hand-off state is IPv4 (hoffstate.h) */
 	int rc;
 
 	if (h->local_ip != ip_2_ip4(&stk__node.netif.ip_addr)->addr)
@@ -677,8 +682,8 @@ int uls_export_undo(int sd, uint64_t nonce)
 	if (!s || !s->tcp) {
 		rc = -EBADF;
 	} else {
-		ip4_addr_t rip = { ip_2_ip4(&s->tcp->remote_ip)->addr };
-		rc = stk__ep_claim(s->tcp->local_port, &rip, s->tcp->remote_port, nonce);
+		rc = stk__ep_claim(s->tcp->local_port, &s->tcp->remote_ip, s->tcp->remote_port,
+				   nonce);
 	}
 	if (s)
 		stk__sock_leave(s);

@@ -17,6 +17,9 @@ struct stk_node {
 	pthread_mutex_t lock;       /* lwIP's core lock: every call into lwIP holds it */
 	pthread_t owner;            /* holder of lock, for LWIP_ASSERT_CORE_LOCKED */
 	bool owned;
+	/* The clock as read once during the current hold of lock (port.c, stk__now_ms). */
+	bool now_cached;
+	uint64_t now_ms;
 	bool running;
 	bool up;
 	bool lost;                  /* ulsd went away: every socket fails with ENETDOWN */
@@ -84,6 +87,11 @@ void stk__outbatch_frame(void);
 void stk__outbatch_end(void);
 void *stk__stack_thread(void *arg);
 uint64_t stk__now_ms(void);
+/* The calling thread took the core lock, or is about to let it go (port.c: the clock is
+ * read once per hold); stk__now_forget(): the hold went on long enough (a batch of
+ * frames) that the next reading must be fresh. */
+void stk__now_held(bool held);
+void stk__now_forget(void);
 /* SYN cookies (syncookie.c): encode and check, with the clock given. */
 struct tcp_syncookie;
 void stk__cookie_encode(struct tcp_syncookie *c, uint64_t now_ms);

@@ -90,15 +90,27 @@ static void secret_init(void)
 u32_t stk__tcp_isn(const ip_addr_t *local_ip, u16_t local_port,
 		   const ip_addr_t *remote_ip, u16_t remote_port)
 {
-	uint8_t id[12];
+	uint8_t id[36];
+	size_t n;
 	struct timespec ts;
 
 	pthread_once(&secret_once, secret_init);
-	memcpy(id, &ip_2_ip4(local_ip)->addr, 4);
-	memcpy(id + 4, &ip_2_ip4(remote_ip)->addr, 4);
-	memcpy(id + 8, &local_port, 2);
-	memcpy(id + 10, &remote_port, 2);
+	if (IP_IS_V6(remote_ip) || IP_IS_V6(local_ip)) {
+		/* RFC 6528 §3 names the connection-id: for IPv6 all 16 octets of each address
+		 * (reading the union's first 4 would leave 96 bits of the peer out of F). */
+		memcpy(id, ip_2_ip6(local_ip)->addr, 16);
+		memcpy(id + 16, ip_2_ip6(remote_ip)->addr, 16);
+		memcpy(id + 32, &local_port, 2);
+		memcpy(id + 34, &remote_port, 2);
+		n = 36;
+	} else {
+		memcpy(id, &ip_2_ip4(local_ip)->addr, 4);
+		memcpy(id + 4, &ip_2_ip4(remote_ip)->addr, 4);
+		memcpy(id + 8, &local_port, 2);
+		memcpy(id + 10, &remote_port, 2);
+		n = 12;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	uint64_t m = ((uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u) / 4u;
-	return (u32_t)(m + stk__siphash24(secret, id, sizeof(id)));
+	return (u32_t)(m + stk__siphash24(secret, id, n));
 }

@@ -293,7 +293,9 @@ static void late_reply(const struct ctl_msg *r)
 		ctl_init(&u, type == CTL_BIND ? CTL_UNBIND : CTL_RELEASE, 0);
 		u.proto = type == CTL_BIND ? l->proto : IPPROTO_TCP;
 		u.lport = r->lport;
-		u.rip = l->rip;
+		u.family = l->family;
+		u.flags = l->flags & CTL_F_V6ONLY;
+		memcpy(u.rip, l->rip, sizeof(u.rip));
 		u.rport = l->rport;
 		stk__log(1, "lease: request %u answered after its timeout: given back", type);
 		notify_unlocked(&u);
@@ -379,7 +381,10 @@ int stk__lease_call(struct ctl_msg *m)
  * They are rare (fork and exec of a server), never per connection. */
 int stk__lease_call_locked(struct ctl_msg *m)
 {
-	return call(m);
+	int rc = call(m);
+
+	stk__now_forget();  /* a round trip to ulsd: the hold's clock reading is old */
+	return rc;
 }
 
 static void retry(void *arg);
@@ -586,6 +591,21 @@ int uls_attach(const char *ctl_path)
 		stk__conntab_close();
 		lease.fd = -1;
 		goto fail_fd;
+	}
+	/* Control protocol 3: the node's IPv6 address, when it has one; the link-local one
+	 * follows from the MAC (stk__node_ip6). Not on a node whose rings carry offload
+	 * words: lwIP would leave IPv6 TCP checksums to an offload that stack/tso.c gives
+	 * IPv4 segments only, and take partially summed IPv6 frames as corrupt (docs/ipv6.md:
+	 * ulsd --offload off until TCPv6 offload lands). The process then says ENETUNREACH
+	 * for IPv6, as on a node without it. */
+	if (m.family == AF_INET6 && m.u.hello.prefix_len6) {
+		struct in6_addr a6;
+		memcpy(a6.s6_addr, m.rip, 16);
+		if (offload)
+			stk__log(1, "lease: the node's IPv6 is not used: its rings carry offloads");
+		else if ((rc = stk__node_ip6(&a6, m.u.hello.prefix_len6)) < 0)
+			stk__log(1, "lease: the node's IPv6 address: %s", strerror(-rc));
+		rc = 0;
 	}
 	stk__fork_init();
 	stk__unlock();

@@ -125,16 +125,19 @@ struct stk_sock {
 };
 
 /* endpoints.c: the node's port space lives in ulsd */
-int stk__ep_bind(uint8_t proto, uint16_t port, unsigned flags);
-void stk__ep_unbind(uint8_t proto, uint16_t port);
-int stk__ep_listen(uint16_t port, unsigned flags);
-void stk__ep_accepting(uint16_t port);
-int stk__ep_connect(uint16_t lport, const ip4_addr_t *rip, uint16_t rport);
+/* family: the socket's (AF_INET or AF_INET6); flags with CTL_F_V6ONLY for an IPV6_V6ONLY
+ * socket, whose port ulsd then holds in IPv6 only (control protocol 3). */
+int stk__ep_bind(uint8_t proto, uint16_t port, unsigned flags, int family);
+void stk__ep_unbind(uint8_t proto, uint16_t port, int family, unsigned flags);
+int stk__ep_listen(uint16_t port, unsigned flags, int family);
+void stk__ep_accepting(uint16_t port, int family, unsigned flags);
+#define STK_V6FLAGS(s) ((s)->family == AF_INET6 && (s)->v6only ? CTL_F_V6ONLY : 0u)
+int stk__ep_connect(uint16_t lport, const ip_addr_t *rip, uint16_t rport);
 void stk__ep_connected(struct tcp_pcb *pcb);
-void stk__ep_release(uint16_t lport, const ip4_addr_t *rip, uint16_t rport);
+void stk__ep_release(uint16_t lport, const ip_addr_t *rip, uint16_t rport);
 void stk__ep_accepted(struct tcp_pcb *pcb);
 int stk__ep_handoff(struct tcp_pcb *pcb, uint64_t nonce);
-int stk__ep_claim(uint16_t lport, const ip4_addr_t *rip, uint16_t rport, uint64_t nonce);
+int stk__ep_claim(uint16_t lport, const ip_addr_t *rip, uint16_t rport, uint64_t nonce);
 void stk__ep_forget(struct tcp_pcb *pcb);
 uint32_t stk__ep_rexmits(const struct tcp_pcb *pcb);
 

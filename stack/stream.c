@@ -201,19 +201,19 @@ int stk__stream_bind(struct stk_sock *s, const ip_addr_t *ip, uint16_t port)
 	unsigned flags = (ip_get_option(s->tcp, SOF_REUSEADDR) ? CTL_F_REUSEADDR : 0) |
 			 (s->reuseport ? CTL_F_REUSEPORT : 0) |
 			 (s->share_inherited ? CTL_F_INHERIT : 0);
-	int p = stk__ep_bind(IPPROTO_TCP, port, flags);  /* the core lock is released meanwhile */
+	int p = stk__ep_bind(IPPROTO_TCP, port, flags | STK_V6FLAGS(s), s->family);  /* the core lock is released meanwhile */
 	rc = stk__sock_ctl_end(s);
 	if (p < 0)
 		return rc < 0 ? rc : p;
 	if (rc == 0 && !s->tcp)
 		rc = -EBADF;
 	if (rc < 0) {
-		stk__ep_unbind(IPPROTO_TCP, (uint16_t)p);  /* closed meanwhile: give it back */
+		stk__ep_unbind(IPPROTO_TCP, (uint16_t)p, s->family, STK_V6FLAGS(s));  /* closed meanwhile: give it back */
 		return rc;
 	}
 	rc = stk__err_to_errno(tcp_bind(s->tcp, ip, (u16_t)p));
 	if (rc < 0)
-		stk__ep_unbind(IPPROTO_TCP, (uint16_t)p);
+		stk__ep_unbind(IPPROTO_TCP, (uint16_t)p, s->family, STK_V6FLAGS(s));
 	else if (stk__leased())
 		s->bound_port = (uint16_t)p;
 	return rc;
@@ -305,7 +305,8 @@ int stk__stream_listen(struct stk_sock *s, int backlog)
 	 * for the round trip the stack processes them meanwhile; they must find the listener,
 	 * not get a RST. */
 	int lrc = stk__ep_listen(port, (s->reuseport ? CTL_F_REUSEPORT : 0) |
-					   (s->share_inherited ? CTL_F_INHERIT : 0));
+					   (s->share_inherited ? CTL_F_INHERIT : 0) | STK_V6FLAGS(s),
+				 s->family);
 	rc = stk__sock_ctl_end(s);
 	if (rc < 0)
 		return rc;  /* closed meanwhile: close() closed the listener and unbound the port */
@@ -325,7 +326,7 @@ void stk__stream_accepting(struct stk_sock *s)
 	/* (Not before ulsd answered LISTEN: stk__stream_listen says it then.) */
 	if (s->state == STK_S_LISTEN && !s->accepting && s->tcp && !s->ctl_busy) {
 		s->accepting = true;
-		stk__ep_accepting(s->tcp->local_port);
+		stk__ep_accepting(s->tcp->local_port, s->family, STK_V6FLAGS(s));
 	}
 }
 
@@ -384,7 +385,7 @@ int stk__stream_connect(struct stk_sock *s, const ip_addr_t *ip, uint16_t port)
 		if (rc < 0)
 			return rc;
 		/* The core lock is released for the round trip. */
-		rc = stk__ep_connect(s->tcp->local_port, ip_2_ip4(ip), port);
+		rc = stk__ep_connect(s->tcp->local_port, ip, port);
 		int now = stk__sock_ctl_end(s);
 		if (rc < 0)
 			return now < 0 ? now : rc;
@@ -392,7 +393,7 @@ int stk__stream_connect(struct stk_sock *s, const ip_addr_t *ip, uint16_t port)
 			now = -EBADF;
 		if (now < 0) {
 			/* Closed meanwhile: the tuple goes back to ulsd. */
-			stk__ep_release((uint16_t)rc, ip_2_ip4(ip), port);
+			stk__ep_release((uint16_t)rc, ip, port);
 			return now;
 		}
 		err = ERR_OK;
@@ -404,7 +405,7 @@ int stk__stream_connect(struct stk_sock *s, const ip_addr_t *ip, uint16_t port)
 		if (err == ERR_OK)
 			err = tcp_connect(s->tcp, ip, port, on_connected);
 		if (err != ERR_OK) {
-			stk__ep_release((uint16_t)rc, ip_2_ip4(ip), port);
+			stk__ep_release((uint16_t)rc, ip, port);
 			return stk__err_to_errno(err);
 		}
 		stk__ep_connected(s->tcp);
@@ -666,7 +667,7 @@ void stk__stream_close(struct stk_sock *s)
 		s->tcp = NULL;
 	}
 	if (s->bound_port) {
-		stk__ep_unbind(IPPROTO_TCP, s->bound_port);
+		stk__ep_unbind(IPPROTO_TCP, s->bound_port, s->family, STK_V6FLAGS(s));
 		s->bound_port = 0;
 	}
 	s->state = STK_S_DEAD;

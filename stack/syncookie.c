@@ -103,8 +103,8 @@ static bool cookies_on(void)
 
 static uint32_t cookie_hash(const struct tcp_syncookie *c, uint32_t t)
 {
-	uint8_t m[20];
-	uint32_t lip = ip_2_ip4(&c->local_ip)->addr, rip = ip_2_ip4(&c->remote_ip)->addr;
+	uint8_t m[44];
+	size_t at;
 
 	if (!secret_ready) {
 		for (int i = 0; i < 16; i += 4) {
@@ -113,13 +113,22 @@ static uint32_t cookie_hash(const struct tcp_syncookie *c, uint32_t t)
 		}
 		secret_ready = true;
 	}
-	memcpy(m, &lip, 4);
-	memcpy(m + 4, &rip, 4);
-	memcpy(m + 8, &c->local_port, 2);
-	memcpy(m + 10, &c->remote_port, 2);
-	memcpy(m + 12, &c->irs, 4);
-	memcpy(m + 16, &t, 4);
-	return (uint32_t)stk__siphash24(secret, m, sizeof(m)) & COOKIE_HASH_MASK;
+	if (IP_IS_V6(&c->remote_ip) || IP_IS_V6(&c->local_ip)) {
+		/* IPv6: both whole addresses, so that the MAC covers the peer's 128 bits
+		 * (the first 4 octets of the union would let every /32 share cookies). */
+		memcpy(m, ip_2_ip6(&c->local_ip)->addr, 16);
+		memcpy(m + 16, ip_2_ip6(&c->remote_ip)->addr, 16);
+		at = 32;
+	} else {
+		memcpy(m, &ip_2_ip4(&c->local_ip)->addr, 4);
+		memcpy(m + 4, &ip_2_ip4(&c->remote_ip)->addr, 4);
+		at = 8;
+	}
+	memcpy(m + at, &c->local_port, 2);
+	memcpy(m + at + 2, &c->remote_port, 2);
+	memcpy(m + at + 4, &c->irs, 4);
+	memcpy(m + at + 8, &t, 4);
+	return (uint32_t)stk__siphash24(secret, m, at + 12) & COOKIE_HASH_MASK;
 }
 
 u8_t stk__syn_admit(struct tcp_pcb_listen *lpcb)

@@ -112,3 +112,5 @@ tests/load/run.log: tests/load/run
 	$(am__common_driver_flags) $(AM_LOG_DRIVER_FLAGS) $(LOG_DRIVER_FLAGS) -- $(LOG_COMPILE) \
 	"$$tst" $(AM_TESTS_FD_REDIRECT)
 .PHONY: check-load
+# Processes on ulsd nodes over IPv6 (issue 17, control protocol 3)
+EXTRA_DIST += tests/node/test_ipv6.py tests/node/v6peer.py tests/interop/test_ipv6_servers.py

@@ -390,7 +390,13 @@ SHIM_EXPORT int setsockopt(int fd, int level, int name, const void *val, socklen
 	int rc;
 	if (f->family == AF_INET6 && level == IPPROTO_IPV6) {
 		rc = shim__v6opt_set(f, name, val, len);
-		if (rc == 0 && name == IPV6_V6ONLY && f->v6val[0]) {
+		if (rc == 0 && name == IPV6_V6ONLY && f->native6) {
+			/* On a node with IPv6 libuls carries IPv6 itself: the option is the
+			 * socket's, and ulsd then holds its port in IPv6 only (ipv6(7)). */
+			shim__enter(&old);
+			rc = uls_setsockopt(f->sd, level, name, val, len);
+			shim__leave(&old);
+		} else if (rc == 0 && name == IPV6_V6ONLY && f->v6val[0]) {
 			/* An IPv6-only socket carries no IPv4, and libuls carries nothing else
 			 * yet: it stays the kernel's, as every AF_INET6 socket was before. Its
 			 * port is then not the node's: an IPv4 peer gets ulsd's RST, as a

@@ -10,11 +10,15 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #define CTL_MAGIC    0x554c5343u  /* "ULSC" */
-/* 2: HELLO offers the direct data path (ring_fd, datapath, queue). */
-#define CTL_VERSION  2u
+/* 2: HELLO offers the direct data path (ring_fd, datapath, queue).
+ * 3: IPv6 (issue 17): a family byte and a 16-octet remote address in the header, the
+ *    node's IPv6 address in HELLO's reply, a 16-octet local address in STAT_CONN. */
+#define CTL_VERSION  3u
 #define CTL_MSG_SIZE 128u
 
 /* TCP states, numbered as lwIP's enum tcp_state (RFC 9293 §3.3.2's names): a
@@ -51,6 +55,9 @@ enum ctl_type {
 #define CTL_F_REUSEADDR 0x01u
 #define CTL_F_REUSEPORT 0x02u
 #define CTL_F_INHERIT   0x04u  /* a fork child joins its parent's hold on the port */
+/* BIND, LISTEN, ACCEPTING, UNBIND of an AF_INET6 socket with IPV6_V6ONLY 1: the port in
+ * IPv6 only. Without it an AF_INET6 socket holds the port in both families, as on Linux. */
+#define CTL_F_V6ONLY    0x08u
 
 /* Endpoint kinds in STAT_ENDPOINT records. */
 enum ctl_kind { CTL_K_BOUND = 1, CTL_K_LISTEN, CTL_K_CONNECTED, CTL_K_TIMEWAIT };
@@ -72,7 +79,11 @@ struct ctl_hello {
 	 * file 0; no descriptors come with the reply) or CTL_DP_RELAY (3 descriptors). */
 	uint8_t datapath;
 	uint8_t queue;
-	uint8_t pad[2];
+	/* Reply (version 3): the node's IPv6 prefix length when the header's family is
+	 * AF_INET6 and its address the node's global IPv6 address (the link-local one
+	 * follows from mac, RFC 4291 §2.5.6); 0 and family 0 on a node without IPv6. */
+	uint8_t prefix_len6;
+	uint8_t pad;
 	/* Reply: the node's interface as the host that runs ulsd names it (the TAP's name
 	 * and index), which programs under ulsrun see as their interface (getifaddrs,
 	 * if_nameindex, SIOCGIF*). A ulsd that predates it sends zeros. */
@@ -141,7 +152,8 @@ struct ctl_conn {
 	uint32_t mss, snd_wnd, rcv_wnd;
 	uint8_t flags;        /* ULS_CONNTAB_F_* */
 	uint8_t pad[3];
-	uint32_t lip;         /* the node's address, network order */
+	uint8_t lip[16];      /* the node's address of the connection's family (IPv4 as
+			       * ::ffff:a.b.c.d) */
 };
 
 /* HANDOFF and CLAIM: the secret the giving process passed to the taker (stack/handoff.c). */
@@ -158,10 +170,14 @@ struct ctl_msg {
 	uint8_t proto;        /* IPPROTO_TCP or IPPROTO_UDP */
 	uint8_t flags;        /* CTL_F_* */
 	uint16_t lport;       /* host order */
-	uint32_t rip;         /* network order */
 	uint16_t rport;       /* host order */
-	uint16_t pad;
-	uint32_t pad2;
+	uint8_t family;       /* AF_INET or AF_INET6: the socket's family (0 where none) */
+	uint8_t pad;
+	/* The remote address, network order, 16 octets whatever the family: an IPv4
+	 * address as its IPv4-mapped IPv6 address ::ffff:a.b.c.d (RFC 4291 §2.5.5.2), the
+	 * form the filter keys (filter.h, struct flt_addr). HELLO's reply: the node's
+	 * IPv6 address. */
+	uint8_t rip[16];
 	union {
 		struct ctl_hello hello;
 		struct ctl_counter counter;
@@ -169,7 +185,7 @@ struct ctl_msg {
 		struct ctl_handoff handoff;
 		struct ctl_proc proc;
 		struct ctl_conn conn;
-		uint8_t raw[96];
+		uint8_t raw[88];
 	} u;
 };
 
@@ -185,6 +201,11 @@ enum ctl_error {
 	CTL_BAD_VERSION,
 	CTL_BAD_TYPE,
 	CTL_BAD_FIELD,      /* a field out of range for its type */
+	CTL_BAD_FAMILY,     /* a family other than AF_INET/AF_INET6 where one is needed,
+			     * or CTL_F_V6ONLY without AF_INET6 */
+	CTL_BAD_ADDR,       /* an address that does not fit its family: an AF_INET one
+			     * not v4-mapped or 0.0.0.0, an AF_INET6 one v4-mapped,
+			     * unspecified or multicast */
 	CTL_ERROR_END
 };
 /* Counters by reason: index reason - CTL_ERROR_BASE (0 unused). */
@@ -196,5 +217,38 @@ int ctl_check(const void *buf, ssize_t n, struct ctl_msg *out);
 /* The counter name of a reason (CTL_BAD_*, or its negation). */
 const char *ctl_error_name(int err);
 void ctl_init(struct ctl_msg *m, enum ctl_type type, uint32_t seq);
+
+/* ::ffff:0:0/96 (RFC 4291 §2.5.5.2). */
+static inline bool ctl_addr_is_v4mapped(const uint8_t a[16])
+{
+	static const uint8_t pre[12] = { [10] = 0xff, [11] = 0xff };
+
+	return memcmp(a, pre, 12) == 0;
+}
+/* An IPv4 address (network order) in the 16-octet form, and back. */
+static inline void ctl_addr_set4(uint8_t a[16], uint32_t ip)
+{
+	memset(a, 0, 10);
+	a[10] = a[11] = 0xff;
+	memcpy(a + 12, &ip, 4);
+}
+static inline uint32_t ctl_addr_v4(const uint8_t a[16])
+{
+	uint32_t ip;
+
+	memcpy(&ip, a + 12, 4);
+	return ip;
+}
+/* The message's remote as an IPv4 peer: family AF_INET and rip ::ffff:ip. */
+static inline void ctl_set_rip4(struct ctl_msg *m, uint32_t ip)
+{
+	m->family = AF_INET;
+	ctl_addr_set4(m->rip, ip);
+}
+static inline void ctl_set_rip6(struct ctl_msg *m, const uint8_t a[16])
+{
+	m->family = AF_INET6;
+	memcpy(m->rip, a, 16);
+}
 
 #endif

@@ -340,6 +340,17 @@ int wire_ipv6_upper(struct wire_ipv6_upper *u, const struct wire_ipv6 *v)
 			o.frag_off = wire_rd16(h + 2) & WIRE_IPV6_FRAG_OFFMASK;
 			o.frag_more = (wire_rd16(h + 2) & WIRE_IPV6_FRAG_M) != 0;
 			o.frag_id = wire_rd32(h + 4);
+			o.frag_data_off = o.off + hlen;
+			if (o.frag_off) {
+				/* §4.5: a later fragment's data is the middle of the
+				 * fragmentable part, not more headers. */
+				o.nhdrs++;
+				o.proto = h[0];
+				o.nh_off = o.off;
+				o.off += hlen;
+				*u = o;
+				return 0;
+			}
 			break;
 		default:
 			*u = o;

@@ -265,7 +265,10 @@ int wire_ipv6_view_quoted(struct wire_ipv6 *v, const uint8_t *p, size_t len);
 /* Where the upper-layer header starts: RFC 8200 §4 extension headers walked from the
  * fixed header's Next Header. Hop-by-Hop, Routing, Destination Options and Fragment are
  * skipped (their contents are not interpreted); the walk stops at any other Next Header,
- * which is the upper layer (or No Next Header). */
+ * which is the upper layer (or No Next Header). It also stops right after a Fragment
+ * header whose offset is not zero: what follows is the middle of the original packet's
+ * fragmentable part, not headers (§4.5), and proto is that Fragment header's Next
+ * Header. */
 struct wire_ipv6_upper {
 	uint8_t proto;              /* the upper layer's Next Header value */
 	size_t off;                 /* its offset from the start of the IPv6 header */
@@ -276,6 +279,9 @@ struct wire_ipv6_upper {
 	uint16_t frag_off;          /* its offset in octets */
 	bool frag_more;             /* its M flag */
 	uint32_t frag_id;
+	size_t frag_data_off;       /* where the fragment's data (the part of the original
+				     * packet's fragmentable part it carries) starts: right
+				     * after the Fragment header */
 };
 /* 0; -WIRE_BAD_LENGTH when an extension header runs past the payload; -WIRE_TOO_DEEP
  * after WIRE_IPV6_EXT_MAX extension headers; -WIRE_BAD_FORMAT for a Hop-by-Hop header

@@ -50,6 +50,10 @@ static int app[NPROC] = { -1, -1, -1 };   /* the process's end of its control co
 static bool used[2][65536];             /* ports the input named or was given */
 
 static const uint32_t peers[2] = { 0x640012c6u, 0x650012c6u };
+/* Two IPv6 peers (control protocol 3), 2001:db8::64 and 2001:db8::65. */
+static const uint8_t peers6[2][16] = {
+	{ 0x20, 0x01, 0x0d, 0xb8, [15] = 0x64 }, { 0x20, 0x01, 0x0d, 0xb8, [15] = 0x65 },
+};
 
 static void stop_demux(void) { srv.stop = true; }
 
@@ -72,6 +76,7 @@ static void init(void)
 	memcpy(srv.ip6, (const uint8_t[]){ 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 1, [15] = 1 }, 16);
 	srv.ip6_plen = 64;
 	wire_ipv6_link_local(srv.ip6_ll, srv.mac);
+	flt_table_set_node_ip6(srv.flt, srv.ip6, srv.ip6_ll);
 	faketap_rx_done = stop_demux;
 }
 
@@ -139,7 +144,8 @@ static struct srv_lease *lease_of(flt_owner_t id)
 static bool in_handoff(const struct flt_rule *r)
 {
 	for (size_t i = 0; i < srv.nhandoff; i++)
-		if (srv.handoff[i].lport == r->lport && srv.handoff[i].rip == r->rip &&
+		if (srv.handoff[i].lport == r->lport &&
+		    !memcmp(&srv.handoff[i].rip, &r->rip6, sizeof(r->rip6)) &&
 		    srv.handoff[i].rport == r->rport)
 			return true;
 	return false;
@@ -179,10 +185,21 @@ static void message(int i, const uint8_t *p, size_t n, bool fix)
 		m.type = (uint16_t)(1 + m.type % (CTL_TYPE_MAX - 1));
 		m.proto = (m.proto & 1) ? IPPROTO_TCP : IPPROTO_UDP;
 		m.lport = (m.lport & 3) ? (uint16_t)(5000 + (m.lport & 3)) : 0;
-		m.rip = peers[m.rip & 1];
+		/* Either family: an IPv4 peer v4-mapped, or an IPv6 one; V6ONLY only with
+		 * AF_INET6 (ctl_check refuses the rest, which unfixed inputs cover). */
+		m.family = (m.family & 1) ? AF_INET6 : AF_INET;
+		if (m.family == AF_INET6)
+			ctl_set_rip6(&m, peers6[m.rip[15] & 1]);
+		else
+			ctl_set_rip4(&m, peers[m.rip[15] & 1]);
+		if (m.family != AF_INET6)
+			m.flags &= (uint8_t)~CTL_F_V6ONLY;
 		m.rport = (uint16_t)(80 + (m.rport & 1));
-		if (m.type == CTL_HELLO)
+		if (m.type == CTL_HELLO) {
 			m.u.hello.flags = 0;  /* the direct path needs a kernel ulsd has not here */
+			m.family = 0;         /* a request carries no address */
+			memset(m.rip, 0, sizeof(m.rip));
+		}
 		memcpy(buf, &m, sizeof(m));
 	}
 	struct ctl_msg m;

@@ -12,6 +12,7 @@ connection.
 Sizes: the counts of issue 18 (10,000 and 20,000 at once, 100,000 short connections);
 ULS_LOAD_CHURN=N changes the churn's count (docs/usage.md).
 """
+import collections
 import json
 import os
 import resource
@@ -26,7 +27,25 @@ LOADPY = os.path.join(nc.SRC, "tests", "node", "loadconn.py")
 LOADC = os.path.join(nc.BUILD, "tests", "node", "loadconn")
 ULSRUN = os.path.join(nc.BUILD, "apps", "ulsrun")
 CHURN = int(os.environ.get("ULS_LOAD_CHURN", "100000"))
-LIMIT = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+def _raise_nofile(want=65536):
+    """The counts above need more descriptors than some environments give a process by
+    default (a CI runner's soft limit of 1,024 or 8,192); the programs the tests start
+    inherit this limit. Root may raise the hard limit too (up to fs.nr_open)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft >= want:
+        return soft
+    for lim in ((want, max(hard, want)), (hard, hard)):
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, lim)
+            break
+        except (ValueError, OSError):
+            continue
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+LIMIT = _raise_nofile()
 
 
 def py(tb, node, *args, name):
@@ -157,10 +176,15 @@ def test_10000_connections_between_two_libuls_processes_each_verified_and_no_des
           f"(start {s0['heap_in_use']}); client heap {oc['heap_in_use']} with its TIME-WAIT "
           f"connections (start {st['heap_in_use']})")
     assert sc["eof"] == n, sc
-    deadline = time.monotonic() + 10
+    # The server closes after its end-of-file, so its connections pass LAST-ACK: on a
+    # loaded machine some FINs are retransmitted after an RTO that 10,000 connections'
+    # worth of earlier RTOs may have backed off, hence 30 s.
+    deadline = time.monotonic() + 30
     while len(endpoints(tb, 2)) > len(ep2) + 1 and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert len(endpoints(tb, 2)) == len(ep2) + 1, endpoints(tb, 2)[:5]  # + the listener
+    left = endpoints(tb, 2)
+    assert len(left) == len(ep2) + 1, (  # + the listener
+        collections.Counter(e["state"] for e in left), drops(tb.counters(2)), left[:3])
     for p in (cl, srv):
         p.p.send_signal(signal.SIGTERM)
     assert cl.wait(10) == 0 and srv.wait(10) == 0
@@ -168,8 +192,8 @@ def test_10000_connections_between_two_libuls_processes_each_verified_and_no_des
 
 def test_10000_connections_under_ulsrun_one_descriptor_per_socket(tb, pyserver):
     """Issue 18's case: a python selectors server and client, both under ulsrun, 10,000
-    connections at once under the machine's descriptor limit (20,000 here), every round
-    trip verified, at most one kernel descriptor per socket plus a constant."""
+    connections at once (the suite raises the descriptor limit to 65,536 where it is lower),
+    every round trip verified, at most one kernel descriptor per socket plus a constant."""
     starts, opened, closed, rcs, states = hold_and_check(tb, [pyserver], 10000, "10k-ulsrun")
     o, st = opened[0], starts[0]
     print(f"descriptor limit {LIMIT}")

@@ -199,6 +199,7 @@ static int bind_port(uint8_t proto, uint16_t port)
 	struct ctl_msg m;
 
 	ctl_init(&m, CTL_BIND, seq++);
+	m.family = AF_INET;
 	m.proto = proto;
 	m.lport = port;
 	int rc = call(&m);
@@ -683,10 +684,15 @@ static int run(int argc, char **argv)
 		ctl_init(&m, CTL_RELEASE, seq++);
 		m.proto = IPPROTO_TCP;
 		m.lport = (uint16_t)atoi(argv[3]);
-		inet_pton(AF_INET, argv[4], &m.rip);
+		{
+			uint32_t a4 = 0;
+			inet_pton(AF_INET, argv[4], &a4);
+			ctl_set_rip4(&m, a4);
+		}
 		m.rport = (uint16_t)atoi(argv[5]);
 		printf("release status %d\n", call(&m));
 		ctl_init(&m, CTL_UNBIND, seq++);
+		m.family = AF_INET;
 		m.proto = IPPROTO_TCP;
 		m.lport = (uint16_t)atoi(argv[3]);
 		printf("unbind status %d\n", call(&m));
@@ -699,7 +705,11 @@ static int run(int argc, char **argv)
 			ctl_init(&m, types[i], seq++);
 			m.proto = IPPROTO_TCP;
 			m.lport = (uint16_t)atoi(argv[3]);
-			inet_pton(AF_INET, argv[4], &m.rip);
+			{
+			uint32_t a4 = 0;
+			inet_pton(AF_INET, argv[4], &a4);
+			ctl_set_rip4(&m, a4);
+		}
 			m.rport = (uint16_t)atoi(argv[5]);
 			m.u.handoff.nonce = 0x0123456789abcdefull;
 			printf("%s status %d\n", i ? "claim" : "handoff", call(&m));
@@ -736,7 +746,7 @@ int main(int argc, char **argv)
 			m.magic = cases[i].magic;
 			m.version = cases[i].version;
 			m.proto = IPPROTO_TCP;
-			m.rip = htonl(0xc6120064);
+			ctl_set_rip4(&m, htonl(0xc6120064));
 			m.rport = 80;
 			memcpy(buf, &m, sizeof(m));
 			send(ctl_fd, buf, cases[i].len, 0);

@@ -57,7 +57,9 @@ for _ in range(count):
 
 CTL_CONNECT = 4
 CTL_RELEASE = 6
-HDR = struct.Struct("=IHHIiBBHIH")  # magic version type seq status proto flags lport rip rport
+# Control protocol 3: magic version type seq status proto flags lport rport family (then
+# the 16-octet rip).
+HDR = struct.Struct("=IHHIiBBHHB")
 
 
 class SlowCtlPeer:
@@ -102,7 +104,7 @@ class SlowCtlPeer:
                     break
                 if len(msg) >= HDR.size:
                     f = HDR.unpack_from(msg)
-                    if from_ulsd and f[2] == CTL_CONNECT and f[9] == self.slow_rport:
+                    if from_ulsd and f[2] == CTL_CONNECT and f[8] == self.slow_rport:
                         self.delayed += 1
                         time.sleep(self.delay)
                     if not from_ulsd and f[2] == CTL_RELEASE and self.release_pause:

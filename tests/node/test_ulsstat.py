@@ -358,11 +358,20 @@ def test_bad_arguments_get_a_clear_error(tb):
         assert r.returncode == 1 and "No such file" in r.stderr, r.stderr
 
 
-def record(mtype, seq=1, status=0, proto=0, lport=0, rip=0, rport=0, body=b""):
-    """One control record (netif/ctl/ctl.h): 32 bytes of header, 96 of body."""
-    head = struct.pack("=IHHIiBBHIHHI", 0x554C5343, 2, mtype, seq, status, proto, 0, lport, rip,
-                       rport, 0, 0)
-    return head + body.ljust(96, b"\0")
+def record(mtype, seq=1, status=0, proto=0, lport=0, rip=0, rport=0, body=b"", family=None):
+    """One control record (netif/ctl/ctl.h, version 3): 40 bytes of header, 88 of body. rip
+    is an IPv4 address as a 32-bit integer in network order (written ::ffff:a.b.c.d, family
+    AF_INET) or 16 bytes of IPv6 (family AF_INET6)."""
+    if isinstance(rip, bytes):
+        rip16, fam = rip, socket.AF_INET6
+    else:
+        rip16 = (b"\0" * 10 + b"\xff\xff" + struct.pack("=I", rip)) if rip else b"\0" * 16
+        fam = socket.AF_INET if rip else 0
+    if family is not None:
+        fam = family
+    head = struct.pack("=IHHIiBBHHBB", 0x554C5343, 3, mtype, seq, status, proto, 0, lport,
+                       rport, fam, 0) + rip16
+    return head + body.ljust(88, b"\0")
 
 
 STAT_PROC, STAT_CONN, END = 16, 17, 11
@@ -397,9 +406,10 @@ def test_malformed_answers_from_ulsd_get_a_clear_error():
     path, a short record and a wrong magic each end in "malformed record" and exit 1; an
     answer that stops before END says so; a well-formed answer prints."""
     rip = struct.unpack("=I", socket.inet_aton("198.18.0.2"))[0]
+    lip = b"\0" * 10 + b"\xff\xff" + socket.inet_aton("198.18.0.1")
     conn = lambda state, lport=5001, dp=1: record(  # noqa: E731
         STAT_CONN, proto=6, lport=lport, rip=rip, rport=40000,
-        body=struct.pack("=IBBBB", 1234, dp, state, 7, 7))
+        body=struct.pack("=IBBBB", 1234, dp, state, 7, 7).ljust(56, b"\0") + lip)
     proc = lambda dp: record(STAT_PROC, body=struct.pack("=IBBBBIIII", 1234, dp, 1, 1, 0, 1, 1, 0, 5))  # noqa: E731
     end = record(END)
     cases = [

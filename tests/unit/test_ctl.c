@@ -19,6 +19,7 @@ static struct ctl_msg valid_bind(void)
 	struct ctl_msg m;
 
 	ctl_init(&m, CTL_BIND, 7);
+	m.family = AF_INET;
 	m.proto = IPPROTO_TCP;
 	m.lport = 5001;
 	return m;
@@ -110,6 +111,7 @@ static void listen_needs_tcp_and_a_port(void **state)
 
 	(void)state;
 	ctl_init(&m, CTL_LISTEN, 1);
+	m.family = AF_INET6;
 	m.proto = IPPROTO_TCP;
 	assert_int_equal(check(&m, &out), -CTL_BAD_FIELD);  /* port 0 */
 	m.lport = 80;
@@ -126,8 +128,10 @@ static void connect_needs_a_remote_address_and_port(void **state)
 	ctl_init(&m, CTL_CONNECT, 1);
 	m.proto = IPPROTO_TCP;
 	m.rport = 80;
-	assert_int_equal(check(&m, &out), -CTL_BAD_FIELD);  /* rip 0 */
-	m.rip = htonl(0xc6120064);
+	assert_int_equal(check(&m, &out), -CTL_BAD_FAMILY);  /* no family */
+	m.family = AF_INET;
+	assert_int_equal(check(&m, &out), -CTL_BAD_ADDR);  /* rip 0 */
+	ctl_set_rip4(&m, htonl(0xc6120064));
 	assert_int_equal(check(&m, &out), 0);
 	m.rport = 0;
 	assert_int_equal(check(&m, &out), -CTL_BAD_FIELD);
@@ -140,7 +144,7 @@ static void release_needs_a_full_tuple(void **state)
 	(void)state;
 	ctl_init(&m, CTL_RELEASE, 1);
 	m.proto = IPPROTO_TCP;
-	m.rip = htonl(0xc6120064);
+	ctl_set_rip4(&m, htonl(0xc6120064));
 	m.rport = 80;
 	assert_int_equal(check(&m, &out), -CTL_BAD_FIELD);  /* lport 0 */
 	m.lport = 40000;
@@ -159,7 +163,7 @@ static void handoff_and_claim_need_a_full_tcp_tuple(void **state)
 		ctl_init(&m, types[i], 1);
 		m.proto = IPPROTO_TCP;
 		m.lport = 40000;
-		m.rip = htonl(0xc6120064);
+		ctl_set_rip4(&m, htonl(0xc6120064));
 		assert_int_equal(check(&m, &out), -CTL_BAD_FIELD);  /* rport 0 */
 		m.rport = 80;
 		m.proto = IPPROTO_UDP;
@@ -169,6 +173,136 @@ static void handoff_and_claim_need_a_full_tcp_tuple(void **state)
 		assert_int_equal(check(&m, &out), 0);
 		assert_true(out.u.handoff.nonce == 42);
 	}
+}
+
+/* Version 3: a port's messages say the socket's family, and CTL_F_V6ONLY only for an
+ * AF_INET6 socket; anything else is ctl_bad_family. */
+static void port_messages_need_a_family(void **state)
+{
+	struct ctl_msg m = valid_bind(), out;
+	enum ctl_type types[4] = { CTL_BIND, CTL_UNBIND, CTL_LISTEN, CTL_ACCEPTING };
+
+	(void)state;
+	for (int i = 0; i < 4; i++) {
+		m.type = (uint16_t)types[i];
+		m.family = AF_INET;
+		m.flags = 0;
+		assert_int_equal(check(&m, &out), 0);
+		m.family = AF_INET6;
+		assert_int_equal(check(&m, &out), 0);
+		m.flags = CTL_F_V6ONLY;
+		assert_int_equal(check(&m, &out), 0);
+		m.family = AF_INET;
+		assert_int_equal(check(&m, &out), -CTL_BAD_FAMILY);
+		m.flags = 0;
+		m.family = 0;
+		assert_int_equal(check(&m, &out), -CTL_BAD_FAMILY);
+		m.family = AF_UNIX;
+		assert_int_equal(check(&m, &out), -CTL_BAD_FAMILY);
+	}
+}
+
+/* A connection's remote fits its family: AF_INET with a v4-mapped address not 0.0.0.0;
+ * AF_INET6 with a unicast one that is neither v4-mapped, nor ::, nor multicast (RFC 4291
+ * §2.5.2, §2.5.5.2, §2.7). Every type that names a connection checks it. */
+static void remote_address_must_fit_its_family(void **state)
+{
+	enum ctl_type types[6] = { CTL_CONNECT, CTL_ACCEPTED, CTL_RELEASE, CTL_HANDOFF,
+				   CTL_CLAIM, CTL_STAT_CONN };
+	const uint8_t v6[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 0x64 };
+	const uint8_t mcast[16] = { 0xff, 0x02, [15] = 1 };
+	const uint8_t zero[16] = { 0 };
+	struct ctl_msg m, out;
+
+	(void)state;
+	for (int i = 0; i < 6; i++) {
+		ctl_init(&m, types[i], 1);
+		m.proto = IPPROTO_TCP;
+		m.lport = 40000;
+		m.rport = 80;
+		m.u.conn.datapath = CTL_DP_RELAY;
+		m.u.conn.state = ULS_TCP_ESTABLISHED;
+		ctl_set_rip6(&m, v6);
+		memcpy(m.u.conn.lip, (const uint8_t[16]){ 0x20, 0x01, 0x0d, 0xb8, [15] = 1 }, 16);
+		assert_int_equal(check(&m, &out), 0);
+		assert_memory_equal(out.rip, v6, 16);
+		ctl_set_rip6(&m, mcast);
+		assert_int_equal(check(&m, &out), -CTL_BAD_ADDR);
+		ctl_set_rip6(&m, zero);
+		assert_int_equal(check(&m, &out), -CTL_BAD_ADDR);
+		m.family = AF_INET6;
+		ctl_addr_set4(m.rip, htonl(0xc6120064));  /* v4-mapped under AF_INET6 */
+		assert_int_equal(check(&m, &out), -CTL_BAD_ADDR);
+		m.family = AF_INET;
+		memcpy(m.rip, v6, 16);                    /* not mapped under AF_INET */
+		assert_int_equal(check(&m, &out), -CTL_BAD_ADDR);
+		ctl_set_rip4(&m, 0);
+		assert_int_equal(check(&m, &out), -CTL_BAD_ADDR);
+		m.family = 0;
+		assert_int_equal(check(&m, &out), -CTL_BAD_FAMILY);
+	}
+}
+
+static struct ctl_msg valid_conn(void);
+
+/* STAT_CONN's local address is of the remote's family. */
+static void stat_conn_local_address_matches_the_family(void **state)
+{
+	struct ctl_msg m = valid_conn(), out;
+
+	(void)state;
+	assert_int_equal(check(&m, &out), 0);
+	memset(m.u.conn.lip, 0, 16);
+	assert_int_equal(check(&m, &out), -CTL_BAD_ADDR);
+	memcpy(m.u.conn.lip, (const uint8_t[16]){ 0x20, 0x01, 0x0d, 0xb8, [15] = 1 }, 16);
+	assert_int_equal(check(&m, &out), -CTL_BAD_ADDR);  /* IPv6 local, IPv4 remote */
+}
+
+/* HELLO's reply says the node's IPv6 address (family AF_INET6, a unicast address and a
+ * prefix of 1-128) or nothing (family 0, zeros); a request carries no address. */
+static void hello_ipv6_address_checked(void **state)
+{
+	struct ctl_msg m, out;
+	const uint8_t v6[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 1, [15] = 1 };
+
+	(void)state;
+	ctl_init(&m, CTL_HELLO, 1);
+	assert_int_equal(check(&m, &out), 0);
+	ctl_set_rip6(&m, v6);
+	assert_int_equal(check(&m, &out), -CTL_BAD_FAMILY);  /* a request with an address */
+	ctl_init(&m, CTL_HELLO, 1);
+	m.u.hello.mtu = 1500;
+	m.u.hello.prefix_len = 24;
+	m.u.hello.datapath = CTL_DP_RELAY;
+	assert_int_equal(check(&m, &out), 0);               /* a node without IPv6 */
+	ctl_set_rip6(&m, v6);
+	assert_int_equal(check(&m, &out), -CTL_BAD_ADDR);   /* no prefix */
+	m.u.hello.prefix_len6 = 64;
+	assert_int_equal(check(&m, &out), 0);
+	assert_memory_equal(out.rip, v6, 16);
+	assert_int_equal(out.u.hello.prefix_len6, 64);
+	m.u.hello.prefix_len6 = 129;
+	assert_int_equal(check(&m, &out), -CTL_BAD_ADDR);
+	m.u.hello.prefix_len6 = 64;
+	m.family = AF_INET;
+	assert_int_equal(check(&m, &out), -CTL_BAD_FAMILY);
+	m.family = 0;
+	assert_int_equal(check(&m, &out), -CTL_BAD_ADDR);   /* an address without a family */
+}
+
+/* The header's layout (docs/control-protocol.md): the record stays 128 bytes. */
+static void version_3_layout(void **state)
+{
+	(void)state;
+	assert_int_equal(CTL_VERSION, 3);
+	assert_int_equal(sizeof(struct ctl_msg), 128);
+	assert_int_equal(offsetof(struct ctl_msg, rport), 20);
+	assert_int_equal(offsetof(struct ctl_msg, family), 22);
+	assert_int_equal(offsetof(struct ctl_msg, rip), 24);
+	assert_int_equal(offsetof(struct ctl_msg, u), 40);
+	assert_int_equal(offsetof(struct ctl_hello, prefix_len6), 50);
+	assert_int_equal(offsetof(struct ctl_conn, lip), 56);
+	assert_true(sizeof(struct ctl_hello) <= sizeof(((struct ctl_msg *)0)->u));
 }
 
 static void counter_name_without_terminator_refused(void **state)
@@ -230,8 +364,8 @@ static void hello_reply_with_unterminated_interface_name_refused(void **state)
 	assert_int_equal(check(&m, &out), -CTL_BAD_FIELD);
 	m.u.hello.ifname[15] = '\0';
 	assert_int_equal(check(&m, &out), 0);
-	assert_int_equal(offsetof(struct ctl_msg, u.hello.ifindex), 32 + 52);
-	assert_int_equal(offsetof(struct ctl_msg, u.hello.ifname), 32 + 56);
+	assert_int_equal(offsetof(struct ctl_msg, u.hello.ifindex), 40 + 52);
+	assert_int_equal(offsetof(struct ctl_msg, u.hello.ifname), 40 + 56);
 }
 
 static void hello_request_offering_rings_needs_two_descriptors(void **state)
@@ -256,7 +390,8 @@ static struct ctl_msg valid_conn(void)
 	ctl_init(&m, CTL_STAT_CONN, 1);
 	m.proto = IPPROTO_TCP;
 	m.lport = 5001;
-	m.rip = 0x020012c6;
+	ctl_set_rip4(&m, 0x020012c6);
+	ctl_addr_set4(m.u.conn.lip, 0x010012c6);
 	m.rport = 40000;
 	m.u.conn.pid = 1234;
 	m.u.conn.datapath = CTL_DP_DIRECT;
@@ -280,7 +415,6 @@ static void connection_record_needs_a_tuple_a_state_and_a_data_path(void **state
 		{ offsetof(struct ctl_msg, proto), 1, IPPROTO_UDP },
 		{ offsetof(struct ctl_msg, lport), 2, 0 },
 		{ offsetof(struct ctl_msg, rport), 2, 0 },
-		{ offsetof(struct ctl_msg, rip), 4, 0 },
 		{ offsetof(struct ctl_msg, u.conn.state), 1, ULS_TCP_LISTEN },
 		{ offsetof(struct ctl_msg, u.conn.state), 1, ULS_TCP_STATE_COUNT },
 		{ offsetof(struct ctl_msg, u.conn.datapath), 1, 0 },
@@ -293,6 +427,10 @@ static void connection_record_needs_a_tuple_a_state_and_a_data_path(void **state
 		memcpy((uint8_t *)&b + bad[i].off, &v, bad[i].len);  /* little-endian host */
 		assert_int_equal(check(&b, &out), -CTL_BAD_FIELD);
 	}
+	/* A zero remote address is refused as not fitting its family (version 3). */
+	struct ctl_msg b = valid_conn();
+	memset(b.rip + 12, 0, 4);
+	assert_int_equal(check(&b, &out), -CTL_BAD_ADDR);
 }
 
 static void process_record_needs_a_data_path_and_consistent_counts(void **state)
@@ -353,6 +491,11 @@ int main(void)
 		cmocka_unit_test(release_needs_a_full_tuple),
 		cmocka_unit_test(handoff_and_claim_need_a_full_tcp_tuple),
 		cmocka_unit_test(counter_name_without_terminator_refused),
+		cmocka_unit_test(port_messages_need_a_family),
+		cmocka_unit_test(remote_address_must_fit_its_family),
+		cmocka_unit_test(stat_conn_local_address_matches_the_family),
+		cmocka_unit_test(hello_ipv6_address_checked),
+		cmocka_unit_test(version_3_layout),
 		cmocka_unit_test(connection_record_needs_a_tuple_a_state_and_a_data_path),
 		cmocka_unit_test(process_record_needs_a_data_path_and_consistent_counts),
 		cmocka_unit_test(hello_reply_with_bad_mtu_or_prefix_refused),

@@ -173,7 +173,8 @@ static void build6(struct frame *f, uint8_t first, const uint8_t *ext, size_t ex
 	memcpy(f->b + 6, peer_mac, 6);
 	put16(f->b + 12, WIRE_ETHERTYPE_IPV6);
 	wire_ipv6_write(f->b + 14, first, peer6, node6, (uint16_t)(ext_len + l4_len), 64);
-	memcpy(f->b + 54, ext, ext_len);
+	if (ext_len)  /* memcpy from NULL is undefined even for 0 octets (UBSan) */
+		memcpy(f->b + 54, ext, ext_len);
 	memcpy(f->b + 54 + ext_len, l4, l4_len);
 	f->len = 54 + ext_len + l4_len;
 }
@@ -273,11 +274,12 @@ static void ipv6_bad_headers_parse_drops(void **state)
 	assert_int_equal(parse(&f, &p), -FLT_DROP_TCP_HEADER);
 }
 
-static void ipv6_unknown_next_header_and_fragments_have_no_ports(void **state)
+static void ipv6_unknown_next_header_and_later_fragments_have_no_ports(void **state)
 {
 	struct frame f;
 	struct flt_pkt p;
-	uint8_t t[20], fr[8] = { WIRE_IPPROTO_TCP, 0, 0, 0, 0, 0, 0, 1 };
+	/* Fragment header: Next Header TCP, offset 0 with M set, Identification 0x01020304. */
+	uint8_t t[20], fr[8] = { WIRE_IPPROTO_TCP, 0, 0, 1, 1, 2, 3, 4 };
 	(void)state;
 
 	tcp(t);
@@ -285,9 +287,23 @@ static void ipv6_unknown_next_header_and_fragments_have_no_ports(void **state)
 	assert_int_equal(parse(&f, &p), 0);
 	assert_int_equal(p.ip6.proto, 253);
 	assert_false(p.has_ports);
+	/* The first fragment: its ports say whose the datagram will be (server/reass.c). */
 	build6(&f, WIRE_IPPROTO_FRAGMENT, fr, sizeof(fr), t, 20);
 	assert_int_equal(parse(&f, &p), 0);
 	assert_true(p.ip6.fragment);
+	assert_true(p.ip6.mf);
+	assert_int_equal(p.ip6.frag_off, 0);
+	assert_int_equal(p.ip6.frag_id, 0x01020304);
+	assert_int_equal(p.ip6.frag_data_off, 40 + 8);
+	assert_true(p.has_ports);
+	/* A later one (offset 1480): its data is not a header. */
+	fr[2] = 1480 >> 8;
+	fr[3] = (uint8_t)(1480 & 0xf8);
+	build6(&f, WIRE_IPPROTO_FRAGMENT, fr, sizeof(fr), t, 20);
+	assert_int_equal(parse(&f, &p), 0);
+	assert_true(p.ip6.fragment);
+	assert_false(p.ip6.mf);
+	assert_int_equal(p.ip6.frag_off, 1480);
 	assert_false(p.has_ports);
 }
 
@@ -660,7 +676,7 @@ int main(void)
 		cmocka_unit_test(ipv6_tcp_parses_ports_and_goes_to_server),
 		cmocka_unit_test(ipv6_extension_headers_walked_to_udp),
 		cmocka_unit_test(ipv6_bad_headers_parse_drops),
-		cmocka_unit_test(ipv6_unknown_next_header_and_fragments_have_no_ports),
+		cmocka_unit_test(ipv6_unknown_next_header_and_later_fragments_have_no_ports),
 		cmocka_unit_test(icmpv6_error_quote_gives_inner_ports),
 		cmocka_unit_test(ip_version_6_parse_drops_ipv4_header),
 		cmocka_unit_test(ihl_below_five_parse_drops_ipv4_header),

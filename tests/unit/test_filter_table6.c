@@ -154,11 +154,124 @@ static void ipv6_rules_not_observed_but_visited(void **state)
 	flt_table_set_observer(t, NULL, NULL);
 }
 
+/* A process's IPv6 frame from src:sport to dst:dport (TCP, UDP, or ICMPv6 of type sport),
+ * checked as ulsd checks it on the relay. */
+static int tx6(struct flt_table *t, uint8_t proto, const uint8_t *src, uint16_t sport,
+	       const uint8_t *dst, uint16_t dport, flt_owner_t owner)
+{
+	struct frame f;
+	struct flt_pkt p;
+	uint8_t *l4 = f.b + 54;
+	size_t l4len = proto == TCP ? 20 : proto == WIRE_IPPROTO_ICMPV6 ? 24 : 8;
+
+	memset(f.b, 0, sizeof(f.b));
+	memcpy(f.b, peer_mac, 6);
+	memcpy(f.b + 6, node_mac, 6);
+	put16(f.b + 12, WIRE_ETHERTYPE_IPV6);
+	f.b[14] = 0x60;
+	put16(f.b + 18, (uint16_t)l4len);
+	f.b[20] = proto;
+	f.b[21] = 255;
+	memcpy(f.b + 22, src, 16);
+	memcpy(f.b + 38, dst, 16);
+	if (proto == WIRE_IPPROTO_ICMPV6) {
+		l4[0] = (uint8_t)sport;   /* type; code 0; the target (NS/NA) is dst */
+		memcpy(l4 + 8, dst, 16);
+	} else {
+		put16(l4, sport);
+		put16(l4 + 2, dport);
+		if (proto == TCP)
+			l4[12] = 5 << 4, l4[13] = WIRE_TCP_ACK;
+		else
+			put16(l4 + 4, 8);
+	}
+	f.len = 54 + l4len;
+	assert_int_equal(flt_parse(f.b, f.len, &p), 0);
+	return flt_check_tx(t, &p, owner, NODE_IP, node_mac);
+}
+
+/* Control protocol 3: a process's IPv6 leaves only from the node's addresses and its own
+ * endpoints; of ICMPv6 it may send echo and neighbour solicitations (lwIP resolving its
+ * peers, RFC 4861 §7.2.2), not advertisements (the node answers solicitations). Before
+ * ulsd gave the table its addresses, no IPv6 leaves at all. */
+static void ipv6_from_processes_checked_like_ipv4(void **state)
+{
+	struct flt_table *t = *state;
+	struct flt_addr peer = flt_addr_v6(peer6);
+	uint8_t ll[16] = { 0xfe, 0x80, [15] = 1 }, other[16];
+
+	memcpy(other, node6, 16);
+	other[15] = 7;
+	assert_int_equal(flt_add_connected_addr(t, TCP, 80, &peer, 40000, 7), 0);
+	assert_int_equal(tx6(t, TCP, node6, 80, peer6, 40000, 7), -FLT_DENY_PROTO);
+	flt_table_set_node_ip6(t, node6, ll);
+	assert_int_equal(tx6(t, TCP, node6, 80, peer6, 40000, 7), 0);
+	assert_int_equal(tx6(t, TCP, node6, 80, peer6, 40000, 8), -FLT_DENY_PORT);
+	assert_int_equal(tx6(t, TCP, other, 80, peer6, 40000, 7), -FLT_DENY_SRC_IP);
+	assert_int_equal(tx6(t, TCP, node6, 81, peer6, 40000, 7), -FLT_DENY_PORT);
+	/* UDP from a port bound in IPv6 only; not from one bound in IPv4 only. */
+	assert_int_equal(flt_add_listen_fam(t, UDP, 53, FLT_FAM_V6, 7, false), 0);
+	assert_int_equal(flt_add_listen_fam(t, UDP, 54, FLT_FAM_V4, 7, false), 0);
+	assert_int_equal(tx6(t, UDP, node6, 53, peer6, 9999, 7), 0);
+	assert_int_equal(tx6(t, UDP, node6, 54, peer6, 9999, 7), -FLT_DENY_PORT);
+	assert_int_equal(tx6(t, WIRE_IPPROTO_ICMPV6, ll, WIRE_ND_NEIGHBOR_SOLICIT, peer6, 0, 7), 0);
+	assert_int_equal(tx6(t, WIRE_IPPROTO_ICMPV6, node6, WIRE_ICMPV6_ECHO_REQUEST, peer6, 0, 7), 0);
+	assert_int_equal(tx6(t, WIRE_IPPROTO_ICMPV6, node6, WIRE_ND_NEIGHBOR_ADVERT, peer6, 0, 7),
+			 -FLT_DENY_ICMP);
+}
+
+/* A process's IPv6 UDP fragment from node6:sport, at offset off (a UDP header when 0). */
+static int frag_tx6(struct flt_table *t, uint16_t sport, uint16_t off, flt_owner_t owner)
+{
+	struct frame f;
+	struct flt_pkt p;
+	uint8_t *fh = f.b + 54, *u = fh + 8;
+
+	memset(f.b, 0, sizeof(f.b));
+	memcpy(f.b, peer_mac, 6);
+	memcpy(f.b + 6, node_mac, 6);
+	put16(f.b + 12, WIRE_ETHERTYPE_IPV6);
+	f.b[14] = 0x60;
+	put16(f.b + 18, 8 + 16);
+	f.b[20] = WIRE_IPPROTO_FRAGMENT;
+	f.b[21] = 64;
+	memcpy(f.b + 22, node6, 16);
+	memcpy(f.b + 38, peer6, 16);
+	fh[0] = UDP;
+	put16(fh + 2, (uint16_t)(off | 1));     /* M: more follow */
+	fh[7] = 9;
+	if (off == 0) {
+		put16(u, sport);
+		put16(u + 2, 9999);
+		put16(u + 4, 3000);                 /* the whole datagram's UDP Length */
+	}
+	f.len = 54 + 8 + 16;
+	assert_int_equal(flt_parse(f.b, f.len, &p), 0);
+	return flt_check_tx(t, &p, owner, NODE_IP, node_mac);
+}
+
+/* A process's fragmented IPv6 datagram: the first fragment's ports are its endpoint's (as
+ * for IPv4), a later fragment is checked by its source alone (the Deviation in demux.c). */
+static void ipv6_first_fragment_checked_by_its_ports(void **state)
+{
+	struct flt_table *t = *state;
+	uint8_t ll[16] = { 0xfe, 0x80, [15] = 1 };
+
+	flt_table_set_node_ip6(t, node6, ll);
+	assert_int_equal(flt_add_listen_fam(t, UDP, 53, FLT_FAM_V6, 7, false), 0);
+	assert_int_equal(frag_tx6(t, 53, 0, 7), 0);
+	assert_int_equal(frag_tx6(t, 53, 0, 8), -FLT_DENY_PORT);
+	assert_int_equal(frag_tx6(t, 55, 0, 7), -FLT_DENY_PORT);
+	assert_int_equal(frag_tx6(t, 0, 1456, 7), 0);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		T(ipv6_from_processes_checked_like_ipv4),
+		T(ipv6_first_fragment_checked_by_its_ports),
 		T(ipv6_rules_lookup_returns_their_owners),
 		T(families_share_ports_as_linux_does),
 		T(ipv4_remote_is_its_v4_mapped_address),

@@ -97,6 +97,33 @@ static void different_tuples_isn_differs_beyond_clock(void **state)
 	assert_far(stk__tcp_isn(&l, 80, &r, 5000), base);    /* ports swapped */
 }
 
+static ip_addr_t addr6(uint8_t last, uint8_t at)
+{
+	ip_addr_t ip;
+
+	memset(&ip, 0, sizeof(ip));
+	IP_SET_TYPE_VAL(ip, IPADDR_TYPE_V6);
+	uint8_t *b = (uint8_t *)ip_2_ip6(&ip)->addr;
+	b[0] = 0x20; b[1] = 0x01; b[2] = 0x0d; b[3] = 0xb8;
+	b[at] ^= 0x40;   /* a bit beyond the first 4 octets when at >= 4 */
+	b[15] = last;
+	return ip;
+}
+
+/* RFC 6528 §3: F covers the whole connection-id. For IPv6, peers that differ only past
+ * their first 4 octets (every 2001:db8::/32 host) must still get far-apart ISNs. */
+static void ipv6_tuples_differing_past_the_first_4_octets_isn_differs(void **state)
+{
+	ip_addr_t l = addr6(1, 0), r = addr6(2, 0), r2 = addr6(2, 8), l2 = addr6(1, 12);
+	ip_addr_t r3 = addr6(3, 0);
+	(void)state;
+
+	u32_t base = stk__tcp_isn(&l, 5000, &r, 80);
+	assert_far(stk__tcp_isn(&l, 5000, &r2, 80), base);   /* remote, interface id */
+	assert_far(stk__tcp_isn(&l2, 5000, &r, 80), base);   /* local, interface id */
+	assert_far(stk__tcp_isn(&l, 5000, &r3, 80), base);
+}
+
 static int64_t now_us(void)
 {
 	struct timespec ts;
@@ -137,6 +164,7 @@ int main(void)
 		cmocka_unit_test(reference_key_8_byte_message_siphash_matches_vector),
 		cmocka_unit_test(one_key_bit_flipped_siphash_changes),
 		cmocka_unit_test(different_tuples_isn_differs_beyond_clock),
+		cmocka_unit_test(ipv6_tuples_differing_past_the_first_4_octets_isn_differs),
 		cmocka_unit_test(same_tuple_10ms_later_isn_advances_by_4us_ticks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -77,6 +77,52 @@ static void same_port_number_tcp_and_udp_independent(void **state)
 	assert_int_equal(srv__port_bind(ports, &root_b, IPPROTO_UDP, 5001, 0), 5001);
 }
 
+/* ipv6(7): the port space is per family. An AF_INET socket and an IPV6_V6ONLY one hold one
+ * port side by side; a dual-stack AF_INET6 socket holds it in both and so conflicts with
+ * either. Each family's listening group gets only its own holder. */
+static void ipv4_and_ipv6_only_share_a_port_dual_stack_conflicts(void **state)
+{
+	(void)state;
+	assert_int_equal(srv__port_bind_fam(ports, &root_a, IPPROTO_TCP, 5001, 0, FLT_FAM_V4), 5001);
+	assert_int_equal(srv__port_bind_fam(ports, &root_b, IPPROTO_TCP, 5001, 0, FLT_FAM_V6), 5001);
+	assert_int_equal(srv__port_bind_fam(ports, &user_c, IPPROTO_TCP, 5001, 0, FLT_FAM_ANY),
+			 -EADDRINUSE);
+	assert_int_equal(srv__port_listen(ports, &root_a, 5001, 0, FLT_FAM_V4), 0);
+	assert_int_equal(srv__port_listen(ports, &root_b, 5001, 0, FLT_FAM_V6), 0);
+	/* A dual-stack holder keeps both families from others. */
+	assert_int_equal(srv__port_bind_fam(ports, &root_a, IPPROTO_TCP, 5002, 0, FLT_FAM_ANY), 5002);
+	assert_int_equal(srv__port_bind_fam(ports, &root_b, IPPROTO_TCP, 5002, 0, FLT_FAM_V4),
+			 -EADDRINUSE);
+	assert_int_equal(srv__port_bind_fam(ports, &root_b, IPPROTO_TCP, 5002, 0, FLT_FAM_V6),
+			 -EADDRINUSE);
+	assert_int_equal(srv__port_listen(ports, &root_a, 5002, 0, FLT_FAM_ANY), 0);
+	/* Released: both families' groups go with the last reference. */
+	srv__port_release(ports, &root_a, IPPROTO_TCP, 5002);
+	assert_int_equal(srv__port_bind_fam(ports, &root_b, IPPROTO_TCP, 5002, 0, FLT_FAM_V6), 5002);
+	assert_int_equal(srv__port_listen(ports, &root_b, 5002, 0, FLT_FAM_V6), 0);
+}
+
+/* A UDP bind receives at once in its families only; IPv6 connects get 16-octet rules and
+ * are kept from a tuple in custody. */
+static void udp_bind_and_ipv6_connect_by_family(void **state)
+{
+	const uint8_t p6[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 0x64 };
+	struct flt_addr r6 = flt_addr_v6(p6);
+
+	(void)state;
+	assert_int_equal(srv__port_bind_fam(ports, &root_a, IPPROTO_UDP, 5003, 0, FLT_FAM_V6), 5003);
+	assert_int_equal(srv__port_bind_fam(ports, &root_b, IPPROTO_UDP, 5003, 0, FLT_FAM_V4), 5003);
+	int p = srv__port_connect_addr(ports, &root_a, 0, &r6, 80);
+	assert_true(p >= 32768 && p <= 60999);
+	assert_int_equal(flt_del_connected_addr(flt, WIRE_IPPROTO_TCP, (uint16_t)p, &r6, 80, 1), 0);
+	srv__port_release(ports, &root_a, IPPROTO_TCP, (uint16_t)p);
+	assert_int_equal(srv__custody_add_addr(&custody, now_ms, 40000, &r6, 80), 0);
+	assert_true(srv__custody_holds_addr(&custody, 40000, &r6, 80));
+	assert_false(srv__custody_holds(&custody, 40000, peer, 80));
+	assert_int_equal(srv__port_bind_fam(ports, &root_a, IPPROTO_TCP, 40000, 0, FLT_FAM_ANY), 40000);
+	assert_int_equal(srv__port_connect_addr(ports, &root_a, 40000, &r6, 80), -EADDRINUSE);
+}
+
 static void port_zero_gets_ephemeral_port_in_linux_range(void **state)
 {
 	(void)state;
@@ -288,8 +334,11 @@ static void custody_probes_peer_a_few_times_then_stops(void **state)
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T_V6 T(ipv4_and_ipv6_only_share_a_port_dual_stack_conflicts), \
+	     T(udp_bind_and_ipv6_connect_by_family)
 	const struct CMUnitTest tests[] = {
 		T(free_port_bound),
+		T_V6,
 		T(held_port_bound_by_another_process_eaddrinuse),
 		T(same_port_number_tcp_and_udp_independent),
 		T(port_zero_gets_ephemeral_port_in_linux_range),

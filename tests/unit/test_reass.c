@@ -1,6 +1,7 @@
-/* server/reass.c: IPv4 reassembly for the node's processes (RFC 791 §3.2, RFC 1122
- * §3.3.2, RFC 5722 §4 applied to IPv4). Fragments are built from one template; only the
- * offset, the MF flag and the length differ. What reass.c hands on is recorded by stubs. */
+/* server/reass.c: IPv4 and IPv6 reassembly for the node's processes (RFC 791 §3.2, RFC
+ * 1122 §3.3.2, RFC 8200 §4.5, RFC 5722 §4). Fragments are built from one template per
+ * family; only the offset, the M flag and the length differ. What reass.c hands on is
+ * recorded by stubs. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,13 +19,17 @@
 /* Stubs for what reass.c needs from the rest of ulsd. */
 static uint64_t now_ms = 1000;
 static unsigned delivered, sent, time_exceeded, steered, unsteered;
+static unsigned time_exceeded6, param_problems6;
+static uint32_t param_pointer6;
 static uint16_t delivered_off[80];
 uint64_t srv__now_ms(void) { return now_ms; }
 void srv__log(int level, const char *fmt, ...) { (void)level; (void)fmt; }
 void srv__deliver(struct srv *s, struct srv_lease *l, const uint8_t *frame, size_t len)
 {
 	(void)s; (void)l; (void)len;
-	if (delivered < 80)
+	if (delivered < 80 && frame[12] == 0x86)    /* IPv6: the Fragment header's offset */
+		delivered_off[delivered] = (uint16_t)((frame[54 + 2] << 8 | frame[54 + 3]) & 0xfff8);
+	else if (delivered < 80)
 		delivered_off[delivered] = (uint16_t)(((frame[20] << 8 | frame[21]) & 0x1fff) * 8);
 	delivered++;
 }
@@ -49,6 +54,21 @@ void srv__reply_reass_time_exceeded(struct srv *s, const uint8_t *frame, size_t 
 	(void)s; (void)frame; (void)len;
 	assert_int_equal(p->ip.frag_off, 0);
 	time_exceeded++;
+}
+
+void srv__reply6_param_problem(struct srv *s, const uint8_t *frame, size_t len, uint8_t code,
+			       uint32_t pointer)
+{
+	(void)s; (void)frame; (void)len;
+	assert_int_equal(code, 0);
+	param_pointer6 = pointer;
+	param_problems6++;
+}
+void srv__reply6_reass_time_exceeded(struct srv *s, const uint8_t *frame, size_t len)
+{
+	(void)s; (void)len;
+	assert_int_equal((frame[54 + 2] << 8 | frame[54 + 3]) & 0xfff8, 0);  /* the first */
+	time_exceeded6++;
 }
 
 #define NODE_IP  0x010012c6u   /* 198.18.0.1, network order on little-endian */
@@ -102,6 +122,51 @@ static void input(uint16_t id, uint16_t off, uint16_t len, bool mf)
 	srv__reass_input(&srv, f, n, &p);
 }
 
+/* An Ethernet/IPv6 fragment of a UDP datagram to PORT from 2001:db8::200 to 2001:db8::1:
+ * data octets [off, off + len) after its Fragment header (Identification id), of a
+ * datagram whose UDP Length is 3008; returns the frame length. */
+static size_t fragment6(uint8_t *f, uint32_t id, uint32_t off, uint16_t len, bool more)
+{
+	static const uint8_t src[16] = { 0x20, 0x01, 0x0d, 0xb8, [14] = 2 };
+	static const uint8_t dst[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 1 };
+	uint8_t *ip = f + 14, *fh = ip + 40;
+
+	memset(f, 0, 14 + 40 + 8 + len);
+	memset(f, 0xff, 6);
+	f[12] = 0x86;
+	f[13] = 0xdd;
+	ip[0] = 0x60;
+	ip[4] = (uint8_t)((8 + len) >> 8);
+	ip[5] = (uint8_t)(8 + len);
+	ip[6] = 44;                          /* Fragment */
+	ip[7] = 64;
+	memcpy(ip + 8, src, 16);
+	memcpy(ip + 24, dst, 16);
+	fh[0] = 17;
+	uint16_t fo = (uint16_t)((off & 0xfff8) | (more ? 1 : 0));
+	fh[2] = (uint8_t)(fo >> 8);
+	fh[3] = (uint8_t)fo;
+	fh[4] = (uint8_t)(id >> 24); fh[5] = (uint8_t)(id >> 16);
+	fh[6] = (uint8_t)(id >> 8); fh[7] = (uint8_t)id;
+	if (off == 0) {
+		uint8_t *u = fh + 8;
+		u[0] = 0x9c; u[1] = 0x40;
+		u[2] = 0; u[3] = PORT;
+		u[4] = 3008 >> 8; u[5] = 3008 & 0xff;
+	}
+	return 14 + 40 + 8 + len;
+}
+
+static void input6(uint32_t id, uint32_t off, uint16_t len, bool more)
+{
+	static uint8_t f[2048];
+	struct flt_pkt p;
+	size_t n = fragment6(f, id, off, len, more);
+
+	assert_int_equal(flt_parse(f, n, &p), 0);
+	srv__reass_input(&srv, f, n, &p);
+}
+
 static int setup_with(struct srv_lease *owner)
 {
 	memset(&srv, 0, sizeof(srv));
@@ -111,9 +176,11 @@ static int setup_with(struct srv_lease *owner)
 	srv.leases.by_id[owner->id] = owner;
 	now_ms = 1000;
 	delivered = sent = time_exceeded = steered = unsteered = 0;
+	time_exceeded6 = param_problems6 = param_pointer6 = 0;
 	if (!srv.flt || srv__reass_init(&srv) < 0)
 		return -1;
-	return flt_add_listen(srv.flt, WIRE_IPPROTO_UDP, PORT, owner->id, false) < 0 ? -1 : 0;
+	return flt_add_listen_fam(srv.flt, WIRE_IPPROTO_UDP, PORT, FLT_FAM_V4 | FLT_FAM_V6,
+				  owner->id, false) < 0 ? -1 : 0;
 }
 
 static int setup_relay(void **state) { (void)state; return setup_with(&relay); }
@@ -264,6 +331,104 @@ static void direct_owner_gets_fragments_through_the_tap_and_steering(void **stat
 	assert_int_equal(srv.ctr.v[SRV_REASS_IN_PROGRESS], 1);
 }
 
+/* RFC 8200 §4.5: the datagram is keyed by source, destination and Identification, its
+ * fragments' data follows their Fragment headers, and the owner gets them in order. */
+static void ipv6_fragments_out_of_order_delivered_to_owner_in_order(void **state)
+{
+	(void)state;
+	input6(0x10000001, 2464, 544, false);
+	input6(0x10000001, 0, 1232, true);
+	input6(0x20000001, 0, 1232, true);    /* another Identification: another datagram */
+	assert_int_equal(delivered, 0);
+	input6(0x10000001, 1232, 1232, true);
+	assert_int_equal(delivered, 3);
+	assert_int_equal(delivered_off[0], 0);
+	assert_int_equal(delivered_off[1], 1232);
+	assert_int_equal(delivered_off[2], 2464);
+	assert_int_equal(srv.ctr.v[SRV_REASS_DATAGRAMS], 1);
+	assert_int_equal(srv.ctr.v[SRV_REASS_IN_PROGRESS], 1);
+}
+
+/* RFC 8200 §4.5: "If the fragment is a whole datagram (that is, both the Fragment Offset
+ * field and the M flag are zero), then it does not need any further reassembly and should
+ * be processed as a fully reassembled packet". */
+static void ipv6_atomic_fragment_delivered_at_once(void **state)
+{
+	(void)state;
+	input6(7, 0, 64, false);
+	assert_int_equal(delivered, 1);
+	assert_int_equal(srv.ctr.v[SRV_REASS_IN_PROGRESS], 0);
+}
+
+/* RFC 8200 §4.5: "If the length of a fragment ... is not a multiple of 8 octets and the M
+ * flag of that fragment is 1, then that fragment must be discarded and an ICMP Parameter
+ * Problem, Code 0, message should be sent ..., pointing to the Payload Length field". */
+static void ipv6_fragment_not_a_multiple_of_8_gets_parameter_problem_at_payload_length(void **state)
+{
+	(void)state;
+	input6(8, 0, 1001, true);
+	assert_int_equal(param_problems6, 1);
+	assert_int_equal(param_pointer6, 4);
+	assert_int_equal(srv.ctr.v[SRV_DROP_REASS_BAD], 1);
+	assert_int_equal(srv.ctr.v[SRV_REASS_IN_PROGRESS], 0);
+}
+
+/* RFC 8200 §4.5: a fragment that would make the reassembled Payload Length exceed 65,535
+ * "must be discarded and an ICMP Parameter Problem, Code 0, message should be sent ...,
+ * pointing to the Fragment Offset field". */
+static void ipv6_fragment_past_65535_gets_parameter_problem_at_fragment_offset(void **state)
+{
+	(void)state;
+	input6(9, 65528 - 8, 16, true);       /* 8 + 65520 + 16 > 65535 */
+	assert_int_equal(param_problems6, 1);
+	assert_int_equal(param_pointer6, 40 + 2);
+	input6(9, 65528 - 8 - 16, 16, true);  /* 8 + 65504 + 16 fits */
+	assert_int_equal(param_problems6, 1);
+	assert_int_equal(srv.ctr.v[SRV_REASS_IN_PROGRESS], 1);
+}
+
+/* RFC 8200 §4.5: abandoned after 60 s (IPv4's is 30 s here), Time Exceeded when the
+ * first fragment came. */
+static void ipv6_incomplete_datagram_expires_after_60_s_with_time_exceeded(void **state)
+{
+	(void)state;
+	input6(10, 0, 1232, true);
+	input6(11, 1232, 1232, true);         /* no first fragment */
+	now_ms += 59999;
+	srv__reass_tick(&srv);
+	assert_int_equal(srv.ctr.v[SRV_DROP_REASS_TIMEOUT], 0);
+	now_ms += 1;
+	srv__reass_tick(&srv);
+	assert_int_equal(srv.ctr.v[SRV_DROP_REASS_TIMEOUT], 2);
+	assert_int_equal(time_exceeded6, 1);
+	assert_int_equal(time_exceeded, 0);
+}
+
+/* RFC 5722 §4, written for IPv6. */
+static void ipv6_overlap_drops_whole_datagram(void **state)
+{
+	(void)state;
+	input6(12, 0, 1232, true);
+	input6(12, 1224, 1232, true);
+	assert_int_equal(srv.ctr.v[SRV_DROP_REASS_OVERLAP], 1);
+	input6(12, 1232, 1232, true);
+	input6(12, 2464, 544, false);
+	assert_int_equal(delivered, 0);
+}
+
+/* Deviation (reass.c): the steering map has no IPv6 keys, so a direct-path owner's
+ * IPv6 datagram is dropped, counted, and never written back into the TAP. */
+static void ipv6_datagram_of_a_direct_owner_dropped_and_counted(void **state)
+{
+	(void)state;
+	input6(13, 0, 1232, true);
+	input6(13, 1232, 64, false);
+	assert_int_equal(srv.ctr.v[SRV_DROP_REASS_IPV6_DIRECT], 1);
+	assert_int_equal(sent, 0);
+	assert_int_equal(steered, 0);
+	assert_int_equal(srv.ctr.v[SRV_DROP_FRAGMENT], 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -291,6 +456,24 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			direct_owner_gets_fragments_through_the_tap_and_steering, setup_direct,
 			teardown),
+		cmocka_unit_test_setup_teardown(
+			ipv6_fragments_out_of_order_delivered_to_owner_in_order, setup_relay,
+			teardown),
+		cmocka_unit_test_setup_teardown(ipv6_atomic_fragment_delivered_at_once, setup_relay,
+						teardown),
+		cmocka_unit_test_setup_teardown(
+			ipv6_fragment_not_a_multiple_of_8_gets_parameter_problem_at_payload_length,
+			setup_relay, teardown),
+		cmocka_unit_test_setup_teardown(
+			ipv6_fragment_past_65535_gets_parameter_problem_at_fragment_offset,
+			setup_relay, teardown),
+		cmocka_unit_test_setup_teardown(
+			ipv6_incomplete_datagram_expires_after_60_s_with_time_exceeded, setup_relay,
+			teardown),
+		cmocka_unit_test_setup_teardown(ipv6_overlap_drops_whole_datagram, setup_relay,
+						teardown),
+		cmocka_unit_test_setup_teardown(ipv6_datagram_of_a_direct_owner_dropped_and_counted,
+						setup_direct, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,6 +32,16 @@ static const uint8_t all_nodes[16] = { 0xff, 0x02, [15] = 1 };
 static const uint8_t unspec[16];
 static struct srv srv;
 
+/* reass.c's entry, which reply6.c hands every fragment for the node (RFC 8200 §4.5). */
+static unsigned reassembled;
+static struct flt_pkt reass_pkt;
+void srv__reass_input(struct srv *s, const uint8_t *frame, size_t len, const struct flt_pkt *p)
+{
+	(void)s; (void)frame; (void)len;
+	reass_pkt = *p;
+	reassembled++;
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -47,6 +57,7 @@ static int setup(void **state)
 	srv.rst_tokens_ms = srv.icmp_tokens_ms = now_ms;
 	nsent = 0;
 	sent_len = 0;
+	reassembled = 0;
 	return 0;
 }
 
@@ -336,12 +347,13 @@ static void bad_headers_dropped_and_counted(void **state)
 	build(&f, opt_mac, peer_ip6, node_ip6, WIRE_IPPROTO_TCP, 64, t, sizeof(t));
 	srv__input_ip6(&srv, f.b, f.len);
 	assert_int_equal(srv.ctr.v[SRV_DROP_NOT_FOR_NODE], 2);
-	/* A fragment: no reassembly yet. */
+	/* A fragment: it goes to reassembly, not answered here. */
 	uint8_t fr[8 + 20] = { WIRE_IPPROTO_TCP, 0, 0, 1, 0, 0, 0, 42 };
 	memcpy(fr + 8, t, 20);
 	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_FRAGMENT, 64, fr, sizeof(fr));
 	srv__input_ip6(&srv, f.b, f.len);
-	assert_int_equal(srv.ctr.v[SRV_DROP_IPV6_FRAGMENT], 1);
+	assert_int_equal(reassembled, 1);
+	assert_int_equal(nsent, 0);
 	/* An extension header past the payload. */
 	uint8_t dx[8] = { WIRE_IPPROTO_TCP, 4 };
 	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_DSTOPTS, 64, dx, sizeof(dx));
@@ -420,6 +432,61 @@ static void unrecognized_options_acted_on_by_their_high_bits(void **state)
 	assert_int_equal(nsent, 3);
 }
 
+/* RFC 8200 §4.5: the node reassembles fragments for its processes (server/reass.c); a
+ * fragment to a group is dropped and counted. */
+static void fragments_for_the_node_go_to_reassembly_and_to_a_group_are_dropped(void **state)
+{
+	struct frame f;
+	/* Fragment header (UDP, offset 0, M, Identification 5), then a UDP header. */
+	uint8_t d[8 + 8 + 8] = { WIRE_IPPROTO_UDP, 0, 0, 1, 0, 0, 0, 5, 0x9c, 0x40, 0, 7, 0, 100 };
+	uint8_t all_mac[6];
+
+	(void)state;
+	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_FRAGMENT, 64, d, sizeof(d));
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(reassembled, 1);
+	assert_true(reass_pkt.ip6.fragment);
+	assert_true(reass_pkt.ip6.mf);
+	assert_int_equal(reass_pkt.ip6.frag_id, 5);
+	assert_true(reass_pkt.has_ports);
+	assert_int_equal(reass_pkt.dport, 7);
+	wire_ipv6_mcast_mac(all_mac, all_nodes);
+	build(&f, all_mac, peer_ip6, all_nodes, WIRE_IPPROTO_FRAGMENT, 64, d, sizeof(d));
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(reassembled, 1);
+	assert_int_equal(srv.ctr.v[SRV_DROP_IPV6_FRAGMENT], 1);
+	assert_int_equal(nsent, 0);
+}
+
+/* The answers reass.c asks for: Parameter Problem code 0 with its pointer, and Time
+ * Exceeded code 1 (RFC 4443 §3.3, §3.4), each quoting the fragment, checksummed, to its
+ * source. */
+static void reassembly_errors_quote_the_fragment_to_its_source(void **state)
+{
+	struct frame f;
+	uint8_t d[8 + 8] = { WIRE_IPPROTO_UDP, 0, 0, 1, 0, 0, 0, 5 };
+	struct wire_ipv6 ip;
+
+	(void)state;
+	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_FRAGMENT, 64, d, sizeof(d));
+	srv__reply6_param_problem(&srv, f.b, f.len, 0, 4);
+	assert_int_equal(nsent, 1);
+	assert_int_equal(wire_ipv6_view(&ip, sent + 14, sent_len - 14), 0);
+	assert_memory_equal(ip.dst, peer_ip6, 16);
+	assert_true(wire_icmpv6_checksum_ok(ip.src, ip.dst, ip.payload, ip.payload_len));
+	assert_int_equal(ip.payload[0], WIRE_ICMPV6_PARAM_PROB);
+	assert_int_equal(ip.payload[1], 0);
+	assert_int_equal(wire_rd32(ip.payload + 4), 4);
+	assert_memory_equal(ip.payload + 8, f.b + 14, f.len - 14);
+	assert_int_equal(srv.ctr.v[SRV_ICMPV6_PARAM_PROB_SENT], 1);
+	srv__reply6_reass_time_exceeded(&srv, f.b, f.len);
+	assert_int_equal(nsent, 2);
+	assert_int_equal(wire_ipv6_view(&ip, sent + 14, sent_len - 14), 0);
+	assert_int_equal(ip.payload[0], WIRE_ICMPV6_TIME_EXCEEDED);
+	assert_int_equal(ip.payload[1], 1);
+	assert_int_equal(srv.ctr.v[SRV_ICMP_TIME_EXCEEDED_SENT], 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -433,6 +500,9 @@ int main(void)
 		cmocka_unit_test_setup(bad_headers_dropped_and_counted, setup),
 		cmocka_unit_test_setup(unknown_next_header_gets_parameter_problem_pointing_at_it, setup),
 		cmocka_unit_test_setup(unrecognized_options_acted_on_by_their_high_bits, setup),
+		cmocka_unit_test_setup(
+			fragments_for_the_node_go_to_reassembly_and_to_a_group_are_dropped, setup),
+		cmocka_unit_test_setup(reassembly_errors_quote_the_fragment_to_its_source, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -140,7 +140,7 @@ static struct ctl_msg handoff_msg(uint16_t lport, uint64_t nonce)
 	ctl_init(&m, CTL_HANDOFF, 1);
 	m.proto = IPPROTO_TCP;
 	m.lport = lport;
-	m.rip = PEER_IP;
+	ctl_set_rip4(&m, PEER_IP);
 	m.rport = 80;
 	m.u.handoff.nonce = nonce;
 	return m;

@@ -119,6 +119,8 @@ static struct ctl_msg msg(enum ctl_type type, uint8_t proto, uint16_t lport)
 	ctl_init(&m, type, 7);
 	m.proto = proto;
 	m.lport = lport;
+	if (type != CTL_HELLO && type != CTL_STATS)
+		m.family = AF_INET;  /* version 3: every port and tuple message has one */
 	return m;
 }
 
@@ -266,7 +268,7 @@ static void test_ctl_answers_a_release_of_a_connection_the_process_does_not_hold
 	(void)state;
 	int a = hello();
 	struct ctl_msg rel = msg(CTL_RELEASE, IPPROTO_TCP, 5001);
-	rel.rip = PEER_IP;
+	ctl_set_rip4(&rel, PEER_IP);
 	rel.rport = 80;
 	assert_int_equal(ask(a, &rel, NULL).status, -ENOENT);
 	assert_int_equal(counter(SRV_CTL_DENIED), 1);
@@ -292,7 +294,7 @@ static void test_ctl_connect_installs_the_tuple_for_the_process(void **state)
 	(void)state;
 	int a = hello();
 	struct ctl_msg m = msg(CTL_CONNECT, IPPROTO_TCP, 0);
-	m.rip = PEER_IP;
+	ctl_set_rip4(&m, PEER_IP);
 	m.rport = 80;
 	struct ctl_msg r = ask(a, &m, NULL);
 	assert_int_equal(r.status, 0);

@@ -93,6 +93,31 @@ static void cookie_of_another_tuple_or_isn_refused(void **state)
 	assert_false(stk__cookie_decode(&a, T0));
 }
 
+/* IPv6 (issue 17): the MAC covers all 16 octets of both addresses, so a cookie made for
+ * one peer does not open a connection for another that differs only past its first 4
+ * octets (the same /32), nor for an IPv4 peer. */
+static void ipv6_cookie_of_a_peer_differing_past_the_first_4_octets_refused(void **state)
+{
+	(void)state;
+	struct tcp_syncookie c = syn();
+	IP_ADDR6(&c.local_ip, PP_HTONL(0x20010db8), 0, 0, PP_HTONL(1));
+	IP_ADDR6(&c.remote_ip, PP_HTONL(0x20010db8), 0, 0, PP_HTONL(2));
+	stk__cookie_encode(&c, T0);
+
+	struct tcp_syncookie a = ack_of(&c);
+	a.local_ip = c.local_ip;
+	a.remote_ip = c.remote_ip;
+	assert_true(stk__cookie_decode(&a, T0));
+	a = ack_of(&c);
+	a.local_ip = c.local_ip;
+	IP_ADDR6(&a.remote_ip, PP_HTONL(0x20010db8), 0, 0, PP_HTONL(3));
+	assert_false(stk__cookie_decode(&a, T0));
+	a = ack_of(&c);
+	a.local_ip = c.local_ip;
+	IP_ADDR6(&a.remote_ip, PP_HTONL(0x20010db8), PP_HTONL(1), 0, PP_HTONL(2));
+	assert_false(stk__cookie_decode(&a, T0));
+}
+
 static void mss_rounded_down_to_the_table(void **state)
 {
 	(void)state;
@@ -192,6 +217,7 @@ int main(void)
 		cmocka_unit_test(cookie_returned_at_once_opens_with_the_syn_options),
 		cmocka_unit_test(cookie_good_for_two_ticks_then_refused),
 		cmocka_unit_test(cookie_of_another_tuple_or_isn_refused),
+		cmocka_unit_test(ipv6_cookie_of_a_peer_differing_past_the_first_4_octets_refused),
 		cmocka_unit_test(mss_rounded_down_to_the_table),
 		cmocka_unit_test(no_window_scale_and_no_sack_carried_as_such),
 		cmocka_unit_test(ack_without_timestamps_opens_without_scale_and_sack),

@@ -570,6 +570,16 @@ static void ipv6_extension_headers_walked_bounded(void **state)
 	assert_true(u.frag_more);
 	assert_int_equal(u.frag_off, 185 * 8);
 	assert_int_equal(u.frag_id, 0xdeadbeef);
+	/* A later fragment: its data starts after the Fragment header, and is not walked
+	 * as headers even when the Fragment header names one (RFC 8200 §4.5). */
+	assert_int_equal(u.frag_data_off, WIRE_IPV6_HLEN + 8 + 16 + 8);
+	b[WIRE_IPV6_HLEN + 8 + 16] = WIRE_IPPROTO_DSTOPTS;
+	b[u.off + 1] = 200;                      /* as a header it would run past the end */
+	assert_int_equal(wire_ipv6_upper(&u, &v), 0);
+	assert_int_equal(u.proto, WIRE_IPPROTO_DSTOPTS);
+	assert_int_equal(u.off, WIRE_IPV6_HLEN + 8 + 16 + 8);
+	b[WIRE_IPV6_HLEN + 8 + 16] = WIRE_IPPROTO_UDP;
+	b[u.off + 1] = 0;
 	/* An extension header cut off by Payload Length. */
 	wire_wr16(b + WIRE_IPV6_OFF_PLEN, 8 + 10);
 	assert_int_equal(wire_ipv6_view(&v, b, n), 0);
@@ -580,7 +590,9 @@ static void ipv6_extension_headers_walked_bounded(void **state)
 	assert_int_equal(wire_ipv6_upper(&u, &v), 0);
 	n = ext_chain(b, WIRE_IPV6_EXT_MAX - 1);
 	assert_int_equal(wire_ipv6_view(&v, b, n), 0);
-	assert_int_equal(wire_ipv6_upper(&u, &v), -WIRE_TOO_DEEP);
+	assert_int_equal(wire_ipv6_upper(&u, &v), 0);  /* a later fragment: the walk ends there */
+	wire_wr16(b + WIRE_IPV6_HLEN + 8 + (WIRE_IPV6_EXT_MAX - 1) * 16 + 2, WIRE_IPV6_FRAG_M);
+	assert_int_equal(wire_ipv6_upper(&u, &v), -WIRE_TOO_DEEP);  /* a first one: walked on */
 	/* Hop-by-Hop anywhere but first (RFC 8200 §4.1). */
 	n = ext_chain(b, 1);
 	b[WIRE_IPV6_HLEN] = WIRE_IPPROTO_HOPOPTS;

@@ -1,0 +1,97 @@
+"""RFC 8200 §4.5: the Fragment header and reassembly, as ulsd reassembles IPv6 datagrams
+for the node's processes (server/reass.c; its answers in server/reply6.c). The fragments
+carry an echo request to the node: a datagram nobody owns is dropped whole after
+reassembly (a Deviation, as for IPv4), so these tests watch ulsd's answers and counters.
+ulsd deployment only (the node6 fixture); the reassembly timeout is REASS_TIMEOUT_S."""
+import time
+
+from scapy.layers.inet6 import (ICMPv6ParamProblem, ICMPv6TimeExceeded, IPv6,
+                                IPv6ExtHdrFragment)
+from scapy.layers.l2 import Ether
+from scapy.packet import Raw
+
+from conftest import REASS_TIMEOUT_S, requirement, wait_counter
+
+ICMPV6 = 58
+
+
+def frag(node, ident, offset, data, m):
+    """One fragment of an ICMPv6 datagram to the node: data at offset octets (a multiple
+    of 8) of its fragmentable part."""
+    return (Ether(src=node.my_mac, dst=node.mac) / IPv6(src=node.my_ip6, dst=node.ip6) /
+            IPv6ExtHdrFragment(nh=ICMPV6, offset=offset // 8, m=int(m), id=ident) / Raw(data))
+
+
+def param_problem(ptr):
+    return lambda p: (ICMPv6ParamProblem in p and p[ICMPv6ParamProblem].code == 0 and
+                      p[ICMPv6ParamProblem].ptr == ptr)
+
+
+def time_exceeded(ident):
+    return lambda p: (ICMPv6TimeExceeded in p and p[ICMPv6TimeExceeded].code == 1 and
+                      IPv6ExtHdrFragment in p[ICMPv6TimeExceeded].payload and
+                      p[ICMPv6TimeExceeded].payload[IPv6ExtHdrFragment].id == ident)
+
+
+def echo_head(n):
+    """An echo request's first n octets (type 128, code 0, checksum left 0, then data)."""
+    return bytes([128, 0, 0, 0, 0, 1, 0, 1]) + bytes(n - 8)
+
+
+@requirement(fix='ulsd: server/reass.c',
+             mutate="sed -i 's/if (x->mf \\&\\& (x->end - x->off) % 8) {/if (0) {/' server/reass.c")
+def test_rfc8200_fragment_not_a_multiple_of_8_gets_parameter_problem(node6, link):
+    """RFC 8200 §4.5: "If the length of a fragment, as derived from the fragment packet's
+    Payload Length field, is not a multiple of 8 octets and the M flag of that fragment is
+    1, then that fragment must be discarded and an ICMP Parameter Problem, Code 0, message
+    should be sent to the source of the fragment, pointing to the Payload Length field of
+    the fragment packet." Positive control: the same fragment with 1000 octets is taken
+    (no answer, one datagram more in progress)."""
+    node = node6
+    link.send(frag(node, 0x8001, 0, echo_head(1001), True))
+    assert link.recv(param_problem(4), 3) is not None, "no Parameter Problem pointing at Payload Length"
+    assert wait_counter(node.ulsd_counters, "drop_reass_bad", 1) >= 1
+    before = node.ulsd_counters()["reass_fragments"]
+    link.send(frag(node, 0x8002, 0, echo_head(1000), True))
+    assert link.recv(param_problem(4), 1.0) is None, "control: a fragment of 1000 octets was refused"
+    assert node.ulsd_counters()["reass_in_progress"] >= 1
+    assert node.ulsd_counters()["reass_fragments"] == before
+
+
+@requirement(fix='ulsd: server/reass.c',
+             mutate="sed -i 's/if (unfrag + x->end > SRV_REASS6_MAX_PAYLOAD) {/if (unfrag \\&\\& 0) {/' server/reass.c")
+def test_rfc8200_fragment_past_65535_octets_gets_parameter_problem(node6, link):
+    """RFC 8200 §4.5: "If the length and offset of a fragment are such that the Payload
+    Length of the packet reassembled from that fragment would exceed 65,535 octets, then
+    that fragment must be discarded and an ICMP Parameter Problem, Code 0, message should
+    be sent to the source of the fragment, pointing to the Fragment Offset field of the
+    fragment packet." The Fragment header follows the IPv6 header, so the field is at
+    octet 42. Positive control: a fragment ending at 65,535 octets of payload is taken."""
+    node = node6
+    link.send(frag(node, 0x8003, 65528, bytes(16), True))  # 8 + 65528 + 16 > 65535
+    assert link.recv(param_problem(42), 3) is not None, "no Parameter Problem pointing at Fragment Offset"
+    link.send(frag(node, 0x8004, 65504, bytes(16), True))  # 8 + 65504 + 16 <= 65535
+    assert link.recv(param_problem(42), 1.0) is None, "control: a fragment within 65,535 was refused"
+
+
+@requirement(fix='ulsd: server/reass.c',
+             mutate="sed -i 's/srv__reply6_reass_time_exceeded(s, d->frags->frame, d->frags->len);/(void)0;/' server/reass.c")
+def test_rfc8200_incomplete_reassembly_abandoned_with_time_exceeded(node6, link):
+    """RFC 8200 §4.5: "If insufficient fragments are received to complete reassembly of a
+    packet within 60 seconds of the reception of the first-arriving fragment of that
+    packet, reassembly of that packet must be abandoned and all the fragments that have
+    been received for that packet must be discarded. If the first fragment (i.e., the one
+    with a Fragment Offset of zero) has been received, an ICMP Time Exceeded -- Fragment
+    Reassembly Time Exceeded message should be sent to the source of that fragment."
+    (The timeout is REASS_TIMEOUT_S here, not 60 s.) Negative control: a datagram whose
+    first fragment never came expires without an answer."""
+    node = node6
+    before = node.ulsd_counters()["drop_reass_timeout"]
+    link.send(frag(node, 0x8005, 0, echo_head(1232), True))
+    link.send(frag(node, 0x8006, 1232, bytes(64), True))
+    got = link.recv(time_exceeded(0x8005), REASS_TIMEOUT_S + 3)
+    assert got is not None, "no Time Exceeded (code 1) quoting the first fragment"
+    assert link.recv(time_exceeded(0x8006), 1.5) is None, \
+        "Time Exceeded for a datagram whose first fragment never came"
+    assert wait_counter(node.ulsd_counters, "drop_reass_timeout", before + 2) >= before + 2
+    time.sleep(0.1)

@@ -1,0 +1,277 @@
+"""Processes on ulsd nodes speak IPv6 (issue 17, control protocol version 3; docs/ipv6.md).
+
+Two ulsd nodes with `--ip6` (testbed `up --ipv6`) and offloads off (ULS_TSO=0: stack/tso.c
+has no TCPv6 offload yet, and libuls leaves IPv6 off on a node whose rings carry offload
+words), once on the relay path (ULS_DATAPATH=relay) and once with ulsd's default, which on
+a node with IPv6 gives processes the relay until the kernel programs carry IPv6
+(server/ctl.c). Each module-level testbed is brought up here and taken down at the end;
+processes are started by this file and stopped by PID.
+
+Each transfer checks its bytes: the peer echoes a deterministic stream, which is compared.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from tblib import BUILD, TESTBED, parse_exports, run_testbed  # noqa: E402
+
+ULSRUN = os.path.join(BUILD, "apps", "ulsrun")
+STAT = os.path.join(BUILD, "apps", "ulsstat")
+PEER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "v6peer.py")
+PYTHON = "/usr/bin/python3"
+MIB = 1 << 20
+
+
+class Bed:
+    def __init__(self, name, env):
+        self.name, self.env = name, env
+        self.procs = []
+        self.outdir = tempfile.mkdtemp(prefix=f"uls-{name}-")
+
+    def ctl(self, i):
+        return self.env[f"TB_NODE{i}_CTL"]
+
+    def ip(self, i):
+        return self.env[f"TB_NODE{i}_IP"]
+
+    def ip6(self, i):
+        return self.env[f"TB_NODE{i}_IP6"]
+
+    def uls(self, node, argv):
+        return ["ip", "netns", "exec", self.env["TB_NETNS"], ULSRUN, "--ctl", self.ctl(node),
+                "--", *argv]
+
+    def kernel(self, argv):
+        return ["ip", "netns", "exec", self.env["TB_KERNEL_NETNS"], *argv]
+
+    def start(self, argv, name):
+        o = open(os.path.join(self.outdir, f"{len(self.procs):02d}-{name}.out"), "w+")
+        e = open(os.path.join(self.outdir, f"{len(self.procs):02d}-{name}.err"), "w+")
+        p = subprocess.Popen(argv, stdout=o, stderr=e, stdin=subprocess.DEVNULL,
+                             start_new_session=True)
+        p.files = (o, e)
+        p.label = name
+        self.procs.append(p)
+        return p
+
+    @staticmethod
+    def text(p):
+        p.files[0].flush()
+        with open(p.files[0].name) as f:
+            return f.read()
+
+    def output(self, p):
+        with open(p.files[1].name) as f:
+            return f"{p.label} stdout:\n{self.text(p)}\nstderr:\n{f.read()}"
+
+    def lines(self, p):
+        return [json.loads(x) for x in self.text(p).splitlines() if x.startswith("{")]
+
+    def wait_line(self, p, key, timeout=20.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for d in self.lines(p):
+                if key in d:
+                    return d
+            if p.poll() is not None:
+                for d in self.lines(p):
+                    if key in d:
+                        return d
+                break
+            time.sleep(0.05)
+        raise AssertionError(f"no {key!r} line\n{self.output(p)}")
+
+    def stat(self, node):
+        r = subprocess.run([STAT, "--ctl", self.ctl(node), "--json"], capture_output=True,
+                           text=True, timeout=10)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)
+
+    def stop_all(self, first=0):
+        for p in self.procs[first:]:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)   # its own session: ip netns exec's child
+                except ProcessLookupError:
+                    pass
+                try:
+                    p.wait(5)
+                except subprocess.TimeoutExpired:
+                    pass
+        del self.procs[first:]
+
+
+@pytest.fixture(scope="module", params=["relay", "default"])
+def bed(request):
+    name = "ulsv6r" if request.param == "relay" else "ulsv6a"
+    saved = {k: os.environ.get(k) for k in ("ULS_TSO", "ULS_DATAPATH")}
+    os.environ["ULS_TSO"] = "0"
+    if request.param == "relay":
+        os.environ["ULS_DATAPATH"] = "relay"
+    else:
+        os.environ.pop("ULS_DATAPATH", None)
+    b = None
+    try:
+        env = parse_exports(run_testbed(TESTBED, name, BUILD, "up", "--nodes", "2", "--ipv6"))
+        b = Bed(env["TB_NAME"], env)
+        b.mode = request.param
+        yield b
+    finally:
+        if b:
+            b.stop_all()
+        run_testbed(TESTBED, name, BUILD, "down")
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@pytest.fixture
+def tb(bed):
+    n = len(bed.procs)
+    try:
+        yield bed
+    finally:
+        bed.stop_all(n)
+
+
+def wait_endpoint(tb, node, pred, timeout=15.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        eps = [e for e in tb.stat(node).get("endpoints", []) if pred(e)]
+        if eps:
+            return eps
+        time.sleep(0.05)
+    raise AssertionError(f"no such endpoint on node {node}: {tb.stat(node).get('endpoints')}")
+
+
+def listening(port, local_prefix="[::]"):
+    return lambda e: e["state"] == "listen" and e["local"] == f"{local_prefix}:{port}"
+
+
+def test_tcp_over_ipv6_between_two_nodes(tb):
+    """A process on node 2 connects to node 1's IPv6 address; 4 MiB echoed and compared.
+    Both ends name each other by IPv6 addresses, ulsd lists the connection with its IPv6
+    remote, and node 1's ulsd delivered IPv6 frames to the process (ipv6_frames_demuxed)."""
+    port = 7601
+    srv = tb.start(tb.uls(1, [PYTHON, PEER, "server", "--port", str(port)]), "tcp6-server")
+    tb.wait_line(srv, "listening")
+    wait_endpoint(tb, 1, listening(port))
+    before = tb.stat(1)["counters"]
+    cli = tb.start(tb.uls(2, [PYTHON, PEER, "client", "--to", tb.ip6(1), "--port", str(port),
+                              "--bytes", str(4 * MIB)]), "tcp6-client")
+    c = tb.wait_line(cli, "match", 60)
+    assert c["match"] and c["bytes"] == 4 * MIB, tb.output(cli)
+    assert c["peername"] == [tb.ip6(1), port] and c["sockname"][0] == tb.ip6(2), c
+    s = tb.wait_line(srv, "accepted", 20)
+    assert s["accepted"] == [tb.ip6(2), c["sockname"][1]] and s["bytes"] == 4 * MIB, s
+    after = tb.stat(1)["counters"]
+    assert after["ipv6_frames_demuxed"] - before["ipv6_frames_demuxed"] > 4 * MIB // 9000, after
+    assert after["leases_relay"] > 0, after
+
+
+def test_udp_over_ipv6_between_two_nodes(tb):
+    port = 7602
+    srv = tb.start(tb.uls(1, [PYTHON, PEER, "server", "--udp", "--port", str(port)]), "udp6-server")
+    tb.wait_line(srv, "listening")
+    wait_endpoint(tb, 1, lambda e: e["proto"] == "udp" and e["local"] == f"[::]:{port}")
+    cli = tb.start(tb.uls(2, [PYTHON, PEER, "client", "--udp", "--to", tb.ip6(1), "--port",
+                              str(port), "--bytes", "1200"]), "udp6-client")
+    c = tb.wait_line(cli, "match", 30)
+    assert c["match"] and c["peer"] == [tb.ip6(1), port], tb.output(cli)
+    s = tb.wait_line(srv, "datagram", 10)
+    assert s["peer"][0] == tb.ip6(2) and s["datagram"] == 1200, s
+
+
+def test_dual_stack_listener_takes_an_ipv4_peer_as_v4_mapped(tb):
+    """ipv6(7): a [::] socket without IPV6_V6ONLY holds the port for IPv4 too; an IPv4
+    client from the other node is accepted as ::ffff:a.b.c.d. Then an IPv6 one."""
+    port = 7603
+    srv = tb.start(tb.uls(1, [PYTHON, PEER, "server", "--port", str(port), "--count", "2"]),
+                   "dual-server")
+    tb.wait_line(srv, "listening")
+    wait_endpoint(tb, 1, listening(port, "*"))      # the IPv4 group
+    wait_endpoint(tb, 1, listening(port))           # the IPv6 group
+    for to in (tb.ip(1), tb.ip6(1)):
+        cli = tb.start(tb.uls(2, [PYTHON, PEER, "client", "--to", to, "--port", str(port),
+                                  "--bytes", str(MIB)]), f"dual-client-{to}")
+        c = tb.wait_line(cli, "match", 60)
+        assert c["match"], tb.output(cli)
+    acc = [d for d in tb.lines(srv) if "accepted" in d]
+    deadline = time.monotonic() + 10
+    while len(acc) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+        acc = [d for d in tb.lines(srv) if "accepted" in d]
+    assert [a["accepted"][0] for a in acc] == ["::ffff:" + tb.ip(2), tb.ip6(2)], acc
+    assert acc[0]["sockname"][0] == "::ffff:" + tb.ip(1) and acc[1]["sockname"][0] == tb.ip6(1)
+
+
+def test_ipv6_only_and_ipv4_sockets_share_a_port_a_dual_stack_one_does_not(tb):
+    """Linux's port sharing across families: an IPV6_V6ONLY listener and an AF_INET one on
+    the same port both bind (each takes its own family's peers); a dual-stack listener on
+    that port is refused (EADDRINUSE)."""
+    port = 7604
+    s6 = tb.start(tb.uls(1, [PYTHON, PEER, "server", "--v6only", "1", "--port", str(port)]),
+                  "v6only-server")
+    tb.wait_line(s6, "listening")
+    s4 = tb.start(tb.uls(1, [PYTHON, PEER, "server4", "--port", str(port)]), "v4-server")
+    tb.wait_line(s4, "listening")
+    dual = tb.start(tb.uls(1, [PYTHON, PEER, "server", "--port", str(port)]), "dual-refused")
+    assert dual.wait(20) != 0 and "Address already in use" in tb.output(dual), tb.output(dual)
+    for to, srv in ((tb.ip6(1), s6), (tb.ip(1), s4)):
+        cli = tb.start(tb.uls(2, [PYTHON, PEER, "client", "--to", to, "--port", str(port),
+                                  "--bytes", str(MIB)]), f"share-client-{to}")
+        c = tb.wait_line(cli, "match", 60)
+        assert c["match"], tb.output(cli)
+        s = tb.wait_line(srv, "accepted", 10)
+        assert s["accepted"][0] in (tb.ip6(2), tb.ip(2)) and s["bytes"] == MIB, s
+
+
+def test_kernel_peer_reaches_a_node_over_ipv6(tb):
+    """The kernel peer (Linux's IPv6 and neighbour discovery) connects to a process on
+    node 1 over IPv6: 2 MiB echoed and compared."""
+    port = 7605
+    srv = tb.start(tb.uls(1, [PYTHON, PEER, "server", "--port", str(port)]), "k-server")
+    tb.wait_line(srv, "listening")
+    wait_endpoint(tb, 1, listening(port))
+    cli = tb.start(tb.kernel([PYTHON, PEER, "client", "--to", tb.ip6(1), "--port", str(port),
+                              "--bytes", str(2 * MIB)]), "k-client")
+    c = tb.wait_line(cli, "match", 60)
+    assert c["match"] and c["bytes"] == 2 * MIB, tb.output(cli)
+    s = tb.wait_line(srv, "accepted", 10)
+    assert s["accepted"][0] == tb.env["TB_KERNEL_IP6"], s
+
+
+def test_ipv6_connection_of_a_killed_process_goes_to_custody_and_its_peer_gets_a_reset(tb):
+    """A process on node 1 holds an IPv6 connection to the kernel peer and is killed
+    (SIGKILL): ulsd keeps the tuple in custody (RFC 9293 §3.4.2, listed as custody with its
+    IPv6 remote) and the peer's next segments get a RST (§3.10.7.1), which it reports as
+    ECONNRESET (or EPIPE after it)."""
+    port = 7606
+    go = os.path.join(tb.outdir, "go-custody")
+    ks = tb.start(tb.kernel([PYTHON, PEER, "kserver", "--port", str(port), "--go", go]),
+                  "custody-kserver")
+    tb.wait_line(ks, "listening")
+    time.sleep(0.2)
+    h = tb.start(tb.uls(1, [PYTHON, PEER, "hold", "--to", tb.env["TB_KERNEL_IP6"], "--port",
+                            str(port)]), "custody-holder")
+    held = tb.wait_line(h, "connected", 30)
+    lport = held["connected"][1]
+    tb.wait_line(ks, "accepted", 10)
+    remote = f"[{tb.env['TB_KERNEL_IP6']}]:{port}"
+    wait_endpoint(tb, 1, lambda e: e["state"] == "connected" and e["remote"] == remote)
+    os.killpg(h.pid, signal.SIGKILL)
+    h.wait(10)
+    eps = wait_endpoint(tb, 1, lambda e: e["state"] == "custody" and e["remote"] == remote)
+    assert eps[0]["local"].endswith(f":{lport}"), eps
+    open(go, "w").close()
+    r = tb.wait_line(ks, "reset", 20)
+    assert r["reset"] in ("ECONNRESET", "EPIPE"), tb.output(ks)
