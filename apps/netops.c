@@ -22,6 +22,22 @@ static int k_socket(int type)
 	int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
 	return fd < 0 ? -errno : fd;
 }
+static int k_socket_af(int af, int type)
+{
+	int fd = socket(af, type | SOCK_CLOEXEC, 0);
+	return fd < 0 ? -errno : fd;
+}
+
+static int k_bind_sa(int sd, const struct sockaddr *a, socklen_t len)
+{
+	return K(bind(sd, a, len));
+}
+
+static int k_connect_sa(int sd, const struct sockaddr *a, socklen_t len)
+{
+	return K(connect(sd, a, len));
+}
+
 static int k_bind(int sd, const struct sockaddr_in *a)
 {
 	return K(bind(sd, (const struct sockaddr *)a, sizeof(*a)));
@@ -55,13 +71,76 @@ static int k_close(int sd)
 
 const struct netops bench__kernel_ops = {
 	"kernel", k_socket, k_bind, k_listen, k_accept, k_connect, bench__sock_send, bench__sock_recv,
-	k_setsockopt, k_shutdown, k_close,
+	k_setsockopt, k_shutdown, k_close, k_socket_af, k_bind_sa, k_connect_sa,
 };
 
 const struct netops bench__uls_ops = {
 	"ulstack", uls_socket, uls_bind, uls_listen, uls_accept, uls_connect, uls_send, uls_recv,
-	uls_setsockopt, uls_shutdown, uls_close,
+	uls_setsockopt, uls_shutdown, uls_close, uls_socket_af, uls_bind_sa, uls_connect_sa,
 };
+
+int bench__parse_addr_any(const char *s, union bench_addr *a, unsigned default_port)
+{
+	char host[INET6_ADDRSTRLEN];
+	const char *end, *port = NULL;
+	unsigned long p = default_port;
+	union bench_addr out;
+
+	if (!strchr(s, '[') && (!strchr(s, ':') || strchr(s, ':') == strrchr(s, ':'))) {
+		struct sockaddr_in in;
+		if (bench__parse_addr(s, &in, default_port) < 0)
+			return -1;
+		memset(&out, 0, sizeof(out));
+		out.in = in;
+		*a = out;
+		return 0;
+	}
+	if (*s == '[') {
+		s++;
+		end = strchr(s, ']');
+		if (!end || (end[1] && end[1] != ':'))
+			return -1;
+		if (end[1] == ':')
+			port = end + 2;
+	} else {
+		end = s + strlen(s);
+	}
+	if (end == s || (size_t)(end - s) >= sizeof(host))
+		return -1;
+	memcpy(host, s, (size_t)(end - s));
+	host[end - s] = '\0';
+	if (port) {
+		char *e;
+		if (!isdigit((unsigned char)*port))
+			return -1;
+		errno = 0;
+		p = strtoul(port, &e, 10);
+		if (errno || *e || p == 0 || p > 65535)
+			return -1;
+	}
+	memset(&out, 0, sizeof(out));
+	out.in6.sin6_family = AF_INET6;
+	out.in6.sin6_port = htons((uint16_t)p);
+	if (inet_pton(AF_INET6, host, &out.in6.sin6_addr) != 1)
+		return -1;
+	*a = out;
+	return 0;
+}
+
+int bench__family_check(const struct netops *ops, int af, const char *prog)
+{
+	struct uls_interface ifc;
+	static const struct in6_addr none;
+
+	if (af != AF_INET6 || ops != &bench__uls_ops)
+		return 0;
+	if (uls_interface(&ifc) == 0 && memcmp(&ifc.addr6, &none, sizeof(none)) != 0)
+		return 0;
+	fprintf(stderr, "%s: IPv6 needs an IPv6 address on the node: --ip6 for a node of its "
+		"own; a ulsd node's HELLO gives none yet (control protocol v3, docs/ipv6.md)\n",
+		prog);
+	return -EAFNOSUPPORT;
+}
 
 int bench__parse_addr(const char *s, struct sockaddr_in *a, unsigned default_port)
 {

@@ -5,9 +5,28 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include "uls.h"
+
+/* An address of either family, as the apps parse it and hand it to the _sa calls. */
+union bench_addr {
+	struct sockaddr sa;
+	struct sockaddr_in in;
+	struct sockaddr_in6 in6;
+};
+static inline socklen_t bench__addr_len(const union bench_addr *a)
+{
+	return a->sa.sa_family == AF_INET6 ? (socklen_t)sizeof(a->in6) : (socklen_t)sizeof(a->in);
+}
+static inline uint16_t bench__addr_port(const union bench_addr *a)
+{
+	return ntohs(a->sa.sa_family == AF_INET6 ? a->in6.sin6_port : a->in.sin_port);
+}
 
 struct netops {
 	const char *name;
@@ -21,6 +40,10 @@ struct netops {
 	int (*setsockopt)(int sd, int level, int name, const void *v, socklen_t len);
 	int (*shutdown)(int sd, int how);
 	int (*close)(int sd);
+	/* Either family (AF_INET, or AF_INET6: dual-stack, as Linux's default). */
+	int (*socket_af)(int af, int type);
+	int (*bind_sa)(int sd, const struct sockaddr *a, socklen_t len);
+	int (*connect_sa)(int sd, const struct sockaddr *a, socklen_t len);
 };
 
 extern const struct netops bench__uls_ops;
@@ -55,5 +78,13 @@ int bench__node_opt(struct node_opts *o, const char *prog, const char *opt, cons
 /* Start the node if --tap/--ip were given; returns 1 if started, 0 if not asked, -1 on error. */
 int bench__node_start(struct node_opts *o, const char *prog);
 int bench__parse_addr(const char *s, struct sockaddr_in *a, unsigned default_port);
+/* A.B.C.D[:PORT], or an IPv6 address: [ADDR]:PORT, [ADDR] or ADDR (RFC 3986 §3.2.2's
+ * brackets, needed with a port). 0 or -1 (a untouched). */
+int bench__parse_addr_any(const char *s, union bench_addr *a, unsigned default_port);
+/* Can ops carry family af here? ulstack carries IPv6 only on a node with an IPv6 address
+ * (uls_interface: a node of its own with --ip6; on ulsd's nodes, once HELLO says the
+ * node's IPv6 address, control protocol v3). 0, or -EAFNOSUPPORT after a message on
+ * stderr naming prog. */
+int bench__family_check(const struct netops *ops, int af, const char *prog);
 
 #endif

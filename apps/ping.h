@@ -21,15 +21,16 @@
  * forever (its driver stops it by its PID); the client measures count round trips of size
  * bytes, the first skip not counted. bd_path: save the breakdown stamps there. Both return
  * the process's exit status (0 or 1). */
-int bench__ping_server(const struct netops *ops, const struct sockaddr_in *at,
+int bench__ping_server(const struct netops *ops, const union bench_addr *at,
 		       const char *bd_path);
-int bench__ping_client(const struct netops *ops, const struct sockaddr_in *to,
+int bench__ping_client(const struct netops *ops, const union bench_addr *to,
 		       unsigned long long size, unsigned long long count, unsigned long long skip,
 		       const char *json, const char *bd_path);
 
 /* The driver: every mode of modes[0..nmodes) ("perproc", "relay", "kernel") for every size,
- * on a testbed it builds and takes down; returns the exit status. */
+ * on a testbed it builds and takes down; returns the exit status. family 6: the testbed
+ * comes up with --ipv6 and every mode runs over IPv6. */
 int bench__ping_drive(const char *const *modes, size_t nmodes, const unsigned long long *sizes,
-		      size_t nsizes, const char *json, bool breakdown);
+		      size_t nsizes, const char *json, bool breakdown, int family);
 
 #endif

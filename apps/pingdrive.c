@@ -42,6 +42,8 @@ struct testbed {
 	char ulsd[PATH_MAX];              /* installed: the prefix's ulsd; "" for a build tree */
 	char node1_ctl[PATH_MAX], node2_ctl[PATH_MAX], node2_ip[64];
 	char k1_ns[128], k2_ns[128], kernel_ip[64];
+	char kernel_ip6[64];              /* family 6 (testbed up --ipv6) */
+	int family;
 	bool up;
 };
 
@@ -197,6 +199,7 @@ static void tb_take(struct testbed *tb, const char *key, const char *val)
 		W("TB_NODE1_CTL", node1_ctl), W("TB_NODE2_CTL", node2_ctl),
 		W("TB_NODE2_IP", node2_ip), W("TB_KERNEL_NETNS", k1_ns),
 		W("TB_KERNEL2_NETNS", k2_ns), W("TB_KERNEL_IP", kernel_ip),
+		W("TB_KERNEL_IP6", kernel_ip6),
 #undef W
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
@@ -209,7 +212,7 @@ static void tb_take(struct testbed *tb, const char *key, const char *val)
 static int testbed_run(struct testbed *tb, const char *cmd)
 {
 	char tmp[] = "/tmp/ulsping-tb-XXXXXX", line[PATH_MAX + 64];
-	char *argv[] = { tb->script, (char *)cmd, "--nodes", "2", NULL };
+	char *argv[] = { tb->script, (char *)cmd, "--nodes", "2", NULL, NULL };
 	int fd = mkstemp(tmp), ret = -1;
 
 	if (fd < 0) {
@@ -219,6 +222,8 @@ static int testbed_run(struct testbed *tb, const char *cmd)
 	unlink(tmp);
 	if (strcmp(cmd, "up") != 0)
 		argv[2] = NULL;
+	else if (tb->family == 6)
+		argv[4] = "--ipv6";
 	pid_t pid = spawn(argv, fd);
 	int st = pid < 0 ? (int)pid : wait_for(pid, TESTBED_TIMEOUT_S);
 	if (st == -ETIMEDOUT || st == -EINTR)
@@ -249,6 +254,9 @@ static int testbed_run(struct testbed *tb, const char *cmd)
 	    !tb->k2_ns[0] || !tb->kernel_ip[0]) {
 		fprintf(stderr, "ulsping: testbed up did not export TB_NODE1_CTL, TB_NODE2_CTL, "
 			"TB_NODE2_IP, TB_KERNEL_NETNS, TB_KERNEL2_NETNS and TB_KERNEL_IP\n");
+		ret = -1;
+	} else if (tb->family == 6 && !tb->kernel_ip6[0]) {
+		fprintf(stderr, "ulsping: testbed up --ipv6 did not export TB_KERNEL_IP6\n");
 		ret = -1;
 	}
 out:
@@ -339,7 +347,11 @@ static int measure(const struct testbed *tb, char *self, struct run *r, unsigned
 	int pfd[2] = { -1, -1 }, jfd, bdc_fd = -1, bds_fd = -1, ret = -1;
 
 	snprintf(portarg, sizeof(portarg), "%u", port);
-	snprintf(toarg, sizeof(toarg), "%s:%u", perproc ? tb->node2_ip : tb->kernel_ip, port);
+	if (tb->family == 6 && !perproc)
+		snprintf(toarg, sizeof(toarg), "[%s]:%u", tb->kernel_ip6, port);
+	else
+		snprintf(toarg, sizeof(toarg), "%s:%u", perproc ? tb->node2_ip : tb->kernel_ip, port);
+	char *fam = tb->family == 6 ? "6" : "4";
 	snprintf(sizearg, sizeof(sizearg), "%llu", r->size);
 	jfd = mkstemp(jpath);
 	if (r->bd) {
@@ -353,7 +365,7 @@ static int measure(const struct testbed *tb, char *self, struct run *r, unsigned
 	char *sv_uls[] = { self, "server", "--port", portarg, "--ctl", (char *)tb->node2_ctl,
 			   "--datapath", dp, r->bd ? "--breakdown" : NULL, bds, NULL };
 	char *sv_k[] = { "ip", "netns", "exec", (char *)tb->k1_ns, self, "server", "--port",
-			 portarg, NULL };
+			 portarg, "--family", fam, NULL };
 	char *cl_uls[] = { self, "client", "--to", toarg, "--size", sizearg, "--json", jpath,
 			   "--ctl", (char *)tb->node1_ctl, "--datapath", dp,
 			   r->bd ? "--breakdown" : NULL, bdc, NULL };
@@ -413,7 +425,7 @@ out:
 	return ret;
 }
 
-static int write_runs_json(const char *path, const struct run *runs, size_t n)
+static int write_runs_json(const char *path, const struct run *runs, size_t n, int family)
 {
 	FILE *f = fopen(path, "w");
 
@@ -421,7 +433,8 @@ static int write_runs_json(const char *path, const struct run *runs, size_t n)
 		fprintf(stderr, "ulsping: %s: %s\n", path, strerror(errno));
 		return -1;
 	}
-	fprintf(f, "{\"count\": %d, \"skip\": %d, \"runs\": [", PING_DEFAULT_COUNT, PING_DEFAULT_SKIP);
+	fprintf(f, "{\"count\": %d, \"skip\": %d, \"family\": %d, \"runs\": [", PING_DEFAULT_COUNT,
+		PING_DEFAULT_SKIP, family);
 	for (size_t i = 0; i < n; i++) {
 		const struct run *r = &runs[i];
 		fprintf(f, "%s\n  {\"mode\": \"%s\", \"size\": %llu, \"ok\": %s", i ? "," : "",
@@ -477,9 +490,9 @@ static void print_breakdown(const struct run *runs, size_t n)
 }
 
 int bench__ping_drive(const char *const *modes, size_t nmodes, const unsigned long long *sizes,
-		      size_t nsizes, const char *json, bool breakdown)
+		      size_t nsizes, const char *json, bool breakdown, int family)
 {
-	struct testbed tb = { 0 };
+	struct testbed tb = { .family = family };
 	struct run runs[2 * PING_SIZES_MAX] = { 0 };
 	char self[PATH_MAX];
 	size_t nruns = 0;
@@ -536,7 +549,7 @@ int bench__ping_drive(const char *const *modes, size_t nmodes, const unsigned lo
 	}
 	if (breakdown)
 		print_breakdown(runs, nruns);
-	if (json && write_runs_json(json, runs, nruns) < 0)
+	if (json && write_runs_json(json, runs, nruns, family) < 0)
 		all_ok = false;
 	ret = all_ok ? 0 : 1;
 down:

@@ -150,25 +150,26 @@ out:
 
 /* Serve connections one at a time, forever (the driver stops the server by its PID). The
  * "listening" line on stdout is the driver's signal that connects will be accepted. */
-int bench__ping_server(const struct netops *o, const struct sockaddr_in *at, const char *bd_path)
+int bench__ping_server(const struct netops *o, const union bench_addr *at, const char *bd_path)
 {
 	ops = o;
-	int one = 1, rc, sd = ops->socket(SOCK_STREAM);
+	int one = 1, rc, sd = ops->socket_af(at->sa.sa_family, SOCK_STREAM);
 
 	if (sd < 0) {
 		fprintf(stderr, "ulsping server: socket: %s\n", strerror(-sd));
 		return 1;
 	}
 	ops->setsockopt(sd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	rc = ops->bind(sd, at);
+	rc = ops->bind_sa(sd, &at->sa, bench__addr_len(at));
 	if (rc == 0)
 		rc = ops->listen(sd, 16);
 	if (rc < 0) {
-		fprintf(stderr, "ulsping server: listen on port %u: %s\n", ntohs(at->sin_port),
+		fprintf(stderr, "ulsping server: listen on port %u: %s\n", bench__addr_port(at),
 			strerror(-rc));
 		return 1;
 	}
-	printf("ulsping server: listening on port %u (%s)\n", ntohs(at->sin_port), ops->name);
+	printf("ulsping server: listening on port %u (%s%s)\n", bench__addr_port(at), ops->name,
+	       at->sa.sa_family == AF_INET6 ? ", IPv6 and IPv4" : "");
 	fflush(stdout);
 	for (;;) {
 		int c = ops->accept(sd, NULL);
@@ -184,15 +185,15 @@ int bench__ping_server(const struct netops *o, const struct sockaddr_in *at, con
 
 /* Connect, retrying a refused connect for up to 2 s (a server that has just printed its
  * line may not be reachable through every table yet). */
-static int connect_retry(const struct sockaddr_in *to)
+static int connect_retry(const union bench_addr *to)
 {
 	double deadline = bench__now_s() + 2;
 
 	for (;;) {
-		int sd = ops->socket(SOCK_STREAM);
+		int sd = ops->socket_af(to->sa.sa_family, SOCK_STREAM);
 		if (sd < 0)
 			return sd;
-		int rc = ops->connect(sd, to);
+		int rc = ops->connect_sa(sd, &to->sa, bench__addr_len(to));
 		if (rc == 0)
 			return sd;
 		ops->close(sd);
@@ -219,7 +220,7 @@ static int write_client_json(const char *path, unsigned long long size, const ch
 	return fclose(f) == 0 ? 0 : -1;
 }
 
-int bench__ping_client(const struct netops *o, const struct sockaddr_in *to,
+int bench__ping_client(const struct netops *o, const union bench_addr *to,
 		       unsigned long long size, unsigned long long count, unsigned long long skip,
 		       const char *json, const char *bd_path)
 {

@@ -3,8 +3,10 @@
  * `apps`, real programs under ulsrun against the same programs on the kernel's TCP
  * (apps/ulsbench_apps.py).
  *
- *   ulsbench server (--port P | --unix PATH) [--count N] [--reuseport] [NODE OPTIONS]
- *   ulsbench client (--to IP[:PORT] | --unix PATH) (--bytes N | --seconds S [--warmup W])
+ *   ulsbench server (--port P | --unix PATH) [--count N] [--reuseport] [--family 4|6]
+ *                   [NODE OPTIONS]
+ *   ulsbench client (--to IP[:PORT] | --to [IPV6]:PORT | --unix PATH)
+ *                   (--bytes N | --seconds S [--warmup W])
  *                   [--streams K] [--dir send|recv] [--json FILE] [NODE OPTIONS]
  *   ulsbench [--mode MODE[,...]] [--streams N[,...]] [--seconds S] [--mtu M[,...]] ...
  *   ulsbench apps [--apps LIST] [--seconds S] [--repeat R] [--json FILE] [--plot DIR]
@@ -12,7 +14,9 @@
  * NODE OPTIONS: --tap IF --ip A.B.C.D/NN [--mac M] [--gw G] [--mtu N] (a node of its own) or
  * --ctl PATH (join ulsd's node); without them the Linux kernel's TCP is used, so the same
  * tool measures every side of a comparison. --unix uses AF_UNIX stream sockets (the worker
- * side of the central-server organisation).
+ * side of the central-server organisation). IPv6: a client connects to an IPv6 --to; a
+ * server with --family 6 listens on [::] (dual-stack, IPv4 peers too). ulstack carries IPv6
+ * only on a node with an IPv6 address (bench__family_check says so and exits 2).
  *
  * Data moves in 64 KiB messages (seed 004's message size) and every byte is checked
  * against apps/pattern.h. The client reports throughput only for transfers the receiver
@@ -234,7 +238,7 @@ out:
 
 struct endpoint {
 	bool unix_path;
-	struct sockaddr_in in;
+	union bench_addr in;     /* AF_INET or AF_INET6 */
 	struct sockaddr_un un;
 };
 
@@ -243,7 +247,7 @@ struct endpoint {
 static int ep_socket(const struct endpoint *e)
 {
 	if (!e->unix_path)
-		return ops->socket(SOCK_STREAM);
+		return ops->socket_af(e->in.sa.sa_family, SOCK_STREAM);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	return fd < 0 ? -errno : fd;
 }
@@ -285,7 +289,7 @@ static int run_server(const struct endpoint *e, long count, bool reuseport)
 		ops->setsockopt(sd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 		if (reuseport)
 			ops->setsockopt(sd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
-		rc = ops->bind(sd, &e->in);
+		rc = ops->bind_sa(sd, &e->in.sa, bench__addr_len(&e->in));
 		if (rc == 0)
 			rc = ops->listen(sd, 1024);
 	}
@@ -297,7 +301,7 @@ static int run_server(const struct endpoint *e, long count, bool reuseport)
 		fprintf(stderr, "ulsbench server: listening on %s (unix)\n", e->un.sun_path);
 	else
 		fprintf(stderr, "ulsbench server: listening on port %u (%s)\n",
-			ntohs(e->in.sin_port), ops->name);
+			bench__addr_port(&e->in), ops->name);
 	pthread_t *threads = calloc(count > 0 ? (size_t)count : 1, sizeof(*threads));
 	for (long i = 0; count <= 0 || i < count; i++) {
 		int c = e->unix_path ? accept4(sd, NULL, NULL, SOCK_CLOEXEC) : ops->accept(sd, NULL);
@@ -365,7 +369,7 @@ static void *client_stream(void *arg)
 	}
 	s->rc = s->to->unix_path ?
 		(connect(sd, (const struct sockaddr *)&s->to->un, sizeof(s->to->un)) < 0 ? -errno : 0) :
-		ops->connect(sd, &s->to->in);
+		ops->connect_sa(sd, &s->to->in.sa, bench__addr_len(&s->to->in));
 	if (s->rc < 0)
 		goto out;
 	if (ops == &bench__kernel_ops && !s->to->unix_path) {
@@ -504,8 +508,9 @@ static int run_client(const struct endpoint *to, uint64_t bytes, uint32_t millis
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: ulsbench server (--port P | --unix PATH) [--count N] [--reuseport] [NODE OPTIONS]\n"
-		"       ulsbench client (--to IP[:PORT] | --unix PATH)\n"
+		"usage: ulsbench server (--port P | --unix PATH) [--count N] [--reuseport]\n"
+		"                       [--family 4|6] [NODE OPTIONS]   (6: listen on [::])\n"
+		"       ulsbench client (--to IP[:PORT] | --to [IPV6]:PORT | --unix PATH)\n"
 		"                       (--bytes N[K|M|G] | --seconds S [--warmup W])\n"
 		"                       [--streams K] [--dir send|recv] [--start-at T] [--json FILE]\n"
 		"                       [--congestion CC] [NODE OPTIONS]\n"
@@ -592,11 +597,14 @@ int main(int argc, char **argv)
 		{ "start-at", required_argument, NULL, 'a' },
 		{ "warmup", required_argument, NULL, 'w' },
 		{ "congestion", required_argument, NULL, 'C' },
+		{ "family", required_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	struct node_opts no = { 0 };
-	struct endpoint ep = { .in = { .sin_family = AF_INET, .sin_port = htons(DEFAULT_PORT) } };
+	struct endpoint ep = { .in.in = { .sin_family = AF_INET, .sin_port = htons(DEFAULT_PORT) } };
 	bool have_to = false, reuseport = false, have_bytes = false;
+	int family = 0;            /* --family: AF_INET, AF_INET6, 0 not given */
+	uint16_t port = DEFAULT_PORT;
 	unsigned long long bytes = 1ull << 30, v;
 	uint32_t millis = 0, warmup = 0;
 	double start_at = 0;
@@ -622,7 +630,7 @@ int main(int argc, char **argv)
 		case 'p':
 			if (opt__num(PROG, "port", optarg, 1, 65535, &v) < 0)
 				return 2;
-			ep.in.sin_port = htons((uint16_t)v);
+			port = (uint16_t)v;
 			break;
 		case 'u':
 			if (strlen(optarg) >= sizeof(ep.un.sun_path) || !*optarg) {
@@ -640,8 +648,9 @@ int main(int argc, char **argv)
 			count = (long)v;
 			break;
 		case 't':
-			if (bench__parse_addr(optarg, &ep.in, DEFAULT_PORT) < 0) {
-				fprintf(stderr, "ulsbench: bad --to '%s': expected A.B.C.D[:PORT]\n", optarg);
+			if (bench__parse_addr_any(optarg, &ep.in, DEFAULT_PORT) < 0) {
+				fprintf(stderr, "ulsbench: bad --to '%s': expected A.B.C.D[:PORT] or "
+					"[IPV6]:PORT\n", optarg);
 				return 2;
 			}
 			have_to = true;
@@ -685,6 +694,13 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'F':
+			if (strcmp(optarg, "4") && strcmp(optarg, "6")) {
+				opt__bad(PROG, "family", optarg, "4 or 6");
+				return 2;
+			}
+			family = optarg[0] == '6' ? AF_INET6 : AF_INET;
+			break;
 		case 'C':
 			if (!*optarg || strlen(optarg) >= 16) {
 				opt__bad(PROG, "congestion", optarg, "a congestion control's name (up to 15 characters)");
@@ -725,6 +741,19 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (server && !ep.unix_path) {
+		/* --family 6: [::], dual-stack. */
+		memset(&ep.in, 0, sizeof(ep.in));
+		ep.in.sa.sa_family = (sa_family_t)(family ? family : AF_INET);
+		if (family == AF_INET6)
+			ep.in.in6.sin6_port = htons(port);
+		else
+			ep.in.in.sin_port = htons(port);
+	} else if (family && !ep.unix_path && family != ep.in.sa.sa_family) {
+		fprintf(stderr, "ulsbench: --family %d and --to %s differ\n",
+			family == AF_INET6 ? 6 : 4, ep.in.sa.sa_family == AF_INET6 ? "IPv6" : "IPv4");
+		return 2;
+	}
 	if (ep.unix_path && (no.ctl || no.have_tap || no.have_ip)) {
 		fprintf(stderr, "ulsbench: --unix streams use the kernel; no node options with it\n");
 		return 2;
@@ -735,6 +764,11 @@ int main(int argc, char **argv)
 		return 1;
 	if (started)
 		ops = &bench__uls_ops;
+	if (!ep.unix_path && bench__family_check(ops, ep.in.sa.sa_family, "ulsbench") < 0) {
+		if (started)
+			uls_node_stop();
+		return 2;
+	}
 	int rc = server ? run_server(&ep, count, reuseport)
 			: run_client(&ep, bytes, millis, warmup, dir, nstreams, start_at, json);
 	if (started && server && getenv("ULSBENCH_COUNTERS")) {

@@ -277,10 +277,12 @@ class Testbed:
             fe.seek(0)
             return rc, fo.read(), fe.read()
 
-    def up(self, mtu, ulsd):
+    def up(self, mtu, ulsd, ipv6=False):
         argv = [self.paths["testbed"], "up", "--nodes", "2", "--mtu", str(mtu)]
         if not ulsd:
             argv.append("--no-ulsd")
+        if ipv6:
+            argv.append("--ipv6")
         self.is_up = True       # a failed `up` cleans up itself; `down` is safe anyway
         rc, out, err = self._run(argv)
         if rc != 0:
@@ -297,6 +299,8 @@ class Testbed:
                 "TB_KERNEL2_NETNS", "TB_KERNEL_IP"]
         if ulsd:
             need += ["TB_NODE1_CTL", "TB_NODE2_CTL"]
+        if ipv6:
+            need += ["TB_KERNEL_IP6", "TB_KERNEL2_IP6"]
         lost = [k for k in need if k not in env]
         if lost:
             raise BenchError("testbed up did not export %s" % ", ".join(lost))

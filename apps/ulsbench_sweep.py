@@ -82,8 +82,9 @@ class Point:
     """Runs one (mode, N, mtu) point on an up testbed and returns its run object."""
 
     def __init__(self, procs, tb, paths, mode, n, mtu, seconds, nbytes, workdir, warmup=0.0,
-                 loss=None, kernel_cc=None):
+                 loss=None, kernel_cc=None, family=4):
         self.procs, self.tb, self.paths = procs, tb, paths
+        self.family = family
         self.kernel_cc = kernel_cc
         self.congestion = set()  # what the kernel clients report (TCP_CONGESTION)
         self.mode, self.n, self.mtu = mode, n, mtu
@@ -347,11 +348,13 @@ class Point:
         env, bench = self.tb.env, self.paths["ulsbench"]
         k1, k2 = env["TB_KERNEL_NETNS"], env["TB_KERNEL2_NETNS"]
         srv = self.spawn("server", ["ip", "netns", "exec", k1, bench, "server",
-                                    "--port", str(KERNEL_PORT), "--count", str(self.n)])
+                                    "--port", str(KERNEL_PORT), "--count", str(self.n),
+                                    "--family", str(self.family)])
         self.wait_ready([srv], lambda: self.listening_kernel(k1, KERNEL_PORT),
                         "kernel receiver")
         groups = split_streams(self.n)
-        to = "%s:%d" % (env["TB_KERNEL_IP"], KERNEL_PORT)
+        to = ("[%s]:%d" % (env["TB_KERNEL_IP6"], KERNEL_PORT) if self.family == 6
+              else "%s:%d" % (env["TB_KERNEL_IP"], KERNEL_PORT))
         cc = ["--congestion", self.kernel_cc] if self.kernel_cc else []
         clients = self._clients(groups, lambda i, k: ["ip", "netns", "exec", k2, bench,
                                                       "client", "--to", to] + cc)
@@ -542,7 +545,7 @@ def main(argv=None):
             tb.is_up = True     # start clean: also removes a testbed a killed run left
             tb.down()
             tb.offload = ph["offload"]
-            tb.up(ph["mtu"], ph["ulsd"])
+            tb.up(ph["mtu"], ph["ulsd"], ipv6=opts["family"] == 6)
             if loss is not None and "kernel" in ph["modes"]:
                 tb.kernel_offload(ph["offload"] == "on")
             level = None
@@ -553,7 +556,8 @@ def main(argv=None):
                 before = tb.impair_stats() if level is not None else None
                 pt = Point(procs, tb, paths, spec["mode"], spec["streams"], ph["mtu"],
                            opts["seconds"], opts["bytes"], workdir, opts["warmup"],
-                           loss=spec["loss"], kernel_cc=opts["kernel_cc"])
+                           loss=spec["loss"], kernel_cc=opts["kernel_cc"],
+                           family=opts["family"])
                 run = pt.run()
                 if level is not None:
                     run.update(loss_fields(level, impair_delta(before, tb.impair_stats()),
@@ -587,7 +591,7 @@ def main(argv=None):
                     "seconds": opts["seconds"], "bytes_per_stream": opts["bytes"],
                     "warmup_seconds": opts["warmup"], "offload": opts["offload"],
                     "message_bytes": MSG_SIZE, "max_processes": MAX_PROCS,
-                    "kernel_cc": opts["kernel_cc"]},
+                    "kernel_cc": opts["kernel_cc"], "family": opts["family"]},
         "definitions": {
             "aggregate_gbps": "measured_bytes * 8 / seconds",
             "warmup_seconds": "how long the streams ran before the measured span began "

@@ -43,6 +43,9 @@ OFFLOADS = ("on", "off")
 # retransmission timeouts (and their backoff) after the sender's time is up.
 LOSS_SLACK = 120.0
 MSG_SIZE = 65536            # seed 004's 64 KB messages; the workers' fixed message size
+FAMILIES = (4, 6)
+# --family 6: every mode but raw runs over IPv6 (testbed up --ipv6; processes on ulsd's
+# nodes carry IPv6 since control protocol 3, docs/ipv6.md).
 
 KERNEL_PORT = 5201          # kernel mode: one receiver process in the K1 namespace
 # Clients start together: a margin for the processes to start and connect, first.
@@ -203,6 +206,18 @@ def parse_offloads(text):
     return [o for o in OFFLOADS if o in items]
 
 
+def parse_family(text, modes):
+    """--family: 4 or 6; with 6, every mode but raw, which sends IPv4 frames of its own."""
+    if (text or "").strip() not in ("4", "6"):
+        raise UsageError("--family: '%s' is not 4 or 6" % text)
+    fam = int(text.strip())
+    if fam == 6:
+        if "raw" in modes:
+            raise UsageError("--family 6: raw mode writes IPv4 frames of its own; leave raw "
+                             "out of --mode")
+    return fam
+
+
 def parse_cc(text):
     """--kernel-cc: a congestion control's name as Linux spells them (TCP_CA_NAME_MAX 16)."""
     if text is None:
@@ -275,6 +290,10 @@ def build_parser():
     p.add_argument("--mtu", default=",".join(map(str, DEFAULT_MTUS)), metavar="M[,M...]",
                    help="link MTUs, %d..%d (default: 1500; 9000 and %d are the jumbo "
                         "points)" % (MIN_MTU, TAP_MAX_MTU, TAP_MAX_MTU))
+    p.add_argument("--family", default="4", metavar="4|6",
+                   help="the IP version of the streams (default 4); 6 brings the testbed "
+                        "up with IPv6 (testbed up --ipv6) and runs the kernel mode over it; "
+                        "the ulstack modes refuse it until ulsd's nodes carry IPv6")
     p.add_argument("--json", default=None, metavar="FILE", help="write the results as JSON")
     p.add_argument("--plot", default=None, metavar="DIR",
                    help="write aggregate.png and per_stream.png here (default: the "
@@ -304,6 +323,7 @@ def parse_args(argv):
         "json": ns.json,
         "plot": ns.plot,
     }
+    opts["family"] = parse_family(ns.family, opts["modes"])
     if ns.bytes is not None:
         opts["bytes"] = parse_bytes(ns.bytes)
         if "raw" in opts["modes"]:

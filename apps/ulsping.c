@@ -2,10 +2,16 @@
  * message, the first 50 dropped, bandwidth from half the round trip); and, without a
  * subcommand, the driver that measures it on a testbed it builds itself.
  *
- *   ulsping server --port P [--breakdown FILE] [NODE OPTIONS]
- *   ulsping client --to IP:PORT --size B [--count N] [--skip K] [--json FILE]
+ *   ulsping server --port P [--family 4|6] [--breakdown FILE] [NODE OPTIONS]
+ *   ulsping client --to IP:PORT|[IPV6]:PORT --size B [--count N] [--skip K] [--json FILE]
  *                  [--breakdown FILE] [NODE OPTIONS]
- *   ulsping [--mode MODE[,MODE...]] [--sizes B[,B...]] [--json FILE] [--breakdown]
+ *   ulsping [--mode MODE[,MODE...]] [--sizes B[,B...]] [--family 4|6] [--json FILE]
+ *           [--breakdown]
+ *
+ * --family 6: the server listens on [::] (dual-stack); the driver brings its testbed up
+ * with IPv6 and measures every mode over it (ulsd's nodes carry IPv6 since control
+ * protocol 3); a ulstack worker with an IPv6 --to on a node without an IPv6 address
+ * refuses it (bench__family_check).
  *
  * NODE OPTIONS as in ulsbench: --ctl PATH [--datapath direct|relay] joins ulsd's node (on
  * the direct data path unless relay is asked for), --tap/--ip makes the process a
@@ -52,11 +58,12 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: ulsping [--mode MODE[,MODE...]] [--sizes B[,B...]] [--json FILE] [--breakdown]\n"
+		"usage: ulsping [--mode MODE[,MODE...]] [--sizes B[,B...]] [--family 4|6]\n"
+		"               [--json FILE] [--breakdown]\n"
 		"               MODE: perproc (direct data path), relay, kernel (default all);\n"
-		"               sizes default " DEFAULT_SIZES "\n"
-		"       ulsping server --port P [--breakdown FILE] [NODE OPTIONS]\n"
-		"       ulsping client --to IP:PORT --size B [--count N (3000)] [--skip K (50)]\n"
+		"               sizes default " DEFAULT_SIZES "; --family 6: kernel mode only\n"
+		"       ulsping server --port P [--family 4|6] [--breakdown FILE] [NODE OPTIONS]\n"
+		"       ulsping client --to IP:PORT|[IPV6]:PORT --size B [--count N (3000)] [--skip K (50)]\n"
 		"                      [--json FILE] [--breakdown FILE] [NODE OPTIONS]\n"
 		"--breakdown: one-way latency by layer (relay mode; a build configured with\n"
 		"             --enable-breakdown); workers: save their stamps to FILE\n"
@@ -66,14 +73,24 @@ static void usage(FILE *f)
 		"              without them the Linux kernel's TCP is used\n");
 }
 
+static int parse_family(const char *arg, int *family)
+{
+	if (strcmp(arg, "4") && strcmp(arg, "6"))
+		return opt__bad("ulsping", "family", arg, "4 or 6");
+	*family = arg[0] - '0';
+	return 0;
+}
+
 static int driver_main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "mode", required_argument, NULL, 'm' }, { "sizes", required_argument, NULL, 's' },
 		{ "json", required_argument, NULL, 'j' }, { "breakdown", no_argument, NULL, 'b' },
+		{ "family", required_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	static const char *const known[PING_MODES_MAX] = { "perproc", "relay", "kernel" };
+	int family = 4;
 	const char *modes[PING_MODES_MAX], *json = NULL;
 	const char *mode_arg = DEFAULT_MODES, *size_arg = DEFAULT_SIZES;
 	unsigned long long sizes[PING_SIZES_MAX];
@@ -88,6 +105,10 @@ static int driver_main(int argc, char **argv)
 		case 's': size_arg = optarg; break;
 		case 'j': json = optarg; break;
 		case 'b': breakdown = true; break;
+		case 'F':
+			if (parse_family(optarg, &family) < 0)
+				return 2;
+			break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -116,7 +137,8 @@ static int driver_main(int argc, char **argv)
 			"the relay's rings; the kernel's layers carry none)\n");
 		return 2;
 	}
-	return bench__ping_drive(modes, (size_t)nmodes, sizes, (size_t)nsizes, json, breakdown);
+	return bench__ping_drive(modes, (size_t)nmodes, sizes, (size_t)nsizes, json, breakdown,
+				 family);
 }
 
 int main(int argc, char **argv)
@@ -127,10 +149,13 @@ int main(int argc, char **argv)
 		{ "size", required_argument, NULL, 'z' }, { "count", required_argument, NULL, 'c' },
 		{ "skip", required_argument, NULL, 'k' }, { "json", required_argument, NULL, 'j' },
 		{ "breakdown", required_argument, NULL, 'b' },
+		{ "family", required_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
 	};
 	struct node_opts no = { 0 };
-	struct sockaddr_in at = { .sin_family = AF_INET };
+	union bench_addr at = { .in = { .sin_family = AF_INET } };
+	uint16_t port = 0;
+	int family = 0;
 	unsigned long long size = 0, count = PING_DEFAULT_COUNT,
 			   skip = PING_DEFAULT_SKIP, v;
 	bool have_port = false, have_to = false;
@@ -151,12 +176,14 @@ int main(int argc, char **argv)
 			if (!server ? opt__bad("ulsping", "port", optarg, "for the server only") :
 			    opt__num("ulsping", "port", optarg, 1, 65535, &v))
 				return 2;
-			at.sin_port = htons((uint16_t)v);
+			port = (uint16_t)v;
 			have_port = true;
 			break;
 		case 't':
-			if (server || bench__parse_addr(optarg, &at, 0) < 0 || at.sin_port == 0) {
-				fprintf(stderr, "ulsping: bad --to '%s': expected A.B.C.D:PORT%s\n", optarg,
+			if (server || bench__parse_addr_any(optarg, &at, 0) < 0 ||
+			    bench__addr_port(&at) == 0) {
+				fprintf(stderr, "ulsping: bad --to '%s': expected A.B.C.D:PORT or "
+					"[IPV6]:PORT%s\n", optarg,
 					server ? " (client only)" : "");
 				return 2;
 			}
@@ -180,6 +207,12 @@ int main(int argc, char **argv)
 		case 'b':
 			bd_path = optarg;
 			break;
+		case 'F':
+			if (!server ? opt__bad("ulsping", "family", optarg, "for the server (a client's "
+					       "--to names its family)") :
+			    parse_family(optarg, &family))
+				return 2;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -200,6 +233,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "ulsping server: --port is required\n");
 		return 2;
 	}
+	if (server) {
+		/* --family 6: [::], dual-stack. */
+		memset(&at, 0, sizeof(at));
+		if (family == 6) {
+			at.in6.sin6_family = AF_INET6;
+			at.in6.sin6_port = htons(port);
+		} else {
+			at.in.sin_family = AF_INET;
+			at.in.sin_port = htons(port);
+		}
+	}
 	if (!server && (!have_to || !size)) {
 		fprintf(stderr, "ulsping client: --to IP:PORT and --size B are required\n");
 		return 2;
@@ -218,6 +262,11 @@ int main(int argc, char **argv)
 	if (started < 0)
 		return 1;
 	const struct netops *ops = started ? &bench__uls_ops : &bench__kernel_ops;
+	if (bench__family_check(ops, at.sa.sa_family, "ulsping") < 0) {
+		if (started)
+			uls_node_stop();
+		return 2;
+	}
 	int rc = server ? bench__ping_server(ops, &at, bd_path) :
 			  bench__ping_client(ops, &at, size, count, skip, json, bd_path);
 	if (started)

@@ -12,11 +12,28 @@
  * requests, echo requests, fragments, other addresses, unknown tuples, processes on the
  * relay path) goes to queue 0, ulsd's.
  *
+ * IPv6 (RFC 8200) is steered the same way from its own maps (dp_conn6, dp_listen6; 16-octet
+ * remote addresses, the pick over the same words as flt__group_pick's IPv6 branch), for a
+ * packet to one of the node's two addresses whose Next Header is TCP, UDP or ICMPv6 at once.
+ * An ICMPv6 error (RFC 4443 §2.4 (b)) goes to the owner of the endpoint that sent the packet
+ * it quotes, a Neighbor Advertisement to the queue that solicited it (RFC 4861 §7.2.6:
+ * each stack keeps its own neighbour cache). Neighbour discovery otherwise, echo, packets
+ * to other or multicast addresses, fragments and every packet with an extension header go
+ * to queue 0.
+ * Deviation: no extension header is walked here, where flt_parse walks up to
+ * WIRE_IPV6_EXT_MAX of them: such packets are rare and ulsd checks their options
+ * (server/reply6.c, RFC 8200 §4.2), so they go to ulsd, which relays them to an owner on
+ * the relay path; an owner on the direct path does not get them.
+ *
  * txcheck (tcx ingress on the TAP): every frame a queue's reader writes passes here, with
  * queue_mapping = queue + 1. A process's queue may send only as the node (MAC, address) and
  * only from endpoints it holds: the policy of flt_check_tx. Frames for the node itself go
  * back into the TAP (bpf_redirect to its egress), where steering delivers them, so that the
- * processes of one node reach each other through the node's address.
+ * processes of one node reach each other through the node's address. IPv6 likewise: the
+ * source one of the node's two addresses (none without --ip6), TCP and UDP from the queue's
+ * endpoints, ICMPv6 echo, Neighbor Solicitations (their source link-layer option the
+ * node's MAC), and Destination Unreachable about a packet delivered to the queue's own
+ * endpoint.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_endian.h>
@@ -103,9 +120,45 @@ struct {
 	__type(value, __u32);   /* owner (lease id) */
 } dp_frag SEC(".maps");
 
+/* The same for IPv6 (RFC 8200): rules with a remote that is not v4-mapped, and the groups
+ * of FLT_FAM_V6. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FLT_DP_CONN_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct flt_dp_conn6_key);
+	__type(value, __u32);   /* owner (lease id) */
+} dp_conn6 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FLT_DP_LISTEN_MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct flt_dp_listen_key);
+	__type(value, struct flt_dp_group);
+} dp_listen6 SEC(".maps");
+
+/* A Neighbor Solicitation's target -> the queues that asked (as dp_arpwait). */
+struct ip6key {
+	__u8 a[16];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, FLT_DP_ARP_MAX);
+	__type(key, struct ip6key);
+	__type(value, struct flt_dp_arpwait);
+} dp_ndwait SEC(".maps");
+
 /* A 4-tuple seen from the node: l is the local end, r the remote one. */
 struct tup {
 	__u32 lip, rip;
+	__u16 lport, rport;
+	__u8 proto;
+};
+
+struct tup6 {
+	__u8 lip[16], rip[16];
 	__u16 lport, rport;
 	__u8 proto;
 };
@@ -119,6 +172,14 @@ struct {
 	__type(value, struct flt_dp_neigh);
 } dp_neigh SEC(".maps");
 
+/* The same for IPv6 sources (custody of IPv6 connections, RFC 4861's link-layer address). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, FLT_DP_ARP_MAX);
+	__type(key, struct ip6key);
+	__type(value, struct flt_dp_neigh);
+} dp_neigh6 SEC(".maps");
+
 /* ---- The filter table's pick, bit for bit (filter/table.c) --------------------------- */
 
 static __always_inline __u64 fmix64(__u64 k)
@@ -131,17 +192,12 @@ static __always_inline __u64 fmix64(__u64 k)
 	return k;
 }
 
-/* flt__group_pick: rendezvous hashing over the group's pick list. */
-static __u32 group_pick(const struct flt_dp_cfg *c, const struct flt_dp_group *g,
-			const struct tup *t)
+/* flt__group_pick: rendezvous hashing over the group's pick list, the tuple's hash h. */
+static __u32 pick_member(const struct flt_dp_group *g, __u64 h)
 {
 	__u32 n = g->n_pick, pick = g->pick[0];
-	__u64 h, best = 0;
+	__u64 best = 0;
 
-	if (n <= 1)
-		return pick;
-	h = flt__siphash13(c->k0, c->k1, (__u64)t->rip << 32 | t->lip,
-		    (__u64)1 << 40 | (__u64)t->rport << 16 | t->lport);
 	for (__u32 i = 0; i < FLT_DP_GROUP_MAX; i++) {
 		if (i >= n)
 			break;
@@ -153,6 +209,38 @@ static __u32 group_pick(const struct flt_dp_cfg *c, const struct flt_dp_group *g
 		}
 	}
 	return pick;
+}
+
+static __u32 group_pick(const struct flt_dp_cfg *c, const struct flt_dp_group *g,
+			const struct tup *t)
+{
+	if (g->n_pick <= 1)
+		return g->pick[0];
+	return pick_member(g, flt__siphash13(c->k0, c->k1, (__u64)t->rip << 32 | t->lip,
+					     (__u64)1 << 40 | (__u64)t->rport << 16 | t->lport));
+}
+
+/* A 64-bit word of an address in host order, as table.c's rd64 reads it. */
+static __always_inline __u64 rd64(const __u8 *p)
+{
+	__u64 v;
+
+	__builtin_memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/* flt__group_pick's IPv6 branch: all 32 address octets, chained. */
+static __u32 group_pick6(const struct flt_dp_cfg *c, const struct flt_dp_group *g,
+			 const struct tup6 *t)
+{
+	__u64 h;
+
+	if (g->n_pick <= 1)
+		return g->pick[0];
+	h = flt__siphash13(c->k0, c->k1, rd64(t->rip), rd64(t->rip + 8));
+	h = flt__siphash13(c->k0, c->k1, h ^ rd64(t->lip), rd64(t->lip + 8));
+	h = flt__siphash13(c->k0, c->k1, h, (__u64)2 << 40 | (__u64)t->rport << 16 | t->lport);
+	return pick_member(g, h);
 }
 
 /* The owner of the tuple (0: none); *exact says whether by its 4-tuple rather than as a
@@ -172,6 +260,43 @@ static __u32 endpoint_owner(const struct flt_dp_cfg *c, const struct tup *t, int
 	if (!g || g->n_pick == 0)
 		return 0;
 	return group_pick(c, g, t);
+}
+
+static __always_inline void conn6_key(struct flt_dp_conn6_key *k, const struct tup6 *t)
+{
+	__builtin_memset(k, 0, sizeof(*k));
+	__builtin_memcpy(k->rip, t->rip, 16);
+	k->lport = t->lport;
+	k->rport = t->rport;
+	k->proto = t->proto;
+}
+
+static __u32 endpoint_owner6(const struct flt_dp_cfg *c, const struct tup6 *t, int *exact)
+{
+	struct flt_dp_conn6_key ck;
+	struct flt_dp_listen_key lk = { .lport = t->lport, .proto = t->proto };
+	const struct flt_dp_group *g;
+
+	conn6_key(&ck, t);
+	__u32 *o = bpf_map_lookup_elem(&dp_conn6, &ck);
+	*exact = o != 0;
+	if (o)
+		return *o;
+	g = bpf_map_lookup_elem(&dp_listen6, &lk);
+	if (!g || g->n_pick == 0)
+		return 0;
+	return group_pick6(c, g, t);
+}
+
+static __always_inline int ip6_eq(const __u8 *a, const __u8 *b)
+{
+	return rd64(a) == rd64(b) && rd64(a + 8) == rd64(b + 8);
+}
+
+/* One of the node's IPv6 addresses (RFC 4291 §2.5.6: the link-local one too). */
+static __always_inline int node_ip6(const struct flt_dp_cfg *c, const __u8 *a)
+{
+	return c->has_ip6 && (ip6_eq(a, c->node_ip6) || ip6_eq(a, c->node_ll6));
 }
 
 /* clang has no memcmp for BPF. */
@@ -196,10 +321,8 @@ static void count_steered(__u32 q, int gso)
 
 /* An ARP reply for the node goes to a queue that asked for that address (RFC 826: each
  * stack keeps its own table), one reply per waiting queue; the rest go to ulsd. */
-static __u32 arp_waiter(__u32 spa)
+static __u32 take_waiter(struct flt_dp_arpwait *w)
 {
-	struct flt_dp_arpwait *w = bpf_map_lookup_elem(&dp_arpwait, &spa);
-
 	if (!w)
 		return 0;
 	for (__u32 i = 0; i < FLT_DP_QUEUES / 64; i++) {
@@ -220,6 +343,87 @@ static __u32 arp_waiter(__u32 spa)
 	return 0;
 }
 
+/* The queue of the lease owner, 0 for none. */
+static __u32 lease_queue(__u32 owner)
+{
+	__u32 *q;
+
+	if (!owner)
+		return 0;
+	q = bpf_map_lookup_elem(&dp_lease_q, &owner);
+	return q ? *q : 0;
+}
+
+/* RFC 8200: an IPv6 packet to one of the node's addresses whose Next Header is TCP, UDP
+ * or ICMPv6 (the header comment says what goes to ulsd). */
+static __u32 steer6(struct __sk_buff *skb, const struct flt_dp_cfg *c, const __u8 *eth)
+{
+	__u8 ip[WIRE_IPV6_HLEN];
+	const __u32 l4 = WIRE_ETH_HLEN + WIRE_IPV6_HLEN;
+	__u16 ports[2];
+	int exact;
+
+	if (!c->has_ip6 || bpf_skb_load_bytes(skb, WIRE_ETH_HLEN, ip, sizeof(ip)) < 0 ||
+	    ip[WIRE_IPV6_OFF_VTCFL] >> 4 != WIRE_IPV6_VERSION || !node_ip6(c, ip + WIRE_IPV6_OFF_DST))
+		return 0;
+	__u8 nh = ip[WIRE_IPV6_OFF_NEXT];
+	if (nh == WIRE_IPPROTO_TCP || nh == WIRE_IPPROTO_UDP) {
+		__u8 l4h[WIRE_TCP_OFF_FLAGS + 1];
+		struct tup6 t = { .proto = nh };
+		if (bpf_skb_load_bytes(skb, l4, ports, sizeof(ports)) < 0)
+			return 0;
+		__builtin_memcpy(t.lip, ip + WIRE_IPV6_OFF_DST, 16);
+		__builtin_memcpy(t.rip, ip + WIRE_IPV6_OFF_SRC, 16);
+		t.lport = bpf_ntohs(ports[1]);
+		t.rport = bpf_ntohs(ports[0]);
+		__u32 owner = endpoint_owner6(c, &t, &exact);
+		/* The handshakes that name a peer ulsd may have to reset, as for IPv4. */
+		if (owner && nh == WIRE_IPPROTO_TCP &&
+		    bpf_skb_load_bytes(skb, l4, l4h, sizeof(l4h)) == 0 &&
+		    (exact ? (l4h[WIRE_TCP_OFF_FLAGS] & WIRE_TCP_SYN) :
+			     (l4h[WIRE_TCP_OFF_FLAGS] &
+			      (WIRE_TCP_SYN | WIRE_TCP_RST | WIRE_TCP_FIN | WIRE_TCP_ACK)) == WIRE_TCP_ACK)) {
+			struct flt_dp_neigh nb = {};
+			struct ip6key k;
+			__builtin_memcpy(k.a, ip + WIRE_IPV6_OFF_SRC, 16);
+			__builtin_memcpy(nb.mac, eth + WIRE_ETH_OFF_SRC, WIRE_ETH_ALEN);
+			bpf_map_update_elem(&dp_neigh6, &k, &nb, BPF_ANY);
+		}
+		return lease_queue(owner);
+	}
+	if (nh != WIRE_IPPROTO_ICMPV6)
+		return 0;
+	__u8 ic[WIRE_ICMPV6_HLEN];
+	if (bpf_skb_load_bytes(skb, l4, ic, sizeof(ic)) < 0)
+		return 0;
+	__u8 type = ic[WIRE_ICMPV6_OFF_TYPE];
+	if (type == WIRE_ND_NEIGHBOR_ADVERT) {
+		/* RFC 4861 §7.2.5: the advertisement answers the solicitation of a queue that
+		 * asked for its target; the others (unsolicited, for ulsd's own asking) are
+		 * ulsd's. */
+		struct ip6key k;
+		if (bpf_skb_load_bytes(skb, l4 + WIRE_ND_OFF_TARGET, k.a, sizeof(k.a)) < 0)
+			return 0;
+		return take_waiter(bpf_map_lookup_elem(&dp_ndwait, &k));
+	}
+	if (type > WIRE_ICMPV6_PARAM_PROB || type < WIRE_ICMPV6_DST_UNREACH)
+		return 0;
+	/* RFC 4443 §2.4 (b): an error goes to the process that sent the packet it quotes;
+	 * the quoted source is the local end. Only a quote whose Next Header is TCP or UDP at
+	 * once, as flt_parse reads it. */
+	__u8 in[WIRE_IPV6_HLEN];
+	if (bpf_skb_load_bytes(skb, l4 + WIRE_ICMPV6_HLEN, in, sizeof(in)) < 0 ||
+	    in[WIRE_IPV6_OFF_VTCFL] >> 4 != WIRE_IPV6_VERSION ||
+	    (in[WIRE_IPV6_OFF_NEXT] != WIRE_IPPROTO_TCP && in[WIRE_IPV6_OFF_NEXT] != WIRE_IPPROTO_UDP) ||
+	    bpf_skb_load_bytes(skb, l4 + WIRE_ICMPV6_HLEN + WIRE_IPV6_HLEN, ports, sizeof(ports)) < 0)
+		return 0;
+	struct tup6 t = { .proto = in[WIRE_IPV6_OFF_NEXT], .lport = bpf_ntohs(ports[0]),
+			  .rport = bpf_ntohs(ports[1]) };
+	__builtin_memcpy(t.lip, in + WIRE_IPV6_OFF_SRC, 16);
+	__builtin_memcpy(t.rip, in + WIRE_IPV6_OFF_DST, 16);
+	return lease_queue(endpoint_owner6(c, &t, &exact));
+}
+
 static __u32 steer_frame(struct __sk_buff *skb)
 {
 	__u32 zero = 0, owner = 0;
@@ -230,6 +434,8 @@ static __u32 steer_frame(struct __sk_buff *skb)
 	if (!c || bpf_skb_load_bytes(skb, 0, eth, sizeof(eth)) < 0)
 		return 0;
 	__u16 type = RD16(eth, WIRE_ETH_OFF_TYPE);
+	if (type == WIRE_ETHERTYPE_IPV6)
+		return steer6(skb, c, eth);
 	if (type == WIRE_ETHERTYPE_ARP) {
 		__u8 a[WIRE_ARP_LEN];
 		__u32 spa, tpa;
@@ -238,7 +444,7 @@ static __u32 steer_frame(struct __sk_buff *skb)
 		__builtin_memcpy(&spa, a + WIRE_ARP_OFF_SPA, 4);
 		__builtin_memcpy(&tpa, a + WIRE_ARP_OFF_TPA, 4);
 		if (RD16(a, WIRE_ARP_OFF_OP) == WIRE_ARP_OP_REPLY && tpa == c->node_ip)
-			return arp_waiter(spa);
+			return take_waiter(bpf_map_lookup_elem(&dp_arpwait, &spa));
 		return 0;
 	}
 	if (type != WIRE_ETHERTYPE_IPV4 || bpf_skb_load_bytes(skb, WIRE_ETH_HLEN, ip, sizeof(ip)) < 0)
@@ -367,19 +573,121 @@ static int may_use(const struct flt_dp_cfg *c, __u32 owner, const struct tup *t)
 	return FLT_DP_PASS;
 }
 
-static void arp_wait(__u32 tpa, __u32 q)
+static int may_use6(const struct flt_dp_cfg *c, __u32 owner, const struct tup6 *t)
 {
-	struct flt_dp_arpwait *w = bpf_map_lookup_elem(&dp_arpwait, &tpa);
+	struct flt_dp_conn6_key ck;
+	struct flt_dp_listen_key lk = { .lport = t->lport, .proto = t->proto };
+	const struct flt_dp_group *g;
+
+	conn6_key(&ck, t);
+	__u32 *o = bpf_map_lookup_elem(&dp_conn6, &ck);
+	if (o)
+		return *o == owner ? FLT_DP_PASS : FLT_DP_PORT;
+	g = bpf_map_lookup_elem(&dp_listen6, &lk);
+	if (!g || !group_has(g, owner))
+		return FLT_DP_PORT;
+	if (t->proto == WIRE_IPPROTO_TCP && g->n_all > 1 && group_pick6(c, g, t) != owner)
+		return FLT_DP_SHARED_PEER;
+	return FLT_DP_PASS;
+}
+
+static void wait_bit(void *map, const void *key, __u32 q)
+{
+	struct flt_dp_arpwait *w = bpf_map_lookup_elem(map, key);
 	__u32 i = (q / 64) & 3;
 
 	if (!w) {
 		struct flt_dp_arpwait n = {};
-		bpf_map_update_elem(&dp_arpwait, &tpa, &n, BPF_NOEXIST);
-		w = bpf_map_lookup_elem(&dp_arpwait, &tpa);
+		bpf_map_update_elem(map, key, &n, BPF_NOEXIST);
+		w = bpf_map_lookup_elem(map, key);
 		if (!w)
 			return;
 	}
 	__sync_fetch_and_or(&w->bits[i], 1ULL << (q % 64));
+}
+
+/* An IPv6 frame from queue q (RFC 8200; the header comment has the policy). */
+static int check_frame6(struct __sk_buff *skb, const struct flt_dp_cfg *c, __u32 q,
+			__u32 owner)
+{
+	__u8 ip[WIRE_IPV6_HLEN];
+	__u32 l4 = WIRE_ETH_HLEN + WIRE_IPV6_HLEN;
+	__u16 ports[2];
+
+	if (!c->has_ip6 || bpf_skb_load_bytes(skb, WIRE_ETH_HLEN, ip, sizeof(ip)) < 0 ||
+	    ip[WIRE_IPV6_OFF_VTCFL] >> 4 != WIRE_IPV6_VERSION)
+		return FLT_DP_PROTO;
+	if (!node_ip6(c, ip + WIRE_IPV6_OFF_SRC))
+		return FLT_DP_SRC_IP;
+	__u8 nh = ip[WIRE_IPV6_OFF_NEXT];
+	if (skb->gso_size) {
+		/* A TCPv6 super-segment: every piece within the MTU. */
+		__u8 t[WIRE_TCP_OFF_DOFF + 1];
+		if (nh != WIRE_IPPROTO_TCP || bpf_skb_load_bytes(skb, l4, t, sizeof(t)) < 0 ||
+		    WIRE_IPV6_HLEN + (t[WIRE_TCP_OFF_DOFF] >> 4) * 4 + skb->gso_size > c->mtu)
+			return FLT_DP_SIZE;
+	} else if (skb->len > c->mtu + WIRE_ETH_HLEN) {
+		return FLT_DP_SIZE;
+	}
+	if (nh == WIRE_IPPROTO_FRAGMENT) {
+		/* RFC 8200 §4.5: the first fragment is checked as its datagram is; a later one
+		 * carries no ports. Deviation (as for IPv4): only its source is checked. */
+		__u8 fh[WIRE_IPV6_FRAG_HLEN];
+		if (bpf_skb_load_bytes(skb, l4, fh, sizeof(fh)) < 0)
+			return FLT_DP_PROTO;
+		if (RD16(fh, 2) & WIRE_IPV6_FRAG_OFFMASK)
+			return FLT_DP_PASS;
+		nh = fh[0];
+		l4 += WIRE_IPV6_FRAG_HLEN;
+	}
+	if (nh == WIRE_IPPROTO_TCP || nh == WIRE_IPPROTO_UDP) {
+		struct tup6 t = { .proto = nh };
+		if (bpf_skb_load_bytes(skb, l4, ports, sizeof(ports)) < 0)
+			return FLT_DP_PORT;
+		__builtin_memcpy(t.lip, ip + WIRE_IPV6_OFF_SRC, 16);
+		__builtin_memcpy(t.rip, ip + WIRE_IPV6_OFF_DST, 16);
+		t.lport = bpf_ntohs(ports[0]);
+		t.rport = bpf_ntohs(ports[1]);
+		return may_use6(c, owner, &t);
+	}
+	/* Other extension headers: the process's stack sends none. */
+	if (nh != WIRE_IPPROTO_ICMPV6)
+		return FLT_DP_PROTO;
+	__u8 ic[WIRE_ND_NS_LEN + WIRE_ND_OPT_LLADDR_LEN];
+	if (bpf_skb_load_bytes(skb, l4, ic, WIRE_ICMPV6_HLEN) < 0)
+		return FLT_DP_ICMP;
+	__u8 type = ic[WIRE_ICMPV6_OFF_TYPE];
+	if (type == WIRE_ICMPV6_ECHO_REQUEST || type == WIRE_ICMPV6_ECHO_REPLY)
+		return FLT_DP_PASS;
+	if (type == WIRE_ND_NEIGHBOR_SOLICIT) {
+		/* RFC 4861 §4.3: the source link-layer option is what the neighbour caches:
+		 * the node's MAC only (the option comes first as lwIP and Linux write it). */
+		struct ip6key k;
+		if (bpf_skb_load_bytes(skb, l4, ic, sizeof(ic)) < 0 ||
+		    ic[WIRE_ND_NS_LEN] != WIRE_ND_OPT_SRC_LLADDR || ic[WIRE_ND_NS_LEN + 1] != 1 ||
+		    !mac_eq(ic + WIRE_ND_NS_LEN + 2, c->node_mac))
+			return FLT_DP_ICMP;
+		__builtin_memcpy(k.a, ic + WIRE_ND_OFF_TARGET, 16);
+		wait_bit(&dp_ndwait, &k, q);
+		return FLT_DP_PASS;
+	}
+	if (type != WIRE_ICMPV6_DST_UNREACH)
+		return FLT_DP_ICMP;
+	/* RFC 4443 §3.1, about a packet delivered to one of the queue's endpoints: the quoted
+	 * destination is the local end. */
+	__u8 in[WIRE_IPV6_HLEN];
+	if (bpf_skb_load_bytes(skb, l4 + WIRE_ICMPV6_HLEN, in, sizeof(in)) < 0 ||
+	    in[WIRE_IPV6_OFF_VTCFL] >> 4 != WIRE_IPV6_VERSION || !node_ip6(c, in + WIRE_IPV6_OFF_DST) ||
+	    (in[WIRE_IPV6_OFF_NEXT] != WIRE_IPPROTO_TCP && in[WIRE_IPV6_OFF_NEXT] != WIRE_IPPROTO_UDP) ||
+	    bpf_skb_load_bytes(skb, l4 + WIRE_ICMPV6_HLEN + WIRE_IPV6_HLEN, ports, sizeof(ports)) < 0)
+		return FLT_DP_ICMP;
+	struct tup6 t = { .proto = in[WIRE_IPV6_OFF_NEXT], .lport = bpf_ntohs(ports[1]),
+			  .rport = bpf_ntohs(ports[0]) };
+	__builtin_memcpy(t.lip, in + WIRE_IPV6_OFF_DST, 16);
+	__builtin_memcpy(t.rip, in + WIRE_IPV6_OFF_SRC, 16);
+	if (may_use6(c, owner, &t))
+		return FLT_DP_ICMP;
+	return FLT_DP_PASS;
 }
 
 static int check_frame(struct __sk_buff *skb, const struct flt_dp_cfg *c, __u32 q,
@@ -410,9 +718,11 @@ static int check_frame(struct __sk_buff *skb, const struct flt_dp_cfg *c, __u32 
 		    !mac_eq(a + WIRE_ARP_OFF_SHA, c->node_mac))
 			return FLT_DP_ARP;
 		if (op == WIRE_ARP_OP_REQUEST)
-			arp_wait(tpa, q);
+			wait_bit(&dp_arpwait, &tpa, q);
 		return FLT_DP_PASS;
 	}
+	if (type == WIRE_ETHERTYPE_IPV6)
+		return check_frame6(skb, c, q, owner);
 	if (type != WIRE_ETHERTYPE_IPV4)
 		return FLT_DP_PROTO;
 	if (bpf_skb_load_bytes(skb, WIRE_ETH_HLEN, ip, sizeof(ip)) < 0)
@@ -509,6 +819,18 @@ int txcheck(struct __sk_buff *skb)
 		__u32 tpa;
 		if (bpf_skb_load_bytes(skb, WIRE_ETH_HLEN + WIRE_ARP_OFF_TPA, &tpa, 4) == 0 &&
 		    tpa == c->node_ip)
+			return bpf_redirect(c->ifindex, 0);
+	}
+	/* A Neighbor Solicitation for one of the node's IPv6 addresses (to its
+	 * solicited-node group, RFC 4861 §7.2.2) likewise: ulsd answers, and the
+	 * advertisement reaches the asking queue through dp_ndwait. */
+	if (eth[WIRE_ETH_OFF_DST] == 0x33 && RD16(eth, WIRE_ETH_OFF_TYPE) == WIRE_ETHERTYPE_IPV6) {
+		__u8 ip[WIRE_IPV6_HLEN], ns[WIRE_ND_NS_LEN];
+		if (bpf_skb_load_bytes(skb, WIRE_ETH_HLEN, ip, sizeof(ip)) == 0 &&
+		    ip[WIRE_IPV6_OFF_NEXT] == WIRE_IPPROTO_ICMPV6 &&
+		    bpf_skb_load_bytes(skb, WIRE_ETH_HLEN + WIRE_IPV6_HLEN, ns, sizeof(ns)) == 0 &&
+		    ns[WIRE_ICMPV6_OFF_TYPE] == WIRE_ND_NEIGHBOR_SOLICIT &&
+		    node_ip6(c, ns + WIRE_ND_OFF_TARGET))
 			return bpf_redirect(c->ifindex, 0);
 	}
 	return TCX_PASS;

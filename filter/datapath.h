@@ -24,12 +24,14 @@ enum flt_dp_reason {
 	FLT_DP_PASS,
 	FLT_DP_NO_OWNER,    /* the queue has no process */
 	FLT_DP_SRC_MAC,     /* Ethernet source is not the node's MAC */
-	FLT_DP_SRC_IP,      /* IPv4 source is not the node's address */
+	FLT_DP_SRC_IP,      /* IPv4 or IPv6 source is not one of the node's addresses */
 	FLT_DP_ARP,         /* ARP other than request/reply from the node */
-	FLT_DP_PROTO,       /* an EtherType or IP protocol processes may not send */
+	FLT_DP_PROTO,       /* an EtherType or IP protocol processes may not send (IPv6 on
+			     * a node without an IPv6 address, an extension header) */
 	FLT_DP_PORT,        /* TCP/UDP source port (or tuple) not the queue's */
 	FLT_DP_SHARED_PEER, /* shared TCP port: the 4-tuple belongs to another member */
-	FLT_DP_ICMP,        /* ICMP type not allowed, or an error about another's port */
+	FLT_DP_ICMP,        /* ICMP or ICMPv6 type not allowed, or an error about another's
+			     * port */
 	FLT_DP_SIZE,        /* longer than the MTU, or a super-segment that is not TCP */
 	FLT_DP_REASONS
 };
@@ -41,10 +43,27 @@ struct flt_dp_cfg {
 	__u8 node_mac[6];
 	__u8 pad[2];
 	__u64 k0, k1;          /* the filter table's hash key (flt_table_key) */
+	/* IPv6 (ulsd --ip6): the node's global address and its link-local one; with
+	 * has_ip6 0 the node has none, every IPv6 frame is ulsd's and no process may send
+	 * one. */
+	__u8 node_ip6[16];
+	__u8 node_ll6[16];
+	__u32 has_ip6;
+	__u32 pad6;
 };
 
 struct flt_dp_conn_key {
 	__u32 rip;
+	__u16 lport, rport;
+	__u8 proto;
+	__u8 pad[3];
+};
+
+/* An IPv6 connected rule (dp_conn6): the remote address as the filter table keys a
+ * non-v4-mapped one. The listening groups of IPv6 (FLT_FAM_V6) are dp_listen6, keyed as
+ * dp_listen. */
+struct flt_dp_conn6_key {
+	__u8 rip[16];
 	__u16 lport, rport;
 	__u8 proto;
 	__u8 pad[3];
@@ -78,7 +97,8 @@ struct flt_dp_qstat {
 };
 
 /* Queues waiting for an ARP reply from one address: bit q set by the transmit check when
- * queue q asks, cleared when the steering program gives a reply to q. */
+ * queue q asks, cleared when the steering program gives a reply to q. dp_ndwait keeps the
+ * same for IPv6: a Neighbor Solicitation's target, and the Neighbor Advertisement for it. */
 struct flt_dp_arpwait {
 	__u64 bits[FLT_DP_QUEUES / 64];
 };

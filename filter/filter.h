@@ -312,12 +312,19 @@ void flt_table_set_node_ip6(struct flt_table *t, const uint8_t global[16],
 
 /* Called after every change of an IPv4 rule (a connected rule with a v4-mapped remote, a
  * listening group of FLT_FAM_V4), so that a copy of the table (the direct data path's
- * BPF maps, server/bpf.c, IPv4 only) stays equal to it. FLT_RULE_CONNECTED: the tuple's owner now, or
+ * BPF maps, server/bpf.c; IPv6 rules: flt_table_set_observer6) stays equal to it. FLT_RULE_CONNECTED: the tuple's owner now, or
  * FLT_NO_OWNER when the rule is gone. FLT_RULE_LISTEN: the group of (proto, lport) changed;
  * read it with flt_group_get (rip, rport and owner are 0). fn must not change the table. */
 typedef void flt_change_fn(void *arg, enum flt_kind kind, uint8_t proto, uint16_t lport,
 			   uint32_t rip, uint16_t rport, flt_owner_t owner);
 void flt_table_set_observer(struct flt_table *t, flt_change_fn *fn, void *arg);
+
+/* The same for IPv6 rules (a connected rule whose remote is not v4-mapped, a listening
+ * group of FLT_FAM_V6), for the direct data path's IPv6 maps: rip is the remote address
+ * (NULL for FLT_RULE_LISTEN, whose group flt_group_get_fam reads with FLT_FAM_V6). */
+typedef void flt_change6_fn(void *arg, enum flt_kind kind, uint8_t proto, uint16_t lport,
+			    const struct flt_addr *rip, uint16_t rport, flt_owner_t owner);
+void flt_table_set_observer6(struct flt_table *t, flt_change6_fn *fn, void *arg);
 
 /* The key of the table's hash and group picks, for a copy that picks as it does. */
 void flt_table_key(const struct flt_table *t, uint64_t *k0, uint64_t *k1);
@@ -327,6 +334,9 @@ void flt_table_key(const struct flt_table *t, uint64_t *k0, uint64_t *k1);
  * arrays hold FLT_GROUP_MAX. -ENOENT (counts 0) when there is no group. */
 int flt_group_get(const struct flt_table *t, uint8_t proto, uint16_t lport, flt_owner_t *all,
 		  uint32_t *n_all, flt_owner_t *pick, uint32_t *n_pick);
+/* The same for the group of one family, fam FLT_FAM_V4 or FLT_FAM_V6 (-EINVAL else). */
+int flt_group_get_fam(const struct flt_table *t, uint8_t proto, uint16_t lport, unsigned fam,
+		      flt_owner_t *all, uint32_t *n_all, flt_owner_t *pick, uint32_t *n_pick);
 
 /* ---- Introspection ------------------------------------------------------------------ */
 

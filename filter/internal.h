@@ -46,9 +46,11 @@ struct flt_table {
 	 * from: the global one and the link-local one. has_ip6 false: none. */
 	bool has_ip6;
 	uint8_t ip6[2][16];
+	flt_change6_fn *observer6;   /* flt_table_set_observer6 */
+	void *observer6_arg;
 };
 
-/* Tell the observer, if any, that an IPv4 rule changed (IPv6 rules have no mirror). */
+/* Tell the observer of the rule's family, if any, that a rule changed. */
 void flt__changed(const struct flt_table *t, enum flt_kind kind, uint8_t proto, uint8_t fam,
 		  uint16_t lport, const struct flt_addr *rip, uint16_t rport, flt_owner_t owner);
 

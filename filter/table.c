@@ -672,7 +672,8 @@ flt_owner_t flt__group_pick(const struct flt_table *t, const struct flt__group *
 				 (uint64_t)flt_addr_v4_of(rip) << 32 | flt_addr_v4_of(lip),
 				 (uint64_t)1 << 40 | (uint64_t)rport << 16 | lport);
 	} else {
-		/* IPv6: all 32 address octets, chained (no BPF twin yet). */
+		/* IPv6: all 32 address octets, chained; group_pick6 in the steering program
+		 * computes the same words. */
 		h = flt_siphash(t->k0, t->k1, rd64(rip->b), rd64(rip->b + 8));
 		h = flt_siphash(t->k0, t->k1, h ^ rd64(lip->b), rd64(lip->b + 8));
 		h = flt_siphash(t->k0, t->k1, h,
@@ -746,13 +747,24 @@ void flt_table_set_observer(struct flt_table *t, flt_change_fn *fn, void *arg)
 void flt__changed(const struct flt_table *t, enum flt_kind kind, uint8_t proto, uint8_t fam,
 		  uint16_t lport, const struct flt_addr *rip, uint16_t rport, flt_owner_t owner)
 {
-	if (!t->observer)
-		return;
-	if (kind == FLT_RULE_LISTEN && fam == FLT_FAM_V4)
-		t->observer(t->observer_arg, kind, proto, lport, 0, 0, owner);
-	else if (kind == FLT_RULE_CONNECTED && flt_addr_is_v4(rip))
-		t->observer(t->observer_arg, kind, proto, lport, flt_addr_v4_of(rip), rport,
-			    owner);
+	bool v4 = kind == FLT_RULE_LISTEN ? fam == FLT_FAM_V4 : flt_addr_is_v4(rip);
+
+	if (v4 && t->observer) {
+		if (kind == FLT_RULE_LISTEN)
+			t->observer(t->observer_arg, kind, proto, lport, 0, 0, owner);
+		else
+			t->observer(t->observer_arg, kind, proto, lport, flt_addr_v4_of(rip),
+				    rport, owner);
+	} else if (!v4 && t->observer6) {
+		t->observer6(t->observer6_arg, kind, proto, lport,
+			     kind == FLT_RULE_LISTEN ? NULL : rip, rport, owner);
+	}
+}
+
+void flt_table_set_observer6(struct flt_table *t, flt_change6_fn *fn, void *arg)
+{
+	t->observer6 = fn;
+	t->observer6_arg = arg;
 }
 
 void flt_table_key(const struct flt_table *t, uint64_t *k0, uint64_t *k1)
@@ -764,10 +776,19 @@ void flt_table_key(const struct flt_table *t, uint64_t *k0, uint64_t *k1)
 int flt_group_get(const struct flt_table *t, uint8_t proto, uint16_t lport, flt_owner_t *all,
 		  uint32_t *n_all, flt_owner_t *pick, uint32_t *n_pick)
 {
-	const struct flt__slot *s = flt__find(t, FLT_RULE_LISTEN, proto, FLT_FAM_V4, lport, NULL, 0);
+	return flt_group_get_fam(t, proto, lport, FLT_FAM_V4, all, n_all, pick, n_pick);
+}
+
+int flt_group_get_fam(const struct flt_table *t, uint8_t proto, uint16_t lport, unsigned fam,
+		      flt_owner_t *all, uint32_t *n_all, flt_owner_t *pick, uint32_t *n_pick)
+{
+	const struct flt__slot *s;
 	const struct flt__group *g;
 
 	*n_all = *n_pick = 0;
+	if (fam != FLT_FAM_V4 && fam != FLT_FAM_V6)
+		return -EINVAL;
+	s = flt__find(t, FLT_RULE_LISTEN, proto, (uint8_t)fam, lport, NULL, 0);
 	if (!s)
 		return -ENOENT;
 	g = s->group;

@@ -56,10 +56,10 @@ enum nif_vnet_reason {
 	NIF_VNET_REASON_BASE = 4160,
 	NIF_VNET_BAD_FLAGS = NIF_VNET_REASON_BASE, /* unknown flag bits, or a header shorter
 	                                            * than 10 octets */
-	NIF_VNET_BAD_GSO_TYPE,    /* not NONE or TCPV4 (TCPV6, UDP, ECN without TCPV4, ...) */
+	NIF_VNET_BAD_GSO_TYPE,    /* not NONE, TCPV4 or TCPV6 (UDP, ECN alone, ...) */
 	NIF_VNET_BAD_CSUM,        /* NEEDS_CSUM offsets not at a TCP/UDP checksum of the frame */
-	NIF_VNET_BAD_GSO,         /* TCPV4 on a frame that is not an unfragmented IPv4 TCP
-	                           * segment, or a gso_size out of range */
+	NIF_VNET_BAD_GSO,         /* TCPV4 (TCPV6) on a frame that is not an unfragmented
+	                           * IPv4 (IPv6) TCP segment, or a gso_size out of range */
 	NIF_VNET_REASON_END
 };
 /* A short stable name for a reason (negated or not); "unknown" for anything else. */
@@ -72,14 +72,17 @@ int nif_vnet_parse(const uint8_t *hdr, size_t hlen, const uint8_t *frame, size_t
 		   uint32_t *off);
 
 /* Transmit: write the header for frame[0, len) with offload word off into hdr
- * (NIF_VNET_HLEN octets). off == 0 gives the all-zero header. The frame's own IPv4/TCP/UDP
- * headers decide csum_start and csum_offset; off only asks. Returns 0, or -NIF_VNET_* when
+ * (NIF_VNET_HLEN octets). off == 0 gives the all-zero header. The frame's own IPv4 or
+ * IPv6 and TCP/UDP headers decide csum_start, csum_offset and the GSO type (TCPV4, TCPV6);
+ * off only asks. Returns 0, or -NIF_VNET_* when
  * the request does not fit the frame (then hdr is zeroed). */
 int nif_vnet_build(uint8_t hdr[NIF_VNET_HLEN], const uint8_t *frame, size_t len, uint32_t off);
 
 /* The pseudo-header sum (RFC 9293 §3.1: source, destination, zero, protocol, length) of the
  * IPv4 datagram at ip, folded and not inverted, stored into the transport checksum field at
- * ip + ip_hlen + csum_off: what a sender with NEEDS_CSUM leaves there. */
+ * ip + ip_hlen + csum_off: what a sender with NEEDS_CSUM leaves there. For an IPv6 packet
+ * (version 6 at ip) RFC 8200 §8.1's pseudo-header: the upper-layer length is the Payload
+ * Length less the extension headers (ip_hlen - 40). */
 void nif_vnet_pseudo_csum(uint8_t *ip, size_t ip_hlen, size_t csum_off);
 
 #endif

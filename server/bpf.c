@@ -49,6 +49,7 @@ struct srv_dp {
 	struct uls_dp *skel;
 	int link_fd;
 	int fd_cfg, fd_conn, fd_listen, fd_lease_q, fd_q_owner, fd_qstat;
+	int fd_conn6, fd_listen6;
 	int qfd[FLT_DP_QUEUES];      /* ulsd's own reference to every queue; [0] is the TAP's */
 	uint32_t qowner[FLT_DP_QUEUES];
 	unsigned nq;                 /* queues attached */
@@ -68,6 +69,29 @@ static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap
 	return 0;
 }
 
+/* The group of (proto, lport) in one family, into its map (gone: deleted). */
+static void mirror_group(struct srv *s, int fd, uint8_t proto, uint16_t lport, unsigned fam)
+{
+	struct srv_dp *d = s->dp;
+	struct flt_dp_listen_key k = { .lport = lport, .proto = proto };
+	struct flt_dp_group *g = calloc(1, sizeof(*g));
+
+	if (!g) {
+		s->ctr.v[SRV_DP_MAP_ERRORS]++;
+		return;
+	}
+	if (flt_group_get_fam(s->flt, proto, lport, fam, d->all, &g->n_all, d->pick,
+			      &g->n_pick) < 0) {
+		bpf_map_delete_elem(fd, &k);
+	} else {
+		memcpy(g->all, d->all, sizeof(g->all[0]) * g->n_all);
+		memcpy(g->pick, d->pick, sizeof(g->pick[0]) * g->n_pick);
+		if (bpf_map_update_elem(fd, &k, g, BPF_ANY) < 0)
+			s->ctr.v[SRV_DP_MAP_ERRORS]++;
+	}
+	free(g);
+}
+
 /* The filter table changed: the same change in the maps. */
 static void on_change(void *arg, enum flt_kind kind, uint8_t proto, uint16_t lport, uint32_t rip,
 		      uint16_t rport, flt_owner_t owner)
@@ -84,21 +108,42 @@ static void on_change(void *arg, enum flt_kind kind, uint8_t proto, uint16_t lpo
 			s->ctr.v[SRV_DP_MAP_ERRORS]++;
 		return;
 	}
-	struct flt_dp_listen_key k = { .lport = lport, .proto = proto };
-	struct flt_dp_group *g = calloc(1, sizeof(*g));
-	if (!g) {
-		s->ctr.v[SRV_DP_MAP_ERRORS]++;
+	mirror_group(s, d->fd_listen, proto, lport, FLT_FAM_V4);
+}
+
+/* An IPv6 rule changed (RFC 8200): dp_conn6 and dp_listen6. */
+static void on_change6(void *arg, enum flt_kind kind, uint8_t proto, uint16_t lport,
+		       const struct flt_addr *rip, uint16_t rport, flt_owner_t owner)
+{
+	struct srv *s = arg;
+	struct srv_dp *d = s->dp;
+
+	if (kind == FLT_RULE_CONNECTED) {
+		struct flt_dp_conn6_key k = { .lport = lport, .rport = rport, .proto = proto };
+		memcpy(k.rip, rip->b, sizeof(k.rip));
+		if (owner == FLT_NO_OWNER)
+			bpf_map_delete_elem(d->fd_conn6, &k);
+		else if (bpf_map_update_elem(d->fd_conn6, &k, &owner, BPF_ANY) < 0)
+			s->ctr.v[SRV_DP_MAP_ERRORS]++;
 		return;
 	}
-	if (flt_group_get(s->flt, proto, lport, d->all, &g->n_all, d->pick, &g->n_pick) < 0) {
-		bpf_map_delete_elem(d->fd_listen, &k);
-	} else {
-		memcpy(g->all, d->all, sizeof(g->all[0]) * g->n_all);
-		memcpy(g->pick, d->pick, sizeof(g->pick[0]) * g->n_pick);
-		if (bpf_map_update_elem(d->fd_listen, &k, g, BPF_ANY) < 0)
-			s->ctr.v[SRV_DP_MAP_ERRORS]++;
-	}
-	free(g);
+	mirror_group(s, d->fd_listen6, proto, lport, FLT_FAM_V6);
+}
+
+/* Rules already in the table when the maps are made (a test may add them first). */
+static int mirror_rule(const struct flt_rule *r, void *arg)
+{
+	struct srv *s = arg;
+
+	if (r->kind == FLT_RULE_LISTEN && r->fam == FLT_FAM_V4)
+		on_change(s, r->kind, r->proto, r->lport, 0, 0, 0);
+	else if (r->kind == FLT_RULE_LISTEN)
+		on_change6(s, r->kind, r->proto, r->lport, NULL, 0, 0);
+	else if (r->fam == FLT_FAM_V4)
+		on_change(s, r->kind, r->proto, r->lport, r->rip, r->rport, r->owner);
+	else
+		on_change6(s, r->kind, r->proto, r->lport, &r->rip6, r->rport, r->owner);
+	return 0;
 }
 
 static int set_u32(int fd, uint32_t key, uint32_t v)
@@ -129,11 +174,18 @@ int srv__dp_init(struct srv *s)
 	d->fd_cfg = bpf_map__fd(d->skel->maps.dp_cfg);
 	d->fd_conn = bpf_map__fd(d->skel->maps.dp_conn);
 	d->fd_listen = bpf_map__fd(d->skel->maps.dp_listen);
+	d->fd_conn6 = bpf_map__fd(d->skel->maps.dp_conn6);
+	d->fd_listen6 = bpf_map__fd(d->skel->maps.dp_listen6);
 	d->fd_lease_q = bpf_map__fd(d->skel->maps.dp_lease_q);
 	d->fd_q_owner = bpf_map__fd(d->skel->maps.dp_q_owner);
 	d->fd_qstat = bpf_map__fd(d->skel->maps.dp_qstat);
 	cfg.ifindex = if_nametoindex(s->tap_name);
 	memcpy(cfg.node_mac, s->mac, 6);
+	if (s->has_ip6) {
+		cfg.has_ip6 = 1;
+		memcpy(cfg.node_ip6, s->ip6, 16);
+		memcpy(cfg.node_ll6, s->ip6_ll, 16);
+	}
 	uint64_t k0, k1;
 	flt_table_key(s->flt, &k0, &k1);
 	cfg.k0 = k0;
@@ -162,7 +214,12 @@ int srv__dp_init(struct srv *s)
 	d->qfd[0] = nif_tap_fd(s->tap);
 	d->nq = 1;
 	s->dp = d;
+	/* The programs steer and check IPv6 (dp_conn6, dp_listen6, the transmit check's
+	 * IPv6 rules): processes that carry IPv6 may take the direct path (ctl.c). */
+	s->dp_ip6 = s->has_ip6;
 	flt_table_set_observer(s->flt, on_change, s);
+	flt_table_set_observer6(s->flt, on_change6, s);
+	flt_foreach(s->flt, mirror_rule, s);
 	return 0;
 fail:
 	uls_dp__destroy(d->skel);

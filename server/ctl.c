@@ -139,11 +139,11 @@ static void hello(struct srv *s, struct srv_conn *c, const struct ctl_msg *req)
 	}
 	/* The data path, per process (docs/architecture.md): direct when the process offers
 	 * its rings and ulsd may take them and has a queue for it; else the relay, unless
-	 * ulsd runs with --datapath direct. A process that will carry IPv6 (a node with
-	 * --ip6 and without offloads: stack/lease.c) needs a kernel program that steers and
-	 * checks IPv6 on the direct path (s->dp_ip6): until then the relay carries it,
+	 * ulsd runs with --datapath direct. A process on a node with --ip6 carries IPv6
+	 * (stack/lease.c), which the direct path can take only where the kernel programs
+	 * steer and check it (s->dp_ip6, set by bpf.c): otherwise the relay carries it,
 	 * through ulsd's own filter (docs/ipv6.md). */
-	bool ip6_relay = s->has_ip6 && !s->offload && !s->dp_ip6;
+	bool ip6_relay = s->has_ip6 && !s->dp_ip6;
 	rc = -EOPNOTSUPP;
 	if (s->datapath != SRV_DP_RELAY && offered && s->dp && !ip6_relay) {
 		rc = srv__dp_lease_direct(s, l, req->u.hello.ring_fd,

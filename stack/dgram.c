@@ -25,7 +25,7 @@ static void on_recv(void *arg, struct udp_pcb *pcb, struct pbuf *p,
 		pbuf_free(p);
 		return;
 	}
-	stk__sock_signal(s);
+	stk__sock_signal_ev(s, POLLIN);
 }
 
 /* RFC 1122 §4.1.3.3: the error is the socket's pending error (SO_ERROR), reported by its

@@ -13,15 +13,16 @@
  * or one application thread, the driver. Other blocked application threads sleep on their
  * socket's condition variable as before; the driver's rounds signal them. A thread that
  * leaves the device with threads still blocked hands it to the first of them (hand_over).
- * While application threads drive, the stack thread parks on park_cond: it wakes for
+ * While application threads drive, or enter calls (stk__drive_entry: a busy program that
+ * always finds a socket ready never waits on the device), the stack thread parks on
+ * park_cond: it wakes for
  * lwIP's timers and at least every GRACE_MS, takes frames that arrived while no application
  * thread was inside, and waits on the device again only after GRACE_MS without a driver
  * (a blocked thread that finds it there asks it to leave: want_drive). Frames that arrive
  * while no thread is inside a call are also taken at the next call's entry
  * (stk__drive_entry), where the device can say cheaply that some wait (nif_dev_ops.ready).
- * A call's entry also keeps the stack thread parked for one more round (stk_node.entered):
- * a program that never blocks (non-blocking sends, reads after select) takes its ACKs and
- * data at its calls, as a blocking one does in its waits.
+ * A call that took frames submits the reads they re-armed once few are in flight
+ * (nif_dev_ops.rx_refill): a program that never waits has nobody else to.
  *
  * Deviation: while a program alternates between calls and its own work, frames that
  * arrive during its work (ACKs, data for other sockets) wait until its next call, or at
@@ -471,8 +472,8 @@ int uls_poll_drive(struct pollfd *fds, unsigned nfds, int timeout_ms, const sigs
 	return uls_poll_drive_gen(fds, nfds, timeout_ms, mask, NULL);
 }
 
-/* A socket held by a user-level epoll set (issue 14) was signalled (core lock held): the
- * set's owner must look again. Its mirror may not say so (the token is lazy), so a
+/* A registration of a user-level epoll set (issue 14) went onto its ready list (core lock
+ * held): the set's owner must look again. Its mirror may not say so (the token is lazy), so a
  * thread that drives for such a set and waits on the device (driver_sock NULL) is woken
  * there, once per wait; during that thread's own round dev_waiter is NONE, and it looks
  * at the set after the round anyway. */
@@ -587,8 +588,17 @@ void stk__drive_entry(void)
 	struct stk_node *n = &stk__node;
 	struct nif_dev *dev = n->dev;
 
-	n->entered = true;  /* apps_drive(): the stack thread parks */
-	if (!n->rtc || !n->up || n->dev_waiter != STK_W_NONE)
+	if (!n->rtc || !n->up)
+		return;
+	/* An application thread is inside: the stack thread keeps off the device for
+	 * GRACE_MS more (apps_drive), so that this call and the next take the frames (run to
+	 * completion). A busy program, such as redis-server with 50 clients, always finds a
+	 * socket ready and never waits on the device itself: the stack thread sat there and
+	 * took every frame, two system calls per request on a thread of its own and the core
+	 * lock fought for on every send (a futex call per request). So does a sender that
+	 * never blocks (iperf3's non-blocking writes after select; tests/node/test_rtc.py). */
+	n->drive_last_ms = stk__now_ms();
+	if (n->dev_waiter != STK_W_NONE)
 		return;
 	if (dev->ops->ready && dev->ops->ready(dev)) {
 		if (take_frames(n) > 2)
@@ -631,20 +641,11 @@ void stk__leave(void)
 	}
 }
 
-/* Are application threads driving the stack, or did one just now, or did one enter a call
- * since the stack thread last looked? Then the stack thread keeps off the device. A
- * program that never blocks in a call (non-blocking sends until EAGAIN, reads after
- * select) takes its frames at each call's entry (stk__drive_entry) only while nobody waits
- * on the device: with the stack thread there, every ACK woke the stack thread, which then
- * fought the sending thread for the core lock (iperf3 -P 4 under ulsrun: about one futex
- * call per 128 KiB written on each side; docs/bench/stream14/). The
- * parked stack thread still takes frames that nobody took within GRACE_MS. */
-static bool apps_drive(struct stk_node *n)
+/* Are application threads driving the stack, or did one just now? Then the stack thread
+ * keeps off the device. */
+static bool apps_drive(const struct stk_node *n)
 {
-	bool entered = n->entered;
-
-	n->entered = false;
-	return n->rtc && (n->sleepers || n->dev_waiter == STK_W_APP || entered ||
+	return n->rtc && (n->sleepers || n->dev_waiter == STK_W_APP ||
 			  stk__now_ms() < n->drive_last_ms + GRACE_MS);
 }
 

@@ -91,13 +91,9 @@ static void input_ip(struct pbuf *p, const struct nif_frame_info *info, struct n
 		p->flags |= PBUF_FLAG_LLMCAST;
 	LINK_STATS_INC(link.recv);
 	stk__outbatch_frame();
-	if (v == NIF_PASS_IPV6) {
-		/* Only on a node of its own, whose TAP has no offloads: lwIP checks every
-		 * checksum (RFC 8200 §8.1). */
-		ip6_input(p, netif);  /* always takes the pbuf */
-		return;
-	}
-	stk__tso_ip_input(p, netif, off);  /* always takes the pbuf */
+	/* IPv6 as IPv4: a checksum the kernel verified, or a local sender left partial, is
+	 * not checked again (stack/tso.c). */
+	stk__tso_ip_input(p, netif, off, v == NIF_PASS_IPV6);  /* always takes the pbuf */
 }
 
 /* A device offers a frame in a buffer it can lend (nif_rx_take_fn): keep an IPv4 packet in

@@ -44,8 +44,8 @@ struct stk_node {
 	enum { STK_W_NONE, STK_W_STACK, STK_W_APP } dev_waiter;
 	uint64_t dev_deadline;
 	struct stk_sock *driver_sock;
-	/* Bumped whenever a socket held by a user-level epoll set is signalled (issue 14):
-	 * a thread about to drive for such a set (uls_poll_drive_gen) does not wait when it
+	/* Bumped whenever a registration goes onto a user-level epoll set's ready list
+	 * (issue 14, readylist.c): a thread about to drive for such a set (uls_poll_drive_gen) does not wait when it
 	 * moved since the thread looked at the set. */
 	unsigned ready_gen;
 	bool ready_kicked;          /* ... and the driver waiting on the device was woken */
@@ -53,12 +53,7 @@ struct stk_node {
 	bool rtc;                   /* run to completion (ULS_RTC, on by default) */
 	unsigned spin_us;           /* ULS_SPIN_US */
 	struct stk_sleeper *sleepers;  /* application threads blocked in a call, FIFO */
-	uint64_t drive_last_ms;     /* when a driver last took frames */
-	/* An application thread entered a call since the stack thread last looked
-	 * (stk__drive_entry): a program that calls without blocking (non-blocking sends,
-	 * reads after select) takes its frames at entry, so the stack thread keeps off the
-	 * device as it does for drivers (drive.c, apps_drive). */
-	bool entered;
+	uint64_t drive_last_ms;     /* when a driver last took frames, or a call entered */
 	/* The stack thread parked while application threads drive, and its planned wake-up. */
 	bool parked;
 	uint64_t park_deadline;
@@ -155,7 +150,7 @@ void stk__ethif_input(void *arg, const uint8_t *frame, size_t len, uint32_t off)
 void stk__tso_setup(struct netif *netif, const struct nif_dev *dev);
 bool stk__tso_enabled(void);
 uint32_t stk__tso_tx_offload(uint8_t *frame, size_t hlen, size_t len);
-void stk__tso_ip_input(struct pbuf *p, struct netif *netif, uint32_t off);
+void stk__tso_ip_input(struct pbuf *p, struct netif *netif, uint32_t off, bool v6);
 
 /* Counters of our own code, by name (counters.c). */
 enum stk_counter {
@@ -232,6 +227,7 @@ enum stk_counter {
 	/* User-level epoll (issue 14: mirror.c, drive.c) */
 	STK_CNT_MIRROR_TOKENS_SKIPPED,
 	STK_CNT_UEPOLL_KICKS,
+	STK_CNT_UEPOLL_UNQUEUED,
 	/* SYN floods (stack/syncookie.c, lwIP patch 0090) */
 	STK_CNT_TCP_SYN_COOKIES_SENT,
 	STK_CNT_TCP_SYN_COOKIES_OK,

@@ -593,17 +593,12 @@ int uls_attach(const char *ctl_path)
 		goto fail_fd;
 	}
 	/* Control protocol 3: the node's IPv6 address, when it has one; the link-local one
-	 * follows from the MAC (stk__node_ip6). Not on a node whose rings carry offload
-	 * words: lwIP would leave IPv6 TCP checksums to an offload that stack/tso.c gives
-	 * IPv4 segments only, and take partially summed IPv6 frames as corrupt (docs/ipv6.md:
-	 * ulsd --offload off until TCPv6 offload lands). The process then says ENETUNREACH
-	 * for IPv6, as on a node without it. */
+	 * follows from the MAC (stk__node_ip6). With offloads, stack/tso.c gives TCP over
+	 * IPv6 the same partial checksums and super-segments as IPv4's. */
 	if (m.family == AF_INET6 && m.u.hello.prefix_len6) {
 		struct in6_addr a6;
 		memcpy(a6.s6_addr, m.rip, 16);
-		if (offload)
-			stk__log(1, "lease: the node's IPv6 is not used: its rings carry offloads");
-		else if ((rc = stk__node_ip6(&a6, m.u.hello.prefix_len6)) < 0)
+		if ((rc = stk__node_ip6(&a6, m.u.hello.prefix_len6)) < 0)
 			stk__log(1, "lease: the node's IPv6 address: %s", strerror(-rc));
 		rc = 0;
 	}

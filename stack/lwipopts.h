@@ -206,6 +206,8 @@ struct ip_addr;
 #define LWIP_HOOK_TCP_TSO_OUTPUT(pcb)   stk__tso_output(pcb)
 #define LWIP_HOOK_TCP_ABC_LIMIT(pcb)    stk__tso_abc_limit(pcb)
 #define LWIP_HOOK_IP4_OUTPUT_TSO(netif, proto) stk__tso_ip4_output_whole(netif, proto)
+/* The same for TCP over IPv6 (stack/patches/0121). */
+#define LWIP_HOOK_IP6_OUTPUT_TSO(netif, nexth) stk__tso_ip4_output_whole(netif, nexth)
 /* One tcp_output() per connection per batch of received frames (stack/outbatch.c). */
 #define LWIP_HOOK_TCP_OUTPUT_DEFER(pcb) stk__outbatch_defer(pcb)
 #define LWIP_HOOK_TCP_FREE(pcb)         stk__outbatch_forget(pcb)

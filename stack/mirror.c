@@ -565,31 +565,15 @@ int uls_socket_watch(int sd, int lazy, int armed)
 	return 0;
 }
 
-int uls_poll_sockets(struct uls_pollsd *v, unsigned n, unsigned *ready_gen)
+/* What poll() would report on s, as poll bits (core lock held). Not writable: a later
+ * write-space event is an event again (nospace), as Linux's tcp_poll sets SOCK_NOSPACE
+ * for tcp_check_space. */
+short stk__sock_revents(struct stk_sock *s)
 {
-	int ready = 0;
+	struct readiness r = want(s);
 
-	stk__lock();
-	stk__drive_entry();  /* frames nobody waits for: taken now, so the answer sees them */
-	for (unsigned i = 0; i < n; i++) {
-		struct stk_sock *s = stk__sock_at(v[i].sd);
-		v[i].revents = 0;
-		if (!s || s->closed) {
-			v[i].revents = POLLNVAL;
-			ready++;
-			continue;
-		}
-		struct readiness r = want(s);
-		short ev = (short)((r.rd ? POLLIN : 0) | (r.wr ? POLLOUT : 0) |
-				   (r.eof ? POLLRDHUP : 0) | (r.hup ? POLLHUP : 0) |
-				   (r.err ? POLLERR : 0));
-		v[i].revents = (short)(ev & (v[i].events | POLLHUP | POLLERR));
-		v[i].gen = s->gen;
-		if (v[i].revents)
-			ready++;
-	}
-	if (ready_gen)
-		*ready_gen = stk__node.ready_gen;
-	stk__unlock();
-	return ready;
+	if (!r.wr)
+		s->nospace = true;
+	return (short)((r.rd ? POLLIN : 0) | (r.wr ? POLLOUT : 0) | (r.eof ? POLLRDHUP : 0) |
+		       (r.hup ? POLLHUP : 0) | (r.err ? POLLERR : 0));
 }

@@ -7,6 +7,7 @@
 #ifndef ULS_STACK_SOCK_H
 #define ULS_STACK_SOCK_H
 
+#include <poll.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -97,8 +98,13 @@ struct stk_sock {
 	struct stk_mirror *mirror;  /* a kernel descriptor showing readiness (mirror.c) */
 	/* Issue 14: user-level epoll sets (the shim's) that hold the socket, and waiters in
 	 * the kernel on its mirror. While lazy > 0 and armed == 0 the mirror's readable token
-	 * is not written (the shim asks the socket's state instead, uls_poll_sockets). */
+	 * is not written (the shim takes it from its ready list instead, readylist.c). */
 	unsigned lazy, armed;
+	/* Issue 14: the registrations of user-level epoll sets (readylist.c), and whether the
+	 * socket was found without send space since its last write-space event (Linux's
+	 * SOCK_NOSPACE: only then is freed space an event for edge-triggered sets). */
+	struct uls_epi *epis;
+	bool nospace;
 	/* Inherited across fork: the parent's state, kept only to build this process's own
 	 * socket from it (uls_adopt); the pcbs belong to the parent. */
 	bool inherited;
@@ -172,12 +178,21 @@ void stk__sock_notify(struct stk_sock *s);  /* drive.c: wake who sleeps in s */
 /* drive.c: a socket some user-level epoll set holds was signalled (issue 14) */
 void stk__ready_note(void);
 void stk__sock_signal(struct stk_sock *s);  /* notify, and update the mirror */
+/* The same, naming the poll events the change may have made true (its key, as Linux's
+ * wake_up_poll): registrations of user-level epoll sets asking for none of them are not
+ * queued. stk__sock_signal is every event. */
+void stk__sock_signal_ev(struct stk_sock *s, short key);
+#define STK_EV_ALL ((short)(POLLIN | POLLOUT | POLLRDHUP | POLLERR | POLLHUP))
+/* readylist.c */
+void stk__epi_signal(struct stk_sock *s, short key);
+void stk__epi_detach(struct stk_sock *s);
 void stk__sock_apply_opts(struct stk_sock *s);
 void stk__sock_take_opts(struct stk_sock *s, const struct tcp_pcb *pcb);
 
 /* mirror.c */
 void stk__mirror_sync(struct stk_sock *s);
 bool stk__sock_ready(const struct stk_sock *s, int events);
+short stk__sock_revents(struct stk_sock *s);
 void stk__mirror_hangup(struct stk_sock *s);
 void stk__mirror_free(struct stk_sock *s);
 /* A parked socket's mirror (handoff.c): this process lets go of end A and watches B. */

@@ -57,6 +57,7 @@ void stk__sock_release(struct stk_sock *s)
 		return;
 	if (s->on_owed)
 		owed_unlink(s);
+	stk__epi_detach(s);
 	stk__mirror_free(s);
 	stk__rxq_clear(&s->rxq);
 	free(s->acq);
@@ -66,9 +67,14 @@ void stk__sock_release(struct stk_sock *s)
 
 void stk__sock_signal(struct stk_sock *s)
 {
+	stk__sock_signal_ev(s, STK_EV_ALL);
+}
+
+void stk__sock_signal_ev(struct stk_sock *s, short key)
+{
 	stk__sock_notify(s);
-	if (s->lazy)
-		stk__ready_note();
+	if (s->epis && key)
+		stk__epi_signal(s, key);
 	/* The call this thread is in on s brings the mirror in line when it leaves: a state
 	 * that comes and goes within the call (data that arrives while the caller drives
 	 * and that it then takes) costs the mirror nothing. A kernel waiter on the mirror

@@ -71,7 +71,7 @@ static err_t on_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 		stk__count(STK_CNT_RX_NOMEM);
 		return ERR_MEM;
 	}
-	stk__sock_signal(s);
+	stk__sock_signal_ev(s, p ? POLLIN : POLLIN | POLLRDHUP);
 	return ERR_OK;
 }
 
@@ -86,8 +86,15 @@ static err_t on_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
 	(void)len;
 	if (s)
 		s->icmp_err = 0;  /* progress: an older soft error no longer explains anything */
-	if (s && stk__stream_has_room(pcb))
-		stk__sock_signal(s);
+	if (s && stk__stream_has_room(pcb)) {
+		/* Freed space is an event for user-level epoll sets only when the socket was
+		 * seen without it (send filled it, or poll found it not writable), as Linux's
+		 * tcp_check_space wakes only under SOCK_NOSPACE: an EPOLLET set is not told
+		 * EPOLLOUT again for every ACK of a socket that never filled its buffer. */
+		bool edge = s->nospace;
+		s->nospace = false;
+		stk__sock_signal_ev(s, edge ? POLLOUT : 0);
+	}
 	return ERR_OK;
 }
 
@@ -141,7 +148,7 @@ static err_t on_connected(void *arg, struct tcp_pcb *pcb, err_t err)
 		s->icmp_err = 0;
 		remember_name(s, pcb);
 		s->state = STK_S_CONNECTED;
-		stk__sock_signal(s);
+		stk__sock_signal_ev(s, POLLOUT);
 	}
 	return ERR_OK;
 }
@@ -174,7 +181,7 @@ static err_t on_accept(void *arg, struct tcp_pcb *newpcb, err_t err)
 	/* Keep counting it against the listen backlog until the application accepts it, so
 	 * that lwIP refuses new SYNs instead of growing the queue without bound. */
 	tcp_backlog_delayed(newpcb);
-	stk__sock_signal(l);
+	stk__sock_signal_ev(l, POLLIN);
 	return ERR_OK;
 }
 
@@ -486,6 +493,7 @@ ssize_t stk__stream_send(struct stk_sock *s, const void *buf, size_t len, int fl
 			break;
 		}
 		/* The send buffer is full: push out what is queued and wait for ACKs. */
+		s->nospace = true;
 		tcp_output(s->tcp);
 		if (nonblock) {
 			rc = -EAGAIN;

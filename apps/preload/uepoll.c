@@ -5,18 +5,23 @@
  * readable, and the program's read took it out again. Here the shim keeps, for every epoll
  * instance the program made with epoll_create/epoll_create1, the interest list of its
  * ulstack sockets itself; only kernel descriptors go into the kernel's epoll instance.
- * epoll_wait asks the stack's state for the sockets (uls_poll_sockets: one lock, no
- * system call), and sleeps by driving the stack, waiting on the device and the kernel
+ * Each instance has a ready list in the stack (stack/readylist.c): the sockets' events
+ * queue their registrations on it, as Linux's ep_poll_callback does, and epoll_wait
+ * looks at the queued ones only (uls_rl_collect: one lock, no system call, O(ready
+ * sockets)); it sleeps by driving the stack, waiting on the device and the kernel
  * instance together (uls_poll_drive_gen). A socket that such a set holds is "lazy": its
  * mirror gets no readable token unless someone waits on it in the kernel (armed:
  * uls_socket_watch), so a request costs no mirror call at all.
  *
  * Semantics are Linux's (epoll(7), epoll_ctl(2)): level-triggered by default; EPOLLET
- * reports a socket again only after a new event of it (data, space, a connection, the
- * peer's FIN, an error); EPOLLONESHOT disarms a socket once reported until EPOLL_CTL_MOD;
- * EPOLLERR and EPOLLHUP are always reported; a registration belongs to the (descriptor,
- * file) pair and goes away when the file's last descriptor is closed; ready sockets are
- * reported round-robin when more are ready than maxevents.
+ * reports a socket again only after a new event of it in a direction the registration
+ * asks for (data, the peer's FIN or a connection for EPOLLIN; space after the socket was
+ * found without it for EPOLLOUT; an error or hang-up for any), and then with all its
+ * current readiness, as Linux does; EPOLLONESHOT disarms a socket once reported until
+ * EPOLL_CTL_MOD; EPOLLERR and EPOLLHUP are always reported; a registration belongs to
+ * the (descriptor, file) pair and goes away when the file's last descriptor is closed;
+ * ready sockets are reported round-robin when more are ready than maxevents. No limit on
+ * the set's size (before the ready list, sets over 1,024 sockets used the mirrors).
  *
  * Where the shim cannot keep up, the instance falls back to the mirror path for good
  * (fallback(): its sockets are registered in the kernel instance with their events and
@@ -25,10 +30,9 @@
  * each keep their own copy of the ulstack part of the interest list.
  *
  * Deviations (docs/compatibility.md): EPOLLEXCLUSIVE is checked as Linux checks it but
- * has no effect on ulstack sockets (each instance asks the stack's state); an EPOLLET
- * socket may be reported again after an event of the other direction (spurious, never
- * missed); the instance used without the C library (a raw epoll_wait, or passed with
- * SCM_RIGHTS) sees only its kernel descriptors. ULS_USER_EPOLL=0: the mirror path alone.
+ * has no effect on ulstack sockets (each instance asks the stack's state); the instance
+ * used without the C library (a raw epoll_wait, or passed with SCM_RIGHTS) sees only its
+ * kernel descriptors. ULS_USER_EPOLL=0: the mirror path alone.
  */
 #include "shim.h"
 
@@ -44,11 +48,7 @@
 
 #define UEP_FDS 65536  /* epoll descriptor numbers tracked; higher ones use the mirrors */
 #define KCHECK_NS 1000000  /* kernel descriptors asked at least this often when busy */
-/* A wait asks every socket of the set (no ready list yet): a set that grows past this
- * many sockets falls back to the mirrors, where the kernel's ready list keeps a wait
- * O(ready). 10,000 python connections under ulsrun took 8.5 s to open with the scan, 4.2
- * with the mirrors. */
-#define UEP_MAX_ITEMS 1024
+#define UEP_BATCH 1024     /* ready sockets taken from the stack per look, at most */
 /* The events a registration may carry (the kernel refuses others with EINVAL only for
  * EPOLLEXCLUSIVE: EPOLLEXCLUSIVE_OK_BITS). */
 #define EXCL_OK (EPOLLIN | EPOLLOUT | EPOLLERR | EPOLLHUP | EPOLLWAKEUP | EPOLLET | \
@@ -60,8 +60,7 @@ struct uep_item {
 	struct shim_file *f;   /* the socket (the registration is the pair's, as Linux's) */
 	uint32_t events;       /* as given, EPOLLERR | EPOLLHUP added */
 	epoll_data_t data;
-	unsigned gen;          /* EPOLLET: the socket's event count when last reported */
-	bool reported;         /* EPOLLET: reported at gen */
+	struct uls_epi *epi;   /* its registration on the instance's ready list */
 	bool disarmed;         /* EPOLLONESHOT: reported, until EPOLL_CTL_MOD */
 };
 
@@ -70,8 +69,9 @@ struct uep {
 	int epfd;
 	unsigned refs;         /* the table's, and each call's inside (reg_lock) */
 	bool dead;             /* closed, or fell back to the mirrors */
-	struct uep_item *v;
-	unsigned n, cap, next; /* next: where the round-robin scan starts */
+	struct uls_rl *rl;     /* the ready list (the stack's) */
+	struct uep_item **v;   /* the registrations; each is its ready list entry's cookie */
+	unsigned n, cap;
 	unsigned nkernel;      /* kernel descriptors added (an upper bound: close drops them) */
 	int64_t kcheck_ns;     /* when the kernel instance was last asked */
 	unsigned gen;          /* the fork generation its sockets were counted lazy in */
@@ -132,8 +132,15 @@ static struct uep *uep_get(int epfd)
 
 static void uep_free(struct uep *u)
 {
+	sigset_t old;
+
 	if (u->wakefd >= 0)
 		shim__real.close(u->wakefd);
+	shim__enter(&old);
+	uls_rl_free(u->rl);  /* and the registrations still on it (a number reused raw) */
+	shim__leave(&old);
+	for (unsigned i = 0; i < u->n; i++)
+		free(u->v[i]);
 	pthread_mutex_destroy(&u->lock);
 	free(u->v);
 	free(u);
@@ -221,13 +228,18 @@ static void unlock(struct uep *u, const sigset_t *old)
 	shim__signals_release(old);
 }
 
+/* Instance lock held (signals held). */
 static void item_drop(struct uep *u, unsigned i, bool unwatch)
 {
+	struct uep_item *it = u->v[i];
+
 	if (unwatch)
-		watch(u->v[i].f->sd, -1, 0);
-	atomic_fetch_sub(&u->v[i].f->uep_regs, 1);
+		watch(it->f->sd, -1, 0);
+	uls_epi_del(it->epi);
+	atomic_fetch_sub(&it->f->uep_regs, 1);
 	atomic_fetch_sub(&lazy_regs, 1);
 	u->v[i] = u->v[--u->n];
+	free(it);
 }
 
 /* The mirror path for good: the sockets go into the kernel instance (disarmed one-shot
@@ -241,7 +253,7 @@ static void fallback(int epfd)
 		return;
 	lock(u, &old);
 	while (u->n) {
-		struct uep_item *it = &u->v[u->n - 1];
+		struct uep_item *it = u->v[u->n - 1];
 		struct epoll_event ev = { .events = it->disarmed ? it->events & ~REPORTABLE :
 						    it->events, .data = it->data };
 		ev.events &= ~(uint32_t)EPOLLEXCLUSIVE;
@@ -264,12 +276,19 @@ static int created(int epfd)
 	struct uep *u = calloc(1, sizeof(*u)), *old_u;
 	if (!u)
 		return epfd;
+	sigset_t old;
+	shim__enter(&old);
+	u->rl = uls_rl_new();
+	shim__leave(&old);
+	if (!u->rl) {
+		free(u);
+		return epfd;  /* the mirror path */
+	}
 	pthread_mutex_init(&u->lock, NULL);
 	u->epfd = epfd;
 	u->refs = 1;
 	u->wakefd = -1;
 	u->gen = shim__generation();
-	sigset_t old;
 	reg_enter(&old);
 	old_u = insts[epfd];  /* a number the program reused without our close (raw) */
 	__atomic_store_n(&insts[epfd], u, __ATOMIC_RELEASE);
@@ -350,7 +369,7 @@ static void drop_regs_of(struct shim_file *f, bool to_kernel)
 			continue;
 		pthread_mutex_lock(&u->lock);
 		for (unsigned i = 0; i < u->n;) {
-			struct uep_item *it = &u->v[i];
+			struct uep_item *it = u->v[i];
 			if (it->f != f) {
 				i++;
 				continue;
@@ -385,7 +404,7 @@ void shim__uep_to_kernel(struct shim_file *f)
 static int find(const struct uep *u, int fd, const struct shim_file *f)
 {
 	for (unsigned i = 0; i < u->n; i++)
-		if (u->v[i].fd == fd && u->v[i].f == f)
+		if (u->v[i]->fd == fd && u->v[i]->f == f)
 			return (int)i;
 	return -1;
 }
@@ -424,12 +443,10 @@ static int ctl_ours(struct uep *u, int op, int fd, struct epoll_event *ev)
 		return 1;  /* fell back meanwhile: the kernel's */
 	}
 	int i = find(u, fd, f);
-	if (op == EPOLL_CTL_ADD && i < 0 && u->n >= UEP_MAX_ITEMS) {
-		unlock(u, &old);
-		shim__put(f);
-		fallback(u->epfd);
-		return 1;  /* the kernel's, with the others */
-	}
+	short pev = (short)(events & REPORTABLE);
+	unsigned flags = (events & EPOLLET ? ULS_EPI_ET : 0) |
+			 (events & EPOLLONESHOT ? ULS_EPI_ONESHOT : 0);
+	struct uep_item *it;
 	switch (op) {
 	case EPOLL_CTL_ADD:
 		if (i >= 0) {
@@ -438,7 +455,7 @@ static int ctl_ours(struct uep *u, int op, int fd, struct epoll_event *ev)
 		}
 		if (u->n == u->cap) {
 			unsigned cap = u->cap ? u->cap * 2 : 16;
-			struct uep_item *v = realloc(u->v, cap * sizeof(*v));
+			struct uep_item **v = realloc(u->v, cap * sizeof(*v));
 			if (!v) {
 				rc = -ENOMEM;
 				break;
@@ -446,8 +463,19 @@ static int ctl_ours(struct uep *u, int op, int fd, struct epoll_event *ev)
 			u->v = v;
 			u->cap = cap;
 		}
-		u->v[u->n++] = (struct uep_item){ .fd = fd, .f = f, .data = ev->data,
-			.events = events | EPOLLERR | EPOLLHUP };
+		it = malloc(sizeof(*it));
+		if (!it) {
+			rc = -ENOMEM;
+			break;
+		}
+		*it = (struct uep_item){ .fd = fd, .f = f, .data = ev->data,
+					 .events = events | EPOLLERR | EPOLLHUP };
+		rc = uls_epi_add(u->rl, f->sd, pev, flags, it, &it->epi);
+		if (rc < 0) {
+			free(it);
+			break;
+		}
+		u->v[u->n++] = it;
 		atomic_fetch_add(&f->uep_regs, 1);
 		atomic_fetch_add(&lazy_regs, 1);
 		watch(f->sd, 1, 0);
@@ -458,13 +486,15 @@ static int ctl_ours(struct uep *u, int op, int fd, struct epoll_event *ev)
 			rc = -ENOENT;
 			break;
 		}
-		if (u->v[i].events & EPOLLEXCLUSIVE) {
+		it = u->v[i];
+		if (it->events & EPOLLEXCLUSIVE) {
 			rc = -EINVAL;
 			break;
 		}
-		u->v[i].events = events | EPOLLERR | EPOLLHUP;
-		u->v[i].data = ev->data;
-		u->v[i].reported = u->v[i].disarmed = false;
+		it->events = events | EPOLLERR | EPOLLHUP;
+		it->data = ev->data;
+		it->disarmed = false;
+		uls_epi_mod(it->epi, pev, flags);
 		kick(u);
 		break;
 	case EPOLL_CTL_DEL:
@@ -515,10 +545,9 @@ SHIM_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	return rc;
 }
 
-/* Per thread: the sockets asked in one look. */
-static __thread struct uls_pollsd *pv;
-static __thread unsigned *pidx;
-static __thread unsigned pcap;
+/* Per thread: what one look took from the ready list. */
+static __thread struct uls_rlev *rv;
+static __thread unsigned rcap;
 
 /* A fork child: its sockets are adopted (its own from now on) and counted lazy in its
  * own stack. */
@@ -530,7 +559,7 @@ static void after_fork(struct uep *u)
 	unsigned n = u->n;
 	int *fds = n ? malloc(n * sizeof(*fds)) : NULL;
 	for (unsigned i = 0; fds && i < n; i++)
-		fds[i] = u->v[i].fd;
+		fds[i] = u->v[i]->fd;
 	unlock(u, &old);
 	if (fds)
 		shim__adopt_set(fds, n);
@@ -539,69 +568,38 @@ static void after_fork(struct uep *u)
 	if (u->gen != shim__generation()) {
 		u->gen = shim__generation();
 		for (unsigned i = 0; i < u->n; i++)
-			watch(u->v[i].f->sd, 1, 0);
+			watch(u->v[i]->f->sd, 1, 0);
+		uls_rl_requeue(u->rl);  /* the child's sockets moved unseen (adopted, claimed) */
 	}
 	unlock(u, &old);
 }
 
-/* Collect the instance's ready sockets into ev (at most max), from the stack's state.
+/* Collect the instance's ready sockets into ev (at most max), from its ready list.
  * *gen: the stack's ready count as of the look. Returns how many, or -ENOMEM. */
 static int collect(struct uep *u, struct epoll_event *ev, int max, unsigned *gen)
 {
+	unsigned want = (unsigned)max < UEP_BATCH ? (unsigned)max : UEP_BATCH;
 	sigset_t old;
-	int out = 0;
 
-	lock(u, &old);
-	if (u->n > pcap) {
-		unsigned cap = u->n * 2;
-		struct uls_pollsd *v = realloc(pv, cap * sizeof(*v));
-		if (v)
-			pv = v;
-		unsigned *x = v ? realloc(pidx, cap * sizeof(*x)) : NULL;
-		if (x)
-			pidx = x;
-		if (!v || !x) {
-			unlock(u, &old);
+	if (want > rcap) {
+		struct uls_rlev *v = realloc(rv, want * sizeof(*v));
+		if (!v)
 			return -ENOMEM;
-		}
-		pcap = cap;
+		rv = v;
+		rcap = want;
 	}
-	unsigned m = 0;
-	for (unsigned i = 0; i < u->n; i++) {
-		if (u->v[i].disarmed)
-			continue;
-		pv[m] = (struct uls_pollsd){ .sd = u->v[i].f->sd,
-					     .events = (short)(u->v[i].events & REPORTABLE) };
-		pidx[m++] = i;
-	}
-	sigset_t old2;
-	shim__enter(&old2);
-	int ready = uls_poll_sockets(pv, m, gen);
-	shim__leave(&old2);
-	if (ready > 0) {
-		unsigned start = u->next < m ? u->next : 0;
-		for (unsigned k = 0; k < m && out < max; k++) {
-			unsigned j = (start + k) % m;
-			struct uep_item *it = &u->v[pidx[j]];
-			short r = pv[j].revents;
-			if (!r || (r & POLLNVAL))
-				continue;
-			if (it->events & EPOLLET) {
-				if (it->reported && it->gen == pv[j].gen)
-					continue;
-				it->reported = true;
-				it->gen = pv[j].gen;
-			}
-			if (it->events & EPOLLONESHOT)
-				it->disarmed = true;
-			ev[out].events = (uint32_t)r & it->events;
-			ev[out].data = it->data;
-			out++;
-			u->next = j + 1;
-		}
+	lock(u, &old);
+	int n = uls_rl_collect(u->rl, rv, want, gen);
+	for (int i = 0; i < n; i++) {
+		struct uep_item *it = rv[i].cookie;
+		if (it->events & EPOLLONESHOT)
+			it->disarmed = true;  /* as the stack's entry is */
+		/* poll's bits and epoll's are the same numbers on Linux */
+		ev[i].events = (uint32_t)(unsigned short)rv[i].revents & it->events;
+		ev[i].data = it->data;
 	}
 	unlock(u, &old);
-	return out;
+	return n;
 }
 
 static int kernel_look(struct uep *u, struct epoll_event *ev, int max)
@@ -638,7 +636,7 @@ static int kernel_sleep(struct uep *u, int timeout, const sigset_t *mask)
 	p[n++] = (struct pollfd){ .fd = u->wakefd, .events = POLLIN };
 	unsigned ns = 0;
 	for (unsigned i = 0; i < u->n; i++) {
-		struct uep_item *it = &u->v[i];
+		struct uep_item *it = u->v[i];
 		if (it->disarmed || !shim__table_at(it->fd, it->f))
 			continue;
 		p[n++] = (struct pollfd){ .fd = it->fd, .events = (short)(it->events & REPORTABLE) };

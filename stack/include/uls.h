@@ -164,22 +164,38 @@ ULS_EXTERN void uls_signal_release(void);
 struct pollfd;
 ULS_EXTERN int uls_poll_drive(struct pollfd *fds, unsigned nfds, int timeout_ms,
 			      const sigset_t *mask);
-/* Issue 14, the shim's user-level epoll. uls_poll_sockets() answers for n sockets from
- * the stack's state, without a system call: revents (POLLIN, POLLOUT, POLLRDHUP, POLLHUP,
- * POLLERR; POLLNVAL for no socket) as the mirror would show them, masked by events plus
- * POLLHUP and POLLERR, and gen, which moves on every event of the socket (edge
- * triggering). It returns how many have revents and, in *ready_gen, a number that moves
- * whenever a socket held by a user-level set is signalled: uls_poll_drive_gen() does
- * not wait when it moved (pass it back), and a signalled socket wakes its device wait.
- * uls_socket_watch() adds lazy (user-level sets holding the socket) and armed (waiters in
- * the kernel on its mirror): while lazy > 0 and armed == 0 the mirror's readable token is
- * not written. */
-struct uls_pollsd {
-	int sd;
-	short events, revents;
-	unsigned gen;
+/* Issue 14, the shim's user-level epoll. Each instance has a ready list (uls_rl_new): a
+ * registration (uls_epi_add: socket sd, poll events, ULS_EPI_ET / ULS_EPI_ONESHOT, the
+ * caller's cookie) is queued on it whenever its socket has an event it asks for, as
+ * Linux's ep_poll_callback queues an epitem; uls_rl_collect() looks at the queued ones
+ * only (O(ready sockets), no system call) and returns up to max (cookie, revents), revents
+ * as poll() would show them (POLLIN, POLLOUT, POLLRDHUP, POLLHUP, POLLERR) masked by the
+ * events plus POLLHUP and POLLERR. Level-triggered registrations stay queued while
+ * reported, edge-triggered ones come back with the next event of a direction they ask
+ * for, one-shot ones are disarmed once reported until uls_epi_mod. *ready_gen: a number
+ * that moves whenever a registration is queued; uls_poll_drive_gen() does not wait when
+ * it moved (pass it back), and a queued registration wakes its device wait.
+ * uls_rl_free() deletes what registrations are left. uls_socket_watch() adds lazy
+ * (user-level sets holding the socket) and armed (waiters in the kernel on its mirror):
+ * while lazy > 0 and armed == 0 the mirror's readable token is not written. */
+struct uls_rl;
+struct uls_epi;
+#define ULS_EPI_ET 1u
+#define ULS_EPI_ONESHOT 2u
+struct uls_rlev {
+	void *cookie;
+	short revents;
 };
-ULS_EXTERN int uls_poll_sockets(struct uls_pollsd *v, unsigned n, unsigned *ready_gen);
+ULS_EXTERN struct uls_rl *uls_rl_new(void);
+ULS_EXTERN void uls_rl_free(struct uls_rl *rl);
+ULS_EXTERN int uls_epi_add(struct uls_rl *rl, int sd, short events, unsigned flags,
+			   void *cookie, struct uls_epi **out);
+ULS_EXTERN int uls_epi_mod(struct uls_epi *e, short events, unsigned flags);
+ULS_EXTERN void uls_epi_del(struct uls_epi *e);
+/* Every registration queued again (a fork child: its sockets' state moved unseen). */
+ULS_EXTERN void uls_rl_requeue(struct uls_rl *rl);
+ULS_EXTERN int uls_rl_collect(struct uls_rl *rl, struct uls_rlev *out, unsigned max,
+			      unsigned *ready_gen);
 ULS_EXTERN int uls_socket_watch(int sd, int lazy, int armed);
 /* A user-level set changed (epoll_ctl): its driver looks again (as a signalled socket). */
 ULS_EXTERN void uls_poll_kick(void);

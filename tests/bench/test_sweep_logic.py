@@ -647,3 +647,17 @@ def test_kernel_cc_option_and_the_congestion_the_kernel_runs_report():
     # runs that disagree (the sysctl changed between repeats) name none
     runs[1]["congestion"] = "cubic"
     assert "congestion" not in sw.loss_summary(runs)[0]["modes"]["kernel"]
+
+
+def test_family_six_runs_every_mode_but_raw():
+    """--family 6: the kernel and the ulstack modes over IPv6 (ulsd's nodes carry it since
+    control protocol 3); raw, which writes IPv4 frames of its own, is refused with the
+    reason."""
+    assert sw.parse_args([])["family"] == 4
+    assert sw.parse_args(["--mode", "kernel", "--family", "6"])["family"] == 6
+    assert sw.parse_args(["--mode", "kernel,perproc,relay,central", "--family", "6"])["family"] == 6
+    for bad in (["--family", "5"], ["--family", ""]):
+        with pytest.raises(sw.UsageError):
+            sw.parse_args(bad)
+    with pytest.raises(sw.UsageError, match="raw mode writes IPv4 frames"):
+        sw.parse_args(["--mode", "raw,kernel", "--family", "6"])

@@ -61,7 +61,7 @@ def test_rfc5681_2_ack_carrying_data_does_not_reset_duplicate_count(node, link):
 
 
 @requirement(fix='patch 0021',
-             mutate="tests/conformance/lwip-mutate core/tcp_out.c 's/LWIP_HOOK_TCP_CC_LOSS(pcb, pcb->snd_nxt - pcb->lastack);/LWIP_HOOK_TCP_CC_LOSS(pcb, LWIP_MIN(pcb->cwnd, pcb->snd_wnd));/'")
+             mutate="tests/conformance/lwip-mutate core/tcp_out.c 's/LWIP_HOOK_TCP_CC_LOSS(pcb, tcp_loss_flight(pcb));/LWIP_HOOK_TCP_CC_LOSS(pcb, LWIP_MIN(pcb->cwnd, pcb->snd_wnd));/'")
 def test_rfc5681_3_1_ssthresh_is_half_the_flight_size(node, link):
     """RFC 5681 §3.1, equation (4): "ssthresh = max (FlightSize / 2, 2*SMSS)" when a loss
     is detected, and §3.2 step 6 sets cwnd to ssthresh when recovery ends ("FlightSize" is

@@ -59,7 +59,7 @@ def _link_local(mac):
     return socket.inet_ntop(socket.AF_INET6, b"\xfe\x80" + b"\x00" * 6 + iid)
 
 
-@requirement(fix='own: stack/ethif.c, stack/socket.c; lwIP 2.1.3', mutate="sed -i 's|ip6_input(p, netif);  /\\* always takes the pbuf \\*/|pbuf_free(p);|' stack/ethif.c")
+@requirement(fix='own: stack/ethif.c, stack/socket.c; lwIP 2.1.3', mutate="sed -i 's|= v6 ? ip6_input : ip4_input;|= ip4_input; (void)v6;  /* IPv6 dropped as a bad version */|' stack/tso.c")
 def test_rfc9293_3_5_handshake_and_data_over_ipv6(stack6, link):
     """RFC 9293 §3.5 over IPv6 (RFC 8200 §8: "upper-layer protocols ... over IPv6"): "The
     synchronization requires each side to send its own initial sequence number and to
@@ -226,7 +226,7 @@ def test_rfc8200_3_sent_packets_have_nonzero_hop_limit(stack6, link):
     assert r[IPv6].hlim > 0, "echo reply with Hop Limit 0"
 
 
-@requirement(fix='own: stack/socket.c, stack/dgram.c; lwIP 2.1.3', mutate="sed -i 's|ip6_input(p, netif);  /\\* always takes the pbuf \\*/|pbuf_free(p);|' stack/ethif.c")
+@requirement(fix='own: stack/socket.c, stack/dgram.c; lwIP 2.1.3', mutate="sed -i 's|= v6 ? ip6_input : ip4_input;|= ip4_input; (void)v6;  /* IPv6 dropped as a bad version */|' stack/tso.c")
 def test_rfc768_udp_echo_over_ipv6(stack6, link):
     """RFC 768 over IPv6 (RFC 8200 §8.1: UDP's checksum covers the IPv6 pseudo-header and is
     mandatory). A datagram to the node's UDP echo port comes back to its source address and
@@ -246,7 +246,7 @@ def test_rfc768_udp_echo_over_ipv6(stack6, link):
     assert UDP(bytes(r[UDP])).chksum == got, "bad UDP checksum"
 
 
-@requirement(fix='own: stack/ethif.c', mutate="sed -i 's|ip6_input(p, netif);  /\\* always takes the pbuf \\*/|pbuf_free(p);|' stack/ethif.c")
+@requirement(fix='own: stack/ethif.c', mutate="sed -i 's|= v6 ? ip6_input : ip4_input;|= ip4_input; (void)v6;  /* IPv6 dropped as a bad version */|' stack/tso.c")
 def test_rfc4213_2_ipv4_and_ipv6_on_one_port(stack6, link):
     """RFC 4213 §2 ("dual stack": "IPv6/IPv4 nodes ... are able to send and receive IPv4
     and IPv6 packets"): with IPv6 on, the node's IPv4 TCP service answers as before, and

@@ -61,3 +61,33 @@ def test_rfc9438_4_6_window_after_fast_retransmit_is_0_7_of_flight_size(node, li
         f"0.7 x FlightSize = 14000 ({offsets(got, end)})"
     curated_pcap(link, "test_rfc9438_4_6_window_after_fast_retransmit_is_0_7_of_flight_size.pcap")
     r.peer.abort()
+
+
+@requirement(fix='patch 0105',
+             mutate="tests/conformance/lwip-mutate core/tcp_out.c "
+                    "'s/return LWIP_MAX(flight, pcb->flight_out);/return flight;/'")
+def test_rfc9438_4_6_flight_size_is_what_was_sent_before_a_stretch_ack(node, link):
+    """RFC 9438 §4.6: "ssthresh = flight_size * β_cubic" on a congestion event, with
+    FlightSize "the amount of data that has been sent but not yet cumulatively
+    acknowledged" (RFC 5681 §3.1). ulstack sends once per batch of received segments
+    (patch 0088), so a batch's ACKs first empty the flight and a loss found at its end saw
+    only what lay above the hole; one stretch ACK does the same. A 20-segment flight (the
+    receive window's limit, cwnd far above it) with SACK: one ACK acknowledges segments
+    0-14, SACKs 16-19 and opens the window to 40 segments. Segment 15 is resent and, with
+    cwnd = 0.7 x 20, 13 segments of new data follow at once (patch 0105 takes the flight
+    as the last output left it); with the 5 segments above the hole as FlightSize, 2."""
+    r = Receiver(link, window=FLIGHT * SMSS, sack=True)
+    r.start()
+    s = r.grow(acks=30)
+    r.window_of(s, FLIGHT)
+    r.ack(s + 15 * SMSS, sack=[(s + 16 * SMSS, s + FLIGHT * SMSS)], window=40 * SMSS)
+    got = r.segments(0.1)
+    rexmit = [p for p in got if p[TCP].seq == (s + 15 * SMSS) & 0xFFFFFFFF]
+    new = sum(len(p[TCP].payload) for p in got
+              if (p[TCP].seq - s) & 0xFFFFFFFF < 0x80000000 and
+              (p[TCP].seq - s) & 0xFFFFFFFF >= FLIGHT * SMSS)
+    assert rexmit, f"segment 15 not resent: {offsets(got, s)}"
+    assert 11 * SMSS <= new <= 14 * SMSS, \
+        f"{new} bytes of new data after the loss, expected 13000 (cwnd 0.7 x 20 segments, " \
+        f"one resent): {offsets(got, s)}"
+    r.peer.abort()

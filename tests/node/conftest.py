@@ -325,7 +325,9 @@ def testbed():
 
     atexit.register(down)
     try:
-        tb.env = parse_exports(_testbed("up", "--nodes", "2"))
+        # --ipv6: each ulsd has an IPv6 address (--ip6), so that the IPv6 cases
+        # (test_node_ipv6.py) meet the node's IPv6 steering and transmit check.
+        tb.env = parse_exports(_testbed("up", "--nodes", "2", "--ipv6"))
         assert tb.env.get("TB_ULSD") == "1", tb.env
         tb.kernel_server(KERNEL_SINK_PORT)
         yield tb

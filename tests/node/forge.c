@@ -77,3 +77,38 @@ size_t forge_arp(uint8_t *f, const uint8_t *smac, uint32_t spa, uint32_t tpa)
 	memcpy(f + 38, &tpa, 4);
 	return 42;
 }
+
+/* Ethernet + the fixed IPv6 header (RFC 8200 §3) for a packet of plen payload octets with
+ * Next Header nh; returns the payload. */
+uint8_t *forge_ip6(uint8_t *f, const uint8_t *smac, const uint8_t *dmac, const uint8_t *src,
+		   const uint8_t *dst, uint8_t nh, size_t plen)
+{
+	uint8_t *ip = f + 14;
+
+	memcpy(f, dmac, 6);
+	memcpy(f + 6, smac, 6);
+	forge_put16(f + 12, 0x86dd);
+	memset(ip, 0, 40);
+	ip[0] = 0x60;
+	forge_put16(ip + 4, (uint16_t)plen);
+	ip[6] = nh;
+	ip[7] = nh == 58 ? 255 : 64;
+	memcpy(ip + 8, src, 16);
+	memcpy(ip + 24, dst, 16);
+	return ip + 40;
+}
+
+/* IPv6 + TCP RST. The checksum is left 0: the transmit check drops it before any receiver
+ * would check it. */
+size_t forge_tcp6_rst(uint8_t *f, const uint8_t *smac, const uint8_t *src, uint16_t sport,
+		      const uint8_t *dst, uint16_t dport)
+{
+	uint8_t *tcp = forge_ip6(f, smac, forge_bcast, src, dst, IPPROTO_TCP, 20);
+
+	memset(tcp, 0, 20);
+	forge_put16(tcp, sport);
+	forge_put16(tcp + 2, dport);
+	tcp[12] = 5 << 4;
+	tcp[13] = 0x04;
+	return 14 + 40 + 20;
+}

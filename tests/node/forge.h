@@ -19,5 +19,10 @@ size_t forge_udp(uint8_t *f, const uint8_t *smac, uint32_t src, uint16_t sport, 
 		 uint16_t dport);
 /* An ARP reply whose sender is spa at smac: a cache poisoning attempt. */
 size_t forge_arp(uint8_t *f, const uint8_t *smac, uint32_t spa, uint32_t tpa);
+/* IPv6 (RFC 8200): Ethernet to dmac and the fixed header; returns where the payload goes. */
+uint8_t *forge_ip6(uint8_t *f, const uint8_t *smac, const uint8_t *dmac, const uint8_t *src,
+		   const uint8_t *dst, uint8_t nh, size_t plen);
+size_t forge_tcp6_rst(uint8_t *f, const uint8_t *smac, const uint8_t *src, uint16_t sport,
+		      const uint8_t *dst, uint16_t dport);
 
 #endif

@@ -22,6 +22,16 @@
  *                                        datagrams from a port it holds to DSTIP:DSTPORT
  *                                        (the control: these may pass); prints
  *                                        "queued KIND N" per kind
+ *   hostile CTL spoof6 COUNT NODEIP6 DSTIP6 DSTPORT
+ *                                        IPv6 (the node's address NODEIP6: HELLO does not
+ *                                        say it yet), COUNT frames of each forgery: a
+ *                                        foreign source address (src_ip), the node's
+ *                                        address from a UDP port it holds for IPv4 only
+ *                                        (port), Next Header 47 (proto), a Router
+ *                                        Advertisement (icmp) and a Neighbor Solicitation
+ *                                        with another's link-layer address (nd), then
+ *                                        COUNT echo requests to DSTIP6 (the control: these
+ *                                        pass); prints "queued KIND N" per kind
  *   hostile CTL listen SECONDS           count frames delivered to us meanwhile, by IP
  *                                        protocol; prints "frames N tcp N arp N"
  *   hostile CTL sink PORT SECONDS [EXPECT]
@@ -658,6 +668,70 @@ static int run(int argc, char **argv)
 		printf("own_port %d\n", own);
 		settle();
 		hold();
+		return 0;
+	}
+	if (!strcmp(cmd, "spoof6") && argc == 7) {
+		static const uint8_t other_mac[6] = { 0x02, 0x75, 0x6c, 0x00, 0x00, 0x63 };
+		int count = atoi(argv[3]);
+		uint8_t me[16], dst[16], other[16], f[128], *p;
+		uint16_t dport = (uint16_t)atoi(argv[6]);
+		if (inet_pton(AF_INET6, argv[4], me) != 1 || inet_pton(AF_INET6, argv[5], dst) != 1) {
+			fprintf(stderr, "hostile: spoof6: bad address\n");
+			return 1;
+		}
+		memcpy(other, me, 16);
+		other[15] ^= 0x5a;
+		int own = bind_port(IPPROTO_UDP, 0);
+		if (own <= 0) {
+			fprintf(stderr, "hostile: spoof6: bind: %d\n", own);
+			return 1;
+		}
+		const char *kinds[] = { "src_ip", "port", "proto", "icmp", "nd", "control" };
+		for (int k = 0; k < 6; k++) {
+			int queued = 0;
+			for (int i = 0; i < count; i++) {
+				size_t len;
+				if (k == 0) {
+					len = forge_tcp6_rst(f, node.mac, other, (uint16_t)own, dst, dport);
+				} else if (k == 1) {
+					p = forge_ip6(f, node.mac, forge_bcast, me, dst, IPPROTO_UDP, 16);
+					memset(p, 0, 16);
+					forge_put16(p, (uint16_t)own);
+					forge_put16(p + 2, dport);
+					forge_put16(p + 4, 16);
+					len = 14 + 40 + 16;
+				} else if (k == 2) {
+					p = forge_ip6(f, node.mac, forge_bcast, me, dst, 47, 8);
+					memset(p, 0, 8);
+					len = 14 + 40 + 8;
+				} else if (k == 3) {
+					/* RFC 4861 §4.2: a router's announcement is nobody's on a node. */
+					p = forge_ip6(f, node.mac, forge_bcast, me, dst, 58, 16);
+					memset(p, 0, 16);
+					p[0] = 134;
+					len = 14 + 40 + 16;
+				} else if (k == 4) {
+					/* §4.3: a solicitation naming another's link-layer address, which
+					 * the neighbour would cache for the node. */
+					p = forge_ip6(f, node.mac, forge_bcast, me, dst, 58, 32);
+					memset(p, 0, 32);
+					p[0] = 135;
+					memcpy(p + 8, dst, 16);
+					p[24] = 1;
+					p[25] = 1;
+					memcpy(p + 26, other_mac, 6);
+					len = 14 + 40 + 32;
+				} else {
+					p = forge_ip6(f, node.mac, forge_bcast, me, dst, 58, 16);
+					memset(p, 0, 16);
+					p[0] = 128;
+					len = 14 + 40 + 16;
+				}
+				queued += send_one(f, len);
+			}
+			printf("queued %s %d\n", kinds[k], queued);
+		}
+		settle();
 		return 0;
 	}
 	if (!strcmp(cmd, "listen") && argc == 4) {

@@ -304,6 +304,28 @@ def test_offload_sender_resends_a_lost_super_segment_in_few_frames(offload_nodes
     assert rxt <= 4 * rec, f"{rxt} retransmissions in {rec} SACK recoveries: {c}"
 
 
+def test_plain_sender_retransmits_no_more_than_one_wire_segment(plain_nodes):
+    """RFC 9293 §3.7.1: the data in a segment is at most Eff.snd.MSS = "min(SendMSS+20,
+    MMS_S) - TCPhdrsize - IPoptionsize", where TCPhdrsize counts the TCP options. Without
+    offload, a SACK recovery's retransmission (lwIP patch 0103 lets one span consecutive
+    queued segments) carried the MSS in data plus the 12-byte timestamp option: 1,512-byte
+    datagrams that lwIP cut into two IP fragments, each one more frame to lose and to
+    reassemble. A 16 MiB stream from node 2's process under 1% random loss verifies, its
+    sender retransmits in recovery, and it sends no IP fragment (ipfrag_xmit)."""
+    tb = plain_nodes
+    _testbed("impair", "--loss", "1")
+    try:
+        tx = tb.server(2, 6768, count=1, env={"ULSBENCH_COUNTERS": "1"})
+        check_client(tb.client(1, f"{tb.ip(2)}:6768", 16 * MIB, "recv", name="plain-loss-recv"),
+                     TRANSFER_TIMEOUT)
+        assert tx.wait(10) == 0, tx.stderr()
+    finally:
+        _testbed("unimpair")
+    c = server_counters(tx)
+    assert c.get("tcp_rexmit_in_recovery", 0) >= 3, f"too few retransmissions to judge: {c}"
+    assert c.get("ipfrag_xmit", 0) == 0, f"retransmissions fragmented: {c}"
+
+
 def test_direct_path_moves_large_frames_without_a_copy_both_ways(tb):
     """Issue 12 item 5, "frames straight into pbufs": on the direct path (offload on, the
     default) a process receiving a 64 MiB stream keeps at least half of its super-segments

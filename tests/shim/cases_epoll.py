@@ -298,17 +298,36 @@ def case_uepoll_signal_ends_the_wait():
     assert time.monotonic() - t0 < 2
 
 
-def case_uepoll_large_set_falls_back_and_still_reports():
-    """A set that grows past 1,024 sockets goes to the kernel's mirrors (the shim's scan is
-    O(sockets) per wait): sockets added before and after still report, level-triggered."""
+def counter(name):
+    """A counter of this process's stack (uls_counters, exported by libuls-preload.so)."""
+    import ctypes
+
+    class C(ctypes.Structure):
+        _fields_ = [("name", ctypes.c_char_p), ("value", ctypes.c_uint64)]
+    get = ctypes.CDLL(None).uls_counters
+    get.restype = ctypes.c_int
+    v = (C * 512)()
+    n = get(v, 512)
+    for c in v[:min(n, 512)]:
+        if c.name.decode() == name:
+            return c.value
+    raise KeyError(name)
+
+
+def case_uepoll_large_set_stays_user_level_and_reports():
+    """A set of 1,100 sockets (past the 1,024 that used to send a set back to the kernel's
+    mirrors) stays the shim's: its wait looks at a ready list, not at every socket. Sockets
+    added first and last report, level-triggered, and their mirrors get no readable token
+    (mirror_tokens_skipped grows: nobody waits on them in the kernel)."""
     ep = select.epoll()
     socks = []
-    for _ in range(1030):
+    for _ in range(1100):
         u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         u.bind(("0.0.0.0", 0))
         ep.register(u, select.EPOLLIN)
         socks.append(u)
     assert ep.poll(0.1) == []
+    skipped = counter("mirror_tokens_skipped")
     for u in (socks[0], socks[-1]):
         u.sendto(b"big", (KIP, UDPECHO))
     got = {}
@@ -318,6 +337,64 @@ def case_uepoll_large_set_falls_back_and_still_reports():
     assert got == {socks[0].fileno(): select.EPOLLIN, socks[-1].fileno(): select.EPOLLIN}, got
     assert socks[-1].recv(10) == b"big"
     assert dict(ep.poll(0.2)) == {socks[0].fileno(): select.EPOLLIN}
+    assert counter("mirror_tokens_skipped") >= skipped + 2, \
+        "the set went to the kernel's mirrors (tokens written for its sockets)"
+
+
+def case_uepoll_edge_input_does_not_report_write_space_again():
+    """epoll(7) EPOLLET with EPOLLOUT only: reported once when added (writable); data that
+    arrives, and the ACKs of what the socket sends, are no new write-space event (Linux
+    queues the item only for a wake-up whose key it asks for, and TCP signals freed space
+    only after the socket ran out of it, SOCK_NOSPACE). Once send fails with EAGAIN, the
+    space that ACKs free is reported again."""
+    ep = select.epoll()
+    s = connect(ECHO)
+    s.setblocking(False)
+    ep.register(s, select.EPOLLOUT | select.EPOLLET)
+    assert ready_within(ep, s.fileno(), 2) == select.EPOLLOUT
+    assert ep.poll(0.2) == []
+    for i in range(5):  # each echo is input, each ACK of ours frees space
+        s.send(b"%d" % i)
+        time.sleep(0.1)
+    got = ep.poll(0.3)
+    assert got == [], "input or ACKs reported EPOLLOUT again: %r" % got
+    # A sink reads all the time, but a burst outruns it: send until EAGAIN, then the
+    # space its ACKs free is an event (bounded: 20,000 sends or 10 s).
+    k = connect(SINK)
+    k.setblocking(False)
+    ep.register(k, select.EPOLLOUT | select.EPOLLET)
+    assert ready_within(ep, k.fileno(), 2) == select.EPOLLOUT
+    chunk, full, deadline = b"f" * 65536, False, time.monotonic() + 10
+    for _ in range(20000):
+        if time.monotonic() > deadline:
+            break
+        try:
+            k.send(chunk)
+        except BlockingIOError:
+            full = True
+            break
+    assert full, "the send buffer never filled"
+    assert ready_within(ep, k.fileno(), 10) & select.EPOLLOUT, \
+        "space freed after EAGAIN was not reported"
+
+
+def case_uepoll_edge_write_space_does_not_report_input_again():
+    """epoll(7) EPOLLET with EPOLLIN only: a socket readable (shut down for reading) is
+    reported once; what it then sends, and the ACKs that free its send buffer, are no new
+    input: not reported again (Linux: the write-space wake-up's key is EPOLLOUT)."""
+    ep = select.epoll()
+    s = connect(SINK)
+    s.setblocking(False)
+    ep.register(s, select.EPOLLIN | select.EPOLLET)
+    assert ep.poll(0.2) == []
+    s.shutdown(socket.SHUT_RD)
+    assert ready_within(ep, s.fileno(), 2) & select.EPOLLIN
+    assert ep.poll(0.2) == []
+    for _ in range(10):
+        s.send(b"a" * 1000)
+        time.sleep(0.05)
+    got = ep.poll(0.3)
+    assert got == [], "ACKs reported EPOLLIN again: %r" % got
 
 
 def case_uepoll_socket_in_a_kernel_set_too():

@@ -15,3 +15,14 @@ tests_unit_test_filter_table6_SOURCES = tests/unit/test_filter_table6.c tests/un
 	tests/unit/filter_table_fixture.h
 tests_unit_test_filter_table6_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_filter_table6_LDADD = filter/libflt.la $(CMOCKA_LIBS)
+
+# The direct data path's BPF programs (filter/datapath.bpf.c, IPv6) run in the kernel
+# (BPF_PROG_TEST_RUN) against maps mirrored from a filter table; root only, else skipped.
+if ULS_DIRECT
+check_PROGRAMS += tests/unit/test_datapath6
+TESTS += tests/unit/test_datapath6
+tests_unit_test_datapath6_SOURCES = tests/unit/test_datapath6.c
+nodist_tests_unit_test_datapath6_SOURCES = server/datapath.skel.h
+tests_unit_test_datapath6_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBBPF_CFLAGS)
+tests_unit_test_datapath6_LDADD = filter/libflt.la $(LIBBPF_LIBS) $(CMOCKA_LIBS)
+endif

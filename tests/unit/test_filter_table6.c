@@ -265,6 +265,64 @@ static void ipv6_first_fragment_checked_by_its_ports(void **state)
 	assert_int_equal(frag_tx6(t, 0, 1456, 7), 0);
 }
 
+static unsigned observed6, listen6_changes;
+static struct flt_addr last6;
+static flt_owner_t last6_owner;
+
+static void count_change6(void *arg, enum flt_kind kind, uint8_t proto, uint16_t lport,
+			  const struct flt_addr *rip, uint16_t rport, flt_owner_t owner)
+{
+	(void)arg; (void)proto; (void)lport; (void)rport;
+	observed6++;
+	if (kind == FLT_RULE_LISTEN) {
+		assert_null(rip);
+		listen6_changes++;
+	} else {
+		last6 = *rip;
+		last6_owner = owner;
+	}
+}
+
+/* The IPv6 observer (the direct path's IPv6 maps, server/bpf.c) sees exactly the IPv6
+ * rules, with their 16-octet remotes, and flt_group_get_fam reads an IPv6 group. */
+static void ipv6_observer_sees_ipv6_rules_only(void **state)
+{
+	struct flt_table *t = *state;
+	struct flt_addr peer = flt_addr_v6(peer6);
+	flt_owner_t all[FLT_GROUP_MAX], pick[FLT_GROUP_MAX];
+	uint32_t n_all, n_pick;
+
+	observed6 = listen6_changes = 0;
+	flt_table_set_observer6(t, count_change6, NULL);
+	assert_int_equal(flt_add_connected(t, TCP, 80, PEER_IP, 40000, 7), 0);
+	assert_int_equal(flt_add_listen_fam(t, TCP, 80, FLT_FAM_V4, 7, false), 0);
+	assert_int_equal(observed6, 0);
+	assert_int_equal(flt_add_connected_addr(t, TCP, 80, &peer, 40000, 7), 0);
+	assert_int_equal(observed6, 1);
+	assert_memory_equal(last6.b, peer6, 16);
+	assert_int_equal(last6_owner, 7);
+	assert_int_equal(flt_add_listen_fam(t, TCP, 81, FLT_FAM_ANY, 8, true), 0);
+	assert_int_equal(flt_add_listen_fam(t, TCP, 81, FLT_FAM_V6, 9, true), 0);
+	assert_int_equal(flt_set_accepting_fam(t, TCP, 81, FLT_FAM_V6, 9), 0);
+	assert_int_equal(listen6_changes, 3);
+	assert_int_equal(flt_group_get_fam(t, TCP, 81, FLT_FAM_V6, all, &n_all, pick, &n_pick), 0);
+	assert_int_equal(n_all, 2);
+	assert_int_equal(all[0], 8);
+	assert_int_equal(all[1], 9);
+	assert_int_equal(n_pick, 1);
+	assert_int_equal(pick[0], 9);
+	assert_int_equal(flt_group_get_fam(t, TCP, 81, FLT_FAM_V4, all, &n_all, pick, &n_pick), 0);
+	assert_int_equal(n_all, 1);
+	assert_int_equal(flt_group_get_fam(t, TCP, 82, FLT_FAM_V6, all, &n_all, pick, &n_pick),
+			 -ENOENT);
+	assert_int_equal(flt_group_get_fam(t, TCP, 81, FLT_FAM_ANY, all, &n_all, pick, &n_pick),
+			 -EINVAL);
+	assert_int_equal(flt_del_owner(t, 7), 3);
+	assert_int_equal(last6_owner, FLT_NO_OWNER);
+	assert_int_equal(observed6, 5);
+	flt_table_set_observer6(t, NULL, NULL);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
 int main(void)
@@ -276,6 +334,7 @@ int main(void)
 		T(families_share_ports_as_linux_does),
 		T(ipv4_remote_is_its_v4_mapped_address),
 		T(ipv6_rules_not_observed_but_visited),
+		T(ipv6_observer_sees_ipv6_rules_only),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

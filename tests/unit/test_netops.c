@@ -134,6 +134,52 @@ static void signed_port_parse_addr_fails(void **state)
 	check_addr_rejected("1.2.3.4:-18446744073709535616");
 }
 
+/* --- bench__parse_addr_any: either family (RFC 3986 §3.2.2 brackets for IPv6) --- */
+
+static void either_family_parse_addr_any_fills_its_sockaddr(void **state)
+{
+	union bench_addr a;
+	struct in6_addr want;
+	(void)state;
+
+	assert_int_equal(bench__parse_addr_any("1.2.3.4:80", &a, 5001), 0);
+	assert_int_equal(a.sa.sa_family, AF_INET);
+	assert_int_equal(a.in.sin_addr.s_addr, htonl(0x01020304));
+	assert_int_equal(bench__addr_port(&a), 80);
+	assert_int_equal(bench__addr_len(&a), sizeof(struct sockaddr_in));
+	inet_pton(AF_INET6, "2001:db8::1", &want);
+	assert_int_equal(bench__parse_addr_any("[2001:db8::1]:7000", &a, 5001), 0);
+	assert_int_equal(a.sa.sa_family, AF_INET6);
+	assert_memory_equal(&a.in6.sin6_addr, &want, 16);
+	assert_int_equal(bench__addr_port(&a), 7000);
+	assert_int_equal(bench__addr_len(&a), sizeof(struct sockaddr_in6));
+	assert_int_equal(bench__parse_addr_any("[2001:db8::1]", &a, 5001), 0);
+	assert_int_equal(bench__addr_port(&a), 5001);
+	assert_int_equal(bench__parse_addr_any("2001:db8::1", &a, 5001), 0);
+	assert_int_equal(bench__addr_port(&a), 5001);
+	assert_memory_equal(&a.in6.sin6_addr, &want, 16);
+}
+
+static void bad_addresses_parse_addr_any_fails_output_untouched(void **state)
+{
+	static const char *const bad[] = {
+		"", "[2001:db8::1]:0", "[2001:db8::1]:65536", "[2001:db8::1]:", "[2001:db8::1",
+		"[2001:db8::1]x", "[1.2.3.4]:80", "[]:80", "2001:db8::g", "1.2.3.4:0", ":80",
+		"[2001:db8::1]:+80",
+	};
+	(void)state;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		union bench_addr a, before;
+		memset(&a, 0x5a, sizeof(a));
+		before = a;
+		if (bench__parse_addr_any(bad[i], &a, 5001) != -1)
+			fail_msg("\"%s\" accepted", bad[i]);
+		if (memcmp(&a, &before, sizeof(a)) != 0)
+			fail_msg("\"%s\": output written on failure", bad[i]);
+	}
+}
+
 /* --- bench__node_opt --- */
 
 static void node_opts_fresh(struct node_opts *o)
@@ -238,6 +284,8 @@ int main(void)
 		cmocka_unit_test(bad_port_parse_addr_fails),
 		cmocka_unit_test(bad_host_parse_addr_fails),
 		cmocka_unit_test(signed_port_parse_addr_fails),
+		cmocka_unit_test(either_family_parse_addr_any_fills_its_sockaddr),
+		cmocka_unit_test(bad_addresses_parse_addr_any_fails_output_untouched),
 		cmocka_unit_test(good_options_node_opt_fill_config),
 		cmocka_unit_test(unknown_option_node_opt_returns_zero),
 		cmocka_unit_test(out_of_range_mtu_node_opt_rejected),

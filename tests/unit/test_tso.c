@@ -41,9 +41,13 @@ static void test_without_offload_a_segment_is_one_mss(void **state)
 	(void)state;
 	offload(false);
 	struct tcp_pcb p = pcb_with(1460, true);
+	struct tcp_pcb nots = pcb_with(1460, false);
 	assert_false(stk__tso_enabled());
 	assert_int_equal(stk__tso_size(&p), 1460);
-	assert_int_equal(stk__tso_unit(&p), 1460);
+	/* RFC 9293 §3.7.1: a wire segment's data is the MSS less its options (loss recovery
+	 * resends in these units: with 1,460 a retransmission was 12 octets too large) */
+	assert_int_equal(stk__tso_unit(&p), 1448);
+	assert_int_equal(stk__tso_unit(&nots), 1460);
 }
 
 static void test_super_segment_is_a_whole_number_of_wire_payloads_within_64k(void **state)
@@ -66,8 +70,12 @@ static void test_peer_mss_too_small_for_segmentation_gives_plain_segments(void *
 	offload(true);
 	struct tcp_pcb small = pcb_with(NIF_OFF_GSO_MIN + 11, true);   /* 495 of data */
 	struct tcp_pcb enough = pcb_with(NIF_OFF_GSO_MIN + 12, true);  /* 496 of data */
-	assert_int_equal(stk__tso_unit(&small), small.mss);
+	struct tcp_pcb nots = pcb_with(1460, false);
+	assert_int_equal(stk__tso_unit(&small), small.mss - 12);
 	assert_int_equal(stk__tso_size(&small), small.mss);
+	/* without timestamps, plain segments too (as before the unit lost its options) */
+	assert_int_equal(stk__tso_unit(&nots), 1460);
+	assert_int_equal(stk__tso_size(&nots), 1460);
 	assert_int_equal(stk__tso_unit(&enough), NIF_OFF_GSO_MIN);
 	assert_true(stk__tso_size(&enough) > enough.mss);
 }
@@ -193,6 +201,97 @@ static void test_frames_other_than_whole_tcp_segments_get_no_offload(void **stat
 	assert_int_equal(stk__tso_tx_offload(f, len, len), 0);
 }
 
+/* ---- TCP over IPv6 (RFC 8200 §8.1, VIRTIO_NET_HDR_GSO_TCPV6) --------------------------- */
+
+/* An Ethernet + IPv6 + TCP frame from [2001:db8::1]:5001 to [2001:db8::2]:80 (nh: the
+ * fixed header's Next Header). */
+static size_t tcp6_frame(uint8_t *f, size_t payload, uint8_t nh)
+{
+	uint8_t *ip = f + 14, *tcp = ip + 40;
+	size_t plen = 20 + payload;
+
+	memset(f, 0, 14 + 40 + plen);
+	f[12] = 0x86;
+	f[13] = 0xdd;
+	ip[0] = 0x60;
+	ip[4] = (uint8_t)(plen >> 8);
+	ip[5] = (uint8_t)plen;
+	ip[6] = nh;
+	ip[7] = 64;
+	memcpy(ip + 8, (const uint8_t[]){ 0x20, 0x01, 0x0d, 0xb8 }, 4);
+	ip[23] = 1;
+	memcpy(ip + 24, (const uint8_t[]){ 0x20, 0x01, 0x0d, 0xb8 }, 4);
+	ip[39] = 2;
+	tcp[0] = 5001 >> 8;
+	tcp[1] = 5001 & 0xff;
+	tcp[3] = 80;
+	tcp[12] = 5 << 4;
+	tcp[13] = 0x18;
+	for (size_t i = 0; i < payload; i++)
+		tcp[20 + i] = (uint8_t)(i * 7);
+	return 14 + 40 + plen;
+}
+
+/* The kernel completes the partial checksum into the right one for IPv6's pseudo-header
+ * (source, destination, 32-bit upper-layer length, Next Header 6). */
+static void test_ipv6_segment_is_marked_partial_with_the_ipv6_pseudo_header_sum(void **state)
+{
+	(void)state;
+	offload(true);
+	static uint8_t f[2048];
+	size_t len = tcp6_frame(f, 100, 6);
+	struct tcp_pcb p = pcb_with(1440, false);
+	stk__tso_output(&p);
+	assert_int_equal(stk__tso_tx_offload(f, len, len), NIF_OFF_CSUM_PARTIAL);
+	uint8_t *tcp = f + 14 + 40;
+	uint16_t c = (uint16_t)~fold(sum16(tcp, 120, 0));
+	tcp[16] = (uint8_t)(c >> 8);
+	tcp[17] = (uint8_t)c;
+	uint32_t pseudo = sum16(f + 14 + 8, 32, 0) + 6 + 120;
+	assert_int_equal(fold(sum16(tcp, 120, pseudo)), 0xffff);
+}
+
+/* A TCPv6 super-segment is cut at the connection's MSS, its headers 40 octets of IPv6;
+ * the vnet header names it TCPV6. An extension header or a fragment before TCP: none. */
+static void test_ipv6_super_segment_is_cut_at_the_mss_as_tcpv6(void **state)
+{
+	(void)state;
+	offload(true);
+	static uint8_t f[8192];
+	uint8_t h[NIF_VNET_HLEN];
+	size_t len = tcp6_frame(f, 3000, 6);
+	struct tcp_pcb p = pcb_with(1200, false);
+	stk__tso_output(&p);
+	uint32_t off = stk__tso_tx_offload(f, 14 + 60, len);
+	assert_true(off & NIF_OFF_CSUM_PARTIAL);
+	assert_int_equal(nif_off_gso(off), 1200);
+	assert_int_equal(nif_vnet_build(h, f, len, off), 0);
+	assert_int_equal(h[1], 4);   /* VIRTIO_NET_HDR_GSO_TCPV6 */
+	assert_int_equal(h[6] | h[7] << 8, 14 + 40);   /* csum_start */
+	assert_int_equal(stk__tso_tx_offload(f, 14 + 59, len), 0);  /* not contiguous */
+	len = tcp6_frame(f, 100, 44);
+	assert_int_equal(stk__tso_tx_offload(f, len, len), 0);
+	len = tcp6_frame(f, 100, 60);
+	assert_int_equal(stk__tso_tx_offload(f, len, len), 0);
+}
+
+/* RFC 8200: the IPv6 header is 20 octets longer, so an IPv6 connection's super-segment
+ * has room for 20 octets less and still fits the pbuf's 16 bits. */
+static void test_ipv6_super_segment_fits_16_bits_with_its_header(void **state)
+{
+	(void)state;
+	offload(true);
+	struct tcp_pcb v4 = pcb_with(1321, true), v6 = pcb_with(1321, true);
+	IP_SET_TYPE_VAL(v6.remote_ip, IPADDR_TYPE_V6);
+	IP_SET_TYPE_VAL(v4.remote_ip, IPADDR_TYPE_V4);
+	/* Units of 1309 (1321 less 12 of timestamps): 50 fit after 54 octets of Ethernet,
+	 * IPv4 and TCP headers (50 * 1309 + 12 + 54 = 65516), and 49 after IPv6's 74. */
+	assert_int_equal(stk__tso_unit(&v6), 1309);
+	assert_int_equal(stk__tso_size(&v4), 50 * 1309 + 12);
+	assert_int_equal(stk__tso_size(&v6), 49 * 1309 + 12);
+	assert_true(stk__tso_size(&v6) + 74u <= 0xffffu);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -204,6 +303,9 @@ int main(void)
 		cmocka_unit_test(test_super_segment_is_cut_at_the_connections_mss),
 		cmocka_unit_test(test_unhinted_super_segment_is_cut_at_536),
 		cmocka_unit_test(test_frames_other_than_whole_tcp_segments_get_no_offload),
+		cmocka_unit_test(test_ipv6_segment_is_marked_partial_with_the_ipv6_pseudo_header_sum),
+		cmocka_unit_test(test_ipv6_super_segment_is_cut_at_the_mss_as_tcpv6),
+		cmocka_unit_test(test_ipv6_super_segment_fits_16_bits_with_its_header),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -24,7 +24,7 @@ struct spec {
 };
 
 struct frame {
-	uint8_t b[WIRE_ETH_HLEN + 20 + 32 + PAYLOAD + 16];
+	uint8_t b[WIRE_ETH_HLEN + 40 + 32 + PAYLOAD + 16];
 	size_t len;
 };
 
@@ -126,7 +126,9 @@ static void short_header_refused(void **state)
 	assert_int_equal(nif_vnet_parse(h, 4, f.b, f.len, &off), -NIF_VNET_BAD_FLAGS);
 }
 
-static void tcpv6_or_udp_gso_refused(void **state)
+/* TCPV6 names an IPv6 segment (below): on an IPv4 one it is a wrong GSO; UDP is no type
+ * we take. */
+static void tcpv6_on_ipv4_or_udp_gso_refused(void **state)
 {
 	struct frame f;
 	uint8_t h[NIF_VNET_HLEN];
@@ -135,9 +137,82 @@ static void tcpv6_or_udp_gso_refused(void **state)
 	(void)state;
 	build(&f, &(struct spec){ 0 });
 	hdr(h, VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_TCPV6, 1448, 34, 16);
-	assert_int_equal(nif_vnet_parse(h, sizeof(h), f.b, f.len, &off), -NIF_VNET_BAD_GSO_TYPE);
+	assert_int_equal(nif_vnet_parse(h, sizeof(h), f.b, f.len, &off), -NIF_VNET_BAD_GSO);
 	hdr(h, VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_UDP, 1448, 34, 16);
 	assert_int_equal(nif_vnet_parse(h, sizeof(h), f.b, f.len, &off), -NIF_VNET_BAD_GSO_TYPE);
+}
+
+/* ---- IPv6 (RFC 8200): the same template behind a 40-octet header ---------------------- */
+
+static void build6(struct frame *f, uint8_t nh, size_t payload)
+{
+	uint8_t *ip = f->b + WIRE_ETH_HLEN, *l4 = ip + 40;
+	size_t l4h = 32;
+
+	memset(f->b, 0, sizeof(f->b));
+	put16(f->b + 12, WIRE_ETHERTYPE_IPV6);
+	ip[0] = 0x60;
+	put16(ip + 4, (uint16_t)(l4h + payload));
+	ip[6] = nh;
+	ip[7] = 64;
+	memcpy(ip + 8, "\x20\x01\x0d\xb8", 4);
+	ip[23] = 1;
+	memcpy(ip + 24, "\x20\x01\x0d\xb8", 4);
+	ip[39] = 2;
+	l4[12] = (uint8_t)(l4h / 4) << 4;
+	f->len = WIRE_ETH_HLEN + 40 + l4h + payload;
+}
+
+static void tcpv6_gso_with_partial_csum_parsed(void **state)
+{
+	struct frame f;
+	uint8_t h[NIF_VNET_HLEN];
+	uint32_t off = 0;
+
+	(void)state;
+	build6(&f, 6, 2000);
+	hdr(h, VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_TCPV6, 1428, 54, 16);
+	assert_int_equal(nif_vnet_parse(h, sizeof(h), f.b, f.len, &off), 0);
+	assert_int_equal(off, NIF_OFF_CSUM_PARTIAL | 1428);
+	/* The IPv4 type on an IPv6 segment, and offsets of an IPv4 header: refused. */
+	hdr(h, VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_TCPV4, 1428, 54, 16);
+	assert_int_equal(nif_vnet_parse(h, sizeof(h), f.b, f.len, &off), -NIF_VNET_BAD_GSO);
+	hdr(h, VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_TCPV6, 1428, 34, 16);
+	assert_int_equal(nif_vnet_parse(h, sizeof(h), f.b, f.len, &off), -NIF_VNET_BAD_CSUM);
+	/* An extension header before TCP: no offload there (vnet.c's Deviation). */
+	build6(&f, WIRE_IPPROTO_DSTOPTS, 2000);
+	hdr(h, VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_NONE, 0, 54, 16);
+	assert_int_equal(nif_vnet_parse(h, sizeof(h), f.b, f.len, &off), -NIF_VNET_BAD_CSUM);
+}
+
+static void build_tcpv6_super_segment_header(void **state)
+{
+	struct frame f;
+	uint8_t h[NIF_VNET_HLEN], want[NIF_VNET_HLEN];
+
+	(void)state;
+	build6(&f, 6, 2000);
+	assert_int_equal(nif_vnet_build(h, f.b, f.len, NIF_OFF_CSUM_PARTIAL | 1428), 0);
+	hdr(want, VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_TCPV6, 1428, 54, 16);
+	want[2] = 14 + 40 + 32;
+	assert_memory_equal(h, want, NIF_VNET_HLEN);
+	build6(&f, 6, 1000);
+	assert_int_equal(nif_vnet_build(h, f.b, f.len, NIF_OFF_CSUM_PARTIAL | 1428), 0);
+	assert_int_equal(h[1], VIRTIO_NET_HDR_GSO_NONE);
+	assert_int_equal(h[6], 54);
+}
+
+static void pseudo_csum6_matches_rfc8200_pseudo_header(void **state)
+{
+	struct frame f;
+	uint8_t *ip = f.b + WIRE_ETH_HLEN;
+
+	(void)state;
+	build6(&f, 6, 100);
+	nif_vnet_pseudo_csum(ip, 40, 16);
+	/* 2001 + 0db8 + 0001 + 2001 + 0db8 + 0002 + (32 + 100) + 0006 = 0x5bff */
+	assert_int_equal(ip[40 + 16], 0x5b);
+	assert_int_equal(ip[40 + 17], 0xff);
 }
 
 static void csum_offsets_not_at_tcp_checksum_refused(void **state)
@@ -260,7 +335,10 @@ int main(void)
 		cmocka_unit_test(data_valid_parsed),
 		cmocka_unit_test(unknown_flag_refused),
 		cmocka_unit_test(short_header_refused),
-		cmocka_unit_test(tcpv6_or_udp_gso_refused),
+		cmocka_unit_test(tcpv6_on_ipv4_or_udp_gso_refused),
+		cmocka_unit_test(tcpv6_gso_with_partial_csum_parsed),
+		cmocka_unit_test(build_tcpv6_super_segment_header),
+		cmocka_unit_test(pseudo_csum6_matches_rfc8200_pseudo_header),
 		cmocka_unit_test(csum_offsets_not_at_tcp_checksum_refused),
 		cmocka_unit_test(gso_on_udp_or_fragment_or_tiny_size_refused),
 		cmocka_unit_test(truncated_frame_with_needs_csum_refused),

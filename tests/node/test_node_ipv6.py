@@ -1,0 +1,118 @@
+"""IPv6 on ulsd nodes (issue 17): the transmit check and the steering keep processes apart
+for IPv6 as for IPv4 (filter/datapath.bpf.c on the direct path, ulsd's filter on the
+relay).
+
+No process on a ulsd node holds an IPv6 endpoint yet (the control protocol's v3 brings
+them), so these cases forge IPv6 frames from a process holding IPv4 endpoints (hostile
+spoof6) and send IPv6 to the nodes from the kernel peer. The steering program's IPv6
+rules are checked against the filter table in tests/unit/test_datapath6.
+"""
+import time
+
+import pytest
+
+from conftest import (DATAPATH, HOSTILE, check_client, frames_moved, hostile_lease, server_results,
+                      tx_dropped)
+
+COUNT = 10
+TRANSFER_TIMEOUT = 120
+
+
+def delta(before, after, key):
+    return after.get(key, 0) - before.get(key, 0)
+
+
+@pytest.fixture
+def ip6(tb):
+    if "TB_NODE1_IP6" not in tb.env:
+        pytest.skip("the testbed has no IPv6 (testbed up --ipv6)")
+    return tb.env
+
+
+def test_forged_ipv6_frames_are_dropped_and_counted_by_reason(tb, ip6):
+    """A process writes COUNT IPv6 frames of each forgery: a source that is not the node's
+    address, the node's address from a port it holds for IPv4 only, Next Header 47, a Router
+    Advertisement, and a Neighbor Solicitation naming another's link-layer address. Each
+    is dropped and counted: src_ip, port, proto, icmp (twice COUNT) on the direct path;
+    on the relay, where ulsd's filter refuses every IPv6 frame from a process, proto (5
+    times COUNT). The control (COUNT echo requests from the node's address) passes on the
+    direct path, so the drops are the check's and not a broken writer's."""
+    before = tb.counters(1)
+    out = tb.hostile(1, "spoof6", COUNT, ip6["TB_NODE1_IP6"], ip6["TB_KERNEL_IP6"], 5001)
+    lines = dict(line.split()[1:] for line in out.splitlines() if line.startswith("queued"))
+    assert lines == {k: str(COUNT) for k in ("src_ip", "port", "proto", "icmp", "nd", "control")}, out
+    time.sleep(0.3)
+    after = tb.counters(1)
+    if DATAPATH == "direct":
+        got = {r: tx_dropped(before, after, r) for r in ("src_ip", "port", "proto", "icmp")}
+        assert got == {"src_ip": COUNT, "port": COUNT, "proto": COUNT, "icmp": 2 * COUNT}, got
+        assert delta(before, after, "direct_tx_dropped") == 5 * COUNT
+        assert delta(before, after, "direct_tx_passed") >= COUNT
+    else:
+        assert tx_dropped(before, after, "proto") == 5 * COUNT + COUNT
+
+
+PING6 = r"""
+import socket, struct, sys, time
+dst, n, port = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+# Echo requests (RFC 4443 §4.1) through the kernel's ICMPv6 datagram socket, and UDP and
+# TCP SYNs to a port a process holds for IPv4: none of it is any process's.
+# A raw socket (the kernel sums ICMPv6 itself, RFC 3542 §3.1): it sees every ICMPv6
+# message for the peer, so it waits for the reply with this sequence number.
+s = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)
+s.settimeout(0.5)
+u = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+got = 0
+for i in range(n):
+    s.sendto(struct.pack("!BBHHH", 128, 0, 0, 0x5a5a, i) + b"x" * 32, (dst, 0))
+    u.sendto(b"y" * 64, (dst, port))
+    end = time.monotonic() + 0.5
+    while time.monotonic() < end:
+        try:
+            m = s.recv(2048)
+        except OSError:
+            break
+        if m[0] == 129 and m[4:8] == struct.pack("!HH", 0x5a5a, i):
+            got += 1
+            break
+    t = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    t.settimeout(0.5)
+    try:
+        t.connect((dst, port))
+    except OSError:
+        pass
+    t.close()
+    time.sleep(0.01)
+print("replies", got, flush=True)
+"""
+
+
+def test_no_process_receives_ipv6_frames_meant_for_the_node(tb, ip6):
+    """While a process on node 2 counts every frame delivered to it (its queue, or its ring)
+    and a process on node 2 streams IPv4 from node 1, the kernel peer sends node 2 40 echo
+    requests, 40 UDP datagrams and 40 TCP SYNs over IPv6 to the port the stream's server
+    holds for IPv4. The counting process sees no IPv6 frame (ARP at most), the IPv4
+    stream is verified, and ulsd answered the echo requests (so IPv6 reached the node)."""
+    port = 6620
+    srv = tb.server(2, port, count=1)
+    spy = tb.start([HOSTILE, tb.ctl(2), "listen", "4"], name="hostile-listen6")
+    deadline = time.monotonic() + 5
+    while "hostile: lease" not in spy.stderr():
+        assert spy.poll() is None and time.monotonic() < deadline, spy.stderr()
+        time.sleep(0.02)
+    hostile_lease(spy.stderr())
+    before = tb.counters(2)
+    victim = tb.client(1, f"{tb.ip(2)}:{port}", 64 << 20, "send", name="victim6")
+    pinger = tb.kernel_python(PING6, ip6["TB_NODE2_IP6"], 40, port, name="kping6")
+    assert pinger.wait(60) == 0, pinger.stderr()
+    assert spy.wait(10) == 0, spy.stderr()
+    during = tb.counters(2)
+    check_client(victim, TRANSFER_TIMEOUT)
+    server_results(srv, 1)
+    words = spy.stdout().split()
+    assert words[0::2] == ["frames", "tcp", "arp"], spy.stdout()
+    frames, tcp, arp = map(int, words[1::2])
+    assert tcp == 0 and frames == arp, spy.stdout()
+    replies = int(pinger.stdout().split()[1])
+    assert replies >= 30, pinger.stdout()
+    assert frames_moved(before, during) > 100, (before, during)
