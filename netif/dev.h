@@ -94,6 +94,11 @@ struct nif_dev_ops {
 	 * kernel descriptors in fds is ready as its events ask (what a program's poll or
 	 * epoll_wait waits on, stack/drive.c); their revents are left as poll(2) set them. */
 	int (*wait_fd)(struct nif_dev *dev, struct pollfd *fds, unsigned n, int timeout_ms);
+	/* Optional (NULL: rx submits what it re-arms): the receiving thread, caller's lock
+	 * held, no thread in wait. A device whose rx leaves the reads it re-armed for the
+	 * next wait to submit with its own system call submits them now if too few reads
+	 * are in flight, for a caller that takes frames without ever waiting. */
+	void (*rx_refill)(struct nif_dev *dev);
 };
 
 struct nif_dev {

@@ -312,6 +312,19 @@ static int q_wait(struct nif_dev *d, int timeout_ms)
 	return q_wait_fd(d, NULL, 0, timeout_ms);
 }
 
+/* Reads q_rx re-armed and left for the next wait (rx_rearm, counted in rx_armed too):
+ * submitted once fewer than half of rx_target are in flight. Fewer system calls than a
+ * submit per round; never none in flight (dev.h). */
+static void q_rx_refill(struct nif_dev *d)
+{
+	struct qring *q = of(d);
+
+	if (q->rx_rearm && (q->rx_armed - q->rx_rearm) * 2 < q->rx_target) {
+		io_uring_submit(&q->rx);
+		q->rx_rearm = 0;
+	}
+}
+
 static bool q_ready(const struct nif_dev *d)
 {
 	return io_uring_cq_ready(&((const struct qring *)d)->rx) != 0;
@@ -672,7 +685,7 @@ static const struct nif_dev_ops qring_ops = {
 	.wait = q_wait, .rx = q_rx, .wake = q_wake, .tx_slot = q_tx_slot,
 	.tx_queue = q_tx_queue, .tx_flush = q_flush, .get_stats = q_get_stats,
 	.close = q_close, .tx_gather = q_tx_gather, .ready = q_ready,
-	.wait_fd = q_wait_fd, .spin_poll = q_spin_poll,
+	.wait_fd = q_wait_fd, .spin_poll = q_spin_poll, .rx_refill = q_rx_refill,
 };
 
 int nif_qring_open(struct nif_dev **out, struct nif_qring_prep *p, unsigned mtu, bool offload,

@@ -21,10 +21,12 @@
  * (a blocked thread that finds it there asks it to leave: want_drive). Frames that arrive
  * while no thread is inside a call are also taken at the next call's entry
  * (stk__drive_entry), where the device can say cheaply that some wait (nif_dev_ops.ready).
+ * A call that took frames submits the reads they re-armed once few are in flight
+ * (nif_dev_ops.rx_refill): a program that never waits has nobody else to.
  *
- * Deviation: while a program alternates between blocking calls and its own work, frames
- * that arrive during its work (ACKs, data for other sockets) wait until its next call, or
- * at most GRACE_MS for the parked stack thread; the kernel's softirq takes them at once.
+ * Deviation: while a program alternates between calls and its own work, frames that
+ * arrive during its work (ACKs, data for other sockets) wait until its next call, or at
+ * most GRACE_MS for the parked stack thread; the kernel's softirq takes them at once.
  *
  * Programs under ulsrun drive too (uls_socket_drive for blocking calls, uls_poll_drive for
  * poll and epoll_wait): the shim calls with every signal blocked and passes the program's
@@ -593,12 +595,22 @@ void stk__drive_entry(void)
 	 * completion). A busy program, such as redis-server with 50 clients, always finds a
 	 * socket ready and never waits on the device itself: the stack thread sat there and
 	 * took every frame, two system calls per request on a thread of its own and the core
-	 * lock fought for on every send (a futex call per request). */
+	 * lock fought for on every send (a futex call per request). So does a sender that
+	 * never blocks (iperf3's non-blocking writes after select; tests/node/test_rtc.py). */
 	n->drive_last_ms = stk__now_ms();
-	if (n->dev_waiter == STK_W_NONE && dev->ops->ready && dev->ops->ready(dev)) {
-		take_frames(n);
+	if (n->dev_waiter != STK_W_NONE)
+		return;
+	if (dev->ops->ready && dev->ops->ready(dev)) {
+		if (take_frames(n) > 2)
+			stk__now_forget();  /* as after a wait (round_after_wait) */
 		stk__count(STK_CNT_RTC_ENTRY_RX);
 	}
+	/* The reads that taking frames re-armed, here or in the parked stack thread's
+	 * round, wait for the next wait on the device to be submitted (netif/qring.c); a
+	 * program that never waits would run out of reads in flight, and its frames would
+	 * stay in the kernel's queue until the stack thread stopped parking. */
+	if (dev->ops->rx_refill)
+		dev->ops->rx_refill(dev);
 }
 
 /* Before a thread lets go of lwIP (core lock held): send what its call queued, and wake

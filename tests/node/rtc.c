@@ -2,8 +2,8 @@
  * (stack/drive.c) with several application threads racing each other and the stack thread
  * (run by tests/node/test_rtc.py, on the direct data path and on the relay).
  *
- *   rtc server --ctl PATH --port P --conns K --count N --mode pingpong|duplex
- *   rtc client --ctl PATH --to IP:P --conns K --count N --mode pingpong|duplex
+ *   rtc server --ctl PATH --port P --conns K --count N --mode pingpong|duplex|nbsend
+ *   rtc client --ctl PATH --to IP:P --conns K --count N --mode pingpong|duplex|nbsend
  *              [--pause-every M] [--fork] [--busy-poll US]
  *
  * pingpong: K connections, one thread each on both sides; the client's thread sends N
@@ -12,6 +12,9 @@
  * blocking receive finds the stack thread back on the device.
  * duplex: one connection; on each side one thread sends N KiB of a pattern while another
  * thread of the same process receives the peer's N KiB on the same socket and checks it.
+ * nbsend: one connection; the client sends N KiB of a pattern without ever blocking in a
+ * call (MSG_DONTWAIT; on EAGAIN it yields the CPU and tries again, for at most 60 s), as
+ * a program that polls does between its sends; the server receives and checks them.
  * --fork (client, pingpong): once its threads are blocked in receives, the client forks; the
  * child attaches a stack of its own, opens one more connection (the server accepts K + 1)
  * and runs the same ping-pong on it, while the parent's threads go on.
@@ -23,6 +26,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -39,7 +43,7 @@
 
 static const char *ctl;
 static int conns = 1, count = 100, pause_every, busy_poll;
-static bool duplex, do_fork;
+static bool duplex, nbsend, do_fork;
 static volatile int failed;
 
 static void fail(const char *fmt, const char *what, long a, long b)
@@ -148,6 +152,44 @@ static void *duplex_send(void *arg)
 	return NULL;
 }
 
+/* nbsend: the client's side. Each call enters the stack and returns at once. */
+static void *nb_send(void *arg)
+{
+	struct job *j = arg;
+	static uint8_t buf[64 * CHUNK];
+	uint64_t total = (uint64_t)count * CHUNK, off = 0, base = 0;
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (off < total && !failed) {
+		if (off == base) {
+			for (size_t i = 0; i < sizeof(buf); i++)
+				buf[i] = pattern(base + i, 0);
+		}
+		size_t len = sizeof(buf) - (size_t)(off - base);
+		if (len > total - off)
+			len = (size_t)(total - off);
+		ssize_t n = uls_send(j->sd, buf + (off - base), len, MSG_DONTWAIT);
+		if (n == -EAGAIN) {
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			if (t.tv_sec - t0.tv_sec > 60) {
+				fail("%s: no room for 60 s at byte %ld%ld\n", "nbsend", (long)off, 0);
+				break;
+			}
+			sched_yield();
+			continue;
+		}
+		if (n <= 0) {
+			fail("%s: send failed: %ld at byte %ld\n", "nbsend", (long)n, (long)off);
+			break;
+		}
+		off += (uint64_t)n;
+		if (off - base == sizeof(buf))
+			base = off;
+	}
+	return NULL;
+}
+
 static void *duplex_recv(void *arg)
 {
 	struct job *j = arg;
@@ -226,7 +268,11 @@ static int run_threads(int *sds, int k, bool server)
 	int nt = 0;
 
 	for (int i = 0; i < k; i++) {
-		if (duplex) {
+		if (nbsend) {
+			jobs[nt] = (struct job){ sds[i], i, server, 0 };
+			pthread_create(&t[nt], NULL, server ? duplex_recv : nb_send, &jobs[nt]);
+			nt++;
+		} else if (duplex) {
 			jobs[nt] = (struct job){ sds[i], i, server, server ? 1 : 0 };
 			pthread_create(&t[nt], NULL, duplex_send, &jobs[nt]);
 			nt++;
@@ -303,11 +349,12 @@ int main(int argc, char **argv)
 			pause_every = atoi(argv[i + 1]);
 		} else if (!strcmp(argv[i], "--mode")) {
 			duplex = strcmp(argv[i + 1], "duplex") == 0;
+			nbsend = strcmp(argv[i + 1], "nbsend") == 0;
 		} else {
 			return 2;
 		}
 	}
-	if (!ctl || conns < 1 || conns > MAX_CONNS || count < 1 || (duplex && conns != 1))
+	if (!ctl || conns < 1 || conns > MAX_CONNS || count < 1 || ((duplex || nbsend) && conns != 1))
 		return 2;
 	int rc = uls_attach(ctl);
 	if (rc < 0) {

@@ -108,3 +108,18 @@ def test_so_busy_poll_spins_on_that_socket_alone(tb):
                    client_args=["--busy-poll", "2000"])
     assert cli["rtc_spin_hits"] > 0, cli
     assert srv["rtc_spin_hits"] == 0 and srv["rtc_rounds"] > 0, srv
+
+
+@pytest.mark.parametrize("rtc", ["1", "0"])
+def test_a_sender_that_never_blocks_takes_its_acks_at_each_call_and_the_stack_thread_parks(tb, rtc):
+    """32 MiB sent with MSG_DONTWAIT only (a program that polls between sends, as iperf3
+    does): each send takes the ACKs that wait (rtc_entry_rx), because the stack thread
+    keeps off the device while calls come in (drive.c, apps_drive). With the stack thread
+    on the device, every ACK woke it and it fought the sender for the core lock, and the
+    sends found the device taken (rtc_entry_rx near 0). ULS_RTC=0: the stack thread takes
+    every frame."""
+    srv, cli = run(tb, 7350 + int(rtc), "nbsend", 1, 32768, env={"ULS_RTC": rtc})
+    if rtc == "1":
+        assert cli["rtc_entry_rx"] >= 12, cli
+    else:
+        assert cli["rtc_entry_rx"] == 0, cli

@@ -422,6 +422,29 @@ static void wait_in_ring_receives_frames_whose_reads_it_submitted(void **state)
 	assert_int_equal(t.offered, 8);
 }
 
+/* A caller that takes frames without ever waiting (stack/drive.c: a call's entry while the
+ * stack thread parks) has the reads q_rx re-armed submitted by rx_refill once too few are
+ * in flight; without it the third frame is never read. */
+static void refill_keeps_reads_in_flight_for_a_caller_that_never_waits(void **state)
+{
+	struct fx *f = *state;
+	struct taker t = { .len = 1000, .fill = 0x3c };
+
+	f->dev->rx_take = take;
+	assert_non_null(f->dev->ops->rx_refill);
+	for (int i = 0; i < 8; i++) {
+		peer_send(f, 1000, 0x3c);
+		/* io_uring completes the read as work of the thread that submitted it, run
+		 * when that thread enters the kernel: usleep does. */
+		for (int tries = 0; tries < 1000 && !f->dev->ops->ready(f->dev); tries++)
+			usleep(1000);
+		assert_true(f->dev->ops->ready(f->dev));
+		assert_int_equal(f->dev->ops->rx(f->dev, not_taken, &t, 64), 1);
+		f->dev->ops->rx_refill(f->dev);
+	}
+	assert_int_equal(t.offered, 8);
+}
+
 struct later_frame {
 	struct fx *f;
 	size_t len;
@@ -504,6 +527,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(wait_in_ring_ends_at_its_timeout, setup_wake_in_ring_no_lease, teardown),
 		cmocka_unit_test_setup_teardown(wait_in_ring_receives_frames_whose_reads_it_submitted, setup_wake_in_ring, teardown),
 		cmocka_unit_test_setup_teardown(wait_in_ring_reports_the_lease_hang_up_within_a_second, setup_wake_in_ring, teardown),
+		cmocka_unit_test_setup_teardown(refill_keeps_reads_in_flight_for_a_caller_that_never_waits, setup_wake_in_ring, teardown),
 		cmocka_unit_test_setup_teardown(spin_poll_sees_frames_whose_reads_it_rearmed_without_a_wait, setup_wake_in_ring, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
