@@ -191,10 +191,10 @@ static void on_frame(void *arg, const uint8_t *frame, size_t len, uint32_t off)
 	 * (reply6.c); without --ip6 the node has no IPv6 and the frame is dropped as a type
 	 * it does not speak. */
 	if (len >= WIRE_ETH_HLEN && wire_rd16(frame + WIRE_ETH_OFF_TYPE) == WIRE_ETHERTYPE_IPV6) {
-		if (s->has_ip6 && !relay_ip6(s, frame, len, off, t_read))
-			srv__input_ip6(s, frame, len);
-		else
+		if (!s->has_ip6)
 			flt_count_rx_drop(s->flt, FLT_DROP_ETHERTYPE);
+		else if (!relay_ip6(s, frame, len, off, t_read))
+			srv__input_ip6(s, frame, len);
 		return;
 	}
 	rc = flt_parse(frame, len, &p);
@@ -276,9 +276,16 @@ static bool tx_size_ok(const struct srv *s, const struct flt_pkt *p, size_t len,
 		return false;
 	if (!gso)
 		return len <= (size_t)s->mtu + WIRE_ETH_HLEN;
-	return len <= NIF_OFF_FRAME_MAX && p->ethertype == WIRE_ETHERTYPE_IPV4 &&
-	       p->ip.proto == WIRE_IPPROTO_TCP &&
-	       (size_t)p->ip.hlen + p->tcp.doff + gso <= (size_t)s->mtu;
+	if (len > NIF_OFF_FRAME_MAX || !p->has_ports)
+		return false;
+	if (p->ethertype == WIRE_ETHERTYPE_IPV4)
+		return p->ip.proto == WIRE_IPPROTO_TCP &&
+		       (size_t)p->ip.hlen + p->tcp.doff + gso <= (size_t)s->mtu;
+	/* TCP over IPv6 (VIRTIO_NET_HDR_GSO_TCPV6, stack/tso.c): only with TCP right after
+	 * the fixed header, as the offload word describes it (netif/vnet.c). */
+	return p->ethertype == WIRE_ETHERTYPE_IPV6 && p->ip6.proto == WIRE_IPPROTO_TCP &&
+	       !p->ip6.fragment && p->l4_off - p->l3_off == WIRE_IPV6_HLEN &&
+	       (size_t)WIRE_IPV6_HLEN + p->tcp.doff + gso <= (size_t)s->mtu;
 }
 
 /* Frames longer than this leave from the process's ring (nif_tap_tx_send_split): ulsd
