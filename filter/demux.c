@@ -221,7 +221,8 @@ void flt_table_set_node_ip6(struct flt_table *t, const uint8_t global[16],
 }
 
 /* RFC 8200: an IPv6 frame from a process, as check_ipv4 for IPv4. */
-static int check_ipv6(const struct flt_table *t, const struct flt_pkt *p, flt_owner_t owner)
+static int check_ipv6(const struct flt_table *t, const struct flt_pkt *p, flt_owner_t owner,
+		      const uint8_t node_mac[WIRE_ETH_ALEN])
 {
 	struct flt_addr l, r;
 
@@ -247,11 +248,16 @@ static int check_ipv6(const struct flt_table *t, const struct flt_pkt *p, flt_ow
 		switch (p->icmp.type) {
 		case WIRE_ICMPV6_ECHO_REQUEST:
 		case WIRE_ICMPV6_ECHO_REPLY:
-		/* RFC 4861 §7.2.2: the process's lwIP resolves its own peers. Its answers
-		 * reach it as copies (server/demux.c); a process never answers a
-		 * solicitation (the node does, server/reply6.c), so it sends no NA. */
-		case WIRE_ND_NEIGHBOR_SOLICIT:
 			return 0;
+		case WIRE_ND_NEIGHBOR_SOLICIT:
+			/* RFC 4861 §7.2.2: the process's lwIP resolves its own peers. Its
+			 * answers reach it as copies (server/demux.c); a process never
+			 * answers a solicitation (the node does, server/reply6.c), so it
+			 * sends no NA. The solicitation names the node's link-layer address,
+			 * or none: another's would point the peer's cache elsewhere (as the
+			 * direct path's transmit check rules). */
+			return p->icmp.has_lladdr && memcmp(p->icmp.lladdr, node_mac, WIRE_ETH_ALEN)
+				       ? -FLT_DENY_ICMP : 0;
 		case WIRE_ICMPV6_DST_UNREACH:
 			/* RFC 4443 §3.1, about a packet delivered to one of its endpoints: the
 			 * quoted packet's destination is the local end. */
@@ -285,7 +291,7 @@ int flt_check_tx(const struct flt_table *t, const struct flt_pkt *p, flt_owner_t
 	else if (p->ethertype == WIRE_ETHERTYPE_IPV4)
 		ret = check_ipv4(t, p, owner, node_ip);
 	else if (p->ethertype == WIRE_ETHERTYPE_IPV6)
-		ret = check_ipv6(t, p, owner);
+		ret = check_ipv6(t, p, owner, node_mac);
 	else
 		ret = -FLT_DENY_PROTO;
 	if (ret < 0)

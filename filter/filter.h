@@ -127,6 +127,10 @@ struct flt_pkt {
 	/* ICMP, or ICMPv6 for an IPv6 packet (RFC 4443: errors are types 0..127). */
 	struct {
 		uint8_t type, code;
+		/* A Neighbor Solicitation's or Advertisement's link-layer address option
+		 * (RFC 4861 §4.6.1), when it has one. */
+		bool has_lladdr;
+		uint8_t lladdr[WIRE_ETH_ALEN];
 		/* For errors (destination unreachable, time exceeded, parameter problem,
 		 * source quench, RFC 792): the datagram they quote, when its IPv4 header
 		 * and first 8 octets are there (RFC 1122 §3.2.2). Ports are set for a

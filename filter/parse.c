@@ -197,6 +197,15 @@ static int parse_icmp6(const uint8_t *icmp, size_t dlen, struct flt_pkt *p)
 	p->payload_off = (uint16_t)(p->l4_off + WIRE_ICMPV6_HLEN);
 	if (wire_icmpv6_is_error(v.type))
 		parse_icmp6_quote(v.body, v.body_len, p);
+	if (v.type == WIRE_ND_NEIGHBOR_SOLICIT || v.type == WIRE_ND_NEIGHBOR_ADVERT) {
+		struct wire_nd nd;
+		/* A malformed one is not the filter's to drop (ulsd's reply6.c and the
+		 * receiver validate ND, RFC 4861 §7.1); it only has no address here. */
+		if (wire_nd_view(&nd, icmp, dlen) == 0 && nd.lladdr) {
+			p->icmp.has_lladdr = true;
+			memcpy(p->icmp.lladdr, nd.lladdr, WIRE_ETH_ALEN);
+		}
+	}
 	return 0;
 }
 

@@ -99,6 +99,11 @@ struct nif_dev_ops {
 	 * next wait to submit with its own system call submits them now if too few reads
 	 * are in flight, for a caller that takes frames without ever waiting. */
 	void (*rx_refill)(struct nif_dev *dev);
+	/* Optional (NULL: its wait looks): caller's lock held, no thread in wait. For a
+	 * device whose wait is also where it notices that the lease hung up, a look at the
+	 * lease without a wait, at most as often as the wait would look: 0, or -ECONNRESET
+	 * once the lease is gone (as wait returns it). */
+	int (*lease_check)(struct nif_dev *dev);
 };
 
 struct nif_dev {

@@ -195,6 +195,23 @@ static uint64_t mono_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
+/* Is the next look at the lease due (HUP_CHECK_MS after the last)? */
+static bool hup_due(const struct qring *q)
+{
+	return q->hup_fd >= 0 && mono_ns() >= q->hup_checked_ns + HUP_CHECK_MS * 1000000ull;
+}
+
+/* Look at the lease without waiting: 0, or -ECONNRESET when ulsd hung up. */
+static int hup_look(struct qring *q)
+{
+	struct pollfd p = { .fd = q->hup_fd, .events = POLLRDHUP };
+
+	q->hup_checked_ns = mono_ns();
+	if (nif_sys.poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+		return lease_lost(q);
+	return 0;
+}
+
 /* Keep a read of the wake-up eventfd (fixed file 1) in flight on the receive ring. The
  * eventfd is blocking (nif_qring_open): io_uring completes a read of a non-blocking file
  * at once with EAGAIN instead of waiting for it. */
@@ -248,13 +265,18 @@ static int ring_wait(struct qring *q, int timeout_ms)
 			q->st.rx_wakeups++;
 	}
 	q->rx_rearm = 0;
-	if (q->hup_fd >= 0 && mono_ns() >= q->hup_checked_ns + HUP_CHECK_MS * 1000000ull) {
-		struct pollfd p = { .fd = q->hup_fd, .events = POLLRDHUP };
-		q->hup_checked_ns = mono_ns();
-		if (nif_sys.poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
-			return lease_lost(q);
-	}
+	if (hup_due(q) && hup_look(q) < 0)
+		return -ECONNRESET;
 	return rc < 0 && rc != -ETIME && rc != -EINTR ? rc : 0;
+}
+
+/* A parked stack thread (stack/drive.c) takes frames without waiting while an application
+ * thread sleeps on its socket: without this look, nobody would notice ulsd going away. */
+static int q_lease_check(struct nif_dev *d)
+{
+	struct qring *q = (struct qring *)d;
+
+	return hup_due(q) ? hup_look(q) : 0;
 }
 
 static int q_wait_fd(struct nif_dev *d, struct pollfd *fds, unsigned n, int timeout_ms)
@@ -686,6 +708,7 @@ static const struct nif_dev_ops qring_ops = {
 	.tx_queue = q_tx_queue, .tx_flush = q_flush, .get_stats = q_get_stats,
 	.close = q_close, .tx_gather = q_tx_gather, .ready = q_ready,
 	.wait_fd = q_wait_fd, .spin_poll = q_spin_poll, .rx_refill = q_rx_refill,
+	.lease_check = q_lease_check,
 };
 
 int nif_qring_open(struct nif_dev **out, struct nif_qring_prep *p, unsigned mtu, bool offload,

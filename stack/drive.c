@@ -664,6 +664,12 @@ static void park(struct stk_node *n)
 		return;
 	if (n->dev_waiter == STK_W_NONE) {
 		take_frames(n);
+		/* Nobody waits on the device, where the lease's hang-up is seen. */
+		if (n->dev->ops->lease_check && n->dev->ops->lease_check(n->dev) < 0) {
+			round_after_wait(n, -ECONNRESET);
+			hand_over(n);
+			return;
+		}
 	} else if (n->dev->ops->ready && n->dev->ops->ready(n->dev)) {
 		/* Frames wait for the thread on the device, which takes them and then runs
 		 * the timers itself (round_after_wait). Timers run now would act on a state

@@ -510,6 +510,29 @@ static void wait_in_ring_reports_the_lease_hang_up_within_a_second(void **state)
 	assert_int_equal(f->dev->ops->wait(f->dev, 10), 0);
 }
 
+/* A parked stack thread takes frames without waiting (stack/drive.c): lease_check is how it
+ * sees ulsd go, without a wait, at most every HUP_CHECK_MS. */
+static void lease_check_reports_the_hang_up_without_a_wait(void **state)
+{
+	struct fx *f = *state;
+	struct timespec t0;
+	int rc = 0;
+
+	assert_non_null(f->dev->ops->lease_check);
+	assert_int_equal(f->dev->ops->lease_check(f->dev), 0);
+	close(f->lease[1]);
+	f->lease[1] = -1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (rc == 0 && ms_since(&t0) < 5000) {
+		rc = f->dev->ops->lease_check(f->dev);
+		usleep(1000);
+	}
+	assert_int_equal(rc, -ECONNRESET);
+	assert_true(ms_since(&t0) < 1000);
+	/* Once. */
+	assert_int_equal(f->dev->ops->lease_check(f->dev), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -527,6 +550,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(wait_in_ring_ends_at_its_timeout, setup_wake_in_ring_no_lease, teardown),
 		cmocka_unit_test_setup_teardown(wait_in_ring_receives_frames_whose_reads_it_submitted, setup_wake_in_ring, teardown),
 		cmocka_unit_test_setup_teardown(wait_in_ring_reports_the_lease_hang_up_within_a_second, setup_wake_in_ring, teardown),
+		cmocka_unit_test_setup_teardown(lease_check_reports_the_hang_up_without_a_wait, setup_wake_in_ring, teardown),
 		cmocka_unit_test_setup_teardown(refill_keeps_reads_in_flight_for_a_caller_that_never_waits, setup_wake_in_ring, teardown),
 		cmocka_unit_test_setup_teardown(spin_poll_sees_frames_whose_reads_it_rearmed_without_a_wait, setup_wake_in_ring, teardown),
 	};
