@@ -129,8 +129,8 @@ struct {
 	__type(value, __u32);   /* owner (lease id) */
 } dp_frag6 SEC(".maps");
 
-/* The same for IPv6 (RFC 8200): rules with a remote that is not v4-mapped, and the groups
- * of FLT_FAM_V6. */
+/* IPv6 rules (RFC 8200), as dp_conn and dp_listen hold IPv4's: rules with a remote that
+ * is not v4-mapped, and the groups of FLT_FAM_V6. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, FLT_DP_CONN_MAX);
