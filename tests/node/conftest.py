@@ -355,6 +355,17 @@ def tb(testbed):
                          f"test); end of their logs: {logs}"
 
 
+def start_listen_spy(tb, node, seconds, name):
+    """tests/node/hostile `listen` on node: a process that counts for `seconds` what the
+    node delivers to it, once its lease is open (it said so on stderr)."""
+    spy = tb.start([HOSTILE, tb.ctl(node), "listen", str(seconds)], name=name)
+    deadline = time.monotonic() + 5
+    while "hostile: lease" not in spy.stderr():
+        assert spy.poll() is None and time.monotonic() < deadline, spy.stderr()
+        time.sleep(0.02)
+    return spy
+
+
 def hostile_lease(stderr):
     """The queue of a hostile process's lease (None on the relay), from what it says on
     stderr; its data path must be the suite's."""

@@ -23,7 +23,7 @@ import time
 import pytest
 
 from conftest import (BUILD, DATAPATH, HOSTILE, KERNEL_SINK_PORT, MIB, _alive, check_client, frames_moved,
-                      hostile_lease, server_results, tx_dropped)
+                      hostile_lease, server_results, start_listen_spy, tx_dropped)
 
 TRANSFER_TIMEOUT = 120
 BIG = 256 * MIB
@@ -214,11 +214,7 @@ def test_process_cannot_receive_another_process_segments(tb):
     transfer is verified."""
     port = 6220
     srv = tb.server(2, port, count=1)
-    spy = tb.start([HOSTILE, tb.ctl(2), "listen", "2"], name="hostile-listen")
-    deadline = time.monotonic() + 5
-    while "hostile: lease" not in spy.stderr():
-        assert spy.poll() is None and time.monotonic() < deadline, spy.stderr()
-        time.sleep(0.02)
+    spy = start_listen_spy(tb, 2, 2, "hostile-listen")
     hostile_lease(spy.stderr())  # its lease is open: the transfer runs inside its window
     before = tb.counters(2)
     victim = tb.client(1, f"{tb.ip(2)}:{port}", BIG, "send", name="victim")

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from conftest import (DATAPATH, HOSTILE, check_client, frames_moved, hostile_lease, server_results,
-                      tx_dropped)
+from conftest import (DATAPATH, check_client, frames_moved, hostile_lease, server_results,
+                      start_listen_spy, tx_dropped)
 
 COUNT = 10
 TRANSFER_TIMEOUT = 120
@@ -96,11 +96,7 @@ def test_no_process_receives_ipv6_frames_meant_for_the_node(tb, ip6):
     stream is verified, and ulsd answered the echo requests (so IPv6 reached the node)."""
     port = 6620
     srv = tb.server(2, port, count=1)
-    spy = tb.start([HOSTILE, tb.ctl(2), "listen", "4"], name="hostile-listen6")
-    deadline = time.monotonic() + 5
-    while "hostile: lease" not in spy.stderr():
-        assert spy.poll() is None and time.monotonic() < deadline, spy.stderr()
-        time.sleep(0.02)
+    spy = start_listen_spy(tb, 2, 4, "hostile-listen6")
     hostile_lease(spy.stderr())
     before = tb.counters(2)
     victim = tb.client(1, f"{tb.ip(2)}:{port}", 64 << 20, "send", name="victim6")
