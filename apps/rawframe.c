@@ -151,12 +151,16 @@ static void report_corrupt(struct raw_rx *rx, const char *fmt, ...)
 
 static void end_frame(struct raw_rx *rx, const struct hdr *h)
 {
-	if (rx->end_seen)
-		return;  /* the repeats */
 	if (h->stream == 0 || h->stream > RAW_STREAMS_MAX) {
 		report_corrupt(rx, "end frame for %" PRIu32 " streams", h->stream);
 		return;
 	}
+	/* The repeats are counted, not accounted again: a loss rule on the sender's port
+	 * drops end frames too, and whoever compares its count with ours needs to know how
+	 * many of them arrived. */
+	rx->end_frames++;
+	if (rx->end_seen)
+		return;
 	rx->end_seen = true;
 	if (h->stream > rx->nstreams)
 		rx->nstreams = h->stream;

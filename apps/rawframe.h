@@ -41,6 +41,7 @@ struct raw_rx {
 	uint64_t first_bytes;
 	double t_first, t_last;
 	bool end_seen;
+	unsigned end_frames;  /* end frames received, repeats included */
 };
 
 /* A data frame of frame_len (> RAW_DATA_OFF) bytes: header, then the stream's pattern. */

@@ -462,10 +462,15 @@ class Point:
             streams = raw_streams(doc, self.n, recv.name)
         except BenchError as e:
             self.fail(str(e), [recv])
+        sdoc = self.read_json(sjs, send.name, [recv])
         rep = doc.get("cpu_seconds") if isinstance(doc.get("cpu_seconds"), (int, float)) else None
+        # The end frames cross the same loss rule as the data frames: their counts on both
+        # sides let the receiver's losses be compared exactly with the rule's drops.
         extra = {"processes": {"senders": 1, "receivers": 1}, "reported_cpu": rep,
                  "raw": {"frames": doc.get("frames"), "lost": doc.get("lost"),
                          "corrupt": doc.get("corrupt", 0),
+                         "end_frames_sent": sdoc.get("end_frames"),
+                         "end_frames_received": doc.get("end_frames"),
                          "receiver_seconds": doc.get("seconds")}}
         # The receiver's clock, not the sender's process lifetime, bounds what it counted.
         if isinstance(doc.get("seconds"), (int, float)) and doc["seconds"] > 0:

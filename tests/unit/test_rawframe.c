@@ -212,12 +212,14 @@ static void end_frame_adds_tail_losses(void **state)
 	bench__raw_rx_frame(rx, frame, FRAME);
 	bench__raw_rx_frame(rx, frame, bench__raw_build_ctl(frame, bench__raw_mac_receiver, bench__raw_mac_sender, RAW_MAGIC_END, 3, 10));
 	assert_true(rx->end_seen);
+	assert_int_equal(rx->end_frames, 1);
 	assert_int_equal(bench__raw_stream_lost(&rx->s[0]), 1);
 	assert_int_equal(bench__raw_stream_lost(&rx->s[1]), 0);
 	assert_int_equal(bench__raw_stream_lost(&rx->s[2]), 2);
-	/* the repeats change nothing */
+	/* the repeats are counted and change nothing else */
 	bench__raw_rx_frame(rx, frame, bench__raw_build_ctl(frame, bench__raw_mac_receiver, bench__raw_mac_sender, RAW_MAGIC_END, 3, 10));
 	assert_int_equal(bench__raw_stream_lost(&rx->s[2]), 2);
+	assert_int_equal(rx->end_frames, 2);
 	assert_int_equal(rx->corrupt, 0);
 }
 
@@ -236,6 +238,7 @@ static void end_frame_with_zero_streams_counted_corrupt(void **state)
 
 	bench__raw_rx_frame(rx, frame, bench__raw_build_ctl(frame, bench__raw_mac_receiver, bench__raw_mac_sender, RAW_MAGIC_END, 0, 8));
 	assert_false(rx->end_seen);
+	assert_int_equal(rx->end_frames, 0);
 	assert_int_equal(rx->corrupt, 1);
 }
 
