@@ -30,6 +30,7 @@
 #include "server/counters.h"
 #include "server/custody.h"
 #include "server/lease.h"
+#include "server/neigh6.h"
 #include "server/ports.h"
 
 #define SRV_HANDOFF_MS      5000    /* a connection in transit between processes (handoff.c) */
@@ -111,6 +112,8 @@ struct srv {
 	/* Neighbours seen on the wire (IPv4 source -> Ethernet source), so ulsd can address
 	 * a peer whose process died. Direct-mapped by the address's low bits. */
 	struct { uint32_t ip; uint8_t mac[WIRE_ETH_ALEN]; } neigh[256];
+	/* The same for IPv6, by neighbour discovery (neigh6.h, reply6.c). */
+	struct srv_neigh6_cache neigh6;
 	enum srv_datapath datapath;
 	struct srv_dp *dp;      /* the direct data path's programs and queues; NULL: none */
 	struct srv_reass *reass;  /* fragments being reassembled (reass.c; demux thread) */
@@ -176,6 +179,12 @@ bool srv__is_node_ip6(const struct srv *s, const uint8_t *a);
 void srv__reply6_param_problem(struct srv *s, const uint8_t *frame, size_t len, uint8_t code,
 			       uint32_t pointer);
 void srv__reply6_reass_time_exceeded(struct srv *s, const uint8_t *frame, size_t len);
+/* srv__send_probe for an IPv6 peer: at once when its link-layer address is known, else
+ * after the neighbour solicitation it sends is answered (RFC 4861 §7.2.2). */
+void srv__send_probe6(struct srv *s, const struct srv_custody *c);
+/* The neighbour cache's retransmissions and failures (s->lock held); returns ms until the
+ * next one (at most 1000). */
+int srv__neigh6_run(struct srv *s);
 
 /* A lease as the port table knows it (ports.h). */
 #define SRV_OWNER(l) (&(const struct srv_port_owner){ .id = (l)->id, .uid = (l)->uid, \
@@ -209,6 +218,7 @@ typedef void srv_dp_stat_fn(void *arg, const char *name, uint64_t value);
 void srv__dp_stats(struct srv *s, srv_dp_stat_fn *fn, void *arg);
 /* The MAC of a peer the kernel saw set up a connection (ulsd sees no direct frames). */
 int srv__dp_neighbour(struct srv *s, uint32_t ip, uint8_t mac[WIRE_ETH_ALEN]);
+int srv__dp_neighbour6(struct srv *s, const uint8_t ip[16], uint8_t mac[WIRE_ETH_ALEN]);
 /* Steer the fragments of datagram (src, id, proto) to the queue of lease owner; owner 0
  * removes the entry. */
 int srv__dp_frag_steer(struct srv *s, uint32_t src, uint16_t id, uint8_t proto, uint32_t owner);

@@ -487,6 +487,173 @@ static void reassembly_errors_quote_the_fragment_to_its_source(void **state)
 	assert_int_equal(srv.ctr.v[SRV_ICMP_TIME_EXCEEDED_SENT], 1);
 }
 
+/* ---- ulsd's neighbour cache and custody's probes (RFC 4861 §7.2.2-7.2.5) ------------- */
+
+/* An NA from peer_mac for target, to the node's address, with TLLA mac when mac. */
+static void na_in(struct frame *f, const uint8_t *target, const uint8_t *mac, uint8_t flags,
+		  uint8_t hlim)
+{
+	uint8_t m[32] = { WIRE_ND_NEIGHBOR_ADVERT };
+	size_t n = WIRE_ND_NA_LEN;
+
+	m[WIRE_ND_OFF_FLAGS] = flags;
+	memcpy(m + WIRE_ND_OFF_TARGET, target, 16);
+	if (mac) {
+		m[24] = WIRE_ND_OPT_TGT_LLADDR;
+		m[25] = 1;
+		memcpy(m + 26, mac, 6);
+		n = 32;
+	}
+	build(f, node_mac, target, node_ip6, WIRE_IPPROTO_ICMPV6, hlim, m, n);
+}
+
+static struct srv_custody custody1;
+
+/* One connection in custody: node_ip6 port 5001 to peer port 80. */
+static void hold(const uint8_t *peer)
+{
+	custody1 = (struct srv_custody){ .lport = 5001, .rport = 80, .rip = flt_addr_v6(peer),
+					 .probes_left = SRV_CUSTODY_PROBES };
+	srv.custody.c = &custody1;
+	srv.custody.n = srv.custody.cap = 1;
+}
+
+/* The last frame sent is custody's probe to dmac: an ACK from node port 5001 to port 80,
+ * ACK = SEQ + 2^31 (RFC 9293 §3.10.7.4), its checksum over the IPv6 pseudo-header. */
+static void sent_probe(const uint8_t *dmac, const uint8_t *dst)
+{
+	struct wire_eth e;
+	struct wire_ipv6 ip;
+	struct wire_tcp t;
+
+	assert_int_equal(wire_eth_view(&e, sent, sent_len), 0);
+	assert_memory_equal(e.dst, dmac, 6);
+	assert_memory_equal(e.src, node_mac, 6);
+	assert_int_equal(wire_ipv6_view(&ip, e.payload, e.payload_len), 0);
+	assert_int_equal(ip.next, WIRE_IPPROTO_TCP);
+	assert_memory_equal(ip.src, node_ip6, 16);
+	assert_memory_equal(ip.dst, dst, 16);
+	assert_int_equal(wire_tcp_view(&t, ip.payload, ip.payload_len), 0);
+	assert_int_equal(t.sport, 5001);
+	assert_int_equal(t.dport, 80);
+	assert_int_equal(t.flags, WIRE_TCP_ACK);
+	assert_int_equal(t.ack, t.seq ^ 0x80000000u);
+	uint32_t sum = wire_sum_pseudo6(0, ip.src, ip.dst, WIRE_IPPROTO_TCP, ip.payload_len);
+	assert_int_equal(wire_sum_finish(wire_sum(sum, ip.payload, ip.payload_len)), 0);
+}
+
+/* The last frame sent is ulsd's NS for target (RFC 4861 §7.2.2, §4.3). */
+static void sent_ns(const uint8_t *target)
+{
+	struct wire_eth e;
+	struct wire_ipv6 ip;
+	struct wire_nd nd;
+	uint8_t g[16], gmac[6];
+
+	solicited(g, gmac, target);
+	assert_int_equal(wire_eth_view(&e, sent, sent_len), 0);
+	assert_memory_equal(e.dst, gmac, 6);
+	assert_int_equal(wire_ipv6_view(&ip, e.payload, e.payload_len), 0);
+	assert_int_equal(ip.hlim, 255);
+	assert_memory_equal(ip.src, node_ip6, 16);
+	assert_memory_equal(ip.dst, g, 16);
+	assert_true(wire_icmpv6_checksum_ok(ip.src, ip.dst, ip.payload, ip.payload_len));
+	assert_int_equal(wire_nd_view(&nd, ip.payload, ip.payload_len), 0);
+	assert_int_equal(nd.type, WIRE_ND_NEIGHBOR_SOLICIT);
+	assert_int_equal(nd.code, 0);
+	assert_memory_equal(nd.target, target, 16);
+	assert_non_null(nd.lladdr);
+	assert_memory_equal(nd.lladdr, node_mac, 6);
+}
+
+/* §7.2.3: a valid NS with a Source Link-Layer Address option creates the entry for its
+ * source; custody's probe then goes to that address at once. An invalid NS (hop limit
+ * 254, §7.1.1) creates none. */
+static void ns_source_option_enters_the_cache_and_probe_goes_there(void **state)
+{
+	struct frame f;
+	uint8_t m[32], g[16], gmac[6];
+	size_t n = ns(m, node_ip6, opt_mac);
+
+	(void)state;
+	solicited(g, gmac, node_ip6);
+	build(&f, gmac, other_ip6, g, WIRE_IPPROTO_ICMPV6, 254, m, n);
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(srv.ctr.v[SRV_DROP_ND_INVALID], 1);
+	assert_int_equal(srv__neigh6_state(&srv.neigh6, now_ms, other_ip6), SRV_NEIGH6_FREE);
+	build(&f, gmac, peer_ip6, g, WIRE_IPPROTO_ICMPV6, 255, m, n);
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(nsent, 1);   /* the NA */
+	assert_int_equal(srv__neigh6_state(&srv.neigh6, now_ms, peer_ip6), SRV_NEIGH6_STALE);
+	hold(peer_ip6);
+	srv__send_probe(&srv, &custody1);
+	assert_int_equal(nsent, 2);
+	sent_probe(opt_mac, peer_ip6);
+	assert_int_equal(srv.ctr.v[SRV_RST_PROBES], 1);
+	assert_int_equal(srv.ctr.v[SRV_ND_SOLICITS_SENT], 0);
+}
+
+/* §7.2.2: a probe to a peer the cache does not know solicits it (counted, deferred); a
+ * second probe meanwhile solicits nothing more; the solicited NA brings the address and
+ * the probe goes. An NA with hop limit 254 (§7.1.2) is dropped, counted, and resolves
+ * nothing; an NA for an address nobody asked about is ignored, counted. */
+static void probe_to_unknown_peer_solicits_and_goes_when_the_na_comes(void **state)
+{
+	struct frame f;
+
+	(void)state;
+	na_in(&f, other_ip6, opt_mac, WIRE_ND_NA_SOLICITED | WIRE_ND_NA_OVERRIDE, 255);
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(srv.ctr.v[SRV_ND_ADVERTS_IGNORED], 1);
+	assert_int_equal(nsent, 0);
+	hold(peer_ip6);
+	srv__send_probe(&srv, &custody1);
+	assert_int_equal(nsent, 1);
+	sent_ns(peer_ip6);
+	assert_int_equal(srv.ctr.v[SRV_ND_SOLICITS_SENT], 1);
+	assert_int_equal(srv.ctr.v[SRV_RST_PROBES_DEFERRED], 1);
+	srv__send_probe(&srv, &custody1);
+	assert_int_equal(nsent, 1);
+	assert_int_equal(srv.ctr.v[SRV_RST_PROBES_DEFERRED], 2);
+	na_in(&f, peer_ip6, opt_mac, WIRE_ND_NA_SOLICITED | WIRE_ND_NA_OVERRIDE, 254);
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(srv.ctr.v[SRV_DROP_ND_INVALID], 1);
+	assert_int_equal(nsent, 1);
+	na_in(&f, peer_ip6, opt_mac, WIRE_ND_NA_SOLICITED | WIRE_ND_NA_OVERRIDE, 255);
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(nsent, 2);
+	sent_probe(opt_mac, peer_ip6);
+	assert_int_equal(srv.ctr.v[SRV_RST_PROBES], 1);
+	assert_int_equal(srv__neigh6_state(&srv.neigh6, now_ms, peer_ip6), SRV_NEIGH6_REACHABLE);
+	/* The next probe goes at once. */
+	srv__send_probe(&srv, &custody1);
+	assert_int_equal(nsent, 3);
+	assert_int_equal(srv.ctr.v[SRV_RST_PROBES], 2);
+}
+
+/* §7.2.2: unanswered, the solicitation is sent again every RetransTimer, three in all;
+ * then resolution fails and the waiting probe is a counted drop. */
+static void unanswered_solicitations_end_in_a_counted_drop(void **state)
+{
+	(void)state;
+	hold(peer_ip6);
+	srv__send_probe(&srv, &custody1);
+	assert_int_equal(nsent, 1);
+	assert_int_equal(srv__neigh6_run(&srv), SRV_NEIGH6_RETRANS_MS);
+	assert_int_equal(nsent, 1);
+	for (unsigned i = 1; i <= SRV_NEIGH6_SOLICITS; i++) {
+		now_ms += SRV_NEIGH6_RETRANS_MS;
+		srv__neigh6_run(&srv);
+	}
+	assert_int_equal(nsent, SRV_NEIGH6_SOLICITS);
+	sent_ns(peer_ip6);
+	assert_int_equal(srv.ctr.v[SRV_ND_SOLICITS_SENT], SRV_NEIGH6_SOLICITS);
+	assert_int_equal(srv.ctr.v[SRV_ND_RESOLVE_FAILED], 1);
+	assert_int_equal(srv.ctr.v[SRV_DROP_PROBE_NO_NEIGHBOUR], 1);
+	assert_int_equal(srv.ctr.v[SRV_RST_PROBES], 0);
+	assert_false(srv__neigh6_resolving(&srv.neigh6));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -503,6 +670,10 @@ int main(void)
 		cmocka_unit_test_setup(
 			fragments_for_the_node_go_to_reassembly_and_to_a_group_are_dropped, setup),
 		cmocka_unit_test_setup(reassembly_errors_quote_the_fragment_to_its_source, setup),
+		cmocka_unit_test_setup(ns_source_option_enters_the_cache_and_probe_goes_there, setup),
+		cmocka_unit_test_setup(probe_to_unknown_peer_solicits_and_goes_when_the_na_comes,
+				       setup),
+		cmocka_unit_test_setup(unanswered_solicitations_end_in_a_counted_drop, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
