@@ -91,6 +91,8 @@ static const char *const counter_names[SRV_COUNTER_MAX] = {
 	[SRV_ND_CACHE_EVICTED] = "nd_cache_evicted",
 	[SRV_RST_PROBES_DEFERRED] = "rst_probes_deferred",
 	[SRV_DROP_PROBE_NO_NEIGHBOUR] = "drop_probe_no_neighbour",
+	[SRV_ND_DAD_SOLICITS_SENT] = "nd_dad_solicits_sent",
+	[SRV_ND_DAD_DUPLICATE] = "nd_dad_duplicate",
 };
 
 const char *srv__counter_name(enum srv_counter c)

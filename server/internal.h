@@ -76,6 +76,10 @@ struct srv {
 	bool dp_ip6;
 	uint8_t ip6[16], ip6_ll[16];
 	unsigned ip6_plen;
+	/* Duplicate address detection of ip6 and ip6_ll (RFC 4862 §5.4; reply6.c), optimistic
+	 * (RFC 4429): the addresses serve while it runs. enum srv_dad; dad_ms: its next step. */
+	uint8_t dad;
+	uint64_t dad_ms;
 	uint8_t mac[WIRE_ETH_ALEN];
 	unsigned mtu;
 	/* The TAP carries a virtio-net header with checksum and TCPv4 segmentation offload
@@ -179,6 +183,17 @@ bool srv__is_node_ip6(const struct srv *s, const uint8_t *a);
 void srv__reply6_param_problem(struct srv *s, const uint8_t *frame, size_t len, uint8_t code,
 			       uint32_t pointer);
 void srv__reply6_reass_time_exceeded(struct srv *s, const uint8_t *frame, size_t len);
+/* Duplicate address detection (RFC 4862 §5.4): srv__dad_start before the threads run,
+ * srv__dad_run from the control thread's loop while srv__dad_pending (s->lock held);
+ * returns ms until its next step. */
+enum srv_dad { SRV_DAD_OFF, SRV_DAD_DUE, SRV_DAD_PROBING, SRV_DAD_DONE, SRV_DAD_DUPLICATE };
+#define SRV_DAD_MAX_DELAY_MS 1000   /* RFC 4861 §10 MAX_RTR_SOLICITATION_DELAY */
+void srv__dad_start(struct srv *s);
+int srv__dad_run(struct srv *s);
+static inline bool srv__dad_pending(const struct srv *s)
+{
+	return s->dad == SRV_DAD_DUE || s->dad == SRV_DAD_PROBING;
+}
 /* srv__send_probe for an IPv6 peer: at once when its link-layer address is known, else
  * after the neighbour solicitation it sends is answered (RFC 4861 §7.2.2). */
 void srv__send_probe6(struct srv *s, const struct srv_custody *c);

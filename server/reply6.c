@@ -16,6 +16,7 @@
  */
 #include "server/internal.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <string.h>
 #include <sys/random.h>
@@ -264,26 +265,112 @@ static void send_probe(struct srv *s, const uint8_t mac[WIRE_ETH_ALEN], const st
  * solicitations", §4.3), hop limit 255 (§7.1.1). Its source: the node's address of the
  * target's scope, the one the waiting probe is sent from ("If the source address of the
  * packet prompting the solicitation is the same as one of the addresses assigned to the
- * outgoing interface, that address SHOULD be placed in the IP Source Address"). */
-static void send_ns(void *arg, const uint8_t target[16])
+ * outgoing interface, that address SHOULD be placed in the IP Source Address").
+ * dad: duplicate address detection's instead (RFC 4862 §5.4.2): from the unspecified
+ * address and so without the option (§7.1.1: "there is no source link-layer address
+ * option in the message"). */
+static void put_ns(struct srv *s, const uint8_t target[16], bool dad)
 {
-	struct srv *s = arg;
+	static const uint8_t unspecified[WIRE_IPV6_ALEN];
 	uint8_t f[ETH_HLEN + IP6_HLEN + NS_LEN], group[WIRE_IPV6_ALEN], mac[WIRE_ETH_ALEN];
 	uint8_t *ns = f + ETH_HLEN + IP6_HLEN;
-	const uint8_t *src = src_for(s, target);
+	const uint8_t *src = dad ? unspecified : src_for(s, target);
+	size_t len = dad ? WIRE_ND_NS_LEN : NS_LEN;
 
 	wire_ipv6_solicited_node(group, target);
 	wire_ipv6_mcast_mac(mac, group);
-	put_headers(s, f, mac, src, group, WIRE_IPPROTO_ICMPV6, NS_LEN, WIRE_ND_HOP_LIMIT);
+	put_headers(s, f, mac, src, group, WIRE_IPPROTO_ICMPV6, len, WIRE_ND_HOP_LIMIT);
 	memset(ns, 0, NS_LEN);
 	ns[WIRE_ICMPV6_OFF_TYPE] = WIRE_ND_NEIGHBOR_SOLICIT;
 	memcpy(ns + WIRE_ND_OFF_TARGET, target, WIRE_IPV6_ALEN);
-	ns[WIRE_ND_NS_LEN] = WIRE_ND_OPT_SRC_LLADDR;
-	ns[WIRE_ND_NS_LEN + 1] = WIRE_ND_OPT_LLADDR_LEN / WIRE_ND_OPT_UNIT;
-	memcpy(ns + WIRE_ND_NS_LEN + 2, s->mac, WIRE_ETH_ALEN);
-	wire_icmpv6_set_checksum(src, group, ns, NS_LEN);
-	srv__send_frame(s, f, sizeof(f));
+	if (!dad) {
+		ns[WIRE_ND_NS_LEN] = WIRE_ND_OPT_SRC_LLADDR;
+		ns[WIRE_ND_NS_LEN + 1] = WIRE_ND_OPT_LLADDR_LEN / WIRE_ND_OPT_UNIT;
+		memcpy(ns + WIRE_ND_NS_LEN + 2, s->mac, WIRE_ETH_ALEN);
+	}
+	wire_icmpv6_set_checksum(src, group, ns, len);
+	srv__send_frame(s, f, ETH_HLEN + IP6_HLEN + len);
+}
+
+static void send_ns(void *arg, const uint8_t target[16])
+{
+	struct srv *s = arg;
+
+	put_ns(s, target, false);
 	s->ctr.v[SRV_ND_SOLICITS_SENT]++;
+}
+
+/* ---- Duplicate address detection (RFC 4862 §5.4), optimistic (RFC 4429) ---------------
+ * Both addresses are optimistic from the start: the node answers for them and its
+ * processes use them while one solicitation per address (DupAddrDetectTransmits, §5.1:
+ * "The default value is 1") waits RetransTimer for an objection, so ulsd's start is not
+ * delayed. While they are tentative, an advertisement for one of them from another station,
+ * or a solicitation for one from the unspecified address (another node's detection of the
+ * same address), means a duplicate (§5.4.3, §5.4.4): counted (nd_dad_duplicate) and logged
+ * as an error.
+ * Deviation: the detection reports, it changes nothing. §5.4.5 has a duplicate address
+ * not assigned (and IP operation disabled for a link-local address from the hardware
+ * address), and RFC 4429 §3.3 has an optimistic node clear the Override flag of its
+ * advertisements and not answer a solicitation from the unspecified address. ulsd's
+ * addresses are its operator's (--ip6, the MAC), not autoconfigured: it keeps them and its
+ * answers as they were, so that its processes keep their connections; the log line says
+ * what to fix.
+ * Deviation: no MLD report for the solicited-node groups (§5.4.2, RFC 3810): the link's
+ * bridge floods multicast, as switches without MLD snooping do. */
+
+void srv__dad_start(struct srv *s)
+{
+	uint16_t r;
+
+	if (!s->has_ip6)
+		return;
+	/* §5.4.2: the first message after the interface comes up "SHOULD delay joining the
+	 * solicited-node multicast address by a random delay between 0 and
+	 * MAX_RTR_SOLICITATION_DELAY", so that nodes started together do not collide. */
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
+		r = 0;
+	s->dad = SRV_DAD_DUE;
+	s->dad_ms = srv__now_ms() + r % SRV_DAD_MAX_DELAY_MS;
+}
+
+int srv__dad_run(struct srv *s)
+{
+	uint64_t now = srv__now_ms();
+
+	if (!srv__dad_pending(s))
+		return 1000;
+	if (now < s->dad_ms)
+		return (int)(s->dad_ms - now);
+	if (s->dad == SRV_DAD_DUE) {
+		put_ns(s, s->ip6, true);
+		put_ns(s, s->ip6_ll, true);
+		s->ctr.v[SRV_ND_DAD_SOLICITS_SENT] += 2;
+		s->dad = SRV_DAD_PROBING;
+		s->dad_ms = now + SRV_NEIGH6_RETRANS_MS;
+		return SRV_NEIGH6_RETRANS_MS;
+	}
+	/* §5.4: "If no such solicitations or advertisements are received within RetransTimer
+	 * milliseconds after the last solicitation, the address is considered unique". */
+	s->dad = SRV_DAD_DONE;
+	srv__log(2, "IPv6 duplicate address detection done: no other station has the node's "
+		 "addresses (RFC 4862 §5.4)");
+	return 1000;
+}
+
+/* What arrived while the node's addresses are tentative says another station has addr
+ * (§5.4.3, §5.4.4). */
+static void dad_duplicate(struct srv *s, const uint8_t *addr, const char *what)
+{
+	char buf[INET6_ADDRSTRLEN];
+
+	if (!srv__dad_pending(s))
+		return;
+	s->ctr.v[SRV_ND_DAD_DUPLICATE]++;
+	s->dad = SRV_DAD_DUPLICATE;
+	if (!inet_ntop(AF_INET6, addr, buf, sizeof(buf)))
+		buf[0] = 0;
+	srv__log(0, "duplicate IPv6 address %s (RFC 4862 §5.4): %s; another station on the link "
+		 "has it: give this node another address (--ip6, or a MAC of its own)", buf, what);
 }
 
 /* The address of ip has come (§7.2.2: "When a valid Neighbor Advertisement is received
@@ -375,6 +462,10 @@ static void reply_ns(struct srv *s, const struct in6 *in, const struct wire_nd *
 		return;
 	}
 	if (wire_ipv6_is_unspecified(in->ip.src)) {
+		/* RFC 4862 §5.4.3: "If the source address of the Neighbor Solicitation is the
+		 * unspecified address, the solicitation is from a node performing Duplicate
+		 * Address Detection." */
+		dad_duplicate(s, ns->target, "a solicitation for it from the unspecified address");
 		/* §7.2.4: "If the source of the solicitation is the unspecified address, the
 		 * node MUST set the Solicited flag to zero and multicast the advertisement to
 		 * the all-nodes address." (Another node's duplicate address detection.) */
@@ -452,7 +543,12 @@ static void input_icmp6(struct srv *s, const struct in6 *in)
 		if (srv__is_node_ip6(s, nd.target)) {
 			if (memcmp(in->eth.src, s->mac, WIRE_ETH_ALEN) != 0) {
 				s->ctr.v[SRV_ND_ADDRESS_CONFLICT]++;
-				srv__log(1, "another station advertises one of the node's IPv6 addresses");
+				/* RFC 4862 §5.4.4: "If the target address matches a tentative
+				 * address, the tentative address is a duplicate". */
+				if (srv__dad_pending(s))
+					dad_duplicate(s, nd.target, "an advertisement for it");
+				else
+					srv__log(1, "another station advertises one of the node's IPv6 addresses");
 			}
 			return;
 		}

@@ -654,6 +654,96 @@ static void unanswered_solicitations_end_in_a_counted_drop(void **state)
 	assert_false(srv__neigh6_resolving(&srv.neigh6));
 }
 
+/* ---- the node's duplicate address detection (RFC 4862 §5.4, optimistic) --------------- */
+
+/* §5.4.2: after a random delay of at most MAX_RTR_SOLICITATION_DELAY, one solicitation per
+ * address, from the unspecified address, without a source link-layer option, to the
+ * address's solicited-node group; §5.4: unique when nothing objects within RetransTimer. */
+static void dad_solicits_each_address_once_from_unspecified_then_is_done(void **state)
+{
+	struct wire_eth e;
+	struct wire_ipv6 ip;
+	struct wire_nd nd;
+	uint8_t g[16], gmac[6];
+
+	(void)state;
+	srv__dad_start(&srv);
+	assert_true(srv__dad_pending(&srv));
+	assert_true(srv.dad_ms >= now_ms && srv.dad_ms < now_ms + SRV_DAD_MAX_DELAY_MS);
+	now_ms = srv.dad_ms - 1;   /* the delay is random: its end, whatever it is */
+	assert_int_equal(srv__dad_run(&srv), 1);
+	assert_int_equal(nsent, 0);
+	now_ms = srv.dad_ms;
+	assert_int_equal(srv__dad_run(&srv), SRV_NEIGH6_RETRANS_MS);
+	assert_int_equal(nsent, 2);
+	assert_int_equal(srv.ctr.v[SRV_ND_DAD_SOLICITS_SENT], 2);
+	/* The last one: the link-local address's. */
+	solicited(g, gmac, srv.ip6_ll);
+	assert_int_equal(wire_eth_view(&e, sent, sent_len), 0);
+	assert_memory_equal(e.dst, gmac, 6);
+	assert_int_equal(wire_ipv6_view(&ip, e.payload, e.payload_len), 0);
+	assert_int_equal(ip.hlim, 255);
+	assert_memory_equal(ip.src, unspec, 16);
+	assert_memory_equal(ip.dst, g, 16);
+	assert_true(wire_icmpv6_checksum_ok(ip.src, ip.dst, ip.payload, ip.payload_len));
+	assert_int_equal(wire_nd_view(&nd, ip.payload, ip.payload_len), 0);
+	assert_int_equal(nd.type, WIRE_ND_NEIGHBOR_SOLICIT);
+	assert_memory_equal(nd.target, srv.ip6_ll, 16);
+	assert_null(nd.lladdr);
+	assert_int_equal(ip.payload_len, WIRE_ND_NS_LEN);
+	now_ms += SRV_NEIGH6_RETRANS_MS - 1;
+	srv__dad_run(&srv);
+	assert_true(srv__dad_pending(&srv));
+	now_ms += 1;
+	srv__dad_run(&srv);
+	assert_false(srv__dad_pending(&srv));
+	assert_int_equal(srv.dad, SRV_DAD_DONE);
+	assert_int_equal(nsent, 2);
+	assert_int_equal(srv.ctr.v[SRV_ND_DAD_DUPLICATE], 0);
+}
+
+/* §5.4.4: an advertisement for a tentative address from another station: a duplicate,
+ * counted once; after detection, an advertisement is a conflict but not a detection. */
+static void dad_advertisement_for_tentative_address_is_a_counted_duplicate(void **state)
+{
+	struct frame f;
+
+	(void)state;
+	srv__dad_start(&srv);
+	na_in(&f, node_ip6, opt_mac, WIRE_ND_NA_OVERRIDE, 255);
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(srv.ctr.v[SRV_ND_DAD_DUPLICATE], 1);
+	assert_int_equal(srv.ctr.v[SRV_ND_ADDRESS_CONFLICT], 1);
+	assert_int_equal(srv.dad, SRV_DAD_DUPLICATE);
+	assert_false(srv__dad_pending(&srv));
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(srv.ctr.v[SRV_ND_DAD_DUPLICATE], 1);
+	assert_int_equal(srv.ctr.v[SRV_ND_ADDRESS_CONFLICT], 2);
+	/* No solicitation of the node's own once it is over. */
+	now_ms += 10 * SRV_NEIGH6_RETRANS_MS;
+	srv__dad_run(&srv);
+	assert_int_equal(nsent, 0);
+}
+
+/* §5.4.3: a solicitation for a tentative address from the unspecified address is another
+ * node's detection of it: a duplicate, counted; the node still answers it (Deviation in
+ * reply6.c: its addresses are its operator's). */
+static void dad_solicitation_from_unspecified_for_tentative_address_is_a_duplicate(void **state)
+{
+	struct frame f;
+	uint8_t m[32], g[16], gmac[6];
+	static const uint8_t all_mac[6] = { 0x33, 0x33, 0, 0, 0, 1 };
+	size_t n = ns(m, node_ip6, NULL);
+
+	(void)state;
+	srv__dad_start(&srv);
+	solicited(g, gmac, node_ip6);
+	build(&f, gmac, unspec, g, WIRE_IPPROTO_ICMPV6, 255, m, n);
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(srv.ctr.v[SRV_ND_DAD_DUPLICATE], 1);
+	sent_na(all_mac, all_nodes, node_ip6, WIRE_ND_NA_OVERRIDE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -674,6 +764,12 @@ int main(void)
 		cmocka_unit_test_setup(probe_to_unknown_peer_solicits_and_goes_when_the_na_comes,
 				       setup),
 		cmocka_unit_test_setup(unanswered_solicitations_end_in_a_counted_drop, setup),
+		cmocka_unit_test_setup(dad_solicits_each_address_once_from_unspecified_then_is_done,
+				       setup),
+		cmocka_unit_test_setup(dad_advertisement_for_tentative_address_is_a_counted_duplicate,
+				       setup),
+		cmocka_unit_test_setup(
+			dad_solicitation_from_unspecified_for_tentative_address_is_a_duplicate, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
