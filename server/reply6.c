@@ -464,8 +464,12 @@ static void reply_ns(struct srv *s, const struct in6 *in, const struct wire_nd *
 	if (wire_ipv6_is_unspecified(in->ip.src)) {
 		/* RFC 4862 §5.4.3: "If the source address of the Neighbor Solicitation is the
 		 * unspecified address, the solicitation is from a node performing Duplicate
-		 * Address Detection." */
-		dad_duplicate(s, ns->target, "a solicitation for it from the unspecified address");
+		 * Address Detection."
+		 * From the node's own MAC it is the node's: a process's lwIP detecting the
+		 * address the node gave it (datapath.bpf.c redirects those to ulsd). */
+		if (memcmp(in->eth.src, s->mac, WIRE_ETH_ALEN) != 0)
+			dad_duplicate(s, ns->target,
+				      "a solicitation for it from the unspecified address");
 		/* §7.2.4: "If the source of the solicitation is the unspecified address, the
 		 * node MUST set the Solicited flag to zero and multicast the advertisement to
 		 * the all-nodes address." (Another node's duplicate address detection.) */
