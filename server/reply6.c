@@ -465,8 +465,8 @@ static void reply_ns(struct srv *s, const struct in6 *in, const struct wire_nd *
 		/* RFC 4862 §5.4.3: "If the source address of the Neighbor Solicitation is the
 		 * unspecified address, the solicitation is from a node performing Duplicate
 		 * Address Detection."
-		 * From the node's own MAC it is the node's: a process's lwIP detecting the
-		 * address the node gave it (datapath.bpf.c redirects those to ulsd). */
+		 * From the node's own MAC it is the node's own (a process's frame the direct
+		 * path's transmit check sends back to ulsd, datapath.bpf.c), not another's. */
 		if (memcmp(in->eth.src, s->mac, WIRE_ETH_ALEN) != 0)
 			dad_duplicate(s, ns->target,
 				      "a solicitation for it from the unspecified address");
