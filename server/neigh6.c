@@ -115,8 +115,9 @@ enum srv_neigh6_na srv__neigh6_from_na(struct srv_neigh6_cache *nc, uint64_t now
 		return SRV_NEIGH6_NA_IGNORED;
 	if (e->state == SRV_NEIGH6_INCOMPLETE) {
 		/* "If the advertisement's Solicited flag is set, the state of the entry is set
-		 * to REACHABLE; otherwise, it is set to STALE." Without the option the
-		 * advertisement "MUST silently discard" for an INCOMPLETE entry. */
+		 * to REACHABLE; otherwise, it is set to STALE." Without a Target Link-Layer
+		 * Address option an advertisement cannot complete an INCOMPLETE entry: it is
+		 * discarded. */
 		if (!mac)
 			return SRV_NEIGH6_NA_IGNORED;
 		bool waited = e->waiting;
@@ -197,7 +198,7 @@ int srv__neigh6_tick(struct srv_neigh6_cache *nc, uint64_t now, srv_neigh6_solic
 			if (e->solicits >= SRV_NEIGH6_SOLICITS) {
 				/* "If no Neighbor Advertisement is received after
 				 * MAX_MULTICAST_SOLICIT solicitations, address resolution has
-				 * failed"; "the entry SHOULD be deleted". */
+				 * failed"; Appendix C discards the entry. */
 				(*failed)++;
 				if (e->waiting)
 					(*failed_waiting)++;

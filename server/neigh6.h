@@ -83,8 +83,8 @@ enum srv_neigh6_na srv__neigh6_from_na(struct srv_neigh6_cache *nc, uint64_t now
  * way already (the entry now waits too); -EEXIST: the address is known (lookup it). */
 int srv__neigh6_resolve(struct srv_neigh6_cache *nc, uint64_t now, const uint8_t ip[16]);
 
-/* Retransmissions (§7.2.2: "retransmit ... every RetransTimer milliseconds until ...
- * MAX_MULTICAST_SOLICIT solicitations"): solicit(arg, ip) for each INCOMPLETE entry whose
+/* Retransmissions (§7.2.2: a solicitation every RetransTimer milliseconds, at most
+ * MAX_MULTICAST_SOLICIT in all): solicit(arg, ip) for each INCOMPLETE entry whose
  * time has come; an entry that has had its solicitations unanswered is deleted and counted
  * in *failed (with *failed_waiting when a probe waited for it). Returns ms until the next
  * event (at most 1000). */

@@ -302,8 +302,8 @@ static void send_ns(void *arg, const uint8_t target[16])
 
 /* ---- Duplicate address detection (RFC 4862 §5.4), optimistic (RFC 4429) ---------------
  * Both addresses are optimistic from the start: the node answers for them and its
- * processes use them while one solicitation per address (DupAddrDetectTransmits, §5.1:
- * "The default value is 1") waits RetransTimer for an objection, so ulsd's start is not
+ * processes use them while one solicitation per address (DupAddrDetectTransmits, §5.1,
+ * whose default is 1) waits RetransTimer for an objection, so ulsd's start is not
  * delayed. While they are tentative, an advertisement for one of them from another station,
  * or a solicitation for one from the unspecified address (another node's detection of the
  * same address), means a duplicate (§5.4.3, §5.4.4): counted (nd_dad_duplicate) and logged
@@ -349,8 +349,8 @@ int srv__dad_run(struct srv *s)
 		s->dad_ms = now + SRV_NEIGH6_RETRANS_MS;
 		return SRV_NEIGH6_RETRANS_MS;
 	}
-	/* §5.4: "If no such solicitations or advertisements are received within RetransTimer
-	 * milliseconds after the last solicitation, the address is considered unique". */
+	/* §5.4: no objection within RetransTimer after the last solicitation: the addresses
+	 * are unique. */
 	s->dad = SRV_DAD_DONE;
 	srv__log(2, "IPv6 duplicate address detection done: no other station has the node's "
 		 "addresses (RFC 4862 §5.4)");
@@ -373,9 +373,9 @@ static void dad_duplicate(struct srv *s, const uint8_t *addr, const char *what)
 		 "has it: give this node another address (--ip6, or a MAC of its own)", buf, what);
 }
 
-/* The address of ip has come (§7.2.2: "When a valid Neighbor Advertisement is received
- * ... the queued packets ... are transmitted"): what ulsd held for it are custody's
- * probes, one for each connection in custody whose peer is ip. */
+/* The address of ip has come (§7.2.5: the node "sends any packets queued for the neighbor
+ * awaiting address resolution"): what ulsd held for it are custody's probes, one for each
+ * connection in custody whose peer is ip. */
 static void probe_waiting(struct srv *s, const uint8_t ip[16])
 {
 	uint8_t mac[WIRE_ETH_ALEN];
@@ -462,9 +462,8 @@ static void reply_ns(struct srv *s, const struct in6 *in, const struct wire_nd *
 		return;
 	}
 	if (wire_ipv6_is_unspecified(in->ip.src)) {
-		/* RFC 4862 §5.4.3: "If the source address of the Neighbor Solicitation is the
-		 * unspecified address, the solicitation is from a node performing Duplicate
-		 * Address Detection."
+		/* RFC 4862 §5.4.3: a solicitation from the unspecified address for a tentative
+		 * address comes from a node detecting the same address: a duplicate.
 		 * From the node's own MAC it is the node's own (a process's frame the direct
 		 * path's transmit check sends back to ulsd, datapath.bpf.c), not another's. */
 		if (memcmp(in->eth.src, s->mac, WIRE_ETH_ALEN) != 0)
@@ -547,8 +546,8 @@ static void input_icmp6(struct srv *s, const struct in6 *in)
 		if (srv__is_node_ip6(s, nd.target)) {
 			if (memcmp(in->eth.src, s->mac, WIRE_ETH_ALEN) != 0) {
 				s->ctr.v[SRV_ND_ADDRESS_CONFLICT]++;
-				/* RFC 4862 §5.4.4: "If the target address matches a tentative
-				 * address, the tentative address is a duplicate". */
+				/* RFC 4862 §5.4.4: an advertisement for a tentative address
+				 * means another node has it: a duplicate. */
 				if (srv__dad_pending(s))
 					dad_duplicate(s, nd.target, "an advertisement for it");
 				else
