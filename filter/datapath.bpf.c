@@ -842,10 +842,13 @@ int txcheck(struct __sk_buff *skb)
 		    tpa == c->node_ip)
 			return bpf_redirect(c->ifindex, 0);
 	}
-	/* A Neighbor Solicitation for one of the node's IPv6 addresses (to its
+	/* A process's Neighbor Solicitation for one of the node's IPv6 addresses (to its
 	 * solicited-node group, RFC 4861 §7.2.2) likewise: ulsd answers, and the
-	 * advertisement reaches the asking queue through dp_ndwait. */
-	if (eth[WIRE_ETH_OFF_DST] == 0x33 && RD16(eth, WIRE_ETH_OFF_TYPE) == WIRE_ETHERTYPE_IPV6) {
+	 * advertisement reaches the asking queue through dp_ndwait. Not ulsd's own (queue
+	 * 0): its duplicate address detection of those addresses (RFC 4862 §5.4.2) is for
+	 * the link, and would come back to it as another node's. */
+	if (q != 0 && eth[WIRE_ETH_OFF_DST] == 0x33 &&
+	    RD16(eth, WIRE_ETH_OFF_TYPE) == WIRE_ETHERTYPE_IPV6) {
 		__u8 ip[WIRE_IPV6_HLEN], ns[WIRE_ND_NS_LEN];
 		if (bpf_skb_load_bytes(skb, WIRE_ETH_HLEN, ip, sizeof(ip)) == 0 &&
 		    ip[WIRE_IPV6_OFF_NEXT] == WIRE_IPPROTO_ICMPV6 &&

@@ -541,6 +541,19 @@ int srv__dp_neighbour(struct srv *s, uint32_t ip, uint8_t mac[6])
 	return 0;
 }
 
+/* The same for an IPv6 peer (dp_neigh6, filled from the handshakes steer6 sees). */
+int srv__dp_neighbour6(struct srv *s, const uint8_t ip[16], uint8_t mac[6])
+{
+	struct flt_dp_neigh nb;
+	uint8_t k[16];
+
+	memcpy(k, ip, 16);
+	if (!s->dp || bpf_map_lookup_elem(bpf_map__fd(s->dp->skel->maps.dp_neigh6), k, &nb) < 0)
+		return -ENOENT;
+	memcpy(mac, nb.mac, 6);
+	return 0;
+}
+
 int srv__dp_frag6_steer(struct srv *s, const uint8_t src[16], uint32_t id, uint32_t owner)
 {
 	struct flt_dp_frag6_key k;

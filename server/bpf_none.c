@@ -44,3 +44,9 @@ int srv__dp_neighbour(struct srv *s, uint32_t ip, uint8_t mac[6])
 	(void)s; (void)ip; (void)mac;
 	return -ENOENT;
 }
+
+int srv__dp_neighbour6(struct srv *s, const uint8_t ip[16], uint8_t mac[6])
+{
+	(void)s; (void)ip; (void)mac;
+	return -ENOENT;
+}

@@ -85,6 +85,14 @@ static const char *const counter_names[SRV_COUNTER_MAX] = {
 	[SRV_DROP_ND_INVALID] = "drop_nd_invalid",
 	[SRV_DROP_ND_NOT_FOR_NODE] = "drop_nd_not_for_node",
 	[SRV_DROP_IPV6_OPTION] = "drop_ipv6_option",
+	[SRV_ND_SOLICITS_SENT] = "nd_solicits_sent",
+	[SRV_ND_RESOLVE_FAILED] = "nd_resolve_failed",
+	[SRV_ND_ADVERTS_IGNORED] = "nd_adverts_ignored",
+	[SRV_ND_CACHE_EVICTED] = "nd_cache_evicted",
+	[SRV_RST_PROBES_DEFERRED] = "rst_probes_deferred",
+	[SRV_DROP_PROBE_NO_NEIGHBOUR] = "drop_probe_no_neighbour",
+	[SRV_ND_DAD_SOLICITS_SENT] = "nd_dad_solicits_sent",
+	[SRV_ND_DAD_DUPLICATE] = "nd_dad_duplicate",
 };
 
 const char *srv__counter_name(enum srv_counter c)

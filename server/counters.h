@@ -52,6 +52,12 @@ enum srv_counter {
 	/* processes' IPv6 on the relay path (demux.c): neighbour advertisements copied to
 	 * every relay process, frames delivered by the filter */
 	SRV_ND_SHARED, SRV_IPV6_FRAMES_DEMUXED,
+	/* ulsd's IPv6 neighbour cache (neigh6.c, reply6.c) and custody's probes without a
+	 * peer's link-layer address (reply.c, reply6.c) */
+	SRV_ND_SOLICITS_SENT, SRV_ND_RESOLVE_FAILED, SRV_ND_ADVERTS_IGNORED, SRV_ND_CACHE_EVICTED,
+	SRV_RST_PROBES_DEFERRED, SRV_DROP_PROBE_NO_NEIGHBOUR,
+	/* the node's duplicate address detection (reply6.c, RFC 4862 §5.4) */
+	SRV_ND_DAD_SOLICITS_SENT, SRV_ND_DAD_DUPLICATE,
 	SRV_COUNTER_MAX
 };
 

@@ -755,6 +755,16 @@ int srv__ctl_run(struct srv *s, int lfd)
 			int t = srv__handoff_tick(s);
 			timeout = t < timeout ? t : timeout;
 		}
+		/* The node's duplicate address detection (reply6.c). */
+		if (srv__dad_pending(s)) {
+			int t = srv__dad_run(s);
+			timeout = t < timeout ? t : timeout;
+		}
+		/* Neighbour solicitations for custody's IPv6 probes (reply6.c). */
+		if (srv__neigh6_resolving(&s->neigh6)) {
+			int t = srv__neigh6_run(s);
+			timeout = t < timeout ? t : timeout;
+		}
 		pthread_mutex_unlock(&s->lock);
 		srv__tx_flush(s);   /* the probes, and frames drained for RELEASE and UNBIND */
 		if (timeout < 1)

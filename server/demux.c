@@ -106,8 +106,8 @@ static void share_arp(struct srv *s, const uint8_t *frame, size_t len)
 /* RFC 8200 on the relay path: a process's IPv6 (control protocol 3). A packet to one of
  * the node's unicast addresses that the filter gives a process goes to it; neighbour
  * advertisements are copied to every relay process, as ARP replies are, since each
- * process's lwIP resolves its own peers (RFC 4861 §7.2.5) and ulsd keeps no IPv6
- * neighbour cache. Returns true when the frame is taken; else ulsd answers it itself
+ * process's lwIP resolves its own peers (RFC 4861 §7.2.5); ulsd's own cache (neigh6.c)
+ * is for its probes only. Returns true when the frame is taken; else ulsd answers it itself
  * (reply6.c), as before. */
 static bool relay_ip6(struct srv *s, const uint8_t *frame, size_t len, uint32_t off,
 		      uint64_t t_read)

@@ -30,6 +30,7 @@
 #include "server/counters.h"
 #include "server/custody.h"
 #include "server/lease.h"
+#include "server/neigh6.h"
 #include "server/ports.h"
 
 #define SRV_HANDOFF_MS      5000    /* a connection in transit between processes (handoff.c) */
@@ -75,6 +76,10 @@ struct srv {
 	bool dp_ip6;
 	uint8_t ip6[16], ip6_ll[16];
 	unsigned ip6_plen;
+	/* Duplicate address detection of ip6 and ip6_ll (RFC 4862 §5.4; reply6.c), optimistic
+	 * (RFC 4429): the addresses serve while it runs. enum srv_dad; dad_ms: its next step. */
+	uint8_t dad;
+	uint64_t dad_ms;
 	uint8_t mac[WIRE_ETH_ALEN];
 	unsigned mtu;
 	/* The TAP carries a virtio-net header with checksum and TCPv4 segmentation offload
@@ -111,6 +116,8 @@ struct srv {
 	/* Neighbours seen on the wire (IPv4 source -> Ethernet source), so ulsd can address
 	 * a peer whose process died. Direct-mapped by the address's low bits. */
 	struct { uint32_t ip; uint8_t mac[WIRE_ETH_ALEN]; } neigh[256];
+	/* The same for IPv6, by neighbour discovery (neigh6.h, reply6.c). */
+	struct srv_neigh6_cache neigh6;
 	enum srv_datapath datapath;
 	struct srv_dp *dp;      /* the direct data path's programs and queues; NULL: none */
 	struct srv_reass *reass;  /* fragments being reassembled (reass.c; demux thread) */
@@ -176,6 +183,23 @@ bool srv__is_node_ip6(const struct srv *s, const uint8_t *a);
 void srv__reply6_param_problem(struct srv *s, const uint8_t *frame, size_t len, uint8_t code,
 			       uint32_t pointer);
 void srv__reply6_reass_time_exceeded(struct srv *s, const uint8_t *frame, size_t len);
+/* Duplicate address detection (RFC 4862 §5.4): srv__dad_start before the threads run,
+ * srv__dad_run from the control thread's loop while srv__dad_pending (s->lock held);
+ * returns ms until its next step. */
+enum srv_dad { SRV_DAD_OFF, SRV_DAD_DUE, SRV_DAD_PROBING, SRV_DAD_DONE, SRV_DAD_DUPLICATE };
+#define SRV_DAD_MAX_DELAY_MS 1000   /* RFC 4861 §10 MAX_RTR_SOLICITATION_DELAY */
+void srv__dad_start(struct srv *s);
+int srv__dad_run(struct srv *s);
+static inline bool srv__dad_pending(const struct srv *s)
+{
+	return s->dad == SRV_DAD_DUE || s->dad == SRV_DAD_PROBING;
+}
+/* srv__send_probe for an IPv6 peer: at once when its link-layer address is known, else
+ * after the neighbour solicitation it sends is answered (RFC 4861 §7.2.2). */
+void srv__send_probe6(struct srv *s, const struct srv_custody *c);
+/* The neighbour cache's retransmissions and failures (s->lock held); returns ms until the
+ * next one (at most 1000). */
+int srv__neigh6_run(struct srv *s);
 
 /* A lease as the port table knows it (ports.h). */
 #define SRV_OWNER(l) (&(const struct srv_port_owner){ .id = (l)->id, .uid = (l)->uid, \
@@ -209,6 +233,7 @@ typedef void srv_dp_stat_fn(void *arg, const char *name, uint64_t value);
 void srv__dp_stats(struct srv *s, srv_dp_stat_fn *fn, void *arg);
 /* The MAC of a peer the kernel saw set up a connection (ulsd sees no direct frames). */
 int srv__dp_neighbour(struct srv *s, uint32_t ip, uint8_t mac[WIRE_ETH_ALEN]);
+int srv__dp_neighbour6(struct srv *s, const uint8_t ip[16], uint8_t mac[WIRE_ETH_ALEN]);
 /* Steer the fragments of datagram (src, id, proto) to the queue of lease owner; owner 0
  * removes the entry. */
 int srv__dp_frag_steer(struct srv *s, uint32_t src, uint16_t id, uint8_t proto, uint32_t owner);

@@ -226,16 +226,18 @@ void srv__send_probe(void *arg, const struct srv_custody *c)
 	unsigned i = ntohl(rip) & 0xff;
 	uint32_t seq;
 
-	/* Deviation: an IPv6 peer is not probed: ulsd keeps no IPv6 neighbour cache
-	 * (docs/ipv6.md), so the peer learns from the RST its next segment gets (reply6.c,
-	 * RFC 9293 §3.10.7.1) instead of at once. */
-	if (!flt_addr_is_v4(&c->rip))
+	if (!flt_addr_is_v4(&c->rip)) {
+		srv__send_probe6(s, c);  /* reply6.c, with neighbour discovery */
 		return;
+	}
 	if (s->neigh[i].ip != rip) {
 		uint8_t mac[WIRE_ETH_ALEN];
 		/* A process on the direct path: the kernel saw the peer, not ulsd. */
-		if (srv__dp_neighbour(s, rip, mac) < 0)
-			return;  /* never heard from it: it will get a RST for its next segment */
+		if (srv__dp_neighbour(s, rip, mac) < 0) {
+			/* Never heard from it: it will get a RST for its next segment. */
+			s->ctr.v[SRV_DROP_PROBE_NO_NEIGHBOUR]++;
+			return;
+		}
 		srv__learn_neighbour(s, rip, mac);
 	}
 	if (getrandom(&seq, sizeof(seq), GRND_NONBLOCK) != sizeof(seq))

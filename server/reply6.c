@@ -6,18 +6,20 @@
  * a CLOSED connection). server/reply.c is the IPv4 twin; the answers here keep its rules,
  * rate limits and counters.
  *
- * No process carries IPv6 yet (docs/ipv6.md): every IPv6 frame for the node ends here,
- * from the relay's demultiplexer and, on a direct-path node, from queue 0, where the
- * steering program sends everything that is not IPv4. What a process will own (TCP and
- * UDP to its ports, ICMPv6 errors about them, NA and RA copies) comes with the filter's
- * IPv6 keys.
+ * The IPv6 frames for the node that no process owns end here (demux.c's relay_ip6 gives
+ * processes theirs), from the relay's demultiplexer and, on a direct-path node, from queue
+ * 0. ulsd's own neighbour cache (neigh6.h) learns from the solicitations and advertisements
+ * that arrive here and resolves the peers of custody's probes (RFC 4861 §7.2.2-7.2.5).
  *
  * Every function here runs on the demux thread with s->lock held and reads the frame only
  * through netif/wire's bounds-checked views.
  */
 #include "server/internal.h"
 
+#include <arpa/inet.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "netif/wire/wire.h"
 
@@ -26,6 +28,7 @@
 #define TCP_HLEN  WIRE_TCP_HLEN_MIN
 #define ICMP6_HLEN WIRE_ICMPV6_HLEN
 #define NA_LEN    (WIRE_ND_NA_LEN + WIRE_ND_OPT_LLADDR_LEN)
+#define NS_LEN    (WIRE_ND_NS_LEN + WIRE_ND_OPT_LLADDR_LEN)
 /* RFC 4443 §3.4: Parameter Problem code 1, "unrecognized Next Header type encountered". */
 #define PARAM_PROB_NEXT_HEADER 1
 /* Code 2, "unrecognized IPv6 option encountered". */
@@ -224,6 +227,223 @@ static bool nd_valid(const struct in6 *in, const struct wire_nd *nd)
 	return true;
 }
 
+static void count_evicted(struct srv *s)
+{
+	s->ctr.v[SRV_ND_CACHE_EVICTED] = s->neigh6.evicted;
+}
+
+/* The node's address a frame to peer comes from: link-local for a link-local peer, else
+ * the global one. Custody keeps no local address (custody.h); a process's connection to a
+ * global peer is from s->ip6, the only global address the node has. */
+static const uint8_t *src_for(const struct srv *s, const uint8_t *peer)
+{
+	return is_link_local(peer) ? s->ip6_ll : s->ip6;
+}
+
+/* The probe of reply.c's srv__send_probe over IPv6: an ACK far outside the peer's window,
+ * its checksum over RFC 8200 §8.1's pseudo-header. */
+static void send_probe(struct srv *s, const uint8_t mac[WIRE_ETH_ALEN], const struct srv_custody *c)
+{
+	uint8_t f[ETH_HLEN + IP6_HLEN + TCP_HLEN];
+	uint8_t *tcp = f + ETH_HLEN + IP6_HLEN;
+	const uint8_t *rip = c->rip.b, *src = src_for(s, rip);
+	uint32_t seq;
+
+	if (getrandom(&seq, sizeof(seq), GRND_NONBLOCK) != sizeof(seq))
+		seq = (uint32_t)srv__now_ms();
+	put_headers(s, f, mac, src, rip, WIRE_IPPROTO_TCP, TCP_HLEN, WIRE_IPV6_DEFAULT_HLIM);
+	wire_tcp_write(tcp, c->lport, c->rport, seq, seq ^ 0x80000000u, WIRE_TCP_ACK, 0);
+	uint32_t sum = wire_sum_pseudo6(0, src, rip, WIRE_IPPROTO_TCP, TCP_HLEN);
+	wire_wr16(tcp + WIRE_TCP_OFF_CHECKSUM, wire_sum_finish(wire_sum(sum, tcp, TCP_HLEN)));
+	srv__send_frame(s, f, sizeof(f));
+	s->ctr.v[SRV_RST_PROBES]++;
+}
+
+/* RFC 4861 §7.2.2: a Neighbor Solicitation for target, "sent to the solicited-node
+ * multicast address corresponding to the target address", with the node's link-layer
+ * address in a Source Link-Layer Address option ("MUST be included in multicast
+ * solicitations", §4.3), hop limit 255 (§7.1.1). Its source: the node's address of the
+ * target's scope, the one the waiting probe is sent from ("If the source address of the
+ * packet prompting the solicitation is the same as one of the addresses assigned to the
+ * outgoing interface, that address SHOULD be placed in the IP Source Address").
+ * dad: duplicate address detection's instead (RFC 4862 §5.4.2): from the unspecified
+ * address and so without the option (§7.1.1: "there is no source link-layer address
+ * option in the message"). */
+static void put_ns(struct srv *s, const uint8_t target[16], bool dad)
+{
+	static const uint8_t unspecified[WIRE_IPV6_ALEN];
+	uint8_t f[ETH_HLEN + IP6_HLEN + NS_LEN], group[WIRE_IPV6_ALEN], mac[WIRE_ETH_ALEN];
+	uint8_t *ns = f + ETH_HLEN + IP6_HLEN;
+	const uint8_t *src = dad ? unspecified : src_for(s, target);
+	size_t len = dad ? WIRE_ND_NS_LEN : NS_LEN;
+
+	wire_ipv6_solicited_node(group, target);
+	wire_ipv6_mcast_mac(mac, group);
+	put_headers(s, f, mac, src, group, WIRE_IPPROTO_ICMPV6, len, WIRE_ND_HOP_LIMIT);
+	memset(ns, 0, NS_LEN);
+	ns[WIRE_ICMPV6_OFF_TYPE] = WIRE_ND_NEIGHBOR_SOLICIT;
+	memcpy(ns + WIRE_ND_OFF_TARGET, target, WIRE_IPV6_ALEN);
+	if (!dad) {
+		ns[WIRE_ND_NS_LEN] = WIRE_ND_OPT_SRC_LLADDR;
+		ns[WIRE_ND_NS_LEN + 1] = WIRE_ND_OPT_LLADDR_LEN / WIRE_ND_OPT_UNIT;
+		memcpy(ns + WIRE_ND_NS_LEN + 2, s->mac, WIRE_ETH_ALEN);
+	}
+	wire_icmpv6_set_checksum(src, group, ns, len);
+	srv__send_frame(s, f, ETH_HLEN + IP6_HLEN + len);
+}
+
+static void send_ns(void *arg, const uint8_t target[16])
+{
+	struct srv *s = arg;
+
+	put_ns(s, target, false);
+	s->ctr.v[SRV_ND_SOLICITS_SENT]++;
+}
+
+/* ---- Duplicate address detection (RFC 4862 §5.4), optimistic (RFC 4429) ---------------
+ * Both addresses are optimistic from the start: the node answers for them and its
+ * processes use them while one solicitation per address (DupAddrDetectTransmits, §5.1,
+ * whose default is 1) waits RetransTimer for an objection, so ulsd's start is not
+ * delayed. While they are tentative, an advertisement for one of them from another station,
+ * or a solicitation for one from the unspecified address (another node's detection of the
+ * same address), means a duplicate (§5.4.3, §5.4.4): counted (nd_dad_duplicate) and logged
+ * as an error.
+ * Deviation: the detection reports, it changes nothing. §5.4.5 has a duplicate address
+ * not assigned (and IP operation disabled for a link-local address from the hardware
+ * address), and RFC 4429 §3.3 has an optimistic node clear the Override flag of its
+ * advertisements and not answer a solicitation from the unspecified address. ulsd's
+ * addresses are its operator's (--ip6, the MAC), not autoconfigured: it keeps them and its
+ * answers as they were, so that its processes keep their connections; the log line says
+ * what to fix.
+ * Deviation: no MLD report for the solicited-node groups (§5.4.2, RFC 3810): the link's
+ * bridge floods multicast, as switches without MLD snooping do. */
+
+void srv__dad_start(struct srv *s)
+{
+	uint16_t r;
+
+	if (!s->has_ip6)
+		return;
+	/* §5.4.2: the first message after the interface comes up "SHOULD delay joining the
+	 * solicited-node multicast address by a random delay between 0 and
+	 * MAX_RTR_SOLICITATION_DELAY", so that nodes started together do not collide. */
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
+		r = 0;
+	s->dad = SRV_DAD_DUE;
+	s->dad_ms = srv__now_ms() + r % SRV_DAD_MAX_DELAY_MS;
+}
+
+int srv__dad_run(struct srv *s)
+{
+	uint64_t now = srv__now_ms();
+
+	if (!srv__dad_pending(s))
+		return 1000;
+	if (now < s->dad_ms)
+		return (int)(s->dad_ms - now);
+	if (s->dad == SRV_DAD_DUE) {
+		put_ns(s, s->ip6, true);
+		put_ns(s, s->ip6_ll, true);
+		s->ctr.v[SRV_ND_DAD_SOLICITS_SENT] += 2;
+		s->dad = SRV_DAD_PROBING;
+		s->dad_ms = now + SRV_NEIGH6_RETRANS_MS;
+		return SRV_NEIGH6_RETRANS_MS;
+	}
+	/* §5.4: no objection within RetransTimer after the last solicitation: the addresses
+	 * are unique. */
+	s->dad = SRV_DAD_DONE;
+	srv__log(2, "IPv6 duplicate address detection done: no other station has the node's "
+		 "addresses (RFC 4862 §5.4)");
+	return 1000;
+}
+
+/* What arrived while the node's addresses are tentative says another station has addr
+ * (§5.4.3, §5.4.4). */
+static void dad_duplicate(struct srv *s, const uint8_t *addr, const char *what)
+{
+	char buf[INET6_ADDRSTRLEN];
+
+	if (!srv__dad_pending(s))
+		return;
+	s->ctr.v[SRV_ND_DAD_DUPLICATE]++;
+	s->dad = SRV_DAD_DUPLICATE;
+	if (!inet_ntop(AF_INET6, addr, buf, sizeof(buf)))
+		buf[0] = 0;
+	srv__log(0, "duplicate IPv6 address %s (RFC 4862 §5.4): %s; another station on the link "
+		 "has it: give this node another address (--ip6, or a MAC of its own)", buf, what);
+}
+
+/* The address of ip has come (§7.2.5: the node "sends any packets queued for the neighbor
+ * awaiting address resolution"): what ulsd held for it are custody's probes, one for each
+ * connection in custody whose peer is ip. */
+static void probe_waiting(struct srv *s, const uint8_t ip[16])
+{
+	uint8_t mac[WIRE_ETH_ALEN];
+
+	if (srv__neigh6_lookup(&s->neigh6, srv__now_ms(), ip, mac) < 0)
+		return;
+	for (size_t i = 0; i < s->custody.n; i++) {
+		const struct srv_custody *c = &s->custody.c[i];
+		if (!flt_addr_is_v4(&c->rip) && memcmp(c->rip.b, ip, 16) == 0)
+			send_probe(s, mac, c);
+	}
+}
+
+void srv__send_probe6(struct srv *s, const struct srv_custody *c)
+{
+	uint64_t now = srv__now_ms();
+	uint8_t mac[WIRE_ETH_ALEN];
+	int rc;
+
+	if (!s->has_ip6) {
+		s->ctr.v[SRV_DROP_PROBE_NO_NEIGHBOUR]++;
+		return;
+	}
+	rc = srv__neigh6_lookup(&s->neigh6, now, c->rip.b, mac);
+	if (rc == -ENOENT && srv__dp_neighbour6(s, c->rip.b, mac) == 0) {
+		/* A process on the direct path: the kernel saw the handshake, not ulsd. */
+		srv__neigh6_learn(&s->neigh6, now, c->rip.b, mac);
+		count_evicted(s);
+		rc = 0;
+	}
+	if (rc == 0) {
+		send_probe(s, mac, c);
+		return;
+	}
+	/* §7.2.2: resolve it; the probe goes when the advertisement comes (probe_waiting),
+	 * or is lost with the entry after MAX_MULTICAST_SOLICIT unanswered solicitations
+	 * (srv__neigh6_run). */
+	if (srv__neigh6_resolve(&s->neigh6, now, c->rip.b) == 1)
+		send_ns(s, c->rip.b);
+	count_evicted(s);
+	s->ctr.v[SRV_RST_PROBES_DEFERRED]++;
+}
+
+int srv__neigh6_run(struct srv *s)
+{
+	unsigned failed = 0, failed_waiting = 0;
+	int t = srv__neigh6_tick(&s->neigh6, srv__now_ms(), send_ns, s, &failed, &failed_waiting);
+
+	s->ctr.v[SRV_ND_RESOLVE_FAILED] += failed;
+	/* The probes that waited for an address that never came: the peer learns from the
+	 * RST its next segment gets (§3.10.7.1) instead. */
+	s->ctr.v[SRV_DROP_PROBE_NO_NEIGHBOUR] += failed_waiting;
+	return t;
+}
+
+/* §7.2.5 for an advertisement that nd_valid accepted, about another station's address. */
+static void input_na(struct srv *s, const struct wire_nd *na)
+{
+	enum srv_neigh6_na r = srv__neigh6_from_na(&s->neigh6, srv__now_ms(), na->target,
+						    na->lladdr,
+						    (na->flags & WIRE_ND_NA_SOLICITED) != 0,
+						    (na->flags & WIRE_ND_NA_OVERRIDE) != 0);
+	if (r == SRV_NEIGH6_NA_IGNORED)
+		s->ctr.v[SRV_ND_ADVERTS_IGNORED]++;
+	else if (r == SRV_NEIGH6_NA_RESOLVED_WAITING)
+		probe_waiting(s, na->target);
+}
+
 /* RFC 4861 §7.2.4: answer a valid solicitation for one of the node's addresses. */
 static void reply_ns(struct srv *s, const struct in6 *in, const struct wire_nd *ns)
 {
@@ -242,6 +462,13 @@ static void reply_ns(struct srv *s, const struct in6 *in, const struct wire_nd *
 		return;
 	}
 	if (wire_ipv6_is_unspecified(in->ip.src)) {
+		/* RFC 4862 §5.4.3: a solicitation from the unspecified address for a tentative
+		 * address comes from a node detecting the same address: a duplicate.
+		 * From the node's own MAC it is the node's own (a process's frame the direct
+		 * path's transmit check sends back to ulsd, datapath.bpf.c), not another's. */
+		if (memcmp(in->eth.src, s->mac, WIRE_ETH_ALEN) != 0)
+			dad_duplicate(s, ns->target,
+				      "a solicitation for it from the unspecified address");
 		/* §7.2.4: "If the source of the solicitation is the unspecified address, the
 		 * node MUST set the Solicited flag to zero and multicast the advertisement to
 		 * the all-nodes address." (Another node's duplicate address detection.) */
@@ -252,11 +479,20 @@ static void reply_ns(struct srv *s, const struct in6 *in, const struct wire_nd *
 		 * advertisement to the Source Address of the solicitation." Its link-layer
 		 * address is the option's, or the frame's source when there is none (a
 		 * unicast solicitation may leave it out, §4.3).
-		 * Deviation: the node keeps no IPv6 neighbour cache (§7.2.3 would create or
-		 * update an entry from the option); it answers from what the frame says. */
+		 * §7.2.3: "If the Source Address is not the unspecified address and, on link
+		 * layers that have addresses, the solicitation includes a Source Link-Layer
+		 * Address option, then the recipient SHOULD create or update the Neighbor
+		 * Cache entry for the IP Source Address of the solicitation." */
 		dst = in->ip.src;
 		flags |= WIRE_ND_NA_SOLICITED;
 		memcpy(mac, ns->lladdr ? ns->lladdr : in->eth.src, WIRE_ETH_ALEN);
+		if (ns->lladdr) {
+			bool waited = srv__neigh6_from_ns(&s->neigh6, srv__now_ms(), in->ip.src,
+							 ns->lladdr);
+			count_evicted(s);
+			if (waited)
+				probe_waiting(s, in->ip.src);
+		}
 	}
 	/* §4.4: Router flag 0 (the node is not a router); Override 1 (§7.2.4: not anycast,
 	 * no proxy, the option included: "Otherwise, the Override flag SHOULD be set to
@@ -305,14 +541,22 @@ static void input_icmp6(struct srv *s, const struct in6 *in)
 			return;
 		}
 		s->ctr.v[SRV_ND_ADVERTS_RECEIVED]++;
-		/* §7.2.5 is the processes' business once they carry IPv6 (docs/ipv6.md: NA
-		 * copied to every process, as ARP replies are). An advertisement for one of
-		 * the node's own addresses from another station is a duplicate address. */
-		if (srv__is_node_ip6(s, nd.target) &&
-		    memcmp(in->eth.src, s->mac, WIRE_ETH_ALEN) != 0) {
-			s->ctr.v[SRV_ND_ADDRESS_CONFLICT]++;
-			srv__log(1, "another station advertises one of the node's IPv6 addresses");
+		/* An advertisement for one of the node's own addresses from another station
+		 * is a duplicate address. */
+		if (srv__is_node_ip6(s, nd.target)) {
+			if (memcmp(in->eth.src, s->mac, WIRE_ETH_ALEN) != 0) {
+				s->ctr.v[SRV_ND_ADDRESS_CONFLICT]++;
+				/* RFC 4862 §5.4.4: an advertisement for a tentative address
+				 * means another node has it: a duplicate. */
+				if (srv__dad_pending(s))
+					dad_duplicate(s, nd.target, "an advertisement for it");
+				else
+					srv__log(1, "another station advertises one of the node's IPv6 addresses");
+			}
+			return;
 		}
+		/* §7.2.5 for ulsd's cache (each relay process got a copy for its own, demux.c). */
+		input_na(s, &nd);
 		return;
 	default:
 		/* Errors about processes' packets, router messages, echo replies: no process

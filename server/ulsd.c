@@ -313,8 +313,8 @@ int main(int argc, char **argv)
 		memcpy(s.mac, m, 6);
 	}
 	/* RFC 4862 §5.3 / RFC 4291 §2.5.6: the link-local address every IPv6 interface has.
-	 * Deviation: no duplicate address detection (RFC 4862 §5.4) yet: the testbed's
-	 * addresses are assigned, not chosen. */
+	 * Both addresses go through duplicate address detection once the threads run
+	 * (reply6.c, srv__dad_start below). */
 	if (s.has_ip6)
 		wire_ipv6_link_local(s.ip6_ll, s.mac);
 	if (getrandom(s.isn_secret, sizeof(s.isn_secret), 0) != (ssize_t)sizeof(s.isn_secret) ||
@@ -377,6 +377,7 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGPIPE);
 	pthread_sigmask(SIG_BLOCK, &sigs, NULL);
 
+	srv__dad_start(&s);   /* before the threads: nobody else reads s yet */
 	pthread_t demux;
 	if (pthread_create(&demux, NULL, srv__demux_thread, &s) != 0) {
 		fprintf(stderr, "ulsd: cannot start the demux thread\n");

@@ -11,7 +11,7 @@ from scapy.layers.l2 import Ether
 from scapy.utils6 import inet_pton, inet_ntop
 import socket
 
-from conftest import curated_pcap, requirement
+from conftest import curated_pcap, requirement, wait_counter
 
 
 def link_local(mac):
@@ -127,7 +127,7 @@ def test_rfc4861_ns_for_other_target_not_answered(node6, link):
     """RFC 4861 §7.2.3: "A valid Neighbor Solicitation that does not meet any of the
     following requirements MUST be silently discarded: - The Target Address is a "valid"
     unicast or anycast address assigned to the receiving interface [ADDRCONF], ..." (the
-    node offers no proxy service and runs no duplicate address detection). Positive
+    node offers no proxy service). Positive
     control: the node's own address is answered."""
     node = node6
     other = str(ipaddress.IPv6Address(node.ip6) + 0x76)
@@ -150,3 +150,31 @@ def test_rfc4861_dad_solicitation_answered_to_all_nodes(node6, link):
     r = link.recv(is_na(node.ip6), 3)
     assert r is not None, "no advertisement for a duplicate address detection probe"
     check_na(node, r, node.ip6, "ff02::1", "33:33:00:00:00:01", 0)
+
+
+@requirement(fix='ulsd: server/reply6.c',
+             mutate="sed -i 's/if (in->ip.hlim != WIRE_ND_HOP_LIMIT || nd->code != 0 ||/if (nd->code != 0 ||/' server/reply6.c")
+def test_rfc4861_na_with_hop_limit_not_255_discarded(node6, link):
+    """RFC 4861 §7.1.2: "A node MUST silently discard any received Neighbor Advertisement
+    messages that do not satisfy all of the following validity checks: - The IP Hop Limit
+    field has a value of 255, i.e., the packet could not possibly have been forwarded by a
+    router." An unsolicited advertisement with hop limit 254 from an address ulsd's
+    neighbour cache does not hold is counted invalid (drop_nd_invalid, exactly one); the
+    same with hop limit 255, sent after it, passes the checks and meets §7.2.5's "If no
+    entry exists, the advertisement SHOULD be silently discarded" (nd_adverts_ignored),
+    which also tells that the first one was seen (one path, in order)."""
+    node = node6
+    other = str(ipaddress.IPv6Address(node.my_ip6) + 0x99)
+    before = node.ulsd_counters()
+
+    def na(hlim):
+        return (Ether(src=node.my_mac, dst=node.mac) /
+                IPv6(src=other, dst=node.ip6, hlim=hlim) /
+                ICMPv6ND_NA(tgt=other, R=0, S=0, O=1) /
+                ICMPv6NDOptDstLLAddr(lladdr=node.my_mac))
+    link.send(na(254))
+    link.send(na(255))
+    ignored = wait_counter(node.ulsd_counters, "nd_adverts_ignored",
+                           before["nd_adverts_ignored"] + 1)
+    assert ignored >= before["nd_adverts_ignored"] + 1, "the valid advertisement was not seen"
+    assert node.ulsd_counters()["drop_nd_invalid"] == before["drop_nd_invalid"] + 1

@@ -307,3 +307,37 @@ def test_ipv6_connection_of_a_killed_process_goes_to_custody_and_its_peer_gets_a
     open(go, "w").close()
     r = tb.wait_line(ks, "reset", 20)
     assert r["reset"] in ("ECONNRESET", "EPIPE"), tb.output(ks)
+
+
+def test_idle_peer_of_a_killed_process_is_reset_by_the_probe(tb):
+    """A process on node 1 holds an IPv6 connection to the kernel peer, which only reads
+    (it never sends, so no segment of its own can meet a RST), and is killed (SIGKILL).
+    ulsd probes the peer as for IPv4 (RFC 9293 §3.10.7.4, RFC 5961 §5.2: an ACK outside
+    its window; the peer's challenge ACK gets a RST with SEQ = its ACK), addressing it from
+    its IPv6 neighbour cache (server/neigh6.c; by a neighbour solicitation when it does not
+    know the peer, or from the steering program's dp_neigh6 on the direct path). The peer's
+    read fails with ECONNRESET within seconds (the probe's bound: one solicitation
+    round, RFC 4861 §7.2.2's retransmission at 1 s at worst), and rst_probes counts it."""
+    port = 7608
+    ks = tb.start(tb.kernel([PYTHON, PEER, "kserver", "--port", str(port), "--idle"]),
+                  "probe-kserver")
+    tb.wait_line(ks, "listening")
+    h = tb.start(tb.uls(1, [PYTHON, PEER, "hold", "--to", tb.env["TB_KERNEL_IP6"], "--port",
+                            str(port)]), "probe-holder")
+    tb.wait_line(h, "connected", 30)
+    tb.wait_line(ks, "accepted", 10)
+    remote = f"[{tb.env['TB_KERNEL_IP6']}]:{port}"
+    wait_endpoint(tb, 1, lambda e: e["state"] == "connected" and e["remote"] == remote)
+    before = tb.stat(1)["counters"]
+    t_kill = time.monotonic()
+    os.killpg(h.pid, signal.SIGKILL)
+    h.wait(10)
+    r = tb.wait_line(ks, "reset", 40)
+    after = tb.stat(1)["counters"]
+    got = {k: after.get(k, 0) - before.get(k, 0)
+           for k in ("rst_probes", "rst_probes_deferred", "nd_solicits_sent", "rst_sent",
+                     "drop_probe_no_neighbour")}
+    print(f"{tb.mode}: peer reset {r['t'] - t_kill:.3f} s after the kill; {got}")
+    assert r["reset"] == "ECONNRESET", (r, got, tb.output(ks))
+    assert r["t"] - t_kill < 5.0, (r["t"] - t_kill, got)
+    assert got["rst_probes"] >= 1 and got["drop_probe_no_neighbour"] == 0, got

@@ -7,6 +7,9 @@ them), so these cases forge IPv6 frames from a process holding IPv4 endpoints (h
 spoof6) and send IPv6 to the nodes from the kernel peer. The steering program's IPv6
 rules are checked against the filter table in tests/unit/test_datapath6.
 """
+import os
+import signal
+import subprocess
 import time
 
 import pytest
@@ -113,3 +116,70 @@ def test_no_process_receives_ipv6_frames_meant_for_the_node(tb, ip6):
     replies = int(pinger.stdout().split()[1])
     assert replies >= 30, pinger.stdout()
     assert frames_moved(before, during) > 100, (before, during)
+
+
+def _dad_done(tb, node, log_from, timeout=10.0):
+    """Wait for ulsd's duplicate address detection to end (its log line after offset
+    log_from: done, or a duplicate) and return ulsd's counters then."""
+    path = os.path.join(tb.daemon_dir, f"ulsd{node}.log")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with open(path, errors="replace") as f:
+            f.seek(log_from)
+            text = f.read()
+        if "duplicate address detection done" in text or "duplicate IPv6 address" in text:
+            return tb.counters(node), text
+        time.sleep(0.05)
+    raise AssertionError(f"no end of duplicate address detection in ulsd's log:\n{text}")
+
+
+def _restart_ulsd(tb, node, argv):
+    pid = tb.ulsd_pid(node)
+    if pid is not None:
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while tb.ulsd_pid(node) == pid and time.monotonic() < deadline:
+            time.sleep(0.05)
+    log_from = os.path.getsize(os.path.join(tb.daemon_dir, f"ulsd{node}.log"))
+    tb.start_ulsd(node, argv)
+    return log_from
+
+
+def test_duplicate_address_detection_reports_a_kernel_peer_with_the_node_address(tb, ip6):
+    """RFC 4862 §5.4, optimistic (RFC 4429): a starting ulsd solicits each of its two IPv6
+    addresses once from :: and, unanswered for RetransTimer, logs them unique. Started
+    again while the kernel peer also has node 1's address (added without its own
+    detection), it logs the duplicate with the address and counts it (nd_dad_duplicate 1,
+    nd_address_conflict); with the address gone from the peer, the next start is clean
+    again. Its own solicitations never count as another node's (on the direct path the
+    transmit check once sent them back to ulsd)."""
+    argv = tb.ulsd_cmdline(1)
+    addr = ip6["TB_NODE1_IP6"]
+    kif = next(line.split()[0].split("@")[0] for line in subprocess.run(
+        ["ip", "-n", tb.kernel_ns, "-br", "link"], capture_output=True, text=True,
+        check=True).stdout.splitlines() if not line.startswith("lo "))
+    added = False
+    try:
+        log_from = _restart_ulsd(tb, 1, argv)
+        c, log = _dad_done(tb, 1, log_from)
+        assert "duplicate address detection done" in log, log
+        assert c["nd_dad_solicits_sent"] == 2 and c["nd_dad_duplicate"] == 0, c
+        subprocess.run(["ip", "-n", tb.kernel_ns, "addr", "add", f"{addr}/128", "dev", kif,
+                        "nodad"], check=True)
+        added = True
+        log_from = _restart_ulsd(tb, 1, argv)
+        c, log = _dad_done(tb, 1, log_from)
+        assert f"duplicate IPv6 address {addr} " in log, log
+        assert c["nd_dad_duplicate"] == 1 and c["nd_address_conflict"] >= 1, c
+        subprocess.run(["ip", "-n", tb.kernel_ns, "addr", "del", f"{addr}/128", "dev", kif],
+                       check=True)
+        added = False
+        log_from = _restart_ulsd(tb, 1, argv)
+        c, log = _dad_done(tb, 1, log_from)
+        assert "duplicate address detection done" in log, log
+        assert c["nd_dad_duplicate"] == 0, c
+    finally:
+        if added:
+            subprocess.run(["ip", "-n", tb.kernel_ns, "addr", "del", f"{addr}/128", "dev", kif])
+        if not tb.ulsd_alive(1):
+            tb.start_ulsd(1, argv)

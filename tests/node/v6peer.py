@@ -13,6 +13,9 @@ bytes (a deterministic stream, echoed back and compared).
   kserver --port P --go FILE
                       (kernel peer) accepts one connection, prints it, waits for FILE, then
                       writes until the connection is reset: {"reset": "ECONNRESET"} or the like
+  kserver --port P --idle
+                      the same, but it only reads, never writes: {"reset": ..., "t": T} with
+                      T on the monotonic clock all namespaces share
   hold --to A --port P
                       connects, prints its names, and sleeps (the test kills it)
 """
@@ -130,6 +133,18 @@ def kserver(a):
     c, peer = ls.accept()
     out(accepted=list(peer[:2]))
     deadline = time.monotonic() + a.timeout
+    if a.idle:
+        # Nothing to send: only what the peer's side sends (a probe) can end it.
+        c.settimeout(a.timeout)
+        try:
+            while c.recv(1024):
+                pass
+            out(reset="EOF", t=time.monotonic())
+        except socket.timeout:
+            out(reset=None, t=time.monotonic())
+        except OSError as e:
+            out(reset=errno.errorcode.get(e.errno, str(e.errno)), t=time.monotonic())
+        return
     while not os.path.exists(a.go) and time.monotonic() < deadline:
         time.sleep(0.05)
     t0 = time.monotonic()
@@ -163,6 +178,7 @@ def main():
     p.add_argument("--udp", action="store_true")
     p.add_argument("--count", type=int, default=1)
     p.add_argument("--go")
+    p.add_argument("--idle", action="store_true")
     p.add_argument("--timeout", type=float, default=30.0)
     a = p.parse_args()
     if a.mode == "server4":

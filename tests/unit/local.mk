@@ -76,7 +76,8 @@ include tests/unit/filter.mk
 
 # The control protocol, the rings and ulsd's port space.
 SERVER_UNIT_TESTS = tests/unit/test_ctl tests/unit/test_ring tests/unit/test_ports \
-	tests/unit/test_vnet tests/unit/test_reass tests/unit/test_reply tests/unit/test_reply6 tests/unit/test_qring tests/unit/test_conntab
+	tests/unit/test_vnet tests/unit/test_reass tests/unit/test_reply tests/unit/test_reply6 tests/unit/test_qring tests/unit/test_conntab \
+	tests/unit/test_neigh6
 check_PROGRAMS += $(SERVER_UNIT_TESTS)
 TESTS += $(SERVER_UNIT_TESTS)
 tests_unit_test_ctl_SOURCES = tests/unit/test_ctl.c
@@ -94,12 +95,15 @@ tests_unit_test_vnet_LDADD = netif/libnif.la $(CMOCKA_LIBS)
 tests_unit_test_ports_SOURCES = tests/unit/test_ports.c server/ports.c server/custody.c
 tests_unit_test_ports_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS) -I$(top_srcdir)/stack
 tests_unit_test_ports_LDADD = filter/libflt.la netif/libnif.la $(CMOCKA_LIBS)
+tests_unit_test_neigh6_SOURCES = tests/unit/test_neigh6.c server/neigh6.c
+tests_unit_test_neigh6_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_neigh6_LDADD = $(CMOCKA_LIBS)
 tests_unit_test_reply_SOURCES = tests/unit/test_reply.c tests/unit/reply_fixture.c \
 	tests/unit/reply_fixture.h server/reply.c
 tests_unit_test_reply_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
 tests_unit_test_reply_LDADD = filter/libflt.la netif/libnif.la $(CMOCKA_LIBS)
 tests_unit_test_reply6_SOURCES = tests/unit/test_reply6.c tests/unit/reply_fixture.c \
-	tests/unit/reply_fixture.h server/reply6.c server/reply.c
+	tests/unit/reply_fixture.h server/reply6.c server/reply.c server/neigh6.c
 tests_unit_test_reply6_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
 tests_unit_test_reply6_LDADD = filter/libflt.la netif/libnif.la $(CMOCKA_LIBS)
 tests_unit_test_reass_SOURCES = tests/unit/test_reass.c server/reass.c
@@ -146,7 +150,7 @@ tests_unit_test_server_SOURCES = tests/unit/test_server.c tests/unit/server_fixt
 	tests/unit/server_fixture.h tests/unit/faketap.c \
 	tests/unit/faketap.h server/ctl.c server/lease.c \
 	server/ports.c server/custody.c server/counters.c server/handoff.c server/demux.c server/reply.c \
-	server/reply6.c server/reass.c \
+	server/reply6.c server/neigh6.c server/reass.c \
 	server/bpf_none.c
 tests_unit_test_server_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
 tests_unit_test_server_LDADD = filter/libflt.la netif/libnif.la $(LIBURING_LIBS) $(CMOCKA_LIBS) -lpthread
@@ -156,7 +160,7 @@ tests_unit_test_server_ctl_SOURCES = tests/unit/test_server_ctl.c tests/unit/ser
 	tests/unit/server_fixture.h tests/unit/faketap.c \
 	tests/unit/faketap.h server/ctl.c server/lease.c \
 	server/ports.c server/custody.c server/counters.c server/handoff.c server/demux.c server/reply.c \
-	server/reply6.c server/reass.c \
+	server/reply6.c server/neigh6.c server/reass.c \
 	server/bpf_none.c
 tests_unit_test_server_ctl_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
 tests_unit_test_server_ctl_LDADD = filter/libflt.la netif/libnif.la $(LIBURING_LIBS) $(CMOCKA_LIBS) -lpthread

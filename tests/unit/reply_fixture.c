@@ -23,6 +23,11 @@ int srv__dp_neighbour(struct srv *s, uint32_t ip, uint8_t mac[WIRE_ETH_ALEN])
 	(void)s; (void)ip; (void)mac;
 	return -1;
 }
+int srv__dp_neighbour6(struct srv *s, const uint8_t ip[16], uint8_t mac[WIRE_ETH_ALEN])
+{
+	(void)s; (void)ip; (void)mac;
+	return -1;
+}
 void srv__send_frame(struct srv *s, const uint8_t *frame, size_t len)
 {
 	(void)s;

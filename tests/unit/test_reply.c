@@ -24,6 +24,14 @@ static const uint8_t node_mac[6] = { 0x02, 0x75, 0x6c, 0, 0, 1 };
 static const uint8_t peer_mac[6] = { 0x02, 0x75, 0x6c, 0, 0, 2 };
 static const uint8_t bcast_mac[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 static struct srv srv;
+
+/* reply6.c's, which srv__send_probe hands an IPv6 peer (test_reply6 checks it). */
+static unsigned probes6;
+void srv__send_probe6(struct srv *s, const struct srv_custody *c)
+{
+	(void)s; (void)c;
+	probes6++;
+}
 static uint32_t node_ip, peer_ip, other_ip, bcast_ip;
 
 static uint32_t addr(uint8_t a, uint8_t b, uint8_t c, uint8_t d)
@@ -227,10 +235,42 @@ static void udp_to_broadcast_gets_no_port_unreachable_and_is_counted(void **stat
 	assert_int_equal(srv.ctr.v[SRV_DROP_ICMP_ERROR_NOT_UNICAST], 1);
 }
 
+/* Custody's probe: to a known IPv4 peer at once, an ACK far outside its window (RFC 9293
+ * §3.10.7.4); to one ulsd never heard from, nothing, counted; an IPv6 peer goes to
+ * reply6.c. */
+static void probe_known_peer_sent_unknown_counted_ipv6_handed_on(void **state)
+{
+	(void)state;
+	struct srv_custody c = { .lport = 5001, .rport = 80, .rip = flt_addr_v4(peer_ip) };
+	struct wire_ipv4 ip;
+	struct wire_tcp t;
+
+	srv__send_probe(&srv, &c);
+	assert_int_equal(nsent, 0);
+	assert_int_equal(srv.ctr.v[SRV_DROP_PROBE_NO_NEIGHBOUR], 1);
+	srv__learn_neighbour(&srv, peer_ip, peer_mac);
+	srv__send_probe(&srv, &c);
+	assert_int_equal(nsent, 1);
+	assert_int_equal(srv.ctr.v[SRV_RST_PROBES], 1);
+	assert_memory_equal(sent, peer_mac, 6);
+	assert_int_equal(wire_ipv4_view(&ip, sent + 14, sent_len - 14), 0);
+	assert_int_equal(wire_tcp_view(&t, ip.data, ip.data_len), 0);
+	assert_int_equal(t.flags, WIRE_TCP_ACK);
+	assert_int_equal(t.ack, t.seq ^ 0x80000000u);
+	assert_int_equal(t.sport, 5001);
+	assert_int_equal(t.dport, 80);
+	const uint8_t v6[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 2 };
+	c.rip = flt_addr_v6(v6);
+	srv__send_probe(&srv, &c);
+	assert_int_equal(probes6, 1);
+	assert_int_equal(nsent, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(arp_request_for_node_gets_reply, setup),
+		cmocka_unit_test_setup(probe_known_peer_sent_unknown_counted_ipv6_handed_on, setup),
 		cmocka_unit_test_setup(arp_request_for_other_address_counted_not_answered, setup),
 		cmocka_unit_test_setup(syn_to_closed_port_gets_rst_ack_with_valid_checksum, setup),
 		cmocka_unit_test_setup(rst_to_closed_port_counted_not_answered, setup),

@@ -487,6 +487,263 @@ static void reassembly_errors_quote_the_fragment_to_its_source(void **state)
 	assert_int_equal(srv.ctr.v[SRV_ICMP_TIME_EXCEEDED_SENT], 1);
 }
 
+/* ---- ulsd's neighbour cache and custody's probes (RFC 4861 §7.2.2-7.2.5) ------------- */
+
+/* An NA from peer_mac for target, to the node's address, with TLLA mac when mac. */
+static void na_in(struct frame *f, const uint8_t *target, const uint8_t *mac, uint8_t flags,
+		  uint8_t hlim)
+{
+	uint8_t m[32] = { WIRE_ND_NEIGHBOR_ADVERT };
+	size_t n = WIRE_ND_NA_LEN;
+
+	m[WIRE_ND_OFF_FLAGS] = flags;
+	memcpy(m + WIRE_ND_OFF_TARGET, target, 16);
+	if (mac) {
+		m[24] = WIRE_ND_OPT_TGT_LLADDR;
+		m[25] = 1;
+		memcpy(m + 26, mac, 6);
+		n = 32;
+	}
+	build(f, node_mac, target, node_ip6, WIRE_IPPROTO_ICMPV6, hlim, m, n);
+}
+
+static struct srv_custody custody1;
+
+/* One connection in custody: node_ip6 port 5001 to peer port 80. */
+static void hold(const uint8_t *peer)
+{
+	custody1 = (struct srv_custody){ .lport = 5001, .rport = 80, .rip = flt_addr_v6(peer),
+					 .probes_left = SRV_CUSTODY_PROBES };
+	srv.custody.c = &custody1;
+	srv.custody.n = srv.custody.cap = 1;
+}
+
+/* The last frame sent is custody's probe to dmac: an ACK from node port 5001 to port 80,
+ * ACK = SEQ + 2^31 (RFC 9293 §3.10.7.4), its checksum over the IPv6 pseudo-header. */
+static void sent_probe(const uint8_t *dmac, const uint8_t *dst)
+{
+	struct wire_eth e;
+	struct wire_ipv6 ip;
+	struct wire_tcp t;
+
+	assert_int_equal(wire_eth_view(&e, sent, sent_len), 0);
+	assert_memory_equal(e.dst, dmac, 6);
+	assert_memory_equal(e.src, node_mac, 6);
+	assert_int_equal(wire_ipv6_view(&ip, e.payload, e.payload_len), 0);
+	assert_int_equal(ip.next, WIRE_IPPROTO_TCP);
+	assert_memory_equal(ip.src, node_ip6, 16);
+	assert_memory_equal(ip.dst, dst, 16);
+	assert_int_equal(wire_tcp_view(&t, ip.payload, ip.payload_len), 0);
+	assert_int_equal(t.sport, 5001);
+	assert_int_equal(t.dport, 80);
+	assert_int_equal(t.flags, WIRE_TCP_ACK);
+	assert_int_equal(t.ack, t.seq ^ 0x80000000u);
+	uint32_t sum = wire_sum_pseudo6(0, ip.src, ip.dst, WIRE_IPPROTO_TCP, ip.payload_len);
+	assert_int_equal(wire_sum_finish(wire_sum(sum, ip.payload, ip.payload_len)), 0);
+}
+
+/* The last frame sent is ulsd's NS for target (RFC 4861 §7.2.2, §4.3). */
+static void sent_ns(const uint8_t *target)
+{
+	struct wire_eth e;
+	struct wire_ipv6 ip;
+	struct wire_nd nd;
+	uint8_t g[16], gmac[6];
+
+	solicited(g, gmac, target);
+	assert_int_equal(wire_eth_view(&e, sent, sent_len), 0);
+	assert_memory_equal(e.dst, gmac, 6);
+	assert_int_equal(wire_ipv6_view(&ip, e.payload, e.payload_len), 0);
+	assert_int_equal(ip.hlim, 255);
+	assert_memory_equal(ip.src, node_ip6, 16);
+	assert_memory_equal(ip.dst, g, 16);
+	assert_true(wire_icmpv6_checksum_ok(ip.src, ip.dst, ip.payload, ip.payload_len));
+	assert_int_equal(wire_nd_view(&nd, ip.payload, ip.payload_len), 0);
+	assert_int_equal(nd.type, WIRE_ND_NEIGHBOR_SOLICIT);
+	assert_int_equal(nd.code, 0);
+	assert_memory_equal(nd.target, target, 16);
+	assert_non_null(nd.lladdr);
+	assert_memory_equal(nd.lladdr, node_mac, 6);
+}
+
+/* §7.2.3: a valid NS with a Source Link-Layer Address option creates the entry for its
+ * source; custody's probe then goes to that address at once. An invalid NS (hop limit
+ * 254, §7.1.1) creates none. */
+static void ns_source_option_enters_the_cache_and_probe_goes_there(void **state)
+{
+	struct frame f;
+	uint8_t m[32], g[16], gmac[6];
+	size_t n = ns(m, node_ip6, opt_mac);
+
+	(void)state;
+	solicited(g, gmac, node_ip6);
+	build(&f, gmac, other_ip6, g, WIRE_IPPROTO_ICMPV6, 254, m, n);
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(srv.ctr.v[SRV_DROP_ND_INVALID], 1);
+	assert_int_equal(srv__neigh6_state(&srv.neigh6, now_ms, other_ip6), SRV_NEIGH6_FREE);
+	build(&f, gmac, peer_ip6, g, WIRE_IPPROTO_ICMPV6, 255, m, n);
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(nsent, 1);   /* the NA */
+	assert_int_equal(srv__neigh6_state(&srv.neigh6, now_ms, peer_ip6), SRV_NEIGH6_STALE);
+	hold(peer_ip6);
+	srv__send_probe(&srv, &custody1);
+	assert_int_equal(nsent, 2);
+	sent_probe(opt_mac, peer_ip6);
+	assert_int_equal(srv.ctr.v[SRV_RST_PROBES], 1);
+	assert_int_equal(srv.ctr.v[SRV_ND_SOLICITS_SENT], 0);
+}
+
+/* §7.2.2: a probe to a peer the cache does not know solicits it (counted, deferred); a
+ * second probe meanwhile solicits nothing more; the solicited NA brings the address and
+ * the probe goes. An NA with hop limit 254 (§7.1.2) is dropped, counted, and resolves
+ * nothing; an NA for an address nobody asked about is ignored, counted. */
+static void probe_to_unknown_peer_solicits_and_goes_when_the_na_comes(void **state)
+{
+	struct frame f;
+
+	(void)state;
+	na_in(&f, other_ip6, opt_mac, WIRE_ND_NA_SOLICITED | WIRE_ND_NA_OVERRIDE, 255);
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(srv.ctr.v[SRV_ND_ADVERTS_IGNORED], 1);
+	assert_int_equal(nsent, 0);
+	hold(peer_ip6);
+	srv__send_probe(&srv, &custody1);
+	assert_int_equal(nsent, 1);
+	sent_ns(peer_ip6);
+	assert_int_equal(srv.ctr.v[SRV_ND_SOLICITS_SENT], 1);
+	assert_int_equal(srv.ctr.v[SRV_RST_PROBES_DEFERRED], 1);
+	srv__send_probe(&srv, &custody1);
+	assert_int_equal(nsent, 1);
+	assert_int_equal(srv.ctr.v[SRV_RST_PROBES_DEFERRED], 2);
+	na_in(&f, peer_ip6, opt_mac, WIRE_ND_NA_SOLICITED | WIRE_ND_NA_OVERRIDE, 254);
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(srv.ctr.v[SRV_DROP_ND_INVALID], 1);
+	assert_int_equal(nsent, 1);
+	na_in(&f, peer_ip6, opt_mac, WIRE_ND_NA_SOLICITED | WIRE_ND_NA_OVERRIDE, 255);
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(nsent, 2);
+	sent_probe(opt_mac, peer_ip6);
+	assert_int_equal(srv.ctr.v[SRV_RST_PROBES], 1);
+	assert_int_equal(srv__neigh6_state(&srv.neigh6, now_ms, peer_ip6), SRV_NEIGH6_REACHABLE);
+	/* The next probe goes at once. */
+	srv__send_probe(&srv, &custody1);
+	assert_int_equal(nsent, 3);
+	assert_int_equal(srv.ctr.v[SRV_RST_PROBES], 2);
+}
+
+/* §7.2.2: unanswered, the solicitation is sent again every RetransTimer, three in all;
+ * then resolution fails and the waiting probe is a counted drop. */
+static void unanswered_solicitations_end_in_a_counted_drop(void **state)
+{
+	(void)state;
+	hold(peer_ip6);
+	srv__send_probe(&srv, &custody1);
+	assert_int_equal(nsent, 1);
+	assert_int_equal(srv__neigh6_run(&srv), SRV_NEIGH6_RETRANS_MS);
+	assert_int_equal(nsent, 1);
+	for (unsigned i = 1; i <= SRV_NEIGH6_SOLICITS; i++) {
+		now_ms += SRV_NEIGH6_RETRANS_MS;
+		srv__neigh6_run(&srv);
+	}
+	assert_int_equal(nsent, SRV_NEIGH6_SOLICITS);
+	sent_ns(peer_ip6);
+	assert_int_equal(srv.ctr.v[SRV_ND_SOLICITS_SENT], SRV_NEIGH6_SOLICITS);
+	assert_int_equal(srv.ctr.v[SRV_ND_RESOLVE_FAILED], 1);
+	assert_int_equal(srv.ctr.v[SRV_DROP_PROBE_NO_NEIGHBOUR], 1);
+	assert_int_equal(srv.ctr.v[SRV_RST_PROBES], 0);
+	assert_false(srv__neigh6_resolving(&srv.neigh6));
+}
+
+/* ---- the node's duplicate address detection (RFC 4862 §5.4, optimistic) --------------- */
+
+/* §5.4.2: after a random delay of at most MAX_RTR_SOLICITATION_DELAY, one solicitation per
+ * address, from the unspecified address, without a source link-layer option, to the
+ * address's solicited-node group; §5.4: unique when nothing objects within RetransTimer. */
+static void dad_solicits_each_address_once_from_unspecified_then_is_done(void **state)
+{
+	struct wire_eth e;
+	struct wire_ipv6 ip;
+	struct wire_nd nd;
+	uint8_t g[16], gmac[6];
+
+	(void)state;
+	srv__dad_start(&srv);
+	assert_true(srv__dad_pending(&srv));
+	assert_true(srv.dad_ms >= now_ms && srv.dad_ms < now_ms + SRV_DAD_MAX_DELAY_MS);
+	now_ms = srv.dad_ms - 1;   /* the delay is random: its end, whatever it is */
+	assert_int_equal(srv__dad_run(&srv), 1);
+	assert_int_equal(nsent, 0);
+	now_ms = srv.dad_ms;
+	assert_int_equal(srv__dad_run(&srv), SRV_NEIGH6_RETRANS_MS);
+	assert_int_equal(nsent, 2);
+	assert_int_equal(srv.ctr.v[SRV_ND_DAD_SOLICITS_SENT], 2);
+	/* The last one: the link-local address's. */
+	solicited(g, gmac, srv.ip6_ll);
+	assert_int_equal(wire_eth_view(&e, sent, sent_len), 0);
+	assert_memory_equal(e.dst, gmac, 6);
+	assert_int_equal(wire_ipv6_view(&ip, e.payload, e.payload_len), 0);
+	assert_int_equal(ip.hlim, 255);
+	assert_memory_equal(ip.src, unspec, 16);
+	assert_memory_equal(ip.dst, g, 16);
+	assert_true(wire_icmpv6_checksum_ok(ip.src, ip.dst, ip.payload, ip.payload_len));
+	assert_int_equal(wire_nd_view(&nd, ip.payload, ip.payload_len), 0);
+	assert_int_equal(nd.type, WIRE_ND_NEIGHBOR_SOLICIT);
+	assert_memory_equal(nd.target, srv.ip6_ll, 16);
+	assert_null(nd.lladdr);
+	assert_int_equal(ip.payload_len, WIRE_ND_NS_LEN);
+	now_ms += SRV_NEIGH6_RETRANS_MS - 1;
+	srv__dad_run(&srv);
+	assert_true(srv__dad_pending(&srv));
+	now_ms += 1;
+	srv__dad_run(&srv);
+	assert_false(srv__dad_pending(&srv));
+	assert_int_equal(srv.dad, SRV_DAD_DONE);
+	assert_int_equal(nsent, 2);
+	assert_int_equal(srv.ctr.v[SRV_ND_DAD_DUPLICATE], 0);
+}
+
+/* §5.4.4: an advertisement for a tentative address from another station: a duplicate,
+ * counted once; after detection, an advertisement is a conflict but not a detection. */
+static void dad_advertisement_for_tentative_address_is_a_counted_duplicate(void **state)
+{
+	struct frame f;
+
+	(void)state;
+	srv__dad_start(&srv);
+	na_in(&f, node_ip6, opt_mac, WIRE_ND_NA_OVERRIDE, 255);
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(srv.ctr.v[SRV_ND_DAD_DUPLICATE], 1);
+	assert_int_equal(srv.ctr.v[SRV_ND_ADDRESS_CONFLICT], 1);
+	assert_int_equal(srv.dad, SRV_DAD_DUPLICATE);
+	assert_false(srv__dad_pending(&srv));
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(srv.ctr.v[SRV_ND_DAD_DUPLICATE], 1);
+	assert_int_equal(srv.ctr.v[SRV_ND_ADDRESS_CONFLICT], 2);
+	/* No solicitation of the node's own once it is over. */
+	now_ms += 10 * SRV_NEIGH6_RETRANS_MS;
+	srv__dad_run(&srv);
+	assert_int_equal(nsent, 0);
+}
+
+/* §5.4.3: a solicitation for a tentative address from the unspecified address is another
+ * node's detection of it: a duplicate, counted; the node still answers it (Deviation in
+ * reply6.c: its addresses are its operator's). */
+static void dad_solicitation_from_unspecified_for_tentative_address_is_a_duplicate(void **state)
+{
+	struct frame f;
+	uint8_t m[32], g[16], gmac[6];
+	static const uint8_t all_mac[6] = { 0x33, 0x33, 0, 0, 0, 1 };
+	size_t n = ns(m, node_ip6, NULL);
+
+	(void)state;
+	srv__dad_start(&srv);
+	solicited(g, gmac, node_ip6);
+	build(&f, gmac, unspec, g, WIRE_IPPROTO_ICMPV6, 255, m, n);
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(srv.ctr.v[SRV_ND_DAD_DUPLICATE], 1);
+	sent_na(all_mac, all_nodes, node_ip6, WIRE_ND_NA_OVERRIDE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -503,6 +760,16 @@ int main(void)
 		cmocka_unit_test_setup(
 			fragments_for_the_node_go_to_reassembly_and_to_a_group_are_dropped, setup),
 		cmocka_unit_test_setup(reassembly_errors_quote_the_fragment_to_its_source, setup),
+		cmocka_unit_test_setup(ns_source_option_enters_the_cache_and_probe_goes_there, setup),
+		cmocka_unit_test_setup(probe_to_unknown_peer_solicits_and_goes_when_the_na_comes,
+				       setup),
+		cmocka_unit_test_setup(unanswered_solicitations_end_in_a_counted_drop, setup),
+		cmocka_unit_test_setup(dad_solicits_each_address_once_from_unspecified_then_is_done,
+				       setup),
+		cmocka_unit_test_setup(dad_advertisement_for_tentative_address_is_a_counted_duplicate,
+				       setup),
+		cmocka_unit_test_setup(
+			dad_solicitation_from_unspecified_for_tentative_address_is_a_duplicate, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
