@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #define READ_TRIES 8
@@ -78,6 +79,14 @@ int uls_conntab_snapshot(const void *map, uint32_t capacity, struct uls_conntab_
 	const struct uls_conntab_hdr *h = map;
 	const struct uls_conntab_ent *ents = (const void *)(h + 1);
 
+	/* What ulsd wrote at creation (uls_conntab_create) and the process only reads: a
+	 * process that changed it writes a layout ulsd does not know. */
+	if (__atomic_load_n(&h->magic, __ATOMIC_RELAXED) != ULS_CONNTAB_MAGIC ||
+	    __atomic_load_n(&h->version, __ATOMIC_RELAXED) != ULS_CONNTAB_VERSION ||
+	    __atomic_load_n(&h->entry_size, __ATOMIC_RELAXED) != sizeof(struct uls_conntab_ent))
+		return ULS_CONNTAB_BAD_VERSION;
+	if (__atomic_load_n(&h->capacity, __ATOMIC_RELAXED) != capacity)
+		return ULS_CONNTAB_BAD_HEADER;
 	for (int t = 0; t < READ_TRIES; t++) {
 		uint32_t s1 = __atomic_load_n(&h->seq, __ATOMIC_ACQUIRE);
 		if (s1 & 1u)
@@ -100,10 +109,24 @@ int uls_conntab_snapshot(const void *map, uint32_t capacity, struct uls_conntab_
 	return ULS_CONNTAB_TORN;
 }
 
+/* An address of the family: IPv4 v4-mapped and not 0.0.0.0; IPv6 not v4-mapped, not ::
+ * (RFC 4291 §2.5.2) and not multicast (ff00::/8, §2.7): neither names one end of a TCP
+ * connection (RFC 9293 §3.9.1.1 refuses a multicast remote). */
+static bool addr_ok(uint8_t family, const uint8_t a[16])
+{
+	static const uint8_t zero[16];
+
+	if (family == AF_INET)
+		return ctl_addr_is_v4mapped(a) && ctl_addr_v4(a) != 0;
+	return family == AF_INET6 && !ctl_addr_is_v4mapped(a) && memcmp(a, zero, 16) != 0 &&
+	       a[0] != 0xff;
+}
+
 bool uls_conntab_ent_ok(const struct uls_conntab_ent *e)
 {
 	return e->state > ULS_TCP_LISTEN && e->state < ULS_TCP_STATE_COUNT && e->lport != 0 &&
-	       e->rport != 0 && e->rip != 0 && e->snd_wscale <= 14 && e->rcv_wscale <= 14 &&
+	       e->rport != 0 && addr_ok(e->family, e->rip) && addr_ok(e->family, e->lip) &&
+	       e->snd_wscale <= 14 && e->rcv_wscale <= 14 &&
 	       (e->flags & ~(ULS_CONNTAB_F_TIMESTAMPS | ULS_CONNTAB_F_SACK | ULS_CONNTAB_F_WSCALE)) == 0;
 }
 

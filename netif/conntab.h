@@ -11,7 +11,11 @@
  * costs ulsd a counted drop.
  *
  * Layout (native byte order, both ends on one host; addresses in network order):
- *   header (64 bytes), then `capacity` entries of 64 bytes.
+ *   header (64 bytes), then `capacity` entries of 96 bytes. Version 2 (issue 17): entries
+ *   carry 16-octet addresses and the connection's family; version 1's were IPv4 only.
+ *   ulsd writes the header's magic, version, entry size and capacity and refuses (and
+ *   counts) a table whose process changed them; the process refuses a table whose header
+ *   it does not know (an older or newer ulsd), and then publishes nothing.
  * The writer makes seq odd, writes the entries and count, then makes seq even again; a
  * reader that sees an odd seq, or a different seq after its copy, copies again (a few
  * times, then gives up and counts it).
@@ -26,7 +30,7 @@
 #include <stdint.h>
 
 #define ULS_CONNTAB_MAGIC     0x554c5354u  /* "ULST" */
-#define ULS_CONNTAB_VERSION   1u
+#define ULS_CONNTAB_VERSION   2u
 #define ULS_CONNTAB_CAPACITY  1024u        /* connections listed per process; more are counted */
 #define ULS_CONNTAB_PERIOD_MS 250u         /* how often the stack rewrites its table */
 
@@ -44,8 +48,14 @@ struct uls_conntab_hdr {
 
 /* One connection. Byte figures are bytes; times microseconds. */
 struct uls_conntab_ent {
-	uint32_t rip;           /* network order */
+	/* Network order, 16 octets whatever the family: an IPv4 address as its IPv4-mapped
+	 * IPv6 address ::ffff:a.b.c.d (RFC 4291 §2.5.5.2), as the control protocol carries
+	 * them (netif/ctl/ctl.h). A dual-stack socket's IPv4 connection is AF_INET. */
+	uint8_t rip[16];
+	uint8_t lip[16];        /* the node's address the connection uses */
 	uint16_t lport, rport;  /* host order */
+	uint8_t family;         /* AF_INET or AF_INET6: the connection's addresses */
+	uint8_t pad0[3];
 	uint8_t state;          /* enum uls_tcp_state */
 	uint8_t snd_wscale;     /* the peer's window shift (RFC 7323 §2.3); 0: none */
 	uint8_t rcv_wscale;     /* ours */
@@ -69,7 +79,7 @@ struct uls_conntab_ent {
 #define ULS_CONNTAB_F_WSCALE     0x04u
 
 _Static_assert(sizeof(struct uls_conntab_hdr) == 64, "conntab header size");
-_Static_assert(sizeof(struct uls_conntab_ent) == 64, "conntab entry size");
+_Static_assert(sizeof(struct uls_conntab_ent) == 96, "conntab entry size");
 
 static inline size_t uls_conntab_size(uint32_t capacity)
 {
@@ -93,7 +103,8 @@ void uls_conntab_write_end(struct uls_conntab_hdr *h, uint32_t count, uint32_t t
 enum uls_conntab_refusal {
 	ULS_CONNTAB_OK = 0,
 	ULS_CONNTAB_TORN,       /* the writer was always mid-write: no consistent copy */
-	ULS_CONNTAB_BAD_HEADER, /* count beyond capacity, header fields changed */
+	ULS_CONNTAB_BAD_HEADER, /* count beyond capacity, capacity changed */
+	ULS_CONNTAB_BAD_VERSION,/* magic, version or entry size not what ulsd wrote */
 };
 
 /* ulsd: copy a consistent snapshot of the table (capacity entries mapped at map) into
@@ -102,7 +113,9 @@ enum uls_conntab_refusal {
 int uls_conntab_snapshot(const void *map, uint32_t capacity, struct uls_conntab_ent *out,
 			 uint32_t *count, uint32_t *total, uint64_t *published_ns);
 
-/* One entry's fields in range (a state, nonzero ports and address). */
+/* One entry's fields in range: a state, nonzero ports, a family and both addresses of
+ * it (AF_INET: v4-mapped, not 0.0.0.0; AF_INET6: not v4-mapped, ::, or multicast). Whether
+ * the local address is the node's is the reader's to check (it knows the node). */
 bool uls_conntab_ent_ok(const struct uls_conntab_ent *e);
 
 /* "ESTABLISHED", "SYN-SENT", ... (RFC 9293's spelling); "UNKNOWN" out of range. */

@@ -60,6 +60,7 @@ static const char *const counter_names[SRV_COUNTER_MAX] = {
 	[SRV_CONNTAB_TORN] = "conntab_torn",
 	[SRV_CONNTAB_BAD_HEADER] = "conntab_bad_header",
 	[SRV_CONNTAB_BAD_ENTRIES] = "conntab_bad_entries",
+	[SRV_CONNTAB_BAD_VERSION] = "conntab_bad_version",
 	[SRV_CTL_ACCEPT_FAILED] = "ctl_accept_failed",
 	[SRV_CTL_CONN_DROPPED] = "ctl_conn_dropped",
 	[SRV_DROP_NO_TAP_SLOT] = "drop_no_tap_slot",

@@ -36,6 +36,7 @@ enum srv_counter {
 	SRV_DROP_RST_RATE,
 	/* processes' connection tables (ctl.c, netif/conntab.h) */
 	SRV_CONNTABS_GIVEN, SRV_CONNTAB_TORN, SRV_CONNTAB_BAD_HEADER, SRV_CONNTAB_BAD_ENTRIES,
+	SRV_CONNTAB_BAD_VERSION,
 	/* control connections that never got a lease (ctl.c) */
 	SRV_CTL_ACCEPT_FAILED, SRV_CTL_CONN_DROPPED,
 	/* the node's own answers not sent (demux.c, reply.c) */

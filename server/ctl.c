@@ -282,6 +282,15 @@ static void conntab(struct srv *s, struct srv_conn *c, struct srv_lease *l,
  * of range is counted and left out, never passed on. */
 static struct uls_conntab_ent snap[ULS_CONNTAB_CAPACITY];
 
+/* An entry in range whose local address is one of the node's: the process's word is
+ * passed on only where ulsd can vouch for it. */
+static bool ent_ok(const struct srv *s, const struct uls_conntab_ent *e)
+{
+	if (!uls_conntab_ent_ok(e))
+		return false;
+	return e->family == AF_INET6 ? srv__is_node_ip6(s, e->lip) : ctl_addr_v4(e->lip) == s->ip;
+}
+
 static void stat_process(struct srv *s, struct srv_conn *c, uint32_t seq, struct srv_lease *l)
 {
 	struct ctl_msg r;
@@ -296,13 +305,15 @@ static void stat_process(struct srv *s, struct srv_conn *c, uint32_t seq, struct
 			rc == ULS_CONNTAB_TORN ? CTL_TABLE_TORN : CTL_TABLE_BAD;
 		if (rc == ULS_CONNTAB_TORN)
 			s->ctr.v[SRV_CONNTAB_TORN]++;
+		else if (rc == ULS_CONNTAB_BAD_VERSION)
+			s->ctr.v[SRV_CONNTAB_BAD_VERSION]++;
 		else if (rc != ULS_CONNTAB_OK)
 			s->ctr.v[SRV_CONNTAB_BAD_HEADER]++;
 		if (rc != ULS_CONNTAB_OK)
 			n = total = 0;
 	}
 	for (uint32_t i = 0; i < n; i++)
-		ok += uls_conntab_ent_ok(&snap[i]);
+		ok += ent_ok(s, &snap[i]);
 	ctl_init(&r, CTL_STAT_PROC, seq);
 	r.u.proc.pid = (uint32_t)l->pid;
 	r.u.proc.datapath = dp;
@@ -323,12 +334,15 @@ static void stat_process(struct srv *s, struct srv_conn *c, uint32_t seq, struct
 	reply(s, c, &r, NULL, 0);
 	for (uint32_t i = 0; i < n; i++) {
 		const struct uls_conntab_ent *e = &snap[i];
-		if (!uls_conntab_ent_ok(e))
+		if (!ent_ok(s, e))
 			continue;
 		ctl_init(&r, CTL_STAT_CONN, seq);
 		r.proto = IPPROTO_TCP;
 		r.lport = e->lport;
-		ctl_set_rip4(&r, e->rip);  /* the connection table is IPv4 (docs/ipv6.md) */
+		if (e->family == AF_INET6)
+			ctl_set_rip6(&r, e->rip);
+		else
+			ctl_set_rip4(&r, ctl_addr_v4(e->rip));
 		r.rport = e->rport;
 		r.u.conn = (struct ctl_conn){
 			.pid = (uint32_t)l->pid, .datapath = dp, .state = e->state,
@@ -338,7 +352,7 @@ static void stat_process(struct srv *s, struct srv_conn *c, uint32_t seq, struct
 			.cwnd = e->cwnd, .ssthresh = e->ssthresh, .retransmits = e->retransmits,
 			.mss = e->mss, .snd_wnd = e->snd_wnd, .rcv_wnd = e->rcv_wnd, .flags = e->flags,
 		};
-		ctl_addr_set4(r.u.conn.lip, s->ip);
+		memcpy(r.u.conn.lip, e->lip, 16);
 		reply(s, c, &r, NULL, 0);
 	}
 }

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -74,9 +75,16 @@ static void fill(struct uls_conntab_ent *e, const struct tcp_pcb *pcb)
 	if (s && s->tcp != pcb)
 		s = NULL;
 	memset(e, 0, sizeof(*e));
-	/* The table's entries are IPv4 (netif/conntab.h): an IPv6 connection shows with
-	 * address 0, which ulsd counts as a bad entry and leaves out (docs/ipv6.md). */
-	e->rip = IP_IS_V6(&pcb->remote_ip) ? 0 : ip_2_ip4(&pcb->remote_ip)->addr;
+	/* Both addresses in the table's 16-octet form (netif/conntab.h): IPv4 v4-mapped. */
+	if (IP_IS_V6(&pcb->remote_ip)) {
+		e->family = AF_INET6;
+		memcpy(e->rip, ip_2_ip6(&pcb->remote_ip)->addr, 16);
+		memcpy(e->lip, ip_2_ip6(&pcb->local_ip)->addr, 16);
+	} else {
+		e->family = AF_INET;
+		ctl_addr_set4(e->rip, ip_2_ip4(&pcb->remote_ip)->addr);
+		ctl_addr_set4(e->lip, ip_2_ip4(&pcb->local_ip)->addr);
+	}
 	e->lport = pcb->local_port;
 	e->rport = pcb->remote_port;
 	e->state = (uint8_t)pcb->state;

@@ -64,9 +64,11 @@
  *                                        reply
  *   hostile CTL conntab KIND SECONDS     ask for a connection table and write nonsense into
  *                                        it for SECONDS: KIND entries (one good entry, for
- *                                        198.18.0.99:7, and two out of range), count (a count
- *                                        beyond the capacity) or torn (a write that never
- *                                        ends); first tries to resize the sealed table and
+ *                                        198.18.0.99:7, and four out of range or not from
+ *                                        the node's address), count (a count beyond the
+ *                                        capacity), version (the header's version set to
+ *                                        1) or torn (a write that never ends); first
+ *                                        tries to resize the sealed table and
  *                                        prints "truncate errno N", then "ready"
  */
 #include <arpa/inet.h>
@@ -561,17 +563,31 @@ static int bad_conntab(const char *kind, double seconds)
 	if (!strcmp(kind, "entries")) {
 		uls_conntab_write_begin(h);
 		memset(e, 0, 3 * sizeof(*e));
-		e[0] = (struct uls_conntab_ent){ .rip = htonl(0xc6120063), .lport = 7, .rport = 7,
+		memset(e, 0, 5 * sizeof(*e));
+		e[0] = (struct uls_conntab_ent){ .family = AF_INET, .lport = 7, .rport = 7,
 						 .state = ULS_TCP_ESTABLISHED, .cwnd = 1 };
+		ctl_addr_set4(e[0].rip, htonl(0xc6120063));
+		ctl_addr_set4(e[0].lip, node.addr);
 		e[1] = e[0];
 		e[1].state = 99;
 		e[2] = e[0];
 		e[2].lport = 0;
 		e[2].flags = 0x80;
-		uls_conntab_write_end(h, 3, 3, 1);
+		/* IPv6 with a v4-mapped remote, and IPv4 from an address not the node's. */
+		e[3] = e[0];
+		e[3].family = AF_INET6;
+		e[4] = e[0];
+		ctl_addr_set4(e[4].lip, htonl(0xc6120064));
+		uls_conntab_write_end(h, 5, 5, 1);
 	} else if (!strcmp(kind, "count")) {
 		uls_conntab_write_begin(h);
 		uls_conntab_write_end(h, 0xffffffffu, 0xffffffffu, 1);
+	} else if (!strcmp(kind, "version")) {
+		/* A table in a layout ulsd did not give: version 1's (IPv4 entries of 64
+		 * octets). */
+		h->version = 1;
+		uls_conntab_write_begin(h);
+		uls_conntab_write_end(h, 1, 1, 1);
 	} else if (!strcmp(kind, "torn")) {
 		uls_conntab_write_begin(h);  /* and never ends */
 	} else {

@@ -341,3 +341,51 @@ def test_idle_peer_of_a_killed_process_is_reset_by_the_probe(tb):
     assert r["reset"] == "ECONNRESET", (r, got, tb.output(ks))
     assert r["t"] - t_kill < 5.0, (r["t"] - t_kill, got)
     assert got["rst_probes"] >= 1 and got["drop_probe_no_neighbour"] == 0, got
+
+
+def test_ulsstat_lists_ipv6_connections_with_their_state(tb):
+    """The connection table each process publishes (netif/conntab.h, version 2) carries
+    16-octet addresses and the family: ulsstat lists a TCPv6 connection at both ends as
+    [addr]:port, ESTABLISHED, with the echoed octet the holder left unread in its Recv-Q,
+    and a dual-stack listener's IPv4 connection (v4-mapped to the program; it waits in the
+    accept queue) with its IPv4 addresses; no entry is refused as out of range."""
+    port = 7609
+    srv = tb.start(tb.uls(1, [PYTHON, PEER, "server", "--port", str(port), "--count", "2"]),
+                   "stat-server")
+    tb.wait_line(srv, "listening")
+    wait_endpoint(tb, 1, listening(port))
+    wait_endpoint(tb, 1, listening(port, "*"))
+    before = [tb.stat(i)["drops"]["conntab_bad_entries"] for i in (1, 2)]
+    h6 = tb.start(tb.uls(2, [PYTHON, PEER, "hold", "--to", tb.ip6(1), "--port", str(port)]),
+                  "stat-hold6")
+    lport6 = tb.wait_line(h6, "connected", 30)["connected"][1]
+    h4 = tb.start(tb.uls(2, [PYTHON, PEER, "hold", "--to", tb.ip(1), "--port", str(port)]),
+                  "stat-hold4")
+    lport4 = tb.wait_line(h4, "connected", 30)["connected"][1]
+    want = {
+        1: [(f"[{tb.ip6(1)}]:{port}", f"[{tb.ip6(2)}]:{lport6}"),
+            (f"{tb.ip(1)}:{port}", f"{tb.ip(2)}:{lport4}")],
+        2: [(f"[{tb.ip6(2)}]:{lport6}", f"[{tb.ip6(1)}]:{port}"),
+            (f"{tb.ip(2)}:{lport4}", f"{tb.ip(1)}:{port}")],
+    }
+    # The tables are rewritten every 250 ms (ULS_CONNTAB_PERIOD_MS): poll, bounded.
+    deadline = time.monotonic() + 20
+    while True:
+        got = {i: {(c["local"], c["remote"]): c for c in tb.stat(i)["connections"]}
+               for i in (1, 2)}
+        # (The server echoes one connection at a time: only the first holder has its
+        # octet back.)
+        if all(k in got[i] and got[i][k]["state"] == "ESTABLISHED" for i in (1, 2)
+               for k in want[i]) and got[2][want[2][0]]["recv_queue"] == 1:
+            break
+        assert time.monotonic() < deadline, json.dumps({"want": want, "got": {
+            i: [(c["local"], c["remote"], c["state"], c["recv_queue"]) for c in got[i].values()]
+            for i in got}})
+        time.sleep(0.1)
+    after = [tb.stat(i)["drops"]["conntab_bad_entries"] for i in (1, 2)]
+    assert after == before, (before, after)
+    r = subprocess.run([STAT, "--ctl", tb.ctl(1)], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 0, r.stderr
+    rows = [ln.split() for ln in r.stdout.splitlines() if ln.startswith("ESTABLISHED")]
+    assert [f"[{tb.ip6(1)}]:{port}", f"[{tb.ip6(2)}]:{lport6}"] in [row[3:5] for row in rows], \
+        r.stdout

@@ -450,11 +450,12 @@ def test_malformed_answers_from_ulsd_get_a_clear_error():
 
 def test_a_process_writing_nonsense_into_its_table_costs_only_counted_drops(tb):
     """A process that cannot resize its table (sealed: EPERM) and writes entries out of
-    range, a count beyond the table, or a write that never ends: ulsd lists only its one
-    good entry (conntab_bad_entries +2), leaves out the others' tables (conntab_bad_header,
-    conntab_torn) and says so per process; ulsd and ulsstat go on."""
+    range (or from an address not the node's), a count beyond the table, a version that
+    is not the table's, or a write that never ends: ulsd lists only its one good entry
+    (conntab_bad_entries +4), leaves out the others' tables (conntab_bad_header,
+    conntab_bad_version, conntab_torn) and says so per process; ulsd and ulsstat go on."""
     procs = {}
-    for kind in ("entries", "count", "torn"):
+    for kind in ("entries", "count", "version", "torn"):
         p = tb.start([HOSTILE, tb.ctl(1), "conntab", kind, "5"], name=f"hostile-conntab-{kind}")
         procs[kind] = p
     deadline = time.monotonic() + 5
@@ -466,15 +467,17 @@ def test_a_process_writing_nonsense_into_its_table_costs_only_counted_drops(tb):
     st1 = stat_json(tb, 1)
     st2 = stat_json(tb, 1)
     by = {p["pid"]: p for p in st2["processes"]}
-    e, c, t = (by[procs[k].pid] for k in ("entries", "count", "torn"))
-    assert e["table"] == "ok" and e["listed"] == 1 and e["refused"] == 2, e
+    e, c, v, t = (by[procs[k].pid] for k in ("entries", "count", "version", "torn"))
+    assert e["table"] == "ok" and e["listed"] == 1 and e["refused"] == 4, e
     assert c["table"] == "bad" and c["listed"] == 0, c
+    assert v["table"] == "bad" and v["listed"] == 0 and v["connections"] == 0, v
     assert t["table"] == "torn" and t["listed"] == 0, t
     mine = [x for x in st2["connections"] if x["pid"] == procs["entries"].pid]
     assert len(mine) == 1 and mine[0]["remote"] == "198.18.0.99:7", mine
     d = {k: st2["drops"][k] - st1["drops"][k] for k in
-         ("conntab_bad_entries", "conntab_bad_header", "conntab_torn")}
-    assert d == {"conntab_bad_entries": 2, "conntab_bad_header": 1, "conntab_torn": 1}, d
+         ("conntab_bad_entries", "conntab_bad_header", "conntab_bad_version", "conntab_torn")}
+    assert d == {"conntab_bad_entries": 4, "conntab_bad_header": 1, "conntab_bad_version": 1,
+                 "conntab_torn": 1}, d
     for fmt in ([], ["--prometheus"]):
         r = ulsstat(tb, 1, *fmt)
         assert r.returncode == 0, r.stderr

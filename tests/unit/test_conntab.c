@@ -10,7 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -143,33 +145,99 @@ static void endless_write_and_bad_count_are_refused(void **state)
 	close(fd);
 }
 
+/* A good entry of either family: IPv4 198.18.0.2 to .1, IPv6 2001:db8::2 to ::1. */
+static struct uls_conntab_ent good_entry(int family)
+{
+	struct uls_conntab_ent e = { .family = (uint8_t)family, .lport = 5001, .rport = 40000,
+				     .state = ULS_TCP_ESTABLISHED, .snd_wscale = 7, .rcv_wscale = 7,
+				     .flags = ULS_CONNTAB_F_WSCALE | ULS_CONNTAB_F_SACK };
+	static const uint8_t l6[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 1 };
+	static const uint8_t r6[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 2 };
+
+	if (family == AF_INET6) {
+		memcpy(e.lip, l6, 16);
+		memcpy(e.rip, r6, 16);
+	} else {
+		ctl_addr_set4(e.lip, htonl(0xc6120001));
+		ctl_addr_set4(e.rip, htonl(0xc6120002));
+	}
+	return e;
+}
+
+/* Each family's entry is checked with the same rules: the test runs once per family. */
 static void entries_out_of_range_are_refused(void **state)
 {
-	struct uls_conntab_ent good = { .rip = 0x020012c6, .lport = 5001, .rport = 40000,
-					.state = ULS_TCP_ESTABLISHED, .snd_wscale = 7, .rcv_wscale = 7,
-					.flags = ULS_CONNTAB_F_WSCALE | ULS_CONNTAB_F_SACK };
-	struct uls_conntab_ent e;
+	int family = *(int *)*state;
+	struct uls_conntab_ent good = good_entry(family), e;
 
-	(void)state;
 	assert_true(uls_conntab_ent_ok(&good));
 	e = good; e.state = ULS_TCP_LISTEN; assert_false(uls_conntab_ent_ok(&e));
 	e = good; e.state = ULS_TCP_STATE_COUNT; assert_false(uls_conntab_ent_ok(&e));
 	e = good; e.lport = 0; assert_false(uls_conntab_ent_ok(&e));
 	e = good; e.rport = 0; assert_false(uls_conntab_ent_ok(&e));
-	e = good; e.rip = 0; assert_false(uls_conntab_ent_ok(&e));
+	e = good; memset(e.rip, 0, 16); assert_false(uls_conntab_ent_ok(&e));
+	e = good; memset(e.lip, 0, 16); assert_false(uls_conntab_ent_ok(&e));
 	e = good; e.snd_wscale = 15; assert_false(uls_conntab_ent_ok(&e));
 	e = good; e.flags = 0x80; assert_false(uls_conntab_ent_ok(&e));
+	e = good; e.family = 0; assert_false(uls_conntab_ent_ok(&e));
+	e = good; e.family = 17; assert_false(uls_conntab_ent_ok(&e));
+	/* The other family's addresses under this family. */
+	struct uls_conntab_ent other = good_entry(family == AF_INET ? AF_INET6 : AF_INET);
+	e = good; memcpy(e.rip, other.rip, 16); assert_false(uls_conntab_ent_ok(&e));
+	e = good; memcpy(e.lip, other.lip, 16); assert_false(uls_conntab_ent_ok(&e));
+	if (family == AF_INET) {
+		e = good; ctl_addr_set4(e.rip, 0); assert_false(uls_conntab_ent_ok(&e));  /* 0.0.0.0 */
+	} else {
+		e = good; e.rip[0] = 0xff; assert_false(uls_conntab_ent_ok(&e));  /* multicast */
+		e = good; e.lip[0] = 0xff; assert_false(uls_conntab_ent_ok(&e));
+	}
 	assert_string_equal(uls_tcp_state_name(ULS_TCP_ESTABLISHED), "ESTABLISHED");
 	assert_string_equal(uls_tcp_state_name(200), "UNKNOWN");
 }
 
+/* A table whose header the process changed: another layout (version 1's IPv4 entries, or
+ * another entry size or magic) is refused as such, a changed capacity as a bad header,
+ * whatever the entries hold. */
+static void table_of_another_version_or_capacity_is_refused(void **state)
+{
+	void *map;
+	int fd = uls_conntab_create(CAP, &map);
+	struct uls_conntab_hdr *h = map;
+	uint32_t n, total;
+	uint64_t ns;
+
+	(void)state;
+	assert_true(fd >= 0);
+	uls_conntab_write_begin(h);
+	uls_conntab_write_end(h, 1, 1, 1);
+	assert_int_equal(uls_conntab_snapshot(map, CAP, snap, &n, &total, &ns), ULS_CONNTAB_OK);
+	h->version = 1;
+	assert_int_equal(uls_conntab_snapshot(map, CAP, snap, &n, &total, &ns), ULS_CONNTAB_BAD_VERSION);
+	h->version = ULS_CONNTAB_VERSION;
+	h->entry_size = 64;
+	assert_int_equal(uls_conntab_snapshot(map, CAP, snap, &n, &total, &ns), ULS_CONNTAB_BAD_VERSION);
+	h->entry_size = sizeof(struct uls_conntab_ent);
+	h->magic ^= 1;
+	assert_int_equal(uls_conntab_snapshot(map, CAP, snap, &n, &total, &ns), ULS_CONNTAB_BAD_VERSION);
+	h->magic ^= 1;
+	h->capacity = CAP + 1;
+	assert_int_equal(uls_conntab_snapshot(map, CAP, snap, &n, &total, &ns), ULS_CONNTAB_BAD_HEADER);
+	h->capacity = CAP;
+	assert_int_equal(uls_conntab_snapshot(map, CAP, snap, &n, &total, &ns), ULS_CONNTAB_OK);
+	munmap(map, uls_conntab_size(CAP));
+	close(fd);
+}
+
 int main(void)
 {
+	static int fam4 = AF_INET, fam6 = AF_INET6;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(table_is_sealed_and_its_header_checks),
 		cmocka_unit_test(reader_never_sees_a_torn_table),
 		cmocka_unit_test(endless_write_and_bad_count_are_refused),
-		cmocka_unit_test(entries_out_of_range_are_refused),
+		cmocka_unit_test_prestate(entries_out_of_range_are_refused, &fam4),
+		cmocka_unit_test_prestate(entries_out_of_range_are_refused, &fam6),
+		cmocka_unit_test(table_of_another_version_or_capacity_is_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
