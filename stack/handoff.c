@@ -42,6 +42,7 @@
 #include "lwip/timeouts.h"
 
 #include "hoffstate.h"
+#include "netif/ctl/ctl.h"
 #include "netif/sys.h"
 
 #define WATCH_MIN_MS 1
@@ -182,13 +183,9 @@ static int pack(struct stk_sock *s, uint64_t nonce)
 {
 	struct tcp_pcb *pcb = s->tcp;
 
-	/* The hand-off state names IPv4 ends (hoffstate.h): an IPv6 connection stays with
-	 * its process (docs/ipv6.md), whose exec or fork child gets none of it. */
-	if (IP_IS_V6(&pcb->remote_ip))
-		return -EAFNOSUPPORT;
 	struct stk_hoff_state h = {
 		.magic = STK_HOFF_MAGIC, .version = STK_HOFF_VERSION, .nonce = nonce,
-		.local_ip = ip_2_ip4(&pcb->local_ip)->addr, .remote_ip = ip_2_ip4(&pcb->remote_ip)->addr,
+		.sock_family = (uint8_t)s->family, .v6only = s->family == AF_INET6 && s->v6only,
 		.local_port = pcb->local_port, .remote_port = pcb->remote_port,
 		.state = (uint8_t)pcb->state, .prio = pcb->prio, .so_options = pcb->so_options,
 		.tos = pcb->tos, .ttl = pcb->ttl, .snd_scale = pcb->snd_scale,
@@ -205,6 +202,17 @@ static int pack(struct stk_sock *s, uint64_t nonce)
 	};
 	int fd, rc;
 
+	/* Either family's ends in the 16-octet form (hoffstate.h); a dual-stack socket's
+	 * IPv4 connection has IPv4 ends (its pcb is IPv4). */
+	if (IP_IS_V6(&pcb->remote_ip)) {
+		h.family = AF_INET6;
+		memcpy(h.local_ip, ip_2_ip6(&pcb->local_ip)->addr, 16);
+		memcpy(h.remote_ip, ip_2_ip6(&pcb->remote_ip)->addr, 16);
+	} else {
+		h.family = AF_INET;
+		ctl_addr_set4(h.local_ip, ip_2_ip4(&pcb->local_ip)->addr);
+		ctl_addr_set4(h.remote_ip, ip_2_ip4(&pcb->remote_ip)->addr);
+	}
 	if (pcb->refused_data)
 		return -EAGAIN;  /* lwIP still owes the reader data: not a state to move */
 	/* Among the library's descriptors (privfd.c) while it is ours: a program closing
@@ -465,10 +473,37 @@ static const uint8_t *map_state(int fd, size_t *size, struct stk_hoff_state *h)
 	return p;
 }
 
+/* An address of the state in lwIP's form (the state's check made it one of family). */
+static void to_ip(const struct stk_hoff_state *h, const uint8_t a[16], ip_addr_t *ip)
+{
+	if (h->family == AF_INET6) {
+		ip_addr_set_zero_ip6(ip);
+		memcpy(ip_2_ip6(ip)->addr, a, 16);
+		ip6_addr_assign_zone(ip_2_ip6(ip), IP6_UNICAST, &stk__node.netif);
+	} else {
+		ip_addr_set_ip4_u32(ip, ctl_addr_v4(a));
+	}
+}
+
+/* Whether a is one of this node's addresses of the state's family: the IPv4 one, or a
+ * valid IPv6 one of the netif (the global or the link-local). */
+static bool is_local(const struct stk_hoff_state *h, const ip_addr_t *a)
+{
+	const struct netif *n = &stk__node.netif;
+
+	if (h->family == AF_INET)
+		return ip4_addr_cmp(ip_2_ip4(a), netif_ip4_addr(n));
+	for (int i = 0; i < LWIP_IPV6_NUM_ADDRESSES; i++)
+		if (ip6_addr_isvalid(netif_ip6_addr_state(n, i)) &&
+		    ip6_addr_cmp_zoneless(ip_2_ip6(a), netif_ip6_addr(n, i)))
+			return true;
+	return false;
+}
+
 static void restore(struct tcp_pcb *pcb, const struct stk_hoff_state *h)
 {
-	ip_addr_set_ip4_u32(&pcb->local_ip, h->local_ip);
-	ip_addr_set_ip4_u32(&pcb->remote_ip, h->remote_ip);
+	to_ip(h, h->local_ip, &pcb->local_ip);
+	to_ip(h, h->remote_ip, &pcb->remote_ip);
 	pcb->local_port = h->local_port;
 	pcb->remote_port = h->remote_port;
 	pcb->state = (enum tcp_state)h->state;
@@ -546,16 +581,22 @@ static int queue_tx(struct tcp_pcb *pcb, const uint8_t *p, size_t len)
 
 static int claim(struct stk_sock *s, const struct stk_hoff_state *h, const uint8_t *data)
 {
-	ip_addr_t rip = IPADDR4_INIT(h->remote_ip);  /* hand-off state is IPv4 (hoffstate.h) */
+	ip_addr_t lip, rip;
 	int rc;
 
-	if (h->local_ip != ip_2_ip4(&stk__node.netif.ip_addr)->addr)
-		return -EINVAL;
+	/* The socket is the giver's (after fork) or was made from the state (uls_import):
+	 * the same family and V6ONLY, or the state belongs to another socket. */
+	if (h->sock_family != s->family || h->v6only != (s->family == AF_INET6 && s->v6only))
+		return -EAFNOSUPPORT;
+	to_ip(h, h->local_ip, &lip);
+	to_ip(h, h->remote_ip, &rip);
+	if (!is_local(h, &lip))
+		return -EADDRNOTAVAIL;  /* a state from another node, or from before a renumbering */
 	rc = stk__ep_claim(h->local_port, &rip, h->remote_port, h->nonce);
 	if (rc < 0)
 		return rc;
 	/* From here the tuple's frames come to this process. */
-	struct tcp_pcb *pcb = tcp_new_ip_type(IPADDR_TYPE_V4);
+	struct tcp_pcb *pcb = tcp_new_ip_type(h->family == AF_INET6 ? IPADDR_TYPE_V6 : IPADDR_TYPE_V4);
 	if (!pcb) {
 		stk__ep_release(h->local_port, &rip, h->remote_port);
 		return -ENOMEM;
@@ -691,9 +732,28 @@ int uls_export_undo(int sd, uint64_t nonce)
 	return rc;
 }
 
+/* The socket's family and V6ONLY as the state says, read before anything is taken (a
+ * state refused here is refused again, and logged, by claim_state). */
+static void import_family(int state_fd, int *family, bool *v6only)
+{
+	struct stk_hoff_state h;
+
+	*family = AF_INET;
+	*v6only = false;
+	if (pread(state_fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) && h.magic == STK_HOFF_MAGIC &&
+	    h.version == STK_HOFF_VERSION && h.sock_family == AF_INET6) {
+		*family = AF_INET6;
+		*v6only = h.v6only != 0;
+	}
+}
+
 int uls_import(int state_fd)
 {
-	int sd = uls_socket(SOCK_STREAM);
+	int family;
+	bool v6only;
+
+	import_family(state_fd, &family, &v6only);
+	int sd = uls_socket_af(family, SOCK_STREAM);
 
 	if (sd < 0) {
 		nif_sys.close(state_fd);
@@ -706,6 +766,7 @@ int uls_import(int state_fd)
 		if (s->tcp)
 			tcp_close(s->tcp);  /* a fresh pcb, in no list yet */
 		s->tcp = NULL;
+		s->v6only = v6only;
 		rc = claim_state(s, state_fd);
 		stk__sock_leave(s);
 	}

@@ -2,10 +2,41 @@
  * no system call, no lwIP state; the memfd it arrives in is handoff.c's business. */
 #include "hoffstate.h"
 
+#include <stdbool.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "lwip/opt.h"
 #include "lwip/tcpbase.h"
+
+/* The families: the connection's is the socket's, or IPv4 on a dual-stack AF_INET6
+ * socket (ipv6(7): an IPV6_V6ONLY socket has no IPv4 peers). */
+static bool families_ok(const struct stk_hoff_state *h)
+{
+	if (h->v6only > 1 || (h->sock_family != AF_INET && h->sock_family != AF_INET6))
+		return false;
+	if (h->sock_family == AF_INET)
+		return h->family == AF_INET && !h->v6only;
+	return h->family == AF_INET6 || (h->family == AF_INET && !h->v6only);
+}
+
+/* One end of a TCP connection of the family: IPv4 as ::ffff:a.b.c.d with a.b.c.d neither
+ * 0.0.0.0 nor multicast (224.0.0.0/4) nor the limited broadcast; IPv6 neither v4-mapped,
+ * nor :: (RFC 4291 §2.5.2), nor multicast (ff00::/8, §2.7). RFC 9293 §3.9.1.1: no TCP
+ * connection has a broadcast or multicast end. */
+static bool addr_ok(uint8_t family, const uint8_t a[16])
+{
+	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
+	static const uint8_t zero[16];
+	bool is_mapped = memcmp(a, mapped, 12) == 0;
+
+	if (family == AF_INET) {
+		static const uint8_t bcast[4] = { 0xff, 0xff, 0xff, 0xff };
+		return is_mapped && memcmp(a + 12, zero, 4) != 0 && (a[12] & 0xf0) != 0xe0 &&
+		       memcmp(a + 12, bcast, 4) != 0;
+	}
+	return !is_mapped && memcmp(a, zero, 16) != 0 && a[0] != 0xff;
+}
 
 int stk__hoff_parse(const void *buf, size_t size, struct stk_hoff_state *h)
 {
@@ -31,6 +62,10 @@ int stk__hoff_parse(const void *buf, size_t size, struct stk_hoff_state *h)
 		return -STK_HOFF_DROP_SEND_QUEUE;
 	if (h->snd_scale > 14 || h->rcv_scale > 14)
 		return -STK_HOFF_DROP_SCALE;
+	if (!families_ok(h))
+		return -STK_HOFF_DROP_FAMILY;
+	if (!addr_ok(h->family, h->local_ip) || !addr_ok(h->family, h->remote_ip))
+		return -STK_HOFF_DROP_ADDRESS;
 	return 0;
 }
 
@@ -41,6 +76,7 @@ const char *stk__hoff_reason_name(int reason)
 		[STK_HOFF_DROP_MAGIC] = "magic", [STK_HOFF_DROP_NONCE] = "nonce", [STK_HOFF_DROP_STATE] = "state",
 		[STK_HOFF_DROP_TUPLE] = "tuple", [STK_HOFF_DROP_LENGTH] = "length",
 		[STK_HOFF_DROP_SEND_QUEUE] = "send_queue", [STK_HOFF_DROP_SCALE] = "scale",
+		[STK_HOFF_DROP_FAMILY] = "family", [STK_HOFF_DROP_ADDRESS] = "address",
 	};
 	if (reason < 0)
 		reason = -reason;

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define STK_HOFF_MAGIC   0x554c5348u  /* "ULSH" */
-#define STK_HOFF_VERSION 1u
+#define STK_HOFF_VERSION 2u          /* 2: 16-octet addresses and the families (issue 17) */
 #define STK_HOFF_MAX     (64u << 20) /* no state is larger: two 4 MiB buffers and a header */
 
 /* The connection, field by field: only values, nothing that points anywhere, so that it
@@ -19,8 +19,15 @@
 struct stk_hoff_state {
 	uint32_t magic, version;
 	uint64_t nonce;
-	uint32_t local_ip, remote_ip;     /* network order */
+	/* Network order, 16 octets whatever the family: an IPv4 address as its IPv4-mapped
+	 * IPv6 address ::ffff:a.b.c.d (RFC 4291 §2.5.5.2), as the control protocol's. */
+	uint8_t local_ip[16], remote_ip[16];
 	uint16_t local_port, remote_port;
+	uint8_t family;                   /* the connection's: AF_INET or AF_INET6 */
+	uint8_t sock_family;              /* the socket's: AF_INET, or AF_INET6 (whose IPv4
+	                                   * connection is AF_INET: a dual-stack socket's) */
+	uint8_t v6only;                   /* an AF_INET6 socket's IPV6_V6ONLY: 0 or 1 */
+	uint8_t pad1;
 	uint8_t state;                    /* ESTABLISHED or CLOSE_WAIT */
 	uint8_t prio, so_options, tos, ttl;
 	uint8_t snd_scale, rcv_scale;
@@ -53,6 +60,11 @@ enum stk_hoff_reason {
 	STK_HOFF_DROP_SEND_QUEUE,   /* tx_len is not SND.LBB - SND.UNA, over TCP_SND_BUF, or
 	                        * SND.NXT lies outside it */
 	STK_HOFF_DROP_SCALE,        /* a window scale over 14 (RFC 7323 §2.3) */
+	STK_HOFF_DROP_FAMILY,       /* a family other than AF_INET or AF_INET6, an IPv6
+	                             * connection on an AF_INET socket, an IPv4 one on an
+	                             * IPV6_V6ONLY socket, V6ONLY on an AF_INET socket */
+	STK_HOFF_DROP_ADDRESS,      /* an address not of the family (IPv4 not v4-mapped, IPv6
+	                             * v4-mapped), unspecified or multicast */
 	STK_HOFF_REASON_MAX
 };
 

@@ -39,7 +39,8 @@ struct passed {
 	int fd, memfd, flags;  /* PASSED_NONBLOCK | PASSED_INET6 */
 };
 #define PASSED_NONBLOCK 1
-#define PASSED_INET6 2     /* a dual-stack socket: its addresses stay v4-mapped */
+#define PASSED_INET6 2     /* an AF_INET6 socket: its IPv4 peers stay v4-mapped */
+#define PASSED_V6ONLY 4    /* with IPV6_V6ONLY set (getsockopt says so after exec too) */
 
 /* A decimal field of at most INT32_MAX, then the separator sep (or the end if sep is
  * ','). Returns the value, or -1. */
@@ -72,7 +73,7 @@ static int parse_inherit(const char *v, struct passed *out, int max)
 	while (*v && n < max) {
 		long a = field(&v, ':'), b = a < 0 ? -1 : field(&v, ':'),
 		     c = b < 0 ? -1 : field(&v, ',');
-		if (a < 0 || b < 0 || c < 0 || c > (PASSED_NONBLOCK | PASSED_INET6)) {
+		if (a < 0 || b < 0 || c < 0 || c > (PASSED_NONBLOCK | PASSED_INET6 | PASSED_V6ONLY)) {
 			fprintf(stderr, "ulstack: %s: bad entry, connections passed across exec "
 				"are lost\n", INHERIT_VAR);
 			return n;
@@ -90,8 +91,14 @@ static void install(int sd, const struct passed *p, int n, int memfd)
 	struct shim_file *f = NULL;
 	int nfd = -1, named = 0;
 
+	struct sockaddr_storage name;
+	socklen_t nlen = sizeof(name);
+	bool native6;
+
 	shim__enter(&old);
 	nfd = uls_socket_fd(sd, SOCK_CLOEXEC);
+	native6 = uls_getsockname_sa(sd, (struct sockaddr *)&name, &nlen) == 0 &&
+		  name.ss_family == AF_INET6;
 	shim__leave(&old);
 	for (int i = 0; i < n && nfd >= 0; i++) {
 		if (p[i].memfd != memfd)
@@ -100,6 +107,14 @@ static void install(int sd, const struct passed *p, int n, int memfd)
 						      SOCK_STREAM, p[i].flags & PASSED_NONBLOCK)))
 			break;
 		f->bound = true;  /* a connection: its address is fixed */
+		/* libuls made the socket of the family the giver's had (uls_import): an
+		 * AF_INET6 one where the node has IPv6 (socket.c's native6), whose addresses
+		 * then pass as they are, IPv6 peers included. */
+		f->native6 = native6;
+		if (p[i].flags & PASSED_V6ONLY) {
+			f->v6val[0] = 1;
+			f->v6set |= 1u;
+		}
 		if (shim__real.dup3(nfd, p[i].fd, 0) >= 0 && shim__install(p[i].fd, f) == 0)
 			named++;
 	}
@@ -251,7 +266,8 @@ static void pass(struct exec_undo *u, int fd, long deadline)
 					       (int)getpid());
 		snprintf(u->inherit + len, sizeof(u->inherit) - len, "%s%d:%d:%d",
 			 u->inherit[len - 1] == ';' ? "" : ",", fd, m,
-			 (f->nonblock ? PASSED_NONBLOCK : 0) | (f->family == AF_INET6 ? PASSED_INET6 : 0));
+			 (f->nonblock ? PASSED_NONBLOCK : 0) | (f->family == AF_INET6 ? PASSED_INET6 : 0) |
+			 (f->family == AF_INET6 && f->v6val[0] ? PASSED_V6ONLY : 0));
 	}
 	shim__put(f);
 }

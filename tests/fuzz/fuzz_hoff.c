@@ -28,6 +28,35 @@ static volatile unsigned sink;  /* the data's octets are read into it */
 
 #define CHECK(c) do { if (!(c)) __builtin_trap(); } while (0)
 
+/* An end of the family, octet by octet: IPv4 (2) is ::ffff:a.b.c.d with a.b.c.d not
+ * 0.0.0.0, 224/4 or 255.255.255.255; IPv6 (10) none of ::ffff:0:0/96, ::, ff00::/8. */
+static bool model_addr(uint8_t family, const uint8_t *a)
+{
+	bool mapped = true, zero = true;
+
+	for (int i = 0; i < 16; i++) {
+		if (i < 12)
+			mapped &= a[i] == (i >= 10 ? 0xff : 0);
+		zero &= a[i] == 0;
+	}
+	if (family == 2) {
+		uint32_t v = (uint32_t)a[12] << 24 | (uint32_t)a[13] << 16 | (uint32_t)a[14] << 8 | a[15];
+		return mapped && v != 0 && (v >> 28) != 0xe && v != 0xffffffffu;
+	}
+	return !mapped && !zero && a[0] != 0xff;
+}
+
+/* Socket and connection families: AF_INET (2) on AF_INET, AF_INET6 (10) on AF_INET6, and
+ * AF_INET on an AF_INET6 socket without V6ONLY. */
+static bool model_families(const struct stk_hoff_state *h)
+{
+	if (h->sock_family == 2)
+		return h->family == 2 && h->v6only == 0;
+	if (h->sock_family == 10)
+		return (h->family == 10 && h->v6only <= 1) || (h->family == 2 && h->v6only == 0);
+	return false;
+}
+
 /* The rules of stack/handoff.c's header comment and restore(), one by one. */
 static bool model_accepts(const struct stk_hoff_state *h, size_t size)
 {
@@ -43,7 +72,9 @@ static bool model_accepts(const struct stk_hoff_state *h, size_t size)
 	       h->remote_port != 0 && h->mss != 0 &&
 	       (uint64_t)h->rx_len + h->tx_len + sizeof(*h) == size &&
 	       h->tx_len <= TCP_SND_BUF && lbb - una == (int64_t)h->tx_len &&
-	       nxt - una <= (int64_t)h->tx_len && h->snd_scale <= 14 && h->rcv_scale <= 14;
+	       nxt - una <= (int64_t)h->tx_len && h->snd_scale <= 14 && h->rcv_scale <= 14 &&
+	       model_families(h) && model_addr(h->family, h->local_ip) &&
+	       model_addr(h->family, h->remote_ip);
 }
 
 /* The input's header as a giver writes it: sequence numbers from the input, lengths cut
@@ -63,6 +94,22 @@ static void consistent(struct stk_hoff_state *h)
 	h->tx_len %= 4096;
 	h->snd_lbb = h->lastack + h->tx_len;
 	h->snd_nxt = h->lastack + h->snd_nxt % (h->tx_len + 1);
+	/* Families from the input's low bits: IPv4 on AF_INET, IPv6, or v4-mapped. */
+	switch (h->family % 3) {
+	case 0: h->family = 2; h->sock_family = 2; h->v6only = 0; break;
+	case 1: h->family = 10; h->sock_family = 10; h->v6only &= 1; break;
+	default: h->family = 2; h->sock_family = 10; h->v6only = 0; break;
+	}
+	for (int e = 0; e < 2; e++) {
+		uint8_t *a = e ? h->remote_ip : h->local_ip;
+		if (h->family == 2) {
+			memset(a, 0, 10);
+			a[10] = a[11] = 0xff;
+			a[12] = (uint8_t)(1 + a[12] % 223);  /* 1..223: neither 0/8 ... nor 224/4 */
+		} else {
+			a[0] = (uint8_t)(0x20 | (a[0] & 0x0f));  /* 2000::/4: unicast, not mapped */
+		}
+	}
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -8,21 +8,53 @@ import threading
 
 CASE, KIP, NIP = sys.argv[1], sys.argv[2], sys.argv[3]
 ECHO, LATE, CONNECTOR, SINK, UDPECHO = 7100, 7101, 7102, 7103, 7104
+# The family the connection and listener cases use (test_shim.py, on the IPv6 testbed):
+# "4" AF_INET (the default), "6" AF_INET6 over IPv6 (CASE_KIP6, CASE_NIP6: the peer's and
+# the node's IPv6 addresses), "mapped" a dual-stack AF_INET6 socket with an IPv4 peer,
+# named ::ffff:a.b.c.d.
+FAMILY = os.environ.get("CASE_FAMILY", "4")
+KIP6, NIP6 = os.environ.get("CASE_KIP6", ""), os.environ.get("CASE_NIP6", "")
+SOCK_FAMILY = socket.AF_INET if FAMILY == "4" else socket.AF_INET6
+ANY = "0.0.0.0" if FAMILY == "4" else "::"
+
+
+def peer_addr():
+    """The kernel peer as a socket of this case's family names it."""
+    return {"4": KIP, "6": KIP6, "mapped": "::ffff:" + KIP}[FAMILY]
+
+
+def node_addr():
+    """The node's address as a socket of this case's family names it."""
+    return {"4": NIP, "6": NIP6, "mapped": "::ffff:" + NIP}[FAMILY]
 
 
 def connect(port):
     """A blocking socket connected to the peer (no Python timeout: Python implements
     those with O_NONBLOCK and poll, which would hide the blocking calls under test)."""
-    s = socket.create_connection((KIP, port), timeout=5)
+    if FAMILY == "4":
+        s = socket.create_connection((KIP, port), timeout=5)
+    else:
+        s = socket.socket(SOCK_FAMILY, socket.SOCK_STREAM)
+        s.settimeout(5)
+        s.connect((peer_addr(), port))
     s.settimeout(None)
-    assert s.getsockname()[0] == NIP, f"not on ulstack: {s.getsockname()}"
+    assert s.getsockname()[0] == node_addr(), f"not on ulstack: {s.getsockname()}"
     return s
 
 
+def listener(backlog):
+    """A listening socket of this case's family on an ephemeral port: (socket, port)."""
+    ls = socket.socket(SOCK_FAMILY, socket.SOCK_STREAM)
+    ls.bind((ANY, 0))
+    ls.listen(backlog)
+    return ls, ls.getsockname()[1]
+
+
 def ask_connector(port, n):
-    """The kernel peer opens n connections to our port; returns how many echoed."""
+    """The kernel peer opens n connections to our port (over IPv6 for FAMILY 6, else
+    IPv4); returns how many echoed."""
     c = connect(CONNECTOR)
-    c.sendall(f"{NIP} {port} {n}\n".encode())
+    c.sendall(f"{NIP6 if FAMILY == '6' else NIP} {port} {n}\n".encode())
     return c
 
 

@@ -16,9 +16,9 @@ import termios
 import threading
 import time
 
-from casebase import (CASE, CONNECTOR, ECHO, KIP, LATE, NIP, SINK, UDPECHO,  # noqa: F401
-                      ask_connector, connect, connector_result, echo_round_trip,
-                      serve_echo)
+from casebase import (CASE, CONNECTOR, ECHO, KIP, LATE, NIP, SINK, SOCK_FAMILY,  # noqa: F401
+                      UDPECHO, ask_connector, connect, connector_result, echo_round_trip,
+                      listener, node_addr, peer_addr, serve_echo)
 from cases_epoll import *  # noqa: F401,F403 (the case_uepoll_* functions main() looks up)
 from cases_fork import *  # noqa: F401,F403 (the case_fork_* functions)
 
@@ -339,7 +339,9 @@ def case_exec_connection_goes_on():
 def case_exec_continued():
     """The second half of exec_connection_goes_on, after exec."""
     s = socket.socket(fileno=int(os.environ["CONT_FD"]))
-    assert s.getsockname()[0] == NIP, s.getsockname()
+    assert s.family == SOCK_FAMILY, s.family
+    assert s.getsockname()[0] == node_addr(), s.getsockname()
+    assert s.getpeername()[:2] == (peer_addr(), ECHO), s.getpeername()
     opts = [s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY),
             s.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE),
             s.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE)]
@@ -380,10 +382,7 @@ def case_exec_inetd():
     """The inetd pattern: accept, fork; the child puts the connection on its standard input
     and output and execs the service; the parent closes its copy. The kernel peer opens 3
     connections one after another; each must be answered by its own exec'd service."""
-    ls = socket.socket()
-    ls.bind(("0.0.0.0", 0))
-    ls.listen(8)
-    port = ls.getsockname()[1]
+    ls, port = listener(8)
     c = ask_connector(port, 3)
     for service in INETD_SERVICES:
         a, _ = ls.accept()

@@ -15,15 +15,13 @@ import threading
 import time
 
 from casebase import (ECHO, KIP, LATE, NIP, SINK, UDPECHO, ask_connector, connect,  # noqa: F401
-                      connector_result, echo_round_trip, serve_echo)
+                      connector_result, echo_round_trip, listener, serve_echo)
 
 
 def case_fork_listener_both_accept():
-    """fork(2): the listener works in parent and child; new connections spread."""
-    ls = socket.socket()
-    ls.bind(("0.0.0.0", 0))
-    ls.listen(64)
-    port = ls.getsockname()[1]
+    """fork(2): the listener works in parent and child; new connections spread. (Each
+    connection's line comes back to the peer, which counts those that match.)"""
+    ls, port = listener(64)
     r, w = os.pipe()
     ready_r, ready_w = os.pipe()
     pid = os.fork()

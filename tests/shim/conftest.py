@@ -32,6 +32,9 @@ class Bed:
         self.ctl = env["TB_NODE1_CTL"]
         self.ip = env["TB_NODE1_IP"]
         self.kip = env["TB_KERNEL_IP"]
+        # The IPv6 testbed (bed6): the cases learn both IPv6 addresses (casebase.py).
+        self.ip6 = env.get("TB_NODE1_IP6")
+        self.kip6 = env.get("TB_KERNEL_IP6")
 
     def ulsrun(self, argv, timeout=60, env=None):
         """Run argv under ulsrun on node 1, in the node namespace."""
@@ -40,19 +43,23 @@ class Bed:
                               stdin=subprocess.DEVNULL, env=env)
 
     def case(self, name, env=None):
+        if self.ip6:
+            env = dict(env if env is not None else os.environ, CASE_KIP6=self.kip6,
+                       CASE_NIP6=self.ip6)
         r = self.ulsrun([PYTHON, os.path.join(HERE, "cases.py"), name, self.kip, self.ip],
                         env=env)
         out = r.stdout.decode(errors="replace") + r.stderr.decode(errors="replace")
         assert r.returncode == 0 and f"PASS {name}" in out, f"case {name} failed:\n{out}"
 
 
-@pytest.fixture(scope="session")
-def bed():
-    _tb("down")
-    atexit.register(lambda: _tb("down"))
-    env = parse_exports(_tb("up", "--nodes", "1"))
+def _bed(name, *up):
+    _tb_name = lambda *a: run_testbed(TESTBED, name, BUILD, *a)  # noqa: E731
+    _tb_name("down")
+    atexit.register(lambda: _tb_name("down"))
+    env = parse_exports(_tb_name("up", "--nodes", "1", *up))
+    ips = [env["TB_KERNEL_IP"]] + ([env["TB_KERNEL_IP6"]] if "--ipv6" in up else [])
     peer = subprocess.Popen(["ip", "netns", "exec", env["TB_KERNEL_NETNS"], PYTHON,
-                             os.path.join(HERE, "peer.py"), env["TB_KERNEL_IP"]],
+                             os.path.join(HERE, "peer.py"), *ips],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             stdin=subprocess.DEVNULL)
     try:
@@ -62,4 +69,16 @@ def bed():
     finally:
         peer.kill()
         peer.wait(timeout=10)
-        _tb("down")
+        _tb_name("down")
+
+
+@pytest.fixture(scope="session")
+def bed():
+    yield from _bed(TB_NAME)
+
+
+@pytest.fixture(scope="session")
+def bed6():
+    """The same with IPv6 on the node (ulsd --ip6, testbed up --ipv6): AF_INET6 sockets
+    are then libuls's own (the shim's native6), over IPv6 or with v4-mapped IPv4 peers."""
+    yield from _bed(TB_NAME + "6", "--ipv6")

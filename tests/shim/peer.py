@@ -1,5 +1,6 @@
 """The kernel-side peer of the shim's semantic tests (runs in the testbed's kernel
-namespace, on the Linux stack, never under ulsrun).
+namespace, on the Linux stack, never under ulsrun). Arguments: its IPv4 address, and on
+the IPv6 testbed its IPv6 address, where the TCP services listen too.
 
   7100  echo: every byte back, until the client closes
   7101  late: waits 1.5 s, sends b"late!", closes
@@ -71,11 +72,19 @@ class Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
 
 
+class Server6(Server):
+    address_family = socket.AF_INET6
+
+
 def main():
     ip = sys.argv[1]
     servers = [Server((ip, p), h) for p, h in ((7100, Echo), (7101, Late), (7102, Connector),
                                               (7103, Sink))]
     servers.append(socketserver.ThreadingUDPServer((ip, 7104), UdpEcho))
+    if len(sys.argv) > 2:
+        # The IPv6 testbed: the TCP services on the peer's IPv6 address too.
+        servers += [Server6((sys.argv[2], p), h) for p, h in
+                    ((7100, Echo), (7101, Late), (7102, Connector), (7103, Sink))]
     for s in servers:
         threading.Thread(target=s.serve_forever, daemon=True).start()
     print("peer ready", flush=True)

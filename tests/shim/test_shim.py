@@ -60,6 +60,29 @@ def test_case(bed, name):
     bed.case(name)
 
 
+# The cases that move a connection to another process (fork, exec: stack/handoff.c) or
+# keep a listener in both after fork, again on the IPv6 testbed.
+HANDOFF_CASES = [
+    "fork_listener_both_accept",
+    "fork_connected_child_closes",
+    "fork_connected_moves_to_child",
+    "fork_connected_moves_with_data_in_flight",
+    "fork_connected_parent_keeps_using",
+    "exec_connection_goes_on",
+    "exec_inetd",
+]
+
+
+@pytest.mark.parametrize("family", ["6", "mapped"])
+@pytest.mark.parametrize("name", HANDOFF_CASES)
+def test_handoff_case_on_a_node_with_ipv6(bed6, name, family):
+    """The same cases with their sockets AF_INET6 (casebase.FAMILY) on a node with IPv6,
+    where they are libuls's own AF_INET6 sockets: over TCPv6 ("6"), and a dual-stack
+    socket's IPv4 connection, named ::ffff:a.b.c.d ("mapped"). The state handed over
+    carries the families and 16-octet addresses (stack/hoffstate.h, version 2)."""
+    bed6.case(name, env=dict(os.environ, CASE_FAMILY=family))
+
+
 @pytest.mark.parametrize("name", [
     "uepoll_edge_reports_again_only_after_new_data",
     "uepoll_oneshot_disarms_until_modified",
