@@ -10,8 +10,8 @@ CASE, KIP, NIP = sys.argv[1], sys.argv[2], sys.argv[3]
 ECHO, LATE, CONNECTOR, SINK, UDPECHO = 7100, 7101, 7102, 7103, 7104
 # The family the connection and listener cases use (test_shim.py, on the IPv6 testbed):
 # "4" AF_INET (the default), "6" AF_INET6 over IPv6 (CASE_KIP6, CASE_NIP6: the peer's and
-# the node's IPv6 addresses), "mapped" a dual-stack AF_INET6 socket with an IPv4 peer,
-# named ::ffff:a.b.c.d.
+# the node's IPv6 addresses), "6only" the same with IPV6_V6ONLY set, "mapped" a dual-stack
+# AF_INET6 socket with an IPv4 peer, named ::ffff:a.b.c.d.
 FAMILY = os.environ.get("CASE_FAMILY", "4")
 KIP6, NIP6 = os.environ.get("CASE_KIP6", ""), os.environ.get("CASE_NIP6", "")
 SOCK_FAMILY = socket.AF_INET if FAMILY == "4" else socket.AF_INET6
@@ -20,12 +20,19 @@ ANY = "0.0.0.0" if FAMILY == "4" else "::"
 
 def peer_addr():
     """The kernel peer as a socket of this case's family names it."""
-    return {"4": KIP, "6": KIP6, "mapped": "::ffff:" + KIP}[FAMILY]
+    return {"4": KIP, "6": KIP6, "6only": KIP6, "mapped": "::ffff:" + KIP}[FAMILY]
 
 
 def node_addr():
     """The node's address as a socket of this case's family names it."""
-    return {"4": NIP, "6": NIP6, "mapped": "::ffff:" + NIP}[FAMILY]
+    return {"4": NIP, "6": NIP6, "6only": NIP6, "mapped": "::ffff:" + NIP}[FAMILY]
+
+
+def v6only(s):
+    """IPV6_V6ONLY on an AF_INET6 socket of FAMILY 6only (before bind or connect)."""
+    if FAMILY == "6only":
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+    return s
 
 
 def connect(port):
@@ -34,7 +41,7 @@ def connect(port):
     if FAMILY == "4":
         s = socket.create_connection((KIP, port), timeout=5)
     else:
-        s = socket.socket(SOCK_FAMILY, socket.SOCK_STREAM)
+        s = v6only(socket.socket(SOCK_FAMILY, socket.SOCK_STREAM))
         s.settimeout(5)
         s.connect((peer_addr(), port))
     s.settimeout(None)
@@ -44,17 +51,17 @@ def connect(port):
 
 def listener(backlog):
     """A listening socket of this case's family on an ephemeral port: (socket, port)."""
-    ls = socket.socket(SOCK_FAMILY, socket.SOCK_STREAM)
+    ls = v6only(socket.socket(SOCK_FAMILY, socket.SOCK_STREAM))
     ls.bind((ANY, 0))
     ls.listen(backlog)
     return ls, ls.getsockname()[1]
 
 
 def ask_connector(port, n):
-    """The kernel peer opens n connections to our port (over IPv6 for FAMILY 6, else
-    IPv4); returns how many echoed."""
+    """The kernel peer opens n connections to our port (over IPv6 for FAMILY 6 and
+    6only, else IPv4); returns how many echoed."""
     c = connect(CONNECTOR)
-    c.sendall(f"{NIP6 if FAMILY == '6' else NIP} {port} {n}\n".encode())
+    c.sendall(f"{NIP6 if FAMILY in ('6', '6only') else NIP} {port} {n}\n".encode())
     return c
 
 

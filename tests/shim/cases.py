@@ -16,7 +16,7 @@ import termios
 import threading
 import time
 
-from casebase import (CASE, CONNECTOR, ECHO, KIP, LATE, NIP, SINK, SOCK_FAMILY,  # noqa: F401
+from casebase import (CASE, CONNECTOR, ECHO, FAMILY, KIP, LATE, NIP, SINK, SOCK_FAMILY,  # noqa: F401
                       UDPECHO, ask_connector, connect, connector_result, echo_round_trip,
                       listener, node_addr, peer_addr, serve_echo)
 from cases_epoll import *  # noqa: F401,F403 (the case_uepoll_* functions main() looks up)
@@ -340,6 +340,9 @@ def case_exec_continued():
     """The second half of exec_connection_goes_on, after exec."""
     s = socket.socket(fileno=int(os.environ["CONT_FD"]))
     assert s.family == SOCK_FAMILY, s.family
+    if s.family == socket.AF_INET6:   # IPV6_V6ONLY as it was before exec
+        want = 1 if FAMILY == "6only" else 0
+        assert s.getsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY) == want, want
     assert s.getsockname()[0] == node_addr(), s.getsockname()
     assert s.getpeername()[:2] == (peer_addr(), ECHO), s.getpeername()
     opts = [s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY),

@@ -73,12 +73,13 @@ HANDOFF_CASES = [
 ]
 
 
-@pytest.mark.parametrize("family", ["6", "mapped"])
+@pytest.mark.parametrize("family", ["6", "6only", "mapped"])
 @pytest.mark.parametrize("name", HANDOFF_CASES)
 def test_handoff_case_on_a_node_with_ipv6(bed6, name, family):
     """The same cases with their sockets AF_INET6 (casebase.FAMILY) on a node with IPv6,
-    where they are libuls's own AF_INET6 sockets: over TCPv6 ("6"), and a dual-stack
-    socket's IPv4 connection, named ::ffff:a.b.c.d ("mapped"). The state handed over
+    where they are libuls's own AF_INET6 sockets: over TCPv6 ("6"), the same with
+    IPV6_V6ONLY set ("6only"), and a dual-stack socket's IPv4 connection, named
+    ::ffff:a.b.c.d ("mapped"). The state handed over
     carries the families and 16-octet addresses (stack/hoffstate.h, version 2)."""
     bed6.case(name, env=dict(os.environ, CASE_FAMILY=family))
 
