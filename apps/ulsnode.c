@@ -7,9 +7,11 @@
  *   UDP 11 dial: a datagram holding a decimal port number makes the node connect to the
  *   sender's address at that port (an active open, for the tests of SYN retransmission)
  *   and serve echo on the connection;
- *   TCP 11 dial: reads one line "A.B.C.D PORT", connects there (a blocking connect) and
- *   answers "ok" or "err ERRNAME" (e.g. "err ECONNREFUSED"), so that tests can watch the
- *   node's active open and what it reports to the application;
+ *   TCP 11 dial: reads one line "ADDR PORT" (ADDR IPv4 or IPv6), connects there (a
+ *   blocking connect) and answers "ok" or "err ERRNAME" (e.g. "err ECONNREFUSED"), so that
+ *   tests can watch the node's active open and what it reports to the application; a line
+ *   "udp ADDR PORT" makes it send "probe" there from a connected UDP socket and recv (2 s
+ *   timeout), answering "data", "timeout" or "err ERRNAME";
  *   TCP 12 half-close or echo: a first octet 'H' makes the node shut its sending side down
  *   (its FIN goes first), read to the peer's FIN, keep the socket HALF_HOLD_MS longer and
  *   close it, so the connection sits in TIME-WAIT while the application still holds it;
@@ -31,6 +33,7 @@
 #include <getopt.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +58,32 @@ struct conn {
 	enum service svc;
 };
 
-/* The dial service: one request line, one connect, one answer line. */
+/* A connected UDP socket of addr's family sends "probe" there and waits 2 s for an answer
+ * (the dial service's "udp" line): 0 when one came, else -errno. */
+static int dial_udp(const struct sockaddr *addr, socklen_t alen)
+{
+	struct timeval tv = { .tv_sec = 2 };
+	char buf[64];
+	int sd = uls_socket_af(addr->sa_family, SOCK_DGRAM);
+	int rc = sd;
+
+	if (sd >= 0) {
+		rc = uls_setsockopt(sd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		if (rc == 0)
+			rc = uls_connect_sa(sd, addr, alen);
+		if (rc == 0) {
+			ssize_t n = uls_send(sd, "probe", 5, 0);
+			if (n >= 0)
+				n = uls_recv(sd, buf, sizeof(buf), 0);
+			rc = n < 0 ? (int)n : 0;
+		}
+		uls_close(sd);
+	}
+	return rc;
+}
+
+/* The dial service: one request line, one connect, one answer line. The line is
+ * "ADDR PORT" (a TCP connect) or "udp ADDR PORT" (dial_udp); ADDR is IPv4 or IPv6. */
 static void dial(int sd, char *b, size_t cap)
 {
 	size_t len = 0;
@@ -65,25 +93,44 @@ static void dial(int sd, char *b, size_t cap)
 	       (n = uls_recv(sd, b + len, cap - 1 - len, 0)) > 0)
 		len += (size_t)n;
 	b[len] = 0;
-	char ip[32];
+	char ip[64];
 	unsigned port;
+	bool udp = strncmp(b, "udp ", 4) == 0;
 	struct sockaddr_in to = { .sin_family = AF_INET };
+	struct sockaddr_in6 to6 = { .sin6_family = AF_INET6 };
+	const struct sockaddr *addr = NULL;
+	socklen_t alen = 0;
 	const char *answer = "err EINVAL\n";
 	char line[64];
-	if (sscanf(b, "%31s %u", ip, &port) == 2 && port > 0 && port < 65536 &&
-	    inet_pton(AF_INET, ip, &to.sin_addr) == 1) {
-		to.sin_port = htons((uint16_t)port);
-		int c = uls_socket(SOCK_STREAM);
-		int rc = c < 0 ? c : uls_connect(c, &to);
-		if (rc == 0) {
-			answer = "ok\n";
+	if (sscanf(b + (udp ? 4 : 0), "%63s %u", ip, &port) == 2 && port > 0 && port < 65536) {
+		if (inet_pton(AF_INET, ip, &to.sin_addr) == 1) {
+			to.sin_port = htons((uint16_t)port);
+			addr = (const struct sockaddr *)&to;
+			alen = sizeof(to);
+		} else if (inet_pton(AF_INET6, ip, &to6.sin6_addr) == 1) {
+			to6.sin6_port = htons((uint16_t)port);
+			addr = (const struct sockaddr *)&to6;
+			alen = sizeof(to6);
+		}
+	}
+	if (addr) {
+		int rc;
+		if (udp) {
+			rc = dial_udp(addr, alen);
 		} else {
-			const char *name = strerrorname_np(-rc);
-			snprintf(line, sizeof(line), "err %s\n", name ? name : "?");
+			int c = uls_socket_af(addr->sa_family, SOCK_STREAM);
+			rc = c < 0 ? c : uls_connect_sa(c, addr, alen);
+			if (c >= 0)
+				uls_close(c);
+		}
+		if (rc == 0) {
+			answer = udp ? "data\n" : "ok\n";
+		} else {
+			const char *name = rc == -EAGAIN ? "timeout" : strerrorname_np(-rc);
+			snprintf(line, sizeof(line), "%s%s\n", rc == -EAGAIN ? "" : "err ",
+				 name ? name : "?");
 			answer = line;
 		}
-		if (c >= 0)
-			uls_close(c);
 	}
 	uls_send(sd, answer, strlen(answer), 0);
 }

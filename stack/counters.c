@@ -67,6 +67,10 @@ static const char *const own_names[STK_CNT__COUNT] = {
 	[STK_CNT_UDP_ICMP_ERR_IGNORED] = "udp_icmp_err_ignored",
 	/* RFC 1191 §6.3 path MTU aging (icmperr.c) */
 	[STK_CNT_ICMP_PMTU_RAISED] = "icmp_pmtu_raised",
+	/* ICMPv6 errors (icmp6err.c) */
+	[STK_CNT_ICMP6_ERR_MALFORMED] = "icmp6_err_malformed",
+	[STK_CNT_ICMP6_PTB_BELOW_MIN] = "icmp6_ptb_below_min",
+	[STK_CNT_ICMP6_PTB_TO_DEST_CACHE] = "icmp6_ptb_to_dest_cache",
 	/* zcopy: frames the direct path moved without a copy (stack/ethif.c) */
 	[STK_CNT_RX_LENT] = "rx_frames_in_place",
 	[STK_CNT_TX_GATHER] = "tx_frames_gathered",

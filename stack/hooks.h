@@ -52,6 +52,10 @@ u8_t stk__syn_retries(void);
 
 /* ICMP errors for TCP connections (stack/icmperr.c, stack/patches/0030). */
 int stk__icmp_error_input(struct pbuf *p, struct netif *inp);
+/* ICMPv6 errors for TCP connections and UDP sockets (stack/icmp6err.c, stack/patches/0106):
+ * 1 when the message was taken (handled or counted), 0 for a genuine Packet Too Big that
+ * nd6_input is to apply to the destination cache. */
+int stk__icmp6_error_input(struct pbuf *p, struct netif *inp);
 /* RFC 1191 §4, §6.3: a lowered MSS comes back after stk__pmtu_age_ms() (tcpconf.c). */
 void stk__pmtu_age(struct tcp_pcb *pcb);
 uint64_t stk__pmtu_age_ms(void);

@@ -21,6 +21,11 @@
  * __udp4_lib_err): the error becomes the pending error of a connected socket whose
  * datagram it quotes, when Linux calls it fatal; the socket's next recv or send fails with
  * it, once (SO_ERROR reads it too).
+ *
+ * ICMPv6 (stack/icmp6err.c) reads its messages there and hands what they say about a
+ * connection or socket to the same delivery here (stk__icmp_err_deliver): the 4-tuple and
+ * sequence checks, the SYN-SENT abort, soft errors, the MSS decrease and the UDP error do
+ * not depend on the family.
  */
 #include "internal.h"
 #include "sock.h"
@@ -31,6 +36,8 @@
 #include "hooks.h"
 #include "lwip/inet_chksum.h"
 #include "lwip/ip.h"
+#include "lwip/nd6.h"
+#include "lwip/netif.h"
 #include "lwip/pbuf.h"
 #include "lwip/priv/tcp_priv.h"
 #include "lwip/prot/icmp.h"
@@ -118,8 +125,9 @@ static int dgram_errno(u8_t type, u8_t code)
 	return -err[code];
 }
 
-/* An error about a UDP datagram we sent from lport to (remote, rport). */
-static void dgram_error(u8_t type, u8_t code, const ip4_addr_t *remote, u16_t lport, u16_t rport)
+/* An error about a UDP datagram we sent from lport to (remote, rport); err is what a
+ * connected socket gets (0: nothing). -ENOENT when no socket holds the port. */
+static int dgram_error(int err, const ip_addr_t *remote, u16_t lport, u16_t rport)
 {
 	struct udp_pcb *pcb, *any = NULL;
 
@@ -131,33 +139,33 @@ static void dgram_error(u8_t type, u8_t code, const ip4_addr_t *remote, u16_t lp
 			any = any ? any : pcb;
 			continue;
 		}
-		if (pcb->remote_port == rport && ip4_addr_cmp(ip_2_ip4(&pcb->remote_ip), remote))
+		if (pcb->remote_port == rport && ip_addr_cmp(&pcb->remote_ip, remote))
 			break;
 	}
 	if (!pcb)
 		pcb = any;
 	if (!pcb) {
 		stk__count(STK_CNT_ICMP_ERR_NO_CONN);
-		return;
+		return -ENOENT;
 	}
-	int err = dgram_errno(type, code);
 	/* An unconnected socket may talk to many peers: one peer's error does not fail it
 	 * (Linux: only with IP_RECVERR, which we do not offer). */
 	if (!(pcb->flags & UDP_FLAGS_CONNECTED))
 		err = 0;
 	if (!err) {
 		stk__count(STK_CNT_UDP_ICMP_ERR_IGNORED);
-		return;
+		return 0;
 	}
 	stk__count(STK_CNT_UDP_ICMP_ERR);
 	stk__dgram_icmp_error(pcb->recv_arg, err);
+	return 0;
 }
 
-static struct tcp_pcb *find_pcb(const ip4_addr_t *remote, u16_t lport, u16_t rport)
+static struct tcp_pcb *find_pcb(const ip_addr_t *remote, u16_t lport, u16_t rport)
 {
 	for (struct tcp_pcb *pcb = tcp_active_pcbs; pcb; pcb = pcb->next)
 		if (pcb->local_port == lport && pcb->remote_port == rport &&
-		    ip4_addr_cmp(ip_2_ip4(&pcb->remote_ip), remote))
+		    ip_addr_cmp(&pcb->remote_ip, remote))
 			return pcb;
 	return NULL;
 }
@@ -212,6 +220,26 @@ static void pmtu_lowered(struct tcp_pcb *pcb, u16_t old_mss)
 	st->lowered_at = stk__now_ms();
 }
 
+/* The MSS the path lets the connection come back to. IPv6: lwIP's destination cache keeps
+ * the path MTU a Packet Too Big lowered (nd6.c has no aging), and ip6_output would
+ * fragment a larger segment, so the MSS comes back only as far as that path MTU allows.
+ * Deviation: an IPv6 path MTU is therefore not raised again while its destination cache
+ * entry lives (RFC 8201 §4: a node "may" detect increases). */
+static u16_t pmtu_ceiling(struct tcp_pcb *pcb, u16_t mss)
+{
+#if LWIP_IPV6
+	if (IP_IS_V6(&pcb->remote_ip)) {
+		u16_t mtu = nd6_get_destination_mtu(ip_2_ip6(&pcb->remote_ip),
+						    netif_get_by_index(pcb->netif_idx));
+		if (mtu > IP6_TCP_HDRS && mss > mtu - IP6_TCP_HDRS)
+			mss = (u16_t)(mtu - IP6_TCP_HDRS);
+	}
+#else
+	(void)pcb;
+#endif
+	return mss;
+}
+
 void stk__pmtu_age(struct tcp_pcb *pcb)
 {
 	struct pmtu_state *st;
@@ -223,8 +251,11 @@ void stk__pmtu_age(struct tcp_pcb *pcb)
 		return;
 	st->lowered_at = 0;
 	if (st->mss_before > pcb->mss) {
-		pcb->mss = st->mss_before;
-		stk__count(STK_CNT_ICMP_PMTU_RAISED);
+		u16_t back = pmtu_ceiling(pcb, st->mss_before);
+		if (back > pcb->mss) {
+			pcb->mss = back;
+			stk__count(STK_CNT_ICMP_PMTU_RAISED);
+		}
 	}
 }
 
@@ -251,19 +282,20 @@ static void drop_oversize(struct tcp_pcb *pcb)
  * response (as Linux's tcp_simple_retransmit): the segments in flight go back to the head
  * of the unsent queue, and tcp_output() (patch 0031) cuts each to the new size. Neither
  * cwnd nor ssthresh shrinks: nothing was lost to congestion. */
-static void lower_mss(struct tcp_pcb *pcb, u16_t mtu)
+static void lower_mss(struct tcp_pcb *pcb, u32_t mtu, u16_t hdrs, u16_t mtu_min)
 {
-	if (mtu == 0 || mtu < PMTU_MIN) {
+	if (mtu == 0 || mtu < mtu_min) {
 		stk__count(STK_CNT_ICMP_PMTU_IGNORED);
 		return;
 	}
-	if ((u32_t)mtu >= (u32_t)pcb->mss + IP_TCP_HDRS) {
-		/* RFC 1191 §3: it never raises the estimate; a stale message says nothing new. */
+	if (mtu >= (u32_t)pcb->mss + hdrs) {
+		/* RFC 1191 §3, RFC 8201 §4: it never raises the estimate; a stale message says
+		 * nothing new. */
 		stk__count(STK_CNT_ICMP_PMTU_IGNORED);
 		return;
 	}
 	pmtu_lowered(pcb, pcb->mss);
-	pcb->mss = (u16_t)(mtu - IP_TCP_HDRS);
+	pcb->mss = (u16_t)(mtu - hdrs);
 	stk__count(STK_CNT_ICMP_PMTU_LOWERED);
 	if (pcb->state == SYN_SENT || pcb->state == SYN_RCVD)
 		return;  /* no data yet; the SYN's own retransmission is small */
@@ -271,6 +303,51 @@ static void lower_mss(struct tcp_pcb *pcb, u16_t mtu)
 	drop_oversize(pcb);
 	if (resend || pcb->unsent)
 		tcp_output(pcb);
+}
+
+int stk__icmp_err_deliver(const struct stk_icmp_err *m)
+{
+	const u8_t *th = m->th;
+
+	if (m->proto == IP_PROTO_UDP)
+		return dgram_error(m->dgram_err, m->remote, wire_rd16(th), wire_rd16(th + 2));
+	struct tcp_pcb *pcb = find_pcb(m->remote, wire_rd16(th), wire_rd16(th + 2));
+	if (!pcb) {
+		stk__count(STK_CNT_ICMP_ERR_NO_CONN);
+		return -ENOENT;
+	}
+	/* RFC 5927 §4.1: "TCP SHOULD check that the TCP sequence number contained in the
+	 * payload of the ICMP error message is within the range SND.UNA =< SEG.SEQ <
+	 * SND.NXT." lwIP's lastack is SND.UNA in every state (in SYN-SENT its SYN's own
+	 * sequence number, with SND.NXT one above). */
+	u32_t seq = wire_rd32(th + WIRE_TCP_OFF_SEQ);
+	if (!(TCP_SEQ_GEQ(seq, pcb->lastack) && TCP_SEQ_LT(seq, pcb->snd_nxt))) {
+		stk__count(STK_CNT_ICMP_ERR_OUT_OF_WINDOW);
+		return -ERANGE;
+	}
+	if (m->too_big) {
+		lower_mss(pcb, m->mtu, m->hdrs, m->mtu_min);
+		return 0;
+	}
+	bool hard = m->hard;
+	int err = m->err;
+	if (hard && pcb->state == SYN_SENT) {
+		/* RFC 1122 §4.2.3.9: "codes 2-4: These are hard error conditions, so TCP SHOULD
+		 * abort the connection." connect() fails with the error (ECONNREFUSED for a port
+		 * unreachable), as on Linux. */
+		stk__count(STK_CNT_ICMP_ERR_HARD);
+		stk__stream_icmp_error(pcb, err);
+		tcp_abandon(pcb, 0);  /* no RST: the peer's port is closed, as Linux's tcp_done */
+		return 0;
+	}
+	/* RFC 1122 §4.2.3.9: soft errors: "TCP MUST NOT abort the connection, and it SHOULD make
+	 * the information available to the application"; reported when the connection times
+	 * out (as Linux reports sk_err_soft). RFC 5927 §7.2: hard errors in synchronized
+	 * states are treated as soft too, so a forged port unreachable cannot reset an
+	 * established connection. */
+	stk__count(STK_CNT_ICMP_ERR_SOFT);
+	stk__stream_icmp_error(pcb, err);
+	return 0;
 }
 
 /* Called by icmp_input() (patch 0030) for Destination Unreachable, Time Exceeded and
@@ -292,9 +369,8 @@ int stk__icmp_error_input(struct pbuf *p, struct netif *inp)
 		stk__count(STK_CNT_ICMP_ERR_MALFORMED);
 		return 1;
 	}
-	ip4_addr_t src, dst;
+	ip4_addr_t src;
 	ip4_addr_set_u32(&src, ip.src);
-	ip4_addr_set_u32(&dst, ip.dst);
 	/* The quoted datagram must be one we sent (RFC 5927 §4.1's first check is the 4-tuple,
 	 * the source address ours), of TCP or UDP, and its first fragment (the ports). */
 	if ((ip.proto != WIRE_IPPROTO_TCP && ip.proto != WIRE_IPPROTO_UDP) ||
@@ -302,47 +378,20 @@ int stk__icmp_error_input(struct pbuf *p, struct netif *inp)
 		stk__count(STK_CNT_ICMP_ERR_NO_CONN);
 		return 1;
 	}
-	const u8_t *th = ip.data;
-	if (ip.proto == WIRE_IPPROTO_UDP) {
-		dgram_error(icmp.type, icmp.code, &dst, wire_rd16(th), wire_rd16(th + 2));
-		return 1;
+	ip_addr_t dst;
+	ip_addr_set_ip4_u32_val(dst, ip.dst);
+	struct stk_icmp_err m = {
+		.remote = &dst, .proto = ip.proto, .th = ip.data,
+		.dgram_err = dgram_errno(icmp.type, icmp.code),
+	};
+	if (icmp.type == ICMP_T_DEST_UNREACH && icmp.code == DU_FRAG_NEEDED) {
+		m.too_big = true;
+		m.mtu = wire_rd16(icmp.rest + 2);  /* RFC 1191 §4: Next-Hop MTU */
+		m.hdrs = IP_TCP_HDRS;
+		m.mtu_min = PMTU_MIN;
+	} else {
+		m.err = classify(icmp.type, icmp.code, &m.hard);
 	}
-	struct tcp_pcb *pcb = find_pcb(&dst, wire_rd16(th), wire_rd16(th + 2));
-	if (!pcb) {
-		stk__count(STK_CNT_ICMP_ERR_NO_CONN);
-		return 1;
-	}
-	/* RFC 5927 §4.1: "TCP SHOULD check that the TCP sequence number contained in the
-	 * payload of the ICMP error message is within the range SND.UNA =< SEG.SEQ <
-	 * SND.NXT." lwIP's lastack is SND.UNA in every state (in SYN-SENT its SYN's own
-	 * sequence number, with SND.NXT one above). */
-	u32_t seq = wire_rd32(th + WIRE_TCP_OFF_SEQ);
-	if (!(TCP_SEQ_GEQ(seq, pcb->lastack) && TCP_SEQ_LT(seq, pcb->snd_nxt))) {
-		stk__count(STK_CNT_ICMP_ERR_OUT_OF_WINDOW);
-		return 1;
-	}
-	u8_t type = icmp.type, code = icmp.code;
-	if (type == ICMP_T_DEST_UNREACH && code == DU_FRAG_NEEDED) {
-		lower_mss(pcb, wire_rd16(icmp.rest + 2));  /* RFC 1191 §4: Next-Hop MTU */
-		return 1;
-	}
-	bool hard;
-	int err = classify(type, code, &hard);
-	if (hard && pcb->state == SYN_SENT) {
-		/* RFC 1122 §4.2.3.9: "codes 2-4: These are hard error conditions, so TCP SHOULD
-		 * abort the connection." connect() fails with the error (ECONNREFUSED for a port
-		 * unreachable), as on Linux. */
-		stk__count(STK_CNT_ICMP_ERR_HARD);
-		stk__stream_icmp_error(pcb, err);
-		tcp_abandon(pcb, 0);  /* no RST: the peer's port is closed, as Linux's tcp_done */
-		return 1;
-	}
-	/* RFC 1122 §4.2.3.9: soft errors: "TCP MUST NOT abort the connection, and it SHOULD make
-	 * the information available to the application"; reported when the connection times
-	 * out (as Linux reports sk_err_soft). RFC 5927 §7.2: hard errors in synchronized
-	 * states are treated as soft too, so a forged port unreachable cannot reset an
-	 * established connection. */
-	stk__count(STK_CNT_ICMP_ERR_SOFT);
-	stk__stream_icmp_error(pcb, err);
+	stk__icmp_err_deliver(&m);
 	return 1;
 }

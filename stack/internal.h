@@ -210,6 +210,10 @@ enum stk_counter {
 	STK_CNT_UDP_ICMP_ERR_IGNORED,
 	/* RFC 1191 §6.3 path MTU aging (icmperr.c) */
 	STK_CNT_ICMP_PMTU_RAISED,
+	/* ICMPv6 errors (icmp6err.c; the rest share the ICMP counters above) */
+	STK_CNT_ICMP6_ERR_MALFORMED,
+	STK_CNT_ICMP6_PTB_BELOW_MIN,
+	STK_CNT_ICMP6_PTB_TO_DEST_CACHE,
 	/* zcopy: frames the direct path moved without a copy (stack/ethif.c) */
 	STK_CNT_RX_LENT,
 	STK_CNT_TX_GATHER,
@@ -244,6 +248,25 @@ void stk__count(enum stk_counter c);
 void stk__tcp_checks_init(void);
 /* ICMP errors (icmperr.c): its per-connection state for path MTU aging */
 void stk__icmperr_init(void);
+/* What an ICMP or ICMPv6 error says about a datagram we sent, read from the message by
+ * icmperr.c or icmp6err.c and delivered by stk__icmp_err_deliver (icmperr.c). */
+struct stk_icmp_err {
+	const ip_addr_t *remote;  /* the quoted datagram's destination */
+	u8_t proto;               /* IP_PROTO_TCP or IP_PROTO_UDP */
+	const u8_t *th;           /* the first 8 octets of its transport header */
+	int err;                  /* -errno for a TCP connection */
+	bool hard;                /* a hard error: ends a SYN-SENT connection */
+	int dgram_err;            /* -errno for a connected UDP socket; 0: none */
+	bool too_big;             /* frag-needed or Packet Too Big: lowers the MSS */
+	u32_t mtu;                /* ... to this next-hop MTU */
+	u16_t hdrs;               /* less the IP and TCP headers (40 or 60 octets) */
+	u16_t mtu_min;            /* an MTU below this is counted and ignored */
+};
+/* 0: the message is about a live connection (its sequence number within SND.UNA..SND.NXT)
+ * or a UDP socket's port, and was acted on; -ENOENT (no such connection or socket) or
+ * -ERANGE (RFC 5927 §4.1: sequence number outside the window), counted. */
+int stk__icmp_err_deliver(const struct stk_icmp_err *m);
+#define IP6_TCP_HDRS 60  /* IPv6 and TCP headers without options: MSS = MTU - 60 */
 bool stk__tcp_seq_acceptable(uint32_t seq, uint32_t len, uint32_t rcv_nxt, uint32_t rcv_wnd);
 bool stk__tcp_ack_acceptable(uint32_t ack, uint32_t snd_una, uint32_t snd_nxt,
 			     uint32_t max_snd_wnd);

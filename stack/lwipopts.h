@@ -242,6 +242,9 @@ struct ip_addr;
 /* ICMP errors reach TCP (stack/icmperr.c, stack/patches/0030): RFC 1122 §4.2.3.9,
  * RFC 5927, RFC 1191. */
 #define LWIP_HOOK_ICMP_ERROR_INPUT(p, inp) stk__icmp_error_input(p, inp)
+/* ICMPv6 errors reach TCP and UDP (stack/icmp6err.c, stack/patches/0106): RFC 4443 §3,
+ * RFC 8201, RFC 5927. */
+#define LWIP_HOOK_ICMP6_ERROR_INPUT(p, inp) stk__icmp6_error_input(p, inp)
 /* SYN floods (stack/syncookie.c, stack/patches/0090): RFC 4987 §3.1 a bounded number of
  * half-open connections per listener, §3.6 SYN cookies beyond it. */
 #define LWIP_HOOK_TCP_SYN_ADMIT(lpcb)   stk__syn_admit(lpcb)

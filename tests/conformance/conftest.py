@@ -200,6 +200,10 @@ class Node:
             self.ip6 = None if no6 else NODE_IP6
             self.my_ip6 = SCAPY_IP6
         self.my_ll6 = SCAPY_LL6
+        # More addresses Scapy answers neighbour solicitations for (fresh_src6): a test
+        # whose state outlives it in the node per peer address (lwIP's destination cache
+        # keeps a path MTU) speaks from one of its own.
+        self.extra_ip6 = set()
         self.stats_path = stats_path
         self.proc = None
 
@@ -250,6 +254,17 @@ _ports = itertools.count(20000 + random.randrange(0, 20000))
 def fresh_port():
     """A source port no earlier test of this session used."""
     return next(_ports)
+
+
+_src6 = itertools.count(1)
+
+
+def fresh_src6(node):
+    """An IPv6 address for Scapy no earlier test of this session used (next to
+    SCAPY_IP6, on the node's link; the responder thread answers solicitations for it)."""
+    a = f"{SCAPY_IP6}:{next(_src6):x}"
+    node.extra_ip6.add(a)
+    return a
 
 
 # ---------------------------------------------------------------------------
@@ -338,8 +353,9 @@ class TcpPeer:
     snd_nxt/rcv_nxt track the connection as the tests drive it."""
 
     def __init__(self, link, dport, sport=None, mss=1460, wscale=7, ts=True, sack=True,
-                 window=65535, v6=False):
+                 window=65535, v6=False, src6=None):
         self.v6 = v6      # over IPv6 (node.ip6), not IPv4
+        self.src6 = src6 or link.node.my_ip6   # Scapy's IPv6 address (fresh_src6)
         self.link = link
         self.node = link.node
         self.dport = dport
@@ -389,7 +405,7 @@ class TcpPeer:
         if chksum is not None:
             tcp.chksum = chksum
         if self.v6:
-            ip = IPv6(src=self.node.my_ip6, dst=self.node.ip6)
+            ip = IPv6(src=self.src6, dst=self.node.ip6)
         else:
             ip = IP(src=self.node.my_ip, dst=self.node.ip)
         pkt = Ether(src=self.node.my_mac, dst=self.node.mac) / ip / tcp
@@ -413,7 +429,7 @@ class TcpPeer:
     def mine(self, p):
         if self.v6:
             return (TCP in p and IPv6 in p and p[IPv6].src == self.node.ip6
-                    and p[IPv6].dst == self.node.my_ip6
+                    and p[IPv6].dst == self.src6
                     and p[TCP].sport == self.dport and p[TCP].dport == self.sport)
         return (TCP in p and IP in p and p[IP].src == self.node.ip and p[IP].dst == self.node.my_ip
                 and p[TCP].sport == self.dport and p[TCP].dport == self.sport)
@@ -539,7 +555,7 @@ class ArpResponder(threading.Thread):
         if ICMPv6ND_NS not in p:
             return
         tgt = p[ICMPv6ND_NS].tgt
-        if tgt not in (self.node.my_ip6, self.node.my_ll6):
+        if tgt not in (self.node.my_ip6, self.node.my_ll6) and tgt not in self.node.extra_ip6:
             return
         na = (Ether(src=self.node.my_mac, dst=p[Ether].src) /
               IPv6(src=tgt, dst=p[IPv6].src, hlim=255) /

@@ -71,7 +71,7 @@ class Dial:
 
 
 @requirement(fix='hook stack/icmperr.c, patch 0030',
-             mutate="sed -i 's/if (hard \\&\\& pcb->state == SYN_SENT) {/if (0) {/' stack/icmperr.c")
+             mutate="sed -i 's/if (hard \\&\\& pcb->state == SYN_SENT) {/if (0 \\&\\& hard) {/' stack/icmperr.c")
 def test_rfc1122_4_2_3_9_port_unreachable_fails_connect(link, counters):
     """RFC 1122 §4.2.3.9: "Destination Unreachable -- codes 2-4: These are hard error
     conditions, so TCP SHOULD abort the connection." A port unreachable for our SYN ends the
@@ -92,7 +92,7 @@ def test_rfc1122_4_2_3_9_port_unreachable_fails_connect(link, counters):
 
 
 @requirement(fix='hook stack/icmperr.c, patch 0030',
-             mutate="sed -i 's/if (hard \\&\\& pcb->state == SYN_SENT) {/if (0) {/' stack/icmperr.c")
+             mutate="sed -i 's/if (hard \\&\\& pcb->state == SYN_SENT) {/if (0 \\&\\& hard) {/' stack/icmperr.c")
 def test_rfc1122_4_2_3_9_protocol_unreachable_fails_connect(link):
     """RFC 1122 §4.2.3.9: "Destination Unreachable -- codes 2-4: These are hard error
     conditions, so TCP SHOULD abort the connection." Code 2 (protocol unreachable) ends

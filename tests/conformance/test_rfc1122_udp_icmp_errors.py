@@ -48,7 +48,7 @@ def udp_reply(link):
     return send
 
 
-@requirement(fix="hook stack/icmperr.c, stack/dgram.c", mutate="sed -i 's/if (ip.proto == WIRE_IPPROTO_UDP) {/if (0) {/' stack/icmperr.c",
+@requirement(fix="hook stack/icmperr.c, stack/dgram.c", mutate="sed -i 's/if (m->proto == IP_PROTO_UDP)/if (0)/' stack/icmperr.c",
              level="MUST")
 def test_rfc1122_4_1_3_3_port_unreachable_fails_connected_udp_recv(node, link, counters):
     """RFC 1122 §4.1.3.3: "UDP MUST pass to the application layer all ICMP error messages
@@ -61,7 +61,7 @@ def test_rfc1122_4_1_3_3_port_unreachable_fails_connected_udp_recv(node, link, c
     assert wait_counter(counters, "udp_icmp_err", before + 1) == before + 1
 
 
-@requirement(fix="hook stack/icmperr.c, stack/dgram.c", mutate="sed -i 's/if (ip.proto == WIRE_IPPROTO_UDP) {/if (0) {/' stack/icmperr.c",
+@requirement(fix="hook stack/icmperr.c, stack/dgram.c", mutate="sed -i 's/if (m->proto == IP_PROTO_UDP)/if (0)/' stack/icmperr.c",
              level="MUST")
 def test_rfc1122_4_1_3_3_port_unreachable_fails_next_connected_udp_send(node, link):
     """RFC 1122 §4.1.3.3: "UDP MUST pass to the application layer all ICMP error messages
