@@ -104,6 +104,9 @@ struct nif_dev_ops {
 	 * lease without a wait, at most as often as the wait would look: 0, or -ECONNRESET
 	 * once the lease is gone (as wait returns it). */
 	int (*lease_check)(struct nif_dev *dev);
+	/* Optional (NULL: the caller never defers a flush): caller's lock held. Do frames
+	 * queued by tx_queue or tx_gather wait for tx_flush to hand them to the kernel? */
+	bool (*tx_pending)(const struct nif_dev *dev);
 };
 
 struct nif_dev {

@@ -347,6 +347,11 @@ static void q_rx_refill(struct nif_dev *d)
 	}
 }
 
+static bool q_tx_pending(const struct nif_dev *d)
+{
+	return ((const struct qring *)d)->tx_unsubmitted != 0;
+}
+
 static bool q_ready(const struct nif_dev *d)
 {
 	return io_uring_cq_ready(&((const struct qring *)d)->rx) != 0;
@@ -708,7 +713,7 @@ static const struct nif_dev_ops qring_ops = {
 	.tx_queue = q_tx_queue, .tx_flush = q_flush, .get_stats = q_get_stats,
 	.close = q_close, .tx_gather = q_tx_gather, .ready = q_ready,
 	.wait_fd = q_wait_fd, .spin_poll = q_spin_poll, .rx_refill = q_rx_refill,
-	.lease_check = q_lease_check,
+	.lease_check = q_lease_check, .tx_pending = q_tx_pending,
 };
 
 int nif_qring_open(struct nif_dev **out, struct nif_qring_prep *p, unsigned mtu, bool offload,

@@ -69,6 +69,8 @@ static TLS volatile sig_atomic_t sig_noted;   /* a noted handler ran since the c
 static TLS volatile sig_atomic_t sig_intr;    /* ... and one of them had no SA_RESTART */
 static TLS struct pollfd *drive_fds;          /* uls_poll_drive: the kernel's descriptors */
 static TLS unsigned drive_nfds;
+/* uls_tx_batch: the sends this thread still expects before its next wait. */
+static TLS unsigned tx_batch_left;
 
 /* An application thread blocked in stk__sock_sleep (a FIFO list in stk__node). */
 struct stk_sleeper {
@@ -355,6 +357,7 @@ static int sleep_until(struct stk_sock *s, uint64_t deadline, bool shim)
 
 	/* What the caller queued must leave before it sleeps, and a waiter on the device
 	 * must know about timers the caller armed. */
+	tx_batch_left = 0;
 	stk__leave();
 	struct stk_sleeper me = { .s = s, .cond = &s->cond }, **tail = &n->sleepers;
 	while (*tail)
@@ -514,6 +517,7 @@ int uls_poll_drive_gen(struct pollfd *fds, unsigned nfds, int timeout_ms,
 		return -EBUSY;
 	}
 	stk__drive_entry();
+	tx_batch_left = 0;  /* what the caller queued leaves before it sleeps */
 	stk__leave();
 	cond_init(&cond);
 	struct stk_sleeper me = { .cond = &cond }, **tail = &n->sleepers;
@@ -613,6 +617,36 @@ void stk__drive_entry(void)
 		dev->ops->rx_refill(dev);
 }
 
+void uls_tx_batch(unsigned sends)
+{
+	tx_batch_left = sends;
+}
+
+/* May this leave keep the frames its call queued for a later flush (uls_tx_batch; core
+ * lock held)? Only while sends are still expected in the batch, and only while the stack
+ * thread is parked: it wakes within GRACE_MS of its park (park: at most GRACE_MS) and
+ * flushes, as every later leave does (this thread's next call, another thread's), so
+ * nothing waits longer than that. A thread on the device would not flush before a frame
+ * or a timer woke it: then every flush is made at once, as without a batch.
+ * Deviation: a program that sends during a batch and then does not call into the stack
+ * (its own work, or a wait in the kernel on something else) sends those frames up to
+ * GRACE_MS late; Linux hands each send's segment to the device inside the call. Event
+ * loops call epoll_wait next, whose look at the ready list flushes. */
+static bool flush_deferred(struct stk_node *n)
+{
+	if (tx_batch_left <= 1) {
+		tx_batch_left = 0;
+		return false;
+	}
+	if (!n->dev->ops->tx_pending || !n->dev->ops->tx_pending(n->dev))
+		return false;  /* nothing queued: the batch's count is kept for the sends */
+	if (!n->rtc || !n->parked || n->dev_waiter != STK_W_NONE)
+		return false;
+	tx_batch_left--;
+	stk__count(STK_CNT_TX_FLUSH_DEFERRED);
+	return true;
+}
+
 /* Before a thread lets go of lwIP (core lock held): send what its call queued, and wake
  * the waiter on the device (or the parked stack thread) only if the call armed a timer
  * that fires before its planned wake-up. Waking it otherwise costs two context switches
@@ -624,7 +658,8 @@ void stk__leave(void)
 
 	if (!n->up)
 		return;
-	n->dev->ops->tx_flush(n->dev);
+	if (!flush_deferred(n))
+		n->dev->ops->tx_flush(n->dev);
 	if (n->dev_waiter == STK_W_NONE && !n->parked)
 		return;
 	u32_t sleep = sys_timeouts_sleeptime();

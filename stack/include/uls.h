@@ -201,6 +201,13 @@ ULS_EXTERN int uls_socket_watch(int sd, int lazy, int armed);
 ULS_EXTERN void uls_poll_kick(void);
 ULS_EXTERN int uls_poll_drive_gen(struct pollfd *fds, unsigned nfds, int timeout_ms,
 				  const sigset_t *mask, const unsigned *ready_gen);
+/* The calling thread expects to send about `sends` times before it next waits (an event
+ * loop's round: epoll_wait returned that many events). The transmit flush of all but the
+ * last of those sends may wait for a later one, so that one system call hands the round's
+ * frames to the kernel; never longer than the parked stack thread's grace (a few ms), and
+ * not at all when the stack thread or another thread waits on the device. 0 ends it;
+ * a thread's blocking wait ends it too. */
+ULS_EXTERN void uls_tx_batch(unsigned sends);
 ULS_EXTERN int uls_fd_private(int fd);
 ULS_EXTERN int uls_fd_private_max(void);
 ULS_EXTERN int uls_pending(int sd);

@@ -413,3 +413,75 @@ def case_uepoll_socket_in_a_kernel_set_too():
     assert s.recv(1) == b"k"
     assert kern.poll(0.2) == [] and user.poll(0) == []
     os.close(d)
+
+
+def case_uepoll_a_rounds_sends_share_one_flush():
+    """Issue 14 (uls_tx_batch): after an epoll_wait that reported N sockets, the transmit
+    flush of up to N-1 of the round's sends may wait for a later one, so that one system
+    call hands the round's frames to the kernel: never more than N-1 (tx_flush_deferred is
+    exact), every answer reaches the peer and comes back, and a send whose thread then
+    makes no call at all still leaves (the parked stack thread flushes within its grace of
+    2 ms; 1.5 s are allowed here)."""
+    n = 6
+    ep = select.epoll()
+    socks = [connect(ECHO) for _ in range(n)]
+    for s in socks:
+        s.setblocking(False)
+        ep.register(s, select.EPOLLIN)
+    sent = [bytearray() for _ in socks]
+    back = [bytearray() for _ in socks]
+    for rnd in range(10):
+        msgs = [b"%d.%d;" % (rnd, i) for i in range(n)]
+        for i, s in enumerate(socks):
+            assert s.send(msgs[i]) == len(msgs[i])
+            sent[i] += msgs[i]
+        # Wait (bounded) until every echo of this round is here, without reading it.
+        deadline, ready = time.monotonic() + 10, []
+        while time.monotonic() < deadline:
+            ready = ep.poll(1)
+            if len(ready) == n and all(s.recv(64, socket.MSG_PEEK) == msgs[i]
+                                       for i, s in enumerate(socks)):
+                break
+            time.sleep(0.01)
+        else:
+            raise AssertionError("round %d: echoes missing: %r" % (rnd, ready))
+        # One round as an event loop makes it: the events, then the answers.
+        got = ep.poll(1)
+        assert len(got) == n, got
+        before = counter("tx_flush_deferred")
+        for i, s in enumerate(socks):
+            back[i] += s.recv(64)
+            assert back[i].endswith(msgs[i])
+        for i, s in enumerate(socks):
+            assert s.send(b"x") == 1
+            sent[i] += b"x"
+        deferred = counter("tx_flush_deferred") - before
+        assert deferred <= n - 1, "%d flushes deferred in a round of %d events" % (deferred, n)
+        # The "x" answers echo back; read them before the next round counts messages.
+        for i, s in enumerate(socks):
+            deadline = time.monotonic() + 10
+            while not back[i].endswith(b"x") and time.monotonic() < deadline:
+                if ready_within(ep, s.fileno(), 1):
+                    back[i] += s.recv(64)
+            assert back[i].endswith(b"x"), "round %d: socket %d's answer never came back" % (
+                rnd, i)
+    assert back == sent
+    # A round's send, then no call at all: the frame leaves without one.
+    for s in socks[:2]:
+        s.send(b"!")
+    deadline, got = time.monotonic() + 10, []
+    while time.monotonic() < deadline and len(got) < 2:
+        got = ep.poll(1)
+    assert len(got) == 2, got
+    for s in socks[:2]:
+        assert s.recv(64) == b"!"
+    socks[0].send(b"late")
+    time.sleep(1.5)
+    try:
+        data = socks[0].recv(64, socket.MSG_DONTWAIT)
+    except BlockingIOError:
+        data = b""
+    assert data == b"late", "a deferred send waited for the program's next call: %r" % data
+    for s in socks:
+        s.close()
+    ep.close()

@@ -5,6 +5,7 @@
  * flight. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -334,6 +335,32 @@ static void gathered_write_reports_done_only_once_written(void **state)
 	assert_int_equal(st.tx_frames, 1);
 }
 
+/* A queued frame stays in the ring until the flush (tx_pending says so: the stack defers
+ * flushes by it, uls_tx_batch), and the flush hands it to the kernel. */
+static void queued_frame_is_pending_until_the_flush_hands_it_over(void **state)
+{
+	struct fx *f = *state;
+	static uint8_t got[NIF_VNET_HLEN + 2048];
+	struct pollfd p = { .fd = f->peer, .events = POLLIN };
+
+	assert_non_null(f->dev->ops->tx_pending);
+	assert_false(f->dev->ops->tx_pending(f->dev));
+	uint8_t *slot = f->dev->ops->tx_slot(f->dev, 100);
+	assert_non_null(slot);
+	memset(slot, 0x5a, 100);
+	assert_int_equal(f->dev->ops->tx_queue(f->dev, slot, 100, 0), 0);
+	assert_true(f->dev->ops->tx_pending(f->dev));
+	assert_int_equal(recv(f->peer, got, sizeof(got), MSG_DONTWAIT), -1);
+	assert_int_equal(errno, EAGAIN);  /* not written before the flush */
+	assert_int_equal(f->dev->ops->tx_flush(f->dev), 0);
+	assert_false(f->dev->ops->tx_pending(f->dev));
+	assert_int_equal(poll(&p, 1, 5000), 1);
+	ssize_t n = recv(f->peer, got, sizeof(got), MSG_DONTWAIT);
+	assert_int_equal(n, NIF_VNET_HLEN + 100);
+	assert_int_equal(got[NIF_VNET_HLEN], 0x5a);
+	assert_int_equal(got[n - 1], 0x5a);
+}
+
 /* Closing the device with a gathered write in flight waits for it (bounded), and reports
  * it done: the caller may then free the memory. */
 static void close_reports_a_completed_gathered_write_done(void **state)
@@ -543,6 +570,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(full_pool_makes_frames_copied_and_counted_not_blocked, setup, teardown),
 		cmocka_unit_test_setup_teardown(gathered_write_reports_done_only_once_written, setup, teardown),
 		cmocka_unit_test_setup_teardown(close_reports_a_completed_gathered_write_done, setup, teardown),
+		cmocka_unit_test_setup_teardown(queued_frame_is_pending_until_the_flush_hands_it_over, setup, teardown),
 		cmocka_unit_test_setup_teardown(large_frame_is_lent_in_place_and_the_read_rearmed, setup_wake_in_ring, teardown),
 		cmocka_unit_test_setup_teardown(full_pool_makes_frames_copied_and_counted_not_blocked, setup_wake_in_ring, teardown),
 		cmocka_unit_test_setup_teardown(gathered_write_reports_done_only_once_written, setup_wake_in_ring, teardown),
