@@ -3,10 +3,10 @@ control protocol version 3, docs/ipv6.md): `iperf3 -s` (no -4) reached by `iperf
 the node's IPv6 address, nginx with `listen [::]:PORT` fetched with `curl -6`, and the same
 servers reached over IPv4.
 
-The testbed is this module's own (`up --ipv6`, TB_NAME ulsinter6): ulsd with --ip6 and
-offloads off (ULS_TSO=0; libuls leaves IPv6 off on a node whose rings carry offload words
-until stack/tso.c has TCPv6, docs/ipv6.md). Every transfer is checked: iperf3's byte counts
-on both ends agree, curl's copy has the file's SHA-256.
+The testbed is this module's own (`up --ipv6`, TB_NAME ulsinter6): ulsd with --ip6 and its
+default offloads (checksum offload and TSO, TCPv6's included), as a user runs it. Every
+transfer is checked: iperf3's byte counts on both ends agree, curl's copy has the file's
+SHA-256.
 """
 import os
 import re
@@ -25,8 +25,6 @@ BIG_BYTES = 4 << 20
 
 @pytest.fixture(scope="module")
 def tb6():
-    saved = os.environ.get("ULS_TSO")
-    os.environ["ULS_TSO"] = "0"
     tb = _Testbed()
     try:
         tb.env = parse_exports(run_testbed(TESTBED, TB6, BUILD, "up", "--nodes", "2", "--ipv6"))
@@ -36,10 +34,6 @@ def tb6():
         tb.stop_procs()
         tb.save_logs()
         run_testbed(TESTBED, TB6, BUILD, "down")
-        if saved is None:
-            os.environ.pop("ULS_TSO", None)
-        else:
-            os.environ["ULS_TSO"] = saved
 
 
 @pytest.fixture
