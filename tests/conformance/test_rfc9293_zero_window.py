@@ -33,14 +33,14 @@ def zero_window(node):
             burst.append(p)
             peer.absorb(p)
         assert burst, "the pattern source sent nothing"
-        closed_at = time.monotonic()
-        peer.ack(window=0)
-        probes = []   # (seconds since the window closed, segment)
-        while len(probes) < 3 and time.monotonic() - closed_at < 16:
-            p = peer.recv(max(0.0, 16 - (time.monotonic() - closed_at)))
+        end = time.monotonic() + 16
+        closed_at = peer.ack(window=0).time
+        probes = []   # (seconds since the window closed, segment), on the kernel's stamps
+        while len(probes) < 3 and time.monotonic() < end:
+            p = peer.recv(max(0.0, end - time.monotonic()))
             if p is None:
                 break
-            probes.append((time.monotonic() - closed_at, p))
+            probes.append((p.time - closed_at, p))
             peer.ack(window=0)   # the probe's byte (if any) is not accepted: RCV.WND = 0
         peer.ack()               # open the window again
         resumed = peer.recv_all(1.0, lambda q: len(q[TCP].payload) > 0)
