@@ -84,8 +84,9 @@ class Receiver:
 
     def window_of(self, start, nseg, timeout=1.0):
         """Collect the nseg segments [start, start + nseg * SMSS) the node sends next;
-        asserts they come, each SMSS long, at the expected offsets."""
-        seen = {}
+        asserts they come, each SMSS long, at the expected offsets. Returns when the last
+        of them arrived (the kernel's stamp, conftest.Link)."""
+        seen, last = {}, 0.0
         deadline = time.monotonic() + timeout
         while len(seen) < nseg and time.monotonic() < deadline:
             p = self.segment(max(0.0, deadline - time.monotonic()))
@@ -97,9 +98,11 @@ class Receiver:
                 # arrived (an RFC 8985 loss probe during grow()); not part of the window.
                 continue
             seen[off] = len(p[TCP].payload)
+            last = max(last, p.time)
         want = {i * SMSS: SMSS for i in range(nseg)}
         assert seen == want, f"expected {nseg} segments of {SMSS} from {start}, got " \
             f"offsets {sorted(seen.items())}"
+        return last
 
 
 def offsets(segs, start):
