@@ -41,15 +41,21 @@ class Receiver:
 
     def ack(self, ack, sack=(), window=None):
         """A pure ACK with acknowledgment number ack and the given SACK blocks
-        ((left, right) pairs, at most 3 with no timestamps)."""
+        ((left, right) pairs, at most 3 with no timestamps). Returns the time it left."""
         opts = list(self.peer.options())
         if sack:
             blocks = []
             for left, right in sack:
                 blocks += [left & 0xFFFFFFFF, right & 0xFFFFFFFF]
             opts += [("NOP", None), ("NOP", None), ("SAck", tuple(blocks))]
-        self.peer.send("A", ack=ack & 0xFFFFFFFF, options=opts,
-                       window=self.window if window is None else window)
+        return self.peer.send("A", ack=ack & 0xFFFFFFFF, options=opts,
+                              window=self.window if window is None else window).time
+
+    def answers(self, sent, duration, pred=None):
+        """segments(duration, pred) that left the node after `sent` (our frame's time):
+        a tail loss probe that was due before a late ACK of ours arrived (this process,
+        slow on a loaded machine) is no answer to it."""
+        return [p for p in self.segments(duration, pred) if p.time >= sent]
 
     def segments(self, duration, pred=None):
         """Every data segment from the node within duration seconds (waits it out)."""
