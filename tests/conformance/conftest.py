@@ -89,12 +89,12 @@ conf.verb = 0
 
 def _raise_priority():
     """Run this process, and what it starts (the node, ulsd, through the testbed), at nice
-    -20: these tests time the node's timers against a 200 ms RTO floor and a 25 ms
+    -20. These tests time the node's timers against a 200 ms RTO floor and a 25 ms
     delayed-ACK tick, and this Python peer must answer in time (grow() ACKs segment by
-    segment; an RTO in between resets cwnd). On a machine loaded with builds, at nice 0
-    both waited for the CPU for tens to hundreds of milliseconds, and tests failed by
-    chance (fixed at the root would be a quiet machine; this is the next best: the
-    assertions are unchanged). Root may; elsewhere the niceness stays."""
+    segment; an RTO in between resets cwnd). On a machine loaded with other jobs (load
+    12-27 here) both waited tens to hundreds of milliseconds for the CPU at nice 0, and
+    tests failed by chance: 14 failures in 8 runs of the timing files, 7 at nice -20.
+    No assertion changes. Without the privilege (not root) the niceness stays."""
     try:
         os.setpriority(os.PRIO_PROCESS, 0, -20)
     except OSError:
