@@ -125,12 +125,19 @@ def test_an_interrupted_run_stops_everything_it_started_and_removes_the_testbed(
         while time.monotonic() < deadline and "running" not in err.read_text():
             assert p.poll() is None, err.read_text()
             time.sleep(0.1)
-        time.sleep(3)       # into the run: nginx and wrk are up
         text = err.read_text()
         m = re.search(r"logs in (\S+)", text)
         assert m and "running" in text, text
         workdir = m.group(1)
-        started = _procs_of_run(workdir)
+        # Into the run: nginx's master and its 2 workers are up (waited for: a fixed 3 s
+        # was a guess a loaded machine could miss).
+        deadline = time.monotonic() + 60
+        while True:
+            started = _procs_of_run(workdir)
+            if len(started) >= 3 or time.monotonic() > deadline:
+                break
+            assert p.poll() is None, err.read_text()
+            time.sleep(0.2)
         assert len(started) >= 3, "nginx's master and 2 workers were not running: %s" % started
         p.send_signal(signal.SIGTERM)
         rc = p.wait(timeout=120)

@@ -82,8 +82,26 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 CLONE_NEWNET = 0x40000000
 ETH_P_ALL = 0x0003
+SO_TIMESTAMPNS = 35     # <asm-generic/socket.h>; not in Python's socket module
 
 conf.verb = 0
+
+
+def _raise_priority():
+    """Run this process, and what it starts (the node, ulsd, through the testbed), at nice
+    -20. These tests time the node's timers against a 200 ms RTO floor and a 25 ms
+    delayed-ACK tick, and this Python peer must answer in time (grow() ACKs segment by
+    segment; an RTO in between resets cwnd). On a machine loaded with other jobs (load
+    12-27 here) both waited tens to hundreds of milliseconds for the CPU at nice 0, and
+    tests failed by chance: 14 failures in 8 runs of the timing files, 7 at nice -20.
+    No assertion changes. Without the privilege (not root) the niceness stays."""
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, -20)
+    except OSError:
+        pass
+
+
+_raise_priority()
 
 
 # ---------------------------------------------------------------------------
@@ -279,6 +297,11 @@ class Link:
             raw_sock.setsockopt(socket.SOL_SOCKET, 33, 8 << 20)  # SO_RCVBUFFORCE
         except OSError:
             raw_sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 << 20)
+        # The kernel stamps each frame as it reaches the socket (the node wrote it then):
+        # intervals between the node's frames are measured on these stamps, not on when
+        # this process got round to reading them, which on a loaded machine can be tens
+        # of milliseconds later, differently for each frame.
+        raw_sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
         self.frames = []    # (timestamp, bytes), both directions, for the pcap
         self.pending = []   # received, parsed, not yet consumed: (timestamp, Ether)
         self.peers = []
@@ -287,12 +310,16 @@ class Link:
         self.sock.close()
 
     def send(self, pkt):
+        """Send pkt; returns the time it left (time.time()'s clock, as the frames' stamps)."""
         data = bytes(pkt)
-        self.frames.append((time.time(), data))
+        ts = time.time()
+        self.frames.append((ts, data))
         self.sock.outs.send(data)
+        return ts
 
     def _read(self, timeout):
-        """Read one frame (not our own outgoing ones) within timeout; None if none came."""
+        """Read one frame (not our own outgoing ones) within timeout; None if none came.
+        The frame's .time is the kernel's stamp of its arrival (time.time()'s clock)."""
         ins = self.sock.ins
         deadline = time.monotonic() + timeout
         while True:
@@ -302,12 +329,18 @@ class Link:
             r, _, _ = select.select([ins], [], [], left)
             if not r:
                 return None
-            data, sa_ll = ins.recvfrom(65536)
+            data, anc, _, sa_ll = ins.recvmsg(65536, socket.CMSG_SPACE(16))
             if sa_ll[2] == socket.PACKET_OUTGOING:
                 continue
             ts = time.time()
+            for level, kind, val in anc:
+                if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(val) >= 16:
+                    sec, nsec = struct.unpack("qq", val[:16])
+                    ts = sec + nsec / 1e9
             self.frames.append((ts, data))
-            return ts, Ether(data)
+            p = Ether(data)
+            p.time = ts
+            return ts, p
 
     def recv(self, match, timeout=3.0):
         """First not-yet-consumed received frame for which match(frame) is true, or None
@@ -419,7 +452,7 @@ class TcpPeer:
         if seq is None:
             self.snd_nxt = (self.snd_nxt + len(payload) + ("S" in flags) + ("F" in flags)) \
                 & 0xFFFFFFFF
-        self.link.send(pkt)
+        pkt.time = self.link.send(pkt)
         return pkt
 
     def ack(self, **kw):

@@ -41,15 +41,21 @@ class Receiver:
 
     def ack(self, ack, sack=(), window=None):
         """A pure ACK with acknowledgment number ack and the given SACK blocks
-        ((left, right) pairs, at most 3 with no timestamps)."""
+        ((left, right) pairs, at most 3 with no timestamps). Returns the time it left."""
         opts = list(self.peer.options())
         if sack:
             blocks = []
             for left, right in sack:
                 blocks += [left & 0xFFFFFFFF, right & 0xFFFFFFFF]
             opts += [("NOP", None), ("NOP", None), ("SAck", tuple(blocks))]
-        self.peer.send("A", ack=ack & 0xFFFFFFFF, options=opts,
-                       window=self.window if window is None else window)
+        return self.peer.send("A", ack=ack & 0xFFFFFFFF, options=opts,
+                              window=self.window if window is None else window).time
+
+    def answers(self, sent, duration, pred=None):
+        """segments(duration, pred) that left the node after `sent` (our frame's time):
+        a tail loss probe that was due before a late ACK of ours arrived (this process,
+        slow on a loaded machine) is no answer to it."""
+        return [p for p in self.segments(duration, pred) if p.time >= sent]
 
     def segments(self, duration, pred=None):
         """Every data segment from the node within duration seconds (waits it out)."""
@@ -84,8 +90,9 @@ class Receiver:
 
     def window_of(self, start, nseg, timeout=1.0):
         """Collect the nseg segments [start, start + nseg * SMSS) the node sends next;
-        asserts they come, each SMSS long, at the expected offsets."""
-        seen = {}
+        asserts they come, each SMSS long, at the expected offsets. Returns when the last
+        of them arrived (the kernel's stamp, conftest.Link)."""
+        seen, last = {}, 0.0
         deadline = time.monotonic() + timeout
         while len(seen) < nseg and time.monotonic() < deadline:
             p = self.segment(max(0.0, deadline - time.monotonic()))
@@ -97,9 +104,11 @@ class Receiver:
                 # arrived (an RFC 8985 loss probe during grow()); not part of the window.
                 continue
             seen[off] = len(p[TCP].payload)
+            last = max(last, p.time)
         want = {i * SMSS: SMSS for i in range(nseg)}
         assert seen == want, f"expected {nseg} segments of {SMSS} from {start}, got " \
             f"offsets {sorted(seen.items())}"
+        return last
 
 
 def offsets(segs, start):

@@ -57,8 +57,8 @@ def test_rfc6675_5_one_duplicate_ack_sacking_three_segments_starts_recovery(node
     r.start()
     s = r.grow()
     r.window_of(s, 10)
-    r.ack(s, sack=[(s + SMSS, s + 4 * SMSS)])
-    got = r.segments(0.15, in_window(s))
+    sent = r.ack(s, sack=[(s + SMSS, s + 4 * SMSS)])
+    got = r.answers(sent, 0.15, in_window(s))
     assert offsets(got, s)[:1] == [(0, SMSS)], \
         f"after one duplicate ACK SACKing 3 segments: {offsets(got, s)}, expected offset 0"
 
@@ -105,8 +105,8 @@ def test_rfc6675_5_cumulative_ack_sacking_three_segments_starts_recovery(node, l
     r.start()
     s = r.grow()
     r.window_of(s, 10)
-    r.ack(s + 2 * SMSS, sack=[(s + 3 * SMSS, s + 6 * SMSS)])
-    got = r.segments(0.1, lambda q: (q[TCP].seq - s) & 0xFFFFFFFF < W)
+    sent = r.ack(s + 2 * SMSS, sack=[(s + 3 * SMSS, s + 6 * SMSS)])
+    got = r.answers(sent, 0.1, lambda q: (q[TCP].seq - s) & 0xFFFFFFFF < W)
     assert offsets(got, s)[:1] == [(2 * SMSS, SMSS)], \
         f"within 100 ms of the ACK: {offsets(got, s)}, expected offset 2000 retransmitted"
     curated_pcap(link, "test_rfc6675_5_cumulative_ack_sacking_three_segments_starts_recovery.pcap")

@@ -30,20 +30,21 @@ def test_rfc8985_7_tail_loss_probe_before_the_rto(node, link):
     segment, and "After attempting to send a loss probe, regardless of whether a loss
     probe was sent, the sender MUST re-arm the RTO timer". Of a 10-segment window nothing
     is acknowledged: the first segment sent again is the last one (offset 9000), a probe,
-    before the 200 ms RTO floor; the RTO would have resent offset 0. (ulstack probes
-    connections that use SACK, as Linux does.)"""
+    before the RTO, which would have resent offset 0 first. The order on the wire says
+    which came first, not a wall-time bound: on a loaded machine grow()'s ACKs come late,
+    the node's RTT estimate grows with them, and so do its PTO and RTO (a probe 0.9 s
+    after the window was seen). (ulstack probes connections that use SACK, as Linux
+    does.)"""
     r = Receiver(link, window=10 * SMSS, sack=True)
     r.start()
     s = r.grow()
-    t0 = time.monotonic()
-    r.window_of(s, 10)
-    p = r.segment(2.0, in_range(s, 10))
-    t = time.monotonic() - t0
-    assert p is not None, "nothing was sent again within 2 s"
+    t0 = r.window_of(s, 10)   # when its last segment came (the kernel's stamp)
+    p = r.segment(5.0, in_range(s, 10))
+    assert p is not None, "nothing was sent again within 5 s"
+    t = p.time - t0
     got = offsets([p], s)
     assert got == [(9 * SMSS, SMSS)], \
         f"first retransmission {got} after {t:.3f} s: expected the last segment (9000)"
-    assert t < 0.19, f"the probe came {t:.3f} s after the window, not before the RTO"
     curated_pcap(link, "test_rfc8985_7_tail_loss_probe_before_the_rto.pcap")
 
 
@@ -93,17 +94,20 @@ def test_rfc8985_6_2_lost_retransmission_sent_again_without_rto(node, link):
     s = r.grow()
     r.window_of(s, 20)
     r.window = 40 * SMSS
-    t0 = time.monotonic()
+    t0 = time.time()
     r.ack(s, sack=[(s + SMSS, s + 20 * SMSS)])
     got = r.segments(0.05, in_range(s, 40))
-    offs = offsets(got, s)
+    # Offsets 1000-19999 are SACKed: recovery never sends them. One of them here is the
+    # tail loss probe (offset 19000, the last segment), due before our ACK arrived when
+    # this process was slow to send it on a loaded machine: not recovery's order.
+    offs = [(o, n) for o, n in offsets(got, s) if not SMSS <= o < 20 * SMSS]
     assert offs[:1] == [(0, SMSS)], f"recovery did not resend offset 0 first: {offs}"
     new = [o + n for o, n in offs if o >= 20 * SMSS]
     assert new, f"no new data followed the retransmission: {offs}"
     r.ack(s, sack=[(s + SMSS, s + max(new))])
     again = r.segment(0.08, lambda q: (q[TCP].seq - s) & 0xFFFFFFFF == 0)
-    t = time.monotonic() - t0
+    t = again.time - t0 if again is not None else None   # the kernel's stamp (conftest.Link)
     # The RTO, armed when recovery began, fires 150 ms after it at the earliest.
     assert again is not None and t < 0.15, \
-        f"the lost retransmission of offset 0 was not sent again before the RTO ({t:.3f} s)"
+        f"the lost retransmission of offset 0 was not sent again before the RTO ({t} s)"
     curated_pcap(link, "test_rfc8985_6_2_lost_retransmission_sent_again_without_rto.pcap")

@@ -2,7 +2,7 @@
 
 One exchange, shared by the tests of this module (it takes ~11 s): port 19 sends; we take
 its first burst, then acknowledge everything with window 0 and answer each probe with
-window 0 again until three probes came; then we open the window and check that the data
+window 0 again until five probes came; then we open the window and check that the data
 goes on where it stopped. Capture: zero_window_exchange.pcap.
 """
 
@@ -33,14 +33,14 @@ def zero_window(node):
             burst.append(p)
             peer.absorb(p)
         assert burst, "the pattern source sent nothing"
-        closed_at = time.monotonic()
-        peer.ack(window=0)
-        probes = []   # (seconds since the window closed, segment)
-        while len(probes) < 3 and time.monotonic() - closed_at < 16:
-            p = peer.recv(max(0.0, 16 - (time.monotonic() - closed_at)))
+        end = time.monotonic() + 16
+        closed_at = peer.ack(window=0).time
+        probes = []   # (seconds since the window closed, segment), on the kernel's stamps
+        while len(probes) < 5 and time.monotonic() < end:
+            p = peer.recv(max(0.0, end - time.monotonic()))
             if p is None:
                 break
-            probes.append((time.monotonic() - closed_at, p))
+            probes.append((p.time - closed_at, p))
             peer.ack(window=0)   # the probe's byte (if any) is not accepted: RCV.WND = 0
         peer.ack()               # open the window again
         resumed = peer.recv_all(1.0, lambda q: len(q[TCP].payload) > 0)
@@ -77,11 +77,15 @@ def test_rfc9293_3_8_6_1_zero_window_probe_interval_grows(zero_window):
     """RFC 9293 §3.8.6.1: "The transmitting host SHOULD send the first zero-window probe
     when a zero window has existed for the retransmission timeout period (SHLD-29)
     (Section 3.8.1), and SHOULD increase exponentially the interval between successive
-    probes (SHLD-30)." """
+    probes (SHLD-30)." The node doubles its interval (0.15, 0.3, 0.6, 1.2 s on 50 ms
+    ticks): the fourth interval is at least four times the first. (Judged over four
+    intervals, not two: a node held up for a few hundred ms on a loaded machine lengthens
+    one interval, which made the second look no longer than the first; a constant
+    interval, the mutation, still stays far below four times.)"""
     t = [at for at, _ in zero_window["probes"]]
-    assert len(t) >= 3, f"only {len(t)} probes in 16 s: at {t}"
-    i1, i2 = t[1] - t[0], t[2] - t[1]
-    assert i2 > 1.5 * i1, f"probe intervals {i1:.2f} s then {i2:.2f} s do not back off"
+    assert len(t) >= 5, f"only {len(t)} probes in 16 s: at {t}"
+    i = [round(b - a, 3) for a, b in zip(t, t[1:])]
+    assert i[3] > 4 * i[0], f"probe intervals {i} s do not back off"
 
 
 @requirement(fix='lwIP 2.1.3',

@@ -14,6 +14,7 @@ also when a test fails.
 """
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -56,6 +57,21 @@ class Testbed:
                               text=True, timeout=timeout)
 
 
+def wait_stderr_line(p, text, timeout=15.0):
+    """Read p's stderr (a pipe) until it holds text: a program's own word that it is ready
+    (a fixed pause was a guess a loaded machine could miss)."""
+    deadline = time.monotonic() + timeout
+    fd, seen = p.stderr.fileno(), b""
+    while text.encode() not in seen:
+        left = deadline - time.monotonic()
+        assert left > 0, f"no {text!r} within {timeout} s: {seen!r}"
+        r, _, _ = select.select([fd], [], [], min(left, 0.2))
+        if r:
+            chunk = os.read(fd, 4096)
+            assert chunk, f"{p.args} exited ({p.poll()}) before {text!r}: {seen!r}"
+            seen += chunk
+
+
 @pytest.fixture(scope="session")
 def testbed():
     if not os.path.exists(BENCH):
@@ -66,8 +82,7 @@ def testbed():
         tb.env = parse_exports(run_testbed(TESTBED, name, BUILD, "up", "--nodes", "1", "--no-ulsd"))
         server = tb.start(tb.env["TB_KERNEL_NETNS"], [BENCH, "server", "--port", str(PORT)],
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        time.sleep(0.3)
-        assert server.poll() is None, server.stderr.read()
+        wait_stderr_line(server, "listening on")
         yield tb
     finally:
         for p in reversed(tb.procs):

@@ -6,7 +6,7 @@ the receiver checks each byte and the sender's clock only stops on the receiver'
 import subprocess
 import time
 
-from conftest import BENCH, transfer
+from conftest import BENCH, transfer, wait_stderr_line
 
 GIB = 1 << 30
 
@@ -66,7 +66,7 @@ def test_capture_shows_more_than_64k_unacknowledged_in_flight(testbed, tmp_path)
     cap = testbed.start(env["TB_NETNS"], ["tcpdump", "-i", "br0", "-s", "96", "-U", "-w", str(pcap),
                                           "-c", "200000", f"tcp port 5001 and host {env['TB_NODE1_IP']}"],
                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    time.sleep(1.0)  # tcpdump needs a moment before it sees packets
+    wait_stderr_line(cap, "listening on")  # it captures from then on (the SYNs too)
     transfer(testbed, "send", 64 << 20, tmp_path)
     time.sleep(0.5)
     testbed.stop(cap)

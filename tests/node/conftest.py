@@ -394,6 +394,18 @@ def tx_dropped(before, after, reason):
     return after.get(key, 0) - before.get(key, 0)
 
 
+def counters_once(tb, node, done, timeout=15.0):
+    """Node `node`'s counters once done(counters) holds: frames a process queued are counted
+    when ulsd (relay) or the kernel (direct) has taken them, which on a loaded machine may
+    be later than any fixed pause. Read once more 0.3 s after done first held, so that a
+    count that goes past its mark shows that as before; after timeout s, the last reading."""
+    deadline = time.monotonic() + timeout
+    while not done(tb.counters(node)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.3)
+    return tb.counters(node)
+
+
 def check_client(p, timeout):
     """A ulsbench client exited 0 and says every byte was verified."""
     rc = p.wait(timeout)

@@ -179,7 +179,13 @@ def _run(tb, stack, client_argv, netns, port_dev, dst_mac, dst_ip):
     """4 streams for STREAM_SECONDS: quiet, the flood to the sink, the flood of the
     listener with new connections, the flood to the sink again."""
     sink = tb.env["TB_SCAPY_MAC"]
-    samp = _sampler(tb, port_dev, STREAM_SECONDS + 2)
+    samp = _sampler(tb, port_dev, STREAM_SECONDS + 12)
+    # The run's clock starts at the sampler's first sample: a python started on a loaded
+    # machine took seconds to print it, and the quiet window then held 2 samples, not 12.
+    deadline = time.monotonic() + 10
+    while not samp.stdout().strip():
+        assert samp.poll() is None and time.monotonic() < deadline, (samp.stdout(), samp.stderr())
+        time.sleep(0.02)
     t0 = time.monotonic()
     streams = tb.start([*client_argv, "--streams", "4", "--seconds", str(STREAM_SECONDS)],
                        name=f"{stack}-streams", netns=netns)
@@ -193,7 +199,7 @@ def _run(tb, stack, client_argv, netns, port_dev, dst_mac, dst_ip):
     for p in (before, flood, after):
         assert p.wait(FLOOD_SECONDS + 10) == 0, p.stderr()
     check_client(streams, STREAM_SECONDS + 60)
-    samp.wait(STREAM_SECONDS + 10)
+    samp.wait(STREAM_SECONDS + 20)
     samples = [(float(t), int(b)) for t, b in (line.split() for line in samp.stdout().split("\n") if line)]
     # Medians of the quarter-second rates: on a shared machine other jobs take the CPU in
     # bursts, and a mean would charge those to whichever phase they fell in.

@@ -66,8 +66,17 @@ def case_mixed_epoll():
     os.write(w, b"a")
     os.eventfd_write(efd, 1)
     s.sendall(b"b")
-    time.sleep(0.3)
-    ready = dict(ep.poll(1))
+    # The pipe and the eventfd are ready at once, the socket when the echo is back (one
+    # fixed pause was not always its way back on a loaded machine): level triggered, one
+    # wait then reports all three. (While sockets are ready the shim asks the kernel for
+    # its descriptors at most every millisecond, apps/preload/uepoll.c: the first answer
+    # with the socket may lack them.)
+    deadline = time.monotonic() + 10
+    while True:
+        ready = dict(ep.poll(1))
+        if set(ready) == {r, efd, s.fileno()} or time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
     assert set(ready) == {r, efd, s.fileno()}, ready
     # level triggered: reported again until read
     assert s.fileno() in dict(ep.poll(0))
@@ -76,21 +85,19 @@ def case_mixed_epoll():
     # edge triggered: one report per arrival
     ep.modify(s, select.EPOLLIN | select.EPOLLET)
     s.sendall(b"c")
-    time.sleep(0.3)
-    assert s.fileno() in dict(ep.poll(1))
+    assert ready_within(ep, s.fileno(), 10), "the new arrival was not reported"
     assert s.fileno() not in dict(ep.poll(0.1))
     assert s.recv(10) == b"c"
     # one-shot: disarmed after one report until modified again
     ep.modify(s, select.EPOLLIN | select.EPOLLONESHOT)
     s.sendall(b"d")
-    time.sleep(0.3)
-    assert s.fileno() in dict(ep.poll(1))
+    assert ready_within(ep, s.fileno(), 10), "the arrival was not reported"
     assert s.recv(10) == b"d"
     s.sendall(b"e")
     time.sleep(0.3)
     assert s.fileno() not in dict(ep.poll(0.2))
     ep.modify(s, select.EPOLLIN | select.EPOLLONESHOT)
-    assert s.fileno() in dict(ep.poll(1))
+    assert ready_within(ep, s.fileno(), 10), "MOD did not re-arm"
     # writable
     ep.modify(s, select.EPOLLOUT)
     assert dict(ep.poll(1)).get(s.fileno(), 0) & select.EPOLLOUT
@@ -132,8 +139,14 @@ def case_poll_select():
     assert p.poll(100) == []
     s.sendall(b"p")
     os.write(w, b"q")
-    time.sleep(0.3)  # the echo's way back
-    ready = dict(p.poll(2000))
+    # The pipe is ready at once, the socket when the echo is back: poll until it is (one
+    # pause of 0.3 s was not always the echo's way back on a loaded machine).
+    deadline = time.monotonic() + 10
+    while True:
+        ready = dict(p.poll(1000))
+        if ready.get(s.fileno(), 0) & select.POLLIN or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     assert ready.get(s.fileno(), 0) & select.POLLIN and ready.get(r, 0) & select.POLLIN
     rl, wl, _ = select.select([s, r], [s], [], 2)
     assert s in rl and r in rl and s in wl
@@ -157,7 +170,12 @@ def case_eintr_without_sa_restart():
     except Alarm:
         pass
     dt = time.monotonic() - t0
-    assert dt < 1.2, f"interrupted only after {dt:.2f} s"
+    # Interrupted before the peer's data came (~1.5 s in): the data is still there to
+    # read. (A recv that went on would have returned it, and the handler's exception
+    # discarded it; told exactly, where a bound on dt could be missed on a loaded machine.)
+    s.settimeout(10)
+    got = s.recv(10)
+    assert got == b"late!", f"interrupted only after {dt:.2f} s: then read {got!r}"
 
 
 def case_sa_restart_restarts():

@@ -181,7 +181,11 @@ def case_uepoll_maxevents_round_robin():
     for s in socks:
         ep.register(s, select.EPOLLIN)
         s.sendall(b"r")
-    time.sleep(0.5)
+    # Every echo back first (a fixed pause was not always enough on a loaded machine): a
+    # socket still waiting for its echo would let another be reported twice.
+    deadline = time.monotonic() + 10
+    while len(ep.poll(0.2)) < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
     seen = []
     for _ in range(3):
         got = ep.poll(1, 1)
@@ -198,7 +202,9 @@ def case_uepoll_ctl_from_another_thread_wakes_the_waiter():
     ep.register(r, select.EPOLLIN)
     s = connect(ECHO)
     s.sendall(b"t")
-    time.sleep(0.3)
+    # Readable before it is added: the echo is back (select waits for it; a fixed pause
+    # was not always enough on a loaded machine).
+    assert select.select([s], [], [], 10)[0] == [s], "no echo within 10 s"
     out = []
 
     def waiter():
