@@ -38,7 +38,7 @@ EXTRA_DIST += tests/testbed/README.md tests/testbed/test_testbed.sh tests/testbe
 	tests/conformance/test_rfc2018_sack.py tests/conformance/test_rfc5681_ack.py \
 	tests/conformance/test_rfc5961_rst.py tests/conformance/test_rfc6298_retransmit.py \
 	tests/conformance/test_rfc7323_options.py tests/conformance/test_rfc768_udp.py \
-	tests/conformance/test_rfc8200_ipv6_stack.py \
+	tests/conformance/test_rfc8200_ipv6_stack.py tests/conformance/test_rfc8201_pmtud6.py \
 	tests/conformance/test_rfc792_icmp.py tests/conformance/test_rfc826_arp.py \
 	tests/conformance/test_rfc4861_nd.py tests/conformance/test_rfc4443_icmpv6.py \
 	tests/conformance/test_rfc8200_ipv6.py tests/conformance/test_rfc8200_fragments.py \
