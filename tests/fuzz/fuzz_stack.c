@@ -22,9 +22,26 @@
  * The first byte's bit 32 groups consecutive frame records into receive batches
  * (stack/outbatch.c), so connections freed while their output waits are covered.
  *
- * Built twice (tests/fuzz/local.mk): fuzz_stack on a plain device and fuzz_stack_offload on
- * a device with offloads (partial checksums, super-segments in and out), where each SEG
- * also carries a virtio-net header of the input's bytes, checked as the device checks it.
+ * Built three times (tests/fuzz/local.mk): fuzz_stack on a plain device and
+ * fuzz_stack_offload on a device with offloads (partial checksums, super-segments in and
+ * out), where each SEG also carries a virtio-net header of the input's bytes, checked as the
+ * device checks it; and fuzz_stack6 (FUZZ_IPV6), the same over IPv6: the connection is
+ * TCPv6 between 2001:db8::2 and the node's 2001:db8::1, the peer introduces itself with a
+ * neighbour solicitation (RFC 4861 §7.2.3) instead of ARP, and
+ *
+ *   RAW   is an IPv6 packet: the input's octets, or a header and a chain of extension
+ *         headers (Hop-by-Hop, Routing, Destination Options, Fragment, others) built from
+ *         them, to the node's global, link-local or a multicast address;
+ *   ICMP  is an ICMPv6 error (RFC 4443: unreachable, Packet Too Big with any MTU, time
+ *         exceeded, parameter problem, or any type) quoting the node's last segment;
+ *   FRAG  (IPv6 only) a TCP segment on the connection or a UDP datagram to the echo, cut
+ *         into fragments (RFC 8200 §4.5) some of which are left out, repeated, overlapping
+ *         or sent in reverse;
+ *   ND    (IPv6 only) a Neighbor Discovery message (RFC 4861: RS, RA, NS, NA, Redirect)
+ *         with options of any length, an MLD query (RFC 2710/3810) or an echo request.
+ *
+ * The records of fuzz_stack and fuzz_stack_offload are unchanged by the IPv6 mode, so
+ * their seeds keep their meaning.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -38,6 +55,8 @@
 #include "lwip/etharp.h"
 #include "lwip/init.h"
 #include "lwip/ip4_frag.h"
+#include "lwip/ip6_frag.h"
+#include "lwip/nd6.h"
 #include "lwip/priv/tcp_priv.h"
 #include "lwip/tcp.h"
 #include "lwip/udp.h"
@@ -47,10 +66,16 @@
 #include "netif/dev.h"
 #include "netif/frame.h"
 #include "netif/vnet.h"
+#include "netif/wire/wire.h"
 
 #ifndef FUZZ_OFFLOAD
 #define FUZZ_OFFLOAD 0
 #endif
+#ifndef FUZZ_IPV6
+#define FUZZ_IPV6 0
+#endif
+/* The network-layer header the harness writes for the connection's segments. */
+#define IPH (FUZZ_IPV6 ? 40u : 20u)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -64,6 +89,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static const uint8_t node_mac[6] = { 0x02, 0x75, 0x6c, 0x00, 0x00, 0x01 };
 static const uint8_t peer_mac[6] = { 0x02, 0x75, 0x6c, 0x00, 0x00, 0x02 };
+/* IPv6 (FUZZ_IPV6): 2001:db8::1 the node, 2001:db8::2 the peer, 2001:db8::ff a router on
+ * the path (ICMPv6 errors), and their link-local addresses from the MACs. */
+static const uint8_t node_ip6[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 1 };
+static const uint8_t peer_ip6[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 2 };
+static const uint8_t router_ip6[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 0xff };
+static uint8_t node_ll6[16], peer_ll6[16];
 
 /* ---- the input, read front to back; reads past the end give zeros ---- */
 
@@ -110,7 +141,7 @@ static struct {
 	uint32_t tsval;       /* the peer's TSval clock */
 	bool synack_seen;
 	uint8_t last_tcp[60]; /* the node's last TCP header, for ICMP quotes */
-	uint8_t last_ip[20];
+	uint8_t last_ip[40];  /* and its IPv4 or IPv6 header */
 } peer;
 
 static int dev_wait(struct nif_dev *dev, int timeout_ms)
@@ -142,18 +173,26 @@ static uint8_t *dev_tx_slot(struct nif_dev *dev, size_t len)
 
 static void note_tx(const uint8_t *f, size_t len)
 {
+	const uint8_t *ip = f + 14;
+#if FUZZ_IPV6
+	/* lwIP sends TCP right behind the fixed header, without extension headers. */
+	if (len < 14 + 40 + 20 || f[12] != 0x86 || f[13] != 0xdd || ip[6] != IPPROTO_TCP)
+		return;
+	size_t ihl = 40;
+	size_t iplen = 40 + (size_t)(ip[4] << 8 | ip[5]);
+#else
 	if (len < 14 + 20 + 20 || f[12] != 0x08 || f[13] != 0x00)
 		return;
-	const uint8_t *ip = f + 14;
 	size_t ihl = (size_t)(ip[0] & 0xf) * 4;
 	if (ip[9] != IPPROTO_TCP || ihl < 20 || len < 14 + ihl + 20)
 		return;
+	size_t iplen = (size_t)(ip[2] << 8 | ip[3]);
+#endif
 	const uint8_t *th = ip + ihl;
 	size_t thl = (size_t)(th[12] >> 4) * 4;
 	if (thl < 20 || len < 14 + ihl + thl || ((uint16_t)(th[2] << 8 | th[3])) != peer.port)
 		return;
 	uint32_t seq = (uint32_t)th[4] << 24 | (uint32_t)th[5] << 16 | (uint32_t)th[6] << 8 | th[7];
-	size_t iplen = (size_t)(ip[2] << 8 | ip[3]);
 	uint32_t dlen = iplen > ihl + thl ? (uint32_t)(iplen - ihl - thl) : 0;
 	uint8_t flags = th[13];
 	uint32_t end = seq + dlen + ((flags & 0x02) ? 1 : 0) + ((flags & 0x01) ? 1 : 0);
@@ -179,7 +218,7 @@ static void note_tx(const uint8_t *f, size_t len)
 					  (uint32_t)th[o + 4] << 8 | th[o + 5];
 		o += olen;
 	}
-	memcpy(peer.last_ip, ip, 20);
+	memcpy(peer.last_ip, ip, IPH);
 	memcpy(peer.last_tcp, th, thl < sizeof(peer.last_tcp) ? thl : sizeof(peer.last_tcp));
 }
 
@@ -271,6 +310,10 @@ static void fuzz_udp_echo(void *arg, struct udp_pcb *pcb, struct pbuf *p, const 
 	pbuf_free(p);
 }
 
+#if FUZZ_IPV6
+static u16_t mtu6;  /* the netif's IPv6 MTU, which an RA's MTU option lowers */
+#endif
+
 static void setup_once(void)
 {
 	static bool done;
@@ -294,13 +337,26 @@ static void setup_once(void)
 	stk__node.up = true;
 	netif_set_link_up(&stk__node.netif);
 	netif_set_up(&stk__node.netif);
-	struct tcp_pcb *l = tcp_new();
-	CHECK(l && tcp_bind(l, IP4_ADDR_ANY, ECHO_PORT) == ERR_OK);
+#if FUZZ_IPV6
+	struct in6_addr a6;
+	memcpy(a6.s6_addr, node_ip6, 16);
+	CHECK(stk__node_ip6(&a6, 64) == 0);
+	wire_ipv6_link_local(node_ll6, node_mac);
+	wire_ipv6_link_local(peer_ll6, peer_mac);
+	mtu6 = stk__node.netif.mtu6;
+	const u8_t type = IPADDR_TYPE_V6;
+	const ip_addr_t *any = IP6_ADDR_ANY;
+#else
+	const u8_t type = IPADDR_TYPE_V4;
+	const ip_addr_t *any = IP4_ADDR_ANY;
+#endif
+	struct tcp_pcb *l = tcp_new_ip_type(type);
+	CHECK(l && tcp_bind(l, any, ECHO_PORT) == ERR_OK);
 	l = tcp_listen(l);
 	CHECK(l);
 	tcp_accept(l, echo_accept);
-	struct udp_pcb *u = udp_new();
-	CHECK(u && udp_bind(u, IP4_ADDR_ANY, ECHO_PORT) == ERR_OK);
+	struct udp_pcb *u = udp_new_ip_type(type);
+	CHECK(u && udp_bind(u, any, ECHO_PORT) == ERR_OK);
 	udp_recv(u, fuzz_udp_echo, NULL);
 }
 
@@ -323,6 +379,30 @@ static void store_csum(uint8_t *field, const void *data, int len)
 	memcpy(field, &c, 2);
 }
 
+static void eth_header(uint8_t *f, const uint8_t *dst_mac, uint16_t type)
+{
+	memcpy(f, dst_mac, 6);
+	memcpy(f + 6, peer_mac, 6);
+	put16(f + 12, type);
+}
+
+/* An IPv6 header (RFC 8200 §3) from src to dst, with the hop limit ND requires (255). */
+static void ipv6_header(uint8_t *ip, uint8_t next, const uint8_t *src, const uint8_t *dst,
+			size_t plen)
+{
+	wire_ipv6_write(ip, next, src, dst, (uint16_t)plen, 255);
+}
+
+/* The upper-layer checksum of an IPv6 packet (RFC 8200 §8.1) whose upper-layer header
+ * starts hlen octets into it: l4len octets, the field csum_off into them. */
+static void csum6(uint8_t *ip, size_t hlen, uint8_t proto, size_t l4len, size_t csum_off)
+{
+	uint8_t *l4 = ip + hlen;
+	l4[csum_off] = l4[csum_off + 1] = 0;
+	uint32_t sum = wire_sum_pseudo6(0, ip + 8, ip + 24, proto, (uint32_t)l4len);
+	put16(l4 + csum_off, wire_sum_finish(wire_sum(sum, l4, l4len)));
+}
+
 static size_t eth_ipv4(uint8_t *f, uint8_t proto, size_t l4len, uint16_t frag)
 {
 	memcpy(f, node_mac, 6);
@@ -342,6 +422,20 @@ static size_t eth_ipv4(uint8_t *f, uint8_t proto, size_t l4len, uint16_t frag)
 	return 14 + 20 + l4len;
 }
 
+/* The frame header and network-layer header of a packet from the peer to the node: IPv4
+ * (with frag as flags and offset), or IPv6 between the global addresses. */
+static size_t eth_ip(uint8_t *f, uint8_t proto, size_t l4len, uint16_t frag)
+{
+#if FUZZ_IPV6
+	(void)frag;
+	eth_header(f, node_mac, 0x86dd);
+	ipv6_header(f + 14, proto, peer_ip6, node_ip6, l4len);
+	return 14 + 40 + l4len;
+#else
+	return eth_ipv4(f, proto, l4len, frag);
+#endif
+}
+
 static void deliver(const uint8_t *f, size_t len, uint32_t off)
 {
 	stk__ethif_input(&stk__node.netif, f, len, off);
@@ -349,10 +443,10 @@ static void deliver(const uint8_t *f, size_t len, uint32_t off)
 
 static void tcp_checksum(uint8_t *ip, size_t l4len)
 {
-	/* The pseudo-header (RFC 9293 §3.1) goes in the checksum field first, as a sender
-	 * with a partial checksum leaves it; summing the segment then completes it. */
-	nif_vnet_pseudo_csum(ip, 20, 16);
-	store_csum(ip + 20 + 16, ip + 20, (int)l4len);
+	/* The pseudo-header (RFC 9293 §3.1, RFC 8200 §8.1) goes in the checksum field first,
+	 * as a sender with a partial checksum leaves it; summing the segment completes it. */
+	nif_vnet_pseudo_csum(ip, IPH, 16);
+	store_csum(ip + IPH + 16, ip + IPH, (int)l4len);
 }
 
 /* A TCP segment from the peer. opts (optlen, a multiple of 4 after padding) go as given. */
@@ -361,10 +455,10 @@ static void send_tcp(uint32_t seq, uint32_t ack, uint8_t flags, uint16_t wnd, co
 		     const uint8_t *vnet)
 {
 	size_t thl = 20 + ((optlen + 3) & ~(size_t)3);
-	if (14 + 20 + thl + dlen > sizeof(rx_buf) || 20 + thl + dlen > 0xffff)
+	if (14 + IPH + thl + dlen > sizeof(rx_buf) || IPH + thl + dlen > 0xffff)
 		return;
 	uint8_t *f = rx_buf;
-	uint8_t *th = f + 14 + 20;
+	uint8_t *th = f + 14 + IPH;
 	memset(th, 0, thl);
 	put16(th, peer.port);
 	put16(th + 2, ECHO_PORT);
@@ -377,7 +471,7 @@ static void send_tcp(uint32_t seq, uint32_t ack, uint8_t flags, uint16_t wnd, co
 		memcpy(th + 20, opts, optlen);
 	if (dlen)
 		memcpy(th + thl, data, dlen);
-	size_t len = eth_ipv4(f, IPPROTO_TCP, thl + dlen, 0x4000);
+	size_t len = eth_ip(f, IPPROTO_TCP, thl + dlen, 0x4000);
 	tcp_checksum(f + 14, thl + dlen);
 	if (bad_csum)
 		th[16] ^= 0x5a;
@@ -398,6 +492,7 @@ static size_t ts_option(uint8_t *o)
 	return 12;
 }
 
+#if !FUZZ_IPV6
 static void arp_request(void)
 {
 	uint8_t *f = rx_buf;
@@ -418,6 +513,7 @@ static void arp_request(void)
 	put32(a + 24, NODE_IP);
 	deliver(f, 14 + 28, 0);
 }
+#endif
 
 /* The scripted three-way handshake; the first input byte picks the SYN's options. */
 static bool handshake(uint8_t how)
@@ -447,7 +543,9 @@ static bool handshake(uint8_t how)
 
 /* ---- the records ---- */
 
-enum { REC_SEG, REC_RAW, REC_ICMP, REC_TIME, REC_APP, REC_KINDS };
+enum { REC_SEG, REC_RAW, REC_ICMP, REC_TIME, REC_APP, REC_FRAG, REC_ND };
+/* IPv6 has two records more; fuzz_stack's inputs keep their meaning. */
+#define REC_KINDS (FUZZ_IPV6 ? 7u : 5u)
 
 static void rec_seg(struct input *in, bool ts)
 {
@@ -475,6 +573,327 @@ static void rec_seg(struct input *in, bool ts)
 		peer.rcv_nxt += (uint32_t)dlen + ((flags & 0x01) ? 1 : 0);
 }
 
+#if FUZZ_IPV6
+/* ---- IPv6 records ---- */
+
+/* Addresses an input may pick for a packet's destination (the node's own, the all-nodes
+ * group, its solicited-node group, another host) and source. */
+static const uint8_t *pick_dst6(uint8_t sel, uint8_t *mac)
+{
+	static uint8_t snm[16], allnodes[16] = { 0xff, 0x02, [15] = 1 };
+	static const uint8_t other[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 9 };
+	const uint8_t *a;
+
+	switch (sel & 7) {
+	case 0: case 1: case 2: a = node_ip6; break;
+	case 3: a = node_ll6; break;
+	case 4: a = allnodes; break;
+	case 5: wire_ipv6_solicited_node(snm, node_ip6); a = snm; break;
+	case 6: wire_ipv6_solicited_node(snm, node_ll6); a = snm; break;
+	default: a = other; break;
+	}
+	if (a[0] == 0xff)
+		wire_ipv6_mcast_mac(mac, a);
+	else
+		memcpy(mac, node_mac, 6);
+	return a;
+}
+
+static const uint8_t *pick_src6(uint8_t sel)
+{
+	static const uint8_t unspec[16];
+
+	switch (sel & 3) {
+	case 0: case 1: return peer_ip6;
+	case 2: return peer_ll6;
+	default: return unspec;
+	}
+}
+
+/* The peer introduces itself (RFC 4861 §7.2.3): a neighbour solicitation for the node's
+ * address with the peer's link-layer address, as ARP's request does for IPv4. */
+static void introduce(void)
+{
+	uint8_t *f = rx_buf, mac[6], *ip = f + 14, *ns = ip + 40;
+	const uint8_t *dst = pick_dst6(5, mac);
+
+	eth_header(f, mac, 0x86dd);
+	memset(ns, 0, 32);
+	ns[0] = 135;
+	memcpy(ns + 8, node_ip6, 16);
+	ns[24] = 1;  /* Source Link-Layer Address, one unit of 8 octets */
+	ns[25] = 1;
+	memcpy(ns + 26, peer_mac, 6);
+	ipv6_header(ip, 58, peer_ip6, dst, 32);
+	csum6(ip, 40, 58, 32, 2);
+	deliver(f, 14 + 40 + 32, 0);
+}
+
+/* Build a chain of extension headers (RFC 8200 §4) at p from the input: up to four of
+ * Hop-by-Hop, Routing, Destination Options, Fragment and others, each of the length the
+ * input gives; *first gets the first one's number. Returns the octets written. */
+static size_t ext_chain(struct input *in, uint8_t *p, size_t room, unsigned n, uint8_t *first,
+			uint8_t last)
+{
+	static const uint8_t kinds[] = { 0, 43, 60, 44, 0, 60, 51, 135, 139, 140, 253, 59 };
+	size_t len = 0;
+	uint8_t *prev_next = first;
+
+	for (unsigned i = 0; i < n; i++) {
+		uint8_t k = u8(in);
+		uint8_t type = (k & 0x80) ? u8(in) : kinds[k % sizeof(kinds)];
+		uint8_t units = u8(in);
+		size_t hl = type == 44 ? 8 : ((size_t)(units & 3) + 1) * 8;
+		if (len + hl > room)
+			break;
+		uint8_t *h = p + len;
+		memset(h, 0, hl);
+		take(in, h + 1, hl - 1);
+		if (type != 44)
+			h[1] = (units & 0x80) ? units : (uint8_t)(hl / 8 - 1);
+		*prev_next = type;
+		prev_next = h;
+		len += hl;
+	}
+	*prev_next = last;
+	return len;
+}
+
+static void rec_raw(struct input *in)
+{
+	uint8_t ctl = u8(in);
+	size_t len = u16(in) & 0x7ff;
+	uint8_t *f = rx_buf, mac[6], *ip = f + 14;
+
+	if (!(ctl & 1)) {  /* the input's octets as the packet, header and all */
+		size_t got = take(in, ip, len < 40 ? 40 : len);
+		if (got < 40)
+			return;
+		eth_header(f, node_mac, 0x86dd);
+		if (ctl & 2)  /* a payload length that fits */
+			put16(ip + 4, (uint16_t)(got - 40));
+		deliver(f, 14 + got, 0);
+		return;
+	}
+	/* A header, an extension-header chain and an upper-layer payload from the input. */
+	static const uint8_t uppers[] = { 6, 17, 58, 59, 6, 58 };
+	uint8_t up = u8(in);
+	uint8_t last = (up & 0x80) ? u8(in) : uppers[up % sizeof(uppers)];
+	const uint8_t *dst = pick_dst6(ctl >> 2, mac);
+	const uint8_t *src = pick_src6(ctl >> 5);
+	uint8_t first;
+	unsigned next = (ctl & 0x80) ? ((ctl >> 3) & 3) + 1u : 0;  /* how many headers */
+	size_t ext = ext_chain(in, ip + 40, 256, next, &first, last);
+	size_t got = take(in, ip + 40 + ext, len);
+	if (last == 6 && got >= 20) {  /* a segment to the connection's port, or a closed one */
+		if (up & 0x40) {
+			put16(ip + 40 + ext, peer.port);
+			put16(ip + 40 + ext + 2, ECHO_PORT);
+		}
+	} else if (last == 17 && got >= 8) {
+		put16(ip + 40 + ext + 2, ECHO_PORT);
+		put16(ip + 40 + ext + 4, (uint16_t)got);
+	}
+	eth_header(f, mac, 0x86dd);
+	ipv6_header(ip, first, src, dst, ext + got);
+	if (ctl & 2) {  /* the upper layer's checksum right */
+		size_t off = last == 6 ? 16 : last == 17 ? 6 : last == 58 ? 2 : 0;
+		if ((last == 6 || last == 17 || last == 58) && got >= off + 2)
+			csum6(ip, 40 + ext, last, got, off);
+	}
+	deliver(f, 14 + 40 + ext + got, 0);
+}
+
+/* An ICMPv6 error (RFC 4443 §3) quoting the node's last segment, from the peer or from a
+ * router on the path: unreachable, Packet Too Big with any MTU, time exceeded, parameter
+ * problem, or a type of the input's. */
+static void rec_icmp(struct input *in)
+{
+	uint8_t type = u8(in);
+	uint8_t code = u8(in);
+	uint32_t word = (uint32_t)u16(in) << 16;
+	word |= u16(in);
+	int16_t dseq = (int16_t)u16(in);
+	uint8_t *f = rx_buf, *ip = f + 14, *icmp = ip + 40;
+	static const uint8_t types[] = { 1, 2, 2, 2, 3, 4 };
+	icmp[0] = (type & 0x80) ? type : types[type % sizeof(types)];
+	icmp[1] = code;
+	if (icmp[0] == 2 && !(type & 0x40))
+		word &= 0xffff;  /* mostly MTUs a router could name */
+	put32(icmp + 4, word);
+	/* The quote: the node's IPv6 header and its TCP header, whole or the first 8 octets. */
+	size_t tl = (type & 0x20) ? (size_t)(peer.last_tcp[12] >> 4) * 4 : 8;
+	if (tl < 8 || tl > sizeof(peer.last_tcp))
+		tl = 8;
+	memcpy(icmp + 8, peer.last_ip, 40);
+	memcpy(icmp + 48, peer.last_tcp, tl);
+	put32(icmp + 48 + 4, peer.snd_nxt - 1 + (uint32_t)(int32_t)dseq);
+	size_t l4len = 8 + 40 + tl;
+	eth_header(f, node_mac, 0x86dd);
+	ipv6_header(ip, 58, (type & 0x10) ? router_ip6 : peer_ip6, node_ip6, l4len);
+	csum6(ip, 40, 58, l4len, 2);
+	deliver(f, 14 + 40 + l4len, 0);
+}
+
+/* A packet from the peer cut into fragments (RFC 8200 §4.5): a TCP segment on the
+ * connection (its data continues the peer's stream when dseq is 0) or a UDP datagram to
+ * the echo. The input says the fragment size, which fragments go, which go twice or
+ * overlap, and the order. */
+static void rec_frag(struct input *in)
+{
+	uint8_t ctl = u8(in);
+	size_t fsz = ((size_t)(u8(in) & 0x3f) + 1) * 8;
+	size_t dlen = u16(in) & 0x1fff;
+	int16_t dseq = (int16_t)u16(in);
+	uint32_t skip = (uint32_t)u16(in) << 16;
+	skip |= u16(in);
+	uint8_t dup = u8(in);
+	uint32_t id = 0x1000u + u8(in);
+	static uint8_t pkt[14 + 40 + 60 + 0x2000];
+	uint8_t *ip = pkt + 14, *l4 = ip + 40;
+	bool tcp = !(ctl & 1);
+	size_t hl = tcp ? 20 : 8;
+
+	memset(l4, 0, hl);
+	size_t got = take(in, l4 + hl, dlen < 32 ? dlen : 32);
+	for (size_t i = got; i < dlen; i++)
+		l4[hl + i] = (uint8_t)(i * 13 + got);
+	if (tcp) {
+		put16(l4, peer.port);
+		put16(l4 + 2, ECHO_PORT);
+		put32(l4 + 4, peer.rcv_nxt + (uint32_t)(int32_t)dseq);
+		put32(l4 + 8, peer.snd_nxt);
+		l4[12] = 5 << 4;
+		l4[13] = 0x18;
+		put16(l4 + 14, 8192);
+	} else {
+		put16(l4, 4000);
+		put16(l4 + 2, ECHO_PORT);
+		put16(l4 + 4, (uint16_t)(hl + dlen));
+	}
+	size_t plen = hl + dlen;
+	ipv6_header(ip, tcp ? 6 : 17, peer_ip6, node_ip6, plen);
+	csum6(ip, 40, tcp ? 6 : 17, plen, tcp ? 16 : 6);
+	if (ctl & 2)
+		l4[tcp ? 16 : 6] ^= 0x5a;
+
+	/* The fragments: each the fixed header, a Fragment header and its part. */
+	size_t nfrag = (plen + fsz - 1) / fsz;
+	if (nfrag > 64)
+		nfrag = 64;
+	for (size_t k = 0; k < nfrag; k++) {
+		size_t i = (ctl & 4) ? nfrag - 1 - k : k;
+		if (i < 32 && (skip >> i & 1) && (ctl & 8))
+			continue;
+		size_t off = i * fsz;
+		bool overlap = (dup & 0x80) && i == (dup & 0x1f) && off >= 8;
+		if (overlap)
+			off -= 8;  /* starts inside the fragment before */
+		size_t n = plen - off < fsz ? plen - off : fsz;
+		bool more = off + n < plen || ((ctl & 0x10) && k == nfrag - 1);
+		uint8_t *f = rx_buf, *fip = f + 14, *fh = fip + 40;
+		eth_header(f, node_mac, 0x86dd);
+		ipv6_header(fip, 44, peer_ip6, node_ip6, 8 + n);
+		fh[0] = tcp ? 6 : 17;
+		fh[1] = 0;
+		put16(fh + 2, (uint16_t)(off | more));
+		put32(fh + 4, id);
+		memcpy(fh + 8, l4 + off, n);
+		deliver(f, 14 + 40 + 8 + n, 0);
+		if ((dup & 0x40) && i == (dup & 0x1f))
+			deliver(f, 14 + 40 + 8 + n, 0);  /* the same fragment again */
+	}
+	if (tcp && dseq == 0 && !(ctl & 0x0a))
+		peer.rcv_nxt += (uint32_t)dlen;
+}
+
+/* Neighbor Discovery (RFC 4861 §4), an MLD query (RFC 2710 §3, RFC 3810 §5.1) or an echo
+ * request, with options of any length (RFC 4861 §4.6: a length of 0 is invalid). */
+static void rec_nd(struct input *in)
+{
+	uint8_t sel = u8(in);
+	uint8_t ctl = u8(in);
+	uint8_t *f = rx_buf, mac[6], *ip = f + 14, *m = ip + 40;
+	static const uint8_t types[] = { 133, 134, 135, 136, 137, 130, 128, 135, 136, 134 };
+	const uint8_t *dst = pick_dst6(ctl, mac);
+	const uint8_t *src = pick_src6(ctl >> 3);
+	size_t len;
+
+	memset(m, 0, 64);  /* the fixed parts; options and data are written whole below */
+	m[0] = (sel & 0x80) ? u8(in) : types[sel % sizeof(types)];
+	m[1] = (ctl & 0x20) ? u8(in) : 0;  /* a code other than 0 is invalid */
+	switch (m[0]) {
+	case 133:  /* RS: reserved */
+		len = 8;
+		break;
+	case 134:  /* RA: hop limit, flags, router lifetime, reachable time, retrans timer */
+		take(in, m + 4, 12);
+		len = 16;
+		break;
+	case 135: case 136: {  /* NS, NA: flags, target */
+		static const uint8_t *const targets[] = { node_ip6, node_ll6, peer_ip6, peer_ll6 };
+		take(in, m + 4, 1);
+		uint8_t t = u8(in);
+		if (t & 0x80)
+			take(in, m + 8, 16);
+		else
+			memcpy(m + 8, targets[t & 3], 16);
+		len = 24;
+		break;
+	}
+	case 137: {  /* Redirect: target, destination */
+		static const uint8_t *const addrs[] = { peer_ip6, peer_ll6, router_ip6, node_ip6 };
+		uint8_t t = u8(in);
+		memcpy(m + 8, addrs[t & 3], 16);
+		memcpy(m + 24, addrs[(t >> 2) & 3], 16);
+		if (t & 0x80)
+			take(in, m + 8, 32);
+		len = 40;
+		break;
+	}
+	case 130:  /* MLD query: maximum response delay, multicast address, MLDv2's fields */
+		take(in, m + 4, 20);
+		len = (sel & 0x40) ? 28 : 24;
+		break;
+	default:   /* echo request and others: identifier, sequence, data */
+		take(in, m + 4, 4);
+		len = 8;
+		len += take(in, m + 8, u8(in) & 0x3f);
+		break;
+	}
+	/* Options: up to three, each a type, a length in units of 8 octets (the right one or
+	 * the input's, 0 included) and a body from the input. */
+	static const uint8_t kinds[] = { 1, 2, 3, 4, 5, 25, 31, 14 };
+	unsigned nopt = (ctl >> 6) & 3;
+	for (unsigned i = 0; i < nopt && len < 1024; i++) {
+		uint8_t k = u8(in);
+		uint8_t *o = m + len;
+		uint8_t type = (k & 0x80) ? u8(in) : kinds[k % sizeof(kinds)];
+		size_t units = type == 1 || type == 2 || type == 5 ? 1 : type == 3 ? 4 : 2;
+		uint8_t lf = (k & 0x40) ? u8(in) : (uint8_t)units;
+		if (k & 0x40)
+			units = lf ? (lf & 7) : 1;  /* what the octets take; the field may say 0 */
+		memset(o, 0, units * 8);
+		o[0] = type;
+		o[1] = lf;
+		if ((type == 1 || type == 2) && !(k & 0x20))
+			memcpy(o + 2, peer_mac, 6);
+		else
+			take(in, o + 2, units * 8 - 2);
+		if (type == 4 && units * 8 >= 48 && !(k & 0x20))  /* a redirected header */
+			memcpy(o + 8, peer.last_ip, 40);
+		len += units * 8;
+	}
+	if (ctl & 0x20)  /* raw octets after the options */
+		len += take(in, m + len, u8(in) & 0x3f);
+	eth_header(f, mac, 0x86dd);
+	ipv6_header(ip, 58, src, dst, len);
+	if (sel & 0x40 && m[0] != 130)
+		ip[7] = u8(in);  /* a hop limit other than 255: not from the link */
+	csum6(ip, 40, 58, len, 2);
+	deliver(f, 14 + 40 + len, 0);
+}
+#else
 static void rec_raw(struct input *in)
 {
 	uint8_t ctl = u8(in);
@@ -525,6 +944,8 @@ static void rec_icmp(struct input *in)
 	deliver(f, eth_ipv4(f, IPPROTO_ICMP, 36, 0), 0);
 }
 
+#endif
+
 static void rec_time(struct input *in)
 {
 	uint8_t n = u8(in);
@@ -536,6 +957,12 @@ static void rec_time(struct input *in)
 	}
 	if (n & 16)
 		ip_reass_tmr();
+#if FUZZ_IPV6
+	if (n & 32)
+		ip6_reass_tmr();
+	if (n & 64)
+		nd6_tmr();
+#endif
 	sys_check_timeouts();
 }
 
@@ -587,6 +1014,15 @@ static void reset_state(void)
 	for (int i = 0; i <= IP_REASS_MAXAGE; i++)
 		ip_reass_tmr();
 	etharp_cleanup_netif(&stk__node.netif);
+#if FUZZ_IPV6
+	for (int i = 0; i <= IPV6_REASS_MAXAGE; i++)
+		ip6_reass_tmr();
+	/* Neighbours, routers, prefixes and destinations an input taught the node, and the
+	 * MTU an RA set. (An RA's reachable time and retransmission timer stay: lwIP keeps
+	 * them in nd6.c's statics; they change no frame the handshake needs.) */
+	nd6_cleanup_netif(&stk__node.netif);
+	stk__node.netif.mtu6 = mtu6;
+#endif
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -594,7 +1030,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct input in = { data, size };
 
 	setup_once();
+#if FUZZ_IPV6
+	introduce();
+#else
 	arp_request();
+#endif
 	uint8_t how = u8(&in);
 	/* The handshake is scripted and the state before it clean: it must always work, or
 	 * the records below would test nothing. */
@@ -606,7 +1046,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	bool batches = how & 32, open = false;
 	for (unsigned n = 0; in.left && n < 64; n++) {
 		unsigned kind = u8(&in) % REC_KINDS;
-		bool frame = kind == REC_SEG || kind == REC_RAW || kind == REC_ICMP;
+		bool frame = kind != REC_TIME && kind != REC_APP;
 		if (batches && frame && !open)
 			stk__outbatch_begin();
 		else if (open && !frame)
@@ -617,6 +1057,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case REC_RAW: rec_raw(&in); break;
 		case REC_ICMP: rec_icmp(&in); break;
 		case REC_TIME: rec_time(&in); break;
+#if FUZZ_IPV6
+		case REC_FRAG: rec_frag(&in); break;
+		case REC_ND: rec_nd(&in); break;
+#endif
 		default: rec_app(&in); break;
 		}
 	}

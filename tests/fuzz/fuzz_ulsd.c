@@ -34,17 +34,12 @@
 #include "netif/wire/wire.h"
 #include "server/internal.h"
 #include "tests/unit/faketap.h"
+#include "tests/fuzz/fuzz_srv.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define CHECK(c) do { if (!(c)) __builtin_trap(); } while (0)
 #define NPROC 3
 
-static uint64_t now_ms = 1000000;
-uint64_t srv__now_ms(void) { return now_ms; }
-void srv__log(int level, const char *fmt, ...) { (void)level; (void)fmt; }
-
-static struct srv srv;
 static struct srv_conn *conn[NPROC];
 static int app[NPROC] = { -1, -1, -1 };   /* the process's end of its control connection */
 static bool used[2][65536];             /* ports the input named or was given */
@@ -54,39 +49,6 @@ static const uint32_t peers[2] = { 0x640012c6u, 0x650012c6u };
 static const uint8_t peers6[2][16] = {
 	{ 0x20, 0x01, 0x0d, 0xb8, [15] = 0x64 }, { 0x20, 0x01, 0x0d, 0xb8, [15] = 0x65 },
 };
-
-static void stop_demux(void) { srv.stop = true; }
-
-static void init(void)
-{
-	memset(&srv, 0, sizeof(srv));
-	pthread_mutex_init(&srv.lock, NULL);
-	pthread_mutex_init(&srv.tx_lock, NULL);
-	pthread_cond_init(&srv.tx_released, NULL);
-	srv.flt = flt_table_new();
-	srv.ports = srv.flt ? srv__ports_new(srv.flt, &srv.custody, (const uint64_t[2]){ 1, 2 }) : NULL;
-	CHECK(srv.ports && srv__reass_init(&srv) == 0);
-	srv.tap = faketap();
-	srv.ip = 0x010012c6u;
-	srv.prefix_len = 24;
-	srv.mtu = 1500;
-	memcpy(srv.mac, (const uint8_t[]){ 2, 0x75, 0x6c, 0, 0, 1 }, 6);
-	/* IPv6 too (ulsd --ip6): frames of type 86dd reach server/reply6.c. */
-	srv.has_ip6 = true;
-	memcpy(srv.ip6, (const uint8_t[]){ 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 1, [15] = 1 }, 16);
-	srv.ip6_plen = 64;
-	wire_ipv6_link_local(srv.ip6_ll, srv.mac);
-	flt_table_set_node_ip6(srv.flt, srv.ip6, srv.ip6_ll);
-	faketap_rx_done = stop_demux;
-}
-
-static void demux_round(void)
-{
-	srv.stop = false;
-	srv.leases.changed = true;
-	srv__demux_thread(&srv);
-	srv.stop = false;
-}
 
 /* Read what ulsd answered: the ports it gave, descriptors closed. */
 static void drain(int fd)
@@ -218,7 +180,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static bool ready;
 	if (!ready) {
-		init();
+		fuzz_srv_init();
 		ready = true;
 	}
 	memset(used, 0, sizeof(used));

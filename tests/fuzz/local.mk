@@ -3,18 +3,19 @@
 # each (tests/fuzz/run, ULS_FUZZ_SECONDS) from the seed corpus in tests/fuzz/seeds.
 FUZZ_SRC_FILES = tests/fuzz/fuzz_filter.c tests/fuzz/fuzz_vnet.c tests/fuzz/fuzz_frame.c \
 	tests/fuzz/fuzz_ctl.c tests/fuzz/fuzz_stack.c tests/fuzz/fuzz_hoff.c \
-	tests/fuzz/fuzz_conntab.c tests/fuzz/fuzz_ulsd.c
+	tests/fuzz/fuzz_conntab.c tests/fuzz/fuzz_ulsd.c tests/fuzz/fuzz_node.c tests/fuzz/fuzz_srv.h
 EXTRA_DIST += tests/fuzz/README.md tests/fuzz/run $(FUZZ_SRC_FILES) \
 	tests/fuzz/seeds/fuzz_filter.hex tests/fuzz/seeds/fuzz_vnet.hex \
 	tests/fuzz/seeds/fuzz_frame.hex tests/fuzz/seeds/fuzz_ctl.hex \
 	tests/fuzz/seeds/fuzz_stack.hex tests/fuzz/seeds/fuzz_stack_offload.hex \
+	tests/fuzz/seeds/fuzz_stack6.hex \
 	tests/fuzz/seeds/fuzz_hoff.hex tests/fuzz/seeds/fuzz_conntab.hex \
-	tests/fuzz/seeds/fuzz_ulsd.hex
+	tests/fuzz/seeds/fuzz_ulsd.hex tests/fuzz/seeds/fuzz_node.hex
 
 if ULS_FUZZ
 FUZZ_TARGETS = tests/fuzz/fuzz_filter tests/fuzz/fuzz_vnet tests/fuzz/fuzz_frame \
-	tests/fuzz/fuzz_ctl tests/fuzz/fuzz_stack tests/fuzz/fuzz_stack_offload \
-	tests/fuzz/fuzz_hoff tests/fuzz/fuzz_conntab tests/fuzz/fuzz_ulsd
+	tests/fuzz/fuzz_ctl tests/fuzz/fuzz_stack tests/fuzz/fuzz_stack_offload tests/fuzz/fuzz_stack6 \
+	tests/fuzz/fuzz_hoff tests/fuzz/fuzz_conntab tests/fuzz/fuzz_ulsd tests/fuzz/fuzz_node
 check_SCRIPTS = $(FUZZ_TARGETS)
 CLEANFILES += $(FUZZ_TARGETS)
 TESTS += tests/fuzz/run
@@ -51,9 +52,14 @@ FUZZ_ULSD_SRC = tests/fuzz/fuzz_ulsd.c tests/unit/faketap.c server/ctl.c server/
 	server/bpf_none.c $(filter %.c,$(filter_libflt_la_SOURCES)) netif/ring.c \
 	netif/ctl/ctl.c netif/conntab.c netif/chksum.c netif/vnet.c netif/breakdown.c netif/frame.c \
 	netif/sys.c netif/wire/wire.c
-tests/fuzz/fuzz_ulsd: $(addprefix $(top_srcdir)/,$(FUZZ_ULSD_SRC))
+tests/fuzz/fuzz_ulsd: $(addprefix $(top_srcdir)/,$(FUZZ_ULSD_SRC) tests/fuzz/fuzz_srv.h)
 	@$(MKDIR_P) tests/fuzz
-	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) -Wall -Wextra -Werror $(FUZZ_CPPFLAGS) $^ -lpthread -o $@
+	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) -Wall -Wextra -Werror $(FUZZ_CPPFLAGS) $(filter %.c,$^) -lpthread -o $@
+# Frames for the node itself into ulsd's demux thread (the same sources as fuzz_ulsd).
+tests/fuzz/fuzz_node: $(addprefix $(top_srcdir)/,tests/fuzz/fuzz_node.c tests/fuzz/fuzz_srv.h \
+		$(filter-out tests/fuzz/fuzz_ulsd.c,$(FUZZ_ULSD_SRC)))
+	@$(MKDIR_P) tests/fuzz
+	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) -Wall -Wextra -Werror $(FUZZ_CPPFLAGS) $(filter %.c,$^) -lpthread -o $@
 
 # A whole process's stack: lwIP's core as patched, our stack and netif, built again with the
 # fuzzer's instrumentation (lwIP is not our code: no -Werror, its warnings off).
@@ -68,5 +74,10 @@ tests/fuzz/fuzz_stack: tests/fuzz/fuzz_stack.c $(FUZZ_STACK_SRC) stack/libuls.la
 tests/fuzz/fuzz_stack_offload: tests/fuzz/fuzz_stack.c $(FUZZ_STACK_SRC) stack/libuls.la
 	@$(MKDIR_P) tests/fuzz
 	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_STACK_FLAGS) -DFUZZ_OFFLOAD=1 $(top_srcdir)/tests/fuzz/fuzz_stack.c \
+		$(FUZZ_STACK_SRC) $(LIBURING_LIBS) -lpthread -o $@
+# The same over IPv6 (FUZZ_IPV6: TCPv6, extension headers, fragments, ICMPv6, ND).
+tests/fuzz/fuzz_stack6: tests/fuzz/fuzz_stack.c $(FUZZ_STACK_SRC) stack/libuls.la
+	@$(MKDIR_P) tests/fuzz
+	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_STACK_FLAGS) -DFUZZ_IPV6=1 $(top_srcdir)/tests/fuzz/fuzz_stack.c \
 		$(FUZZ_STACK_SRC) $(LIBURING_LIBS) -lpthread -o $@
 endif
