@@ -113,3 +113,32 @@ def test_rfc7323_3_2_zero_window_probe_carries_timestamps(zero_window):
     assert probes, "no zero-window probe"
     missing = [round(at, 2) for at, p in probes if "Timestamp" not in tcp_opts(p)]
     assert not missing, f"probes without TSopt (sent at {missing} s)"
+
+
+@requirement(fix='patch 0125',
+             mutate="tests/conformance/lwip-mutate core/tcp_in.c "
+                    "'s/if (pcb->unsent == NULL \\&\\& pcb->persist_backoff > 0) {/if (0) {/'")
+def test_rfc9293_3_8_6_1_probe_octet_acked_into_a_still_zero_window_ends_probing(node, link):
+    """RFC 9293 §3.8.6.1: "The sending TCP peer must regularly retransmit to the receiving
+    TCP peer even when the window is zero, in order to "probe" the window." Probing is for
+    data waiting to be sent: when the peer acknowledges the probe's only octet and keeps
+    its window at zero, nothing is left to probe with. The echo service's one-octet answer
+    meets our zero window; its probe carries that octet, we acknowledge it with window 0
+    again, and the connection (and the process) must go on: 1.5 s later, with the window
+    open, a second octet is echoed at once. lwIP's slow timer asserted that the persist
+    timer never ticks with nothing unsent, so this acknowledgment aborted the process
+    (found by tests/fuzz/fuzz_stack6)."""
+    peer = TcpPeer(link, 7)
+    peer.connect()
+    peer.send("PA", b"x", window=0)   # its echo cannot be sent: one octet waits
+    probe = peer.recv(5.0, lambda q: len(q[TCP].payload) > 0)
+    assert probe is not None, "no zero-window probe within 5 s"
+    assert bytes(probe[TCP].payload) == b"x", f"the probe carried {bytes(probe[TCP].payload)!r}"
+    assert peer.absorb(probe), f"probe at seq {probe[TCP].seq}, RCV.NXT {peer.rcv_nxt}"
+    peer.ack(window=0)                 # the octet taken, the window still closed
+    time.sleep(1.5)                    # many persist-timer ticks (50 ms each)
+    assert node.alive(), "the node's process died after its probe octet was acknowledged"
+    peer.send("PA", b"y")              # the window open again
+    data = peer.recv_data(1, timeout=3.0)
+    assert data == b"y", f"after the probe octet was acknowledged, echo gave {data!r}"
+    peer.abort()
