@@ -44,6 +44,7 @@
 #include "netif/wire/wire.h"
 #include "server/internal.h"
 #include "tests/unit/faketap.h"
+#include "tests/fuzz/fuzz_input.h"
 #include "tests/fuzz/fuzz_srv.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -58,43 +59,13 @@ static const uint8_t peer6[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 1, [15] = 2 
 static const uint8_t other6[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 2, [15] = 9 };
 static uint8_t peer_ll6[16];
 
-/* ---- the input ---- */
-
-struct input {
-	const uint8_t *p;
-	size_t left;
-};
-
-static uint8_t u8(struct input *in)
-{
-	if (!in->left)
-		return 0;
-	in->left--;
-	return *in->p++;
-}
-
-static uint16_t u16(struct input *in)
-{
-	uint16_t hi = u8(in);
-
-	return (uint16_t)(hi << 8 | u8(in));
-}
-
-static uint32_t u32(struct input *in)
-{
-	uint32_t hi = u16(in);
-
-	return hi << 16 | u16(in);
-}
+/* ---- the input (fuzz_input.h) ---- */
 
 /* Fill out[0, n) from the input, the rest a pattern (cheap for the fuzzer). */
 static void fill(struct input *in, uint8_t *out, size_t n, size_t from_input)
 {
-	size_t got = n < from_input ? n : from_input;
-	got = got < in->left ? got : in->left;
-	memcpy(out, in->p, got);
-	in->p += got;
-	in->left -= got;
+	size_t got = take(in, out, n < from_input ? n : from_input);
+
 	for (size_t i = got; i < n; i++)
 		out[i] = (uint8_t)(i * 7 + 3);
 }

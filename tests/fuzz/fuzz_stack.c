@@ -67,6 +67,7 @@
 #include "netif/frame.h"
 #include "netif/vnet.h"
 #include "netif/wire/wire.h"
+#include "tests/fuzz/fuzz_input.h"
 
 #ifndef FUZZ_OFFLOAD
 #define FUZZ_OFFLOAD 0
@@ -95,38 +96,6 @@ static const uint8_t node_ip6[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 1 };
 static const uint8_t peer_ip6[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 2 };
 static const uint8_t router_ip6[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 0xff };
 static uint8_t node_ll6[16], peer_ll6[16];
-
-/* ---- the input, read front to back; reads past the end give zeros ---- */
-
-struct input {
-	const uint8_t *p;
-	size_t left;
-};
-
-static uint8_t u8(struct input *in)
-{
-	if (!in->left)
-		return 0;
-	in->left--;
-	return *in->p++;
-}
-
-static uint16_t u16(struct input *in)
-{
-	uint16_t hi = u8(in);
-
-	return (uint16_t)(hi << 8 | u8(in));
-}
-
-static size_t take(struct input *in, uint8_t *out, size_t want)
-{
-	size_t n = want < in->left ? want : in->left;
-
-	memcpy(out, in->p, n);
-	in->p += n;
-	in->left -= n;
-	return n;
-}
 
 /* ---- the device: transmitted frames are parsed for the peer's view, then dropped ---- */
 
