@@ -26,8 +26,9 @@ struct nif_tap_config {
 	unsigned mtu;         /* 0: the device's MTU */
 	unsigned rx_depth;    /* reads kept in flight (0: default) */
 	unsigned tx_depth;    /* transmit buffers (0: default) */
-	/* Open with a virtio-net header (IFF_VNET_HDR) and turn on checksum and TCPv4
-	 * segmentation offload (TUN_F_CSUM | TUN_F_TSO4): frames carry offload words
+	/* Open with a virtio-net header (IFF_VNET_HDR) and turn on checksum and TCP
+	 * segmentation offload for both families (TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6):
+	 * frames carry offload words
 	 * (netif/vnet.h) and may be up to NIF_OFF_FRAME_MAX long. Off: plain frames of at most
 	 * MTU + 14, every offload of the device reset. */
 	bool offload;

@@ -60,11 +60,12 @@ int nif__tun_attach(const char *ifname, bool offload, bool *mq)
 	}
 	/* A persistent TAP keeps the offloads (and header size) a previous owner set: without
 	 * a virtio-net header we must receive plain, fully checksummed frames, so reset them;
-	 * with one, say exactly what we read: partial checksums and TCPv4 super-segments
-	 * (linux/if_tun.h). The kernel then delivers GSO frames intact instead of segmenting
-	 * them for us, and takes ours whole. */
+	 * with one, say exactly what we read: partial checksums and TCP super-segments of
+	 * either family (linux/if_tun.h; netif/vnet.c takes GSO_TCPV4 and GSO_TCPV6, each
+	 * only on a frame of its own family). The kernel then delivers GSO frames intact
+	 * instead of segmenting them for us, and takes ours whole. */
 	int hsz = NIF_VNET_HLEN;
-	unsigned long feat = offload ? TUN_F_CSUM | TUN_F_TSO4 : 0;
+	unsigned long feat = offload ? TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 : 0;
 	if ((offload && nif_sys.ioctl(fd, TUNSETVNETHDRSZ, &hsz) < 0) ||
 	    nif_sys.ioctl(fd, TUNSETOFFLOAD, feat) < 0) {
 		int err = -errno;

@@ -161,7 +161,9 @@ def test_tcp_over_ipv6_between_two_nodes(tb):
     Both ends name each other by IPv6 addresses, ulsd lists the connection with its IPv6
     remote. On the relay node 1's ulsd delivered the IPv6 frames to the process
     (ipv6_frames_demuxed); on the direct path the process took the direct path and the
-    frames did not cross ulsd."""
+    frames did not cross ulsd. With the nodes' default offloads the server's stack took
+    the client's TCPv6 super-segments whole (dev_rx_gso): the TAP asks for them
+    (TUN_F_TSO6), where the kernel would otherwise cut each into wire-sized frames."""
     port = 7601
     srv = tb.start(tb.uls(1, [PYTHON, PEER, "server", "--port", str(port)]), "tcp6-server")
     tb.wait_line(srv, "listening")
@@ -174,6 +176,7 @@ def test_tcp_over_ipv6_between_two_nodes(tb):
     assert c["peername"] == [tb.ip6(1), port] and c["sockname"][0] == tb.ip6(2), c
     s = tb.wait_line(srv, "accepted", 20)
     assert s["accepted"] == [tb.ip6(2), c["sockname"][1]] and s["bytes"] == 4 * MIB, s
+    assert s["counters"]["dev_rx_gso"] > 0, s
     after = tb.stat(1)["counters"]
     # Every frame either way was taken: no super-segment refused, no IPv6 frame counted
     # as a type the node does not speak.
@@ -181,7 +184,8 @@ def test_tcp_over_ipv6_between_two_nodes(tb):
         assert after.get(k, 0) == before.get(k, 0), (k, before.get(k), after.get(k))
     relayed = after["ipv6_frames_demuxed"] - before["ipv6_frames_demuxed"]
     if tb.mode == "relay":
-        assert relayed > 4 * MIB // 9000, after
+        # At least the client's 4 MiB, in super-segments of at most 64 KiB.
+        assert relayed >= 4 * MIB // 65536, after
         assert after["leases_relay"] > 0, after
     else:
         assert after["leases_direct"] > 0, after
