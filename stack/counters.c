@@ -57,6 +57,8 @@ static const char *const own_names[STK_CNT__COUNT] = {
 	[STK_CNT_TCP_TLP_REPAIRED] = "tcp_tlp_repaired_loss",
 	[STK_CNT_TCP_RACK_TAIL] = "tcp_rack_tail_lost",
 	[STK_CNT_TCP_REXMIT_LOST] = "tcp_rack_rexmit_lost",
+	/* ACKs sent by the delayed-ACK timer (lwIP patch 0113) */
+	[STK_CNT_TCP_DELAYED_ACK_TIMER] = "tcp_delayed_ack_timer",
 	/* IPv4 reassembly (lwIP patch 0050) */
 	[STK_CNT_IP_REASS_OVERLAP] = "ip_reass_overlap",
 	[STK_CNT_IP_REASS_DUPLICATE] = "ip_reass_duplicate",

@@ -39,6 +39,8 @@ enum stk_tcp_note {
 	STK_TCP_NOTE_TLP_REPAIRED,     /* a retransmitted probe repaired a loss */
 	STK_TCP_NOTE_RACK_TAIL,        /* octets below a SACKed probe declared lost */
 	STK_TCP_NOTE_REXMIT_LOST,      /* recovery's retransmissions declared lost again */
+	/* timers (LWIP_HOOK_TCP_TIMER_NOTE, patch 0113) */
+	STK_TCP_NOTE_DELAYED_ACK,      /* an ACK sent by the delayed-ACK timer (tcp_fasttmr) */
 };
 void stk__tcp_note(enum stk_tcp_note what);
 void stk__tcp_loss_note(struct tcp_pcb *pcb, enum stk_tcp_note what);

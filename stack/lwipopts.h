@@ -223,6 +223,9 @@ struct ip_addr;
  * `pcb` every call site of patches 0022-0023 has in scope (a site without one would not
  * compile). */
 #define LWIP_HOOK_TCP_LOSS_NOTE(what)   stk__tcp_loss_note(pcb, STK_TCP_NOTE_##what)
+/* ACKs the delayed-ACK timer sent (patch 0113), counted apart from those sent at once:
+ * RFC 5681 section 4.2's "every second full-sized segment" is tested by this count. */
+#define LWIP_HOOK_TCP_TIMER_NOTE(what)  stk__tcp_note(STK_TCP_NOTE_##what)
 /* RFC 9438 CUBIC congestion control (stack/cubic.c, patch 0040): ssthresh at a congestion
  * event and cwnd in congestion avoidance; slow start and loss recovery stay lwIP's with
  * patches 0006 and 0021-0023. */

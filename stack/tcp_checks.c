@@ -79,6 +79,7 @@ void stk__tcp_note(enum stk_tcp_note what)
 		[STK_TCP_NOTE_TLP_REPAIRED] = STK_CNT_TCP_TLP_REPAIRED,
 		[STK_TCP_NOTE_RACK_TAIL] = STK_CNT_TCP_RACK_TAIL,
 		[STK_TCP_NOTE_REXMIT_LOST] = STK_CNT_TCP_REXMIT_LOST,
+		[STK_TCP_NOTE_DELAYED_ACK] = STK_CNT_TCP_DELAYED_ACK_TIMER,
 	};
 
 	if ((unsigned)what < sizeof(map) / sizeof(map[0]))

@@ -770,6 +770,16 @@ def node6(node):
 
 
 @pytest.fixture
+def offload(node):
+    """The node under test, for a test of what it does with segmentation offload (super-
+    segments, stack/tso.c): ulsd's deployment only, where ulsd's TAP carries offload words
+    (a node of its own on a plain TAP sends wire-sized segments)."""
+    if node.deployment != "ulsd":
+        pytest.skip("segmentation offload is ulsd's; this deployment has none")
+    return node
+
+
+@pytest.fixture
 def counters(node):
     """counters() -> the node's counters now."""
     return node.counters
@@ -810,7 +820,7 @@ def wait_counter(counters, name, minimum, timeout=3.0):
 
 # Fixtures that bind a test to one deployment: the test is not collected for the other
 # (a skip would count as a failure in make check, and the test cannot apply there).
-ONE_DEPLOYMENT = {"node6": "ulsd", "stack6": "own"}
+ONE_DEPLOYMENT = {"node6": "ulsd", "stack6": "own", "offload": "ulsd"}
 
 
 def pytest_collection_modifyitems(config, items):

@@ -104,7 +104,7 @@ def table(tests):
     n_shown = sum(1 for t in tests if seen.get(t.name, {}).get("mutate") == t.mutate
                   and seen[t.name].get("outcome") == "failed")
     head = (f"{len(tests)} tests; {n_shown} shown able to fail by their mutation "
-            "(tests/conformance/mutate.py). Each runs against both deployments, or the one its fixture binds it to (IPv6: node6, ulsd; stack6, own).\n\n")
+            "(tests/conformance/mutate.py). Each runs against both deployments, or the one its fixture binds it to (IPv6: node6, ulsd; stack6, own; segmentation offload: offload, ulsd).\n\n")
     return head + "\n".join(rows) + "\n"
 
 

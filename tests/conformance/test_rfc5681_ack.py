@@ -79,29 +79,38 @@ def test_rfc5681_4_2_immediate_ack_when_hole_is_filled(node, link):
 @requirement(fix='patch 0024',
              mutate="tests/conformance/lwip-mutate core/tcp_in.c "
                     "'s/if (tcplen >= 2 \\* (u32_t)pcb->mss) {/if (0 \\&\\& tcplen >= 2 * (u32_t)pcb->mss) {/'")
-def test_rfc5681_4_2_segment_of_two_full_sized_segments_acked_at_once(node, link):
+def test_rfc5681_4_2_segment_of_two_full_sized_segments_acked_at_once(node, link, counters):
     """RFC 5681 §4.2: "The delayed ACK algorithm specified in [RFC1122] SHOULD be used by
     a TCP receiver. When using delayed ACKs, a TCP receiver MUST NOT excessively delay
     acknowledgments. Specifically, an ACK SHOULD be generated for at least every second
     full-sized segment". One segment that carries two full-sized segments' worth of data
     (our peer announced MSS 536 and sends 1200 octets at once, as a sender's offloaded
-    super-segment arrives whole) is acknowledged at once, not with the delayed-ACK timer.
-    Sixteen rounds: the ACK of at least twelve comes within 5 ms. A delayed ACK, due on a
-    25 ms timer tick of random phase, comes that soon in one round of five, so twelve of
-    sixteen by chance has odds below 10^-5; four slow rounds leave room for a loaded
-    machine (eight rounds needing seven failed 1 of 3 runs at load 15)."""
+    super-segment arrives whole) is acknowledged at once, not by the delayed-ACK timer.
+    Sixteen rounds, each answered by an ACK, and none of them sent by the timer: the
+    node's count of the timer's ACKs (tcp_delayed_ack_timer, patch 0113) does not move.
+    A delay would not tell: the timer ticks every 25 ms at a random phase and a loaded
+    machine delays the immediate ACK as much. Positive control: then one segment of 100
+    octets, less than a full-sized one, is acknowledged by the timer, counted once."""
     peer = TcpPeer(link, 9, mss=536)
     peer.connect()
-    fast, delays = 0, []
+    timer0 = counters()["tcp_delayed_ack_timer"]
+    delays = []
     for k in range(16):
         peer.send("PA", bytes([65 + k]) * 1200)
         t0 = link.frames[-1][0]
         p = peer.recv(2, lambda q: q[TCP].ack == peer.snd_nxt)
         assert p is not None, f"round {k}: the segment was not acknowledged"
-        d = p.time - t0   # the kernel's stamp of the ACK's arrival (conftest.Link)
-        delays.append(round(1000 * d, 1))
-        fast += d < 0.005
-    assert fast >= 12, f"ACK delays (ms): {delays}: a 2-MSS segment waited for the timer"
+        delays.append(round(1000 * (p.time - t0), 1))   # the kernel's stamp (conftest.Link)
+    # The node counts a timer's ACK before sending it: every count is in by now.
+    timer = counters()["tcp_delayed_ack_timer"] - timer0
+    assert timer == 0, f"{timer} of 16 ACKs of a 2-MSS segment came from the delayed-ACK " \
+        f"timer (ACK delays in ms: {delays})"
+    peer.send("PA", b"z" * 100)
+    p = peer.recv(2, lambda q: q[TCP].ack == peer.snd_nxt)
+    assert p is not None, "the 100-octet segment was not acknowledged"
+    timer = counters()["tcp_delayed_ack_timer"] - timer0
+    assert timer == 1, f"positive control: the ACK of one small segment counted {timer} " \
+        "times as the delayed-ACK timer's, expected once"
 
 
 def _burst_acks(peer, n=8, size=500):

@@ -1,6 +1,8 @@
 """RFC 6675: A Conservative Loss Recovery Algorithm Based on Selective Acknowledgment
 (SACK) for TCP, with the SACK blocks of RFC 2018 sent by Scapy."""
 
+import time
+
 from scapy.layers.inet import TCP
 
 from conftest import curated_pcap, requirement
@@ -173,3 +175,75 @@ def test_rfc6675_4_rule_3_resends_holes_not_yet_lost(node, link):
     offs = sorted(set(o for o, _ in offsets(got, s)))
     assert offs == [0, 6 * SMSS, 9 * SMSS], f"retransmitted {offsets(got, s)}, expected " \
         "offsets 0 (rule 1), 6000 (rule 3) and 9000 (rule 4), nothing SACKed"
+
+
+# With timestamps every segment carries 12 octets of options (RFC 7323 §3, two NOPs and
+# the 10-octet option as lwIP sends them): one wire segment holds SMSS - 12 data octets.
+TS_UNIT = SMSS - 12
+
+
+@requirement(fix='patch 0112',
+             mutate="rm stack/patches/0112-recovery-sends-new-data-without-deferral.patch")
+def test_rfc6675_4_rule_2_new_data_in_recovery_with_super_segments(offload, link, counters):
+    """RFC 6675 §4, NextSeg (): "(2) If no sequence number 'S2' per rule (1) exists but
+    there exists available unsent data and the receiver's advertised window allows, the
+    sequence range of one segment of up to SMSS octets of previously unsent data starting
+    with sequence number HighData+1 MUST be returned." and §5 (C): "If cwnd - pipe >= 1
+    SMSS, the sender SHOULD transmit one or more segments". With segmentation offload (the
+    default deployment; timestamps and SACK negotiated, as every Linux peer does) the node
+    queues super-segments of up to 65 wire segments and, outside recovery, defers one until
+    half the window has room (patch 0087, as Linux's tcp_tso_should_defer). In recovery it
+    must not: a 32-segment window is sent, its first segment "lost", and one duplicate ACK
+    SACKs the next 12 and opens the receive window. CUBIC's cwnd = 0.7 * 32 = 22.4
+    segments, pipe = 32 - 1 (lost) - 12 (SACKed) + 1 (retransmitted) = 20 segments: room
+    for the retransmission and 2 segments of new data, which must leave at once, before
+    the RTO sends the hole a second time (with 0087's rule the node waited for 11 segments
+    of room, never came, and the RTO repaired)."""
+    w = 32 * TS_UNIT
+    r = Receiver(link, window=w, sack=True, ts=True)
+    gso = counters()["dev_tx_gso"]
+    r.start()
+    assert r.peer.ts_ok, "the node did not agree to timestamps (RFC 7323 §3.2)"
+    s = r.grow()
+    # The window, as the node cuts it: whole wire segments (the bridge hands them to us cut
+    # by the kernel), up to the last one that fits.
+    segs, end = {}, 0
+    deadline = time.monotonic() + 2.0
+    while end <= w - TS_UNIT and time.monotonic() < deadline:
+        p = r.segment(max(0.0, deadline - time.monotonic()),
+                      lambda q: (q[TCP].seq - s) & 0xFFFFFFFF < w)
+        if p is None:
+            break
+        off, n = offsets([p], s)[0]
+        segs[off] = n
+        while end in segs:
+            end += segs[end]
+    assert end > w - TS_UNIT, f"the window [0, {w}) did not arrive within 2 s: " \
+        f"{sorted(segs.items())} (offset, length)"
+    assert counters()["dev_tx_gso"] > gso, \
+        "the node sent no super-segment (dev_tx_gso) on this connection: offload is off"
+    bounds = sorted(segs)
+    assert len(bounds) >= 14, f"{sorted(segs.items())}: expected 32 wire segments"
+    r.window = 65535                 # room for new data: rule (2), not the rescue (4)
+    # Segment 0 "lost", segments 1-12 SACKed, one ACK.
+    sent = r.ack(s, sack=[(s + bounds[1], s + bounds[13])])
+
+    def offset(q):
+        return (q[TCP].seq - s) & 0xFFFFFFFF
+
+    seen, holes = [], 0
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline:
+        p = r.segment(max(0.0, deadline - time.monotonic()),
+                      lambda q: q.time >= sent and (offset(q) == 0 or end <= offset(q) < 1 << 31))
+        if p is None:
+            break
+        seen += offsets([p], s)
+        if seen[-1][0] == 0:
+            holes += 1
+        else:
+            break
+    assert seen and seen[-1][0] == end, f"after the duplicate ACK: {seen} (offset, length), " \
+        f"expected new data from offset {end} within 1 s"
+    assert holes <= 1, f"the hole was sent {holes} times before new data: {seen} " \
+        "(the second, by the RTO)"
