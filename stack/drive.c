@@ -69,8 +69,10 @@ static TLS volatile sig_atomic_t sig_noted;   /* a noted handler ran since the c
 static TLS volatile sig_atomic_t sig_intr;    /* ... and one of them had no SA_RESTART */
 static TLS struct pollfd *drive_fds;          /* uls_poll_drive: the kernel's descriptors */
 static TLS unsigned drive_nfds;
-/* uls_tx_batch: the sends this thread still expects before its next wait. */
+/* uls_tx_batch: the sends this thread still expects before its next wait, and whether a
+ * leave of this thread kept frames queued for a later flush since its last flush. */
 static TLS unsigned tx_batch_left;
+static TLS bool tx_deferred;
 
 /* An application thread blocked in stk__sock_sleep (a FIFO list in stk__node). */
 struct stk_sleeper {
@@ -643,8 +645,58 @@ static bool flush_deferred(struct stk_node *n)
 	if (!n->rtc || !n->parked || n->dev_waiter != STK_W_NONE)
 		return false;
 	tx_batch_left--;
+	tx_deferred = true;
 	stk__count(STK_CNT_TX_FLUSH_DEFERRED);
 	return true;
+}
+
+/* Before a wait that does not enter the stack (a poll or select answered by the mirrors
+ * alone): the batch ends, and frames this thread's batch kept back leave now. Without a
+ * deferral since the last flush there is nothing of this thread's to send: no lock. */
+void uls_tx_flush(void)
+{
+	tx_batch_left = 0;
+	if (!tx_deferred)
+		return;
+	tx_deferred = false;
+	stk__lock();
+	stk__unlock();  /* stk__leave flushes: the batch is over */
+}
+
+/* The process ends without the stack's leave (_exit): frames queued on the device for a
+ * later flush (uls_tx_batch's, any thread's) would die with its rings. Hand them to the
+ * kernel, which sends what a submitted write carries even if the process is gone at once
+ * (a TAP write completes inside the submission). Not from inside the stack: a handler that
+ * calls _exit while its thread holds the core lock may have interrupted the device's own
+ * transmit (Deviation: that thread's queued frames are lost, as they are on a crash). A
+ * lock another thread holds is waited for: that thread's leave would flush them too, but
+ * the exit kills it first. At most EXIT_LOCK_MS, long enough for a holder descheduled on
+ * a loaded machine (no holder waits long with it), short enough that a program
+ * does not hang in its exit. */
+#define EXIT_LOCK_MS 1000
+void uls_tx_flush_exit(void)
+{
+	struct stk_node *n = &stk__node;
+
+	tx_batch_left = 0;
+	tx_deferred = false;
+	if (!n->up || (n->owned && pthread_equal(n->owner, pthread_self())))
+		return;
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += EXIT_LOCK_MS * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
+	if (pthread_mutex_timedlock(&n->lock, &until) != 0)
+		return;
+	n->owner = pthread_self();
+	n->owned = true;
+	stk__now_held(true);
+	if (n->up && n->dev->ops->tx_pending && n->dev->ops->tx_pending(n->dev))
+		n->dev->ops->tx_flush(n->dev);
+	stk__unlock_raw();
 }
 
 /* Before a thread lets go of lwIP (core lock held): send what its call queued, and wake
@@ -658,8 +710,10 @@ void stk__leave(void)
 
 	if (!n->up)
 		return;
-	if (!flush_deferred(n))
+	if (!flush_deferred(n)) {
 		n->dev->ops->tx_flush(n->dev);
+		tx_deferred = false;
+	}
 	if (n->dev_waiter == STK_W_NONE && !n->parked)
 		return;
 	u32_t sleep = sys_timeouts_sleeptime();

@@ -373,6 +373,9 @@ SHIM_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 		/* The new program's shim knows nothing of user-level epoll instances: their
 		 * sockets go into the kernel's (uepoll.c). */
 		shim__uep_exec();
+		/* The rings go with this image: frames queued for a later flush
+		 * (uls_tx_batch) leave now, as at _exit (fork.c). */
+		uls_tx_flush_exit();
 	}
 	struct exec_undo local;
 	if (!u) {

@@ -71,6 +71,9 @@ __attribute__((destructor)) static void shim_fini(void)
 
 	if (hi < 0)
 		return;
+	/* The last event-loop round's sends (uls_tx_batch) leave first, whatever the
+	 * closes below make of the batch. */
+	uls_tx_flush_exit();
 	/* The descriptors close now rather than at exit, so that a connection a fork child
 	 * still holds goes to it (stack/handoff.c) and the others close as usual. */
 	for (int fd = 0; fd <= hi; fd++)
@@ -199,4 +202,30 @@ void shim__fork_note_self(void)
 unsigned shim__generation(void)
 {
 	return generation;
+}
+
+/* _exit(2) and _Exit(2): the process ends without its destructors, so shim_fini's
+ * flush does not run; frames the stack queued for a later flush (an event loop's round,
+ * uls_tx_batch) would die with its rings, although the program's send() took their data
+ * and Linux would have handed them to the device inside that call. They leave here. (What
+ * the peer has not acknowledged yet is lost all the same: the stack that would resend it
+ * ends with the process, and ulsd answers for the connection from then on.) Not in a
+ * vfork child: the stack is the parent's. */
+static void flush_at_exit(void)
+{
+	if (shim__maxfd() >= 0 && shim__own_memory())
+		uls_tx_flush_exit();
+}
+
+SHIM_EXPORT void _exit(int status)
+{
+	shim__real_init();
+	flush_at_exit();
+	shim__real._exit(status);
+	__builtin_unreachable();
+}
+
+SHIM_EXPORT void _Exit(int status)
+{
+	_exit(status);
 }

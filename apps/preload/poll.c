@@ -87,6 +87,26 @@ static bool holds_ours(const struct pollfd *p, nfds_t n)
 	return false;
 }
 
+/* A poll or select on a set holding user-level sockets reported rc of them ready: as after
+ * epoll_wait (uepoll.c), the program answers them before it waits again, and all but the
+ * last of its sends may leave their transmit flush to a later one (uls_tx_batch: one
+ * system call for the round's frames, issue 14). Its next poll or select ends the batch
+ * (wait_begin). */
+static void batch_round(int rc)
+{
+	if (rc > 1)
+		uls_tx_batch((unsigned)rc);
+}
+
+/* Before every poll and select: the sends of the last round leave now, not after the wait
+ * (a wait answered by the mirrors alone never enters the stack, whose leave would flush
+ * them). */
+static void wait_begin(void)
+{
+	if (shim__enabled())
+		uls_tx_flush();
+}
+
 /* poll(2) and ppoll(2) (mask: NULL, or the mask for the wait) on a set holding user-level
  * sockets: as epoll_drive below, with the whole set (mirrors and kernel descriptors) in
  * the one wait on the device. */
@@ -96,8 +116,10 @@ static int poll_drive(struct pollfd *p, nfds_t n, int timeout, const sigset_t *m
 
 	for (;;) {
 		int rc = shim__real.poll(p, n, 0);
-		if (rc != 0)
+		if (rc != 0) {
+			batch_round(rc);
 			return rc;
+		}
 		int left;
 		if (!time_left(timeout, end, &left))
 			return 0;
@@ -144,6 +166,7 @@ static int poll_unarmed(struct pollfd *p, nfds_t n, int timeout)
 SHIM_EXPORT int poll(struct pollfd *p, nfds_t n, int timeout)
 {
 	shim__real_init();
+	wait_begin();
 	bool armed = arm_begin(p, n);
 	int rc = poll_unarmed(p, n, timeout);
 	arm_end(p, n, armed);
@@ -156,6 +179,7 @@ static int ppoll_unarmed(struct pollfd *p, nfds_t n, const struct timespec *t,
 SHIM_EXPORT int ppoll(struct pollfd *p, nfds_t n, const struct timespec *t, const sigset_t *m)
 {
 	shim__real_init();
+	wait_begin();
 	bool armed = arm_begin(p, n);
 	int rc = ppoll_unarmed(p, n, t, m);
 	arm_end(p, n, armed);
@@ -239,6 +263,7 @@ static int select_drive(int nfds, fd_set *r, fd_set *w, fd_set *e, int64_t timeo
 			for (int k = 0; k < 3; k++)
 				if (sets[k])
 					*sets[k] = out[k];  /* none set when the time is up */
+			batch_round(rc);
 			break;
 		}
 		/* Whole milliseconds for the device's wait, rounded up (as poll's timeout). */
@@ -271,6 +296,7 @@ static int select_unarmed(int nfds, fd_set *r, fd_set *w, fd_set *e, struct time
 SHIM_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *t)
 {
 	shim__real_init();
+	wait_begin();
 	adopt_fdset(nfds, r, w);
 	fd_set in[3];
 	const fd_set *sets[3] = { r, w, e };
@@ -319,6 +345,7 @@ SHIM_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct 
 			const sigset_t *m)
 {
 	shim__real_init();
+	wait_begin();
 	adopt_fdset(nfds, r, w);
 	fd_set in[3];
 	const fd_set *sets[3] = { r, w, e };

@@ -57,7 +57,7 @@ static void resolve(void)
 	R(shutdown); R(close); R(dup); R(dup2); R(dup3); R(fcntl); R(ioctl); R(getsockopt);
 	R(setsockopt); R(getsockname); R(getpeername); R(poll); R(ppoll); R(select);
 	R(pselect); R(epoll_ctl); R(sendfile); R(execve); R(sigaction);
-	R(epoll_wait); R(epoll_pwait);
+	R(epoll_wait); R(epoll_pwait); R(_exit);
 #undef R
 	/* glibc 2.34 and later; older systems get ENOSYS from our fallback. */
 	shim__real.close_range = dlsym(RTLD_NEXT, "close_range");

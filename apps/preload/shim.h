@@ -93,6 +93,7 @@ struct shim_real {
 	int (*sigaction)(int, const struct sigaction *, struct sigaction *);
 	int (*epoll_wait)(int, struct epoll_event *, int, int);
 	int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
+	void (*_exit)(int);
 };
 extern struct shim_real shim__real;
 void shim__real_init(void);

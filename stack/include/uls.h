@@ -208,6 +208,12 @@ ULS_EXTERN int uls_poll_drive_gen(struct pollfd *fds, unsigned nfds, int timeout
  * not at all when the stack thread or another thread waits on the device. 0 ends it;
  * a thread's blocking wait ends it too. */
 ULS_EXTERN void uls_tx_batch(unsigned sends);
+/* The batch ends, and what this thread's batch kept back is flushed now (a wait the shim
+ * answers without entering the stack: poll or select on mirrors). */
+ULS_EXTERN void uls_tx_flush(void);
+/* The process is about to end without unwinding (_exit): every frame queued on the device
+ * is handed to the kernel. Not from inside the stack; waits 1 s at most for the lock. */
+ULS_EXTERN void uls_tx_flush_exit(void);
 ULS_EXTERN int uls_fd_private(int fd);
 ULS_EXTERN int uls_fd_private_max(void);
 ULS_EXTERN int uls_pending(int sd);

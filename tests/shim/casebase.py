@@ -7,7 +7,7 @@ import sys
 import threading
 
 CASE, KIP, NIP = sys.argv[1], sys.argv[2], sys.argv[3]
-ECHO, LATE, CONNECTOR, SINK, UDPECHO = 7100, 7101, 7102, 7103, 7104
+ECHO, LATE, CONNECTOR, SINK, UDPECHO, KEEP, KEPT = 7100, 7101, 7102, 7103, 7104, 7105, 7106
 # The family the connection and listener cases use (test_shim.py, on the IPv6 testbed):
 # "4" AF_INET (the default), "6" AF_INET6 over IPv6 (CASE_KIP6, CASE_NIP6: the peer's and
 # the node's IPv6 addresses), "6only" the same with IPV6_V6ONLY set, "mapped" a dual-stack

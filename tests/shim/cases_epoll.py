@@ -15,8 +15,8 @@ import threading
 import time
 
 
-from casebase import (ECHO, KIP, LATE, NIP, SINK, UDPECHO, ask_connector, connect,  # noqa: F401
-                      connector_result)
+from casebase import (ECHO, KEEP, KEPT, KIP, LATE, NIP, SINK, UDPECHO, ask_connector,  # noqa: F401
+                      connect, connector_result)
 
 
 def ready_within(ep, fd, seconds, maxevents=-1):
@@ -302,6 +302,111 @@ def case_uepoll_signal_ends_the_wait():
     except Alarm:
         pass
     assert time.monotonic() - t0 < 2
+
+
+def case_select_a_rounds_sends_share_one_flush():
+    """Issue 14 (uls_tx_batch) for select(2) and poll(2) driven programs (iperf3): after a
+    select or poll that reported N sockets, the transmit flush of at most N-1 of the
+    round's sends may wait for a later one (tx_flush_deferred is exact); every answer
+    reaches the peer and comes back, and the next select or poll flushes what is left."""
+    n = 5
+    socks = [connect(ECHO) for _ in range(n)]
+    fds = [s.fileno() for s in socks]
+    sent = [bytearray() for _ in socks]
+    back = [bytearray() for _ in socks]
+    deferred_total = 0
+    for rnd in range(10):
+        use_poll = rnd % 2 == 1
+        msgs = [b"%d.%d;" % (rnd, i) for i in range(n)]
+        for i, s in enumerate(socks):
+            s.sendall(msgs[i])
+            sent[i] += msgs[i]
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            r, _, _ = select.select(fds, [], [], 1)
+            if len(r) == n and all(s.recv(64, socket.MSG_PEEK) == msgs[i]
+                                   for i, s in enumerate(socks)):
+                break
+            time.sleep(0.01)
+        else:
+            raise AssertionError("round %d: echoes missing" % rnd)
+        # One round as a select or poll loop makes it: the readiness, then the answers.
+        if use_poll:
+            p = select.poll()
+            for fd in fds:
+                p.register(fd, select.POLLIN)
+            got = p.poll(1000)
+        else:
+            got, _, _ = select.select(fds, [], [], 1)
+        assert len(got) == n, got
+        before = counter("tx_flush_deferred")
+        for i, s in enumerate(socks):
+            back[i] += s.recv(64)
+            assert back[i].endswith(msgs[i])
+        for i, s in enumerate(socks):
+            assert s.send(b"x") == 1
+            sent[i] += b"x"
+        deferred = counter("tx_flush_deferred") - before
+        assert deferred <= n - 1, "%d flushes deferred in a round of %d ready" % (deferred, n)
+        deferred_total += deferred
+        for i, s in enumerate(socks):
+            deadline = time.monotonic() + 10
+            while not back[i].endswith(b"x") and time.monotonic() < deadline:
+                r, _, _ = select.select([s], [], [], 1)
+                if r:
+                    back[i] += s.recv(64)
+            assert back[i].endswith(b"x"), "round %d: socket %d's answer never came back" % (
+                rnd, i)
+    assert back == sent
+    print("flushes deferred in 10 rounds: %d" % deferred_total)
+    for s in socks:
+        s.close()
+
+
+def case_exit_sends_what_a_round_kept_back():
+    """Issue 14: _exit(2) right after a send whose transmit flush a round of an event loop
+    kept back (uls_tx_batch) still sends it: the peer gets every byte the send took. The
+    child is a fork child with sockets of its own: one to the peer's keep service (which
+    keeps what it receives), one to its echo; its epoll_wait reports both (the first
+    writable, the second's echo readable), it sends on the first and calls os._exit (no
+    destructors run). Ten children, one after another."""
+    for k in range(10):
+        token = b"exit-%d-%d" % (os.getpid(), k)
+        payload = b"child %d sent this before _exit;" % k * 20
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                a = connect(KEEP)
+                a.sendall(token + b"\n")
+                b = connect(ECHO)
+                for s in (a, b):
+                    s.setblocking(False)
+                ep = select.epoll()
+                ep.register(a, select.EPOLLOUT)
+                ep.register(b, select.EPOLLIN)
+                b.send(b"1")
+                deadline, got = time.monotonic() + 10, []
+                while time.monotonic() < deadline:
+                    got = ep.poll(1)
+                    if len(got) == 2:
+                        break
+                    time.sleep(0.01)
+                if len(got) == 2:
+                    # The round: both events answered, the send's flush held back.
+                    b.recv(16)
+                    code = 0 if a.send(payload) == len(payload) else 2
+            finally:
+                os._exit(code)
+        _, st = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(st) == 0, "child %d: %r" % (k, st)
+        q = connect(KEPT)
+        q.sendall(token + b" %d\n" % len(payload))
+        line = q.makefile("rb").readline().split()
+        q.close()
+        assert int(line[0]) == len(payload), (
+            "child %d: the peer got %s of the %d bytes send() took" % (
+                k, line[0].decode(), len(payload)))
 
 
 def counter(name):

@@ -9,6 +9,10 @@ the IPv6 testbed its IPv6 address, where the TCP services listen too.
         number K of connections whose echo came back right
   7103  sink: reads until end of stream, answers the sha256 hex of what it read
   7104  UDP echo
+  7105  keep: reads a line "TOKEN\n", then keeps what follows under TOKEN (until the end
+        of stream, a reset, or 30 s of silence)
+  7106  kept: reads "TOKEN N\n", waits up to 10 s for N bytes kept under TOKEN, answers
+        the count kept and their sha256 hex
 """
 import hashlib
 import socket
@@ -61,6 +65,38 @@ class Sink(socketserver.BaseRequestHandler):
         self.request.sendall(h.hexdigest().encode() + b"\n")
 
 
+KEPT = {}
+KEPT_COND = threading.Condition()
+
+
+class Keep(socketserver.StreamRequestHandler):
+    def handle(self):
+        token = self.rfile.readline().strip()
+        with KEPT_COND:
+            KEPT[token] = bytearray()
+        self.request.settimeout(30)
+        while True:
+            try:
+                # rfile's buffer first: data that came with the token line is in it.
+                b = self.rfile.read1(65536)
+            except OSError:
+                return
+            if not b:
+                return
+            with KEPT_COND:
+                KEPT[token] += b
+                KEPT_COND.notify_all()
+
+
+class Kept(socketserver.StreamRequestHandler):
+    def handle(self):
+        token, n = self.rfile.readline().split()
+        with KEPT_COND:
+            KEPT_COND.wait_for(lambda: len(KEPT.get(token, b"")) >= int(n), timeout=10)
+            data = bytes(KEPT.get(token, b""))
+        self.wfile.write(b"%d %s\n" % (len(data), hashlib.sha256(data).hexdigest().encode()))
+
+
 class UdpEcho(socketserver.BaseRequestHandler):
     def handle(self):
         data, sock = self.request
@@ -79,7 +115,7 @@ class Server6(Server):
 def main():
     ip = sys.argv[1]
     servers = [Server((ip, p), h) for p, h in ((7100, Echo), (7101, Late), (7102, Connector),
-                                              (7103, Sink))]
+                                              (7103, Sink), (7105, Keep), (7106, Kept))]
     servers.append(socketserver.ThreadingUDPServer((ip, 7104), UdpEcho))
     if len(sys.argv) > 2:
         # The IPv6 testbed: the TCP services on the peer's IPv6 address too.
