@@ -100,14 +100,16 @@ static void solicited(uint8_t g[16], uint8_t mac[6], const uint8_t *a)
 	wire_ipv6_mcast_mac(mac, g);
 }
 
-/* The NA the node sent, checked as RFC 4861 §7.1.2 checks one, and its fields. */
-static void sent_na(const uint8_t *dmac, const uint8_t *dst, const uint8_t *target, uint8_t flags)
+/* The last frame sent is a neighbour discovery message of the node's, checked as RFC 4861
+ * §7.1.1-7.1.2 check one: from the node's MAC, hop limit 255, a valid ICMPv6 checksum,
+ * code 0, and the node's MAC in its link-layer address option (§4.3, §4.4). */
+static struct wire_nd sent_nd(const uint8_t *dmac, const uint8_t *src, const uint8_t *dst,
+			      uint8_t type, const uint8_t *target)
 {
 	struct wire_eth e;
 	struct wire_ipv6 ip;
 	struct wire_nd nd;
 
-	assert_int_equal(nsent, 1);
 	assert_int_equal(wire_eth_view(&e, sent, sent_len), 0);
 	assert_memory_equal(e.dst, dmac, 6);
 	assert_memory_equal(e.src, node_mac, 6);
@@ -115,16 +117,23 @@ static void sent_na(const uint8_t *dmac, const uint8_t *dst, const uint8_t *targ
 	assert_int_equal(wire_ipv6_view(&ip, e.payload, e.payload_len), 0);
 	assert_int_equal(ip.hlim, 255);
 	assert_int_equal(ip.next, WIRE_IPPROTO_ICMPV6);
-	assert_memory_equal(ip.src, target, 16);
+	assert_memory_equal(ip.src, src, 16);
 	assert_memory_equal(ip.dst, dst, 16);
 	assert_true(wire_icmpv6_checksum_ok(ip.src, ip.dst, ip.payload, ip.payload_len));
 	assert_int_equal(wire_nd_view(&nd, ip.payload, ip.payload_len), 0);
-	assert_int_equal(nd.type, WIRE_ND_NEIGHBOR_ADVERT);
+	assert_int_equal(nd.type, type);
 	assert_int_equal(nd.code, 0);
-	assert_int_equal(nd.flags, flags);
 	assert_memory_equal(nd.target, target, 16);
 	assert_non_null(nd.lladdr);
 	assert_memory_equal(nd.lladdr, node_mac, 6);
+	return nd;
+}
+
+/* The NA the node sent (its only frame), from the target it advertises, and its flags. */
+static void sent_na(const uint8_t *dmac, const uint8_t *dst, const uint8_t *target, uint8_t flags)
+{
+	assert_int_equal(nsent, 1);
+	assert_int_equal(sent_nd(dmac, target, dst, WIRE_ND_NEIGHBOR_ADVERT, target).flags, flags);
 }
 
 static void ns_multicast_for_node_address_answered_solicited_override(void **state)
@@ -542,28 +551,14 @@ static void sent_probe(const uint8_t *dmac, const uint8_t *dst)
 	assert_int_equal(wire_sum_finish(wire_sum(sum, ip.payload, ip.payload_len)), 0);
 }
 
-/* The last frame sent is ulsd's NS for target (RFC 4861 §7.2.2, §4.3). */
+/* The last frame sent is ulsd's NS for target, to its solicited-node group (RFC 4861
+ * §7.2.2, §4.3). */
 static void sent_ns(const uint8_t *target)
 {
-	struct wire_eth e;
-	struct wire_ipv6 ip;
-	struct wire_nd nd;
 	uint8_t g[16], gmac[6];
 
 	solicited(g, gmac, target);
-	assert_int_equal(wire_eth_view(&e, sent, sent_len), 0);
-	assert_memory_equal(e.dst, gmac, 6);
-	assert_int_equal(wire_ipv6_view(&ip, e.payload, e.payload_len), 0);
-	assert_int_equal(ip.hlim, 255);
-	assert_memory_equal(ip.src, node_ip6, 16);
-	assert_memory_equal(ip.dst, g, 16);
-	assert_true(wire_icmpv6_checksum_ok(ip.src, ip.dst, ip.payload, ip.payload_len));
-	assert_int_equal(wire_nd_view(&nd, ip.payload, ip.payload_len), 0);
-	assert_int_equal(nd.type, WIRE_ND_NEIGHBOR_SOLICIT);
-	assert_int_equal(nd.code, 0);
-	assert_memory_equal(nd.target, target, 16);
-	assert_non_null(nd.lladdr);
-	assert_memory_equal(nd.lladdr, node_mac, 6);
+	sent_nd(gmac, node_ip6, g, WIRE_ND_NEIGHBOR_SOLICIT, target);
 }
 
 /* §7.2.3: a valid NS with a Source Link-Layer Address option creates the entry for its
