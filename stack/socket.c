@@ -451,6 +451,28 @@ static int check_peer(const ip_addr_t *ip)
 	return IP_IS_V6(ip) && !stk__node.has_ip6 ? -ENETUNREACH : 0;
 }
 
+/* bind's and connect's first steps, in the calls' order: the address's own errors, the
+ * descriptor (EBADF), the address for the socket's family. On success the socket is entered
+ * under the lock (the caller leaves it and unlocks); else *rc is the error, nothing held. */
+static struct stk_sock *enter_with_addr(int sd, const struct sockaddr *addr, socklen_t len,
+					ip_addr_t *ip, uint16_t *port, int *rc)
+{
+	struct stk_sock *s;
+
+	*rc = addr_precheck(addr, len);
+	if (*rc < 0)
+		return NULL;
+	stk__lock();
+	s = stk__sock_enter(sd);
+	*rc = !s ? -EBADF : to_ip(s, addr, len, ip, port);
+	if (*rc == 0)
+		return s;
+	if (s)
+		stk__sock_leave(s);
+	stk__unlock();
+	return NULL;
+}
+
 int uls_bind(int sd, const struct sockaddr_in *addr)
 {
 	int rc = sin_precheck(addr);
@@ -462,19 +484,12 @@ int uls_bind_sa(int sd, const struct sockaddr *addr, socklen_t len)
 {
 	ip_addr_t ip;
 	uint16_t port;
-	int rc = addr_precheck(addr, len);
+	int rc;
+	struct stk_sock *s = enter_with_addr(sd, addr, len, &ip, &port, &rc);
 
-	if (rc < 0)
+	if (!s)
 		return rc;
-	stk__lock();
-	struct stk_sock *s = stk__sock_enter(sd);
-	if (!s) {
-		stk__unlock();
-		return -EBADF;
-	}
-	rc = to_ip(s, addr, len, &ip, &port);
-	if (rc == 0)
-		rc = check_local(&ip);
+	rc = check_local(&ip);
 	if (rc == 0)
 		rc = s->type == SOCK_STREAM ? stk__stream_bind(s, &ip, port) :
 					      stk__dgram_bind(s, &ip, port);
@@ -539,17 +554,12 @@ int uls_connect_sa(int sd, const struct sockaddr *addr, socklen_t len)
 {
 	ip_addr_t ip;
 	uint16_t port;
-	int rc = addr_precheck(addr, len);
+	int rc;
+	struct stk_sock *s = enter_with_addr(sd, addr, len, &ip, &port, &rc);
 
-	if (rc < 0)
-		return rc;
-	stk__lock();
-	struct stk_sock *s = stk__sock_enter(sd);
 	if (!s)
-		rc = -EBADF;
-	else if ((rc = to_ip(s, addr, len, &ip, &port)) < 0)
-		;
-	else if (port == 0 && !ip_addr_isany(&ip))
+		return rc;
+	if (port == 0 && !ip_addr_isany(&ip))
 		rc = -EINVAL;
 	else if ((rc = check_peer(&ip)) < 0)
 		;
@@ -557,8 +567,7 @@ int uls_connect_sa(int sd, const struct sockaddr *addr, socklen_t len)
 		rc = stk__stream_connect(s, &ip, port);
 	else
 		rc = stk__dgram_connect(s, &ip, port);
-	if (s)
-		stk__sock_leave(s);
+	stk__sock_leave(s);
 	stk__unlock();
 	return rc;
 }
