@@ -191,16 +191,6 @@ struct {
 
 /* ---- The filter table's pick, bit for bit (filter/table.c) --------------------------- */
 
-static __always_inline __u64 fmix64(__u64 k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdULL;
-	k ^= k >> 33;
-	k *= 0xc4ceb9fe1a85ec53ULL;
-	k ^= k >> 33;
-	return k;
-}
-
 /* flt__group_pick: rendezvous hashing over the group's pick list, the tuple's hash h. */
 static __u32 pick_member(const struct flt_dp_group *g, __u64 h)
 {
@@ -211,7 +201,7 @@ static __u32 pick_member(const struct flt_dp_group *g, __u64 h)
 		if (i >= n)
 			break;
 		__u32 m = g->pick[i];
-		__u64 w = fmix64(h ^ ((__u64)m * 0x9e3779b97f4a7c15ULL));
+		__u64 w = flt__pick_weight(h, m);
 		if (i == 0 || w > best) {
 			best = w;
 			pick = m;

@@ -638,17 +638,6 @@ size_t flt_del_owner(struct flt_table *t, flt_owner_t owner)
 	return n;
 }
 
-/* murmur3's 64-bit finaliser: a cheap full-avalanche mix. */
-static uint64_t fmix64(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdULL;
-	k ^= k >> 33;
-	k *= 0xc4ceb9fe1a85ec53ULL;
-	k ^= k >> 33;
-	return k;
-}
-
 /* Which member of a listening group gets the connection (rip, rport) -> (lip, lport).
  * Rendezvous (highest random weight) hashing: each member scores the connection and the
  * highest score wins. With no per-connection state, every segment of a connection, the
@@ -681,7 +670,7 @@ flt_owner_t flt__group_pick(const struct flt_table *t, const struct flt__group *
 	}
 	pick = m[0];
 	for (uint32_t i = 0; i < n; i++) {
-		uint64_t w = fmix64(h ^ (m[i] * 0x9e3779b97f4a7c15ULL));
+		uint64_t w = flt__pick_weight(h, m[i]);
 
 		if (i == 0 || w > best) {
 			best = w;
