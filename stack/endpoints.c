@@ -26,13 +26,19 @@ struct tuple {
 static u8_t ext_id;
 static bool ext_ready;
 
-/* The remote in the message: family and the 16-octet form (ctl.h; IPv4 v4-mapped). */
-static void set_rip(struct ctl_msg *m, const ip_addr_t *ip)
+/* A message of the given type about the TCP connection lport <-> rip:rport, the remote
+ * with its family in the 16-octet form (ctl.h; IPv4 v4-mapped). */
+static void tcp_msg(struct ctl_msg *m, enum ctl_type type, uint16_t lport, const ip_addr_t *rip,
+		    uint16_t rport)
 {
-	if (IP_IS_V6(ip))
-		ctl_set_rip6(m, (const uint8_t *)ip_2_ip6(ip)->addr);
+	ctl_init(m, type, 0);
+	m->proto = IPPROTO_TCP;
+	m->lport = lport;
+	if (IP_IS_V6(rip))
+		ctl_set_rip6(m, (const uint8_t *)ip_2_ip6(rip)->addr);
 	else
-		ctl_set_rip4(m, ip_2_ip4(ip)->addr);
+		ctl_set_rip4(m, ip_2_ip4(rip)->addr);
+	m->rport = rport;
 }
 
 /* lwIP frees a pcb (after TIME-WAIT, a reset, an abort): the tuple is free again. */
@@ -44,11 +50,7 @@ static void on_destroy(u8_t id, void *data)
 	(void)id;
 	if (!t)
 		return;
-	ctl_init(&m, CTL_RELEASE, 0);
-	m.proto = IPPROTO_TCP;
-	m.lport = t->lport;
-	set_rip(&m, &t->rip);
-	m.rport = t->rport;
+	tcp_msg(&m, CTL_RELEASE, t->lport, &t->rip, t->rport);
 	stk__lease_notify(&m);
 	free(t);
 }
@@ -176,11 +178,7 @@ int stk__ep_connect(uint16_t lport, const ip_addr_t *rip, uint16_t rport)
 
 	if (!stk__leased())
 		return lport;
-	ctl_init(&m, CTL_CONNECT, 0);
-	m.proto = IPPROTO_TCP;
-	m.lport = lport;
-	set_rip(&m, rip);
-	m.rport = rport;
+	tcp_msg(&m, CTL_CONNECT, lport, rip, rport);
 	int rc = call_unlocked(&m);
 	return rc < 0 ? rc : m.lport;
 }
@@ -214,11 +212,7 @@ int stk__ep_handoff(struct tcp_pcb *pcb, uint64_t nonce)
 
 	if (!stk__leased())
 		return -EOPNOTSUPP;  /* a TAP node of its own has nobody to give it to */
-	ctl_init(&m, CTL_HANDOFF, 0);
-	m.proto = IPPROTO_TCP;
-	m.lport = pcb->local_port;
-	set_rip(&m, &pcb->remote_ip);
-	m.rport = pcb->remote_port;
+	tcp_msg(&m, CTL_HANDOFF, pcb->local_port, &pcb->remote_ip, pcb->remote_port);
 	m.u.handoff.nonce = nonce;
 	return stk__lease_call_locked(&m);  /* under the core lock: lease.c says why */
 }
@@ -229,11 +223,7 @@ int stk__ep_claim(uint16_t lport, const ip_addr_t *rip, uint16_t rport, uint64_t
 
 	if (!stk__leased())
 		return -EOPNOTSUPP;
-	ctl_init(&m, CTL_CLAIM, 0);
-	m.proto = IPPROTO_TCP;
-	m.lport = lport;
-	set_rip(&m, rip);
-	m.rport = rport;
+	tcp_msg(&m, CTL_CLAIM, lport, rip, rport);
 	m.u.handoff.nonce = nonce;
 	int rc = stk__lease_call_locked(&m);  /* under the core lock: lease.c says why */
 	if (rc == 0)
@@ -258,11 +248,7 @@ void stk__ep_accepted(struct tcp_pcb *pcb)
 
 	if (!stk__leased())
 		return;
-	ctl_init(&m, CTL_ACCEPTED, 0);
-	m.proto = IPPROTO_TCP;
-	m.lport = pcb->local_port;
-	set_rip(&m, &pcb->remote_ip);
-	m.rport = pcb->remote_port;
+	tcp_msg(&m, CTL_ACCEPTED, pcb->local_port, &pcb->remote_ip, pcb->remote_port);
 	stk__lease_notify(&m);
 	track(pcb);
 }
