@@ -107,6 +107,18 @@ uint32_t stk__ep_rexmits(const struct tcp_pcb *pcb)
 	return t ? t->rexmits : 0;
 }
 
+/* A message of the given type about the local port (proto, port) of a socket of the given
+ * family, with its flags (CTL_F_V6ONLY, ...). */
+static void port_msg(struct ctl_msg *m, enum ctl_type type, uint8_t proto, uint16_t port,
+		     int family, unsigned flags)
+{
+	ctl_init(m, type, 0);
+	m->family = (uint8_t)family;
+	m->flags = (uint8_t)flags;
+	m->proto = proto;
+	m->lport = port;
+}
+
 /* Reserve (proto, port); port 0 asks for an ephemeral one. Returns the port, or -errno.
  * Releases the core lock meanwhile. */
 int stk__ep_bind(uint8_t proto, uint16_t port, unsigned flags, int family)
@@ -115,11 +127,7 @@ int stk__ep_bind(uint8_t proto, uint16_t port, unsigned flags, int family)
 
 	if (!stk__leased())
 		return port;
-	ctl_init(&m, CTL_BIND, 0);
-	m.family = (uint8_t)family;
-	m.proto = proto;
-	m.lport = port;
-	m.flags = (uint8_t)flags;
+	port_msg(&m, CTL_BIND, proto, port, family, flags);
 	int rc = call_unlocked(&m);
 	return rc < 0 ? rc : m.lport;
 }
@@ -130,11 +138,7 @@ void stk__ep_unbind(uint8_t proto, uint16_t port, int family, unsigned flags)
 
 	if (!stk__leased() || port == 0)
 		return;
-	ctl_init(&m, CTL_UNBIND, 0);
-	m.family = (uint8_t)family;
-	m.flags = (uint8_t)(flags & CTL_F_V6ONLY);
-	m.proto = proto;
-	m.lport = port;
+	port_msg(&m, CTL_UNBIND, proto, port, family, flags & CTL_F_V6ONLY);
 	stk__lease_notify(&m);
 }
 
@@ -145,11 +149,7 @@ int stk__ep_listen(uint16_t port, unsigned flags, int family)
 
 	if (!stk__leased())
 		return 0;
-	ctl_init(&m, CTL_LISTEN, 0);
-	m.family = (uint8_t)family;
-	m.proto = IPPROTO_TCP;
-	m.lport = port;
-	m.flags = (uint8_t)flags;
+	port_msg(&m, CTL_LISTEN, IPPROTO_TCP, port, family, flags);
 	return call_unlocked(&m);
 }
 
@@ -162,11 +162,7 @@ void stk__ep_accepting(uint16_t port, int family, unsigned flags)
 
 	if (!stk__leased())
 		return;
-	ctl_init(&m, CTL_ACCEPTING, 0);
-	m.family = (uint8_t)family;
-	m.flags = (uint8_t)(flags & CTL_F_V6ONLY);
-	m.proto = IPPROTO_TCP;
-	m.lport = port;
+	port_msg(&m, CTL_ACCEPTING, IPPROTO_TCP, port, family, flags & CTL_F_V6ONLY);
 	stk__lease_notify(&m);
 }
 
