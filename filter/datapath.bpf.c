@@ -191,16 +191,6 @@ struct {
 
 /* ---- The filter table's pick, bit for bit (filter/table.c) --------------------------- */
 
-static __always_inline __u64 fmix64(__u64 k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdULL;
-	k ^= k >> 33;
-	k *= 0xc4ceb9fe1a85ec53ULL;
-	k ^= k >> 33;
-	return k;
-}
-
 /* flt__group_pick: rendezvous hashing over the group's pick list, the tuple's hash h. */
 static __u32 pick_member(const struct flt_dp_group *g, __u64 h)
 {
@@ -211,7 +201,7 @@ static __u32 pick_member(const struct flt_dp_group *g, __u64 h)
 		if (i >= n)
 			break;
 		__u32 m = g->pick[i];
-		__u64 w = fmix64(h ^ ((__u64)m * 0x9e3779b97f4a7c15ULL));
+		__u64 w = flt__pick_weight(h, m);
 		if (i == 0 || w > best) {
 			best = w;
 			pick = m;
@@ -220,8 +210,10 @@ static __u32 pick_member(const struct flt_dp_group *g, __u64 h)
 	return pick;
 }
 
-static __u32 group_pick(const struct flt_dp_cfg *c, const struct flt_dp_group *g,
-			const struct tup *t)
+/* One subprogram each (noinline), called by the steering and the transmit check: the
+ * siphash rounds are not copied into every caller. */
+static __noinline __u32 group_pick(const struct flt_dp_cfg *c, const struct flt_dp_group *g,
+				   const struct tup *t)
 {
 	if (g->n_pick <= 1)
 		return g->pick[0];
@@ -239,8 +231,8 @@ static __always_inline __u64 rd64(const __u8 *p)
 }
 
 /* flt__group_pick's IPv6 branch: all 32 address octets, chained. */
-static __u32 group_pick6(const struct flt_dp_cfg *c, const struct flt_dp_group *g,
-			 const struct tup6 *t)
+static __noinline __u32 group_pick6(const struct flt_dp_cfg *c, const struct flt_dp_group *g,
+				    const struct tup6 *t)
 {
 	__u64 h;
 
@@ -252,25 +244,6 @@ static __u32 group_pick6(const struct flt_dp_cfg *c, const struct flt_dp_group *
 	return pick_member(g, h);
 }
 
-/* The owner of the tuple (0: none); *exact says whether by its 4-tuple rather than as a
- * listening group's pick. */
-static __u32 endpoint_owner(const struct flt_dp_cfg *c, const struct tup *t, int *exact)
-{
-	struct flt_dp_conn_key ck = { .rip = t->rip, .lport = t->lport, .rport = t->rport,
-				      .proto = t->proto };
-	struct flt_dp_listen_key lk = { .lport = t->lport, .proto = t->proto };
-	const struct flt_dp_group *g;
-	__u32 *o = bpf_map_lookup_elem(&dp_conn, &ck);
-
-	*exact = o != 0;
-	if (o)
-		return *o;
-	g = bpf_map_lookup_elem(&dp_listen, &lk);
-	if (!g || g->n_pick == 0)
-		return 0;
-	return group_pick(c, g, t);
-}
-
 static __always_inline void conn6_key(struct flt_dp_conn6_key *k, const struct tup6 *t)
 {
 	__builtin_memset(k, 0, sizeof(*k));
@@ -280,21 +253,72 @@ static __always_inline void conn6_key(struct flt_dp_conn6_key *k, const struct t
 	k->proto = t->proto;
 }
 
-static __u32 endpoint_owner6(const struct flt_dp_cfg *c, const struct tup6 *t, int *exact)
-{
-	struct flt_dp_conn6_key ck;
-	struct flt_dp_listen_key lk = { .lport = t->lport, .proto = t->proto };
-	const struct flt_dp_group *g;
+/* What the maps say of a tuple, in flt_lookup_rx's order: the exact 4-tuple's owner, else
+ * the listening group of its port. The rules below read both families through it: t is a
+ * struct tup6 and the IPv6 maps are read when v6, a constant at every call (the other
+ * family's branch is compiled out). */
+struct found {
+	__u32 *owner;                   /* the exact tuple's entry, or NULL */
+	const struct flt_dp_group *g;   /* without one, the port's group, or NULL */
+};
 
-	conn6_key(&ck, t);
-	__u32 *o = bpf_map_lookup_elem(&dp_conn6, &ck);
-	*exact = o != 0;
-	if (o)
-		return *o;
-	g = bpf_map_lookup_elem(&dp_listen6, &lk);
-	if (!g || g->n_pick == 0)
+static __always_inline struct found lookup(const void *t, int v6)
+{
+	struct found f = { 0, 0 };
+
+	if (v6) {
+		const struct tup6 *t6 = t;
+		struct flt_dp_conn6_key ck;
+		struct flt_dp_listen_key lk = { .lport = t6->lport, .proto = t6->proto };
+
+		conn6_key(&ck, t6);
+		f.owner = bpf_map_lookup_elem(&dp_conn6, &ck);
+		if (!f.owner)
+			f.g = bpf_map_lookup_elem(&dp_listen6, &lk);
+	} else {
+		const struct tup *t4 = t;
+		struct flt_dp_conn_key ck = { .rip = t4->rip, .lport = t4->lport,
+					      .rport = t4->rport, .proto = t4->proto };
+		struct flt_dp_listen_key lk = { .lport = t4->lport, .proto = t4->proto };
+
+		f.owner = bpf_map_lookup_elem(&dp_conn, &ck);
+		if (!f.owner)
+			f.g = bpf_map_lookup_elem(&dp_listen, &lk);
+	}
+	return f;
+}
+
+static __always_inline __u32 pick(const struct flt_dp_cfg *c, const struct flt_dp_group *g,
+				  const void *t, int v6)
+{
+	return v6 ? group_pick6(c, g, t) : group_pick(c, g, t);
+}
+
+/* The owner of the tuple (0: none); *exact says whether by its 4-tuple rather than as a
+ * listening group's pick. */
+static __always_inline __u32 owner_of(const struct flt_dp_cfg *c, const void *t, int v6,
+				      int *exact)
+{
+	struct found f = lookup(t, v6);
+
+	*exact = f.owner != 0;
+	if (f.owner)
+		return *f.owner;
+	if (!f.g || f.g->n_pick == 0)
 		return 0;
-	return group_pick6(c, g, t);
+	return pick(c, f.g, t, v6);
+}
+
+static __always_inline __u32 endpoint_owner(const struct flt_dp_cfg *c, const struct tup *t,
+					    int *exact)
+{
+	return owner_of(c, t, 0, exact);
+}
+
+static __always_inline __u32 endpoint_owner6(const struct flt_dp_cfg *c, const struct tup6 *t,
+					     int *exact)
+{
+	return owner_of(c, t, 1, exact);
 }
 
 static __always_inline int ip6_eq(const __u8 *a, const __u8 *b)
@@ -576,40 +600,28 @@ static int group_has(const struct flt_dp_group *g, __u32 owner)
 
 /* flt_check_tx's may_use: the exact tuple's owner decides alone; else the sender must be
  * in the port's group and, for TCP on a shared port, the member the peer's segments reach. */
-static int may_use(const struct flt_dp_cfg *c, __u32 owner, const struct tup *t)
+static __always_inline int may_use_of(const struct flt_dp_cfg *c, __u32 owner, const void *t,
+				      __u8 proto, int v6)
 {
-	struct flt_dp_conn_key ck = { .rip = t->rip, .lport = t->lport, .rport = t->rport,
-				      .proto = t->proto };
-	struct flt_dp_listen_key lk = { .lport = t->lport, .proto = t->proto };
-	const struct flt_dp_group *g;
-	__u32 *o = bpf_map_lookup_elem(&dp_conn, &ck);
+	struct found f = lookup(t, v6);
 
-	if (o)
-		return *o == owner ? FLT_DP_PASS : FLT_DP_PORT;
-	g = bpf_map_lookup_elem(&dp_listen, &lk);
-	if (!g || !group_has(g, owner))
+	if (f.owner)
+		return *f.owner == owner ? FLT_DP_PASS : FLT_DP_PORT;
+	if (!f.g || !group_has(f.g, owner))
 		return FLT_DP_PORT;
-	if (t->proto == WIRE_IPPROTO_TCP && g->n_all > 1 && group_pick(c, g, t) != owner)
+	if (proto == WIRE_IPPROTO_TCP && f.g->n_all > 1 && pick(c, f.g, t, v6) != owner)
 		return FLT_DP_SHARED_PEER;
 	return FLT_DP_PASS;
 }
 
+static int may_use(const struct flt_dp_cfg *c, __u32 owner, const struct tup *t)
+{
+	return may_use_of(c, owner, t, t->proto, 0);
+}
+
 static int may_use6(const struct flt_dp_cfg *c, __u32 owner, const struct tup6 *t)
 {
-	struct flt_dp_conn6_key ck;
-	struct flt_dp_listen_key lk = { .lport = t->lport, .proto = t->proto };
-	const struct flt_dp_group *g;
-
-	conn6_key(&ck, t);
-	__u32 *o = bpf_map_lookup_elem(&dp_conn6, &ck);
-	if (o)
-		return *o == owner ? FLT_DP_PASS : FLT_DP_PORT;
-	g = bpf_map_lookup_elem(&dp_listen6, &lk);
-	if (!g || !group_has(g, owner))
-		return FLT_DP_PORT;
-	if (t->proto == WIRE_IPPROTO_TCP && g->n_all > 1 && group_pick6(c, g, t) != owner)
-		return FLT_DP_SHARED_PEER;
-	return FLT_DP_PASS;
+	return may_use_of(c, owner, t, t->proto, 1);
 }
 
 static void wait_bit(void *map, const void *key, __u32 q)

@@ -40,4 +40,19 @@ static inline __u64 flt__siphash13(__u64 k0, __u64 k1, __u64 m0, __u64 m1)
 #undef FLT_SIPROUND
 #undef FLT_SIP_ROTL
 
+/* A member's score in a listening group's rendezvous pick of a connection whose hash is h
+ * (flt__group_pick; the steering program's pick_member): murmur3's 64-bit finaliser, a
+ * cheap full-avalanche mix, of h and the member's id. */
+static inline __u64 flt__pick_weight(__u64 h, __u64 member)
+{
+	__u64 k = h ^ (member * 0x9e3779b97f4a7c15ULL);
+
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdULL;
+	k ^= k >> 33;
+	k *= 0xc4ceb9fe1a85ec53ULL;
+	k ^= k >> 33;
+	return k;
+}
+
 #endif

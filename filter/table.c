@@ -431,6 +431,22 @@ static bool valid_fams(unsigned fams)
 	return fams && !(fams & ~(unsigned)FLT_FAM_ANY);
 }
 
+/* A change of one family's listening rule (join, accepting, delete). */
+typedef int (*fam_op)(struct flt_table *t, uint8_t proto, uint8_t fam, uint16_t lport,
+		      flt_owner_t owner);
+
+/* one, made for each family in fams: every family is tried, the first error returned. */
+static int each_fam(struct flt_table *t, uint8_t proto, uint16_t lport, unsigned fams,
+		    flt_owner_t owner, fam_op one)
+{
+	int ret = 0, r;
+
+	for (uint8_t f = FLT_FAM_V4; f <= FLT_FAM_V6; f <<= 1)
+		if ((fams & f) && (r = one(t, proto, f, lport, owner)) < 0 && !ret)
+			ret = r;
+	return ret;
+}
+
 static int listen_del_one(struct flt_table *t, uint8_t proto, uint8_t fam, uint16_t lport,
 			  flt_owner_t owner);
 
@@ -519,16 +535,9 @@ static int join_listen_one(struct flt_table *t, uint8_t proto, uint8_t fam, uint
 int flt_join_listen_fam(struct flt_table *t, uint8_t proto, uint16_t lport, unsigned fams,
 			flt_owner_t owner)
 {
-	int ret = 0;
-
 	if (!valid_proto(proto) || !lport || owner == FLT_NO_OWNER || !valid_fams(fams))
 		return -EINVAL;
-	for (uint8_t f = FLT_FAM_V4; f <= FLT_FAM_V6; f <<= 1) {
-		int r;
-		if ((fams & f) && (r = join_listen_one(t, proto, f, lport, owner)) < 0 && !ret)
-			ret = r;
-	}
-	return ret;
+	return each_fam(t, proto, lport, fams, owner, join_listen_one);
 }
 
 int flt_join_listen(struct flt_table *t, uint8_t proto, uint16_t lport, flt_owner_t owner)
@@ -560,14 +569,8 @@ static int set_accepting_one(struct flt_table *t, uint8_t proto, uint8_t fam, ui
 int flt_set_accepting_fam(struct flt_table *t, uint8_t proto, uint16_t lport, unsigned fams,
 			  flt_owner_t owner)
 {
-	int ret = 0, r;
-
-	if (!valid_fams(fams))
-		return -EINVAL;
-	for (uint8_t f = FLT_FAM_V4; f <= FLT_FAM_V6; f <<= 1)
-		if ((fams & f) && (r = set_accepting_one(t, proto, f, lport, owner)) < 0 && !ret)
-			ret = r;
-	return ret;
+	return valid_fams(fams) ? each_fam(t, proto, lport, fams, owner, set_accepting_one)
+				: -EINVAL;
 }
 
 int flt_set_accepting(struct flt_table *t, uint8_t proto, uint16_t lport, flt_owner_t owner)
@@ -589,14 +592,8 @@ static int listen_del_one(struct flt_table *t, uint8_t proto, uint8_t fam, uint1
 int flt_del_listen_fam(struct flt_table *t, uint8_t proto, uint16_t lport, unsigned fams,
 		       flt_owner_t owner)
 {
-	int ret = 0, r;
-
-	if (!valid_fams(fams))
-		return -EINVAL;
-	for (uint8_t f = FLT_FAM_V4; f <= FLT_FAM_V6; f <<= 1)
-		if ((fams & f) && (r = listen_del_one(t, proto, f, lport, owner)) < 0 && !ret)
-			ret = r;
-	return ret;
+	return valid_fams(fams) ? each_fam(t, proto, lport, fams, owner, listen_del_one)
+				: -EINVAL;
 }
 
 int flt_del_listen(struct flt_table *t, uint8_t proto, uint16_t lport, flt_owner_t owner)
@@ -638,17 +635,6 @@ size_t flt_del_owner(struct flt_table *t, flt_owner_t owner)
 	return n;
 }
 
-/* murmur3's 64-bit finaliser: a cheap full-avalanche mix. */
-static uint64_t fmix64(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdULL;
-	k ^= k >> 33;
-	k *= 0xc4ceb9fe1a85ec53ULL;
-	k ^= k >> 33;
-	return k;
-}
-
 /* Which member of a listening group gets the connection (rip, rport) -> (lip, lport).
  * Rendezvous (highest random weight) hashing: each member scores the connection and the
  * highest score wins. With no per-connection state, every segment of a connection, the
@@ -681,7 +667,7 @@ flt_owner_t flt__group_pick(const struct flt_table *t, const struct flt__group *
 	}
 	pick = m[0];
 	for (uint32_t i = 0; i < n; i++) {
-		uint64_t w = fmix64(h ^ (m[i] * 0x9e3779b97f4a7c15ULL));
+		uint64_t w = flt__pick_weight(h, m[i]);
 
 		if (i == 0 || w > best) {
 			best = w;

@@ -26,13 +26,19 @@ struct tuple {
 static u8_t ext_id;
 static bool ext_ready;
 
-/* The remote in the message: family and the 16-octet form (ctl.h; IPv4 v4-mapped). */
-static void set_rip(struct ctl_msg *m, const ip_addr_t *ip)
+/* A message of the given type about the TCP connection lport <-> rip:rport, the remote
+ * with its family in the 16-octet form (ctl.h; IPv4 v4-mapped). */
+static void tcp_msg(struct ctl_msg *m, enum ctl_type type, uint16_t lport, const ip_addr_t *rip,
+		    uint16_t rport)
 {
-	if (IP_IS_V6(ip))
-		ctl_set_rip6(m, (const uint8_t *)ip_2_ip6(ip)->addr);
+	ctl_init(m, type, 0);
+	m->proto = IPPROTO_TCP;
+	m->lport = lport;
+	if (IP_IS_V6(rip))
+		ctl_set_rip6(m, (const uint8_t *)ip_2_ip6(rip)->addr);
 	else
-		ctl_set_rip4(m, ip_2_ip4(ip)->addr);
+		ctl_set_rip4(m, ip_2_ip4(rip)->addr);
+	m->rport = rport;
 }
 
 /* lwIP frees a pcb (after TIME-WAIT, a reset, an abort): the tuple is free again. */
@@ -44,11 +50,7 @@ static void on_destroy(u8_t id, void *data)
 	(void)id;
 	if (!t)
 		return;
-	ctl_init(&m, CTL_RELEASE, 0);
-	m.proto = IPPROTO_TCP;
-	m.lport = t->lport;
-	set_rip(&m, &t->rip);
-	m.rport = t->rport;
+	tcp_msg(&m, CTL_RELEASE, t->lport, &t->rip, t->rport);
 	stk__lease_notify(&m);
 	free(t);
 }
@@ -105,6 +107,18 @@ uint32_t stk__ep_rexmits(const struct tcp_pcb *pcb)
 	return t ? t->rexmits : 0;
 }
 
+/* A message of the given type about the local port (proto, port) of a socket of the given
+ * family, with its flags (CTL_F_V6ONLY, ...). */
+static void port_msg(struct ctl_msg *m, enum ctl_type type, uint8_t proto, uint16_t port,
+		     int family, unsigned flags)
+{
+	ctl_init(m, type, 0);
+	m->family = (uint8_t)family;
+	m->flags = (uint8_t)flags;
+	m->proto = proto;
+	m->lport = port;
+}
+
 /* Reserve (proto, port); port 0 asks for an ephemeral one. Returns the port, or -errno.
  * Releases the core lock meanwhile. */
 int stk__ep_bind(uint8_t proto, uint16_t port, unsigned flags, int family)
@@ -113,11 +127,7 @@ int stk__ep_bind(uint8_t proto, uint16_t port, unsigned flags, int family)
 
 	if (!stk__leased())
 		return port;
-	ctl_init(&m, CTL_BIND, 0);
-	m.family = (uint8_t)family;
-	m.proto = proto;
-	m.lport = port;
-	m.flags = (uint8_t)flags;
+	port_msg(&m, CTL_BIND, proto, port, family, flags);
 	int rc = call_unlocked(&m);
 	return rc < 0 ? rc : m.lport;
 }
@@ -128,11 +138,7 @@ void stk__ep_unbind(uint8_t proto, uint16_t port, int family, unsigned flags)
 
 	if (!stk__leased() || port == 0)
 		return;
-	ctl_init(&m, CTL_UNBIND, 0);
-	m.family = (uint8_t)family;
-	m.flags = (uint8_t)(flags & CTL_F_V6ONLY);
-	m.proto = proto;
-	m.lport = port;
+	port_msg(&m, CTL_UNBIND, proto, port, family, flags & CTL_F_V6ONLY);
 	stk__lease_notify(&m);
 }
 
@@ -143,11 +149,7 @@ int stk__ep_listen(uint16_t port, unsigned flags, int family)
 
 	if (!stk__leased())
 		return 0;
-	ctl_init(&m, CTL_LISTEN, 0);
-	m.family = (uint8_t)family;
-	m.proto = IPPROTO_TCP;
-	m.lport = port;
-	m.flags = (uint8_t)flags;
+	port_msg(&m, CTL_LISTEN, IPPROTO_TCP, port, family, flags);
 	return call_unlocked(&m);
 }
 
@@ -160,11 +162,7 @@ void stk__ep_accepting(uint16_t port, int family, unsigned flags)
 
 	if (!stk__leased())
 		return;
-	ctl_init(&m, CTL_ACCEPTING, 0);
-	m.family = (uint8_t)family;
-	m.flags = (uint8_t)(flags & CTL_F_V6ONLY);
-	m.proto = IPPROTO_TCP;
-	m.lport = port;
+	port_msg(&m, CTL_ACCEPTING, IPPROTO_TCP, port, family, flags & CTL_F_V6ONLY);
 	stk__lease_notify(&m);
 }
 
@@ -176,11 +174,7 @@ int stk__ep_connect(uint16_t lport, const ip_addr_t *rip, uint16_t rport)
 
 	if (!stk__leased())
 		return lport;
-	ctl_init(&m, CTL_CONNECT, 0);
-	m.proto = IPPROTO_TCP;
-	m.lport = lport;
-	set_rip(&m, rip);
-	m.rport = rport;
+	tcp_msg(&m, CTL_CONNECT, lport, rip, rport);
 	int rc = call_unlocked(&m);
 	return rc < 0 ? rc : m.lport;
 }
@@ -214,11 +208,7 @@ int stk__ep_handoff(struct tcp_pcb *pcb, uint64_t nonce)
 
 	if (!stk__leased())
 		return -EOPNOTSUPP;  /* a TAP node of its own has nobody to give it to */
-	ctl_init(&m, CTL_HANDOFF, 0);
-	m.proto = IPPROTO_TCP;
-	m.lport = pcb->local_port;
-	set_rip(&m, &pcb->remote_ip);
-	m.rport = pcb->remote_port;
+	tcp_msg(&m, CTL_HANDOFF, pcb->local_port, &pcb->remote_ip, pcb->remote_port);
 	m.u.handoff.nonce = nonce;
 	return stk__lease_call_locked(&m);  /* under the core lock: lease.c says why */
 }
@@ -229,11 +219,7 @@ int stk__ep_claim(uint16_t lport, const ip_addr_t *rip, uint16_t rport, uint64_t
 
 	if (!stk__leased())
 		return -EOPNOTSUPP;
-	ctl_init(&m, CTL_CLAIM, 0);
-	m.proto = IPPROTO_TCP;
-	m.lport = lport;
-	set_rip(&m, rip);
-	m.rport = rport;
+	tcp_msg(&m, CTL_CLAIM, lport, rip, rport);
 	m.u.handoff.nonce = nonce;
 	int rc = stk__lease_call_locked(&m);  /* under the core lock: lease.c says why */
 	if (rc == 0)
@@ -258,11 +244,7 @@ void stk__ep_accepted(struct tcp_pcb *pcb)
 
 	if (!stk__leased())
 		return;
-	ctl_init(&m, CTL_ACCEPTED, 0);
-	m.proto = IPPROTO_TCP;
-	m.lport = pcb->local_port;
-	set_rip(&m, &pcb->remote_ip);
-	m.rport = pcb->remote_port;
+	tcp_msg(&m, CTL_ACCEPTED, pcb->local_port, &pcb->remote_ip, pcb->remote_port);
 	stk__lease_notify(&m);
 	track(pcb);
 }

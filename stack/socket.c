@@ -451,35 +451,63 @@ static int check_peer(const ip_addr_t *ip)
 	return IP_IS_V6(ip) && !stk__node.has_ip6 ? -ENETUNREACH : 0;
 }
 
-int uls_bind(int sd, const struct sockaddr_in *addr)
+/* The end of every call that entered a socket (stk__sock_enter under the lock): leave it
+ * if there was one, and unlock. */
+static void sock_exit(struct stk_sock *s)
+{
+	if (s)
+		stk__sock_leave(s);
+	stk__unlock();
+}
+
+/* The sockaddr_in calls (uls_bind, uls_connect): AF_INET checked, then the sockaddr call. */
+static int sin_call(int (*call)(int, const struct sockaddr *, socklen_t), int sd,
+		    const struct sockaddr_in *addr)
 {
 	int rc = sin_precheck(addr);
 
-	return rc < 0 ? rc : uls_bind_sa(sd, (const struct sockaddr *)addr, SIN_LEN);
+	return rc < 0 ? rc : call(sd, (const struct sockaddr *)addr, SIN_LEN);
+}
+
+/* bind's and connect's first steps, in the calls' order: the address's own errors, the
+ * descriptor (EBADF), the address for the socket's family. On success the socket is entered
+ * under the lock (the caller leaves it and unlocks); else *rc is the error, nothing held. */
+static struct stk_sock *enter_with_addr(int sd, const struct sockaddr *addr, socklen_t len,
+					ip_addr_t *ip, uint16_t *port, int *rc)
+{
+	struct stk_sock *s;
+
+	*rc = addr_precheck(addr, len);
+	if (*rc < 0)
+		return NULL;
+	stk__lock();
+	s = stk__sock_enter(sd);
+	*rc = !s ? -EBADF : to_ip(s, addr, len, ip, port);
+	if (*rc == 0)
+		return s;
+	sock_exit(s);
+	return NULL;
+}
+
+int uls_bind(int sd, const struct sockaddr_in *addr)
+{
+	return sin_call(uls_bind_sa, sd, addr);
 }
 
 int uls_bind_sa(int sd, const struct sockaddr *addr, socklen_t len)
 {
 	ip_addr_t ip;
 	uint16_t port;
-	int rc = addr_precheck(addr, len);
+	int rc;
+	struct stk_sock *s = enter_with_addr(sd, addr, len, &ip, &port, &rc);
 
-	if (rc < 0)
+	if (!s)
 		return rc;
-	stk__lock();
-	struct stk_sock *s = stk__sock_enter(sd);
-	if (!s) {
-		stk__unlock();
-		return -EBADF;
-	}
-	rc = to_ip(s, addr, len, &ip, &port);
-	if (rc == 0)
-		rc = check_local(&ip);
+	rc = check_local(&ip);
 	if (rc == 0)
 		rc = s->type == SOCK_STREAM ? stk__stream_bind(s, &ip, port) :
 					      stk__dgram_bind(s, &ip, port);
-	stk__sock_leave(s);
-	stk__unlock();
+	sock_exit(s);
 	return rc;
 }
 
@@ -488,9 +516,7 @@ int uls_listen(int sd, int backlog)
 	stk__lock();
 	struct stk_sock *s = stk__sock_enter(sd);
 	int rc = !s ? -EBADF : s->type != SOCK_STREAM ? -EOPNOTSUPP : stk__stream_listen(s, backlog);
-	if (s)
-		stk__sock_leave(s);
-	stk__unlock();
+	sock_exit(s);
 	return rc;
 }
 
@@ -522,34 +548,25 @@ int uls_accept_sa(int sd, struct sockaddr *peer, socklen_t *plen)
 				from_ip(child, peer, plen, &none, 0);
 		}
 	}
-	if (s)
-		stk__sock_leave(s);
-	stk__unlock();
+	sock_exit(s);
 	return rc;
 }
 
 int uls_connect(int sd, const struct sockaddr_in *addr)
 {
-	int rc = sin_precheck(addr);
-
-	return rc < 0 ? rc : uls_connect_sa(sd, (const struct sockaddr *)addr, SIN_LEN);
+	return sin_call(uls_connect_sa, sd, addr);
 }
 
 int uls_connect_sa(int sd, const struct sockaddr *addr, socklen_t len)
 {
 	ip_addr_t ip;
 	uint16_t port;
-	int rc = addr_precheck(addr, len);
+	int rc;
+	struct stk_sock *s = enter_with_addr(sd, addr, len, &ip, &port, &rc);
 
-	if (rc < 0)
-		return rc;
-	stk__lock();
-	struct stk_sock *s = stk__sock_enter(sd);
 	if (!s)
-		rc = -EBADF;
-	else if ((rc = to_ip(s, addr, len, &ip, &port)) < 0)
-		;
-	else if (port == 0 && !ip_addr_isany(&ip))
+		return rc;
+	if (port == 0 && !ip_addr_isany(&ip))
 		rc = -EINVAL;
 	else if ((rc = check_peer(&ip)) < 0)
 		;
@@ -557,9 +574,7 @@ int uls_connect_sa(int sd, const struct sockaddr *addr, socklen_t len)
 		rc = stk__stream_connect(s, &ip, port);
 	else
 		rc = stk__dgram_connect(s, &ip, port);
-	if (s)
-		stk__sock_leave(s);
-	stk__unlock();
+	sock_exit(s);
 	return rc;
 }
 
@@ -595,9 +610,7 @@ ssize_t uls_sendto_sa(int sd, const void *buf, size_t len, int flags, const stru
 		rc = to ? -EISCONN : stk__stream_send(s, buf, len, flags);
 	else
 		rc = stk__dgram_sendto(s, buf, len, flags, &ip, port, to != NULL);
-	if (s)
-		stk__sock_leave(s);
-	stk__unlock();
+	sock_exit(s);
 	return rc;
 }
 
@@ -643,9 +656,7 @@ ssize_t uls_recvfrom_sa(int sd, void *buf, size_t len, int flags, struct sockadd
 		if (rc >= 0 && from)
 			from_ip(s, from, fromlen, &ip, port);
 	}
-	if (s)
-		stk__sock_leave(s);
-	stk__unlock();
+	sock_exit(s);
 	return rc;
 }
 
@@ -668,9 +679,7 @@ int uls_shutdown(int sd, int how)
 		rc = s->state == STK_S_CONNECTED ? 0 : -ENOTCONN;
 	else
 		rc = stk__stream_shutdown(s, how != SHUT_WR, how != SHUT_RD);
-	if (s)
-		stk__sock_leave(s);
-	stk__unlock();
+	sock_exit(s);
 	return rc;
 }
 
@@ -734,9 +743,7 @@ static int name_of(int sd, struct sockaddr *addr, socklen_t *len, bool peer)
 	} else {
 		rc = peer ? -ENOTCONN : -EINVAL;
 	}
-	if (s)
-		stk__sock_leave(s);
-	stk__unlock();
+	sock_exit(s);
 	return rc;
 }
 

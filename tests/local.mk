@@ -74,6 +74,8 @@ EXTRA_DIST += tests/conformance/test_rfc1122_icmp_errors.py \
 	tests/conformance/test_rfc1191_pmtud.py tests/conformance/test_rfc6191_time_wait.py \
 	tests/conformance/test_rfc9293_urgent.py tests/conformance/test_rfc791_reassembly.py \
 	tests/conformance/test_rfc1122_udp_icmp_errors.py
+# What the path MTU tests of both families share (RFC 1191, RFC 8201)
+EXTRA_DIST += tests/conformance/pmtu.py
 # SYN floods (issue 18): SYN cookies, and a 50,000 SYN/s flood against 4 streams
 EXTRA_DIST += tests/conformance/test_rfc4987_syn_cookies.py tests/node/test_synflood.py
 # Two hosts joined by a wire (issue 16): streams, curl and interface discovery across

@@ -7,77 +7,15 @@ check what is sent next. Every echoed byte is compared with what we sent.
 """
 
 import os
-import struct
 import time
 
 from scapy.layers.inet import IP, TCP
 
 from conftest import PMTU_AGE_S, TcpPeer, curated_pcap, requirement, wait_counter
+from pmtu import collect, next_new_segment, offset, pattern, source_first_segment
 from test_rfc1122_icmp_errors import icmp_error
 
-SOURCE_SEED = 19   # apps/ulsnode.c: port 19 sends the pattern of apps/pattern.c, seed 19
-_MASK = (1 << 64) - 1
-
-
-def _splitmix64(x):
-    x = (x + 0x9E3779B97F4A7C15) & _MASK
-    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
-    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK
-    return x ^ (x >> 31)
-
-
-_TABLE = [_splitmix64(i ^ 0x756C737461636B) for i in range(8192)]
-
-
-def pattern(off, n, seed=SOURCE_SEED):
-    """Bytes [off, off + n) of the stream apps/pattern.c generates (its Python twin)."""
-    out = bytearray()
-    w = off // 8
-    while len(out) < n + (off % 8):
-        key = _splitmix64((_splitmix64(seed) + w // 8192) & _MASK)
-        out += struct.pack("<Q", _TABLE[w % 8192] ^ key)
-        w += 1
-    return bytes(out[off % 8: off % 8 + n])
-
-
-def _source_first_segment(link):
-    """A connection to the pattern source (MSS 1460: full segments are 1500-byte datagrams)
-    and the first segment of its first flight; the whole flight is taken off the link
-    (nothing acknowledged), so every segment read later was sent later. No SACK: a tail
-    loss probe (RFC 8985, SACK connections only) would resend the flight's last segment at
-    the old size while a test's ICMP message is on its way."""
-    peer = TcpPeer(link, 19, mss=1460, sack=False)
-    peer.connect()
-    first = peer.recv(3, lambda q: len(q[TCP].payload) > 0)
-    assert first is not None, "the pattern source sent nothing"
-    assert first[TCP].seq == peer.rcv_nxt
-    while peer.recv(0.3, lambda q: len(q[TCP].payload) > 0) is not None:
-        pass
-    return peer, first
-
-
-def _collect(peer, first, nbytes, timeout=8.0):
-    """Data segments from first's sequence number on, acknowledging in order, until nbytes
-    arrived. Returns (bytes, segments)."""
-    data, segs = b"", []
-    peer.rcv_nxt = first[TCP].seq
-    deadline = time.monotonic() + timeout
-    while len(data) < nbytes and time.monotonic() < deadline:
-        p = peer.recv(max(0.0, deadline - time.monotonic()),
-                      lambda q: len(q[TCP].payload) > 0)
-        if p is None:
-            break
-        segs.append(p)
-        if p[TCP].seq == peer.rcv_nxt:
-            data += bytes(p[TCP].payload)
-            peer.absorb(p)
-        peer.ack()
-    return data[:nbytes], segs
-
-
-def _offset(peer, p):
-    """Stream offset of segment p's first byte (the SYN takes one sequence number)."""
-    return (p[TCP].seq - peer.irs - 1) & 0xFFFFFFFF
+MSS = 1460   # the node's MTU 1500: full segments are 1500-byte datagrams
 
 
 @requirement(fix='patch 0030',
@@ -106,12 +44,12 @@ def test_rfc1191_6_1_frag_needed_lowers_mss_and_lost_segment_resent_smaller(link
     sent again in datagrams of at most 1280 octets, and so is everything after it; every
     byte arrives intact."""
     before = counters()["icmp_pmtu_lowered"]
-    peer, first = _source_first_segment(link)
+    peer, first = source_first_segment(link, MSS)
     assert len(first[IP]) == 1500
     icmp_error(link, first[IP], 3, 4, mtu=1280)
     n = 64 * 1024
-    data, segs = _collect(peer, first, n)
-    assert data == pattern(_offset(peer, first), n), f"stream wrong or short ({len(data)} of {n})"
+    data, segs, _ = collect(peer, first[TCP].seq, n)
+    assert data == pattern(offset(peer, first), n), f"stream wrong or short ({len(data)} of {n})"
     assert segs and segs[0][TCP].seq == first[TCP].seq, "the lost segment was not resent first"
     big = [len(p[IP]) for p in segs if len(p[IP]) > 1280]
     assert not big, f"datagrams above the path MTU after frag-needed: {big}"
@@ -128,15 +66,15 @@ def test_rfc1191_3_frag_needed_below_576_ignored(link, counters):
     segments with forged tiny MTUs): a next-hop MTU of 300 is counted and ignored, segments
     keep their size; a next-hop MTU of 1000 (positive control) then shrinks them."""
     c0 = counters()
-    peer, first = _source_first_segment(link)
+    peer, first = source_first_segment(link, MSS)
     icmp_error(link, first[IP], 3, 4, mtu=300)
     assert wait_counter(counters, "icmp_pmtu_ignored",
                         c0["icmp_pmtu_ignored"] + 1) == c0["icmp_pmtu_ignored"] + 1
     assert counters()["icmp_pmtu_lowered"] == c0["icmp_pmtu_lowered"]
     icmp_error(link, first[IP], 3, 4, mtu=1000)
     n = 32 * 1024
-    data, segs = _collect(peer, first, n)
-    assert data == pattern(_offset(peer, first), n)
+    data, segs, _ = collect(peer, first[TCP].seq, n)
+    assert data == pattern(offset(peer, first), n)
     # Beyond the first flight every segment fits 1000 octets. (A retransmission of the first
     # flight may leave at the old size while the message is on its way: the RTO is 200 ms
     # and Scapy takes longer than that to send it.)
@@ -156,28 +94,21 @@ def test_rfc5927_4_1_frag_needed_quoting_sequence_outside_window_ignored(link, c
     number far outside the window is counted and ignored: the next segment is full-sized;
     the same message quoting the real segment (positive control) shrinks it."""
     c0 = counters()
-    peer, first = _source_first_segment(link)
+    peer, first = source_first_segment(link, MSS)
     icmp_error(link, first[IP], 3, 4, mtu=1280, seq=first[TCP].seq + 0x40000000)
     assert wait_counter(counters, "icmp_err_out_of_window",
                         c0["icmp_err_out_of_window"] + 1) == c0["icmp_err_out_of_window"] + 1
     assert counters()["icmp_pmtu_lowered"] == c0["icmp_pmtu_lowered"]
-    # acknowledge the whole first flight (cwnd 3 segments; with a 200 ms RTO some of it may
-    # have been sent again meanwhile): the next new segment must still be full-sized
-    last = (first[TCP].seq + 3 * 1448) & 0xFFFFFFFF
-    peer.rcv_nxt = last
-    peer.ack()
-    nxt = peer.recv(3, lambda q: len(q[TCP].payload) > 0 and
-                    ((q[TCP].seq - last) & 0xFFFFFFFF) < 0x80000000)
+    # the next new segment after the first flight must still be full-sized
+    nxt = next_new_segment(peer, first, 1448)
     assert nxt is not None and len(nxt[IP]) == 1500, "a blind frag-needed shrank the segments"
-    while peer.recv(0.3, lambda q: len(q[TCP].payload) > 0) is not None:
-        pass   # the rest of this flight left before the next message
     icmp_error(link, nxt[IP], 3, 4, mtu=1280)
     assert wait_counter(counters, "icmp_pmtu_lowered",
                         c0["icmp_pmtu_lowered"] + 1) == c0["icmp_pmtu_lowered"] + 1
     n = 32 * 1024
-    rest, segs = _collect(peer, nxt, n)
+    rest, segs, _ = collect(peer, nxt[TCP].seq, n)
     assert bytes(first[TCP].payload) == pattern(0, len(first[TCP].payload))
-    assert rest == pattern(_offset(peer, nxt), n)
+    assert rest == pattern(offset(peer, nxt), n)
     assert max(len(p[IP]) for p in segs) <= 1280
     peer.abort()
 
@@ -187,17 +118,7 @@ def _echo_round(peer, msg, timeout=5.0):
     acknowledging in order. Returns (echo, the echo's segments)."""
     for i in range(0, len(msg), 1400):
         peer.send("PA", payload=msg[i:i + 1400])
-    data, segs = b"", []
-    deadline = time.monotonic() + timeout
-    while len(data) < len(msg) and time.monotonic() < deadline:
-        p = peer.recv(max(0.0, deadline - time.monotonic()), lambda q: len(q[TCP].payload) > 0)
-        if p is None:
-            break
-        segs.append(p)
-        if p[TCP].seq == peer.rcv_nxt:
-            data += bytes(p[TCP].payload)
-            peer.absorb(p)
-        peer.ack()
+    data, segs, _ = collect(peer, peer.rcv_nxt, len(msg), timeout=timeout)
     return data, segs
 
 
@@ -215,7 +136,7 @@ def test_rfc1191_6_3_lowered_pmtu_raised_again_after_aging(link, counters):
     by default) has passed, the next echo leaves in datagrams above 1280 octets again (up to
     1500, as the echo's writes allow). Every echoed byte is compared."""
     c0 = counters()
-    peer = TcpPeer(link, 7, mss=1460, sack=False)
+    peer = TcpPeer(link, 7, mss=MSS, sack=False)
     peer.connect()
     msg = os.urandom(4000)
     for i in range(0, len(msg), 1400):
@@ -224,7 +145,7 @@ def test_rfc1191_6_3_lowered_pmtu_raised_again_after_aging(link, counters):
     assert first is not None and len(first[IP]) > 1280, "the echo did not start above 1280"
     icmp_error(link, first[IP], 3, 4, mtu=1280)
     t_icmp = time.monotonic()
-    data, segs = _collect(peer, first, len(msg))
+    data, segs, _ = collect(peer, first[TCP].seq, len(msg))
     assert data == msg, "echo wrong or short after frag-needed"
     assert wait_counter(counters, "icmp_pmtu_lowered", c0["icmp_pmtu_lowered"] + 1) == \
         c0["icmp_pmtu_lowered"] + 1

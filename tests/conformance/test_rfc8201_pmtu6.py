@@ -13,20 +13,19 @@ so each test speaks from an IPv6 address of its own (fresh_src6): what one test 
 not change the next one's segments.
 """
 
-import time
-
 from scapy.layers.inet import TCP, UDP
 from scapy.layers.inet6 import ICMPv6DestUnreach, ICMPv6PacketTooBig, IPv6, IPv6ExtHdrFragment
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
 from conftest import TcpPeer, fresh_port, fresh_src6, requirement, wait_counter
+from pmtu import collect, next_new_segment, offset, pattern, source_first_segment
 from test_rfc1122_icmp_errors import Dial
-from test_rfc1191_pmtud import pattern
 from test_rfc8200_ipv6_stack import stack6  # noqa: F401 (the fixture)
 
 ROUTER6 = "2001:db8:0:1::fe"   # a router on the path, as far as the node knows
 QUOTE6_MAX = 1280 - 40 - 8     # RFC 4443 §3: the error within the minimum IPv6 MTU
+MSS6 = 1440                    # the node's MTU 1500: full segments are 1500-octet packets
 
 
 def icmp6_error(link, quoted, layer, seq=None):
@@ -49,45 +48,16 @@ def _from_node(link, src6):
 
 
 def _source_first_segment(link, src6):
-    """A connection from src6 to the pattern source (no SACK, as in test_rfc1191_pmtud.py:
-    no tail loss probe resends at the old size while a message is on its way), and the
-    first segment of its first flight; the whole flight is taken off the link."""
-    peer = TcpPeer(link, 19, mss=1440, sack=False, v6=True, src6=src6)
-    peer.connect()
-    first = peer.recv(3, lambda q: len(q[TCP].payload) > 0)
-    assert first is not None, "the pattern source sent nothing"
-    assert first[TCP].seq == peer.rcv_nxt
-    while peer.recv(0.3, lambda q: len(q[TCP].payload) > 0) is not None:
-        pass
-    return peer, first
+    """pmtu.source_first_segment from src6 (the stream's packets are told apart by it)."""
+    return source_first_segment(link, MSS6, v6=True, src6=src6)
 
 
-def _collect(link, peer, first, nbytes, timeout=8.0):
-    """Every packet the node sends to peer from now on, acknowledging data in order from
-    first's sequence number until nbytes arrived. Returns (bytes, data segments, all
-    packets) so that a test can see fragments too (a fragment is not a segment)."""
-    data, segs, pkts = b"", [], []
-    peer.rcv_nxt = first[TCP].seq
+def _collect(link, peer, first, nbytes):
+    """pmtu.collect from first's sequence number on, over every packet the node sends to
+    peer's address, so that a test sees fragments too (a fragment is not a segment).
+    Returns (bytes, data segments, all packets)."""
     mine = _from_node(link, peer.src6)
-    deadline = time.monotonic() + timeout
-    while len(data) < nbytes and time.monotonic() < deadline:
-        p = link.recv(mine, max(0.0, deadline - time.monotonic()))
-        if p is None:
-            break
-        pkts.append(p)
-        if IPv6ExtHdrFragment in p or TCP not in p or not peer.mine(p) \
-                or len(p[TCP].payload) == 0:
-            continue
-        segs.append(p)
-        if p[TCP].seq == peer.rcv_nxt:
-            data += bytes(p[TCP].payload)
-            peer.absorb(p)
-        peer.ack()
-    return data[:nbytes], segs, pkts
-
-
-def _offset(peer, p):
-    return (p[TCP].seq - peer.irs - 1) & 0xFFFFFFFF
+    return collect(peer, first[TCP].seq, nbytes, nxt=lambda t: link.recv(mine, t))
 
 
 def _after_lowering(pkts, mtu):
@@ -130,7 +100,7 @@ def test_rfc8201_4_packet_too_big_lowers_mss_and_lost_segment_resent_smaller(sta
     icmp6_error(link, first, ICMPv6PacketTooBig(mtu=1280))
     n = 64 * 1024
     data, segs, pkts = _collect(link, peer, first, n)
-    assert data == pattern(_offset(peer, first), n), f"stream wrong or short ({len(data)} of {n})"
+    assert data == pattern(offset(peer, first), n), f"stream wrong or short ({len(data)} of {n})"
     before, after = _after_lowering(pkts, 1280)
     if not before:   # else an RTO resent it at the old size before the message was read
         assert after[0][TCP].seq == first[TCP].seq, "the lost segment was not resent first"
@@ -161,21 +131,14 @@ def test_rfc8201_4_packet_too_big_below_1280_discarded(stack6, link, counters):
     assert wait_counter(counters, "icmp6_ptb_below_min", c0["icmp6_ptb_below_min"] + 1) == \
         c0["icmp6_ptb_below_min"] + 1
     assert counters()["icmp_pmtu_lowered"] == c0["icmp_pmtu_lowered"]
-    # acknowledge the whole first flight (cwnd 3 segments; some of it may have been sent
-    # again meanwhile): the next new segment must still be full-sized
-    last = (first[TCP].seq + 3 * 1428) & 0xFFFFFFFF
-    peer.rcv_nxt = last
-    peer.ack()
-    nxt = peer.recv(3, lambda q: len(q[TCP].payload) > 0 and
-                    ((q[TCP].seq - last) & 0xFFFFFFFF) < 0x80000000)
+    # the next new segment after the first flight must still be full-sized
+    nxt = next_new_segment(peer, first, 1428)
     assert nxt is not None and len(nxt[IPv6]) == 1500, \
         "a Packet Too Big below 1280 shrank the segments"
-    while peer.recv(0.3, lambda q: len(q[TCP].payload) > 0) is not None:
-        pass   # the rest of this flight left before the next message
     icmp6_error(link, nxt, ICMPv6PacketTooBig(mtu=1280))
     n = 32 * 1024
     data, segs, pkts = _collect(link, peer, nxt, n)
-    assert data == pattern(_offset(peer, nxt), n)
+    assert data == pattern(offset(peer, nxt), n)
     _, after = _after_lowering(pkts, 1280)
     big, frags = _sizes_fit(after, 1280)
     assert not big and not frags, f"above 1280 after the control: {big}, {len(frags)} fragments"
@@ -205,19 +168,13 @@ def test_rfc5927_4_1_packet_too_big_quoting_sequence_outside_window_ignored(stac
     c1 = counters()
     assert c1["icmp_pmtu_lowered"] == c0["icmp_pmtu_lowered"]
     assert c1["icmp6_ptb_to_dest_cache"] == c0["icmp6_ptb_to_dest_cache"]
-    last = (first[TCP].seq + 3 * 1428) & 0xFFFFFFFF
-    peer.rcv_nxt = last
-    peer.ack()
-    nxt = peer.recv(3, lambda q: len(q[TCP].payload) > 0 and
-                    ((q[TCP].seq - last) & 0xFFFFFFFF) < 0x80000000)
+    nxt = next_new_segment(peer, first, 1428)
     assert nxt is not None and len(nxt[IPv6]) == 1500, "a blind Packet Too Big shrank the segments"
     assert IPv6ExtHdrFragment not in nxt
-    while peer.recv(0.3, lambda q: len(q[TCP].payload) > 0) is not None:
-        pass
     icmp6_error(link, nxt, ICMPv6PacketTooBig(mtu=1280))
     n = 32 * 1024
     data, segs, pkts = _collect(link, peer, nxt, n)
-    assert data == pattern(_offset(peer, nxt), n)
+    assert data == pattern(offset(peer, nxt), n)
     big, frags = _sizes_fit(_after_lowering(pkts, 1280)[1], 1280)
     assert not big and not frags
     assert counters()["icmp_pmtu_lowered"] == c0["icmp_pmtu_lowered"] + 1

@@ -24,13 +24,46 @@
 
 static struct uls_conntab_ent snap[CAP];
 
+/* A fresh table of CAP entries for each test (cmocka's setup and teardown), and what
+ * ulsd's copy of it says. */
+struct table {
+	int fd;
+	void *map;
+	uint32_t n, total;
+	uint64_t ns;
+};
+
+static int table_setup(void **state)
+{
+	static struct table t;
+
+	t.fd = uls_conntab_create(CAP, &t.map);
+	if (t.fd < 0)
+		return -1;
+	*state = &t;
+	return 0;
+}
+
+static int table_teardown(void **state)
+{
+	struct table *t = *state;
+
+	munmap(t->map, uls_conntab_size(CAP));
+	close(t->fd);
+	return 0;
+}
+
+static int snapshot(struct table *t)
+{
+	return uls_conntab_snapshot(t->map, CAP, snap, &t->n, &t->total, &t->ns);
+}
+
 static void table_is_sealed_and_its_header_checks(void **state)
 {
-	void *map;
-	int fd = uls_conntab_create(CAP, &map);
+	struct table *t = *state;
+	int fd = t->fd;
+	void *map = t->map;
 
-	(void)state;
-	assert_true(fd >= 0);
 	assert_int_equal(lseek(fd, 0, SEEK_END), (off_t)uls_conntab_size(CAP));
 	assert_int_equal(ftruncate(fd, 64), -1);
 	assert_int_equal(errno, EPERM);
@@ -39,8 +72,6 @@ static void table_is_sealed_and_its_header_checks(void **state)
 	assert_int_equal(uls_conntab_check_header(map, uls_conntab_size(CAP) - 64), -EPROTO);
 	((struct uls_conntab_hdr *)map)->version = 99;
 	assert_int_equal(uls_conntab_check_header(map, uls_conntab_size(CAP)), -EPROTO);
-	munmap(map, uls_conntab_size(CAP));
-	close(fd);
 }
 
 struct writer {
@@ -74,14 +105,11 @@ static void *write_loop(void *arg)
 
 static void reader_never_sees_a_torn_table(void **state)
 {
-	void *map;
-	int fd = uls_conntab_create(CAP, &map);
-	struct writer w = { .h = map };
+	struct table *tab = *state;
+	struct writer w = { .h = tab->map };
 	pthread_t t;
 	unsigned ok = 0, torn = 0;
 
-	(void)state;
-	assert_true(fd >= 0);
 	assert_int_equal(pthread_create(&t, NULL, write_loop, &w), 0);
 	/* At least 200,000 reads, and on until 1,000 were whole copies: on a loaded machine
 	 * (make check runs beside other suites) the writer can take the reader's core for a
@@ -95,9 +123,9 @@ static void reader_never_sees_a_torn_table(void **state)
 			if (ok > 1000 || t1.tv_sec - t0.tv_sec >= 30)
 				break;
 		}
-		uint32_t n, total;
-		uint64_t ns;
-		int rc = uls_conntab_snapshot(map, CAP, snap, &n, &total, &ns);
+		int rc = snapshot(tab);
+		uint32_t n = tab->n;
+		uint64_t ns = tab->ns;
 		if (rc == ULS_CONNTAB_TORN) {
 			torn++;
 			continue;
@@ -107,7 +135,7 @@ static void reader_never_sees_a_torn_table(void **state)
 			continue;  /* nothing written yet */
 		ok++;
 		assert_int_equal(n, 1 + ns % CAP);
-		assert_int_equal(total, n + 5);
+		assert_int_equal(tab->total, n + 5);
 		for (uint32_t i = 0; i < n; i++) {
 			assert_int_equal(snap[i].cwnd, (uint32_t)ns);
 			assert_int_equal(snap[i].ssthresh, (uint32_t)ns);
@@ -118,31 +146,23 @@ static void reader_never_sees_a_torn_table(void **state)
 	pthread_join(t, NULL);
 	assert_true(ok > 1000);
 	print_message("consistent copies %u, gave up %u, writer rounds %u\n", ok, torn, w.rounds);
-	munmap(map, uls_conntab_size(CAP));
-	close(fd);
 }
 
 static void endless_write_and_bad_count_are_refused(void **state)
 {
-	void *map;
-	int fd = uls_conntab_create(CAP, &map);
-	struct uls_conntab_hdr *h = map;
-	uint32_t n, total;
-	uint64_t ns;
+	struct table *t = *state;
+	struct uls_conntab_hdr *h = t->map;
 
-	(void)state;
 	uls_conntab_write_begin(h);
-	assert_int_equal(uls_conntab_snapshot(map, CAP, snap, &n, &total, &ns), ULS_CONNTAB_TORN);
+	assert_int_equal(snapshot(t), ULS_CONNTAB_TORN);
 	uls_conntab_write_end(h, CAP + 1, CAP + 1, 1);
-	assert_int_equal(uls_conntab_snapshot(map, CAP, snap, &n, &total, &ns), ULS_CONNTAB_BAD_HEADER);
+	assert_int_equal(snapshot(t), ULS_CONNTAB_BAD_HEADER);
 	uls_conntab_write_begin(h);
 	uls_conntab_write_end(h, 2, 0, 7);  /* a total below the count is raised to it */
-	assert_int_equal(uls_conntab_snapshot(map, CAP, snap, &n, &total, &ns), ULS_CONNTAB_OK);
-	assert_int_equal(n, 2);
-	assert_int_equal(total, 2);
-	assert_int_equal(ns, 7);
-	munmap(map, uls_conntab_size(CAP));
-	close(fd);
+	assert_int_equal(snapshot(t), ULS_CONNTAB_OK);
+	assert_int_equal(t->n, 2);
+	assert_int_equal(t->total, 2);
+	assert_int_equal(t->ns, 7);
 }
 
 /* A good entry of either family: IPv4 198.18.0.2 to .1, IPv6 2001:db8::2 to ::1. */
@@ -200,44 +220,41 @@ static void entries_out_of_range_are_refused(void **state)
  * whatever the entries hold. */
 static void table_of_another_version_or_capacity_is_refused(void **state)
 {
-	void *map;
-	int fd = uls_conntab_create(CAP, &map);
-	struct uls_conntab_hdr *h = map;
-	uint32_t n, total;
-	uint64_t ns;
+	struct table *t = *state;
+	struct uls_conntab_hdr *h = t->map;
 
-	(void)state;
-	assert_true(fd >= 0);
 	uls_conntab_write_begin(h);
 	uls_conntab_write_end(h, 1, 1, 1);
-	assert_int_equal(uls_conntab_snapshot(map, CAP, snap, &n, &total, &ns), ULS_CONNTAB_OK);
+	assert_int_equal(snapshot(t), ULS_CONNTAB_OK);
 	h->version = 1;
-	assert_int_equal(uls_conntab_snapshot(map, CAP, snap, &n, &total, &ns), ULS_CONNTAB_BAD_VERSION);
+	assert_int_equal(snapshot(t), ULS_CONNTAB_BAD_VERSION);
 	h->version = ULS_CONNTAB_VERSION;
 	h->entry_size = 64;
-	assert_int_equal(uls_conntab_snapshot(map, CAP, snap, &n, &total, &ns), ULS_CONNTAB_BAD_VERSION);
+	assert_int_equal(snapshot(t), ULS_CONNTAB_BAD_VERSION);
 	h->entry_size = sizeof(struct uls_conntab_ent);
 	h->magic ^= 1;
-	assert_int_equal(uls_conntab_snapshot(map, CAP, snap, &n, &total, &ns), ULS_CONNTAB_BAD_VERSION);
+	assert_int_equal(snapshot(t), ULS_CONNTAB_BAD_VERSION);
 	h->magic ^= 1;
 	h->capacity = CAP + 1;
-	assert_int_equal(uls_conntab_snapshot(map, CAP, snap, &n, &total, &ns), ULS_CONNTAB_BAD_HEADER);
+	assert_int_equal(snapshot(t), ULS_CONNTAB_BAD_HEADER);
 	h->capacity = CAP;
-	assert_int_equal(uls_conntab_snapshot(map, CAP, snap, &n, &total, &ns), ULS_CONNTAB_OK);
-	munmap(map, uls_conntab_size(CAP));
-	close(fd);
+	assert_int_equal(snapshot(t), ULS_CONNTAB_OK);
 }
 
 int main(void)
 {
 	static int fam4 = AF_INET, fam6 = AF_INET6;
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(table_is_sealed_and_its_header_checks),
-		cmocka_unit_test(reader_never_sees_a_torn_table),
-		cmocka_unit_test(endless_write_and_bad_count_are_refused),
+		cmocka_unit_test_setup_teardown(table_is_sealed_and_its_header_checks, table_setup,
+						table_teardown),
+		cmocka_unit_test_setup_teardown(reader_never_sees_a_torn_table, table_setup,
+						table_teardown),
+		cmocka_unit_test_setup_teardown(endless_write_and_bad_count_are_refused, table_setup,
+						table_teardown),
 		cmocka_unit_test_prestate(entries_out_of_range_are_refused, &fam4),
 		cmocka_unit_test_prestate(entries_out_of_range_are_refused, &fam6),
-		cmocka_unit_test(table_of_another_version_or_capacity_is_refused),
+		cmocka_unit_test_setup_teardown(table_of_another_version_or_capacity_is_refused,
+						table_setup, table_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

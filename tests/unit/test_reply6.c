@@ -80,6 +80,15 @@ static void build(struct frame *f, const uint8_t *dmac, const uint8_t *src, cons
 	f->len = WIRE_ETH_HLEN + WIRE_IPV6_HLEN + l4_len;
 }
 
+/* The node gets next's l4_len octets at l4 from the peer, hop limit 64. */
+static void input(uint8_t next, const uint8_t *l4, size_t l4_len)
+{
+	struct frame f;
+
+	build(&f, node_mac, peer_ip6, node_ip6, next, 64, l4, l4_len);
+	srv__input_ip6(&srv, f.b, f.len);
+}
+
 /* An NS for target, with a Source Link-Layer Address option when lladdr. */
 static size_t ns(uint8_t *m, const uint8_t *target, const uint8_t *lladdr)
 {
@@ -100,14 +109,30 @@ static void solicited(uint8_t g[16], uint8_t mac[6], const uint8_t *a)
 	wire_ipv6_mcast_mac(mac, g);
 }
 
-/* The NA the node sent, checked as RFC 4861 §7.1.2 checks one, and its fields. */
-static void sent_na(const uint8_t *dmac, const uint8_t *dst, const uint8_t *target, uint8_t flags)
+/* The node gets an NS for target from src (with a Source Link-Layer Address option when
+ * lladdr), sent to target's solicited-node group at hop limit hlim. */
+static void input_ns(const uint8_t *src, const uint8_t *target, const uint8_t *lladdr,
+		     uint8_t hlim)
+{
+	struct frame f;
+	uint8_t m[32], g[16], gmac[6];
+	size_t n = ns(m, target, lladdr);
+
+	solicited(g, gmac, target);
+	build(&f, gmac, src, g, WIRE_IPPROTO_ICMPV6, hlim, m, n);
+	srv__input_ip6(&srv, f.b, f.len);
+}
+
+/* The last frame sent is a neighbour discovery message of the node's, checked as RFC 4861
+ * §7.1.1-7.1.2 check one: from the node's MAC, hop limit 255, a valid ICMPv6 checksum,
+ * code 0, and the node's MAC in its link-layer address option (§4.3, §4.4). */
+static struct wire_nd sent_nd(const uint8_t *dmac, const uint8_t *src, const uint8_t *dst,
+			      uint8_t type, const uint8_t *target)
 {
 	struct wire_eth e;
 	struct wire_ipv6 ip;
 	struct wire_nd nd;
 
-	assert_int_equal(nsent, 1);
 	assert_int_equal(wire_eth_view(&e, sent, sent_len), 0);
 	assert_memory_equal(e.dst, dmac, 6);
 	assert_memory_equal(e.src, node_mac, 6);
@@ -115,28 +140,29 @@ static void sent_na(const uint8_t *dmac, const uint8_t *dst, const uint8_t *targ
 	assert_int_equal(wire_ipv6_view(&ip, e.payload, e.payload_len), 0);
 	assert_int_equal(ip.hlim, 255);
 	assert_int_equal(ip.next, WIRE_IPPROTO_ICMPV6);
-	assert_memory_equal(ip.src, target, 16);
+	assert_memory_equal(ip.src, src, 16);
 	assert_memory_equal(ip.dst, dst, 16);
 	assert_true(wire_icmpv6_checksum_ok(ip.src, ip.dst, ip.payload, ip.payload_len));
 	assert_int_equal(wire_nd_view(&nd, ip.payload, ip.payload_len), 0);
-	assert_int_equal(nd.type, WIRE_ND_NEIGHBOR_ADVERT);
+	assert_int_equal(nd.type, type);
 	assert_int_equal(nd.code, 0);
-	assert_int_equal(nd.flags, flags);
 	assert_memory_equal(nd.target, target, 16);
 	assert_non_null(nd.lladdr);
 	assert_memory_equal(nd.lladdr, node_mac, 6);
+	return nd;
+}
+
+/* The NA the node sent (its only frame), from the target it advertises, and its flags. */
+static void sent_na(const uint8_t *dmac, const uint8_t *dst, const uint8_t *target, uint8_t flags)
+{
+	assert_int_equal(nsent, 1);
+	assert_int_equal(sent_nd(dmac, target, dst, WIRE_ND_NEIGHBOR_ADVERT, target).flags, flags);
 }
 
 static void ns_multicast_for_node_address_answered_solicited_override(void **state)
 {
-	struct frame f;
-	uint8_t m[32], g[16], gmac[6];
-	size_t n = ns(m, node_ip6, opt_mac);
-
 	(void)state;
-	solicited(g, gmac, node_ip6);
-	build(&f, gmac, peer_ip6, g, WIRE_IPPROTO_ICMPV6, 255, m, n);
-	srv__input_ip6(&srv, f.b, f.len);
+	input_ns(peer_ip6, node_ip6, opt_mac, 255);
 	/* To the option's link-layer address, not the frame's source. */
 	sent_na(opt_mac, peer_ip6, node_ip6, WIRE_ND_NA_SOLICITED | WIRE_ND_NA_OVERRIDE);
 	assert_int_equal(srv.ctr.v[SRV_ND_ADVERTS_SENT], 1);
@@ -156,15 +182,10 @@ static void ns_unicast_for_link_local_without_option_answered_to_frame_source(vo
 
 static void ns_from_unspecified_answered_to_all_nodes_unsolicited(void **state)
 {
-	struct frame f;
-	uint8_t m[32], g[16], gmac[6];
 	static const uint8_t all_mac[6] = { 0x33, 0x33, 0, 0, 0, 1 };
-	size_t n = ns(m, node_ip6, NULL);
 
 	(void)state;
-	solicited(g, gmac, node_ip6);
-	build(&f, gmac, unspec, g, WIRE_IPPROTO_ICMPV6, 255, m, n);
-	srv__input_ip6(&srv, f.b, f.len);
+	input_ns(unspec, node_ip6, NULL, 255);
 	sent_na(all_mac, all_nodes, node_ip6, WIRE_ND_NA_OVERRIDE);
 }
 
@@ -176,11 +197,9 @@ static void invalid_ns_dropped_and_counted(void **state)
 	size_t n;
 
 	(void)state;
+	input_ns(peer_ip6, node_ip6, opt_mac, 254);   /* hop limit 254 */
 	solicited(g, gmac, node_ip6);
-	/* hop limit 254 */
 	n = ns(m, node_ip6, opt_mac);
-	build(&f, gmac, peer_ip6, g, WIRE_IPPROTO_ICMPV6, 254, m, n);
-	srv__input_ip6(&srv, f.b, f.len);
 	/* code 1 */
 	m[1] = 1;
 	build(&f, gmac, peer_ip6, g, WIRE_IPPROTO_ICMPV6, 255, m, n);
@@ -229,8 +248,7 @@ static void echo_request_answered_with_its_data(void **state)
 	wire_wr16(m + 6, 7);
 	for (int i = 8; i < 64; i++)
 		m[i] = (uint8_t)i;
-	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_ICMPV6, 64, m, sizeof(m));
-	srv__input_ip6(&srv, f.b, f.len);
+	input(WIRE_IPPROTO_ICMPV6, m, sizeof(m));
 	assert_int_equal(nsent, 1);
 	assert_memory_equal(sent, peer_mac, 6);
 	assert_int_equal(wire_ipv6_view(&ip, sent + 14, sent_len - 14), 0);
@@ -276,23 +294,20 @@ static void udp_to_nobody_gets_port_unreachable_quoting_it(void **state)
 	assert_int_equal(srv.ctr.v[SRV_DROP_ICMP_ERROR_NOT_UNICAST], 1);
 	/* Rate-limited with IPv4's errors. */
 	srv.icmp_tokens = 0;
-	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_UDP, 64, u, sizeof(u));
-	srv__input_ip6(&srv, f.b, f.len);
+	input(WIRE_IPPROTO_UDP, u, sizeof(u));
 	assert_int_equal(nsent, 1);
 	assert_int_equal(srv.ctr.v[SRV_DROP_ICMP_RATE], 1);
 }
 
 static void tcp_to_nobody_gets_rst(void **state)
 {
-	struct frame f;
 	uint8_t t[20];
 	struct wire_ipv6 ip;
 	struct wire_tcp tcp;
 
 	(void)state;
 	wire_tcp_write(t, 40000, 80, 1000, 0, WIRE_TCP_SYN, 1024);
-	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_TCP, 64, t, sizeof(t));
-	srv__input_ip6(&srv, f.b, f.len);
+	input(WIRE_IPPROTO_TCP, t, sizeof(t));
 	assert_int_equal(nsent, 1);
 	assert_int_equal(wire_ipv6_view(&ip, sent + 14, sent_len - 14), 0);
 	assert_int_equal(ip.next, WIRE_IPPROTO_TCP);
@@ -306,16 +321,14 @@ static void tcp_to_nobody_gets_rst(void **state)
 	assert_int_equal(wire_sum_finish(wire_sum(sum, ip.payload, 20)), 0);
 	/* With ACK: <SEQ=SEG.ACK><CTL=RST>. */
 	wire_tcp_write(t, 40000, 80, 1000, 5555, WIRE_TCP_ACK, 1024);
-	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_TCP, 64, t, sizeof(t));
-	srv__input_ip6(&srv, f.b, f.len);
+	input(WIRE_IPPROTO_TCP, t, sizeof(t));
 	assert_int_equal(wire_ipv6_view(&ip, sent + 14, sent_len - 14), 0);
 	assert_int_equal(wire_tcp_view(&tcp, ip.payload, ip.payload_len), 0);
 	assert_int_equal(tcp.flags, WIRE_TCP_RST);
 	assert_int_equal(tcp.seq, 5555);
 	/* A RST is not answered. */
 	wire_tcp_write(t, 40000, 80, 1000, 0, WIRE_TCP_RST, 0);
-	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_TCP, 64, t, sizeof(t));
-	srv__input_ip6(&srv, f.b, f.len);
+	input(WIRE_IPPROTO_TCP, t, sizeof(t));
 	assert_int_equal(nsent, 2);
 	assert_int_equal(srv.ctr.v[SRV_DROP_RST_FOR_RST], 1);
 	assert_int_equal(srv.ctr.v[SRV_RST_SENT], 2);
@@ -350,27 +363,23 @@ static void bad_headers_dropped_and_counted(void **state)
 	/* A fragment: it goes to reassembly, not answered here. */
 	uint8_t fr[8 + 20] = { WIRE_IPPROTO_TCP, 0, 0, 1, 0, 0, 0, 42 };
 	memcpy(fr + 8, t, 20);
-	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_FRAGMENT, 64, fr, sizeof(fr));
-	srv__input_ip6(&srv, f.b, f.len);
+	input(WIRE_IPPROTO_FRAGMENT, fr, sizeof(fr));
 	assert_int_equal(reassembled, 1);
 	assert_int_equal(nsent, 0);
 	/* An extension header past the payload. */
 	uint8_t dx[8] = { WIRE_IPPROTO_TCP, 4 };
-	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_DSTOPTS, 64, dx, sizeof(dx));
-	srv__input_ip6(&srv, f.b, f.len);
+	input(WIRE_IPPROTO_DSTOPTS, dx, sizeof(dx));
 	assert_int_equal(srv.ctr.v[SRV_DROP_IPV6_EXT_HEADERS], 1);
 	assert_int_equal(nsent, 0);
 }
 
 static void unknown_next_header_gets_parameter_problem_pointing_at_it(void **state)
 {
-	struct frame f;
 	uint8_t d[8 + 8] = { 253, 0 };
 	struct wire_ipv6 ip;
 
 	(void)state;
-	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_DSTOPTS, 64, d, sizeof(d));
-	srv__input_ip6(&srv, f.b, f.len);
+	input(WIRE_IPPROTO_DSTOPTS, d, sizeof(d));
 	assert_int_equal(nsent, 1);
 	assert_int_equal(wire_ipv6_view(&ip, sent + 14, sent_len - 14), 0);
 	assert_int_equal(ip.payload[0], WIRE_ICMPV6_PARAM_PROB);
@@ -400,8 +409,7 @@ static void unrecognized_options_acted_on_by_their_high_bits(void **state)
 	assert_int_equal(srv.ctr.v[SRV_ICMP_ECHO_REPLIES], 1);
 	/* 01: discarded silently. */
 	d[2] = 0x7e;
-	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_DSTOPTS, 64, d, sizeof(d));
-	srv__input_ip6(&srv, f.b, f.len);
+	input(WIRE_IPPROTO_DSTOPTS, d, sizeof(d));
 	assert_int_equal(nsent, 1);
 	assert_int_equal(srv.ctr.v[SRV_DROP_IPV6_OPTION], 1);
 	/* 10: discarded, Parameter Problem code 2 pointing at the option type (offset 42),
@@ -419,15 +427,13 @@ static void unrecognized_options_acted_on_by_their_high_bits(void **state)
 	build(&f, all_mac, peer_ip6, all_nodes, WIRE_IPPROTO_DSTOPTS, 64, d, sizeof(d));
 	srv__input_ip6(&srv, f.b, f.len);
 	assert_int_equal(nsent, 2);
-	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_DSTOPTS, 64, d, sizeof(d));
-	srv__input_ip6(&srv, f.b, f.len);
+	input(WIRE_IPPROTO_DSTOPTS, d, sizeof(d));
 	assert_int_equal(nsent, 3);
 	assert_int_equal(srv.ctr.v[SRV_DROP_IPV6_OPTION], 4);
 	/* An option running past its header: a malformed header. */
 	d[2] = 0x3e;
 	d[3] = 9;
-	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_DSTOPTS, 64, d, sizeof(d));
-	srv__input_ip6(&srv, f.b, f.len);
+	input(WIRE_IPPROTO_DSTOPTS, d, sizeof(d));
 	assert_int_equal(srv.ctr.v[SRV_DROP_IPV6_EXT_HEADERS], 1);
 	assert_int_equal(nsent, 3);
 }
@@ -442,8 +448,7 @@ static void fragments_for_the_node_go_to_reassembly_and_to_a_group_are_dropped(v
 	uint8_t all_mac[6];
 
 	(void)state;
-	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_FRAGMENT, 64, d, sizeof(d));
-	srv__input_ip6(&srv, f.b, f.len);
+	input(WIRE_IPPROTO_FRAGMENT, d, sizeof(d));
 	assert_int_equal(reassembled, 1);
 	assert_true(reass_pkt.ip6.fragment);
 	assert_true(reass_pkt.ip6.mf);
@@ -542,28 +547,14 @@ static void sent_probe(const uint8_t *dmac, const uint8_t *dst)
 	assert_int_equal(wire_sum_finish(wire_sum(sum, ip.payload, ip.payload_len)), 0);
 }
 
-/* The last frame sent is ulsd's NS for target (RFC 4861 §7.2.2, §4.3). */
+/* The last frame sent is ulsd's NS for target, to its solicited-node group (RFC 4861
+ * §7.2.2, §4.3). */
 static void sent_ns(const uint8_t *target)
 {
-	struct wire_eth e;
-	struct wire_ipv6 ip;
-	struct wire_nd nd;
 	uint8_t g[16], gmac[6];
 
 	solicited(g, gmac, target);
-	assert_int_equal(wire_eth_view(&e, sent, sent_len), 0);
-	assert_memory_equal(e.dst, gmac, 6);
-	assert_int_equal(wire_ipv6_view(&ip, e.payload, e.payload_len), 0);
-	assert_int_equal(ip.hlim, 255);
-	assert_memory_equal(ip.src, node_ip6, 16);
-	assert_memory_equal(ip.dst, g, 16);
-	assert_true(wire_icmpv6_checksum_ok(ip.src, ip.dst, ip.payload, ip.payload_len));
-	assert_int_equal(wire_nd_view(&nd, ip.payload, ip.payload_len), 0);
-	assert_int_equal(nd.type, WIRE_ND_NEIGHBOR_SOLICIT);
-	assert_int_equal(nd.code, 0);
-	assert_memory_equal(nd.target, target, 16);
-	assert_non_null(nd.lladdr);
-	assert_memory_equal(nd.lladdr, node_mac, 6);
+	sent_nd(gmac, node_ip6, g, WIRE_ND_NEIGHBOR_SOLICIT, target);
 }
 
 /* §7.2.3: a valid NS with a Source Link-Layer Address option creates the entry for its
@@ -571,18 +562,11 @@ static void sent_ns(const uint8_t *target)
  * 254, §7.1.1) creates none. */
 static void ns_source_option_enters_the_cache_and_probe_goes_there(void **state)
 {
-	struct frame f;
-	uint8_t m[32], g[16], gmac[6];
-	size_t n = ns(m, node_ip6, opt_mac);
-
 	(void)state;
-	solicited(g, gmac, node_ip6);
-	build(&f, gmac, other_ip6, g, WIRE_IPPROTO_ICMPV6, 254, m, n);
-	srv__input_ip6(&srv, f.b, f.len);
+	input_ns(other_ip6, node_ip6, opt_mac, 254);
 	assert_int_equal(srv.ctr.v[SRV_DROP_ND_INVALID], 1);
 	assert_int_equal(srv__neigh6_state(&srv.neigh6, now_ms, other_ip6), SRV_NEIGH6_FREE);
-	build(&f, gmac, peer_ip6, g, WIRE_IPPROTO_ICMPV6, 255, m, n);
-	srv__input_ip6(&srv, f.b, f.len);
+	input_ns(peer_ip6, node_ip6, opt_mac, 255);
 	assert_int_equal(nsent, 1);   /* the NA */
 	assert_int_equal(srv__neigh6_state(&srv.neigh6, now_ms, peer_ip6), SRV_NEIGH6_STALE);
 	hold(peer_ip6);
@@ -730,16 +714,11 @@ static void dad_advertisement_for_tentative_address_is_a_counted_duplicate(void 
  * reply6.c: its addresses are its operator's). */
 static void dad_solicitation_from_unspecified_for_tentative_address_is_a_duplicate(void **state)
 {
-	struct frame f;
-	uint8_t m[32], g[16], gmac[6];
 	static const uint8_t all_mac[6] = { 0x33, 0x33, 0, 0, 0, 1 };
-	size_t n = ns(m, node_ip6, NULL);
 
 	(void)state;
 	srv__dad_start(&srv);
-	solicited(g, gmac, node_ip6);
-	build(&f, gmac, unspec, g, WIRE_IPPROTO_ICMPV6, 255, m, n);
-	srv__input_ip6(&srv, f.b, f.len);
+	input_ns(unspec, node_ip6, NULL, 255);
 	assert_int_equal(srv.ctr.v[SRV_ND_DAD_DUPLICATE], 1);
 	sent_na(all_mac, all_nodes, node_ip6, WIRE_ND_NA_OVERRIDE);
 }
