@@ -653,6 +653,11 @@ static bool flush_deferred(struct stk_node *n)
 /* Before a wait that does not enter the stack (a poll or select answered by the mirrors
  * alone): the batch ends, and frames this thread's batch kept back leave now. Without a
  * deferral since the last flush there is nothing of this thread's to send: no lock. */
+int uls_tx_kept(void)
+{
+	return tx_deferred;
+}
+
 void uls_tx_flush(void)
 {
 	tx_batch_left = 0;
@@ -660,6 +665,7 @@ void uls_tx_flush(void)
 		return;
 	tx_deferred = false;
 	stk__lock();
+	stk__count(STK_CNT_TX_FLUSH_AT_WAIT);
 	stk__unlock();  /* stk__leave flushes: the batch is over */
 }
 
@@ -680,16 +686,19 @@ void uls_tx_flush_exit(void)
 
 	tx_batch_left = 0;
 	tx_deferred = false;
+	/* Read without the lock: only this thread stores its own id there, so whether it is
+	 * this thread's cannot change under us. */
 	if (!n->up || (n->owned && pthread_equal(n->owner, pthread_self())))
 		return;
+	/* The monotonic clock: a step of the wall clock must not stretch the bound. */
 	struct timespec until;
-	clock_gettime(CLOCK_REALTIME, &until);
+	clock_gettime(CLOCK_MONOTONIC, &until);
 	until.tv_nsec += EXIT_LOCK_MS * 1000000L;
 	if (until.tv_nsec >= 1000000000L) {
 		until.tv_sec++;
 		until.tv_nsec -= 1000000000L;
 	}
-	if (pthread_mutex_timedlock(&n->lock, &until) != 0)
+	if (pthread_mutex_clocklock(&n->lock, CLOCK_MONOTONIC, &until) != 0)
 		return;
 	n->owner = pthread_self();
 	n->owned = true;

@@ -235,6 +235,7 @@ enum stk_counter {
 	STK_CNT_UEPOLL_KICKS,
 	STK_CNT_UEPOLL_UNQUEUED,
 	STK_CNT_TX_FLUSH_DEFERRED,  /* uls_tx_batch (drive.c) */
+	STK_CNT_TX_FLUSH_AT_WAIT,   /* uls_tx_flush: a round's kept flush, at the next wait */
 	/* SYN floods (stack/syncookie.c, lwIP patch 0090) */
 	STK_CNT_TCP_SYN_COOKIES_SENT,
 	STK_CNT_TCP_SYN_COOKIES_OK,

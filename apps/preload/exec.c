@@ -375,7 +375,7 @@ SHIM_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 		shim__uep_exec();
 		/* The rings go with this image: frames queued for a later flush
 		 * (uls_tx_batch) leave now, as at _exit (fork.c). */
-		uls_tx_flush_exit();
+		shim__flush_at_exit();
 	}
 	struct exec_undo local;
 	if (!u) {

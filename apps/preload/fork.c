@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "uls.h"
@@ -73,7 +74,7 @@ __attribute__((destructor)) static void shim_fini(void)
 		return;
 	/* The last event-loop round's sends (uls_tx_batch) leave first, whatever the
 	 * closes below make of the batch. */
-	uls_tx_flush_exit();
+	shim__flush_at_exit();
 	/* The descriptors close now rather than at exit, so that a connection a fork child
 	 * still holds goes to it (stack/handoff.c) and the others close as usual. */
 	for (int fd = 0; fd <= hi; fd++)
@@ -210,18 +211,26 @@ unsigned shim__generation(void)
  * and Linux would have handed them to the device inside that call. They leave here. (What
  * the peer has not acknowledged yet is lost all the same: the stack that would resend it
  * ends with the process, and ulsd answers for the connection from then on.) Not in a
- * vfork child: the stack is the parent's. */
-static void flush_at_exit(void)
+ * vfork child: the stack is the parent's. Signals are held while the flush holds the core
+ * lock, as on every path into the stack (stack/sigdefer.c): a handler that used a socket
+ * there would wait for that lock forever. */
+void shim__flush_at_exit(void)
 {
-	if (shim__maxfd() >= 0 && shim__own_memory())
-		uls_tx_flush_exit();
+	if (shim__maxfd() < 0 || !shim__own_memory())
+		return;
+	sigset_t old;
+	shim__enter(&old);
+	uls_tx_flush_exit();
+	shim__leave(&old);
 }
 
 SHIM_EXPORT void _exit(int status)
 {
 	shim__real_init();
-	flush_at_exit();
-	shim__real._exit(status);
+	shim__flush_at_exit();
+	if (shim__real._exit)
+		shim__real._exit(status);
+	syscall(SYS_exit_group, status);  /* the C library's _exit was not found */
 	__builtin_unreachable();
 }
 

@@ -103,8 +103,16 @@ static void batch_round(int rc)
  * them). */
 static void wait_begin(void)
 {
-	if (shim__enabled())
-		uls_tx_flush();
+	/* The flush takes the core lock: signals are held as on every path into the stack,
+	 * so that a handler using sockets cannot wait for the lock this thread holds
+	 * (stack/sigdefer.c). Only when something was kept back: the common wait pays
+	 * nothing. */
+	if (!shim__enabled() || !uls_tx_kept())
+		return;
+	sigset_t old;
+	shim__enter(&old);
+	uls_tx_flush();
+	shim__leave(&old);
 }
 
 /* poll(2) and ppoll(2) (mask: NULL, or the mask for the wait) on a set holding user-level

@@ -183,6 +183,10 @@ int shim__uep_hi(void);
 /* fork (fork.c) and exec (exec.c). */
 void shim__fork_init(void);
 bool shim__own_memory(void);
+/* Before the process ends without unwinding (_exit, execve, the destructor): frames kept
+ * back for a later flush leave now (uls_tx_flush_exit), signals held. Not in a vfork
+ * child. */
+void shim__flush_at_exit(void);
 void shim__fork_note_self(void);
 int shim__adopt(int fd, struct shim_file *f, int timeout_ms);
 void shim__adopt_set(const int *fds, size_t n);

@@ -211,6 +211,9 @@ ULS_EXTERN void uls_tx_batch(unsigned sends);
 /* The batch ends, and what this thread's batch kept back is flushed now (a wait the shim
  * answers without entering the stack: poll or select on mirrors). */
 ULS_EXTERN void uls_tx_flush(void);
+/* Did this thread's batch keep a flush back since its last flush (then uls_tx_flush takes
+ * the lock)? Nonzero if so; no lock, no system call. */
+ULS_EXTERN int uls_tx_kept(void);
 /* The process is about to end without unwinding (_exit): every frame queued on the device
  * is handed to the kernel. Not from inside the stack; waits 1 s at most for the lock. */
 ULS_EXTERN void uls_tx_flush_exit(void);

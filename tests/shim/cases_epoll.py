@@ -307,15 +307,22 @@ def case_uepoll_signal_ends_the_wait():
 def case_select_a_rounds_sends_share_one_flush():
     """Issue 14 (uls_tx_batch) for select(2) and poll(2) driven programs (iperf3): after a
     select or poll that reported N sockets, the transmit flush of at most N-1 of the
-    round's sends may wait for a later one (tx_flush_deferred is exact); every answer
-    reaches the peer and comes back, and the next select or poll flushes what is left."""
+    round's calls may wait for a later one (tx_flush_deferred is exact). Each round reads
+    all N and answers one of them: when its flush was kept back, the loop's next select or
+    poll, answered at once by the mirrors, sends it (tx_flush_at_wait, at most one per
+    wait, none without a deferral); every answer reaches the peer and comes back. Rounds
+    go on until three flushed at the wait (none does when the stack thread is not parked,
+    as on a loaded machine), 40 at most; at least one must have."""
     n = 5
     socks = [connect(ECHO) for _ in range(n)]
     fds = [s.fileno() for s in socks]
     sent = [bytearray() for _ in socks]
     back = [bytearray() for _ in socks]
-    deferred_total = 0
-    for rnd in range(10):
+    deferred_total = kept_rounds = rounds = 0
+    for rnd in range(40):
+        if kept_rounds >= 3:
+            break
+        rounds += 1
         use_poll = rnd % 2 == 1
         msgs = [b"%d.%d;" % (rnd, i) for i in range(n)]
         for i, s in enumerate(socks):
@@ -343,13 +350,24 @@ def case_select_a_rounds_sends_share_one_flush():
         for i, s in enumerate(socks):
             back[i] += s.recv(64)
             assert back[i].endswith(msgs[i])
-        for i, s in enumerate(socks):
-            assert s.send(b"x") == 1
-            sent[i] += b"x"
+        one = rnd % n
+        assert socks[one].send(b"x") == 1
+        sent[one] += b"x"
         deferred = counter("tx_flush_deferred") - before
         assert deferred <= n - 1, "%d flushes deferred in a round of %d ready" % (deferred, n)
         deferred_total += deferred
-        for i, s in enumerate(socks):
+        # The loop's next wait, answered at once by the mirrors: it flushes what the
+        # round kept back, and only that.
+        w0 = counter("tx_flush_at_wait")
+        if use_poll:
+            p.poll(0)
+        else:
+            select.select(fds, [], [], 0)
+        w = counter("tx_flush_at_wait") - w0
+        assert w <= 1 and (w == 0 or deferred > 0), (
+            "round %d: %d flushes at the wait after %d deferred" % (rnd, w, deferred))
+        kept_rounds += w
+        for i, s in [(one, socks[one])]:
             deadline = time.monotonic() + 10
             while not back[i].endswith(b"x") and time.monotonic() < deadline:
                 r, _, _ = select.select([s], [], [], 1)
@@ -358,7 +376,14 @@ def case_select_a_rounds_sends_share_one_flush():
             assert back[i].endswith(b"x"), "round %d: socket %d's answer never came back" % (
                 rnd, i)
     assert back == sent
-    print("flushes deferred in 10 rounds: %d" % deferred_total)
+    print("rounds %d, of which flushed at the next wait %d; flushes deferred %d" % (
+        rounds, kept_rounds, deferred_total))
+    if os.environ.get("ULS_DATAPATH") == "relay":
+        # The relay's ring has no transmit queue to keep (no tx_pending): every flush
+        # is made at once.
+        assert deferred_total == 0 and kept_rounds == 0, (deferred_total, kept_rounds)
+    else:
+        assert kept_rounds >= 1, "no round of %d flushed at the next wait" % rounds
     for s in socks:
         s.close()
 
@@ -369,8 +394,14 @@ def case_exit_sends_what_a_round_kept_back():
     child is a fork child with sockets of its own: one to the peer's keep service (which
     keeps what it receives), one to its echo; its epoll_wait reports both (the first
     writable, the second's echo readable), it sends on the first and calls os._exit (no
-    destructors run). Ten children, one after another."""
+    destructors run). Ten children, one after another; each tells by its exit status
+    whether its send's flush was kept back (0) or not (3: the stack thread was not parked,
+    or the round's read took the batch), and every child's peer must get every byte.
+    Deviation of the test: how many children kept the flush back is printed, not asserted
+    (it depends on where the stack thread is when the round runs); lead's review, stop 27."""
+    kept = children = 0
     for k in range(10):
+        children += 1
         token = b"exit-%d-%d" % (os.getpid(), k)
         payload = b"child %d sent this before _exit;" % k * 20
         pid = os.fork()
@@ -395,11 +426,16 @@ def case_exit_sends_what_a_round_kept_back():
                 if len(got) == 2:
                     # The round: both events answered, the send's flush held back.
                     b.recv(16)
-                    code = 0 if a.send(payload) == len(payload) else 2
+                    code = 2
+                    d0 = counter("tx_flush_deferred")
+                    if a.send(payload) == len(payload):
+                        code = 0 if counter("tx_flush_deferred") > d0 else 3
             finally:
                 os._exit(code)
         _, st = os.waitpid(pid, 0)
-        assert os.waitstatus_to_exitcode(st) == 0, "child %d: %r" % (k, st)
+        rc = os.waitstatus_to_exitcode(st)
+        assert rc in (0, 3), "child %d: %r" % (k, st)
+        kept += rc == 0
         q = connect(KEPT)
         q.sendall(token + b" %d\n" % len(payload))
         line = q.makefile("rb").readline().split()
@@ -407,6 +443,7 @@ def case_exit_sends_what_a_round_kept_back():
         assert int(line[0]) == len(payload), (
             "child %d: the peer got %s of the %d bytes send() took" % (
                 k, line[0].decode(), len(payload)))
+    print("children %d, of which kept their send's flush back %d" % (children, kept))
 
 
 def counter(name):
