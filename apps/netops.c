@@ -204,6 +204,16 @@ int bench__node_opt(struct node_opts *o, const char *prog, const char *opt, cons
 			return opt__bad(prog, opt, arg, "expected A.B.C.D");
 		return 1;
 	}
+	if (strcmp(opt, "gw6") == 0) {
+		struct in6_addr a;
+		/* The rest (on-link, not the node's own) is checked when the node starts. */
+		if (inet_pton(AF_INET6, arg, &a) != 1 || IN6_IS_ADDR_UNSPECIFIED(&a) ||
+		    IN6_IS_ADDR_MULTICAST(&a) || IN6_IS_ADDR_V4MAPPED(&a))
+			return opt__bad(prog, opt, arg, "expected a unicast IPv6 address");
+		o->cfg.gateway6 = a;
+		o->have_gw6 = true;
+		return 1;
+	}
 	if (strcmp(opt, "mtu") == 0) {
 		return opt__uint(prog, opt, arg, NIF_MTU_MIN, NIF_MTU_MAX, &o->cfg.mtu) < 0 ? -EINVAL : 1;
 	}
@@ -220,8 +230,9 @@ int bench__node_opt(struct node_opts *o, const char *prog, const char *opt, cons
 int bench__node_start(struct node_opts *o, const char *prog)
 {
 	if (o->ctl) {
-		if (o->have_tap || o->have_ip || o->have_ip6) {
-			fprintf(stderr, "%s: --ctl and --tap/--ip/--ip6 exclude each other\n", prog);
+		if (o->have_tap || o->have_ip || o->have_ip6 || o->have_gw6) {
+			fprintf(stderr, "%s: --ctl and --tap/--ip/--ip6/--gw6 exclude each other "
+				"(ulsd --gw6 gives the node's processes their router)\n", prog);
 			return -1;
 		}
 		/* libuls offers the direct path unless ULS_DATAPATH is relay; ulsd decides
@@ -246,7 +257,17 @@ int bench__node_start(struct node_opts *o, const char *prog)
 		fprintf(stderr, "%s: --tap and --ip go together\n", prog);
 		return -1;
 	}
+	if (o->have_gw6 && !o->have_ip6) {
+		fprintf(stderr, "%s: --gw6 needs --ip6\n", prog);
+		return -1;
+	}
 	int rc = uls_node_start(&o->cfg);
+	if (rc < 0 && o->have_gw6) {
+		fprintf(stderr, "%s: cannot start node on %s: %s (--gw6 must be a link-local "
+			"address or one within --ip6's prefix, not the node's own)\n", prog,
+			o->cfg.tap, strerror(-rc));
+		return -1;
+	}
 	if (rc < 0) {
 		fprintf(stderr, "%s: cannot start node on %s: %s\n", prog, o->cfg.tap, strerror(-rc));
 		return -1;

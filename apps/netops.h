@@ -56,13 +56,13 @@ int bench__send_all(const struct netops *ops, int sd, const void *buf, size_t le
 int bench__recv_all(const struct netops *ops, int sd, void *buf, size_t len, bool *clean_eof);
 
 /* Node options shared by the apps: --tap IF --ip A.B.C.D/NN [--ip6 ADDR/NN] [--mac M]
- * [--gw G] [--mtu N] (the process is a node of its own), or --ctl PATH [--datapath direct|relay] (the process
+ * [--gw G] [--gw6 G6] [--mtu N] (the process is a node of its own), or --ctl PATH [--datapath direct|relay] (the process
  * joins ulsd's node, offering the direct data path or not: default direct).
  * bench__node_opt() consumes one option (returns 1 if it took optarg, 0 if the option is not
  * a node option, -EINVAL with a message "PROG: bad --OPT ..." on stderr on a bad value). */
 struct node_opts {
 	struct uls_node_config cfg;
-	bool have_tap, have_ip, have_ip6;
+	bool have_tap, have_ip, have_ip6, have_gw6;
 	const char *ctl;        /* --ctl PATH: join the node that ulsd serves there */
 	const char *datapath;   /* --datapath: "direct", "relay", NULL: not given */
 };
@@ -73,6 +73,7 @@ int bench__node_opt(struct node_opts *o, const char *prog, const char *opt, cons
 	{ "tap", required_argument, NULL, 'N' }, { "ip", required_argument, NULL, 'N' }, \
 	{ "ip6", required_argument, NULL, 'N' }, \
 	{ "mac", required_argument, NULL, 'N' }, { "gw", required_argument, NULL, 'N' }, \
+	{ "gw6", required_argument, NULL, 'N' }, \
 	{ "mtu", required_argument, NULL, 'N' }, { "ctl", required_argument, NULL, 'N' }, \
 	{ "datapath", required_argument, NULL, 'N' }
 /* Start the node if --tap/--ip were given; returns 1 if started, 0 if not asked, -1 on error. */

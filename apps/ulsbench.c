@@ -521,7 +521,8 @@ static void usage(FILE *f)
 		"                [--mtu M[,M...]] [--json FILE] [--plot DIR]   (the benchmark sweep)\n"
 		"       ulsbench apps [--apps LIST] [--seconds S] [--repeat R] [--json FILE]\n"
 		"                [--plot DIR]   (redis, nginx, iperf3, ping-pong: ulstack vs kernel)\n"
-		"NODE OPTIONS: --tap IFNAME --ip A.B.C.D/NN [--mac MAC] [--gw A.B.C.D] [--mtu N]\n"
+		"NODE OPTIONS: --tap IFNAME --ip A.B.C.D/NN [--ip6 ADDR/NN] [--mac MAC] [--gw A.B.C.D]\n"
+		"              [--gw6 ADDR] [--mtu N]\n"
 		"              (a node of its own), or --ctl PATH [--datapath direct|relay]\n"
 		"              (join ulsd's node, on its direct data path by default);\n"
 		"              without them the Linux kernel's TCP is used\n");

@@ -484,7 +484,7 @@ static int write_stats(int fd)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: ulsnode --tap IFNAME --ip A.B.C.D/NN [--ip6 ADDR/NN] [--mac MAC]\n"
-		   "               [--gw A.B.C.D] [--mtu N] [--stats PATH]\n"
+		   "               [--gw A.B.C.D] [--gw6 ADDR] [--mtu N] [--stats PATH]\n"
 		   "       ulsnode --ctl PATH [--stats PATH]\n");
 }
 
@@ -494,6 +494,7 @@ int main(int argc, char **argv)
 		{ "tap", required_argument, NULL, 't' }, { "ip", required_argument, NULL, 'i' },
 		{ "ip6", required_argument, NULL, '6' },
 		{ "mac", required_argument, NULL, 'm' }, { "gw", required_argument, NULL, 'g' },
+		{ "gw6", required_argument, NULL, 'G' },
 		{ "mtu", required_argument, NULL, 'u' }, { "stats", required_argument, NULL, 's' },
 		{ "ctl", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },

@@ -67,7 +67,8 @@ static void usage(FILE *f)
 		"                      [--json FILE] [--breakdown FILE] [NODE OPTIONS]\n"
 		"--breakdown: one-way latency by layer (relay mode; a build configured with\n"
 		"             --enable-breakdown); workers: save their stamps to FILE\n"
-		"NODE OPTIONS: --tap IFNAME --ip A.B.C.D/NN [--mac MAC] [--gw A.B.C.D] [--mtu N]\n"
+		"NODE OPTIONS: --tap IFNAME --ip A.B.C.D/NN [--ip6 ADDR/NN] [--mac MAC] [--gw A.B.C.D]\n"
+		"              [--gw6 ADDR] [--mtu N]\n"
 		"              (a node of its own), or --ctl PATH [--datapath direct|relay]\n"
 		"              (join ulsd's node, on its direct data path by default);\n"
 		"              without them the Linux kernel's TCP is used\n");

@@ -181,6 +181,8 @@ static void hello(struct srv *s, struct srv_conn *c, const struct ctl_msg *req)
 	if (s->has_ip6) {
 		ctl_set_rip6(&r, s->ip6);
 		r.u.hello.prefix_len6 = (uint8_t)s->ip6_plen;
+		if (s->has_gw6)
+			r.u.hello.flags |= CTL_HELLO_F_ROUTER6;
 	}
 	if (l->direct) {
 		r.u.hello.datapath = CTL_DP_DIRECT;
@@ -564,6 +566,18 @@ static void handle(struct srv *s, struct srv_conn *c, const struct ctl_msg *m)
 	case CTL_CONNTAB:
 		conntab(s, c, l, m);
 		return;
+	case CTL_ROUTER6: {
+		/* The node's default IPv6 router (--gw6): -ENOENT on a node without one. */
+		struct ctl_msg r;
+		if (!s->has_gw6) {
+			rc = -ENOENT;
+			break;
+		}
+		ctl_init(&r, CTL_ROUTER6, m->seq);
+		ctl_set_rip6(&r, s->gw6);
+		reply(s, c, &r, NULL, 0);
+		return;
+	}
 	case CTL_UNBIND:
 		srv__drain_tx(s, l);
 		/* The socket that held the port closed: a listener stops receiving new

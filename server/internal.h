@@ -76,6 +76,9 @@ struct srv {
 	bool dp_ip6;
 	uint8_t ip6[16], ip6_ll[16];
 	unsigned ip6_plen;
+	/* The node's default IPv6 router (--gw6), given to every process (ctl.c, ROUTER6). */
+	bool has_gw6;
+	uint8_t gw6[16];
 	/* Duplicate address detection of ip6 and ip6_ll (RFC 4862 §5.4; reply6.c), optimistic
 	 * (RFC 4429): the addresses serve while it runs. enum srv_dad; dad_ms: its next step. */
 	uint8_t dad;

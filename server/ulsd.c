@@ -98,7 +98,7 @@ static int open_tap(struct nif_tap **tap, const struct nif_tap_config *tc)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: ulsd --tap IFNAME --ip A.B.C.D/NN [--ip6 ADDR/NN] [--mac MAC]\n"
-		   "            [--gw A.B.C.D] [--mtu N] [--offload on|off]\n"
+		   "            [--gw A.B.C.D] [--gw6 ADDR] [--mtu N] [--offload on|off]\n"
 		   "            [--datapath auto|direct|relay]\n"
 		   "            --ctl PATH [-f]\n");
 }
@@ -164,6 +164,37 @@ static int parse_node_ip6(const char *s, uint8_t ip6[16], unsigned *plen)
 	return 0;
 }
 
+/* --gw6: the node's default IPv6 router, which every process gets (ctl.c, ROUTER6) and
+ * sends what is not on-link to (RFC 4861 §5.2). A router is a neighbour: a link-local
+ * address (§8.3: hosts know routers by those), or one within the node's prefix (RFC 5942
+ * §4: only that is on-link); never multicast, unspecified, loopback or v4-mapped, nor one
+ * of the node's own addresses. NULL when it is good, else why not. */
+static const char *check_gw6(struct srv *s, const char *arg)
+{
+	static const uint8_t loopback[16] = { [15] = 1 };
+	static const uint8_t v4mapped[12] = { [10] = 0xff, [11] = 0xff };
+	uint8_t a[16];
+
+	if (!s->has_ip6)
+		return "needs --ip6 (the node's IPv6 address)";
+	if (inet_pton(AF_INET6, arg, a) != 1)
+		return "expected an IPv6 address";
+	if (wire_ipv6_is_unspecified(a) || wire_ipv6_is_multicast(a) || !memcmp(a, loopback, 16) ||
+	    !memcmp(a, v4mapped, 12))
+		return "expected a unicast IPv6 address";
+	if (!memcmp(a, s->ip6, 16) || !memcmp(a, s->ip6_ll, 16))
+		return "the node's own address cannot be its router";
+	bool ll = a[0] == 0xfe && (a[1] & 0xc0) == 0x80;
+	unsigned whole = s->ip6_plen / 8, rest = s->ip6_plen % 8;
+	bool onlink = !memcmp(a, s->ip6, whole) &&
+		(rest == 0 || ((a[whole] ^ s->ip6[whole]) & (uint8_t)(0xff00u >> rest)) == 0);
+	if (!ll && !onlink)
+		return "not on the link: expected a link-local address or one within --ip6's prefix";
+	memcpy(s->gw6, a, 16);
+	s->has_gw6 = true;
+	return NULL;
+}
+
 /* The control socket: refuse to take over one a running ulsd still answers on. */
 static int open_ctl(const char *path)
 {
@@ -206,10 +237,12 @@ int main(int argc, char **argv)
 		{ "offload", required_argument, NULL, 'o' },
 		{ "datapath", required_argument, NULL, 'd' },
 		{ "ip6", required_argument, NULL, '6' },
+		{ "gw6", required_argument, NULL, 'G' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct srv s;
 	bool have_ip = false, have_mac = false;
+	const char *gw6_arg = NULL;
 	uint64_t port_key[2];   /* RFC 6056 §3.3.3's secret key (ports.c) */
 	unsigned mtu = 0;
 	int c;
@@ -266,6 +299,10 @@ int main(int argc, char **argv)
 			s.gw = a.s_addr;
 			break;
 		}
+		case 'G':
+			/* Checked once --ip6 and the MAC are known (check_gw6). */
+			gw6_arg = optarg;
+			break;
 		case 'u':
 			if (opt__uint("ulsd", "mtu", optarg, NIF_MTU_MIN, NIF_MTU_MAX, &mtu) < 0)
 				return 2;
@@ -317,6 +354,13 @@ int main(int argc, char **argv)
 	 * (reply6.c, srv__dad_start below). */
 	if (s.has_ip6)
 		wire_ipv6_link_local(s.ip6_ll, s.mac);
+	if (gw6_arg) {
+		const char *why = check_gw6(&s, gw6_arg);
+		if (why) {
+			opt__bad("ulsd", "gw6", gw6_arg, why);
+			return 2;
+		}
+	}
 	if (getrandom(s.isn_secret, sizeof(s.isn_secret), 0) != (ssize_t)sizeof(s.isn_secret) ||
 	    getrandom(port_key, sizeof(port_key), 0) != (ssize_t)sizeof(port_key)) {
 		fprintf(stderr, "ulsd: getrandom: %s\n", strerror(errno));

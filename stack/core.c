@@ -7,6 +7,7 @@
  * application computes or sleeps.
  */
 #include "internal.h"
+#include "hooks.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -120,6 +121,9 @@ static int check_config(const struct uls_node_config *cfg)
 		return -EINVAL;
 	if (!IN6_IS_ADDR_UNSPECIFIED(&cfg->addr6) && check_addr6(&cfg->addr6, cfg->prefix_len6) < 0)
 		return -EINVAL;
+	/* A router needs an IPv6 address to be reached from (the rest: stk__node_gw6). */
+	if (!IN6_IS_ADDR_UNSPECIFIED(&cfg->gateway6) && IN6_IS_ADDR_UNSPECIFIED(&cfg->addr6))
+		return -EINVAL;
 	return 0;
 }
 
@@ -142,15 +146,79 @@ int stk__node_ip6(const struct in6_addr *addr, unsigned prefix_len)
 		netif_ip6_addr_set_state(n, 0, IP6_ADDR_INVALID);
 		return -ENOMEM;
 	}
-	/* Deviation: lwIP has no per-address prefix length; a static address makes its /64
-	 * on-link (nd6_is_prefix_onlink), whatever prefix_len says. No default router: an
-	 * off-link destination is unreachable (ERR_RTE). */
+	/* On-link is this address's prefix_len (stk__nd6_static_onlink, patch 0107);
+	 * what is off it goes to the default router, once there is one (stk__node_gw6). */
 	netif_ip6_addr_set_state(n, idx, IP6_ADDR_PREFERRED);
 	n->output_ip6 = ethip6_output;
 	stk__node.has_ip6 = true;
 	stk__node.addr6 = *addr;
 	stk__node.prefix_len6 = prefix_len;
+	stk__node.has_gw6 = false;
 	return 0;
+}
+
+/* Whether a is within the node's configured prefix (RFC 4291 §2.3 prefix notation). */
+static bool in_node_prefix(const uint8_t a[16])
+{
+	const uint8_t *p = stk__node.addr6.s6_addr;
+	unsigned bits = stk__node.prefix_len6, whole = bits / 8, rest = bits % 8;
+
+	if (memcmp(a, p, whole) != 0)
+		return false;
+	return rest == 0 || ((a[whole] ^ p[whole]) & (uint8_t)(0xff00u >> rest)) == 0;
+}
+
+/* RFC 5942 §4: a statically configured address makes its configured prefix on-link, no
+ * more and no less (lwIP assumed /64). Other static addresses (the link-local one,
+ * fe80::/64, RFC 4291 §2.5.6) keep lwIP's /64. */
+int stk__nd6_static_onlink(struct netif *netif, s8_t i, const ip6_addr_t *dest)
+{
+	const ip6_addr_t *mine = netif_ip6_addr(netif, i);
+
+	if (stk__node.has_ip6 && netif == &stk__node.netif &&
+	    memcmp(mine->addr, stk__node.addr6.s6_addr, 16) == 0)
+		return in_node_prefix((const uint8_t *)dest->addr);
+	return ip6_addr_netcmp(dest, mine);
+}
+
+/* RFC 4861 §5.2: a destination that is not on-link goes to a default router. The static
+ * one (--gw6) comes first; without it lwIP's own list (empty unless a Router
+ * Advertisement reached this lwIP) decides, and no router is ERR_RTE. */
+const ip6_addr_t *stk__nd6_gateway(struct netif *netif, const ip6_addr_t *dest)
+{
+	(void)dest;
+	return stk__node.has_gw6 && netif == &stk__node.netif ? &stk__node.gw6 : NULL;
+}
+
+int stk__node_gw6(const struct in6_addr *gw)
+{
+	const uint8_t *a = gw->s6_addr;
+	uint8_t ll[16];
+
+	if (!stk__node.has_ip6)
+		return -EINVAL;
+	if (IN6_IS_ADDR_UNSPECIFIED(gw) || IN6_IS_ADDR_LOOPBACK(gw) || IN6_IS_ADDR_MULTICAST(gw) ||
+	    IN6_IS_ADDR_V4MAPPED(gw) || IN6_IS_ADDR_V4COMPAT(gw))
+		return -EINVAL;
+	/* A router is a neighbour (RFC 4861 §8.3: hosts know routers by their link-local
+	 * addresses; a global one must be on-link), and not the node itself. */
+	if (!IN6_IS_ADDR_LINKLOCAL(gw) && !in_node_prefix(a))
+		return -EINVAL;
+	memcpy(ll, netif_ip6_addr(&stk__node.netif, 0)->addr, 16);
+	if (memcmp(a, stk__node.addr6.s6_addr, 16) == 0 || memcmp(a, ll, 16) == 0)
+		return -EINVAL;
+	memset(&stk__node.gw6, 0, sizeof(stk__node.gw6));
+	memcpy(stk__node.gw6.addr, a, 16);
+	stk__node.has_gw6 = true;
+	return 0;
+}
+
+bool stk__ip6_routable(const ip6_addr_t *dest)
+{
+	if (stk__node.has_gw6 || ip6_addr_ismulticast(dest) || ip6_addr_islinklocal(dest) ||
+	    ip6_addr_isloopback(dest) || ip6_addr_isany(dest))
+		return true;
+	return stk__node.has_ip6 && in_node_prefix((const uint8_t *)dest->addr);
 }
 
 /* Bring lwIP up on dev (core lock held, node down). Takes dev over, also on failure. */
@@ -223,6 +291,11 @@ int uls_node_start(const struct uls_node_config *cfg)
 	if (IN6_IS_ADDR_UNSPECIFIED(&c.addr6) && e6 && *e6 &&
 	    uls_parse_cidr6(e6, &c.addr6, &c.prefix_len6) < 0)
 		return -EINVAL;
+	/* The router likewise (ULS_GW6=ADDR). */
+	const char *eg = getenv("ULS_GW6");
+	if (IN6_IS_ADDR_UNSPECIFIED(&c.gateway6) && eg && *eg &&
+	    inet_pton(AF_INET6, eg, &c.gateway6) != 1)
+		return -EINVAL;
 	cfg = &c;
 	rc = check_config(cfg);
 	if (rc < 0)
@@ -251,7 +324,9 @@ int uls_node_start(const struct uls_node_config *cfg)
 	stk__node_name(cfg->tap, nif_sys.if_nametoindex(cfg->tap));
 	rc = stk__node_up(nif_tap_dev(tap), cfg->addr, cfg->prefix_len, cfg->gateway, mac);
 	if (rc == 0 && !IN6_IS_ADDR_UNSPECIFIED(&cfg->addr6) &&
-	    (rc = stk__node_ip6(&cfg->addr6, cfg->prefix_len6)) < 0) {
+	    ((rc = stk__node_ip6(&cfg->addr6, cfg->prefix_len6)) < 0 ||
+	     (!IN6_IS_ADDR_UNSPECIFIED(&cfg->gateway6) &&
+	      (rc = stk__node_gw6(&cfg->gateway6)) < 0))) {
 		stk__unlock();
 		uls_node_stop();
 		return rc;
@@ -346,6 +421,7 @@ void uls_node_stop(void)
 	netif_remove(&stk__node.netif);
 	stk__node.up = false;
 	stk__node.has_ip6 = false;
+	stk__node.has_gw6 = false;
 	stk__lease_unmark_rings();
 	stk__node.dev->ops->close(stk__node.dev);
 	stk__node.dev = NULL;

@@ -17,6 +17,11 @@ u32_t stk__tso_abc_limit(const struct tcp_pcb *pcb);
 void stk__tso_output(const struct tcp_pcb *pcb);
 int stk__tso_ip4_output_whole(const struct netif *netif, u8_t proto);
 
+/* IPv6 next hops (stack/core.c, patch 0107): the node's default router for what is not
+ * on-link, and on-link by the configured prefix length instead of lwIP's /64. */
+const ip6_addr_t *stk__nd6_gateway(struct netif *netif, const ip6_addr_t *dest);
+int stk__nd6_static_onlink(struct netif *netif, s8_t i, const ip6_addr_t *dest);
+
 /* One tcp_output() per connection per receive batch (stack/outbatch.c, patch 0088). */
 int stk__outbatch_defer(struct tcp_pcb *pcb);
 void stk__outbatch_forget(struct tcp_pcb *pcb);

@@ -37,6 +37,11 @@ struct stk_node {
 	bool has_ip6;
 	struct in6_addr addr6;
 	unsigned prefix_len6;
+	/* Its default router (--gw6, ulsd's ROUTER6 answer; stk__node_gw6): where lwIP sends
+	 * what is not on-link (LWIP_HOOK_ND6_GET_GW). has_gw6 false: off-link is
+	 * unreachable. */
+	bool has_gw6;
+	ip6_addr_t gw6;
 	/* Who waits on the device (drive.c): the stack thread, an application thread blocked
 	 * in a call (the driver, waiting for driver_sock), or nobody; and its next planned
 	 * wake-up (ms, sys_now() clock), so a caller that arms an earlier timer knows to wake
@@ -105,6 +110,13 @@ void stk__node_name(const char *ifname, unsigned ifindex);
 /* Give the node's netif IPv6 (core lock held, node up): the link-local address from the
  * MAC and addr/prefix_len, both usable at once (no duplicate address detection). */
 int stk__node_ip6(const struct in6_addr *addr, unsigned prefix_len);
+/* Give the node (with IPv6, core lock held) its default router: a link-local address, or
+ * one within the node's prefix (RFC 4861 §6.3.4, §8.3; RFC 5942 §4), neither the node's
+ * own nor multicast; else -EINVAL. */
+int stk__node_gw6(const struct in6_addr *gw);
+/* Whether an IPv6 destination has a next hop (core lock held): on-link by the node's
+ * prefix or link-local, multicast, or any other once the node has a router. */
+bool stk__ip6_routable(const ip6_addr_t *dest);
 void stk__node_down_hook(void);
 
 /* The lease with ulsd (lease.c); without one the process is a TAP node of its own. */

@@ -476,6 +476,30 @@ static void ask_conntab(int fd)
 		stk__log(1, "lease: connection table refused: %s", strerror(-rc));
 }
 
+/* The node's default IPv6 router (ulsd --gw6), asked for right after HELLO when its reply
+ * says there is one (CTL_HELLO_F_ROUTER6; core lock held, the lease still the caller's
+ * alone). 0 and the address, or -errno: the process then has no router, and off-link
+ * IPv6 destinations are unreachable, as without --gw6. */
+static int ask_router6(int fd, struct in6_addr *gw)
+{
+	struct ctl_msg m;
+	size_t got = 0;
+	int none = -1;
+
+	ctl_init(&m, CTL_ROUTER6, ++lease.seq);
+	if (nif_sys.send(fd, &m, sizeof(m), MSG_NOSIGNAL) != (ssize_t)sizeof(m))
+		return -errno;
+	int rc = recv_reply(fd, &m, &none, 1, &got, 0);
+	if (got)
+		nif_sys.close(none);
+	if (rc < 0)
+		return rc;
+	if (m.seq != lease.seq || m.type != CTL_ROUTER6 || m.status < 0 || m.family != AF_INET6)
+		return m.status < 0 ? m.status : -EPROTO;
+	memcpy(gw->s6_addr, m.rip, 16);
+	return 0;
+}
+
 /* The process offers the direct data path (two disabled io_urings, netif/qring.h) unless
  * ULS_DATAPATH=relay; ulsd decides. */
 static bool offer_direct(void)
@@ -549,6 +573,13 @@ int uls_attach(const char *ctl_path)
 	}
 	fd = stk__fd_hide(fd);
 	ask_conntab(fd);
+	struct in6_addr gw6;
+	int gw6_rc = -ENOENT;
+	if (m.family == AF_INET6 && (m.u.hello.flags & CTL_HELLO_F_ROUTER6)) {
+		gw6_rc = ask_router6(fd, &gw6);
+		if (gw6_rc < 0)
+			stk__log(1, "lease: no IPv6 router from ulsd: %s", strerror(-gw6_rc));
+	}
 	bool offload = (m.u.hello.flags & CTL_HELLO_F_OFFLOAD) != 0;
 	if (!direct) {
 		for (int i = 0; qp.made && i < 2; i++)
@@ -600,6 +631,8 @@ int uls_attach(const char *ctl_path)
 		memcpy(a6.s6_addr, m.rip, 16);
 		if ((rc = stk__node_ip6(&a6, m.u.hello.prefix_len6)) < 0)
 			stk__log(1, "lease: the node's IPv6 address: %s", strerror(-rc));
+		else if (gw6_rc == 0 && (rc = stk__node_gw6(&gw6)) < 0)
+			stk__log(1, "lease: the node's IPv6 router: %s", strerror(-rc));
 		rc = 0;
 	}
 	stk__fork_init();

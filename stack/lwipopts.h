@@ -248,6 +248,11 @@ struct ip_addr;
 /* ICMPv6 errors reach TCP and UDP (stack/icmp6err.c, stack/patches/0106): RFC 4443 §3,
  * RFC 8201, RFC 5927. */
 #define LWIP_HOOK_ICMP6_ERROR_INPUT(p, inp) stk__icmp6_error_input(p, inp)
+/* IPv6 next hops (stack/core.c): RFC 4861 §5.2 next-hop determination with the node's
+ * static default router (--gw6), and RFC 5942 §4's on-link rule for a static address's
+ * configured prefix (patch 0107). */
+#define LWIP_HOOK_ND6_GET_GW(netif, dest) stk__nd6_gateway(netif, dest)
+#define LWIP_HOOK_ND6_STATIC_ONLINK(netif, i, dest) stk__nd6_static_onlink(netif, i, dest)
 /* SYN floods (stack/syncookie.c, stack/patches/0090): RFC 4987 §3.1 a bounded number of
  * half-open connections per listener, §3.6 SYN cookies beyond it. */
 #define LWIP_HOOK_TCP_SYN_ADMIT(lpcb)   stk__syn_admit(lpcb)

@@ -444,11 +444,13 @@ static int check_local(const ip_addr_t *ip)
 	return -EADDRNOTAVAIL;
 }
 
-/* A peer's address: IPv6 needs a node with IPv6 (ENETUNREACH, what Linux says with no
- * route). */
+/* A peer's address: IPv6 needs a node with IPv6, and an off-link peer a default router
+ * (ENETUNREACH, what Linux says with no route). */
 static int check_peer(const ip_addr_t *ip)
 {
-	return IP_IS_V6(ip) && !stk__node.has_ip6 ? -ENETUNREACH : 0;
+	if (!IP_IS_V6(ip))
+		return 0;
+	return stk__node.has_ip6 && stk__ip6_routable(ip_2_ip6(ip)) ? 0 : -ENETUNREACH;
 }
 
 /* The end of every call that entered a socket (stk__sock_enter under the lock): leave it

@@ -121,6 +121,16 @@ int ctl_check(const void *buf, ssize_t n, struct ctl_msg *out)
 		if (memchr(m.u.counter.name, '\0', sizeof(m.u.counter.name)) == NULL)
 			return -CTL_BAD_FIELD;
 		break;
+	case CTL_ROUTER6:
+		/* The request, and a refusal, name nothing; the answer names a unicast
+		 * router (a link-local one too: RFC 4861 §8.3). */
+		if (m.family == 0)
+			rc = zero16(m.rip) ? 0 : -CTL_BAD_ADDR;
+		else if (m.family != AF_INET6)
+			rc = -CTL_BAD_FAMILY;
+		else
+			rc = remote(&m);
+		break;
 	case CTL_HELLO:
 		if (m.u.hello.mtu && (m.u.hello.prefix_len < 1 || m.u.hello.prefix_len > 30 ||
 				      m.u.hello.mtu < 68 || m.u.hello.mtu > 65535))

@@ -49,6 +49,8 @@ enum ctl_type {
 				* the reply carries its memfd */
 	CTL_STAT_PROC,     /* reply record: one process, then its STAT_CONN records */
 	CTL_STAT_CONN,     /* reply record: one TCP connection of that process */
+	CTL_ROUTER6,       /* the process asks for the node's default IPv6 router; the reply
+				* has family AF_INET6 and the router's address in rip */
 	CTL_TYPE_MAX
 };
 
@@ -103,6 +105,9 @@ struct ctl_hello {
 #define CTL_HELLO_F_RINGS   0x02u
 /* Request: wake_fd names an eventfd for the receive ring; reply: it is fixed file 1. */
 #define CTL_HELLO_F_WAKE    0x04u
+/* Reply: the node has a default IPv6 router (ulsd --gw6); the process asks for it with
+ * CTL_ROUTER6 (HELLO's body has no room for a 16-octet address). */
+#define CTL_HELLO_F_ROUTER6 0x08u
 
 enum ctl_datapath { CTL_DP_DIRECT = 1, CTL_DP_RELAY = 2 };
 

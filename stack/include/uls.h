@@ -37,11 +37,16 @@ struct uls_node_config {
 	uint8_t mac[6];         /* all zero: a locally administered MAC derived from addr */
 	unsigned mtu;           /* 0: the device's MTU; else 68..65535 */
 	/* IPv6 (docs/ipv6.md): the node's global unicast address and prefix length (1..128;
-	 * lwIP takes the address's /64 as on-link). All zero (::): none, unless $ULS_IP6
+	 * that prefix is on-link). All zero (::): none, unless $ULS_IP6
 	 * says ADDR/PLEN. With one, the node also has the link-local address fe80::/64 from
 	 * the MAC (RFC 4291 §2.5.1, RFC 2464 §4-5) and does its own neighbour discovery. */
 	struct in6_addr addr6;
 	unsigned prefix_len6;
+	/* The default IPv6 router (docs/ipv6.md): a link-local address, or a global one
+	 * within addr6/prefix_len6, of a router on the TAP's link, to which destinations off
+	 * that prefix go (RFC 4861 §5.2). :: none (off-link destinations are unreachable),
+	 * unless $ULS_GW6 says ADDR. Needs addr6. */
+	struct in6_addr gateway6;
 };
 
 /* Parse "A.B.C.D/NN" into addr and prefix_len (the CLI form). */

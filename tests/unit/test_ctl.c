@@ -476,6 +476,39 @@ static void refusal_reasons_do_not_overlap_errno(void **state)
 	assert_true(ctl_check(NULL, 0, &out) < -4095);
 }
 
+/* ROUTER6: the request names nothing; the answer names a unicast router, link-local
+ * ones included (RFC 4861 §8.3), never multicast, unspecified or v4-mapped. */
+static void router6_request_names_nothing_answer_names_a_unicast_router(void **state)
+{
+	static const uint8_t ll[16] = { 0xfe, 0x80, [15] = 1 };
+	static const uint8_t global[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 0xfe };
+	static const uint8_t mcast[16] = { 0xff, 0x02, [15] = 2 };
+	static const uint8_t mapped[16] = { [10] = 0xff, [11] = 0xff, [12] = 198, [15] = 1 };
+	struct ctl_msg m, out;
+
+	(void)state;
+	ctl_init(&m, CTL_ROUTER6, 3);
+	assert_int_equal(check(&m, &out), 0);
+	m.rip[15] = 1;
+	assert_int_equal(check(&m, &out), -CTL_BAD_ADDR);  /* a request with an address */
+	ctl_init(&m, CTL_ROUTER6, 3);
+	ctl_set_rip6(&m, ll);
+	assert_int_equal(check(&m, &out), 0);
+	ctl_set_rip6(&m, global);
+	assert_int_equal(check(&m, &out), 0);
+	ctl_set_rip6(&m, mcast);
+	assert_int_equal(check(&m, &out), -CTL_BAD_ADDR);
+	ctl_set_rip6(&m, mapped);
+	assert_int_equal(check(&m, &out), -CTL_BAD_ADDR);
+	memset(m.rip, 0, 16);
+	assert_int_equal(check(&m, &out), -CTL_BAD_ADDR);
+	ctl_set_rip6(&m, ll);
+	m.family = AF_INET;  /* a router of IPv6 only */
+	assert_int_equal(check(&m, &out), -CTL_BAD_FAMILY);
+	m.family = 7;
+	assert_int_equal(check(&m, &out), -CTL_BAD_FAMILY);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -495,6 +528,7 @@ int main(void)
 		cmocka_unit_test(remote_address_must_fit_its_family),
 		cmocka_unit_test(stat_conn_local_address_matches_the_family),
 		cmocka_unit_test(hello_ipv6_address_checked),
+		cmocka_unit_test(router6_request_names_nothing_answer_names_a_unicast_router),
 		cmocka_unit_test(version_3_layout),
 		cmocka_unit_test(connection_record_needs_a_tuple_a_state_and_a_data_path),
 		cmocka_unit_test(process_record_needs_a_data_path_and_consistent_counts),
