@@ -45,7 +45,7 @@
  *
  * In every build, an APP record whose first octet has bits 2-7 set (ignored before) is
  *
- *   FLOOD other clients of the peer (ports 2000 to 2007) and a second listener (port 8)
+ *   FLOOD other clients of the peer (ports 61000 to 61007) and a second listener (port 8)
  *         whose backlog is 2 and whose application leaves what it accepts in the accept
  *         queue: SYNs that fill the half-open bound and then get SYN cookies (RFC 4987
  *         §3.6, stack/syncookie.c), the ACKs that complete them (with the cookie or
@@ -122,10 +122,11 @@ static struct {
 	uint8_t last_ip[40];  /* and its IPv4 or IPv6 header */
 } peer;
 
-/* FLOOD: the peer's other clients, to the second listener (what the node sent each). */
+/* FLOOD: the peer's other clients, to the second listener (what the node sent each). Their
+ * ports are above those the handshake takes (1024 to 60000), which must never be theirs. */
 #define FLOOD_PORT    8
 #define FLOOD_CLIENTS 8
-#define FLOOD_SPORT   2000
+#define FLOOD_SPORT   61000
 static struct {
 	uint32_t irs;         /* the client's ISN */
 	uint32_t iss;         /* the node's SYN,ACK's SEQ (a cookie or not) */
