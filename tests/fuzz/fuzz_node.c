@@ -21,6 +21,11 @@
  *   UDP    a datagram to a closed port (port unreachable), either family
  *   TIME   time passes: reassembly timeouts, custody probes and expiry
  *   RAW    the input's octets as a frame (ethertype and all)
+ * and one more, for octets 252 to 255 (the rest keep the meaning they had before it):
+ *   LEASE  a process of the node (up to three, relay path, as HELLO makes them) takes a
+ *          lease, holds a TCP listener, a UDP port or a TCP connection (IPv4, IPv6 or
+ *          both) on the ports the records above send to, stops or resumes reading its
+ *          receive ring, or dies (its connections go into custody)
  * Each frame goes through one round of the demux thread.
  *
  * Oracles besides the sanitizers:
@@ -33,7 +38,13 @@
  *     §2.4 (c)) and ND messages have hop limit 255 (RFC 4861 §7.1);
  *   - reassembly holds at most 256 datagrams and 4 MiB plus one frame's charge, and
  *     after the input, once the timeouts have passed, nothing;
- *   - custody ends after 2 MSL.
+ *   - custody ends after 2 MSL;
+ *   - processes (LEASE): a frame in a process's receive ring is an ARP reply to the node,
+ *     a neighbour advertisement, or one its endpoints get (flt_lookup_rx names its lease;
+ *     for a fragment, the first of a reassembled datagram does); while every process reads
+ *     its ring, the frames they find are exactly those ulsd counted as delivered; a
+ *     process that dies leaves no filter rule and every TCP connection it had in
+ *     custody; after the input no lease is left.
  */
 #include <arpa/inet.h>
 #include <stdbool.h>
@@ -189,6 +200,8 @@ static void trace(size_t len)
 	fprintf(stderr, "; sent %u\n", faketap_nsent);
 }
 
+static void after_round(void);
+
 /* One frame through one round of the demux thread, and the oracles. */
 static void frame(const uint8_t *f, size_t len)
 {
@@ -199,12 +212,13 @@ static void frame(const uint8_t *f, size_t len)
 	faketap_nsent = 0;
 	in_len = len;
 	faketap_inject(&f, &len, 1);
-	/* One round of the demux thread; no lease changes here, so none of demux_round()'s
-	 * walk over every lease slot. */
+	/* One round of the demux thread; it walks the lease slots only when a LEASE record
+	 * changed them (not demux_round()'s every time). */
 	srv.stop = false;
 	srv__demux_thread(&srv);
 	srv.stop = false;
 	trace(len);
+	after_round();
 	CHECK(marks() > before || srv.ctr.v[SRV_REASS_BYTES_HELD] > held);
 	for (unsigned i = 0; i < faketap_nsent; i++)
 		check_sent(faketap_sent[i].b, faketap_sent[i].len);
@@ -582,6 +596,198 @@ static void rec_udp(struct input *in)
 	frame(f, h);
 }
 
+/* ---- processes (LEASE) ---- */
+
+#define NPROC 3
+static struct fproc {
+	struct srv_lease *l;
+	struct nif_ring rx;     /* the process's side of its receive ring */
+	bool asleep;            /* not reading its ring (it fills: rx_ring_full) */
+} proc[NPROC];
+static uint64_t ring_frames;  /* frames the processes found in their rings this round */
+
+/* A frame in process p's receive ring: one it may get (see the top of this file). */
+static void check_delivered(const struct fproc *p, const uint8_t *f, size_t len)
+{
+	struct flt_pkt pk;
+
+	CHECK(flt_parse(f, len, &pk) == 0);
+	if (pk.ethertype == WIRE_ETHERTYPE_ARP) {
+		CHECK(pk.arp.op == WIRE_ARP_OP_REPLY && pk.arp.tpa == srv.ip);
+		return;
+	}
+	if (pk.ethertype == WIRE_ETHERTYPE_IPV6 && pk.ip6.proto == WIRE_IPPROTO_ICMPV6 &&
+	    !pk.ip6.fragment && pk.icmp.type == WIRE_ND_NEIGHBOR_ADVERT)
+		return;
+	bool v6 = pk.ethertype == WIRE_ETHERTYPE_IPV6;
+	if (v6 ? pk.ip6.fragment : pk.ip.fragment) {
+		if (v6 ? pk.ip6.frag_off : pk.ip.frag_off)
+			return;  /* a later fragment of a datagram its first names */
+		pk.ip.fragment = pk.ip6.fragment = false;
+	}
+	CHECK(flt_lookup_rx(srv.flt, &pk) == p->l->id);
+}
+
+/* Every process that reads its ring takes what is in it; owner: check that each frame is
+ * one its endpoints get (right after the round that delivered it: the rules may have
+ * changed since for a ring read late). */
+static void read_rings(bool owner)
+{
+	for (unsigned i = 0; i < NPROC; i++) {
+		struct fproc *p = &proc[i];
+		const uint8_t *f;
+		size_t len;
+		uint32_t off;
+		uint64_t bad = 0;
+		if (!p->l || p->asleep)
+			continue;
+		while ((f = nif_ring_cons_peek(&p->rx, &len, &off, &bad))) {
+			CHECK(len <= FAKETAP_FRAME_MAX);
+			if (owner)
+				check_delivered(p, f, len);
+			nif_ring_cons_release(&p->rx);
+			ring_frames++;
+		}
+		CHECK(bad == 0);
+	}
+}
+
+static bool all_reading(void)
+{
+	for (unsigned i = 0; i < NPROC; i++)
+		if (proc[i].l && proc[i].asleep)
+			return false;
+	return true;
+}
+
+/* The TCP connections of a lease (up to 64), to find them in custody once it has died. */
+struct conns {
+	uint32_t owner;
+	unsigned n;
+	struct flt_rule r[64];
+};
+
+static int conns_of(const struct flt_rule *r, void *arg)
+{
+	struct conns *c = arg;
+
+	CHECK(r->owner != c->owner || c->n < 64 || r->kind != FLT_RULE_CONNECTED);
+	if (r->owner == c->owner && r->kind == FLT_RULE_CONNECTED && r->proto == WIRE_IPPROTO_TCP)
+		c->r[c->n++] = *r;
+	return 0;
+}
+
+static int count_rule(const struct flt_rule *r, void *arg)
+{
+	(void)r;
+	(*(unsigned *)arg)++;
+	return 0;
+}
+
+static int rule_of_owner(const struct flt_rule *r, void *arg)
+{
+	CHECK(r->owner != *(uint32_t *)arg);
+	return 0;
+}
+
+static void proc_die(struct fproc *p)
+{
+	struct conns c = { .owner = p->l->id };
+	uint64_t nomem = srv.ctr.v[SRV_DROP_CUSTODY_NO_MEMORY];
+
+	pthread_mutex_lock(&srv.lock);
+	flt_foreach(srv.flt, conns_of, &c);
+	faketap_nsent = 0;
+	srv__lease_end(&srv, p->l);  /* the lease is freed by the next demux round */
+	flt_foreach(srv.flt, rule_of_owner, &c.owner);
+	if (srv.ctr.v[SRV_DROP_CUSTODY_NO_MEMORY] == nomem)
+		for (unsigned i = 0; i < c.n; i++)
+			CHECK(srv__custody_holds_addr(&srv.custody, c.r[i].lport, &c.r[i].rip6,
+						      c.r[i].rport));
+	pthread_mutex_unlock(&srv.lock);
+	for (unsigned i = 0; i < faketap_nsent; i++)
+		check_sent(faketap_sent[i].b, faketap_sent[i].len);  /* custody's first probes */
+	faketap_nsent = 0;
+	p->l = NULL;
+	p->asleep = false;
+}
+
+/* LEASE: record octet 252 + n is process n % 3's; the next octet's bits 0-1 say what it
+ * does: take a lease (if it has none) and an endpoint, die, stop or resume reading its
+ * ring. The endpoint's octet e: bits 0-1 its port (the port of the connections in custody, 9, 7, or the
+ * input's), bits 2-3 what (a TCP listener, a UDP port, a TCP connection to the peer's port
+ * 80 or the input's, a listener shared with SO_REUSEPORT), bits 4-5 its families (IPv4,
+ * IPv6, both), bit 6 the connection's peer IPv6. Refusals (a port in use, a tuple in
+ * custody) are ulsd's to make; the record goes on. */
+static void rec_lease(struct input *in, unsigned n)
+{
+	static const unsigned fams[4] = { FLT_FAM_V4, FLT_FAM_V6, FLT_FAM_ANY, FLT_FAM_ANY };
+	struct fproc *p = &proc[n % NPROC];
+	unsigned act = u8(in) & 3;
+
+	if (act == 1) {
+		if (p->l)
+			proc_die(p);
+		return;
+	}
+	if (act == 2 || act == 3) {
+		if (p->l && p->asleep && act == 3) {
+			p->asleep = false;  /* what waited in its ring, delivered in earlier rounds */
+			read_rings(false);
+		}
+		p->asleep = act == 2;
+		return;
+	}
+	uint8_t e = u8(in);
+	uint16_t port = (e & 3) == 0 ? CUSTODY_LPORT : (e & 3) == 1 ? 9 : (e & 3) == 2 ? 7 : u16(in);
+	pthread_mutex_lock(&srv.lock);
+	if (!p->l) {
+		struct srv_lease *l;
+		CHECK(srv__lease_new(&srv, -1, (pid_t)(1000 + (p - proc)), 0, &l) == 0);
+		CHECK(srv__lease_rings(&srv, l) == 0);
+		nif_ring_attach(&p->rx, l->rings, &l->layout, 0, -1, false);
+		p->l = l;
+	}
+	const struct srv_port_owner *o = SRV_OWNER(p->l);
+	unsigned fam = fams[(e >> 4) & 3];
+	switch ((e >> 2) & 3) {
+	case 0:
+	case 3: {
+		unsigned fl = (e & 0xc) == 0xc ? CTL_F_REUSEPORT : 0;
+		if (srv__port_bind_fam(srv.ports, o, IPPROTO_TCP, port, fl, fam) >= 0)
+			(void)srv__port_listen(srv.ports, o, port, fl, fam);
+		break;
+	}
+	case 1:
+		(void)srv__port_bind_fam(srv.ports, o, IPPROTO_UDP, port, 0, fam);
+		break;
+	default: {
+		struct flt_addr rip = flt_addr_v4(PEER4);
+		if (e & 0x40)
+			memcpy(rip.b, peer6, 16);
+		uint16_t rport = (e & 0x80) ? u16(in) : CUSTODY_RPORT;
+		if (!srv__port_held(srv.ports, o, IPPROTO_TCP, port))
+			(void)srv__port_bind_fam(srv.ports, o, IPPROTO_TCP, port, 0, fam);
+		(void)srv__port_connect_addr(srv.ports, o, port, &rip, rport);
+		break;
+	}
+	}
+	pthread_mutex_unlock(&srv.lock);
+}
+
+/* A demux round is over: the processes read their rings; while every process reads, what
+ * they found is exactly what ulsd counted as delivered in it. */
+static uint64_t demuxed_seen;
+
+static void after_round(void)
+{
+	ring_frames = 0;
+	read_rings(true);
+	if (all_reading())
+		CHECK(ring_frames == srv.ctr.v[SRV_FRAMES_DEMUXED] - demuxed_seen);
+	demuxed_seen = srv.ctr.v[SRV_FRAMES_DEMUXED];
+}
+
 /* ulsd's timers at now_ms (reassembly, custody), and the frames they sent checked. */
 static void run_timers(void)
 {
@@ -642,8 +848,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	CHECK(srv__custody_add_addr(&srv.custody, now_ms, CUSTODY_LPORT, &p6, CUSTODY_RPORT) == 0);
 	pthread_mutex_unlock(&srv.lock);
 
+	demuxed_seen = srv.ctr.v[SRV_FRAMES_DEMUXED];
 	for (unsigned n = 0; in.left && n < 48; n++) {
-		switch (u8(&in) % REC_KINDS) {
+		uint8_t k = u8(&in);
+		if (k >= 252) {
+			rec_lease(&in, k & 3);
+			continue;
+		}
+		switch (k % REC_KINDS) {
 		case REC_ARP: rec_arp(&in); break;
 		case REC_ECHO4: rec_echo4(&in); break;
 		case REC_ECHO6: rec_echo6(&in); break;
@@ -655,6 +867,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		default: rec_raw(&in); break;
 		}
 	}
+
+	/* Every process dies, and a demux round frees their leases. */
+	for (unsigned i = 0; i < NPROC; i++)
+		if (proc[i].l)
+			proc_die(&proc[i]);
+	demux_round();
+	for (uint32_t id = 1; id < SRV_MAX_LEASES; id++)
+		CHECK(srv.leases.by_id[id] == NULL);
+	unsigned rules = 0;
+	flt_foreach(srv.flt, count_rule, &rules);
+	CHECK(rules == 0);
 
 	/* Past every timeout: reassembly (60 s for IPv6) and custody (2 MSL) hold nothing. */
 	now_ms += SRV_TIMEWAIT_MS + 61000;

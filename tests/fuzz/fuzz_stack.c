@@ -42,6 +42,15 @@
  *
  * The records of fuzz_stack and fuzz_stack_offload are unchanged by the IPv6 mode, so
  * their seeds keep their meaning.
+ *
+ * In every build, an APP record whose first octet has bits 2-7 set (ignored before) is
+ *
+ *   FLOOD other clients of the peer (ports 61000 to 61007) and a second listener (port 8)
+ *         whose backlog is 2 and whose application leaves what it accepts in the accept
+ *         queue: SYNs that fill the half-open bound and then get SYN cookies (RFC 4987
+ *         §3.6, stack/syncookie.c), the ACKs that complete them (with the cookie or
+ *         another number), data, FIN or RST on them, and the application accepting,
+ *         closing or aborting them.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -113,6 +122,18 @@ static struct {
 	uint8_t last_ip[40];  /* and its IPv4 or IPv6 header */
 } peer;
 
+/* FLOOD: the peer's other clients, to the second listener (what the node sent each). Their
+ * ports are above those the handshake takes (1024 to 60000), which must never be theirs. */
+#define FLOOD_PORT    8
+#define FLOOD_CLIENTS 8
+#define FLOOD_SPORT   61000
+static struct {
+	uint32_t irs;         /* the client's ISN */
+	uint32_t iss;         /* the node's SYN,ACK's SEQ (a cookie or not) */
+	uint32_t node_tsval;
+	bool synack_seen;
+} flood[FLOOD_CLIENTS];
+
 static int dev_wait(struct nif_dev *dev, int timeout_ms)
 {
 	(void)dev;
@@ -159,9 +180,22 @@ static void note_tx(const uint8_t *f, size_t len)
 #endif
 	const uint8_t *th = ip + ihl;
 	size_t thl = (size_t)(th[12] >> 4) * 4;
-	if (thl < 20 || len < 14 + ihl + thl || ((uint16_t)(th[2] << 8 | th[3])) != peer.port)
-		return;
+	uint16_t dport = (uint16_t)(th[2] << 8 | th[3]);
 	uint32_t seq = (uint32_t)th[4] << 24 | (uint32_t)th[5] << 16 | (uint32_t)th[6] << 8 | th[7];
+	if (thl >= 20 && len >= 14 + ihl + thl && (th[13] & 0x12) == 0x12 &&
+	    dport >= FLOOD_SPORT && dport < FLOOD_SPORT + FLOOD_CLIENTS) {
+		unsigned k = dport - FLOOD_SPORT;
+		flood[k].iss = seq;
+		flood[k].synack_seen = true;
+		flood[k].node_tsval = 0;
+		for (size_t o = 20; o + 9 < thl && th[o]; o += th[o] == 1 ? 1 : (th[o + 1] ? th[o + 1] : thl))
+			if (th[o] == 8 && th[o + 1] == 10)
+				flood[k].node_tsval = (uint32_t)th[o + 2] << 24 | (uint32_t)th[o + 3] << 16 |
+						      (uint32_t)th[o + 4] << 8 | th[o + 5];
+		return;
+	}
+	if (thl < 20 || len < 14 + ihl + thl || dport != peer.port)
+		return;
 	uint32_t dlen = iplen > ihl + thl ? (uint32_t)(iplen - ihl - thl) : 0;
 	uint8_t flags = th[13];
 	uint32_t end = seq + dlen + ((flags & 0x02) ? 1 : 0) + ((flags & 0x01) ? 1 : 0);
@@ -270,6 +304,32 @@ static err_t echo_accept(void *arg, struct tcp_pcb *pcb, err_t err)
 	return ERR_OK;
 }
 
+/* FLOOD's listener: its application is slow, what it accepts waits in the accept queue
+ * (tcp_backlog_delayed) until a FLOOD record accepts it. */
+static struct tcp_pcb *flood_conn[FLOOD_CLIENTS];
+static struct tcp_pcb_listen *flood_listener;
+
+static void flood_err(void *arg, err_t err)
+{
+	(void)err;
+	flood_conn[(uintptr_t)arg] = NULL;  /* lwIP freed it */
+}
+
+static err_t flood_accept(void *arg, struct tcp_pcb *pcb, err_t err)
+{
+	(void)arg;
+	if (err != ERR_OK || !pcb)
+		return ERR_VAL;
+	unsigned k = pcb->remote_port - FLOOD_SPORT;
+	if (k >= FLOOD_CLIENTS || flood_conn[k])
+		return ERR_VAL;  /* not ours: lwIP aborts it */
+	flood_conn[k] = pcb;
+	tcp_arg(pcb, (void *)(uintptr_t)k);
+	tcp_err(pcb, flood_err);
+	tcp_backlog_delayed(pcb);
+	return ERR_OK;
+}
+
 /* UDP echo on the same port: RAW records reach it (and lwIP's port unreachables). */
 static void fuzz_udp_echo(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_addr_t *addr,
 		     u16_t port)
@@ -324,6 +384,12 @@ static void setup_once(void)
 	l = tcp_listen(l);
 	CHECK(l);
 	tcp_accept(l, echo_accept);
+	l = tcp_new_ip_type(type);
+	CHECK(l && tcp_bind(l, any, FLOOD_PORT) == ERR_OK);
+	l = tcp_listen_with_backlog(l, 2);
+	CHECK(l);
+	tcp_accept(l, flood_accept);
+	flood_listener = (struct tcp_pcb_listen *)l;
 	struct udp_pcb *u = udp_new_ip_type(type);
 	CHECK(u && udp_bind(u, any, ECHO_PORT) == ERR_OK);
 	udp_recv(u, fuzz_udp_echo, NULL);
@@ -418,10 +484,11 @@ static void tcp_checksum(uint8_t *ip, size_t l4len)
 	store_csum(ip + IPH + 16, ip + IPH, (int)l4len);
 }
 
-/* A TCP segment from the peer. opts (optlen, a multiple of 4 after padding) go as given. */
-static void send_tcp(uint32_t seq, uint32_t ack, uint8_t flags, uint16_t wnd, const uint8_t *opts,
-		     size_t optlen, const uint8_t *data, size_t dlen, bool bad_csum,
-		     const uint8_t *vnet)
+/* A TCP segment from the peer. opts (optlen, a multiple of 4 after padding) go as given;
+ * from port sport to dport (send_tcp: the connection's). */
+static void send_tcp_ports(uint16_t sport, uint16_t dport, uint32_t seq, uint32_t ack,
+			   uint8_t flags, uint16_t wnd, const uint8_t *opts, size_t optlen,
+			   const uint8_t *data, size_t dlen, bool bad_csum, const uint8_t *vnet)
 {
 	size_t thl = 20 + ((optlen + 3) & ~(size_t)3);
 	if (14 + IPH + thl + dlen > sizeof(rx_buf) || IPH + thl + dlen > 0xffff)
@@ -429,8 +496,8 @@ static void send_tcp(uint32_t seq, uint32_t ack, uint8_t flags, uint16_t wnd, co
 	uint8_t *f = rx_buf;
 	uint8_t *th = f + 14 + IPH;
 	memset(th, 0, thl);
-	put16(th, peer.port);
-	put16(th + 2, ECHO_PORT);
+	put16(th, sport);
+	put16(th + 2, dport);
 	put32(th + 4, seq);
 	put32(th + 8, ack);
 	th[12] = (uint8_t)((thl / 4) << 4);
@@ -448,6 +515,14 @@ static void send_tcp(uint32_t seq, uint32_t ack, uint8_t flags, uint16_t wnd, co
 	if (FUZZ_OFFLOAD && vnet && nif_vnet_parse(vnet, NIF_VNET_HLEN, f, len, &off) < 0)
 		return;  /* the device drops it (and counts) */
 	deliver(f, len, off);
+}
+
+static void send_tcp(uint32_t seq, uint32_t ack, uint8_t flags, uint16_t wnd, const uint8_t *opts,
+		     size_t optlen, const uint8_t *data, size_t dlen, bool bad_csum,
+		     const uint8_t *vnet)
+{
+	send_tcp_ports(peer.port, ECHO_PORT, seq, ack, flags, wnd, opts, optlen, data, dlen,
+		       bad_csum, vnet);
 }
 
 static size_t ts_option(uint8_t *o)
@@ -915,6 +990,75 @@ static void rec_icmp(struct input *in)
 
 #endif
 
+/* FLOOD (an APP record whose first octet has bits 2-7 set: its bits 0-1 say what, the
+ * 16 bits after it, v, how; the records' octets are APP's, so older inputs parse as they
+ * did). v's bits 0-2 choose the client; then
+ *   0  its SYN (ISN: v's high octet, shifted), with an MSS, with v bit 3 timestamps, with
+ *      bit 4 window scale and SACK-permitted;
+ *   1  its ACK of the node's SYN,ACK (the cookie, or with bit 3 that plus v's high octet,
+ *      signed), with bit 4 an octet of data and FIN;
+ *   2  its RST (SEQ right, or with bit 3 off by v's high octet, signed);
+ *   3  the application accepts the client's connection waiting in the accept queue, with
+ *      bit 3 closes it, with bit 4 aborts it. */
+static void rec_flood(unsigned what, uint16_t v)
+{
+	unsigned k = v & 7;
+	uint16_t sport = (uint16_t)(FLOOD_SPORT + k);
+	int32_t d = (v & 8) ? (int8_t)(v >> 8) : 0;
+	uint8_t opts[40];
+	size_t n = 0;
+
+	switch (what) {
+	case 0:
+		flood[k].irs = (uint32_t)(v >> 8) << 24 | 0x10000u * k | 1;
+		flood[k].synack_seen = false;
+		opts[n++] = 2; opts[n++] = 4; put16(opts + n, 1460); n += 2;
+		if (v & 0x10) {
+			opts[n++] = 1; opts[n++] = 3; opts[n++] = 3; opts[n++] = 7;
+			opts[n++] = 1; opts[n++] = 1; opts[n++] = 4; opts[n++] = 2;
+		}
+		if (v & 8) {
+			opts[n++] = 1; opts[n++] = 1; opts[n++] = 8; opts[n++] = 10;
+			put32(opts + n, ++peer.tsval); put32(opts + n + 4, 0); n += 8;
+		}
+		send_tcp_ports(sport, FLOOD_PORT, flood[k].irs, 0, 0x02, 65535, opts, n, NULL, 0,
+			       false, NULL);
+		break;
+	case 1: {
+		if (flood[k].node_tsval) {
+			opts[n++] = 1; opts[n++] = 1; opts[n++] = 8; opts[n++] = 10;
+			put32(opts + n, ++peer.tsval); put32(opts + n + 4, flood[k].node_tsval); n += 8;
+		}
+		static const uint8_t x = 'x';
+		send_tcp_ports(sport, FLOOD_PORT, flood[k].irs + 1, flood[k].iss + 1 + (uint32_t)d,
+			       (v & 0x10) ? 0x19 : 0x10, 1024, opts, n, &x, (v & 0x10) ? 1 : 0, false,
+			       NULL);
+		break;
+	}
+	case 2:
+		send_tcp_ports(sport, FLOOD_PORT, flood[k].irs + 1 + (uint32_t)d, 0, 0x04, 0, NULL, 0,
+			       NULL, 0, false, NULL);
+		break;
+	default: {
+		struct tcp_pcb *pcb = flood_conn[k];
+		if (!pcb)
+			break;
+		tcp_backlog_accepted(pcb);
+		if (v & 0x10) {
+			flood_conn[k] = NULL;
+			tcp_abort(pcb);
+		} else if (v & 8) {
+			tcp_err(pcb, NULL);
+			if (tcp_close(pcb) == ERR_OK)
+				flood_conn[k] = NULL;
+			else
+				tcp_err(pcb, flood_err);
+		}
+		break;
+	}
+	}
+}
+
 static void rec_time(struct input *in)
 {
 	uint8_t n = u8(in);
@@ -941,6 +1085,10 @@ static void rec_app(struct input *in)
 	uint16_t len = u16(in);
 	static uint8_t buf[0x10000];
 
+	if ((what & 0xfc) == 0xfc) {
+		rec_flood(what & 3, len);
+		return;
+	}
 	if (!conn)
 		return;
 	switch (what & 3) {
@@ -980,6 +1128,11 @@ static void reset_state(void)
 	while (tcp_tw_pcbs)
 		tcp_abort(tcp_tw_pcbs);
 	conn = NULL;
+	memset(flood_conn, 0, sizeof(flood_conn));
+	memset(flood, 0, sizeof(flood));
+	/* Every connection is gone: the listener counts none half-open or waiting, or
+	 * its next input would find its backlog taken (lwIP patch 0090's counts). */
+	CHECK(flood_listener->accepts_pending == 0 && flood_listener->syn_rcvd == 0);
 	for (int i = 0; i <= IP_REASS_MAXAGE; i++)
 		ip_reass_tmr();
 	etharp_cleanup_netif(&stk__node.netif);
