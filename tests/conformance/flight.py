@@ -105,6 +105,10 @@ class Receiver:
         assert False, f"slow start had a congestion event in each of {GROW_ATTEMPTS} " \
             f"connections (the last: {moved})"
 
+    def tlp_probes(self):
+        """The node's count of RFC 8985 loss probes sent (tcp_tlp_probe)."""
+        return self.link.node._process_counters()["tcp_tlp_probe"]
+
     def _cwnd_events(self):
         c = self.link.node._process_counters()
         return {k: c[k] for k in CWND_EVENTS}
