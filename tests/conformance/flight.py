@@ -20,6 +20,15 @@ from conftest import TcpPeer, fresh_port, tcp_opts
 
 SMSS = 1000
 
+# The node's counters (stack/counters.c) of the events after which it sends with a smaller
+# cwnd or ssthresh: the retransmission timeout (RFC 5681 §3.1, RFC 9438 §4.8), entering
+# recovery (RFC 6675, RFC 6582), a loss found by RACK or repaired by a loss probe (RFC 8985
+# §6.2, §7.4.2). A loss probe alone (tcp_tlp_probe) changes neither.
+CWND_EVENTS = ("tcp_rto", "tcp_recovery_sack", "tcp_recovery_newreno",
+               "tcp_tlp_repaired_loss", "tcp_rack_tail_lost", "tcp_rack_rexmit_lost")
+# Fresh connections grow() may try (see there).
+GROW_ATTEMPTS = 4
+
 
 def has_data(p):
     return len(p[TCP].payload) > 0
@@ -30,8 +39,9 @@ class Receiver:
 
     def __init__(self, link, window=65535, sack=False, ts=False, port=19):
         self.link = link
-        self.peer = TcpPeer(link, port, mss=SMSS, wscale=None, ts=ts, sack=sack,
-                            window=window)
+        self._opts = dict(mss=SMSS, wscale=None, ts=ts, sack=sack, window=window)
+        self._port = port
+        self.peer = TcpPeer(link, port, **self._opts)
         self.window = window
 
     def start(self):
@@ -67,7 +77,44 @@ class Receiver:
     def grow(self, acks=24):
         """Slow start: acknowledge every segment on its own until `acks` ACKs were sent, so
         that cwnd ends far above the window; then acknowledge everything and return the
-        sequence number S at which the node sends a fresh window [S, S + window)."""
+        sequence number S at which the node sends a fresh window [S, S + window).
+
+        The tests after it need a connection that has had no congestion event: one RTO
+        (cwnd = 1 SMSS, ssthresh = FlightSize / 2) or recovery leaves cwnd below the window,
+        and the window they wait for never comes whole. An RTO happens whenever this
+        process is off the CPU for the node's RTO (200 ms) while data is outstanding (on
+        this machine at load 20+ it was: window_of then got 3, 5 or 9 of 10 segments). So
+        the node's own counts of those events (stack/counters.c, the process's counters)
+        are read before and after; if one moved, the connection is not the one the tests
+        need, and slow start is run again on a fresh connection (GROW_ATTEMPTS at most).
+        What the tests check starts after grow() returns; nothing they check is retried."""
+        for attempt in range(GROW_ATTEMPTS):
+            before = self._cwnd_events()
+            una = self._grow_once(acks)
+            # Read before the last ACK: the node's fresh window waits for no counter read
+            # (a late answer to it draws a loss probe the tests would see).
+            after = self._cwnd_events()
+            moved = {k: after[k] - before[k] for k in CWND_EVENTS if after[k] != before[k]}
+            if not moved:
+                self.peer.rcv_nxt = una
+                self.ack(una)
+                return una
+            self.peer.abort()
+            self.peer = TcpPeer(self.link, self._port, **self._opts)
+            self.start()
+        assert False, f"slow start had a congestion event in each of {GROW_ATTEMPTS} " \
+            f"connections (the last: {moved})"
+
+    def tlp_probes(self):
+        """The node's count of RFC 8985 loss probes sent (tcp_tlp_probe)."""
+        return self.link.node._process_counters()["tcp_tlp_probe"]
+
+    def _cwnd_events(self):
+        c = self.link.node._process_counters()
+        return {k: c[k] for k in CWND_EVENTS}
+
+    def _grow_once(self, acks):
+        """Slow start proper; returns the end of the data received, not yet acknowledged."""
         una = self.peer.rcv_nxt
         sent = 0
         deadline = time.monotonic() + 10
@@ -84,8 +131,6 @@ class Receiver:
         for p in self.segments(0.1):
             if p[TCP].seq == una:
                 una = (p[TCP].seq + len(p[TCP].payload)) & 0xFFFFFFFF
-        self.peer.rcv_nxt = una
-        self.ack(una)
         return una
 
     def window_of(self, start, nseg, timeout=1.0):

@@ -29,6 +29,7 @@ def test_rfc6675_5_both_holes_retransmitted_without_waiting_for_an_ack(node, lin
     r = Receiver(link, window=W, sack=True)
     r.start()
     s = r.grow()
+    probes = r.tlp_probes()
     r.window_of(s, 10)
     # Our ACKs open the window: NextSeg () rule (2) has new data to send, so rules (3) and
     # (4) (test_rfc6675_4_rule_3_..., ..._rescue_...) stay out of this test.
@@ -37,9 +38,17 @@ def test_rfc6675_5_both_holes_retransmitted_without_waiting_for_an_ack(node, lin
         r.ack(s, sack=[(s + SMSS, s + k * SMSS)])
     for k in range(6, 11):           # segments 5..9 arrive
         r.ack(s, sack=[(s + 5 * SMSS, s + k * SMSS), (s + SMSS, s + 4 * SMSS)])
-    got = r.segments(0.15, in_window(s))
-    offs = sorted(set(o for o, _ in offsets(got, s)))
-    assert offs == [0, 4 * SMSS], f"retransmitted {offsets(got, s)}, expected the holes " \
+    got = offsets(r.segments(0.15, in_window(s)), s)
+    # A loss probe (RFC 8985 §7.3: the window is full, so it resends the last segment,
+    # 9000) is due a PTO after the window when no ACK came: on a loaded machine this process
+    # sent its first ACK later than that. The node counts each probe; as many copies of
+    # 9000 as it counted are probes, not recovery's choice (3 runs of 3 had one when a
+    # counter read delayed the first ACK by a few ms).
+    for _ in range(r.tlp_probes() - probes):
+        if (9 * SMSS, SMSS) in got:
+            got.remove((9 * SMSS, SMSS))
+    offs = sorted(set(o for o, _ in got))
+    assert offs == [0, 4 * SMSS], f"retransmitted {got}, expected the holes " \
         "at 0 and 4000 and nothing that was SACKed"
     curated_pcap(link, "test_rfc6675_5_both_holes_retransmitted_without_waiting_for_an_ack.pcap")
 

@@ -231,10 +231,12 @@ class Testbed(TestbedEnv):
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             return [a.decode() for a in f.read().split(b"\0") if a]
 
-    def start_ulsd(self, node, argv, timeout=5.0):
+    def start_ulsd(self, node, argv, timeout=120.0):
         """Start ulsd for `node` again, the way the testbed did (in its namespace, in the
         foreground, its log appended), record its PID for `testbed down`, and wait until it
-        answers on its control socket."""
+        answers on its control socket (it creates it once it does, after loading its data
+        path's program: 0.5 s on a quiet machine, 8-16 s at load 20-30, when 5 s were not
+        enough)."""
         log = open(os.path.join(self.daemon_dir, f"ulsd{node}.log"), "ab")
         p = subprocess.Popen(["ip", "netns", "exec", self.env["TB_NETNS"], *argv], stdout=log,
                              stderr=log, stdin=subprocess.DEVNULL)

@@ -9,7 +9,9 @@
  * stall: one thread exchanges 1-byte messages with an echo peer for S seconds (3) and
  * records the longest gap between two completed round trips, while the main thread, after
  * 0.5 s, connects to --slow (a control peer in between delays ulsd's answer to that
- * CONNECT). Prints "max_gap_ms=G rounds=R connect_ms=C connect_rc=E".
+ * CONNECT). Prints "max_gap_ms=G rounds=R connect_ms=C connect_rc=E", then
+ * "start_ms=T per_10ms=N,N,...": the round trips completed in each 10 ms from T
+ * (CLOCK_MONOTONIC, as Python's time.monotonic()).
  * churn: N connections to a peer that closes each one at once, B at a time: B connects,
  * B reads of the end of the stream, then B closes in a row (so that B RELEASEs reach ulsd
  * at once). Then, 1 s later, prints the lease's counters ("ok ctl_notify_queued=Q
@@ -80,11 +82,15 @@ static int connect_to(const struct sockaddr_in *to)
 
 /* ---- stall ---------------------------------------------------------------------------- */
 
+#define STALL_SECONDS_MAX 60
+#define STALL_BUCKET_MS 10
+
 struct pinger {
 	int sd;
-	double seconds, max_gap;
+	double seconds, max_gap, start;
 	long rounds;
 	int err;
+	unsigned per_bucket[STALL_SECONDS_MAX * 1000 / STALL_BUCKET_MS + 1];
 };
 
 static void *ping(void *arg)
@@ -93,6 +99,7 @@ static void *ping(void *arg)
 	double start = now_ms(), last = start;
 	char c = 'x';
 
+	p->start = start;
 	while (now_ms() - start < p->seconds * 1e3) {
 		if (uls_send(p->sd, &c, 1, 0) != 1 || uls_recv(p->sd, &c, 1, 0) != 1) {
 			p->err = 1;
@@ -103,13 +110,18 @@ static void *ping(void *arg)
 			p->max_gap = t - last;
 		last = t;
 		p->rounds++;
+		size_t b = (size_t)((t - start) / STALL_BUCKET_MS);
+		if (b < sizeof(p->per_bucket) / sizeof(p->per_bucket[0]))
+			p->per_bucket[b]++;
 	}
 	return NULL;
 }
 
 static int stall(const struct sockaddr_in *echo, const struct sockaddr_in *slow, double seconds)
 {
-	struct pinger p = { .seconds = seconds };
+	static struct pinger p;
+
+	p.seconds = seconds;
 	pthread_t t;
 
 	p.sd = connect_to(echo);
@@ -133,6 +145,10 @@ static int stall(const struct sockaddr_in *echo, const struct sockaddr_in *slow,
 	}
 	printf("max_gap_ms=%.1f rounds=%ld connect_ms=%.1f connect_rc=%d\n", p.max_gap, p.rounds,
 	       t1 - t0, rc < 0 ? rc : 0);
+	printf("start_ms=%.3f per_10ms=", p.start);
+	for (size_t b = 0; b <= (size_t)(seconds * 1000 / STALL_BUCKET_MS); b++)
+		printf("%s%u", b ? "," : "", p.per_bucket[b]);
+	printf("\n");
 	return 0;
 }
 
@@ -289,7 +305,7 @@ int main(int argc, char **argv)
 	struct sockaddr_in a, b;
 	if (!strcmp(argv[1], "stall")) {
 		if (parse_to(echo_s, &a) < 0 || parse_to(slow_s, &b) < 0 || seconds <= 0.5 ||
-		    seconds > 60)
+		    seconds > STALL_SECONDS_MAX)
 			return 2;
 		return stall(&a, &b, seconds);
 	}

@@ -156,7 +156,9 @@ ctl=/run/ulstack/$NAME.ctl
 # shellcheck disable=SC2086 # the ExecStart line is split into words, as systemd does
 ip netns exec "$NS" $execstart >"$TMP/ulsd.log" 2>&1 </dev/null &
 pid=$!
-for _ in $(seq 100); do [[ -S $ctl ]] && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+# ulsd creates its control socket once it answers there (after loading its data path's
+# program: 8-16 s at load 20-30): up to 120 s while it runs.
+for _ in $(seq 1200); do [[ -S $ctl ]] && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 if [[ -S $ctl ]] && kill -0 "$pid" 2>/dev/null; then
     pass "ulsd@$NAME's command line starts a node in $NS (control socket $ctl)"
 else

@@ -235,7 +235,10 @@ def test_blocking_calls_drive_the_stack_with_threads_racing_and_fork_and_exec_in
             # the talker's recv or the idle epoll_wait drove (either may take the frames)
             assert c["rtc_shim_waits_driven"] + c["rtc_shim_poll_rounds"] >= 1, c
         elif mode not in ("epoll", "poll", "select", "pselect"):
-            assert c["rtc_shim_waits_driven"] >= 1, c
+            # a blocking call that waited drove the stack, or took the frames at its entry
+            # (stack/drive.c, run to completion too): on a loaded machine the new program
+            # of exec found its echoes there each time (rtc_entry_rx 5, no wait)
+            assert c["rtc_shim_waits_driven"] + c["rtc_entry_rx"] >= 1, c
         else:
             # most of the 300 echoes are taken by the waiting thread: in a round it drove,
             # or at the entry of its look at the set (with the user-level epoll, issue 14,

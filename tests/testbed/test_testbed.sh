@@ -471,10 +471,11 @@ impair_ping_ok() {
     local dropped
     dropped=$(stat_of "$stats" "" dropped)
     (( lost <= dropped && dropped <= lost + extra )) || { echo "ping lost $lost, counters dropped $dropped (other frames: $extra)"; return 1; }
-    # 30% each way: the requests that arrived lost 30% (+-8 points: 3.5 sd at n = 400),
-    # the round trip 1 - 0.7^2 = 51%.
-    in_band "$(( (req_seen - (rx1 - rx0)) * 1000 / req_seen ))" 220 380 || { echo "request loss not near 30%"; return 1; }
-    in_band "$(( lost * 1000 / sent ))" 420 600 || { echo "round-trip loss not near 51%"; return 1; }
+    # 30% each way: the requests that arrived lost 30%, the round trip 1 - 0.7^2 = 51%.
+    # Bands of 5 sd at n = 400 (+-11.5 and +-12.5 points): a correct impairment falls
+    # outside one by chance once in 1.7 million runs (3.5 sd, as before: once in 2,000).
+    in_band "$(( (req_seen - (rx1 - rx0)) * 1000 / req_seen ))" 185 415 || { echo "request loss not near 30%"; return 1; }
+    in_band "$(( lost * 1000 / sent ))" 385 635 || { echo "round-trip loss not near 51%"; return 1; }
 }
 
 # The same through a TAP: frames a process writes into uls1 enter the bridge at uls1.
@@ -496,10 +497,17 @@ impair_tap_ok() {
     local diff=$((sent - recvd - dropped))
     (( diff >= -sent / 50 && diff <= sent / 50 )) ||
         { echo "lost $((sent - recvd)), counters dropped $dropped"; return 1; }
-    in_band "$(( (sent - recvd) * 1000 / sent ))" 410 610 || { echo "round-trip loss not near 51%"; return 1; }
+    # 5 sd at n = 300 (+-14.4 points), as in impair_ping_ok.
+    in_band "$(( (sent - recvd) * 1000 / sent ))" 366 654 || { echo "round-trip loss not near 51%"; return 1; }
 }
 
 if (( have_nft && have_python )) && command -v ping >/dev/null; then
+    # The peers' learnt neighbours go before the impairment's counters start: one gone
+    # stale since an earlier check is probed by ARP, and such a probe from k1 through k1-br
+    # made the counters read 1 frame (28 bytes) before the ping started ("counters not
+    # zero at the start", at load 15). With nothing left to probe, k1 sends only the ping.
+    ip -n "$TB_KERNEL_NETNS" neigh flush dev eth0
+    ip -n "$TB_KERNEL2_NETNS" neigh flush dev eth0
     "$TESTBED" impair --loss 30 >"$TMP/out" 2>&1
     result "impair --loss 30 exits 0"
     stats=$("$TESTBED" impair-stats 2>"$TMP/out")
