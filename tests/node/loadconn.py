@@ -32,6 +32,8 @@ import socket
 import sys
 import time
 
+from ulscounters import uls_counters
+
 
 # Two descriptors held in reserve, so that counting descriptors (which opens one) works
 # at the descriptor limit too.
@@ -67,23 +69,6 @@ def heap():
     with open("/proc/self/statm") as f:
         rss = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     return {"heap_in_use": m.uordblks + m.hblkhd, "rss": rss}
-
-
-class UlsCounter(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_char_p), ("value", ctypes.c_uint64)]
-
-
-def uls_counters():
-    """libuls's counters when running under ulsrun (the preloaded library exports
-    uls_counters), else {}."""
-    try:
-        f = ctypes.CDLL(None).uls_counters
-    except AttributeError:
-        return {}
-    f.restype = ctypes.c_int
-    arr = (UlsCounter * 1024)()
-    n = f(arr, 1024)
-    return {arr[i].name.decode(): arr[i].value for i in range(min(n, 1024))}
 
 
 def emit(d):

@@ -20,7 +20,6 @@ bytes (a deterministic stream, echoed back and compared).
                       connects, prints its names, and sleeps (the test kills it)
 """
 import argparse
-import ctypes
 import errno
 import json
 import os
@@ -29,28 +28,17 @@ import socket
 import threading
 import time
 
+from ulscounters import uls_counters
+
 
 def out(**kw):
     print(json.dumps(kw), flush=True)
 
 
-class UlsCounter(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_char_p), ("value", ctypes.c_uint64)]
-
-
 def frame_counters():
     """The frames this process's stack took from and gave to its device as super-segments
-    (libuls's dev_rx_gso and dev_tx_gso; libuls exports uls_counters under ulsrun), or {}
-    on the kernel."""
-    try:
-        f = ctypes.CDLL(None).uls_counters
-    except AttributeError:
-        return {}
-    f.restype = ctypes.c_int
-    arr = (UlsCounter * 1024)()
-    n = min(f(arr, 1024), 1024)
-    return {arr[i].name.decode(): arr[i].value for i in range(n)
-            if arr[i].name in (b"dev_rx_gso", b"dev_tx_gso")}
+    (libuls's dev_rx_gso and dev_tx_gso), or {} on the kernel."""
+    return uls_counters(("dev_rx_gso", "dev_tx_gso"))
 
 
 def pattern(n, seed=17):
