@@ -115,7 +115,8 @@ tests/load/run.log: tests/load/run
 	"$$tst" $(AM_TESTS_FD_REDIRECT)
 .PHONY: check-load
 # Processes on ulsd nodes over IPv6 (issue 17, control protocol 3)
-EXTRA_DIST += tests/node/test_ipv6.py tests/node/v6peer.py tests/node/ulscounters.py \
+EXTRA_DIST += tests/node/test_ipv6.py tests/node/test_ipv6_router.py tests/node/v6peer.py \
+	tests/node/ulscounters.py \
 	tests/interop/test_ipv6_servers.py
 # The module map in docs/architecture.md is what the sources include (issue 15).
 TESTS += tests/layout/test_module_map
