@@ -121,3 +121,6 @@ EXTRA_DIST += tests/node/test_ipv6.py tests/node/test_ipv6_router.py tests/node/
 # The module map in docs/architecture.md is what the sources include (issue 15).
 TESTS += tests/layout/test_module_map
 EXTRA_DIST += tests/layout/test_module_map
+# Every file git tracks is in `make dist`, and every file it lists exists.
+TESTS += tests/layout/test_dist_files
+EXTRA_DIST += tests/layout/test_dist_files
