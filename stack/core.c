@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <net/if.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -273,7 +274,33 @@ fail:
 	return rc;
 }
 
+/* The first size bytes of the caller's structure, the rest zero (uls.h). The fields
+ * before addr6 are the oldest layout: a smaller size is no structure this library has
+ * ever had. */
+static int copy_config(struct uls_node_config *c, const struct uls_node_config *cfg,
+		       size_t size)
+{
+	if (!cfg || size < offsetof(struct uls_node_config, addr6))
+		return -EINVAL;
+	if (size > sizeof(*c)) {
+		const unsigned char *tail = (const unsigned char *)cfg + sizeof(*c);
+		for (size_t i = 0; i < size - sizeof(*c); i++)
+			if (tail[i])
+				return -E2BIG;
+		size = sizeof(*c);
+	}
+	memset(c, 0, sizeof(*c));
+	memcpy(c, cfg, size);
+	return 0;
+}
+
+#undef uls_node_start
 int uls_node_start(const struct uls_node_config *cfg)
+{
+	return uls_node_start_sized(cfg, sizeof(*cfg));
+}
+
+int uls_node_start_sized(const struct uls_node_config *cfg, size_t size)
 {
 	struct nif_tap_config tcfg;
 	struct nif_tap *tap;
@@ -282,9 +309,9 @@ int uls_node_start(const struct uls_node_config *cfg)
 	struct uls_node_config c;
 	int rc;
 
-	if (!cfg)
-		return -EINVAL;
-	c = *cfg;
+	rc = copy_config(&c, cfg, size);
+	if (rc < 0)
+		return rc;
 	/* The IPv6 address may come from the environment, as a program linked with libuls
 	 * need not know about it (ULS_IP6=ADDR/PLEN; uls(3)). */
 	const char *e6 = getenv("ULS_IP6");

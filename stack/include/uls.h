@@ -54,7 +54,16 @@ ULS_EXTERN int uls_parse_cidr(const char *s, struct in_addr *addr, unsigned *pre
 /* Parse "ADDR/NN" (an IPv6 address, NN in 1..128): 0 or -EINVAL. */
 ULS_EXTERN int uls_parse_cidr6(const char *s, struct in6_addr *addr, unsigned *prefix_len);
 
+/* The structure grows at its end as the library learns more (addr6, then gateway6), so a
+ * caller says how large the structure it was compiled with is: the library reads that
+ * much and takes the rest as zero (none, the default). A caller compiled with a larger
+ * structure than the library knows gets -E2BIG if any of the bytes the library does not
+ * know is set, so a setting is never silently ignored. uls_node_start() passes the size
+ * of this header's structure; the function of that name is kept for binaries compiled
+ * before the macro (it reads a whole structure of this header's size). */
+ULS_EXTERN int uls_node_start_sized(const struct uls_node_config *cfg, size_t size);
 ULS_EXTERN int uls_node_start(const struct uls_node_config *cfg);
+#define uls_node_start(cfg) uls_node_start_sized((cfg), sizeof(struct uls_node_config))
 
 /* Join the node served by the ulsd whose control socket is ctl_path: the process's stack
  * then shares the node's address with the node's other processes. uls_socket() does this

@@ -224,7 +224,7 @@ static void signed_or_spaced_prefix_cidr_parse_fails(void **state)
 
 /* Run uls_node_start(cfg) in a forked child in a new network namespace; returns its
  * result, or CHILD_SKIP if no namespace could be made while running as root. */
-static int start_in_child(const struct uls_node_config *cfg)
+static int start_sized_in_child(const struct uls_node_config *cfg, size_t size)
 {
 	int fds[2], rc = 0, status;
 	pid_t pid;
@@ -238,7 +238,7 @@ static int start_in_child(const struct uls_node_config *cfg)
 		if (unshare(CLONE_NEWNET) < 0 && geteuid() == 0)
 			rc = CHILD_SKIP;
 		else
-			rc = uls_node_start(cfg);
+			rc = uls_node_start_sized(cfg, size);
 		if (rc == 0)
 			uls_node_stop();
 		if (write(fds[1], &rc, sizeof(rc)) != (ssize_t)sizeof(rc))
@@ -253,6 +253,11 @@ static int start_in_child(const struct uls_node_config *cfg)
 		fail_msg("uls_node_start crashed or failed in the child (status %#x)", status);
 	assert_int_equal(n, sizeof(rc));
 	return rc;
+}
+
+static int start_in_child(const struct uls_node_config *cfg)
+{
+	return start_sized_in_child(cfg, sizeof(*cfg));
 }
 
 static struct uls_node_config good_config(void)
@@ -318,6 +323,50 @@ static void bad_ipv6_configs_node_start_fail_einval(void **state)
 	expect_einval(&c, "IPv6 prefix 0");
 	c.prefix_len6 = 129;
 	expect_einval(&c, "IPv6 prefix 129");
+}
+
+/* uls.h: the library reads the size the caller was compiled with and takes the rest as
+ * zero. A caller of the oldest layout (no addr6) whose memory after it holds what would be
+ * a bad IPv6 address must not be refused for it: the start fails only on the missing TAP. */
+static void node_start_sized_reads_only_the_callers_structure(void **state)
+{
+	struct uls_node_config c = good_config();
+	(void)state;
+
+	assert_int_equal(inet_pton(AF_INET6, "fe80::1", &c.addr6), 1);
+	c.prefix_len6 = 64;
+	expect_einval(&c, "link-local IPv6 read whole");
+	int rc = start_sized_in_child(&c, offsetof(struct uls_node_config, addr6));
+	if (rc == CHILD_SKIP)
+		skip();
+	if (rc == -EINVAL || rc >= 0)
+		fail_msg("a structure that ends before addr6: got %d, want the missing TAP's error", rc);
+}
+
+/* Sizes that no structure of this library has had: checked before any device is touched,
+ * so safe in this process. A larger structure is accepted only when what the library does
+ * not know of it is zero. */
+static void node_start_sized_refuses_sizes_and_settings_it_does_not_know(void **state)
+{
+	struct {
+		struct uls_node_config c;
+		unsigned char newer[8];
+	} big;
+	(void)state;
+
+	memset(&big, 0, sizeof(big));
+	big.c = good_config();
+	assert_int_equal(uls_node_start_sized(&big.c, 0), -EINVAL);
+	assert_int_equal(uls_node_start_sized(&big.c, offsetof(struct uls_node_config, addr6) - 1),
+			 -EINVAL);
+	big.newer[7] = 1;
+	assert_int_equal(uls_node_start_sized(&big.c, sizeof(big)), -E2BIG);
+	big.newer[7] = 0;
+	int rc = start_sized_in_child(&big.c, sizeof(big));
+	if (rc == CHILD_SKIP)
+		skip();
+	if (rc == -E2BIG || rc == -EINVAL || rc >= 0)
+		fail_msg("a larger structure with a zero tail: got %d, want the missing TAP's error", rc);
 }
 
 static void nonexistent_tap_node_start_fails_negative_errno(void **state)
@@ -505,6 +554,8 @@ int main(void)
 		cmocka_unit_test(bad_ipv6_configs_node_start_fail_einval),
 		cmocka_unit_test(cidr6_parse_takes_ipv6_with_prefix_rejects_others),
 		cmocka_unit_test(sockaddr_calls_check_family_before_descriptor),
+		cmocka_unit_test(node_start_sized_reads_only_the_callers_structure),
+		cmocka_unit_test(node_start_sized_refuses_sizes_and_settings_it_does_not_know),
 		cmocka_unit_test(nonexistent_tap_node_start_fails_negative_errno),
 		cmocka_unit_test(no_node_stop_is_noop),
 		cmocka_unit_test(null_out_counters_returns_count),
