@@ -262,7 +262,7 @@ int bench__node_start(struct node_opts *o, const char *prog)
 		return -1;
 	}
 	int rc = uls_node_start(&o->cfg);
-	if (rc < 0 && o->have_gw6) {
+	if (rc == -EINVAL && o->have_gw6) {
 		fprintf(stderr, "%s: cannot start node on %s: %s (--gw6 must be a link-local "
 			"address or one within --ip6's prefix, not the node's own)\n", prog,
 			o->cfg.tap, strerror(-rc));

@@ -212,6 +212,12 @@ static int ctl_taken(const char *path)
 		close(fd);
 		return -EADDRINUSE;
 	}
+	/* A socket file nobody listens on is a dead ulsd's: it goes now, not when this ulsd
+	 * is ready to answer (open_ctl, seconds later at load: the BPF programs load
+	 * first), so that whoever waits for the path to appear does not take it for ours
+	 * and get ECONNREFUSED meanwhile (docs/deployment.md). */
+	if (errno == ECONNREFUSED)
+		unlink(path);
 	close(fd);
 	return 0;
 }

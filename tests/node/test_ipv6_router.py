@@ -243,11 +243,16 @@ def test_node_of_its_own_sends_off_its_configured_prefix_to_the_router(own):
     assert router_forwarded(own) > before
 
 
-@pytest.mark.parametrize("gw6,why", [
-    ("ff02::2", "expected a unicast IPv6 address"),
-    ("2001:db8:0:3::1", "within --ip6's prefix"),
-    ("2001:db8:0:1::1", "not the node's own"),
+# The command line refuses what is no unicast address (exit 2, its own reason); off the
+# link and the node's own address are refused when the node starts (uls_node_start:
+# -EINVAL), where the app prints one hint for both (exit 1).
+@pytest.mark.parametrize("gw6,why,code", [
+    ("ff02::2", "expected a unicast IPv6 address", 2),
+    ("2001:db8:0:3::1", "Invalid argument (--gw6 must be a link-local address or one "
+     "within --ip6's prefix, not the node's own)", 1),
+    ("2001:db8:0:1::1", "Invalid argument (--gw6 must be a link-local address or one "
+     "within --ip6's prefix, not the node's own)", 1),
 ])
-def test_node_of_its_own_refuses_a_bad_gw6(own, gw6, why):
+def test_node_of_its_own_refuses_a_bad_gw6(own, gw6, why, code):
     r = own_client(own, own["TB_FAR_IP6"], 7617, ["--gw6", gw6])
-    assert r.returncode != 0 and why in r.stderr, f"{r.stdout}\n{r.stderr}"
+    assert r.returncode == code and why in r.stderr, f"{r.returncode}\n{r.stdout}\n{r.stderr}"

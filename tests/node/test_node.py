@@ -638,6 +638,61 @@ def test_ulsd_killed_mid_transfer_fails_client_promptly_and_restarted_ulsd_serve
     check_client(tb.client(1, f"{tb.kernel_ip}:{KERNEL_SINK_PORT}", 64 * MIB, "send"), TRANSFER_TIMEOUT)
 
 
+@pytest.mark.direct
+def test_restarted_ulsd_removes_a_dead_ulsds_control_socket_before_it_loads(tb):
+    """A ulsd killed with SIGKILL leaves its control socket file behind, which refuses
+    connections. A new ulsd on that path removes it as it starts, before it loads the
+    direct path's BPF program (0.5 s quiet, seconds at load), and creates its own only
+    once it answers: whoever waits for the path to appear never finds the dead one's
+    (docs/deployment.md). Watched every millisecond from a thread: the path goes from
+    refusing to absent to answering; without the early removal it goes from refusing
+    straight to answering."""
+    import threading
+    argv = tb.ulsd_cmdline(1)
+    pid = tb.ulsd_pid(1)
+    path = tb.ctl(1)
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+    def state():
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            c.connect(path)
+            return "answers"
+        except FileNotFoundError:
+            return "absent"
+        except ConnectionRefusedError:
+            return "refused"
+        finally:
+            c.close()
+
+    assert state() == "refused", "a killed ulsd's socket file should be left, refusing"
+    seen, stop = [], threading.Event()
+
+    def watch():
+        while not stop.is_set():
+            st = state()
+            if not seen or seen[-1] != st:
+                seen.append(st)
+            if st == "answers":
+                return
+            time.sleep(0.001)
+
+    w = threading.Thread(target=watch)
+    w.start()
+    try:
+        tb.start_ulsd(1, argv)
+    finally:
+        stop.set()
+        w.join(10)
+    assert "absent" in seen, seen
+    assert seen.index("absent") < (seen.index("answers") if "answers" in seen else len(seen)), seen
+    check_client(tb.client(1, f"{tb.kernel_ip}:{KERNEL_SINK_PORT}", 16 * MIB, "send"),
+                 TRANSFER_TIMEOUT)
+
+
 # --- 6. shared listeners ------------------------------------------------------------------
 
 def test_reuseport_listeners_share_connections_and_all_streams_verify(tb):
