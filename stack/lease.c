@@ -494,7 +494,10 @@ static int ask_router6(int fd, struct in6_addr *gw)
 		nif_sys.close(none);
 	if (rc < 0)
 		return rc;
-	if (m.seq != lease.seq || m.type != CTL_ROUTER6 || m.status < 0 || m.family != AF_INET6)
+	/* A reply to another request is no answer, whatever its status says. */
+	if (m.seq != lease.seq || m.type != CTL_ROUTER6)
+		return -EPROTO;
+	if (m.status < 0 || m.family != AF_INET6)
 		return m.status < 0 ? m.status : -EPROTO;
 	memcpy(gw->s6_addr, m.rip, 16);
 	return 0;
