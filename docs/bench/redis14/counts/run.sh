@@ -17,7 +17,7 @@ SP=$!
 sleep 1.5
 RP=$(pgrep -P $SP redis-server || echo $SP)
 # find the actual redis-server pid (ulsrun may exec)
-RP=$(pgrep -f "redis-server.*6390" | head -1)
+RP=$(pgrep -n -f "^redis-server .*:6390")
 echo server pid $RP
 timeout 60 $Cl redis-benchmark -h $IP -p 6390 -t $T -c $C -d 3 -n 20000 --csv >$D/warm.csv 2>&1
 case ${PROF:-none} in
@@ -28,7 +28,7 @@ case ${PROF:-none} in
 esac
 grep -E "voluntary" /proc/$RP/status > $D/ctx0.txt
 for t in /proc/$RP/task/*; do echo "$(cat $t/comm) $(grep ctxt $t/status|tr '\n' ' ')"; done > $D/tctx0.txt
-timeout 100 ${CPERF:+perf stat -e $EV -o $D/client-stat.txt} ${CREC:+perf record -e ${CEV:-syscalls:sys_enter_io_uring_enter} -g -o $D/client.data} $Cl redis-benchmark -h $IP -p 6390 -t $T -c $C -d 3 -n $N --csv >$D/bench.csv 2>&1
+timeout 100 ${CPERF:+perf stat -e $EV -o $D/client-stat.txt} ${CREC:+perf record ${CEV:+-e $CEV} ${CG:--g} -o $D/client.data} $Cl redis-benchmark -h $IP -p 6390 -t $T -c $C -d 3 -n $N --csv >$D/bench.csv 2>&1
 for t in /proc/$RP/task/*; do echo "$(cat $t/comm) $(grep ctxt $t/status|tr '\n' ' ')"; done > $D/tctx1.txt
 [ -n "$PP" ] && { kill -INT $PP; wait $PP; }
 kill $SP; sleep 0.5; kill -9 $SP 2>/dev/null; wait $SP 2>/dev/null
