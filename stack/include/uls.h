@@ -188,7 +188,7 @@ struct uls_epi;
 #define ULS_EPI_ET 1u
 #define ULS_EPI_ONESHOT 2u
 /* uls_epi_add only: the socket counts one more lazy set (uls_socket_watch(sd, 1, 0)) in
- * the same hold of the core lock; uls_epi_del(e, true) takes it back. */
+ * the same hold of the core lock; uls_epi_del(e, 1) takes it back. */
 #define ULS_EPI_LAZY 4u
 struct uls_rlev {
 	void *cookie;
