@@ -246,6 +246,7 @@ enum stk_counter {
 	STK_CNT_MIRROR_TOKENS_SKIPPED,
 	STK_CNT_UEPOLL_KICKS,
 	STK_CNT_UEPOLL_UNQUEUED,
+	STK_CNT_UEPOLL_CTL_QUIET,  /* readylist.c: epoll_ctl holds left without stk__leave */
 	STK_CNT_TX_FLUSH_DEFERRED,  /* uls_tx_batch (drive.c) */
 	STK_CNT_TX_FLUSH_AT_WAIT,   /* uls_tx_flush: a round's kept flush, at the next wait */
 	/* SYN floods (stack/syncookie.c, lwIP patch 0090) */

@@ -17,6 +17,16 @@
  * registration again); a one-shot one is disarmed once reported until uls_epi_mod. A new
  * or modified registration is queued at once, so that a socket already ready is reported
  * (ep_insert and ep_modify poll the file). Everything here runs under the core lock.
+ *
+ * epoll_ctl queues no frame and arms no timer: add, modify and delete leave the core lock
+ * without the stack's leave (stk__unlock_raw), which would flush the transmit queue or
+ * count against the event loop's round of sends (uls_tx_batch). redis-benchmark, under
+ * ulsrun, deletes and adds a registration twice per request between its sends; each of
+ * those leaves used up one send of the round's batch, and after a third of the round
+ * every send was a system call of its own (0.92 io_uring_enter per request, against 0.08
+ * for redis-server, which keeps its registrations). The lazy count of the socket
+ * (uls_socket_watch) changes in the same hold (ULS_EPI_LAZY, uls_epi_del's unlazy): one
+ * core lock per epoll_ctl instead of two or three.
  */
 #include "sock.h"
 
@@ -44,6 +54,22 @@ struct uls_epi {
 };
 
 #define ALWAYS (POLLERR | POLLHUP)
+
+/* The lock's end for calls that queue no frame and arm no timer (see above). */
+static void unlock_quiet(void)
+{
+	stk__count(STK_CNT_UEPOLL_CTL_QUIET);
+	stk__unlock_raw();
+}
+
+/* uls_socket_watch(sd, delta, 0) inside a hold of the core lock: the user-level sets
+ * holding s, and its mirror brought in line (no readable token while lazy). */
+static void lazy_add(struct stk_sock *s, int delta)
+{
+	s->lazy = delta < 0 && s->lazy < (unsigned)-delta ? 0 : s->lazy + (unsigned)delta;
+	if (!s->closed)
+		stk__mirror_sync(s);
+}
 
 static void enqueue(struct uls_epi *e)
 {
@@ -167,12 +193,15 @@ int uls_epi_add(struct uls_rl *rl, int sd, short events, unsigned flags, void *c
 	stk__lock();
 	struct stk_sock *s = stk__sock_at(sd);
 	if (!s || s->closed) {
-		stk__unlock();
+		unlock_quiet();
 		free(e);
 		return -EBADF;
 	}
 	*e = (struct uls_epi){ .rl = rl, .s = s, .cookie = cookie,
-			       .events = (short)(events | ALWAYS), .flags = flags };
+			       .events = (short)(events | ALWAYS),
+			       .flags = flags & ~ULS_EPI_LAZY };
+	if (flags & ULS_EPI_LAZY)
+		lazy_add(s, 1);
 	e->snext = s->epis;
 	s->epis = e;
 	e->anext = rl->all;
@@ -181,7 +210,7 @@ int uls_epi_add(struct uls_rl *rl, int sd, short events, unsigned flags, void *c
 	rl->all = e;
 	enqueue(e);  /* ep_insert: reported at once if the socket is ready */
 	stk__ready_note();
-	stk__unlock();
+	unlock_quiet();
 	*out = e;
 	return 0;
 }
@@ -190,22 +219,24 @@ int uls_epi_mod(struct uls_epi *e, short events, unsigned flags)
 {
 	stk__lock();
 	e->events = (short)(events | ALWAYS);
-	e->flags = flags;
+	e->flags = flags & ~ULS_EPI_LAZY;
 	e->disarmed = false;
 	if (e->s)
 		enqueue(e);  /* ep_modify: the socket is asked again */
 	stk__ready_note();
-	stk__unlock();
+	unlock_quiet();
 	return 0;
 }
 
-void uls_epi_del(struct uls_epi *e)
+void uls_epi_del(struct uls_epi *e, int unlazy)
 {
 	if (!e)
 		return;
 	stk__lock();
+	if (unlazy && e->s)
+		lazy_add(e->s, -1);
 	epi_free(e);
-	stk__unlock();
+	unlock_quiet();
 }
 
 void uls_rl_requeue(struct uls_rl *rl)

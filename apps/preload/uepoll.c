@@ -200,8 +200,19 @@ static void pin_fd(int fd)
 	}
 }
 
+/* Wake the threads waiting in the kernel on this instance's mirrors (its eventfd).
+ * Instance lock held. */
+static void wake_sleepers(struct uep *u)
+{
+	if (u->sleepers && u->wakefd >= 0) {
+		uint64_t one = 1;
+		ssize_t n = shim__real.write(u->wakefd, &one, sizeof(one));
+		(void)n;
+	}
+}
+
 /* Wake this instance's waiters: a driver waiting on the device, and threads waiting in
- * the kernel on the mirrors (the instance's eventfd). Instance lock held. */
+ * the kernel on the mirrors. Instance lock held. */
 static void kick(struct uep *u)
 {
 	sigset_t old;
@@ -209,11 +220,7 @@ static void kick(struct uep *u)
 	shim__enter(&old);
 	uls_poll_kick();
 	shim__leave(&old);
-	if (u->sleepers && u->wakefd >= 0) {
-		uint64_t one = 1;
-		ssize_t n = shim__real.write(u->wakefd, &one, sizeof(one));
-		(void)n;
-	}
+	wake_sleepers(u);
 }
 
 static void lock(struct uep *u, sigset_t *old)
@@ -233,9 +240,7 @@ static void item_drop(struct uep *u, unsigned i, bool unwatch)
 {
 	struct uep_item *it = u->v[i];
 
-	if (unwatch)
-		watch(it->f->sd, -1, 0);
-	uls_epi_del(it->epi);
+	uls_epi_del(it->epi, unwatch);  /* and the socket's lazy count, in the same hold */
 	atomic_fetch_sub(&it->f->uep_regs, 1);
 	atomic_fetch_sub(&lazy_regs, 1);
 	u->v[i] = u->v[--u->n];
@@ -470,7 +475,10 @@ static int ctl_ours(struct uep *u, int op, int fd, struct epoll_event *ev)
 		}
 		*it = (struct uep_item){ .fd = fd, .f = f, .data = ev->data,
 					 .events = events | EPOLLERR | EPOLLHUP };
-		rc = uls_epi_add(u->rl, f->sd, pev, flags, it, &it->epi);
+		/* One hold of the core lock, left without the stack's leave: the registration,
+		 * the socket's lazy count, and the wake-up of a driver waiting for this set
+		 * (stk__ready_note); readylist.c says why. */
+		rc = uls_epi_add(u->rl, f->sd, pev, flags | ULS_EPI_LAZY, it, &it->epi);
 		if (rc < 0) {
 			free(it);
 			break;
@@ -478,8 +486,7 @@ static int ctl_ours(struct uep *u, int op, int fd, struct epoll_event *ev)
 		u->v[u->n++] = it;
 		atomic_fetch_add(&f->uep_regs, 1);
 		atomic_fetch_add(&lazy_regs, 1);
-		watch(f->sd, 1, 0);
-		kick(u);
+		wake_sleepers(u);
 		break;
 	case EPOLL_CTL_MOD:
 		if (i < 0) {
@@ -494,8 +501,8 @@ static int ctl_ours(struct uep *u, int op, int fd, struct epoll_event *ev)
 		it->events = events | EPOLLERR | EPOLLHUP;
 		it->data = ev->data;
 		it->disarmed = false;
-		uls_epi_mod(it->epi, pev, flags);
-		kick(u);
+		uls_epi_mod(it->epi, pev, flags);  /* wakes a driver, as uls_epi_add */
+		wake_sleepers(u);
 		break;
 	case EPOLL_CTL_DEL:
 		if (i < 0)

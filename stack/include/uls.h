@@ -196,6 +196,9 @@ struct uls_rl;
 struct uls_epi;
 #define ULS_EPI_ET 1u
 #define ULS_EPI_ONESHOT 2u
+/* uls_epi_add only: the socket counts one more lazy set (uls_socket_watch(sd, 1, 0)) in
+ * the same hold of the core lock; uls_epi_del(e, 1) takes it back. */
+#define ULS_EPI_LAZY 4u
 struct uls_rlev {
 	void *cookie;
 	short revents;
@@ -205,7 +208,7 @@ ULS_EXTERN void uls_rl_free(struct uls_rl *rl);
 ULS_EXTERN int uls_epi_add(struct uls_rl *rl, int sd, short events, unsigned flags,
 			   void *cookie, struct uls_epi **out);
 ULS_EXTERN int uls_epi_mod(struct uls_epi *e, short events, unsigned flags);
-ULS_EXTERN void uls_epi_del(struct uls_epi *e);
+ULS_EXTERN void uls_epi_del(struct uls_epi *e, int unlazy);
 /* Every registration queued again (a fork child: its sockets' state moved unseen). */
 ULS_EXTERN void uls_rl_requeue(struct uls_rl *rl);
 ULS_EXTERN int uls_rl_collect(struct uls_rl *rl, struct uls_rlev *out, unsigned max,

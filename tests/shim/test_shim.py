@@ -31,6 +31,8 @@ from conftest import BUILD, ULSRUN
     "uepoll_edge_write_space_does_not_report_input_again",
     "uepoll_socket_in_a_kernel_set_too",
     "uepoll_a_rounds_sends_share_one_flush",
+    "uepoll_ctl_is_one_quiet_hold",
+    "uepoll_ctl_between_sends_keeps_the_rounds_batch",
     "select_a_rounds_sends_share_one_flush",
     "exit_sends_what_a_round_kept_back",
     "poll_select",
