@@ -20,20 +20,20 @@ static flt_owner_t rx6(struct flt_table *t, uint8_t proto, const uint8_t *src, u
 	memset(f.b, 0, sizeof(f.b));
 	memcpy(f.b, node_mac, 6);
 	memcpy(f.b + 6, peer_mac, 6);
-	put16(f.b + 12, WIRE_ETHERTYPE_IPV6);
+	wire_wr16(f.b + 12, WIRE_ETHERTYPE_IPV6);
 	f.b[14] = 0x60;
-	put16(f.b + 18, (uint16_t)l4len);
+	wire_wr16(f.b + 18, (uint16_t)l4len);
 	f.b[20] = proto;
 	f.b[21] = 64;
 	memcpy(f.b + 22, src, 16);
 	memcpy(f.b + 38, node6, 16);
-	put16(l4, sport);
-	put16(l4 + 2, dport);
+	wire_wr16(l4, sport);
+	wire_wr16(l4 + 2, dport);
 	if (proto == TCP) {
 		l4[12] = 5 << 4;
 		l4[13] = WIRE_TCP_SYN;
 	} else {
-		put16(l4 + 4, 8);
+		wire_wr16(l4 + 4, 8);
 	}
 	f.len = 54 + l4len;
 	assert_int_equal(flt_parse(f.b, f.len, &p), 0);
@@ -167,9 +167,9 @@ static int tx6(struct flt_table *t, uint8_t proto, const uint8_t *src, uint16_t 
 	memset(f.b, 0, sizeof(f.b));
 	memcpy(f.b, peer_mac, 6);
 	memcpy(f.b + 6, node_mac, 6);
-	put16(f.b + 12, WIRE_ETHERTYPE_IPV6);
+	wire_wr16(f.b + 12, WIRE_ETHERTYPE_IPV6);
 	f.b[14] = 0x60;
-	put16(f.b + 18, (uint16_t)l4len);
+	wire_wr16(f.b + 18, (uint16_t)l4len);
 	f.b[20] = proto;
 	f.b[21] = 255;
 	memcpy(f.b + 22, src, 16);
@@ -178,12 +178,12 @@ static int tx6(struct flt_table *t, uint8_t proto, const uint8_t *src, uint16_t 
 		l4[0] = (uint8_t)sport;   /* type; code 0; the target (NS/NA) is dst */
 		memcpy(l4 + 8, dst, 16);
 	} else {
-		put16(l4, sport);
-		put16(l4 + 2, dport);
+		wire_wr16(l4, sport);
+		wire_wr16(l4 + 2, dport);
 		if (proto == TCP)
 			l4[12] = 5 << 4, l4[13] = WIRE_TCP_ACK;
 		else
-			put16(l4 + 4, 8);
+			wire_wr16(l4 + 4, 8);
 	}
 	f.len = 54 + l4len;
 	assert_int_equal(flt_parse(f.b, f.len, &p), 0);
@@ -230,20 +230,20 @@ static int frag_tx6(struct flt_table *t, uint16_t sport, uint16_t off, flt_owner
 	memset(f.b, 0, sizeof(f.b));
 	memcpy(f.b, peer_mac, 6);
 	memcpy(f.b + 6, node_mac, 6);
-	put16(f.b + 12, WIRE_ETHERTYPE_IPV6);
+	wire_wr16(f.b + 12, WIRE_ETHERTYPE_IPV6);
 	f.b[14] = 0x60;
-	put16(f.b + 18, 8 + 16);
+	wire_wr16(f.b + 18, 8 + 16);
 	f.b[20] = WIRE_IPPROTO_FRAGMENT;
 	f.b[21] = 64;
 	memcpy(f.b + 22, node6, 16);
 	memcpy(f.b + 38, peer6, 16);
 	fh[0] = UDP;
-	put16(fh + 2, (uint16_t)(off | 1));     /* M: more follow */
+	wire_wr16(fh + 2, (uint16_t)(off | 1));     /* M: more follow */
 	fh[7] = 9;
 	if (off == 0) {
-		put16(u, sport);
-		put16(u + 2, 9999);
-		put16(u + 4, 3000);                 /* the whole datagram's UDP Length */
+		wire_wr16(u, sport);
+		wire_wr16(u + 2, 9999);
+		wire_wr16(u + 4, 3000);                 /* the whole datagram's UDP Length */
 	}
 	f.len = 54 + 8 + 16;
 	assert_int_equal(flt_parse(f.b, f.len, &p), 0);
