@@ -158,15 +158,8 @@ static void frame6(struct frame *fr, const uint8_t *smac, const uint8_t *dmac,
 		   size_t len)
 {
 	memset(fr, 0, sizeof(*fr));
-	memcpy(fr->b, dmac, 6);
-	memcpy(fr->b + 6, smac, 6);
-	wire_wr16(fr->b + 12, WIRE_ETHERTYPE_IPV6);
-	fr->b[14] = 0x60;
-	wire_wr16(fr->b + 18, (uint16_t)len);
-	fr->b[20] = nh;
-	fr->b[21] = 64;
-	memcpy(fr->b + 22, src, 16);
-	memcpy(fr->b + 38, dst, 16);
+	wire_eth_write(fr->b, dmac, smac, WIRE_ETHERTYPE_IPV6);
+	wire_ipv6_write(fr->b + WIRE_ETH_HLEN, nh, src, dst, (uint16_t)len, 64);
 	memcpy(fr->b + 54, l4, len);
 	fr->len = 54 + len;
 }
