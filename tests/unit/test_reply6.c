@@ -320,11 +320,7 @@ static void tcp_to_nobody_gets_rst(void **state)
 	assert_int_equal(wire_ipv6_view(&ip, sent + 14, sent_len - 14), 0);
 	assert_int_equal(ip.next, WIRE_IPPROTO_TCP);
 	assert_int_equal(wire_tcp_view(&tcp, ip.payload, ip.payload_len), 0);
-	assert_int_equal(tcp.flags, WIRE_TCP_RST | WIRE_TCP_ACK);
-	assert_int_equal(tcp.seq, 0);
-	assert_int_equal(tcp.ack, 1001);
-	assert_int_equal(tcp.sport, 80);
-	assert_int_equal(tcp.dport, 40000);
+	assert_rst(&tcp, WIRE_TCP_RST | WIRE_TCP_ACK, 0, 1001, 80, 40000);
 	uint32_t sum = wire_sum_pseudo6(0, ip.src, ip.dst, WIRE_IPPROTO_TCP, 20);
 	assert_int_equal(wire_sum_finish(wire_sum(sum, ip.payload, 20)), 0);
 	/* With ACK: <SEQ=SEG.ACK><CTL=RST>. */
