@@ -56,25 +56,21 @@
  * none of ours are, but the string also keeps the loader's verifier log readable. */
 char LICENSE[] SEC("license") = "GPL";
 
-/* A map in libbpf's BTF-defined form: kind, at most max entries, key K, value V. The form
- * is an anonymous struct of __uint and __type members, which C can spell once only as a
- * macro. The _NOPREALLOC maps allocate entries as they are added (a large max_entries,
- * mostly unused). */
-#define DP_MAP(kind, max, K, V)                                                             \
+/* A map in libbpf's BTF-defined form: kind, at most max entries, key K, value V, and any
+ * other members in more. The form is an anonymous struct of __uint and __type members,
+ * which C can spell once only as a macro. The _NOPREALLOC maps allocate entries as they are
+ * added (a large max_entries, mostly unused). */
+#define DP_MAP_WITH(kind, max, K, V, more)                                                  \
 	struct {                                                                            \
 		__uint(type, kind);                                                         \
 		__uint(max_entries, max);                                                   \
+		more                                                                        \
 		__type(key, K);                                                             \
 		__type(value, V);                                                           \
 	}
+#define DP_MAP(kind, max, K, V) DP_MAP_WITH(kind, max, K, V, )
 #define DP_MAP_NOPREALLOC(kind, max, K, V)                                                  \
-	struct {                                                                            \
-		__uint(type, kind);                                                         \
-		__uint(max_entries, max);                                                   \
-		__uint(map_flags, BPF_F_NO_PREALLOC);                                       \
-		__type(key, K);                                                             \
-		__type(value, V);                                                           \
-	}
+	DP_MAP_WITH(kind, max, K, V, __uint(map_flags, BPF_F_NO_PREALLOC);)
 
 DP_MAP(BPF_MAP_TYPE_ARRAY, 1, __u32, struct flt_dp_cfg) dp_cfg SEC(".maps");
 
