@@ -610,6 +610,18 @@ static void hold(void)
 	usleep((useconds_t)(atof(h) * 1e6));
 }
 
+/* release and steal: the TCP connection named by three arguments, LPORT RIP RPORT. */
+static void tcp_tuple_of(struct ctl_msg *m, char **a)
+{
+	uint32_t rip = 0;
+
+	inet_pton(AF_INET, a[1], &rip);
+	m->proto = IPPROTO_TCP;
+	m->lport = (uint16_t)atoi(a[0]);
+	ctl_set_rip4(m, rip);
+	m->rport = (uint16_t)atoi(a[2]);
+}
+
 /* spoof and spoof6: frames of six kinds a process must not send, count of each. */
 struct spoof {
 	int own;                /* the UDP port the hostile process holds */
@@ -789,14 +801,7 @@ static int run(int argc, char **argv)
 	if (!strcmp(cmd, "release") && argc == 6) {
 		struct ctl_msg m;
 		ctl_init(&m, CTL_RELEASE, seq++);
-		m.proto = IPPROTO_TCP;
-		m.lport = (uint16_t)atoi(argv[3]);
-		{
-			uint32_t a4 = 0;
-			inet_pton(AF_INET, argv[4], &a4);
-			ctl_set_rip4(&m, a4);
-		}
-		m.rport = (uint16_t)atoi(argv[5]);
+		tcp_tuple_of(&m, argv + 3);
 		printf("release status %d\n", call(&m));
 		ctl_init(&m, CTL_UNBIND, seq++);
 		m.family = AF_INET;
@@ -810,14 +815,7 @@ static int run(int argc, char **argv)
 		enum ctl_type types[2] = { CTL_HANDOFF, CTL_CLAIM };
 		for (int i = 0; i < 2; i++) {
 			ctl_init(&m, types[i], seq++);
-			m.proto = IPPROTO_TCP;
-			m.lport = (uint16_t)atoi(argv[3]);
-			{
-			uint32_t a4 = 0;
-			inet_pton(AF_INET, argv[4], &a4);
-			ctl_set_rip4(&m, a4);
-		}
-			m.rport = (uint16_t)atoi(argv[5]);
+			tcp_tuple_of(&m, argv + 3);
 			m.u.handoff.nonce = 0x0123456789abcdefull;
 			printf("%s status %d\n", i ? "claim" : "handoff", call(&m));
 		}
