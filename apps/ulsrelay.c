@@ -45,43 +45,75 @@ static void pair_done(struct pair *p)
 	}
 }
 
-static void *copy_unix_to_tcp(void *arg)
+/* One direction of a pair: what rd reads from one side, wr writes whole to the other;
+ * at the end of the input (a FIN) the other side is shut for writing. */
+struct side {
+	ssize_t (*rd)(const struct pair *p, void *buf, size_t n);
+	ssize_t (*wr)(const struct pair *p, const void *buf, size_t n);
+	void (*shut_wr)(const struct pair *p);
+};
+
+static ssize_t unix_rd(const struct pair *p, void *buf, size_t n)
 {
-	struct pair *p = arg;
+	return read(p->unix_fd, buf, n);
+}
+
+static ssize_t unix_wr(const struct pair *p, const void *buf, size_t n)
+{
+	return write(p->unix_fd, buf, n);
+}
+
+static void unix_shut_wr(const struct pair *p)
+{
+	shutdown(p->unix_fd, SHUT_WR);
+}
+
+static ssize_t tcp_rd(const struct pair *p, void *buf, size_t n)
+{
+	return uls_recv(p->sd, buf, n, 0);
+}
+
+static ssize_t tcp_wr(const struct pair *p, const void *buf, size_t n)
+{
+	return uls_send(p->sd, buf, n, 0);
+}
+
+static void tcp_shut_wr(const struct pair *p)
+{
+	uls_shutdown(p->sd, SHUT_WR);
+}
+
+static void copy(struct pair *p, const struct side *d)
+{
 	char *buf = malloc(CHUNK);
 
-	for (ssize_t n; buf && (n = read(p->unix_fd, buf, CHUNK)) > 0;) {
+	for (ssize_t n; buf && (n = d->rd(p, buf, CHUNK)) > 0;) {
 		for (ssize_t off = 0; off < n;) {
-			ssize_t w = uls_send(p->sd, buf + off, (size_t)(n - off), 0);
+			ssize_t w = d->wr(p, buf + off, (size_t)(n - off));
 			if (w < 0)
 				goto out;
 			off += w;
 		}
 	}
-	uls_shutdown(p->sd, SHUT_WR);
+	d->shut_wr(p);
 out:
 	free(buf);
 	pair_done(p);
+}
+
+static void *copy_unix_to_tcp(void *arg)
+{
+	static const struct side d = { unix_rd, tcp_wr, tcp_shut_wr };
+
+	copy(arg, &d);
 	return NULL;
 }
 
 static void *copy_tcp_to_unix(void *arg)
 {
-	struct pair *p = arg;
-	char *buf = malloc(CHUNK);
+	static const struct side d = { tcp_rd, unix_wr, unix_shut_wr };
 
-	for (ssize_t n; buf && (n = uls_recv(p->sd, buf, CHUNK, 0)) > 0;) {
-		for (ssize_t off = 0; off < n;) {
-			ssize_t w = write(p->unix_fd, buf + off, (size_t)(n - off));
-			if (w < 0)
-				goto out;
-			off += w;
-		}
-	}
-	shutdown(p->unix_fd, SHUT_WR);
-out:
-	free(buf);
-	pair_done(p);
+	copy(arg, &d);
 	return NULL;
 }
 

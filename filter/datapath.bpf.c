@@ -56,108 +56,67 @@
  * none of ours are, but the string also keeps the loader's verifier log readable. */
 char LICENSE[] SEC("license") = "GPL";
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct flt_dp_cfg);
-} dp_cfg SEC(".maps");
+/* A map in libbpf's BTF-defined form: kind, at most max entries, key K, value V, and any
+ * other members in more. The form is an anonymous struct of __uint and __type members,
+ * which C can spell once only as a macro. The _NOPREALLOC maps allocate entries as they are
+ * added (a large max_entries, mostly unused). */
+#define DP_MAP_WITH(kind, max, K, V, more)                                                  \
+	struct {                                                                            \
+		__uint(type, kind);                                                         \
+		__uint(max_entries, max);                                                   \
+		more                                                                        \
+		__type(key, K);                                                             \
+		__type(value, V);                                                           \
+	}
+#define DP_MAP(kind, max, K, V) DP_MAP_WITH(kind, max, K, V, )
+#define DP_MAP_NOPREALLOC(kind, max, K, V)                                                  \
+	DP_MAP_WITH(kind, max, K, V, __uint(map_flags, BPF_F_NO_PREALLOC);)
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, FLT_DP_CONN_MAX);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct flt_dp_conn_key);
-	__type(value, __u32);   /* owner (lease id) */
-} dp_conn SEC(".maps");
+DP_MAP(BPF_MAP_TYPE_ARRAY, 1, __u32, struct flt_dp_cfg) dp_cfg SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, FLT_DP_LISTEN_MAX);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct flt_dp_listen_key);
-	__type(value, struct flt_dp_group);
-} dp_listen SEC(".maps");
+DP_MAP_NOPREALLOC(BPF_MAP_TYPE_HASH, FLT_DP_CONN_MAX, struct flt_dp_conn_key, __u32)
+	dp_conn SEC(".maps");   /* owner (lease id) */
+
+DP_MAP_NOPREALLOC(BPF_MAP_TYPE_HASH, FLT_DP_LISTEN_MAX, struct flt_dp_listen_key,
+		  struct flt_dp_group) dp_listen SEC(".maps");
 
 /* Lease id -> its queue (0: the relay path, or no lease). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, FLT_DP_LEASES);
-	__type(key, __u32);
-	__type(value, __u32);
-} dp_lease_q SEC(".maps");
+DP_MAP(BPF_MAP_TYPE_ARRAY, FLT_DP_LEASES, __u32, __u32) dp_lease_q SEC(".maps");
 
 /* Queue -> its lease id (0: free, or ulsd's queue 0). */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, FLT_DP_QUEUES);
-	__type(key, __u32);
-	__type(value, __u32);
-} dp_q_owner SEC(".maps");
+DP_MAP(BPF_MAP_TYPE_ARRAY, FLT_DP_QUEUES, __u32, __u32) dp_q_owner SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, FLT_DP_QUEUES);
-	__type(key, __u32);
-	__type(value, struct flt_dp_qstat);
-} dp_qstat SEC(".maps");
+DP_MAP(BPF_MAP_TYPE_ARRAY, FLT_DP_QUEUES, __u32, struct flt_dp_qstat) dp_qstat SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, FLT_DP_ARP_MAX);
-	__type(key, __u32);
-	__type(value, struct flt_dp_arpwait);
-} dp_arpwait SEC(".maps");
+DP_MAP(BPF_MAP_TYPE_HASH, FLT_DP_ARP_MAX, __u32, struct flt_dp_arpwait) dp_arpwait SEC(".maps");
 
 /* Datagrams ulsd reassembled (server/reass.c) -> the lease their fragments go to. ulsd
  * adds a key just before it writes the fragments back into the TAP and removes it soon
  * after; until then a fragment of that key from the wire goes to the same owner, whose
  * stack reassembles whatever it gets. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, FLT_DP_FRAG_MAX);
-	__type(key, struct flt_dp_frag_key);
-	__type(value, __u32);   /* owner (lease id) */
-} dp_frag SEC(".maps");
+DP_MAP(BPF_MAP_TYPE_HASH, FLT_DP_FRAG_MAX, struct flt_dp_frag_key, __u32)
+	dp_frag SEC(".maps");   /* owner (lease id) */
 
 /* The same for IPv6 datagrams whose Fragment header follows the fixed header (ulsd steers
  * no other). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, FLT_DP_FRAG_MAX);
-	__type(key, struct flt_dp_frag6_key);
-	__type(value, __u32);   /* owner (lease id) */
-} dp_frag6 SEC(".maps");
+DP_MAP(BPF_MAP_TYPE_HASH, FLT_DP_FRAG_MAX, struct flt_dp_frag6_key, __u32)
+	dp_frag6 SEC(".maps");   /* owner (lease id) */
 
 /* IPv6 rules (RFC 8200), as dp_conn and dp_listen hold IPv4's: rules with a remote that
  * is not v4-mapped, and the groups of FLT_FAM_V6. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, FLT_DP_CONN_MAX);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct flt_dp_conn6_key);
-	__type(value, __u32);   /* owner (lease id) */
-} dp_conn6 SEC(".maps");
+DP_MAP_NOPREALLOC(BPF_MAP_TYPE_HASH, FLT_DP_CONN_MAX, struct flt_dp_conn6_key, __u32)
+	dp_conn6 SEC(".maps");   /* owner (lease id) */
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, FLT_DP_LISTEN_MAX);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct flt_dp_listen_key);
-	__type(value, struct flt_dp_group);
-} dp_listen6 SEC(".maps");
+DP_MAP_NOPREALLOC(BPF_MAP_TYPE_HASH, FLT_DP_LISTEN_MAX, struct flt_dp_listen_key,
+		  struct flt_dp_group) dp_listen6 SEC(".maps");
 
 /* A Neighbor Solicitation's target -> the queues that asked (as dp_arpwait). */
 struct ip6key {
 	__u8 a[16];
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, FLT_DP_ARP_MAX);
-	__type(key, struct ip6key);
-	__type(value, struct flt_dp_arpwait);
-} dp_ndwait SEC(".maps");
+DP_MAP(BPF_MAP_TYPE_HASH, FLT_DP_ARP_MAX, struct ip6key, struct flt_dp_arpwait)
+	dp_ndwait SEC(".maps");
 
 /* A 4-tuple seen from the node: l is the local end, r the remote one. */
 struct tup {
@@ -174,20 +133,11 @@ struct tup6 {
 
 /* Neighbours (IPv4 source -> Ethernet source) of connections being set up, so that ulsd
  * can reach the peer of a process that died without having seen its frames. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, FLT_DP_ARP_MAX);
-	__type(key, __u32);
-	__type(value, struct flt_dp_neigh);
-} dp_neigh SEC(".maps");
+DP_MAP(BPF_MAP_TYPE_LRU_HASH, FLT_DP_ARP_MAX, __u32, struct flt_dp_neigh) dp_neigh SEC(".maps");
 
 /* The same for IPv6 sources (custody of IPv6 connections, RFC 4861's link-layer address). */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, FLT_DP_ARP_MAX);
-	__type(key, struct ip6key);
-	__type(value, struct flt_dp_neigh);
-} dp_neigh6 SEC(".maps");
+DP_MAP(BPF_MAP_TYPE_LRU_HASH, FLT_DP_ARP_MAX, struct ip6key, struct flt_dp_neigh)
+	dp_neigh6 SEC(".maps");
 
 /* ---- The filter table's pick, bit for bit (filter/table.c) --------------------------- */
 

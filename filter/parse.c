@@ -82,6 +82,18 @@ static int parse_udp(const uint8_t *udp, size_t dlen, struct flt_pkt *p)
 	return 0;
 }
 
+/* The quoted datagram's transport protocol, and its ports when l4 (at least
+ * WIRE_ICMP_QUOTE_DATA octets) starts with a TCP or UDP header: for both families' errors. */
+static void quote_l4(struct flt_pkt *p, uint8_t proto, bool at_l4, const uint8_t *l4)
+{
+	p->icmp.inner.proto = proto;
+	if (at_l4 && (proto == WIRE_IPPROTO_TCP || proto == WIRE_IPPROTO_UDP)) {
+		p->icmp.inner.has_ports = true;
+		p->icmp.inner.sport = wire_rd16(l4);
+		p->icmp.inner.dport = wire_rd16(l4 + 2);
+	}
+}
+
 /* RFC 792: an error carries "the internet header plus the first 64 bits of the original
  * datagram's data". A quote we cannot read is not a reason to drop the error (the server
  * still gets it); it only leaves has_inner false. */
@@ -94,14 +106,8 @@ static void parse_icmp_quote(const uint8_t *q, size_t avail, struct flt_pkt *p)
 	p->icmp.has_inner = true;
 	p->icmp.inner.src = v.src;
 	p->icmp.inner.dst = v.dst;
-	p->icmp.inner.proto = v.proto;
 	/* Ports only where the quoted datagram starts with a transport header. */
-	if (wire_ipv4_frag_offset(&v) == 0 &&
-	    (v.proto == WIRE_IPPROTO_TCP || v.proto == WIRE_IPPROTO_UDP)) {
-		p->icmp.inner.has_ports = true;
-		p->icmp.inner.sport = wire_rd16(v.data);
-		p->icmp.inner.dport = wire_rd16(v.data + 2);
-	}
+	quote_l4(p, v.proto, wire_ipv4_frag_offset(&v) == 0, v.data);
 }
 
 static int parse_icmp(const uint8_t *icmp, size_t dlen, struct flt_pkt *p)
@@ -178,12 +184,7 @@ static void parse_icmp6_quote(const uint8_t *q, size_t avail, struct flt_pkt *p)
 	p->icmp.has_inner = true;
 	memcpy(p->icmp.inner.src6, v.src, WIRE_IPV6_ALEN);
 	memcpy(p->icmp.inner.dst6, v.dst, WIRE_IPV6_ALEN);
-	p->icmp.inner.proto = v.next;
-	if (v.next == WIRE_IPPROTO_TCP || v.next == WIRE_IPPROTO_UDP) {
-		p->icmp.inner.has_ports = true;
-		p->icmp.inner.sport = wire_rd16(v.payload);
-		p->icmp.inner.dport = wire_rd16(v.payload + 2);
-	}
+	quote_l4(p, v.next, true, v.payload);
 }
 
 static int parse_icmp6(const uint8_t *icmp, size_t dlen, struct flt_pkt *p)

@@ -471,24 +471,26 @@ static int sin_call(int (*call)(int, const struct sockaddr *, socklen_t), int sd
 	return rc < 0 ? rc : call(sd, (const struct sockaddr *)addr, SIN_LEN);
 }
 
-/* bind's and connect's first steps, in the calls' order: the address's own errors, the
- * descriptor (EBADF), the address for the socket's family. On success the socket is entered
- * under the lock (the caller leaves it and unlocks); else *rc is the error, nothing held. */
-static struct stk_sock *enter_with_addr(int sd, const struct sockaddr *addr, socklen_t len,
-					ip_addr_t *ip, uint16_t *port, int *rc)
+/* bind and connect: first, in the calls' order, the address's own errors, the descriptor
+ * (EBADF), the address for the socket's family; then op, on the socket entered under the
+ * lock, with the address read. */
+static int with_addr(int sd, const struct sockaddr *addr, socklen_t len,
+		     int (*op)(struct stk_sock *s, const ip_addr_t *ip, uint16_t port))
 {
+	ip_addr_t ip;
+	uint16_t port;
 	struct stk_sock *s;
+	int rc = addr_precheck(addr, len);
 
-	*rc = addr_precheck(addr, len);
-	if (*rc < 0)
-		return NULL;
+	if (rc < 0)
+		return rc;
 	stk__lock();
 	s = stk__sock_enter(sd);
-	*rc = !s ? -EBADF : to_ip(s, addr, len, ip, port);
-	if (*rc == 0)
-		return s;
+	rc = !s ? -EBADF : to_ip(s, addr, len, &ip, &port);
+	if (rc == 0)
+		rc = op(s, &ip, port);
 	sock_exit(s);
-	return NULL;
+	return rc;
 }
 
 int uls_bind(int sd, const struct sockaddr_in *addr)
@@ -496,21 +498,19 @@ int uls_bind(int sd, const struct sockaddr_in *addr)
 	return sin_call(uls_bind_sa, sd, addr);
 }
 
+static int bind_op(struct stk_sock *s, const ip_addr_t *ip, uint16_t port)
+{
+	int rc = check_local(ip);
+
+	if (rc < 0)
+		return rc;
+	return s->type == SOCK_STREAM ? stk__stream_bind(s, ip, port) :
+					stk__dgram_bind(s, ip, port);
+}
+
 int uls_bind_sa(int sd, const struct sockaddr *addr, socklen_t len)
 {
-	ip_addr_t ip;
-	uint16_t port;
-	int rc;
-	struct stk_sock *s = enter_with_addr(sd, addr, len, &ip, &port, &rc);
-
-	if (!s)
-		return rc;
-	rc = check_local(&ip);
-	if (rc == 0)
-		rc = s->type == SOCK_STREAM ? stk__stream_bind(s, &ip, port) :
-					      stk__dgram_bind(s, &ip, port);
-	sock_exit(s);
-	return rc;
+	return with_addr(sd, addr, len, bind_op);
 }
 
 int uls_listen(int sd, int backlog)
@@ -559,25 +559,22 @@ int uls_connect(int sd, const struct sockaddr_in *addr)
 	return sin_call(uls_connect_sa, sd, addr);
 }
 
+static int connect_op(struct stk_sock *s, const ip_addr_t *ip, uint16_t port)
+{
+	int rc;
+
+	if (port == 0 && !ip_addr_isany(ip))
+		return -EINVAL;
+	rc = check_peer(ip);
+	if (rc < 0)
+		return rc;
+	return s->type == SOCK_STREAM ? stk__stream_connect(s, ip, port) :
+					stk__dgram_connect(s, ip, port);
+}
+
 int uls_connect_sa(int sd, const struct sockaddr *addr, socklen_t len)
 {
-	ip_addr_t ip;
-	uint16_t port;
-	int rc;
-	struct stk_sock *s = enter_with_addr(sd, addr, len, &ip, &port, &rc);
-
-	if (!s)
-		return rc;
-	if (port == 0 && !ip_addr_isany(&ip))
-		rc = -EINVAL;
-	else if ((rc = check_peer(&ip)) < 0)
-		;
-	else if (s->type == SOCK_STREAM)
-		rc = stk__stream_connect(s, &ip, port);
-	else
-		rc = stk__dgram_connect(s, &ip, port);
-	sock_exit(s);
-	return rc;
+	return with_addr(sd, addr, len, connect_op);
 }
 
 ssize_t uls_sendto(int sd, const void *buf, size_t len, int flags, const struct sockaddr_in *to)

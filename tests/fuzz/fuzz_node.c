@@ -299,6 +299,31 @@ static void csum6(const uint8_t *ip, uint8_t *l4, uint8_t proto, size_t l4len, s
 	wire_wr16(l4 + off, wire_sum_finish(wire_sum(s, l4, l4len)));
 }
 
+/* rec_tcp's and rec_udp's IPv6 header at ip, to pick6(b >> 3) from src6(b >> 6), for
+ * the l4len octets at l4; the frame's destination MAC to go with it, the transport
+ * checksum (field at off) filled in. */
+static void ip6_to_pick(uint8_t *f, uint8_t *ip, uint8_t b, uint8_t proto, uint8_t *l4,
+			size_t l4len, size_t off)
+{
+	uint8_t mac[6];
+	const uint8_t *dst = pick6(b >> 3, mac);
+
+	memcpy(f, mac, 6);
+	wire_ipv6_write(ip, proto, src6(b >> 6), dst, (uint16_t)l4len, 64);
+	csum6(ip, l4, proto, l4len, off);
+}
+
+/* Their IPv4 destination, pick4(b >> 3); a frame to another address than the node's is
+ * broadcast. */
+static uint32_t dst4_to_pick(uint8_t *f, uint8_t b)
+{
+	uint32_t dst = pick4(b >> 3);
+
+	if (dst != srv.ip)
+		memcpy(f, bcast, 6);
+	return dst;
+}
+
 static void rec_arp(struct input *in)
 {
 	uint8_t b = u8(in);
@@ -534,21 +559,16 @@ static void rec_tcp(struct input *in)
 	uint8_t flags = u8(in);
 	uint32_t seq = u32(in), ack = u32(in);
 	size_t dlen = u8(in);
-	uint8_t *f = buf, mac[6];
+	uint8_t *f = buf;
 	size_t h = eth(f, srv.mac, v6 ? WIRE_ETHERTYPE_IPV6 : WIRE_ETHERTYPE_IPV4);
 	uint8_t *ip = f + h, *t = ip + (v6 ? 40 : 20);
 
 	wire_tcp_write(t, CUSTODY_RPORT, dport, seq, ack, flags, 1024);
 	fill(in, t + 20, dlen, 8);
 	if (v6) {
-		const uint8_t *dst = pick6(b >> 3, mac);
-		memcpy(f, mac, 6);
-		wire_ipv6_write(ip, WIRE_IPPROTO_TCP, src6(b >> 6), dst, (uint16_t)(20 + dlen), 64);
-		csum6(ip, t, WIRE_IPPROTO_TCP, 20 + dlen, 16);
+		ip6_to_pick(f, ip, b, WIRE_IPPROTO_TCP, t, 20 + dlen, 16);
 	} else {
-		uint32_t dst = pick4(b >> 3);
-		if (dst != srv.ip)
-			memcpy(f, bcast, 6);
+		uint32_t dst = dst4_to_pick(f, b);
 		ipv4(ip, WIRE_IPPROTO_TCP, (b & 0x40) ? OTHER4 : PEER4, dst, 20 + dlen, 2, 0x4000,
 		     false);
 		uint32_t s = wire_sum_pseudo4(0, wire_rdaddr(ip + 12), dst, WIRE_IPPROTO_TCP,
@@ -568,7 +588,7 @@ static void rec_udp(struct input *in)
 	bool v6 = b & 1;
 	uint16_t dport = u16(in);
 	size_t dlen = u16(in) & 0x7ff;
-	uint8_t *f = buf, mac[6];
+	uint8_t *f = buf;
 	size_t h = eth(f, srv.mac, v6 ? WIRE_ETHERTYPE_IPV6 : WIRE_ETHERTYPE_IPV4);
 	uint8_t *ip = f + h, *u = ip + (v6 ? 40 : 20);
 
@@ -579,17 +599,11 @@ static void rec_udp(struct input *in)
 	wire_wr16(u + 4, (b & 2) ? u16(in) : (uint16_t)(8 + dlen));
 	fill(in, u + 8, dlen, 8);
 	if (v6) {
-		const uint8_t *dst = pick6(b >> 3, mac);
-		memcpy(f, mac, 6);
-		wire_ipv6_write(ip, WIRE_IPPROTO_UDP, src6(b >> 6), dst, (uint16_t)(8 + dlen), 64);
-		csum6(ip, u, WIRE_IPPROTO_UDP, 8 + dlen, 6);
+		ip6_to_pick(f, ip, b, WIRE_IPPROTO_UDP, u, 8 + dlen, 6);
 		if (b & 4)
 			u[6] = u[7] = 0;  /* none: invalid in IPv6 (RFC 8200 §8.1) */
 	} else {
-		uint32_t dst = pick4(b >> 3);
-		if (dst != srv.ip)
-			memcpy(f, bcast, 6);
-		ipv4(ip, WIRE_IPPROTO_UDP, PEER4, dst, 8 + dlen, 3, 0, false);
+		ipv4(ip, WIRE_IPPROTO_UDP, PEER4, dst4_to_pick(f, b), 8 + dlen, 3, 0, false);
 		u[6] = u[7] = 0;  /* no checksum: allowed in IPv4 */
 	}
 	h += (v6 ? 40 : 20) + 8 + dlen;

@@ -13,15 +13,21 @@ void forge_put16(uint8_t *p, uint16_t v)
 
 const uint8_t forge_bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
 
+/* The Ethernet header (RFC 894) from smac to dmac; returns where its payload goes. */
+static uint8_t *eth(uint8_t *f, const uint8_t *dmac, const uint8_t *smac, uint16_t type)
+{
+	memcpy(f, dmac, 6);
+	memcpy(f + 6, smac, 6);
+	forge_put16(f + 12, type);
+	return f + 14;
+}
+
 /* Ethernet + IPv4 header for a datagram of plen payload octets; returns the payload. */
 uint8_t *forge_ip(uint8_t *f, const uint8_t *smac, uint32_t src, uint32_t dst, uint8_t proto,
 		  size_t plen)
 {
-	uint8_t *ip = f + 14;
+	uint8_t *ip = eth(f, forge_bcast, smac, 0x0800);
 
-	memcpy(f, forge_bcast, 6);
-	memcpy(f + 6, smac, 6);
-	forge_put16(f + 12, 0x0800);
 	memset(ip, 0, 20);
 	ip[0] = 0x45;
 	forge_put16(ip + 2, (uint16_t)(20 + plen));
@@ -67,9 +73,7 @@ size_t forge_arp(uint8_t *f, const uint8_t *smac, uint32_t spa, uint32_t tpa)
 {
 	static const uint8_t hdr[8] = { 0, 1, 8, 0, 6, 4, 0, 2 };
 
-	memcpy(f, forge_bcast, 6);
-	memcpy(f + 6, smac, 6);
-	forge_put16(f + 12, 0x0806);
+	eth(f, forge_bcast, smac, 0x0806);
 	memcpy(f + 14, hdr, 8);
 	memcpy(f + 22, smac, 6);
 	memcpy(f + 28, &spa, 4);
@@ -83,11 +87,8 @@ size_t forge_arp(uint8_t *f, const uint8_t *smac, uint32_t spa, uint32_t tpa)
 uint8_t *forge_ip6(uint8_t *f, const uint8_t *smac, const uint8_t *dmac, const uint8_t *src,
 		   const uint8_t *dst, uint8_t nh, size_t plen)
 {
-	uint8_t *ip = f + 14;
+	uint8_t *ip = eth(f, dmac, smac, 0x86dd);
 
-	memcpy(f, dmac, 6);
-	memcpy(f + 6, smac, 6);
-	forge_put16(f + 12, 0x86dd);
 	memset(ip, 0, 40);
 	ip[0] = 0x60;
 	forge_put16(ip + 4, (uint16_t)plen);

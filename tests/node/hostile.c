@@ -610,6 +610,115 @@ static void hold(void)
 	usleep((useconds_t)(atof(h) * 1e6));
 }
 
+/* release and steal: the TCP connection named by three arguments, LPORT RIP RPORT. */
+static void tcp_tuple_of(struct ctl_msg *m, char **a)
+{
+	uint32_t rip = 0;
+
+	inet_pton(AF_INET, a[1], &rip);
+	m->proto = IPPROTO_TCP;
+	m->lport = (uint16_t)atoi(a[0]);
+	ctl_set_rip4(m, rip);
+	m->rport = (uint16_t)atoi(a[2]);
+}
+
+/* spoof and spoof6: frames of six kinds a process must not send, count of each. */
+struct spoof {
+	int own;                /* the UDP port the hostile process holds */
+	uint16_t victim, dport; /* another's port (IPv4); the destination port */
+	uint32_t dst;           /* IPv4 destination */
+	uint8_t me[16], dst6[16], other6[16];
+};
+
+static const uint8_t other_mac[6] = { 0x02, 0x75, 0x6c, 0x00, 0x00, 0x63 };
+static const char *const spoof4_kinds[6] = { "src_mac", "src_ip", "port", "arp", "proto",
+					      "control" };
+static const char *const spoof6_kinds[6] = { "src_ip", "port", "proto", "icmp", "nd",
+					      "control" };
+
+static size_t spoof4_frame(int k, const struct spoof *s, uint8_t *f)
+{
+	uint16_t own = (uint16_t)s->own;
+
+	if (k == 0)
+		return forge_tcp_rst(f, other_mac, node.addr, own, s->dst, s->dport);
+	if (k == 1)
+		return forge_tcp_rst(f, node.mac, htonl(0xc6120063), own, s->dst, s->dport);
+	if (k == 2)
+		return forge_tcp_rst(f, node.mac, node.addr, s->victim, s->dst, s->dport);
+	if (k == 3)
+		return forge_arp(f, node.mac, s->dst, s->dst);
+	if (k == 4) {
+		memset(forge_ip(f, node.mac, node.addr, s->dst, 47, 8), 0, 8);
+		return 14 + 20 + 8;
+	}
+	return forge_udp(f, node.mac, node.addr, own, s->dst, s->dport);
+}
+
+static size_t spoof6_frame(int k, const struct spoof *s, uint8_t *f)
+{
+	uint8_t *p;
+
+	if (k == 0)
+		return forge_tcp6_rst(f, node.mac, s->other6, (uint16_t)s->own, s->dst6, s->dport);
+	if (k == 1) {
+		p = forge_ip6(f, node.mac, forge_bcast, s->me, s->dst6, IPPROTO_UDP, 16);
+		memset(p, 0, 16);
+		forge_put16(p, (uint16_t)s->own);
+		forge_put16(p + 2, s->dport);
+		forge_put16(p + 4, 16);
+		return 14 + 40 + 16;
+	}
+	if (k == 2) {
+		memset(forge_ip6(f, node.mac, forge_bcast, s->me, s->dst6, 47, 8), 0, 8);
+		return 14 + 40 + 8;
+	}
+	if (k == 3) {
+		/* RFC 4861 §4.2: a router's announcement is nobody's on a node. */
+		p = forge_ip6(f, node.mac, forge_bcast, s->me, s->dst6, 58, 16);
+		memset(p, 0, 16);
+		p[0] = 134;
+		return 14 + 40 + 16;
+	}
+	if (k == 4) {
+		/* §4.3: a solicitation naming another's link-layer address, which the
+		 * neighbour would cache for the node. */
+		p = forge_ip6(f, node.mac, forge_bcast, s->me, s->dst6, 58, 32);
+		memset(p, 0, 32);
+		p[0] = 135;
+		memcpy(p + 8, s->dst6, 16);
+		p[24] = 1;
+		p[25] = 1;
+		memcpy(p + 26, other_mac, 6);
+		return 14 + 40 + 32;
+	}
+	p = forge_ip6(f, node.mac, forge_bcast, s->me, s->dst6, 58, 16);
+	memset(p, 0, 16);
+	p[0] = 128;
+	return 14 + 40 + 16;
+}
+
+/* Holds a UDP port of its own (s->own), then queues count frames of each kind and prints
+ * "queued KIND N" for each; 1 when the port cannot be had. */
+static int spoof_each(const char *cmd, const char *const kinds[6], int count,
+		      size_t (*frame)(int k, const struct spoof *s, uint8_t *f), struct spoof *s)
+{
+	uint8_t f[128];
+
+	s->own = bind_port(IPPROTO_UDP, 0);
+	if (s->own <= 0) {
+		fprintf(stderr, "hostile: %s: bind: %d\n", cmd, s->own);
+		return 1;
+	}
+	for (int k = 0; k < 6; k++) {
+		int queued = 0;
+		for (int i = 0; i < count; i++)
+			queued += send_one(f, frame(k, s, f));
+		printf("queued %s %d\n", kinds[k], queued);
+	}
+	return 0;
+}
+
 static int run(int argc, char **argv)
 {
 	const char *ctl = argv[1], *cmd = argv[2];
@@ -646,107 +755,27 @@ static int run(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(cmd, "spoof") && argc == 7) {
-		static const uint8_t other_mac[6] = { 0x02, 0x75, 0x6c, 0x00, 0x00, 0x63 };
-		int count = atoi(argv[3]);
-		uint16_t victim = (uint16_t)atoi(argv[4]), dport = (uint16_t)atoi(argv[6]);
-		uint32_t dst, other_ip = htonl(0xc6120063);
-		uint8_t f[64];
-		inet_pton(AF_INET, argv[5], &dst);
-		int own = bind_port(IPPROTO_UDP, 0);
-		if (own <= 0) {
-			fprintf(stderr, "hostile: spoof: bind: %d\n", own);
+		struct spoof sp = { .victim = (uint16_t)atoi(argv[4]),
+				    .dport = (uint16_t)atoi(argv[6]) };
+		inet_pton(AF_INET, argv[5], &sp.dst);
+		if (spoof_each("spoof", spoof4_kinds, atoi(argv[3]), spoof4_frame, &sp))
 			return 1;
-		}
-		const char *kinds[] = { "src_mac", "src_ip", "port", "arp", "proto", "control" };
-		for (int k = 0; k < 6; k++) {
-			int queued = 0;
-			for (int i = 0; i < count; i++) {
-				size_t len;
-				if (k == 0) {
-					len = forge_tcp_rst(f, other_mac, node.addr, (uint16_t)own, dst, dport);
-				} else if (k == 1) {
-					len = forge_tcp_rst(f, node.mac, other_ip, (uint16_t)own, dst, dport);
-				} else if (k == 2) {
-					len = forge_tcp_rst(f, node.mac, node.addr, victim, dst, dport);
-				} else if (k == 3) {
-					len = forge_arp(f, node.mac, dst, dst);
-				} else if (k == 4) {
-					uint8_t *p = forge_ip(f, node.mac, node.addr, dst, 47, 8);
-					memset(p, 0, 8);
-					len = 14 + 20 + 8;
-				} else {
-					len = forge_udp(f, node.mac, node.addr, (uint16_t)own, dst, dport);
-				}
-				queued += send_one(f, len);
-			}
-			printf("queued %s %d\n", kinds[k], queued);
-		}
-		printf("own_port %d\n", own);
+		printf("own_port %d\n", sp.own);
 		settle();
 		hold();
 		return 0;
 	}
 	if (!strcmp(cmd, "spoof6") && argc == 7) {
-		static const uint8_t other_mac[6] = { 0x02, 0x75, 0x6c, 0x00, 0x00, 0x63 };
-		int count = atoi(argv[3]);
-		uint8_t me[16], dst[16], other[16], f[128], *p;
-		uint16_t dport = (uint16_t)atoi(argv[6]);
-		if (inet_pton(AF_INET6, argv[4], me) != 1 || inet_pton(AF_INET6, argv[5], dst) != 1) {
+		struct spoof sp = { .dport = (uint16_t)atoi(argv[6]) };
+		if (inet_pton(AF_INET6, argv[4], sp.me) != 1 ||
+		    inet_pton(AF_INET6, argv[5], sp.dst6) != 1) {
 			fprintf(stderr, "hostile: spoof6: bad address\n");
 			return 1;
 		}
-		memcpy(other, me, 16);
-		other[15] ^= 0x5a;
-		int own = bind_port(IPPROTO_UDP, 0);
-		if (own <= 0) {
-			fprintf(stderr, "hostile: spoof6: bind: %d\n", own);
+		memcpy(sp.other6, sp.me, 16);
+		sp.other6[15] ^= 0x5a;
+		if (spoof_each("spoof6", spoof6_kinds, atoi(argv[3]), spoof6_frame, &sp))
 			return 1;
-		}
-		const char *kinds[] = { "src_ip", "port", "proto", "icmp", "nd", "control" };
-		for (int k = 0; k < 6; k++) {
-			int queued = 0;
-			for (int i = 0; i < count; i++) {
-				size_t len;
-				if (k == 0) {
-					len = forge_tcp6_rst(f, node.mac, other, (uint16_t)own, dst, dport);
-				} else if (k == 1) {
-					p = forge_ip6(f, node.mac, forge_bcast, me, dst, IPPROTO_UDP, 16);
-					memset(p, 0, 16);
-					forge_put16(p, (uint16_t)own);
-					forge_put16(p + 2, dport);
-					forge_put16(p + 4, 16);
-					len = 14 + 40 + 16;
-				} else if (k == 2) {
-					p = forge_ip6(f, node.mac, forge_bcast, me, dst, 47, 8);
-					memset(p, 0, 8);
-					len = 14 + 40 + 8;
-				} else if (k == 3) {
-					/* RFC 4861 §4.2: a router's announcement is nobody's on a node. */
-					p = forge_ip6(f, node.mac, forge_bcast, me, dst, 58, 16);
-					memset(p, 0, 16);
-					p[0] = 134;
-					len = 14 + 40 + 16;
-				} else if (k == 4) {
-					/* §4.3: a solicitation naming another's link-layer address, which
-					 * the neighbour would cache for the node. */
-					p = forge_ip6(f, node.mac, forge_bcast, me, dst, 58, 32);
-					memset(p, 0, 32);
-					p[0] = 135;
-					memcpy(p + 8, dst, 16);
-					p[24] = 1;
-					p[25] = 1;
-					memcpy(p + 26, other_mac, 6);
-					len = 14 + 40 + 32;
-				} else {
-					p = forge_ip6(f, node.mac, forge_bcast, me, dst, 58, 16);
-					memset(p, 0, 16);
-					p[0] = 128;
-					len = 14 + 40 + 16;
-				}
-				queued += send_one(f, len);
-			}
-			printf("queued %s %d\n", kinds[k], queued);
-		}
 		settle();
 		return 0;
 	}
@@ -772,14 +801,7 @@ static int run(int argc, char **argv)
 	if (!strcmp(cmd, "release") && argc == 6) {
 		struct ctl_msg m;
 		ctl_init(&m, CTL_RELEASE, seq++);
-		m.proto = IPPROTO_TCP;
-		m.lport = (uint16_t)atoi(argv[3]);
-		{
-			uint32_t a4 = 0;
-			inet_pton(AF_INET, argv[4], &a4);
-			ctl_set_rip4(&m, a4);
-		}
-		m.rport = (uint16_t)atoi(argv[5]);
+		tcp_tuple_of(&m, argv + 3);
 		printf("release status %d\n", call(&m));
 		ctl_init(&m, CTL_UNBIND, seq++);
 		m.family = AF_INET;
@@ -793,14 +815,7 @@ static int run(int argc, char **argv)
 		enum ctl_type types[2] = { CTL_HANDOFF, CTL_CLAIM };
 		for (int i = 0; i < 2; i++) {
 			ctl_init(&m, types[i], seq++);
-			m.proto = IPPROTO_TCP;
-			m.lport = (uint16_t)atoi(argv[3]);
-			{
-			uint32_t a4 = 0;
-			inet_pton(AF_INET, argv[4], &a4);
-			ctl_set_rip4(&m, a4);
-		}
-			m.rport = (uint16_t)atoi(argv[5]);
+			tcp_tuple_of(&m, argv + 3);
 			m.u.handoff.nonce = 0x0123456789abcdefull;
 			printf("%s status %d\n", i ? "claim" : "handoff", call(&m));
 		}

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "filter/filter.h"
+#include "netif/wire/wire.h"
 
 #define IP4(a, b, c, d) htonl((uint32_t)(a) << 24 | (uint32_t)(b) << 16 | (uint32_t)(c) << 8 | (d))
 
@@ -46,18 +47,6 @@ struct frame {
 	size_t len;
 };
 
-static inline void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static inline void put32(uint8_t *p, uint32_t v)
-{
-	put16(p, (uint16_t)(v >> 16));
-	put16(p + 2, (uint16_t)v);
-}
-
 static inline uint16_t ip_csum(const uint8_t *p, size_t n)
 {
 	uint32_t sum = 0;
@@ -79,16 +68,16 @@ static inline void build(struct frame *f, const struct fspec *s)
 	memset(f->b, 0, sizeof(f->b));
 	memcpy(f->b, s->dst_mac ? s->dst_mac : node_mac, WIRE_ETH_ALEN);
 	memcpy(f->b + 6, s->src_mac ? s->src_mac : peer_mac, WIRE_ETH_ALEN);
-	put16(f->b + 12, s->ethertype ? s->ethertype : WIRE_ETHERTYPE_IPV4);
+	wire_wr16(f->b + 12, s->ethertype ? s->ethertype : WIRE_ETHERTYPE_IPV4);
 
 	l4 = ip + hlen;
 	switch (proto) {
 	case WIRE_IPPROTO_TCP: {
 		size_t doff = (s->doff_words ? s->doff_words : 5) * 4u;
-		put16(l4, s->sport ? s->sport : 40000);
-		put16(l4 + 2, s->dport ? s->dport : 80);
-		put32(l4 + 4, 0x01020304);
-		put32(l4 + 8, 0x05060708);
+		wire_wr16(l4, s->sport ? s->sport : 40000);
+		wire_wr16(l4 + 2, s->dport ? s->dport : 80);
+		wire_wr32(l4 + 4, 0x01020304);
+		wire_wr32(l4 + 8, 0x05060708);
 		l4[12] = (uint8_t)((s->doff_words ? s->doff_words : 5) << 4);
 		l4[13] = s->tcp_flags ? s->tcp_flags : WIRE_TCP_ACK;
 		l4len = (doff < 20 ? 20 : doff) + s->payload;
@@ -96,9 +85,9 @@ static inline void build(struct frame *f, const struct fspec *s)
 	}
 	case WIRE_IPPROTO_UDP:
 		l4len = 8 + s->payload;
-		put16(l4, s->sport ? s->sport : 40000);
-		put16(l4 + 2, s->dport ? s->dport : 53);
-		put16(l4 + 4, s->udp_len ? s->udp_len : (uint16_t)l4len);
+		wire_wr16(l4, s->sport ? s->sport : 40000);
+		wire_wr16(l4 + 2, s->dport ? s->dport : 53);
+		wire_wr16(l4 + 4, s->udp_len ? s->udp_len : (uint16_t)l4len);
 		break;
 	case WIRE_IPPROTO_ICMP:
 		l4[0] = s->icmp_type;
@@ -114,15 +103,15 @@ static inline void build(struct frame *f, const struct fspec *s)
 	memset(l4 + l4len, 0x5a, s->pad);  /* padding */
 
 	ip[0] = s->ver_ihl ? s->ver_ihl : (uint8_t)(0x40 | (hlen / 4));
-	put16(ip + 2, s->ip_total ? s->ip_total : (uint16_t)(hlen + l4len));
-	put16(ip + 4, s->id);
-	put16(ip + 6, s->frag);
+	wire_wr16(ip + 2, s->ip_total ? s->ip_total : (uint16_t)(hlen + l4len));
+	wire_wr16(ip + 4, s->id);
+	wire_wr16(ip + 6, s->frag);
 	ip[8] = 64;
 	ip[9] = proto;
 	memcpy(ip + 12, &src, 4);
 	memcpy(ip + 16, &dst, 4);
 	memset(ip + 20, 1, s->opt_len);  /* NOP options */
-	put16(ip + 10, (uint16_t)(ip_csum(ip, hlen) ^ (s->bad_csum ? 0x0100 : 0)));
+	wire_wr16(ip + 10, (uint16_t)(ip_csum(ip, hlen) ^ (s->bad_csum ? 0x0100 : 0)));
 	f->len = 14 + hlen + l4len + s->pad;
 }
 
@@ -135,12 +124,12 @@ static inline void build_arp(struct frame *f, uint16_t op, const uint8_t *sha, u
 	memset(f->b, 0, sizeof(f->b));
 	memset(f->b, 0xff, 6);
 	memcpy(f->b + 6, sha, 6);
-	put16(f->b + 12, WIRE_ETHERTYPE_ARP);
-	put16(a, 1);
-	put16(a + 2, WIRE_ETHERTYPE_IPV4);
+	wire_wr16(f->b + 12, WIRE_ETHERTYPE_ARP);
+	wire_wr16(a, 1);
+	wire_wr16(a + 2, WIRE_ETHERTYPE_IPV4);
 	a[4] = 6;
 	a[5] = 4;
-	put16(a + 6, op);
+	wire_wr16(a + 6, op);
 	memcpy(a + 8, sha, 6);
 	memcpy(a + 14, &spa, 4);
 	memcpy(a + 24, &tpa, 4);

@@ -26,7 +26,7 @@ tests_unit_test_isn_SOURCES = tests/unit/test_isn.c
 tests_unit_test_isn_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_isn_LDADD = $(UNIT_LDADD)
 
-tests_unit_test_rxq_SOURCES = tests/unit/test_rxq.c
+tests_unit_test_rxq_SOURCES = tests/unit/test_rxq.c tests/unit/lwip_fixture.h
 tests_unit_test_rxq_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_rxq_LDADD = $(UNIT_LDADD)
 
@@ -54,7 +54,7 @@ tests_unit_test_sigdefer_SOURCES = tests/unit/test_sigdefer.c
 tests_unit_test_sigdefer_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_sigdefer_LDADD = $(UNIT_LDADD)
 
-tests_unit_test_timers_SOURCES = tests/unit/test_timers.c
+tests_unit_test_timers_SOURCES = tests/unit/test_timers.c tests/unit/lwip_fixture.h
 tests_unit_test_timers_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_timers_LDADD = $(UNIT_LDADD)
 

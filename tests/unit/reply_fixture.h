@@ -12,4 +12,10 @@ extern size_t sent_len;
 extern unsigned nsent;        /* frames sent so far */
 extern uint64_t now_ms;       /* what srv__now_ms() says; tests move it */
 
+struct wire_tcp;
+/* A reset the node sent (RFC 9293 §3.10.7.1), read into t: its flags, sequence and
+ * acknowledgment numbers and ports are these. */
+void assert_rst(const struct wire_tcp *t, uint8_t flags, uint32_t seq, uint32_t ack,
+		uint16_t sport, uint16_t dport);
+
 #endif

@@ -26,6 +26,7 @@
 
 #include "filter/datapath.h"
 #include "filter/filter.h"
+#include "netif/wire/wire.h"
 #include "server/datapath.skel.h"
 
 #define TCP WIRE_IPPROTO_TCP
@@ -146,12 +147,6 @@ static int teardown(void **state)
 		}                                                                       \
 	} while (0)
 
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
 /* An IPv6 frame: Ethernet, the fixed header with next header nh, then l4 (len octets). */
 struct frame {
 	uint8_t b[256];
@@ -163,15 +158,8 @@ static void frame6(struct frame *fr, const uint8_t *smac, const uint8_t *dmac,
 		   size_t len)
 {
 	memset(fr, 0, sizeof(*fr));
-	memcpy(fr->b, dmac, 6);
-	memcpy(fr->b + 6, smac, 6);
-	put16(fr->b + 12, WIRE_ETHERTYPE_IPV6);
-	fr->b[14] = 0x60;
-	put16(fr->b + 18, (uint16_t)len);
-	fr->b[20] = nh;
-	fr->b[21] = 64;
-	memcpy(fr->b + 22, src, 16);
-	memcpy(fr->b + 38, dst, 16);
+	wire_eth_write(fr->b, dmac, smac, WIRE_ETHERTYPE_IPV6);
+	wire_ipv6_write(fr->b + WIRE_ETH_HLEN, nh, src, dst, (uint16_t)len, 64);
 	memcpy(fr->b + 54, l4, len);
 	fr->len = 54 + len;
 }
@@ -181,14 +169,14 @@ static size_t ports_hdr(uint8_t *l4, uint8_t proto, uint16_t sport, uint16_t dpo
 			uint8_t flags)
 {
 	memset(l4, 0, 20);
-	put16(l4, sport);
-	put16(l4 + 2, dport);
+	wire_wr16(l4, sport);
+	wire_wr16(l4 + 2, dport);
 	if (proto == TCP) {
 		l4[12] = 5 << 4;
 		l4[13] = flags;
 		return 20;
 	}
-	put16(l4 + 4, 8);
+	wire_wr16(l4 + 4, 8);
 	return 8;
 }
 
@@ -325,7 +313,7 @@ static void icmpv6_errors_to_owner_the_rest_to_ulsd(void **state)
 		l4[0] = type;
 		uint8_t *in = l4 + 8;
 		in[0] = 0x60;
-		put16(in + 4, 8);
+		wire_wr16(in + 4, 8);
 		in[6] = UDP;
 		in[7] = 64;
 		memcpy(in + 8, node6, 16);
@@ -336,7 +324,7 @@ static void icmpv6_errors_to_owner_the_rest_to_ulsd(void **state)
 		assert_int_equal(steer(f, &fr), 6);
 	}
 	/* Not our port: ulsd. */
-	put16(l4 + 48, 5001);
+	wire_wr16(l4 + 48, 5001);
 	frame6(&fr, peer_mac, node_mac, peer6, node6, ICMP6, l4, 56);
 	assert_int_equal(steer(f, &fr), 0);
 	/* Echo request and a Neighbor Solicitation for the node: ulsd answers them. */
@@ -351,7 +339,7 @@ static void icmpv6_errors_to_owner_the_rest_to_ulsd(void **state)
 	/* A fragment and a Destination Options header before UDP to an owned port. */
 	memset(l4, 0, sizeof(l4));
 	l4[0] = UDP;
-	put16(l4 + 2, 1);   /* offset 0, M */
+	wire_wr16(l4 + 2, 1);   /* offset 0, M */
 	ports_hdr(l4 + 8, UDP, 53, 5000, 0);
 	frame6(&fr, peer_mac, node_mac, peer6, node6, WIRE_IPPROTO_FRAGMENT, l4, 16);
 	assert_int_equal(steer(f, &fr), 0);

@@ -171,7 +171,7 @@ static void build6(struct frame *f, uint8_t first, const uint8_t *ext, size_t ex
 	memset(f->b, 0, sizeof(f->b));
 	memcpy(f->b, node_mac, 6);
 	memcpy(f->b + 6, peer_mac, 6);
-	put16(f->b + 12, WIRE_ETHERTYPE_IPV6);
+	wire_wr16(f->b + 12, WIRE_ETHERTYPE_IPV6);
 	wire_ipv6_write(f->b + 14, first, peer6, node6, (uint16_t)(ext_len + l4_len), 64);
 	if (ext_len)  /* memcpy from NULL is undefined even for 0 octets (UBSan) */
 		memcpy(f->b + 54, ext, ext_len);
@@ -182,8 +182,8 @@ static void build6(struct frame *f, uint8_t first, const uint8_t *ext, size_t ex
 static void tcp(uint8_t t[20])
 {
 	memset(t, 0, 20);
-	put16(t, 40000);
-	put16(t + 2, 80);
+	wire_wr16(t, 40000);
+	wire_wr16(t + 2, 80);
 	t[12] = 5 << 4;
 	t[13] = WIRE_TCP_SYN;
 }
@@ -252,7 +252,7 @@ static void ipv6_bad_headers_parse_drops(void **state)
 	f.b[14] = 0x40;
 	assert_int_equal(parse(&f, &p), -FLT_DROP_IPV6_HEADER);
 	build6(&f, WIRE_IPPROTO_TCP, NULL, 0, t, 20);
-	put16(f.b + 18, 21);
+	wire_wr16(f.b + 18, 21);
 	assert_int_equal(parse(&f, &p), -FLT_DROP_IPV6_HEADER);
 	/* WIRE_IPV6_EXT_MAX + 1 Destination Options headers. */
 	memset(ext, 0, sizeof(ext));
@@ -316,8 +316,8 @@ static void icmpv6_error_quote_gives_inner_ports(void **state)
 
 	/* The quoted packet: ours, from node6:80 to peer6:40000. */
 	wire_ipv6_write(m + 8, WIRE_IPPROTO_UDP, node6, peer6, 8, 64);
-	put16(m + 48, 80);
-	put16(m + 50, 40000);
+	wire_wr16(m + 48, 80);
+	wire_wr16(m + 50, 40000);
 	build6(&f, WIRE_IPPROTO_ICMPV6, NULL, 0, m, sizeof(m));
 	assert_int_equal(parse(&f, &p), 0);
 	assert_int_equal(p.icmp.type, WIRE_ICMPV6_DST_UNREACH);
@@ -502,8 +502,8 @@ static void non_first_fragment_parse_passes_without_ports(void **state)
 	/* The same for TCP, where 4 octets suffice: no transport header is looked at. */
 	build(&f, &(struct fspec){ .proto = 99, .frag = 0x2000 | 2, .payload = 4 });
 	f.b[14 + 9] = WIRE_IPPROTO_TCP;
-	put16(f.b + 14 + 10, 0);
-	put16(f.b + 14 + 10, ip_csum(f.b + 14, 20));
+	wire_wr16(f.b + 14 + 10, 0);
+	wire_wr16(f.b + 14 + 10, ip_csum(f.b + 14, 20));
 	assert_int_equal(parse(&f, &p), 0);
 	assert_false(p.has_ports);
 }
@@ -517,8 +517,8 @@ static void tcp_fragment_at_offset_8_parse_drops_fragment(void **state)
 	/* RFC 1858 §4: FO = 1 with TCP can only be an overlapping-fragment attack. */
 	build(&f, &(struct fspec){ .proto = 99, .frag = 1, .payload = 24 });
 	f.b[14 + 9] = WIRE_IPPROTO_TCP;
-	put16(f.b + 14 + 10, 0);
-	put16(f.b + 14 + 10, ip_csum(f.b + 14, 20));
+	wire_wr16(f.b + 14 + 10, 0);
+	wire_wr16(f.b + 14 + 10, ip_csum(f.b + 14, 20));
 	assert_int_equal(parse(&f, &p), -FLT_DROP_FRAGMENT);
 }
 

@@ -8,6 +8,16 @@
 static const uint8_t node6[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 1, [15] = 1 };
 static const uint8_t peer6[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 1, [15] = 2 };
 
+/* An Ethernet frame carrying IPv6 (RFC 8200 §3's fixed header) from src to dst, Next
+ * Header nh, plen octets of payload after it (zeros, for the caller to fill at f->b + 54). */
+static void frame6(struct frame *f, const uint8_t *dmac, const uint8_t *smac, uint8_t nh,
+		   uint8_t hlim, const uint8_t *src, const uint8_t *dst, size_t plen)
+{
+	memset(f->b, 0, sizeof(f->b));
+	wire_eth_write(f->b, dmac, smac, WIRE_ETHERTYPE_IPV6);
+	wire_ipv6_write(f->b + WIRE_ETH_HLEN, nh, src, dst, (uint16_t)plen, hlim);
+}
+
 /* An IPv6 TCP SYN (or UDP datagram) from src:sport to node6:dport, parsed and looked up. */
 static flt_owner_t rx6(struct flt_table *t, uint8_t proto, const uint8_t *src, uint16_t sport,
 		       uint16_t dport)
@@ -17,23 +27,14 @@ static flt_owner_t rx6(struct flt_table *t, uint8_t proto, const uint8_t *src, u
 	uint8_t *l4 = f.b + 54;
 	size_t l4len = proto == TCP ? 20 : 8;
 
-	memset(f.b, 0, sizeof(f.b));
-	memcpy(f.b, node_mac, 6);
-	memcpy(f.b + 6, peer_mac, 6);
-	put16(f.b + 12, WIRE_ETHERTYPE_IPV6);
-	f.b[14] = 0x60;
-	put16(f.b + 18, (uint16_t)l4len);
-	f.b[20] = proto;
-	f.b[21] = 64;
-	memcpy(f.b + 22, src, 16);
-	memcpy(f.b + 38, node6, 16);
-	put16(l4, sport);
-	put16(l4 + 2, dport);
+	frame6(&f, node_mac, peer_mac, proto, 64, src, node6, l4len);
+	wire_wr16(l4, sport);
+	wire_wr16(l4 + 2, dport);
 	if (proto == TCP) {
 		l4[12] = 5 << 4;
 		l4[13] = WIRE_TCP_SYN;
 	} else {
-		put16(l4 + 4, 8);
+		wire_wr16(l4 + 4, 8);
 	}
 	f.len = 54 + l4len;
 	assert_int_equal(flt_parse(f.b, f.len, &p), 0);
@@ -164,26 +165,17 @@ static int tx6(struct flt_table *t, uint8_t proto, const uint8_t *src, uint16_t 
 	uint8_t *l4 = f.b + 54;
 	size_t l4len = proto == TCP ? 20 : proto == WIRE_IPPROTO_ICMPV6 ? 24 : 8;
 
-	memset(f.b, 0, sizeof(f.b));
-	memcpy(f.b, peer_mac, 6);
-	memcpy(f.b + 6, node_mac, 6);
-	put16(f.b + 12, WIRE_ETHERTYPE_IPV6);
-	f.b[14] = 0x60;
-	put16(f.b + 18, (uint16_t)l4len);
-	f.b[20] = proto;
-	f.b[21] = 255;
-	memcpy(f.b + 22, src, 16);
-	memcpy(f.b + 38, dst, 16);
+	frame6(&f, peer_mac, node_mac, proto, 255, src, dst, l4len);
 	if (proto == WIRE_IPPROTO_ICMPV6) {
 		l4[0] = (uint8_t)sport;   /* type; code 0; the target (NS/NA) is dst */
 		memcpy(l4 + 8, dst, 16);
 	} else {
-		put16(l4, sport);
-		put16(l4 + 2, dport);
+		wire_wr16(l4, sport);
+		wire_wr16(l4 + 2, dport);
 		if (proto == TCP)
 			l4[12] = 5 << 4, l4[13] = WIRE_TCP_ACK;
 		else
-			put16(l4 + 4, 8);
+			wire_wr16(l4 + 4, 8);
 	}
 	f.len = 54 + l4len;
 	assert_int_equal(flt_parse(f.b, f.len, &p), 0);
@@ -227,23 +219,14 @@ static int frag_tx6(struct flt_table *t, uint16_t sport, uint16_t off, flt_owner
 	struct flt_pkt p;
 	uint8_t *fh = f.b + 54, *u = fh + 8;
 
-	memset(f.b, 0, sizeof(f.b));
-	memcpy(f.b, peer_mac, 6);
-	memcpy(f.b + 6, node_mac, 6);
-	put16(f.b + 12, WIRE_ETHERTYPE_IPV6);
-	f.b[14] = 0x60;
-	put16(f.b + 18, 8 + 16);
-	f.b[20] = WIRE_IPPROTO_FRAGMENT;
-	f.b[21] = 64;
-	memcpy(f.b + 22, node6, 16);
-	memcpy(f.b + 38, peer6, 16);
+	frame6(&f, peer_mac, node_mac, WIRE_IPPROTO_FRAGMENT, 64, node6, peer6, 8 + 16);
 	fh[0] = UDP;
-	put16(fh + 2, (uint16_t)(off | 1));     /* M: more follow */
+	wire_wr16(fh + 2, (uint16_t)(off | 1));     /* M: more follow */
 	fh[7] = 9;
 	if (off == 0) {
-		put16(u, sport);
-		put16(u + 2, 9999);
-		put16(u + 4, 3000);                 /* the whole datagram's UDP Length */
+		wire_wr16(u, sport);
+		wire_wr16(u + 2, 9999);
+		wire_wr16(u + 4, 3000);                 /* the whole datagram's UDP Length */
 	}
 	f.len = 54 + 8 + 16;
 	assert_int_equal(flt_parse(f.b, f.len, &p), 0);

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "netif/frame.h"
+#include "netif/wire/wire.h"
 
 #define MAX_FRAME (1500 + WIRE_ETH_HLEN)
 
@@ -34,12 +35,6 @@ struct frame {
 	size_t len;
 };
 
-static void put16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
 static void build(struct frame *f, const struct frame_spec *s)
 {
 	uint8_t *ip = f->b + WIRE_ETH_HLEN;
@@ -48,10 +43,10 @@ static void build(struct frame *f, const struct frame_spec *s)
 	memset(f->b, 0xa5, sizeof(f->b));
 	memcpy(f->b, s->dst ? s->dst : own_mac, WIRE_ETH_ALEN);
 	memcpy(f->b + 6, peer_mac, WIRE_ETH_ALEN);
-	put16(f->b + 12, s->ethertype ? s->ethertype : WIRE_ETHERTYPE_IPV4);
+	wire_wr16(f->b + 12, s->ethertype ? s->ethertype : WIRE_ETHERTYPE_IPV4);
 	memset(ip, 0, WIRE_IPV4_HLEN_MIN);
 	ip[0] = s->ver_ihl ? s->ver_ihl : 0x45;
-	put16(ip + 2, s->ip_total ? s->ip_total : (uint16_t)ip_len);
+	wire_wr16(ip + 2, s->ip_total ? s->ip_total : (uint16_t)ip_len);
 	ip[8] = 64;
 	ip[9] = 17;
 	memcpy(ip + 12, (const uint8_t[]){ 198, 18, 0, 2 }, 4);
@@ -68,11 +63,11 @@ static void build_arp(struct frame *f)
 
 	build(f, &(struct frame_spec){ .dst = bcast, .ethertype = WIRE_ETHERTYPE_ARP });
 	memset(a, 0, WIRE_ARP_LEN);
-	put16(a, 1);                     /* hardware type: Ethernet */
-	put16(a + 2, WIRE_ETHERTYPE_IPV4);
+	wire_wr16(a, 1);                     /* hardware type: Ethernet */
+	wire_wr16(a + 2, WIRE_ETHERTYPE_IPV4);
 	a[4] = WIRE_ETH_ALEN;
 	a[5] = 4;
-	put16(a + 6, 1);                 /* request */
+	wire_wr16(a + 6, 1);                 /* request */
 	memcpy(a + 8, peer_mac, WIRE_ETH_ALEN);
 	memcpy(a + 14, (const uint8_t[]){ 198, 18, 0, 2 }, 4);
 	memcpy(a + 24, (const uint8_t[]){ 198, 18, 0, 1 }, 4);
@@ -180,7 +175,7 @@ static void build_ipv6(struct frame *f, uint16_t plen, size_t pad)
 	build(f, &(struct frame_spec){ .ethertype = WIRE_ETHERTYPE_IPV6 });
 	memset(ip, 0, 40 + plen);
 	ip[0] = 0x60;                    /* version 6, traffic class 0, flow label 0 */
-	put16(ip + 4, plen);
+	wire_wr16(ip + 4, plen);
 	ip[6] = 59;                      /* no next header */
 	ip[7] = 64;                      /* hop limit */
 	ip[8] = 0x20;                    /* source 2001:db8::2, destination 2001:db8::1 */
@@ -251,10 +246,10 @@ static void ipv6_payload_length_beyond_frame_check_drops_ipv6_length(void **stat
 	(void)state;
 
 	build_ipv6(&f, 100, 0);
-	put16(f.b + WIRE_ETH_HLEN + 4, 101);
+	wire_wr16(f.b + WIRE_ETH_HLEN + 4, 101);
 	assert_int_equal(check(&f, &info), NIF_DROP_IPV6_LENGTH);
 	assert_untouched(&info);
-	put16(f.b + WIRE_ETH_HLEN + 4, 100);  /* control: exactly the frame's */
+	wire_wr16(f.b + WIRE_ETH_HLEN + 4, 100);  /* control: exactly the frame's */
 	assert_int_equal(check(&f, &info), NIF_PASS_IPV6);
 }
 
@@ -373,7 +368,7 @@ static void arp_wrong_hardware_type_check_drops_arp_header(void **state)
 	(void)state;
 
 	build_arp(&f);
-	put16(f.b + WIRE_ETH_HLEN, 6);  /* IEEE 802 */
+	wire_wr16(f.b + WIRE_ETH_HLEN, 6);  /* IEEE 802 */
 	assert_int_equal(check(&f, &info), NIF_DROP_ARP_HEADER);
 	assert_untouched(&info);
 }
@@ -385,7 +380,7 @@ static void arp_wrong_protocol_or_lengths_check_drops_arp_header(void **state)
 	(void)state;
 
 	build_arp(&f);
-	put16(f.b + WIRE_ETH_HLEN + 2, 0x86dd);
+	wire_wr16(f.b + WIRE_ETH_HLEN + 2, 0x86dd);
 	assert_int_equal(check(&f, &info), NIF_DROP_ARP_HEADER);
 	build_arp(&f);
 	f.b[WIRE_ETH_HLEN + 4] = 8;

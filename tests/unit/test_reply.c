@@ -156,11 +156,7 @@ static void syn_to_closed_port_gets_rst_ack_with_valid_checksum(void **state)
 	assert_int_equal(ip.src, node_ip);
 	assert_int_equal(ip.dst, peer_ip);
 	assert_int_equal(wire_tcp_view(&t, ip.data, ip.data_len), 0);
-	assert_int_equal(t.flags, WIRE_TCP_RST | WIRE_TCP_ACK);
-	assert_int_equal(t.seq, 0);
-	assert_int_equal(t.ack, 1001);
-	assert_int_equal(t.sport, 81);
-	assert_int_equal(t.dport, 40000);
+	assert_rst(&t, WIRE_TCP_RST | WIRE_TCP_ACK, 0, 1001, 81, 40000);
 	uint32_t sum = wire_sum_pseudo4(0, ip.src, ip.dst, WIRE_IPPROTO_TCP, (uint16_t)ip.data_len);
 	assert_int_equal(wire_sum_finish(wire_sum(sum, ip.data, ip.data_len)), 0);
 	assert_int_equal(srv.ctr.v[SRV_RST_SENT], 1);

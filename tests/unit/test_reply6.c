@@ -123,21 +123,29 @@ static void input_ns(const uint8_t *src, const uint8_t *target, const uint8_t *l
 	srv__input_ip6(&srv, f.b, f.len);
 }
 
-/* The last frame sent is a neighbour discovery message of the node's, checked as RFC 4861
- * §7.1.1-7.1.2 check one: from the node's MAC, hop limit 255, a valid ICMPv6 checksum,
- * code 0, and the node's MAC in its link-layer address option (§4.3, §4.4). */
-static struct wire_nd sent_nd(const uint8_t *dmac, const uint8_t *src, const uint8_t *dst,
-			      uint8_t type, const uint8_t *target)
+/* The last frame sent: IPv6 from the node's MAC to dmac; its IPv6 header, read. */
+static struct wire_ipv6 sent_ip6(const uint8_t *dmac)
 {
 	struct wire_eth e;
 	struct wire_ipv6 ip;
-	struct wire_nd nd;
 
 	assert_int_equal(wire_eth_view(&e, sent, sent_len), 0);
 	assert_memory_equal(e.dst, dmac, 6);
 	assert_memory_equal(e.src, node_mac, 6);
 	assert_int_equal(e.type, WIRE_ETHERTYPE_IPV6);
 	assert_int_equal(wire_ipv6_view(&ip, e.payload, e.payload_len), 0);
+	return ip;
+}
+
+/* The last frame sent is a neighbour discovery message of the node's, checked as RFC 4861
+ * §7.1.1-7.1.2 check one: from the node's MAC, hop limit 255, a valid ICMPv6 checksum,
+ * code 0, and the node's MAC in its link-layer address option (§4.3, §4.4). */
+static struct wire_nd sent_nd(const uint8_t *dmac, const uint8_t *src, const uint8_t *dst,
+			      uint8_t type, const uint8_t *target)
+{
+	struct wire_ipv6 ip = sent_ip6(dmac);
+	struct wire_nd nd;
+
 	assert_int_equal(ip.hlim, 255);
 	assert_int_equal(ip.next, WIRE_IPPROTO_ICMPV6);
 	assert_memory_equal(ip.src, src, 16);
@@ -312,11 +320,7 @@ static void tcp_to_nobody_gets_rst(void **state)
 	assert_int_equal(wire_ipv6_view(&ip, sent + 14, sent_len - 14), 0);
 	assert_int_equal(ip.next, WIRE_IPPROTO_TCP);
 	assert_int_equal(wire_tcp_view(&tcp, ip.payload, ip.payload_len), 0);
-	assert_int_equal(tcp.flags, WIRE_TCP_RST | WIRE_TCP_ACK);
-	assert_int_equal(tcp.seq, 0);
-	assert_int_equal(tcp.ack, 1001);
-	assert_int_equal(tcp.sport, 80);
-	assert_int_equal(tcp.dport, 40000);
+	assert_rst(&tcp, WIRE_TCP_RST | WIRE_TCP_ACK, 0, 1001, 80, 40000);
 	uint32_t sum = wire_sum_pseudo6(0, ip.src, ip.dst, WIRE_IPPROTO_TCP, 20);
 	assert_int_equal(wire_sum_finish(wire_sum(sum, ip.payload, 20)), 0);
 	/* With ACK: <SEQ=SEG.ACK><CTL=RST>. */
@@ -527,14 +531,9 @@ static void hold(const uint8_t *peer)
  * ACK = SEQ + 2^31 (RFC 9293 §3.10.7.4), its checksum over the IPv6 pseudo-header. */
 static void sent_probe(const uint8_t *dmac, const uint8_t *dst)
 {
-	struct wire_eth e;
-	struct wire_ipv6 ip;
+	struct wire_ipv6 ip = sent_ip6(dmac);
 	struct wire_tcp t;
 
-	assert_int_equal(wire_eth_view(&e, sent, sent_len), 0);
-	assert_memory_equal(e.dst, dmac, 6);
-	assert_memory_equal(e.src, node_mac, 6);
-	assert_int_equal(wire_ipv6_view(&ip, e.payload, e.payload_len), 0);
 	assert_int_equal(ip.next, WIRE_IPPROTO_TCP);
 	assert_memory_equal(ip.src, node_ip6, 16);
 	assert_memory_equal(ip.dst, dst, 16);

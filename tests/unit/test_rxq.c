@@ -15,9 +15,10 @@
 
 #include <cmocka.h>
 
+#include "tests/unit/lwip_fixture.h"
+
 #include "sock.h"
 
-#include "lwip/init.h"
 #include "lwip/pbuf.h"
 
 #define MAX_HELD 128
@@ -39,15 +40,6 @@ static void assert_stream(const uint8_t *buf, size_t off, size_t len)
 	for (size_t i = 0; i < len; i++)
 		if (buf[i] != pattern_at(off + i))
 			fail_msg("byte %zu: got %#x want %#x", off + i, buf[i], pattern_at(off + i));
-}
-
-static int group_setup(void **state)
-{
-	(void)state;
-	stk__lock();
-	lwip_init();
-	stk__unlock();
-	return 0;
 }
 
 static int setup(void **state)
@@ -336,5 +328,5 @@ int main(void)
 		T(full_queue_clear_frees_everything),
 	};
 #undef T
-	return cmocka_run_group_tests(tests, group_setup, NULL);
+	return cmocka_run_group_tests(tests, lwip_group_setup, NULL);
 }

@@ -7,9 +7,10 @@
 
 #include <cmocka.h>
 
+#include "tests/unit/lwip_fixture.h"
+
 #include "internal.h"
 
-#include "lwip/init.h"
 #include "lwip/sys.h"
 #include "lwip/timeouts.h"
 
@@ -27,15 +28,6 @@ static void sleep_ms(unsigned ms)
 
 	while (nanosleep(&ts, &ts) != 0)
 		;
-}
-
-static int group_setup(void **state)
-{
-	(void)state;
-	stk__lock();
-	lwip_init();
-	stk__unlock();
-	return 0;
 }
 
 struct fired {
@@ -186,5 +178,5 @@ int main(void)
 		cmocka_unit_test_setup(two_timeouts_fire_in_deadline_order, reset_fired),
 		cmocka_unit_test_setup(untimeout_before_deadline_never_fires, reset_fired),
 	};
-	return cmocka_run_group_tests(tests, group_setup, NULL);
+	return cmocka_run_group_tests(tests, lwip_group_setup, NULL);
 }

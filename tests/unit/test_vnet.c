@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "netif/frame.h"
+#include "netif/wire/wire.h"
 #include "netif/vnet.h"
 
 #define PAYLOAD 3000
@@ -28,7 +29,6 @@ struct frame {
 	size_t len;
 };
 
-static void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
 
 static void build(struct frame *f, const struct spec *s)
 {
@@ -37,17 +37,17 @@ static void build(struct frame *f, const struct spec *s)
 	size_t l4h = proto == 6 ? 32 : 8, pay = s->payload ? s->payload : PAYLOAD;
 
 	memset(f->b, 0, sizeof(f->b));
-	put16(f->b + 12, WIRE_ETHERTYPE_IPV4);
+	wire_wr16(f->b + 12, WIRE_ETHERTYPE_IPV4);
 	ip[0] = 0x45;
-	put16(ip + 2, (uint16_t)(20 + l4h + pay));
-	put16(ip + 6, s->frag);
+	wire_wr16(ip + 2, (uint16_t)(20 + l4h + pay));
+	wire_wr16(ip + 6, s->frag);
 	ip[8] = 64;
 	ip[9] = proto;
 	memcpy(ip + 12, "\xc6\x12\x00\x01\xc6\x12\x00\x02", 8);
 	if (proto == 6)
 		l4[12] = (uint8_t)(l4h / 4) << 4;
 	else
-		put16(l4 + 4, (uint16_t)(8 + pay));
+		wire_wr16(l4 + 4, (uint16_t)(8 + pay));
 	f->len = WIRE_ETH_HLEN + 20 + l4h + pay;
 }
 
@@ -150,9 +150,9 @@ static void build6(struct frame *f, uint8_t nh, size_t payload)
 	size_t l4h = 32;
 
 	memset(f->b, 0, sizeof(f->b));
-	put16(f->b + 12, WIRE_ETHERTYPE_IPV6);
+	wire_wr16(f->b + 12, WIRE_ETHERTYPE_IPV6);
 	ip[0] = 0x60;
-	put16(ip + 4, (uint16_t)(l4h + payload));
+	wire_wr16(ip + 4, (uint16_t)(l4h + payload));
 	ip[6] = nh;
 	ip[7] = 64;
 	memcpy(ip + 8, "\x20\x01\x0d\xb8", 4);
