@@ -207,6 +207,11 @@ int uls_counters(struct uls_counter *out, size_t n)
 	put(&k, "dev_rx_pool_empty", ts.rx_pool_empty);
 	put(&k, "dev_tx_gather", ts.tx_gather);
 	put(&k, "dev_spin_enters", ts.spin_enters);
+	put(&k, "dev_rx_read_cqes", ts.rx_read_cqes);
+	put(&k, "dev_rx_mshot_cqes", ts.rx_mshot_cqes);
+	put(&k, "dev_rx_mshot_arms", ts.rx_mshot_arms);
+	put(&k, "dev_rx_mshot_nobufs", ts.rx_mshot_nobufs);
+	put(&k, "dev_rx_mshot_refused", ts.rx_mshot_refused);
 	stk__unlock();
 	return (int)k.i;
 }
