@@ -575,6 +575,7 @@ static bool mshot_cqe(struct qring *q, const struct io_uring_cqe *cqe, nif_rx_fn
 	if (!(cqe->flags & IORING_CQE_F_MORE)) {
 		/* The read ended: armed again at the end of this round (arm_mshot). */
 		q->rx_armed = 0;
+		q->st.rx_mshot_ends++;
 		if (res == -ENOBUFS) {
 			q->st.rx_mshot_nobufs++;
 		} else if (res == -EACCES || res == -EINVAL || res == -EOPNOTSUPP) {

@@ -210,6 +210,7 @@ int uls_counters(struct uls_counter *out, size_t n)
 	put(&k, "dev_rx_read_cqes", ts.rx_read_cqes);
 	put(&k, "dev_rx_mshot_cqes", ts.rx_mshot_cqes);
 	put(&k, "dev_rx_mshot_arms", ts.rx_mshot_arms);
+	put(&k, "dev_rx_mshot_ends", ts.rx_mshot_ends);
 	put(&k, "dev_rx_mshot_nobufs", ts.rx_mshot_nobufs);
 	put(&k, "dev_rx_mshot_refused", ts.rx_mshot_refused);
 	stk__unlock();

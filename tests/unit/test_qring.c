@@ -683,6 +683,7 @@ static void burst_beyond_the_buffers_ends_the_read_which_is_armed_again(void **s
 	assert_int_equal(st.rx_mshot_cqes, n);
 	assert_true(st.rx_mshot_nobufs >= 1);
 	assert_int_equal(st.rx_mshot_arms, 1 + st.rx_mshot_nobufs);
+	assert_int_equal(st.rx_mshot_ends, st.rx_mshot_nobufs);
 	assert_int_equal(st.rx_errors, 0);
 	/* and it keeps working after */
 	peer_send(f, 60, (uint8_t)n);
