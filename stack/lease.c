@@ -555,10 +555,13 @@ int uls_attach(const char *ctl_path)
 			m.u.hello.wake_fd = wake;
 			m.u.hello.flags |= CTL_HELLO_F_WAKE;
 		}
-		/* One multishot read for the frames, where the kernel has it (qp.mshot) and
-		 * ULS_RX_MULTISHOT is not 0 (to measure or test the reads per slot). */
+		/* One multishot read for the frames, where the kernel has it (qp.mshot), with
+		 * ULS_RX_MULTISHOT=1 only: io_uring completes its frames as task work of the
+		 * one thread that armed it, while the threads that drive the stack change
+		 * (stack/drive.c), so a frame often woke two threads; the reads per slot
+		 * follow the driver. Measured: docs/bench/mshot14. */
 		const char *e = getenv("ULS_RX_MULTISHOT");
-		if (e && !strcmp(e, "0"))
+		if (!(e && !strcmp(e, "1")))
 			qp.mshot = false;
 		if (qp.mshot)
 			m.u.hello.flags |= CTL_HELLO_F_MSHOT;
