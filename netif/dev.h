@@ -48,6 +48,12 @@ struct nif_dev_stats {
 	uint64_t rx_pool_empty;        /* frames not lendable: every buffer lent, so copied */
 	uint64_t tx_gather;            /* frames written from the caller's memory (no copy) */
 	uint64_t spin_enters;          /* a spinning thread's entries into the kernel */
+	/* The direct path's receive (netif/qring.c): frames that came by one read each, and
+	 * by the multishot read; multishot reads armed, ended (for any reason), ended because
+	 * the provided-buffer ring ran dry, and refused at submission (then one read per slot
+	 * again). */
+	uint64_t rx_read_cqes, rx_mshot_cqes;
+	uint64_t rx_mshot_arms, rx_mshot_ends, rx_mshot_nobufs, rx_mshot_refused;
 };
 
 struct nif_dev;

@@ -13,6 +13,19 @@
  * timeout 0 at most every HUP_CHECK_MS. Each read goes into a buffer of a pool (netif/rxpool.h); a consumer that
  * set dev.rx_take may keep a large frame's buffer (lwIP then holds the frame where the
  * kernel wrote it, as a custom pbuf), and the read is re-armed with a fresh buffer.
+ * Where the kernel has IORING_OP_READ_MULTISHOT and ulsd allowed it (CTL_HELLO_F_MSHOT),
+ * one multishot read replaces the reads of the slots: the slots' buffers are the entries
+ * of a provided-buffer ring (the buffer id is the slot), the kernel picks one per frame and
+ * completes once per frame, and a buffer goes back into the ring when its frame was
+ * handled or, if lwIP kept it, a fresh one of the pool takes its id. One read in flight is
+ * one poll entry on the queue (tun wakes every entry per frame) and is not re-armed per
+ * frame. The read ends when the ring ran dry (ENOBUFS, counted) or on an error, and is
+ * armed again once buffers are back. io_uring completes each frame of it as task work of
+ * the thread that submitted it, for as long as it stays armed: it is submitted by a
+ * thread that waits on the ring (or spins, or refills: stack/drive.c's drivers), never at
+ * open or in q_rx, whose caller may be any thread. Submitted at open, by the thread that
+ * opened the lease, every frame woke that thread as well as the waiter: 6x the context
+ * switches of a 1- and 8-stream sweep (docs/bench/mshot14).
  * Transmit: a frame comes either as pieces of the caller's memory (tx_gather: lwIP's
  * segment, referenced until the write completes) written with writev behind the virtio-net
  * header, or copied into a transmit buffer (tx_slot: small frames, and frames whose memory
@@ -30,6 +43,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -57,6 +71,8 @@
  * (ulsd gone): the node must fail its sockets within about a second (tests/node). */
 #define HUP_CHECK_MS 200
 #define WAKE_TAG UINT64_MAX   /* user_data of the wake-up eventfd's read */
+#define MSHOT_TAG (UINT64_MAX - 1)   /* user_data of the multishot read of the queue */
+#define MSHOT_BGID 0
 
 struct txg {
 	nif_tx_done_fn *done;
@@ -84,6 +100,11 @@ struct qring {
 	unsigned rx_rearm, rx_errors_in_row;
 	unsigned rx_free[RX_DEPTH], rx_nfree;  /* slots with no read in flight */
 	unsigned rx_armed, rx_target;          /* reads in flight, and how many to keep */
+	/* Multishot: rx_slot[i] is buffer id i of br; rx_free holds the ids with no buffer
+	 * in br (their buffer lent, the pool had no other); rx_target is 1, rx_armed 0 or 1. */
+	bool mshot;
+	struct io_uring_buf_ring *br;
+	unsigned br_added;     /* buffers added to br and not yet made visible */
 	unsigned *tx_free, tx_nfree, tx_unsubmitted, tx_inflight;
 	pid_t owner;   /* the process that opened it: a fork child holds copies of its rings */
 	struct nif_dev_stats st;
@@ -100,6 +121,47 @@ static void fill_sq_array(struct io_uring *r)
 {
 	for (unsigned i = 0; i < *r->sq.kring_entries; i++)
 		r->sq.array[i] = i;
+}
+
+static size_t br_bytes(void)
+{
+	return RX_DEPTH * sizeof(struct io_uring_buf);
+}
+
+/* Register the provided-buffer ring now, while the receive ring is disabled and the
+ * process's own: ulsd's restrictions then need no register operation for it (server/bpf.c).
+ * -EOPNOTSUPP where the kernel has no multishot read. */
+static int mshot_prepare(struct nif_qring_prep *p)
+{
+	struct io_uring_probe *probe = io_uring_get_probe_ring(&p->ring[0]);
+	bool has = probe && io_uring_opcode_supported(probe, NIF_IORING_OP_READ_MULTISHOT);
+	int rc;
+
+	free(probe);
+	if (!has)
+		return -EOPNOTSUPP;
+	/* Shared: a fork child's copy-on-write of the page cannot part the parent's tail
+	 * from the page the kernel reads. */
+	void *m = mmap(NULL, br_bytes(), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+		       -1, 0);
+	if (m == MAP_FAILED)
+		return -errno;
+	struct io_uring_buf_reg reg = { .ring_addr = (uintptr_t)m, .ring_entries = RX_DEPTH,
+					.bgid = MSHOT_BGID };
+	rc = io_uring_register_buf_ring(&p->ring[0], &reg, 0);
+	if (rc < 0) {
+		munmap(m, br_bytes());
+		return rc;
+	}
+	p->br = m;
+	io_uring_buf_ring_init(p->br);
+	return 0;
+}
+
+static void br_free(struct io_uring_buf_ring *br)
+{
+	if (br)
+		munmap(br, br_bytes());
 }
 
 int nif_qring_prepare(struct nif_qring_prep *p)
@@ -119,6 +181,7 @@ int nif_qring_prepare(struct nif_qring_prep *p)
 		fill_sq_array(&p->ring[i]);
 	}
 	p->made = true;
+	p->mshot = mshot_prepare(p) == 0;
 	return 0;
 }
 
@@ -139,6 +202,8 @@ void nif_qring_discard(struct nif_qring_prep *p)
 		return;
 	io_uring_queue_exit(&p->ring[0]);
 	io_uring_queue_exit(&p->ring[1]);
+	br_free(p->br);
+	p->br = NULL;
 	p->made = false;
 }
 
@@ -165,10 +230,62 @@ static bool arm_read(struct qring *q, unsigned i)
 	return true;
 }
 
+/* Give buffer id i's buffer to the kernel (made visible by br_publish). */
+static void br_add(struct qring *q, unsigned i)
+{
+	io_uring_buf_ring_add(q->br, q->rx_slot[i]->data, (unsigned)q->buf_size, (unsigned short)i,
+			      io_uring_buf_ring_mask(RX_DEPTH), (int)q->br_added);
+	q->br_added++;
+}
+
+static void br_publish(struct qring *q)
+{
+	if (q->br_added) {
+		io_uring_buf_ring_advance(q->br, (int)q->br_added);
+		q->br_added = 0;
+	}
+}
+
+/* Multishot: ids whose buffer was lent get one of the pool, and the read is armed again
+ * if it ended, once the kernel has a buffer to read into. */
+static void arm_mshot(struct qring *q)
+{
+	struct io_uring_sqe *sqe;
+
+	while (q->rx_nfree) {
+		unsigned i = q->rx_free[q->rx_nfree - 1];
+		if (!q->rx_slot[i] && !(q->rx_slot[i] = nif_rxpool_get(q->pool)))
+			break;
+		br_add(q, i);
+		q->rx_nfree--;
+	}
+	br_publish(q);
+	if (q->rx_armed || q->rx_nfree == RX_DEPTH)
+		return;
+	sqe = io_uring_get_sqe(&q->rx);
+	if (!sqe) {
+		io_uring_submit(&q->rx);
+		q->rx_rearm = 0;
+		if (!(sqe = io_uring_get_sqe(&q->rx)))
+			return;
+	}
+	io_uring_prep_rw(NIF_IORING_OP_READ_MULTISHOT, sqe, 0, NULL, 0, 0);
+	sqe->flags |= IOSQE_FIXED_FILE | IOSQE_BUFFER_SELECT;
+	sqe->buf_group = MSHOT_BGID;
+	io_uring_sqe_set_data64(sqe, MSHOT_TAG);
+	q->rx_armed = 1;
+	q->rx_rearm++;
+	q->st.rx_mshot_arms++;
+}
+
 /* Keep rx_target reads in flight, in free slots. Slots whose buffer is lent get one
  * again here once the pool has one. */
 static void arm_reads(struct qring *q)
 {
+	if (q->mshot) {
+		arm_mshot(q);
+		return;
+	}
 	while (q->rx_armed < q->rx_target && q->rx_nfree) {
 		if (!arm_read(q, q->rx_free[q->rx_nfree - 1]))
 			break;
@@ -408,6 +525,88 @@ static void deliver(struct qring *q, unsigned i, struct nif_rxbuf *b, size_t len
 
 static void tx_reap(struct qring *q);
 
+/* The frame that a read of res bytes put in slot (or buffer id) i's buffer: checked and
+ * handed to the consumer; whether it was. */
+static bool take_frame(struct qring *q, unsigned i, int res, nif_rx_fn *fn, void *arg)
+{
+	struct nif_rxbuf *b = q->rx_slot[i];
+	const uint8_t *buf = b->data;
+	size_t len = (size_t)res;
+	uint32_t off = 0;
+
+	q->rx_errors_in_row = 0;
+	if (q->vhl && (len < q->vhl ||
+		       nif_vnet_parse(buf, q->vhl, buf + q->vhl, len - q->vhl, &off) < 0)) {
+		q->st.rx_bad_vnet++;
+		return false;
+	}
+	buf += q->vhl;
+	len -= q->vhl;
+	if (nif_off_gso(off))
+		q->st.rx_gso++;
+	if (off & NIF_OFF_CSUM_PARTIAL)
+		q->st.rx_csum_partial++;
+	else if (off & NIF_OFF_CSUM_VALID)
+		q->st.rx_csum_valid++;
+	q->st.rx_frames++;
+	q->st.rx_bytes += len;
+	if (q->dev.rx_take)
+		deliver(q, i, b, len, off, arg);
+	else
+		fn(arg, buf, len, off);
+	return true;
+}
+
+/* The multishot read was refused at submission (a ring without the opcode in its
+ * restrictions, or a kernel that refuses it on this file): one read per slot from now on.
+ * The buffers stay in the provided-buffer ring too, which no read selects from any more. */
+static void mshot_give_up(struct qring *q)
+{
+	q->mshot = false;
+	q->st.rx_mshot_refused++;
+	q->rx_nfree = 0;
+	for (unsigned i = 0; i < RX_DEPTH; i++)
+		q->rx_free[q->rx_nfree++] = RX_DEPTH - 1 - i;
+	q->rx_armed = 0;
+	q->rx_target = RX_ARM_MIN;
+}
+
+/* One completion of the multishot read; whether it carried a frame that was delivered. */
+static bool mshot_cqe(struct qring *q, const struct io_uring_cqe *cqe, nif_rx_fn *fn, void *arg)
+{
+	int res = cqe->res;
+	bool delivered = false;
+
+	if (!(cqe->flags & IORING_CQE_F_MORE)) {
+		/* The read ended: armed again at the end of this round (arm_mshot). */
+		q->rx_armed = 0;
+		q->st.rx_mshot_ends++;
+		if (res == -ENOBUFS) {
+			q->st.rx_mshot_nobufs++;
+		} else if (res == -EACCES || res == -EINVAL || res == -EOPNOTSUPP) {
+			mshot_give_up(q);
+			return false;
+		} else if (res < 0 && res != -ECANCELED && res != -EAGAIN && res != -EINTR) {
+			rx_error(q);
+		}
+	}
+	if (!(cqe->flags & IORING_CQE_F_BUFFER))
+		return false;
+	unsigned i = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
+	if (i >= RX_DEPTH || !q->rx_slot[i])
+		return false;   /* not an id we gave */
+	if (res > 0) {
+		q->st.rx_mshot_cqes++;
+		delivered = take_frame(q, i, res, fn, arg);
+	}
+	/* The buffer back to the kernel, or a fresh one if the consumer kept it. */
+	if (q->rx_slot[i])
+		br_add(q, i);
+	else
+		q->rx_free[q->rx_nfree++] = i;
+	return delivered;
+}
+
 static int q_rx(struct nif_dev *d, nif_rx_fn *fn, void *arg, unsigned budget)
 {
 	struct qring *q = of(d);
@@ -423,6 +622,12 @@ static int q_rx(struct nif_dev *d, nif_rx_fn *fn, void *arg, unsigned budget)
 		unsigned i = (unsigned)tag;
 		int res = cqe->res;
 
+		if (tag == MSHOT_TAG) {
+			if (q->mshot && mshot_cqe(q, cqe, fn, arg))
+				n++;
+			io_uring_cqe_seen(&q->rx, cqe);
+			continue;
+		}
 		io_uring_cqe_seen(&q->rx, cqe);
 		if (tag == WAKE_TAG) {
 			/* A wake-up (its count is in wake_buf), or the read failed: the next
@@ -430,50 +635,28 @@ static int q_rx(struct nif_dev *d, nif_rx_fn *fn, void *arg, unsigned budget)
 			q->wake_armed = false;
 			continue;
 		}
-		if (i >= RX_DEPTH || !q->rx_armed)
+		if (q->mshot || i >= RX_DEPTH || !q->rx_armed)
 			continue;
 		q->rx_armed--;
 		if (res > 0 && q->rx_slot[i]) {
-			struct nif_rxbuf *b = q->rx_slot[i];
-			const uint8_t *buf = b->data;
-			size_t len = (size_t)res;
-			uint32_t off = 0;
-			q->rx_errors_in_row = 0;
-			if (q->vhl && (len < q->vhl ||
-				       nif_vnet_parse(buf, q->vhl, buf + q->vhl, len - q->vhl,
-						      &off) < 0)) {
-				q->st.rx_bad_vnet++;
-			} else {
-				buf += q->vhl;
-				len -= q->vhl;
-				if (nif_off_gso(off))
-					q->st.rx_gso++;
-				if (off & NIF_OFF_CSUM_PARTIAL)
-					q->st.rx_csum_partial++;
-				else if (off & NIF_OFF_CSUM_VALID)
-					q->st.rx_csum_valid++;
-				q->st.rx_frames++;
-				q->st.rx_bytes += len;
-				if (q->dev.rx_take) {
-					deliver(q, i, b, len, off, arg);
-				} else {
-					fn(arg, buf, len, off);
-				}
+			q->st.rx_read_cqes++;
+			if (take_frame(q, i, res, fn, arg))
 				n++;
-			}
 		} else if (res < 0 && res != -EAGAIN && res != -EINTR) {
 			rx_error(q);
 		}
 		q->rx_free[q->rx_nfree++] = i;
 	}
-	if (n && n >= q->rx_target)
+	if (q->mshot)
+		;  /* one read, however many frames */
+	else if (n && n >= q->rx_target)
 		q->rx_target = q->rx_target * 2 > RX_DEPTH ? RX_DEPTH : q->rx_target * 2;
 	else if (n <= 1 && q->rx_target > RX_ARM_MIN)
 		q->rx_target--;
 	arm_reads(q);
 	/* With the wake-up in the ring, the next wait submits them with its own
 	 * io_uring_enter (ring_wait); whoever takes frames waits next, or a driver does. */
-	if (q->rx_rearm && !q->wake_in_ring) {
+	if (q->rx_rearm && !q->wake_in_ring && !q->mshot) {
 		io_uring_submit(&q->rx);
 		q->rx_rearm = 0;
 	}
@@ -703,6 +886,8 @@ static void q_close(struct nif_dev *d)
 		tx_drain(q);
 	io_uring_queue_exit(&q->rx);
 	io_uring_queue_exit(&q->tx);
+	br_free(q->br);   /* the kernel let go of it with the ring */
+	q->br = NULL;
 	if (q->wake_fd >= 0)
 		nif_sys.close(q->wake_fd);
 	free_memory(q);
@@ -758,13 +943,17 @@ int nif_qring_open(struct nif_dev **out, struct nif_qring_prep *p, unsigned mtu,
 	q->tx_nfree = TX_DEPTH;
 	q->rx = p->ring[0];
 	q->tx = p->ring[1];
+	q->br = p->br;
+	q->mshot = p->mshot && p->br;
+	p->br = NULL;
 	p->made = false;
 	for (unsigned i = 0; i < RX_DEPTH; i++)
 		q->rx_free[q->rx_nfree++] = RX_DEPTH - 1 - i;
-	q->rx_target = RX_ARM_MIN;
+	q->rx_target = q->mshot ? 1 : RX_ARM_MIN;
 	arm_reads(q);
-	rc = io_uring_submit(&q->rx);
-	q->rx_rearm = 0;
+	rc = q->mshot ? 0 : io_uring_submit(&q->rx);
+	if (!q->mshot)
+		q->rx_rearm = 0;
 	if (rc < 0) {
 		q->wake_fd = -1;  /* the caller's on failure */
 		q_close(&q->dev);

@@ -17,7 +17,17 @@
 struct nif_qring_prep {
 	struct io_uring ring[2];   /* [0] receive, [1] transmit */
 	bool made;
+	/* A provided-buffer ring (group 0) registered on the receive ring while that was the
+	 * process's alone, for one multishot read of the queue (IORING_OP_READ_MULTISHOT,
+	 * Linux 6.7): NULL where the kernel has not that opcode. mshot: use it; the caller
+	 * clears it when ulsd did not allow the read (no CTL_HELLO_F_MSHOT in its reply), and
+	 * the device then keeps one read per receive slot in flight instead. */
+	struct io_uring_buf_ring *br;
+	bool mshot;
 };
+
+/* Not in liburing 2.3's header; the kernel's number since 6.7. */
+#define NIF_IORING_OP_READ_MULTISHOT 49
 
 int nif_qring_prepare(struct nif_qring_prep *p);
 int nif_qring_fd(const struct nif_qring_prep *p, int i);

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "filter/datapath.h"
+#include "netif/qring.h"
 #include "server/datapath.skel.h"
 
 /* Linux 6.6's tcx; Debian 12's headers predate it (kernel-facts.md: attach type 46). */
@@ -279,7 +280,7 @@ static int io_register(int fd, unsigned op, const void *arg, unsigned n)
  * a ring stays unusable (disabled) until then, so a lease refused at its second ring never
  * had a moment in which its first could read the queue. Returns ulsd's descriptor of the
  * ring, kept to unregister the queue when the lease ends. */
-static int take_ring(int pidfd, int remote_fd, int qfd, int efd)
+static int take_ring(int pidfd, int remote_fd, int qfd, int efd, bool mshot)
 {
 	static const struct io_uring_restriction res[] = {
 		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_READ },
@@ -291,6 +292,26 @@ static int take_ring(int pidfd, int remote_fd, int qfd, int efd)
 		/* For ulsd at the lease's end; the process gains nothing by dropping its queue. */
 		{ .opcode = IORING_RESTRICTION_REGISTER_OP, .register_op = IORING_UNREGISTER_FILES },
 	};
+	/* The receive ring of a process that asked for the multishot read: the same, plus
+	 * that opcode and buffer selection, still of fixed files only. The read stays a read
+	 * of the process's own queue into the process's own memory (buffers it registered
+	 * on the ring before handing it over, which needs no register operation here);
+	 * buffer selection does nothing for a write (the kernel refuses the pair).
+	 * docs/architecture.md, "The direct data path". */
+	static const struct io_uring_restriction res_mshot[] = {
+		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_READ },
+		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_WRITE },
+		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_READV },
+		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_WRITEV },
+		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = NIF_IORING_OP_READ_MULTISHOT },
+		{ .opcode = IORING_RESTRICTION_SQE_FLAGS_ALLOWED,
+		  .sqe_flags = IOSQE_FIXED_FILE | IOSQE_BUFFER_SELECT },
+		{ .opcode = IORING_RESTRICTION_SQE_FLAGS_REQUIRED, .sqe_flags = IOSQE_FIXED_FILE },
+		{ .opcode = IORING_RESTRICTION_REGISTER_OP, .register_op = IORING_UNREGISTER_FILES },
+	};
+	const struct io_uring_restriction *set = mshot ? res_mshot : res;
+	unsigned nset = mshot ? sizeof(res_mshot) / sizeof(res_mshot[0])
+			      : sizeof(res) / sizeof(res[0]);
 	char path[64], link[64];
 	int fd = (int)syscall(SYS_pidfd_getfd, pidfd, remote_fd, 0), rc;
 
@@ -302,7 +323,7 @@ static int take_ring(int pidfd, int remote_fd, int qfd, int efd)
 		rc = -EBADF;
 		goto fail;
 	}
-	rc = io_register(fd, IORING_REGISTER_RESTRICTIONS, res, sizeof(res) / sizeof(res[0]));
+	rc = io_register(fd, IORING_REGISTER_RESTRICTIONS, set, nset);
 	if (rc == 0) {
 		int files[2] = { qfd, efd };
 		rc = io_register(fd, IORING_REGISTER_FILES, files, efd >= 0 ? 2 : 1);
@@ -348,7 +369,7 @@ static int take_eventfd(int pidfd, int remote_fd)
 }
 
 int srv__dp_lease_direct(struct srv *s, struct srv_lease *l, const int32_t ring_fd[2],
-			 int32_t wake_fd)
+			 int32_t wake_fd, bool mshot)
 {
 	struct srv_dp *d = s->dp;
 	int q, pidfd, efd, rc = 0;
@@ -365,7 +386,8 @@ int srv__dp_lease_direct(struct srv *s, struct srv_lease *l, const int32_t ring_
 	 * the file, so ulsd's descriptor goes at once. */
 	efd = take_eventfd(pidfd, wake_fd);
 	for (int i = 0; i < 2; i++) {
-		int fd = take_ring(pidfd, ring_fd[i], d->qfd[q], i == 0 ? efd : -1);
+		int fd = take_ring(pidfd, ring_fd[i], d->qfd[q], i == 0 ? efd : -1,
+				   i == 0 && mshot);
 		if (fd < 0) {
 			rc = fd;
 			break;
@@ -406,6 +428,7 @@ int srv__dp_lease_direct(struct srv *s, struct srv_lease *l, const int32_t ring_
 	}
 	d->qowner[q] = l->id;
 	l->dp_wake = efd >= 0;
+	l->dp_mshot = mshot;
 	l->direct = true;
 	l->queue = (unsigned)q;
 	return 0;

@@ -11,9 +11,9 @@ int srv__dp_init(struct srv *s)
 }
 
 int srv__dp_lease_direct(struct srv *s, struct srv_lease *l, const int32_t ring_fd[2],
-			 int32_t wake_fd)
+			 int32_t wake_fd, bool mshot)
 {
-	(void)s; (void)l; (void)ring_fd; (void)wake_fd;
+	(void)s; (void)l; (void)ring_fd; (void)wake_fd; (void)mshot;
 	return -EOPNOTSUPP;
 }
 

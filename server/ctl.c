@@ -148,7 +148,8 @@ static void hello(struct srv *s, struct srv_conn *c, const struct ctl_msg *req)
 	if (s->datapath != SRV_DP_RELAY && offered && s->dp && !ip6_relay) {
 		rc = srv__dp_lease_direct(s, l, req->u.hello.ring_fd,
 					  (req->u.hello.flags & CTL_HELLO_F_WAKE) ?
-					  req->u.hello.wake_fd : -1);
+					  req->u.hello.wake_fd : -1,
+					  (req->u.hello.flags & CTL_HELLO_F_MSHOT) && s->rx_mshot);
 		if (rc < 0) {
 			s->ctr.v[SRV_DIRECT_REFUSED]++;
 			srv__log(1, "lease %u (pid %d): direct path refused: %s", l->id,
@@ -189,6 +190,8 @@ static void hello(struct srv *s, struct srv_conn *c, const struct ctl_msg *req)
 		r.u.hello.queue = (uint8_t)l->queue;
 		if (l->dp_wake)
 			r.u.hello.flags |= CTL_HELLO_F_WAKE;
+		if (l->dp_mshot)
+			r.u.hello.flags |= CTL_HELLO_F_MSHOT;
 		s->ctr.v[SRV_LEASES_DIRECT]++;
 		reply(s, c, &r, NULL, 0);
 	} else {

@@ -126,6 +126,9 @@ struct srv {
 	struct srv_reass *reass;  /* fragments being reassembled (reass.c; demux thread) */
 	atomic_bool stop;       /* no lock: srv__stop(), srv__stopping() */
 	bool trace;             /* ULSD_TRACE=1: log every control message */
+	/* Allow a process that asks (CTL_HELLO_F_MSHOT) a multishot read of its queue;
+	 * ULSD_RX_MULTISHOT=0 does not, as a ulsd that predates it (tests, measurements). */
+	bool rx_mshot;
 };
 
 /* ulsd.c */
@@ -230,7 +233,7 @@ void srv__lease_free(struct srv *s, struct srv_lease *l);  /* demux thread */
 /* bpf.c (or bpf_none.c): the direct data path (s->lock held) */
 int srv__dp_init(struct srv *s);
 int srv__dp_lease_direct(struct srv *s, struct srv_lease *l, const int32_t ring_fd[2],
-			 int32_t wake_fd);
+			 int32_t wake_fd, bool mshot);
 void srv__dp_lease_end(struct srv *s, struct srv_lease *l);
 typedef void srv_dp_stat_fn(void *arg, const char *name, uint64_t value);
 void srv__dp_stats(struct srv *s, srv_dp_stat_fn *fn, void *arg);

@@ -39,6 +39,7 @@ struct srv_lease {
 	unsigned queue;
 	int dp_ring[2];         /* ulsd's descriptors of its io_urings, -1: none */
 	bool dp_wake;           /* the process's wake-up eventfd is the receive ring's file 1 */
+	bool dp_mshot;          /* the receive ring may read the queue multishot */
 	bool has_rings;         /* the relay's ring pair and eventfds exist */
 	/* A checked frame of its tx ring is being sent by the demux thread without s->lock
 	 * (demux.c, send_held): nobody else consumes the ring until it is cleared. */

@@ -269,6 +269,7 @@ int main(int argc, char **argv)
 	s.datapath = SRV_DP_AUTO;
 	s.offload = offload_default();
 	s.trace = getenv("ULSD_TRACE") && !strcmp(getenv("ULSD_TRACE"), "1");
+	s.rx_mshot = !(getenv("ULSD_RX_MULTISHOT") && !strcmp(getenv("ULSD_RX_MULTISHOT"), "0"));
 	if (getenv("ULS_DATAPATH") && *getenv("ULS_DATAPATH") &&
 	    parse_datapath(getenv("ULS_DATAPATH"), &s.datapath) < 0) {
 		fprintf(stderr, "ulsd: bad ULS_DATAPATH '%s': auto, direct or relay\n",

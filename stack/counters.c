@@ -208,6 +208,12 @@ int uls_counters(struct uls_counter *out, size_t n)
 	put(&k, "dev_rx_pool_empty", ts.rx_pool_empty);
 	put(&k, "dev_tx_gather", ts.tx_gather);
 	put(&k, "dev_spin_enters", ts.spin_enters);
+	put(&k, "dev_rx_read_cqes", ts.rx_read_cqes);
+	put(&k, "dev_rx_mshot_cqes", ts.rx_mshot_cqes);
+	put(&k, "dev_rx_mshot_arms", ts.rx_mshot_arms);
+	put(&k, "dev_rx_mshot_ends", ts.rx_mshot_ends);
+	put(&k, "dev_rx_mshot_nobufs", ts.rx_mshot_nobufs);
+	put(&k, "dev_rx_mshot_refused", ts.rx_mshot_refused);
 	/* Reading queues no frame and arms no timer: no stack leave, which would flush or
 	 * use up a send of the thread's round (uls_tx_batch), so that a program (a test) may
 	 * read its counters between the sends of a round without changing what it reads. */

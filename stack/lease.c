@@ -558,6 +558,16 @@ int uls_attach(const char *ctl_path)
 			m.u.hello.wake_fd = wake;
 			m.u.hello.flags |= CTL_HELLO_F_WAKE;
 		}
+		/* One multishot read for the frames, where the kernel has it (qp.mshot), with
+		 * ULS_RX_MULTISHOT=1 only: io_uring completes its frames as task work of the
+		 * one thread that armed it, while the threads that drive the stack change
+		 * (stack/drive.c), so a frame often woke two threads; the reads per slot
+		 * follow the driver. Measured: docs/bench/mshot14. */
+		const char *e = getenv("ULS_RX_MULTISHOT");
+		if (!(e && !strcmp(e, "1")))
+			qp.mshot = false;
+		if (qp.mshot)
+			m.u.hello.flags |= CTL_HELLO_F_MSHOT;
 	}
 	if (nif_sys.send(fd, &m, sizeof(m), MSG_NOSIGNAL) != (ssize_t)sizeof(m)) {
 		rc = -errno;
@@ -597,6 +607,10 @@ int uls_attach(const char *ctl_path)
 		fds[1] = nif_qring_fd(&qp, 1);
 		fds[2] = wake >= 0 ? wake : stk__fd_hide(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
 		wake = -1;  /* fds[2] now */
+		/* A ulsd that did not allow the multishot read (or predates it) restricted
+		 * the ring to reads per slot. */
+		if (!(m.u.hello.flags & CTL_HELLO_F_MSHOT))
+			qp.mshot = false;
 		rc = fds[2] < 0 ? -errno :
 			nif_qring_open(&dev, &qp, m.u.hello.mtu, offload, fd, fds[2],
 				       (m.u.hello.flags & CTL_HELLO_F_WAKE) != 0);

@@ -142,6 +142,10 @@ int ctl_check(const void *buf, ssize_t n, struct ctl_msg *out)
 		if (!m.u.hello.mtu && (m.u.hello.flags & CTL_HELLO_F_WAKE) &&
 		    (!(m.u.hello.flags & CTL_HELLO_F_RINGS) || m.u.hello.wake_fd < 0))
 			return -CTL_BAD_FIELD;
+		/* So does the multishot read. */
+		if (!m.u.hello.mtu && (m.u.hello.flags & CTL_HELLO_F_MSHOT) &&
+		    !(m.u.hello.flags & CTL_HELLO_F_RINGS))
+			return -CTL_BAD_FIELD;
 		if (m.u.hello.mtu && m.u.hello.datapath != CTL_DP_DIRECT &&
 		    m.u.hello.datapath != CTL_DP_RELAY)
 			return -CTL_BAD_FIELD;

@@ -108,6 +108,10 @@ struct ctl_hello {
 /* Reply: the node has a default IPv6 router (ulsd --gw6); the process asks for it with
  * CTL_ROUTER6 (HELLO's body has no room for a 16-octet address). */
 #define CTL_HELLO_F_ROUTER6 0x08u
+/* Request (with CTL_HELLO_F_RINGS): allow the receive ring a multishot read of the queue
+ * into buffers the process provides (IORING_OP_READ_MULTISHOT, IOSQE_BUFFER_SELECT);
+ * reply: allowed. A ulsd that predates it ignores it and replies without it. */
+#define CTL_HELLO_F_MSHOT   0x10u
 
 enum ctl_datapath { CTL_DP_DIRECT = 1, CTL_DP_RELAY = 2 };
 

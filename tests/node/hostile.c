@@ -174,11 +174,16 @@ static int lease_open(const char *path, bool keep_rings)
 		m.u.hello.ring_fd[0] = nif_qring_fd(&qp, 0);
 		m.u.hello.ring_fd[1] = nif_qring_fd(&qp, 1);
 		m.u.hello.flags |= CTL_HELLO_F_RINGS;
+		/* The multishot read of the queue too, as libuls asks for it. */
+		if (qp.mshot)
+			m.u.hello.flags |= CTL_HELLO_F_MSHOT;
 	}
 	rc = call_fds(&m, fds, 3, &got);
 	if (rc < 0)
 		return rc;
 	node = m.u.hello;
+	if (!(node.flags & CTL_HELLO_F_MSHOT))
+		qp.mshot = false;
 	bool offload = (node.flags & CTL_HELLO_F_OFFLOAD) != 0;
 	if (node.datapath == CTL_DP_DIRECT && qp.made) {
 		direct = true;
@@ -399,6 +404,66 @@ static int churn(const char *ctl, int children, int parallel, int portbase, int 
 	return 0;
 }
 
+/* Submit one request on ring r and wait for its result. */
+static int one_sqe(struct io_uring *r, int op, int fd, void *addr, unsigned len, unsigned flags)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(r);
+	struct io_uring_cqe *cqe;
+	int res;
+
+	if (!sqe)
+		return -ENOSPC;
+	io_uring_prep_rw(op, sqe, fd, addr, len, 0);
+	sqe->flags |= (uint8_t)flags;
+	sqe->buf_group = 1;   /* a group nobody provided */
+	io_uring_submit(r);
+	if (io_uring_wait_cqe(r, &cqe) < 0)
+		return -EIO;
+	res = cqe->res;
+	io_uring_cqe_seen(r, cqe);
+	return res;
+}
+
+/* The receive ring, where ulsd allowed the multishot read (CTL_HELLO_F_MSHOT) and buffer
+ * selection: still nothing but reads of fixed files, and no register operation but ulsd's.
+ * Buffer group 1 is provided by nobody, so that a read that got through would end at once
+ * (ENOBUFS) rather than take a frame. Prints "mshot 0" alone where ulsd did not allow it. */
+static int rings_mshot(void)
+{
+	struct io_uring *rx = &qp.ring[0];
+	static uint8_t buf[64];
+
+	printf("mshot %d\n", qp.mshot ? 1 : 0);
+	if (!qp.mshot)
+		return 0;
+	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	printf("rx_mshot_plain %d\n", one_sqe(rx, NIF_IORING_OP_READ_MULTISHOT, null, NULL, 0,
+					       IOSQE_BUFFER_SELECT));
+	printf("rx_read_plain %d\n", one_sqe(rx, IORING_OP_READ, null, buf, sizeof(buf), 0));
+	printf("rx_nop %d\n", one_sqe(rx, IORING_OP_NOP, -1, NULL, 0, 0));
+	printf("rx_write_plain %d\n", one_sqe(rx, IORING_OP_WRITE, null, buf, sizeof(buf), 0));
+	/* A write with buffer selection: the kernel has no such thing. */
+	printf("rx_write_select %d\n", one_sqe(rx, IORING_OP_WRITE, 0, NULL, 0,
+						IOSQE_FIXED_FILE | IOSQE_BUFFER_SELECT));
+	/* Opcodes next to it, which the set does not name: recv multishot is a socket op. */
+	printf("rx_recv %d\n", one_sqe(rx, IORING_OP_RECV, 0, NULL, 0,
+					IOSQE_FIXED_FILE | IOSQE_BUFFER_SELECT));
+	printf("rx_provide %d\n", one_sqe(rx, IORING_OP_PROVIDE_BUFFERS, 1, buf, sizeof(buf), 0));
+	/* Flags beyond the two. */
+	printf("rx_link %d\n", one_sqe(rx, IORING_OP_READ, 0, buf, sizeof(buf),
+					IOSQE_FIXED_FILE | IOSQE_IO_LINK));
+	/* Register operations: files, and provided-buffer rings (its own was registered
+	 * before ulsd took the ring). */
+	int one = 1;
+	printf("rx_register_files %d\n", io_uring_register_files(rx, &one, 1));
+	printf("rx_files_update %d\n", io_uring_register_files_update(rx, 0, &one, 1));
+	struct io_uring_buf_reg reg = { .ring_addr = (uintptr_t)buf, .ring_entries = 1, .bgid = 2 };
+	printf("rx_register_pbuf %d\n", io_uring_register_buf_ring(rx, &reg, 0));
+	printf("rx_unregister_pbuf %d\n", io_uring_unregister_buf_ring(rx, 0));
+	close(null);
+	return 0;
+}
+
 /* What a direct process might try with the rings ulsd restricted, and one write the
  * restrictions allow (the control: an ARP request from the node for `target`, which the
  * transmit check passes). Prints each result (0, a length, or -errno). */
@@ -467,7 +532,7 @@ static int rings(uint32_t target)
 	if (d)
 		closedir(d);
 	printf("tun_fds %d\n", tun);
-	return 0;
+	return rings_mshot();
 }
 
 /* A process that offers rings it prepared in a way libuls never does. ulsd must refuse

@@ -358,6 +358,44 @@ def test_direct_path_moves_large_frames_without_a_copy_both_ways(tb):
                 assert c.get(k, 0) == 0, (k, c)
 
 
+def test_direct_path_receives_by_one_multishot_read_else_by_reads_per_slot(tb):
+    """Issues 12 and 14: on the direct path a process's frames come by one multishot read of
+    its queue (IORING_OP_READ_MULTISHOT from buffers it provides, netif/qring.c): every
+    frame of a 16 MiB stream is one completion of it (dev_rx_mshot_cqes at least the
+    frames delivered, dev_rx_frames) and none comes by a read of its own
+    (dev_rx_read_cqes 0). The read stays armed; it is armed again only after it ended
+    (ENOBUFS, an error, or cancelled): arms are its ends, or one more. The control,
+    ULS_RX_MULTISHOT=0: the same stream comes by one read per slot (dev_rx_read_cqes),
+    none by the multishot read. On the relay neither counter moves (no io_uring)."""
+    got = {}
+    for mode, port in (("1", 6762), ("0", 6763)):
+        env = {"ULSBENCH_COUNTERS": "1", "ULS_RX_MULTISHOT": mode}
+        rx = tb.server(2, port, count=1, env=env)
+        check_client(tb.client(1, f"{tb.ip(2)}:{port}", 16 * MIB, "send",
+                               name=f"mshot-{mode}"), TRANSFER_TIMEOUT)
+        (res,) = server_results(rx, 1)
+        assert res["bytes"] == 16 * MIB, res
+        assert rx.wait(10) == 0, rx.stderr()
+        c = server_counters(rx)
+        got[mode] = {k: c.get(k, 0) for k in (
+            "dev_rx_frames", "dev_rx_read_cqes", "dev_rx_mshot_cqes", "dev_rx_mshot_arms",
+            "dev_rx_mshot_ends", "dev_rx_mshot_nobufs", "dev_rx_mshot_refused")}
+    on, off = got["1"], got["0"]
+    if DATAPATH == "direct":
+        assert on["dev_rx_frames"] > 0 and on["dev_rx_mshot_cqes"] >= on["dev_rx_frames"], on
+        assert on["dev_rx_read_cqes"] == 0 and on["dev_rx_mshot_refused"] == 0, on
+        # armed once at the lease's start, then once after each end; still armed or not
+        # at exit
+        assert on["dev_rx_mshot_arms"] - on["dev_rx_mshot_ends"] in (0, 1), on
+        assert on["dev_rx_mshot_ends"] >= on["dev_rx_mshot_nobufs"], on
+        assert off["dev_rx_read_cqes"] >= off["dev_rx_frames"] > 0, off
+        assert off["dev_rx_mshot_cqes"] == 0 and off["dev_rx_mshot_arms"] == 0, off
+    else:
+        for c in (on, off):
+            for k in ("dev_rx_read_cqes", "dev_rx_mshot_cqes", "dev_rx_mshot_arms"):
+                assert c[k] == 0, (k, c)
+
+
 def test_ulsd_refuses_rings_already_enabled_or_with_files_or_restrictions(tb):
     """Issue 12 item 4: "ulsd refuses a ring that was already enabled or had files or
     restrictions registered." A hostile process offers HELLO rings of which the receive or

@@ -383,6 +383,22 @@ static void hello_request_offering_rings_needs_two_descriptors(void **state)
 	assert_int_equal(check(&m, &out), -CTL_BAD_FIELD);
 }
 
+/* The multishot read is asked for the rings a request offers: not without them. */
+static void hello_request_asking_the_multishot_read_needs_rings(void **state)
+{
+	struct ctl_msg m, out;
+
+	(void)state;
+	ctl_init(&m, CTL_HELLO, 1);
+	m.u.hello.flags = CTL_HELLO_F_RINGS | CTL_HELLO_F_MSHOT;
+	m.u.hello.ring_fd[0] = 900;
+	m.u.hello.ring_fd[1] = 901;
+	assert_int_equal(check(&m, &out), 0);
+	assert_int_equal(out.u.hello.flags, CTL_HELLO_F_RINGS | CTL_HELLO_F_MSHOT);
+	m.u.hello.flags = CTL_HELLO_F_MSHOT;
+	assert_int_equal(check(&m, &out), -CTL_BAD_FIELD);
+}
+
 static struct ctl_msg valid_conn(void)
 {
 	struct ctl_msg m;
@@ -536,6 +552,7 @@ int main(void)
 		cmocka_unit_test(hello_reply_without_a_data_path_refused),
 		cmocka_unit_test(hello_reply_with_unterminated_interface_name_refused),
 		cmocka_unit_test(hello_request_offering_rings_needs_two_descriptors),
+		cmocka_unit_test(hello_request_asking_the_multishot_read_needs_rings),
 		cmocka_unit_test(error_names_unique_and_named),
 		cmocka_unit_test(refusal_reasons_do_not_overlap_errno),
 	};

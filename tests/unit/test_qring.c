@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -68,6 +69,23 @@ static void pool_closed_with_buffers_lent_frees_them_when_they_come_back(void **
 
 /* --- the device on a socket pair -------------------------------------------------------- */
 
+/* Which receive the device fixtures get: the multishot read (where the kernel has it) or
+ * one read per slot, as with a ulsd that did not allow it. main runs the tests both ways. */
+static bool mshot_mode;
+/* The kernel has IORING_OP_READ_MULTISHOT (6.7): else the "_m" fixtures are reads per slot
+ * too and the multishot-only tests are skipped. */
+static bool have_mshot;
+
+/* What the fixture does to a prepared ring pair's multishot choice. */
+static void choose_rx(struct nif_qring_prep *p)
+{
+	if (!mshot_mode)
+		p->mshot = false;
+	else
+		assert_int_equal(p->mshot, have_mshot);
+	mshot_mode = p->mshot;
+}
+
 struct fx {
 	struct nif_dev *dev;
 	int peer, own;
@@ -87,6 +105,7 @@ static int setup(void **state)
 
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
 	assert_int_equal(nif_qring_prepare(&p), 0);
+	choose_rx(&p);
 	/* What ulsd does to a process's rings (server/bpf.c, without the restrictions). */
 	for (int i = 0; i < 2; i++) {
 		assert_int_equal(uring_register(nif_qring_fd(&p, i), IORING_REGISTER_FILES, &sv[0], 1), 0);
@@ -116,6 +135,7 @@ static int open_wake_in_ring(void **state, bool with_lease)
 	if (with_lease)
 		assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, f->lease), 0);
 	assert_int_equal(nif_qring_prepare(&p), 0);
+	choose_rx(&p);
 	int files[2] = { sv[0], efd };
 	for (int i = 0; i < 2; i++) {
 		assert_int_equal(uring_register(nif_qring_fd(&p, i), IORING_REGISTER_FILES, files,
@@ -459,6 +479,10 @@ static void refill_keeps_reads_in_flight_for_a_caller_that_never_waits(void **st
 
 	f->dev->rx_take = take;
 	assert_non_null(f->dev->ops->rx_refill);
+	/* A call's entry refills whether or not it took frames (stk__drive_entry): that
+	 * submits the multishot read, which the device leaves at open for a thread that
+	 * waits or drives (netif/qring.c). */
+	f->dev->ops->rx_refill(f->dev);
 	for (int i = 0; i < 8; i++) {
 		peer_send(f, 1000, 0x3c);
 		/* io_uring completes the read as work of the thread that submitted it, run
@@ -516,8 +540,13 @@ static void spin_poll_sees_frames_whose_reads_it_rearmed_without_a_wait(void **s
 		assert_int_equal(t.offered, (unsigned)i + 1);
 	}
 	f->dev->ops->get_stats(f->dev, &st);
-	/* Entered to submit each re-armed read, not per look. */
-	assert_in_range(st.spin_enters, 1, 10);
+	/* Entered to submit each re-armed read, not per look; the multishot read is
+	 * submitted once, by the first look (the device leaves it to a thread that waits or
+	 * spins), and stays armed. */
+	if (mshot_mode)
+		assert_int_equal(st.spin_enters, 1);
+	else
+		assert_in_range(st.spin_enters, 1, 10);
 }
 
 static void wait_in_ring_reports_the_lease_hang_up_within_a_second(void **state)
@@ -560,11 +589,211 @@ static void lease_check_reports_the_hang_up_without_a_wait(void **state)
 	assert_int_equal(f->dev->ops->lease_check(f->dev), 0);
 }
 
+/* The same fixtures with the multishot read. */
+static int setup_m(void **state)
+{
+	mshot_mode = true;
+	return setup(state);
+}
+
+static int setup_wake_in_ring_m(void **state)
+{
+	mshot_mode = true;
+	return setup_wake_in_ring(state);
+}
+
+static int setup_wake_in_ring_no_lease_m(void **state)
+{
+	mshot_mode = true;
+	return setup_wake_in_ring_no_lease(state);
+}
+
+static int teardown_m(void **state)
+{
+	mshot_mode = false;
+	return teardown(state);
+}
+
+/* --- the multishot read ------------------------------------------------------------------- */
+
+struct seq {
+	unsigned got;
+	bool in_order;
+};
+
+/* Frames whose first byte is their number (mod 256), delivered for copying. */
+static void count_seq(void *arg, const uint8_t *frame, size_t len, uint32_t off)
+{
+	struct seq *s = arg;
+
+	(void)len; (void)off;
+	if (frame[0] != (uint8_t)s->got)
+		s->in_order = false;
+	s->got++;
+}
+
+static void rx_until(struct fx *f, struct seq *s, unsigned n)
+{
+	for (int tries = 0; tries < 1000 && s->got < n; tries++) {
+		assert_true(f->dev->ops->wait(f->dev, 100) >= 0);
+		f->dev->ops->rx(f->dev, count_seq, s, 64);
+	}
+	assert_int_equal(s->got, n);
+	assert_true(s->in_order);
+}
+
+/* Every frame is one completion of the one read armed at open (multishot), or of a read of
+ * its own (slots): the two counters say which path carried them. */
+static void each_frame_is_one_completion_of_the_path_in_use(void **state)
+{
+	struct fx *f = *state;
+	struct seq s = { .in_order = true };
+	struct nif_dev_stats st;
+
+	for (unsigned i = 0; i < 20; i++)
+		peer_send(f, 100, (uint8_t)i);
+	rx_until(f, &s, 20);
+	f->dev->ops->get_stats(f->dev, &st);
+	assert_int_equal(st.rx_frames, 20);
+	if (mshot_mode) {
+		assert_int_equal(st.rx_mshot_cqes, 20);
+		assert_int_equal(st.rx_read_cqes, 0);
+		assert_int_equal(st.rx_mshot_arms, 1);
+	} else {
+		assert_int_equal(st.rx_read_cqes, 20);
+		assert_int_equal(st.rx_mshot_cqes, 0);
+		assert_int_equal(st.rx_mshot_arms, 0);
+	}
+	assert_int_equal(st.rx_mshot_nobufs, 0);
+}
+
+/* More frames queued than the provided-buffer ring has buffers (RX_DEPTH, 64), none taken
+ * meanwhile: the kernel fills all 64 and ends the read with ENOBUFS at the 65th; the device
+ * counts that, gives the buffers back, arms the read again, and every frame arrives once,
+ * in order. Each end of the read was followed by one new arm. */
+static void burst_beyond_the_buffers_ends_the_read_which_is_armed_again(void **state)
+{
+	if (!have_mshot)
+		skip();
+	struct fx *f = *state;
+	struct seq s = { .in_order = true };
+	struct nif_dev_stats st;
+	const unsigned n = 100;
+
+	for (unsigned i = 0; i < n; i++)
+		peer_send(f, 60, (uint8_t)i);
+	rx_until(f, &s, n);
+	f->dev->ops->get_stats(f->dev, &st);
+	assert_int_equal(st.rx_frames, n);
+	assert_int_equal(st.rx_mshot_cqes, n);
+	assert_true(st.rx_mshot_nobufs >= 1);
+	assert_int_equal(st.rx_mshot_arms, 1 + st.rx_mshot_nobufs);
+	assert_int_equal(st.rx_mshot_ends, st.rx_mshot_nobufs);
+	assert_int_equal(st.rx_errors, 0);
+	/* and it keeps working after */
+	peer_send(f, 60, (uint8_t)n);
+	rx_until(f, &s, n + 1);
+}
+
+/* ulsd's restrictions for the receive ring (server/bpf.c): with or without the multishot
+ * read. The provided buffers were registered by nif_qring_prepare before, as a process
+ * does before its HELLO. */
+static int open_restricted(void **state, bool allow_mshot)
+{
+	const struct io_uring_restriction res[] = {
+		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_READ },
+		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_WRITE },
+		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_READV },
+		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_WRITEV },
+		{ .opcode = IORING_RESTRICTION_SQE_FLAGS_REQUIRED, .sqe_flags = IOSQE_FIXED_FILE },
+		{ .opcode = IORING_RESTRICTION_SQE_FLAGS_ALLOWED,
+		  .sqe_flags = IOSQE_FIXED_FILE | (allow_mshot ? IOSQE_BUFFER_SELECT : 0) },
+		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = NIF_IORING_OP_READ_MULTISHOT },
+	};
+	struct fx *f = calloc(1, sizeof(*f));
+	struct nif_qring_prep p;
+	int sv[2];
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	assert_int_equal(nif_qring_prepare(&p), 0);
+	assert_true(p.mshot);   /* the device is told it may: ulsd's reply said so */
+	for (int i = 0; i < 2; i++) {
+		unsigned n = sizeof(res) / sizeof(res[0]) - (i == 0 && allow_mshot ? 0 : 1);
+		assert_int_equal(uring_register(nif_qring_fd(&p, i), IORING_REGISTER_RESTRICTIONS,
+						res, n), 0);
+		assert_int_equal(uring_register(nif_qring_fd(&p, i), IORING_REGISTER_FILES, &sv[0], 1), 0);
+		assert_int_equal(uring_register(nif_qring_fd(&p, i), IORING_REGISTER_ENABLE_RINGS, NULL, 0), 0);
+	}
+	assert_int_equal(nif_qring_open(&f->dev, &p, 1500, true, -1,
+					eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), false), 0);
+	f->peer = sv[1];
+	f->own = sv[0];
+	f->lease[0] = f->lease[1] = -1;
+	*state = f;
+	return 0;
+}
+
+static int setup_restricted_mshot(void **state)
+{
+	return open_restricted(state, true);
+}
+
+static int setup_restricted_no_mshot(void **state)
+{
+	return open_restricted(state, false);
+}
+
+/* Under ulsd's restrictions with the opcode and flag allowed, the multishot read runs. */
+static void restricted_ring_that_allows_it_reads_multishot(void **state)
+{
+	if (!have_mshot)
+		skip();
+	struct fx *f = *state;
+	struct seq s = { .in_order = true };
+	struct nif_dev_stats st;
+
+	for (unsigned i = 0; i < 5; i++)
+		peer_send(f, 100, (uint8_t)i);
+	rx_until(f, &s, 5);
+	f->dev->ops->get_stats(f->dev, &st);
+	assert_int_equal(st.rx_mshot_cqes, 5);
+	assert_int_equal(st.rx_mshot_refused, 0);
+}
+
+/* A ring restricted without it (a ulsd that predates it, if a process asked anyway): the
+ * kernel refuses the read with EACCES, and the device goes back to one read per slot,
+ * losing no frame. */
+static void refused_multishot_read_falls_back_to_reads_per_slot(void **state)
+{
+	if (!have_mshot)
+		skip();
+	struct fx *f = *state;
+	struct seq s = { .in_order = true };
+	struct nif_dev_stats st;
+
+	for (unsigned i = 0; i < 5; i++)
+		peer_send(f, 100, (uint8_t)i);
+	rx_until(f, &s, 5);
+	f->dev->ops->get_stats(f->dev, &st);
+	assert_int_equal(st.rx_mshot_refused, 1);
+	assert_int_equal(st.rx_mshot_cqes, 0);
+	assert_int_equal(st.rx_read_cqes, 5);
+}
+
 int main(void)
 {
+	struct nif_qring_prep p;
+
+	if (nif_qring_prepare(&p) == 0) {
+		have_mshot = p.mshot;
+		nif_qring_discard(&p);
+	}
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(pool_with_all_buffers_out_gives_none_until_one_comes_back),
 		cmocka_unit_test(pool_closed_with_buffers_lent_frees_them_when_they_come_back),
+		/* one read per slot */
+		cmocka_unit_test_setup_teardown(each_frame_is_one_completion_of_the_path_in_use, setup, teardown),
+		cmocka_unit_test_setup_teardown(each_frame_is_one_completion_of_the_path_in_use, setup_wake_in_ring, teardown),
 		cmocka_unit_test_setup_teardown(large_frame_is_lent_in_place_and_the_read_rearmed, setup, teardown),
 		cmocka_unit_test_setup_teardown(small_frame_is_offered_for_copying_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(full_pool_makes_frames_copied_and_counted_not_blocked, setup, teardown),
@@ -581,6 +810,29 @@ int main(void)
 		cmocka_unit_test_setup_teardown(lease_check_reports_the_hang_up_without_a_wait, setup_wake_in_ring, teardown),
 		cmocka_unit_test_setup_teardown(refill_keeps_reads_in_flight_for_a_caller_that_never_waits, setup_wake_in_ring, teardown),
 		cmocka_unit_test_setup_teardown(spin_poll_sees_frames_whose_reads_it_rearmed_without_a_wait, setup_wake_in_ring, teardown),
+		/* the multishot read */
+		cmocka_unit_test_setup_teardown(each_frame_is_one_completion_of_the_path_in_use, setup_m, teardown_m),
+		cmocka_unit_test_setup_teardown(each_frame_is_one_completion_of_the_path_in_use, setup_wake_in_ring_m, teardown_m),
+		cmocka_unit_test_setup_teardown(large_frame_is_lent_in_place_and_the_read_rearmed, setup_m, teardown_m),
+		cmocka_unit_test_setup_teardown(small_frame_is_offered_for_copying_only, setup_m, teardown_m),
+		cmocka_unit_test_setup_teardown(full_pool_makes_frames_copied_and_counted_not_blocked, setup_m, teardown_m),
+		cmocka_unit_test_setup_teardown(gathered_write_reports_done_only_once_written, setup_m, teardown_m),
+		cmocka_unit_test_setup_teardown(close_reports_a_completed_gathered_write_done, setup_m, teardown_m),
+		cmocka_unit_test_setup_teardown(queued_frame_is_pending_until_the_flush_hands_it_over, setup_m, teardown_m),
+		cmocka_unit_test_setup_teardown(large_frame_is_lent_in_place_and_the_read_rearmed, setup_wake_in_ring_m, teardown_m),
+		cmocka_unit_test_setup_teardown(full_pool_makes_frames_copied_and_counted_not_blocked, setup_wake_in_ring_m, teardown_m),
+		cmocka_unit_test_setup_teardown(gathered_write_reports_done_only_once_written, setup_wake_in_ring_m, teardown_m),
+		cmocka_unit_test_setup_teardown(wait_in_ring_ends_on_a_wake_up_from_another_thread, setup_wake_in_ring_no_lease_m, teardown_m),
+		cmocka_unit_test_setup_teardown(wait_in_ring_ends_at_its_timeout, setup_wake_in_ring_no_lease_m, teardown_m),
+		cmocka_unit_test_setup_teardown(wait_in_ring_receives_frames_whose_reads_it_submitted, setup_wake_in_ring_m, teardown_m),
+		cmocka_unit_test_setup_teardown(wait_in_ring_reports_the_lease_hang_up_within_a_second, setup_wake_in_ring_m, teardown_m),
+		cmocka_unit_test_setup_teardown(lease_check_reports_the_hang_up_without_a_wait, setup_wake_in_ring_m, teardown_m),
+		cmocka_unit_test_setup_teardown(refill_keeps_reads_in_flight_for_a_caller_that_never_waits, setup_wake_in_ring_m, teardown_m),
+		cmocka_unit_test_setup_teardown(spin_poll_sees_frames_whose_reads_it_rearmed_without_a_wait, setup_wake_in_ring_m, teardown_m),
+		cmocka_unit_test_setup_teardown(burst_beyond_the_buffers_ends_the_read_which_is_armed_again, setup_m, teardown_m),
+		cmocka_unit_test_setup_teardown(burst_beyond_the_buffers_ends_the_read_which_is_armed_again, setup_wake_in_ring_m, teardown_m),
+		cmocka_unit_test_setup_teardown(restricted_ring_that_allows_it_reads_multishot, setup_restricted_mshot, teardown),
+		cmocka_unit_test_setup_teardown(refused_multishot_read_falls_back_to_reads_per_slot, setup_restricted_no_mshot, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
