@@ -38,7 +38,8 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from tblib import BUILD, SRC, TESTBED, TestbedEnv, parse_exports, run_testbed  # noqa: E402
+from tblib import (BUILD, SRC, TESTBED, FileProc, TestbedEnv, parse_exports,  # noqa: E402
+                   run_testbed)
 ULSRUN = os.path.join(BUILD, "apps", "ulsrun")
 STAT = os.path.join(BUILD, "apps", "ulsstat")
 ULSD = os.path.join(BUILD, "server", "ulsd")
@@ -108,91 +109,6 @@ def _tb(*args):
     return run_testbed(TESTBED, TB_NAME, BUILD, *args)
 
 
-class Proc:
-    """A process this suite started, in a session (and process group) of its own; its
-    output goes to files (no pipe can fill up)."""
-
-    def __init__(self, argv, outdir, name, stdin=None, stdout=None):
-        self.name = name
-        self.argv = list(argv)
-        self.data_out = stdout is not None    # stdout is the program's data, not text
-        self.out_path = stdout or os.path.join(outdir, f"{name}.out")
-        self.err_path = os.path.join(outdir, f"{name}.err")
-        inp = open(stdin, "rb") if stdin else subprocess.DEVNULL
-        try:
-            with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
-                # `ip netns exec` execs the program, so self.pid is the program's own PID
-                # (or ulsrun's, if ulsrun stays as a parent): either way the group leader.
-                self.p = subprocess.Popen(self.argv, stdin=inp, stdout=out, stderr=err,
-                                          start_new_session=True, close_fds=True)
-        finally:
-            if stdin:
-                inp.close()
-        self.pid = self.p.pid
-        self.started = time.monotonic()
-
-    def poll(self):
-        return self.p.poll()
-
-    def wait(self, timeout):
-        """The exit status; on timeout the process group is killed and the test fails."""
-        try:
-            return self.p.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.stop(grace=0)
-            raise AssertionError(f"{self.name} did not finish within {timeout} s: {self.argv}\n"
-                                 f"stdout: {self.stdout()[-2000:]}\nstderr: {self.stderr()[-2000:]}")
-
-    def _signal_group(self, sig):
-        """Signal our process group (ID = our recorded PID). ESRCH: nobody is left in it."""
-        try:
-            os.killpg(self.pid, sig)
-            return True
-        except ProcessLookupError:
-            return False
-
-    def group_alive(self):
-        return self._signal_group(0)
-
-    def stop(self, sig=signal.SIGTERM, grace=5.0):
-        """Stop the process and everything in its group: `sig`, then SIGKILL after `grace`
-        seconds. Returns the leader's exit status."""
-        if self.p.poll() is None or self.group_alive():
-            if grace > 0:
-                self._signal_group(sig)
-                deadline = time.monotonic() + grace
-                while time.monotonic() < deadline:
-                    if self.p.poll() is not None and not self.group_alive():
-                        break
-                    time.sleep(0.02)
-            self._signal_group(signal.SIGKILL)
-            try:
-                self.p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass   # unkillable (D state): the testbed's `down` is the last resort
-        return self.p.returncode
-
-    def stdout(self):
-        if self.data_out:
-            return f"(data, to {self.out_path})"
-        with open(self.out_path, errors="replace") as f:
-            return f.read()
-
-    def stderr(self):
-        with open(self.err_path, errors="replace") as f:
-            return f.read()
-
-    def check(self, timeout):
-        """Wait (bounded) for a clean exit; returns stdout."""
-        rc = self.wait(timeout)
-        assert rc == 0, f"{self.name} failed:\n{self.output()}"
-        return self.stdout()
-
-    def output(self):
-        return f"{self.name} {self.argv}\nexit {self.p.returncode}\nstdout: " \
-               f"{self.stdout()[-3000:]}\nstderr: {self.stderr()[-3000:]}"
-
-
 class Testbed(TestbedEnv):
     def __init__(self):
         self.env = {}
@@ -214,7 +130,7 @@ class Testbed(TestbedEnv):
     # --- processes ---------------------------------------------------------------------
     def start(self, argv, name, stdin=None, stdout=None):
         self.seq += 1
-        p = Proc(argv, self.outdir, f"{self.seq:03d}-{name}", stdin=stdin, stdout=stdout)
+        p = FileProc(argv, self.outdir, f"{self.seq:03d}-{name}", stdin=stdin, stdout=stdout)
         self.procs.append(p)
         return p
 
