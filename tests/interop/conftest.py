@@ -91,6 +91,21 @@ def sha256_file(path):
     return h.hexdigest()
 
 
+def wait_while_running(proc, found, timeout, waiting_for, missing):
+    """found()'s first true value, asked every 50 ms for `timeout` seconds while proc runs;
+    AssertionError if proc exits first ("exited before WAITING_FOR") or time runs out
+    (MISSING), with proc's output."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = found()
+        if got:
+            return got
+        if proc.poll() is not None:
+            raise AssertionError(f"{proc.name} exited before {waiting_for}:\n{proc.output()}")
+        time.sleep(0.05)
+    raise AssertionError(f"{missing}\n{proc.output()}")
+
+
 def make_payload(path, nbytes, seed):
     """A deterministic pseudo-random file of nbytes; returns its SHA-256."""
     rng = random.Random(seed)
@@ -159,32 +174,20 @@ class Testbed(TestbedEnv):
     def wait_listening(self, node, port, proc, timeout=15.0):
         """Wait until node `node`'s ulsd has a TCP listener on `port` (the program's socket
         is a ulstack socket, not a kernel one), while `proc` runs."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            eps = self.listeners(node, port)
-            if eps:
-                return eps
-            if proc.poll() is not None:
-                raise AssertionError(f"{proc.name} exited before listening on node {node} "
-                                     f"port {port}:\n{proc.output()}")
-            time.sleep(0.05)
-        raise AssertionError(f"no ulstack listener on node {node} port {port} after {timeout} s "
-                             f"(did the program's socket fall back to the kernel?)\n{proc.output()}")
+        return wait_while_running(
+            proc, lambda: self.listeners(node, port), timeout,
+            f"listening on node {node} port {port}",
+            f"no ulstack listener on node {node} port {port} after {timeout} s (did the "
+            f"program's socket fall back to the kernel?)")
 
     def wait_kernel_listening(self, port, proc, timeout=15.0):
         """Wait until a kernel socket listens on `port` in the kernel peer's namespace."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            r = subprocess.run(["ip", "netns", "exec", self.kernel_ns, "ss", "-Hltn", f"sport = :{port}"],
-                               capture_output=True, text=True, timeout=10)
-            if r.stdout.strip():
-                return
-            if proc.poll() is not None:
-                raise AssertionError(f"{proc.name} exited before listening on port {port}:\n"
-                                     f"{proc.output()}")
-            time.sleep(0.05)
-        raise AssertionError(f"nothing listens on port {port} in {self.kernel_ns} after {timeout} s\n"
-                             f"{proc.output()}")
+        def ss():
+            return subprocess.run(["ip", "netns", "exec", self.kernel_ns, "ss", "-Hltn",
+                                   f"sport = :{port}"], capture_output=True, text=True,
+                                  timeout=10).stdout.strip()
+        wait_while_running(proc, ss, timeout, f"listening on port {port}",
+                           f"nothing listens on port {port} in {self.kernel_ns} after {timeout} s")
 
     def assert_through_ulstack(self, before, received=None, sent=None):
         """The bytes went through ulstack's node: node n's processes received at least
