@@ -24,6 +24,7 @@ SIGTERM, then SIGKILL after a bounded wait, at the end of each test, also on fai
 wait is bounded.
 """
 import atexit
+import contextlib
 import hashlib
 import json
 import os
@@ -285,18 +286,25 @@ def testbed():
             shutil.rmtree(tb.outdir, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def procs_stopped_ulsd_alive(bed):
+    """Around a test on testbed `bed`: the processes the test started are stopped when it
+    ends (also on failure), and both nodes' ulsd must still be alive."""
+    n = len(bed.procs)
+    try:
+        yield bed
+    finally:
+        bed.stop_procs(n)
+        died = [node for node in (1, 2) if not bed.ulsd_alive(node)]
+        assert not died, f"ulsd of node(s) {died} died during the test; end of their logs: " \
+                         f"{ {node: bed.ulsd_log_tail(node) for node in died} }"
+
+
 @pytest.fixture
 def tb(testbed):
-    """The session testbed; the processes a test started are stopped when it ends (also on
-    failure), and both nodes' ulsd must still be alive."""
-    n = len(testbed.procs)
-    try:
+    """The session testbed, for one test (procs_stopped_ulsd_alive)."""
+    with procs_stopped_ulsd_alive(testbed):
         yield testbed
-    finally:
-        testbed.stop_procs(n)
-        died = [node for node in (1, 2) if not testbed.ulsd_alive(node)]
-        assert not died, f"ulsd of node(s) {died} died during the test; end of their logs: " \
-                         f"{ {node: testbed.ulsd_log_tail(node) for node in died} }"
 
 
 @pytest.fixture(scope="session")
