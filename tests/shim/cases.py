@@ -17,8 +17,8 @@ import threading
 import time
 
 from casebase import (CASE, CONNECTOR, ECHO, FAMILY, KIP, LATE, NIP, SINK, SOCK_FAMILY,  # noqa: F401
-                      UDPECHO, ask_connector, connect, connector_result, echo_round_trip,
-                      listener, node_addr, peer_addr, serve_echo)
+                      UDPECHO, Alarm, alarm_in, ask_connector, connect, connector_result,
+                      echo_round_trip, interrupted, listener, node_addr, peer_addr, serve_echo)
 from cases_epoll import *  # noqa: F401,F403 (the case_uepoll_* functions main() looks up)
 from cases_fork import *  # noqa: F401,F403 (the case_fork_* functions)
 
@@ -155,21 +155,8 @@ def case_poll_select():
 def case_eintr_without_sa_restart():
     """signal(7): a blocked recv() is interrupted by a handler installed without
     SA_RESTART; Python then runs the handler, which raises."""
-    class Alarm(Exception):
-        pass
-
-    def h(sig, frm):
-        raise Alarm()
-    signal.signal(signal.SIGALRM, h)
     s = connect(LATE)
-    t0 = time.monotonic()
-    signal.setitimer(signal.ITIMER_REAL, 0.4)
-    try:
-        s.recv(10)
-        raise AssertionError("recv returned")
-    except Alarm:
-        pass
-    dt = time.monotonic() - t0
+    dt = interrupted(lambda: s.recv(10), 0.4, "recv returned")
     # Interrupted before the peer's data came (~1.5 s in): the data is still there to
     # read. (A recv that went on would have returned it, and the handler's exception
     # discarded it; told exactly, where a bound on dt could be missed on a loaded machine.)
@@ -181,16 +168,9 @@ def case_eintr_without_sa_restart():
 def case_sa_restart_restarts():
     """signal(7): under SA_RESTART a blocked recv() goes on until data comes (the
     handler's exception surfaces only after recv returns, at ~1.5 s)."""
-    class Alarm(Exception):
-        pass
-
-    def h(sig, frm):
-        raise Alarm()
-    signal.signal(signal.SIGALRM, h)
-    signal.siginterrupt(signal.SIGALRM, False)
     s = connect(LATE)
     t0 = time.monotonic()
-    signal.setitimer(signal.ITIMER_REAL, 0.4)
+    alarm_in(0.4, restart=True)
     try:
         s.recv(10)
     except Alarm:
