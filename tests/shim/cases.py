@@ -318,6 +318,20 @@ def case_exec_inherited_socket_is_closed():
     assert s.recv(10) == b"still"
 
 
+def exec_with(s, case):
+    """exec(2) this program again as case `case`, socket s left open for it (its number in
+    $CONT_FD: socket_from_exec)."""
+    fd = s.fileno()
+    os.set_inheritable(fd, True)
+    os.execve(sys.executable, [sys.executable, __file__, case, KIP, NIP],
+              dict(os.environ, CONT_FD=str(fd)))
+
+
+def socket_from_exec():
+    """In the case exec_with started: the socket the program before exec left open."""
+    return socket.socket(fileno=int(os.environ["CONT_FD"]))
+
+
 def case_exec_connection_goes_on():
     """exec(2) with a connection left open: the program that replaces this one has it,
     under the same number, with the bytes this one had not read (docs/compatibility.md)."""
@@ -328,15 +342,12 @@ def case_exec_connection_goes_on():
     s.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
     s.sendall(b"unread")
     time.sleep(0.3)             # the echo waits in this program's stack: it must move too
-    fd = s.fileno()
-    os.set_inheritable(fd, True)
-    os.execve(sys.executable, [sys.executable, __file__, "exec_continued", KIP, NIP],
-              dict(os.environ, CONT_FD=str(fd)))
+    exec_with(s, "exec_continued")
 
 
 def case_exec_continued():
     """The second half of exec_connection_goes_on, after exec."""
-    s = socket.socket(fileno=int(os.environ["CONT_FD"]))
+    s = socket_from_exec()
     assert s.family == SOCK_FAMILY, s.family
     if s.family == socket.AF_INET6:   # IPV6_V6ONLY as it was before exec
         want = 1 if FAMILY == "6only" else 0
@@ -622,14 +633,11 @@ def case_exec_dual_stack_goes_on():
     s.settimeout(5)
     s.connect(("::ffff:" + KIP, ECHO))
     s.settimeout(None)
-    fd = s.fileno()
-    os.set_inheritable(fd, True)
-    os.execve(sys.executable, [sys.executable, __file__, "exec_dual_stack_continued", KIP, NIP],
-              dict(os.environ, CONT_FD=str(fd)))
+    exec_with(s, "exec_dual_stack_continued")
 
 
 def case_exec_dual_stack_continued():
-    s = socket.socket(fileno=int(os.environ["CONT_FD"]))
+    s = socket_from_exec()
     assert s.family == socket.AF_INET6, s.family
     assert s.getpeername()[:2] == ("::ffff:" + KIP, ECHO), s.getpeername()
     assert s.getsockname()[0] == "::ffff:" + NIP, s.getsockname()
