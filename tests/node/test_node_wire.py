@@ -27,6 +27,16 @@ def test_ulsd_answers_ping(tb):
     assert delta(before, tb.counters(1), "icmp_echo_replies") >= 3
 
 
+def refused_from_kernel_peer(tb, script, port, name, counter):
+    """Runs `script` on the kernel peer against node 1's `port`, where nothing listens: it
+    must print ECONNREFUSED's number, and node 1's `counter` (what it answered) must grow."""
+    before = tb.counters(1)
+    p = tb.kernel_python(script, tb.ip(1), port, name=name)
+    assert p.wait(15) == 0, p.stderr()
+    assert p.stdout().strip() == str(errno.ECONNREFUSED), p.stdout()
+    assert delta(before, tb.counters(1), counter) >= 1
+
+
 CONNECT_CLOSED = r"""
 import socket, sys
 s = socket.socket()
@@ -42,11 +52,7 @@ except OSError as e:
 def test_tcp_connect_to_closed_port_is_refused_with_rst(tb):
     """A SYN to a port no process holds is answered with RST (RFC 9293 §3.10.7.1): the
     kernel peer's connect fails with ECONNREFUSED and rst_sent grows."""
-    before = tb.counters(1)
-    p = tb.kernel_python(CONNECT_CLOSED, tb.ip(1), 6999, name="connect-closed")
-    assert p.wait(15) == 0, p.stderr()
-    assert p.stdout().strip() == str(errno.ECONNREFUSED), p.stdout()
-    assert delta(before, tb.counters(1), "rst_sent") >= 1
+    refused_from_kernel_peer(tb, CONNECT_CLOSED, 6999, "connect-closed", "rst_sent")
 
 
 UDP_CLOSED = r"""
@@ -66,11 +72,7 @@ except OSError as e:
 def test_udp_datagram_to_closed_port_gets_port_unreachable(tb):
     """A datagram to a UDP port no process holds gets ICMP port unreachable (RFC 1122
     §3.2.2.1): the kernel peer's connected UDP socket gets ECONNREFUSED."""
-    before = tb.counters(1)
-    p = tb.kernel_python(UDP_CLOSED, tb.ip(1), 6998, name="udp-closed")
-    assert p.wait(15) == 0, p.stderr()
-    assert p.stdout().strip() == str(errno.ECONNREFUSED), p.stdout()
-    assert delta(before, tb.counters(1), "icmp_unreach_sent") >= 1
+    refused_from_kernel_peer(tb, UDP_CLOSED, 6998, "udp-closed", "icmp_unreach_sent")
 
 
 UDP_ECHO_ULSRUN = r"""
