@@ -346,6 +346,14 @@ def start_listen_spy(tb, node, seconds, name):
     return spy
 
 
+def spy_counts(spy):
+    """What a finished listen spy (start_listen_spy) counted: (frames, tcp, arp)."""
+    words = spy.stdout().split()
+    assert words[0::2] == ["frames", "tcp", "arp"], spy.stdout()
+    frames, tcp, arp = map(int, words[1::2])
+    return frames, tcp, arp
+
+
 def hostile_lease(stderr):
     """The queue of a hostile process's lease (None on the relay), from what it says on
     stderr; its data path must be the suite's."""
