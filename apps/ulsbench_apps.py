@@ -69,7 +69,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ulsbench_common import (  # noqa: E402
-    LOCK_FILE, BenchError, Procs, Testbed, UsageError, run_guarded,
+    LOCK_FILE, BenchError, Procs, Testbed, UsageError, parse_as_root, run_guarded,
     find_paths, log, machine_info, progress, read_cpu_ticks, take_lock, tree_cpu,
     write_json)
 # The pure parts, in a module of their own next to this file.
@@ -560,15 +560,9 @@ DEFINITIONS = {
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    try:
-        opts = parse_args(argv)
-    except UsageError as e:
-        sys.stderr.write("ulsbench apps: %s\n" % e)
-        sys.stderr.write(build_parser().format_usage())
-        return 2
-    if os.geteuid() != 0:
-        log("must run as root (the testbed creates network namespaces)")
-        return 1
+    opts, rc = parse_as_root("ulsbench apps", argv, parse_args, build_parser)
+    if opts is None:
+        return rc
     paths = find_paths()
     missing = check_tools(paths, opts["apps"])
     if missing:

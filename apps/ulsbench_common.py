@@ -16,6 +16,7 @@ TB_SUFFIX appended by the script) is only read and signalled through its own scr
 Importing this module runs nothing.
 """
 
+import argparse
 import errno
 import fcntl
 import json
@@ -58,6 +59,51 @@ class Interrupted(Exception):
         super().__init__("interrupted by signal %d" % signum)
         self.signum = signum
 
+
+
+# ---------------------------------------------------------------------------
+# Command lines: a driver's parser, its --json and --plot, its start
+# ---------------------------------------------------------------------------
+class UsageParser(argparse.ArgumentParser):
+    """argparse's parser, but a bad command line raises UsageError (exit 2) instead of
+    exiting: the drivers' tests call parse_args."""
+
+    def error(self, message):
+        raise UsageError(message)
+
+
+def add_output_args(p, plots, plot_word):
+    """--json FILE and --plot DIR; `plots` names the files --plot writes."""
+    p.add_argument("--json", default=None, metavar="FILE", help="write the results as JSON")
+    p.add_argument("--plot", default=None, metavar="DIR",
+                   help="write %s here (default: the directory of --json; no %s without "
+                        "either)" % (plots, plot_word))
+
+
+def check_output_args(opts):
+    """--json's directory must exist (UsageError); --plot defaults to it."""
+    if opts["json"]:
+        d = os.path.dirname(os.path.abspath(opts["json"]))
+        if not os.path.isdir(d):
+            raise UsageError("--json: directory %s does not exist" % d)
+        if opts["plot"] is None:
+            opts["plot"] = d
+    return opts
+
+
+def parse_as_root(prog, argv, parse_args, build_parser):
+    """A driver's start: (its options, None), or (None, the exit status) after saying why:
+    2 for a bad command line, 1 when not root."""
+    try:
+        opts = parse_args(argv)
+    except UsageError as e:
+        sys.stderr.write("%s: %s\n" % (prog, e))
+        sys.stderr.write(build_parser().format_usage())
+        return None, 2
+    if os.geteuid() != 0:
+        log("must run as root (the testbed creates network namespaces)")
+        return None, 1
+    return opts, None
 
 
 # ---------------------------------------------------------------------------

@@ -67,8 +67,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ulsbench_common import (  # noqa: E402
     DEFAULT_OFFLOAD, LOCK_FILE, POLL, BenchError, Procs, Testbed, UsageError,
-    find_paths, log, loss_arg, machine_info, progress, read_cpu_ticks, run_guarded,
-    take_lock, write_json)
+    find_paths, log, loss_arg, machine_info, parse_as_root, progress, read_cpu_ticks,
+    run_guarded, take_lock, write_json)
 # The pure parts, in modules of their own next to this file: parameters, command line and
 # plan; what the points' output means, tables and plots.
 from ulsbench_sweepargs import *  # noqa: E402,F401,F403
@@ -500,16 +500,9 @@ def estimate_seconds(opts):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    try:
-        opts = parse_args(argv)
-    except UsageError as e:
-        sys.stderr.write("ulsbench: %s\n" % e)
-        sys.stderr.write(build_parser().format_usage())
-        return 2
-
-    if os.geteuid() != 0:
-        log("must run as root (the testbed creates network namespaces)")
-        return 1
+    opts, rc = parse_as_root("ulsbench", argv, parse_args, build_parser)
+    if opts is None:
+        return rc
     paths = find_paths()
     missing = check_tools(paths, opts["modes"], opts["loss"] is not None, opts["offloads"])
     if missing:
