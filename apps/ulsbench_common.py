@@ -546,6 +546,37 @@ def take_lock():
     return lock
 
 
+def take_lock_or_say():
+    """take_lock(), saying so when another driver holds the lock (None then)."""
+    lock = take_lock()
+    if lock is None:
+        log("another ulsbench driver is running (lock %s held)" % LOCK_FILE)
+    return lock
+
+
+def save_doc(path, doc, error, what):
+    """Write a driver's JSON document (write_json) and say so; an incomplete one (error)
+    holds only the `what` that finished and verified. False when it cannot be written."""
+    try:
+        write_json(path, doc)
+        log("wrote %s%s" % (path, "" if error is None else
+                            " (incomplete: only the %s that finished and verified)" % what))
+        return True
+    except OSError as e:
+        log("cannot write %s: %s" % (path, e))
+        return False
+
+
+def finish(error, workdir, elapsed, kept):
+    """A driver's last words: its working directory removed after a complete run, kept
+    (`kept` names what is in it) after a failed one."""
+    if error is None:
+        shutil.rmtree(workdir, ignore_errors=True)
+        log("done in %.0f s" % elapsed)
+    else:
+        log("%s kept in %s" % (kept, workdir))
+
+
 def process_tree(pid):
     """pid and its descendants that are alive now (read from /proc; a bounded walk)."""
     res, todo = [], [pid]
