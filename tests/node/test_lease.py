@@ -149,6 +149,17 @@ def slow_peer(tb, name, slow_rport, delay):
     return SlowCtlPeer(tb.ctl(1), os.path.join(tb.outdir, f"{name}.ctl"), slow_rport, delay)
 
 
+def start_leasectl(tb, cmd, peer, echo_port=None, *extra):
+    """leasectl CMD through the SlowCtlPeer `peer` (on the relay: ulsd sees the peer's
+    credentials), its slow connect to the peer's slow port on the kernel peer, and its
+    echo exchange with echo_port there (if given)."""
+    argv = [LEASECTL, cmd, "--ctl", peer.path]
+    if echo_port is not None:
+        argv += ["--echo", f"{tb.kernel_ip}:{echo_port}"]
+    argv += ["--slow", f"{tb.kernel_ip}:{peer.slow_rport}", *extra]
+    return tb.start(argv, name=cmd, env={"ULS_DATAPATH": "relay"})
+
+
 def test_a_connect_whose_answer_from_ulsd_is_late_does_not_stall_other_connections(tb):
     """ulsd answers one connect 1 s late; meanwhile another connection of the same process
     exchanges 1-byte messages with a kernel echo peer. With the core lock held across the
@@ -161,11 +172,8 @@ def test_a_connect_whose_answer_from_ulsd_is_late_does_not_stall_other_connectio
     echo_port, slow_port = 7401, 7402
     kernel_echo(tb, echo_port)
     peer = slow_peer(tb, "slow", slow_port, 1.0)
-    path = peer.path
     try:
-        p = tb.start([LEASECTL, "stall", "--ctl", path, "--echo", f"{tb.kernel_ip}:{echo_port}",
-                      "--slow", f"{tb.kernel_ip}:{slow_port}", "--seconds", "3"], name="stall",
-                     env={"ULS_DATAPATH": "relay"})
+        p = start_leasectl(tb, "stall", peer, echo_port, "--seconds", "3")
         assert p.wait(30) == 0, (p.stdout(), p.stderr())
     finally:
         peer.close()
@@ -203,10 +211,8 @@ def test_a_socket_closed_while_its_connect_waits_for_ulsd_leaves_no_endpoint(tb)
     connect fails with EBADF and the tuple ulsd granted goes back at once (RELEASE)."""
     slow_port = 7404
     peer = slow_peer(tb, "abandon", slow_port, 1.0)
-    path = peer.path
     try:
-        p = tb.start([LEASECTL, "abandon", "--ctl", path, "--slow", f"{tb.kernel_ip}:{slow_port}"],
-                     name="abandon", env={"ULS_DATAPATH": "relay"})
+        p = start_leasectl(tb, "abandon", peer)
         assert p.wait(30) == 0, (p.stdout(), p.stderr())
         m = re.search(r"abandon_rc=(-?\d+)", p.stdout())
         assert m and int(m[1]) == -errno.EBADF, p.stdout()
@@ -224,11 +230,8 @@ def test_a_connect_answered_after_the_timeout_gives_the_tuple_back(tb):
     echo_port, slow_port = 7405, 7406
     kernel_echo(tb, echo_port)
     peer = slow_peer(tb, "late", slow_port, 6.0)
-    path = peer.path
     try:
-        p = tb.start([LEASECTL, "late", "--ctl", path, "--echo", f"{tb.kernel_ip}:{echo_port}",
-                      "--slow", f"{tb.kernel_ip}:{slow_port}"], name="late",
-                     env={"ULS_DATAPATH": "relay"})
+        p = start_leasectl(tb, "late", peer, echo_port)
         wait_for(p, "done", 30)
         m = re.search(r"late_rc=(-?\d+) next_rc=(-?\d+)", p.stdout())
         assert m and int(m[1]) == -errno.ETIMEDOUT and int(m[2]) == 0, p.stdout()
