@@ -15,7 +15,7 @@ import time
 import pytest
 
 from conftest import HERE, PYTHON, check_copy, program, received_file
-from test_iperf3 import conns, report
+from test_iperf3 import conns, reports
 from test_nginx import error_log, start_nginx_by_address
 
 PROG = os.path.join(HERE, "dualstack.py")
@@ -111,12 +111,7 @@ def test_iperf3_server_without_dash4_serves_ipv4_clients(tb, client_side):
              "--connect-timeout", "5000"]
     client = tb.start(tb.uls(2, cargv) if client_side == "node2" else tb.kernel(cargv),
                       f"iperf3-c-{client_side}")
-    crc = client.wait(40)
-    c = report(client)
-    assert "error" not in c and crc == 0, f"client: {c.get('error')}\n{client.output()}"
-    src = server.wait(15)
-    s = report(server)
-    assert "error" not in s and src == 0, f"server: {s.get('error')}\n{server.output()}"
+    c, s = reports(client, server, 40)
     assert len(conns(c, server=False)) == 4 and conns(c, server=False) == conns(s, server=True), \
         f"data connections: client {sorted(conns(c, False))}, server {sorted(conns(s, True))}"
     received = c["end"]["sum_received"]["bytes"]

@@ -16,7 +16,7 @@ import pytest
 from conftest import BUILD, TESTBED, check_copy, parse_exports, procs_stopped_ulsd_alive, \
     program, received_file, run_testbed
 from conftest import Testbed as _Testbed   # (not a test class)
-from test_iperf3 import conns, report
+from test_iperf3 import conns, reports
 from test_nginx import error_log, start_nginx_by_address
 
 TB6 = "ulsinter6"
@@ -58,12 +58,7 @@ def test_iperf3_server_reached_over_each_family(tb, family):
     to = ip6(tb, 1) if family == "ipv6" else tb.ip(1)
     client = tb.start(tb.uls(2, [iperf3, "-c", to, "-p", str(port), "-P", "2", "-t", "2", "-J",
                                  "--connect-timeout", "5000"]), f"iperf3-c-{family}")
-    crc = client.wait(60)
-    c = report(client)
-    assert "error" not in c and crc == 0, f"client: {c.get('error')}\n{client.output()}"
-    src = server.wait(15)
-    s = report(server)
-    assert "error" not in s and src == 0, f"server: {s.get('error')}\n{server.output()}"
+    c, s = reports(client, server, 60)
     assert len(conns(c, server=False)) == 2 and conns(c, server=False) == conns(s, server=True)
     # iperf3 prints a v4-mapped peer of its [::] socket as plain IPv4.
     want = {ip6(tb, 2)} if family == "ipv6" else {tb.ip(2), "::ffff:" + tb.ip(2)}
