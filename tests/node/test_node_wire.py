@@ -281,6 +281,20 @@ def server_counters(p):
     raise AssertionError(f"{p.name}: no counters: {p.stderr()}")
 
 
+def sender_counters_under_loss(tb, port, nbytes, name):
+    """node 2's server (ulsbench) sends nbytes to node 1's client (`name`) under 1% random
+    loss at the bridge (testbed impair), verified: the sender's libuls counters."""
+    _testbed("impair", "--loss", "1")
+    try:
+        tx = tb.server(2, port, count=1, env={"ULSBENCH_COUNTERS": "1"})
+        check_client(tb.client(1, f"{tb.ip(2)}:{port}", nbytes, "recv", name=name),
+                     TRANSFER_TIMEOUT)
+        assert tx.wait(10) == 0, tx.stderr()
+    finally:
+        _testbed("unimpair")
+    return server_counters(tx)
+
+
 def test_offload_sender_resends_a_lost_super_segment_in_few_frames(offload_nodes):
     """RFC 6675 §5 (C): "If cwnd - pipe >= 1 SMSS, the sender SHOULD transmit one or more
     segments", and (C.5) goes on while cwnd - pipe >= 1 SMSS. With offload a lost frame is
@@ -291,16 +305,7 @@ def test_offload_sender_resends_a_lost_super_segment_in_few_frames(offload_nodes
     recovery (tcp_rexmit_in_recovery, one per frame resent) are at most 4 per SACK
     recovery (tcp_recovery_sack): before patch 0103, about 44 per recovery at 0.1% loss
     and more than 4 at 1%."""
-    tb = offload_nodes
-    _testbed("impair", "--loss", "1")
-    try:
-        tx = tb.server(2, 6766, count=1, env={"ULSBENCH_COUNTERS": "1"})
-        check_client(tb.client(1, f"{tb.ip(2)}:6766", 64 * MIB, "recv", name="loss-recv"),
-                     TRANSFER_TIMEOUT)
-        assert tx.wait(10) == 0, tx.stderr()
-    finally:
-        _testbed("unimpair")
-    c = server_counters(tx)
+    c = sender_counters_under_loss(offload_nodes, 6766, 64 * MIB, "loss-recv")
     rec, rxt = c.get("tcp_recovery_sack", 0), c.get("tcp_rexmit_in_recovery", 0)
     assert rec >= 3, f"only {rec} SACK recoveries at 1% loss: {c}"
     assert rxt <= 4 * rec, f"{rxt} retransmissions in {rec} SACK recoveries: {c}"
@@ -314,16 +319,7 @@ def test_plain_sender_retransmits_no_more_than_one_wire_segment(plain_nodes):
     datagrams that lwIP cut into two IP fragments, each one more frame to lose and to
     reassemble. A 16 MiB stream from node 2's process under 1% random loss verifies, its
     sender retransmits in recovery, and it sends no IP fragment (ipfrag_xmit)."""
-    tb = plain_nodes
-    _testbed("impair", "--loss", "1")
-    try:
-        tx = tb.server(2, 6768, count=1, env={"ULSBENCH_COUNTERS": "1"})
-        check_client(tb.client(1, f"{tb.ip(2)}:6768", 16 * MIB, "recv", name="plain-loss-recv"),
-                     TRANSFER_TIMEOUT)
-        assert tx.wait(10) == 0, tx.stderr()
-    finally:
-        _testbed("unimpair")
-    c = server_counters(tx)
+    c = sender_counters_under_loss(plain_nodes, 6768, 16 * MIB, "plain-loss-recv")
     assert c.get("tcp_rexmit_in_recovery", 0) >= 3, f"too few retransmissions to judge: {c}"
     assert c.get("ipfrag_xmit", 0) == 0, f"retransmissions fragmented: {c}"
 
