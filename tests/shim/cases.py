@@ -507,6 +507,17 @@ def case_accepted_socket_inherits_listener_options():
     assert connector_result(c) == 1
 
 
+def refused(s):
+    """A datagram on connected UDP socket s to a closed port: the port unreachable it
+    draws makes the next recv fail with ECONNREFUSED (udp(7))."""
+    s.send(b"anyone?")
+    try:
+        s.recv(100)
+        raise AssertionError("recv returned data")
+    except ConnectionRefusedError:
+        pass
+
+
 def case_udp_icmp_errors():
     """RFC 1122 §4.1.3.3, as Linux: the kernel peer answers a datagram to a closed port with
     port unreachable. A connected socket's next recv fails with ECONNREFUSED, both when it
@@ -521,23 +532,14 @@ def case_udp_icmp_errors():
     with open("/proc/net/unix") as f:
         assert any(line.split()[6] == str(ino) for line in f.readlines()[1:]), "a kernel socket"
     s.settimeout(3)
-    s.send(b"anyone?")
-    try:
-        s.recv(100)
-        raise AssertionError("recv returned data")
-    except ConnectionRefusedError:
-        pass
+    refused(s)
     # Blocking (no Python timeout: the call itself waits); an alarm bounds it.
     s.settimeout(None)
     time.sleep(1.1)   # the peer's ICMP rate limit (1/s per destination)
     signal.signal(signal.SIGALRM, lambda *a: None)
     signal.alarm(5)
-    s.send(b"anyone?")
     try:
-        s.recv(100)
-        raise AssertionError("recv returned data")
-    except ConnectionRefusedError:
-        pass
+        refused(s)
     finally:
         signal.alarm(0)
     # Reported once: the socket reaches the peer's UDP echo afterwards.
