@@ -70,7 +70,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ulsbench_common import (  # noqa: E402
     BenchError, Procs, Testbed, UsageError, finish, find_paths, log, machine_info,
-    parse_as_root, progress, read_cpu_ticks, run_guarded, save_doc, take_lock_or_say, tree_cpu)
+    parse_as_root, progress, read_cpu_ticks, run_guarded, save_doc, save_plots, take_lock_or_say,
+    tree_cpu)
 # The pure parts, in a module of their own next to this file.
 from ulsbench_appslogic import *  # noqa: E402,F401,F403
 from ulsbench_appslogic import _fmt  # noqa: E402
@@ -642,12 +643,7 @@ def main(argv=None):
         if not save_doc(opts["json"], doc, error, "runs"):
             rc = rc or 1
     if opts["plot"] and records and error is None:
-        try:
-            os.makedirs(opts["plot"], exist_ok=True)
-            for p in plot_ratios(records, opts["plot"]):
-                log("wrote %s" % p)
-        except Exception as e:      # the plot is a report, not a measurement
-            log("plot failed: %s: %s" % (type(e).__name__, e))
+        if not save_plots(opts["plot"], lambda d: plot_ratios(records, d), "plot"):
             rc = rc or 1
     finish(error, workdir, elapsed, "logs")
     return rc

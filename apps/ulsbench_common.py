@@ -567,6 +567,20 @@ def save_doc(path, doc, error, what):
         return False
 
 
+def save_plots(outdir, make, what):
+    """make(outdir), a plotting function that returns the files it wrote, and say what it
+    wrote. The plots are a report, not a measurement: a failure is said, not raised
+    (False then); `what` names them in the message."""
+    try:
+        os.makedirs(outdir, exist_ok=True)
+        for p in make(outdir):
+            log("wrote %s" % p)
+        return True
+    except Exception as e:
+        log("%s failed: %s: %s" % (what, type(e).__name__, e))
+        return False
+
+
 def finish(error, workdir, elapsed, kept):
     """A driver's last words: its working directory removed after a complete run, kept
     (`kept` names what is in it) after a failed one."""

@@ -67,7 +67,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ulsbench_common import (  # noqa: E402
     DEFAULT_OFFLOAD, POLL, BenchError, Procs, Testbed, UsageError, find_paths, finish, log,
     loss_arg, machine_info, parse_as_root, progress, read_cpu_ticks, run_guarded, save_doc,
-    take_lock_or_say)
+    save_plots, take_lock_or_say)
 # The pure parts, in modules of their own next to this file: parameters, command line and
 # plan; what the points' output means, tables and plots.
 from ulsbench_sweepargs import *  # noqa: E402,F401,F403
@@ -645,13 +645,9 @@ def main(argv=None):
     if not opts["plot"]:
         log("no plots (give --json FILE or --plot DIR)")
     elif runs and error is None:
-        try:
-            os.makedirs(opts["plot"], exist_ok=True)
-            mt = "" if len(opts["mtus"]) > 1 else " (MTU %d)" % opts["mtus"][0]
-            for p in (plot_runs if loss is None else plot_loss)(runs, opts["plot"], mt):
-                log("wrote %s" % p)
-        except Exception as e:      # plotting is a report, not a measurement
-            log("plots failed: %s: %s" % (type(e).__name__, e))
+        mt = "" if len(opts["mtus"]) > 1 else " (MTU %d)" % opts["mtus"][0]
+        plot = plot_runs if loss is None else plot_loss
+        if not save_plots(opts["plot"], lambda d: plot(runs, d, mt), "plots"):
             rc = rc or 1
     finish(error, workdir, elapsed, "worker logs")
     return rc
