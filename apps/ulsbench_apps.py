@@ -69,9 +69,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ulsbench_common import (  # noqa: E402
-    LOCK_FILE, BenchError, Procs, Testbed, UsageError, run_guarded,
-    find_paths, log, machine_info, progress, read_cpu_ticks, take_lock, tree_cpu,
-    write_json)
+    BenchError, Procs, Testbed, UsageError, finish, find_paths, log, machine_info,
+    parse_as_root, progress, read_cpu_ticks, run_guarded, save_doc, save_plots, take_lock_or_say,
+    tree_cpu)
 # The pure parts, in a module of their own next to this file.
 from ulsbench_appslogic import *  # noqa: E402,F401,F403
 from ulsbench_appslogic import _fmt  # noqa: E402
@@ -560,24 +560,17 @@ DEFINITIONS = {
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    try:
-        opts = parse_args(argv)
-    except UsageError as e:
-        sys.stderr.write("ulsbench apps: %s\n" % e)
-        sys.stderr.write(build_parser().format_usage())
-        return 2
-    if os.geteuid() != 0:
-        log("must run as root (the testbed creates network namespaces)")
-        return 1
+    opts, rc = parse_as_root("ulsbench apps", argv, parse_args, build_parser)
+    if opts is None:
+        return rc
     paths = find_paths()
     missing = check_tools(paths, opts["apps"])
     if missing:
         for m in missing:
             log(m)
         return 1
-    lock = take_lock()
+    lock = take_lock_or_say()
     if lock is None:
-        log("another ulsbench driver is running (lock %s held)" % LOCK_FILE)
         return 1
 
     started = datetime.datetime.now(datetime.timezone.utc)
@@ -647,26 +640,12 @@ def main(argv=None):
     if error:
         doc["error"] = error
     if opts["json"]:
-        try:
-            write_json(opts["json"], doc)
-            log("wrote %s%s" % (opts["json"], "" if error is None else
-                                " (incomplete: only the runs that finished and verified)"))
-        except OSError as e:
-            log("cannot write %s: %s" % (opts["json"], e))
+        if not save_doc(opts["json"], doc, error, "runs"):
             rc = rc or 1
     if opts["plot"] and records and error is None:
-        try:
-            os.makedirs(opts["plot"], exist_ok=True)
-            for p in plot_ratios(records, opts["plot"]):
-                log("wrote %s" % p)
-        except Exception as e:      # the plot is a report, not a measurement
-            log("plot failed: %s: %s" % (type(e).__name__, e))
+        if not save_plots(opts["plot"], lambda d: plot_ratios(records, d), "plot"):
             rc = rc or 1
-    if error is None:
-        shutil.rmtree(workdir, ignore_errors=True)
-        log("done in %.0f s" % elapsed)
-    else:
-        log("logs kept in %s" % workdir)
+    finish(error, workdir, elapsed, "logs")
     return rc
 
 

@@ -3,7 +3,6 @@
 processes): the command line, the plan, the parsers of redis, wrk and iperf3 output, the
 records, ratios, table and plot. Part of the driver (ulsbench_apps.py), next to which it
 is installed; tests/bench/test_apps_logic.py tests it through that module."""
-import argparse
 import csv
 import io
 import os
@@ -12,7 +11,8 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ulsbench_common import BenchError, UsageError  # noqa: E402
+from ulsbench_common import (  # noqa: E402
+    BenchError, UsageError, UsageParser, add_output_args, check_output_args)
 
 # ---------------------------------------------------------------------------
 # What runs
@@ -104,13 +104,8 @@ def parse_repeat(text):
     return v
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        raise UsageError(message)
-
-
 def build_parser():
-    p = _Parser(prog="ulsbench apps",
+    p = UsageParser(prog="ulsbench apps",
                 description="Real programs (redis, nginx, iperf3, a ping-pong) under ulsrun "
                             "between two ulsd nodes and on the kernel's TCP between two "
                             "namespaces on the same bridge, with the same arguments; "
@@ -126,10 +121,7 @@ def build_parser():
     p.add_argument("--repeat", default="1", metavar="R",
                    help="runs of each configuration and stack, 1..%d, interleaved; the "
                         "table and records give medians (default 1)" % MAX_REPEAT)
-    p.add_argument("--json", default=None, metavar="FILE", help="write the results as JSON")
-    p.add_argument("--plot", default=None, metavar="DIR",
-                   help="write apps_ratio.png here (default: the directory of --json; no "
-                        "plot without either)")
+    add_output_args(p, "apps_ratio.png", "plot")
     return p
 
 
@@ -137,13 +129,7 @@ def parse_args(argv):
     ns = build_parser().parse_args(argv)
     opts = {"apps": parse_apps(ns.apps), "seconds": parse_seconds(ns.seconds),
             "repeat": parse_repeat(ns.repeat), "json": ns.json, "plot": ns.plot}
-    if opts["json"]:
-        d = os.path.dirname(os.path.abspath(opts["json"]))
-        if not os.path.isdir(d):
-            raise UsageError("--json: directory %s does not exist" % d)
-        if opts["plot"] is None:
-            opts["plot"] = d
-    return opts
+    return check_output_args(opts)
 
 
 def plan_runs(apps, repeat):

@@ -16,6 +16,7 @@ TB_SUFFIX appended by the script) is only read and signalled through its own scr
 Importing this module runs nothing.
 """
 
+import argparse
 import errno
 import fcntl
 import json
@@ -58,6 +59,51 @@ class Interrupted(Exception):
         super().__init__("interrupted by signal %d" % signum)
         self.signum = signum
 
+
+
+# ---------------------------------------------------------------------------
+# Command lines: a driver's parser, its --json and --plot, its start
+# ---------------------------------------------------------------------------
+class UsageParser(argparse.ArgumentParser):
+    """argparse's parser, but a bad command line raises UsageError (exit 2) instead of
+    exiting: the drivers' tests call parse_args."""
+
+    def error(self, message):
+        raise UsageError(message)
+
+
+def add_output_args(p, plots, plot_word):
+    """--json FILE and --plot DIR; `plots` names the files --plot writes."""
+    p.add_argument("--json", default=None, metavar="FILE", help="write the results as JSON")
+    p.add_argument("--plot", default=None, metavar="DIR",
+                   help="write %s here (default: the directory of --json; no %s without "
+                        "either)" % (plots, plot_word))
+
+
+def check_output_args(opts):
+    """--json's directory must exist (UsageError); --plot defaults to it."""
+    if opts["json"]:
+        d = os.path.dirname(os.path.abspath(opts["json"]))
+        if not os.path.isdir(d):
+            raise UsageError("--json: directory %s does not exist" % d)
+        if opts["plot"] is None:
+            opts["plot"] = d
+    return opts
+
+
+def parse_as_root(prog, argv, parse_args, build_parser):
+    """A driver's start: (its options, None), or (None, the exit status) after saying why:
+    2 for a bad command line, 1 when not root."""
+    try:
+        opts = parse_args(argv)
+    except UsageError as e:
+        sys.stderr.write("%s: %s\n" % (prog, e))
+        sys.stderr.write(build_parser().format_usage())
+        return None, 2
+    if os.geteuid() != 0:
+        log("must run as root (the testbed creates network namespaces)")
+        return None, 1
+    return opts, None
 
 
 # ---------------------------------------------------------------------------
@@ -498,6 +544,51 @@ def take_lock():
             return None
         raise
     return lock
+
+
+def take_lock_or_say():
+    """take_lock(), saying so when another driver holds the lock (None then)."""
+    lock = take_lock()
+    if lock is None:
+        log("another ulsbench driver is running (lock %s held)" % LOCK_FILE)
+    return lock
+
+
+def save_doc(path, doc, error, what):
+    """Write a driver's JSON document (write_json) and say so; an incomplete one (error)
+    holds only the `what` that finished and verified. False when it cannot be written."""
+    try:
+        write_json(path, doc)
+        log("wrote %s%s" % (path, "" if error is None else
+                            " (incomplete: only the %s that finished and verified)" % what))
+        return True
+    except OSError as e:
+        log("cannot write %s: %s" % (path, e))
+        return False
+
+
+def save_plots(outdir, make, what):
+    """make(outdir), a plotting function that returns the files it wrote, and say what it
+    wrote. The plots are a report, not a measurement: a failure is said, not raised
+    (False then); `what` names them in the message."""
+    try:
+        os.makedirs(outdir, exist_ok=True)
+        for p in make(outdir):
+            log("wrote %s" % p)
+        return True
+    except Exception as e:
+        log("%s failed: %s: %s" % (what, type(e).__name__, e))
+        return False
+
+
+def finish(error, workdir, elapsed, kept):
+    """A driver's last words: its working directory removed after a complete run, kept
+    (`kept` names what is in it) after a failed one."""
+    if error is None:
+        shutil.rmtree(workdir, ignore_errors=True)
+        log("done in %.0f s" % elapsed)
+    else:
+        log("%s kept in %s" % (kept, workdir))
 
 
 def process_tree(pid):

@@ -55,7 +55,6 @@ import math
 import os
 import re
 import shlex
-import shutil
 import statistics
 import subprocess
 import sys
@@ -66,9 +65,9 @@ import time
 # module next to this file (the source tree's apps/, or pkglibexecdir when installed).
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ulsbench_common import (  # noqa: E402
-    DEFAULT_OFFLOAD, LOCK_FILE, POLL, BenchError, Procs, Testbed, UsageError,
-    find_paths, log, loss_arg, machine_info, progress, read_cpu_ticks, run_guarded,
-    take_lock, write_json)
+    DEFAULT_OFFLOAD, POLL, BenchError, Procs, Testbed, UsageError, find_paths, finish, log,
+    loss_arg, machine_info, parse_as_root, progress, read_cpu_ticks, run_guarded, save_doc,
+    save_plots, take_lock_or_say)
 # The pure parts, in modules of their own next to this file: parameters, command line and
 # plan; what the points' output means, tables and plots.
 from ulsbench_sweepargs import *  # noqa: E402,F401,F403
@@ -500,16 +499,9 @@ def estimate_seconds(opts):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    try:
-        opts = parse_args(argv)
-    except UsageError as e:
-        sys.stderr.write("ulsbench: %s\n" % e)
-        sys.stderr.write(build_parser().format_usage())
-        return 2
-
-    if os.geteuid() != 0:
-        log("must run as root (the testbed creates network namespaces)")
-        return 1
+    opts, rc = parse_as_root("ulsbench", argv, parse_args, build_parser)
+    if opts is None:
+        return rc
     paths = find_paths()
     missing = check_tools(paths, opts["modes"], opts["loss"] is not None, opts["offloads"])
     if missing:
@@ -518,9 +510,8 @@ def main(argv=None):
         log("build the tree (make) or choose other modes with --mode")
         return 1
 
-    lock = take_lock()
+    lock = take_lock_or_say()
     if lock is None:
-        log("another ulsbench driver is running (lock %s held)" % LOCK_FILE)
         return 1
 
     started = datetime.datetime.now(datetime.timezone.utc)
@@ -649,29 +640,16 @@ def main(argv=None):
     if error:
         doc["error"] = error
     if opts["json"]:
-        try:
-            write_json(opts["json"], doc)
-            log("wrote %s%s" % (opts["json"], "" if error is None else
-                                " (incomplete: only the points that finished and verified)"))
-        except OSError as e:
-            log("cannot write %s: %s" % (opts["json"], e))
+        if not save_doc(opts["json"], doc, error, "points"):
             rc = rc or 1
     if not opts["plot"]:
         log("no plots (give --json FILE or --plot DIR)")
     elif runs and error is None:
-        try:
-            os.makedirs(opts["plot"], exist_ok=True)
-            mt = "" if len(opts["mtus"]) > 1 else " (MTU %d)" % opts["mtus"][0]
-            for p in (plot_runs if loss is None else plot_loss)(runs, opts["plot"], mt):
-                log("wrote %s" % p)
-        except Exception as e:      # plotting is a report, not a measurement
-            log("plots failed: %s: %s" % (type(e).__name__, e))
+        mt = "" if len(opts["mtus"]) > 1 else " (MTU %d)" % opts["mtus"][0]
+        plot = plot_runs if loss is None else plot_loss
+        if not save_plots(opts["plot"], lambda d: plot(runs, d, mt), "plots"):
             rc = rc or 1
-    if error is None:
-        shutil.rmtree(workdir, ignore_errors=True)
-        log("done in %.0f s" % elapsed)
-    else:
-        log("worker logs kept in %s" % workdir)
+    finish(error, workdir, elapsed, "worker logs")
     return rc
 
 

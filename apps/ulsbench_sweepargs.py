@@ -2,7 +2,6 @@
 """The ulsbench sweep's fixed parameters, its command line and its plan (pure: no root, no
 processes). Part of the sweep driver (ulsbench_sweep.py), next to which it is installed;
 tests/bench/test_sweep_logic.py tests it through that module."""
-import argparse
 import math
 import os
 import re
@@ -10,7 +9,8 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from ulsbench_common import DEFAULT_OFFLOAD, UsageError  # noqa: E402
+from ulsbench_common import (  # noqa: E402
+    DEFAULT_OFFLOAD, UsageError, UsageParser, add_output_args, check_output_args)
 
 # ---------------------------------------------------------------------------
 # Fixed parameters
@@ -235,13 +235,8 @@ def parse_repeat(text):
     return int(text)
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        raise UsageError(message)
-
-
 def build_parser():
-    p = _Parser(
+    p = UsageParser(
         prog="ulsbench",
         description="Concurrent-stream benchmark: aggregate and per-stream throughput of N "
                     "concurrent 64 KiB-message streams between two testbed nodes, in the "
@@ -294,10 +289,7 @@ def build_parser():
                    help="the IP version of the streams (default 4); 6 brings the testbed "
                         "up with IPv6 (testbed up --ipv6) and runs the kernel mode over it; "
                         "the ulstack modes refuse it until ulsd's nodes carry IPv6")
-    p.add_argument("--json", default=None, metavar="FILE", help="write the results as JSON")
-    p.add_argument("--plot", default=None, metavar="DIR",
-                   help="write aggregate.png and per_stream.png here (default: the "
-                        "directory of --json; no plots without either)")
+    add_output_args(p, "aggregate.png and per_stream.png", "plots")
     return p
 
 
@@ -337,13 +329,7 @@ def parse_args(argv):
                            else DEFAULT_SECONDS)
         opts["warmup"] = (parse_warmup(ns.warmup) if ns.warmup is not None
                           else DEFAULT_WARMUP)
-    if opts["plot"] is None and opts["json"]:
-        opts["plot"] = os.path.dirname(os.path.abspath(opts["json"]))
-    if opts["json"]:
-        d = os.path.dirname(os.path.abspath(opts["json"]))
-        if not os.path.isdir(d):
-            raise UsageError("--json: directory %s does not exist" % d)
-    return opts
+    return check_output_args(opts)
 
 
 def plan_phases(modes, mtus):

@@ -55,7 +55,7 @@ EXTRA_DIST += tests/testbed/README.md tests/testbed/test_testbed.sh tests/testbe
 # Conformance tests of issue 13's last items (simultaneous open, per-state matrix).
 EXTRA_DIST += tests/conformance/test_rfc9293_simultaneous_open.py tests/conformance/test_rfc9293_syn_received.py
 EXTRA_DIST += tests/node/run-relay tests/shim/run-relay
-EXTRA_DIST += tests/tblib.py tests/shim/run tests/shim/conftest.py tests/shim/test_shim.py tests/shim/cases.py \
+EXTRA_DIST += tests/tblib.py tests/peerlib.py tests/shim/run tests/shim/conftest.py tests/shim/test_shim.py tests/shim/cases.py \
 	tests/shim/peer.py tests/shim/test_interfaces.py tests/shim/casebase.py tests/shim/cases_epoll.py \
 	tests/shim/cases_fork.py
 EXTRA_DIST += tests/interop/run tests/interop/conftest.py tests/interop/asyncio_echo.py \

@@ -1,8 +1,11 @@
 """What the pytest suites share about the testbed script (tests/testbed/testbed)."""
+import json
 import os
 import shlex
+import signal
 import subprocess
 import tempfile
+import time
 
 # The trees a suite runs against: the source tree ($ULS_SRCDIR, else the tree this file is
 # in) and the build tree ($ULS_BUILDDIR, else SRC/build); the testbed script. A suite's
@@ -93,3 +96,100 @@ class OutputFiles:
     def stderr(self):
         with open(self.err_path, errors="replace") as f:
             return f.read()
+
+
+class FileProc(OutputFiles):
+    """A process a suite started, its output going to files (no pipe can fill up):
+    OUTDIR/NAME.out (or the file `stdout`, when stdout is the program's data) and
+    OUTDIR/NAME.err. With session=True it leads a session (and process group) of its own
+    and stop() ends the whole group, children included."""
+
+    def __init__(self, argv, outdir, name, stdin=None, stdout=None, env=None, session=True):
+        self.name = name
+        self.argv = list(argv)
+        self.session = session
+        self.data_out = stdout is not None    # stdout is the program's data, not text
+        self.out_path = stdout or os.path.join(outdir, f"{name}.out")
+        self.err_path = os.path.join(outdir, f"{name}.err")
+        inp = open(stdin, "rb") if stdin else subprocess.DEVNULL
+        try:
+            with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
+                # `ip netns exec` execs the program, so self.pid is the program's own PID
+                # (or ulsrun's, if ulsrun stays as a parent): with a session, the group leader.
+                self.p = subprocess.Popen(self.argv, stdin=inp, stdout=out, stderr=err, env=env,
+                                          start_new_session=session, close_fds=True)
+        finally:
+            if stdin:
+                inp.close()
+        self.pid = self.p.pid
+        self.started = time.monotonic()
+
+    def poll(self):
+        return self.p.poll()
+
+    def wait(self, timeout):
+        """The exit status; on timeout the process (group) is killed and the test fails."""
+        try:
+            return self.p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill_now()
+            raise AssertionError(f"{self.name} did not finish within {timeout} s:\n{self.output()}")
+
+    def check(self, timeout):
+        """Wait (bounded) for a clean exit; returns stdout."""
+        rc = self.wait(timeout)
+        assert rc == 0, f"{self.name} failed:\n{self.output()}"
+        return self.stdout()
+
+    def stdout(self):
+        if self.data_out:
+            return f"(data, to {self.out_path})"
+        return super().stdout()
+
+    def json_lines(self):
+        """The JSON objects the process printed on stdout so far, one a line."""
+        return [json.loads(line) for line in map(str.strip, self.stdout().splitlines())
+                if line.startswith("{")]
+
+    def last_json(self):
+        """The last JSON line on stdout (a program's result), None if there is none."""
+        lines = self.json_lines()
+        return lines[-1] if lines else None
+
+    def output(self):
+        return f"{self.name} {self.argv}\nexit {self.p.returncode}\nstdout: " \
+               f"{self.stdout()[-3000:]}\nstderr: {self.stderr()[-3000:]}"
+
+    def kill_now(self):
+        """SIGKILL, to the group with a session (a suite without one overrides this)."""
+        self.stop(grace=0)
+
+    def _signal_group(self, sig):
+        """Signal our process group (ID = our recorded PID). ESRCH: nobody is left in it."""
+        assert self.session, "only a session leader's group can be signalled"
+        try:
+            os.killpg(self.pid, sig)
+            return True
+        except ProcessLookupError:
+            return False
+
+    def group_alive(self):
+        return self._signal_group(0)
+
+    def stop(self, sig=signal.SIGTERM, grace=5.0):
+        """Stop the process and everything in its group: `sig`, then SIGKILL after `grace`
+        seconds. Returns the leader's exit status."""
+        if self.p.poll() is None or self.group_alive():
+            if grace > 0:
+                self._signal_group(sig)
+                deadline = time.monotonic() + grace
+                while time.monotonic() < deadline:
+                    if self.p.poll() is not None and not self.group_alive():
+                        break
+                    time.sleep(0.02)
+            self._signal_group(signal.SIGKILL)
+            try:
+                self.p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass   # unkillable (D state): the testbed's `down` is the last resort
+        return self.p.returncode

@@ -142,15 +142,20 @@ def test_client_congestion_control_is_for_the_kernels_tcp_only():
     assert r.returncode == 2 and "bad --congestion" in r.stderr
 
 
+def run_sweep(args, out, timeout):
+    """`ulsbench ARGS --json OUT` (a sweep, on a testbed of its own), which must succeed:
+    returns its CompletedProcess and the JSON document it wrote."""
+    env = dict(os.environ, ULS_BUILDDIR=BUILD, ULS_SRCDIR=SRC)
+    r = subprocess.run([BENCH, *args, "--json", str(out)], capture_output=True, text=True,
+                       timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
+    return r, json.loads(out.read_text())
+
+
 def test_one_short_run_of_every_mode_verifies_and_writes_schema_and_plots(tmp_path):
     out = tmp_path / "smoke.json"
-    env = dict(os.environ, ULS_BUILDDIR=BUILD, ULS_SRCDIR=SRC)
-    r = subprocess.run([BENCH, "--mode", "raw,kernel,perproc,relay,central", "--streams", "2",
-                        "--seconds", "0.5", "--warmup", "0.3", "--json", str(out)],
-                       capture_output=True, text=True, timeout=300, env=env,
-                       stdin=subprocess.DEVNULL)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
-    doc = json.loads(out.read_text())
+    _, doc = run_sweep(["--mode", "raw,kernel,perproc,relay,central", "--streams", "2",
+                        "--seconds", "0.5", "--warmup", "0.3"], out, 300)
     assert doc["complete"] is True
     assert sorted(x["mode"] for x in doc["runs"]) == ["central", "kernel", "perproc", "raw", "relay"]
     sw = _sweep_module()
@@ -182,13 +187,8 @@ def test_a_short_loss_run_records_the_rate_and_the_frames_dropped_and_verifies(t
     the frames the rule dropped during it, and every byte is still verified. A fixed
     2 MiB per stream, so that each point has about 1,400 data frames to drop from."""
     out = tmp_path / "loss.json"
-    env = dict(os.environ, ULS_BUILDDIR=BUILD, ULS_SRCDIR=SRC)
-    r = subprocess.run([BENCH, "--loss", "1", "--offload", "off", "--streams", "1",
-                        "--bytes", "2M", "--kernel-cc", "cubic", "--json", str(out)],
-                       capture_output=True, text=True, timeout=600, env=env,
-                       stdin=subprocess.DEVNULL)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
-    doc = json.loads(out.read_text())
+    r, doc = run_sweep(["--loss", "1", "--offload", "off", "--streams", "1",
+                        "--bytes", "2M", "--kernel-cc", "cubic"], out, 600)
     assert doc["complete"] is True
     assert sorted(x["mode"] for x in doc["runs"]) == ["central", "kernel", "perproc"]
     sw = _sweep_module()
@@ -217,14 +217,9 @@ def test_raw_frames_under_loss_are_lost_at_the_receiver_as_the_rule_dropped_them
     and counts the ones that never arrived; at 1% it must miss at least every frame the
     rule says it dropped (more only if the receiving TAP's queue overflowed), counting the
     end frames the rule dropped."""
-    out = tmp_path / "raw.json"
-    env = dict(os.environ, ULS_BUILDDIR=BUILD, ULS_SRCDIR=SRC)
-    r = subprocess.run([BENCH, "--loss", "1", "--mode", "raw", "--streams", "1",
-                        "--seconds", "0.5", "--json", str(out)],
-                       capture_output=True, text=True, timeout=300, env=env,
-                       stdin=subprocess.DEVNULL)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-4000:]
-    run = json.loads(out.read_text())["runs"][0]
+    _, doc = run_sweep(["--loss", "1", "--mode", "raw", "--streams", "1", "--seconds", "0.5"],
+                       tmp_path / "raw.json", 300)
+    run = doc["runs"][0]
     assert run["mode"] == "raw" and run["loss_pct"] == 1 and run["raw"]["corrupt"] == 0
     ports = run["impairment"]["ports"]
     dropped = ports["uls1"]["dropped"]

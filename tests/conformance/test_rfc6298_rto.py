@@ -44,6 +44,18 @@ def echo_round(peer, payload, tsecr=None):
                           ("Timestamp", (peer.tsval(), tsecr(p)))])
 
 
+def _echo_after_samples(peer, payload):
+    """Connects, takes three RTT samples (echo_round), then sends payload and leaves its
+    echo unacknowledged: returns that echo's first transmission."""
+    peer.connect()
+    for i in range(3):
+        echo_round(peer, b"sample %d\n" % i)
+    peer.send("PA", payload)
+    first = peer.recv(3, lambda q: len(q[TCP].payload) > 0)
+    assert first is not None, "no echo"
+    return first
+
+
 @requirement(fix='patch 0020',
              mutate="tests/conformance/lwip-mutate include/lwip/priv/tcp_priv.h 's/#define TCP_RTO_INITIAL_MS 1000/#define TCP_RTO_INITIAL_MS 3000/'")
 def test_rfc6298_2_1_initial_rto_is_one_second(node, link):
@@ -137,12 +149,7 @@ def test_rfc6298_5_5_data_rto_backs_off_exponentially(node, link):
     of RTO after the doubling operation outlined in 5.5)." An unacknowledged echo is sent
     again after about 0.2, 0.4, 0.8 and 1.6 s."""
     peer = TcpPeer(link, 7)
-    peer.connect()
-    for i in range(3):
-        echo_round(peer, b"sample %d\n" % i)
-    peer.send("PA", b"back off\n")
-    first = peer.recv(3, lambda q: len(q[TCP].payload) > 0)
-    assert first is not None, "no echo"
+    first = _echo_after_samples(peer, b"back off\n")
     t = first.time
     gaps = []
     for _ in range(4):
@@ -197,12 +204,7 @@ def test_rfc6298_3_no_rtt_sample_from_retransmitted_segment(node, link):
     sample (its TSecr names the retransmission, RFC 7323 §4), and the RTO rises to about
     0.4 s: the exchange does produce a 350 ms round trip when one may be taken."""
     def rto_after_late_ack(peer):
-        peer.connect()
-        for i in range(3):
-            echo_round(peer, b"sample %d\n" % i)
-        peer.send("PA", b"late\n")
-        first = peer.recv(3, lambda q: len(q[TCP].payload) > 0)
-        assert first is not None, "no echo"
+        first = _echo_after_samples(peer, b"late\n")
         for k in (1, 2):
             again = peer.recv(3, lambda q: len(q[TCP].payload) > 0 and
                               q[TCP].seq == first[TCP].seq)

@@ -15,6 +15,20 @@ def in_window(s):
     return lambda q: (q[TCP].seq - s) & 0xFFFFFFFF < W
 
 
+def _full_window_and_its_tail_probe(link):
+    """A SACK receiver whose 10-segment window the node fills (no new data may go), then
+    the node's tail loss probe (RFC 8985 §7.3: the last segment, offset 9000, sent again),
+    which the receiver takes as lost too: (the receiver, the window's first sequence
+    number)."""
+    r = Receiver(link, window=W, sack=True)
+    r.start()
+    s = r.grow()
+    r.window_of(s, 10)
+    probe = r.segment(1.0, lambda q: (q[TCP].seq - s) & 0xFFFFFFFF == 9 * SMSS)
+    assert probe is not None, "no tail loss probe of offset 9000 (the setup's first loss)"
+    return r, s
+
+
 @requirement(fix='patch 0021',
              mutate="tests/conformance/lwip-mutate core/tcp_out.c '/^tcp_recovery_send/,/^}/ s/if (!(pcb->flags \\& TF_SACK)) {/if (1) {/'")
 def test_rfc6675_5_both_holes_retransmitted_without_waiting_for_an_ack(node, link):
@@ -140,12 +154,7 @@ def test_rfc6675_5_rescue_retransmission_of_the_tail(node, link):
     IsLost (); recovery resends offset 0 (rule 1) and then offset 9000 as its rescue
     retransmission, before any cumulative ACK; SACKed segments are not resent, and the
     rescue happens once (a further duplicate ACK brings no second copy)."""
-    r = Receiver(link, window=W, sack=True)
-    r.start()
-    s = r.grow()
-    r.window_of(s, 10)
-    probe = r.segment(1.0, lambda q: (q[TCP].seq - s) & 0xFFFFFFFF == 9 * SMSS)
-    assert probe is not None, "no tail loss probe of offset 9000 (the setup's first loss)"
+    r, s = _full_window_and_its_tail_probe(link)
     for k in range(2, 10):           # segments 1..8 arrive, 9 is lost at the tail
         r.ack(s, sack=[(s + SMSS, s + k * SMSS)])
     got = r.segments(0.15, in_window(s))
@@ -171,12 +180,7 @@ def test_rfc6675_4_rule_3_resends_holes_not_yet_lost(node, link):
     one segment SACKed above it, so it is not, but it lies below the highest SACKed octet:
     rule (3) resends it, and rule (4) the tail (9000), before any cumulative ACK.
     SACKed segments are not resent."""
-    r = Receiver(link, window=W, sack=True)
-    r.start()
-    s = r.grow()
-    r.window_of(s, 10)
-    probe = r.segment(1.0, lambda q: (q[TCP].seq - s) & 0xFFFFFFFF == 9 * SMSS)
-    assert probe is not None, "no tail loss probe of offset 9000 (the setup's first loss)"
+    r, s = _full_window_and_its_tail_probe(link)
     for k in range(2, 7):            # segments 1..5 arrive
         r.ack(s, sack=[(s + SMSS, s + k * SMSS)])
     r.ack(s, sack=[(s + 7 * SMSS, s + 8 * SMSS), (s + SMSS, s + 6 * SMSS)])

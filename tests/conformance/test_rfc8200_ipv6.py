@@ -21,21 +21,27 @@ def reply_to(ident):
     return lambda p: ICMPv6EchoReply in p and p[ICMPv6EchoReply].id == ident
 
 
+def discarded_and_counted(node, link, raw, ident, what):
+    """raw, echo request `ident` made malformed, is not answered (AssertionError `what` if
+    it is) and grows ulsd's drop_ipv6_header by one; positive control: the well-formed
+    request ident + 1 is answered."""
+    before = node.ulsd_counters()["drop_ipv6_header"]
+    link.send(bytes(raw))
+    assert link.recv(reply_to(ident), 1.0) is None, what
+    assert node.ulsd_counters()["drop_ipv6_header"] == before + 1
+    link.send(echo(node, ident + 1))
+    assert link.recv(reply_to(ident + 1), 3) is not None, "control: no echo reply"
+
+
 @requirement(fix='ulsd: netif/wire/wire.c',
              mutate="sed -i 's/if (vtcfl >> 28 != WIRE_IPV6_VERSION)/if (0)/' netif/wire/wire.c")
 def test_rfc8200_version_not_6_discarded(node6, link):
     """RFC 8200 §3: "Version 4-bit Internet Protocol version number = 6." A packet of the
     IPv6 ethertype whose Version is not 6 is not an IPv6 packet (RFC 2464 §3 carries only
     IPv6 under 86DD): discarded and counted. Positive control: Version 6 is answered."""
-    node = node6
-    before = node.ulsd_counters()["drop_ipv6_header"]
-    raw = bytearray(bytes(echo(node, 0x601)))
+    raw = bytearray(bytes(echo(node6, 0x601)))
     raw[14] = (raw[14] & 0x0f) | 0x40
-    link.send(bytes(raw))
-    assert link.recv(reply_to(0x601), 1.0) is None, "a Version 4 header was answered"
-    assert node.ulsd_counters()["drop_ipv6_header"] == before + 1
-    link.send(echo(node, 0x602))
-    assert link.recv(reply_to(0x602), 3) is not None, "control: no echo reply"
+    discarded_and_counted(node6, link, raw, 0x601, "a Version 4 header was answered")
 
 
 @requirement(fix='ulsd: netif/wire/wire.c',
@@ -45,16 +51,10 @@ def test_rfc8200_payload_length_beyond_frame_discarded(node6, link):
     i.e., the rest of the packet following this IPv6 header, in octets." A packet whose
     Payload Length claims more than arrived is truncated: discarded, not read short.
     Positive control: the same request with the right length is answered."""
-    node = node6
-    before = node.ulsd_counters()["drop_ipv6_header"]
-    raw = bytearray(bytes(echo(node, 0x603)))
+    raw = bytearray(bytes(echo(node6, 0x603)))
     plen = int.from_bytes(raw[18:20], "big")
     raw[18:20] = (plen + 8).to_bytes(2, "big")
-    link.send(bytes(raw))
-    assert link.recv(reply_to(0x603), 1.0) is None, "a truncated packet was answered"
-    assert node.ulsd_counters()["drop_ipv6_header"] == before + 1
-    link.send(echo(node, 0x604))
-    assert link.recv(reply_to(0x604), 3) is not None, "control: no echo reply"
+    discarded_and_counted(node6, link, raw, 0x603, "a truncated packet was answered")
 
 
 @requirement(fix='ulsd: netif/wire/wire.c',

@@ -19,6 +19,17 @@ def _node_closes(peer):
     peer.ack()
 
 
+def _reset(peer, what):
+    """The node answers what we just sent with a RST (AssertionError `what` if none comes
+    in 3 s) whose SEQ is our segment's SEG.ACK, which is RCV.NXT (RFC 9293 §3.10.7.1:
+    <SEQ=SEG.ACK><CTL=RST>); the connection is then gone."""
+    r = peer.recv(3, lambda q: q[TCP].flags.R)
+    assert r is not None, what
+    assert r[TCP].seq == peer.rcv_nxt, \
+        f"RST SEQ {r[TCP].seq:#x}, expected SEG.ACK {peer.rcv_nxt:#x}"
+    peer.closed = True
+
+
 @requirement(fix='lwIP 2.1.3',
              mutate="tests/conformance/lwip-mutate core/tcp.c 's/err = tcp_send_fin(pcb);/err = ERR_OK;/'")
 def test_rfc9293_3_6_active_close_fin_handshake(node, link):
@@ -83,10 +94,7 @@ def test_rfc9293_3_10_7_4_last_ack_closes_when_fin_acknowledged(node, link):
     peer.ack()
     peer.recv_all(0.3)
     peer.send("PA", b"anyone?\n", seq=peer.snd_nxt)
-    r = peer.recv(3, lambda q: q[TCP].flags.R)
-    assert r is not None, "data after the last ACK was not refused: the TCB is still there"
-    assert r[TCP].seq == peer.rcv_nxt, f"RST SEQ {r[TCP].seq:#x}, expected SEG.ACK"
-    peer.closed = True
+    _reset(peer, "data after the last ACK was not refused: the TCB is still there")
 
 
 @requirement(fix='lwIP 2.1.3',
@@ -110,10 +118,7 @@ def test_rfc1122_4_2_2_13_data_after_close_gets_rst(node, link):
     peer = TcpPeer(link, 13)
     _node_closes(peer)
     peer.send("PA", b"too late\n")
-    r = peer.recv(3, lambda q: q[TCP].flags.R)
-    assert r is not None, "data received after CLOSE got no RST"
-    assert r[TCP].seq == peer.rcv_nxt, f"RST SEQ {r[TCP].seq:#x}, expected {peer.rcv_nxt:#x}"
-    peer.closed = True
+    _reset(peer, "data received after CLOSE got no RST")
 
 
 @requirement(fix='lwIP 2.1.3',

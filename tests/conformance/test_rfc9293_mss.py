@@ -15,6 +15,28 @@ def _echo(peer, data, timeout=5.0):
     return peer.recv_data(len(data), timeout=timeout)
 
 
+def _echo_segments(peer, data, what, chunk=1000):
+    """Sends data to the echo port in segments of `chunk` bytes and reads the echo back,
+    ACKing every segment: (the echo's in-order segments, the bytes they carried)."""
+    for i in range(0, len(data), chunk):
+        peer.send("PA", data[i:i + chunk])
+    segs, got = [], b""
+    while len(got) < len(data):
+        p = peer.recv(5, lambda q: len(q[TCP].payload) > 0)
+        assert p is not None, f"{what} stopped after {len(got)} of {len(data)} bytes"
+        if p[TCP].seq == peer.rcv_nxt:
+            got += bytes(p[TCP].payload)
+            segs.append(p)
+            peer.absorb(p)
+        peer.ack()
+    return segs, got
+
+
+def _sizes(segs, options=False):
+    """Each segment's data octets (with options=True, its TCP options' octets added)."""
+    return [len(p[TCP].payload) + (p[TCP].dataofs * 4 - 20 if options else 0) for p in segs]
+
+
 @requirement(fix='patch 0010',
              mutate="tests/conformance/lwip-mutate core/tcp_in.c 's/if (!(flags \\& TCP_SYN) || !tcp_syn_opts_ok(pcb)) {/if (0) {/'")
 def test_rfc9293_3_7_1_mss_option_in_non_syn_ignored(node, link, counters):
@@ -32,17 +54,8 @@ def test_rfc9293_3_7_1_mss_option_in_non_syn_ignored(node, link, counters):
     before = counters()["tcp_mss_nonsyn_ignored"]
     peer.ack(options=peer.options() + [("MSS", 1)])
     data = os.urandom(3000)
-    for i in range(0, len(data), 1000):
-        peer.send("PA", data[i:i + 1000])
-    segs, got = [], b""
-    while len(got) < len(data):
-        p = peer.recv(5, lambda q: len(q[TCP].payload) > 0)
-        assert p is not None, f"echo stopped after {len(got)} of {len(data)} bytes"
-        if p[TCP].seq == peer.rcv_nxt:
-            got += bytes(p[TCP].payload)
-            segs.append(len(p[TCP].payload))
-            peer.absorb(p)
-        peer.ack()
+    segs, got = _echo_segments(peer, data, "echo")
+    segs = _sizes(segs)
     assert got == data, "echoed bytes differ"
     assert max(segs) >= 1000, f"segments shrank after an MSS option in an ACK: {segs}"
     assert node.alive(), "the node died"
@@ -50,17 +63,8 @@ def test_rfc9293_3_7_1_mss_option_in_non_syn_ignored(node, link, counters):
         "the MSS option in a non-SYN segment was not counted as ignored"
     ctl = TcpPeer(link, 7, mss=500)
     ctl.connect()
-    for i in range(0, len(data), 1000):
-        ctl.send("PA", data[i:i + 1000])
-    segs, got = [], b""
-    while len(got) < len(data):
-        p = ctl.recv(5, lambda q: len(q[TCP].payload) > 0)
-        assert p is not None, f"control echo stopped after {len(got)} bytes"
-        if p[TCP].seq == ctl.rcv_nxt:
-            got += bytes(p[TCP].payload)
-            segs.append(len(p[TCP].payload))
-            ctl.absorb(p)
-        ctl.ack()
+    segs, got = _echo_segments(ctl, data, "control echo")
+    segs = _sizes(segs)
     assert got == data and max(segs) <= 500, f"control: MSS 500 in a SYN gave {segs}"
 
 
@@ -79,16 +83,8 @@ def test_rfc9293_3_7_1_tiny_syn_mss_clamped_to_48(node, link, counters):
     peer = TcpPeer(link, 7, mss=1)
     peer.connect()
     data = os.urandom(600)
-    peer.send("PA", data)
-    got, sizes = b"", []
-    while len(got) < len(data):
-        p = peer.recv(5, lambda q: len(q[TCP].payload) > 0)
-        assert p is not None, f"echo stopped after {len(got)} of {len(data)} bytes"
-        if p[TCP].seq == peer.rcv_nxt:
-            got += bytes(p[TCP].payload)
-            sizes.append(len(p[TCP].payload) + (p[TCP].dataofs * 4 - 20))
-            peer.absorb(p)
-        peer.ack()
+    segs, got = _echo_segments(peer, data, "echo", chunk=len(data))
+    sizes = _sizes(segs, options=True)
     assert got == data
     assert max(sizes) <= 48, f"segment (options + data) above the 48-byte floor: {sizes}"
     assert min(sizes) > 13, f"segments of a byte or so: the MSS was not raised: {sizes}"
@@ -98,15 +94,7 @@ def test_rfc9293_3_7_1_tiny_syn_mss_clamped_to_48(node, link, counters):
     ctl = TcpPeer(link, 7, mss=100)
     ctl.connect()
     assert counters()["tcp_mss_clamped"] == before + 1, "an MSS of 100 was clamped"
-    ctl.send("PA", data)
-    got, sizes = b"", []
-    while len(got) < len(data):
-        p = ctl.recv(5, lambda q: len(q[TCP].payload) > 0)
-        assert p is not None, "control echo stopped"
-        if p[TCP].seq == ctl.rcv_nxt:
-            got += bytes(p[TCP].payload)
-            sizes.append(len(p[TCP].payload) + (p[TCP].dataofs * 4 - 20))
-            ctl.absorb(p)
-        ctl.ack()
+    segs, got = _echo_segments(ctl, data, "control echo", chunk=len(data))
+    sizes = _sizes(segs, options=True)
     assert got == data and max(sizes) <= 100 and max(sizes) > 48, sizes
     curated_pcap(link, "test_rfc9293_3_7_1_tiny_syn_mss_clamped_to_48.pcap")

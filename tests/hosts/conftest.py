@@ -19,7 +19,6 @@ when pytest is interrupted. Every wait is bounded.
 import atexit
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -27,7 +26,7 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from tblib import BUILD, SRC, TESTBED, OutputFiles, parse_exports, run_testbed  # noqa: E402
+from tblib import BUILD, SRC, TESTBED, FileProc, parse_exports, run_testbed  # noqa: E402
 ULSRUN = os.path.join(BUILD, "apps", "ulsrun")
 BENCH = os.path.join(BUILD, "apps", "ulsbench")
 STAT = os.path.join(BUILD, "apps", "ulsstat")
@@ -52,45 +51,6 @@ def watch_wire(env):
 
 def _tb(*args):
     return run_testbed(TESTBED, TB_NAME, BUILD, *args)
-
-
-class Proc(OutputFiles):
-    """A process in a session of its own, output to files, stopped by process group."""
-
-    def __init__(self, argv, name, tmp):
-        self.name = name
-        self.out_path = os.path.join(tmp, f"{name}.out")
-        self.err_path = os.path.join(tmp, f"{name}.err")
-        with open(self.out_path, "wb") as o, open(self.err_path, "wb") as e:
-            self.p = subprocess.Popen(argv, stdout=o, stderr=e, stdin=subprocess.DEVNULL,
-                                      start_new_session=True)
-
-    def poll(self):
-        return self.p.poll()
-
-    def wait(self, timeout):
-        try:
-            return self.p.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.stop()
-            pytest.fail(f"{self.name} did not finish within {timeout} s:\n{self.output()}")
-
-    def output(self):
-        return f"--- {self.name} stdout\n{self.stdout()}--- {self.name} stderr\n{self.stderr()}"
-
-    def stop(self):
-        if self.p.poll() is not None:
-            return
-        for sig, wait in ((signal.SIGTERM, 3), (signal.SIGKILL, 5)):
-            try:
-                os.killpg(self.p.pid, sig)
-            except ProcessLookupError:
-                return
-            try:
-                self.p.wait(timeout=wait)
-                return
-            except subprocess.TimeoutExpired:
-                continue
 
 
 class Hosts:
@@ -128,13 +88,13 @@ class Hosts:
         return ["ip", "netns", "exec", self.kernel_ns(host), *argv]
 
     def start(self, argv, name):
-        p = Proc(argv, name, self.tmp)
+        p = FileProc(argv, self.tmp, name)
         self.procs.append(p)
         return p
 
     def stop_all(self):
         for p in self.procs:
-            p.stop()
+            p.stop(grace=3)
         self.procs = []
 
     def wire_counters(self):

@@ -24,6 +24,15 @@ import signal
 import sys
 
 
+async def close(writer):
+    """Close a stream; a peer that reset it already is no error here."""
+    writer.close()
+    try:
+        await writer.wait_closed()
+    except ConnectionError:
+        pass
+
+
 async def serve(bind, port):
     stats = {"connections": 0, "bytes": 0}
     stop = asyncio.Event()
@@ -41,11 +50,7 @@ async def serve(bind, port):
         except ConnectionError:
             pass
         finally:
-            writer.close()
-            try:
-                await writer.wait_closed()
-            except ConnectionError:
-                pass
+            await close(writer)
 
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -93,11 +98,7 @@ async def client(host, port, count, seed, max_size):
                               "error": f"{len(rest)} unexpected bytes after the last echo"}), flush=True)
             return 1
     finally:
-        writer.close()
-        try:
-            await writer.wait_closed()
-        except ConnectionError:
-            pass
+        await close(writer)
     print(json.dumps({"messages": count, "bytes": total, "verified": True}), flush=True)
     return 0
 

@@ -24,6 +24,7 @@ SIGTERM, then SIGKILL after a bounded wait, at the end of each test, also on fai
 wait is bounded.
 """
 import atexit
+import contextlib
 import hashlib
 import json
 import os
@@ -38,7 +39,8 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from tblib import BUILD, SRC, TESTBED, TestbedEnv, parse_exports, run_testbed  # noqa: E402
+from tblib import (BUILD, SRC, TESTBED, FileProc, TestbedEnv, parse_exports,  # noqa: E402
+                   run_testbed)
 ULSRUN = os.path.join(BUILD, "apps", "ulsrun")
 STAT = os.path.join(BUILD, "apps", "ulsstat")
 ULSD = os.path.join(BUILD, "server", "ulsd")
@@ -90,6 +92,21 @@ def sha256_file(path):
     return h.hexdigest()
 
 
+def wait_while_running(proc, found, timeout, waiting_for, missing):
+    """found()'s first true value, asked every 50 ms for `timeout` seconds while proc runs;
+    AssertionError if proc exits first ("exited before WAITING_FOR") or time runs out
+    (MISSING), with proc's output."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = found()
+        if got:
+            return got
+        if proc.poll() is not None:
+            raise AssertionError(f"{proc.name} exited before {waiting_for}:\n{proc.output()}")
+        time.sleep(0.05)
+    raise AssertionError(f"{missing}\n{proc.output()}")
+
+
 def make_payload(path, nbytes, seed):
     """A deterministic pseudo-random file of nbytes; returns its SHA-256."""
     rng = random.Random(seed)
@@ -106,91 +123,6 @@ def make_payload(path, nbytes, seed):
 
 def _tb(*args):
     return run_testbed(TESTBED, TB_NAME, BUILD, *args)
-
-
-class Proc:
-    """A process this suite started, in a session (and process group) of its own; its
-    output goes to files (no pipe can fill up)."""
-
-    def __init__(self, argv, outdir, name, stdin=None, stdout=None):
-        self.name = name
-        self.argv = list(argv)
-        self.data_out = stdout is not None    # stdout is the program's data, not text
-        self.out_path = stdout or os.path.join(outdir, f"{name}.out")
-        self.err_path = os.path.join(outdir, f"{name}.err")
-        inp = open(stdin, "rb") if stdin else subprocess.DEVNULL
-        try:
-            with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
-                # `ip netns exec` execs the program, so self.pid is the program's own PID
-                # (or ulsrun's, if ulsrun stays as a parent): either way the group leader.
-                self.p = subprocess.Popen(self.argv, stdin=inp, stdout=out, stderr=err,
-                                          start_new_session=True, close_fds=True)
-        finally:
-            if stdin:
-                inp.close()
-        self.pid = self.p.pid
-        self.started = time.monotonic()
-
-    def poll(self):
-        return self.p.poll()
-
-    def wait(self, timeout):
-        """The exit status; on timeout the process group is killed and the test fails."""
-        try:
-            return self.p.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.stop(grace=0)
-            raise AssertionError(f"{self.name} did not finish within {timeout} s: {self.argv}\n"
-                                 f"stdout: {self.stdout()[-2000:]}\nstderr: {self.stderr()[-2000:]}")
-
-    def _signal_group(self, sig):
-        """Signal our process group (ID = our recorded PID). ESRCH: nobody is left in it."""
-        try:
-            os.killpg(self.pid, sig)
-            return True
-        except ProcessLookupError:
-            return False
-
-    def group_alive(self):
-        return self._signal_group(0)
-
-    def stop(self, sig=signal.SIGTERM, grace=5.0):
-        """Stop the process and everything in its group: `sig`, then SIGKILL after `grace`
-        seconds. Returns the leader's exit status."""
-        if self.p.poll() is None or self.group_alive():
-            if grace > 0:
-                self._signal_group(sig)
-                deadline = time.monotonic() + grace
-                while time.monotonic() < deadline:
-                    if self.p.poll() is not None and not self.group_alive():
-                        break
-                    time.sleep(0.02)
-            self._signal_group(signal.SIGKILL)
-            try:
-                self.p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass   # unkillable (D state): the testbed's `down` is the last resort
-        return self.p.returncode
-
-    def stdout(self):
-        if self.data_out:
-            return f"(data, to {self.out_path})"
-        with open(self.out_path, errors="replace") as f:
-            return f.read()
-
-    def stderr(self):
-        with open(self.err_path, errors="replace") as f:
-            return f.read()
-
-    def check(self, timeout):
-        """Wait (bounded) for a clean exit; returns stdout."""
-        rc = self.wait(timeout)
-        assert rc == 0, f"{self.name} failed:\n{self.output()}"
-        return self.stdout()
-
-    def output(self):
-        return f"{self.name} {self.argv}\nexit {self.p.returncode}\nstdout: " \
-               f"{self.stdout()[-3000:]}\nstderr: {self.stderr()[-3000:]}"
 
 
 class Testbed(TestbedEnv):
@@ -214,7 +146,7 @@ class Testbed(TestbedEnv):
     # --- processes ---------------------------------------------------------------------
     def start(self, argv, name, stdin=None, stdout=None):
         self.seq += 1
-        p = Proc(argv, self.outdir, f"{self.seq:03d}-{name}", stdin=stdin, stdout=stdout)
+        p = FileProc(argv, self.outdir, f"{self.seq:03d}-{name}", stdin=stdin, stdout=stdout)
         self.procs.append(p)
         return p
 
@@ -243,32 +175,20 @@ class Testbed(TestbedEnv):
     def wait_listening(self, node, port, proc, timeout=15.0):
         """Wait until node `node`'s ulsd has a TCP listener on `port` (the program's socket
         is a ulstack socket, not a kernel one), while `proc` runs."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            eps = self.listeners(node, port)
-            if eps:
-                return eps
-            if proc.poll() is not None:
-                raise AssertionError(f"{proc.name} exited before listening on node {node} "
-                                     f"port {port}:\n{proc.output()}")
-            time.sleep(0.05)
-        raise AssertionError(f"no ulstack listener on node {node} port {port} after {timeout} s "
-                             f"(did the program's socket fall back to the kernel?)\n{proc.output()}")
+        return wait_while_running(
+            proc, lambda: self.listeners(node, port), timeout,
+            f"listening on node {node} port {port}",
+            f"no ulstack listener on node {node} port {port} after {timeout} s (did the "
+            f"program's socket fall back to the kernel?)")
 
     def wait_kernel_listening(self, port, proc, timeout=15.0):
         """Wait until a kernel socket listens on `port` in the kernel peer's namespace."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            r = subprocess.run(["ip", "netns", "exec", self.kernel_ns, "ss", "-Hltn", f"sport = :{port}"],
-                               capture_output=True, text=True, timeout=10)
-            if r.stdout.strip():
-                return
-            if proc.poll() is not None:
-                raise AssertionError(f"{proc.name} exited before listening on port {port}:\n"
-                                     f"{proc.output()}")
-            time.sleep(0.05)
-        raise AssertionError(f"nothing listens on port {port} in {self.kernel_ns} after {timeout} s\n"
-                             f"{proc.output()}")
+        def ss():
+            return subprocess.run(["ip", "netns", "exec", self.kernel_ns, "ss", "-Hltn",
+                                   f"sport = :{port}"], capture_output=True, text=True,
+                                  timeout=10).stdout.strip()
+        wait_while_running(proc, ss, timeout, f"listening on port {port}",
+                           f"nothing listens on port {port} in {self.kernel_ns} after {timeout} s")
 
     def assert_through_ulstack(self, before, received=None, sent=None):
         """The bytes went through ulstack's node: node n's processes received at least
@@ -366,18 +286,25 @@ def testbed():
             shutil.rmtree(tb.outdir, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def procs_stopped_ulsd_alive(bed):
+    """Around a test on testbed `bed`: the processes the test started are stopped when it
+    ends (also on failure), and both nodes' ulsd must still be alive."""
+    n = len(bed.procs)
+    try:
+        yield bed
+    finally:
+        bed.stop_procs(n)
+        died = [node for node in (1, 2) if not bed.ulsd_alive(node)]
+        assert not died, f"ulsd of node(s) {died} died during the test; end of their logs: " \
+                         f"{ {node: bed.ulsd_log_tail(node) for node in died} }"
+
+
 @pytest.fixture
 def tb(testbed):
-    """The session testbed; the processes a test started are stopped when it ends (also on
-    failure), and both nodes' ulsd must still be alive."""
-    n = len(testbed.procs)
-    try:
+    """The session testbed, for one test (procs_stopped_ulsd_alive)."""
+    with procs_stopped_ulsd_alive(testbed):
         yield testbed
-    finally:
-        testbed.stop_procs(n)
-        died = [node for node in (1, 2) if not testbed.ulsd_alive(node)]
-        assert not died, f"ulsd of node(s) {died} died during the test; end of their logs: " \
-                         f"{ {node: testbed.ulsd_log_tail(node) for node in died} }"
 
 
 @pytest.fixture(scope="session")

@@ -13,30 +13,18 @@ test_dualstack.py; run under ulsrun. Every result is a JSON line on stdout.
 """
 import argparse
 import errno
-import json
 import os
 import socket
 import sys
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from peerlib import out, recv_exact  # noqa: E402
+
 NBYTES = 256 * 1024
-
-
-def out(**kw):
-    print(json.dumps(kw), flush=True)
 
 
 def name(sa):
     return [sa[0], sa[1]]
-
-
-def recv_exact(s, n):
-    buf = bytearray()
-    while len(buf) < n:
-        b = s.recv(min(65536, n - len(buf)))
-        if not b:
-            break
-        buf += b
-    return bytes(buf)
 
 
 def server(a):

@@ -15,6 +15,7 @@ Nothing here knows about ulstack: the test runs both under ulsrun.
 """
 import argparse
 import json
+import os
 import random
 import signal
 import socket
@@ -22,14 +23,8 @@ import socketserver
 import sys
 import threading
 
-
-class Echo(socketserver.BaseRequestHandler):
-    def handle(self):
-        while True:
-            b = self.request.recv(65536)
-            if not b:
-                return
-            self.request.sendall(b)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from peerlib import Echo  # noqa: E402
 
 
 def server(args):

@@ -4,7 +4,6 @@ compared before the next is sent, then a half-close. asyncio's loop is an epoll 
 self-pipe (an AF_UNIX socketpair, a kernel fd) sits in the same epoll set as the ulstack
 sockets, and SIGTERM reaches the server through it: the server then exits 0.
 """
-import json
 import os
 import signal
 
@@ -16,11 +15,6 @@ TIMEOUT = 90
 ECHO = os.path.join(HERE, "asyncio_echo.py")
 
 
-def last_json(text):
-    lines = [line for line in text.splitlines() if line.startswith("{")]
-    return json.loads(lines[-1]) if lines else None
-
-
 def test_asyncio_echoes_10000_messages_between_nodes(tb):
     server = tb.start(tb.uls(1, [PYTHON, ECHO, "server", "--bind", "0.0.0.0", "--port", str(PORT)]),
                       "asyncio-server-n1")
@@ -28,13 +22,14 @@ def test_asyncio_echoes_10000_messages_between_nodes(tb):
     before = tb.counters()
     client = tb.start(tb.uls(2, [PYTHON, ECHO, "client", "--to", f"{tb.ip(1)}:{PORT}",
                                  "--messages", str(MESSAGES)]), "asyncio-client-n2")
-    res = last_json(client.check(TIMEOUT))
+    client.check(TIMEOUT)
+    res = client.last_json()
     assert res and res["verified"] is True and res["messages"] == MESSAGES, client.output()
     nbytes = res["bytes"]
     tb.assert_through_ulstack(before, received={1: nbytes, 2: nbytes}, sent={1: nbytes, 2: nbytes})
 
     os.kill(server.pid, signal.SIGTERM)
     assert server.wait(15) == 0, f"echo server after SIGTERM:\n{server.output()}"
-    done = last_json(server.stdout())
+    done = server.last_json()
     assert done and done["stopped"] and done["bytes"] == nbytes and done["connections"] == 1, \
         server.output()

@@ -14,9 +14,9 @@ import time
 
 import pytest
 
-from conftest import HERE, PYTHON, check_copy, make_payload, program, received_file
-from test_iperf3 import conns, report
-from test_nginx import CONF, error_log, read_pid
+from conftest import HERE, PYTHON, check_copy, program, received_file
+from test_iperf3 import conns, reports
+from test_nginx import error_log, start_nginx_by_address
 
 PROG = os.path.join(HERE, "dualstack.py")
 TIMEOUT = 60
@@ -111,12 +111,7 @@ def test_iperf3_server_without_dash4_serves_ipv4_clients(tb, client_side):
              "--connect-timeout", "5000"]
     client = tb.start(tb.uls(2, cargv) if client_side == "node2" else tb.kernel(cargv),
                       f"iperf3-c-{client_side}")
-    crc = client.wait(40)
-    c = report(client)
-    assert "error" not in c and crc == 0, f"client: {c.get('error')}\n{client.output()}"
-    src = server.wait(15)
-    s = report(server)
-    assert "error" not in s and src == 0, f"server: {s.get('error')}\n{server.output()}"
+    c, s = reports(client, server, 40)
     assert len(conns(c, server=False)) == 4 and conns(c, server=False) == conns(s, server=True), \
         f"data connections: client {sorted(conns(c, False))}, server {sorted(conns(s, True))}"
     received = c["end"]["sum_received"]["bytes"]
@@ -135,34 +130,16 @@ def test_nginx_listen_ipv6_dual_stack_reached_by_curl_over_ipv4(tb, datadir):
     peer on Linux either) serves curl over IPv4, and the common pair `listen 8091;
     listen [::]:8091;` (an AF_INET socket beside an IPv6-only one on one port) still
     starts and serves IPv4 through ulstack. The access log shows the v4-mapped peer."""
-    nginx, curl = program("nginx"), program("curl")
-    d = os.path.join(tb.outdir, "nginx6")
-    for sub in ("www", "tmp"):
-        os.makedirs(os.path.join(d, sub))
-    for sub in (d, os.path.join(d, "www")):
-        os.chmod(sub, 0o755)
-    big = os.path.join(datadir, "big6.bin")
-    digest = make_payload(big, BIG_BYTES, seed=8090)
-    os.chmod(big, 0o644)
-    conf = CONF.replace("log_format interop '$pid", "log_format interop '$remote_addr $pid")
-    conf = conf.replace("listen {port};", "listen [::]:{port} ipv6only=off;")
-    conf = conf.replace("location = /big.bin", "location = /big6.bin")
-    conf = conf.replace("    server {{", "    server {{\n        listen {both};\n"
-                        "        listen [::]:{both};\n        root {data};\n    }}\n"
-                        "    server {{", 1)
-    path = os.path.join(d, "nginx.conf")
-    with open(path, "w") as f:
-        f.write(conf.format(workers=1, d=d, data=datadir, port=NGINX_PORT, both=NGINX_PORT_BOTH))
-    server = tb.start(tb.uls(1, [nginx, "-p", d, "-c", path, "-e", os.path.join(d, "error.log")]),
-                      "nginx6-n1")
-    tb.wait_listening(1, NGINX_PORT, server)
-    tb.wait_listening(1, NGINX_PORT_BOTH, server)
-    read_pid(os.path.join(d, "nginx.pid"), server)
+    curl = program("curl")
+    d, digest, server = start_nginx_by_address(
+        tb, datadir, "nginx6", BIG_BYTES, 8090, "listen [::]:{port} ipv6only=off;",
+        "        listen {both};\n        listen [::]:{both};\n", port=NGINX_PORT,
+        both=NGINX_PORT_BOTH)
     before = tb.counters()
     for port in (NGINX_PORT, NGINX_PORT_BOTH):
         out = received_file(datadir, f"nginx6-{port}.bin")
         c = tb.start(tb.uls(2, [curl, "-sS", "--fail", "--max-time", "30", "-o", out, "-w",
-                                "%{http_code}\n", f"http://{tb.ip(1)}:{port}/big6.bin"]),
+                                "%{http_code}\n", f"http://{tb.ip(1)}:{port}/nginx6.bin"]),
                      f"curl-n2-{port}")
         rc = c.wait(40)
         assert rc == 0 and c.stdout().strip() == "200", \

@@ -4,7 +4,6 @@ copy at once and the child serves it: the sshd and inetd pattern, where a connec
 to the process that goes on using it (stack/handoff.c). 40 connections, 4 at a time, 1 MiB
 echoed each and compared; node 1's ulsd must count one handoff per connection.
 """
-import json
 import os
 import signal
 
@@ -17,11 +16,6 @@ TIMEOUT = 120
 PROG = os.path.join(HERE, "forking_echo.py")
 
 
-def last_json(text):
-    lines = [line for line in text.splitlines() if line.startswith("{")]
-    return json.loads(lines[-1]) if lines else None
-
-
 def test_forking_server_children_take_over_their_connections(tb):
     server = tb.start(tb.uls(1, [PYTHON, PROG, "server", "--port", str(PORT)]), "forking-server-n1")
     tb.wait_listening(1, PORT, server)
@@ -29,7 +23,8 @@ def test_forking_server_children_take_over_their_connections(tb):
     client = tb.start(tb.uls(2, [PYTHON, PROG, "client", "--to", f"{tb.ip(1)}:{PORT}",
                                  "--connections", str(CONNECTIONS), "--threads", "4",
                                  "--bytes", str(NBYTES)]), "forking-client-n2")
-    res = last_json(client.check(TIMEOUT))
+    client.check(TIMEOUT)
+    res = client.last_json()
     assert res and res["verified"] and res["good"] == CONNECTIONS, client.output()
     total = CONNECTIONS * NBYTES
     tb.assert_through_ulstack(before, received={1: total, 2: total}, sent={1: total, 2: total})

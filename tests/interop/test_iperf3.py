@@ -37,6 +37,18 @@ def report(p):
         raise AssertionError(f"{p.name}: no JSON report:\n{p.output()}")
 
 
+def reports(client, server, timeout):
+    """The JSON reports of an iperf3 client and its one-off server (-1, which exits after
+    the test), both of which must have exited 0 without an error: (client's, server's)."""
+    crc = client.wait(timeout)
+    c = report(client)
+    assert "error" not in c and crc == 0, f"client: {c.get('error')}\n{client.output()}"
+    src = server.wait(15)
+    s = report(server)
+    assert "error" not in s and src == 0, f"server: {s.get('error')}\n{server.output()}"
+    return c, s
+
+
 def conns(rep, server):
     """The data connections as a set of (client port, server port)."""
     res = set()
@@ -64,12 +76,7 @@ def test_iperf3_four_streams_agree_on_bytes(tb, server_side, client_side, revers
     cargv = [iperf3, "-4", "-c", server_ip, "-p", str(port), "-P", "4", "-t", str(SECONDS), "-J",
              "--connect-timeout", "5000"] + (["-R"] if reverse else [])
     client = tb.start(tb.uls(cnode, cargv) if cnode else tb.kernel(cargv), f"iperf3-c-{client_side}")
-    crc = client.wait(TIMEOUT)
-    c = report(client)
-    assert "error" not in c and crc == 0, f"client: {c.get('error')}\n{client.output()}"
-    src = server.wait(15)   # a one-off server (-1) exits after its test
-    s = report(server)
-    assert "error" not in s and src == 0, f"server: {s.get('error')}\n{server.output()}"
+    c, s = reports(client, server, TIMEOUT)
 
     assert c["start"]["test_start"]["num_streams"] == 4, c["start"]["test_start"]
     assert len(conns(c, server=False)) == 4 and conns(c, server=False) == conns(s, server=True), \

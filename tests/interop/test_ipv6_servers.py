@@ -13,11 +13,11 @@ import re
 
 import pytest
 
-from conftest import BUILD, TESTBED, check_copy, make_payload, parse_exports, program, \
-    received_file, run_testbed
+from conftest import BUILD, TESTBED, check_copy, parse_exports, procs_stopped_ulsd_alive, \
+    program, received_file, run_testbed
 from conftest import Testbed as _Testbed   # (not a test class)
-from test_iperf3 import conns, report
-from test_nginx import CONF, error_log, read_pid
+from test_iperf3 import conns, reports
+from test_nginx import error_log, start_nginx_by_address
 
 TB6 = "ulsinter6"
 BIG_BYTES = 4 << 20
@@ -38,14 +38,8 @@ def tb6():
 
 @pytest.fixture
 def tb(tb6):
-    n = len(tb6.procs)
-    try:
+    with procs_stopped_ulsd_alive(tb6):
         yield tb6
-    finally:
-        tb6.stop_procs(n)
-        died = [node for node in (1, 2) if not tb6.ulsd_alive(node)]
-        assert not died, f"ulsd of node(s) {died} died: " \
-                         f"{ {node: tb6.ulsd_log_tail(node) for node in died} }"
 
 
 def ip6(tb, i):
@@ -64,12 +58,7 @@ def test_iperf3_server_reached_over_each_family(tb, family):
     to = ip6(tb, 1) if family == "ipv6" else tb.ip(1)
     client = tb.start(tb.uls(2, [iperf3, "-c", to, "-p", str(port), "-P", "2", "-t", "2", "-J",
                                  "--connect-timeout", "5000"]), f"iperf3-c-{family}")
-    crc = client.wait(60)
-    c = report(client)
-    assert "error" not in c and crc == 0, f"client: {c.get('error')}\n{client.output()}"
-    src = server.wait(15)
-    s = report(server)
-    assert "error" not in s and src == 0, f"server: {s.get('error')}\n{server.output()}"
+    c, s = reports(client, server, 60)
     assert len(conns(c, server=False)) == 2 and conns(c, server=False) == conns(s, server=True)
     # iperf3 prints a v4-mapped peer of its [::] socket as plain IPv4.
     want = {ip6(tb, 2)} if family == "ipv6" else {tb.ip(2), "::ffff:" + tb.ip(2)}
@@ -85,31 +74,13 @@ def test_nginx_listen_ipv6_fetched_with_curl_over_each_family(tb, datadir):
     port space keeps per family) and a server with `listen [::]:8181;` alone: curl -6
     fetches a 4 MiB file from both over IPv6, curl -4 from the pair over IPv4; every copy
     has the file's digest, and the access log names each peer in its family."""
-    nginx, curl = program("nginx"), program("curl")
-    d = os.path.join(tb.outdir, "nginx-v6")
-    for sub in ("www", "tmp"):
-        os.makedirs(os.path.join(d, sub), exist_ok=True)
-    for sub in (d, os.path.join(d, "www")):
-        os.chmod(sub, 0o755)
-    big = os.path.join(datadir, "big-v6.bin")
-    digest = make_payload(big, BIG_BYTES, seed=8180)
-    os.chmod(big, 0o644)
-    conf = CONF.replace("log_format interop '$pid", "log_format interop '$remote_addr $pid")
-    conf = conf.replace("listen {port};", "listen {port};\n        listen [::]:{port};")
-    conf = conf.replace("location = /big.bin", "location = /big-v6.bin")
-    conf = conf.replace("    server {{", "    server {{\n        listen [::]:{only6};\n"
-                        "        root {data};\n    }}\n    server {{", 1)
-    path = os.path.join(d, "nginx.conf")
-    with open(path, "w") as f:
-        f.write(conf.format(workers=1, d=d, data=datadir, port=8180, only6=8181))
-    server = tb.start(tb.uls(1, [nginx, "-p", d, "-c", path, "-e", os.path.join(d, "error.log")]),
-                      "nginx-v6-n1")
-    tb.wait_listening(1, 8180, server)
-    tb.wait_listening(1, 8181, server)
-    read_pid(os.path.join(d, "nginx.pid"), server)
-    fetches = [("-6", f"http://[{ip6(tb, 1)}]:8180/big-v6.bin"),
-               ("-6", f"http://[{ip6(tb, 1)}]:8181/big-v6.bin"),
-               ("-4", f"http://{tb.ip(1)}:8180/big-v6.bin")]
+    curl = program("curl")
+    d, digest, _ = start_nginx_by_address(
+        tb, datadir, "nginx-v6", BIG_BYTES, 8180, "listen {port};\n        listen [::]:{port};",
+        "        listen [::]:{only6};\n", port=8180, only6=8181)
+    fetches = [("-6", f"http://[{ip6(tb, 1)}]:8180/nginx-v6.bin"),
+               ("-6", f"http://[{ip6(tb, 1)}]:8181/nginx-v6.bin"),
+               ("-4", f"http://{tb.ip(1)}:8180/nginx-v6.bin")]
     for i, (fam, url) in enumerate(fetches):
         out = received_file(datadir, f"nginx-v6-{i}.bin")
         c = tb.start(tb.uls(2, [curl, fam, "-g", "-sS", "--fail", "--max-time", "30", "-o", out,

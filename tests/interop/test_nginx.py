@@ -93,6 +93,38 @@ def read_pid(path, proc, timeout=10.0):
     raise AssertionError(f"nginx wrote no {path}:\n{proc.output()}")
 
 
+def start_nginx_by_address(tb, datadir, name, nbytes, seed, listen, first_server, **ports):
+    """nginx (CONF, one worker) under ulsrun on node 1 in OUTDIR/NAME, its access log
+    starting with each peer's address: its server's `listen {port};` replaced by `listen`,
+    a server block with the lines `first_server` and root datadir before it, and
+    /NAME.bin a file of nbytes (make_payload, seed) in datadir. `ports` gives the port
+    numbers the two name ({port} among them); returns (directory, the file's SHA-256, the
+    process) once nginx listens on every one."""
+    nginx = program("nginx")
+    d = os.path.join(tb.outdir, name)
+    for sub in ("www", "tmp"):
+        os.makedirs(os.path.join(d, sub), exist_ok=True)
+    for sub in (d, os.path.join(d, "www")):
+        os.chmod(sub, 0o755)
+    big = os.path.join(datadir, f"{name}.bin")
+    digest = make_payload(big, nbytes, seed=seed)
+    os.chmod(big, 0o644)
+    conf = CONF.replace("log_format interop '$pid", "log_format interop '$remote_addr $pid")
+    conf = conf.replace("listen {port};", listen)
+    conf = conf.replace("location = /big.bin", f"location = /{name}.bin")
+    conf = conf.replace("    server {{", "    server {{\n" + first_server +
+                        "        root {data};\n    }}\n    server {{", 1)
+    path = os.path.join(d, "nginx.conf")
+    with open(path, "w") as f:
+        f.write(conf.format(workers=1, d=d, data=datadir, **ports))
+    server = tb.start(tb.uls(1, [nginx, "-p", d, "-c", path, "-e", os.path.join(d, "error.log")]),
+                      f"{name}-n1")
+    for port in ports.values():
+        tb.wait_listening(1, port, server)
+    read_pid(os.path.join(d, "nginx.pid"), server)
+    return d, digest, server
+
+
 def error_log(d, lines=20):
     """The last lines of nginx's error log at level error or worse, for failure messages."""
     try:

@@ -32,7 +32,8 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from tblib import BUILD, SRC, TESTBED, OutputFiles, TestbedEnv, parse_exports, run_testbed  # noqa: E402
+from tblib import (BUILD, SRC, TESTBED, FileProc, TestbedEnv, parse_exports,  # noqa: E402
+                   run_testbed)
 BENCH = os.path.join(BUILD, "apps", "ulsbench")
 STAT = os.path.join(BUILD, "apps", "ulsstat")
 HOSTILE = os.path.join(BUILD, "tests", "node", "hostile")
@@ -68,31 +69,16 @@ def _alive(pid):
         return False
 
 
-class Proc(OutputFiles):
-    """A process this suite started; its output goes to files (no pipe can fill up)."""
+class Proc(FileProc):
+    """A process this suite started (tblib.FileProc), in the test runner's session: it is
+    stopped by its PID."""
 
     def __init__(self, argv, outdir, name, netns=None, env=None):
-        self.name = name
-        self.out_path = os.path.join(outdir, f"{name}.out")
-        self.err_path = os.path.join(outdir, f"{name}.err")
         full = ["ip", "netns", "exec", netns, *argv] if netns else list(argv)
-        self.argv = full
-        with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
-            # `ip netns exec` execs the program, so self.pid is the program's own PID.
-            self.p = subprocess.Popen(full, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env)
-        self.pid = self.p.pid
-        self.started = time.monotonic()
+        super().__init__(full, outdir, name, env=env, session=False)
 
-    def poll(self):
-        return self.p.poll()
-
-    def wait(self, timeout):
-        try:
-            return self.p.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            raise AssertionError(f"{self.name} did not finish within {timeout} s: "
-                                 f"{self.argv}\nstdout: {self.stdout()}\nstderr: {self.stderr()}")
+    def kill_now(self):
+        self.kill()
 
     def kill(self, sig=signal.SIGKILL):
         if self.p.poll() is None:
@@ -102,14 +88,6 @@ class Proc(OutputFiles):
             except subprocess.TimeoutExpired:
                 self.p.kill()
                 self.p.wait()
-
-    def json_lines(self):
-        res = []
-        for line in self.stdout().splitlines():
-            line = line.strip()
-            if line.startswith("{"):
-                res.append(json.loads(line))
-        return res
 
 
 class Testbed(TestbedEnv):
@@ -366,6 +344,14 @@ def start_listen_spy(tb, node, seconds, name):
         assert spy.poll() is None and time.monotonic() < deadline, spy.stderr()
         time.sleep(0.02)
     return spy
+
+
+def spy_counts(spy):
+    """What a finished listen spy (start_listen_spy) counted: (frames, tcp, arp)."""
+    words = spy.stdout().split()
+    assert words[0::2] == ["frames", "tcp", "arp"], spy.stdout()
+    frames, tcp, arp = map(int, words[1::2])
+    return frames, tcp, arp
 
 
 def hostile_lease(stderr):

@@ -192,17 +192,28 @@ def test_tcp_over_ipv6_between_two_nodes(tb):
         assert relayed < 20, f"{relayed} IPv6 frames crossed ulsd on the direct path"
 
 
-def test_udp_over_ipv6_between_two_nodes(tb):
-    port = 7602
-    srv = tb.start(tb.uls(1, [PYTHON, PEER, "server", "--udp", "--port", str(port)]), "udp6-server")
+def udp6_echo(tb, port, nbytes, name):
+    """One UDP datagram of nbytes from v6peer under ulsrun on node 2 to one on node 1, to
+    node 1's IPv6 address, echoed and compared: returns what the client and the server
+    said (their JSON lines)."""
+    srv = tb.start(tb.uls(1, [PYTHON, PEER, "server", "--udp", "--port", str(port)]),
+                   f"{name}-server")
     tb.wait_line(srv, "listening")
     wait_endpoint(tb, 1, lambda e: e["proto"] == "udp" and e["local"] == f"[::]:{port}")
     cli = tb.start(tb.uls(2, [PYTHON, PEER, "client", "--udp", "--to", tb.ip6(1), "--port",
-                              str(port), "--bytes", "1200"]), "udp6-client")
+                              str(port), "--bytes", str(nbytes)]), f"{name}-client")
     c = tb.wait_line(cli, "match", 30)
-    assert c["match"] and c["peer"] == [tb.ip6(1), port], tb.output(cli)
+    assert c["match"], tb.output(cli)
     s = tb.wait_line(srv, "datagram", 10)
-    assert s["peer"][0] == tb.ip6(2) and s["datagram"] == 1200, s
+    assert s["datagram"] == nbytes, s
+    return c, s
+
+
+def test_udp_over_ipv6_between_two_nodes(tb):
+    port = 7602
+    c, s = udp6_echo(tb, port, 1200, "udp6")
+    assert c["peer"] == [tb.ip6(1), port], c
+    assert s["peer"][0] == tb.ip6(2), s
 
 
 def test_udp_datagram_larger_than_the_link_crosses_in_fragments(tb):
@@ -212,15 +223,7 @@ def test_udp_datagram_larger_than_the_link_crosses_in_fragments(tb):
     comes back the same way and is compared."""
     port = 7607
     before = tb.stat(1)["counters"]
-    srv = tb.start(tb.uls(1, [PYTHON, PEER, "server", "--udp", "--port", str(port)]), "frag6-server")
-    tb.wait_line(srv, "listening")
-    wait_endpoint(tb, 1, lambda e: e["proto"] == "udp" and e["local"] == f"[::]:{port}")
-    cli = tb.start(tb.uls(2, [PYTHON, PEER, "client", "--udp", "--to", tb.ip6(1), "--port",
-                              str(port), "--bytes", "20000"]), "frag6-client")
-    c = tb.wait_line(cli, "match", 30)
-    assert c["match"], tb.output(cli)
-    s = tb.wait_line(srv, "datagram", 10)
-    assert s["datagram"] == 20000, s
+    udp6_echo(tb, port, 20000, "frag6")
     after = tb.stat(1)["counters"]
     assert after["reass_datagrams"] > before["reass_datagrams"], after
     assert after["dp_map_errors"] == before["dp_map_errors"], after

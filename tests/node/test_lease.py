@@ -139,6 +139,27 @@ def wait_for(proc, text, timeout):
         time.sleep(0.02)
 
 
+def kernel_echo(tb, port):
+    """The ECHO server on the kernel peer, listening on `port` when this returns."""
+    wait_for(tb.kernel_python(ECHO, port, name="echo"), "listening", 5)
+
+
+def slow_peer(tb, name, slow_rport, delay):
+    """A SlowCtlPeer in front of node 1's ulsd, at OUTDIR/NAME.ctl (its .path)."""
+    return SlowCtlPeer(tb.ctl(1), os.path.join(tb.outdir, f"{name}.ctl"), slow_rport, delay)
+
+
+def start_leasectl(tb, cmd, peer, echo_port=None, *extra):
+    """leasectl CMD through the SlowCtlPeer `peer` (on the relay: ulsd sees the peer's
+    credentials), its slow connect to the peer's slow port on the kernel peer, and its
+    echo exchange with echo_port there (if given)."""
+    argv = [LEASECTL, cmd, "--ctl", peer.path]
+    if echo_port is not None:
+        argv += ["--echo", f"{tb.kernel_ip}:{echo_port}"]
+    argv += ["--slow", f"{tb.kernel_ip}:{peer.slow_rport}", *extra]
+    return tb.start(argv, name=cmd, env={"ULS_DATAPATH": "relay"})
+
+
 def test_a_connect_whose_answer_from_ulsd_is_late_does_not_stall_other_connections(tb):
     """ulsd answers one connect 1 s late; meanwhile another connection of the same process
     exchanges 1-byte messages with a kernel echo peer. With the core lock held across the
@@ -149,14 +170,10 @@ def test_a_connect_whose_answer_from_ulsd_is_late_does_not_stall_other_connectio
     the answer (leasectl's count per 10 ms, on the same clock), at least 2. (A bound of
     200 ms on the longest pause failed on a machine at load 14: 230 ms.)"""
     echo_port, slow_port = 7401, 7402
-    echo = tb.kernel_python(ECHO, echo_port, name="echo")
-    wait_for(echo, "listening", 5)
-    path = os.path.join(tb.outdir, "slow.ctl")
-    peer = SlowCtlPeer(tb.ctl(1), path, slow_port, 1.0)
+    kernel_echo(tb, echo_port)
+    peer = slow_peer(tb, "slow", slow_port, 1.0)
     try:
-        p = tb.start([LEASECTL, "stall", "--ctl", path, "--echo", f"{tb.kernel_ip}:{echo_port}",
-                      "--slow", f"{tb.kernel_ip}:{slow_port}", "--seconds", "3"], name="stall",
-                     env={"ULS_DATAPATH": "relay"})
+        p = start_leasectl(tb, "stall", peer, echo_port, "--seconds", "3")
         assert p.wait(30) == 0, (p.stdout(), p.stderr())
     finally:
         peer.close()
@@ -178,27 +195,29 @@ def test_a_connect_whose_answer_from_ulsd_is_late_does_not_stall_other_connectio
         f"trips in the {hi - lo:.0f} ms the answer was held back (longest pause {gap:.0f} ms)"
 
 
-def slow_endpoints(tb, rport):
-    return [e for e in tb.stat(1)["endpoints"] if e["remote"].endswith(f":{rport}")]
+def slow_endpoints(tb, rport, within=0.0):
+    """Node 1's endpoints with remote port rport; with `within`, after waiting up to that
+    many seconds for there to be none."""
+    deadline = time.monotonic() + within
+    while True:
+        eps = [e for e in tb.stat(1)["endpoints"] if e["remote"].endswith(f":{rport}")]
+        if not eps or time.monotonic() >= deadline:
+            return eps
+        time.sleep(0.05)
 
 
 def test_a_socket_closed_while_its_connect_waits_for_ulsd_leaves_no_endpoint(tb):
     """The socket is closed 300 ms into a connect whose answer ulsd gives 1 s late: the
     connect fails with EBADF and the tuple ulsd granted goes back at once (RELEASE)."""
     slow_port = 7404
-    path = os.path.join(tb.outdir, "abandon.ctl")
-    peer = SlowCtlPeer(tb.ctl(1), path, slow_port, 1.0)
+    peer = slow_peer(tb, "abandon", slow_port, 1.0)
     try:
-        p = tb.start([LEASECTL, "abandon", "--ctl", path, "--slow", f"{tb.kernel_ip}:{slow_port}"],
-                     name="abandon", env={"ULS_DATAPATH": "relay"})
+        p = start_leasectl(tb, "abandon", peer)
         assert p.wait(30) == 0, (p.stdout(), p.stderr())
         m = re.search(r"abandon_rc=(-?\d+)", p.stdout())
         assert m and int(m[1]) == -errno.EBADF, p.stdout()
         assert peer.delayed == 1
-        deadline = time.monotonic() + 2
-        while slow_endpoints(tb, slow_port) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert slow_endpoints(tb, slow_port) == []
+        assert slow_endpoints(tb, slow_port, within=2) == []
     finally:
         peer.close()
 
@@ -209,22 +228,16 @@ def test_a_connect_answered_after_the_timeout_gives_the_tuple_back(tb):
     granted goes back, while the process lives on. Before, it stayed until the lease
     ended."""
     echo_port, slow_port = 7405, 7406
-    echo = tb.kernel_python(ECHO, echo_port, name="echo")
-    wait_for(echo, "listening", 5)
-    path = os.path.join(tb.outdir, "late.ctl")
-    peer = SlowCtlPeer(tb.ctl(1), path, slow_port, 6.0)
+    kernel_echo(tb, echo_port)
+    peer = slow_peer(tb, "late", slow_port, 6.0)
     try:
-        p = tb.start([LEASECTL, "late", "--ctl", path, "--echo", f"{tb.kernel_ip}:{echo_port}",
-                      "--slow", f"{tb.kernel_ip}:{slow_port}"], name="late",
-                     env={"ULS_DATAPATH": "relay"})
+        p = start_leasectl(tb, "late", peer, echo_port)
         wait_for(p, "done", 30)
         m = re.search(r"late_rc=(-?\d+) next_rc=(-?\d+)", p.stdout())
         assert m and int(m[1]) == -errno.ETIMEDOUT and int(m[2]) == 0, p.stdout()
-        deadline = time.monotonic() + 2
-        while slow_endpoints(tb, slow_port) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        left = slow_endpoints(tb, slow_port, within=2)
         assert p.poll() is None, "the process must still hold its lease"
-        assert slow_endpoints(tb, slow_port) == []
+        assert left == []
     finally:
         peer.close()
 

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from conftest import (DATAPATH, check_client, counters_once, frames_moved, hostile_lease,
-                      server_results, start_listen_spy, tx_dropped)
+                      server_results, spy_counts, start_listen_spy, tx_dropped)
 
 COUNT = 10
 TRANSFER_TIMEOUT = 120
@@ -110,9 +110,7 @@ def test_no_process_receives_ipv6_frames_meant_for_the_node(tb, ip6):
     during = tb.counters(2)
     check_client(victim, TRANSFER_TIMEOUT)
     server_results(srv, 1)
-    words = spy.stdout().split()
-    assert words[0::2] == ["frames", "tcp", "arp"], spy.stdout()
-    frames, tcp, arp = map(int, words[1::2])
+    frames, tcp, arp = spy_counts(spy)
     assert tcp == 0 and frames == arp, spy.stdout()
     replies = int(pinger.stdout().split()[1])
     assert replies >= 30, pinger.stdout()

@@ -27,6 +27,16 @@ def test_ulsd_answers_ping(tb):
     assert delta(before, tb.counters(1), "icmp_echo_replies") >= 3
 
 
+def refused_from_kernel_peer(tb, script, port, name, counter):
+    """Runs `script` on the kernel peer against node 1's `port`, where nothing listens: it
+    must print ECONNREFUSED's number, and node 1's `counter` (what it answered) must grow."""
+    before = tb.counters(1)
+    p = tb.kernel_python(script, tb.ip(1), port, name=name)
+    assert p.wait(15) == 0, p.stderr()
+    assert p.stdout().strip() == str(errno.ECONNREFUSED), p.stdout()
+    assert delta(before, tb.counters(1), counter) >= 1
+
+
 CONNECT_CLOSED = r"""
 import socket, sys
 s = socket.socket()
@@ -42,11 +52,7 @@ except OSError as e:
 def test_tcp_connect_to_closed_port_is_refused_with_rst(tb):
     """A SYN to a port no process holds is answered with RST (RFC 9293 §3.10.7.1): the
     kernel peer's connect fails with ECONNREFUSED and rst_sent grows."""
-    before = tb.counters(1)
-    p = tb.kernel_python(CONNECT_CLOSED, tb.ip(1), 6999, name="connect-closed")
-    assert p.wait(15) == 0, p.stderr()
-    assert p.stdout().strip() == str(errno.ECONNREFUSED), p.stdout()
-    assert delta(before, tb.counters(1), "rst_sent") >= 1
+    refused_from_kernel_peer(tb, CONNECT_CLOSED, 6999, "connect-closed", "rst_sent")
 
 
 UDP_CLOSED = r"""
@@ -66,11 +72,7 @@ except OSError as e:
 def test_udp_datagram_to_closed_port_gets_port_unreachable(tb):
     """A datagram to a UDP port no process holds gets ICMP port unreachable (RFC 1122
     §3.2.2.1): the kernel peer's connected UDP socket gets ECONNREFUSED."""
-    before = tb.counters(1)
-    p = tb.kernel_python(UDP_CLOSED, tb.ip(1), 6998, name="udp-closed")
-    assert p.wait(15) == 0, p.stderr()
-    assert p.stdout().strip() == str(errno.ECONNREFUSED), p.stdout()
-    assert delta(before, tb.counters(1), "icmp_unreach_sent") >= 1
+    refused_from_kernel_peer(tb, UDP_CLOSED, 6998, "udp-closed", "icmp_unreach_sent")
 
 
 UDP_ECHO_ULSRUN = r"""
@@ -279,6 +281,20 @@ def server_counters(p):
     raise AssertionError(f"{p.name}: no counters: {p.stderr()}")
 
 
+def sender_counters_under_loss(tb, port, nbytes, name):
+    """node 2's server (ulsbench) sends nbytes to node 1's client (`name`) under 1% random
+    loss at the bridge (testbed impair), verified: the sender's libuls counters."""
+    _testbed("impair", "--loss", "1")
+    try:
+        tx = tb.server(2, port, count=1, env={"ULSBENCH_COUNTERS": "1"})
+        check_client(tb.client(1, f"{tb.ip(2)}:{port}", nbytes, "recv", name=name),
+                     TRANSFER_TIMEOUT)
+        assert tx.wait(10) == 0, tx.stderr()
+    finally:
+        _testbed("unimpair")
+    return server_counters(tx)
+
+
 def test_offload_sender_resends_a_lost_super_segment_in_few_frames(offload_nodes):
     """RFC 6675 §5 (C): "If cwnd - pipe >= 1 SMSS, the sender SHOULD transmit one or more
     segments", and (C.5) goes on while cwnd - pipe >= 1 SMSS. With offload a lost frame is
@@ -289,16 +305,7 @@ def test_offload_sender_resends_a_lost_super_segment_in_few_frames(offload_nodes
     recovery (tcp_rexmit_in_recovery, one per frame resent) are at most 4 per SACK
     recovery (tcp_recovery_sack): before patch 0103, about 44 per recovery at 0.1% loss
     and more than 4 at 1%."""
-    tb = offload_nodes
-    _testbed("impair", "--loss", "1")
-    try:
-        tx = tb.server(2, 6766, count=1, env={"ULSBENCH_COUNTERS": "1"})
-        check_client(tb.client(1, f"{tb.ip(2)}:6766", 64 * MIB, "recv", name="loss-recv"),
-                     TRANSFER_TIMEOUT)
-        assert tx.wait(10) == 0, tx.stderr()
-    finally:
-        _testbed("unimpair")
-    c = server_counters(tx)
+    c = sender_counters_under_loss(offload_nodes, 6766, 64 * MIB, "loss-recv")
     rec, rxt = c.get("tcp_recovery_sack", 0), c.get("tcp_rexmit_in_recovery", 0)
     assert rec >= 3, f"only {rec} SACK recoveries at 1% loss: {c}"
     assert rxt <= 4 * rec, f"{rxt} retransmissions in {rec} SACK recoveries: {c}"
@@ -312,16 +319,7 @@ def test_plain_sender_retransmits_no_more_than_one_wire_segment(plain_nodes):
     datagrams that lwIP cut into two IP fragments, each one more frame to lose and to
     reassemble. A 16 MiB stream from node 2's process under 1% random loss verifies, its
     sender retransmits in recovery, and it sends no IP fragment (ipfrag_xmit)."""
-    tb = plain_nodes
-    _testbed("impair", "--loss", "1")
-    try:
-        tx = tb.server(2, 6768, count=1, env={"ULSBENCH_COUNTERS": "1"})
-        check_client(tb.client(1, f"{tb.ip(2)}:6768", 16 * MIB, "recv", name="plain-loss-recv"),
-                     TRANSFER_TIMEOUT)
-        assert tx.wait(10) == 0, tx.stderr()
-    finally:
-        _testbed("unimpair")
-    c = server_counters(tx)
+    c = sender_counters_under_loss(plain_nodes, 6768, 16 * MIB, "plain-loss-recv")
     assert c.get("tcp_rexmit_in_recovery", 0) >= 3, f"too few retransmissions to judge: {c}"
     assert c.get("ipfrag_xmit", 0) == 0, f"retransmissions fragmented: {c}"
 

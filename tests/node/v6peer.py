@@ -21,18 +21,17 @@ bytes (a deterministic stream, echoed back and compared).
 """
 import argparse
 import errno
-import json
 import os
 import random
 import socket
+import sys
 import threading
 import time
 
 from ulscounters import uls_counters
 
-
-def out(**kw):
-    print(json.dumps(kw), flush=True)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from peerlib import out, recv_exact  # noqa: E402
 
 
 def frame_counters():
@@ -43,16 +42,6 @@ def frame_counters():
 
 def pattern(n, seed=17):
     return random.Random(seed).randbytes(n)
-
-
-def recv_exact(s, n):
-    buf = bytearray()
-    while len(buf) < n:
-        b = s.recv(min(65536, n - len(buf)))
-        if not b:
-            break
-        buf += b
-    return bytes(buf)
 
 
 def family_of(addr):

@@ -1,10 +1,12 @@
-"""What the shim's cases (cases.py, cases_epoll.py) share: the command line (CASE
+"""What the shim's cases (cases.py, cases_epoll.py, cases_fork.py) share: the command line (CASE
 KERNEL_PEER_IP NODE_IP), the kernel peer's service ports (peer.py) and the connection
 helpers."""
 import os
+import signal
 import socket
 import sys
 import threading
+import time
 
 CASE, KIP, NIP = sys.argv[1], sys.argv[2], sys.argv[3]
 ECHO, LATE, CONNECTOR, SINK, UDPECHO, KEEP, KEPT = 7100, 7101, 7102, 7103, 7104, 7105, 7106
@@ -92,3 +94,31 @@ def echo_round_trip(s, nbytes):
         back += b
     w.join()
     assert bytes(back) == data
+
+
+class Alarm(Exception):
+    """What the SIGALRM handler of alarm_in raises."""
+
+
+def alarm_in(seconds, restart=False):
+    """SIGALRM in `seconds`, its handler raising Alarm. Without SA_RESTART (restart=False)
+    a blocked call returns EINTR and Python, the handler having raised, does not retry it
+    (as C without SA_RESTART); with it the call goes on and Alarm surfaces after it."""
+    def h(sig, frm):
+        raise Alarm()
+    signal.signal(signal.SIGALRM, h)
+    signal.siginterrupt(signal.SIGALRM, not restart)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+
+
+def interrupted(call, seconds, what):
+    """call() with a SIGALRM in `seconds` (alarm_in): the signal must end it (AssertionError
+    `what` if it returns instead). Returns how long it took."""
+    t0 = time.monotonic()
+    alarm_in(seconds)
+    try:
+        call()
+        raise AssertionError(what)
+    except Alarm:
+        pass
+    return time.monotonic() - t0

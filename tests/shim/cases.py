@@ -17,8 +17,8 @@ import threading
 import time
 
 from casebase import (CASE, CONNECTOR, ECHO, FAMILY, KIP, LATE, NIP, SINK, SOCK_FAMILY,  # noqa: F401
-                      UDPECHO, ask_connector, connect, connector_result, echo_round_trip,
-                      listener, node_addr, peer_addr, serve_echo)
+                      UDPECHO, Alarm, alarm_in, ask_connector, connect, connector_result,
+                      echo_round_trip, interrupted, listener, node_addr, peer_addr, serve_echo)
 from cases_epoll import *  # noqa: F401,F403 (the case_uepoll_* functions main() looks up)
 from cases_fork import *  # noqa: F401,F403 (the case_fork_* functions)
 
@@ -155,21 +155,8 @@ def case_poll_select():
 def case_eintr_without_sa_restart():
     """signal(7): a blocked recv() is interrupted by a handler installed without
     SA_RESTART; Python then runs the handler, which raises."""
-    class Alarm(Exception):
-        pass
-
-    def h(sig, frm):
-        raise Alarm()
-    signal.signal(signal.SIGALRM, h)
     s = connect(LATE)
-    t0 = time.monotonic()
-    signal.setitimer(signal.ITIMER_REAL, 0.4)
-    try:
-        s.recv(10)
-        raise AssertionError("recv returned")
-    except Alarm:
-        pass
-    dt = time.monotonic() - t0
+    dt = interrupted(lambda: s.recv(10), 0.4, "recv returned")
     # Interrupted before the peer's data came (~1.5 s in): the data is still there to
     # read. (A recv that went on would have returned it, and the handler's exception
     # discarded it; told exactly, where a bound on dt could be missed on a loaded machine.)
@@ -181,16 +168,9 @@ def case_eintr_without_sa_restart():
 def case_sa_restart_restarts():
     """signal(7): under SA_RESTART a blocked recv() goes on until data comes (the
     handler's exception surfaces only after recv returns, at ~1.5 s)."""
-    class Alarm(Exception):
-        pass
-
-    def h(sig, frm):
-        raise Alarm()
-    signal.signal(signal.SIGALRM, h)
-    signal.siginterrupt(signal.SIGALRM, False)
     s = connect(LATE)
     t0 = time.monotonic()
-    signal.setitimer(signal.ITIMER_REAL, 0.4)
+    alarm_in(0.4, restart=True)
     try:
         s.recv(10)
     except Alarm:
@@ -338,6 +318,20 @@ def case_exec_inherited_socket_is_closed():
     assert s.recv(10) == b"still"
 
 
+def exec_with(s, case):
+    """exec(2) this program again as case `case`, socket s left open for it (its number in
+    $CONT_FD: socket_from_exec)."""
+    fd = s.fileno()
+    os.set_inheritable(fd, True)
+    os.execve(sys.executable, [sys.executable, __file__, case, KIP, NIP],
+              dict(os.environ, CONT_FD=str(fd)))
+
+
+def socket_from_exec():
+    """In the case exec_with started: the socket the program before exec left open."""
+    return socket.socket(fileno=int(os.environ["CONT_FD"]))
+
+
 def case_exec_connection_goes_on():
     """exec(2) with a connection left open: the program that replaces this one has it,
     under the same number, with the bytes this one had not read (docs/compatibility.md)."""
@@ -348,15 +342,12 @@ def case_exec_connection_goes_on():
     s.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
     s.sendall(b"unread")
     time.sleep(0.3)             # the echo waits in this program's stack: it must move too
-    fd = s.fileno()
-    os.set_inheritable(fd, True)
-    os.execve(sys.executable, [sys.executable, __file__, "exec_continued", KIP, NIP],
-              dict(os.environ, CONT_FD=str(fd)))
+    exec_with(s, "exec_continued")
 
 
 def case_exec_continued():
     """The second half of exec_connection_goes_on, after exec."""
-    s = socket.socket(fileno=int(os.environ["CONT_FD"]))
+    s = socket_from_exec()
     assert s.family == SOCK_FAMILY, s.family
     if s.family == socket.AF_INET6:   # IPV6_V6ONLY as it was before exec
         want = 1 if FAMILY == "6only" else 0
@@ -516,6 +507,17 @@ def case_accepted_socket_inherits_listener_options():
     assert connector_result(c) == 1
 
 
+def refused(s):
+    """A datagram on connected UDP socket s to a closed port: the port unreachable it
+    draws makes the next recv fail with ECONNREFUSED (udp(7))."""
+    s.send(b"anyone?")
+    try:
+        s.recv(100)
+        raise AssertionError("recv returned data")
+    except ConnectionRefusedError:
+        pass
+
+
 def case_udp_icmp_errors():
     """RFC 1122 §4.1.3.3, as Linux: the kernel peer answers a datagram to a closed port with
     port unreachable. A connected socket's next recv fails with ECONNREFUSED, both when it
@@ -530,23 +532,14 @@ def case_udp_icmp_errors():
     with open("/proc/net/unix") as f:
         assert any(line.split()[6] == str(ino) for line in f.readlines()[1:]), "a kernel socket"
     s.settimeout(3)
-    s.send(b"anyone?")
-    try:
-        s.recv(100)
-        raise AssertionError("recv returned data")
-    except ConnectionRefusedError:
-        pass
+    refused(s)
     # Blocking (no Python timeout: the call itself waits); an alarm bounds it.
     s.settimeout(None)
     time.sleep(1.1)   # the peer's ICMP rate limit (1/s per destination)
     signal.signal(signal.SIGALRM, lambda *a: None)
     signal.alarm(5)
-    s.send(b"anyone?")
     try:
-        s.recv(100)
-        raise AssertionError("recv returned data")
-    except ConnectionRefusedError:
-        pass
+        refused(s)
     finally:
         signal.alarm(0)
     # Reported once: the socket reaches the peer's UDP echo afterwards.
@@ -642,14 +635,11 @@ def case_exec_dual_stack_goes_on():
     s.settimeout(5)
     s.connect(("::ffff:" + KIP, ECHO))
     s.settimeout(None)
-    fd = s.fileno()
-    os.set_inheritable(fd, True)
-    os.execve(sys.executable, [sys.executable, __file__, "exec_dual_stack_continued", KIP, NIP],
-              dict(os.environ, CONT_FD=str(fd)))
+    exec_with(s, "exec_dual_stack_continued")
 
 
 def case_exec_dual_stack_continued():
-    s = socket.socket(fileno=int(os.environ["CONT_FD"]))
+    s = socket_from_exec()
     assert s.family == socket.AF_INET6, s.family
     assert s.getpeername()[:2] == ("::ffff:" + KIP, ECHO), s.getpeername()
     assert s.getsockname()[0] == "::ffff:" + NIP, s.getsockname()

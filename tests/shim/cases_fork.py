@@ -15,7 +15,7 @@ import threading
 import time
 
 from casebase import (ECHO, KIP, LATE, NIP, SINK, UDPECHO, ask_connector, connect,  # noqa: F401
-                      connector_result, echo_round_trip, listener, serve_echo)
+                      connector_result, echo_round_trip, interrupted, listener, serve_echo)
 
 
 def case_fork_listener_both_accept():
@@ -168,10 +168,6 @@ def case_fork_connected_parent_keeps_using():
     assert os.waitstatus_to_exitcode(st) == 0, st
 
 
-class Interrupted(Exception):
-    pass
-
-
 def case_fork_connected_claim_interrupted_by_signal():
     """A signal interrupts the child's wait for the connection (the handler raises, so
     Python does not retry, as C without SA_RESTART); the parent still has it, and the
@@ -179,17 +175,7 @@ def case_fork_connected_claim_interrupted_by_signal():
     s = connect(ECHO)
 
     def child():
-        def on_alarm(signum, frame):
-            raise Interrupted()
-        signal.signal(signal.SIGALRM, on_alarm)
-        signal.setitimer(signal.ITIMER_REAL, 0.3)
-        t0 = time.monotonic()
-        try:
-            s.recv(100)
-            raise AssertionError("the wait was not interrupted")
-        except Interrupted:
-            pass
-        assert time.monotonic() - t0 < 1.0
+        assert interrupted(lambda: s.recv(100), 0.3, "the wait was not interrupted") < 1.0
         got = b""
         while len(got) < 7:
             got += s.recv(7 - len(got))

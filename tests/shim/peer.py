@@ -15,20 +15,15 @@ the IPv6 testbed its IPv6 address, where the TCP services listen too.
         the count kept and their sha256 hex
 """
 import hashlib
+import os
 import socket
 import socketserver
 import sys
 import threading
 import time
 
-
-class Echo(socketserver.BaseRequestHandler):
-    def handle(self):
-        while True:
-            b = self.request.recv(65536)
-            if not b:
-                return
-            self.request.sendall(b)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from peerlib import Echo  # noqa: E402
 
 
 class Late(socketserver.BaseRequestHandler):
