@@ -70,6 +70,7 @@ class Proc:
         self.out, self.err = out, err
         self.rc = None
         self.cpu = 0.0
+        self.csw = 0            # context switches, voluntary + involuntary (wait4)
         self.started = time.monotonic()
         self.ended = None
 
@@ -129,6 +130,7 @@ class Procs:
         proc.popen.returncode = proc.rc     # keep Popen from reaping again
         if ru is not None:
             proc.cpu = ru.ru_utime + ru.ru_stime
+            proc.csw = ru.ru_nvcsw + ru.ru_nivcsw
         proc.ended = time.monotonic()
         return True
 

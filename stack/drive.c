@@ -148,12 +148,15 @@ void stk__drive_init(void)
 		read_env = true;
 		n->rtc = !(rtc && strcmp(rtc, "0") == 0);
 		n->spin_us = env_us("ULS_SPIN_US");
+		pthread_mutex_init(&n->park_mtx, NULL);
 		cond_init(&n->park_cond);
 		cond_init(&n->idle_cond);
 	}
 	n->dev_waiter = STK_W_NONE;
 	n->want_drive = false;
 	n->parked = false;
+	n->park_woken = false;
+	n->round_owed = false;
 	n->sleepers = NULL;
 	n->driver_sock = NULL;
 	n->drive_last_ms = 0;
@@ -164,11 +167,14 @@ void stk__drive_forked(void)
 {
 	struct stk_node *n = &stk__node;
 
+	pthread_mutex_init(&n->park_mtx, NULL);
 	cond_init(&n->park_cond);
 	cond_init(&n->idle_cond);
 	n->dev_waiter = STK_W_NONE;
 	n->want_drive = false;
 	n->parked = false;
+	n->park_woken = false;
+	n->round_owed = false;
 	n->sleepers = NULL;
 	n->driver_sock = NULL;
 }
@@ -733,10 +739,20 @@ void stk__leave(void)
 		n->dev_deadline = 0;
 		n->dev->ops->wake(n->dev);
 	}
-	if (n->parked && when < n->park_deadline) {
-		n->park_deadline = 0;
-		pthread_cond_signal(&n->park_cond);
-	}
+	if (n->parked && when < __atomic_load_n(&n->park_deadline, __ATOMIC_ACQUIRE))
+		stk__park_wake();
+}
+
+void stk__park_wake(void)
+{
+	struct stk_node *n = &stk__node;
+
+	__atomic_store_n(&n->park_deadline, 0, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&n->park_mtx);
+	n->park_woken = true;
+	pthread_cond_signal(&n->park_cond);
+	pthread_mutex_unlock(&n->park_mtx);
+	stk__count(STK_CNT_RTC_PARK_SIGNALLED);
 }
 
 /* Are application threads driving the stack, or did one just now? Then the stack thread
@@ -747,19 +763,12 @@ static bool apps_drive(const struct stk_node *n)
 			  stk__now_ms() < n->drive_last_ms + GRACE_MS);
 }
 
-/* The stack thread while applications drive: lwIP's timers, and frames that arrived while
- * no application thread was inside, at most GRACE_MS late. */
-static void park(struct stk_node *n)
+/* The parked stack thread's round (core lock held): frames that arrived while no
+ * application thread was inside, lwIP's timers, what they sent, and the device for a
+ * thread that blocked meanwhile. The stack thread runs it when its park ends, or the
+ * thread that held the core lock then runs it at its unlock (stk__drive_owed). */
+static void park_round(struct stk_node *n)
 {
-	uint64_t now = stk__now_ms();
-	int t = timer_timeout(GRACE_MS);
-
-	n->parked = true;
-	n->park_deadline = now + (uint64_t)t;
-	cond_wait_until(&n->park_cond, now_ns() + (uint64_t)t * 1000000u);
-	n->parked = false;
-	if (!n->running)
-		return;
 	if (n->dev_waiter == STK_W_NONE) {
 		take_frames(n);
 		/* Nobody waits on the device, where the lease's hang-up is seen. */
@@ -780,6 +789,100 @@ static void park(struct stk_node *n)
 	stk__sock_pay_owed();
 	n->dev->ops->tx_flush(n->dev);
 	hand_over(n);  /* blocked threads left the device to nobody meanwhile? */
+}
+
+/* The stack thread while applications drive: lwIP's timers, and frames that arrived while
+ * no application thread was inside, at most GRACE_MS late.
+ *
+ * It sleeps on park_cond with park_mtx, not with the core lock: a condition wait on the
+ * core lock takes that lock back when the park runs out, and while an application
+ * thread held it (inside a call, or driving a round) the stack thread slept a second
+ * time on the lock and was woken again at the holder's unlock, a wake-up and two context
+ * switches for a round that usually found nothing to do (606 of the stack threads'
+ * 1,762 wake-ups in 3 s of one stream, docs/bench/cpu12/wakeups). Now a park that runs
+ * out tries the lock: held, it leaves its round to the holder (round_owed, taken in the
+ * holder's stk__unlock: stk__drive_owed) and parks again for GRACE_MS without having
+ * taken the lock. A park that was asked to end (stk__park_wake: a call armed an earlier
+ * timer, uls_node_stop) takes the lock as before, waiting for it.
+ *
+ * Races, each a wake-up that must not be lost:
+ * - A wake between the core lock's release here and the wait on park_cond: park_woken is
+ *   set under park_mtx and read under it before each wait, and cleared only here, under
+ *   the core lock, which every waker holds: the wait sees it.
+ * - The holder's unlock checks round_owed before the stack thread sets it: that holder
+ *   does not take the round. The next unlock of any thread does; without one, the
+ *   stack thread's next park runs out GRACE_MS later and tries again. Frames wait at
+ *   most that long more (2 x GRACE_MS after the last call, where they waited GRACE_MS
+ *   plus the holder's hold before), and a timer that fell due in the window is as late.
+ *   A holder that runs for long keeps the lock and gets the round at its unlock.
+ *   While round_owed is set, unset before the stack thread's next park ends (the stack
+ *   thread clears it when it takes the lock), a second handing is the same round.
+ * - park_deadline (read by stk__leave to decide whether a call's timer needs the stack
+ *   thread sooner) is stored before round_owed (release) and read after the holder takes
+ *   round_owed and runs the round (acquire): the holder's leave sees the new deadline. A
+ *   holder that did not take it compares against the old, passed deadline and does not
+ *   signal; the timer waits for the next park's end, at most GRACE_MS, as above.
+ * - uls_node_stop: running goes false under the core lock, then stk__park_wake; the
+ *   woken park takes the lock (waiting for it) and returns. */
+static void park(struct stk_node *n)
+{
+	uint64_t now = stk__now_ms();
+	int t = timer_timeout(GRACE_MS);
+	uint64_t until = now_ns() + (uint64_t)t * 1000000u;
+	unsigned handed = 0;
+
+	n->parked = true;
+	__atomic_store_n(&n->park_deadline, now + (uint64_t)t, __ATOMIC_RELAXED);
+	n->park_woken = false;  /* every waker holds the core lock */
+	stk__unlock_raw();
+	for (;;) {
+		struct timespec ts = { .tv_sec = (time_t)(until / 1000000000u),
+				       .tv_nsec = (long)(until % 1000000000u) };
+		bool woken;
+		pthread_mutex_lock(&n->park_mtx);
+		while (!n->park_woken &&
+		       pthread_cond_timedwait(&n->park_cond, &n->park_mtx, &ts) != ETIMEDOUT)
+			;
+		woken = n->park_woken;
+		pthread_mutex_unlock(&n->park_mtx);
+		if (woken) {
+			stk__lock();
+			stk__count(STK_CNT_RTC_PARK_LOCK_WAITS);
+			break;
+		}
+		if (pthread_mutex_trylock(&n->lock) == 0) {
+			n->owner = pthread_self();
+			n->owned = true;
+			stk__now_held(true);
+			break;
+		}
+		/* Held: the holder takes the round at its unlock. */
+		handed++;
+		until = now_ns() + (uint64_t)GRACE_MS * 1000000u;
+		__atomic_store_n(&n->park_deadline, stk__now_ms() + GRACE_MS, __ATOMIC_RELAXED);
+		__atomic_store_n(&n->round_owed, true, __ATOMIC_RELEASE);
+	}
+	n->parked = false;
+	__atomic_store_n(&n->round_owed, false, __ATOMIC_RELAXED);
+	stk__count(STK_CNT_RTC_PARK_WAKES);
+	for (; handed; handed--)
+		stk__count(STK_CNT_RTC_PARK_HANDED);
+	if (!n->running)
+		return;
+	park_round(n);
+}
+
+void stk__drive_owed(void)
+{
+	struct stk_node *n = &stk__node;
+
+	if (!__atomic_load_n(&n->round_owed, __ATOMIC_RELAXED) ||
+	    !__atomic_exchange_n(&n->round_owed, false, __ATOMIC_ACQUIRE))
+		return;
+	if (!n->up || !n->running || !n->parked)
+		return;
+	stk__count(STK_CNT_RTC_OWED_TAKEN);
+	park_round(n);
 }
 
 /* The stack thread on the device: no application thread drives. */

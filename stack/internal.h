@@ -59,10 +59,19 @@ struct stk_node {
 	unsigned spin_us;           /* ULS_SPIN_US */
 	struct stk_sleeper *sleepers;  /* application threads blocked in a call, FIFO */
 	uint64_t drive_last_ms;     /* when a driver last took frames, or a call entered */
-	/* The stack thread parked while application threads drive, and its planned wake-up. */
+	/* The stack thread parked while application threads drive, and its planned wake-up
+	 * (ms, sys_now() clock; written by the parked thread without the core lock when it
+	 * parks again, so read and written with __atomic). It sleeps on park_cond with
+	 * park_mtx, not the core lock (drive.c, park()): park_woken says a thread asked it
+	 * to come back (set under both locks). round_owed: the parked thread found the core
+	 * lock held when its park ran out and left its round to the holder, whose
+	 * stk__unlock takes it (stk__drive_owed). */
 	bool parked;
 	uint64_t park_deadline;
+	pthread_mutex_t park_mtx;
 	pthread_cond_t park_cond;
+	bool park_woken;
+	bool round_owed;
 	pthread_cond_t idle_cond;   /* a driver left the device after the node stopped */
 };
 
@@ -77,6 +86,11 @@ bool stk__core_lock_mine(void);  /* does the calling thread hold the core lock? 
 void stk__leave(void);
 /* Run to completion (drive.c). */
 void stk__drive_init(void);
+/* Ask the parked stack thread to come back now (core lock held). */
+void stk__park_wake(void);
+/* Before a call's unlock: the round the parked stack thread left to this thread, if any
+ * (core lock held). */
+void stk__drive_owed(void);
 void stk__drive_forked(void);
 void stk__drive_stop(void);
 void stk__drive_entry(void);
@@ -235,6 +249,11 @@ enum stk_counter {
 	STK_CNT_RTC_ROUNDS,
 	STK_CNT_RTC_ENTRY_RX,
 	STK_CNT_RTC_PARK_TIMERS_LEFT,
+	STK_CNT_RTC_PARK_WAKES,
+	STK_CNT_RTC_PARK_SIGNALLED,
+	STK_CNT_RTC_PARK_LOCK_WAITS,
+	STK_CNT_RTC_PARK_HANDED,
+	STK_CNT_RTC_OWED_TAKEN,
 	STK_CNT_RTC_HANDOVERS,
 	STK_CNT_RTC_SPIN_HITS,
 	STK_CNT_RTC_SHIM_DRIVES,
