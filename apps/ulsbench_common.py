@@ -71,6 +71,7 @@ class Proc:
         self.rc = None
         self.cpu = 0.0
         self.csw = 0            # context switches, voluntary + involuntary (wait4)
+        self.vcsw = 0           # ... voluntary alone (the thread slept: a wake-up follows)
         self.started = time.monotonic()
         self.ended = None
 
@@ -131,6 +132,7 @@ class Procs:
         if ru is not None:
             proc.cpu = ru.ru_utime + ru.ru_stime
             proc.csw = ru.ru_nvcsw + ru.ru_nivcsw
+            proc.vcsw = ru.ru_nvcsw
         proc.ended = time.monotonic()
         return True
 

@@ -243,12 +243,15 @@ def cpu_breakdown(procs, ulsd=None):
 
 def cs_breakdown(procs):
     """Context switches of a point's processes by role (wait4 rusage, voluntary and
-    involuntary, all threads, whole life): where the wake-ups per byte go (issue 13)."""
+    involuntary, all threads, whole life; `*_voluntary`: the sleeps alone, each ended by a
+    wake-up, where the involuntary ones are preemptions): where the wake-ups per byte go
+    (issue 13)."""
     cs = {}
     for role in ("sender", "receiver", "relay"):
         mine = [p for p in procs if role_of(p.name) == role]
         if mine:
             cs[role + "s"] = sum(p.csw for p in mine)
+            cs[role + "s_voluntary"] = sum(p.vcsw for p in mine)
     return cs
 
 

@@ -130,19 +130,23 @@ def test_a_sender_that_never_blocks_takes_its_acks_at_each_call_and_the_stack_th
         assert cli["rtc_entry_rx"] == 0, cli
 
 
-def test_a_parked_stack_thread_never_waits_for_the_core_lock_after_its_park_runs_out(tb):
-    """A bulk stream (64 KiB blocking sends and receives, both sides driving): the stack
-    thread parks, and a park that runs out while an application thread holds the core lock
-    leaves its round to that thread (rtc_park_rounds_handed, taken at the holder's unlock:
-    rtc_owed_rounds_taken) instead of sleeping on the lock until the holder lets go, a
-    second wake-up (docs/bench/wake12). The stack thread waits for the lock only after a
-    park that a thread ended on purpose (rtc_park_signalled: a call armed an earlier
-    timer); every round handed over is taken at most once. Exact accounting, no timing."""
-    srv, cli = run(tb, 7360, "stream", 1, 64 * 1024)  # 64 MiB, every byte checked
+@pytest.mark.parametrize("rtc", ["1", "0"])
+def test_a_parked_stack_thread_leaves_its_round_to_the_lock_holder_and_each_is_taken_once(tb, rtc):
+    """A bulk stream (64 KiB blocking sends and receives, both sides driving, every byte
+    checked): the stack thread parks, and a park that runs out with no timer due while an
+    application thread holds the core lock leaves its round to that thread
+    (rtc_park_rounds_handed; taken at the holder's unlock, rtc_owed_rounds_taken) instead
+    of sleeping on the lock until the holder lets go, a second wake-up (docs/bench/wake12).
+    Exact accounting, no timing: a round is taken at most once per handing, a park waits
+    for the lock for a timer at most once per park. ULS_RTC=0: the stack thread never
+    parks."""
+    srv, cli = run(tb, 7360 + int(rtc), "stream", 1, 64 * 1024, env={"ULS_RTC": rtc})
     for side in (srv, cli):
-        assert side["rtc_rounds"] > 0, side
-        assert side["rtc_park_wakes"] > 0, side
-        assert side["rtc_park_lock_waits"] <= side["rtc_park_signalled"], side
+        if rtc == "1":
+            assert side["rtc_park_wakes"] > 0, side
+        else:
+            assert side["rtc_park_wakes"] == 0 and side["rtc_park_rounds_handed"] == 0, side
         assert side["rtc_owed_rounds_taken"] <= side["rtc_park_rounds_handed"], side
+        assert side["rtc_park_timer_waits"] <= side["rtc_park_wakes"], side
     print("server", srv)
     print("client", cli)
