@@ -725,8 +725,11 @@ static void park_signal(struct stk_node *n, uint64_t when, bool now)
 	n->park_woken = true;
 	if (now)
 		n->park_now = true;
-	pthread_cond_signal(&n->park_cond);
 	pthread_mutex_unlock(&n->park_mtx);
+	/* After the unlock: signalled under park_mtx, the woken thread met it still held
+	 * and slept on it once more. The flag is set under park_mtx, which the park reads
+	 * it under before each wait, so the wake is not lost. */
+	pthread_cond_signal(&n->park_cond);
 	stk__count(STK_CNT_RTC_PARK_SIGNALLED);
 }
 
