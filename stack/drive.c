@@ -15,10 +15,11 @@
  * leaves the device with threads still blocked hands it to the first of them (hand_over).
  * While application threads drive, or enter calls (stk__drive_entry: a busy program that
  * always finds a socket ready never waits on the device), the stack thread parks on
- * park_cond: it wakes for
- * lwIP's timers and at least every GRACE_MS, takes frames that arrived while no application
- * thread was inside, and waits on the device again only after GRACE_MS without a driver
- * (a blocked thread that finds it there asks it to leave: want_drive). Frames that arrive
+ * park_cond (park()): it wakes for lwIP's timers (unless a driver on the device runs them)
+ * and at least every GRACE_MS, takes frames that arrived while no application thread was
+ * inside, or leaves that round to the thread that holds the core lock then, and waits on
+ * the device again only after GRACE_MS without a driver (a blocked thread that finds it
+ * there asks it to leave: want_drive). Frames that arrive
  * while no thread is inside a call are also taken at the next call's entry
  * (stk__drive_entry), where the device can say cheaply that some wait (nif_dev_ops.ready).
  * A call that took frames submits the reads they re-armed once few are in flight
