@@ -116,6 +116,8 @@ class Proc:
         self.out, self.err = out, err
         self.rc = None
         self.cpu = 0.0
+        self.csw = 0            # context switches, voluntary + involuntary (wait4)
+        self.vcsw = 0           # ... voluntary alone (the thread slept: a wake-up follows)
         self.started = time.monotonic()
         self.ended = None
 
@@ -175,6 +177,8 @@ class Procs:
         proc.popen.returncode = proc.rc     # keep Popen from reaping again
         if ru is not None:
             proc.cpu = ru.ru_utime + ru.ru_stime
+            proc.csw = ru.ru_nvcsw + ru.ru_nivcsw
+            proc.vcsw = ru.ru_nvcsw
         proc.ended = time.monotonic()
         return True
 

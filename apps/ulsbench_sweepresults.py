@@ -163,6 +163,10 @@ def make_run(mode, n, mtu, wall, streams, cpu, extra=None):
     }
     if extra:
         run.update(extra)
+    cs = run.get("context_switches")
+    if cs and total:
+        cs["per_gb"] = {k: round(v / (total / 1e9)) for k, v in cs.items()
+                        if isinstance(v, int)}
     return run
 
 
@@ -235,6 +239,20 @@ def cpu_breakdown(procs, ulsd=None):
     cpu["includes"] = [k for k in ("senders", "receivers", "relays", "ulsd") if k in cpu]
     cpu["total"] = sum(cpu[k] for k in cpu["includes"])
     return cpu
+
+
+def cs_breakdown(procs):
+    """Context switches of a point's processes by role (wait4 rusage, voluntary and
+    involuntary, all threads, whole life; `*_voluntary`: the sleeps alone, each ended by a
+    wake-up, where the involuntary ones are preemptions): where the wake-ups per byte go
+    (issue 13)."""
+    cs = {}
+    for role in ("sender", "receiver", "relay"):
+        mine = [p for p in procs if role_of(p.name) == role]
+        if mine:
+            cs[role + "s"] = sum(p.csw for p in mine)
+            cs[role + "s_voluntary"] = sum(p.vcsw for p in mine)
+    return cs
 
 
 RUN_KEYS = ("mode", "streams", "mtu", "seconds", "bytes_verified", "aggregate_gbps",

@@ -54,6 +54,7 @@ void stk__unlock_raw(void)
 
 void stk__unlock(void)
 {
+	stk__drive_owed();
 	stk__leave();
 	stk__unlock_raw();
 }
@@ -439,7 +440,7 @@ void uls_node_stop(void)
 	stk__node.dev->ops->tx_flush(stk__node.dev);
 	stk__node.running = false;
 	stk__node.dev->ops->wake(stk__node.dev);
-	pthread_cond_signal(&stk__node.park_cond);
+	stk__park_wake();
 	stk__unlock_raw();
 	pthread_join(stk__node.thread, NULL);
 	stk__lock();

@@ -80,6 +80,11 @@ static const char *const own_names[STK_CNT__COUNT] = {
 	[STK_CNT_RTC_ROUNDS] = "rtc_rounds",
 	[STK_CNT_RTC_ENTRY_RX] = "rtc_entry_rx",
 	[STK_CNT_RTC_PARK_TIMERS_LEFT] = "rtc_park_timers_left",
+	[STK_CNT_RTC_PARK_WAKES] = "rtc_park_wakes",
+	[STK_CNT_RTC_PARK_SIGNALLED] = "rtc_park_signalled",
+	[STK_CNT_RTC_PARK_TIMER_WAITS] = "rtc_park_timer_waits",
+	[STK_CNT_RTC_PARK_HANDED] = "rtc_park_rounds_handed",
+	[STK_CNT_RTC_OWED_TAKEN] = "rtc_owed_rounds_taken",
 	[STK_CNT_RTC_HANDOVERS] = "rtc_stack_handovers",
 	[STK_CNT_RTC_SPIN_HITS] = "rtc_spin_hits",
 	/* ... for programs under ulsrun (uls_socket_drive) */

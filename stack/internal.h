@@ -59,10 +59,24 @@ struct stk_node {
 	unsigned spin_us;           /* ULS_SPIN_US */
 	struct stk_sleeper *sleepers;  /* application threads blocked in a call, FIFO */
 	uint64_t drive_last_ms;     /* when a driver last took frames, or a call entered */
-	/* The stack thread parked while application threads drive, and its planned wake-up. */
+	/* The stack thread parked while application threads drive (drive.c, park()), and its
+	 * planned wake-up (ms, sys_now() clock), which a thread that armed an earlier timer
+	 * lowers (stk__leave). It sleeps on park_cond with park_mtx, not the core lock:
+	 * park_woken says park_deadline was lowered, park_now that it must come back and take
+	 * the core lock now (uls_node_stop); both are set under park_mtx and the core lock.
+	 * round_owed: the parked thread found the core lock held when its park ran out and left
+	 * its round to the holder, whose stk__unlock takes it (stk__drive_owed). timer_next:
+	 * lwIP's next timer as last seen under the core lock (ms), for a park that starts
+	 * again without it. park_deadline, round_owed and timer_next are read and written with
+	 * __atomic (the parked thread writes them without the core lock). */
 	bool parked;
 	uint64_t park_deadline;
+	pthread_mutex_t park_mtx;
 	pthread_cond_t park_cond;
+	bool park_woken;
+	bool park_now;
+	bool round_owed;
+	uint64_t timer_next;
 	pthread_cond_t idle_cond;   /* a driver left the device after the node stopped */
 };
 
@@ -77,6 +91,12 @@ bool stk__core_lock_mine(void);  /* does the calling thread hold the core lock? 
 void stk__leave(void);
 /* Run to completion (drive.c). */
 void stk__drive_init(void);
+/* Ask the parked stack thread to come back now and take the core lock (core lock held;
+ * uls_node_stop). */
+void stk__park_wake(void);
+/* Before a call's unlock: the round the parked stack thread left to this thread, if any
+ * (core lock held). */
+void stk__drive_owed(void);
 void stk__drive_forked(void);
 void stk__drive_stop(void);
 void stk__drive_entry(void);
@@ -235,6 +255,11 @@ enum stk_counter {
 	STK_CNT_RTC_ROUNDS,
 	STK_CNT_RTC_ENTRY_RX,
 	STK_CNT_RTC_PARK_TIMERS_LEFT,
+	STK_CNT_RTC_PARK_WAKES,
+	STK_CNT_RTC_PARK_SIGNALLED,
+	STK_CNT_RTC_PARK_TIMER_WAITS,
+	STK_CNT_RTC_PARK_HANDED,
+	STK_CNT_RTC_OWED_TAKEN,
 	STK_CNT_RTC_HANDOVERS,
 	STK_CNT_RTC_SPIN_HITS,
 	STK_CNT_RTC_SHIM_DRIVES,

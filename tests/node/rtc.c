@@ -2,8 +2,8 @@
  * (stack/drive.c) with several application threads racing each other and the stack thread
  * (run by tests/node/test_rtc.py, on the direct data path and on the relay).
  *
- *   rtc server --ctl PATH --port P --conns K --count N --mode pingpong|duplex|nbsend
- *   rtc client --ctl PATH --to IP:P --conns K --count N --mode pingpong|duplex|nbsend
+ *   rtc server --ctl PATH --port P --conns K --count N --mode pingpong|duplex|nbsend|stream
+ *   rtc client --ctl PATH --to IP:P --conns K --count N --mode pingpong|duplex|nbsend|stream
  *              [--pause-every M] [--fork] [--busy-poll US]
  *
  * pingpong: K connections, one thread each on both sides; the client's thread sends N
@@ -15,6 +15,9 @@
  * nbsend: one connection; the client sends N KiB of a pattern without ever blocking in a
  * call (MSG_DONTWAIT; on EAGAIN it yields the CPU and tries again, for at most 60 s), as
  * a program that polls does between its sends; the server receives and checks them.
+ * stream: one connection; the client sends N KiB of a pattern in blocking 64 KiB sends, the
+ * server receives them in blocking 64 KiB receives and checks them (a bulk transfer, as
+ * ulsbench's: both application threads drive the stack while the stack threads park).
  * --fork (client, pingpong): once its threads are blocked in receives, the client forks; the
  * child attaches a stack of its own, opens one more connection (the server accepts K + 1)
  * and runs the same ping-pong on it, while the parent's threads go on.
@@ -43,7 +46,7 @@
 
 static const char *ctl;
 static int conns = 1, count = 100, pause_every, busy_poll;
-static bool duplex, nbsend, do_fork;
+static bool duplex, nbsend, stream, do_fork;
 static volatile int failed;
 
 static void fail(const char *fmt, const char *what, long a, long b)
@@ -190,6 +193,44 @@ static void *nb_send(void *arg)
 	return NULL;
 }
 
+/* stream: both sides, blocking 64 KiB calls. */
+static void *stream_xfer(void *arg)
+{
+	struct job *j = arg;
+	static uint8_t buf[64 * CHUNK];
+	uint64_t total = (uint64_t)count * CHUNK, off = 0;
+
+	while (off < total && !failed) {
+		size_t len = sizeof(buf);
+		if (len > total - off)
+			len = (size_t)(total - off);
+		if (!j->server) {
+			for (size_t i = 0; i < len; i++)
+				buf[i] = pattern(off + i, 0);
+			int rc = send_all(j->sd, buf, len);
+			if (rc < 0) {
+				fail("%s: send failed: %ld at byte %ld\n", "stream", rc, (long)off);
+				break;
+			}
+			off += len;
+			continue;
+		}
+		ssize_t n = uls_recv(j->sd, buf, len, 0);
+		if (n <= 0) {
+			fail("%s: recv failed: %ld at byte %ld\n", "stream", (long)n, (long)off);
+			break;
+		}
+		for (ssize_t i = 0; i < n; i++) {
+			if (buf[i] != pattern(off + (uint64_t)i, 0)) {
+				fail("%s: byte %ld wrong%ld\n", "stream", (long)(off + (uint64_t)i), 0);
+				return NULL;
+			}
+		}
+		off += (uint64_t)n;
+	}
+	return NULL;
+}
+
 static void *duplex_recv(void *arg)
 {
 	struct job *j = arg;
@@ -268,7 +309,11 @@ static int run_threads(int *sds, int k, bool server)
 	int nt = 0;
 
 	for (int i = 0; i < k; i++) {
-		if (nbsend) {
+		if (stream) {
+			jobs[nt] = (struct job){ sds[i], i, server, 0 };
+			pthread_create(&t[nt], NULL, stream_xfer, &jobs[nt]);
+			nt++;
+		} else if (nbsend) {
 			jobs[nt] = (struct job){ sds[i], i, server, 0 };
 			pthread_create(&t[nt], NULL, server ? duplex_recv : nb_send, &jobs[nt]);
 			nt++;
@@ -350,11 +395,12 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--mode")) {
 			duplex = strcmp(argv[i + 1], "duplex") == 0;
 			nbsend = strcmp(argv[i + 1], "nbsend") == 0;
+			stream = strcmp(argv[i + 1], "stream") == 0;
 		} else {
 			return 2;
 		}
 	}
-	if (!ctl || conns < 1 || conns > MAX_CONNS || count < 1 || ((duplex || nbsend) && conns != 1))
+	if (!ctl || conns < 1 || conns > MAX_CONNS || count < 1 || ((duplex || nbsend || stream) && conns != 1))
 		return 2;
 	int rc = uls_attach(ctl);
 	if (rc < 0) {
