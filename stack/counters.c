@@ -154,6 +154,8 @@ int uls_counters(struct uls_counter *out, size_t n)
 	struct nif_dev_stats ts;
 
 	stk__lock();
+	/* Counted without the core lock (drive.c, park()). */
+	own[STK_CNT_RTC_PARK_HANDED] = __atomic_load_n(&stk__node.park_handed, __ATOMIC_RELAXED);
 	for (int v = 0; v < NIF_VERDICT_COUNT; v++)
 		if (nif_verdict_is_drop((enum nif_verdict)v))
 			put(&k, nif_verdict_name((enum nif_verdict)v), verdicts[v]);

@@ -637,11 +637,12 @@ void uls_tx_batch(unsigned sends)
  * lock held)? Only while sends are still expected in the batch, and only while the stack
  * thread is parked: it wakes within GRACE_MS of its park (park: at most GRACE_MS) and
  * flushes, as every later leave does (this thread's next call, another thread's), so
- * nothing waits longer than that. A thread on the device would not flush before a frame
+ * nothing waits longer than that, or 2 x GRACE_MS when the park ran out while a thread
+ * held the lock and that holder's unlock missed the round it was left (park()). A thread on the device would not flush before a frame
  * or a timer woke it: then every flush is made at once, as without a batch.
  * Deviation: a program that sends during a batch and then does not call into the stack
  * (its own work, or a wait in the kernel on something else) sends those frames up to
- * GRACE_MS late; Linux hands each send's segment to the device inside the call. Event
+ * GRACE_MS (at worst 2 x GRACE_MS) late; Linux hands each send's segment to the device inside the call. Event
  * loops call epoll_wait next, whose look at the ready list flushes. */
 static bool flush_deferred(struct stk_node *n)
 {
@@ -763,8 +764,12 @@ void stk__leave(void)
 		n->dev->ops->wake(n->dev);
 	}
 	if (n->parked && n->dev_waiter != STK_W_APP) {  /* else the driver's (park()) */
-		__atomic_store_n(&n->timer_next, when, __ATOMIC_RELAXED);
-		if (when < __atomic_load_n(&n->park_deadline, __ATOMIC_ACQUIRE))
+		/* Sequentially consistent, with park()'s store of a handed round's deadline
+		 * and its second look at timer_next: of this store and that one, at least one
+		 * sees the other, so an earlier timer is never lost to a deadline the park
+		 * raises while this thread holds the lock. */
+		__atomic_store_n(&n->timer_next, when, __ATOMIC_SEQ_CST);
+		if (when < __atomic_load_n(&n->park_deadline, __ATOMIC_SEQ_CST))
 			park_signal(n, when, false);
 	}
 }
@@ -861,7 +866,6 @@ static void park(struct stk_node *n)
 	uint64_t now = stk__now_ms();
 	int t = driver ? GRACE_MS : timer_timeout(GRACE_MS);
 	u32_t sleep = driver ? SYS_TIMEOUTS_SLEEPTIME_INFINITE : sys_timeouts_sleeptime();
-	unsigned handed = 0;
 	bool take = false, timer_wait = false;
 
 	n->parked = true;
@@ -909,9 +913,16 @@ static void park(struct stk_node *n)
 		}
 		/* Held: the holder takes the round at its unlock; back at GRACE_MS, or at
 		 * lwIP's next timer as last seen (later than now), if that is sooner. */
-		handed++;
-		uint64_t next = ms + GRACE_MS;
-		__atomic_store_n(&n->park_deadline, timer < next ? timer : next, __ATOMIC_RELEASE);
+		__atomic_add_fetch(&n->park_handed, 1, __ATOMIC_RELAXED);
+		uint64_t next = ms + GRACE_MS, d = timer < next ? timer : next;
+		__atomic_store_n(&n->park_deadline, d, __ATOMIC_SEQ_CST);
+		/* The holder may have armed an earlier timer after timer_next was read above
+		 * and compared it with the deadline that had run out (no wake): look again
+		 * (the pairing is in stk__leave). Due timers then take the lock at their time,
+		 * not GRACE_MS later. */
+		uint64_t again = __atomic_load_n(&n->timer_next, __ATOMIC_SEQ_CST);
+		if (again < d)
+			__atomic_store_n(&n->park_deadline, again, __ATOMIC_SEQ_CST);
 		__atomic_store_n(&n->round_owed, true, __ATOMIC_RELEASE);
 		pthread_mutex_lock(&n->park_mtx);
 	}
@@ -923,8 +934,6 @@ static void park(struct stk_node *n)
 	n->parked = false;
 	__atomic_store_n(&n->round_owed, false, __ATOMIC_RELAXED);
 	stk__count(STK_CNT_RTC_PARK_WAKES);
-	for (; handed; handed--)
-		stk__count(STK_CNT_RTC_PARK_HANDED);
 	if (!n->running)
 		return;
 	park_round(n);

@@ -77,6 +77,10 @@ struct stk_node {
 	bool park_now;
 	bool round_owed;
 	uint64_t timer_next;
+	/* Rounds the park left to a holder, counted (__atomic) as it leaves each, before
+	 * round_owed is set: a holder that takes one has it counted already
+	 * (rtc_park_rounds_handed >= rtc_owed_rounds_taken in any reading). */
+	uint64_t park_handed;
 	pthread_cond_t idle_cond;   /* a driver left the device after the node stopped */
 };
 
