@@ -768,6 +768,25 @@ static void tx_queued(struct qring *q, struct io_uring_sqe *sqe, unsigned i, siz
 	}
 }
 
+/* The virtio-net header of a frame to send into vh (with offload on the queue), or
+ * -EINVAL, counted, for offload the frame asks of a queue without it or cannot have. */
+static int tx_header(struct qring *q, uint8_t *vh, const uint8_t *frame, size_t len,
+		     uint32_t off)
+{
+	if (q->vhl) {
+		if (nif_vnet_build(vh, frame, len, off) < 0) {
+			q->st.tx_bad_offload++;
+			return -EINVAL;
+		}
+		if (vh[1] != 0)
+			q->st.tx_gso++;
+	} else if (off) {
+		q->st.tx_bad_offload++;
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int q_tx_gather(struct nif_dev *d, const struct iovec *iov, unsigned n, size_t len,
 		       uint32_t off, nif_tx_done_fn *done, void *cookie)
 {
@@ -779,20 +798,14 @@ static int q_tx_gather(struct nif_dev *d, const struct iovec *iov, unsigned n, s
 		return -ENOBUFS;
 	unsigned i = q->tx_free[q->tx_nfree - 1];
 	struct txg *g = &q->txg[i];
+	/* The headers are all in iov[0] (the op's contract), and nif_vnet_build reads no
+	 * further than the transport header. */
+	int rc = tx_header(q, g->vh, iov[0].iov_base, len, off);
+	if (rc < 0)
+		return rc;
 	if (q->vhl) {
-		/* The headers are all in iov[0] (the op's contract), and nif_vnet_build reads
-		 * no further than the transport header. */
-		if (nif_vnet_build(g->vh, iov[0].iov_base, len, off) < 0) {
-			q->st.tx_bad_offload++;
-			return -EINVAL;
-		}
-		if (g->vh[1] != 0)
-			q->st.tx_gso++;
 		g->iov[0].iov_base = g->vh;
 		g->iov[0].iov_len = q->vhl;
-	} else if (off) {
-		q->st.tx_bad_offload++;
-		return -EINVAL;
 	}
 	struct io_uring_sqe *sqe = tx_sqe(q);
 	if (!sqe)
@@ -816,17 +829,9 @@ static int q_tx_queue(struct nif_dev *d, uint8_t *slot, size_t len, uint32_t off
 	uint8_t *buf = slot - q->vhl;
 	unsigned i = (unsigned)((size_t)(buf - q->tx_bufs) / q->buf_size);
 
-	if (q->vhl) {
-		if (nif_vnet_build(buf, slot, len, off) < 0) {
-			q->st.tx_bad_offload++;
-			return -EINVAL;
-		}
-		if (buf[1] != 0)
-			q->st.tx_gso++;
-	} else if (off) {
-		q->st.tx_bad_offload++;
-		return -EINVAL;
-	}
+	int rc = tx_header(q, buf, slot, len, off);
+	if (rc < 0)
+		return rc;
 	struct io_uring_sqe *sqe = tx_sqe(q);
 	if (!sqe)
 		return -EAGAIN;

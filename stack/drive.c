@@ -139,6 +139,20 @@ static unsigned env_us(const char *name)
 	return (unsigned)v;
 }
 
+/* Nobody on the device, parked, sleeping or owed a round: the state of a node's threads
+ * before any runs (a new node, a fork child's). */
+static void no_threads(struct stk_node *n)
+{
+	n->dev_waiter = STK_W_NONE;
+	n->want_drive = false;
+	n->parked = false;
+	n->park_woken = false;
+	n->park_now = false;
+	n->round_owed = false;
+	n->sleepers = NULL;
+	n->driver_sock = NULL;
+}
+
 void stk__drive_init(void)
 {
 	struct stk_node *n = &stk__node;
@@ -153,14 +167,7 @@ void stk__drive_init(void)
 		cond_init(&n->park_cond);
 		cond_init(&n->idle_cond);
 	}
-	n->dev_waiter = STK_W_NONE;
-	n->want_drive = false;
-	n->parked = false;
-	n->park_woken = false;
-	n->park_now = false;
-	n->round_owed = false;
-	n->sleepers = NULL;
-	n->driver_sock = NULL;
+	no_threads(n);
 	n->drive_last_ms = 0;
 }
 
@@ -172,14 +179,7 @@ void stk__drive_forked(void)
 	pthread_mutex_init(&n->park_mtx, NULL);
 	cond_init(&n->park_cond);
 	cond_init(&n->idle_cond);
-	n->dev_waiter = STK_W_NONE;
-	n->want_drive = false;
-	n->parked = false;
-	n->park_woken = false;
-	n->park_now = false;
-	n->round_owed = false;
-	n->sleepers = NULL;
-	n->driver_sock = NULL;
+	no_threads(n);
 }
 
 /* The frames waiting on the device, up to RX_BUDGET, as one batch (core lock held): each

@@ -642,18 +642,26 @@ static void rx_until(struct fx *f, struct seq *s, unsigned n)
 	assert_true(s->in_order);
 }
 
+/* The peer sends n frames of len octets; every one arrives, once and in order; *st is
+ * the device's counters afterwards. */
+static void send_and_take(struct fx *f, unsigned n, size_t len, struct nif_dev_stats *st)
+{
+	struct seq s = { .in_order = true };
+
+	for (unsigned i = 0; i < n; i++)
+		peer_send(f, len, (uint8_t)i);
+	rx_until(f, &s, n);
+	f->dev->ops->get_stats(f->dev, st);
+}
+
 /* Every frame is one completion of the one read armed at open (multishot), or of a read of
  * its own (slots): the two counters say which path carried them. */
 static void each_frame_is_one_completion_of_the_path_in_use(void **state)
 {
 	struct fx *f = *state;
-	struct seq s = { .in_order = true };
 	struct nif_dev_stats st;
 
-	for (unsigned i = 0; i < 20; i++)
-		peer_send(f, 100, (uint8_t)i);
-	rx_until(f, &s, 20);
-	f->dev->ops->get_stats(f->dev, &st);
+	send_and_take(f, 20, 100, &st);
 	assert_int_equal(st.rx_frames, 20);
 	if (mshot_mode) {
 		assert_int_equal(st.rx_mshot_cqes, 20);
@@ -749,13 +757,9 @@ static void restricted_ring_that_allows_it_reads_multishot(void **state)
 	if (!have_mshot)
 		skip();
 	struct fx *f = *state;
-	struct seq s = { .in_order = true };
 	struct nif_dev_stats st;
 
-	for (unsigned i = 0; i < 5; i++)
-		peer_send(f, 100, (uint8_t)i);
-	rx_until(f, &s, 5);
-	f->dev->ops->get_stats(f->dev, &st);
+	send_and_take(f, 5, 100, &st);
 	assert_int_equal(st.rx_mshot_cqes, 5);
 	assert_int_equal(st.rx_mshot_refused, 0);
 }
@@ -768,13 +772,9 @@ static void refused_multishot_read_falls_back_to_reads_per_slot(void **state)
 	if (!have_mshot)
 		skip();
 	struct fx *f = *state;
-	struct seq s = { .in_order = true };
 	struct nif_dev_stats st;
 
-	for (unsigned i = 0; i < 5; i++)
-		peer_send(f, 100, (uint8_t)i);
-	rx_until(f, &s, 5);
-	f->dev->ops->get_stats(f->dev, &st);
+	send_and_take(f, 5, 100, &st);
 	assert_int_equal(st.rx_mshot_refused, 1);
 	assert_int_equal(st.rx_mshot_cqes, 0);
 	assert_int_equal(st.rx_read_cqes, 5);
