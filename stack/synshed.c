@@ -1,0 +1,229 @@
+/* SYN shedding: a process that falls behind its receive queue under a SYN flood drops
+ * new SYNs before lwIP, so that its CPU goes to the frames of established connections.
+ *
+ * Read first: RFC 4987 §3 (SYN flooding and the defences), RFC 6298 §2 and §5 (a client
+ * retransmits a SYN after its RTO, 1 s by default), RFC 9293 §3.10.7.2 (a SYN to a listener).
+ *
+ * Why (docs/benchmarks.md, "SYN flood"): on a machine where other jobs keep the run queue
+ * long, the stack thread of a listener under 50,000 SYN/s got 7% of a CPU and was runnable
+ * but waiting for one 95% of the time; a SYN costs the process about 5 us (lwIP, the cookie,
+ * the SYN,ACK written through the TAP and the bridge), more than that share. Its TAP queue
+ * then filled and the kernel dropped frames at its tail, data segments of the established
+ * streams as much as SYNs, and the streams stopped for the rest of the flood. A SYN shed
+ * here costs its read and these checks only; the established connections' frames are taken
+ * as before.
+ *
+ * When: the previous receive round (the frames of one rx call, drive.c's take_frames)
+ * held at least SHED_ROUND_MIN frames, at least half of them pure SYNs (SYN without ACK,
+ * RST or FIN). A round that long means frames waited while the thread was away; that half
+ * of them were SYNs means they are what keeps it behind. A burst of data alone (a large
+ * window arriving at once) never sheds.
+ *
+ * Legitimate clients: a SYN shed here is remembered by its connection (addresses, ports)
+ * and initial sequence number; its retransmission, the same SYN again (RFC 9293 §3.8.1: a
+ * retransmitted SYN carries the same ISN), is always taken in, under pressure or not
+ * (counted syn_shed_readmitted). A flood's SYNs come once each from random sources, so the
+ * memory admits none of them; a client loses at most its first SYN, one RTO (1 s). The
+ * memory is two generations of fingerprints (SipHash-2-4 of the tuple under a per-process
+ * key, so a sender cannot aim collisions), each of SHED_SLOTS slots; the older one is
+ * forgotten when the newer is SHED_GEN_MS old or three quarters full. So a shed SYN is
+ * remembered for at least SHED_GEN_MS while fewer than 3/4 * SHED_SLOTS / SHED_GEN_MS SYNs
+ * per millisecond are shed (65,000 SYN/s), and for proportionally less above that rate.
+ * Deviation: if the memory cannot be allocated, nothing is shed (a client's SYN must never
+ * be lost for good).
+ *
+ * Counters: syn_shed (a pure SYN dropped here), syn_shed_readmitted (a retransmitted SYN
+ * taken in because it was shed before). Both the listener's SYNs and SYNs to ports without
+ * a listener are shed: both are a flood's work (the second would cost a reset).
+ *
+ * Core lock held for every call (one receive round at a time).
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "netif/wire/proto.h"
+#include "netif/wire/wire.h"
+
+#define SHED_ROUND_MIN 16          /* frames in a round that say frames waited */
+#define SHED_HOLD_MS 500           /* pressure lasts this long after its last round */
+#define SHED_SLOTS (1u << 18)      /* per generation: 2 MiB of fingerprints */
+#define SHED_GEN_MS 3000           /* a generation's life: two retransmissions of 1 s */
+
+static struct {
+	unsigned round_frames, round_syns;
+	bool pressure;
+	uint64_t pressure_ms;          /* the last round that said so */
+	bool failed;                   /* the memory could not be allocated */
+	uint64_t *gen[2];              /* gen[cur]: new entries; gen[!cur]: the older ones */
+	unsigned used[2];
+	unsigned cur;
+	uint64_t gen_start_ms;
+	uint8_t key[16];
+} shed;
+
+static uint64_t clock_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* The clock, replaced by tests/unit/test_synshed.c with one it moves itself. */
+uint64_t (*stk__synshed_clock)(void) = clock_ms;
+
+static uint64_t mono_ms(void)
+{
+	return stk__synshed_clock();
+}
+
+static bool memory_ready(void)
+{
+	if (shed.gen[0])
+		return true;
+	if (shed.failed)
+		return false;
+	shed.gen[0] = calloc(SHED_SLOTS, sizeof(uint64_t));
+	shed.gen[1] = calloc(SHED_SLOTS, sizeof(uint64_t));
+	if (!shed.gen[0] || !shed.gen[1]) {
+		free(shed.gen[0]);
+		free(shed.gen[1]);
+		shed.gen[0] = shed.gen[1] = NULL;
+		shed.failed = true;
+		return false;
+	}
+	for (unsigned i = 0; i < sizeof(shed.key); i += 4) {
+		uint32_t r = stk__random32();
+		memcpy(shed.key + i, &r, 4);
+	}
+	shed.cur = 0;
+	shed.used[0] = shed.used[1] = 0;
+	shed.gen_start_ms = mono_ms();
+	return true;
+}
+
+/* 0 marks an empty slot: a fingerprint is never 0. */
+static bool gen_has(const uint64_t *g, uint64_t fp)
+{
+	for (unsigned i = (unsigned)fp & (SHED_SLOTS - 1);; i = (i + 1) & (SHED_SLOTS - 1)) {
+		if (g[i] == fp)
+			return true;
+		if (!g[i])
+			return false;
+	}
+}
+
+static void forget_older(uint64_t now)
+{
+	unsigned old = shed.cur ^ 1u;
+
+	memset(shed.gen[old], 0, SHED_SLOTS * sizeof(uint64_t));
+	shed.used[old] = 0;
+	shed.cur = old;
+	shed.gen_start_ms = now;
+}
+
+static void remember(uint64_t fp)
+{
+	uint64_t *g;
+
+	if (shed.used[shed.cur] >= SHED_SLOTS / 4 * 3)
+		forget_older(mono_ms());
+	g = shed.gen[shed.cur];
+	for (unsigned i = (unsigned)fp & (SHED_SLOTS - 1);; i = (i + 1) & (SHED_SLOTS - 1)) {
+		if (g[i] == fp)
+			return;
+		if (!g[i]) {
+			g[i] = fp;
+			shed.used[shed.cur]++;
+			return;
+		}
+	}
+}
+
+void stk__synshed_round_begin(void)
+{
+	shed.round_frames = 0;
+	shed.round_syns = 0;
+	if (shed.gen[0] && (shed.used[0] || shed.used[1])) {
+		uint64_t now = mono_ms();
+		if (now - shed.gen_start_ms >= SHED_GEN_MS)
+			forget_older(now);
+	}
+}
+
+void stk__synshed_round_end(void)
+{
+	if (shed.round_frames >= SHED_ROUND_MIN && shed.round_syns * 2 >= shed.round_frames) {
+		shed.pressure = true;
+		shed.pressure_ms = mono_ms();
+	} else if (shed.pressure && mono_ms() - shed.pressure_ms >= SHED_HOLD_MS) {
+		shed.pressure = false;
+	}
+}
+
+/* The fingerprint of a pure SYN in the IP packet (l3, len), or 0 if it is not one. */
+static uint64_t pure_syn(const uint8_t *l3, size_t len, bool ipv6)
+{
+	struct wire_tcp tcp;
+	struct {
+		uint8_t src[16], dst[16];
+		uint16_t sport, dport;
+		uint32_t seq;
+	} t;
+
+	memset(&t, 0, sizeof(t));
+	if (ipv6) {
+		struct wire_ipv6 ip;
+		/* Extension headers before TCP are rare in SYNs; such a SYN is not shed. */
+		if (wire_ipv6_view(&ip, l3, len) < 0 || ip.next != WIRE_IPPROTO_TCP ||
+		    wire_tcp_view(&tcp, ip.payload, ip.payload_len) < 0)
+			return 0;
+		memcpy(t.src, ip.src, 16);
+		memcpy(t.dst, ip.dst, 16);
+	} else {
+		struct wire_ipv4 ip;
+		/* A fragment is left to reassembly (its first fragment's header is not the
+		 * segment's whole story). */
+		if (wire_ipv4_view(&ip, l3, len) < 0 || ip.proto != WIRE_IPPROTO_TCP ||
+		    (ip.frag & 0x3fff) || wire_tcp_view(&tcp, ip.data, ip.data_len) < 0)
+			return 0;
+		memcpy(t.src, &ip.src, 4);
+		memcpy(t.dst, &ip.dst, 4);
+	}
+	if ((tcp.flags & (WIRE_TCP_SYN | WIRE_TCP_ACK | WIRE_TCP_RST | WIRE_TCP_FIN)) != WIRE_TCP_SYN)
+		return 0;
+	t.sport = tcp.sport;
+	t.dport = tcp.dport;
+	t.seq = tcp.seq;
+	return stk__siphash24(shed.key, &t, sizeof(t)) | 1u;
+}
+
+bool stk__synshed_drop(const uint8_t *l3, size_t len, bool ipv6)
+{
+	shed.round_frames++;
+	/* The key is drawn with the memory, before the first fingerprint that counts. */
+	bool can = shed.pressure && memory_ready();
+	uint64_t fp = pure_syn(l3, len, ipv6);
+	if (!fp)
+		return false;
+	shed.round_syns++;
+	if (shed.gen[0] && (shed.used[0] || shed.used[1]) &&
+	    (gen_has(shed.gen[0], fp) || gen_has(shed.gen[1], fp))) {
+		stk__count(STK_CNT_SYN_SHED_READMITTED);
+		return false;
+	}
+	if (!can)
+		return false;
+	remember(fp);
+	stk__count(STK_CNT_SYN_SHED);
+	return true;
+}
+
+bool stk__synshed_pressure(void)
+{
+	return shed.pressure;
+}
