@@ -17,7 +17,9 @@
  * held at least SHED_ROUND_MIN frames, at least half of them pure SYNs (SYN without ACK,
  * RST or FIN). A round that long means frames waited while the thread was away; that half
  * of them were SYNs means they are what keeps it behind. A burst of data alone (a large
- * window arriving at once) never sheds.
+ * window arriving at once) never sheds. Once on, shedding lasts until no round has said so
+ * for SHED_HOLD_MS: a shed SYN costs so little that the rounds shrink at once, and without
+ * the hold the process would take the flood's SYNs in again every other round.
  *
  * Legitimate clients: a SYN shed here is remembered by its connection (addresses, ports)
  * and initial sequence number; its retransmission, the same SYN again (RFC 9293 §3.8.1: a
