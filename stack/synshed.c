@@ -34,6 +34,8 @@
  * Deviation: if the memory cannot be allocated, nothing is shed (a client's SYN must never
  * be lost for good).
  *
+ * ULS_SYN_SHED=0 turns it off (the process then takes every SYN to lwIP, as before).
+ *
  * Counters: syn_shed (a pure SYN dropped here), syn_shed_readmitted (a retransmitted SYN
  * taken in because it was shed before). Both the listener's SYNs and SYNs to ports without
  * a listener are shed: both are a flood's work (the second would cost a reset).
@@ -159,8 +161,22 @@ void stk__synshed_round_begin(void)
 	}
 }
 
+/* ULS_SYN_SHED=0 in the environment turns shedding off (read once). */
+static bool shed_on(void)
+{
+	static int enabled = -1;
+
+	if (enabled < 0) {
+		const char *e = getenv("ULS_SYN_SHED");
+		enabled = !(e && strcmp(e, "0") == 0);
+	}
+	return enabled;
+}
+
 void stk__synshed_round_end(void)
 {
+	if (!shed_on())
+		return;
 	if (shed.round_frames >= SHED_ROUND_MIN && shed.round_syns * 2 >= shed.round_frames) {
 		shed.pressure = true;
 		shed.pressure_ms = mono_ms();

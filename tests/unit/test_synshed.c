@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -190,6 +191,7 @@ static void pressure_ends_half_a_second_after_the_last_round_behind(void **state
 
 int main(void)
 {
+	unsetenv("ULS_SYN_SHED");   /* the defaults are under test */
 	stk__synshed_clock = fake_clock;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(a_round_of_data_alone_sheds_nothing_after_it),
