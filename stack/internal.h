@@ -264,6 +264,7 @@ enum stk_counter {
 	/* SYN shedding under receive pressure (stack/synshed.c) */
 	STK_CNT_SYN_SHED,
 	STK_CNT_SYN_SHED_READMITTED,
+	STK_CNT_SYN_SHED_SUSPENDED,
 	/* Load (issue 18, lwIP patch 0100) */
 	STK_CNT_TCP_SYN_COOKIES_ACCEPTQ_FULL,
 	STK_CNT__COUNT

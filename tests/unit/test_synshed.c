@@ -189,6 +189,48 @@ static void pressure_ends_half_a_second_after_the_last_round_behind(void **state
 	assert_int_equal(s, 0);
 }
 
+static void shed_syns_that_come_back_stop_the_shedding(void **state)
+{
+	unsigned s, d, dropped = 0, back = 0;
+	uint64_t susp0 = counter("syn_shed_suspended");
+	(void)state;
+
+	/* A burst of real clients keeps the process behind: 320 of their SYNs shed. */
+	fake_now += 10000;
+	round_of(64, 0, 20000, &s, &d);
+	assert_true(stk__synshed_pressure());
+	for (unsigned r = 0; r < 5; r++) {
+		round_of(64, 0, 30000 + r * 64, &s, &d);
+		dropped += s;
+	}
+	assert_int_equal(dropped, 320);
+	/* 1 s later every one of them comes back (the same SYN): all taken in, and once a
+	 * quarter or more of what was shed came back, shedding stops. */
+	fake_now += 1000;
+	for (unsigned r = 0; r < 5; r++) {
+		stk__synshed_round_begin();
+		for (unsigned i = 0; i < 64; i++) {
+			unsigned n = r * 64 + i;
+			back += !drop(tcp4(30000 + n, (uint16_t)(1024 + (n % 64)), 0x5000 + (n % 64), SYN, 0));
+		}
+		stk__synshed_round_end();
+	}
+	assert_int_equal(back, 320);
+	assert_int_equal(counter("syn_shed_suspended") - susp0, 1);
+	assert_false(stk__synshed_pressure());
+	/* Suspended: a round of new SYNs neither is shed nor brings the pressure back... */
+	round_of(64, 0, 40000, &s, &d);
+	assert_false(stk__synshed_pressure());
+	round_of(64, 0, 40100, &s, &d);
+	assert_int_equal(s, 0);
+	/* ...for 10 s; then a flood's rounds shed again. */
+	fake_now += 10000;
+	round_of(64, 0, 41000, &s, &d);
+	assert_true(stk__synshed_pressure());
+	round_of(64, 0, 42000, &s, &d);
+	assert_int_equal(s, 64);
+}
+
 int main(void)
 {
 	unsetenv("ULS_SYN_SHED");   /* the defaults are under test */
@@ -199,6 +241,7 @@ int main(void)
 		cmocka_unit_test(behind_a_flood_syns_are_shed_counted_and_data_taken),
 		cmocka_unit_test(a_shed_syn_retransmitted_is_taken_in),
 		cmocka_unit_test(pressure_ends_half_a_second_after_the_last_round_behind),
+		cmocka_unit_test(shed_syns_that_come_back_stop_the_shedding),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
