@@ -35,6 +35,10 @@
  * Deviation: if the memory cannot be allocated, nothing is shed (a client's SYN must never
  * be lost for good).
  *
+ * Known peers: a pure SYN from an address that sent this process a segment with ACK and
+ * without SYN (a connection's, or a handshake's last; KNOWN_SLOTS direct-mapped) is never
+ * shed (syn_shed_known_peer): a flood's spoofed sources send SYNs only.
+ *
  * Real clients come back: when at least a quarter of the SYNs shed (SHED_JUDGE_MIN or more,
  * counts halved every generation) were retransmitted and taken in again, the SYNs are a
  * burst of clients, not a flood, and shedding stops for SHED_SUSPEND_MS
@@ -45,7 +49,8 @@
  * ULS_SYN_SHED=0 turns it off (the process then takes every SYN to lwIP, as before).
  *
  * Counters: syn_shed (a pure SYN dropped here), syn_shed_readmitted (a retransmitted SYN
- * taken in because it was shed before). Both the listener's SYNs and SYNs to ports without
+ * taken in because it was shed before), syn_shed_suspended, syn_shed_known_peer (a SYN
+ * taken in under pressure because its source is a known peer). Both the listener's SYNs and SYNs to ports without
  * a listener are shed: both are a flood's work (the second would cost a reset).
  *
  * Cost outside a flood: two header views per IP packet (no hash, no clock: the clock,
@@ -214,8 +219,44 @@ void stk__synshed_round_end(void)
 	}
 }
 
-/* The fingerprint of a pure SYN in the IP packet (l3, len), or 0 if it is not one. */
-static uint64_t pure_syn(const uint8_t *l3, size_t len, bool ipv6)
+/* Peers known to talk TCP with this process: the source address of every segment with ACK
+ * and without SYN (a connection's, or a handshake's last), direct-mapped. A flood's spoofed
+ * sources send nothing but SYNs; a client of this process that already has a connection,
+ * or just completed one, does not wait behind a flood. Deviation: a sender that also
+ * spoofs ACKs from its sources gets their SYNs through, to lwIP's cookies, as before
+ * shedding. */
+#define KNOWN_SLOTS 4096u
+static uint32_t known[KNOWN_SLOTS];
+
+static uint32_t known_fp(const uint8_t a[16], unsigned *slot)
+{
+	uint32_t w[4], h;
+
+	memcpy(w, a, 16);
+	h = (w[0] ^ w[1] * 0x85ebca6bu ^ w[2] * 0xc2b2ae35u ^ w[3] * 0x27d4eb2fu) * 0x9e3779b1u;
+	*slot = h >> 20;
+	return (w[0] ^ w[1] ^ w[2] ^ w[3]) | 1u;
+}
+
+static void known_add(const uint8_t a[16])
+{
+	unsigned i;
+	uint32_t fp = known_fp(a, &i);
+
+	known[i] = fp;
+}
+
+static bool known_has(const uint8_t a[16])
+{
+	unsigned i;
+	uint32_t fp = known_fp(a, &i);
+
+	return known[i] == fp;
+}
+
+/* The fingerprint of a pure SYN in the IP packet (l3, len), or 0 if it is not one (and
+ * whether its source is a known peer). */
+static uint64_t pure_syn(const uint8_t *l3, size_t len, bool ipv6, bool *known_src)
 {
 	struct wire_tcp tcp;
 	struct {
@@ -243,8 +284,14 @@ static uint64_t pure_syn(const uint8_t *l3, size_t len, bool ipv6)
 		memcpy(t.src, &ip.src, 4);
 		memcpy(t.dst, &ip.dst, 4);
 	}
+	if ((tcp.flags & (WIRE_TCP_SYN | WIRE_TCP_ACK)) == WIRE_TCP_ACK) {
+		known_add(t.src);
+		return 0;
+	}
 	if ((tcp.flags & (WIRE_TCP_SYN | WIRE_TCP_ACK | WIRE_TCP_RST | WIRE_TCP_FIN)) != WIRE_TCP_SYN)
 		return 0;
+	if (known_src)
+		*known_src = known_has(t.src);
 	t.sport = tcp.sport;
 	t.dport = tcp.dport;
 	t.seq = tcp.seq;
@@ -256,10 +303,16 @@ bool stk__synshed_drop(const uint8_t *l3, size_t len, bool ipv6)
 	shed.round_frames++;
 	/* The key is drawn with the memory, before the first fingerprint that counts. */
 	bool can = shed.pressure && memory_ready();
-	uint64_t fp = pure_syn(l3, len, ipv6);
+	bool known_src = false;
+	uint64_t fp = pure_syn(l3, len, ipv6, &known_src);
 	if (!fp)
 		return false;
 	shed.round_syns++;
+	if (known_src) {
+		if (can)
+			stk__count(STK_CNT_SYN_SHED_KNOWN_PEER);
+		return false;
+	}
 	if (shed.gen[0] && (shed.used[0] || shed.used[1]) &&
 	    (gen_has(shed.gen[0], fp) || gen_has(shed.gen[1], fp))) {
 		stk__count(STK_CNT_SYN_SHED_READMITTED);

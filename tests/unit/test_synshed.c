@@ -231,6 +231,26 @@ static void shed_syns_that_come_back_stop_the_shedding(void **state)
 	assert_int_equal(s, 64);
 }
 
+static void a_syn_from_a_peer_that_sent_acks_is_never_shed(void **state)
+{
+	unsigned s, d;
+	uint64_t known0 = counter("syn_shed_known_peer");
+	(void)state;
+
+	fake_now += 20000;
+	round_of(64, 0, 50000, &s, &d);
+	round_of(64, 0, 50100, &s, &d);
+	assert_true(stk__synshed_pressure());
+	assert_int_equal(s, 64);
+	/* 198.19.0.7 sent the data segments of round_of: a peer with a connection. Its new
+	 * connection's SYN goes to lwIP at once, flood or not; a stranger's is shed. */
+	stk__synshed_round_begin();
+	assert_false(drop(tcp4(7, 41000, 0x77, SYN, 0)));
+	assert_true(drop(tcp4(60000, 41000, 0x77, SYN, 0)));
+	stk__synshed_round_end();
+	assert_int_equal(counter("syn_shed_known_peer") - known0, 1);
+}
+
 int main(void)
 {
 	unsetenv("ULS_SYN_SHED");   /* the defaults are under test */
@@ -242,6 +262,7 @@ int main(void)
 		cmocka_unit_test(a_shed_syn_retransmitted_is_taken_in),
 		cmocka_unit_test(pressure_ends_half_a_second_after_the_last_round_behind),
 		cmocka_unit_test(shed_syns_that_come_back_stop_the_shedding),
+		cmocka_unit_test(a_syn_from_a_peer_that_sent_acks_is_never_shed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
