@@ -105,6 +105,10 @@ static const char *const own_names[STK_CNT__COUNT] = {
 	[STK_CNT_TCP_SYN_COOKIES_OK] = "tcp_syn_cookies_ok",
 	[STK_CNT_TCP_SYN_COOKIES_BAD] = "tcp_syn_cookies_bad",
 	[STK_CNT_TCP_SYN_BACKLOG_DROPS] = "tcp_syn_backlog_drops",
+	[STK_CNT_SYN_SHED] = "syn_shed",
+	[STK_CNT_SYN_SHED_READMITTED] = "syn_shed_readmitted",
+	[STK_CNT_SYN_SHED_SUSPENDED] = "syn_shed_suspended",
+	[STK_CNT_SYN_SHED_KNOWN_PEER] = "syn_shed_known_peer",
 	[STK_CNT_TCP_SYN_COOKIES_ACCEPTQ_FULL] = "tcp_syn_cookies_acceptq_full",
 };
 

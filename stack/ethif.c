@@ -115,6 +115,8 @@ static bool ethif_take(void *arg, struct nif_rxbuf *b)
 		stk__ethif_input(arg, b->frame, b->len, b->off);
 		return false;
 	}
+	if (stk__synshed_drop(b->frame + info.l3_off, info.l3_len, v == NIF_PASS_IPV6))
+		return false;
 	struct lent *l = b->priv;
 	l->b = b;
 	l->pc.custom_free_function = lent_free;
@@ -150,6 +152,9 @@ void stk__ethif_input(void *arg, const uint8_t *frame, size_t len, uint32_t off)
 			pbuf_free(p);
 		return;
 	}
+	/* Before the copy: a shed SYN costs its checks only (stack/synshed.c). */
+	if (stk__synshed_drop(frame + info.l3_off, info.l3_len, v == NIF_PASS_IPV6))
+		return;
 	p = pbuf_alloc(PBUF_RAW, (u16_t)info.l3_len, PBUF_RAM);
 	if (!p) {
 		stk__count(STK_CNT_RX_NOMEM);

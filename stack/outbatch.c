@@ -41,6 +41,7 @@ void stk__outbatch_begin(void)
 {
 	ob.open = true;
 	ob.frames = 0;
+	stk__synshed_round_begin();
 }
 
 /* The deferred outputs, now. tcp_output() does not take frames in, so no pcb is added
@@ -67,6 +68,7 @@ void stk__outbatch_end(void)
 {
 	ob.open = false;
 	flush();
+	stk__synshed_round_end();
 }
 
 int stk__outbatch_defer(struct tcp_pcb *pcb)

@@ -40,7 +40,7 @@ EXTRA_DIST += tests/testbed/README.md tests/testbed/test_testbed.sh tests/testbe
 	tests/conformance/test_rfc7323_options.py tests/conformance/test_rfc768_udp.py \
 	tests/conformance/test_rfc8200_ipv6_stack.py tests/conformance/test_rfc8201_pmtu6.py \
 	tests/conformance/test_rfc792_icmp.py tests/conformance/test_rfc826_arp.py \
-	tests/conformance/test_rfc4861_nd.py tests/conformance/test_rfc4443_icmpv6.py \
+	tests/conformance/test_rfc4861_nd.py tests/conformance/test_rfc4861_redirect.py tests/conformance/test_rfc4443_icmpv6.py \
 	tests/conformance/test_rfc8200_ipv6.py tests/conformance/test_rfc8200_fragments.py \
 	tests/conformance/test_rfc9293_close.py tests/conformance/test_rfc9293_data.py \
 	tests/conformance/test_rfc9293_handshake.py tests/conformance/test_rfc9293_zero_window.py \

@@ -90,9 +90,10 @@ def state(tb, p, timeout=10):
 
 
 def drops(counters):
-    """The nonzero counters that name a drop, a refusal, a loss or a retransmission."""
+    """The nonzero counters that name a drop, a refusal, a loss or a retransmission (a
+    SYN shed by a process behind its queue, stack/synshed.c, among them)."""
     keys = ("drop", "full", "lost", "fail", "nomem", "bad", "err", "rto", "reset", "unacceptable",
-            "challenged", "abort", "limit")
+            "challenged", "abort", "limit", "shed")
     return {k: v for k, v in counters.items() if v and any(w in k for w in keys)}
 
 

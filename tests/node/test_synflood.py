@@ -232,6 +232,14 @@ def _server_counters(p):
     return {}
 
 
+def _flood_answered(c):
+    """The listener's process met the flood with a counted defence: SYN cookies (beyond
+    its half-open bound, stack/syncookie.c) or, while it was behind its receive queue,
+    SYNs shed before lwIP (stack/synshed.c; docs/benchmarks.md, "SYN flood"). Which of the
+    two, and in what share, depends on how far behind the machine's load left it."""
+    return c.get("tcp_syn_cookies_sent", 0) + c.get("syn_shed", 0) > 0
+
+
 def _ulstack_round(tb, attempt):
     """One measurement on ulstack: a server on node 2 for the streams and the new
     connections, the client on node 1, the flood in between. Returns its figures and the
@@ -248,7 +256,7 @@ def _ulstack_round(tb, attempt):
     except subprocess.TimeoutExpired:
         srv.kill()               # a new connection failed: no counters then
     counters = _server_counters(srv) if srv.poll() == 0 else {}
-    uls["server_counters"] = {k: v for k, v in counters.items() if k.startswith("tcp_syn")}
+    uls["server_counters"] = {k: v for k, v in counters.items() if k.startswith(("tcp_syn", "syn_shed"))}
     uls["ulsd2"] = {k: v for k, v in tb.counters(2).items()
                     if k in ("frames_demuxed", "data_frames_relayed", "direct_steered", "ctl_messages",
                              "frames_to_server", "drop_rx_ring_full", "rst_sent", "drop_rst_rate")}
@@ -279,7 +287,7 @@ def test_listener_under_syn_flood_keeps_streams_and_accepts_new_connections(tb, 
         for r, c in ((uls, counters), (again, counters2)):
             assert all(t is not None for t in r["legit_seconds"]), \
                 f"new connections failed under the flood: {r['legit_seconds']} ({r})"
-            assert c.get("tcp_syn_cookies_sent", 0) > 0, c
+            assert _flood_answered(c), c
         if again["kept"] > uls["kept"]:
             uls, counters = again, counters2
 
@@ -301,8 +309,12 @@ def test_listener_under_syn_flood_keeps_streams_and_accepts_new_connections(tb, 
     assert all(t is not None for t in uls["legit_seconds"]), \
         f"new connections failed under the flood: {uls['legit_seconds']} ({uls})"
     assert tb.ulsd_alive(1) and tb.ulsd_alive(2)
-    assert counters.get("tcp_syn_cookies_sent", 0) > 0, counters
-    assert counters.get("tcp_syn_cookies_ok", 0) >= 1, counters
+    assert _flood_answered(counters), counters
+    # A new connection took a cookie, or its SYN was shed once and its retransmission
+    # taken in, or it was let through the shedding as a known peer's (stack/synshed.c):
+    # at least one of the four met the listener's defence.
+    assert counters.get("tcp_syn_cookies_ok", 0) + counters.get("syn_shed_readmitted", 0) + \
+        counters.get("syn_shed_known_peer", 0) >= 1, counters
     assert uls["kept"] >= bar, \
         f"streams kept {uls['kept']:.0%} of their rate, below {bar:.0%} (kernel {kern['kept']:.0%}, " \
         f"other jobs' CPU {busy:.0%}), in {len(rounds)} round(s): {rounds}"

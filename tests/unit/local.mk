@@ -3,7 +3,7 @@ UNIT_TESTS = \
 	tests/unit/test_wire tests/unit/test_frame tests/unit/test_chksum tests/unit/test_isn tests/unit/test_rxq \
 	tests/unit/test_api tests/unit/test_timers tests/unit/test_pattern tests/unit/test_netops \
 	tests/unit/test_heap tests/unit/test_tcp_checks tests/unit/test_cubic \
-	tests/unit/test_syncookie tests/unit/test_sigdefer
+	tests/unit/test_syncookie tests/unit/test_sigdefer tests/unit/test_synshed
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
 
@@ -37,6 +37,10 @@ tests_unit_test_tcp_checks_LDADD = $(UNIT_LDADD)
 tests_unit_test_syncookie_SOURCES = tests/unit/test_syncookie.c
 tests_unit_test_syncookie_CPPFLAGS = $(UNIT_CPPFLAGS) -I$(top_srcdir)/stack
 tests_unit_test_syncookie_LDADD = $(UNIT_LDADD)
+
+tests_unit_test_synshed_SOURCES = tests/unit/test_synshed.c
+tests_unit_test_synshed_CPPFLAGS = $(UNIT_CPPFLAGS) -I$(top_srcdir)/stack -I$(top_srcdir)/stack/include
+tests_unit_test_synshed_LDADD = $(UNIT_LDADD)
 
 tests_unit_test_cubic_SOURCES = tests/unit/test_cubic.c
 tests_unit_test_cubic_CPPFLAGS = $(UNIT_CPPFLAGS) -I$(top_srcdir)/stack

@@ -1,0 +1,268 @@
+/* stack/synshed.c: pure SYNs are shed while the previous receive round says the process is
+ * behind a SYN flood, data never is, and a shed SYN's retransmission is always taken in.
+ * The rounds are played here as drive.c's take_frames plays them (round_begin, one
+ * stk__synshed_drop per IP packet, round_end), on a clock the test moves. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "internal.h"
+#include "uls.h"
+
+static uint64_t fake_now = 1000000;
+
+static uint64_t fake_clock(void)
+{
+	return fake_now;
+}
+
+static uint64_t counter(const char *name)
+{
+	struct uls_counter c[512];
+	int n = uls_counters(c, 512);
+
+	for (int i = 0; i < n && i < 512; i++)
+		if (strcmp(c[i].name, name) == 0)
+			return c[i].value;
+	fail_msg("no counter %s", name);
+	return 0;
+}
+
+/* An IPv4 TCP segment from 198.19.A.B:port to 198.18.0.2:5090 (checksums are not looked
+ * at before lwIP). */
+struct seg {
+	uint8_t b[60];
+	size_t len;
+};
+
+static struct seg tcp4(uint32_t src_host, uint16_t sport, uint32_t seq, uint8_t flags, size_t payload)
+{
+	struct seg s;
+
+	memset(&s, 0, sizeof(s));
+	s.len = 40 + payload;
+	s.b[0] = 0x45;
+	s.b[2] = (uint8_t)(s.len >> 8);
+	s.b[3] = (uint8_t)s.len;
+	s.b[8] = 64;
+	s.b[9] = 6;
+	uint32_t src = htonl(0xc6130000u | (src_host & 0xffffu)), dst = htonl(0xc6120002u);
+	memcpy(s.b + 12, &src, 4);
+	memcpy(s.b + 16, &dst, 4);
+	uint16_t sp = htons(sport), dp = htons(5090);
+	uint32_t sq = htonl(seq);
+	memcpy(s.b + 20, &sp, 2);
+	memcpy(s.b + 22, &dp, 2);
+	memcpy(s.b + 24, &sq, 4);
+	s.b[32] = 5 << 4;
+	s.b[33] = flags;
+	s.b[34] = 0xff;
+	return s;
+}
+
+#define SYN 0x02
+#define ACK 0x10
+#define RST 0x04
+
+static bool drop(struct seg s)
+{
+	return stk__synshed_drop(s.b, s.len, false);
+}
+
+/* One round of n frames, every k-th a data segment (k 0: none), the rest SYNs from hosts
+ * first_host, first_host + 1, ...; returns how many SYNs and data segments were dropped. */
+static void round_of(unsigned n, unsigned k, uint32_t first_host, unsigned *syns_dropped,
+		     unsigned *data_dropped)
+{
+	*syns_dropped = *data_dropped = 0;
+	stk__synshed_round_begin();
+	for (unsigned i = 0; i < n; i++) {
+		if (k && i % k == 0) {
+			*data_dropped += drop(tcp4(7, 40000, 1000 + i * 10, ACK, 10));
+		} else {
+			*syns_dropped += drop(tcp4(first_host + i, (uint16_t)(1024 + i), 0x5000 + i, SYN, 0));
+		}
+	}
+	stk__synshed_round_end();
+}
+
+static void a_round_of_data_alone_sheds_nothing_after_it(void **state)
+{
+	unsigned s, d;
+	(void)state;
+
+	round_of(64, 1, 0, &s, &d);   /* 64 data segments */
+	assert_int_equal(d, 0);
+	assert_false(stk__synshed_pressure());
+	round_of(8, 0, 100, &s, &d);  /* SYNs after it: all taken in */
+	assert_int_equal(s, 0);
+}
+
+static void a_short_round_of_syns_sheds_nothing_after_it(void **state)
+{
+	unsigned s, d;
+	(void)state;
+
+	round_of(15, 0, 200, &s, &d);
+	assert_int_equal(s, 0);
+	assert_false(stk__synshed_pressure());
+	round_of(15, 0, 300, &s, &d);
+	assert_int_equal(s, 0);
+}
+
+static void behind_a_flood_syns_are_shed_counted_and_data_taken(void **state)
+{
+	unsigned s, d;
+	uint64_t shed0 = counter("syn_shed");
+	(void)state;
+
+	/* A round of 64 frames, 3 of 4 SYNs: frames waited, and SYNs were most of them. */
+	round_of(64, 4, 1000, &s, &d);
+	assert_int_equal(s, 0);       /* decided by the round before: none shed yet */
+	assert_true(stk__synshed_pressure());
+	/* The next round: every one of its 48 SYNs is shed and counted, its 16 data
+	 * segments all go on to lwIP. */
+	round_of(64, 4, 2000, &s, &d);
+	assert_int_equal(s, 48);
+	assert_int_equal(d, 0);
+	assert_int_equal(counter("syn_shed") - shed0, 48);
+	/* Neither an ACK, a RST nor a SYN,ACK is a pure SYN. */
+	stk__synshed_round_begin();
+	assert_false(drop(tcp4(5000, 5000, 1, ACK, 0)));
+	assert_false(drop(tcp4(5001, 5001, 1, RST, 0)));
+	assert_false(drop(tcp4(5002, 5002, 1, SYN | ACK, 0)));
+	stk__synshed_round_end();
+}
+
+static void a_shed_syn_retransmitted_is_taken_in(void **state)
+{
+	unsigned s, d;
+	uint64_t again0 = counter("syn_shed_readmitted");
+	(void)state;
+
+	/* Still behind: a round of SYNs, the flood's. */
+	round_of(64, 0, 3000, &s, &d);
+	assert_true(stk__synshed_pressure());
+	stk__synshed_round_begin();
+	assert_true(drop(tcp4(9000, 33000, 0xabcdef, SYN, 0)));   /* a client's first SYN */
+	for (unsigned i = 0; i < 63; i++)
+		drop(tcp4(4000 + i, 1024, i, SYN, 0));
+	stk__synshed_round_end();
+	/* Its retransmission 1 s later (RFC 6298 §5), same tuple and ISN: taken in, with the
+	 * flood still on; a SYN of the same tuple with another ISN is not. */
+	fake_now += 1000;
+	stk__synshed_round_begin();
+	assert_false(drop(tcp4(9000, 33000, 0xabcdef, SYN, 0)));
+	assert_true(drop(tcp4(9000, 33000, 0xabcdf0, SYN, 0)));
+	for (unsigned i = 0; i < 62; i++)
+		drop(tcp4(5000 + i, 1024, i, SYN, 0));
+	stk__synshed_round_end();
+	assert_int_equal(counter("syn_shed_readmitted") - again0, 1);
+	/* A second retransmission 2 s after that (3 s after the first SYN) is taken in too. */
+	fake_now += 2000;
+	stk__synshed_round_begin();
+	assert_false(drop(tcp4(9000, 33000, 0xabcdef, SYN, 0)));
+	stk__synshed_round_end();
+	assert_int_equal(counter("syn_shed_readmitted") - again0, 2);
+}
+
+static void pressure_ends_half_a_second_after_the_last_round_behind(void **state)
+{
+	unsigned s, d;
+	(void)state;
+
+	round_of(64, 0, 6000, &s, &d);
+	assert_true(stk__synshed_pressure());
+	fake_now += 499;
+	round_of(4, 0, 7000, &s, &d);
+	assert_true(stk__synshed_pressure());
+	fake_now += 1;
+	round_of(4, 0, 7100, &s, &d);
+	assert_false(stk__synshed_pressure());
+	round_of(8, 0, 7200, &s, &d);
+	assert_int_equal(s, 0);
+}
+
+static void shed_syns_that_come_back_stop_the_shedding(void **state)
+{
+	unsigned s, d, dropped = 0, back = 0;
+	uint64_t susp0 = counter("syn_shed_suspended");
+	(void)state;
+
+	/* A burst of real clients keeps the process behind: 320 of their SYNs shed. */
+	fake_now += 10000;
+	round_of(64, 0, 20000, &s, &d);
+	assert_true(stk__synshed_pressure());
+	for (unsigned r = 0; r < 5; r++) {
+		round_of(64, 0, 30000 + r * 64, &s, &d);
+		dropped += s;
+	}
+	assert_int_equal(dropped, 320);
+	/* 1 s later every one of them comes back (the same SYN): all taken in, and once a
+	 * quarter or more of what was shed came back, shedding stops. */
+	fake_now += 1000;
+	for (unsigned r = 0; r < 5; r++) {
+		stk__synshed_round_begin();
+		for (unsigned i = 0; i < 64; i++) {
+			unsigned n = r * 64 + i;
+			back += !drop(tcp4(30000 + n, (uint16_t)(1024 + (n % 64)), 0x5000 + (n % 64), SYN, 0));
+		}
+		stk__synshed_round_end();
+	}
+	assert_int_equal(back, 320);
+	assert_int_equal(counter("syn_shed_suspended") - susp0, 1);
+	assert_false(stk__synshed_pressure());
+	/* Suspended: a round of new SYNs neither is shed nor brings the pressure back... */
+	round_of(64, 0, 40000, &s, &d);
+	assert_false(stk__synshed_pressure());
+	round_of(64, 0, 40100, &s, &d);
+	assert_int_equal(s, 0);
+	/* ...for 10 s; then a flood's rounds shed again. */
+	fake_now += 10000;
+	round_of(64, 0, 41000, &s, &d);
+	assert_true(stk__synshed_pressure());
+	round_of(64, 0, 42000, &s, &d);
+	assert_int_equal(s, 64);
+}
+
+static void a_syn_from_a_peer_that_sent_acks_is_never_shed(void **state)
+{
+	unsigned s, d;
+	uint64_t known0 = counter("syn_shed_known_peer");
+	(void)state;
+
+	fake_now += 20000;
+	round_of(64, 0, 50000, &s, &d);
+	round_of(64, 0, 50100, &s, &d);
+	assert_true(stk__synshed_pressure());
+	assert_int_equal(s, 64);
+	/* 198.19.0.7 sent the data segments of round_of: a peer with a connection. Its new
+	 * connection's SYN goes to lwIP at once, flood or not; a stranger's is shed. */
+	stk__synshed_round_begin();
+	assert_false(drop(tcp4(7, 41000, 0x77, SYN, 0)));
+	assert_true(drop(tcp4(60000, 41000, 0x77, SYN, 0)));
+	stk__synshed_round_end();
+	assert_int_equal(counter("syn_shed_known_peer") - known0, 1);
+}
+
+int main(void)
+{
+	unsetenv("ULS_SYN_SHED");   /* the defaults are under test */
+	stk__synshed_clock = fake_clock;
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(a_round_of_data_alone_sheds_nothing_after_it),
+		cmocka_unit_test(a_short_round_of_syns_sheds_nothing_after_it),
+		cmocka_unit_test(behind_a_flood_syns_are_shed_counted_and_data_taken),
+		cmocka_unit_test(a_shed_syn_retransmitted_is_taken_in),
+		cmocka_unit_test(pressure_ends_half_a_second_after_the_last_round_behind),
+		cmocka_unit_test(shed_syns_that_come_back_stop_the_shedding),
+		cmocka_unit_test(a_syn_from_a_peer_that_sent_acks_is_never_shed),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
