@@ -207,6 +207,20 @@ void nif_qring_discard(struct nif_qring_prep *p)
 	p->made = false;
 }
 
+/* A free submission entry of the receive ring; when the ring is full, what it holds is
+ * submitted first. NULL when there is none even then. */
+static struct io_uring_sqe *rx_sqe(struct qring *q)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&q->rx);
+
+	if (!sqe) {
+		io_uring_submit(&q->rx);
+		q->rx_rearm = 0;
+		sqe = io_uring_get_sqe(&q->rx);
+	}
+	return sqe;
+}
+
 /* Post a read into slot i, giving the slot a buffer of the pool first if its own was
  * lent; false if there is no buffer or no submission entry (the slot stays free). */
 static bool arm_read(struct qring *q, unsigned i)
@@ -215,14 +229,8 @@ static bool arm_read(struct qring *q, unsigned i)
 
 	if (!q->rx_slot[i] && !(q->rx_slot[i] = nif_rxpool_get(q->pool)))
 		return false;
-	sqe = io_uring_get_sqe(&q->rx);
-	if (!sqe) {
-		io_uring_submit(&q->rx);
-		q->rx_rearm = 0;
-		sqe = io_uring_get_sqe(&q->rx);
-		if (!sqe)
-			return false;
-	}
+	if (!(sqe = rx_sqe(q)))
+		return false;
 	io_uring_prep_read(sqe, 0, q->rx_slot[i]->data, (unsigned)q->buf_size, 0);
 	sqe->flags |= IOSQE_FIXED_FILE;
 	io_uring_sqe_set_data64(sqe, i);
@@ -262,13 +270,8 @@ static void arm_mshot(struct qring *q)
 	br_publish(q);
 	if (q->rx_armed || q->rx_nfree == RX_DEPTH)
 		return;
-	sqe = io_uring_get_sqe(&q->rx);
-	if (!sqe) {
-		io_uring_submit(&q->rx);
-		q->rx_rearm = 0;
-		if (!(sqe = io_uring_get_sqe(&q->rx)))
-			return;
-	}
+	if (!(sqe = rx_sqe(q)))
+		return;
 	io_uring_prep_rw(NIF_IORING_OP_READ_MULTISHOT, sqe, 0, NULL, 0, 0);
 	sqe->flags |= IOSQE_FIXED_FILE | IOSQE_BUFFER_SELECT;
 	sqe->buf_group = MSHOT_BGID;
@@ -338,13 +341,8 @@ static void arm_wake(struct qring *q)
 
 	if (q->wake_armed)
 		return;
-	sqe = io_uring_get_sqe(&q->rx);
-	if (!sqe) {
-		io_uring_submit(&q->rx);
-		q->rx_rearm = 0;
-		if (!(sqe = io_uring_get_sqe(&q->rx)))
-			return;  /* the wait below still ends at its timeout */
-	}
+	if (!(sqe = rx_sqe(q)))
+		return;  /* the wait below still ends at its timeout */
 	io_uring_prep_read(sqe, 1, &q->wake_buf, sizeof(q->wake_buf), 0);
 	sqe->flags |= IOSQE_FIXED_FILE;
 	io_uring_sqe_set_data64(sqe, WAKE_TAG);
