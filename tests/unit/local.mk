@@ -38,7 +38,7 @@ tests_unit_test_syncookie_SOURCES = tests/unit/test_syncookie.c
 tests_unit_test_syncookie_CPPFLAGS = $(UNIT_CPPFLAGS) -I$(top_srcdir)/stack
 tests_unit_test_syncookie_LDADD = $(UNIT_LDADD)
 
-tests_unit_test_synshed_SOURCES = tests/unit/test_synshed.c
+tests_unit_test_synshed_SOURCES = tests/unit/test_synshed.c tests/unit/counter_fixture.h
 tests_unit_test_synshed_CPPFLAGS = $(UNIT_CPPFLAGS) -I$(top_srcdir)/stack -I$(top_srcdir)/stack/include
 tests_unit_test_synshed_LDADD = $(UNIT_LDADD)
 
@@ -185,7 +185,8 @@ tests_unit_test_stream_CPPFLAGS = $(UNIT_CPPFLAGS) -I$(top_srcdir)/stack/include
 tests_unit_test_stream_LDADD = $(UNIT_LDADD)
 check_PROGRAMS += tests/unit/test_mirror
 TESTS += tests/unit/test_mirror
-tests_unit_test_mirror_SOURCES = tests/unit/test_mirror.c tests/unit/node_fixture.h
+tests_unit_test_mirror_SOURCES = tests/unit/test_mirror.c tests/unit/node_fixture.h \
+	tests/unit/counter_fixture.h
 tests_unit_test_mirror_CPPFLAGS = $(UNIT_CPPFLAGS) -I$(top_srcdir)/stack/include
 tests_unit_test_mirror_LDADD = $(UNIT_LDADD)
 

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "node_fixture.h"
+#include "counter_fixture.h"
 
 static uint16_t next_port = 7000;
 
@@ -194,18 +195,6 @@ static void test_full_send_buffer_is_not_writable_until_the_peer_reads(void **st
 }
 
 /* --- the shim's blocking calls: wait (uls_socket_drive), then the operation ----------- */
-
-static uint64_t counter(const char *name)
-{
-	static struct uls_counter c[512];
-	int n = uls_counters(c, 512);
-
-	for (int i = 0; i < n && i < 512; i++)
-		if (strcmp(c[i].name, name) == 0)
-			return c[i].value;
-	fail_msg("no counter %s", name);
-	return 0;
-}
 
 static void *write_later(void *arg)
 {

@@ -14,24 +14,13 @@
 
 #include "internal.h"
 #include "uls.h"
+#include "counter_fixture.h"
 
 static uint64_t fake_now = 1000000;
 
 static uint64_t fake_clock(void)
 {
 	return fake_now;
-}
-
-static uint64_t counter(const char *name)
-{
-	struct uls_counter c[512];
-	int n = uls_counters(c, 512);
-
-	for (int i = 0; i < n && i < 512; i++)
-		if (strcmp(c[i].name, name) == 0)
-			return c[i].value;
-	fail_msg("no counter %s", name);
-	return 0;
 }
 
 /* An IPv4 TCP segment from 198.19.A.B:port to 198.18.0.2:5090 (checksums are not looked
