@@ -561,6 +561,16 @@ def case_uepoll_socket_in_a_kernel_set_too():
     os.close(d)
 
 
+def echo_set(n, events):
+    """n non-blocking sockets connected to the peer's echo, in one epoll set for events."""
+    ep = select.epoll()
+    socks = [connect(ECHO) for _ in range(n)]
+    for s in socks:
+        s.setblocking(False)
+        ep.register(s, events)
+    return ep, socks
+
+
 def case_uepoll_a_rounds_sends_share_one_flush():
     """Issue 14 (uls_tx_batch): after an epoll_wait that reported N sockets, the transmit
     flush of up to N-1 of the round's sends may wait for a later one, so that one system
@@ -569,11 +579,7 @@ def case_uepoll_a_rounds_sends_share_one_flush():
     makes no call at all still leaves (the parked stack thread flushes within its grace of
     2 ms; 1.5 s are allowed here)."""
     n = 6
-    ep = select.epoll()
-    socks = [connect(ECHO) for _ in range(n)]
-    for s in socks:
-        s.setblocking(False)
-        ep.register(s, select.EPOLLIN)
+    ep, socks = echo_set(n, select.EPOLLIN)
     sent = [bytearray() for _ in socks]
     back = [bytearray() for _ in socks]
     for rnd in range(10):
@@ -687,11 +693,7 @@ def case_uepoll_ctl_between_sends_keeps_the_rounds_batch():
     one kept N-1 (none does while the stack thread is not parked, as on a loaded
     machine), 200 at most; at least one must have (the relay's ring keeps none)."""
     n = 4
-    ep = select.epoll()
-    socks = [connect(ECHO) for _ in range(n)]
-    for s in socks:
-        s.setblocking(False)
-        ep.register(s, select.EPOLLOUT)
+    ep, socks = echo_set(n, select.EPOLLOUT)
     echoed = [0] * n
     best = rounds = 0
     for rnd in range(200):
