@@ -17,3 +17,4 @@ EXTRA_DIST += apps/preload/preload.map
 bin_PROGRAMS += apps/ulsrun
 apps_ulsrun_SOURCES = apps/ulsrun.c
 apps_ulsrun_CPPFLAGS = $(AM_CPPFLAGS) $(INSTDIRS_CPPFLAGS)
+apps_ulsrun_LDADD = netif/libopt.la

@@ -716,12 +716,8 @@ int main(int argc, char **argv)
 			warmup = (uint32_t)(s * 1000);
 			break;
 		}
-		case 'h':
-			usage(stdout);
-			return 0;
 		default:
-			usage(stderr);
-			return 2;
+			return opt__help_or_bad(c, usage);
 		}
 	}
 	if (millis && have_bytes) {

@@ -110,8 +110,7 @@ static int driver_main(int argc, char **argv)
 			if (parse_family(optarg, &family) < 0)
 				return 2;
 			break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		default: return opt__help_or_bad(c, usage);
 		}
 	}
 	if (opt__no_operands("ulsping", argc, argv, optind) < 0) {
@@ -214,12 +213,8 @@ int main(int argc, char **argv)
 			    parse_family(optarg, &family))
 				return 2;
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
 		default:
-			usage(stderr);
-			return 2;
+			return opt__help_or_bad(c, usage);
 		}
 	}
 	if (opt__no_operands("ulsping", argc, argv, optind) < 0)

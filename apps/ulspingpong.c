@@ -297,8 +297,7 @@ int main(int argc, char **argv)
 			rc = opt__num(PROG, "to", colon + 1, 1, 65535, &port);
 			break;
 		}
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		default: return opt__help_or_bad(c, usage);
 		}
 	}
 	if (rc < 0)

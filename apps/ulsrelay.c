@@ -183,8 +183,7 @@ int main(int argc, char **argv)
 			local.sin_port = htons((uint16_t)v);
 			have_port = true;
 			break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		default: return opt__help_or_bad(c, usage);
 		}
 	}
 	if (optind != argc || !ctl || !upath || strlen(upath) >= sizeof(un.sun_path) ||

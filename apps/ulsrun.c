@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "apps/instdirs.h"
+#include "netif/opt/opt.h"
 
 static void usage(FILE *to)
 {
@@ -147,12 +148,8 @@ int main(int argc, char **argv)
 		case 'c':
 			ctl = optarg;
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
 		default:
-			usage(stderr);
-			return 2;
+			return opt__help_or_bad(c, usage);
 		}
 	}
 	if (optind >= argc) {

@@ -743,12 +743,8 @@ int main(int argc, char **argv)
 		case 'o':
 			output = optarg;
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
 		default:
-			usage(stderr);
-			return 2;
+			return opt__help_or_bad(c, usage);
 		}
 	}
 	if (opt__no_operands("ulsstat", argc, argv, optind) < 0) {

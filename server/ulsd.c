@@ -343,12 +343,8 @@ int main(int argc, char **argv)
 		case 'f':
 			foreground = true;
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
 		default:
-			usage(stderr);
-			return 2;
+			return opt__help_or_bad(c, usage);
 		}
 	}
 	if (optind != argc || !s.tap_name[0] || !have_ip || !s.ctl_path) {

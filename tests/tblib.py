@@ -1,4 +1,6 @@
 """What the pytest suites share about the testbed script (tests/testbed/testbed)."""
+import atexit
+import contextlib
 import json
 import os
 import shlex
@@ -28,6 +30,25 @@ def run_testbed(testbed, tb_name, build, *args):
         text, errors = out.read(), err.read()
     assert r.returncode == 0, f"testbed {' '.join(args)}: exit {r.returncode}\n{errors}"
     return text
+
+
+@contextlib.contextmanager
+def down_once(down):
+    """Around a session testbed's life: `down` (stop what the suite started, keep the
+    logs, `testbed down`) runs exactly once, when the block ends (also on failure) or, if
+    pytest is interrupted before that, at interpreter exit."""
+    done = []
+
+    def once():
+        if not done:
+            done.append(True)
+            down()
+
+    atexit.register(once)
+    try:
+        yield
+    finally:
+        once()
 
 
 def parse_exports(text):

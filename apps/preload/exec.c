@@ -490,29 +490,18 @@ static int exec_args(enum exec_kind k, const char *file, const char *arg, va_lis
 	return rc;
 }
 
-SHIM_EXPORT int execl(const char *path, const char *arg, ...)
-{
-	va_list ap;
-	va_start(ap, arg);
-	int rc = exec_args(EXEC_PATH, path, arg, ap);
-	va_end(ap);
-	return rc;
-}
+/* execl, execlp and execle differ in their kind alone. A macro, because a variadic
+ * function cannot hand its own `...` on to another. */
+#define EXEC_VARIADIC(name, kind)                                        \
+	SHIM_EXPORT int name(const char *file, const char *arg, ...)     \
+	{                                                                \
+		va_list ap;                                              \
+		va_start(ap, arg);                                       \
+		int rc = exec_args(kind, file, arg, ap);                 \
+		va_end(ap);                                              \
+		return rc;                                               \
+	}
 
-SHIM_EXPORT int execlp(const char *file, const char *arg, ...)
-{
-	va_list ap;
-	va_start(ap, arg);
-	int rc = exec_args(EXEC_SEARCH, file, arg, ap);
-	va_end(ap);
-	return rc;
-}
-
-SHIM_EXPORT int execle(const char *path, const char *arg, ...)
-{
-	va_list ap;
-	va_start(ap, arg);
-	int rc = exec_args(EXEC_ENV, path, arg, ap);
-	va_end(ap);
-	return rc;
-}
+EXEC_VARIADIC(execl, EXEC_PATH)
+EXEC_VARIADIC(execlp, EXEC_SEARCH)
+EXEC_VARIADIC(execle, EXEC_ENV)

@@ -120,7 +120,8 @@ int shim__maxfd(void)
 	return atomic_load(&maxfd);
 }
 
-static struct shim_file *get(int fd, int claim)
+/* shim__get() without adopting an inherited socket (exec.c adopts with a time limit). */
+struct shim_file *shim__get_raw(int fd)
 {
 	struct shim_file *f;
 
@@ -131,6 +132,13 @@ static struct shim_file *get(int fd, int claim)
 	if (f)
 		atomic_fetch_add(&f->users, 1);
 	shim__table_unlock();
+	return f;
+}
+
+static struct shim_file *get(int fd, int claim)
+{
+	struct shim_file *f = shim__get_raw(fd);
+
 	/* A socket inherited across fork becomes this process's own on first use. */
 	if (f && f->gen != shim__generation())
 		shim__adopt(fd, f, claim);
@@ -150,21 +158,6 @@ struct shim_file *shim__get(int fd)
 struct shim_file *shim__get_io(int fd)
 {
 	return get(fd, -1);
-}
-
-/* shim__get() without adopting an inherited socket (exec.c adopts with a time limit). */
-struct shim_file *shim__get_raw(int fd)
-{
-	struct shim_file *f;
-
-	if (!in_range(fd) || !atomic_load_explicit(&table[fd], memory_order_acquire))
-		return NULL;
-	shim__table_lock();
-	f = atomic_load(&table[fd]);
-	if (f)
-		atomic_fetch_add(&f->users, 1);
-	shim__table_unlock();
-	return f;
 }
 
 /* Is f's last reference and last call gone? (table lock held) Then the caller closes it

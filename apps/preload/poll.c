@@ -164,6 +164,28 @@ static void arm_end(struct pollfd *p, nfds_t n, bool armed)
 	}
 }
 
+/* arm_begin and arm_end for select's sets: in[] keeps the sets as given (select
+ * overwrites them with the ready ones), and the end disarms what the begin armed. */
+static bool fdset_arm_begin(int nfds, fd_set *r, fd_set *w, fd_set *e, fd_set in[3])
+{
+	adopt_fdset(nfds, r, w);
+	const fd_set *sets[3] = { r, w, e };
+	for (int k = 0; k < 3; k++)
+		if (sets[k])
+			in[k] = *sets[k];
+	return arm_fdset(nfds, r ? &in[0] : NULL, w ? &in[1] : NULL, e ? &in[2] : NULL, 1);
+}
+
+static void fdset_arm_end(int nfds, const fd_set *r, const fd_set *w, const fd_set *e,
+			  const fd_set in[3], bool armed)
+{
+	if (armed) {
+		int err = errno;
+		arm_fdset(nfds, r ? &in[0] : NULL, w ? &in[1] : NULL, e ? &in[2] : NULL, -1);
+		errno = err;
+	}
+}
+
 static int poll_unarmed(struct pollfd *p, nfds_t n, int timeout)
 {
 	if (timeout == 0 || !p || n > 0xffffu || !holds_ours(p, n))
@@ -305,19 +327,10 @@ SHIM_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval
 {
 	shim__real_init();
 	wait_begin();
-	adopt_fdset(nfds, r, w);
 	fd_set in[3];
-	const fd_set *sets[3] = { r, w, e };
-	for (int k = 0; k < 3; k++)
-		if (sets[k])
-			in[k] = *sets[k];
-	bool armed = arm_fdset(nfds, r ? &in[0] : NULL, w ? &in[1] : NULL, e ? &in[2] : NULL, 1);
+	bool armed = fdset_arm_begin(nfds, r, w, e, in);
 	int rc = select_unarmed(nfds, r, w, e, t);
-	if (armed) {
-		int err = errno;
-		arm_fdset(nfds, r ? &in[0] : NULL, w ? &in[1] : NULL, e ? &in[2] : NULL, -1);
-		errno = err;
-	}
+	fdset_arm_end(nfds, r, w, e, in, armed);
 	return rc;
 }
 
@@ -354,19 +367,10 @@ SHIM_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct 
 {
 	shim__real_init();
 	wait_begin();
-	adopt_fdset(nfds, r, w);
 	fd_set in[3];
-	const fd_set *sets[3] = { r, w, e };
-	for (int k = 0; k < 3; k++)
-		if (sets[k])
-			in[k] = *sets[k];
-	bool armed = arm_fdset(nfds, r ? &in[0] : NULL, w ? &in[1] : NULL, e ? &in[2] : NULL, 1);
+	bool armed = fdset_arm_begin(nfds, r, w, e, in);
 	int rc = pselect_unarmed(nfds, r, w, e, t, m);
-	if (armed) {
-		int err = errno;
-		arm_fdset(nfds, r ? &in[0] : NULL, w ? &in[1] : NULL, e ? &in[2] : NULL, -1);
-		errno = err;
-	}
+	fdset_arm_end(nfds, r, w, e, in, armed);
 	return rc;
 }
 

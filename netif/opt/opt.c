@@ -82,6 +82,12 @@ int opt__no_operands(const char *prog, int argc, char **argv, int optind)
 	return -EINVAL;
 }
 
+int opt__help_or_bad(int c, void (*usage)(FILE *))
+{
+	usage(c == 'h' ? stdout : stderr);
+	return c == 'h' ? 0 : 2;
+}
+
 static int bad_range(const char *prog, const char *name, const char *arg,
 		     unsigned long long lo, unsigned long long hi)
 {

@@ -13,6 +13,7 @@
 #include <netinet/in.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* A decimal integer with an optional K, M or G (x1024, x1024^2, x1024^3); no blanks, no
  * sign. 0 or -EINVAL (-ERANGE when it does not fit). */
@@ -28,6 +29,11 @@ int opt__bad(const char *prog, const char *name, const char *arg, const char *wa
 /* After getopt: argv[optind..argc) must be empty, else "PROG: unexpected argument 'X'" and
  * -EINVAL. */
 int opt__no_operands(const char *prog, int argc, char **argv, int optind);
+
+/* getopt's 'h' and any option it did not know (its '?' or ':'), as every program answers
+ * them: usage(stdout) and 0 for 'h', usage(stderr) and 2 otherwise. Returns that exit
+ * status for the caller to return: `default: return opt__help_or_bad(c, usage);`. */
+int opt__help_or_bad(int c, void (*usage)(FILE *));
 
 /* A number (opt__parse_size: K, M, G allowed) in lo..hi. */
 int opt__num(const char *prog, const char *name, const char *arg, unsigned long long lo,

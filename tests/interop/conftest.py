@@ -23,7 +23,6 @@ ID is the PID this suite recorded (so nginx's workers and any child of ulsrun go
 SIGTERM, then SIGKILL after a bounded wait, at the end of each test, also on failure. Every
 wait is bounded.
 """
-import atexit
 import contextlib
 import hashlib
 import json
@@ -39,8 +38,8 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from tblib import (BUILD, SRC, TESTBED, FileProc, TestbedEnv, parse_exports,  # noqa: E402
-                   run_testbed)
+from tblib import (BUILD, SRC, TESTBED, FileProc, TestbedEnv, down_once,  # noqa: E402
+                   parse_exports, run_testbed)
 ULSRUN = os.path.join(BUILD, "apps", "ulsrun")
 STAT = os.path.join(BUILD, "apps", "ulsstat")
 ULSD = os.path.join(BUILD, "server", "ulsd")
@@ -262,24 +261,19 @@ def testbed():
         raise KeyboardInterrupt(f"signal {signum}")
     signal.signal(signal.SIGTERM, on_term)
     tb = Testbed()
-    down_done = []
 
     def down():
-        if down_done:
-            return
-        down_done.append(True)
         tb.stop_procs()
         tb.save_logs()
         _tb("down")
 
-    atexit.register(down)
     try:
-        tb.env = parse_exports(_tb("up", "--nodes", "2"))
-        assert tb.env.get("TB_ULSD") == "1", tb.env
-        print(f"interop outputs in {tb.outdir}")
-        yield tb
+        with down_once(down):
+            tb.env = parse_exports(_tb("up", "--nodes", "2"))
+            assert tb.env.get("TB_ULSD") == "1", tb.env
+            print(f"interop outputs in {tb.outdir}")
+            yield tb
     finally:
-        down()
         if _failed:
             print(f"interop outputs kept in {tb.outdir}")
         else:

@@ -19,7 +19,6 @@ interrupted (try/finally and atexit). Processes are stopped by the PIDs this sui
 never by name; a ulsd a test restarts is registered in the testbed's PID file so that
 `testbed down` stops it too, and is killed by PID afterwards if it is still alive.
 """
-import atexit
 import json
 import os
 import shutil
@@ -32,8 +31,8 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from tblib import (BUILD, SRC, TESTBED, FileProc, TestbedEnv, parse_exports,  # noqa: E402
-                   run_testbed)
+from tblib import (BUILD, SRC, TESTBED, FileProc, TestbedEnv, down_once,  # noqa: E402
+                   parse_exports, run_testbed)
 BENCH = os.path.join(BUILD, "apps", "ulsbench")
 STAT = os.path.join(BUILD, "apps", "ulsstat")
 HOSTILE = os.path.join(BUILD, "tests", "node", "hostile")
@@ -285,12 +284,8 @@ def testbed():
         if not os.path.exists(prog):
             pytest.fail(f"{prog} not built: run `make` and `make tests/node/hostile` in {BUILD}")
     tb = Testbed()
-    down_done = []
 
     def down():
-        if down_done:
-            return
-        down_done.append(True)
         tb.cleanup_procs()
         try:
             tb.save_logs()
@@ -303,16 +298,13 @@ def testbed():
                     p.kill()
                 p.wait()
 
-    atexit.register(down)
-    try:
+    with down_once(down):
         # --ipv6: each ulsd has an IPv6 address (--ip6), so that the IPv6 cases
         # (test_node_ipv6.py) meet the node's IPv6 steering and transmit check.
         tb.env = parse_exports(_testbed("up", "--nodes", "2", "--ipv6"))
         assert tb.env.get("TB_ULSD") == "1", tb.env
         tb.kernel_server(KERNEL_SINK_PORT)
         yield tb
-    finally:
-        down()
 
 
 @pytest.fixture

@@ -125,6 +125,28 @@ static void cidr_prefix_1_to_30_anything_else_einval(void **state)
 	}
 }
 
+/* What opt__help_or_bad's usage callback was given. */
+static FILE *usage_to;
+static int usage_calls;
+
+static void record_usage(FILE *f)
+{
+	usage_to = f;
+	usage_calls++;
+}
+
+static void help_goes_to_stdout_and_0_anything_else_to_stderr_and_2(void **state)
+{
+	(void)state;
+	assert_int_equal(opt__help_or_bad('h', record_usage), 0);
+	assert_ptr_equal(usage_to, stdout);
+	assert_int_equal(opt__help_or_bad('?', record_usage), 2);
+	assert_ptr_equal(usage_to, stderr);
+	assert_int_equal(opt__help_or_bad(':', record_usage), 2);
+	assert_ptr_equal(usage_to, stderr);
+	assert_int_equal(usage_calls, 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -135,6 +157,7 @@ int main(void)
 		cmocka_unit_test(number_list_in_order_empty_entries_rejected),
 		cmocka_unit_test(word_list_each_once_repeats_rejected),
 		cmocka_unit_test(cidr_prefix_1_to_30_anything_else_einval),
+		cmocka_unit_test(help_goes_to_stdout_and_0_anything_else_to_stderr_and_2),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -97,56 +97,57 @@ static int uring_register(int fd, unsigned op, const void *arg, unsigned n)
 	return syscall(__NR_io_uring_register, fd, op, arg, n) < 0 ? -errno : 0;
 }
 
-static int setup(void **state)
+/* The device on a socket pair, its prepared rings p as ulsd leaves them (server/bpf.c):
+ * ring i restricted to the first nres[i] entries of res (res NULL: not restricted), the
+ * socket its fixed file 0 and, with wake (CTL_HELLO_F_WAKE), the wake-up eventfd the
+ * receive ring's fixed file 1; with_lease: the lease is a socket whose other end the test
+ * holds. */
+static int open_fx(void **state, struct nif_qring_prep *p,
+		   const struct io_uring_restriction *res, const unsigned nres[2], bool wake,
+		   bool with_lease)
 {
 	struct fx *f = calloc(1, sizeof(*f));
-	struct nif_qring_prep p;
 	int sv[2];
-
-	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
-	assert_int_equal(nif_qring_prepare(&p), 0);
-	choose_rx(&p);
-	/* What ulsd does to a process's rings (server/bpf.c, without the restrictions). */
-	for (int i = 0; i < 2; i++) {
-		assert_int_equal(uring_register(nif_qring_fd(&p, i), IORING_REGISTER_FILES, &sv[0], 1), 0);
-		assert_int_equal(uring_register(nif_qring_fd(&p, i), IORING_REGISTER_ENABLE_RINGS, NULL, 0), 0);
-	}
-	assert_int_equal(nif_qring_open(&f->dev, &p, 1500, true, -1,
-					eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), false), 0);
-	f->peer = sv[1];
-	f->own = sv[0];
-	f->lease[0] = f->lease[1] = -1;
-	*state = f;
-	return 0;
-}
-
-/* As ulsd does with CTL_HELLO_F_WAKE: the wake-up eventfd is the receive ring's fixed file
- * 1, and the lease is a socket whose other end the test holds. */
-static int open_wake_in_ring(void **state, bool with_lease)
-{
-	struct fx *f = calloc(1, sizeof(*f));
-	struct nif_qring_prep p;
-	int sv[2];
-	int efd = eventfd(0, EFD_CLOEXEC);
+	int efd = eventfd(0, EFD_CLOEXEC | (wake ? 0 : EFD_NONBLOCK));
 
 	assert_true(efd >= 0);
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
 	f->lease[0] = f->lease[1] = -1;
 	if (with_lease)
 		assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, f->lease), 0);
-	assert_int_equal(nif_qring_prepare(&p), 0);
-	choose_rx(&p);
 	int files[2] = { sv[0], efd };
 	for (int i = 0; i < 2; i++) {
-		assert_int_equal(uring_register(nif_qring_fd(&p, i), IORING_REGISTER_FILES, files,
-						i == 0 ? 2 : 1), 0);
-		assert_int_equal(uring_register(nif_qring_fd(&p, i), IORING_REGISTER_ENABLE_RINGS, NULL, 0), 0);
+		if (res)
+			assert_int_equal(uring_register(nif_qring_fd(p, i), IORING_REGISTER_RESTRICTIONS,
+							res, nres[i]), 0);
+		assert_int_equal(uring_register(nif_qring_fd(p, i), IORING_REGISTER_FILES, files,
+						wake && i == 0 ? 2 : 1), 0);
+		assert_int_equal(uring_register(nif_qring_fd(p, i), IORING_REGISTER_ENABLE_RINGS, NULL, 0), 0);
 	}
-	assert_int_equal(nif_qring_open(&f->dev, &p, 1500, true, f->lease[0], efd, true), 0);
+	assert_int_equal(nif_qring_open(&f->dev, p, 1500, true, f->lease[0], efd, wake), 0);
 	f->peer = sv[1];
 	f->own = sv[0];
 	*state = f;
 	return 0;
+}
+
+static int setup(void **state)
+{
+	struct nif_qring_prep p;
+
+	assert_int_equal(nif_qring_prepare(&p), 0);
+	choose_rx(&p);
+	return open_fx(state, &p, NULL, NULL, false, false);
+}
+
+/* As ulsd does with CTL_HELLO_F_WAKE. */
+static int open_wake_in_ring(void **state, bool with_lease)
+{
+	struct nif_qring_prep p;
+
+	assert_int_equal(nif_qring_prepare(&p), 0);
+	choose_rx(&p);
+	return open_fx(state, &p, NULL, NULL, true, with_lease);
 }
 
 static int setup_wake_in_ring(void **state)
@@ -718,27 +719,13 @@ static int open_restricted(void **state, bool allow_mshot)
 		  .sqe_flags = IOSQE_FIXED_FILE | (allow_mshot ? IOSQE_BUFFER_SELECT : 0) },
 		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = NIF_IORING_OP_READ_MULTISHOT },
 	};
-	struct fx *f = calloc(1, sizeof(*f));
+	const unsigned all = sizeof(res) / sizeof(res[0]);
+	const unsigned nres[2] = { allow_mshot ? all : all - 1, all - 1 };
 	struct nif_qring_prep p;
-	int sv[2];
 
-	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
 	assert_int_equal(nif_qring_prepare(&p), 0);
 	assert_true(p.mshot);   /* the device is told it may: ulsd's reply said so */
-	for (int i = 0; i < 2; i++) {
-		unsigned n = sizeof(res) / sizeof(res[0]) - (i == 0 && allow_mshot ? 0 : 1);
-		assert_int_equal(uring_register(nif_qring_fd(&p, i), IORING_REGISTER_RESTRICTIONS,
-						res, n), 0);
-		assert_int_equal(uring_register(nif_qring_fd(&p, i), IORING_REGISTER_FILES, &sv[0], 1), 0);
-		assert_int_equal(uring_register(nif_qring_fd(&p, i), IORING_REGISTER_ENABLE_RINGS, NULL, 0), 0);
-	}
-	assert_int_equal(nif_qring_open(&f->dev, &p, 1500, true, -1,
-					eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), false), 0);
-	f->peer = sv[1];
-	f->own = sv[0];
-	f->lease[0] = f->lease[1] = -1;
-	*state = f;
-	return 0;
+	return open_fx(state, &p, res, nres, false, false);
 }
 
 static int setup_restricted_mshot(void **state)

@@ -30,6 +30,7 @@ static const uint8_t other_ip6[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 9 };
 static const uint8_t peer_ll[16] = { 0xfe, 0x80, [15] = 2 };
 static const uint8_t all_nodes[16] = { 0xff, 0x02, [15] = 1 };
 static const uint8_t unspec[16];
+static const uint8_t all_mac[6] = { 0x33, 0x33, 0, 0, 0, 1 };   /* all_nodes' */
 static struct srv srv;
 
 /* reass.c's entry, which reply6.c hands every fragment for the node (RFC 8200 §4.5). */
@@ -80,13 +81,20 @@ static void build(struct frame *f, const uint8_t *dmac, const uint8_t *src, cons
 	f->len = WIRE_ETH_HLEN + WIRE_IPV6_HLEN + l4_len;
 }
 
-/* The node gets next's l4_len octets at l4 from the peer, hop limit 64. */
-static void input(uint8_t next, const uint8_t *l4, size_t l4_len)
+/* The node gets build's frame, as the demux thread hands it one. */
+static void input_from(const uint8_t *dmac, const uint8_t *src, const uint8_t *dst,
+		       uint8_t next, uint8_t hlim, const uint8_t *l4, size_t l4_len)
 {
 	struct frame f;
 
-	build(&f, node_mac, peer_ip6, node_ip6, next, 64, l4, l4_len);
+	build(&f, dmac, src, dst, next, hlim, l4, l4_len);
 	srv__input_ip6(&srv, f.b, f.len);
+}
+
+/* The node gets next's l4_len octets at l4 from the peer, hop limit 64. */
+static void input(uint8_t next, const uint8_t *l4, size_t l4_len)
+{
+	input_from(node_mac, peer_ip6, node_ip6, next, 64, l4, l4_len);
 }
 
 /* An NS for target, with a Source Link-Layer Address option when lladdr. */
@@ -114,13 +122,11 @@ static void solicited(uint8_t g[16], uint8_t mac[6], const uint8_t *a)
 static void input_ns(const uint8_t *src, const uint8_t *target, const uint8_t *lladdr,
 		     uint8_t hlim)
 {
-	struct frame f;
 	uint8_t m[32], g[16], gmac[6];
 	size_t n = ns(m, target, lladdr);
 
 	solicited(g, gmac, target);
-	build(&f, gmac, src, g, WIRE_IPPROTO_ICMPV6, hlim, m, n);
-	srv__input_ip6(&srv, f.b, f.len);
+	input_from(gmac, src, g, WIRE_IPPROTO_ICMPV6, hlim, m, n);
 }
 
 /* The last frame sent: IPv6 from the node's MAC to dmac; its IPv6 header, read. */
@@ -178,19 +184,16 @@ static void ns_multicast_for_node_address_answered_solicited_override(void **sta
 
 static void ns_unicast_for_link_local_without_option_answered_to_frame_source(void **state)
 {
-	struct frame f;
 	uint8_t m[32];
 	size_t n = ns(m, srv.ip6_ll, NULL);
 
 	(void)state;
-	build(&f, node_mac, peer_ll, srv.ip6_ll, WIRE_IPPROTO_ICMPV6, 255, m, n);
-	srv__input_ip6(&srv, f.b, f.len);
+	input_from(node_mac, peer_ll, srv.ip6_ll, WIRE_IPPROTO_ICMPV6, 255, m, n);
 	sent_na(peer_mac, peer_ll, srv.ip6_ll, WIRE_ND_NA_SOLICITED | WIRE_ND_NA_OVERRIDE);
 }
 
 static void ns_from_unspecified_answered_to_all_nodes_unsolicited(void **state)
 {
-	static const uint8_t all_mac[6] = { 0x33, 0x33, 0, 0, 0, 1 };
 
 	(void)state;
 	input_ns(unspec, node_ip6, NULL, 255);
@@ -210,25 +213,20 @@ static void invalid_ns_dropped_and_counted(void **state)
 	n = ns(m, node_ip6, opt_mac);
 	/* code 1 */
 	m[1] = 1;
-	build(&f, gmac, peer_ip6, g, WIRE_IPPROTO_ICMPV6, 255, m, n);
-	srv__input_ip6(&srv, f.b, f.len);
+	input_from(gmac, peer_ip6, g, WIRE_IPPROTO_ICMPV6, 255, m, n);
 	/* shorter than 24 */
 	n = ns(m, node_ip6, NULL);
-	build(&f, gmac, peer_ip6, g, WIRE_IPPROTO_ICMPV6, 255, m, 20);
-	srv__input_ip6(&srv, f.b, f.len);
+	input_from(gmac, peer_ip6, g, WIRE_IPPROTO_ICMPV6, 255, m, 20);
 	/* target multicast */
 	n = ns(m, all_nodes, opt_mac);
-	build(&f, gmac, peer_ip6, g, WIRE_IPPROTO_ICMPV6, 255, m, n);
-	srv__input_ip6(&srv, f.b, f.len);
+	input_from(gmac, peer_ip6, g, WIRE_IPPROTO_ICMPV6, 255, m, n);
 	/* an option of length 0 */
 	n = ns(m, node_ip6, opt_mac);
 	m[25] = 0;
-	build(&f, gmac, peer_ip6, g, WIRE_IPPROTO_ICMPV6, 255, m, n);
-	srv__input_ip6(&srv, f.b, f.len);
+	input_from(gmac, peer_ip6, g, WIRE_IPPROTO_ICMPV6, 255, m, n);
 	/* from :: with a source link-layer address option */
 	n = ns(m, node_ip6, opt_mac);
-	build(&f, gmac, unspec, g, WIRE_IPPROTO_ICMPV6, 255, m, n);
-	srv__input_ip6(&srv, f.b, f.len);
+	input_from(gmac, unspec, g, WIRE_IPPROTO_ICMPV6, 255, m, n);
 	assert_int_equal(srv.ctr.v[SRV_DROP_ND_INVALID], 6);
 	/* a wrong checksum */
 	build(&f, gmac, peer_ip6, g, WIRE_IPPROTO_ICMPV6, 255, m, n);
@@ -237,15 +235,13 @@ static void invalid_ns_dropped_and_counted(void **state)
 	assert_int_equal(srv.ctr.v[SRV_DROP_ICMPV6_CHECKSUM], 1);
 	/* a target that is not the node's */
 	n = ns(m, other_ip6, opt_mac);
-	build(&f, node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_ICMPV6, 255, m, n);
-	srv__input_ip6(&srv, f.b, f.len);
+	input_from(node_mac, peer_ip6, node_ip6, WIRE_IPPROTO_ICMPV6, 255, m, n);
 	assert_int_equal(srv.ctr.v[SRV_DROP_ND_NOT_FOR_NODE], 1);
 	assert_int_equal(nsent, 0);
 }
 
 static void echo_request_answered_with_its_data(void **state)
 {
-	struct frame f;
 	uint8_t m[64];
 	struct wire_ipv6 ip;
 
@@ -268,9 +264,7 @@ static void echo_request_answered_with_its_data(void **state)
 	assert_true(wire_icmpv6_checksum_ok(ip.src, ip.dst, ip.payload, ip.payload_len));
 	assert_int_equal(srv.ctr.v[SRV_ICMP_ECHO_REPLIES], 1);
 	/* To all-nodes: answered from the address of the peer's scope (RFC 4443 §4.1). */
-	static const uint8_t all_mac[6] = { 0x33, 0x33, 0, 0, 0, 1 };
-	build(&f, all_mac, peer_ll, all_nodes, WIRE_IPPROTO_ICMPV6, 64, m, sizeof(m));
-	srv__input_ip6(&srv, f.b, f.len);
+	input_from(all_mac, peer_ll, all_nodes, WIRE_IPPROTO_ICMPV6, 64, m, sizeof(m));
 	assert_int_equal(nsent, 2);
 	assert_int_equal(wire_ipv6_view(&ip, sent + 14, sent_len - 14), 0);
 	assert_memory_equal(ip.src, srv.ip6_ll, 16);
@@ -295,9 +289,7 @@ static void udp_to_nobody_gets_port_unreachable_quoting_it(void **state)
 	assert_true(wire_icmpv6_checksum_ok(ip.src, ip.dst, ip.payload, ip.payload_len));
 	assert_int_equal(srv.ctr.v[SRV_ICMP_UNREACH_SENT], 1);
 	/* Not for a packet to a group (RFC 4443 §2.4 (e.3)). */
-	static const uint8_t all_mac[6] = { 0x33, 0x33, 0, 0, 0, 1 };
-	build(&f, all_mac, peer_ip6, all_nodes, WIRE_IPPROTO_UDP, 64, u, sizeof(u));
-	srv__input_ip6(&srv, f.b, f.len);
+	input_from(all_mac, peer_ip6, all_nodes, WIRE_IPPROTO_UDP, 64, u, sizeof(u));
 	assert_int_equal(nsent, 1);
 	assert_int_equal(srv.ctr.v[SRV_DROP_ICMP_ERROR_NOT_UNICAST], 1);
 	/* Rate-limited with IPv4's errors. */
@@ -355,14 +347,11 @@ static void bad_headers_dropped_and_counted(void **state)
 	wire_wr16(f.b + 14 + WIRE_IPV6_OFF_PLEN, 21);
 	srv__input_ip6(&srv, f.b, f.len);
 	/* A multicast source. */
-	build(&f, node_mac, all_nodes, node_ip6, WIRE_IPPROTO_TCP, 64, t, sizeof(t));
-	srv__input_ip6(&srv, f.b, f.len);
+	input_from(node_mac, all_nodes, node_ip6, WIRE_IPPROTO_TCP, 64, t, sizeof(t));
 	assert_int_equal(srv.ctr.v[SRV_DROP_IPV6_HEADER], 3);
 	/* Another address, another MAC. */
-	build(&f, node_mac, peer_ip6, other_ip6, WIRE_IPPROTO_TCP, 64, t, sizeof(t));
-	srv__input_ip6(&srv, f.b, f.len);
-	build(&f, opt_mac, peer_ip6, node_ip6, WIRE_IPPROTO_TCP, 64, t, sizeof(t));
-	srv__input_ip6(&srv, f.b, f.len);
+	input_from(node_mac, peer_ip6, other_ip6, WIRE_IPPROTO_TCP, 64, t, sizeof(t));
+	input_from(opt_mac, peer_ip6, node_ip6, WIRE_IPPROTO_TCP, 64, t, sizeof(t));
 	assert_int_equal(srv.ctr.v[SRV_DROP_NOT_FOR_NODE], 2);
 	/* A fragment: it goes to reassembly, not answered here. */
 	uint8_t fr[8 + 20] = { WIRE_IPPROTO_TCP, 0, 0, 1, 0, 0, 0, 42 };
@@ -402,7 +391,6 @@ static void unrecognized_options_acted_on_by_their_high_bits(void **state)
 	uint8_t d[8 + 8] = { WIRE_IPPROTO_ICMPV6, 0, 0x00, 2, 0xab, 0xcd, 1, 0,
 			     WIRE_ICMPV6_ECHO_REQUEST };
 	struct wire_ipv6 ip;
-	static const uint8_t all_mac[6] = { 0x33, 0x33, 0, 0, 0, 1 };
 
 	(void)state;
 	/* 00: skipped, the echo is answered (the option types 0x00-0x3f but Pad1). */
@@ -419,8 +407,7 @@ static void unrecognized_options_acted_on_by_their_high_bits(void **state)
 	/* 10: discarded, Parameter Problem code 2 pointing at the option type (offset 42),
 	 * even for a packet to a group. */
 	d[2] = 0xbe;
-	build(&f, all_mac, peer_ip6, all_nodes, WIRE_IPPROTO_DSTOPTS, 64, d, sizeof(d));
-	srv__input_ip6(&srv, f.b, f.len);
+	input_from(all_mac, peer_ip6, all_nodes, WIRE_IPPROTO_DSTOPTS, 64, d, sizeof(d));
 	assert_int_equal(nsent, 2);
 	assert_int_equal(wire_ipv6_view(&ip, sent + 14, sent_len - 14), 0);
 	assert_int_equal(ip.payload[0], WIRE_ICMPV6_PARAM_PROB);
@@ -428,8 +415,7 @@ static void unrecognized_options_acted_on_by_their_high_bits(void **state)
 	assert_int_equal(wire_rd32(ip.payload + 4), 42);
 	/* 11: the same, but not for a packet to a group. */
 	d[2] = 0xfe;
-	build(&f, all_mac, peer_ip6, all_nodes, WIRE_IPPROTO_DSTOPTS, 64, d, sizeof(d));
-	srv__input_ip6(&srv, f.b, f.len);
+	input_from(all_mac, peer_ip6, all_nodes, WIRE_IPPROTO_DSTOPTS, 64, d, sizeof(d));
 	assert_int_equal(nsent, 2);
 	input(WIRE_IPPROTO_DSTOPTS, d, sizeof(d));
 	assert_int_equal(nsent, 3);
@@ -446,10 +432,8 @@ static void unrecognized_options_acted_on_by_their_high_bits(void **state)
  * fragment to a group is dropped and counted. */
 static void fragments_for_the_node_go_to_reassembly_and_to_a_group_are_dropped(void **state)
 {
-	struct frame f;
 	/* Fragment header (UDP, offset 0, M, Identification 5), then a UDP header. */
 	uint8_t d[8 + 8 + 8] = { WIRE_IPPROTO_UDP, 0, 0, 1, 0, 0, 0, 5, 0x9c, 0x40, 0, 7, 0, 100 };
-	uint8_t all_mac[6];
 
 	(void)state;
 	input(WIRE_IPPROTO_FRAGMENT, d, sizeof(d));
@@ -459,9 +443,7 @@ static void fragments_for_the_node_go_to_reassembly_and_to_a_group_are_dropped(v
 	assert_int_equal(reass_pkt.ip6.frag_id, 5);
 	assert_true(reass_pkt.has_ports);
 	assert_int_equal(reass_pkt.dport, 7);
-	wire_ipv6_mcast_mac(all_mac, all_nodes);
-	build(&f, all_mac, peer_ip6, all_nodes, WIRE_IPPROTO_FRAGMENT, 64, d, sizeof(d));
-	srv__input_ip6(&srv, f.b, f.len);
+	input_from(all_mac, peer_ip6, all_nodes, WIRE_IPPROTO_FRAGMENT, 64, d, sizeof(d));
 	assert_int_equal(reassembled, 1);
 	assert_int_equal(srv.ctr.v[SRV_DROP_IPV6_FRAGMENT], 1);
 	assert_int_equal(nsent, 0);
@@ -713,7 +695,6 @@ static void dad_advertisement_for_tentative_address_is_a_counted_duplicate(void 
  * reply6.c: its addresses are its operator's). */
 static void dad_solicitation_from_unspecified_for_tentative_address_is_a_duplicate(void **state)
 {
-	static const uint8_t all_mac[6] = { 0x33, 0x33, 0, 0, 0, 1 };
 
 	(void)state;
 	srv__dad_start(&srv);
