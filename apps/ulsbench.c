@@ -37,6 +37,12 @@
  * last instants (u64 each, CLOCK_MONOTONIC nanoseconds; every process of a testbed is on
  * one machine, so one clock)}. A time-limited sender stops at the limit and shuts its side
  * down; the receiver verifies up to the FIN.
+ *
+ * SIGUSR1 makes a running ulsbench report on stderr, like dd: the bytes its streams moved
+ * so far and, on ulstack, the stack's non-zero counters. Two reports some seconds apart
+ * tell a slow transfer from a stalled one, and which counters still move (retransmission
+ * timeouts, drops) while it is stalled; the test suites ask for them before they kill a
+ * transfer that ran out of time.
  */
 #include <endian.h>
 #include <errno.h>
@@ -80,6 +86,17 @@ static const struct netops *ops = &bench__kernel_ops;
  * host's net.ipv4.tcp_congestion_control says, which need not be Linux's CUBIC. */
 static const char *congestion;
 
+/* What SIGUSR1's report says: the bytes every stream moved so far (atomic); whether the
+ * stack is ulstack's and up (under report_mtx, which uls_node_stop() waits for). */
+static uint64_t moved;
+static pthread_mutex_t report_mtx = PTHREAD_MUTEX_INITIALIZER;
+static bool report_counters;
+
+static void note_moved(size_t n)
+{
+	__atomic_add_fetch(&moved, n, __ATOMIC_RELAXED);
+}
+
 static void put64(uint8_t *p, uint64_t v) { v = htobe64(v); memcpy(p, &v, 8); }
 static void put32(uint8_t *p, uint32_t v) { v = htobe32(v); memcpy(p, &v, 4); }
 static uint64_t get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return be64toh(v); }
@@ -99,6 +116,7 @@ static int stream_out(int sd, uint64_t seed, uint64_t bytes, uint32_t millis, ui
 		int rc = bench__send_all(ops, sd, buf, n);
 		if (rc < 0)
 			return rc;
+		note_moved(n);
 		off += n;
 	}
 	*sent = off;
@@ -169,6 +187,7 @@ static int stream_in(int sd, uint64_t seed, uint64_t bytes, uint8_t *buf, uint64
 			return ST_CORRUPT;
 		}
 		off += (uint64_t)n;
+		note_moved((size_t)n);
 	}
 	if (!marked) {
 		mark_off = 0;
@@ -271,6 +290,40 @@ static void print_counters(FILE *f)
 		}
 	fputc('}', f);
 	free(c);
+}
+
+/* SIGUSR1, taken by this thread alone (main blocks it before any other thread exists, so
+ * every thread inherits the block): the report above. Counters take the stack's lock; a
+ * report without them says a thread holds it. */
+static void *report_on_usr1(void *arg)
+{
+	const sigset_t *usr1 = arg;
+	int sig;
+
+	while (sigwait(usr1, &sig) == 0) {
+		fprintf(stderr, "ulsbench: pid %d: %llu bytes moved\n", (int)getpid(),
+			(unsigned long long)__atomic_load_n(&moved, __ATOMIC_RELAXED));
+		pthread_mutex_lock(&report_mtx);
+		if (report_counters) {
+			fputs("ulsbench: counters ", stderr);
+			print_counters(stderr);
+			fputc('\n', stderr);
+		}
+		pthread_mutex_unlock(&report_mtx);
+	}
+	return NULL;
+}
+
+static void start_reporter(void)
+{
+	static sigset_t usr1;
+	pthread_t t;
+
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	if (pthread_sigmask(SIG_BLOCK, &usr1, NULL) == 0 &&
+	    pthread_create(&t, NULL, report_on_usr1, &usr1) == 0)
+		pthread_detach(t);
 }
 
 static int run_server(const struct endpoint *e, long count, bool reuseport)
@@ -756,11 +809,16 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	start_reporter();
 	int started = bench__node_start(&no, "ulsbench");
 	if (started < 0)
 		return 1;
-	if (started)
+	if (started) {
 		ops = &bench__uls_ops;
+		pthread_mutex_lock(&report_mtx);
+		report_counters = true;
+		pthread_mutex_unlock(&report_mtx);
+	}
 	if (!ep.unix_path && bench__family_check(ops, ep.in.sa.sa_family, "ulsbench") < 0) {
 		if (started)
 			uls_node_stop();
@@ -773,6 +831,9 @@ int main(int argc, char **argv)
 		print_counters(stderr);
 		fputc('\n', stderr);
 	}
+	pthread_mutex_lock(&report_mtx);
+	report_counters = false;
+	pthread_mutex_unlock(&report_mtx);
 	if (started)
 		uls_node_stop();
 	return rc;

@@ -149,12 +149,20 @@ class FileProc(OutputFiles):
         return self.p.poll()
 
     def wait(self, timeout):
-        """The exit status; on timeout the process (group) is killed and the test fails."""
+        """The exit status; on timeout the process (group) is killed and the test fails,
+        saying what stall_report() learnt before the kill."""
         try:
             return self.p.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
+            report = self.stall_report()
             self.kill_now()
-            raise AssertionError(f"{self.name} did not finish within {timeout} s:\n{self.output()}")
+            raise AssertionError(f"{self.name} did not finish within {timeout} s:\n"
+                                 f"{self.output()}{report}")
+
+    def stall_report(self):
+        """Asked before a process that ran out of time is killed (a suite may override
+        it); what it returns ends the failure's message."""
+        return ""
 
     def check(self, timeout):
         """Wait (bounded) for a clean exit; returns stdout."""
@@ -179,7 +187,7 @@ class FileProc(OutputFiles):
 
     def output(self):
         return f"{self.name} {self.argv}\nexit {self.p.returncode}\nstdout: " \
-               f"{self.stdout()[-3000:]}\nstderr: {self.stderr()[-3000:]}"
+               f"{self.stdout()[-3000:]}\nstderr: {self.stderr()[-8000:]}"
 
     def kill_now(self):
         """SIGKILL, to the group with a session (a suite without one overrides this)."""

@@ -44,7 +44,8 @@ TB_NAME = "ulsnode"
 # here inherit. Tests check the counters of the path they run on; tests marked `direct`
 # are about the direct path alone and are deselected (not skipped) on the relay.
 DATAPATH = "relay" if os.environ.get("ULS_DATAPATH") == "relay" else "direct"
-KERNEL_SINK_PORT = 5001   # a kernel ulsbench server in ulsnode-k1 for the whole session
+KERNEL_SINK_PORT = 5001
+STALL_REPORT_GAP = 2.0    # s between the two SIGUSR1 reports asked before a kill   # a kernel ulsbench server in ulsnode-k1 for the whole session
 
 MIB = 1 << 20
 
@@ -72,9 +73,26 @@ class Proc(FileProc):
     """A process this suite started (tblib.FileProc), in the test runner's session: it is
     stopped by its PID."""
 
-    def __init__(self, argv, outdir, name, netns=None, env=None):
+    def __init__(self, argv, outdir, name, netns=None, env=None, peers=()):
         full = ["ip", "netns", "exec", netns, *argv] if netns else list(argv)
         super().__init__(full, outdir, name, env=env, session=False)
+        self.peers = peers      # the testbed's processes (this one among them)
+
+    def stall_report(self):
+        """Before a timed-out process is killed: every live ulsbench on a node (this one
+        too) reports twice on SIGUSR1, STALL_REPORT_GAP s apart: the bytes it moved
+        and its stack's counters. Bytes that did not move between the two, and the
+        counters that did (retransmission timeouts, a drop), say where a transfer is stuck;
+        no counters in a report say a thread held the stack's lock."""
+        bench = [p for p in self.peers
+                 if BENCH in p.argv and "--ctl" in p.argv and p.poll() is None]
+        for _ in range(2):
+            for p in bench:
+                if p.poll() is None:
+                    p.p.send_signal(signal.SIGUSR1)
+            time.sleep(STALL_REPORT_GAP)
+        return "".join(f"\n--- {p.name} {p.argv}, stderr:\n{p.stderr()[-8000:]}"
+                       for p in bench if p is not self)
 
     def kill_now(self):
         self.kill()
@@ -109,7 +127,7 @@ class Testbed(TestbedEnv):
         if env is not None:
             env = {k: v for k, v in {**os.environ, **env}.items() if v is not None}
         p = Proc(argv, self.outdir, f"{self.seq:03d}-{name or os.path.basename(argv[0])}", netns=netns,
-                 env=env)
+                 env=env, peers=self.procs)
         self.procs.append(p)
         return p
 

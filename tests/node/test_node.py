@@ -13,6 +13,7 @@ checked by the receiver).
 import errno
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -22,7 +23,7 @@ import time
 
 import pytest
 
-from conftest import (BUILD, DATAPATH, HOSTILE, KERNEL_SINK_PORT, MIB, _alive, check_client,
+from conftest import (BENCH, BUILD, DATAPATH, HOSTILE, KERNEL_SINK_PORT, MIB, _alive, check_client,
                       counters_once, frames_moved, hostile_lease, server_results,
                       spy_counts, start_listen_spy, tx_dropped)
 
@@ -124,6 +125,48 @@ def test_concurrent_pairs_stream_256mib_each_verified_and_report_throughput(tb, 
 
 
 # --- 2. isolation -------------------------------------------------------------------------
+
+def bench_reports(text):
+    """The SIGUSR1 reports in a ulsbench's stderr: [(bytes moved, counters or None)]."""
+    reports = []
+    for line in text.splitlines():
+        m = re.search(r"ulsbench: pid \d+: (\d+) bytes moved$", line)
+        if m:
+            reports.append([int(m.group(1)), None])
+        elif line.startswith("ulsbench: counters ") and reports:
+            reports[-1][1] = json.loads(line[len("ulsbench: counters "):])
+    return reports
+
+
+def test_transfer_out_of_time_reports_progress_and_counters_before_the_kill(tb):
+    """ulsbench(1), SIGNALS: SIGUSR1 makes a running ulsbench print the bytes its streams
+    moved so far and its stack's counters. Before the suite kills a transfer that ran out
+    of time (tblib's wait), every live ulsbench of the testbed reports twice, 2 s apart, and
+    the failure's message carries the reports: a stalled transfer then says whether bytes
+    still moved and which counters did (CI once lost a transfer under loss with no word of
+    why). Here a 20 s transfer is given 1 s: the message has two reports of the
+    receiver's and two of the sender's, the sender's bytes grow between them, and each
+    report has the counters (dev_tx_frames, dev_rx_frames)."""
+    srv = tb.server(2, 6790, count=1)
+    cl = tb.start([BENCH, "client", "--ctl", tb.ctl(1), "--to", f"{tb.ip(2)}:6790",
+                   "--seconds", "20", "--dir", "recv"], name="stall-report")
+    with pytest.raises(AssertionError) as e:
+        cl.wait(1)
+    msg = str(e.value)
+    assert "did not finish within 1 s" in msg, msg
+    sections = msg.split("\n--- ")
+    receiver = sections[0]
+    sender = [t for t in sections if t.startswith(f"{srv.name} ")]
+    assert sender, f"no report of the server's: {msg}"
+    for side, text in (("receiver", receiver), ("sender", sender[0])):
+        reports = bench_reports(text)
+        assert len(reports) == 2, (side, msg)
+        assert all(c and c.get("dev_tx_frames", 0) > 0 and c.get("dev_rx_frames", 0) > 0
+                   for _, c in reports), (side, msg)
+    (m0, _), (m1, _) = bench_reports(sender[0])
+    assert 0 < m0 < m1, f"the sender's bytes did not grow: {m0} then {m1}"
+    srv.kill()
+
 
 def test_port_held_by_listener_refuses_second_bind_and_listener_still_serves(tb):
     """A port belongs to the process that holds it: a hostile process's BIND of a port a
