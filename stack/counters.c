@@ -100,6 +100,7 @@ static const char *const own_names[STK_CNT__COUNT] = {
 	[STK_CNT_UEPOLL_CTL_QUIET] = "uepoll_ctl_quiet",
 	[STK_CNT_TX_FLUSH_DEFERRED] = "tx_flush_deferred",
 	[STK_CNT_TX_FLUSH_AT_WAIT] = "tx_flush_at_wait",
+	[STK_CNT_TX_FLUSH_BATCH_AT_ONCE] = "tx_flush_batch_at_once",
 	/* SYN floods (stack/syncookie.c, lwIP patch 0090) */
 	[STK_CNT_TCP_SYN_COOKIES_SENT] = "tcp_syn_cookies_sent",
 	[STK_CNT_TCP_SYN_COOKIES_OK] = "tcp_syn_cookies_ok",

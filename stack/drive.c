@@ -652,9 +652,13 @@ static bool flush_deferred(struct stk_node *n)
 	}
 	if (!n->dev->ops->tx_pending || !n->dev->ops->tx_pending(n->dev))
 		return false;  /* nothing queued: the batch's count is kept for the sends */
-	if (!n->rtc || !n->parked || n->dev_waiter != STK_W_NONE)
-		return false;
+	/* A send of the round either way: one flushed at once still counts, or the round's
+	 * last send would find sends expected and keep its flush past the round. */
 	tx_batch_left--;
+	if (!n->rtc || !n->parked || n->dev_waiter != STK_W_NONE) {
+		stk__count(STK_CNT_TX_FLUSH_BATCH_AT_ONCE);
+		return false;
+	}
 	tx_deferred = true;
 	stk__count(STK_CNT_TX_FLUSH_DEFERRED);
 	return true;
@@ -949,6 +953,14 @@ void stk__drive_owed(void)
 	if (!n->up || !n->running || !n->parked)
 		return;
 	stk__count(STK_CNT_RTC_OWED_TAKEN);
+	/* The round's flush takes what this call queued, before its leave (stk__unlock): for
+	 * this thread's batch (uls_tx_batch) a send flushed at once. Its leave, finding
+	 * nothing queued, would not count it, and the batch's last send would then find a
+	 * send still expected and keep its flush past the round. */
+	if (tx_batch_left > 1 && n->dev->ops->tx_pending && n->dev->ops->tx_pending(n->dev)) {
+		tx_batch_left--;
+		stk__count(STK_CNT_TX_FLUSH_BATCH_AT_ONCE);
+	}
 	park_round(n);
 }
 

@@ -286,6 +286,7 @@ enum stk_counter {
 	STK_CNT_UEPOLL_CTL_QUIET,  /* readylist.c: epoll_ctl holds left without stk__leave */
 	STK_CNT_TX_FLUSH_DEFERRED,  /* uls_tx_batch (drive.c) */
 	STK_CNT_TX_FLUSH_AT_WAIT,   /* uls_tx_flush: a round's kept flush, at the next wait */
+	STK_CNT_TX_FLUSH_BATCH_AT_ONCE,  /* a round's send flushed at once: stack thread not parked */
 	/* SYN floods (stack/syncookie.c, lwIP patch 0090) */
 	STK_CNT_TCP_SYN_COOKIES_SENT,
 	STK_CNT_TCP_SYN_COOKIES_OK,

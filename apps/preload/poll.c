@@ -90,24 +90,31 @@ static bool holds_ours(const struct pollfd *p, nfds_t n)
 /* A poll or select on a set holding user-level sockets reported rc of them ready: as after
  * epoll_wait (uepoll.c), the program answers them before it waits again, and all but the
  * last of its sends may leave their transmit flush to a later one (uls_tx_batch: one
- * system call for the round's frames, issue 14). Its next poll or select ends the batch
- * (wait_begin). */
+ * system call for the round's frames, issue 14). The round, and its batch, ends at the
+ * thread's next poll, select or epoll_wait, whatever that wait does (wait_begin). */
 static void batch_round(int rc)
 {
 	if (rc > 1)
 		uls_tx_batch((unsigned)rc);
 }
 
-/* Before every poll and select: the sends of the last round leave now, not after the wait
- * (a wait answered by the mirrors alone never enters the stack, whose leave would flush
- * them). */
+/* Before every poll, select and kernel epoll_wait: the last round is over. Its batch ends,
+ * so that no send after this wait keeps its flush for sends the last round expected (a
+ * round answered with fewer sends than it reported, or whose sends were flushed at once,
+ * left it open: a send after a wait that reports one socket, or that the kernel answers,
+ * waited up to the stack thread's grace). And what it kept back leaves now, not after the
+ * wait (a wait answered by the mirrors alone never enters the stack, whose leave would
+ * flush it). */
 static void wait_begin(void)
 {
+	if (!shim__enabled())
+		return;
+	uls_tx_batch(0);  /* a store to this thread's own variable: no lock */
 	/* The flush takes the core lock: signals are held as on every path into the stack,
 	 * so that a handler using sockets cannot wait for the lock this thread holds
 	 * (stack/sigdefer.c). Only when something was kept back: the common wait pays
-	 * nothing. */
-	if (!shim__enabled() || !uls_tx_kept())
+	 * nothing more. */
+	if (!uls_tx_kept())
 		return;
 	sigset_t old;
 	shim__enter(&old);
@@ -479,6 +486,7 @@ SHIM_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeou
 	int rc = shim__uep_wait(epfd, ev, max, timeout, NULL, &timeout);
 	if (rc != -EAGAIN)
 		return shim__ret(rc);
+	wait_begin();  /* the shim's own sets end the round in uep_wait */
 	if (timeout == 0 || !shim__enabled())
 		return shim__real.epoll_wait(epfd, ev, max, timeout);
 	if (shim__maxfd() < 0)
@@ -493,6 +501,7 @@ SHIM_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeo
 	int rc = shim__uep_wait(epfd, ev, max, timeout, mask, &timeout);
 	if (rc != -EAGAIN)
 		return shim__ret(rc);
+	wait_begin();
 	if (timeout == 0 || !shim__enabled())
 		return shim__real.epoll_pwait(epfd, ev, max, timeout, mask);
 	if (shim__maxfd() < 0)

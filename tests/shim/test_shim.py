@@ -34,6 +34,7 @@ from conftest import BUILD, ULSRUN
     "uepoll_ctl_is_one_quiet_hold",
     "uepoll_ctl_between_sends_keeps_the_rounds_batch",
     "select_a_rounds_sends_share_one_flush",
+    "select_a_rounds_batch_ends_at_the_next_wait",
     "exit_sends_what_a_round_kept_back",
     "poll_select",
     "eintr_without_sa_restart",
