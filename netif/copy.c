@@ -2,13 +2,13 @@
  *
  * glibc's memcpy copies blocks of a few KiB and up with `rep movsb` on CPUs that report
  * fast short `rep movsb` (FSRM). On the AMD Zen 3 this project is measured on, that
- * instruction runs 10-20 times slower when the destination is 1 to 63 bytes past the
- * source modulo 4096 (a page-offset aliasing stall): a 64 KiB copy from offset 66 to
- * offset 78 of two page-aligned buffers took 1.2-1.4 ns/B against 0.06-0.09 ns/B at other
- * distances, while a loop of 32-byte vector moves took 0.06 ns/B at both
- * (docs/benchmarks.md, "rep movsb at a short distance"). glibc 2.36 checks that distance
- * only on Intel CPUs. A stream's application buffer and its pbufs sit at distances that
- * change with every segment, so about one copy in 65 met the stall at random.
+ * instruction runs 10-20 times slower when the destination is a few bytes past the source
+ * modulo 4096 (1 to 31 measured; the window here is glibc's 63 for Intel): a 64 KiB copy
+ * from offset 66 to offset 78 of two page-aligned buffers took 1.2-1.4 ns/B against
+ * 0.06-0.09 ns/B at other distances, while a loop of 32-byte vector moves took 0.06 ns/B
+ * at both (docs/benchmarks.md, "`rep movsb` at a short distance"). glibc 2.36 checks that
+ * distance only on Intel CPUs. A stream's application buffer and its pbufs sit at
+ * distances that change with every segment, so about one bulk copy in 55 met the stall.
  *
  * Here a copy of at least SHORT_MIN bytes at such a distance runs as a loop of vector
  * moves (AVX2 where the CPU has it, SSE2 otherwise: x86-64's baseline); every other copy

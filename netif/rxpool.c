@@ -38,11 +38,8 @@ struct nif_rxbuf *nif_rxpool_get(struct nif_rxpool *p)
 	if (b) {
 		p->free = b->next_free;
 	} else if (p->out < p->max) {
-		/* Touched only as far as frames fill it: malloc's pages stay unfaulted. On a
-		 * page of its own, so that the kernel's copy of a frame from page fragments
-		 * into it meets the data at one fixed page offset, not one that malloc drew
-		 * and that for one buffer in 64 falls where `rep movsb` stalls (netif/copy.c). */
-		uint8_t *m = aligned_alloc(4096, (HEAD_SIZE + p->data_size + 4095) & ~(size_t)4095);
+		/* Touched only as far as frames fill it: malloc's pages stay unfaulted. */
+		uint8_t *m = aligned_alloc(64, (HEAD_SIZE + p->data_size + 63) & ~(size_t)63);
 		if (m) {
 			b = (struct nif_rxbuf *)m;
 			b->priv = m + HEAD_SIZE - NIF_RXBUF_PRIV;

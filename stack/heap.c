@@ -32,7 +32,6 @@
 #define PAGE_CLASS_MAX (72u << 10)      /* the largest cached block */
 #define NCLASSES (3u + PAGE_CLASS_MAX / 4096u)  /* 512, 1K, 2K, then 4K, 8K ... 72K */
 #define UNCACHED 0xffu
-#define PAGE_CLASS_MIN 3u               /* 4K: the first class of whole pages */
 
 /* Before every block: which class it belongs to. Sized to keep the block aligned for any
  * type, as malloc's are. */
@@ -86,16 +85,6 @@ void *stk__heap_alloc(size_t size)
 		b = heap.free[cls];
 		heap.free[cls] = b->next;
 		heap.cached -= class_size(cls);
-	} else if (cls >= PAGE_CLASS_MIN) {
-		/* A page-class block starts a page, so a segment's data sits at the same
-		 * offset in every page: the kernel's copy of a frame into the TAP's skb (page
-		 * fragments, offset 0) never meets the `rep movsb` stall (netif/copy.c) at a
-		 * distance that malloc's placement would draw at random, for one block in 65. */
-		void *m;
-
-		if (posix_memalign(&m, 4096, sizeof(*b) + class_size(cls)) != 0)
-			return NULL;
-		b = m;
 	} else {
 		size_t n = cls == UNCACHED ? size : class_size(cls);
 
