@@ -19,7 +19,7 @@ noinst_LTLIBRARIES += netif/libnif.la
 netif_libnif_la_SOURCES = netif/frame.c netif/frame.h netif/tap.c netif/tap.h netif/tun.c netif/tun.h netif/dev.h \
 	netif/ring.c netif/ring.h netif/ringdev.c netif/ringdev.h \
 	netif/conntab.c netif/conntab.h \
-	netif/chksum.c netif/chksum.h netif/breakdown.c netif/breakdown.h \
+	netif/chksum.c netif/chksum.h netif/copy.c netif/copy.h netif/breakdown.c netif/breakdown.h \
 	netif/vnet.c netif/vnet.h netif/qring.c netif/qring.h netif/rxpool.c netif/rxpool.h \
 	netif/sys.c netif/sys.h
 netif_libnif_la_CFLAGS = $(AM_CFLAGS) $(LIBURING_CFLAGS)

@@ -6,6 +6,7 @@
 
 #include "lwip/priv/tcp_priv.h"
 #include "lwip/stats.h"
+#include "netif/copy.h"
 
 static uint64_t own[STK_CNT__COUNT];
 static uint64_t verdicts[NIF_VERDICT_COUNT];
@@ -176,6 +177,8 @@ int uls_counters(struct uls_counter *out, size_t n)
 	stk__signal_counters(&deferred, &redelivered);
 	put(&k, "signals_deferred", deferred);
 	put(&k, "signals_redelivered", redelivered);
+	/* Bulk copies made without `rep movsb` (netif/copy.c): counted by the copy. */
+	put(&k, "copy_short_distance", nif_copy_short_distance());
 	/* Gauges: connections the process holds, TIME-WAIT apart (its memory stays for
 	 * 2 MSL after the application closed: the load tests account for it). A walk of the
 	 * lists, only when counters are read. */

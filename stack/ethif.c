@@ -29,6 +29,7 @@
 #include "lwip/pbuf.h"
 #include "lwip/stats.h"
 #include <netif/ethernet.h>
+#include "netif/copy.h"
 #include "netif/frame.h"
 #include "netif/rxpool.h"
 #include "netif/vnet.h"
@@ -160,7 +161,7 @@ void stk__ethif_input(void *arg, const uint8_t *frame, size_t len, uint32_t off)
 		stk__count(STK_CNT_RX_NOMEM);
 		return;
 	}
-	memcpy(p->payload, frame + info.l3_off, info.l3_len);
+	nif_copy(p->payload, frame + info.l3_off, info.l3_len);
 	input_ip(p, &info, netif, off, v);
 }
 

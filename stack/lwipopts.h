@@ -171,6 +171,11 @@ uint16_t nif_inet_chksum(const void *data, int len);
 uint16_t stk__chksum_copy(void *dst, const void *src, uint16_t len);
 #define LWIP_CHKSUM_COPY                stk__chksum_copy
 #define LWIP_CHKSUM_ALGORITHM           0
+/* lwIP's copies between pbufs and the application's buffers (pbuf_copy_partial,
+ * pbuf_take) at any distance without the `rep movsb` stall (netif/copy.c). */
+#include <stddef.h>
+void nif_copy(void *dst, const void *src, size_t len);
+#define MEMCPY(dst, src, len)           nif_copy(dst, src, len)
 
 /* Counters: lwIP's own statistics feed ulstack's named counters (stack/counters.c). */
 #define LWIP_STATS                      1

@@ -23,6 +23,7 @@
 #include "lwip/ip4.h"
 #include "lwip/ip6.h"
 #include "lwip/tcp.h"
+#include "netif/copy.h"
 #include "netif/vnet.h"
 #include "netif/wire/wire.h"
 
@@ -58,10 +59,12 @@ bool stk__tso_enabled(void)
 /* lwIP sums TCP data while tcp_write copies it in (LWIP_CHECKSUM_ON_COPY), for the
  * software checksum at output. With offload, output never reads that sum (the netif's
  * NETIF_CHECKSUM_GEN_TCP is off), and summing every byte sent cost 6% of the machine's
- * cycles at 8 streams (docs/benchmarks.md, "Profile"). Called under the core lock. */
+ * cycles at 8 streams (docs/benchmarks.md, "Profile"). The copy is nif_copy: an
+ * application's buffer and a segment's pbuf meet at any distance (netif/copy.c). Called
+ * under the core lock. */
 u16_t stk__chksum_copy(void *dst, const void *src, u16_t len)
 {
-	memcpy(dst, src, len);
+	nif_copy(dst, src, len);
 	return tso_on ? 0 : nif_inet_chksum(dst, len);
 }
 

@@ -1,6 +1,6 @@
 # Unit tests (cmocka): one program per source file under test.
 UNIT_TESTS = \
-	tests/unit/test_wire tests/unit/test_frame tests/unit/test_chksum tests/unit/test_isn tests/unit/test_rxq \
+	tests/unit/test_wire tests/unit/test_frame tests/unit/test_chksum tests/unit/test_copy tests/unit/test_isn tests/unit/test_rxq \
 	tests/unit/test_api tests/unit/test_timers tests/unit/test_pattern tests/unit/test_netops \
 	tests/unit/test_heap tests/unit/test_tcp_checks tests/unit/test_cubic \
 	tests/unit/test_syncookie tests/unit/test_sigdefer tests/unit/test_synshed
@@ -21,6 +21,10 @@ tests_unit_test_frame_LDADD = netif/libnif.la $(CMOCKA_LIBS)
 tests_unit_test_chksum_SOURCES = tests/unit/test_chksum.c
 tests_unit_test_chksum_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_chksum_LDADD = $(UNIT_LDADD)
+
+tests_unit_test_copy_SOURCES = tests/unit/test_copy.c
+tests_unit_test_copy_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_copy_LDADD = netif/libnif.la $(CMOCKA_LIBS)
 
 tests_unit_test_isn_SOURCES = tests/unit/test_isn.c
 tests_unit_test_isn_CPPFLAGS = $(UNIT_CPPFLAGS)
