@@ -302,13 +302,14 @@ def test_offload_sender_resends_a_lost_super_segment_in_few_frames(offload_nodes
     segments; as many of them as cwnd - pipe allows leave as one super-segment (lwIP patch
     0103), not one frame each. A 64 MiB stream from node 2's process under 1% random
     loss at the bridge (testbed impair) verifies, and its sender's retransmissions in
-    recovery (tcp_rexmit_in_recovery, one per frame resent) are at most 4 per SACK
-    recovery (tcp_recovery_sack): before patch 0103, about 44 per recovery at 0.1% loss
-    and more than 4 at 1%."""
+    recovery (tcp_rexmit_in_recovery, one per frame resent) are at most 8 per SACK
+    recovery (tcp_recovery_sack): before patch 0103, 370 in 10 recoveries at 1% (about 44
+    per recovery at 0.1%); with it, 26 in 10, and up to 61 in 15 seen at load, where more
+    holes fall in one recovery (4 per recovery was too tight a bound)."""
     c = sender_counters_under_loss(offload_nodes, 6766, 64 * MIB, "loss-recv")
     rec, rxt = c.get("tcp_recovery_sack", 0), c.get("tcp_rexmit_in_recovery", 0)
     assert rec >= 3, f"only {rec} SACK recoveries at 1% loss: {c}"
-    assert rxt <= 4 * rec, f"{rxt} retransmissions in {rec} SACK recoveries: {c}"
+    assert rxt <= 8 * rec, f"{rxt} retransmissions in {rec} SACK recoveries: {c}"
 
 
 def test_plain_sender_retransmits_no_more_than_one_wire_segment(plain_nodes):
