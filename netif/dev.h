@@ -54,6 +54,9 @@ struct nif_dev_stats {
 	 * again). */
 	uint64_t rx_read_cqes, rx_mshot_cqes;
 	uint64_t rx_mshot_arms, rx_mshot_ends, rx_mshot_nobufs, rx_mshot_refused;
+	/* Reads (one per slot, multishot, of the wake-up) that ended with ECANCELED: the
+	 * kernel cancels a thread's reads once it exits. Not errors: armed again at once. */
+	uint64_t rx_reads_cancelled;
 };
 
 struct nif_dev;

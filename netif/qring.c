@@ -72,6 +72,9 @@
 #define HUP_CHECK_MS 200
 #define WAKE_TAG UINT64_MAX   /* user_data of the wake-up eventfd's read */
 #define MSHOT_TAG (UINT64_MAX - 1)   /* user_data of the multishot read of the queue */
+#define CANCEL_TAG (UINT64_MAX - 2)  /* user_data of close's cancellation of the reads */
+/* How long close waits for the receive ring's cancelled reads to end. */
+#define RX_CLOSE_WAIT_MS 1000
 #define MSHOT_BGID 0
 
 struct txg {
@@ -584,7 +587,9 @@ static bool mshot_cqe(struct qring *q, const struct io_uring_cqe *cqe, nif_rx_fn
 		} else if (res == -EACCES || res == -EINVAL || res == -EOPNOTSUPP) {
 			mshot_give_up(q);
 			return false;
-		} else if (res < 0 && res != -ECANCELED && res != -EAGAIN && res != -EINTR) {
+		} else if (res == -ECANCELED) {
+			q->st.rx_reads_cancelled++;
+		} else if (res < 0 && res != -EAGAIN && res != -EINTR) {
 			rx_error(q);
 		}
 	}
@@ -631,6 +636,8 @@ static int q_rx(struct nif_dev *d, nif_rx_fn *fn, void *arg, unsigned budget)
 			/* A wake-up (its count is in wake_buf), or the read failed: the next
 			 * wait arms it again. */
 			q->wake_armed = false;
+			if (res == -ECANCELED)
+				q->st.rx_reads_cancelled++;
 			continue;
 		}
 		if (q->mshot || i >= RX_DEPTH || !q->rx_armed)
@@ -640,6 +647,11 @@ static int q_rx(struct nif_dev *d, nif_rx_fn *fn, void *arg, unsigned budget)
 			q->st.rx_read_cqes++;
 			if (take_frame(q, i, res, fn, arg))
 				n++;
+		} else if (res == -ECANCELED) {
+			/* Its submitter exited (io_uring cancels a thread's reads at its exit,
+			 * at the next event on the file): not the queue failing, so no
+			 * rx_error back-off; the slot is armed again below, at once. */
+			q->st.rx_reads_cancelled++;
 		} else if (res < 0 && res != -EAGAIN && res != -EINTR) {
 			rx_error(q);
 		}
@@ -865,6 +877,66 @@ static void tx_drain(struct qring *q)
 	}
 }
 
+/* Receive buffers (and devices, which hold the wake-up read's word) that close left to the
+ * kernel because a read of them did not end: nif_qring_rx_leaked. */
+static _Atomic uint64_t rx_close_leaked;
+
+uint64_t nif_qring_rx_leaked(void)
+{
+	return rx_close_leaked;
+}
+
+/* One completion at close: what it ends of the reads in flight. */
+static void rx_close_cqe(struct qring *q, const struct io_uring_cqe *cqe, int *cancel_res)
+{
+	uint64_t tag = io_uring_cqe_get_data64(cqe);
+
+	if (tag == CANCEL_TAG)
+		*cancel_res = cqe->res;
+	else if (tag == WAKE_TAG)
+		q->wake_armed = false;
+	else if (tag == MSHOT_TAG && !(cqe->flags & IORING_CQE_F_MORE))
+		q->rx_armed = 0;
+	else if (tag < RX_DEPTH && !q->mshot && q->rx_armed)
+		q->rx_armed--;
+}
+
+/* The receive ring's reads write into our buffers (and the wake-up read into q) for as
+ * long as the ring lives, and ulsd holds its own descriptor of it until the lease ends,
+ * which is after the device closes (stack/core.c): io_uring_queue_exit alone ends none of
+ * them. So they are cancelled (IORING_OP_ASYNC_CANCEL, which ulsd allows: it reaches only
+ * this ring's own requests) and waited for, bounded; whether none is left in flight.
+ * Frames that completed meanwhile are dropped with the node. */
+static bool rx_cancel(struct qring *q)
+{
+	struct __kernel_timespec ts = { .tv_nsec = 10 * 1000 * 1000 };
+	struct io_uring_cqe *cqe;
+	struct io_uring_sqe *sqe;
+	int cancel_res = 1;
+
+	/* Reads armed but not yet submitted go in with the cancellation, before it. */
+	if (!(sqe = rx_sqe(q)))
+		return false;
+	io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
+	sqe->flags |= IOSQE_FIXED_FILE;   /* ulsd requires it of every request; unused here */
+	io_uring_sqe_set_data64(sqe, CANCEL_TAG);
+	if (io_uring_submit(&q->rx) < 0)
+		return false;
+	for (int t = 0; t < RX_CLOSE_WAIT_MS / 10; t++) {
+		while (io_uring_peek_cqe(&q->rx, &cqe) == 0) {
+			rx_close_cqe(q, cqe, &cancel_res);
+			io_uring_cqe_seen(&q->rx, cqe);
+		}
+		if (!q->rx_armed && !q->wake_armed)
+			return true;
+		/* Refused (a ulsd whose restrictions predate it, EACCES): nothing will end. */
+		if (cancel_res < 0 && cancel_res != -ENOENT && cancel_res != -EALREADY)
+			return false;
+		(void)io_uring_wait_cqe_timeout(&q->rx, &cqe, &ts);
+	}
+	return false;
+}
+
 /* The buffers and the device itself: what q_close and a failed open both give back. */
 static void free_memory(struct qring *q)
 {
@@ -885,15 +957,34 @@ static void q_close(struct nif_dev *d)
 	/* A fork child closing its copy must not touch the rings: their queues are mapped
 	 * shared with the parent, and draining would submit the parent's writes and take its
 	 * completions (the parent's pbufs then stay held and lwIP never resends them). */
-	if (q->txg && q->owner == getpid())
+	bool own = q->owner == getpid();
+	if (q->txg && own)
 		tx_drain(q);
+	/* A fork child's buffers are its own copies: the reads write into the parent's. */
+	bool rx_ended = !own || rx_cancel(q);
 	io_uring_queue_exit(&q->rx);
 	io_uring_queue_exit(&q->tx);
-	br_free(q->br);   /* the kernel let go of it with the ring */
+	/* The kernel copied the provided-buffer ring's entries as it took them; it holds no
+	 * reference to the ring's memory once no read selects from it. */
+	if (rx_ended)
+		br_free(q->br);
 	q->br = NULL;
 	if (q->wake_fd >= 0)
 		nif_sys.close(q->wake_fd);
-	free_memory(q);
+	if (rx_ended) {
+		free_memory(q);
+		return;
+	}
+	/* Reads still in flight write into the slots' buffers and q->wake_buf: those stay
+	 * allocated for good, counted, rather than reused under a write (as tx_drain leaves
+	 * writes in flight). */
+	unsigned n = 0;
+	for (unsigned i = 0; i < RX_DEPTH; i++)
+		n += q->rx_slot[i] != NULL;
+	rx_close_leaked += n;
+	free(q->tx_bufs);
+	free(q->txg);
+	free(q->tx_free);
 }
 
 static const struct nif_dev_ops qring_ops = {

@@ -42,5 +42,8 @@ void nif_qring_discard(struct nif_qring_prep *p);
  * (CTL_HELLO_F_WAKE), so a wait is one io_uring_enter that also submits the ring's reads. */
 int nif_qring_open(struct nif_dev **out, struct nif_qring_prep *p, unsigned mtu, bool offload,
 		   int hup_fd, int wake_fd, bool wake_in_ring);
+/* Receive buffers that closes left allocated because a read of them could not be
+ * cancelled (a ulsd that does not allow IORING_OP_ASYNC_CANCEL): process-wide. */
+uint64_t nif_qring_rx_leaked(void);
 
 #endif

@@ -287,6 +287,11 @@ static int take_ring(int pidfd, int remote_fd, int qfd, int efd, bool mshot)
 		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_WRITE },
 		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_READV },
 		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_WRITEV },
+		/* For the process's close (netif/qring.c rx_cancel): its reads would otherwise
+		 * write into memory it frees until the lease ends and this descriptor goes. A
+		 * cancellation reaches only requests of the ring it is submitted on, so the
+		 * process can end nothing but its own reads and writes. */
+		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_ASYNC_CANCEL },
 		{ .opcode = IORING_RESTRICTION_SQE_FLAGS_ALLOWED, .sqe_flags = IOSQE_FIXED_FILE },
 		{ .opcode = IORING_RESTRICTION_SQE_FLAGS_REQUIRED, .sqe_flags = IOSQE_FIXED_FILE },
 		/* For ulsd at the lease's end; the process gains nothing by dropping its queue. */
@@ -304,6 +309,7 @@ static int take_ring(int pidfd, int remote_fd, int qfd, int efd, bool mshot)
 		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_READV },
 		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_WRITEV },
 		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = NIF_IORING_OP_READ_MULTISHOT },
+		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_ASYNC_CANCEL },
 		{ .opcode = IORING_RESTRICTION_SQE_FLAGS_ALLOWED,
 		  .sqe_flags = IOSQE_FIXED_FILE | IOSQE_BUFFER_SELECT },
 		{ .opcode = IORING_RESTRICTION_SQE_FLAGS_REQUIRED, .sqe_flags = IOSQE_FIXED_FILE },

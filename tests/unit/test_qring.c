@@ -767,6 +767,175 @@ static void refused_multishot_read_falls_back_to_reads_per_slot(void **state)
 	assert_int_equal(st.rx_read_cqes, 5);
 }
 
+/* --- reads whose submitter exited ------------------------------------------------------------ */
+
+static double now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* Takes frames one at a time, so that every read in flight was (re)armed and submitted
+ * by this thread, which then exits. */
+static void *take_some_then_exit(void *arg)
+{
+	struct fx *f = arg;
+	struct seq s = { .in_order = true };
+
+	for (unsigned i = 0; i < 4; i++) {
+		peer_send(f, 100, (uint8_t)i);
+		rx_until(f, &s, i + 1);
+	}
+	return NULL;
+}
+
+/* The kernel cancels the reads of a thread that exited, at the next event on the queue:
+ * they are counted as cancelled, not as errors (no back-off), and armed again at once. */
+static void reads_of_an_exited_thread_are_rearmed_not_errors(void **state)
+{
+	struct fx *f = *state;
+	struct nif_dev_stats st0, st;
+	struct seq s = { .in_order = true, .got = 4 };
+	pthread_t t;
+
+	assert_int_equal(pthread_create(&t, NULL, take_some_then_exit, f), 0);
+	pthread_join(t, NULL);
+	usleep(20 * 1000);
+	f->dev->ops->get_stats(f->dev, &st0);
+	double t0 = now_ms();
+	for (unsigned i = 4; i < 8; i++) {
+		peer_send(f, 100, (uint8_t)i);
+		rx_until(f, &s, i + 1);
+	}
+	double dt = now_ms() - t0;
+	/* Reads of the exited thread that a read of ours beat to the frames end later (the
+	 * kernel's fallback runs a tick after): take their completions too. */
+	usleep(50 * 1000);
+	assert_true(f->dev->ops->wait(f->dev, 0) >= 0);
+	f->dev->ops->rx(f->dev, count_seq, &s, 64);
+	f->dev->ops->get_stats(f->dev, &st);
+	print_message("4 frames after the submitter's exit: %.2f ms; cancelled +%llu, errors +%llu\n",
+		      dt, (unsigned long long)(st.rx_reads_cancelled - st0.rx_reads_cancelled),
+		      (unsigned long long)(st.rx_errors - st0.rx_errors));
+	assert_true(st.rx_reads_cancelled > st0.rx_reads_cancelled);
+	assert_int_equal(st.rx_errors, st0.rx_errors);
+}
+
+/* --- close while ulsd still holds the rings ------------------------------------------------ */
+
+struct fx_ulsd {
+	struct fx f;   /* first: the tests take it as a struct fx */
+	int keep[2];   /* ulsd's descriptors of the rings, held until the lease ends */
+};
+
+/* The rings as ulsd leaves them (server/bpf.c): restricted, the queue as fixed file 0
+ * (the wake-up eventfd as file 1 with wake), and a second descriptor of each that outlives
+ * the device's close, as ulsd's does until the lease ends (stack/core.c closes the device
+ * first). cancel: the restrictions allow IORING_OP_ASYNC_CANCEL (an older ulsd's do not). */
+static int open_like_ulsd(void **state, bool cancel, bool wake)
+{
+	struct io_uring_restriction res[] = {
+		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_READ },
+		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_WRITE },
+		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_READV },
+		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_WRITEV },
+		{ .opcode = IORING_RESTRICTION_SQE_FLAGS_REQUIRED, .sqe_flags = IOSQE_FIXED_FILE },
+		{ .opcode = IORING_RESTRICTION_SQE_FLAGS_ALLOWED,
+		  .sqe_flags = IOSQE_FIXED_FILE | IOSQE_BUFFER_SELECT },
+		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = NIF_IORING_OP_READ_MULTISHOT },
+		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_ASYNC_CANCEL },
+	};
+	struct fx_ulsd *u = calloc(1, sizeof(*u));
+	struct fx *f = &u->f;
+	struct nif_qring_prep p;
+	int sv[2];
+	int efd = eventfd(0, EFD_CLOEXEC | (wake ? 0 : EFD_NONBLOCK));
+
+	assert_true(efd >= 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	assert_int_equal(nif_qring_prepare(&p), 0);
+	choose_rx(&p);
+	if (!cancel)
+		res[7] = res[6];   /* a duplicate instead: the set without it */
+	int files[2] = { sv[0], efd };
+	for (int i = 0; i < 2; i++) {
+		int fd = nif_qring_fd(&p, i);
+		assert_int_equal(uring_register(fd, IORING_REGISTER_RESTRICTIONS, res,
+						sizeof(res) / sizeof(res[0])), 0);
+		assert_int_equal(uring_register(fd, IORING_REGISTER_FILES, files,
+						i == 0 && wake ? 2 : 1), 0);
+		assert_int_equal(uring_register(fd, IORING_REGISTER_ENABLE_RINGS, NULL, 0), 0);
+		u->keep[i] = dup(fd);
+		assert_true(u->keep[i] >= 0);
+	}
+	assert_int_equal(nif_qring_open(&f->dev, &p, 1500, true, -1, efd, wake), 0);
+	f->peer = sv[1];
+	f->own = sv[0];
+	f->lease[0] = f->lease[1] = -1;
+	*state = u;
+	return 0;
+}
+
+static int setup_ulsd(void **state) { return open_like_ulsd(state, true, false); }
+static int setup_ulsd_wake(void **state) { return open_like_ulsd(state, true, true); }
+static int setup_ulsd_old(void **state) { return open_like_ulsd(state, false, true); }
+static int setup_ulsd_m(void **state) { mshot_mode = true; return setup_ulsd(state); }
+static int setup_ulsd_wake_m(void **state) { mshot_mode = true; return setup_ulsd_wake(state); }
+static int setup_ulsd_old_m(void **state) { mshot_mode = true; return setup_ulsd_old(state); }
+
+static int teardown_ulsd(void **state)
+{
+	struct fx_ulsd *u = *state;
+
+	mshot_mode = false;
+	for (int i = 0; i < 2; i++)
+		close(u->keep[i]);   /* the lease ends: the rings go */
+	return teardown(state);
+}
+
+/* The device closes while ulsd still holds its rings: no read of it is left in flight to
+ * write into the buffers it gave back, so the next frame stays in the queue, and no buffer
+ * had to be left allocated. */
+static void close_cancels_the_reads_that_the_ring_kept_alive(void **state)
+{
+	struct fx *f = *state;
+	struct nif_dev_stats st;
+	uint8_t buf[NIF_VNET_HLEN + 200];
+	uint64_t leaked = nif_qring_rx_leaked();
+
+	send_and_take(f, 3, 100, &st);   /* reads in flight, submitted */
+	f->dev->ops->close(f->dev);
+	f->dev = NULL;
+	assert_int_equal(nif_qring_rx_leaked(), leaked);
+	peer_send(f, 100, 0x5a);
+	usleep(50 * 1000);
+	ssize_t n = recv(f->own, buf, sizeof(buf), MSG_DONTWAIT);
+	if (n < 0)
+		fail_msg("the frame after close was taken by a read of the closed device (%s)",
+			 strerror(errno));
+	assert_int_equal(n, NIF_VNET_HLEN + 100);
+	assert_int_equal(buf[NIF_VNET_HLEN], 0x5a);
+}
+
+/* An older ulsd refuses the cancellation: close does not wait for reads that will not end,
+ * and leaves their buffers allocated, counted. */
+static void close_under_a_ulsd_that_refuses_cancelling_leaks_the_buffers_counted(void **state)
+{
+	struct fx *f = *state;
+	struct nif_dev_stats st;
+	struct timespec t0;
+	uint64_t leaked = nif_qring_rx_leaked();
+
+	send_and_take(f, 3, 100, &st);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	f->dev->ops->close(f->dev);
+	f->dev = NULL;
+	assert_true(ms_since(&t0) < 500);
+	assert_true(nif_qring_rx_leaked() > leaked);
+}
+
 int main(void)
 {
 	struct nif_qring_prep p;
@@ -820,6 +989,15 @@ int main(void)
 		cmocka_unit_test_setup_teardown(burst_beyond_the_buffers_ends_the_read_which_is_armed_again, setup_wake_in_ring_m, teardown_m),
 		cmocka_unit_test_setup_teardown(restricted_ring_that_allows_it_reads_multishot, setup_restricted_mshot, teardown),
 		cmocka_unit_test_setup_teardown(refused_multishot_read_falls_back_to_reads_per_slot, setup_restricted_no_mshot, teardown),
+		cmocka_unit_test_setup_teardown(reads_of_an_exited_thread_are_rearmed_not_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(reads_of_an_exited_thread_are_rearmed_not_errors, setup_m, teardown_m),
+		cmocka_unit_test_setup_teardown(reads_of_an_exited_thread_are_rearmed_not_errors, setup_wake_in_ring_m, teardown_m),
+		cmocka_unit_test_setup_teardown(close_cancels_the_reads_that_the_ring_kept_alive, setup_ulsd, teardown_ulsd),
+		cmocka_unit_test_setup_teardown(close_cancels_the_reads_that_the_ring_kept_alive, setup_ulsd_wake, teardown_ulsd),
+		cmocka_unit_test_setup_teardown(close_cancels_the_reads_that_the_ring_kept_alive, setup_ulsd_m, teardown_ulsd),
+		cmocka_unit_test_setup_teardown(close_cancels_the_reads_that_the_ring_kept_alive, setup_ulsd_wake_m, teardown_ulsd),
+		cmocka_unit_test_setup_teardown(close_under_a_ulsd_that_refuses_cancelling_leaks_the_buffers_counted, setup_ulsd_old, teardown_ulsd),
+		cmocka_unit_test_setup_teardown(close_under_a_ulsd_that_refuses_cancelling_leaks_the_buffers_counted, setup_ulsd_old_m, teardown_ulsd),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
