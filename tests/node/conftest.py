@@ -272,8 +272,15 @@ class Testbed(TestbedEnv):
 def _ulsd_argv_from_env(tb, node):
     """The command line testbed's start_daemons() uses (if a test lost the original)."""
     e = tb.env
-    return [ULSD, "--tap", e[f"TB_NODE{node}_TAP"], "--ip", f"{e[f'TB_NODE{node}_IP']}/{e['TB_PREFIX']}",
+    argv = [ULSD, "--tap", e[f"TB_NODE{node}_TAP"], "--ip", f"{e[f'TB_NODE{node}_IP']}/{e['TB_PREFIX']}",
             "--mac", e[f"TB_NODE{node}_MAC"], "--mtu", e["TB_MTU"], "--ctl", tb.ctl(node), "-f"]
+    # testbed --ipv6 (and its router): without these a restored node lost IPv6, and every
+    # IPv6 test after the one that killed its ulsd failed too.
+    if e.get(f"TB_NODE{node}_IP6"):
+        argv += ["--ip6", f"{e[f'TB_NODE{node}_IP6']}/{e['TB_PREFIX6']}"]
+    if node == 1 and e.get("TB_ROUTER6"):
+        argv += ["--gw6", e["TB_ROUTER6_LL"]]
+    return argv
 
 
 def ensure_ulsd(tb, node):
