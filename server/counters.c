@@ -94,6 +94,10 @@ static const char *const counter_names[SRV_COUNTER_MAX] = {
 	[SRV_DROP_PROBE_NO_NEIGHBOUR] = "drop_probe_no_neighbour",
 	[SRV_ND_DAD_SOLICITS_SENT] = "nd_dad_solicits_sent",
 	[SRV_ND_DAD_DUPLICATE] = "nd_dad_duplicate",
+	[SRV_DROP_SYN_SHED] = "drop_syn_shed",
+	[SRV_SYN_SHED_READMITTED] = "syn_shed_readmitted",
+	[SRV_SYN_SHED_SUSPENDED] = "syn_shed_suspended",
+	[SRV_SYN_SHED_KNOWN_PEER] = "syn_shed_known_peer",
 };
 
 const char *srv__counter_name(enum srv_counter c)

@@ -59,6 +59,12 @@ enum srv_counter {
 	SRV_RST_PROBES_DEFERRED, SRV_DROP_PROBE_NO_NEIGHBOUR,
 	/* the node's duplicate address detection (reply6.c, RFC 4862 §5.4) */
 	SRV_ND_DAD_SOLICITS_SENT, SRV_ND_DAD_DUPLICATE,
+	/* SYN shedding on the relay path (demux.c, netif/synshed.c): pure SYNs dropped while
+	 * the demux thread is behind a SYN flood, shed SYNs' retransmissions taken in, the
+	 * times shedding stopped because shed SYNs came back, and SYNs taken in under
+	 * pressure from peers known by their ACKs */
+	SRV_DROP_SYN_SHED, SRV_SYN_SHED_READMITTED, SRV_SYN_SHED_SUSPENDED,
+	SRV_SYN_SHED_KNOWN_PEER,
 	SRV_COUNTER_MAX
 };
 

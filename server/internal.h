@@ -26,6 +26,7 @@
 #include "filter/filter.h"
 #include "netif/ctl/ctl.h"
 #include "netif/ring.h"
+#include "netif/synshed.h"
 #include "netif/tap.h"
 #include "server/counters.h"
 #include "server/custody.h"
@@ -124,6 +125,9 @@ struct srv {
 	enum srv_datapath datapath;
 	struct srv_dp *dp;      /* the direct data path's programs and queues; NULL: none */
 	struct srv_reass *reass;  /* fragments being reassembled (reass.c; demux thread) */
+	/* SYN shedding on the relay path (demux.c; demux thread, s->lock held): ULS_SYN_SHED=0
+	 * turns it off, as in the processes. */
+	struct nif_synshed shed;
 	atomic_bool stop;       /* no lock: srv__stop(), srv__stopping() */
 	bool trace;             /* ULSD_TRACE=1: log every control message */
 	/* Allow a process that asks (CTL_HELLO_F_MSHOT) a multishot read of its queue;

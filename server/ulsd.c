@@ -41,6 +41,16 @@ uint64_t srv__now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* SYN shedding's fingerprint key (netif/synshed.c), drawn at start with the other
+ * secrets: the shedding draws it only at the first flood, when a failing getrandom would
+ * have nowhere to go. */
+static uint8_t shed_key[16];
+
+static void shed_draw_key(uint8_t key[16])
+{
+	memcpy(key, shed_key, sizeof(shed_key));
+}
+
 void srv__log(int level, const char *fmt, ...)
 {
 	char buf[512];
@@ -375,10 +385,13 @@ int main(int argc, char **argv)
 		}
 	}
 	if (getrandom(s.isn_secret, sizeof(s.isn_secret), 0) != (ssize_t)sizeof(s.isn_secret) ||
-	    getrandom(port_key, sizeof(port_key), 0) != (ssize_t)sizeof(port_key)) {
+	    getrandom(port_key, sizeof(port_key), 0) != (ssize_t)sizeof(port_key) ||
+	    getrandom(shed_key, sizeof(shed_key), 0) != (ssize_t)sizeof(shed_key)) {
 		fprintf(stderr, "ulsd: getrandom: %s\n", strerror(errno));
 		return 1;
 	}
+	nif_synshed_init(&s.shed, srv__now_ms, shed_draw_key,
+			 getenv("ULS_SYN_SHED") && !strcmp(getenv("ULS_SYN_SHED"), "0"));
 	if (!foreground)
 		openlog("ulsd", LOG_PID, LOG_DAEMON);
 	nif_set_log(nif_log);

@@ -107,14 +107,14 @@ void stk__drive_entry(void);
 /* A batch of received frames (stack/outbatch.c): begin and end around a device's rx, and
  * each IPv4 frame counted as it goes to lwIP. */
 void stk__outbatch_begin(void);
-/* SYN shedding (synshed.c): a receive round's bounds, and whether to drop this IP packet
- * (a pure SYN while the previous round said the process is behind; counted). */
+/* SYN shedding (synshed.c; the decision is netif/synshed.c's): a receive round's bounds,
+ * and whether to drop this IP packet (a pure SYN while the previous round said the process
+ * is behind; counted). */
 void stk__synshed_round_begin(void);
 void stk__synshed_round_end(void);
 bool stk__synshed_drop(const uint8_t *l3, size_t len, bool ipv6);
 bool stk__synshed_pressure(void);
 extern uint64_t (*stk__synshed_clock)(void);   /* ms; tests replace it */
-uint64_t stk__siphash24(const uint8_t key[16], const void *data, size_t len);
 void stk__outbatch_frame(void);
 void stk__outbatch_end(void);
 void *stk__stack_thread(void *arg);

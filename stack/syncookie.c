@@ -58,6 +58,7 @@
 
 #include "lwip/sys.h"
 #include "lwip/tcp.h"
+#include "netif/siphash.h"
 
 #define COOKIE_TICK_MS     64000u
 #define COOKIE_MAX_AGE     2u      /* ticks */
@@ -69,7 +70,6 @@
 #define SYN_BACKLOG_DEFAULT 64
 #define SYNCOOKIES_DEFAULT 1      /* ULS_SYNCOOKIES unset: on, as Linux's tcp_syncookies=1 */
 
-uint64_t stk__siphash24(const uint8_t key[16], const void *data, size_t len);
 
 /* MSS values a cookie can name: the common ones (RFC 9293 §3.7.1's 536 default, IPv4
  * over Ethernet 1460 and behind tunnels, jumbo frames 8960, and a TAP's 65521 MTU). */
@@ -128,7 +128,7 @@ static uint32_t cookie_hash(const struct tcp_syncookie *c, uint32_t t)
 	memcpy(m + at + 2, &c->remote_port, 2);
 	memcpy(m + at + 4, &c->irs, 4);
 	memcpy(m + at + 8, &t, 4);
-	return (uint32_t)stk__siphash24(secret, m, at + 12) & COOKIE_HASH_MASK;
+	return (uint32_t)nif_siphash24(secret, m, at + 12) & COOKIE_HASH_MASK;
 }
 
 u8_t stk__syn_admit(struct tcp_pcb_listen *lpcb)

@@ -29,6 +29,11 @@ static struct srv srv;
 
 static inline void stop_demux(void) { srv.stop = true; }
 
+static inline void fuzz_shed_key(uint8_t key[16])
+{
+	memset(key, 0x5a, 16);
+}
+
 static inline void fuzz_srv_init(void)
 {
 	memset(&srv, 0, sizeof(srv));
@@ -39,6 +44,8 @@ static inline void fuzz_srv_init(void)
 	srv.ports = srv.flt ? srv__ports_new(srv.flt, &srv.custody, (const uint64_t[2]){ 1, 2 }) : NULL;
 	CHECK(srv.ports && srv__reass_init(&srv) == 0);
 	srv.tap = faketap();
+	/* SYN shedding as ulsd runs it (a fixed key: the fuzzer's input is the attacker) */
+	nif_synshed_init(&srv.shed, srv__now_ms, fuzz_shed_key, false);
 	srv.ip = 0x010012c6u;
 	srv.prefix_len = 24;
 	srv.mtu = 1500;

@@ -52,7 +52,7 @@ FUZZ_ULSD_SRC = tests/fuzz/fuzz_ulsd.c tests/unit/faketap.c server/ctl.c server/
 	server/reply6.c server/neigh6.c server/reass.c \
 	server/bpf_none.c $(filter %.c,$(filter_libflt_la_SOURCES)) netif/ring.c \
 	netif/ctl/ctl.c netif/conntab.c netif/chksum.c netif/vnet.c netif/breakdown.c netif/frame.c \
-	netif/sys.c netif/wire/wire.c
+	netif/sys.c netif/siphash.c netif/synshed.c netif/wire/wire.c
 tests/fuzz/fuzz_ulsd: $(addprefix $(top_srcdir)/,$(FUZZ_ULSD_SRC) tests/fuzz/fuzz_srv.h)
 	@$(MKDIR_P) tests/fuzz
 	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) -Wall -Wextra -Werror $(FUZZ_CPPFLAGS) $(filter %.c,$^) -lpthread -o $@

@@ -21,7 +21,7 @@ void (*faketap_rx_done)(void);
 void (*faketap_on_flush)(void);
 void (*faketap_on_tx)(void);
 
-#define MAX_INJECT 8
+#define MAX_INJECT 64   /* a round long enough for SYN shedding (netif/synshed.c) */
 static const uint8_t *inject[MAX_INJECT];
 static size_t inject_len[MAX_INJECT];
 static unsigned ninject;

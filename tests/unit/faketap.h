@@ -22,7 +22,7 @@ struct nif_tap *faketap(void);
 /* What ulsd sent (the first FAKETAP_MAX_SENT frames, each cut to FAKETAP_FRAME_MAX). */
 extern struct faketap_frame faketap_sent[FAKETAP_MAX_SENT];
 extern unsigned faketap_nsent;
-/* Frames that nif_tap_rx() delivers once; then it calls faketap_rx_done, if set. */
+/* Frames (at most 64) that nif_tap_rx() delivers once; then it calls faketap_rx_done, if set. */
 void faketap_inject(const uint8_t *const *frames, const size_t *lens, unsigned n);
 extern void (*faketap_rx_done)(void);
 /* Called at each nif_tap_tx_flush(), and at each frame queued or sent (if set): a test

@@ -33,6 +33,7 @@
 uint64_t now_ms = 1000000;
 uint64_t srv__now_ms(void) { return __atomic_load_n(&now_ms, __ATOMIC_RELAXED); }
 void srv__log(int level, const char *fmt, ...) { (void)level; (void)fmt; }
+static void shed_key(uint8_t key[16]) { memset(key, 0x5a, 16); }
 
 /* ---- The TAP (tests/unit/faketap.c) -------------------------------------------------- */
 
@@ -46,9 +47,9 @@ static void stop_demux(void)
 /* One round of the demux thread's loop over the frames given. */
 void demux(const struct frame *f, unsigned n)
 {
-	const uint8_t *frames[8];
-	size_t lens[8];
-	for (unsigned i = 0; i < n && i < 8; i++) {
+	const uint8_t *frames[64];
+	size_t lens[64];
+	for (unsigned i = 0; i < n && i < 64; i++) {
 		frames[i] = f[i].b;
 		lens[i] = f[i].len;
 	}
@@ -78,6 +79,7 @@ int setup(void **state)
 	srv.rst_tokens = 2000;
 	srv.icmp_tokens = 100;
 	srv.rst_tokens_ms = srv.icmp_tokens_ms = now_ms;
+	nif_synshed_init(&srv.shed, srv__now_ms, shed_key, false);
 	nsent = 0;
 	srv.ports = srv.flt ? srv__ports_new(srv.flt, &srv.custody, (const uint64_t[2]){ 1, 2 }) : NULL;
 	return srv.ports && srv__reass_init(&srv) == 0 ? 0 : -1;
@@ -102,6 +104,7 @@ int teardown(void **state)
 	srv__ports_free(srv.ports);
 	free(srv.handoff);
 	free(srv.reass);
+	nif_synshed_free(&srv.shed);
 	return 0;
 }
 

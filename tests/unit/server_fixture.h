@@ -15,7 +15,7 @@
 extern uint64_t now_ms;       /* what srv__now_ms() says; tests move it */
 extern struct srv srv;        /* the ulsd under test */
 
-/* One round of the demux thread's loop over the frames given. */
+/* One round of the demux thread's loop over the frames given (at most 64). */
 void demux(const struct frame *f, unsigned n);
 int setup(void **state);
 /* Frees every lease through the demux thread's own path (sync_leases). */

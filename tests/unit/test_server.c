@@ -557,6 +557,80 @@ static void test_udp_to_a_closed_port_gets_port_unreachable_quoting_the_datagram
 	assert_int_equal(srv.ctr.v[SRV_ICMP_UNREACH_SENT], 1);
 }
 
+/* ---- SYN shedding on the relay path (demux.c, netif/synshed.c) ------------------------ */
+
+/* n pure SYNs to the closed port 5555 from as many spoofed sources, 198.19.0.first.. */
+static void syns(struct frame *f, unsigned n, unsigned first)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct fspec fs = { .src = IP4(198, 19, (first + i) >> 8, (first + i) & 0xff),
+				    .sport = (uint16_t)(1024 + first + i), .dport = 5555,
+				    .tcp_flags = WIRE_TCP_SYN };
+		build(&f[i], &fs);
+	}
+}
+
+static void test_demux_sheds_pure_syns_behind_a_flood_and_takes_a_shed_syns_retransmission(void **state)
+{
+	(void)state;
+	static struct frame f[64];
+	struct srv_lease *a = new_lease(0);
+	assert_int_equal(srv__lease_rings(&srv, a), 0);
+	assert_int_equal(connected(a, 5001), 5001);
+	/* A round of 32 SYNs: all taken (ulsd answers them with resets); a round that long
+	 * and all SYNs says the demux thread is behind a flood. */
+	syns(f, 32, 0);
+	demux(f, 32);
+	assert_int_equal(srv.ctr.v[SRV_DROP_SYN_SHED], 0);
+	assert_int_equal(srv.ctr.v[SRV_FRAMES_TO_SERVER], 32);
+	/* The next round: its 31 SYNs are shed before the lookup (no reset), counted; the
+	 * data segment of a's connection, from the peer, is delivered. */
+	syns(f, 31, 100);
+	struct fspec data = { .sport = 80, .dport = 5001, .payload = 100 };
+	build(&f[31], &data);
+	demux(f, 32);
+	assert_int_equal(srv.ctr.v[SRV_DROP_SYN_SHED], 31);
+	assert_int_equal(srv.ctr.v[SRV_FRAMES_TO_SERVER], 32);
+	assert_int_equal(a->rx_frames, 1);
+	/* 1 s later, the flood on: the first shed SYN again (its retransmission, RFC 6298
+	 * §5) is taken; so is a SYN from the peer, which sent a segment with ACK (a known
+	 * peer); 30 new SYNs are shed. */
+	now_ms += 1000;
+	syns(f, 1, 100);
+	syns(f + 1, 30, 200);
+	struct fspec peer_syn = { .sport = 40001, .dport = 5555, .tcp_flags = WIRE_TCP_SYN };
+	build(&f[31], &peer_syn);
+	demux(f, 32);
+	assert_int_equal(srv.ctr.v[SRV_SYN_SHED_READMITTED], 1);
+	assert_int_equal(srv.ctr.v[SRV_SYN_SHED_KNOWN_PEER], 1);
+	assert_int_equal(srv.ctr.v[SRV_DROP_SYN_SHED], 61);
+	assert_int_equal(srv.ctr.v[SRV_FRAMES_TO_SERVER], 34);
+	/* 500 ms after the last round behind, a short round: its SYN is still shed (the
+	 * pressure is the previous rounds' word), and it ends the pressure: the next round's
+	 * SYN is taken. */
+	now_ms += 500;
+	syns(f, 1, 300);
+	demux(f, 1);
+	assert_int_equal(srv.ctr.v[SRV_DROP_SYN_SHED], 62);
+	syns(f, 1, 301);
+	demux(f, 1);
+	assert_int_equal(srv.ctr.v[SRV_DROP_SYN_SHED], 62);
+	assert_int_equal(srv.ctr.v[SRV_FRAMES_TO_SERVER], 35);
+}
+
+static void test_demux_with_syn_shedding_off_takes_every_syn(void **state)
+{
+	(void)state;
+	static struct frame f[64];
+	srv.shed.off = true;   /* ULS_SYN_SHED=0 (ulsd.c) */
+	for (unsigned r = 0; r < 3; r++) {
+		syns(f, 32, 32 * r);
+		demux(f, 32);
+	}
+	assert_int_equal(srv.ctr.v[SRV_DROP_SYN_SHED], 0);
+	assert_int_equal(srv.ctr.v[SRV_FRAMES_TO_SERVER], 96);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -588,6 +662,8 @@ int main(void)
 		T(test_no_reset_answers_a_reset),
 		T(test_resets_beyond_the_rate_limit_are_dropped_and_counted),
 		T(test_udp_to_a_closed_port_gets_port_unreachable_quoting_the_datagram),
+		T(test_demux_sheds_pure_syns_behind_a_flood_and_takes_a_shed_syns_retransmission),
+		T(test_demux_with_syn_shedding_off_takes_every_syn),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
