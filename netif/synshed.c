@@ -51,7 +51,8 @@
  * burst of clients, not a flood, and shedding stops for SHED_SUSPEND_MS (round_end returns
  * true): 10,000 connections at once to a python server under ulsrun took 19-22 s to connect
  * with shedding, 5 s without (make check-load). Deviation from a complete defence: a flood
- * that sends each spoofed SYN twice, 1 s apart, turns shedding off, at twice its cost; the
+ * that sends a quarter of its spoofed SYNs twice, 1 s apart, turns shedding off for
+ * SHED_SUSPEND_MS at 1.25 times its cost (found in review: not twice, as this said); the
  * listener then answers it with cookies, as before shedding.
  *
  * Both a listener's SYNs and SYNs to ports without a listener are shed: both are a flood's
