@@ -22,3 +22,7 @@ tests_shim_ifaddrs_SOURCES = tests/shim/ifaddrs.c
 # (netif/sys.h). No testbed: it reads the built objects.
 TESTS += tests/shim/test_no_reentry.sh
 EXTRA_DIST += tests/shim/test_no_reentry.sh
+# Socket calls racing close() and the reuse of the numbers (the shim's lock-free lookups).
+check_PROGRAMS += tests/shim/closerace
+tests_shim_closerace_SOURCES = tests/shim/closerace.c
+tests_shim_closerace_LDADD = -lpthread

@@ -156,6 +156,24 @@ def test_signal_handler_using_sockets_does_not_deadlock(bed, defer):
     assert handled > 100 and echoed > 10, r.stdout
 
 
+def test_socket_calls_racing_close_and_reuse_of_the_numbers(bed):
+    """The shim looks descriptors and epoll instances up without a lock and reuses a closed
+    one's memory (apps/preload/fdtab.c, uepoll.c): while one thread closes and reopens UDP
+    sockets and an epoll instance under the same numbers, three threads calling
+    getsockname, recv and epoll_wait on them must, whenever no close overlapped their call,
+    see the socket that number names (its own port, no error), never one of another number,
+    and nothing may crash. ULS_DEBUG_LOOKUP_YIELD=1 makes the lookups yield where a close
+    must be able to land (fails with the table recheck or the claim of the last drop
+    removed)."""
+    env = dict(os.environ, ULS_DEBUG_LOOKUP_YIELD="1")
+    r = bed.ulsrun([f"{BUILD}/tests/shim/closerace", "3"], timeout=60, env=env)
+    assert r.returncode == 0 and r.stdout.startswith(b"ok "), r
+    f = r.stdout.split()
+    calls, checked, reopened = int(f[2]), int(f[4]), int(f[6])
+    print(f"\n  calls {calls} checked {checked} reopened {reopened}")
+    assert checked > 500 and reopened > 200, r.stdout
+
+
 @pytest.mark.parametrize("defer", ["1", "0"])
 def test_a_signal_held_off_inside_the_stack_reaches_its_handler_with_its_details(bed, defer):
     """sigaction(2): a SA_SIGINFO handler gets the signal's siginfo (SI_QUEUE and the value
