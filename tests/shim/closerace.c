@@ -7,13 +7,16 @@
  * socket's memory for the next one, and does the same for its epoll instances
  * (uepoll.c). Here one thread keeps closing UDP sockets two at a time and opening new
  * ones, which take the same numbers (it is the only thread that opens descriptors, and
- * socket() takes the lowest free), and an epoll instance the same way; the other threads
+ * socket() takes the lowest free), and two epoll instances the same way; the other threads
  * call getsockname(), recv() and epoll_wait() on those numbers all the while. Run it with
  * ULS_DEBUG_LOOKUP_YIELD=1: the shim's lookups then yield where a close must be able to
  * land. Checks:
  *   - a socket's port tells its slot (port % SLOTS): getsockname() on a number names a
  *     socket of that number's slot, whatever overlapped the call (a stale lookup that
  *     counted itself in memory reused under the other number fails this);
+ *   - two epoll instances, each holding a UDP socket of its own for EPOLLOUT with the
+ *     instance's index as data, are closed and made again two at a time too: epoll_wait
+ *     on one never reports the other's socket;
  *   - each number has a sequence count, odd while the closer changes it: a call made while
  *     it stayed even saw no close, so it must succeed and name that socket's own port (a
  *     file finished twice, or handed out after it was finished, fails this), or crash.
@@ -38,7 +41,7 @@
 #define WORKERS 3
 
 static int fds[SLOTS];
-static atomic_int epfd;
+static int epfds[2];  /* two epoll instances, each with a socket always writable */
 static atomic_uint seq[SLOTS];
 static atomic_int port[SLOTS];
 static atomic_bool stop;
@@ -90,8 +93,16 @@ static void *worker(void *arg)
 		ssize_t r = recv(fds[i], buf, sizeof(buf), MSG_DONTWAIT);
 		int rerr = errno;
 		struct epoll_event ev;
-		int e = epoll_wait(atomic_load(&epfd), &ev, 1, 0);
+		unsigned j = i & 1;
+		int e = epoll_wait(epfds[j], &ev, 1, 0);
 		int eerr = errno;
+		if (e == 1 && ev.data.u32 != j) {
+			/* Whatever overlapped the call, it waited on the other instance. */
+			if (atomic_fetch_add(&wrong, 1) < 5)
+				fprintf(stderr, "closerace: epoll instance %u (fd %d) reported "
+					"instance %u's socket\n", j, epfds[j], ev.data.u32);
+			continue;
+		}
 		atomic_fetch_add(&calls, 3);
 		if (p > 0 && (p < PORT_BASE || (unsigned)p % SLOTS != i)) {
 			/* Whatever overlapped the call, it acted on another slot's socket (0:
@@ -130,11 +141,18 @@ int main(int argc, char **argv)
 		}
 		atomic_store(&port[i], port_of(fds[i]));
 	}
-	atomic_store(&epfd, epoll_create1(0));
-	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fds[0] };
-	if (epfd < 0 || epoll_ctl(atomic_load(&epfd), EPOLL_CTL_ADD, fds[0], &ev) < 0) {
-		perror("closerace: epoll");
-		return 1;
+	/* Each instance holds a UDP socket of its own for EPOLLOUT, which a UDP socket
+	 * always has, with the instance's index as its data. */
+	int wsock[2];
+	for (unsigned j = 0; j < 2; j++) {
+		wsock[j] = socket(AF_INET, SOCK_DGRAM, 0);
+		epfds[j] = epoll_create1(0);
+		struct epoll_event ev = { .events = EPOLLOUT, .data.u32 = j };
+		if (wsock[j] < 0 || epfds[j] < 0 ||
+		    epoll_ctl(epfds[j], EPOLL_CTL_ADD, wsock[j], &ev) < 0) {
+			perror("closerace: epoll");
+			return 1;
+		}
 	}
 	for (int i = 0; i < WORKERS; i++)
 		pthread_create(&t[i], NULL, worker, (void *)(size_t)(i + 1));
@@ -163,19 +181,24 @@ int main(int argc, char **argv)
 		atomic_fetch_add(&seq[i + 1], 1);
 		if (failed)
 			break;
-		int s = fds[i];
 		if (i == 0) {
-			/* The epoll instance too, with the socket of slot 0 in it. */
-			int oe = atomic_load(&epfd);
-			close(oe);
-			int ne = epoll_create1(0);
-			atomic_store(&epfd, ne);
-			ev.data.fd = s;
-			if (ne != oe || epoll_ctl(ne, EPOLL_CTL_ADD, s, &ev) < 0) {
-				fprintf(stderr, "closerace: epoll reopened as %d, not %d\n", ne, oe);
-				atomic_fetch_add(&wrong, 1);
-				break;
+			/* The epoll instances too, two at a time as the sockets. */
+			close(epfds[0]);
+			close(epfds[1]);
+			for (unsigned j = 0; j < 2; j++) {
+				int ne = epoll_create1(0);
+				struct epoll_event ev = { .events = EPOLLOUT, .data.u32 = j };
+				if (ne != epfds[j] ||
+				    epoll_ctl(ne, EPOLL_CTL_ADD, wsock[j], &ev) < 0) {
+					fprintf(stderr, "closerace: epoll reopened as %d, not %d\n",
+						ne, epfds[j]);
+					atomic_fetch_add(&wrong, 1);
+					failed = true;
+					break;
+				}
 			}
+			if (failed)
+				break;
 		}
 		atomic_fetch_add(&reopened, 1);
 	}

@@ -159,11 +159,12 @@ def test_signal_handler_using_sockets_does_not_deadlock(bed, defer):
 def test_socket_calls_racing_close_and_reuse_of_the_numbers(bed):
     """The shim looks descriptors and epoll instances up without a lock and reuses a closed
     one's memory (apps/preload/fdtab.c, uepoll.c): while one thread closes and reopens UDP
-    sockets and an epoll instance under the same numbers, three threads calling
+    sockets and two epoll instances under the same numbers, three threads calling
     getsockname, recv and epoll_wait on them must, whenever no close overlapped their call,
-    see the socket that number names (its own port, no error), never one of another number,
-    and nothing may crash. ULS_DEBUG_LOOKUP_YIELD=1 makes the lookups yield where a close
-    must be able to land (fails with the table recheck or the claim of the last drop
+    see the socket that number names (its own port, no error), and never, overlapped or
+    not, a socket or an epoll instance of another number; nothing may crash.
+    ULS_DEBUG_LOOKUP_YIELD=1 makes the lookups yield where a close must be able to land
+    (fails with the table's recheck, the claim of the last drop, or uep_get's recheck
     removed)."""
     env = dict(os.environ, ULS_DEBUG_LOOKUP_YIELD="1")
     r = bed.ulsrun([f"{BUILD}/tests/shim/closerace", "3"], timeout=60, env=env)
