@@ -132,6 +132,23 @@ void shim__table_reset(void)
 		shim__signals_release(&table_mask);
 	for (int i = 0; i < table_depth; i++)
 		pthread_mutex_lock(&lock);
+	/* Counts of the parent's other threads: the prepare handler does not stop lookups,
+	 * so a thread of the parent mid-lookup (even on a pooled file), or inside a call
+	 * (a recv blocked on a socket), left its count in this copy, and no thread here
+	 * will ever drop it: a named file would never reach 0 (never closed: its port stays
+	 * bound), nor would a pooled one once reused. Only this thread is left, and it is in
+	 * fork(), inside no call: a pooled file is exactly DEAD, a named one keeps its
+	 * references (the table's, one per number naming it) and no calls. The pool is
+	 * consistent: the prepare handler held the table lock. */
+	for (struct shim_file *f = pool; f; f = f->next_free)
+		atomic_store(&f->hold, HOLD_DEAD);
+	int hi = atomic_load(&maxfd);
+	for (int fd = 0; fd <= hi && (unsigned)fd < table_len; fd++) {
+		struct shim_file *f = atomic_load(&table[fd]);
+		if (f)
+			atomic_store(&f->hold, atomic_load(&f->hold) & ~(HOLD_REF - 1));
+	}
+	shim__uep_fork_child();
 }
 
 bool shim__is_ours(int fd)

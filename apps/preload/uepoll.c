@@ -389,6 +389,22 @@ void shim__uep_exposed(int fd)
 		fallback(fd);
 }
 
+/* In a fork child (fdtab.c's shim__table_reset), the only thread: the parent's other
+ * threads' counts (an epoll_wait sleeping, a lookup midway) are gone with them, as for
+ * the files. A pooled instance is exactly UEP_DEAD, a named one holds the table's
+ * reference alone. Deviation: reg_lock is not held across fork; the pool's two changes
+ * (push, pop) leave a list at every step, at worst one instance short. */
+void shim__uep_fork_child(void)
+{
+	for (struct uep *u = pool; u; u = u->next_free)
+		atomic_store(&u->refs, UEP_DEAD);
+	for (int fd = 0; fd <= insts_hi && fd < UEP_FDS; fd++) {
+		struct uep *u = __atomic_load_n(&insts[fd], __ATOMIC_ACQUIRE);
+		if (u)
+			atomic_store(&u->refs, 1);
+	}
+}
+
 /* exec: the new program's shim knows nothing of these instances. */
 void shim__uep_exec(void)
 {

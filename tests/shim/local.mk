@@ -26,3 +26,7 @@ EXTRA_DIST += tests/shim/test_no_reentry.sh
 check_PROGRAMS += tests/shim/closerace
 tests_shim_closerace_SOURCES = tests/shim/closerace.c
 tests_shim_closerace_LDADD = -lpthread
+# fork while a thread is blocked in recv(): the child closes the socket, its port is free.
+check_PROGRAMS += tests/shim/forkcount
+tests_shim_forkcount_SOURCES = tests/shim/forkcount.c
+tests_shim_forkcount_LDADD = -lpthread

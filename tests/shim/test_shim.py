@@ -175,6 +175,18 @@ def test_socket_calls_racing_close_and_reuse_of_the_numbers(bed):
     assert checked > 500 and reopened > 200, r.stdout
 
 
+def test_a_fork_child_closes_a_socket_another_thread_of_the_parent_was_blocked_in(bed):
+    """fork(2) while a thread is blocked in recv() on a UDP socket: the call's count in the
+    shim's file is copied into the child, where no thread drops it (the prepare handler
+    does not stop calls); fork.c's child handler clears it. The child uses the socket
+    (getsockname) and closes it; once the parent has closed its copy too (after its recv
+    timed out), the child binds the port again, which must succeed: a count left behind
+    keeps the child's file, and its port, forever (fails without the clearing in
+    fdtab.c's shim__table_reset)."""
+    r = bed.ulsrun([f"{BUILD}/tests/shim/forkcount", "7131"], timeout=30)
+    assert r.returncode == 0 and r.stdout.startswith(b"ok"), r
+
+
 @pytest.mark.parametrize("defer", ["1", "0"])
 def test_a_signal_held_off_inside_the_stack_reaches_its_handler_with_its_details(bed, defer):
     """sigaction(2): a SA_SIGINFO handler gets the signal's siginfo (SI_QUEUE and the value
