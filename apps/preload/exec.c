@@ -125,7 +125,7 @@ static void install(int sd, const struct passed *p, int n, int memfd)
 		shim__enter(&old);
 		uls_close(sd);
 		shim__leave(&old);
-		free(f);
+		shim__file_discard(f);
 	}
 }
 

@@ -2,15 +2,26 @@
  *
  * A table indexed by descriptor number, sized once from the descriptor limit so that it
  * never moves: the hot path (every read() and write() of the program, most of them on
- * files and pipes) is one atomic load that finds NULL. Changes and the reference counts
- * take one mutex.
+ * files and pipes) is one atomic load that finds NULL. Changes take one mutex; looking a
+ * socket up and ending the call take none (issue 14: two lock pairs per socket call, a
+ * third of the shim's locking per redis request).
+ *
+ * Lookups without the lock: a file's references (descriptor numbers naming it) and calls
+ * in flight are one atomic word, f->hold, and a file's memory is never given back to the
+ * C library, only kept for the next socket (type-stable, as Linux's SLAB_TYPESAFE_BY_RCU
+ * files are for its lock-free fget): a lookup that read table[fd] just before the file
+ * was closed still counts itself on memory that is a file, sees HOLD_DEAD (finished, or
+ * not yet named) or that fd names something else now, and lets go. Whoever brings the
+ * word to 0 finishes the file, once: it claims it by setting HOLD_DEAD (0 -> DEAD).
  */
 #include "shim.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 
 #include "uls.h"
@@ -27,10 +38,29 @@ static atomic_int maxfd = -1;
 static pthread_mutex_t lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
+/* f->hold: calls in the low 32 bits, references above them, and the top bit while the
+ * file is not named (new, or finished and kept for reuse). */
+#define HOLD_USER UINT64_C(1)
+#define HOLD_REF (UINT64_C(1) << 32)
+#define HOLD_DEAD (UINT64_C(1) << 63)
+
+/* Finished files, kept for shim__file_new (table lock). */
+static struct shim_file *pool;
+
+/* ULS_DEBUG_LOOKUP_YIELD=1 (tests/shim/closerace.c): a lookup yields the processor
+ * between reading the table and counting itself, and again before checking the table
+ * still names the file, and the last drop yields before it claims the file, so that a
+ * close, a reuse or a stale lookup lands in between, as they otherwise do only when a
+ * thread is preempted there. */
+bool shim__debug_yield;
+
 static void table_init(void)
 {
 	struct rlimit rl;
 	unsigned len = 65536;
+	const char *y = getenv("ULS_DEBUG_LOOKUP_YIELD");
+
+	shim__debug_yield = y && y[0] == '1' && !y[1];
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
 		len = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > TABLE_MAX ? TABLE_MAX :
@@ -102,6 +132,23 @@ void shim__table_reset(void)
 		shim__signals_release(&table_mask);
 	for (int i = 0; i < table_depth; i++)
 		pthread_mutex_lock(&lock);
+	/* Counts of the parent's other threads: the prepare handler does not stop lookups,
+	 * so a thread of the parent mid-lookup (even on a pooled file), or inside a call
+	 * (a recv blocked on a socket), left its count in this copy, and no thread here
+	 * will ever drop it: a named file would never reach 0 (never closed: its port stays
+	 * bound), nor would a pooled one once reused. Only this thread is left, and it is in
+	 * fork(), inside no call: a pooled file is exactly DEAD, a named one keeps its
+	 * references (the table's, one per number naming it) and no calls. The pool is
+	 * consistent: the prepare handler held the table lock. */
+	for (struct shim_file *f = pool; f; f = f->next_free)
+		atomic_store(&f->hold, HOLD_DEAD);
+	int hi = atomic_load(&maxfd);
+	for (int fd = 0; fd <= hi && (unsigned)fd < table_len; fd++) {
+		struct shim_file *f = atomic_load(&table[fd]);
+		if (f)
+			atomic_store(&f->hold, atomic_load(&f->hold) & ~(HOLD_REF - 1));
+	}
+	shim__uep_fork_child();
 }
 
 bool shim__is_ours(int fd)
@@ -120,19 +167,28 @@ int shim__maxfd(void)
 	return atomic_load(&maxfd);
 }
 
-/* shim__get() without adopting an inherited socket (exec.c adopts with a time limit). */
-struct shim_file *shim__get_raw(int fd)
-{
-	struct shim_file *f;
+/* A call on f ends (or a lookup lets go): whoever takes the word to 0 finishes f. */
+static void drop(struct shim_file *f, uint64_t what);
 
-	if (!in_range(fd) || !atomic_load_explicit(&table[fd], memory_order_acquire))
+/* The file fd names, with a call counted in it, or NULL: no lock (see the top). */
+static struct shim_file *lookup(int fd)
+{
+	if (!in_range(fd))
 		return NULL;
-	shim__table_lock();
-	f = atomic_load(&table[fd]);
-	if (f)
-		atomic_fetch_add(&f->users, 1);
-	shim__table_unlock();
-	return f;
+	for (;;) {
+		struct shim_file *f = atomic_load_explicit(&table[fd], memory_order_acquire);
+		if (!f)
+			return NULL;
+		if (shim__debug_yield)
+			sched_yield();
+		uint64_t was = atomic_fetch_add(&f->hold, HOLD_USER);
+		if (shim__debug_yield)
+			sched_yield();
+		/* Not finished when counted, and still fd's: the count holds it from here. */
+		if (!(was & HOLD_DEAD) && atomic_load(&table[fd]) == f)
+			return f;
+		drop(f, HOLD_USER);  /* fd was closed or renamed meanwhile: look again */
+	}
 }
 
 static struct shim_file *get(int fd, int claim)
@@ -160,42 +216,65 @@ struct shim_file *shim__get_io(int fd)
 	return get(fd, -1);
 }
 
-/* Is f's last reference and last call gone? (table lock held) Then the caller closes it
- * with finish() after dropping the lock: the lock order is table, then libuls's core
- * lock, and fork takes them in that order too (fork.c). */
-static struct shim_file *unused(struct shim_file *f)
+/* shim__get() without adopting an inherited socket (exec.c adopts with a time limit). */
+struct shim_file *shim__get_raw(int fd)
 {
-	return f && !atomic_load(&f->refs) && !atomic_load(&f->users) ? f : NULL;
+	if (!in_range(fd) || !atomic_load_explicit(&table[fd], memory_order_acquire))
+		return NULL;
+	return lookup(fd);
 }
 
+/* f's last reference and last call are gone: its registrations, its libuls socket, and
+ * its memory goes to the pool. Called without the table lock (the lock order is table,
+ * then libuls's core lock, and fork takes them in that order too: fork.c). */
 static void finish(struct shim_file *f)
 {
 	sigset_t old;
 
-	if (!f)
-		return;
 	shim__uep_forget(f);  /* Linux drops a file's epoll registrations with it */
 	shim__enter(&old);
 	uls_close(f->sd);
 	shim__leave(&old);
-	free(f);
+	shim__file_discard(f);
+}
+
+static void drop(struct shim_file *f, uint64_t what)
+{
+	uint64_t zero = 0;
+
+	if (atomic_fetch_sub(&f->hold, what) != what)
+		return;
+	if (shim__debug_yield)
+		sched_yield();  /* a stale lookup may count itself here */
+	if (atomic_compare_exchange_strong(&f->hold, &zero, HOLD_DEAD))
+		finish(f);
+	/* A failed claim: a lookup counted itself meanwhile, and its drop finishes f. */
 }
 
 void shim__put(struct shim_file *f)
 {
-	shim__table_lock();
-	atomic_fetch_sub(&f->users, 1);
-	struct shim_file *done = unused(f);
-	shim__table_unlock();
-	finish(done);
+	drop(f, HOLD_USER);
 }
 
 struct shim_file *shim__file_new(int sd, int family, int type, bool nonblock)
 {
-	struct shim_file *f = calloc(1, sizeof(*f));
+	struct shim_file *f = NULL;
 
-	if (!f)
-		return NULL;
+	shim__table_lock();
+	if (pool) {
+		f = pool;
+		pool = f->next_free;
+	}
+	shim__table_unlock();
+	if (f) {
+		/* Everything but the word, which stale lookups may still be counting in. */
+		memset(f, 0, offsetof(struct shim_file, hold));
+	} else {
+		f = calloc(1, sizeof(*f));
+		if (!f)
+			return NULL;
+		atomic_init(&f->hold, HOLD_DEAD);
+	}
 	f->sd = sd;
 	f->family = family;
 	f->type = type;
@@ -204,27 +283,38 @@ struct shim_file *shim__file_new(int sd, int family, int type, bool nonblock)
 	return f;
 }
 
+/* A file that is named nowhere (finished, or never installed) goes to the pool: never to
+ * free(), a stale lookup may still count itself in it. */
+void shim__file_discard(struct shim_file *f)
+{
+	if (!f)
+		return;
+	shim__table_lock();
+	f->next_free = pool;
+	pool = f;
+	shim__table_unlock();
+}
+
 /* Name f by descriptor fd (which the caller has just made a mirror of f). Whatever fd
  * named before is dropped. */
 int shim__install(int fd, struct shim_file *f)
 {
 	if (!in_range(fd) || !table)
 		return -EMFILE;
-	struct shim_file *done = NULL;
 	shim__table_lock();
-	atomic_fetch_add(&f->refs, 1);
+	/* A new file is named for the first time: its word loses HOLD_DEAD in the same step
+	 * (a stale lookup's count in it stays as it is). */
+	if (atomic_load(&f->hold) & HOLD_DEAD)
+		atomic_fetch_add(&f->hold, HOLD_REF - HOLD_DEAD);
+	else
+		atomic_fetch_add(&f->hold, HOLD_REF);
 	struct shim_file *old = atomic_exchange(&table[fd], f);
-	if (old && old != f) {
-		atomic_fetch_sub(&old->refs, 1);
-		done = unused(old);
-	} else if (old == f) {
-		atomic_fetch_sub(&f->refs, 1);
-	}
 	int m = atomic_load(&maxfd);
 	while (fd > m && !atomic_compare_exchange_weak(&maxfd, &m, fd))
 		;
 	shim__table_unlock();
-	finish(done);
+	if (old)
+		drop(old, HOLD_REF);  /* old == f: named once, as before */
 	return 0;
 }
 
@@ -234,15 +324,11 @@ int shim__uninstall(int fd)
 {
 	if (!in_range(fd) || !atomic_load(&table[fd]))
 		return 0;
-	struct shim_file *done = NULL;
 	shim__table_lock();
 	struct shim_file *f = atomic_exchange(&table[fd], NULL);
-	if (f) {
-		atomic_fetch_sub(&f->refs, 1);
-		done = unused(f);
-	}
 	shim__table_unlock();
-	finish(done);
+	if (f)
+		drop(f, HOLD_REF);
 	return f != NULL;
 }
 

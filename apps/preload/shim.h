@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/socket.h>
@@ -36,8 +37,6 @@ struct shim_file {
 	bool bound;          /* bind() or connect() gave it an address (IPV6_V6ONLY is fixed) */
 	unsigned v6set;      /* AF_INET6: which of v6val were set (sockaddr.c) */
 	int v6val[SHIM_V6OPTS];
-	atomic_uint refs;    /* descriptor numbers naming it */
-	atomic_uint users;   /* calls in flight (it is freed when both reach zero) */
 	atomic_uint uep_regs;  /* registrations in user-level epoll instances (uepoll.c) */
 	atomic_bool kernel_epoll;  /* ever in a kernel epoll instance: its mirror stays exact */
 	bool nonblock;       /* O_NONBLOCK, kept here: the mirror itself always blocks */
@@ -51,6 +50,10 @@ struct shim_file {
 		int level, name, val;
 	} opts[16];
 	unsigned nopts;
+	struct shim_file *next_free;  /* in fdtab.c's pool of finished files */
+	/* Descriptor numbers naming it and calls in flight, one word (fdtab.c): last, as
+	 * the one member a reused file keeps. */
+	_Atomic uint64_t hold;
 };
 
 /* The real functions of the C library (real.c). */
@@ -119,6 +122,7 @@ struct shim_file *shim__get_io(int fd);
 struct shim_file *shim__get_raw(int fd);
 void shim__put(struct shim_file *f);
 struct shim_file *shim__file_new(int sd, int family, int type, bool nonblock);
+void shim__file_discard(struct shim_file *f);
 int shim__install(int fd, struct shim_file *f);
 int shim__uninstall(int fd);
 bool shim__is_ours(int fd);
@@ -129,6 +133,7 @@ void shim__table_unlock(void);
 void shim__table_reset(void);
 void shim__table_wait_claim(void);
 void shim__table_claim_done(void);
+extern bool shim__debug_yield;  /* ULS_DEBUG_LOOKUP_YIELD=1 (fdtab.c) */
 
 /* Calls into libuls run with signals held off (deferred, or blocked: fdtab.c): a handler
  * that uses sockets must never find the stack's lock held by the very thread it
@@ -174,6 +179,7 @@ int shim__uep_wait(int epfd, struct epoll_event *ev, int max, int timeout,
 void shim__uep_closed(int fd);
 void shim__uep_exposed(int fd);
 void shim__uep_exec(void);
+void shim__uep_fork_child(void);
 void shim__uep_forget(struct shim_file *f);
 void shim__uep_to_kernel(struct shim_file *f);
 bool shim__uep_active(void);

@@ -113,7 +113,7 @@ static int open_socket(int domain, int base, int type)
 		shim__enter(&old);
 		uls_close(sd);
 		shim__leave(&old);
-		free(f);
+		shim__file_discard(f);
 		return -ENOMEM;
 	}
 	return fd;
@@ -224,7 +224,7 @@ static int do_accept(struct shim_file *f, struct sockaddr *addr, socklen_t *len,
 		shim__enter(&old);
 		uls_close(csd);
 		shim__leave(&old);
-		free(c);
+		shim__file_discard(c);
 		return -ENOMEM;
 	}
 	if (f->native6)

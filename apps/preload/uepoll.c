@@ -37,6 +37,8 @@
 #include "shim.h"
 
 #include <pthread.h>
+#include <sched.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,7 +69,6 @@ struct uep_item {
 struct uep {
 	pthread_mutex_t lock;
 	int epfd;
-	unsigned refs;         /* the table's, and each call's inside (reg_lock) */
 	bool dead;             /* closed, or fell back to the mirrors */
 	struct uls_rl *rl;     /* the ready list (the stack's) */
 	struct uep_item **v;   /* the registrations; each is its ready list entry's cookie */
@@ -77,11 +78,19 @@ struct uep {
 	unsigned gen;          /* the fork generation its sockets were counted lazy in */
 	unsigned sleepers;     /* threads waiting in the kernel on its sockets' mirrors */
 	int wakefd;            /* eventfd that ends their wait (epoll_ctl), or -1 */
+	struct uep *next_free;  /* in the pool of freed instances (reg_lock) */
+	/* The table's reference and each call's inside, and UEP_DEAD while the instance is
+	 * not in the table's hands (new, or freed into the pool). Last: the one member a
+	 * reused instance keeps (see uep_get). */
+	_Atomic uint64_t refs;
 };
+
+#define UEP_DEAD (UINT64_C(1) << 63)
 
 static struct uep *insts[UEP_FDS];
 static int insts_hi = -1;
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct uep *pool;  /* freed instances, kept for created() (reg_lock) */
 static atomic_uint lazy_regs;  /* registrations of sockets in all instances */
 static int enabled = -1;
 
@@ -114,20 +123,30 @@ static void reg_leave(const sigset_t *old)
 	shim__signals_release(old);
 }
 
-/* The instance of epfd with a reference, or NULL. */
+static void uep_put(struct uep *u);
+
+/* The instance of epfd with a reference, or NULL. No lock (issue 14: every epoll_wait
+ * and epoll_ctl took reg_lock twice): an instance's memory is never given back, only
+ * kept in the pool for the next one (type-stable, as fdtab.c's files), so a lookup that
+ * read insts[epfd] just before the instance was freed still counts itself on an
+ * instance, sees UEP_DEAD or that epfd names another now, and lets go. */
 static struct uep *uep_get(int epfd)
 {
-	sigset_t old;
-	struct uep *u;
-
-	if (epfd < 0 || epfd >= UEP_FDS || !__atomic_load_n(&insts[epfd], __ATOMIC_ACQUIRE))
+	if (epfd < 0 || epfd >= UEP_FDS)
 		return NULL;
-	reg_enter(&old);
-	u = insts[epfd];
-	if (u)
-		u->refs++;
-	reg_leave(&old);
-	return u;
+	for (;;) {
+		struct uep *u = __atomic_load_n(&insts[epfd], __ATOMIC_ACQUIRE);
+		if (!u)
+			return NULL;
+		if (shim__debug_yield)
+			sched_yield();  /* tests/shim/closerace.c: a close lands here (fdtab.c) */
+		uint64_t was = atomic_fetch_add(&u->refs, 1);
+		if (shim__debug_yield)
+			sched_yield();
+		if (!(was & UEP_DEAD) && __atomic_load_n(&insts[epfd], __ATOMIC_SEQ_CST) == u)
+			return u;
+		uep_put(u);  /* closed or replaced meanwhile: look again */
+	}
 }
 
 static void uep_free(struct uep *u)
@@ -143,17 +162,20 @@ static void uep_free(struct uep *u)
 		free(u->v[i]);
 	pthread_mutex_destroy(&u->lock);
 	free(u->v);
-	free(u);
+	reg_enter(&old);
+	u->next_free = pool;
+	pool = u;
+	reg_leave(&old);
 }
 
+/* Whoever takes the count to 0 frees the instance, once: it claims it (0 -> UEP_DEAD);
+ * a failed claim means a lookup counted itself meanwhile, and its put frees it. */
 static void uep_put(struct uep *u)
 {
-	sigset_t old;
+	uint64_t zero = 0;
 
-	reg_enter(&old);
-	bool last = --u->refs == 0;
-	reg_leave(&old);
-	if (last)
+	if (atomic_fetch_sub(&u->refs, 1) == 1 &&
+	    atomic_compare_exchange_strong(&u->refs, &zero, UEP_DEAD))
 		uep_free(u);
 }
 
@@ -278,22 +300,37 @@ static int created(int epfd)
 {
 	if (epfd < 0 || epfd >= UEP_FDS || !shim__enabled() || !uep_enabled())
 		return epfd;
-	struct uep *u = calloc(1, sizeof(*u)), *old_u;
-	if (!u)
-		return epfd;
+	struct uep *u, *old_u;
 	sigset_t old;
+	reg_enter(&old);
+	u = pool;
+	if (u)
+		pool = u->next_free;
+	reg_leave(&old);
+	if (u) {
+		/* Everything but the count, which stale lookups may still be counting in. */
+		memset(u, 0, offsetof(struct uep, refs));
+	} else {
+		u = calloc(1, sizeof(*u));
+		if (!u)
+			return epfd;
+		atomic_init(&u->refs, UEP_DEAD);
+	}
 	shim__enter(&old);
 	u->rl = uls_rl_new();
 	shim__leave(&old);
 	if (!u->rl) {
-		free(u);
+		reg_enter(&old);
+		u->next_free = pool;  /* still UEP_DEAD: never in the table */
+		pool = u;
+		reg_leave(&old);
 		return epfd;  /* the mirror path */
 	}
 	pthread_mutex_init(&u->lock, NULL);
 	u->epfd = epfd;
-	u->refs = 1;
 	u->wakefd = -1;
 	u->gen = shim__generation();
+	atomic_fetch_add(&u->refs, 1 - UEP_DEAD);  /* the table's; a stale count stays */
 	reg_enter(&old);
 	old_u = insts[epfd];  /* a number the program reused without our close (raw) */
 	__atomic_store_n(&insts[epfd], u, __ATOMIC_RELEASE);
@@ -350,6 +387,22 @@ void shim__uep_exposed(int fd)
 {
 	if (fd >= 0 && fd < UEP_FDS && __atomic_load_n(&insts[fd], __ATOMIC_ACQUIRE))
 		fallback(fd);
+}
+
+/* In a fork child (fdtab.c's shim__table_reset), the only thread: the parent's other
+ * threads' counts (an epoll_wait sleeping, a lookup midway) are gone with them, as for
+ * the files. A pooled instance is exactly UEP_DEAD, a named one holds the table's
+ * reference alone. Deviation: reg_lock is not held across fork; the pool's two changes
+ * (push, pop) leave a list at every step, at worst one instance short. */
+void shim__uep_fork_child(void)
+{
+	for (struct uep *u = pool; u; u = u->next_free)
+		atomic_store(&u->refs, UEP_DEAD);
+	for (int fd = 0; fd <= insts_hi && fd < UEP_FDS; fd++) {
+		struct uep *u = __atomic_load_n(&insts[fd], __ATOMIC_ACQUIRE);
+		if (u)
+			atomic_store(&u->refs, 1);
+	}
 }
 
 /* exec: the new program's shim knows nothing of these instances. */

@@ -22,3 +22,11 @@ tests_shim_ifaddrs_SOURCES = tests/shim/ifaddrs.c
 # (netif/sys.h). No testbed: it reads the built objects.
 TESTS += tests/shim/test_no_reentry.sh
 EXTRA_DIST += tests/shim/test_no_reentry.sh
+# Socket calls racing close() and the reuse of the numbers (the shim's lock-free lookups).
+check_PROGRAMS += tests/shim/closerace
+tests_shim_closerace_SOURCES = tests/shim/closerace.c
+tests_shim_closerace_LDADD = -lpthread
+# fork while a thread is blocked in recv(): the child closes the socket, its port is free.
+check_PROGRAMS += tests/shim/forkcount
+tests_shim_forkcount_SOURCES = tests/shim/forkcount.c
+tests_shim_forkcount_LDADD = -lpthread

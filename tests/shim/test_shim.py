@@ -157,6 +157,37 @@ def test_signal_handler_using_sockets_does_not_deadlock(bed, defer):
     assert handled > 100 and echoed > 10, r.stdout
 
 
+def test_socket_calls_racing_close_and_reuse_of_the_numbers(bed):
+    """The shim looks descriptors and epoll instances up without a lock and reuses a closed
+    one's memory (apps/preload/fdtab.c, uepoll.c): while one thread closes and reopens UDP
+    sockets and two epoll instances under the same numbers, three threads calling
+    getsockname, recv and epoll_wait on them must, whenever no close overlapped their call,
+    see the socket that number names (its own port, no error), and never, overlapped or
+    not, a socket or an epoll instance of another number; nothing may crash.
+    ULS_DEBUG_LOOKUP_YIELD=1 makes the lookups yield where a close must be able to land
+    (fails with the table's recheck, the claim of the last drop, or uep_get's recheck
+    removed)."""
+    env = dict(os.environ, ULS_DEBUG_LOOKUP_YIELD="1")
+    r = bed.ulsrun([f"{BUILD}/tests/shim/closerace", "3"], timeout=60, env=env)
+    assert r.returncode == 0 and r.stdout.startswith(b"ok "), r
+    f = r.stdout.split()
+    calls, checked, reopened = int(f[2]), int(f[4]), int(f[6])
+    print(f"\n  calls {calls} checked {checked} reopened {reopened}")
+    assert checked > 500 and reopened > 200, r.stdout
+
+
+def test_a_fork_child_closes_a_socket_another_thread_of_the_parent_was_blocked_in(bed):
+    """fork(2) while a thread is blocked in recv() on a UDP socket: the call's count in the
+    shim's file is copied into the child, where no thread drops it (the prepare handler
+    does not stop calls); fork.c's child handler clears it. The child uses the socket
+    (getsockname) and closes it; once the parent has closed its copy too (after its recv
+    timed out), the child binds the port again, which must succeed: a count left behind
+    keeps the child's file, and its port, forever (fails without the clearing in
+    fdtab.c's shim__table_reset)."""
+    r = bed.ulsrun([f"{BUILD}/tests/shim/forkcount", "7131"], timeout=30)
+    assert r.returncode == 0 and r.stdout.startswith(b"ok"), r
+
+
 @pytest.mark.parametrize("defer", ["1", "0"])
 def test_a_signal_held_off_inside_the_stack_reaches_its_handler_with_its_details(bed, defer):
     """sigaction(2): a SA_SIGINFO handler gets the signal's siginfo (SI_QUEUE and the value
