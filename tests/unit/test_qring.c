@@ -707,20 +707,40 @@ static void burst_beyond_the_buffers_ends_the_read_which_is_armed_again(void **s
 /* ulsd's restrictions for the receive ring (server/bpf.c): with or without the multishot
  * read. The provided buffers were registered by nif_qring_prepare before, as a process
  * does before its HELLO. */
+/* ulsd's restriction set for a ring (server/bpf.c) into res: the four data opcodes, fixed
+ * files required; with mshot, buffer selection allowed and (last) the multishot read; with
+ * cancel, IORING_OP_ASYNC_CANCEL (an older ulsd's set lacks it). Returns the entries. */
+#define ULSD_RES_MAX 8
+static unsigned ulsd_restrictions(struct io_uring_restriction *res, bool mshot, bool cancel)
+{
+	static const uint8_t ops[] = { IORING_OP_READ, IORING_OP_WRITE, IORING_OP_READV,
+				       IORING_OP_WRITEV };
+	unsigned n = 0;
+
+	memset(res, 0, ULSD_RES_MAX * sizeof(*res));
+	for (unsigned i = 0; i < sizeof(ops); i++)
+		res[n++] = (struct io_uring_restriction){ .opcode = IORING_RESTRICTION_SQE_OP,
+							  .sqe_op = ops[i] };
+	res[n++] = (struct io_uring_restriction){ .opcode = IORING_RESTRICTION_SQE_FLAGS_REQUIRED,
+						  .sqe_flags = IOSQE_FIXED_FILE };
+	res[n++] = (struct io_uring_restriction){
+		.opcode = IORING_RESTRICTION_SQE_FLAGS_ALLOWED,
+		.sqe_flags = IOSQE_FIXED_FILE | (mshot ? IOSQE_BUFFER_SELECT : 0) };
+	if (cancel)
+		res[n++] = (struct io_uring_restriction){ .opcode = IORING_RESTRICTION_SQE_OP,
+							  .sqe_op = IORING_OP_ASYNC_CANCEL };
+	if (mshot)
+		res[n++] = (struct io_uring_restriction){ .opcode = IORING_RESTRICTION_SQE_OP,
+							  .sqe_op = NIF_IORING_OP_READ_MULTISHOT };
+	return n;
+}
+
 static int open_restricted(void **state, bool allow_mshot)
 {
-	const struct io_uring_restriction res[] = {
-		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_READ },
-		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_WRITE },
-		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_READV },
-		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_WRITEV },
-		{ .opcode = IORING_RESTRICTION_SQE_FLAGS_REQUIRED, .sqe_flags = IOSQE_FIXED_FILE },
-		{ .opcode = IORING_RESTRICTION_SQE_FLAGS_ALLOWED,
-		  .sqe_flags = IOSQE_FIXED_FILE | (allow_mshot ? IOSQE_BUFFER_SELECT : 0) },
-		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = NIF_IORING_OP_READ_MULTISHOT },
-	};
-	const unsigned all = sizeof(res) / sizeof(res[0]);
-	const unsigned nres[2] = { allow_mshot ? all : all - 1, all - 1 };
+	struct io_uring_restriction res[ULSD_RES_MAX];
+	const unsigned all = ulsd_restrictions(res, allow_mshot, false);
+	/* The transmit ring's set lacks the multishot read (the last entry). */
+	const unsigned nres[2] = { all, allow_mshot ? all - 1 : all };
 	struct nif_qring_prep p;
 
 	assert_int_equal(nif_qring_prepare(&p), 0);
@@ -836,17 +856,8 @@ struct fx_ulsd {
  * first). cancel: the restrictions allow IORING_OP_ASYNC_CANCEL (an older ulsd's do not). */
 static int open_like_ulsd(void **state, bool cancel, bool wake)
 {
-	struct io_uring_restriction res[] = {
-		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_READ },
-		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_WRITE },
-		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_READV },
-		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_WRITEV },
-		{ .opcode = IORING_RESTRICTION_SQE_FLAGS_REQUIRED, .sqe_flags = IOSQE_FIXED_FILE },
-		{ .opcode = IORING_RESTRICTION_SQE_FLAGS_ALLOWED,
-		  .sqe_flags = IOSQE_FIXED_FILE | IOSQE_BUFFER_SELECT },
-		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = NIF_IORING_OP_READ_MULTISHOT },
-		{ .opcode = IORING_RESTRICTION_SQE_OP, .sqe_op = IORING_OP_ASYNC_CANCEL },
-	};
+	struct io_uring_restriction res[ULSD_RES_MAX];
+	const unsigned nres = ulsd_restrictions(res, true, cancel);
 	struct fx_ulsd *u = calloc(1, sizeof(*u));
 	struct fx *f = &u->f;
 	struct nif_qring_prep p;
@@ -857,13 +868,10 @@ static int open_like_ulsd(void **state, bool cancel, bool wake)
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
 	assert_int_equal(nif_qring_prepare(&p), 0);
 	choose_rx(&p);
-	if (!cancel)
-		res[7] = res[6];   /* a duplicate instead: the set without it */
 	int files[2] = { sv[0], efd };
 	for (int i = 0; i < 2; i++) {
 		int fd = nif_qring_fd(&p, i);
-		assert_int_equal(uring_register(fd, IORING_REGISTER_RESTRICTIONS, res,
-						sizeof(res) / sizeof(res[0])), 0);
+		assert_int_equal(uring_register(fd, IORING_REGISTER_RESTRICTIONS, res, nres), 0);
 		assert_int_equal(uring_register(fd, IORING_REGISTER_FILES, files,
 						i == 0 && wake ? 2 : 1), 0);
 		assert_int_equal(uring_register(fd, IORING_REGISTER_ENABLE_RINGS, NULL, 0), 0);
