@@ -27,6 +27,7 @@ source). node 2's ulsd runs with --gw for this test and is restarted as before a
 """
 import json
 import os
+import signal
 import statistics
 import subprocess
 import time
@@ -73,27 +74,34 @@ def _ip(netns, *args):
                    check=True)
 
 
-@pytest.fixture
-def gw_node2(tb):
-    """node 2's ulsd with a gateway (synflood's address), restored afterwards."""
-    argv = tb.ulsd_cmdline(2)
+def _stop_ulsd2(tb):
+    """SIGTERM node 2's ulsd, if one runs, and wait (up to 5 s) for its end."""
     pid = tb.ulsd_pid(2)
-    os.kill(pid, 15)
+    if pid is None:
+        return
+    os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + 5
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    tb.start_ulsd(2, argv + ["--gw", GW])
+
+
+def _node2_as(tb, argv, value=None):
+    """A fixture's body: node 2's ulsd started again with argv; afterwards the test's
+    processes stopped and the testbed's own ulsd back."""
+    _stop_ulsd2(tb)
+    tb.start_ulsd(2, argv)
     try:
-        yield
+        yield value
     finally:
         tb.cleanup_procs()
-        pid = tb.ulsd_pid(2)
-        if pid is not None:
-            os.kill(pid, 15)
-            deadline = time.monotonic() + 5
-            while _alive(pid) and time.monotonic() < deadline:
-                time.sleep(0.05)
+        _stop_ulsd2(tb)
         tb.start_ulsd(2, _ulsd_argv_from_env(tb, 2))
+
+
+@pytest.fixture
+def gw_node2(tb):
+    """node 2's ulsd with a gateway (synflood's address), restored afterwards."""
+    yield from _node2_as(tb, tb.ulsd_cmdline(2) + ["--gw", GW])
 
 
 @pytest.fixture
@@ -338,25 +346,9 @@ def relay_node2(request, tb):
     """node 2's ulsd on the relay path (whatever the suite's), with the gateway, and with
     SYN shedding (its default) or without it (ULS_SYN_SHED=0, as a control); restored
     afterwards. A new ulsd: no peer is known to it yet."""
-    argv = tb.ulsd_cmdline(2)
-    pid = tb.ulsd_pid(2)
-    os.kill(pid, 15)
-    deadline = time.monotonic() + 5
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
     env = ["env", "ULS_DATAPATH=relay"] + (["ULS_SYN_SHED=0"] if request.param == "no-shed" else [])
-    tb.start_ulsd(2, env + argv + ["--gw", GW, "--datapath", "relay"])
-    try:
-        yield request.param
-    finally:
-        tb.cleanup_procs()
-        pid = tb.ulsd_pid(2)
-        if pid is not None:
-            os.kill(pid, 15)
-            deadline = time.monotonic() + 5
-            while _alive(pid) and time.monotonic() < deadline:
-                time.sleep(0.05)
-        tb.start_ulsd(2, _ulsd_argv_from_env(tb, 2))
+    yield from _node2_as(tb, env + tb.ulsd_cmdline(2) + ["--gw", GW, "--datapath", "relay"],
+                         request.param)
 
 
 def test_relay_ulsd_sheds_a_syn_flood_and_takes_a_shed_clients_retransmission(tb, relay_node2, capsys):

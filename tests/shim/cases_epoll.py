@@ -336,6 +336,20 @@ def read_answers(socks, back, seconds=10):
                 back[i] += s.recv(64)
 
 
+def echo_round(socks, sent, rnd):
+    """Round rnd of an event loop: a message on each socket (added to sent), then, with
+    every echo here, the round's wait (poll on odd rounds, select on even ones), which
+    reports them all. Returns the messages and the descriptors."""
+    msgs = [b"%d.%d;" % (rnd, i) for i in range(len(socks))]
+    for i, s in enumerate(socks):
+        s.sendall(msgs[i])
+        sent[i] += msgs[i]
+    fds = echoes_here(socks, msgs)
+    got = round_wait(fds, rnd % 2 == 1, 1000)
+    assert len(got) == len(socks), got
+    return msgs, fds
+
+
 def case_select_a_rounds_sends_share_one_flush():
     """Issue 14 (uls_tx_batch) for select(2) and poll(2) driven programs (iperf3): after a
     select or poll that reported N sockets, the transmit flush of N-1 of the round's sends
@@ -360,13 +374,7 @@ def case_select_a_rounds_sends_share_one_flush():
         if shared >= 3:
             break
         rounds += 1
-        msgs = [b"%d.%d;" % (rnd, i) for i in range(n)]
-        for i, s in enumerate(socks):
-            s.sendall(msgs[i])
-            sent[i] += msgs[i]
-        fds = echoes_here(socks, msgs)
-        got = round_wait(fds, rnd % 2 == 1, 1000)
-        assert len(got) == n, got
+        msgs, fds = echo_round(socks, sent, rnd)
         d0, a0 = counter("tx_flush_deferred"), counter("tx_flush_batch_at_once")
         for i, s in enumerate(socks):
             back[i] += s.recv(64)
@@ -417,13 +425,7 @@ def case_select_a_rounds_batch_ends_at_the_next_wait():
     sent = [bytearray() for _ in socks]
     back = [bytearray() for _ in socks]
     for rnd in range(12):
-        msgs = [b"%d.%d;" % (rnd, i) for i in range(n)]
-        for i, s in enumerate(socks):
-            s.sendall(msgs[i])
-            sent[i] += msgs[i]
-        fds = echoes_here(socks, msgs)
-        got = round_wait(fds, rnd % 2 == 1, 1000)
-        assert len(got) == n, got
+        msgs, fds = echo_round(socks, sent, rnd)
         last = rnd % n
         for i, s in enumerate(socks):
             if i != last:
