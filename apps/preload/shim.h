@@ -121,6 +121,7 @@ struct shim_file *shim__get(int fd);
 struct shim_file *shim__get_io(int fd);
 struct shim_file *shim__get_raw(int fd);
 void shim__put(struct shim_file *f);
+void shim__hold(struct shim_file *f);
 struct shim_file *shim__file_new(int sd, int family, int type, bool nonblock);
 void shim__file_discard(struct shim_file *f);
 int shim__install(int fd, struct shim_file *f);

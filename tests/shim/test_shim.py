@@ -188,6 +188,19 @@ def test_a_fork_child_closes_a_socket_another_thread_of_the_parent_was_blocked_i
     assert r.returncode == 0 and r.stdout.startswith(b"ok"), r
 
 
+def test_exec_passes_the_connection_a_number_names_when_another_thread_reuses_a_closed_ones_memory(bed):
+    """exec's preparation exports the connections descriptor by descriptor and knows one it
+    exported by its file, whose memory is type-stable (apps/preload/fdtab.c). A thread
+    closes both numbers of a connection the preparation has just exported (while it waits
+    at an inherited connection's claim) and connects a new socket under the second number:
+    the new program must find that new connection there (its local port, an echo), not
+    the exported one's (fails without exec.c's hold on the files it exported: the close
+    finishes the file, the new socket takes its memory, and the second number is passed as
+    the first connection's export)."""
+    r = bed.ulsrun([f"{BUILD}/tests/shim/execrace", bed.kip, "7100"], timeout=60)
+    assert r.returncode == 0 and r.stdout.startswith(b"ok "), r
+
+
 @pytest.mark.parametrize("defer", ["1", "0"])
 def test_a_signal_held_off_inside_the_stack_reaches_its_handler_with_its_details(bed, defer):
     """sigaction(2): a SA_SIGINFO handler gets the signal's siginfo (SI_QUEUE and the value
