@@ -180,6 +180,8 @@ int shim__uep_wait(int epfd, struct epoll_event *ev, int max, int timeout,
 void shim__uep_closed(int fd);
 void shim__uep_exposed(int fd);
 void shim__uep_exec(void);
+void shim__uep_fork_prepare(void);
+void shim__uep_fork_parent(void);
 void shim__uep_fork_child(void);
 void shim__uep_forget(struct shim_file *f);
 void shim__uep_to_kernel(struct shim_file *f);

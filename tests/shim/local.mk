@@ -34,3 +34,7 @@ tests_shim_forkcount_LDADD = -lpthread
 check_PROGRAMS += tests/shim/execrace
 tests_shim_execrace_SOURCES = tests/shim/execrace.c
 tests_shim_execrace_LDADD = -lpthread
+# fork while other threads are inside user-level epoll's locks: the child's epoll works.
+check_PROGRAMS += tests/shim/uepfork
+tests_shim_uepfork_SOURCES = tests/shim/uepfork.c
+tests_shim_uepfork_LDADD = -lpthread

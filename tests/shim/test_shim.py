@@ -201,6 +201,18 @@ def test_exec_passes_the_connection_a_number_names_when_another_thread_reuses_a_
     assert r.returncode == 0 and r.stdout.startswith(b"ok "), r
 
 
+def test_a_fork_child_uses_epoll_while_other_threads_of_the_parent_were_inside_its_locks(bed):
+    """fork(2) while one thread adds and removes a socket in an epoll instance in a loop
+    and another makes and closes instances in a loop: the shim's locks of user-level epoll
+    (the table's, reg_lock, and each instance's) are taken by fork's prepare handler and
+    given back in parent and child (apps/preload/uepoll.c), so each of 100 children adds
+    the inherited socket to the inherited instance, sees it writable and makes an instance
+    of its own, within 5 s (fails without the handlers: a child hangs on a lock held by a
+    thread it does not have)."""
+    r = bed.ulsrun([f"{BUILD}/tests/shim/uepfork", "100"], timeout=120)
+    assert r.returncode == 0 and r.stdout.startswith(b"ok "), r
+
+
 @pytest.mark.parametrize("defer", ["1", "0"])
 def test_a_signal_held_off_inside_the_stack_reaches_its_handler_with_its_details(bed, defer):
     """sigaction(2): a SA_SIGINFO handler gets the signal's siginfo (SI_QUEUE and the value
