@@ -391,7 +391,7 @@ void shim__uep_exposed(int fd)
 
 /* fork(2) in a process with threads: a lock another thread holds at that moment is
  * copied held, by a thread the child does not have, and the child's first epoll call that
- * needs it waits forever (tests/shim/uepfork.c: a child hung within 5 forks). So fork.c's
+ * needs it waits forever (tests/shim/uepfork.c: a child hung at the 4th fork). So fork.c's
  * prepare handler, after the table lock (which holds signals), takes them all, in the
  * order every path takes them: reg_lock, then each named instance's by descriptor number
  * (drop_regs_of takes them so under reg_lock; no path holds two otherwise). No path takes

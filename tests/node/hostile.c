@@ -54,8 +54,8 @@
  *                                        fixed file 0 and opcode (own_data, own_any,
  *                                        own_fd, own_op), "NAME CANCEL_RES READ_RES" each,
  *                                        and IORING_REGISTER_SYNC_CANCEL ("sync_cancel
- *                                        R"); prints "ready"; then for SECONDS, on both
- *                                        rings, cancellations aimed at another process's
+ *                                        R"); prints "ready"; then for SECONDS (or until
+ *                                        SIGINT), on both rings, cancellations aimed at another process's
  *                                        requests: by every user_data libuls gives its
  *                                        reads and writes, ANY, by fixed file 0-3 and by
  *                                        opcode; prints "aimed N found N none N ebadf N
@@ -92,6 +92,7 @@
 #include <linux/if_tun.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -640,6 +641,11 @@ static int cancel_hostile(double seconds)
 		printf("not direct\n");
 		return 0;
 	}
+	/* SIGINT ends the run early (looked for between rounds, never interrupting one). */
+	sigset_t intr, pend;
+	sigemptyset(&intr);
+	sigaddset(&intr, SIGINT);
+	sigprocmask(SIG_BLOCK, &intr, NULL);
 	own_read_cancel("cross_ring", true, 0x1234, 0, -1, -1);
 	own_read_cancel("own_data", false, 0x1234, 0, -1, -1);
 	own_read_cancel("own_any", false, 0, IORING_ASYNC_CANCEL_ANY, -1, -1);
@@ -661,7 +667,7 @@ static int cancel_hostile(double seconds)
 	unsigned long aimed = 0, found = 0, none = 0, ebadf = 0, other = 0;
 	struct timespec t0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	while (since(&t0) < seconds) {
+	while (since(&t0) < seconds && !(sigpending(&pend) == 0 && sigismember(&pend, SIGINT))) {
 		for (int w = 0; w < 2; w++) {
 			struct io_uring *r = w ? tx : rx;
 			int res[256 + 3 + 1 + 4 + 3], n = 0, n1;
