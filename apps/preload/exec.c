@@ -200,7 +200,13 @@ struct exec_undo {
 	char inherit[KEEP_MAX * 36];  /* INHERIT_VAR=..., or empty */
 };
 
-/* The memfd exporting f's connection, exported now if it is not yet. -1: not exported. */
+/* The memfd exporting f's connection, exported now if it is not yet. -1: not exported.
+ * The caller holds a call in f. An entry keeps a call of its own in its file until
+ * exec_undo (or for good, once exec has succeeded): files are type-stable memory
+ * (fdtab.c), so an entry whose file another thread closed meanwhile, and whose memory the
+ * next socket took, would match that socket here by its pointer, and exec_undo would undo
+ * the export on that socket's sd. Held, the file cannot be finished, so the pointer is
+ * this file's alone, and closing its numbers meanwhile ends it after the undo. */
 static int export_of(struct exec_undo *u, struct shim_file *f)
 {
 	sigset_t old;
@@ -225,6 +231,7 @@ static int export_of(struct exec_undo *u, struct shim_file *f)
 		shim__leave(&old);
 		return -1;
 	}
+	shim__hold(f);
 	u->exp[u->nexp].f = f;
 	u->exp[u->nexp].nonce = nonce;
 	u->exp[u->nexp++].memfd = keep;
@@ -321,6 +328,7 @@ static void exec_undo(struct exec_undo *u)
 		uls_export_undo(u->exp[i].f->sd, u->exp[i].nonce);
 		shim__leave(&old);
 		shim__real.close(u->exp[i].memfd);
+		shim__put(u->exp[i].f);  /* export_of's hold */
 	}
 	errno = e;
 }

@@ -256,6 +256,13 @@ void shim__put(struct shim_file *f)
 	drop(f, HOLD_USER);
 }
 
+/* One more call in f, by a caller that holds one already (so f cannot be finished under
+ * it): a hold that outlives the caller's own, ended by its own shim__put (exec.c). */
+void shim__hold(struct shim_file *f)
+{
+	atomic_fetch_add(&f->hold, HOLD_USER);
+}
+
 struct shim_file *shim__file_new(int sd, int family, int type, bool nonblock)
 {
 	struct shim_file *f = NULL;

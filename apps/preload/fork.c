@@ -23,13 +23,17 @@
 static unsigned generation;
 static pid_t self;  /* this process, as of its last fork: a vfork child is not it */
 
+/* The table lock, then user-level epoll's locks (uepoll.c says why and in what order),
+ * all given back in the parent and started afresh in the child (shim__table_reset). */
 static void prepare(void)
 {
 	shim__table_lock();
+	shim__uep_fork_prepare();
 }
 
 static void parent(void)
 {
+	shim__uep_fork_parent();
 	shim__table_unlock();
 }
 

@@ -121,6 +121,7 @@ struct shim_file *shim__get(int fd);
 struct shim_file *shim__get_io(int fd);
 struct shim_file *shim__get_raw(int fd);
 void shim__put(struct shim_file *f);
+void shim__hold(struct shim_file *f);
 struct shim_file *shim__file_new(int sd, int family, int type, bool nonblock);
 void shim__file_discard(struct shim_file *f);
 int shim__install(int fd, struct shim_file *f);
@@ -179,6 +180,8 @@ int shim__uep_wait(int epfd, struct epoll_event *ev, int max, int timeout,
 void shim__uep_closed(int fd);
 void shim__uep_exposed(int fd);
 void shim__uep_exec(void);
+void shim__uep_fork_prepare(void);
+void shim__uep_fork_parent(void);
 void shim__uep_fork_child(void);
 void shim__uep_forget(struct shim_file *f);
 void shim__uep_to_kernel(struct shim_file *f);

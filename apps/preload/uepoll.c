@@ -389,19 +389,49 @@ void shim__uep_exposed(int fd)
 		fallback(fd);
 }
 
-/* In a fork child (fdtab.c's shim__table_reset), the only thread: the parent's other
+/* fork(2) in a process with threads: a lock another thread holds at that moment is
+ * copied held, by a thread the child does not have, and the child's first epoll call that
+ * needs it waits forever (tests/shim/uepfork.c: a child hung at the 4th fork). So fork.c's
+ * prepare handler, after the table lock (which holds signals), takes them all, in the
+ * order every path takes them: reg_lock, then each named instance's by descriptor number
+ * (drop_regs_of takes them so under reg_lock; no path holds two otherwise). No path takes
+ * the table lock under one of them, and libuls's core lock, which paths take under an
+ * instance's, is taken after them (libuls's prepare handler runs last, fork.c). The
+ * instances in the table cannot change meanwhile: it changes under reg_lock alone. */
+void shim__uep_fork_prepare(void)
+{
+	pthread_mutex_lock(&reg_lock);
+	for (int fd = 0; fd <= insts_hi && fd < UEP_FDS; fd++)
+		if (insts[fd])
+			pthread_mutex_lock(&insts[fd]->lock);
+}
+
+void shim__uep_fork_parent(void)
+{
+	for (int fd = 0; fd <= insts_hi && fd < UEP_FDS; fd++)
+		if (insts[fd])
+			pthread_mutex_unlock(&insts[fd]->lock);
+	pthread_mutex_unlock(&reg_lock);
+}
+
+/* In a fork child (fdtab.c's shim__table_reset), the only thread: the locks the prepare
+ * handler took start afresh (their owner is the parent's thread). The parent's other
  * threads' counts (an epoll_wait sleeping, a lookup midway) are gone with them, as for
  * the files. A pooled instance is exactly UEP_DEAD, a named one holds the table's
- * reference alone. Deviation: reg_lock is not held across fork; the pool's two changes
- * (push, pop) leave a list at every step, at worst one instance short. */
+ * reference alone; the pool is a whole list (reg_lock was held). An instance a parent's
+ * thread had taken out of the table but not yet freed (its lock perhaps held) is
+ * reachable by nobody here, and stays unused. */
 void shim__uep_fork_child(void)
 {
+	pthread_mutex_init(&reg_lock, NULL);
 	for (struct uep *u = pool; u; u = u->next_free)
 		atomic_store(&u->refs, UEP_DEAD);
 	for (int fd = 0; fd <= insts_hi && fd < UEP_FDS; fd++) {
 		struct uep *u = __atomic_load_n(&insts[fd], __ATOMIC_ACQUIRE);
-		if (u)
+		if (u) {
+			pthread_mutex_init(&u->lock, NULL);
 			atomic_store(&u->refs, 1);
+		}
 	}
 }
 

@@ -47,6 +47,19 @@
  *                                        foreign N got_own N queues N seconds S"
  *   hostile CTL rings                    (direct) try what the restricted rings refuse and
  *                                        look for TAP descriptors; prints one line each
+ *   hostile CTL cancel SECONDS           (direct) IORING_OP_ASYNC_CANCEL, which ulsd allows
+ *                                        for libuls's close: first the control, a read of
+ *                                        its own queue cancelled from the other ring
+ *                                        (cross_ring) and from its own by user_data, ANY,
+ *                                        fixed file 0 and opcode (own_data, own_any,
+ *                                        own_fd, own_op), "NAME CANCEL_RES READ_RES" each,
+ *                                        and IORING_REGISTER_SYNC_CANCEL ("sync_cancel
+ *                                        R"); prints "ready"; then for SECONDS (or until
+ *                                        SIGINT), on both rings, cancellations aimed at another process's
+ *                                        requests: by every user_data libuls gives its
+ *                                        reads and writes, ANY, by fixed file 0-3 and by
+ *                                        opcode; prints "aimed N found N none N ebadf N
+ *                                        other N"
  *   hostile CTL badring KIND WHICH       offer rings of which ring WHICH (0 receive, 1
  *                                        transmit) was first tampered with: KIND enabled,
  *                                        restricted (restrictions of its own), files (a file
@@ -79,6 +92,7 @@
 #include <linux/if_tun.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -535,6 +549,159 @@ static int rings(uint32_t target)
 	return rings_mshot();
 }
 
+static int uring_register(struct io_uring *r, unsigned op, const void *arg, unsigned n);
+
+/* Not in liburing 2.3's header: a cancellation keyed by opcode (Linux 6.6), which the
+ * kernel reads from sqe->len. */
+#define CANCEL_OP (1U << 5)
+
+static void prep_cancel(struct io_uring_sqe *sqe, uint64_t data, unsigned flags, int fd, int op)
+{
+	io_uring_prep_cancel64(sqe, data, (int)flags);
+	if (fd >= 0)
+		sqe->fd = fd;
+	if (op >= 0)
+		sqe->len = (unsigned)op;
+	sqe->flags |= IOSQE_FIXED_FILE;  /* ulsd requires it of every request */
+	io_uring_sqe_set_data64(sqe, 0xc0ffee);
+}
+
+/* One IORING_OP_ASYNC_CANCEL on ring r; its result. fd >= 0: keyed by that fixed file;
+ * op >= 0: by that opcode. */
+static int cancel_one(struct io_uring *r, uint64_t data, unsigned flags, int fd, int op)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(r);
+	struct io_uring_cqe *cqe;
+
+	if (!sqe)
+		return -ENOSPC;
+	prep_cancel(sqe, data, flags, fd, op);
+	io_uring_submit(r);
+	if (io_uring_wait_cqe(r, &cqe) < 0)
+		return -EIO;
+	int res = cqe->res;
+	io_uring_cqe_seen(r, cqe);
+	return res;
+}
+
+/* The control: a read of the own queue (fixed file 0) armed on the receive ring, then
+ * cancelled with the key given, from the transmit ring (cross) or its own; a read the
+ * transmit ring's cancellation missed is ended from its own ring by its user_data. Prints
+ * "NAME CANCEL_RESULT READ_RESULT". */
+static void own_read_cancel(const char *name, bool cross, uint64_t data, unsigned flags, int fd,
+			    int op)
+{
+	struct io_uring *rx = &qp.ring[0], *tx = &qp.ring[1];
+	static uint8_t buf[2048];
+	struct io_uring_sqe *sqe = io_uring_get_sqe(rx);
+	struct io_uring_cqe *cqe;
+	int first = 1, read_res = 1, own = 1;
+
+	if (!sqe)
+		return;
+	io_uring_prep_read(sqe, 0, buf, sizeof(buf), 0);
+	sqe->flags |= IOSQE_FIXED_FILE;
+	io_uring_sqe_set_data64(sqe, 0x1234);
+	io_uring_submit(rx);
+	if (cross) {
+		first = cancel_one(tx, data, flags, fd, op);
+		data = 0x1234;
+		flags = 0;
+		fd = op = -1;
+	}
+	if (!(sqe = io_uring_get_sqe(rx)))
+		return;
+	prep_cancel(sqe, data, flags, fd, op);
+	io_uring_submit(rx);
+	for (int i = 0; i < 2; i++) {
+		struct __kernel_timespec ts = { .tv_sec = 2 };
+		if (io_uring_wait_cqe_timeout(rx, &cqe, &ts) < 0)
+			break;
+		if (io_uring_cqe_get_data64(cqe) == 0x1234)
+			read_res = cqe->res;
+		else
+			own = cqe->res;
+		io_uring_cqe_seen(rx, cqe);
+	}
+	printf("%s %d %d\n", name, cross ? first : own, read_res);
+}
+
+/* A cancellation reaches only the requests of the ring it is submitted on (io_uring's
+ * cancel walks its own context), so the one operation ulsd allows beyond reads and
+ * writes cannot touch another process's requests, whatever it names: the user_data
+ * libuls gives its own (reads 0..63, writes 0..255, the tags at the top), any request,
+ * a fixed file (the only descriptors a restricted request can name are the ring's own
+ * fixed files: its own queue), an opcode. The control shows that each key finds a
+ * request where it may: a read this process armed on its own queue, on that ring. */
+static int cancel_hostile(double seconds)
+{
+	struct io_uring *rx = &qp.ring[0], *tx = &qp.ring[1];
+
+	if (!direct) {
+		printf("not direct\n");
+		return 0;
+	}
+	/* SIGINT ends the run early (looked for between rounds, never interrupting one). */
+	sigset_t intr, pend;
+	sigemptyset(&intr);
+	sigaddset(&intr, SIGINT);
+	sigprocmask(SIG_BLOCK, &intr, NULL);
+	own_read_cancel("cross_ring", true, 0x1234, 0, -1, -1);
+	own_read_cancel("own_data", false, 0x1234, 0, -1, -1);
+	own_read_cancel("own_any", false, 0, IORING_ASYNC_CANCEL_ANY, -1, -1);
+	own_read_cancel("own_fd", false, 0, IORING_ASYNC_CANCEL_FD | IORING_ASYNC_CANCEL_FD_FIXED |
+			IORING_ASYNC_CANCEL_ALL, 0, -1);
+	own_read_cancel("own_op", false, 0, CANCEL_OP | IORING_ASYNC_CANCEL_ALL, -1,
+			IORING_OP_READ);
+	struct io_uring_sync_cancel_reg reg = { .addr = 0, .fd = -1,
+						.flags = IORING_ASYNC_CANCEL_ANY,
+						.timeout = { .tv_sec = -1, .tv_nsec = -1 } };
+	printf("sync_cancel %d\n", uring_register(rx, IORING_REGISTER_SYNC_CANCEL, &reg, 1));
+	printf("ready\n");
+	fflush(stdout);
+
+	static const uint64_t tags[] = { UINT64_MAX, UINT64_MAX - 1, UINT64_MAX - 2 };
+	static const int ops[] = { IORING_OP_READ, IORING_OP_WRITE, NIF_IORING_OP_READ_MULTISHOT };
+	/* found: a request cancelled (0 for one keyed by user_data, a count > 0 for ALL and
+	 * ANY, which give 0 when none matched); none: nothing matched (ENOENT, or ALL's 0). */
+	unsigned long aimed = 0, found = 0, none = 0, ebadf = 0, other = 0;
+	struct timespec t0;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (since(&t0) < seconds && !(sigpending(&pend) == 0 && sigismember(&pend, SIGINT))) {
+		for (int w = 0; w < 2; w++) {
+			struct io_uring *r = w ? tx : rx;
+			int res[256 + 3 + 1 + 4 + 3], n = 0, n1;
+			for (uint64_t d = 0; d < 256; d++)
+				res[n++] = cancel_one(r, d, 0, -1, -1);
+			for (unsigned i = 0; i < 3; i++)
+				res[n++] = cancel_one(r, tags[i], 0, -1, -1);
+			n1 = n;  /* from here on, ALL (or ANY): a count */
+			res[n++] = cancel_one(r, 0, IORING_ASYNC_CANCEL_ANY, -1, -1);
+			for (int fd = 0; fd < 4; fd++)
+				res[n++] = cancel_one(r, 0, IORING_ASYNC_CANCEL_FD |
+						      IORING_ASYNC_CANCEL_FD_FIXED |
+						      IORING_ASYNC_CANCEL_ALL, fd, -1);
+			for (unsigned i = 0; i < 3; i++)
+				res[n++] = cancel_one(r, 0, CANCEL_OP | IORING_ASYNC_CANCEL_ALL, -1,
+						      ops[i]);
+			for (int i = 0; i < n; i++) {
+				aimed++;
+				if (res[i] > 0 || (res[i] == 0 && i < n1))
+					found++;
+				else if (res[i] == 0 || res[i] == -ENOENT)
+					none++;
+				else if (res[i] == -EBADF)
+					ebadf++;
+				else
+					other++;
+			}
+		}
+	}
+	printf("aimed %lu found %lu none %lu ebadf %lu other %lu\n", aimed, found, none, ebadf,
+	       other);
+	return 0;
+}
+
 /* A process that offers rings it prepared in a way libuls never does. ulsd must refuse
  * them, before the process can reach a queue through them (issue 12 item 4: "ulsd refuses
  * a ring that was already enabled or had files or restrictions registered"). */
@@ -792,6 +959,10 @@ static int run(int argc, char **argv)
 		return churn(ctl, atoi(argv[3]), atoi(argv[4]), atoi(argv[5]), atoi(argv[6]));
 	if (!strcmp(cmd, "badring") && argc == 5)
 		return badring(ctl, argv[3], atoi(argv[4]));
+	if (!strcmp(cmd, "cancel") && argc == 4) {
+		lease(ctl, true);
+		return cancel_hostile(atof(argv[3]));
+	}
 	if (!strcmp(cmd, "rings") && argc == 4) {
 		uint32_t target;
 		lease(ctl, true);

@@ -363,6 +363,50 @@ def test_direct_rings_allow_only_reads_and_writes_of_the_own_queue(tb):
     assert got["mshot"] == ("1" if (major, minor) >= (6, 7) else "0"), out
 
 
+@pytest.mark.direct
+def test_direct_ring_cancellations_reach_no_other_process_request(tb):
+    """ulsd's restrictions allow IORING_OP_ASYNC_CANCEL (for libuls's close, netif/qring.c
+    rx_cancel), reasoned to reach only the requests of the ring it is submitted on. A
+    hostile process on node 1 submits, on both its rings, cancellations aimed at
+    another process's requests: by every user_data libuls gives its reads (0..63, the
+    multishot and wake-up tags) and writes (0..255), ANY, by fixed files 0-3 (the only
+    descriptors a restricted request names: its own) and by opcode (read, write,
+    multishot read), from before until after a kernel peer streams 256 MiB to a victim on
+    node 1 (direct
+    rings of its own, whose reads carry exactly those user_data): the stream completes
+    verified, and none of the hostile's cancellations found a request (every one ENOENT,
+    or a count of 0, or EBADF for a fixed file it has not). The control: a read of its own
+    queue is not found from its other ring (ENOENT) and is cancelled from its own by each
+    key (user_data: 0; ANY, fixed file 0, opcode: a count of 1; the read ends ECANCELED);
+    IORING_REGISTER_SYNC_CANCEL is refused (EACCES)."""
+    port = 6265
+    victim = tb.server(1, port, count=1)
+    h = tb.start([HOSTILE, tb.ctl(1), "cancel", "60"], name="hostile-cancel")
+    deadline = time.monotonic() + 20
+    while "ready" not in h.stdout():
+        assert h.poll() is None and time.monotonic() < deadline, (h.stdout(), h.stderr())
+        time.sleep(0.05)
+    hostile_lease(h.stderr())
+    got = dict(line.split(None, 1) for line in h.stdout().splitlines() if line != "ready")
+    canceled = str(-errno.ECANCELED)
+    assert got == {"cross_ring": f"{-errno.ENOENT} {canceled}", "own_data": f"0 {canceled}",
+                   "own_any": f"1 {canceled}", "own_fd": f"1 {canceled}",
+                   "own_op": f"1 {canceled}", "sync_cancel": str(-errno.EACCES)}, h.stdout()
+    client = tb.kernel_client(f"{tb.ip(1)}:{port}", BIG, "send", name="kclient-cancel")
+    check_client(client, TRANSFER_TIMEOUT)
+    # The whole transfer ran while the cancellations went on.
+    assert h.poll() is None, ("the hostile process ended before the transfer", h.stdout())
+    (res,) = server_results(victim, 1)
+    assert res["verified"] and res["bytes"] == BIG
+    h.kill(signal.SIGINT)  # it stops between rounds and reports
+    assert h.wait(10) == 0, h.stderr()
+    last = h.stdout().splitlines()[-1].split()
+    c = dict(zip(last[0::2], map(int, last[1::2])))
+    print(f"\n  {c}")
+    assert c["aimed"] >= 1000 and c["found"] == 0 and c["other"] == 0, c
+    assert c["none"] + c["ebadf"] == c["aimed"], c
+
+
 SPOOF_KINDS = ("src_mac", "src_ip", "port", "arp", "proto")
 
 

@@ -30,3 +30,11 @@ tests_shim_closerace_LDADD = -lpthread
 check_PROGRAMS += tests/shim/forkcount
 tests_shim_forkcount_SOURCES = tests/shim/forkcount.c
 tests_shim_forkcount_LDADD = -lpthread
+# exec while another thread closes a passed connection and a new socket takes its memory.
+check_PROGRAMS += tests/shim/execrace
+tests_shim_execrace_SOURCES = tests/shim/execrace.c
+tests_shim_execrace_LDADD = -lpthread
+# fork while other threads are inside user-level epoll's locks: the child's epoll works.
+check_PROGRAMS += tests/shim/uepfork
+tests_shim_uepfork_SOURCES = tests/shim/uepfork.c
+tests_shim_uepfork_LDADD = -lpthread

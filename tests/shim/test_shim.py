@@ -188,6 +188,31 @@ def test_a_fork_child_closes_a_socket_another_thread_of_the_parent_was_blocked_i
     assert r.returncode == 0 and r.stdout.startswith(b"ok"), r
 
 
+def test_exec_passes_the_connection_a_number_names_when_another_thread_reuses_a_closed_ones_memory(bed):
+    """exec's preparation exports the connections descriptor by descriptor and knows one it
+    exported by its file, whose memory is type-stable (apps/preload/fdtab.c). A thread
+    closes both numbers of a connection the preparation has just exported (while it waits
+    at an inherited connection's claim) and connects a new socket under the second number:
+    the new program must find that new connection there (its local port, an echo), not
+    the exported one's (fails without exec.c's hold on the files it exported: the close
+    finishes the file, the new socket takes its memory, and the second number is passed as
+    the first connection's export)."""
+    r = bed.ulsrun([f"{BUILD}/tests/shim/execrace", bed.kip, "7100"], timeout=60)
+    assert r.returncode == 0 and r.stdout.startswith(b"ok "), r
+
+
+def test_a_fork_child_uses_epoll_while_other_threads_of_the_parent_were_inside_its_locks(bed):
+    """fork(2) while one thread adds and removes a socket in an epoll instance in a loop
+    and another makes and closes instances in a loop: the shim's locks of user-level epoll
+    (the table's, reg_lock, and each instance's) are taken by fork's prepare handler and
+    given back in parent and child (apps/preload/uepoll.c), so each of 100 children adds
+    the inherited socket to the inherited instance, sees it writable and makes an instance
+    of its own, within 5 s (fails without the handlers: a child hangs on a lock held by a
+    thread it does not have)."""
+    r = bed.ulsrun([f"{BUILD}/tests/shim/uepfork", "100"], timeout=120)
+    assert r.returncode == 0 and r.stdout.startswith(b"ok "), r
+
+
 @pytest.mark.parametrize("defer", ["1", "0"])
 def test_a_signal_held_off_inside_the_stack_reaches_its_handler_with_its_details(bed, defer):
     """sigaction(2): a SA_SIGINFO handler gets the signal's siginfo (SI_QUEUE and the value

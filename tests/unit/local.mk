@@ -3,7 +3,8 @@ UNIT_TESTS = \
 	tests/unit/test_wire tests/unit/test_frame tests/unit/test_chksum tests/unit/test_copy tests/unit/test_isn tests/unit/test_rxq \
 	tests/unit/test_api tests/unit/test_timers tests/unit/test_pattern tests/unit/test_netops \
 	tests/unit/test_heap tests/unit/test_tcp_checks tests/unit/test_cubic \
-	tests/unit/test_syncookie tests/unit/test_sigdefer tests/unit/test_synshed
+	tests/unit/test_syncookie tests/unit/test_sigdefer tests/unit/test_synshed \
+	tests/unit/test_fdtab
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
 
@@ -69,6 +70,11 @@ tests_unit_test_timers_LDADD = $(UNIT_LDADD)
 tests_unit_test_pattern_SOURCES = tests/unit/test_pattern.c
 tests_unit_test_pattern_CPPFLAGS = $(UNIT_CPPFLAGS)
 tests_unit_test_pattern_LDADD = apps/libapps.la $(CMOCKA_LIBS)
+
+# The shim's descriptor table (apps/preload/fdtab.c), with the rest of the shim stubbed.
+tests_unit_test_fdtab_SOURCES = tests/unit/test_fdtab.c apps/preload/fdtab.c
+tests_unit_test_fdtab_CPPFLAGS = $(UNIT_CPPFLAGS)
+tests_unit_test_fdtab_LDADD = $(UNIT_LDADD)
 
 tests_unit_test_netops_SOURCES = tests/unit/test_netops.c
 tests_unit_test_netops_CPPFLAGS = $(UNIT_CPPFLAGS)
