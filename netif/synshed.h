@@ -44,6 +44,7 @@ struct nif_synshed {
 	uint64_t gen_start_ms;
 	uint8_t key[16];                     /* the memory's and the known peers' hash */
 	uint32_t known[NIF_SHED_KNOWN_SLOTS];   /* sets of NIF_SHED_KNOWN_WAYS */
+	uint8_t known_mru[16], known_mru_len;   /* the address last put first in its set */
 };
 
 /* A state that sheds nothing yet (its memory, 4 MiB, is allocated at the first pressure);
