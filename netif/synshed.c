@@ -36,14 +36,15 @@
  * receiver that sheds (ulsd and then the process: at most two). The memory is two
  * generations of fingerprints (SipHash-2-4 of the tuple under a per-receiver key, so a
  * sender cannot aim collisions), each of SHED_SLOTS slots; the older one is forgotten when
- * the newer is SHED_GEN_MS old, never sooner, so a shed SYN is remembered for at least
- * SHED_GEN_MS (its retransmissions after 1 s and 3 s). A generation holds SHED_GEN_FULL
- * fingerprints (three quarters of its slots: probes stay short), 65,000 shed SYN/s for
- * SHED_GEN_MS. Deviation: when the newer generation is full before its time, SYNs are
- * taken in, unshed and unremembered, until it is SHED_GEN_MS old (NIF_SHED_MEMORY_FULL):
- * the flood then reaches the receiver as without shedding for the rest of the generation
- * (at 400,000 SYN/s, 2.5 s of every 3 s). Forgetting sooner instead, as this did before
- * review, shed a client's retransmission 1 s later again above 200,000-400,000 SYN/s, and
+ * the newer is SHED_GEN_MS old, or SHED_GEN_MIN_MS old and full, never sooner, so a shed
+ * SYN is remembered for at least SHED_GEN_MIN_MS (its first retransmission, after 1 s; the
+ * one after 3 s too below 131,000 SYN/s). A generation holds SHED_GEN_FULL fingerprints
+ * (three quarters of its slots: probes stay short). Deviation: when the newer generation
+ * is full before SHED_GEN_MIN_MS, SYNs are taken in, unshed and unremembered, until it is
+ * that old (NIF_SHED_MEMORY_FULL): the flood then reaches the receiver as without
+ * shedding for the rest of that time (at 400,000 SYN/s, 1 s of every 1.5 s). Forgetting
+ * sooner instead, as this did before review, shed a client's retransmission 1 s later
+ * again above 200,000-400,000 SYN/s, and
  * each later one too, for as long as the flood lasted; a flood must never lock a client out.
  * Deviation: if the memory cannot be allocated, nothing is shed (a client's SYN must never
  * be lost for good).
@@ -85,6 +86,7 @@
 #define SHED_HOLD_MS 500           /* pressure lasts this long after its last round */
 #define SHED_SLOTS (1u << 18)      /* per generation: 2 MiB of fingerprints */
 #define SHED_GEN_MS 3000           /* a generation's life: retransmissions after 1 and 3 s */
+#define SHED_GEN_MIN_MS 1500       /* a full one's: past the first retransmission (1 s) */
 #define SHED_GEN_FULL (SHED_SLOTS / 4 * 3)   /* fingerprints a generation holds */
 #define SHED_JUDGE_MIN 256         /* shed SYNs before their comebacks are judged */
 #define SHED_SUSPEND_MS 10000      /* no shedding this long after a legitimate burst */
@@ -149,7 +151,7 @@ static void forget_older(struct nif_synshed *sh, uint64_t now)
 }
 
 /* Whether fp is remembered: not while the newer generation is full (round_begin forgets
- * the older one only when the newer is SHED_GEN_MS old). */
+ * the older one only when the newer is SHED_GEN_MS old, or SHED_GEN_MIN_MS and full). */
 static bool remember(struct nif_synshed *sh, uint64_t fp)
 {
 	uint64_t *g = sh->gen[sh->cur];
@@ -173,7 +175,14 @@ void nif_synshed_round_begin(struct nif_synshed *sh)
 	sh->round_syns = 0;
 	if (sh->gen[0] && (sh->used[0] || sh->used[1])) {
 		uint64_t now = sh->clock_ms();
-		if (now - sh->gen_start_ms >= SHED_GEN_MS)
+		uint64_t age = now - sh->gen_start_ms;
+		/* A SYN remembered in the newer generation is kept at least until that one
+		 * has aged SHED_GEN_MIN_MS once more, so at least 1.5 s: past the client's first
+		 * retransmission (RFC 6298 2.1's 1 s), which is the one shedding takes back.
+		 * A full newer generation rolls over that early (a flood above 131,000 SYN/s)
+		 * rather than leave shedding off until SHED_GEN_MS. */
+		if (age >= SHED_GEN_MS ||
+		    (age >= SHED_GEN_MIN_MS && sh->used[sh->cur] >= SHED_GEN_FULL))
 			forget_older(sh, now);
 	}
 }

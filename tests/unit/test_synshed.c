@@ -288,14 +288,14 @@ static void at_400k_syn_per_s_a_shed_clients_retransmission_is_taken_in(void **s
 		if (ms == 0)
 			continue;     /* the round that says the process is behind */
 		taken += FLOOD_PER_MS - shed;
-		if (ms >= 3001)       /* the generation is 3 s old: the memory remembers again */
+		if (ms >= 3001)       /* a full generation rolled over: the memory remembers again */
 			shed_after += shed;
 	}
 	assert_int_equal(counter("syn_shed_readmitted") - again0, 1);
-	/* The flood filled the memory in half a second (196,608 SYNs); the SYNs after that
-	 * were taken in and counted, until the generation's end. */
+	/* The flood filled each generation in half a second (196,608 SYNs); the SYNs after that
+	 * were taken in and counted until the full generation was 1.5 s old (ms 1500, 3000). */
 	assert_int_equal(counter("syn_shed_memory_full") - full0, taken);
-	assert_in_range(taken, 2400 * FLOOD_PER_MS, 2600 * FLOOD_PER_MS);
+	assert_in_range(taken, 1900 * FLOOD_PER_MS, 2100 * FLOOD_PER_MS);
 	assert_int_equal(shed_after, 199 * FLOOD_PER_MS);
 	assert_true(stk__synshed_pressure());
 }
