@@ -61,10 +61,11 @@ enum srv_counter {
 	SRV_ND_DAD_SOLICITS_SENT, SRV_ND_DAD_DUPLICATE,
 	/* SYN shedding on the relay path (demux.c, netif/synshed.c): pure SYNs dropped while
 	 * the demux thread is behind a SYN flood, shed SYNs' retransmissions taken in, the
-	 * times shedding stopped because shed SYNs came back, and SYNs taken in under
-	 * pressure from peers known by their ACKs */
+	 * times shedding stopped because shed SYNs came back, SYNs taken in under
+	 * pressure from peers known by their ACKs, and SYNs taken in under pressure because
+	 * the memory of shed SYNs was full */
 	SRV_DROP_SYN_SHED, SRV_SYN_SHED_READMITTED, SRV_SYN_SHED_SUSPENDED,
-	SRV_SYN_SHED_KNOWN_PEER,
+	SRV_SYN_SHED_KNOWN_PEER, SRV_SYN_SHED_MEMORY_FULL,
 	SRV_COUNTER_MAX
 };
 

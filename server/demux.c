@@ -123,6 +123,9 @@ static bool shed_syn(struct srv *s, const uint8_t *frame, size_t len, size_t l3_
 	case NIF_SHED_KNOWN_PEER:
 		s->ctr.v[SRV_SYN_SHED_KNOWN_PEER]++;
 		return false;
+	case NIF_SHED_MEMORY_FULL:
+		s->ctr.v[SRV_SYN_SHED_MEMORY_FULL]++;
+		return false;
 	case NIF_SHED_PASS:
 		break;
 	}

@@ -41,9 +41,8 @@ uint64_t srv__now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-/* SYN shedding's fingerprint key (netif/synshed.c), drawn at start with the other
- * secrets: the shedding draws it only at the first flood, when a failing getrandom would
- * have nowhere to go. */
+/* SYN shedding's key (netif/synshed.c: the fingerprints of shed SYNs, the known peers'
+ * sets), drawn at start with the other secrets, where a failing getrandom stops ulsd. */
 static uint8_t shed_key[16];
 
 static void shed_draw_key(uint8_t key[16])

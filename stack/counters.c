@@ -111,6 +111,7 @@ static const char *const own_names[STK_CNT__COUNT] = {
 	[STK_CNT_SYN_SHED_READMITTED] = "syn_shed_readmitted",
 	[STK_CNT_SYN_SHED_SUSPENDED] = "syn_shed_suspended",
 	[STK_CNT_SYN_SHED_KNOWN_PEER] = "syn_shed_known_peer",
+	[STK_CNT_SYN_SHED_MEMORY_FULL] = "syn_shed_memory_full",
 	[STK_CNT_TCP_SYN_COOKIES_ACCEPTQ_FULL] = "tcp_syn_cookies_acceptq_full",
 };
 

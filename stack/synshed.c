@@ -4,7 +4,8 @@
  * rounds (drive.c's take_frames, through outbatch.c), its clock, its randomness and its
  * counters: syn_shed (a pure SYN dropped here), syn_shed_readmitted (a retransmitted SYN
  * taken in because it was shed before), syn_shed_suspended, syn_shed_known_peer (a SYN
- * taken in under pressure because its source is a known peer).
+ * taken in under pressure because its source is a known peer), syn_shed_memory_full (a
+ * SYN taken in under pressure because the memory of shed SYNs was full).
  *
  * ULS_SYN_SHED=0 turns it off (the process then takes every SYN to lwIP, as before).
  * Core lock held for every call (one receive round at a time).
@@ -77,6 +78,9 @@ bool stk__synshed_drop(const uint8_t *l3, size_t len, bool ipv6)
 		return false;
 	case NIF_SHED_KNOWN_PEER:
 		stk__count(STK_CNT_SYN_SHED_KNOWN_PEER);
+		return false;
+	case NIF_SHED_MEMORY_FULL:
+		stk__count(STK_CNT_SYN_SHED_MEMORY_FULL);
 		return false;
 	case NIF_SHED_PASS:
 		break;
