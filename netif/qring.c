@@ -731,19 +731,20 @@ static int q_flush(struct nif_dev *d)
 
 /* Make sure a transmit index is free, waiting (bounded) for a completion if all are in
  * flight. The caller holds the stack's core lock, so an untimed wait here would hang the
- * whole process if no write completed (issue 13). Writes to a TAP queue should not wait at
- * all (tun's socket send buffer is INT_MAX unless TUNSETSNDBUF, which ulsd does not use,
- * and no other thread reaps this ring), and io_uring posts a write's completion even when
- * the thread that submitted it exits (cancelled, -ECANCELED). Not counted on: a write can
- * still wait on its file (a queue whose other end stopped reading, as tests/unit/test_qring
- * makes it), and a submission the kernel refused (-EAGAIN, -ENOMEM: io_uring_submit's
- * result is not looked at) leaves entries in the ring that a wait with nothing to submit
- * never completes. So every slice submits what the ring holds, the wait ends after
- * TX_RESERVE_WAIT_MS (counted, tx_reserve_timeouts), and the caller drops the frame
- * (counted: the stack's tx_nobuf); until a write completes, later callers get no index
- * at once rather than a wait each. Frames of a gathered write that never completes stay
- * referenced (lwIP retransmits no segment still held): leaked, never reused under a
- * write. */
+ * whole process if no write completed (issue 13). Writes to a TAP queue should not wait
+ * at all: tun's socket send buffer is INT_MAX unless TUNSETSNDBUF, which ulsd does not
+ * use, and the callers, all under the lock, are the only ones who reap this ring. Not
+ * counted on: a write can still wait on its file (a queue whose other end stopped reading,
+ * as tests/unit/test_qring makes it); one whose submitter exited meanwhile (any
+ * application thread sends) completes only at the file's next event, cancelled
+ * (test_qring's write_of_an_exited_submitter_completes_at_the_files_next_event); and a
+ * submission the kernel refused (-EAGAIN, -ENOMEM; io_uring_submit's result is not looked
+ * at) leaves entries in the ring that a wait with nothing to submit never completes. So
+ * every slice submits what the ring holds, the wait ends after TX_RESERVE_WAIT_MS
+ * (counted, tx_reserve_timeouts), and the caller drops the frame (counted: the stack's
+ * tx_nobuf); until a write completes, later callers get no index at once rather than a
+ * wait each. A gathered write that never completes keeps its segment referenced (lwIP
+ * retransmits no segment still held): leaked, never reused under a write. */
 static bool tx_reserve(struct qring *q)
 {
 	if (q->tx_nfree == 0)
