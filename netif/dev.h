@@ -57,6 +57,9 @@ struct nif_dev_stats {
 	/* Reads (one per slot, multishot, of the wake-up) that ended with ECANCELED: the
 	 * kernel cancels a thread's reads once it exits. Not errors: armed again at once. */
 	uint64_t rx_reads_cancelled;
+	/* Waits for transmit space that ended without any (netif/qring.c tx_reserve): every
+	 * buffer in flight and no write completing within TX_RESERVE_WAIT_MS. */
+	uint64_t tx_reserve_timeouts;
 };
 
 struct nif_dev;

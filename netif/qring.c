@@ -67,6 +67,11 @@
  * until its reader comes would hold a whole buffer; copying it is cheap. */
 #define RX_LEND_MIN_SHARE 4
 #define TX_CLOSE_WAIT_MS 1000
+/* How long tx_reserve waits, under the core lock, for one of TX_DEPTH writes in flight to
+ * complete, in slices that each submit what the ring holds. A write to a TAP completes
+ * when io_uring_enter submits it, or from an io-wq worker within a scheduling delay. */
+#define TX_RESERVE_WAIT_MS 500
+#define TX_RESERVE_SLICE_MS 10
 /* With the wake-up in the ring, how often a waiter looks at the lease for a hang-up
  * (ulsd gone): the node must fail its sockets within about a second (tests/node). */
 #define HUP_CHECK_MS 200
@@ -109,6 +114,7 @@ struct qring {
 	struct io_uring_buf_ring *br;
 	unsigned br_added;     /* buffers added to br and not yet made visible */
 	unsigned *tx_free, tx_nfree, tx_unsubmitted, tx_inflight;
+	bool tx_stalled;   /* a wait for transmit space ran out, and nothing completed since */
 	pid_t owner;   /* the process that opened it: a fork child holds copies of its rings */
 	struct nif_dev_stats st;
 };
@@ -693,6 +699,7 @@ static void tx_complete(struct qring *q, unsigned i)
 	}
 	q->tx_free[q->tx_nfree++] = i;
 	q->tx_inflight--;
+	q->tx_stalled = false;   /* writes complete again: tx_reserve may wait again */
 }
 
 static void tx_reap(struct qring *q)
@@ -722,23 +729,47 @@ static int q_flush(struct nif_dev *d)
 	return rc < 0 ? rc : 0;
 }
 
-/* Make sure a transmit index is free, waiting for a completion if all are in flight. */
+/* Make sure a transmit index is free, waiting (bounded) for a completion if all are in
+ * flight. The caller holds the stack's core lock, so an untimed wait here would hang the
+ * whole process if no write completed (issue 13). Writes to a TAP queue should not wait
+ * at all: tun's socket send buffer is INT_MAX unless TUNSETSNDBUF, which ulsd does not
+ * use, and the callers, all under the lock, are the only ones who reap this ring. Not
+ * counted on: a write can still wait on its file (a queue whose other end stopped reading,
+ * as tests/unit/test_qring makes it); one whose submitter exited meanwhile (any
+ * application thread sends) completes only at the file's next event, cancelled
+ * (test_qring's write_of_an_exited_submitter_completes_at_the_files_next_event); and a
+ * submission the kernel refused (-EAGAIN, -ENOMEM; io_uring_submit's result is not looked
+ * at) leaves entries in the ring that a wait with nothing to submit never completes. So
+ * every slice submits what the ring holds, the wait ends after TX_RESERVE_WAIT_MS
+ * (counted, tx_reserve_timeouts), and the caller drops the frame (counted: the stack's
+ * tx_nobuf); until a write completes, later callers get no index at once rather than a
+ * wait each. A gathered write that never completes keeps its segment referenced (lwIP
+ * retransmits no segment still held): leaked, never reused under a write. */
 static bool tx_reserve(struct qring *q)
 {
 	if (q->tx_nfree == 0)
 		tx_reap(q);
-	while (q->tx_nfree == 0) {
+	if (q->tx_nfree)
+		return true;
+	if (q->tx_stalled)
+		return false;
+	q->st.tx_waits++;
+	for (int t = 0; t < TX_RESERVE_WAIT_MS / TX_RESERVE_SLICE_MS; t++) {
+		struct __kernel_timespec ts = { .tv_nsec = TX_RESERVE_SLICE_MS * 1000 * 1000 };
 		struct io_uring_cqe *cqe;
-		q->st.tx_waits++;
-		if (q->tx_unsubmitted) {
-			io_uring_submit(&q->tx);
-			q->tx_unsubmitted = 0;
-		}
-		if (io_uring_wait_cqe(&q->tx, &cqe) < 0)
-			return false;
+
+		io_uring_submit(&q->tx);
+		q->tx_unsubmitted = 0;
+		int rc = io_uring_wait_cqe_timeout(&q->tx, &cqe, &ts);
 		tx_reap(q);
+		if (q->tx_nfree)
+			return true;
+		if (rc < 0 && rc != -ETIME && rc != -EINTR && rc != -EAGAIN)
+			break;
 	}
-	return true;
+	q->st.tx_reserve_timeouts++;
+	q->tx_stalled = true;
+	return false;
 }
 
 static uint8_t *q_tx_slot(struct nif_dev *d, size_t len)

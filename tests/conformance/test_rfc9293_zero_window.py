@@ -142,3 +142,53 @@ def test_rfc9293_3_8_6_1_probe_octet_acked_into_a_still_zero_window_ends_probing
     data = peer.recv_data(1, timeout=3.0)
     assert data == b"y", f"after the probe octet was acknowledged, echo gave {data!r}"
     peer.abort()
+
+
+@requirement(fix='lwIP 2.1.3',
+             mutate="tests/conformance/lwip-mutate core/tcp.c "
+                    "'s/if (tcp_split_unsent_seg(pcb, (u16_t)split) == ERR_OK) {/if (0) {/'")
+def test_rfc1122_4_2_2_17_window_opened_below_one_segment_by_a_probe_ack_gets_data(node, link):
+    """RFC 1122 §4.2.2.17: "As long as the receiving TCP continues to send acknowledgments
+    in response to the probe segments, the sending TCP MUST allow the connection to stay
+    open", and RFC 9293 §3.8.6.2.1 lets a sender wait for a window of less than a segment
+    only until "(4) ... the override timeout occurs". Issue 13 asks whether data can be
+    left queued with nothing in flight and neither the persist nor the retransmission
+    timer running. We take port 19's first flight and close the window; we acknowledge
+    the first probe's octet and open the window to 512 octets only (4 << 7), less than
+    one segment, so the head of the send queue (a super-segment with offload) now begins
+    one octet below SND.UNA and fits neither whole nor cut to a segment. Within 5 s the
+    node must send data that fits the 512 octets; then, with the window open, the stream
+    goes on."""
+    peer = TcpPeer(link, 19)
+    try:
+        peer.connect()
+        assert peer.peer_wscale is not None, "window scaling was not agreed: the case needs it"
+        while True:   # the first flight, until the node waits for our ACK
+            first = peer.rcv_nxt == (peer.irs + 1) & 0xFFFFFFFF
+            p = peer.recv(5.0 if first else 0.3, lambda q: len(q[TCP].payload) > 0)
+            if p is None:
+                break
+            peer.absorb(p)
+        assert peer.rcv_nxt != (peer.irs + 1) & 0xFFFFFFFF, "the pattern source sent nothing"
+        peer.ack(window=0)
+        probe = peer.recv(5.0, lambda q: len(q[TCP].payload) > 0)
+        assert probe is not None, "no zero-window probe within 5 s"
+        assert peer.absorb(probe), f"probe at seq {probe[TCP].seq}, RCV.NXT {peer.rcv_nxt}"
+        assert len(probe[TCP].payload) == 1, f"probe of {len(probe[TCP].payload)} octets"
+        right = (peer.rcv_nxt + (4 << 7)) & 0xFFFFFFFF
+        peer.ack(window=4)   # the probe's octet taken; RCV.WND = 512 octets
+        p = peer.recv(5.0, lambda q: len(q[TCP].payload) > 0 and
+                      ((q[TCP].seq + len(q[TCP].payload) - peer.rcv_nxt) & 0xFFFFFFFF) > 0 and
+                      ((q[TCP].seq + len(q[TCP].payload) - peer.rcv_nxt) & 0xFFFFFFFF) < 1 << 31)
+        assert p is not None, \
+            "no new data within 5 s after a probe's ACK opened the window to 512 octets"
+        end = (p[TCP].seq + len(p[TCP].payload)) & 0xFFFFFFFF
+        assert ((right - end) & 0xFFFFFFFF) < 1 << 31, \
+            f"data past the offered window: ends {(end - right) & 0xFFFFFFFF} octets beyond it"
+        # what lies below RCV.NXT (the probe's octet sent again) is not new data
+        peer.rcv_nxt = end
+        peer.ack()            # the window open again
+        more = peer.recv_data(20000, timeout=5.0)
+        assert len(more) >= 20000, f"with the window open only {len(more)} more octets came"
+    finally:
+        peer.abort()
