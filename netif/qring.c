@@ -39,6 +39,7 @@
 #include "netif/rxpool.h"
 #include "netif/vnet.h"
 #include "netif/sys.h"
+#include "netif/txwait.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -67,11 +68,6 @@
  * until its reader comes would hold a whole buffer; copying it is cheap. */
 #define RX_LEND_MIN_SHARE 4
 #define TX_CLOSE_WAIT_MS 1000
-/* How long tx_reserve waits, under the core lock, for one of TX_DEPTH writes in flight to
- * complete, in slices that each submit what the ring holds. A write to a TAP completes
- * when io_uring_enter submits it, or from an io-wq worker within a scheduling delay. */
-#define TX_RESERVE_WAIT_MS 500
-#define TX_RESERVE_SLICE_MS 10
 /* With the wake-up in the ring, how often a waiter looks at the lease for a hang-up
  * (ulsd gone): the node must fail its sockets within about a second (tests/node). */
 #define HUP_CHECK_MS 200
@@ -729,6 +725,14 @@ static int q_flush(struct nif_dev *d)
 	return rc < 0 ? rc : 0;
 }
 
+static bool tx_reap_any(void *arg)
+{
+	struct qring *q = arg;
+
+	tx_reap(q);
+	return q->tx_nfree != 0;
+}
+
 /* Make sure a transmit index is free, waiting (bounded) for a completion if all are in
  * flight. The caller holds the stack's core lock, so an untimed wait here would hang the
  * whole process if no write completed (issue 13). Writes to a TAP queue should not wait
@@ -740,7 +744,7 @@ static int q_flush(struct nif_dev *d)
  * (test_qring's write_of_an_exited_submitter_completes_at_the_files_next_event); and a
  * submission the kernel refused (-EAGAIN, -ENOMEM; io_uring_submit's result is not looked
  * at) leaves entries in the ring that a wait with nothing to submit never completes. So
- * every slice submits what the ring holds, the wait ends after TX_RESERVE_WAIT_MS
+ * every slice submits what the ring holds, the wait ends after 500 ms (netif/txwait.c)
  * (counted, tx_reserve_timeouts), and the caller drops the frame (counted: the stack's
  * tx_nobuf); until a write completes, later callers get no index at once rather than a
  * wait each. A gathered write that never completes keeps its segment referenced (lwIP
@@ -754,19 +758,9 @@ static bool tx_reserve(struct qring *q)
 	if (q->tx_stalled)
 		return false;
 	q->st.tx_waits++;
-	for (int t = 0; t < TX_RESERVE_WAIT_MS / TX_RESERVE_SLICE_MS; t++) {
-		struct __kernel_timespec ts = { .tv_nsec = TX_RESERVE_SLICE_MS * 1000 * 1000 };
-		struct io_uring_cqe *cqe;
-
-		io_uring_submit(&q->tx);
-		q->tx_unsubmitted = 0;
-		int rc = io_uring_wait_cqe_timeout(&q->tx, &cqe, &ts);
-		tx_reap(q);
-		if (q->tx_nfree)
-			return true;
-		if (rc < 0 && rc != -ETIME && rc != -EINTR && rc != -EAGAIN)
-			break;
-	}
+	q->tx_unsubmitted = 0;   /* nif__tx_wait submits them */
+	if (nif__tx_wait(&q->tx, tx_reap_any, q))
+		return true;
 	q->st.tx_reserve_timeouts++;
 	q->tx_stalled = true;
 	return false;

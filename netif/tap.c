@@ -12,6 +12,7 @@
 #include "netif/tap.h"
 #include "netif/sys.h"
 #include "netif/tun.h"
+#include "netif/txwait.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -72,6 +73,7 @@ struct nif_tap {
 	unsigned *tx_free;
 	unsigned tx_nfree;
 	unsigned tx_unsubmitted;
+	bool tx_stalled;   /* a wait for transmit space ran out, and nothing completed since */
 
 	struct watch *watches;
 	unsigned nwatches;
@@ -521,28 +523,39 @@ static void tx_reap(struct nif_tap *t)
 		if (cqe->res < 0)
 			t->st.tx_errors++;
 		t->tx_free[t->tx_nfree++] = slot;
+		t->tx_stalled = false;   /* writes complete again: a sender may wait again */
 		io_uring_cqe_seen(&t->tx, cqe);
 	}
 }
 
+static bool tx_reap_any(void *arg)
+{
+	struct nif_tap *t = arg;
+
+	tx_reap(t);
+	return t->tx_nfree != 0;
+}
+
 /* A transmit buffer of at least MTU + 14 bytes. The caller must hold its lock until the
- * buffer is queued. Waits for the kernel to finish earlier writes when all are in use. */
+ * buffer is queued. Waits, at most 500 ms (netif/txwait.c), for the kernel to finish
+ * earlier writes when all are in use; NULL when none finished (counted,
+ * tx_reserve_timeouts), and at once after that until a write completes. */
 uint8_t *nif_tap_tx_slot(struct nif_tap *t)
 {
 	if (!t->uring)
 		return t->tx_bufs + t->vhl;
 	if (t->tx_nfree == 0)
 		tx_reap(t);
-	while (t->tx_nfree == 0) {
-		struct io_uring_cqe *cqe;
-		t->st.tx_waits++;
-		if (t->tx_unsubmitted) {
-			io_uring_submit(&t->tx);
-			t->tx_unsubmitted = 0;
-		}
-		if (io_uring_wait_cqe(&t->tx, &cqe) < 0)
+	if (t->tx_nfree == 0) {
+		if (t->tx_stalled)
 			return NULL;
-		tx_reap(t);
+		t->st.tx_waits++;
+		t->tx_unsubmitted = 0;   /* nif__tx_wait submits them */
+		if (!nif__tx_wait(&t->tx, tx_reap_any, t)) {
+			t->st.tx_reserve_timeouts++;
+			t->tx_stalled = true;
+			return NULL;
+		}
 	}
 	return tx_buf(t, t->tx_free[--t->tx_nfree]) + t->vhl;
 }

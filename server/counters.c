@@ -33,6 +33,7 @@ static const char *const counter_names[SRV_COUNTER_MAX] = {
 	[SRV_FRAMES_CSUM_PARTIAL_RECEIVED] = "frames_csum_partial_received",
 	[SRV_DROP_TX_BAD_OFFLOAD] = "drop_tx_bad_offload",
 	[SRV_DROP_RX_BAD_VNET] = "drop_rx_bad_vnet",
+	[SRV_TX_RESERVE_TIMEOUTS] = "tx_reserve_timeouts",
 	[SRV_DATA_FRAMES_RELAYED] = "data_frames_relayed",
 	[SRV_LEASES_DIRECT] = "leases_direct",
 	[SRV_LEASES_RELAY] = "leases_relay",

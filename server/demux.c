@@ -558,6 +558,7 @@ void *srv__demux_thread(void *arg)
 		nif_tap_get_stats(s->tap, &ts);
 		pthread_mutex_unlock(&s->tx_lock);
 		s->ctr.v[SRV_DROP_RX_BAD_VNET] = ts.rx_bad_vnet;
+		s->ctr.v[SRV_TX_RESERVE_TIMEOUTS] = ts.tx_reserve_timeouts;
 		pthread_mutex_unlock(&s->lock);
 		/* The system calls of the batch (eventfd writes, the TAP's writes): without
 		 * s->lock, so the control thread never waits for them. */
