@@ -57,6 +57,10 @@ struct nif_dev_stats {
 	/* Reads (one per slot, multishot, of the wake-up) that ended with ECANCELED: the
 	 * kernel cancels a thread's reads once it exits. Not errors: armed again at once. */
 	uint64_t rx_reads_cancelled;
+	/* Reads in flight whose submitter exited (netif/qring.c: a thread-exit hook reports
+	 * it) that a live thread replaced with reads of its own, at its next round, rather
+	 * than waiting for the kernel to cancel them: the re-arms of a dead thread's reads. */
+	uint64_t rx_reads_replaced;
 };
 
 struct nif_dev;
