@@ -167,14 +167,32 @@ static __thread uint64_t my_token;   /* 0: this thread submitted nothing since i
 
 static void thread_gone(void *v);
 
-/* fork(2) while another thread holds reg_mu would leave it held in the child for good. */
+/* reg_mu is a leaf: nothing else is taken while it is held. */
 static void reg_lock(void) { pthread_mutex_lock(&reg_mu); }
 static void reg_unlock(void) { pthread_mutex_unlock(&reg_mu); }
+
+/* A fork child starts with no device of its own (its copies of the parent's are closed by
+ * stack/fork.c's child handler, which runs after this one), and with reg_mu free even if
+ * another thread of the parent held it. No prepare handler takes reg_mu: it would take it
+ * before the core lock (prepare handlers run last registered first), and a thread holding
+ * the core lock takes reg_mu (q_close, q_rx): a deadlock at fork (seen: tests/shim's fork
+ * cases hung). */
+static void reg_child(void)
+{
+	pthread_mutex_init(&reg_mu, NULL);
+	reg_head = NULL;
+}
+
+/* At load, before libuls registers its own fork handlers (stk__fork_init): child
+ * handlers run in the order registered. */
+__attribute__((constructor)) static void reg_init(void)
+{
+	(void)pthread_atfork(NULL, NULL, reg_child);
+}
 
 static void exit_init(void)
 {
 	exit_key_ok = pthread_key_create(&exit_key, thread_gone) == 0;
-	(void)pthread_atfork(reg_lock, reg_unlock, reg_unlock);
 }
 
 /* This thread's token. The first call (again after its exit hook ran) arms the hook;
@@ -853,6 +871,9 @@ static int q_rx(struct nif_dev *d, nif_rx_fn *fn, void *arg, unsigned budget)
 		if (tag == MSHOT_TAG || tag == MSHOT_TAG_ALT) {
 			if (q->mshot && mshot_cqe(q, cqe, fn, arg, tag != q->mshot_tag))
 				n++;
+			else if (!q->mshot && tag != q->mshot_tag &&
+				 !(cqe->flags & IORING_CQE_F_MORE))
+				q->mshot_orphan = false;  /* ended after mshot_give_up */
 			io_uring_cqe_seen(&q->rx, cqe);
 			continue;
 		}
