@@ -58,8 +58,12 @@ struct nif_dev_stats {
 	 * kernel cancels a thread's reads once it exits. Not errors: armed again at once. */
 	uint64_t rx_reads_cancelled;
 	/* Waits for transmit space that ended without any (netif/qring.c tx_reserve): every
-	 * buffer in flight and no write completing within TX_RESERVE_WAIT_MS. */
+	 * buffer in flight and no write completing within 500 ms (netif/txwait.c). */
 	uint64_t tx_reserve_timeouts;
+	/* Reads in flight whose submitter exited (netif/qring.c: a thread-exit hook reports
+	 * it) that a live thread replaced with reads of its own, at its next round, rather
+	 * than waiting for the kernel to cancel them: the re-arms of a dead thread's reads. */
+	uint64_t rx_reads_replaced;
 };
 
 struct nif_dev;

@@ -26,6 +26,16 @@
  * open or in q_rx, whose caller may be any thread. Submitted at open, by the thread that
  * opened the lease, every frame woke that thread as well as the waiter: 6x the context
  * switches of a 1- and 8-stream sweep (docs/bench/mshot14).
+ * Reads whose submitter exited: io_uring runs a read's completion as task work of the
+ * thread that submitted it; once that thread is gone, the kernel ends the read with
+ * ECANCELED only at the next event on the queue, through its fallback work a tick later
+ * (5-26 ms measured), and until then the frames wait with no read of a live thread posted.
+ * So every read's submitter is recorded (a token per thread), a thread that submitted
+ * reads reports its exit (a pthread key's destructor, which runs while the thread is still
+ * alive: thread_gone), and the next round of the receiving thread (rx, wait, spin_poll or
+ * rx_refill: a live thread) replaces those reads with its own (replace_dead_reads). The
+ * replaced reads stay in flight until the kernel ends them; a frame one of them still
+ * reads is delivered as any other.
  * Transmit: a frame comes either as pieces of the caller's memory (tx_gather: lwIP's
  * segment, referenced until the write completes) written with writev behind the virtio-net
  * header, or copied into a transmit buffer (tx_slot: small frames, and frames whose memory
@@ -44,6 +54,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,6 +86,14 @@
 #define WAKE_TAG UINT64_MAX   /* user_data of the wake-up eventfd's read */
 #define MSHOT_TAG (UINT64_MAX - 1)   /* user_data of the multishot read of the queue */
 #define CANCEL_TAG (UINT64_MAX - 2)  /* user_data of close's cancellation of the reads */
+/* The same reads' other user_data: a read that replaces one whose submitter exited takes
+ * the tag the replaced one does not have, so that the replaced one's end is told apart. */
+#define WAKE_TAG_ALT (UINT64_MAX - 3)
+#define MSHOT_TAG_ALT (UINT64_MAX - 4)
+/* Exits reported to a device between two of its rounds that it tells apart; beyond, every
+ * read not submitted by the thread in the round is replaced (safe: a replaced read that
+ * still reads a frame delivers it). */
+#define DEAD_MAX 8
 /* How long close waits for the receive ring's cancelled reads to end. */
 #define RX_CLOSE_WAIT_MS 1000
 #define MSHOT_BGID 0
@@ -113,11 +133,156 @@ struct qring {
 	bool tx_stalled;   /* a wait for transmit space ran out, and nothing completed since */
 	pid_t owner;   /* the process that opened it: a fork child holds copies of its rings */
 	struct nif_dev_stats st;
+	/* Who submitted each read in flight (a thread's token, 0: armed and not yet
+	 * submitted), and reads armed since the last submission (rx_pend: slots). */
+	uint64_t rx_tok[RX_DEPTH], wake_tok, mshot_tok;
+	unsigned rx_pend[RX_DEPTH], rx_npend;
+	bool wake_pend, mshot_pend;
+	/* Reads replaced because their submitter exited, still in flight: per slot (not in
+	 * rx_armed), the wake-up's and the multishot read's (tagged with the other tag). */
+	bool rx_orphan[RX_DEPTH];
+	unsigned rx_orphans;
+	bool wake_orphan, mshot_orphan;
+	uint64_t wake_tag, mshot_tag;   /* the tags of the current reads */
+	/* Threads that exited since the last round (reg_mu): their tokens, or more. */
+	uint64_t dead[DEAD_MAX];
+	unsigned ndead;
+	bool dead_overflow;
+	atomic_bool dead_new;
+	struct qring *reg_next;   /* the open devices (reg_head, reg_mu) */
 };
 
 static struct qring *of(struct nif_dev *d)
 {
 	return (struct qring *)d;
+}
+
+/* --- submitters' exits ----------------------------------------------------------------- */
+
+static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
+static pthread_key_t exit_key;
+static bool exit_key_ok;
+static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct qring *reg_head;   /* open devices of this process */
+static atomic_uint_fast64_t next_token;
+static __thread uint64_t my_token;   /* 0: this thread submitted nothing since its exit hook */
+
+static void thread_gone(void *v);
+
+/* reg_mu is a leaf: nothing else is taken while it is held. */
+static void reg_lock(void) { pthread_mutex_lock(&reg_mu); }
+static void reg_unlock(void) { pthread_mutex_unlock(&reg_mu); }
+
+/* A fork child starts with no device of its own (its copies of the parent's are closed by
+ * stack/fork.c's child handler, which runs after this one), and with reg_mu free even if
+ * another thread of the parent held it. No prepare handler takes reg_mu: it would take it
+ * before the core lock (prepare handlers run last registered first), and a thread holding
+ * the core lock takes reg_mu (q_close, q_rx): a deadlock at fork (seen: tests/shim's fork
+ * cases hung). */
+static void reg_child(void)
+{
+	pthread_mutex_init(&reg_mu, NULL);
+	reg_head = NULL;
+}
+
+/* At load, before libuls registers its own fork handlers (stk__fork_init): child
+ * handlers run in the order registered. */
+__attribute__((constructor)) static void reg_init(void)
+{
+	(void)pthread_atfork(NULL, NULL, reg_child);
+}
+
+static void exit_init(void)
+{
+	exit_key_ok = pthread_key_create(&exit_key, thread_gone) == 0;
+}
+
+/* This thread's token. The first call (again after its exit hook ran) arms the hook;
+ * without a key (none left) the kernel's cancellation alone re-arms, as before. */
+static uint64_t token(void)
+{
+	if (!my_token) {
+		my_token = atomic_fetch_add(&next_token, 1) + 1;
+		pthread_once(&exit_once, exit_init);
+		if (exit_key_ok)
+			(void)pthread_setspecific(exit_key, (void *)1);
+	}
+	return my_token;
+}
+
+static void q_wake(struct nif_dev *d);
+
+/* The exit hook of a thread that submitted reads: the thread is still alive (its reads
+ * still complete normally), and has no lock of the device's user. Every open device of
+ * this process is told, and woken: a waiter on it replaces the reads in its next round.
+ * Were the wake-up's read this thread's, the wake-up completes it now, as task work this
+ * thread runs on its way out of write(2). */
+static void thread_gone(void *v)
+{
+	uint64_t tok = my_token;
+
+	(void)v;
+	my_token = 0;
+	if (!tok)
+		return;
+	pid_t me = getpid();
+	reg_lock();
+	for (struct qring *q = reg_head; q; q = q->reg_next) {
+		if (q->owner != me)
+			continue;   /* a fork child's copy: its eventfd is the parent's too */
+		if (q->ndead < DEAD_MAX)
+			q->dead[q->ndead++] = tok;
+		else
+			q->dead_overflow = true;
+		atomic_store_explicit(&q->dead_new, true, memory_order_release);
+		q_wake(&q->dev);
+	}
+	reg_unlock();
+}
+
+static void reg_add(struct qring *q)
+{
+	pthread_once(&exit_once, exit_init);
+	reg_lock();
+	q->reg_next = reg_head;
+	reg_head = q;
+	reg_unlock();
+}
+
+static void reg_remove(struct qring *q)
+{
+	reg_lock();
+	for (struct qring **pp = &reg_head; *pp; pp = &(*pp)->reg_next)
+		if (*pp == q) {
+			*pp = q->reg_next;
+			break;
+		}
+	reg_unlock();
+}
+
+/* After a submission by this thread: the reads armed since the last one are its own. */
+static void rx_submitted(struct qring *q)
+{
+	uint64_t tok = token();
+
+	for (unsigned k = 0; k < q->rx_npend; k++)
+		q->rx_tok[q->rx_pend[k]] = tok;
+	q->rx_npend = 0;
+	if (q->wake_pend)
+		q->wake_tok = tok;
+	if (q->mshot_pend)
+		q->mshot_tok = tok;
+	q->wake_pend = q->mshot_pend = false;
+}
+
+/* Submit what is armed, as this thread's. */
+static int rx_submit(struct qring *q)
+{
+	int rc = io_uring_submit(&q->rx);
+
+	rx_submitted(q);
+	q->rx_rearm = 0;
+	return rc;
 }
 
 /* liburing 2.3 may leave the SQ index array zeroed (kernel-facts.md): every submission
@@ -219,8 +384,7 @@ static struct io_uring_sqe *rx_sqe(struct qring *q)
 	struct io_uring_sqe *sqe = io_uring_get_sqe(&q->rx);
 
 	if (!sqe) {
-		io_uring_submit(&q->rx);
-		q->rx_rearm = 0;
+		rx_submit(q);
 		sqe = io_uring_get_sqe(&q->rx);
 	}
 	return sqe;
@@ -240,6 +404,8 @@ static bool arm_read(struct qring *q, unsigned i)
 	sqe->flags |= IOSQE_FIXED_FILE;
 	io_uring_sqe_set_data64(sqe, i);
 	q->rx_rearm++;
+	q->rx_tok[i] = 0;
+	q->rx_pend[q->rx_npend++] = i;
 	return true;
 }
 
@@ -280,9 +446,11 @@ static void arm_mshot(struct qring *q)
 	io_uring_prep_rw(NIF_IORING_OP_READ_MULTISHOT, sqe, 0, NULL, 0, 0);
 	sqe->flags |= IOSQE_FIXED_FILE | IOSQE_BUFFER_SELECT;
 	sqe->buf_group = MSHOT_BGID;
-	io_uring_sqe_set_data64(sqe, MSHOT_TAG);
+	io_uring_sqe_set_data64(sqe, q->mshot_tag);
 	q->rx_armed = 1;
 	q->rx_rearm++;
+	q->mshot_tok = 0;
+	q->mshot_pend = true;
 	q->st.rx_mshot_arms++;
 }
 
@@ -350,8 +518,75 @@ static void arm_wake(struct qring *q)
 		return;  /* the wait below still ends at its timeout */
 	io_uring_prep_read(sqe, 1, &q->wake_buf, sizeof(q->wake_buf), 0);
 	sqe->flags |= IOSQE_FIXED_FILE;
-	io_uring_sqe_set_data64(sqe, WAKE_TAG);
+	io_uring_sqe_set_data64(sqe, q->wake_tag);
 	q->wake_armed = true;
+	q->wake_tok = 0;
+	q->wake_pend = true;
+}
+
+/* Did the thread of token tok exit (dead[0..n), or any but this one after an overflow)?
+ * 0: armed, not yet submitted: a live thread submits it. */
+static bool tok_dead(uint64_t tok, const uint64_t *dead, unsigned n, bool overflow)
+{
+	if (!tok)
+		return false;
+	if (overflow)
+		return tok != token();
+	for (unsigned k = 0; k < n; k++)
+		if (dead[k] == tok)
+			return true;
+	return false;
+}
+
+/* The receiving thread's round, before it takes or waits: reads whose submitter exited
+ * (thread_gone) are replaced by reads armed now, which this round submits. A replaced
+ * wake-up or multishot read is replaced only once its predecessor with the other tag has
+ * ended (one tick, the kernel's fallback; two exits within it are rare): meanwhile the
+ * wake-up's eventfd and the queue still end the wait through the kernel's cancellation. */
+static void replace_dead_reads(struct qring *q)
+{
+	uint64_t dead[DEAD_MAX];
+	unsigned n, replaced = 0;
+	bool overflow;
+
+	if (!atomic_load_explicit(&q->dead_new, memory_order_acquire))
+		return;
+	reg_lock();
+	n = q->ndead;
+	memcpy(dead, q->dead, n * sizeof(dead[0]));
+	overflow = q->dead_overflow;
+	q->ndead = 0;
+	q->dead_overflow = false;
+	atomic_store_explicit(&q->dead_new, false, memory_order_relaxed);
+	reg_unlock();
+	if (!q->mshot) {
+		for (unsigned i = 0; i < RX_DEPTH; i++) {
+			if (q->rx_orphan[i] || !tok_dead(q->rx_tok[i], dead, n, overflow))
+				continue;
+			q->rx_tok[i] = 0;
+			q->rx_orphan[i] = true;
+			q->rx_orphans++;
+			q->rx_armed--;
+			replaced++;
+		}
+	} else if (q->rx_armed && !q->mshot_orphan && !q->mshot_pend &&
+		   tok_dead(q->mshot_tok, dead, n, overflow)) {
+		q->mshot_orphan = true;
+		q->mshot_tag = q->mshot_tag == MSHOT_TAG ? MSHOT_TAG_ALT : MSHOT_TAG;
+		q->rx_armed = 0;
+		replaced++;
+	}
+	if (q->wake_armed && !q->wake_orphan && !q->wake_pend &&
+	    tok_dead(q->wake_tok, dead, n, overflow)) {
+		q->wake_orphan = true;
+		q->wake_tag = q->wake_tag == WAKE_TAG ? WAKE_TAG_ALT : WAKE_TAG;
+		q->wake_armed = false;
+		replaced++;
+	}
+	if (replaced) {
+		q->st.rx_reads_replaced += replaced;
+		arm_reads(q);   /* the wake-up's: the wait's arm_wake */
+	}
 }
 
 /* A wait with the wake-up in the ring: one io_uring_enter submits what q_rx re-armed and
@@ -360,6 +595,7 @@ static int ring_wait(struct qring *q, int timeout_ms)
 {
 	int rc = 0;
 
+	replace_dead_reads(q);
 	arm_wake(q);
 	uint64_t now = mono_ns();
 	if (q->hup_fd >= 0) {
@@ -372,6 +608,7 @@ static int ring_wait(struct qring *q, int timeout_ms)
 	if (io_uring_cq_ready(&q->rx)) {
 		if (io_uring_sq_ready(&q->rx))
 			rc = io_uring_submit(&q->rx);
+		rx_submitted(q);
 	} else {
 		struct io_uring_cqe *cqe;
 		if (timeout_ms < 0) {
@@ -381,6 +618,7 @@ static int ring_wait(struct qring *q, int timeout_ms)
 							.tv_nsec = (timeout_ms % 1000) * 1000000ll };
 			rc = io_uring_submit_and_wait_timeout(&q->rx, &cqe, 1, &ts, NULL);
 		}
+		rx_submitted(q);
 		if (io_uring_cq_ready(&q->rx))
 			q->st.rx_wakeups++;
 	}
@@ -405,11 +643,10 @@ static int q_wait_fd(struct nif_dev *d, struct pollfd *fds, unsigned n, int time
 
 	if (q->wake_in_ring && !n)
 		return ring_wait(q, timeout_ms);
+	replace_dead_reads(q);
 	/* Reads q_rx re-armed and left for the wait to submit. */
-	if (io_uring_sq_ready(&q->rx)) {
-		io_uring_submit(&q->rx);
-		q->rx_rearm = 0;
-	}
+	if (io_uring_sq_ready(&q->rx))
+		rx_submit(q);
 
 	struct pollfd local[64], *pfd = n <= 61 ? local : malloc((n + 3) * sizeof(*pfd));
 	if (!pfd)
@@ -461,10 +698,9 @@ static void q_rx_refill(struct nif_dev *d)
 {
 	struct qring *q = of(d);
 
-	if (q->rx_rearm && (q->rx_armed - q->rx_rearm) * 2 < q->rx_target) {
-		io_uring_submit(&q->rx);
-		q->rx_rearm = 0;
-	}
+	replace_dead_reads(q);
+	if (q->rx_rearm && (q->rx_armed - q->rx_rearm) * 2 < q->rx_target)
+		rx_submit(q);
 }
 
 static bool q_tx_pending(const struct nif_dev *d)
@@ -489,11 +725,11 @@ static bool q_spin_poll(struct nif_dev *d)
 
 	if (io_uring_cq_ready(&q->rx))
 		return true;
+	replace_dead_reads(q);
 	if (!io_uring_sq_ready(&q->rx))
 		return false;
 	q->st.spin_enters++;
-	(void)io_uring_submit(&q->rx);
-	q->rx_rearm = 0;
+	(void)rx_submit(q);
 	return io_uring_cq_ready(&q->rx) != 0;
 }
 
@@ -574,13 +810,19 @@ static void mshot_give_up(struct qring *q)
 	q->rx_target = RX_ARM_MIN;
 }
 
-/* One completion of the multishot read; whether it carried a frame that was delivered. */
-static bool mshot_cqe(struct qring *q, const struct io_uring_cqe *cqe, nif_rx_fn *fn, void *arg)
+/* One completion of the multishot read (or of the one it replaced, orphan: its submitter
+ * exited); whether it carried a frame that was delivered. */
+static bool mshot_cqe(struct qring *q, const struct io_uring_cqe *cqe, nif_rx_fn *fn, void *arg,
+		      bool orphan)
 {
 	int res = cqe->res;
 	bool delivered = false;
 
-	if (!(cqe->flags & IORING_CQE_F_MORE)) {
+	if (orphan && !(cqe->flags & IORING_CQE_F_MORE)) {
+		q->mshot_orphan = false;
+		if (res == -ECANCELED)
+			q->st.rx_reads_cancelled++;
+	} else if (!(cqe->flags & IORING_CQE_F_MORE)) {
 		/* The read ended: armed again at the end of this round (arm_mshot). */
 		q->rx_armed = 0;
 		q->st.rx_mshot_ends++;
@@ -622,29 +864,45 @@ static int q_rx(struct nif_dev *d, nif_rx_fn *fn, void *arg, unsigned budget)
 	 * a segment that is still held: reap them every round, before the caller's timers. */
 	if (q->txg)
 		tx_reap(q);
+	replace_dead_reads(q);
 	while (n < budget && io_uring_peek_cqe(&q->rx, &cqe) == 0) {
 		uint64_t tag = io_uring_cqe_get_data64(cqe);
 		unsigned i = (unsigned)tag;
 		int res = cqe->res;
 
-		if (tag == MSHOT_TAG) {
-			if (q->mshot && mshot_cqe(q, cqe, fn, arg))
+		if (tag == MSHOT_TAG || tag == MSHOT_TAG_ALT) {
+			if (q->mshot && mshot_cqe(q, cqe, fn, arg, tag != q->mshot_tag))
 				n++;
+			else if (!q->mshot && tag != q->mshot_tag &&
+				 !(cqe->flags & IORING_CQE_F_MORE))
+				q->mshot_orphan = false;  /* ended after mshot_give_up */
 			io_uring_cqe_seen(&q->rx, cqe);
 			continue;
 		}
 		io_uring_cqe_seen(&q->rx, cqe);
-		if (tag == WAKE_TAG) {
+		if (tag == WAKE_TAG || tag == WAKE_TAG_ALT) {
 			/* A wake-up (its count is in wake_buf), or the read failed: the next
-			 * wait arms it again. */
-			q->wake_armed = false;
+			 * wait arms it again. The replaced one's end changes nothing. */
+			if (tag != q->wake_tag)
+				q->wake_orphan = false;
+			else
+				q->wake_armed = false;
 			if (res == -ECANCELED)
 				q->st.rx_reads_cancelled++;
 			continue;
 		}
-		if (q->mshot || i >= RX_DEPTH || !q->rx_armed)
+		if (q->mshot || i >= RX_DEPTH)
 			continue;
-		q->rx_armed--;
+		if (q->rx_orphan[i]) {
+			/* A replaced read: not in rx_armed; a frame it read is delivered. */
+			q->rx_orphan[i] = false;
+			q->rx_orphans--;
+		} else if (!q->rx_armed) {
+			continue;
+		} else {
+			q->rx_armed--;
+		}
+		q->rx_tok[i] = 0;
 		if (res > 0 && q->rx_slot[i]) {
 			q->st.rx_read_cqes++;
 			if (take_frame(q, i, res, fn, arg))
@@ -668,10 +926,8 @@ static int q_rx(struct nif_dev *d, nif_rx_fn *fn, void *arg, unsigned budget)
 	arm_reads(q);
 	/* With the wake-up in the ring, the next wait submits them with its own
 	 * io_uring_enter (ring_wait); whoever takes frames waits next, or a driver does. */
-	if (q->rx_rearm && !q->wake_in_ring && !q->mshot) {
-		io_uring_submit(&q->rx);
-		q->rx_rearm = 0;
-	}
+	if (q->rx_rearm && !q->wake_in_ring && !q->mshot)
+		rx_submit(q);
 	return (int)n;
 }
 
@@ -918,11 +1174,19 @@ static void rx_close_cqe(struct qring *q, const struct io_uring_cqe *cqe, int *c
 
 	if (tag == CANCEL_TAG)
 		*cancel_res = cqe->res;
-	else if (tag == WAKE_TAG)
+	else if ((tag == WAKE_TAG || tag == WAKE_TAG_ALT) && tag != q->wake_tag)
+		q->wake_orphan = false;
+	else if (tag == WAKE_TAG || tag == WAKE_TAG_ALT)
 		q->wake_armed = false;
-	else if (tag == MSHOT_TAG && !(cqe->flags & IORING_CQE_F_MORE))
-		q->rx_armed = 0;
-	else if (tag < RX_DEPTH && !q->mshot && q->rx_armed)
+	else if ((tag == MSHOT_TAG || tag == MSHOT_TAG_ALT) && !(cqe->flags & IORING_CQE_F_MORE)) {
+		if (tag == q->mshot_tag)
+			q->rx_armed = 0;
+		else
+			q->mshot_orphan = false;
+	} else if (tag < RX_DEPTH && !q->mshot && q->rx_orphan[tag]) {
+		q->rx_orphan[tag] = false;
+		q->rx_orphans--;
+	} else if (tag < RX_DEPTH && !q->mshot && q->rx_armed)
 		q->rx_armed--;
 }
 
@@ -952,7 +1216,8 @@ static bool rx_cancel(struct qring *q)
 			rx_close_cqe(q, cqe, &cancel_res);
 			io_uring_cqe_seen(&q->rx, cqe);
 		}
-		if (!q->rx_armed && !q->wake_armed)
+		if (!q->rx_armed && !q->wake_armed && !q->rx_orphans && !q->wake_orphan &&
+		    !q->mshot_orphan)
 			return true;
 		/* Refused (a ulsd whose restrictions predate it, EACCES): nothing will end. */
 		if (cancel_res < 0 && cancel_res != -ENOENT && cancel_res != -EALREADY)
@@ -983,6 +1248,7 @@ static void q_close(struct nif_dev *d)
 	 * shared with the parent, and draining would submit the parent's writes and take its
 	 * completions (the parent's pbufs then stay held and lwIP never resends them). */
 	bool own = q->owner == getpid();
+	reg_remove(q);
 	if (q->txg && own)
 		tx_drain(q);
 	/* A fork child's buffers are its own copies: the reads write into the parent's. */
@@ -1069,15 +1335,16 @@ int nif_qring_open(struct nif_dev **out, struct nif_qring_prep *p, unsigned mtu,
 	for (unsigned i = 0; i < RX_DEPTH; i++)
 		q->rx_free[q->rx_nfree++] = RX_DEPTH - 1 - i;
 	q->rx_target = q->mshot ? 1 : RX_ARM_MIN;
+	q->wake_tag = WAKE_TAG;
+	q->mshot_tag = MSHOT_TAG;
 	arm_reads(q);
-	rc = q->mshot ? 0 : io_uring_submit(&q->rx);
-	if (!q->mshot)
-		q->rx_rearm = 0;
+	rc = q->mshot ? 0 : rx_submit(q);
 	if (rc < 0) {
 		q->wake_fd = -1;  /* the caller's on failure */
 		q_close(&q->dev);
 		return rc;
 	}
+	reg_add(q);
 	*out = &q->dev;
 	return 0;
 fail:

@@ -41,6 +41,7 @@ from conftest import BUILD, ULSRUN
     "sa_restart_restarts",
     "rcvtimeo",
     "threads_share_sockets",
+    "round_trip_after_a_driving_thread_exits",
     "fork_listener_both_accept",
     "fork_connected_child_closes",
     "fork_connected_moves_to_child",

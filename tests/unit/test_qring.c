@@ -996,6 +996,52 @@ static void reads_of_an_exited_thread_are_rearmed_not_errors(void **state)
 	assert_int_equal(st.rx_errors, st0.rx_errors);
 }
 
+/* A thread that drove the device exits with its reads in flight. The kernel would cancel
+ * them only at the next event on the queue, a tick later (its fallback work), and until
+ * then no read of a live thread is posted: the frame that comes right after the exit
+ * would wait for that. The exit is reported (a thread-exit hook), and the next round of a
+ * live thread (here a wait with nothing to take: the stack thread's, or a driver's) posts
+ * reads of its own, so the frame is taken by the first wait after it comes, before any
+ * cancellation. */
+static void reads_of_an_exited_thread_are_replaced_at_the_next_live_round(void **state)
+{
+	struct fx *f = *state;
+	struct nif_dev_stats st0, st;
+	struct seq s = { .in_order = true, .got = 4 };
+	pthread_t t;
+
+	for (int round = 0; round < 3; round++) {
+		assert_int_equal(pthread_create(&t, NULL, take_some_then_exit, f), 0);
+		pthread_join(t, NULL);
+		s.got = 4;
+		/* The live thread's round, with nothing to take yet. */
+		assert_true(f->dev->ops->wait(f->dev, 0) >= 0);
+		f->dev->ops->rx(f->dev, count_seq, &s, 64);
+		assert_int_equal(s.got, 4);
+		f->dev->ops->get_stats(f->dev, &st0);
+		double t0 = now_ms();
+		peer_send(f, 100, 4);
+		assert_true(f->dev->ops->wait(f->dev, 1000) >= 0);
+		f->dev->ops->rx(f->dev, count_seq, &s, 64);
+		double dt = now_ms() - t0;
+		f->dev->ops->get_stats(f->dev, &st);
+		print_message("frame after the submitter's exit: %s in %.2f ms; replaced %llu, "
+			      "cancelled +%llu\n", s.got == 5 ? "taken" : "NOT taken", dt,
+			      (unsigned long long)st.rx_reads_replaced,
+			      (unsigned long long)(st.rx_reads_cancelled - st0.rx_reads_cancelled));
+		/* The first wait ended with the frame, not with the exited thread's reads
+		 * ending (which come a tick later, and are taken by later rounds). */
+		assert_int_equal(s.got, 5);
+		assert_true(s.in_order);
+		assert_true(st.rx_reads_replaced > 0);
+		/* Their cancellations, for the next round's thread to start clean. */
+		usleep(30 * 1000);
+		assert_true(f->dev->ops->wait(f->dev, 0) >= 0);
+		f->dev->ops->rx(f->dev, count_seq, &s, 64);
+		assert_int_equal(s.got, 5);
+	}
+}
+
 /* --- close while ulsd still holds the rings ------------------------------------------------ */
 
 struct fx_ulsd {
@@ -1156,6 +1202,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(reads_of_an_exited_thread_are_rearmed_not_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(reads_of_an_exited_thread_are_rearmed_not_errors, setup_m, teardown_m),
 		cmocka_unit_test_setup_teardown(reads_of_an_exited_thread_are_rearmed_not_errors, setup_wake_in_ring_m, teardown_m),
+		cmocka_unit_test_setup_teardown(reads_of_an_exited_thread_are_replaced_at_the_next_live_round, setup, teardown),
+		cmocka_unit_test_setup_teardown(reads_of_an_exited_thread_are_replaced_at_the_next_live_round, setup_wake_in_ring, teardown),
+		cmocka_unit_test_setup_teardown(reads_of_an_exited_thread_are_replaced_at_the_next_live_round, setup_m, teardown_m),
+		cmocka_unit_test_setup_teardown(reads_of_an_exited_thread_are_replaced_at_the_next_live_round, setup_wake_in_ring_m, teardown_m),
 		cmocka_unit_test_setup_teardown(close_cancels_the_reads_that_the_ring_kept_alive, setup_ulsd, teardown_ulsd),
 		cmocka_unit_test_setup_teardown(close_cancels_the_reads_that_the_ring_kept_alive, setup_ulsd_wake, teardown_ulsd),
 		cmocka_unit_test_setup_teardown(close_cancels_the_reads_that_the_ring_kept_alive, setup_ulsd_m, teardown_ulsd),
