@@ -130,7 +130,7 @@ struct qring {
 	struct io_uring_buf_ring *br;
 	unsigned br_added;     /* buffers added to br and not yet made visible */
 	unsigned *tx_free, tx_nfree, tx_unsubmitted, tx_inflight;
-	bool tx_stalled;   /* a wait for transmit space ran out, and nothing completed since */
+	bool tx_stalled;   /* a wait for transmit space ran out, and half the buffers are not back since */
 	pid_t owner;   /* the process that opened it: a fork child holds copies of its rings */
 	struct nif_dev_stats st;
 	/* Who submitted each read in flight (a thread's token, 0: armed and not yet
@@ -951,7 +951,11 @@ static void tx_complete(struct qring *q, unsigned i)
 	}
 	q->tx_free[q->tx_nfree++] = i;
 	q->tx_inflight--;
-	q->tx_stalled = false;   /* writes complete again: tx_reserve may wait again */
+	/* Writes complete again: tx_reserve may wait again once half the buffers are back, not
+	 * after each completion (a peer draining one write per wait would otherwise hold the
+	 * core lock in a 500 ms wait nearly all the time). */
+	if (q->tx_stalled && q->tx_nfree >= TX_DEPTH / 2)
+		q->tx_stalled = false;
 }
 
 static void tx_reap(struct qring *q)
@@ -1002,7 +1006,7 @@ static bool tx_reap_any(void *arg)
  * at) leaves entries in the ring that a wait with nothing to submit never completes. So
  * every slice submits what the ring holds, the wait ends after 500 ms (netif/txwait.c)
  * (counted, tx_reserve_timeouts), and the caller drops the frame (counted: the stack's
- * tx_nobuf); until a write completes, later callers get no index at once rather than a
+ * tx_nobuf); until half the buffers are back, later callers get no index at once rather than a
  * wait each. A gathered write that never completes keeps its segment referenced (lwIP
  * retransmits no segment still held): leaked, never reused under a write. */
 static bool tx_reserve(struct qring *q)

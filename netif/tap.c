@@ -73,7 +73,7 @@ struct nif_tap {
 	unsigned *tx_free;
 	unsigned tx_nfree;
 	unsigned tx_unsubmitted;
-	bool tx_stalled;   /* a wait for transmit space ran out, and nothing completed since */
+	bool tx_stalled;   /* a wait for transmit space ran out, and half the buffers are not back since */
 
 	struct watch *watches;
 	unsigned nwatches;
@@ -523,7 +523,8 @@ static void tx_reap(struct nif_tap *t)
 		if (cqe->res < 0)
 			t->st.tx_errors++;
 		t->tx_free[t->tx_nfree++] = slot;
-		t->tx_stalled = false;   /* writes complete again: a sender may wait again */
+		if (t->tx_stalled && t->tx_nfree >= t->tx_depth / 2)
+			t->tx_stalled = false;   /* half the buffers are back: a sender may wait again */
 		io_uring_cqe_seen(&t->tx, cqe);
 	}
 }
@@ -539,7 +540,7 @@ static bool tx_reap_any(void *arg)
 /* A transmit buffer of at least MTU + 14 bytes. The caller must hold its lock until the
  * buffer is queued. Waits, at most 500 ms (netif/txwait.c), for the kernel to finish
  * earlier writes when all are in use; NULL when none finished (counted,
- * tx_reserve_timeouts), and at once after that until a write completes. */
+ * tx_reserve_timeouts), and at once after that until half the buffers are back. */
 uint8_t *nif_tap_tx_slot(struct nif_tap *t)
 {
 	if (!t->uring)

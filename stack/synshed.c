@@ -8,6 +8,11 @@
  * SYN taken in under pressure because the memory of shed SYNs was full).
  *
  * ULS_SYN_SHED=0 turns it off (the process then takes every SYN to lwIP, as before).
+ * A process on ulsd's relay path does not shed either: ulsd's demultiplexer sheds that
+ * path's frames by the same rule, and two shedders in series lose a client more than its
+ * first SYN (ulsd readmits the retransmission after 1 s while the process, behind the
+ * flood that a full memory lets through, sheds it; the next comes after 3 s more, when a
+ * fast flood's memory has forgotten it: review of stop 30). One shedder per path.
  * Core lock held for every call (one receive round at a time).
  */
 #include "internal.h"
@@ -20,6 +25,7 @@
 
 static struct nif_synshed shed;
 static bool shed_ready;
+static bool shed_by_ulsd;   /* the lease is on the relay path */
 
 static uint64_t clock_ms(void)
 {
@@ -67,8 +73,15 @@ void stk__synshed_round_end(void)
 		stk__count(STK_CNT_SYN_SHED_SUSPENDED);
 }
 
+void stk__synshed_relayed(bool relayed)
+{
+	shed_by_ulsd = relayed;
+}
+
 bool stk__synshed_drop(const uint8_t *l3, size_t len, bool ipv6)
 {
+	if (shed_by_ulsd)
+		return false;
 	switch (nif_synshed_frame(state(), l3, len, ipv6)) {
 	case NIF_SHED_DROP:
 		stk__count(STK_CNT_SYN_SHED);

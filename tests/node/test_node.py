@@ -381,7 +381,7 @@ def test_direct_ring_cancellations_reach_no_other_process_request(tb):
     IORING_REGISTER_SYNC_CANCEL is refused (EACCES)."""
     port = 6265
     victim = tb.server(1, port, count=1)
-    h = tb.start([HOSTILE, tb.ctl(1), "cancel", "60"], name="hostile-cancel")
+    h = tb.start([HOSTILE, tb.ctl(1), "cancel", str(TRANSFER_TIMEOUT + 60)], name="hostile-cancel")
     deadline = time.monotonic() + 20
     while "ready" not in h.stdout():
         assert h.poll() is None and time.monotonic() < deadline, (h.stdout(), h.stderr())

@@ -136,6 +136,24 @@ static void behind_a_flood_syns_are_shed_counted_and_data_taken(void **state)
 	stk__synshed_round_end();
 }
 
+/* On the relay path ulsd sheds (server/demux.c); a second shedder in the process would
+ * shed what ulsd took back (review of stop 30). */
+static void a_process_on_the_relay_path_sheds_nothing(void **state)
+{
+	unsigned s, d;
+	uint64_t shed0 = counter("syn_shed");
+	(void)state;
+
+	stk__synshed_relayed(true);
+	round_of(64, 4, 3000, &s, &d);
+	round_of(64, 4, 3100, &s, &d);   /* behind a flood: the direct path's would shed 48 */
+	stk__synshed_relayed(false);
+	assert_int_equal(s, 0);
+	assert_int_equal(counter("syn_shed") - shed0, 0);
+	round_of(64, 4, 3200, &s, &d);   /* direct again: shed */
+	assert_int_equal(s, 48);
+}
+
 static void a_shed_syn_retransmitted_is_taken_in(void **state)
 {
 	unsigned s, d;
@@ -405,6 +423,7 @@ int main(void)
 		cmocka_unit_test(a_round_of_data_alone_sheds_nothing_after_it),
 		cmocka_unit_test(a_short_round_of_syns_sheds_nothing_after_it),
 		cmocka_unit_test(behind_a_flood_syns_are_shed_counted_and_data_taken),
+		cmocka_unit_test(a_process_on_the_relay_path_sheds_nothing),
 		cmocka_unit_test(a_shed_syn_retransmitted_is_taken_in),
 		cmocka_unit_test(pressure_ends_half_a_second_after_the_last_round_behind),
 		cmocka_unit_test(shed_syns_that_come_back_stop_the_shedding),
