@@ -66,6 +66,9 @@ enum srv_counter {
 	 * the memory of shed SYNs was full */
 	SRV_DROP_SYN_SHED, SRV_SYN_SHED_READMITTED, SRV_SYN_SHED_SUSPENDED,
 	SRV_SYN_SHED_KNOWN_PEER, SRV_SYN_SHED_MEMORY_FULL,
+	/* a process's RST for a connection it had released, refused but no denial
+	 * (demux.c, late_rst) */
+	SRV_DROP_TX_RST_RELEASED,
 	SRV_COUNTER_MAX
 };
 

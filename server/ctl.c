@@ -117,6 +117,18 @@ static int remote_of(const struct srv *s, const struct ctl_msg *m, struct flt_ad
 	return 0;
 }
 
+/* A tuple the process released (CTL_RELEASE): a RST it still sends on it is told from
+ * a forged one (demux.c, late_rst). */
+static void remember_released(struct srv_lease *l, uint16_t lport, const struct flt_addr *rip,
+			      uint16_t rport)
+{
+	struct srv_released *r = &l->released[l->released_next++ % SRV_RELEASED_KEEP];
+
+	memcpy(r->rip, rip->b, sizeof(r->rip));
+	r->lport = lport;
+	r->rport = rport;
+}
+
 /* A lease that could not be set up goes again at once (nothing else refers to it). */
 static void lease_drop(struct srv *s, struct srv_lease *l)
 {
@@ -549,9 +561,10 @@ static void handle(struct srv *s, struct srv_conn *c, const struct ctl_msg *m)
 		if (rc == 0)
 			rc = flt_del_connected_addr(s->flt, WIRE_IPPROTO_TCP, m->lport, &rip, m->rport,
 						    l->id);
-		if (rc == 0)
+		if (rc == 0) {
 			srv__port_release(s->ports, SRV_OWNER(l), IPPROTO_TCP, m->lport);
-		else
+			remember_released(l, m->lport, &rip, m->rport);
+		} else
 			refuse_one_way(s, c, m, rc);
 		return;
 	case CTL_ACCEPTING:

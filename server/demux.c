@@ -331,6 +331,62 @@ static bool tx_size_ok(const struct srv *s, const struct flt_pkt *p, size_t len,
 #define TX_HEAD_COPY 256
 _Static_assert(TX_HEAD_COPY <= TX_SPLIT_MIN, "a split frame's head fits its buffer");
 
+/* Is this refused frame a RST the process sends on a TCP tuple it released (CTL_RELEASE)?
+ * lwIP frees a connection in LAST-ACK on the peer's ACK of its FIN and the process
+ * releases the tuple then; a segment of the peer that ulsd had already delivered to the
+ * process's ring (a duplicate of that ACK, seen at load) then meets no connection there,
+ * and the process answers it as RFC 9293 §3.10.7.1 says for the CLOSED state ("If the ACK
+ * bit is on, <SEQ=SEG.ACK><CTL=RST>"). The tuple is the node's again by then, and ulsd
+ * answers the peer's later segments itself (reply.c), so the frame is refused as any
+ * other whose tuple is not the sender's (the filter counts it in deny_port), but it is
+ * no denial (drop_tx_denied): it has its own counter, drop_tx_rst_released. */
+static bool late_rst(const struct srv_lease *l, const struct flt_pkt *p)
+{
+	const uint8_t *rip;
+	uint8_t mapped[16] = { [10] = 0xff, [11] = 0xff };
+
+	if (!p->has_ports || !(p->tcp.flags & WIRE_TCP_RST) || p->tcp.payload_len)
+		return false;
+	if (p->ethertype == WIRE_ETHERTYPE_IPV6 && p->ip6.proto == WIRE_IPPROTO_TCP) {
+		rip = p->ip6.dst;
+	} else if (p->ethertype == WIRE_ETHERTYPE_IPV4 && p->ip.proto == WIRE_IPPROTO_TCP) {
+		memcpy(mapped + 12, &p->ip.dst, 4);
+		rip = mapped;
+	} else {
+		return false;
+	}
+	for (unsigned i = 0; i < SRV_RELEASED_KEEP; i++) {
+		const struct srv_released *r = &l->released[i];
+		if (r->lport && r->lport == p->sport && r->rport == p->dport &&
+		    memcmp(r->rip, rip, sizeof(r->rip)) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* A refused frame in ulsd's log, with what names it: addresses, ports, TCP flags or the
+ * ICMP type, so that a refusal can be told from the log alone (which segment of which
+ * connection, which ND message). */
+static void log_refused(const struct srv_lease *l, const struct flt_pkt *p, const char *why)
+{
+	char src[INET6_ADDRSTRLEN] = "-", dst[INET6_ADDRSTRLEN] = "-";
+	uint8_t proto = 0;
+
+	if (p->ethertype == WIRE_ETHERTYPE_IPV4) {
+		inet_ntop(AF_INET, &p->ip.src, src, sizeof(src));
+		inet_ntop(AF_INET, &p->ip.dst, dst, sizeof(dst));
+		proto = p->ip.proto;
+	} else if (p->ethertype == WIRE_ETHERTYPE_IPV6) {
+		inet_ntop(AF_INET6, p->ip6.src, src, sizeof(src));
+		inet_ntop(AF_INET6, p->ip6.dst, dst, sizeof(dst));
+		proto = p->ip6.proto;
+	}
+	srv__log(1, "lease %u (pid %d): frame refused (%s): ethertype 0x%04x proto %u "
+		 "%s:%u -> %s:%u tcp flags 0x%02x seq %u ack %u len %u icmp type %u",
+		 l->id, (int)l->pid, why, p->ethertype, proto, src, p->sport, dst, p->dport,
+		 p->tcp.flags, p->tcp.seq, p->tcp.ack, p->tcp.payload_len, p->icmp.type);
+}
+
 /* A process's frame, once checked, goes out from what ulsd copied, never again from the
  * ring: the process can rewrite its ring at any time, and a header rewritten between the
  * check and the send would get past the filter. The rest of a split frame is data, which
@@ -354,15 +410,18 @@ static int check_tx(struct srv *s, struct srv_lease *l, uint8_t *slot, size_t le
 	} else {
 		rc = flt_check_tx(s->flt, &p, l->id, s->ip, s->mac);
 	}
+	if (rc == -FLT_DENY_PORT && late_rst(l, &p)) {
+		nif_tap_tx_unused(s->tap, slot);
+		s->ctr.v[SRV_DROP_TX_RST_RELEASED]++;
+		return rc;
+	}
 	if (rc < 0) {
 		nif_tap_tx_unused(s->tap, slot);
 		s->ctr.v[SRV_DROP_TX_DENIED]++;
 		/* Rate-limited: a misbehaving process must not flood the log. */
 		if (++l->tx_denied <= 5 && parsed)
-			srv__log(1, "lease %u (pid %d): frame refused (%s): proto %u port %u -> %u",
-				l->id, (int)l->pid,
-				size_ok ? flt_reason_name((enum flt_reason)-rc) : "size or offload",
-				p.ip.proto, p.sport, p.dport);
+			log_refused(l, &p, size_ok ? flt_reason_name((enum flt_reason)-rc)
+						   : "size or offload");
 	}
 	return rc;
 }

@@ -18,6 +18,10 @@
 /* The owner of a connected rule whose connection is in transit: never a lease id. */
 #define SRV_IN_TRANSIT      SRV_MAX_LEASES
 
+/* How many released tuples a lease remembers (struct srv_lease, released): a process
+ * frees its connections one at a time, and a late RST follows its release at once. */
+#define SRV_RELEASED_KEEP 8
+
 struct srv_lease {
 	uint32_t id;
 	int fd;                 /* control connection */
@@ -48,6 +52,14 @@ struct srv_lease {
 	 * thread; NULL until the process asks for it (CTL_CONNTAB). */
 	void *conntab;
 	uint32_t conntab_cap;
+	/* The TCP tuples the process released last (CTL_RELEASE, ctl.c), a ring: a RST it
+	 * sends on one of them afterwards answers a segment steered to it before ulsd took
+	 * the tuple back (demux.c, late_rst). */
+	struct srv_released {
+		uint8_t rip[16];        /* remote address, IPv4 v4-mapped (struct flt_addr) */
+		uint16_t lport, rport;
+	} released[SRV_RELEASED_KEEP];
+	unsigned released_next;
 };
 
 struct srv_leases {

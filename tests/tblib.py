@@ -7,6 +7,7 @@ import shlex
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 
 # The trees a suite runs against: the source tree ($ULS_SRCDIR, else the tree this file is
@@ -17,14 +18,40 @@ BUILD = os.environ.get("ULS_BUILDDIR") or os.path.join(SRC, "build")
 TESTBED = os.path.join(SRC, "tests", "testbed", "testbed")
 
 
+def _interrupted(signum, frame):
+    """The first SIGINT, SIGTERM or SIGHUP: pytest's own way out (KeyboardInterrupt), which
+    tears the session's fixtures down, testbeds included. Later ones are ignored, so that
+    a second signal (CI escalating, or the whole process group signalled) cannot cut that
+    teardown short; it is bounded (run_testbed's timeout), and SIGKILL still ends it."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+
+def stop_on_signals():
+    """Make a suite that brings up testbeds come down on SIGTERM and SIGHUP as on SIGINT.
+    Their default actions end Python without a `finally` or an atexit handler, leaving the
+    namespaces behind; and a SIGINT a suite started in the background (`&` in a script)
+    inherited as ignored would not stop it at all. Called when this module is imported
+    (every suite's conftest does), in the main thread only."""
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, _interrupted)
+
+
+stop_on_signals()
+
+
 def run_testbed(testbed, tb_name, build, *args):
     """Run the testbed script; returns its stdout (the export lines). Output goes through
     files, not pipes: the ulsd daemons `up` starts inherit its stdout, so a pipe would not
-    see end-of-file until they exit."""
+    see end-of-file until they exit. The script runs in a session of its own: a signal
+    for the suite's whole process group must not stop a `down` half-way (the suite itself
+    gets it and tears down, _interrupted)."""
     env = dict(os.environ, TB_NAME=tb_name, ULS_BUILDDIR=build)
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         r = subprocess.run([testbed, *args], env=env, stdout=out, stderr=err,
-                           stdin=subprocess.DEVNULL, timeout=120)
+                           stdin=subprocess.DEVNULL, timeout=120, start_new_session=True)
         out.seek(0)
         err.seek(0)
         text, errors = out.read(), err.read()

@@ -88,6 +88,16 @@ class Bed:
             time.sleep(0.05)
         raise AssertionError(f"no {key!r} line\n{self.output(p)}")
 
+    def refused(self, node):
+        """The frames node's ulsd refused to send, as its log names them (server/demux.c,
+        log_refused), for a failure's message."""
+        path = os.path.join(os.path.dirname(self.ctl(node)), f"ulsd{node}.log")
+        try:
+            with open(path, errors="replace") as f:
+                return [x for x in f.read().splitlines() if "frame refused" in x]
+        except OSError as e:
+            return [f"{path}: {e}"]
+
     def stat(self, node):
         r = subprocess.run([STAT, "--ctl", self.ctl(node), "--json"], capture_output=True,
                            text=True, timeout=10)
@@ -177,16 +187,20 @@ def test_tcp_over_ipv6_between_two_nodes(tb):
     s = tb.wait_line(srv, "accepted", 20)
     assert s["accepted"] == [tb.ip6(2), c["sockname"][1]] and s["bytes"] == 4 * MIB, s
     assert s["counters"]["dev_rx_gso"] > 0, s
+    # The server's last frames (its FIN, the end of its linger) are counted too: read
+    # node 1's counters once it has exited.
+    srv.wait(20)
     after = tb.stat(1)["counters"]
     # Every frame either way was taken: no super-segment refused, no IPv6 frame counted
     # as a type the node does not speak.
     for k in ("drop_tx_bad_offload", "drop_ethertype"):
         assert after.get(k, 0) == before.get(k, 0), (k, before.get(k), after.get(k))
-    # Not yet explained: one frame was denied in each of two suite runs at load (both on
-    # the relay), probably a segment of the closing handshake sent after the endpoint
-    # went to ulsd's custody. The transfer's own frames (hundreds) never are.
+    # No frame of the server was denied. One may be refused without being a denial
+    # (drop_tx_rst_released, server/demux.c late_rst): the RST lwIP answers a duplicate of
+    # the client's last ACK with, when that duplicate reached the server after its
+    # connection was gone (seen once in 30 suite runs at load, relay).
     denied = after.get("drop_tx_denied", 0) - before.get("drop_tx_denied", 0)
-    assert denied <= 2, ("drop_tx_denied", before.get("drop_tx_denied"), after.get("drop_tx_denied"))
+    assert denied == 0, (denied, tb.refused(1))
     relayed = after["ipv6_frames_demuxed"] - before["ipv6_frames_demuxed"]
     if tb.mode == "relay":
         # At least the client's 4 MiB, in super-segments of at most 64 KiB.

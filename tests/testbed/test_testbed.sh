@@ -711,6 +711,52 @@ check "unknown command exits 2" bad_args frobnicate
 result "bad TB_NAME exits 2"
 
 # ---------------------------------------------------------------------------
+# A suite interrupted (SIGINT, SIGTERM) takes its testbed down (tests/tblib.py)
+# ---------------------------------------------------------------------------
+# A session fixture as the suites have (down_once), brought up, then the suite's pytest is
+# signalled by PID. Started in the background from this non-interactive script, it
+# inherits SIGINT ignored, as a suite started with `&` by CI would.
+PY=${PYTHON_TESTS:-/usr/bin/python3}
+if "$PY" -m pytest --version >/dev/null 2>&1; then
+    mkdir -p "$TMP/sig"
+    cat >"$TMP/sig/conftest.py" <<PYEOF
+import os, sys
+import pytest
+sys.path.insert(0, "$HERE/..")
+from tblib import TESTBED, down_once, run_testbed
+@pytest.fixture(scope="session")
+def bed():
+    with down_once(lambda: run_testbed(TESTBED, "$SECOND", "", "down")):
+        run_testbed(TESTBED, "$SECOND", "", "up", "--no-ulsd", "--nodes", "1")
+        yield
+PYEOF
+    cat >"$TMP/sig/test_sig.py" <<PYEOF
+import time
+def test_waits_for_the_signal(bed):
+    open("$TMP/sig/up", "w").close()
+    time.sleep(60)
+PYEOF
+    for sig in INT TERM; do
+        rm -f "$TMP/sig/up"
+        "$PY" -m pytest -q -p no:cacheprovider "$TMP/sig" >"$TMP/sig.out" 2>&1 &
+        pid=$!
+        for ((i = 0; i < 600; i++)); do [[ -e $TMP/sig/up ]] && break; sleep 0.1; done
+        up_seen=0; ns_present "$SECOND" && up_seen=1
+        kill -"$sig" "$pid" 2>/dev/null
+        for ((i = 0; i < 300; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+        exited=1
+        if kill -0 "$pid" 2>/dev/null; then exited=0; kill -KILL "$pid" 2>/dev/null; fi
+        wait "$pid" 2>/dev/null
+        { cat "$TMP/sig.out"; (( up_seen && exited )) && ! ns_present "$SECOND" &&
+            ! ns_present "$SECOND-k1" && ! ns_present "$SECOND-k2"; } >"$TMP/out" 2>&1
+        result "SIG$sig to a suite's pytest: it exits and its testbed is down"
+        TB_NAME=$SECOND "$TESTBED" down >/dev/null 2>&1
+    done
+else
+    skip "SIGINT/SIGTERM to a suite's pytest take its testbed down" "no pytest for $PY"
+fi
+
+# ---------------------------------------------------------------------------
 # The root namespace is exactly as before
 # ---------------------------------------------------------------------------
 root_links >"$TMP/links.after"
