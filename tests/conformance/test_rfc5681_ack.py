@@ -184,3 +184,37 @@ def test_rfc5681_4_2_after_a_segment_received_twice_each_segment_is_acked_at_onc
     quick = _burst_acks(peer)
     assert len(quick) == 8, f"{len(quick)} ACKs for 8 segments after a segment received " \
         f"twice (control: {len(control)})"
+
+
+@requirement(fix='patch 0091',
+             mutate="tests/conformance/lwip-mutate core/tcp_in.c 's/if ((recv_flags \\& TF_GOT_FIN) != 0) {/if (0) {/'")
+def test_rfc9293_3_10_7_4_fin_after_a_gap_acknowledged_once(node, link):
+    """RFC 9293 §3.10.7.4, eighth, check the FIN bit: the FIN is acknowledged, once. After a
+    loss the node acknowledges each in-order segment at once (patch 0091, RFC 5681 §4.2);
+    the FIN's segment was acknowledged there and again by the state change that takes the
+    FIN (lwIP's tcp_process() sets TF_ACK_NOW after tcp_receive() returns), so the same
+    empty ACK went out twice, microseconds apart (seen on br0 at the end of
+    test_ipv6.py's transfer; a copy that reached a peer whose LAST-ACK connection was
+    already gone drew an RST). A gap filled, then the peer's FIN: the segments that
+    acknowledge it carry no two alike."""
+    peer = TcpPeer(link, 9)
+    peer.connect()
+    peer.send("PA", b"s" * 500)
+    assert peer.recv(2, lambda q: q[TCP].ack == peer.snd_nxt) is not None, "no ACK"
+    base = peer.snd_nxt
+    peer.send("PA", b"h" * 500, seq=base + 500)
+    assert peer.recv(2, lambda q: q[TCP].ack == base) is not None, "no duplicate ACK"
+    peer.send("PA", b"g" * 500, seq=base)
+    peer.snd_nxt = (base + 1000) & 0xFFFFFFFF
+    assert peer.recv(2, lambda q: q[TCP].ack == peer.snd_nxt) is not None, \
+        "the filled gap was not acknowledged"
+    peer.send("FA")
+    # The node's own FIN (the discard service closes at EOF), which it retransmits while
+    # unacknowledged, is left out: only empty ACKs are counted.
+    acks = peer.recv_all(1.0, lambda q: q[TCP].ack == peer.snd_nxt and not q[TCP].payload
+                         and not q[TCP].flags.F)
+    assert acks, "the FIN was not acknowledged by an empty ACK"
+    seen = [(int(q[TCP].seq), str(q[TCP].flags), int(q[TCP].window), bytes(q[TCP].options and
+             str(q[TCP].options), "ascii")) for q in acks]
+    assert len(set(seen)) == len(seen), f"the FIN acknowledged twice alike: {seen}"
+    curated_pcap(link, "test_rfc9293_3_10_7_4_fin_after_a_gap_acknowledged_once.pcap")
