@@ -40,15 +40,14 @@ struct stk_node stk__node = { .lock = PTHREAD_MUTEX_INITIALIZER };
 void stk__lock(void)
 {
 	pthread_mutex_lock(&stk__node.lock);
-	stk__node.owner = pthread_self();
-	stk__node.owned = true;
+	stk__core_owner_take();
 	stk__now_held(true);
 }
 
 void stk__unlock_raw(void)
 {
 	stk__now_held(false);
-	stk__node.owned = false;
+	stk__core_owner_drop();
 	pthread_mutex_unlock(&stk__node.lock);
 }
 

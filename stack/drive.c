@@ -106,7 +106,7 @@ static int cond_wait_until(pthread_cond_t *c, uint64_t deadline)
 	int rc;
 
 	stk__now_held(false);
-	stk__node.owned = false;
+	stk__core_owner_drop();
 	if (deadline) {
 		struct timespec ts = { .tv_sec = (time_t)(deadline / 1000000000u),
 				       .tv_nsec = (long)(deadline % 1000000000u) };
@@ -114,8 +114,7 @@ static int cond_wait_until(pthread_cond_t *c, uint64_t deadline)
 	} else {
 		rc = pthread_cond_wait(c, &stk__node.lock);
 	}
-	stk__node.owner = pthread_self();
-	stk__node.owned = true;
+	stk__core_owner_take();
 	stk__now_held(true);
 	return rc;
 }
@@ -700,9 +699,7 @@ void uls_tx_flush_exit(void)
 
 	tx_batch_left = 0;
 	tx_deferred = false;
-	/* Read without the lock: only this thread stores its own id there, so whether it is
-	 * this thread's cannot change under us. */
-	if (!n->up || (n->owned && pthread_equal(n->owner, pthread_self())))
+	if (!n->up || stk__core_lock_mine())
 		return;
 	/* The monotonic clock: a step of the wall clock must not stretch the bound. */
 	struct timespec until;
@@ -714,8 +711,7 @@ void uls_tx_flush_exit(void)
 	}
 	if (pthread_mutex_clocklock(&n->lock, CLOCK_MONOTONIC, &until) != 0)
 		return;
-	n->owner = pthread_self();
-	n->owned = true;
+	stk__core_owner_take();
 	stk__now_held(true);
 	if (n->up && n->dev->ops->tx_pending && n->dev->ops->tx_pending(n->dev))
 		n->dev->ops->tx_flush(n->dev);
@@ -909,8 +905,7 @@ static void park(struct stk_node *n)
 			break;
 		}
 		if (pthread_mutex_trylock(&n->lock) == 0) {
-			n->owner = pthread_self();
-			n->owned = true;
+			stk__core_owner_take();
 			stk__now_held(true);
 			pthread_mutex_lock(&n->park_mtx);
 			break;

@@ -31,7 +31,7 @@ static void parent(void)
 	if (stk__node.up)
 		stk__handoff_forked();
 	stk__now_held(false);
-	stk__node.owned = false;
+	stk__core_owner_drop();
 	pthread_mutex_unlock(&stk__node.lock);
 }
 
@@ -68,8 +68,7 @@ static void forget_socket(struct stk_sock *s)
 static void child(void)
 {
 	pthread_mutex_init(&stk__node.lock, NULL);
-	stk__node.owner = pthread_self();
-	stk__node.owned = true;
+	stk__core_owner_take();
 	stk__now_held(true);  /* the parent's reading is not ours */
 	stk__drive_forked();  /* a parent's thread may have been inside */
 	stk__ffd_forget();    /* the mirrors' fixed files are the parent's (fixedfd.c) */
@@ -90,7 +89,7 @@ static void child(void)
 		stk__node.lost = false;
 	}
 	stk__now_held(false);
-	stk__node.owned = false;
+	stk__core_owner_drop();
 }
 
 static void register_handlers(void)

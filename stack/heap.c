@@ -53,11 +53,6 @@ static struct {
 	size_t cached;
 } heap;
 
-static bool core_held(void)
-{
-	return stk__node.owned && pthread_equal(stk__node.owner, pthread_self());
-}
-
 static unsigned class_of(size_t size)
 {
 	if (size <= SMALL_MAX || size > PAGE_CLASS_MAX)
@@ -81,7 +76,7 @@ void *stk__heap_alloc(size_t size)
 	unsigned cls = class_of(size);
 	struct blk *b;
 
-	if (cls != UNCACHED && core_held() && heap.free[cls]) {
+	if (cls != UNCACHED && stk__core_lock_mine() && heap.free[cls]) {
 		b = heap.free[cls];
 		heap.free[cls] = b->next;
 		heap.cached -= class_size(cls);
@@ -121,7 +116,7 @@ void stk__heap_free(void *p)
 		stk__lwip_assert("heap block header intact", __FILE__, __LINE__);
 	cls = b->h.cls;
 	b->h.magic = 0;
-	if (cls < NCLASSES && core_held() && heap.cached + class_size(cls) <= HEAP_CACHE_MAX) {
+	if (cls < NCLASSES && stk__core_lock_mine() && heap.cached + class_size(cls) <= HEAP_CACHE_MAX) {
 		b->next = heap.free[cls];
 		heap.free[cls] = b;
 		heap.cached += class_size(cls);

@@ -15,8 +15,8 @@
 /* The process's one node: lwIP is a set of globals, so there is one stack per process. */
 struct stk_node {
 	pthread_mutex_t lock;       /* lwIP's core lock: every call into lwIP holds it */
-	pthread_t owner;            /* holder of lock, for LWIP_ASSERT_CORE_LOCKED */
-	bool owned;
+	pthread_t owner;            /* holder of lock: stk__core_owner_take() and */
+	bool owned;                 /* stk__core_lock_mine(), atomically */
 	/* The clock as read once during the current hold of lock (port.c, stk__now_ms). */
 	bool now_cached;
 	uint64_t now_ms;
@@ -89,7 +89,33 @@ extern struct stk_node stk__node;
 void stk__lock(void);
 void stk__unlock(void);
 void stk__unlock_raw(void);  /* without stk__leave() */
-bool stk__core_lock_mine(void);  /* does the calling thread hold the core lock? */
+
+/* Who holds the core lock. Other threads read it without the lock (stk__core_lock_mine():
+ * the lease's "never with the lock held" check, the heap's per-lock cache), so owner is
+ * stored before owned is set (release) and read after it (acquire): a thread that sees
+ * owned set also sees who set it. With plain stores the compiler set owned first, and a
+ * thread that had just let the lock go saw it held under its own stale id in between
+ * (CI of stop 30: "lease: request 2 to ulsd with the core lock held", an abort). Called
+ * right after the mutex is taken and right before it is let go. */
+static inline void stk__core_owner_take(void)
+{
+	__atomic_store_n(&stk__node.owner, pthread_self(), __ATOMIC_RELAXED);
+	__atomic_store_n(&stk__node.owned, true, __ATOMIC_RELEASE);
+}
+
+static inline void stk__core_owner_drop(void)
+{
+	__atomic_store_n(&stk__node.owned, false, __ATOMIC_RELAXED);
+}
+
+/* Does the calling thread hold the core lock? If it does, both fields are its own; if not,
+ * owned is clear, or set with another thread's id (acquire: the id stored before it, or a
+ * later holder's), and the answer is no either way. */
+static inline bool stk__core_lock_mine(void)
+{
+	return __atomic_load_n(&stk__node.owned, __ATOMIC_ACQUIRE) &&
+	       pthread_equal(__atomic_load_n(&stk__node.owner, __ATOMIC_RELAXED), pthread_self());
+}
 /* What stk__unlock() does before it unlocks: flush, and wake the device's waiter if needed
  * (drive.c). */
 void stk__leave(void);

@@ -121,14 +121,6 @@ void stk__lwip_assert(const char *msg, const char *file, int line)
 	abort();
 }
 
-/* Read without the lock: if the caller holds it, both fields are its own and stable; if
- * not, owner is some other thread (or stale) and the answer is no either way. */
-bool stk__core_lock_mine(void)
-{
-	return __atomic_load_n(&stk__node.owned, __ATOMIC_RELAXED) &&
-	       pthread_equal(stk__node.owner, pthread_self());
-}
-
 void stk__assert_core_locked(void)
 {
 	if (!stk__core_lock_mine())

@@ -26,6 +26,7 @@
 #include <arpa/inet.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <time.h>
 
 #include "netif/ctl/ctl.h"
 
@@ -536,10 +537,58 @@ static void lease_call_with_core_lock_held_aborts(void **state)
 	}
 }
 
+/* Other threads read who holds the core lock without it (the check above, the heap's
+ * cache): a thread that has just let the lock go must never see it as still its own while
+ * the next holder moves in (stack/internal.h, stk__core_owner_take: owner before owned).
+ * Two threads take and release it for at most a second each, and check right after every
+ * release, where the next holder is taking it. */
+#define OWNER_RACE_ROUNDS 2000000
+#define OWNER_RACE_NS 1000000000ull
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void *owner_race_thread(void *arg)
+{
+	unsigned long *wrong = arg;
+	uint64_t end = mono_ns() + OWNER_RACE_NS;
+
+	for (int i = 0; i < OWNER_RACE_ROUNDS; i++) {
+		stk__lock();
+		if (!stk__core_lock_mine())
+			(*wrong)++;
+		stk__unlock_raw();
+		if (stk__core_lock_mine())
+			(*wrong)++;
+		if ((i & 1023) == 0 && mono_ns() > end)
+			break;
+	}
+	return NULL;
+}
+
+static void core_lock_owner_never_stale_after_release(void **state)
+{
+	unsigned long wrong[2] = { 0, 0 };
+	pthread_t t[2];
+
+	(void)state;
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, owner_race_thread, &wrong[i]), 0);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_join(t[i], NULL), 0);
+	assert_int_equal(wrong[0] + wrong[1], 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(no_node_socket_fails_enetdown),
+		cmocka_unit_test(core_lock_owner_never_stale_after_release),
 		cmocka_unit_test(bad_type_socket_fails_eprotonosupport),
 		cmocka_unit_test(bad_descriptor_close_fails_ebadf),
 		cmocka_unit_test(bad_descriptor_bind_fails_ebadf),
