@@ -2,8 +2,10 @@
 # clang (configure's FUZZ_CC) when it has libFuzzer, and run by make check for a bounded time
 # each (tests/fuzz/run, ULS_FUZZ_SECONDS) from the seed corpus in tests/fuzz/seeds.
 FUZZ_SRC_FILES = tests/fuzz/fuzz_filter.c tests/fuzz/fuzz_vnet.c tests/fuzz/fuzz_frame.c \
-	tests/fuzz/fuzz_ctl.c tests/fuzz/fuzz_stack.c tests/fuzz/fuzz_hoff.c \
-	tests/fuzz/fuzz_conntab.c tests/fuzz/fuzz_ulsd.c tests/fuzz/fuzz_node.c tests/fuzz/fuzz_srv.h \
+	tests/fuzz/fuzz_ctl.c tests/fuzz/fuzz_stack.c tests/fuzz/fuzz_stack_peer.c \
+	tests/fuzz/fuzz_stack.h tests/fuzz/fuzz_hoff.c \
+	tests/fuzz/fuzz_conntab.c tests/fuzz/fuzz_ulsd.c tests/fuzz/fuzz_node.c tests/fuzz/fuzz_node.h \
+	tests/fuzz/fuzz_node_frames.c tests/fuzz/fuzz_srv.h tests/fuzz/fuzz_srv.c \
 	tests/fuzz/fuzz_input.h
 EXTRA_DIST += tests/fuzz/README.md tests/fuzz/run $(FUZZ_SRC_FILES) \
 	tests/fuzz/seeds/fuzz_filter.hex tests/fuzz/seeds/fuzz_vnet.hex \
@@ -47,7 +49,7 @@ tests/fuzz/fuzz_conntab: tests/fuzz/fuzz_conntab.c netif/conntab.c netif/sys.c
 	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) -Wall -Wextra -Werror $(FUZZ_CPPFLAGS) $^ -o $@
 # ulsd's handling of its processes' messages (server/ but its main, the fake TAP of
 # tests/unit/faketap.c instead of netif/tap.c).
-FUZZ_ULSD_SRC = tests/fuzz/fuzz_ulsd.c tests/unit/faketap.c server/ctl.c server/lease.c \
+FUZZ_ULSD_SRC = tests/fuzz/fuzz_ulsd.c tests/fuzz/fuzz_srv.c tests/unit/faketap.c server/ctl.c server/lease.c \
 	server/ports.c server/custody.c server/counters.c server/handoff.c server/demux.c server/reply.c \
 	server/reply6.c server/neigh6.c server/reass.c \
 	server/bpf_none.c $(filter %.c,$(filter_libflt_la_SOURCES)) netif/ring.c \
@@ -57,7 +59,8 @@ tests/fuzz/fuzz_ulsd: $(addprefix $(top_srcdir)/,$(FUZZ_ULSD_SRC) tests/fuzz/fuz
 	@$(MKDIR_P) tests/fuzz
 	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) -Wall -Wextra -Werror $(FUZZ_CPPFLAGS) $(filter %.c,$^) -lpthread -o $@
 # Frames for the node itself into ulsd's demux thread (the same sources as fuzz_ulsd).
-tests/fuzz/fuzz_node: $(addprefix $(top_srcdir)/,tests/fuzz/fuzz_node.c tests/fuzz/fuzz_srv.h tests/fuzz/fuzz_input.h \
+tests/fuzz/fuzz_node: $(addprefix $(top_srcdir)/,tests/fuzz/fuzz_node.c tests/fuzz/fuzz_node_frames.c \
+		tests/fuzz/fuzz_node.h tests/fuzz/fuzz_srv.h tests/fuzz/fuzz_input.h \
 		$(filter-out tests/fuzz/fuzz_ulsd.c,$(FUZZ_ULSD_SRC)))
 	@$(MKDIR_P) tests/fuzz
 	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) -Wall -Wextra -Werror $(FUZZ_CPPFLAGS) $(filter %.c,$^) -lpthread -o $@
@@ -68,17 +71,22 @@ FUZZ_STACK_SRC = $(nodist_stack_liblwipcore_la_SOURCES) \
 	$(addprefix $(top_srcdir)/,$(filter %.c,$(ULS_STACK_SOURCES) $(netif_libnif_la_SOURCES) \
 	$(netif_libwire_la_SOURCES) $(netif_libopt_la_SOURCES) $(netif_libctl_la_SOURCES)))
 FUZZ_STACK_FLAGS = -w $(FUZZ_CPPFLAGS) $(LWIP_CPPFLAGS) -I$(top_srcdir)/stack/include -DULS_BUILDING
-tests/fuzz/fuzz_stack: tests/fuzz/fuzz_stack.c tests/fuzz/fuzz_input.h $(FUZZ_STACK_SRC) stack/libuls.la
+# The harness and its peer (fuzz_stack_peer.c), compiled together for each target.
+FUZZ_STACK_MAIN = tests/fuzz/fuzz_stack.c tests/fuzz/fuzz_stack_peer.c
+tests/fuzz/fuzz_stack: $(FUZZ_STACK_MAIN) tests/fuzz/fuzz_stack.h tests/fuzz/fuzz_input.h $(FUZZ_STACK_SRC) \
+		stack/libuls.la
 	@$(MKDIR_P) tests/fuzz
-	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_STACK_FLAGS) $(top_srcdir)/tests/fuzz/fuzz_stack.c $(FUZZ_STACK_SRC) \
+	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_STACK_FLAGS) $(addprefix $(top_srcdir)/,$(FUZZ_STACK_MAIN)) $(FUZZ_STACK_SRC) \
 		$(LIBURING_LIBS) -lpthread -o $@
-tests/fuzz/fuzz_stack_offload: tests/fuzz/fuzz_stack.c tests/fuzz/fuzz_input.h $(FUZZ_STACK_SRC) stack/libuls.la
+tests/fuzz/fuzz_stack_offload: $(FUZZ_STACK_MAIN) tests/fuzz/fuzz_stack.h tests/fuzz/fuzz_input.h $(FUZZ_STACK_SRC) \
+		stack/libuls.la
 	@$(MKDIR_P) tests/fuzz
-	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_STACK_FLAGS) -DFUZZ_OFFLOAD=1 $(top_srcdir)/tests/fuzz/fuzz_stack.c \
+	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_STACK_FLAGS) -DFUZZ_OFFLOAD=1 $(addprefix $(top_srcdir)/,$(FUZZ_STACK_MAIN)) \
 		$(FUZZ_STACK_SRC) $(LIBURING_LIBS) -lpthread -o $@
 # The same over IPv6 (FUZZ_IPV6: TCPv6, extension headers, fragments, ICMPv6, ND).
-tests/fuzz/fuzz_stack6: tests/fuzz/fuzz_stack.c tests/fuzz/fuzz_input.h $(FUZZ_STACK_SRC) stack/libuls.la
+tests/fuzz/fuzz_stack6: $(FUZZ_STACK_MAIN) tests/fuzz/fuzz_stack.h tests/fuzz/fuzz_input.h $(FUZZ_STACK_SRC) \
+		stack/libuls.la
 	@$(MKDIR_P) tests/fuzz
-	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_STACK_FLAGS) -DFUZZ_IPV6=1 $(top_srcdir)/tests/fuzz/fuzz_stack.c \
+	$(AM_V_GEN)$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_STACK_FLAGS) -DFUZZ_IPV6=1 $(addprefix $(top_srcdir)/,$(FUZZ_STACK_MAIN)) \
 		$(FUZZ_STACK_SRC) $(LIBURING_LIBS) -lpthread -o $@
 endif
