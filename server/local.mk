@@ -1,6 +1,7 @@
 # server/: ulsd, the per-node daemon (demultiplexer + connection server).
 sbin_PROGRAMS += server/ulsd
-server_ulsd_SOURCES = server/ulsd.c server/ctl.c server/lease.c server/lease.h server/ports.c server/ports.h \
+server_ulsd_SOURCES = server/ulsd.c server/ctl.c server/stats.c server/stats.h server/lease.c \
+	server/lease.h server/ports.c server/ports.h \
 	server/custody.c server/custody.h server/counters.c server/counters.h server/handoff.c \
 	server/demux.c server/reply.c server/reply6.c server/neigh6.c server/neigh6.h server/reass.c \
 	server/internal.h

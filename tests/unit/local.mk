@@ -162,7 +162,7 @@ check_PROGRAMS += tests/unit/test_server
 TESTS += tests/unit/test_server
 tests_unit_test_server_SOURCES = tests/unit/test_server.c tests/unit/server_fixture.c \
 	tests/unit/server_fixture.h tests/unit/faketap.c \
-	tests/unit/faketap.h server/ctl.c server/lease.c \
+	tests/unit/faketap.h server/ctl.c server/stats.c server/lease.c \
 	server/ports.c server/custody.c server/counters.c server/handoff.c server/demux.c server/reply.c \
 	server/reply6.c server/neigh6.c server/reass.c \
 	server/bpf_none.c
@@ -172,7 +172,7 @@ check_PROGRAMS += tests/unit/test_server_ctl
 TESTS += tests/unit/test_server_ctl
 tests_unit_test_server_ctl_SOURCES = tests/unit/test_server_ctl.c tests/unit/server_fixture.c \
 	tests/unit/server_fixture.h tests/unit/faketap.c \
-	tests/unit/faketap.h server/ctl.c server/lease.c \
+	tests/unit/faketap.h server/ctl.c server/stats.c server/lease.c \
 	server/ports.c server/custody.c server/counters.c server/handoff.c server/demux.c server/reply.c \
 	server/reply6.c server/neigh6.c server/reass.c \
 	server/bpf_none.c
