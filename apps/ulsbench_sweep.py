@@ -276,6 +276,7 @@ class Point:
     # -- modes -------------------------------------------------------------------
     def run(self):
         progress("%s starting %d stream%s" % (self.tag, self.n, "" if self.n == 1 else "s"))
+        load = os.getloadavg()[0]
         cpu0 = self.ulsd_cpu()
         frames0 = self.ulsd_frames() if self.mode in ULSD_MODES else None
         tcp0 = self.kernel_tcp_counters() if self.mode == "kernel" else None
@@ -305,6 +306,7 @@ class Point:
         run["requested"] = ({"seconds": self.seconds} if self.seconds is not None
                             else {"bytes_per_stream": self.nbytes})
         run["warmup_seconds"] = self.warmup
+        run["load_average"] = round(load, 2)
         ps = run["per_stream_gbps"]
         progress("%s %.3f Gbit/s aggregate, per stream %.3f/%.3f/%.3f (min/median/max), "
                  "Jain %.3f, CPU %.1f s, %.0f MB verified" % (
@@ -638,6 +640,9 @@ def main(argv=None):
                           "default, which is the host's net.ipv4.tcp_congestion_control "
                           "(bbr on the guest of docs/benchmarks.md, not Linux's cubic)",
             "cpu_seconds": CPU_INCLUDES,
+            "load_average": "the machine's 1-minute load average when the point started "
+                            "(other sessions' work included: on a shared machine it says how "
+                            "much CPU the point's processes could get)",
         },
         "runs": runs,
     }
