@@ -484,6 +484,15 @@ def machine_info(paths):
             info["memory_kib"] = int(f.readline().split()[1])
     except (OSError, ValueError, IndexError):
         pass
+    # Every process of a point runs in a session of its own (Procs.spawn), which with
+    # autogroup scheduling is a scheduling group of its own: on a machine shared with other
+    # sessions that decides how much CPU a ulstack process (whose TCP runs in it) gets,
+    # where the kernel's TCP runs in softirq (docs/benchmarks.md, "One stream at 0.1%").
+    try:
+        with open("/proc/sys/kernel/sched_autogroup_enabled") as f:
+            info["sched_autogroup_enabled"] = int(f.read().strip())
+    except (OSError, ValueError):
+        pass
     if paths.get("src"):
         try:
             r = subprocess.run(["git", "-C", paths["src"], "describe", "--always", "--dirty"],

@@ -195,6 +195,18 @@ class Point:
             self.fail("the receivers are on the %s data path, not %s" %
                       (",".join(sorted(str(g) for g in got)) or "no", want))
 
+    def kernel_tcp_counters(self):
+        """The kernel sender's namespace's TCP counters (/proc/net/snmp and netstat), so
+        that a kernel point records its recoveries, probes and timeouts as a perproc point
+        records its stack's counters; None when they cannot be read."""
+        try:
+            r = subprocess.run(["ip", "netns", "exec", self.tb.env["TB_KERNEL2_NETNS"], "cat",
+                                "/proc/net/snmp", "/proc/net/netstat"],
+                               capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return parse_proc_netstat(r.stdout) if r.returncode == 0 else None
+
     def ulsd_cpu(self):
         total = 0.0
         for pid in self.tb.ulsd_pids():
@@ -264,8 +276,10 @@ class Point:
     # -- modes -------------------------------------------------------------------
     def run(self):
         progress("%s starting %d stream%s" % (self.tag, self.n, "" if self.n == 1 else "s"))
+        load = os.getloadavg()[0]
         cpu0 = self.ulsd_cpu()
         frames0 = self.ulsd_frames() if self.mode in ULSD_MODES else None
+        tcp0 = self.kernel_tcp_counters() if self.mode == "kernel" else None
         try:
             streams, wall, extra = getattr(self, "_run_" + self.mode)()
             extra["wall_seconds"] = round(wall, 6)
@@ -274,6 +288,10 @@ class Point:
         finally:
             self.procs.stop([p for p in self.started if p.alive])
         ulsd = max(0.0, self.ulsd_cpu() - cpu0) if self.mode in ULSD_MODES else 0.0
+        if tcp0 is not None:
+            tcp1 = self.kernel_tcp_counters()
+            if tcp1 is not None:
+                extra["sender_counters"] = kernel_counter_delta(tcp0, tcp1)
         if frames0 is not None:
             frames1 = self.ulsd_frames()
             extra["datapath"] = DATAPATH[self.mode]
@@ -288,6 +306,7 @@ class Point:
         run["requested"] = ({"seconds": self.seconds} if self.seconds is not None
                             else {"bytes_per_stream": self.nbytes})
         run["warmup_seconds"] = self.warmup
+        run["load_average"] = round(load, 2)
         ps = run["per_stream_gbps"]
         progress("%s %.3f Gbit/s aggregate, per stream %.3f/%.3f/%.3f (min/median/max), "
                  "Jain %.3f, CPU %.1f s, %.0f MB verified" % (
@@ -317,6 +336,7 @@ class Point:
 
     def _collect_clients(self, clients):
         streams, cpu, ends = [], 0.0, []
+        self.sender_counters = {}
         for p, js, k in clients:
             doc = self.read_json(js, p.name, [p])
             ends.append((p.ended, doc.get("seconds") if isinstance(doc, dict) else None))
@@ -328,6 +348,9 @@ class Point:
                 cpu += doc["cpu_seconds"]
             if isinstance(doc.get("congestion"), str):
                 self.congestion.add(doc["congestion"])
+            for k, v in (doc.get("counters") or {}).items():
+                if isinstance(v, int):
+                    self.sender_counters[k] = self.sender_counters.get(k, 0) + v
         self.window = transfer_window(ends)
         return streams, cpu
 
@@ -387,7 +410,8 @@ class Point:
         self._check_servers(servers, groups, streams)
         return streams, wall, {"processes": {"senders": len(groups),
                                              "receivers": len(groups)},
-                               "reported_cpu": rep}
+                               "reported_cpu": rep,
+                               "sender_counters": dict(sorted(self.sender_counters.items()))}
 
     def _run_relay(self):
         return self._run_perproc()
@@ -559,6 +583,7 @@ def main(argv=None):
                 if level is not None:
                     run.update(loss_fields(level, impair_delta(before, tb.impair_stats()),
                                            ph["offload"]))
+                    run.update(loss_directions(run, data_ports(spec["mode"], tb.env)))
                 elif spec["mode"] in ULSD_MODES:
                     run["offload"] = ph["offload"]
                 if opts["repeat"] > 1:
@@ -615,6 +640,9 @@ def main(argv=None):
                           "default, which is the host's net.ipv4.tcp_congestion_control "
                           "(bbr on the guest of docs/benchmarks.md, not Linux's cubic)",
             "cpu_seconds": CPU_INCLUDES,
+            "load_average": "the machine's 1-minute load average when the point started "
+                            "(other sessions' work included: on a shared machine it says how "
+                            "much CPU the point's processes could get)",
         },
         "runs": runs,
     }
@@ -634,6 +662,16 @@ def main(argv=None):
             "frames_seen": "the frames that entered the bridge through the impaired ports "
                            "during the point, the dropped ones included",
             "impairment": "those counters (and their bytes) in total and per port",
+            "loss_by_direction": "the impairment split by direction (single-sender modes: "
+                                 "the senders' port carries the data, the receivers' port "
+                                 "the ACKs): frames seen and dropped, the mean size of a "
+                                 "frame seen and of one dropped, dropped frames per GB "
+                                 "verified, and ACK frames per data frame",
+            "sender_counters": "the senders' TCP counters over the point: ulstack's stack "
+                               "counters (ulsbench client), or for kernel runs the delta of "
+                               "the sender namespace's /proc/net/snmp and netstat (Tcp "
+                               "OutSegs/RetransSegs count wire segments; TCPSackRecovery "
+                               "and TCPTimeouts are recovery episodes and RTOs)",
             "offload": "segmentation offload of the senders: ulsd's TSO through the TAP, "
                        "and under --loss the kernel peers' TSO/GSO too",
         })

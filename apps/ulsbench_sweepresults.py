@@ -215,6 +215,73 @@ def loss_fields(loss, delta, offload):
             "frames_dropped": delta["dropped"], "impairment": delta}
 
 
+# The kernel sender's counters a loss point keeps (Tcp: from /proc/net/snmp; the others
+# TcpExt: from /proc/net/netstat): segments, recovery episodes, probes, timeouts.
+KERNEL_TCP_COUNTERS = (
+    "Tcp.OutSegs", "Tcp.InSegs", "Tcp.RetransSegs", "TcpExt.TCPSackRecovery",
+    "TcpExt.TCPRenoRecovery", "TcpExt.TCPFastRetrans", "TcpExt.TCPLossProbes",
+    "TcpExt.TCPLossProbeRecovery", "TcpExt.TCPTimeouts", "TcpExt.TCPLostRetransmit",
+    "TcpExt.TCPSlowStartRetrans", "TcpExt.TCPSACKReorder", "TcpExt.TCPSpuriousRTOs",
+    "TcpExt.TCPDSACKRecv", "TcpExt.TCPSackRecoveryFail", "TcpExt.DelayedACKs",
+    "TcpExt.TCPDelivered")
+
+
+def parse_proc_netstat(text):
+    """{"Tcp.OutSegs": n, ...} from the text of /proc/net/snmp and /proc/net/netstat
+    (pairs of lines: "Proto: names" then "Proto: values")."""
+    out, header = {}, None
+    for line in text.splitlines():
+        proto, _, rest = line.partition(":")
+        fields = rest.split()
+        if header and header[0] == proto and len(header[1]) == len(fields):
+            for k, v in zip(header[1], fields):
+                try:
+                    out["%s.%s" % (proto, k)] = int(v)
+                except ValueError:
+                    pass
+            header = None
+        else:
+            header = (proto, fields)
+    return out
+
+
+def kernel_counter_delta(before, after):
+    """The kept counters' increase between two parse_proc_netstat() results."""
+    return {k.split(".", 1)[1]: after[k] - before[k] for k in KERNEL_TCP_COUNTERS
+            if k in before and k in after and after[k] >= before[k]}
+
+
+def data_ports(mode, env):
+    """(senders' port, receivers' port) of a mode's data direction among the impaired
+    ports, or None when the mode has none of its own (raw, central)."""
+    if mode == "kernel":
+        return ("k2-br", "k1-br")
+    if mode in ("perproc", "relay"):
+        return (env.get("TB_NODE1_TAP", "uls1"), env.get("TB_NODE2_TAP", "uls2"))
+    return None
+
+
+def loss_directions(run, ports):
+    """loss_by_direction of a loss point (see the JSON's definitions), {} without ports.
+    Data frames are what enters the bridge from the senders' port (their ACKs of the
+    receivers' few bytes included), ACK frames what enters from the receivers' port."""
+    imp = run.get("impairment", {}).get("ports", {})
+    if not ports or ports[0] not in imp or ports[1] not in imp:
+        return {}
+    gb = run.get("bytes_verified", 0) / 1e9
+    out = {}
+    for name, port in (("data", ports[0]), ("ack", ports[1])):
+        d = imp[port]
+        out[name] = {
+            "port": port, "frames": d["frames"], "dropped": d["dropped"],
+            "mean_frame_bytes": round(d["bytes"] / d["frames"]) if d["frames"] else 0,
+            "mean_dropped_bytes": round(d["dropped_bytes"] / d["dropped"]) if d["dropped"] else 0,
+            "dropped_per_gb": round(d["dropped"] / gb, 2) if gb else None}
+    df = imp[ports[0]]["frames"]
+    out["ack_frames_per_data_frame"] = round(imp[ports[1]]["frames"] / df, 4) if df else None
+    return {"loss_by_direction": out}
+
+
 def role_of(name):
     """sender, receiver or relay, from the name a point gives a process."""
     base = name.rsplit("-", 1)[-1]

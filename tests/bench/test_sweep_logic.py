@@ -550,6 +550,37 @@ def test_impair_delta_refuses_counters_that_do_not_belong_together(before, after
         sw.impair_delta(before, after)
 
 
+def test_loss_directions_splits_the_rule_by_the_senders_and_receivers_port():
+    run = {"bytes_verified": 2 * 10**9, "impairment": sw.impair_delta(
+        _stats(0.1, uls1=(0, 0), uls2=(0, 0), **{"k1-br": (0, 0)}),
+        _stats(0.1, uls1=(4000, 30), uls2=(1000, 4), **{"k1-br": (7, 0)}))}
+    d = sw.loss_directions(run, sw.data_ports("perproc", {"TB_NODE1_TAP": "uls1",
+                                                         "TB_NODE2_TAP": "uls2"}))
+    lb = d["loss_by_direction"]
+    assert lb["data"] == {"port": "uls1", "frames": 4000, "dropped": 30,
+                          "mean_frame_bytes": 1000, "mean_dropped_bytes": 1000,
+                          "dropped_per_gb": 15.0}
+    assert lb["ack"]["port"] == "uls2" and lb["ack"]["dropped_per_gb"] == 2.0
+    assert lb["ack_frames_per_data_frame"] == 0.25
+    # the kernel's data enter from k2-br; no such port here, so nothing is claimed
+    assert sw.loss_directions(run, sw.data_ports("kernel", {})) == {}
+    assert sw.data_ports("central", {}) is None and sw.loss_directions(run, None) == {}
+
+
+def test_kernel_counters_are_read_from_proc_and_differenced():
+    text = ("Tcp: RtoAlgorithm OutSegs RetransSegs\nTcp: 1 100 3\n"
+            "TcpExt: TCPSackRecovery TCPTimeouts TCPLossProbes\nTcpExt: 2 0 5\n"
+            "IpExt: InOctets\nIpExt: 9\n")
+    a = sw.parse_proc_netstat(text)
+    assert a["Tcp.OutSegs"] == 100 and a["TcpExt.TCPLossProbes"] == 5 and a["IpExt.InOctets"] == 9
+    b = dict(a, **{"Tcp.OutSegs": 250, "TcpExt.TCPSackRecovery": 7})
+    d = sw.kernel_counter_delta(a, b)
+    assert d == {"OutSegs": 150, "RetransSegs": 0, "TCPSackRecovery": 5, "TCPTimeouts": 0,
+                 "TCPLossProbes": 0}
+    # a header without its values line, or a short values line, is skipped
+    assert sw.parse_proc_netstat("Tcp: A B\nTcp: 1\n") == {}
+
+
 def _loss_run(mode, n, loss, gbps, offload="on", repeat=0, dropped=5, seen=1000):
     run = sw.make_run(mode, n, 1500, 2.0, _streams([gbps / n] * n), {"total": 1.0})
     run.update(sw.loss_fields(loss, {"loss_pct": loss, "frames": seen, "dropped": dropped,

@@ -204,6 +204,20 @@ def test_a_short_loss_run_records_the_rate_and_the_frames_dropped_and_verifies(t
         assert imp["bytes"] / imp["frames"] < 1600, imp
         # --kernel-cc: the kernel's senders ran the congestion control asked for
         assert run.get("congestion") == ("cubic" if run["mode"] == "kernel" else None), run
+        # the rule's drops split by direction, and the senders' own counters, for the modes
+        # with one sender and one receiver port (not central, whose relays share a node)
+        if run["mode"] in ("kernel", "perproc"):
+            lb = run["loss_by_direction"]
+            assert lb["data"]["dropped"] + lb["ack"]["dropped"] <= run["frames_dropped"]
+            assert lb["data"]["frames"] > lb["ack"]["frames"] > 0, lb
+            assert lb["data"]["dropped_per_gb"] == round(
+                lb["data"]["dropped"] / (run["bytes_verified"] / 1e9), 2)
+            c = run["sender_counters"]
+            sent = c["OutSegs"] if run["mode"] == "kernel" else c["tcp_xmit"]
+            assert sent >= 1000, c
+        else:
+            assert "loss_by_direction" not in run
+        assert isinstance(run["load_average"], float)
     assert "x kernel" in r.stdout and "loss%" in r.stdout
     assert "(the kernel's congestion control: cubic)" in r.stdout
     assert [row["loss_pct"] for row in doc["loss_summary"]] == [1]
