@@ -4,7 +4,8 @@ noinst_LTLIBRARIES += apps/libapps.la
 apps_libapps_la_SOURCES = apps/netops.c apps/netops.h apps/pattern.c apps/pattern.h \
 	apps/clock.c apps/clock.h apps/breakdown.c apps/breakdown.h \
 	apps/ping.h apps/pingstats.c apps/pingstats.h apps/pingwork.c apps/pingdrive.c \
-	apps/rawframe.c apps/rawframe.h apps/rawopts.c apps/rawopts.h apps/xfer.c apps/xfer.h
+	apps/rawframe.c apps/rawframe.h apps/rawopts.c apps/rawopts.h apps/xfer.c apps/xfer.h \
+	apps/benchstream.c apps/benchstream.h
 apps_libapps_la_CPPFLAGS = $(AM_CPPFLAGS) $(INSTDIRS_CPPFLAGS)
 apps_libapps_la_LIBADD = netif/libopt.la
 

@@ -28,15 +28,7 @@
  * figure describes streams that run together in steady state, after each process has
  * faulted in its buffers and rings and TCP has opened its windows.
  *
- * Wire format, big-endian: the client sends a 32-byte request {magic "ULSB", version 3,
- * direction (0: client sends, 1: server sends), 2 zero bytes, bytes (u64; 0: until the
- * sender's FIN), seed (u64), milliseconds (u32; the sender's time limit including the
- * warm-up, 0: none), warm-up milliseconds (u32)}; the receiving side answers with a 40-byte
- * verdict {status (u32: 0 ok, 1 corrupt, 2 short), 4 zero bytes, bytes verified (u64),
- * bytes measured (u64: received after the warm-up), and the measured span's first and
- * last instants (u64 each, CLOCK_MONOTONIC nanoseconds; every process of a testbed is on
- * one machine, so one clock)}. A time-limited sender stops at the limit and shuts its side
- * down; the receiver verifies up to the FIN.
+ * The wire format of a stream (request, data, verdict) is apps/benchstream.h's.
  *
  * SIGUSR1 makes a running ulsbench report on stderr, like dd: the bytes its streams moved
  * so far and, on ulstack, the stack's non-zero counters. Two reports some seconds apart
@@ -44,7 +36,6 @@
  * timeouts, drops) while it is stalled; the test suites ask for them before they kill a
  * transfer that ran out of time.
  */
-#include <endian.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -67,18 +58,12 @@
 #include "apps/clock.h"
 #include "apps/instdirs.h"
 #include "apps/pattern.h"
+#include "apps/benchstream.h"
 
-#define MSG_SIZE      65536
 #define DEFAULT_PORT  5001
-#define REQ_LEN       32
-#define VERDICT_LEN   40
-#define MAGIC         0x554c5342u  /* "ULSB" */
-#define WIRE_VERSION  3
 #define STREAMS_MAX   1024
 #define PROG          "ulsbench"
 
-enum { DIR_CLIENT_SENDS = 0, DIR_SERVER_SENDS = 1 };
-enum { ST_OK = 0, ST_CORRUPT = 1, ST_SHORT = 2 };
 
 static const struct netops *ops = &bench__kernel_ops;
 /* --congestion: the kernel's congestion control for the client's sockets (TCP_CONGESTION;
@@ -86,168 +71,40 @@ static const struct netops *ops = &bench__kernel_ops;
  * host's net.ipv4.tcp_congestion_control says, which need not be Linux's CUBIC. */
 static const char *congestion;
 
-/* What SIGUSR1's report says: the bytes every stream moved so far (atomic); whether the
- * stack is ulstack's and up (under report_mtx, which uls_node_stop() waits for). */
-static uint64_t moved;
+/* What SIGUSR1's report says, besides the bytes moved (bench__moved): whether the stack
+ * is ulstack's and up (under report_mtx, which uls_node_stop() waits for). */
 static pthread_mutex_t report_mtx = PTHREAD_MUTEX_INITIALIZER;
 static bool report_counters;
-
-static void note_moved(size_t n)
-{
-	__atomic_add_fetch(&moved, n, __ATOMIC_RELAXED);
-}
-
-static void put64(uint8_t *p, uint64_t v) { v = htobe64(v); memcpy(p, &v, 8); }
-static void put32(uint8_t *p, uint32_t v) { v = htobe32(v); memcpy(p, &v, 4); }
-static uint64_t get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return be64toh(v); }
-static uint32_t get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return be32toh(v); }
-
-/* Send the pattern in 64 KiB messages: `bytes` of it, or (bytes 0) until `millis` pass;
- * then shut our side down so the receiver sees where the stream ends. */
-static int stream_out(int sd, uint64_t seed, uint64_t bytes, uint32_t millis, uint8_t *buf,
-		      uint64_t *sent)
-{
-	double deadline = millis ? bench__now_s() + millis / 1000.0 : 0;
-	uint64_t off = 0;
-
-	while (bytes ? off < bytes : bench__now_s() < deadline) {
-		size_t n = bytes && bytes - off < MSG_SIZE ? (size_t)(bytes - off) : MSG_SIZE;
-		bench__pattern_fill(seed, off, buf, n);
-		int rc = bench__send_all(ops, sd, buf, n);
-		if (rc < 0)
-			return rc;
-		note_moved(n);
-		off += n;
-	}
-	*sent = off;
-	return ops->shutdown(sd, SHUT_WR);
-}
-
-/* What a receiver measured: the bytes its application took in from the end of the warm-up
- * on, and when (monotonic seconds). */
-struct measure {
-	uint64_t bytes;
-	double from, to;
-};
-
-/* Take the rest of a stream unchecked (`left` bytes, 0: until the sender's FIN): a sender
- * whose stream failed the check then reads the verdict, not a reset for unread data. */
-static void drain(int sd, uint8_t *buf, uint64_t left)
-{
-	for (;;) {
-		size_t want = left && left < MSG_SIZE ? (size_t)left : MSG_SIZE;
-		ssize_t n = ops->recv(sd, buf, want, 0);
-		if (n == -EINTR)
-			continue;
-		if (n <= 0)
-			return;
-		if (left && (left -= (uint64_t)n) == 0)
-			return;
-	}
-}
-
-/* Receive and verify up to `bytes` (0: until the sender's FIN); returns a status and how
- * many bytes were right, and measures what arrives from `mark` (monotonic seconds) on.
- * A stream that ends before the mark is measured whole. */
-static int stream_in(int sd, uint64_t seed, uint64_t bytes, uint8_t *buf, uint64_t *good,
-		     double mark, struct measure *m)
-{
-	double begin = bench__now_s(), now = begin;
-	uint64_t off = 0, mark_off = 0;
-	bool marked = false;
-	int st;
-
-	m->from = mark;
-	for (;;) {
-		if (bytes && off >= bytes) {
-			st = ST_OK;
-			break;
-		}
-		size_t want = bytes && bytes - off < MSG_SIZE ? (size_t)(bytes - off) : MSG_SIZE;
-		ssize_t n = ops->recv(sd, buf, want, 0);
-		if (n == -EINTR)
-			continue;
-		now = bench__now_s();
-		if (n <= 0) {
-			/* FIN ends a stream without a byte count; anything else is short. */
-			st = n == 0 && !bytes ? ST_OK : ST_SHORT;
-			break;
-		}
-		if (!marked && now >= mark) {
-			marked = true;
-			mark_off = off;
-			m->from = now;
-		}
-		uint64_t bad = bench__pattern_check(seed, off, buf, (size_t)n);
-		if (bad != UINT64_MAX) {
-			*good = bad;
-			m->bytes = 0;
-			m->to = now;
-			drain(sd, buf, bytes ? bytes - off - (uint64_t)n : 0);
-			return ST_CORRUPT;
-		}
-		off += (uint64_t)n;
-		note_moved((size_t)n);
-	}
-	if (!marked) {
-		mark_off = 0;
-		m->from = begin;
-	}
-	*good = off;
-	m->bytes = off - mark_off;
-	m->to = now;
-	return st;
-}
-
-static uint64_t to_ns(double s) { return s > 0 ? (uint64_t)(s * 1e9) : 0; }
-
-static void put_verdict(uint8_t *v, int st, uint64_t good, const struct measure *m)
-{
-	memset(v, 0, VERDICT_LEN);
-	put32(v, (uint32_t)st);
-	put64(v + 8, good);
-	put64(v + 16, m->bytes);
-	put64(v + 24, to_ns(m->from));
-	put64(v + 32, to_ns(m->to));
-}
-
-static void get_verdict(const uint8_t *v, int *st, uint64_t *good, struct measure *m)
-{
-	*st = (int)get32(v);
-	*good = get64(v + 8);
-	m->bytes = get64(v + 16);
-	m->from = (double)get64(v + 24) / 1e9;
-	m->to = (double)get64(v + 32) / 1e9;
-}
 
 static void *serve(void *arg)
 {
 	int sd = (int)(intptr_t)arg;
-	uint8_t req[REQ_LEN], verdict[VERDICT_LEN] = { 0 };
-	uint8_t *buf = malloc(MSG_SIZE);
+	uint8_t req[BENCH_REQ_LEN], verdict[BENCH_VERDICT_LEN] = { 0 };
+	uint8_t *buf = malloc(BENCH_MSG_SIZE);
 	double t0 = bench__now_s();
+	struct bench_req rq;
 
-	if (!buf || bench__recv_all(ops, sd, req, REQ_LEN, NULL) < 0 || get32(req) != MAGIC || req[4] != WIRE_VERSION) {
+	if (!buf || bench__recv_all(ops, sd, req, BENCH_REQ_LEN, NULL) < 0 ||
+	    bench__req_get(req, &rq) < 0) {
 		fprintf(stderr, "ulsbench server: bad or missing request\n");
 		goto out;
 	}
-	uint64_t bytes = get64(req + 8), seed = get64(req + 16), good = 0;
-	uint32_t millis = get32(req + 24), warmup = get32(req + 28);
-	if (req[5] == DIR_CLIENT_SENDS) {
-		struct measure m = { 0 };
-		double mark = bench__now_s() + warmup / 1000.0;
-		int st = stream_in(sd, seed, bytes, buf, &good, mark, &m);
-		put_verdict(verdict, st, good, &m);
-		bench__send_all(ops, sd, verdict, VERDICT_LEN);
+	uint64_t good = 0;
+	if (rq.dir == BENCH_CLIENT_SENDS) {
+		struct bench_measure m = { 0 };
+		double mark = bench__now_s() + rq.warmup_ms / 1000.0;
+		int st = bench__stream_in(ops, sd, rq.seed, rq.bytes, buf, &good, mark, &m);
+		bench__verdict_put(verdict, st, good, &m);
+		bench__send_all(ops, sd, verdict, BENCH_VERDICT_LEN);
 		double dt = bench__now_s() - t0;
 		printf("{\"role\": \"server\", \"dir\": \"recv\", \"bytes\": %llu, \"verified\": %s, "
 		       "\"seconds\": %.6f, \"pid\": %d}\n", (unsigned long long)good,
-		       st == ST_OK ? "true" : "false", dt, (int)getpid());
+		       st == BENCH_OK ? "true" : "false", dt, (int)getpid());
 		fflush(stdout);
-	} else if (req[5] == DIR_SERVER_SENDS) {
+	} else if (rq.dir == BENCH_SERVER_SENDS) {
 		uint64_t sent;
-		if (stream_out(sd, seed, bytes, millis, buf, &sent) == 0)
-			bench__recv_all(ops, sd, verdict, VERDICT_LEN, NULL);
+		if (bench__stream_out(ops, sd, rq.seed, rq.bytes, rq.millis, buf, &sent) == 0)
+			bench__recv_all(ops, sd, verdict, BENCH_VERDICT_LEN, NULL);
 	}
 out:
 	free(buf);
@@ -302,7 +159,7 @@ static void *report_on_usr1(void *arg)
 
 	while (sigwait(usr1, &sig) == 0) {
 		fprintf(stderr, "ulsbench: pid %d: %llu bytes moved\n", (int)getpid(),
-			(unsigned long long)__atomic_load_n(&moved, __ATOMIC_RELAXED));
+			(unsigned long long)__atomic_load_n(&bench__moved, __ATOMIC_RELAXED));
 		pthread_mutex_lock(&report_mtx);
 		if (report_counters) {
 			fputs("ulsbench: counters ", stderr);
@@ -395,19 +252,19 @@ struct stream {
 	int rc, st;
 	uint64_t good;
 	double secs;
-	struct measure m;
+	struct bench_measure m;
 	char cc[16];      /* the kernel socket's congestion control, "" for ulstack */
 };
 
 static void *client_stream(void *arg)
 {
 	struct stream *s = arg;
-	uint8_t req[REQ_LEN] = { 0 }, verdict[VERDICT_LEN] = { 0 };
-	uint8_t *buf = malloc(MSG_SIZE);
+	uint8_t req[BENCH_REQ_LEN], verdict[BENCH_VERDICT_LEN] = { 0 };
+	uint8_t *buf = malloc(BENCH_MSG_SIZE);
 	uint64_t seed, sent = 0;
 	int sd = ep_socket(s->to);
 
-	s->st = ST_SHORT;
+	s->st = BENCH_SHORT;
 	if (getrandom(&seed, sizeof(seed), 0) != (ssize_t)sizeof(seed))
 		seed = (uint64_t)bench__now_s() ^ (uint64_t)(uintptr_t)s;
 	if (sd < 0 || !buf) {
@@ -430,13 +287,8 @@ static void *client_stream(void *arg)
 		if (getsockopt(sd, IPPROTO_TCP, TCP_CONGESTION, s->cc, &len) < 0)
 			s->cc[0] = 0;
 	}
-	put32(req, MAGIC);
-	req[4] = WIRE_VERSION;
-	req[5] = (uint8_t)s->dir;
-	put64(req + 8, s->bytes);
-	put64(req + 16, seed);
-	put32(req + 24, s->millis);
-	put32(req + 28, s->warmup);
+	bench__req_put(req, &(struct bench_req){ .dir = s->dir, .bytes = s->bytes, .seed = seed,
+						  .millis = s->millis, .warmup_ms = s->warmup });
 	/* Connected and ready: wait for the common start, so that the streams of many
 	 * processes run at the same time instead of one after another. */
 	for (double now = bench__now_s(); s->start_at > now; now = bench__now_s()) {
@@ -445,21 +297,22 @@ static void *client_stream(void *arg)
 		nanosleep(&ts, NULL);
 	}
 	double t0 = bench__now_s();
-	s->rc = bench__send_all(ops, sd, req, REQ_LEN);
-	if (s->rc == 0 && s->dir == DIR_CLIENT_SENDS) {
-		s->rc = stream_out(sd, seed, s->bytes, s->millis, buf, &sent);
+	s->rc = bench__send_all(ops, sd, req, BENCH_REQ_LEN);
+	if (s->rc == 0 && s->dir == BENCH_CLIENT_SENDS) {
+		s->rc = bench__stream_out(ops, sd, seed, s->bytes, s->millis, buf, &sent);
 		if (s->rc == 0)
-			s->rc = bench__recv_all(ops, sd, verdict, VERDICT_LEN, NULL);
+			s->rc = bench__recv_all(ops, sd, verdict, BENCH_VERDICT_LEN, NULL);
 		if (s->rc == 0) {
-			get_verdict(verdict, &s->st, &s->good, &s->m);
+			bench__verdict_get(verdict, &s->st, &s->good, &s->m);
 			/* the receiver must have verified exactly what we sent */
-			if (s->st == ST_OK && s->good != sent)
-				s->st = ST_SHORT;
+			if (s->st == BENCH_OK && s->good != sent)
+				s->st = BENCH_SHORT;
 		}
 	} else if (s->rc == 0) {
-		s->st = stream_in(sd, seed, s->bytes, buf, &s->good, t0 + s->warmup / 1000.0, &s->m);
-		put_verdict(verdict, s->st, s->good, &s->m);
-		bench__send_all(ops, sd, verdict, VERDICT_LEN);
+		s->st = bench__stream_in(ops, sd, seed, s->bytes, buf, &s->good,
+					 t0 + s->warmup / 1000.0, &s->m);
+		bench__verdict_put(verdict, s->st, s->good, &s->m);
+		bench__send_all(ops, sd, verdict, BENCH_VERDICT_LEN);
 	}
 	s->secs = bench__now_s() - t0;
 out:
@@ -488,14 +341,14 @@ static int run_client(const struct endpoint *to, uint64_t bytes, uint32_t millis
 	}
 	for (unsigned i = 0; i < nstreams; i++) {
 		pthread_join(st[i].thread, NULL);
-		bool good = st[i].rc == 0 && st[i].st == ST_OK && (!bytes || st[i].good == bytes);
+		bool good = st[i].rc == 0 && st[i].st == BENCH_OK && (!bytes || st[i].good == bytes);
 		if (st[i].rc < 0 && nstreams == 1)
 			fprintf(stderr, "ulsbench client: transfer failed: %s\n", strerror(-st[i].rc));
 		else if (st[i].rc < 0)
 			fprintf(stderr, "ulsbench client: stream %u failed: %s\n", i, strerror(-st[i].rc));
 		else if (!good)
 			fprintf(stderr, "ulsbench client: stream %u: %s after %llu bytes\n", i,
-				st[i].st == ST_CORRUPT ? "CORRUPT DATA" : "SHORT TRANSFER",
+				st[i].st == BENCH_CORRUPT ? "CORRUPT DATA" : "SHORT TRANSFER",
 				(unsigned long long)st[i].good);
 		ok = ok && good;
 		total += st[i].good;
@@ -515,7 +368,7 @@ static int run_client(const struct endpoint *to, uint64_t bytes, uint32_t millis
 	double gbps = span > 0 ? (double)measured * 8 / span / 1e9 : 0;
 	if (!(nstreams == 1 && st[0].rc < 0))
 		printf("%s %s: %u stream%s, %llu bytes in %.3f s, %s; %.3f Gbit/s%s\n",
-		       to->unix_path ? "unix" : ops->name, dir == DIR_CLIENT_SENDS ? "send" : "recv",
+		       to->unix_path ? "unix" : ops->name, dir == BENCH_CLIENT_SENDS ? "send" : "recv",
 		       nstreams, nstreams == 1 ? "" : "s", (unsigned long long)total, wall,
 		       ok ? "every byte verified" : "NOT VERIFIED", gbps,
 		       warmup ? " after the warm-up" : "");
@@ -526,10 +379,10 @@ static int run_client(const struct endpoint *to, uint64_t bytes, uint32_t millis
 			return 1;
 		}
 		fprintf(f, "{\"stack\": \"%s\", \"dir\": \"%s\", \"streams\": [",
-			to->unix_path ? "unix" : ops->name, dir == DIR_CLIENT_SENDS ? "send" : "recv");
+			to->unix_path ? "unix" : ops->name, dir == BENCH_CLIENT_SENDS ? "send" : "recv");
 		for (unsigned i = 0; i < nstreams; i++) {
-			bool good = st[i].rc == 0 && st[i].st == ST_OK;
-			const struct measure *m = &st[i].m;
+			bool good = st[i].rc == 0 && st[i].st == BENCH_OK;
+			const struct bench_measure *m = &st[i].m;
 			double sp = m->to - m->from;
 			fprintf(f, "%s{\"bytes_verified\": %llu, \"seconds\": %.6f, "
 				   "\"measured_bytes\": %llu, \"measured_from\": %.6f, "
@@ -664,7 +517,7 @@ int main(int argc, char **argv)
 	double start_at = 0;
 	unsigned nstreams = 1;
 	long count = 0;
-	int dir = DIR_CLIENT_SENDS, c, idx;
+	int dir = BENCH_CLIENT_SENDS, c, idx;
 	const char *json = NULL;
 
 	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
@@ -732,7 +585,7 @@ int main(int argc, char **argv)
 			int d = opt__word(PROG, "dir", optarg, dirs, 2);
 			if (d < 0)
 				return 2;
-			dir = d == 0 ? DIR_CLIENT_SENDS : DIR_SERVER_SENDS;
+			dir = d == 0 ? BENCH_CLIENT_SENDS : BENCH_SERVER_SENDS;
 			break;
 		}
 		case 'j':

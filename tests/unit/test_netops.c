@@ -1,4 +1,5 @@
-/* The command-line parsers the apps share: sizes (netif/opt/opt.c), addresses (apps/netops.c). */
+/* The command-line parsers the apps share: sizes (netif/opt/opt.c), addresses (apps/netops.c);
+ * and ulsbench's request (apps/benchstream.c), which a server takes from any peer. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,6 +10,7 @@
 
 #include <cmocka.h>
 
+#include "apps/benchstream.h"
 #include "apps/netops.h"
 #include "netif/opt/opt.h"
 
@@ -273,9 +275,50 @@ static void multicast_mac_node_opt_rejected_config_untouched(void **state)
 	check_opt_rejected("mac", "ff:ff:ff:ff:ff:ff");
 }
 
+/* --- bench__req_put / bench__req_get --- */
+
+static void bench_request_round_trips_every_field(void **state)
+{
+	struct bench_req in = { .dir = BENCH_SERVER_SENDS, .bytes = 0x0102030405060708ull,
+				.seed = ~0ull, .millis = 4000, .warmup_ms = 1000 }, out;
+	uint8_t req[BENCH_REQ_LEN];
+
+	(void)state;
+	memset(&out, 0x5a, sizeof(out));
+	bench__req_put(req, &in);
+	assert_int_equal(bench__req_get(req, &out), 0);
+	assert_int_equal(out.dir, in.dir);
+	assert_true(out.bytes == in.bytes && out.seed == in.seed);
+	assert_int_equal(out.millis, in.millis);
+	assert_int_equal(out.warmup_ms, in.warmup_ms);
+	assert_memory_equal(req, "ULSB\x03\x01\x00\x00\x01\x02\x03\x04\x05\x06\x07\x08", 16);
+}
+
+/* A server reads its requests from any peer: wrong magic, version or direction is refused
+ * (-EPROTO) with the output untouched. */
+static void bad_bench_requests_are_refused(void **state)
+{
+	struct bench_req in = { .dir = BENCH_CLIENT_SENDS, .bytes = 1 }, out;
+	uint8_t req[BENCH_REQ_LEN];
+	static const struct { unsigned off; uint8_t v; } bad[] = {
+		{ 0, 'X' }, { 3, 'C' }, { 4, 2 }, { 4, 4 }, { 5, 2 }, { 5, 0xff },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		bench__req_put(req, &in);
+		req[bad[i].off] = bad[i].v;
+		memset(&out, 0x5a, sizeof(out));
+		assert_int_equal(bench__req_get(req, &out), -EPROTO);
+		assert_int_equal(out.millis, 0x5a5a5a5a);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(bench_request_round_trips_every_field),
+		cmocka_unit_test(bad_bench_requests_are_refused),
 		cmocka_unit_test(good_sizes_parse_size_scales_by_suffix),
 		cmocka_unit_test(bad_sizes_parse_size_fails_output_untouched),
 		cmocka_unit_test(negative_after_blank_parse_size_fails),
