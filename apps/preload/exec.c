@@ -147,8 +147,6 @@ static void import_passed(void)
 	sigset_t old;
 	shim__enter(&old);
 	int rc = uls_attach(shim__ctl());
-	if (rc == 0 || rc == -EALREADY)
-		shim__fork_init();
 	shim__leave(&old);
 	for (int i = 0; i < n; i++) {
 		bool first = true;
@@ -180,6 +178,7 @@ __attribute__((constructor)) static void shim_init(void)
 	shim__real_init();
 	shim__signals_init();
 	shim__fork_note_self();
+	shim__fork_init();
 	saved_preload = p ? strdup(p) : NULL;
 	saved_ctl = c ? strdup(c) : NULL;
 	shim__set_ctl(c);

@@ -202,6 +202,23 @@ def test_exec_passes_the_connection_a_number_names_when_another_thread_reuses_a_
     assert r.returncode == 0 and r.stdout.startswith(b"ok "), r
 
 
+@pytest.mark.parametrize("where", ["main", "hook"])
+def test_fork_handlers_of_the_program_registered_before_the_shims_use_sockets(bed, where):
+    """pthread_atfork(3): prepare handlers run last registered first, parent and child
+    handlers first registered first, and the shim's take its locks (prepare) and give them
+    back (parent, child). A program's handlers that send on a UDP socket, change its epoll
+    registration and dup and close it must work in all three places, also when they were
+    registered before the shim's: by main before its first socket call ("main"), or by
+    the constructor of a library loaded after the shim (LD_PRELOAD), which runs before the
+    shim's ("hook"). 20 forks, each child's handler's calls checked (fails, "hung", without
+    the shim's registration ahead of every other: apps/preload/fork.c __register_atfork)."""
+    env = dict(os.environ)
+    if where == "hook":
+        env["LD_PRELOAD"] = f"{BUILD}/tests/shim/.libs/atforkhook.so"
+    r = bed.ulsrun([f"{BUILD}/tests/shim/atfork", where, bed.kip, "20"], timeout=60, env=env)
+    assert r.returncode == 0 and r.stdout.startswith(b"ok forks 20"), r
+
+
 def test_a_fork_child_uses_epoll_while_other_threads_of_the_parent_were_inside_its_locks(bed):
     """fork(2) while one thread adds and removes a socket in an epoll instance in a loop
     and another makes and closes instances in a loop: the shim's locks of user-level epoll
