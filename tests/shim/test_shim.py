@@ -202,6 +202,25 @@ def test_exec_passes_the_connection_a_number_names_when_another_thread_reuses_a_
     assert r.returncode == 0 and r.stdout.startswith(b"ok "), r
 
 
+def test_a_failed_exec_leaves_a_number_another_thread_closed_and_reused_to_that_thread(bed):
+    """execve(2) that fails leaves the process as it was, including what its other threads
+    did meanwhile. The shim puts closed sockets under the numbers of the sockets that would
+    survive exec and puts them back if exec fails (apps/preload/exec.c). In 40 rounds a
+    thread closes such a number while exec is in progress (past it, at 120 other sockets)
+    and opens /dev/null or a new UDP socket there (which takes the closed socket's memory);
+    or puts /dev/null there with dup2; after the failed exec the thread's file must be
+    where it put it, the others their sockets (their kernel files too), the closed
+    socket's port must be free and no descriptor left over; at least 10 rounds must have
+    acted during the exec, 5 of them at that number (fails
+    without exec_undo's check of the table and of the closed socket: the thread's file is
+    closed under it and the old socket comes back)."""
+    r = bed.ulsrun([f"{BUILD}/tests/shim/execundo", "40", "7140"], timeout=60)
+    assert r.returncode == 0 and r.stdout.startswith(b"ok "), r
+    print(f"\n  {r.stdout.decode().strip()}")
+    f = r.stdout.split()
+    assert int(f[4]) >= 10 and int(f[6]) >= 5, r.stdout
+
+
 @pytest.mark.parametrize("where", ["main", "hook"])
 def test_fork_handlers_of_the_program_registered_before_the_shims_use_sockets(bed, where):
     """pthread_atfork(3): prepare handlers run last registered first, parent and child
