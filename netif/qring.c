@@ -185,11 +185,24 @@ static void reg_child(void)
 	reg_head = NULL;
 }
 
-/* At load, before libuls registers its own fork handlers (stk__fork_init): child
- * handlers run in the order registered. */
-__attribute__((constructor)) static void reg_init(void)
+static void reg_register(void)
 {
 	(void)pthread_atfork(NULL, NULL, reg_child);
+}
+
+/* Before libuls registers its own fork handlers (stk__fork_init calls it first): child
+ * handlers run in the order registered. */
+void nif_qring_fork_init(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, reg_register);
+}
+
+/* At load too, for a program that forks before it has a stack. */
+__attribute__((constructor)) static void reg_init(void)
+{
+	nif_qring_fork_init();
 }
 
 static void exit_init(void)

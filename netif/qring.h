@@ -29,6 +29,9 @@ struct nif_qring_prep {
 /* Not in liburing 2.3's header; the kernel's number since 6.7. */
 #define NIF_IORING_OP_READ_MULTISHOT 49
 
+/* Registers the rings' fork child handler, once; stk__fork_init calls it before it
+ * registers libuls's own (stack/fork.c). */
+void nif_qring_fork_init(void);
 int nif_qring_prepare(struct nif_qring_prep *p);
 int nif_qring_fd(const struct nif_qring_prep *p, int i);
 /* The descriptor of ring i moved to fd (the caller dup'ed it elsewhere and closed it). */

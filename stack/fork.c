@@ -20,6 +20,7 @@
 #include "lwip/priv/tcp_priv.h"
 #include "lwip/udp.h"
 #include "netif/ctl/ctl.h"
+#include "netif/qring.h"
 
 static void prepare(void)
 {
@@ -94,6 +95,9 @@ static void child(void)
 
 static void register_handlers(void)
 {
+	/* The rings' child handler first, whenever this runs (even before the rings'
+	 * constructor, from another library's fork handler registration: shim fork.c). */
+	nif_qring_fork_init();
 	pthread_atfork(prepare, parent, child);
 }
 
@@ -106,6 +110,11 @@ void stk__fork_init(void)
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 	pthread_once(&once, register_handlers);
+}
+
+void uls_fork_init(void)
+{
+	stk__fork_init();
 }
 
 int uls_inherited(int sd)

@@ -11,8 +11,9 @@
  * program's shim, as it loads, takes each connection over and puts it back under its
  * numbers. A program that does not load the shim (static, setuid) reads end-of-file, and
  * ulsd resets the connection after 5 s. Other sockets (listeners, UDP, unconnected) become
- * closed sockets. If exec fails, everything is put back. The new program also gets libuls
- * for sockets of its own: LD_PRELOAD and ULS_CTL are put back if its environment lost them.
+ * closed sockets. If exec fails, everything is put back, but for a number another thread
+ * changed meanwhile (exec_undo). The new program also gets libuls for sockets of its own:
+ * LD_PRELOAD and ULS_CTL are put back if its environment lost them.
  */
 #include "shim.h"
 
@@ -22,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -147,8 +149,6 @@ static void import_passed(void)
 	sigset_t old;
 	shim__enter(&old);
 	int rc = uls_attach(shim__ctl());
-	if (rc == 0 || rc == -EALREADY)
-		shim__fork_init();
 	shim__leave(&old);
 	for (int i = 0; i < n; i++) {
 		bool first = true;
@@ -180,6 +180,7 @@ __attribute__((constructor)) static void shim_init(void)
 	shim__real_init();
 	shim__signals_init();
 	shim__fork_note_self();
+	shim__fork_init();
 	saved_preload = p ? strdup(p) : NULL;
 	saved_ctl = c ? strdup(c) : NULL;
 	shim__set_ctl(c);
@@ -190,7 +191,10 @@ __attribute__((constructor)) static void shim_init(void)
 
 struct exec_undo {
 	int fd[KEEP_MAX], saved[KEEP_MAX];
+	struct shim_file *file[KEEP_MAX];  /* what fd named, held (NULL after vfork) */
+	ino_t closed[KEEP_MAX];            /* the closed socket put at fd */
 	int n;
+	bool own;                          /* not a vfork child */
 	struct {
 		struct shim_file *f;
 		uint64_t nonce;
@@ -250,13 +254,10 @@ static long now_ms(void)
  * connection inherited across fork is claimed first (inetd: the parent lets go right
  * after fork), all of them within one CLAIM_WAIT_MS; other inherited sockets are left
  * alone (a listener would join its port's group just before this program goes). */
-static void pass(struct exec_undo *u, int fd, long deadline)
+static void pass(struct exec_undo *u, int fd, struct shim_file *f, long deadline)
 {
-	struct shim_file *f = shim__get_raw(fd);
 	sigset_t old;
 
-	if (!f)
-		return;
 	if (f->gen != shim__generation() && f->type == SOCK_STREAM) {
 		shim__enter(&old);
 		int inh = uls_inherited(f->sd);
@@ -276,7 +277,6 @@ static void pass(struct exec_undo *u, int fd, long deadline)
 			 (f->nonblock ? PASSED_NONBLOCK : 0) | (f->family == AF_INET6 ? PASSED_INET6 : 0) |
 			 (f->family == AF_INET6 && f->v6val[0] ? PASSED_V6ONLY : 0));
 	}
-	shim__put(f);
 }
 
 /* Turn every socket that would survive exec into a closed socket, keeping what is needed
@@ -290,6 +290,7 @@ static void exec_prepare(struct exec_undo *u)
 
 	u->n = 0;
 	u->nexp = 0;
+	u->own = own;
 	u->inherit[0] = '\0';
 	for (int fd = 0; fd <= hi && u->n < KEEP_MAX; fd++) {
 		if (!shim__is_ours(fd))
@@ -297,21 +298,44 @@ static void exec_prepare(struct exec_undo *u)
 		int fl = shim__real.fcntl(fd, F_GETFD);
 		if (fl < 0 || (fl & FD_CLOEXEC))
 			continue;
+		/* Held until exec_undo, so that the file fd names now is known there by its
+		 * pointer alone (see export_of: closed meanwhile, it is not finished, so no
+		 * new socket takes its memory). */
+		struct shim_file *f = own ? shim__get_raw(fd) : NULL;
+		if (own && !f)
+			continue;  /* closed since shim__is_ours */
 		if (own)
-			pass(u, fd, deadline);
+			pass(u, fd, f, deadline);
 		int sv[2];
-		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+		struct stat st;
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0 ||
+		    fstat(sv[0], &st) < 0) {
+			if (f)
+				shim__put(f);
 			continue;
+		}
 		shim__real.close(sv[1]);
 		int saved = shim__real.fcntl(fd, F_DUPFD_CLOEXEC, 0);
 		if (saved >= 0 && shim__real.dup2(sv[0], fd) >= 0) {
 			u->fd[u->n] = fd;
+			u->file[u->n] = f;
+			u->closed[u->n] = st.st_ino;
 			u->saved[u->n++] = saved;
-		} else if (saved >= 0) {
-			shim__real.close(saved);
+		} else {
+			if (saved >= 0)
+				shim__real.close(saved);
+			if (f)
+				shim__put(f);
 		}
 		shim__real.close(sv[0]);
 	}
+}
+
+static bool still_closed_socket(int fd, ino_t closed)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && st.st_ino == closed;
 }
 
 static void exec_undo(struct exec_undo *u)
@@ -320,8 +344,34 @@ static void exec_undo(struct exec_undo *u)
 	sigset_t old;
 
 	for (int i = 0; i < u->n; i++) {
-		shim__real.dup2(u->saved[i], u->fd[i]);
+		/* A failed exec leaves the process as it was (POSIX execve: "the calling
+		 * process image is unchanged"), which includes what its other threads did
+		 * meanwhile: a number one of them closed, or closed and opened again (a file,
+		 * a new socket, a dup2 onto it), keeps what it has now, and the socket's copy
+		 * just goes. Only a number that still holds the closed socket exec_prepare put
+		 * there, and that the table still gives to the same file, gets the socket
+		 * back. Under the table lock: close and dup2 change the table before (close)
+		 * or after (dup2, dup3, F_DUPFD) the kernel's table, so one of the two tests
+		 * sees any of them that has begun; a thread's close that comes after the test
+		 * closes the socket put back, as it would have without the exec.
+		 * Deviation: a dup2 onto the number by another thread that reaches the kernel
+		 * between the test and the dup2 here is undone (no system call replaces a
+		 * descriptor only if it is still a given file); its table entry then names
+		 * the new file over the socket's mirror.
+		 * After vfork this is the only thread of its own descriptor table, and the
+		 * shim's table is the parent's: the socket goes back unconditionally. */
+		if (u->own) {
+			shim__table_lock();
+			if (shim__table_at(u->fd[i], u->file[i]) &&
+			    still_closed_socket(u->fd[i], u->closed[i]))
+				shim__real.dup2(u->saved[i], u->fd[i]);
+			shim__table_unlock();
+		} else {
+			shim__real.dup2(u->saved[i], u->fd[i]);
+		}
 		shim__real.close(u->saved[i]);
+		if (u->file[i])
+			shim__put(u->file[i]);  /* exec_prepare's hold */
 	}
 	for (int i = 0; i < u->nexp; i++) {
 		shim__enter(&old);

@@ -53,19 +53,47 @@ static void register_self(void)
 	pthread_atfork(NULL, NULL, note_self_in_child);
 }
 
+/* After libuls's own handlers, so that fork takes the table lock first and libuls's core
+ * lock second (prepare handlers run in reverse order), the order every other path takes
+ * them in. */
 static void register_handlers(void)
 {
+	uls_fork_init();
 	pthread_atfork(prepare, parent, child);
 }
 
-/* Called once the process has a node: registered after libuls's own handlers, so that
- * fork takes the table lock first and libuls's core lock second (prepare handlers run
- * in reverse order), the order every other path takes them in. */
+/* The shim's and libuls's fork handlers are registered before any other object's:
+ * prepare handlers run last registered first, and parent and child handlers first
+ * registered first (glibc, as POSIX specifies for pthread_atfork), so every handler of
+ * the program and of its libraries runs outside the span in which fork holds the shim's
+ * locks, and may use sockets. Registered late (this used to be at the first socket), a
+ * program's prepare handler that sent on a socket, closed one or changed an epoll set
+ * waited forever for a lock its own thread held, and so did its parent and child
+ * handlers. Registering from the shim's constructor is not enough: the dynamic linker
+ * runs the constructors of the libraries the program links, and of preloads listed
+ * after this one, before ours (seen: tests/shim atfork "hook"). So pthread_atfork's
+ * target, __register_atfork, is interposed: the first registration of any other object
+ * registers the shim's handlers first. At load at the latest (shim_init). */
 void shim__fork_init(void)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 	pthread_once(&once, register_handlers);
+}
+
+/* Hidden, one per object (crtbegin): what this library's pthread_atfork calls pass. */
+extern void *__dso_handle __attribute__((visibility("hidden")));
+
+SHIM_EXPORT int __register_atfork(void (*on_prepare)(void), void (*on_parent)(void),
+				  void (*on_child)(void), void *dso)
+{
+	shim__real_init();
+	/* This library's own calls (libuls's among them, inside register_handlers) pass
+	 * straight on: libuls never calls back into the shim (tests/shim
+	 * test_no_reentry.sh), and the once above is in progress. */
+	if (dso != &__dso_handle)
+		shim__fork_init();
+	return shim__real.register_atfork(on_prepare, on_parent, on_child, dso);
 }
 
 /* Closed sockets still owe their peers the last data and FIN: let the stack finish,

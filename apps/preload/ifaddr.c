@@ -68,10 +68,8 @@ static int view(struct view_if v[VIEW_N])
 
 	shim__enter(&old);
 	int rc = uls_attach(shim__ctl());  /* 0: joined now; -EALREADY: had a node */
-	if (rc == 0 || rc == -EALREADY) {
-		shim__fork_init();
+	if (rc == 0 || rc == -EALREADY)
 		rc = uls_interface(&ui);
-	}
 	shim__leave(&old);
 	if (rc < 0)
 		return rc;

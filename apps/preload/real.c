@@ -61,6 +61,10 @@ static void resolve(void)
 #undef R
 	/* glibc 2.34 and later; older systems get ENOSYS from our fallback. */
 	shim__real.close_range = dlsym(RTLD_NEXT, "close_range");
+	/* What pthread_atfork calls (glibc: libc_nonshared.a's pthread_atfork is a stub of
+	 * every object that passes its own __dso_handle, so that dlclose drops its
+	 * handlers). */
+	shim__real.register_atfork = need("__register_atfork");
 	/* Before libuls runs at all: every path into it starts with shim__real_init(). */
 	nif_sys.read = shim__real.read;
 	nif_sys.write = shim__real.write;

@@ -97,6 +97,7 @@ struct shim_real {
 	int (*epoll_wait)(int, struct epoll_event *, int, int);
 	int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
 	void (*_exit)(int);
+	int (*register_atfork)(void (*)(void), void (*)(void), void (*)(void), void *);
 };
 extern struct shim_real shim__real;
 void shim__real_init(void);
@@ -191,6 +192,9 @@ int shim__uep_hi(void);
 
 /* fork (fork.c) and exec (exec.c). */
 void shim__fork_init(void);
+/* glibc's, which pthread_atfork calls; no header declares it. */
+int __register_atfork(void (*on_prepare)(void), void (*on_parent)(void), void (*on_child)(void),
+		      void *dso);
 bool shim__own_memory(void);
 /* Before the process ends without unwinding (_exit, execve, the destructor): frames kept
  * back for a later flush leave now (uls_tx_flush_exit), signals held. Not in a vfork

@@ -90,7 +90,6 @@ static int open_socket(int domain, int base, int type)
 	int sd = uls_attach(node_ctl);  /* joins the node once; -EALREADY after */
 	bool native6 = false;
 	if (sd == 0 || sd == -EALREADY) {
-		shim__fork_init();
 		native6 = domain == AF_INET6 && shim__node_has_ip6();
 		sd = native6 ? uls_socket_af(AF_INET6, base | SOCK_NONBLOCK)
 			     : uls_socket(base | SOCK_NONBLOCK);

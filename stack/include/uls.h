@@ -254,6 +254,10 @@ ULS_EXTERN int uls_pending(int sd);
  * connection. */
 #define ULS_ADOPT_CLAIM 1
 ULS_EXTERN int uls_adopt(int sd);
+/* libuls's fork handlers (pthread_atfork), which the first uls_attach registers. A caller
+ * whose own handlers must come after them in registration order (prepare handlers run
+ * last registered first) registers them earlier with this; once, whoever calls first. */
+ULS_EXTERN void uls_fork_init(void);
 ULS_EXTERN int uls_claim_wait(int fd, int timeout_ms);
 ULS_EXTERN int uls_claim(int sd, int state_fd);
 

@@ -38,3 +38,14 @@ tests_shim_execrace_LDADD = -lpthread
 check_PROGRAMS += tests/shim/uepfork
 tests_shim_uepfork_SOURCES = tests/shim/uepfork.c
 tests_shim_uepfork_LDADD = -lpthread
+# A failed exec while another thread closes a socket's number and opens something there.
+check_PROGRAMS += tests/shim/execundo
+tests_shim_execundo_SOURCES = tests/shim/execundo.c
+tests_shim_execundo_LDADD = -lpthread
+# fork handlers of the program (or of a library loaded before the shim) that use sockets.
+check_PROGRAMS += tests/shim/atfork
+tests_shim_atfork_SOURCES = tests/shim/atfork.c tests/shim/atfork.h
+tests_shim_atfork_LDADD = -lpthread -ldl
+check_LTLIBRARIES += tests/shim/atforkhook.la
+tests_shim_atforkhook_la_SOURCES = tests/shim/atforkhook.c tests/shim/atfork.h
+tests_shim_atforkhook_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere

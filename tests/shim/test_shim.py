@@ -202,6 +202,42 @@ def test_exec_passes_the_connection_a_number_names_when_another_thread_reuses_a_
     assert r.returncode == 0 and r.stdout.startswith(b"ok "), r
 
 
+def test_a_failed_exec_leaves_a_number_another_thread_closed_and_reused_to_that_thread(bed):
+    """execve(2) that fails leaves the process as it was, including what its other threads
+    did meanwhile. The shim puts closed sockets under the numbers of the sockets that would
+    survive exec and puts them back if exec fails (apps/preload/exec.c). In 40 rounds a
+    thread closes such a number while exec is in progress (past it, at 120 other sockets)
+    and opens /dev/null or a new UDP socket there (which takes the closed socket's memory);
+    or puts /dev/null there with dup2; after the failed exec the thread's file must be
+    where it put it, the others their sockets (their kernel files too), the closed
+    socket's port must be free and no descriptor left over; at least 10 rounds must have
+    acted during the exec, 5 of them at that number (fails
+    without exec_undo's check of the table and of the closed socket: the thread's file is
+    closed under it and the old socket comes back)."""
+    r = bed.ulsrun([f"{BUILD}/tests/shim/execundo", "40", "7140"], timeout=60)
+    assert r.returncode == 0 and r.stdout.startswith(b"ok "), r
+    print(f"\n  {r.stdout.decode().strip()}")
+    f = r.stdout.split()
+    assert int(f[4]) >= 10 and int(f[6]) >= 5, r.stdout
+
+
+@pytest.mark.parametrize("where", ["main", "hook"])
+def test_fork_handlers_of_the_program_registered_before_the_shims_use_sockets(bed, where):
+    """pthread_atfork(3): prepare handlers run last registered first, parent and child
+    handlers first registered first, and the shim's take its locks (prepare) and give them
+    back (parent, child). A program's handlers that send on a UDP socket, change its epoll
+    registration and dup and close it must work in all three places, also when they were
+    registered before the shim's: by main before its first socket call ("main"), or by
+    the constructor of a library loaded after the shim (LD_PRELOAD), which runs before the
+    shim's ("hook"). 20 forks, each child's handler's calls checked (fails, "hung", without
+    the shim's registration ahead of every other: apps/preload/fork.c __register_atfork)."""
+    env = dict(os.environ)
+    if where == "hook":
+        env["LD_PRELOAD"] = f"{BUILD}/tests/shim/.libs/atforkhook.so"
+    r = bed.ulsrun([f"{BUILD}/tests/shim/atfork", where, bed.kip, "20"], timeout=60, env=env)
+    assert r.returncode == 0 and r.stdout.startswith(b"ok forks 20"), r
+
+
 def test_a_fork_child_uses_epoll_while_other_threads_of_the_parent_were_inside_its_locks(bed):
     """fork(2) while one thread adds and removes a socket in an epoll instance in a loop
     and another makes and closes instances in a loop: the shim's locks of user-level epoll
