@@ -90,7 +90,7 @@ include tests/unit/filter.mk
 
 # The control protocol, the rings and ulsd's port space.
 SERVER_UNIT_TESTS = tests/unit/test_ctl tests/unit/test_ring tests/unit/test_ports \
-	tests/unit/test_vnet tests/unit/test_reass tests/unit/test_reply tests/unit/test_reply6 tests/unit/test_qring tests/unit/test_conntab \
+	tests/unit/test_vnet tests/unit/test_reass tests/unit/test_reply tests/unit/test_reply6 tests/unit/test_qring tests/unit/test_qring_wait tests/unit/test_conntab \
 	tests/unit/test_neigh6
 check_PROGRAMS += $(SERVER_UNIT_TESTS)
 TESTS += $(SERVER_UNIT_TESTS)
@@ -152,9 +152,13 @@ tests_unit_test_pingbreakdown_SOURCES = tests/unit/test_pingbreakdown.c
 tests_unit_test_pingbreakdown_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_pingbreakdown_LDADD = apps/libapps.la $(CMOCKA_LIBS)
 
-tests_unit_test_qring_SOURCES = tests/unit/test_qring.c
+QRING_FIXTURE = tests/unit/qring_fixture.c tests/unit/qring_fixture.h
+tests_unit_test_qring_SOURCES = tests/unit/test_qring.c $(QRING_FIXTURE)
 tests_unit_test_qring_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
 tests_unit_test_qring_LDADD = netif/libnif.la $(LIBURING_LIBS) $(CMOCKA_LIBS) -lpthread
+tests_unit_test_qring_wait_SOURCES = tests/unit/test_qring_wait.c $(QRING_FIXTURE)
+tests_unit_test_qring_wait_CPPFLAGS = $(tests_unit_test_qring_CPPFLAGS)
+tests_unit_test_qring_wait_LDADD = $(tests_unit_test_qring_LDADD)
 
 # ulsd's control thread, leases, handoffs, demultiplexer and own replies (server/), all of
 # ulsd but its main, with a fake TAP the test defines (netif/tap.c is not linked).
