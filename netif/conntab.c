@@ -66,9 +66,12 @@ void uls_conntab_write_begin(struct uls_conntab_hdr *h)
 void uls_conntab_write_end(struct uls_conntab_hdr *h, uint32_t count, uint32_t total,
 			   uint64_t now_ns)
 {
-	h->count = count;
-	h->total = total;
-	h->published_ns = now_ns;
+	/* ulsd reads these with atomic loads while we write (uls_conntab_snapshot): atomic
+	 * stores too, or the pair is a data race (ThreadSanitizer, test_conntab) and a
+	 * compiler may split a store; the seq store after them orders them. */
+	__atomic_store_n(&h->count, count, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->total, total, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->published_ns, now_ns, __ATOMIC_RELAXED);
 	uint32_t s = __atomic_load_n(&h->seq, __ATOMIC_RELAXED);
 	__atomic_store_n(&h->seq, s + 1, __ATOMIC_RELEASE);  /* even again */
 }

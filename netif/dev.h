@@ -66,6 +66,31 @@ struct nif_dev_stats {
 	uint64_t rx_reads_replaced;
 };
 
+/* The counters above that the receiving thread bumps in its wait (rx_wakeups, spin_enters,
+ * rx_reads_replaced), where it holds no caller's lock, while get_stats copies them under
+ * that lock from another thread (uls_counters, ulsstat): kept apart, and read and written
+ * with relaxed atomics, so that the copy is no data race and neither side tears them
+ * (ThreadSanitizer saw rx_wakeups in tests/shim rtcwait). Relaxed: they order nothing. One
+ * writer at a time (the receiving thread), so a load and a store, not a locked add. */
+struct nif_wait_stats {
+	uint64_t rx_wakeups, spin_enters, rx_reads_replaced;
+};
+
+static inline void nif__wait_count(uint64_t *c, uint64_t n)
+{
+	__atomic_store_n(c, __atomic_load_n(c, __ATOMIC_RELAXED) + n, __ATOMIC_RELAXED);
+}
+
+/* get_stats: the copy of st, then these. */
+static inline void nif__wait_stats_get(const struct nif_dev_stats *st,
+				       const struct nif_wait_stats *w, struct nif_dev_stats *out)
+{
+	*out = *st;
+	out->rx_wakeups = __atomic_load_n(&w->rx_wakeups, __ATOMIC_RELAXED);
+	out->spin_enters = __atomic_load_n(&w->spin_enters, __ATOMIC_RELAXED);
+	out->rx_reads_replaced = __atomic_load_n(&w->rx_reads_replaced, __ATOMIC_RELAXED);
+}
+
 struct nif_dev;
 
 struct nif_dev_ops {

@@ -133,6 +133,7 @@ struct qring {
 	bool tx_stalled;   /* a wait for transmit space ran out, and half the buffers are not back since */
 	pid_t owner;   /* the process that opened it: a fork child holds copies of its rings */
 	struct nif_dev_stats st;
+	struct nif_wait_stats wst;  /* dev.h */
 	/* Who submitted each read in flight (a thread's token, 0: armed and not yet
 	 * submitted), and reads armed since the last submission (rx_pend: slots). */
 	uint64_t rx_tok[RX_DEPTH], wake_tok, mshot_tok;
@@ -484,10 +485,14 @@ static void arm_reads(struct qring *q)
 }
 
 /* The lease hung up (ulsd is gone): report it once. */
+/* hup_fd is the receiving thread's alone; lease_lost is also read by senders under the
+ * caller's lock (q_tx_slot, q_tx_gather) while the receiving thread may set it in its wait
+ * without that lock: atomic (relaxed: a sender that misses it sends one more frame to a
+ * queue nobody reads, which the kernel drops). */
 static int lease_lost(struct qring *q)
 {
 	q->hup_fd = -1;
-	q->lease_lost = true;
+	__atomic_store_n(&q->lease_lost, true, __ATOMIC_RELAXED);
 	return -ECONNRESET;
 }
 
@@ -597,7 +602,7 @@ static void replace_dead_reads(struct qring *q)
 		replaced++;
 	}
 	if (replaced) {
-		q->st.rx_reads_replaced += replaced;
+		nif__wait_count(&q->wst.rx_reads_replaced, replaced);
 		arm_reads(q);   /* the wake-up's: the wait's arm_wake */
 	}
 }
@@ -633,7 +638,7 @@ static int ring_wait(struct qring *q, int timeout_ms)
 		}
 		rx_submitted(q);
 		if (io_uring_cq_ready(&q->rx))
-			q->st.rx_wakeups++;
+			nif__wait_count(&q->wst.rx_wakeups, 1);
 	}
 	q->rx_rearm = 0;
 	if (hup_due(q) && hup_look(q) < 0)
@@ -683,7 +688,7 @@ static int q_wait_fd(struct nif_dev *d, struct pollfd *fds, unsigned n, int time
 		free(pfd);
 	errno = err;
 	if (rc > 0)
-		q->st.rx_wakeups++;
+		nif__wait_count(&q->wst.rx_wakeups, 1);
 	if (rc > 0 && (wake_ev & POLLIN)) {
 		uint64_t v;
 		/* One read takes the whole count; a blocking eventfd (wake_in_ring) has no
@@ -741,7 +746,7 @@ static bool q_spin_poll(struct nif_dev *d)
 	replace_dead_reads(q);
 	if (!io_uring_sq_ready(&q->rx))
 		return false;
-	q->st.spin_enters++;
+	nif__wait_count(&q->wst.spin_enters, 1);
 	(void)rx_submit(q);
 	return io_uring_cq_ready(&q->rx) != 0;
 }
@@ -1043,7 +1048,8 @@ static uint8_t *q_tx_slot(struct nif_dev *d, size_t len)
 {
 	struct qring *q = of(d);
 
-	if (len > q->frame_max || q->lease_lost || !tx_reserve(q))
+	if (len > q->frame_max || __atomic_load_n(&q->lease_lost, __ATOMIC_RELAXED) ||
+	    !tx_reserve(q))
 		return NULL;
 	/* Taken only when queued: an unused buffer is simply the next one handed out. */
 	return q->tx_bufs + (size_t)q->tx_free[q->tx_nfree - 1] * q->buf_size + q->vhl;
@@ -1100,7 +1106,8 @@ static int q_tx_gather(struct nif_dev *d, const struct iovec *iov, unsigned n, s
 {
 	struct qring *q = of(d);
 
-	if (n == 0 || n > NIF_TX_IOV_MAX || len > q->frame_max || q->lease_lost)
+	if (n == 0 || n > NIF_TX_IOV_MAX || len > q->frame_max ||
+	    __atomic_load_n(&q->lease_lost, __ATOMIC_RELAXED))
 		return -ENOBUFS;
 	if (!tx_reserve(q))
 		return -ENOBUFS;
@@ -1153,7 +1160,9 @@ static int q_tx_queue(struct nif_dev *d, uint8_t *slot, size_t len, uint32_t off
 
 static void q_get_stats(const struct nif_dev *d, struct nif_dev_stats *out)
 {
-	*out = ((const struct qring *)d)->st;
+	const struct qring *q = (const struct qring *)d;
+
+	nif__wait_stats_get(&q->st, &q->wst, out);
 }
 
 /* Writes still in flight read the caller's memory: wait for them (bounded) before the

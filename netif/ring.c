@@ -213,7 +213,14 @@ const uint8_t *nif_ring_cons_peek(struct nif_ring *r, size_t *len, uint32_t *off
 		if (avail == 0 || avail > r->nslots)
 			return NULL;  /* empty, or a producer index we cannot trust */
 		struct nif_ring_slot *s = slot_at(r, r->local);
-		uint32_t l = s->len, pos = r->local & (r->nslots - 1);
+		/* The producer is the other side (for ulsd, a process it trusts for nothing),
+		 * and may rewrite the slot while we look: its length and offload word are
+		 * read once, atomically, into locals that alone are checked and used. A plain
+		 * read let the compiler read s->len again after the bounds check (it does not
+		 * today, objdump of -O2; nothing forbade it): a length changed in between
+		 * would reach the caller unchecked. */
+		uint32_t l = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
+		uint32_t pos = r->local & (r->nslots - 1);
 		r->span = 1;
 		if (l == NIF_RING_PAD && pos != 0 && r->nslots - pos <= avail) {
 			r->span = r->nslots - pos;  /* the rest of the ring is padding */
@@ -225,7 +232,7 @@ const uint8_t *nif_ring_cons_peek(struct nif_ring *r, size_t *len, uint32_t *off
 			if (n <= avail && pos + n <= r->nslots) {
 				r->span = n;
 				*len = l;
-				*off = s->offload;
+				*off = __atomic_load_n(&s->offload, __ATOMIC_RELAXED);
 				return s->data;
 			}
 		}

@@ -27,6 +27,7 @@ struct ringdev {
 	bool lease_lost;      /* hup_fd hung up (it is then no longer watched) */
 	struct nif_ring rx, tx;
 	struct nif_dev_stats st;
+	struct nif_wait_stats wst;  /* dev.h */
 	uint64_t bad_slots;
 #ifdef ULS_BREAKDOWN
 	struct nif_bd_trace bd;
@@ -149,12 +150,15 @@ static int rd_wait_fd(struct nif_dev *d, struct pollfd *fds, unsigned n, int tim
 		free(pfd);
 	errno = err;
 	if (rc > 0 && (rx_ev & POLLIN)) {
-		r->st.rx_wakeups++;
+		nif__wait_count(&r->wst.rx_wakeups, 1);
 		drain_efd(r->rx_efd);
 	}
 	if (rc > 0 && r->hup_fd >= 0 && (hup_ev & (POLLRDHUP | POLLHUP | POLLERR))) {
-		r->hup_fd = -1;  /* report it once */
-		r->lease_lost = true;
+		/* Report it once. A sender (rd_tx_slot, under the caller's lock, not ours)
+		 * reads both without a lock: lease_lost first (release), hup_fd after it
+		 * (acquire there), so a sender that sees the descriptor gone also sees why. */
+		__atomic_store_n(&r->lease_lost, true, __ATOMIC_RELEASE);
+		__atomic_store_n(&r->hup_fd, -1, __ATOMIC_RELEASE);
 		return -ECONNRESET;
 	}
 	return rc < 0 && errno != EINTR ? -errno : 0;
@@ -228,8 +232,11 @@ static uint8_t *rd_tx_slot(struct nif_dev *d, size_t len)
 		 * is dropped, and the stack thread reports the lost lease. */
 		r->st.tx_waits++;
 		rd_flush(d);
-		struct pollfd hup = { .fd = r->hup_fd, .events = POLLRDHUP };
-		if (r->hup_fd >= 0 ? nif_sys.poll(&hup, 1, 0) > 0 : r->lease_lost)
+		/* The receiving thread may be marking the lease lost meanwhile (rd_wait_fd). */
+		int hfd = __atomic_load_n(&r->hup_fd, __ATOMIC_ACQUIRE);
+		struct pollfd hup = { .fd = hfd, .events = POLLRDHUP };
+		if (hfd >= 0 ? nif_sys.poll(&hup, 1, 0) > 0 :
+			       __atomic_load_n(&r->lease_lost, __ATOMIC_RELAXED))
 			return NULL;
 		struct timespec ts = { 0, TX_WAIT_NS };
 		nanosleep(&ts, NULL);
@@ -257,7 +264,9 @@ static int rd_tx_queue(struct nif_dev *d, uint8_t *slot, size_t len, uint32_t of
 
 static void rd_get_stats(const struct nif_dev *d, struct nif_dev_stats *out)
 {
-	*out = ((const struct ringdev *)d)->st;
+	const struct ringdev *r = (const struct ringdev *)d;
+
+	nif__wait_stats_get(&r->st, &r->wst, out);
 }
 
 static void rd_close(struct nif_dev *d)

@@ -81,6 +81,7 @@ struct nif_tap {
 	void *event_arg;
 
 	struct nif_dev_stats st;
+	struct nif_wait_stats wst;  /* dev.h */
 };
 
 static const struct nif_dev_ops tap_ops;
@@ -300,7 +301,7 @@ int nif_tap_wait(struct nif_tap *t, int timeout_ms)
 		};
 		int rc = io_uring_wait_cqe_timeout(&t->rx, &cqe, timeout_ms < 0 ? NULL : &ts);
 		if (rc == 0)
-			t->st.rx_wakeups++;
+			nif__wait_count(&t->wst.rx_wakeups, 1);
 		return rc == -ETIME || rc == -EINTR ? 0 : rc;
 	}
 	struct pollfd pfd[2] = {
@@ -309,7 +310,7 @@ int nif_tap_wait(struct nif_tap *t, int timeout_ms)
 	};
 	int rc = nif_sys.poll(pfd, 2, timeout_ms);
 	if (rc > 0)
-		t->st.rx_wakeups++;
+		nif__wait_count(&t->wst.rx_wakeups, 1);
 	return rc < 0 && errno != EINTR ? -errno : 0;
 }
 
@@ -677,7 +678,7 @@ int nif_tap_tx_flush(struct nif_tap *t)
 
 void nif_tap_get_stats(const struct nif_tap *t, struct nif_dev_stats *out)
 {
-	*out = t->st;
+	nif__wait_stats_get(&t->st, &t->wst, out);
 }
 
 int nif_tap_fd(const struct nif_tap *t)

@@ -247,7 +247,7 @@ int stk__node_up(struct nif_dev *dev, struct in_addr addr, unsigned prefix_len,
 		goto fail;
 	}
 	netif_set_default(&stk__node.netif);
-	stk__node.up = true;
+	stk__node_set_up(true);
 	netif_set_link_up(&stk__node.netif);
 	netif_set_up(&stk__node.netif);  /* announces the address: gratuitous ARP */
 	stk__node.running = true;
@@ -266,7 +266,7 @@ int stk__node_up(struct nif_dev *dev, struct in_addr addr, unsigned prefix_len,
 		return 0;
 	}
 	stk__node.running = false;
-	stk__node.up = false;
+	stk__node_set_up(false);
 	netif_remove(&stk__node.netif);
 fail:
 	dev->ops->close(dev);
@@ -446,7 +446,7 @@ void uls_node_stop(void)
 	stk__drive_stop();
 	netif_set_down(&stk__node.netif);
 	netif_remove(&stk__node.netif);
-	stk__node.up = false;
+	stk__node_set_up(false);
 	stk__node.has_ip6 = false;
 	stk__node.has_gw6 = false;
 	stk__lease_unmark_rings();

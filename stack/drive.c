@@ -519,7 +519,7 @@ int uls_poll_drive_gen(struct pollfd *fds, unsigned nfds, int timeout_ms,
 
 	if (!fds || (!mask && !uls_signal_deferring()))
 		return -EINVAL;
-	if (waiting_dev || !stk__node.up)
+	if (waiting_dev || !stk__node_up_hint())
 		return -EBUSY;  /* see uls_socket_drive; a process without a stack */
 	stk__lock();
 	if (!n->rtc || !n->running || !n->dev->ops->wait_fd) {
@@ -699,7 +699,7 @@ void uls_tx_flush_exit(void)
 
 	tx_batch_left = 0;
 	tx_deferred = false;
-	if (!n->up || stk__core_lock_mine())
+	if (!stk__node_up_hint() || stk__core_lock_mine())
 		return;
 	/* The monotonic clock: a step of the wall clock must not stretch the bound. */
 	struct timespec until;

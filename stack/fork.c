@@ -85,7 +85,7 @@ static void child(void)
 		netif_remove(&stk__node.netif);
 		stk__lease_forget();  /* closes the child's copies of lease and rings */
 		stk__node.dev = NULL;
-		stk__node.up = false;
+		stk__node_set_up(false);
 		stk__node.running = false;
 		stk__node.lost = false;
 	}

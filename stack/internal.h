@@ -21,7 +21,7 @@ struct stk_node {
 	bool now_cached;
 	uint64_t now_ms;
 	bool running;
-	bool up;
+	bool up;                    /* written under lock; stk__node_up_hint() without it */
 	bool lost;                  /* ulsd went away: every socket fails with ENETDOWN */
 	pthread_t thread;
 	struct nif_dev *dev;      /* the TAP, or the ring pair to ulsd */
@@ -116,6 +116,21 @@ static inline bool stk__core_lock_mine(void)
 	return __atomic_load_n(&stk__node.owned, __ATOMIC_ACQUIRE) &&
 	       pthread_equal(__atomic_load_n(&stk__node.owner, __ATOMIC_RELAXED), pthread_self());
 }
+/* Is the node up, asked without the core lock: a fast path that then takes the lock and
+ * asks again under it (uls_socket_af's attach, uls_poll_drive_gen, uls_tx_flush_exit).
+ * Atomic (relaxed: the answer publishes nothing, the lock does) so that the look is no
+ * data race with uls_node_start/stop, which store it under the lock with
+ * stk__node_set_up. */
+static inline bool stk__node_up_hint(void)
+{
+	return __atomic_load_n(&stk__node.up, __ATOMIC_RELAXED);
+}
+
+static inline void stk__node_set_up(bool up)
+{
+	__atomic_store_n(&stk__node.up, up, __ATOMIC_RELAXED);
+}
+
 /* What stk__unlock() does before it unlocks: flush, and wake the device's waiter if needed
  * (drive.c). */
 void stk__leave(void);

@@ -395,7 +395,7 @@ int uls_socket_af(int domain, int type)
 		return -EPROTONOSUPPORT;
 	if (domain != AF_INET && domain != AF_INET6)
 		return -EAFNOSUPPORT;
-	if (!stk__node.up) {
+	if (!stk__node_up_hint()) {
 		/* A process on a node gets its stack on its first socket (DESIGN.md). */
 		const char *ctl = getenv("ULS_CTL");
 		if (ctl && *ctl) {

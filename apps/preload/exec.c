@@ -258,7 +258,7 @@ static void pass(struct exec_undo *u, int fd, struct shim_file *f, long deadline
 {
 	sigset_t old;
 
-	if (f->gen != shim__generation() && f->type == SOCK_STREAM) {
+	if (!shim__file_current(f) && f->type == SOCK_STREAM) {
 		shim__enter(&old);
 		int inh = uls_inherited(f->sd);
 		shim__leave(&old);
@@ -266,7 +266,7 @@ static void pass(struct exec_undo *u, int fd, struct shim_file *f, long deadline
 		if (inh == 2 && left > 0)
 			shim__adopt(fd, f, (int)left);
 	}
-	int m = f->gen == shim__generation() ? export_of(u, f) : -1;
+	int m = shim__file_current(f) ? export_of(u, f) : -1;
 	if (m >= 0) {
 		size_t len = strlen(u->inherit);
 		if (!len)

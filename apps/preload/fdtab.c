@@ -196,7 +196,7 @@ static struct shim_file *get(int fd, int claim)
 	struct shim_file *f = shim__get_raw(fd);
 
 	/* A socket inherited across fork becomes this process's own on first use. */
-	if (f && f->gen != shim__generation())
+	if (f && !shim__file_current(f))
 		shim__adopt(fd, f, claim);
 	return f;
 }

@@ -189,7 +189,9 @@ int shim__adopt(int fd, struct shim_file *f, int timeout_ms)
 			shim__real.dup3(nfd, n, cloexec >= 0 && (cloexec & FD_CLOEXEC) ? O_CLOEXEC : 0);
 		}
 		shim__real.close(nfd);
-		f->gen = generation;
+		/* Release: other threads' lookups read it without the table lock
+		 * (shim__file_current). */
+		__atomic_store_n(&f->gen, generation, __ATOMIC_RELEASE);
 	}
 	shim__table_unlock();
 	return rc == -ENOTCONN ? 0 : rc;
@@ -203,7 +205,7 @@ void shim__adopt_set(const int *fds, size_t n)
 		struct shim_file *f = shim__get(fds[i]);
 		if (!f)
 			continue;
-		if (f->gen != generation)
+		if (!shim__file_current(f))
 			shim__adopt(fds[i], f, -1);
 		if (f->listening && !f->active) {
 			sigset_t old;

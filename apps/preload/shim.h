@@ -204,6 +204,15 @@ void shim__fork_note_self(void);
 int shim__adopt(int fd, struct shim_file *f, int timeout_ms);
 void shim__adopt_set(const int *fds, size_t n);
 unsigned shim__generation(void);
+/* Is f this process's own: made here, or adopted after fork (fork.c)? Every call's lookup
+ * asks without the table lock, while another thread's shim__adopt may store f->gen under
+ * it: an atomic load (acquire, paired with the adoption's release store after the child's
+ * mirror is in place under every number). A stale answer only sends the caller to
+ * shim__adopt, which looks again under the lock. */
+static inline bool shim__file_current(const struct shim_file *f)
+{
+	return __atomic_load_n(&f->gen, __ATOMIC_ACQUIRE) == shim__generation();
+}
 
 /* _FORTIFY_SOURCE's checked forms (glibc declares them only in its bits/ headers). */
 ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen);

@@ -334,11 +334,16 @@ static int created(int epfd)
 	reg_enter(&old);
 	old_u = insts[epfd];  /* a number the program reused without our close (raw) */
 	__atomic_store_n(&insts[epfd], u, __ATOMIC_RELEASE);
+	/* Read without reg_lock by shim__uep_hi (and exec's walk): relaxed, it bounds a
+	 * scan and publishes nothing (each slot is read with its own acquire). */
 	if (epfd > insts_hi)
-		insts_hi = epfd;
+		__atomic_store_n(&insts_hi, epfd, __ATOMIC_RELAXED);
 	reg_leave(&old);
 	if (old_u) {
+		/* Under its lock, where its waiters look (collect). */
+		lock(old_u, &old);
 		old_u->dead = true;
+		unlock(old_u, &old);
 		uep_put(old_u);
 	}
 	return epfd;
@@ -438,7 +443,9 @@ void shim__uep_fork_child(void)
 /* exec: the new program's shim knows nothing of these instances. */
 void shim__uep_exec(void)
 {
-	for (int fd = 0; fd <= insts_hi && fd < UEP_FDS; fd++)
+	int hi = shim__uep_hi();
+
+	for (int fd = 0; fd <= hi && fd < UEP_FDS; fd++)
 		shim__uep_exposed(fd);
 }
 
@@ -656,7 +663,8 @@ static void after_fork(struct uep *u)
 	free(fds);
 	lock(u, &old);
 	if (u->gen != shim__generation()) {
-		u->gen = shim__generation();
+		/* Read without the lock by uep_wait's first look: atomic. */
+		__atomic_store_n(&u->gen, shim__generation(), __ATOMIC_RELEASE);
 		for (unsigned i = 0; i < u->n; i++)
 			watch(u->v[i]->f->sd, 1, 0);
 		uls_rl_requeue(u->rl);  /* the child's sockets moved unseen (adopted, claimed) */
@@ -665,8 +673,18 @@ static void after_fork(struct uep *u)
 }
 
 /* Collect the instance's ready sockets into ev (at most max), from its ready list.
- * *gen: the stack's ready count as of the look. Returns how many, or -ENOMEM. */
-static int collect(struct uep *u, struct epoll_event *ev, int max, unsigned *gen)
+ * *gen: the stack's ready count as of the look; *nkernel: the instance's kernel
+ * descriptors then. Returns how many, -ENOMEM, or -EAGAIN: fallen back (or closed)
+ * meanwhile, or nothing of ours in a process without sockets.
+ *
+ * dead, n and nkernel are read here, under the instance's lock, not by uep_wait before
+ * it: other threads change them under that lock (fallback, close, epoll_ctl), and a
+ * plain read outside it was a data race (ThreadSanitizer, tests/shim closerace). Under
+ * the lock the look is also one step with the fallback's: a fallback that sets dead
+ * after it still moves the stack's ready count past *gen (kick), so the wait that
+ * follows ends at once instead of sleeping until the kernel instance has an event. */
+static int collect(struct uep *u, struct epoll_event *ev, int max, unsigned *gen,
+		   unsigned *nkernel)
 {
 	unsigned want = (unsigned)max < UEP_BATCH ? (unsigned)max : UEP_BATCH;
 	sigset_t old;
@@ -679,6 +697,11 @@ static int collect(struct uep *u, struct epoll_event *ev, int max, unsigned *gen
 		rcap = want;
 	}
 	lock(u, &old);
+	if (u->dead || (!u->n && shim__maxfd() < 0)) {
+		unlock(u, &old);
+		return -EAGAIN;
+	}
+	*nkernel = u->nkernel;
 	int n = uls_rl_collect(u->rl, rv, want, gen);
 	for (int i = 0; i < n; i++) {
 		struct uep_item *it = rv[i].cookie;
@@ -692,9 +715,16 @@ static int collect(struct uep *u, struct epoll_event *ev, int max, unsigned *gen
 	return n;
 }
 
+/* When the kernel instance was last asked: a hint for fairness, stored and read by every
+ * thread waiting on the instance without its lock (relaxed: it orders nothing). */
+static int64_t kcheck_age(const struct uep *u)
+{
+	return now_ns() - __atomic_load_n(&u->kcheck_ns, __ATOMIC_RELAXED);
+}
+
 static int kernel_look(struct uep *u, struct epoll_event *ev, int max)
 {
-	u->kcheck_ns = now_ns();
+	__atomic_store_n(&u->kcheck_ns, now_ns(), __ATOMIC_RELAXED);
 	int k = shim__real.epoll_wait(u->epfd, ev, max, 0);
 	return k < 0 ? 0 : k;
 }
@@ -779,22 +809,23 @@ static int uep_wait(struct uep *u, struct epoll_event *ev, int max, int timeout,
 		return -EINVAL;
 	if (!ev)
 		return -EFAULT;
-	if (u->gen != shim__generation())
+	/* Without the lock (after_fork looks again under it). */
+	if (__atomic_load_n(&u->gen, __ATOMIC_ACQUIRE) != shim__generation())
 		after_fork(u);
 	/* The last round's sends not yet flushed leave with the look below (uls_tx_batch). */
 	uls_tx_batch(0);
 	for (int round = 0;; round++) {
-		/* Fallen back (or closed) meanwhile, or nothing of ours in a process without
-		 * sockets: the kernel's path, for the time left. */
-		if (u->dead || (!u->n && shim__maxfd() < 0)) {
+		unsigned gen = 0, nkernel = 0;
+		int n = collect(u, ev, max, &gen, &nkernel);
+		if (n == -EAGAIN) {
+			/* Fallen back (or closed) meanwhile, or nothing of ours in a process
+			 * without sockets: the kernel's path, for the time left. */
 			if (timeout > 0) {
 				int64_t l = end - now_ms();
 				*left_out = l <= 0 ? 0 : l > INT32_MAX ? INT32_MAX : (int)l;
 			}
 			return -EAGAIN;
 		}
-		unsigned gen = 0;
-		int n = collect(u, ev, max, &gen);
 		if (n < 0)
 			return n;
 		bool kready = (set.revents & POLLIN) != 0;
@@ -804,7 +835,7 @@ static int uep_wait(struct uep *u, struct epoll_event *ev, int max, int timeout,
 			 * said they are ready, or at least every KCHECK_NS while sockets keep
 			 * being ready (a zero-timeout epoll_wait: a system call we skip
 			 * otherwise). */
-			if (u->nkernel && n < max && (kready || now_ns() - u->kcheck_ns >= KCHECK_NS))
+			if (nkernel && n < max && (kready || kcheck_age(u) >= KCHECK_NS))
 				n += kernel_look(u, ev + n, max - n);
 			/* An event loop answers its events before it waits again: one flush
 			 * for the round's sends instead of one system call each (issue 14). */
@@ -815,8 +846,8 @@ static int uep_wait(struct uep *u, struct epoll_event *ev, int max, int timeout,
 		/* Nothing of ours: the kernel's descriptors too, when the device wait said so,
 		 * for a zero timeout, or when not asked for KCHECK_NS (else the device wait
 		 * below, which watches the kernel's instance, answers for them). */
-		if (u->nkernel && (kready || timeout == 0 ||
-				   (round == 0 && now_ns() - u->kcheck_ns >= KCHECK_NS))) {
+		if (nkernel && (kready || timeout == 0 ||
+				(round == 0 && kcheck_age(u) >= KCHECK_NS))) {
 			int k = kernel_look(u, ev, max);
 			if (k > 0)
 				return k;
