@@ -110,15 +110,26 @@ static void parse_icmp_quote(const uint8_t *q, size_t avail, struct flt_pkt *p)
 	quote_l4(p, v.proto, wire_ipv4_frag_offset(&v) == 0, v.data);
 }
 
+/* Type, code and where the payload starts: the same for both families, whose header is
+ * RFC 792's (RFC 4443 §2.1). */
+static int parse_icmp_header(struct wire_icmp *v, const uint8_t *icmp, size_t dlen,
+			     struct flt_pkt *p)
+{
+	if (wire_icmp_view(v, icmp, dlen) < 0)
+		return -FLT_DROP_ICMP_HEADER;
+	p->icmp.type = v->type;
+	p->icmp.code = v->code;
+	p->payload_off = (uint16_t)(p->l4_off + WIRE_ICMP_HLEN);
+	return 0;
+}
+
 static int parse_icmp(const uint8_t *icmp, size_t dlen, struct flt_pkt *p)
 {
 	struct wire_icmp v;
+	int rc = parse_icmp_header(&v, icmp, dlen, p);
 
-	if (wire_icmp_view(&v, icmp, dlen) < 0)
-		return -FLT_DROP_ICMP_HEADER;
-	p->icmp.type = v.type;
-	p->icmp.code = v.code;
-	p->payload_off = (uint16_t)(p->l4_off + WIRE_ICMP_HLEN);
+	if (rc < 0)
+		return rc;
 	if (wire_icmp_is_error(v.type))
 		parse_icmp_quote(v.body, v.body_len, p);
 	return 0;
@@ -189,13 +200,11 @@ static void parse_icmp6_quote(const uint8_t *q, size_t avail, struct flt_pkt *p)
 
 static int parse_icmp6(const uint8_t *icmp, size_t dlen, struct flt_pkt *p)
 {
-	struct wire_icmpv6 v;
+	struct wire_icmp v;
+	int rc = parse_icmp_header(&v, icmp, dlen, p);
 
-	if (wire_icmpv6_view(&v, icmp, dlen) < 0)
-		return -FLT_DROP_ICMP_HEADER;
-	p->icmp.type = v.type;
-	p->icmp.code = v.code;
-	p->payload_off = (uint16_t)(p->l4_off + WIRE_ICMPV6_HLEN);
+	if (rc < 0)
+		return rc;
 	if (wire_icmpv6_is_error(v.type))
 		parse_icmp6_quote(v.body, v.body_len, p);
 	if (v.type == WIRE_ND_NEIGHBOR_SOLICIT || v.type == WIRE_ND_NEIGHBOR_ADVERT) {

@@ -246,12 +246,16 @@ int wire_udp_view(struct wire_udp *v, const uint8_t *p, size_t len)
 	return 0;
 }
 
+_Static_assert(WIRE_ICMPV6_HLEN == WIRE_ICMP_HLEN &&
+	       WIRE_ICMPV6_OFF_CHECKSUM == WIRE_ICMP_OFF_CHECKSUM, "RFC 4443 §2.1: RFC 792's header");
+
 int wire_icmp_view(struct wire_icmp *v, const uint8_t *p, size_t len)
 {
 	if (!p || len < WIRE_ICMP_HLEN)
 		return -WIRE_TRUNCATED;
 	v->type = p[WIRE_ICMP_OFF_TYPE];
 	v->code = p[WIRE_ICMP_OFF_CODE];
+	v->checksum = wire_rd16(p + WIRE_ICMP_OFF_CHECKSUM);
 	v->rest = p + 4;
 	v->body = p + WIRE_ICMP_HLEN;
 	v->body_len = len - WIRE_ICMP_HLEN;
@@ -420,19 +424,6 @@ void wire_ipv6_link_local(uint8_t out[WIRE_IPV6_ALEN], const uint8_t mac[WIRE_ET
 	out[13] = mac[3];
 	out[14] = mac[4];
 	out[15] = mac[5];
-}
-
-int wire_icmpv6_view(struct wire_icmpv6 *v, const uint8_t *p, size_t len)
-{
-	if (!p || len < WIRE_ICMPV6_HLEN)
-		return -WIRE_TRUNCATED;
-	v->type = p[WIRE_ICMPV6_OFF_TYPE];
-	v->code = p[WIRE_ICMPV6_OFF_CODE];
-	v->checksum = wire_rd16(p + WIRE_ICMPV6_OFF_CHECKSUM);
-	v->rest = p + 4;
-	v->body = p + WIRE_ICMPV6_HLEN;
-	v->body_len = len - WIRE_ICMPV6_HLEN;
-	return 0;
 }
 
 bool wire_icmpv6_checksum_ok(const uint8_t src[WIRE_IPV6_ALEN],
