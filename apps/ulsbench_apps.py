@@ -539,12 +539,7 @@ def main(argv=None):
     if opts is None:
         return rc
     paths = find_paths()
-    missing = check_tools(paths, opts["apps"])
-    if missing:
-        for m in missing:
-            log(m)
-        return 1
-    lock = take_lock_or_say()
+    lock = take_lock_or_say(check_tools(paths, opts["apps"]))
     if lock is None:
         return 1
 
