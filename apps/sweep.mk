@@ -8,13 +8,14 @@
 # (installed, under the root ulsbench runs from: apps/instdirs.h; ulsbench then also
 # points ULSD at the installed ulsd).
 # Both import ulsbench_common.py from their own directory, and their pure parts from
-# modules next to them (ulsbench_sweepargs.py, ulsbench_sweepresults.py; ulsbench_appslogic.py). The drivers look for the
+# modules next to them (ulsbench_sweepargs.py, ulsbench_sweepresults.py; ulsbench_appslogic.py,
+# ulsbench_nginx.py, whose nginx.conf the interop tests use too). The drivers look for the
 # testbed script at $ULS_SRCDIR/tests/testbed/testbed, else next to themselves, so an
 # installed ulsbench needs it installed there too; `ulsbench apps` runs ulspingpong from
 # the build tree's apps/ or from next to itself.
 dist_pkglibexec_SCRIPTS = apps/ulsbench_sweep.py apps/ulsbench_apps.py apps/ulsbench_common.py \
 	apps/ulsbench_sweepargs.py apps/ulsbench_sweepresults.py apps/ulsbench_appslogic.py \
-	tests/testbed/testbed
+	apps/ulsbench_nginx.py tests/testbed/testbed
 pkglibexec_PROGRAMS = apps/ulspingpong
 apps_ulspingpong_SOURCES = apps/ulspingpong.c
 # Only apps/xfer.c of it (plain libc: the program is what the shim runs).

@@ -75,6 +75,7 @@ from ulsbench_common import (  # noqa: E402
 # The pure parts, in a module of their own next to this file.
 from ulsbench_appslogic import *  # noqa: E402,F401,F403
 from ulsbench_appslogic import _fmt  # noqa: E402
+from ulsbench_nginx import nginx_conf  # noqa: E402
 
 
 # ---------------------------------------------------------------------------
@@ -379,35 +380,6 @@ class Run:
         rec["requests"] = n
         return rec
 
-    NGINX_CONF = """\
-worker_processes {workers};
-daemon off;
-master_process on;
-pid {d}/nginx.pid;
-error_log {d}/error.log warn;
-events {{
-    worker_connections 1024;
-}}
-http {{
-    log_format apps '$status $body_bytes_sent "$request"';
-    access_log {d}/access.log apps buffer=64k;
-    client_body_temp_path {d}/tmp/client_body;
-    proxy_temp_path {d}/tmp/proxy;
-    fastcgi_temp_path {d}/tmp/fastcgi;
-    uwsgi_temp_path {d}/tmp/uwsgi;
-    scgi_temp_path {d}/tmp/scgi;
-    default_type application/octet-stream;
-    sendfile on;
-    tcp_nopush on;
-    keepalive_timeout 65;
-    keepalive_requests 1000000;
-    server {{
-        listen {port};
-        root {d}/www;
-    }}
-}}
-"""
-
     def run_nginx(self):
         nginx, wrk = program_path("nginx"), program_path("wrk")
         d = self.dir
@@ -420,7 +392,10 @@ http {{
         os.chmod(body, 0o644)
         conf = os.path.join(d, "nginx.conf")
         with open(conf, "w") as f:
-            f.write(self.NGINX_CONF.format(workers=NGINX_WORKERS, d=d, port=self.port))
+            f.write(nginx_conf(d, NGINX_WORKERS, '$status $body_bytes_sent "$request"',
+                               "    server {\n        listen %d;\n        root %s/www;\n    }\n"
+                               % (self.port, d), access_log_opts=" buffer=64k",
+                               http_extra="    keepalive_requests 1000000;\n"))
         server = self.spawn("server", 1, [nginx, "-p", d, "-c", conf, "-e",
                                           os.path.join(d, "error.log")])
 
@@ -564,12 +539,7 @@ def main(argv=None):
     if opts is None:
         return rc
     paths = find_paths()
-    missing = check_tools(paths, opts["apps"])
-    if missing:
-        for m in missing:
-            log(m)
-        return 1
-    lock = take_lock_or_say()
+    lock = take_lock_or_say(check_tools(paths, opts["apps"]))
     if lock is None:
         return 1
 

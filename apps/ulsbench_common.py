@@ -559,8 +559,16 @@ def take_lock():
     return lock
 
 
-def take_lock_or_say():
-    """take_lock(), saying so when another driver holds the lock (None then)."""
+def take_lock_or_say(missing, hint=None):
+    """Before a driver's runs: None after saying each of `missing` (what the runs need and
+    the host lacks) and then hint; else take_lock(), saying so when another driver holds
+    the lock (None then)."""
+    if missing:
+        for m in missing:
+            log(m)
+        if hint:
+            log(hint)
+        return None
     lock = take_lock()
     if lock is None:
         log("another ulsbench driver is running (lock %s held)" % LOCK_FILE)

@@ -528,14 +528,9 @@ def main(argv=None):
     if opts is None:
         return rc
     paths = find_paths()
-    missing = check_tools(paths, opts["modes"], opts["loss"] is not None, opts["offloads"])
-    if missing:
-        for m in missing:
-            log(m)
-        log("build the tree (make) or choose other modes with --mode")
-        return 1
-
-    lock = take_lock_or_say()
+    lock = take_lock_or_say(check_tools(paths, opts["modes"], opts["loss"] is not None,
+                                        opts["offloads"]),
+                            "build the tree (make) or choose other modes with --mode")
     if lock is None:
         return 1
 

@@ -110,7 +110,24 @@ static void parse_icmp_quote(const uint8_t *q, size_t avail, struct flt_pkt *p)
 	quote_l4(p, v.proto, wire_ipv4_frag_offset(&v) == 0, v.data);
 }
 
-static int parse_icmp(const uint8_t *icmp, size_t dlen, struct flt_pkt *p)
+/* RFC 4443 §2.4 (c): an error carries as much of the invoking packet as fits; the filter
+ * needs its IPv6 header and the first 8 octets after it (ports, when no extension header
+ * comes between: a quote with extension headers leaves has_ports false). */
+static void parse_icmp6_quote(const uint8_t *q, size_t avail, struct flt_pkt *p)
+{
+	struct wire_ipv6 v;
+
+	if (wire_ipv6_view_quoted(&v, q, avail) < 0 || v.payload_len < WIRE_ICMP_QUOTE_DATA)
+		return;
+	p->icmp.has_inner = true;
+	memcpy(p->icmp.inner.src6, v.src, WIRE_IPV6_ALEN);
+	memcpy(p->icmp.inner.dst6, v.dst, WIRE_IPV6_ALEN);
+	quote_l4(p, v.next, true, v.payload);
+}
+
+/* ICMP and ICMPv6 share the header (RFC 4443 §2.1 takes RFC 792's): type, code, payload
+ * offset. Which types are errors, what their quote holds, and ND are the family's. */
+static int parse_icmp(const uint8_t *icmp, size_t dlen, struct flt_pkt *p, bool v6)
 {
 	struct wire_icmp v;
 
@@ -119,8 +136,22 @@ static int parse_icmp(const uint8_t *icmp, size_t dlen, struct flt_pkt *p)
 	p->icmp.type = v.type;
 	p->icmp.code = v.code;
 	p->payload_off = (uint16_t)(p->l4_off + WIRE_ICMP_HLEN);
-	if (wire_icmp_is_error(v.type))
-		parse_icmp_quote(v.body, v.body_len, p);
+	if (!v6) {
+		if (wire_icmp_is_error(v.type))
+			parse_icmp_quote(v.body, v.body_len, p);
+		return 0;
+	}
+	if (wire_icmpv6_is_error(v.type))
+		parse_icmp6_quote(v.body, v.body_len, p);
+	if (v.type == WIRE_ND_NEIGHBOR_SOLICIT || v.type == WIRE_ND_NEIGHBOR_ADVERT) {
+		struct wire_nd nd;
+		/* A malformed one is not the filter's to drop (ulsd's reply6.c and the
+		 * receiver validate ND, RFC 4861 §7.1); it only has no address here. */
+		if (wire_nd_view(&nd, icmp, dlen) == 0 && nd.lladdr) {
+			p->icmp.has_lladdr = true;
+			memcpy(p->icmp.lladdr, nd.lladdr, WIRE_ETH_ALEN);
+		}
+	}
 	return 0;
 }
 
@@ -166,48 +197,10 @@ static int parse_ipv4(const uint8_t *ip, size_t avail, struct flt_pkt *p)
 	case WIRE_IPPROTO_UDP:
 		return parse_udp(v.data, v.data_len, p);
 	case WIRE_IPPROTO_ICMP:
-		return parse_icmp(v.data, v.data_len, p);
+		return parse_icmp(v.data, v.data_len, p, false);
 	default:
 		return 0;
 	}
-}
-
-/* RFC 4443 §2.4 (c): an error carries as much of the invoking packet as fits; the filter
- * needs its IPv6 header and the first 8 octets after it (ports, when no extension header
- * comes between: a quote with extension headers leaves has_ports false). */
-static void parse_icmp6_quote(const uint8_t *q, size_t avail, struct flt_pkt *p)
-{
-	struct wire_ipv6 v;
-
-	if (wire_ipv6_view_quoted(&v, q, avail) < 0 || v.payload_len < WIRE_ICMP_QUOTE_DATA)
-		return;
-	p->icmp.has_inner = true;
-	memcpy(p->icmp.inner.src6, v.src, WIRE_IPV6_ALEN);
-	memcpy(p->icmp.inner.dst6, v.dst, WIRE_IPV6_ALEN);
-	quote_l4(p, v.next, true, v.payload);
-}
-
-static int parse_icmp6(const uint8_t *icmp, size_t dlen, struct flt_pkt *p)
-{
-	struct wire_icmpv6 v;
-
-	if (wire_icmpv6_view(&v, icmp, dlen) < 0)
-		return -FLT_DROP_ICMP_HEADER;
-	p->icmp.type = v.type;
-	p->icmp.code = v.code;
-	p->payload_off = (uint16_t)(p->l4_off + WIRE_ICMPV6_HLEN);
-	if (wire_icmpv6_is_error(v.type))
-		parse_icmp6_quote(v.body, v.body_len, p);
-	if (v.type == WIRE_ND_NEIGHBOR_SOLICIT || v.type == WIRE_ND_NEIGHBOR_ADVERT) {
-		struct wire_nd nd;
-		/* A malformed one is not the filter's to drop (ulsd's reply6.c and the
-		 * receiver validate ND, RFC 4861 §7.1); it only has no address here. */
-		if (wire_nd_view(&nd, icmp, dlen) == 0 && nd.lladdr) {
-			p->icmp.has_lladdr = true;
-			memcpy(p->icmp.lladdr, nd.lladdr, WIRE_ETH_ALEN);
-		}
-	}
-	return 0;
 }
 
 static int parse_ipv6(const uint8_t *ip, size_t avail, struct flt_pkt *p)
@@ -249,7 +242,7 @@ static int parse_ipv6(const uint8_t *ip, size_t avail, struct flt_pkt *p)
 	case WIRE_IPPROTO_UDP:
 		return parse_udp(v.hdr + u.off, l4_len, p);
 	case WIRE_IPPROTO_ICMPV6:
-		return parse_icmp6(v.hdr + u.off, l4_len, p);
+		return parse_icmp(v.hdr + u.off, l4_len, p, true);
 	default:
 		/* Anything else has no endpoint the filter knows: the server's, which
 		 * answers an unrecognized Next Header (server/reply6.c). */

@@ -435,12 +435,15 @@ static bool valid_fams(unsigned fams)
 typedef int (*fam_op)(struct flt_table *t, uint8_t proto, uint8_t fam, uint16_t lport,
 		      flt_owner_t owner);
 
-/* one, made for each family in fams: every family is tried, the first error returned. */
+/* one, made for each family in fams (-EINVAL if fams is no valid set): every family is
+ * tried, the first error returned. */
 static int each_fam(struct flt_table *t, uint8_t proto, uint16_t lport, unsigned fams,
 		    flt_owner_t owner, fam_op one)
 {
 	int ret = 0, r;
 
+	if (!valid_fams(fams))
+		return -EINVAL;
 	for (uint8_t f = FLT_FAM_V4; f <= FLT_FAM_V6; f <<= 1)
 		if ((fams & f) && (r = one(t, proto, f, lport, owner)) < 0 && !ret)
 			ret = r;
@@ -569,13 +572,12 @@ static int set_accepting_one(struct flt_table *t, uint8_t proto, uint8_t fam, ui
 int flt_set_accepting_fam(struct flt_table *t, uint8_t proto, uint16_t lport, unsigned fams,
 			  flt_owner_t owner)
 {
-	return valid_fams(fams) ? each_fam(t, proto, lport, fams, owner, set_accepting_one)
-				: -EINVAL;
+	return each_fam(t, proto, lport, fams, owner, set_accepting_one);
 }
 
 int flt_set_accepting(struct flt_table *t, uint8_t proto, uint16_t lport, flt_owner_t owner)
 {
-	return set_accepting_one(t, proto, FLT_FAM_V4, lport, owner);
+	return flt_set_accepting_fam(t, proto, lport, FLT_FAM_V4, owner);
 }
 
 static int listen_del_one(struct flt_table *t, uint8_t proto, uint8_t fam, uint16_t lport,
@@ -592,13 +594,12 @@ static int listen_del_one(struct flt_table *t, uint8_t proto, uint8_t fam, uint1
 int flt_del_listen_fam(struct flt_table *t, uint8_t proto, uint16_t lport, unsigned fams,
 		       flt_owner_t owner)
 {
-	return valid_fams(fams) ? each_fam(t, proto, lport, fams, owner, listen_del_one)
-				: -EINVAL;
+	return each_fam(t, proto, lport, fams, owner, listen_del_one);
 }
 
 int flt_del_listen(struct flt_table *t, uint8_t proto, uint16_t lport, flt_owner_t owner)
 {
-	return listen_del_one(t, proto, FLT_FAM_V4, lport, owner);
+	return flt_del_listen_fam(t, proto, lport, FLT_FAM_V4, owner);
 }
 
 size_t flt_del_owner(struct flt_table *t, flt_owner_t owner)

@@ -103,13 +103,19 @@ void nif_set_log(nif_log_fn *fn)
 __attribute__((format(printf, 2, 3)))
 static void logf_(int level, const char *fmt, ...)
 {
-	char buf[256];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	nif_vlog(log_fn, level, fmt, ap);
 	va_end(ap);
-	log_fn(level, buf);
+}
+
+void nif_vlog(nif_log_fn *fn, int level, const char *fmt, va_list ap)
+{
+	char buf[512];
+
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	fn(level, buf);
 }
 
 static uint8_t *rx_buf(struct nif_tap *t, unsigned slot)

@@ -12,6 +12,7 @@
 #ifndef ULS_NETIF_TAP_H
 #define ULS_NETIF_TAP_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -92,5 +93,9 @@ int nif_tap_queue_detach(int fd);
 /* Logging hook: the host program decides where messages go (default: stderr). */
 typedef void nif_log_fn(int level, const char *msg);
 void nif_set_log(nif_log_fn *fn);
+/* Format like vprintf (at most 511 octets: longer is cut) and hand the message to fn: the
+ * one place the log functions of libuls, ulsd and the device make a message of a format. */
+__attribute__((format(printf, 3, 0)))
+void nif_vlog(nif_log_fn *fn, int level, const char *fmt, va_list ap);
 
 #endif

@@ -513,10 +513,10 @@ static void reply_ns(struct srv *s, const struct in6 *in, const struct wire_nd *
 
 static void input_icmp6(struct srv *s, const struct in6 *in)
 {
-	struct wire_icmpv6 ic;
+	struct wire_icmp ic;
 	struct wire_nd nd;
 
-	if (wire_icmpv6_view(&ic, in->l4, in->l4_len) < 0) {
+	if (wire_icmp_view(&ic, in->l4, in->l4_len) < 0) {
 		s->ctr.v[SRV_DROP_ICMPV6_HEADER]++;
 		return;
 	}

@@ -50,23 +50,22 @@ static void shed_draw_key(uint8_t key[16])
 	memcpy(key, shed_key, sizeof(shed_key));
 }
 
+/* Where ulsd's messages and the device's (nif_set_log) go. */
+static void log_sink(int level, const char *msg)
+{
+	if (foreground)
+		fprintf(stderr, "ulsd: %s\n", msg);
+	else
+		syslog(level == 0 ? LOG_ERR : level == 1 ? LOG_WARNING : LOG_INFO, "%s", msg);
+}
+
 void srv__log(int level, const char *fmt, ...)
 {
-	char buf[512];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	nif_vlog(log_sink, level, fmt, ap);
 	va_end(ap);
-	if (foreground)
-		fprintf(stderr, "ulsd: %s\n", buf);
-	else
-		syslog(level == 0 ? LOG_ERR : level == 1 ? LOG_WARNING : LOG_INFO, "%s", buf);
-}
-
-static void nif_log(int level, const char *msg)
-{
-	srv__log(level, "%s", msg);
 }
 
 /* Offloads are on unless --offload off or ULS_TSO=0 (the same variable that libuls reads,
@@ -393,7 +392,7 @@ int main(int argc, char **argv)
 			 getenv("ULS_SYN_SHED") && !strcmp(getenv("ULS_SYN_SHED"), "0"));
 	if (!foreground)
 		openlog("ulsd", LOG_PID, LOG_DAEMON);
-	nif_set_log(nif_log);
+	nif_set_log(log_sink);
 
 	struct nif_tap_config tc = { .ifname = s.tap_name, .mtu = (unsigned)mtu,
 				     .offload = s.offload };

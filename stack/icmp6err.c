@@ -103,14 +103,14 @@ int stk__icmp6_error_input(struct pbuf *p, struct netif *inp)
 	u8_t b[QUOTE6_MAX];
 	u16_t n = pbuf_copy_partial(p, b, sizeof(b), 0);
 
-	struct wire_icmpv6 icmp;
+	struct wire_icmp icmp;
 	struct wire_ipv6 ip;
 	struct wire_ipv6_upper up;
 
 	/* RFC 4443 §2.4 (c): the quote is the invoking packet's start. We need its fixed
 	 * header, its extension headers, and 8 octets of TCP or UDP (the ports and, for TCP,
 	 * the sequence number). */
-	if (wire_icmpv6_view(&icmp, b, n) < 0 ||
+	if (wire_icmp_view(&icmp, b, n) < 0 ||
 	    wire_ipv6_view_quoted(&ip, icmp.body, icmp.body_len) < 0 ||
 	    wire_ipv6_upper(&up, &ip) < 0 ||
 	    up.off + WIRE_ICMP_QUOTE_DATA > WIRE_IPV6_HLEN + ip.payload_len) {

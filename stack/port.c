@@ -95,24 +95,20 @@ ULS_EXTERN void uls_set_log(uls_log_fn *fn)
 
 void stk__log(int level, const char *fmt, ...)
 {
-	char buf[512];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	nif_vlog(log_fn, level, fmt, ap);
 	va_end(ap);
-	log_fn(level, buf);
 }
 
 void stk__lwip_diag(const char *fmt, ...)
 {
-	char buf[512];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	nif_vlog(log_fn, 2, fmt, ap);
 	va_end(ap);
-	log_fn(2, buf);
 }
 
 void stk__lwip_assert(const char *msg, const char *file, int line)

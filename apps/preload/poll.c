@@ -122,6 +122,19 @@ static void wait_begin(void)
 	shim__leave(&old);
 }
 
+/* One round of poll_drive or epoll_drive: drive the stack while waiting on set for at most
+ * left ms (uls_poll_drive), signals held as on every path into the stack and the wait's
+ * own mask (NULL: the program's) applied during the wait. */
+static int drive_round(struct pollfd *set, nfds_t n, int left, const sigset_t *mask)
+{
+	sigset_t old;
+
+	shim__enter(&old);
+	int d = uls_poll_drive(set, (unsigned)n, left, mask ? mask : shim__program_mask(&old));
+	shim__leave(&old);
+	return d;
+}
+
 /* poll(2) and ppoll(2) (mask: NULL, or the mask for the wait) on a set holding user-level
  * sockets: as epoll_drive below, with the whole set (mirrors and kernel descriptors) in
  * the one wait on the device. */
@@ -138,10 +151,7 @@ static int poll_drive(struct pollfd *p, nfds_t n, int timeout, const sigset_t *m
 		int left;
 		if (!time_left(timeout, end, &left))
 			return 0;
-		sigset_t old;
-		shim__enter(&old);
-		int d = uls_poll_drive(p, (unsigned)n, left, mask ? mask : shim__program_mask(&old));
-		shim__leave(&old);
+		int d = drive_round(p, n, left, mask);
 		if (d == -EINTR)
 			return shim__ret(-EINTR);
 		if (d == -EBUSY || d == -EINVAL || d == -ENOMEM) {
@@ -468,11 +478,8 @@ static int epoll_drive(int epfd, struct epoll_event *ev, int max, int timeout,
 		int left;
 		if (!time_left(timeout, end, &left))
 			return 0;
-		sigset_t old;
-		shim__enter(&old);
 		struct pollfd set = { .fd = epfd, .events = POLLIN };
-		int d = uls_poll_drive(&set, 1, left, mask ? mask : shim__program_mask(&old));
-		shim__leave(&old);
+		int d = drive_round(&set, 1, left, mask);
 		if (d == -EINTR)
 			return shim__ret(-EINTR);
 		if (d == -EBUSY || d == -EINVAL)

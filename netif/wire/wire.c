@@ -114,9 +114,12 @@ void wire_arp_write(uint8_t *p, uint16_t op, const uint8_t sha[WIRE_ETH_ALEN], u
 	wire_wraddr(p + WIRE_ARP_OFF_TPA, tpa);
 }
 
-/* The checks every IPv4 header must pass, whole datagram or quote; fills v but data. */
-static int ipv4_header(struct wire_ipv4 *v, const uint8_t *p, size_t len)
+/* The checks every IPv4 header must pass. A whole datagram must also hold the Total
+ * Length it claims; a quote (RFC 792: "the internet header plus the first 64 bits of the
+ * original datagram's data") holds what the error could carry, its data is the rest. */
+static int ipv4_view(struct wire_ipv4 *v, const uint8_t *p, size_t len, bool quoted)
 {
+	struct wire_ipv4 o;
 	size_t hlen;
 
 	if (!p || len < WIRE_IPV4_HLEN_MIN)
@@ -128,50 +131,40 @@ static int ipv4_header(struct wire_ipv4 *v, const uint8_t *p, size_t len)
 	hlen = (size_t)(p[WIRE_IPV4_OFF_VIHL] & 0x0f) * 4;
 	if (hlen < WIRE_IPV4_HLEN_MIN || hlen > len)
 		return -WIRE_BAD_HLEN;
-	v->hdr = p;
-	v->hlen = hlen;
-	v->total = wire_rd16(p + WIRE_IPV4_OFF_TOTAL_LEN);
-	v->tos = p[WIRE_IPV4_OFF_TOS];
-	v->ttl = p[WIRE_IPV4_OFF_TTL];
-	v->proto = p[WIRE_IPV4_OFF_PROTOCOL];
-	v->id = wire_rd16(p + WIRE_IPV4_OFF_ID);
-	v->frag = wire_rd16(p + WIRE_IPV4_OFF_FRAG);
-	v->src = wire_rdaddr(p + WIRE_IPV4_OFF_SRC);
-	v->dst = wire_rdaddr(p + WIRE_IPV4_OFF_DST);
-	v->options = p + WIRE_IPV4_HLEN_MIN;
-	v->options_len = hlen - WIRE_IPV4_HLEN_MIN;
+	o.hdr = p;
+	o.hlen = hlen;
+	o.total = wire_rd16(p + WIRE_IPV4_OFF_TOTAL_LEN);
+	o.tos = p[WIRE_IPV4_OFF_TOS];
+	o.ttl = p[WIRE_IPV4_OFF_TTL];
+	o.proto = p[WIRE_IPV4_OFF_PROTOCOL];
+	o.id = wire_rd16(p + WIRE_IPV4_OFF_ID);
+	o.frag = wire_rd16(p + WIRE_IPV4_OFF_FRAG);
+	o.src = wire_rdaddr(p + WIRE_IPV4_OFF_SRC);
+	o.dst = wire_rdaddr(p + WIRE_IPV4_OFF_DST);
+	o.options = p + WIRE_IPV4_HLEN_MIN;
+	o.options_len = hlen - WIRE_IPV4_HLEN_MIN;
+	o.data = p + hlen;
+	o.data_len = len - hlen;
+	if (!quoted) {
+		/* "Total Length is the length of the datagram, measured in octets, including
+		 * internet header and data": it covers the header, and the link layer may
+		 * pad the datagram but never shorten it. */
+		if (o.total < hlen || o.total > len)
+			return -WIRE_BAD_LENGTH;
+		o.data_len = o.total - hlen;
+	}
+	*v = o;
 	return 0;
 }
 
 int wire_ipv4_view(struct wire_ipv4 *v, const uint8_t *p, size_t len)
 {
-	struct wire_ipv4 o;
-	int rc = ipv4_header(&o, p, len);
-
-	if (rc < 0)
-		return rc;
-	/* "Total Length is the length of the datagram, measured in octets, including
-	 * internet header and data": it covers the header, and the link layer may pad the
-	 * datagram but never shorten it. */
-	if (o.total < o.hlen || o.total > len)
-		return -WIRE_BAD_LENGTH;
-	o.data = p + o.hlen;
-	o.data_len = o.total - o.hlen;
-	*v = o;
-	return 0;
+	return ipv4_view(v, p, len, false);
 }
 
 int wire_ipv4_view_quoted(struct wire_ipv4 *v, const uint8_t *p, size_t len)
 {
-	struct wire_ipv4 o;
-	int rc = ipv4_header(&o, p, len);
-
-	if (rc < 0)
-		return rc;
-	o.data = p + o.hlen;
-	o.data_len = len - o.hlen;
-	*v = o;
-	return 0;
+	return ipv4_view(v, p, len, true);
 }
 
 bool wire_ipv4_checksum_ok(const struct wire_ipv4 *v)
@@ -246,20 +239,27 @@ int wire_udp_view(struct wire_udp *v, const uint8_t *p, size_t len)
 	return 0;
 }
 
+_Static_assert(WIRE_ICMPV6_HLEN == WIRE_ICMP_HLEN &&
+	       WIRE_ICMPV6_OFF_CHECKSUM == WIRE_ICMP_OFF_CHECKSUM, "RFC 4443 §2.1: RFC 792's header");
+
 int wire_icmp_view(struct wire_icmp *v, const uint8_t *p, size_t len)
 {
 	if (!p || len < WIRE_ICMP_HLEN)
 		return -WIRE_TRUNCATED;
 	v->type = p[WIRE_ICMP_OFF_TYPE];
 	v->code = p[WIRE_ICMP_OFF_CODE];
+	v->checksum = wire_rd16(p + WIRE_ICMP_OFF_CHECKSUM);
 	v->rest = p + 4;
 	v->body = p + WIRE_ICMP_HLEN;
 	v->body_len = len - WIRE_ICMP_HLEN;
 	return 0;
 }
 
-static int ipv6_header(struct wire_ipv6 *v, const uint8_t *p, size_t len)
+/* As ipv4_view: a whole packet must hold the Payload Length it claims, a quote (RFC 4443
+ * §2.4 (c): "as much of invoking packet as possible") only the fixed header. */
+static int ipv6_view(struct wire_ipv6 *v, const uint8_t *p, size_t len, bool quoted)
 {
+	struct wire_ipv6 o;
 	uint32_t vtcfl;
 
 	if (!p || len < WIRE_IPV6_HLEN)
@@ -268,44 +268,35 @@ static int ipv6_header(struct wire_ipv6 *v, const uint8_t *p, size_t len)
 	/* RFC 8200 §3: "Version 4-bit Internet Protocol version number = 6." */
 	if (vtcfl >> 28 != WIRE_IPV6_VERSION)
 		return -WIRE_BAD_VERSION;
-	v->hdr = p;
-	v->tclass = (uint8_t)(vtcfl >> 20);
-	v->flow = vtcfl & 0xfffff;
-	v->plen = wire_rd16(p + WIRE_IPV6_OFF_PLEN);
-	v->next = p[WIRE_IPV6_OFF_NEXT];
-	v->hlim = p[WIRE_IPV6_OFF_HLIM];
-	v->src = p + WIRE_IPV6_OFF_SRC;
-	v->dst = p + WIRE_IPV6_OFF_DST;
-	v->payload = p + WIRE_IPV6_HLEN;
+	o.hdr = p;
+	o.tclass = (uint8_t)(vtcfl >> 20);
+	o.flow = vtcfl & 0xfffff;
+	o.plen = wire_rd16(p + WIRE_IPV6_OFF_PLEN);
+	o.next = p[WIRE_IPV6_OFF_NEXT];
+	o.hlim = p[WIRE_IPV6_OFF_HLIM];
+	o.src = p + WIRE_IPV6_OFF_SRC;
+	o.dst = p + WIRE_IPV6_OFF_DST;
+	o.payload = p + WIRE_IPV6_HLEN;
+	o.payload_len = len - WIRE_IPV6_HLEN;
+	if (!quoted) {
+		/* §3: "Payload Length ... the rest of the packet following this IPv6
+		 * header": the link layer may pad the packet but never shorten it. */
+		if ((size_t)WIRE_IPV6_HLEN + o.plen > len)
+			return -WIRE_BAD_LENGTH;
+		o.payload_len = o.plen;
+	}
+	*v = o;
 	return 0;
 }
 
 int wire_ipv6_view(struct wire_ipv6 *v, const uint8_t *p, size_t len)
 {
-	struct wire_ipv6 o;
-	int rc = ipv6_header(&o, p, len);
-
-	if (rc < 0)
-		return rc;
-	/* §3: "Payload Length ... the rest of the packet following this IPv6 header": the
-	 * link layer may pad the packet but never shorten it. */
-	if ((size_t)WIRE_IPV6_HLEN + o.plen > len)
-		return -WIRE_BAD_LENGTH;
-	o.payload_len = o.plen;
-	*v = o;
-	return 0;
+	return ipv6_view(v, p, len, false);
 }
 
 int wire_ipv6_view_quoted(struct wire_ipv6 *v, const uint8_t *p, size_t len)
 {
-	struct wire_ipv6 o;
-	int rc = ipv6_header(&o, p, len);
-
-	if (rc < 0)
-		return rc;
-	o.payload_len = len - WIRE_IPV6_HLEN;
-	*v = o;
-	return 0;
+	return ipv6_view(v, p, len, true);
 }
 
 int wire_ipv6_upper(struct wire_ipv6_upper *u, const struct wire_ipv6 *v)
@@ -420,19 +411,6 @@ void wire_ipv6_link_local(uint8_t out[WIRE_IPV6_ALEN], const uint8_t mac[WIRE_ET
 	out[13] = mac[3];
 	out[14] = mac[4];
 	out[15] = mac[5];
-}
-
-int wire_icmpv6_view(struct wire_icmpv6 *v, const uint8_t *p, size_t len)
-{
-	if (!p || len < WIRE_ICMPV6_HLEN)
-		return -WIRE_TRUNCATED;
-	v->type = p[WIRE_ICMPV6_OFF_TYPE];
-	v->code = p[WIRE_ICMPV6_OFF_CODE];
-	v->checksum = wire_rd16(p + WIRE_ICMPV6_OFF_CHECKSUM);
-	v->rest = p + 4;
-	v->body = p + WIRE_ICMPV6_HLEN;
-	v->body_len = len - WIRE_ICMPV6_HLEN;
-	return 0;
 }
 
 bool wire_icmpv6_checksum_ok(const uint8_t src[WIRE_IPV6_ALEN],

@@ -226,8 +226,12 @@ int wire_udp_view(struct wire_udp *v, const uint8_t *p, size_t len);
 
 /* ---- ICMP (RFC 792) ----------------------------------------------------------------- */
 
+/* One view for both families: RFC 4443 §2.1 gives ICMPv6 the ICMP header of RFC 792
+ * (type, code, checksum), and every message ulstack reads of either has 4 more octets by
+ * type (RFC 792's errors and echo; RFC 4443 §3-4). */
 struct wire_icmp {
 	uint8_t type, code;
+	uint16_t checksum;
 	const uint8_t *rest;        /* the 4 octets that depend on the type */
 	const uint8_t *body;        /* what follows the 8-octet header */
 	size_t body_len;
@@ -317,16 +321,7 @@ void wire_ipv6_link_local(uint8_t out[WIRE_IPV6_ALEN], const uint8_t mac[WIRE_ET
 
 /* ---- ICMPv6 (RFC 4443) and Neighbor Discovery (RFC 4861) ----------------------------- */
 
-struct wire_icmpv6 {
-	uint8_t type, code;
-	uint16_t checksum;
-	const uint8_t *rest;        /* the 4 octets after the checksum */
-	const uint8_t *body;        /* what follows the 8 octets */
-	size_t body_len;
-};
-/* Every ICMPv6 message ulstack reads has the 8 octets (RFC 4443 §2.1 and §3-4: errors
- * and echo have 4 more after type, code and checksum). */
-int wire_icmpv6_view(struct wire_icmpv6 *v, const uint8_t *p, size_t len);
+/* An ICMPv6 message's header is read by wire_icmp_view (the layout is RFC 792's). */
 static inline bool wire_icmpv6_is_error(uint8_t type)
 {
 	return type <= WIRE_ICMPV6_ERROR_MAX_TYPE;

@@ -129,6 +129,20 @@ def _burst_acks(peer, n=8, size=500):
     return {q[TCP].ack for q in acks}
 
 
+def _fill_a_gap(peer):
+    """A loss and its repair, as the node sees them: a segment one past the next expected
+    (answered by a duplicate ACK of the gap's start), then the segment that fills the gap
+    (answered by an ACK of both). Returns the gap's start, `base`."""
+    base = peer.snd_nxt
+    peer.send("PA", b"h" * 500, seq=base + 500)
+    assert peer.recv(2, lambda q: q[TCP].ack == base) is not None, "no duplicate ACK"
+    peer.send("PA", b"g" * 500, seq=base)
+    peer.snd_nxt = (base + 1000) & 0xFFFFFFFF
+    assert peer.recv(2, lambda q: q[TCP].ack == peer.snd_nxt) is not None, \
+        "the filled gap was not acknowledged"
+    return base
+
+
 @requirement(fix='patch 0091', level='SHOULD',
              mutate="tests/conformance/lwip-mutate core/tcp_in.c 's/pcb->quickack = TCP_QUICKACK_SEGS;/pcb->quickack = 0;/g'")
 def test_rfc5681_4_2_after_a_gap_each_segment_is_acked_at_once(node, link):
@@ -149,13 +163,7 @@ def test_rfc5681_4_2_after_a_gap_each_segment_is_acked_at_once(node, link):
     control = _burst_acks(peer)
     assert len(control) < 8, f"control: {len(control)} ACKs for 8 segments without a loss: " \
         "the method cannot tell quick ACKs from the usual ones"
-    base = peer.snd_nxt
-    peer.send("PA", b"h" * 500, seq=base + 500)
-    assert peer.recv(2, lambda q: q[TCP].ack == base) is not None, "no duplicate ACK"
-    peer.send("PA", b"g" * 500, seq=base)
-    peer.snd_nxt = (base + 1000) & 0xFFFFFFFF
-    assert peer.recv(2, lambda q: q[TCP].ack == peer.snd_nxt) is not None, \
-        "the filled gap was not acknowledged"
+    _fill_a_gap(peer)
     quick = _burst_acks(peer)
     assert len(quick) == 8, f"{len(quick)} ACKs for 8 segments after a gap (control: " \
         f"{len(control)}): they were not acknowledged one by one"
@@ -201,13 +209,7 @@ def test_rfc9293_3_10_7_4_fin_after_a_gap_acknowledged_once(node, link):
     peer.connect()
     peer.send("PA", b"s" * 500)
     assert peer.recv(2, lambda q: q[TCP].ack == peer.snd_nxt) is not None, "no ACK"
-    base = peer.snd_nxt
-    peer.send("PA", b"h" * 500, seq=base + 500)
-    assert peer.recv(2, lambda q: q[TCP].ack == base) is not None, "no duplicate ACK"
-    peer.send("PA", b"g" * 500, seq=base)
-    peer.snd_nxt = (base + 1000) & 0xFFFFFFFF
-    assert peer.recv(2, lambda q: q[TCP].ack == peer.snd_nxt) is not None, \
-        "the filled gap was not acknowledged"
+    _fill_a_gap(peer)
     peer.send("FA")
     # The node's own FIN (the discard service closes at EOF), which it retransmits while
     # unacknowledged, is left out: only empty ACKs are counted.

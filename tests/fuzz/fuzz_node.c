@@ -166,8 +166,8 @@ static void check_sent(const uint8_t *f, size_t len)
 		return;
 	}
 	CHECK(ip.next == WIRE_IPPROTO_ICMPV6);
-	struct wire_icmpv6 ic;
-	CHECK(wire_icmpv6_view(&ic, ip.payload, ip.payload_len) == 0);
+	struct wire_icmp ic;
+	CHECK(wire_icmp_view(&ic, ip.payload, ip.payload_len) == 0);
 	CHECK(wire_icmpv6_checksum_ok(ip.src, ip.dst, ip.payload, ip.payload_len));
 	if (wire_icmpv6_is_error(ic.type))
 		CHECK(WIRE_IPV6_HLEN + ip.payload_len <= 1280);

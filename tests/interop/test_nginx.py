@@ -13,9 +13,13 @@ directory of the test's own.
 import os
 import re
 import signal
+import sys
 import time
 
-from conftest import check_copy, make_payload, program, received_file
+from conftest import SRC, check_copy, make_payload, program, received_file
+
+sys.path.insert(0, os.path.join(SRC, "apps"))
+from ulsbench_nginx import nginx_conf  # noqa: E402
 
 PORT = 8080
 WORKERS = 2
@@ -23,36 +27,20 @@ SECONDS = 10
 SMALL_BYTES = 4096
 BIG_BYTES = 16 << 20
 
-CONF = """\
-worker_processes {workers};
-daemon off;
-master_process on;
-pid {d}/nginx.pid;
-error_log {d}/error.log info;
-events {{
-    worker_connections 1024;
-}}
-http {{
-    log_format interop '$pid $status $body_bytes_sent "$request"';
-    access_log {d}/access.log interop;
-    client_body_temp_path {d}/tmp/client_body;
-    proxy_temp_path {d}/tmp/proxy;
-    fastcgi_temp_path {d}/tmp/fastcgi;
-    uwsgi_temp_path {d}/tmp/uwsgi;
-    scgi_temp_path {d}/tmp/scgi;
-    default_type application/octet-stream;
-    sendfile on;
-    tcp_nopush on;
-    keepalive_timeout 65;
-    server {{
-        listen {port};
-        root {d}/www;
-        location = /big.bin {{
-            root {data};
-        }}
-    }}
-}}
-"""
+LOG_FORMAT = '$pid $status $body_bytes_sent "$request"'
+
+
+def interop_conf(d, workers, servers, log_format=LOG_FORMAT):
+    """nginx.conf (apps/ulsbench_nginx.py, which `ulsbench apps` runs nginx with too),
+    its error log at level info, its access log in log_format."""
+    return nginx_conf(d, workers, log_format, servers, error_level="info")
+
+
+def served(listen, d, name, data):
+    """A server block: the `listen` lines (text, indented, each ending in a newline), root
+    d/www, and /NAME.bin from directory data."""
+    return (f"    server {{\n{listen}        root {d}/www;\n"
+            f"        location = /{name}.bin {{\n            root {data};\n        }}\n    }}\n")
 
 
 def children(pid):
@@ -94,9 +82,9 @@ def read_pid(path, proc, timeout=10.0):
 
 
 def start_nginx_by_address(tb, datadir, name, nbytes, seed, listen, first_server, **ports):
-    """nginx (CONF, one worker) under ulsrun on node 1 in OUTDIR/NAME, its access log
-    starting with each peer's address: its server's `listen {port};` replaced by `listen`,
-    a server block with the lines `first_server` and root datadir before it, and
+    """nginx (interop_conf(), one worker) under ulsrun on node 1 in OUTDIR/NAME, its access log
+    starting with each peer's address: its server's listen line `listen`, a server block
+    with the lines `first_server` and root datadir before it, and
     /NAME.bin a file of nbytes (make_payload, seed) in datadir. `ports` gives the port
     numbers the two name ({port} among them); returns (directory, the file's SHA-256, the
     process) once nginx listens on every one."""
@@ -109,14 +97,14 @@ def start_nginx_by_address(tb, datadir, name, nbytes, seed, listen, first_server
     big = os.path.join(datadir, f"{name}.bin")
     digest = make_payload(big, nbytes, seed=seed)
     os.chmod(big, 0o644)
-    conf = CONF.replace("log_format interop '$pid", "log_format interop '$remote_addr $pid")
-    conf = conf.replace("listen {port};", listen)
-    conf = conf.replace("location = /big.bin", f"location = /{name}.bin")
-    conf = conf.replace("    server {{", "    server {{\n" + first_server +
-                        "        root {data};\n    }}\n    server {{", 1)
+    first = ("    server {\n" + first_server.format(**ports) +
+             f"        root {datadir};\n    }}\n")
+    listen = "        " + listen.format(**ports) + "\n"
+    text = interop_conf(d, 1, first + served(listen, d, name, datadir),
+                        log_format="$remote_addr " + LOG_FORMAT)
     path = os.path.join(d, "nginx.conf")
     with open(path, "w") as f:
-        f.write(conf.format(workers=1, d=d, data=datadir, **ports))
+        f.write(text)
     server = tb.start(tb.uls(1, [nginx, "-p", d, "-c", path, "-e", os.path.join(d, "error.log")]),
                       f"{name}-n1")
     for port in ports.values():
@@ -157,7 +145,7 @@ def test_nginx_master_and_two_workers_serve_wrk_and_curl_only_200s(tb, datadir):
     os.chmod(big, 0o644)
     conf = os.path.join(d, "nginx.conf")
     with open(conf, "w") as f:
-        f.write(CONF.format(workers=WORKERS, d=d, data=datadir, port=PORT))
+        f.write(interop_conf(d, WORKERS, served(f"        listen {PORT};\n", d, "big", datadir)))
 
     server = tb.start(tb.uls(1, [nginx, "-p", d, "-c", conf, "-e", os.path.join(d, "error.log")]),
                       "nginx-n1")

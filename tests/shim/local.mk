@@ -22,30 +22,29 @@ tests_shim_ifaddrs_SOURCES = tests/shim/ifaddrs.c
 # (netif/sys.h). No testbed: it reads the built objects.
 TESTS += tests/shim/test_no_reentry.sh
 EXTRA_DIST += tests/shim/test_no_reentry.sh
-# Socket calls racing close() and the reuse of the numbers (the shim's lock-free lookups).
-check_PROGRAMS += tests/shim/closerace
-tests_shim_closerace_SOURCES = tests/shim/closerace.c
-tests_shim_closerace_LDADD = -lpthread
-# fork while a thread is blocked in recv(): the child closes the socket, its port is free.
-check_PROGRAMS += tests/shim/forkcount
-tests_shim_forkcount_SOURCES = tests/shim/forkcount.c
-tests_shim_forkcount_LDADD = -lpthread
-# exec while another thread closes a passed connection and a new socket takes its memory.
-check_PROGRAMS += tests/shim/execrace
-tests_shim_execrace_SOURCES = tests/shim/execrace.c
-tests_shim_execrace_LDADD = -lpthread
-# fork while other threads are inside user-level epoll's locks: the child's epoll works.
-check_PROGRAMS += tests/shim/uepfork
-tests_shim_uepfork_SOURCES = tests/shim/uepfork.c
-tests_shim_uepfork_LDADD = -lpthread
-# A failed exec while another thread closes a socket's number and opens something there.
-check_PROGRAMS += tests/shim/execundo
-tests_shim_execundo_SOURCES = tests/shim/execundo.c
-tests_shim_execundo_LDADD = -lpthread
+# Programs of one C file (named as the program, Automake's default source) and threads:
+#   closerace: socket calls racing close() and the reuse of the numbers (the shim's
+#     lock-free lookups);
+#   forkcount: fork while a thread is blocked in recv(): the child closes the socket, its
+#     port is free;
+#   execrace: exec while another thread closes a passed connection and a new socket takes
+#     its memory;
+#   uepfork: fork while other threads are inside user-level epoll's locks: the child's
+#     epoll works;
+#   execundo: a failed exec while another thread closes a socket's number and opens
+#     something there.
+SHIM_THREAD_LIBS = -lpthread
+check_PROGRAMS += tests/shim/closerace tests/shim/forkcount tests/shim/execrace tests/shim/uepfork \
+	tests/shim/execundo
+tests_shim_closerace_LDADD = $(SHIM_THREAD_LIBS)
+tests_shim_forkcount_LDADD = $(SHIM_THREAD_LIBS)
+tests_shim_execrace_LDADD = $(SHIM_THREAD_LIBS)
+tests_shim_uepfork_LDADD = $(SHIM_THREAD_LIBS)
+tests_shim_execundo_LDADD = $(SHIM_THREAD_LIBS)
 # fork handlers of the program (or of a library loaded before the shim) that use sockets.
 check_PROGRAMS += tests/shim/atfork
 tests_shim_atfork_SOURCES = tests/shim/atfork.c tests/shim/atfork.h
-tests_shim_atfork_LDADD = -lpthread -ldl
+tests_shim_atfork_LDADD = $(SHIM_THREAD_LIBS) -ldl
 check_LTLIBRARIES += tests/shim/atforkhook.la
 tests_shim_atforkhook_la_SOURCES = tests/shim/atforkhook.c tests/shim/atfork.h
 tests_shim_atforkhook_la_LDFLAGS = -module -avoid-version -shared -rpath /nowhere

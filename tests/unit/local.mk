@@ -162,26 +162,22 @@ tests_unit_test_qring_wait_LDADD = $(tests_unit_test_qring_LDADD)
 
 # ulsd's control thread, leases, handoffs, demultiplexer and own replies (server/), all of
 # ulsd but its main, with a fake TAP the test defines (netif/tap.c is not linked).
-check_PROGRAMS += tests/unit/test_server
-TESTS += tests/unit/test_server
-tests_unit_test_server_SOURCES = tests/unit/test_server.c tests/unit/server_fixture.c \
-	tests/unit/server_fixture.h tests/unit/faketap.c \
-	tests/unit/faketap.h server/ctl.c server/stats.c server/lease.c \
+# Both programs build on one fixture and the same server/ sources.
+SERVER_FIXTURE_SOURCES = tests/unit/server_fixture.c tests/unit/server_fixture.h \
+	tests/unit/faketap.c tests/unit/faketap.h server/ctl.c server/stats.c server/lease.c \
 	server/ports.c server/custody.c server/counters.c server/handoff.c server/demux.c server/reply.c \
 	server/reply6.c server/neigh6.c server/reass.c \
 	server/bpf_none.c
-tests_unit_test_server_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
-tests_unit_test_server_LDADD = filter/libflt.la netif/libnif.la $(LIBURING_LIBS) $(CMOCKA_LIBS) -lpthread
-check_PROGRAMS += tests/unit/test_server_ctl
-TESTS += tests/unit/test_server_ctl
-tests_unit_test_server_ctl_SOURCES = tests/unit/test_server_ctl.c tests/unit/server_fixture.c \
-	tests/unit/server_fixture.h tests/unit/faketap.c \
-	tests/unit/faketap.h server/ctl.c server/stats.c server/lease.c \
-	server/ports.c server/custody.c server/counters.c server/handoff.c server/demux.c server/reply.c \
-	server/reply6.c server/neigh6.c server/reass.c \
-	server/bpf_none.c
-tests_unit_test_server_ctl_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
-tests_unit_test_server_ctl_LDADD = filter/libflt.la netif/libnif.la $(LIBURING_LIBS) $(CMOCKA_LIBS) -lpthread
+SERVER_FIXTURE_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
+SERVER_FIXTURE_LDADD = filter/libflt.la netif/libnif.la $(LIBURING_LIBS) $(CMOCKA_LIBS) -lpthread
+check_PROGRAMS += tests/unit/test_server tests/unit/test_server_ctl
+TESTS += tests/unit/test_server tests/unit/test_server_ctl
+tests_unit_test_server_SOURCES = tests/unit/test_server.c $(SERVER_FIXTURE_SOURCES)
+tests_unit_test_server_CPPFLAGS = $(SERVER_FIXTURE_CPPFLAGS)
+tests_unit_test_server_LDADD = $(SERVER_FIXTURE_LDADD)
+tests_unit_test_server_ctl_SOURCES = tests/unit/test_server_ctl.c $(SERVER_FIXTURE_SOURCES)
+tests_unit_test_server_ctl_CPPFLAGS = $(SERVER_FIXTURE_CPPFLAGS)
+tests_unit_test_server_ctl_LDADD = $(SERVER_FIXTURE_LDADD)
 
 # The stack's segmentation offload: segment sizes and the offload word of sent frames.
 check_PROGRAMS += tests/unit/test_tso

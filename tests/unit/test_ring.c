@@ -19,6 +19,9 @@ struct pair {
 	int memfd, efd;
 	void *a, *b;               /* two mappings: producer's and consumer's views */
 	struct nif_ring prod, cons;
+	size_t len;                /* the last peek's frame: its length, offload word */
+	uint32_t off;
+	uint64_t bad;              /* frames the consumer skipped, counted */
 };
 
 static int setup(void **state)
@@ -66,6 +69,12 @@ static void put_frame(struct nif_ring *r, uint8_t tag, size_t len)
 	nif_ring_prod_commit(r, len, 0);
 }
 
+/* The consumer's next frame, with its length and offload word in p (setup zeroes them). */
+static const uint8_t *peek(struct pair *p)
+{
+	return nif_ring_cons_peek(&p->cons, &p->len, &p->off, &p->bad);
+}
+
 static void layout_slots_hold_an_mtu_frame_and_are_a_power_of_two(void **state)
 {
 	struct nif_ring_layout l;
@@ -84,39 +93,33 @@ static void layout_slots_hold_an_mtu_frame_and_are_a_power_of_two(void **state)
 static void frames_arrive_in_order_only_after_publish(void **state)
 {
 	struct pair *p = *state;
-	size_t len;
-	uint64_t bad = 0;
-	uint32_t off = 0;
 
 	put_frame(&p->prod, 1, 60);
 	put_frame(&p->prod, 2, 1514);
-	assert_null(nif_ring_cons_peek(&p->cons, &len, &off, &bad));  /* not yet published */
+	assert_null(peek(p));  /* not yet published */
 	nif_ring_prod_publish(&p->prod);
-	const uint8_t *f = nif_ring_cons_peek(&p->cons, &len, &off, &bad);
+	const uint8_t *f = peek(p);
 	assert_non_null(f);
-	assert_int_equal(len, 60);
+	assert_int_equal(p->len, 60);
 	assert_int_equal(f[59], 1);
 	nif_ring_cons_release(&p->cons);
-	f = nif_ring_cons_peek(&p->cons, &len, &off, &bad);
-	assert_int_equal(len, 1514);
+	f = peek(p);
+	assert_int_equal(p->len, 1514);
 	assert_int_equal(f[0], 2);
 	nif_ring_cons_release(&p->cons);
-	assert_null(nif_ring_cons_peek(&p->cons, &len, &off, &bad));
-	assert_int_equal(bad, 0);
+	assert_null(peek(p));
+	assert_int_equal(p->bad, 0);
 }
 
 static void full_ring_refuses_a_slot_until_the_consumer_releases(void **state)
 {
 	struct pair *p = *state;
-	size_t len;
-	uint64_t bad = 0;
-	uint32_t off = 0;
 
 	for (uint32_t i = 0; i < p->l.nslots; i++)
 		put_frame(&p->prod, (uint8_t)i, 64);
 	assert_null(nif_ring_prod_slot(&p->prod, 64));
 	nif_ring_prod_publish(&p->prod);
-	assert_non_null(nif_ring_cons_peek(&p->cons, &len, &off, &bad));
+	assert_non_null(peek(p));
 	nif_ring_cons_release(&p->cons);
 	assert_non_null(nif_ring_prod_slot(&p->prod, 64));
 }
@@ -124,34 +127,28 @@ static void full_ring_refuses_a_slot_until_the_consumer_releases(void **state)
 static void out_of_range_length_skipped_and_counted(void **state)
 {
 	struct pair *p = *state;
-	size_t len;
-	uint64_t bad = 0;
-	uint32_t off = 0;
 
 	put_frame(&p->prod, 1, 60);
 	put_raw_len(&p->prod, 100000);  /* a lying producer */
 	put_raw_len(&p->prod, 3);       /* shorter than an Ethernet header */
 	put_frame(&p->prod, 4, 70);
 	nif_ring_prod_publish(&p->prod);
-	assert_non_null(nif_ring_cons_peek(&p->cons, &len, &off, &bad));
-	assert_int_equal(len, 60);
+	assert_non_null(peek(p));
+	assert_int_equal(p->len, 60);
 	nif_ring_cons_release(&p->cons);
-	const uint8_t *f = nif_ring_cons_peek(&p->cons, &len, &off, &bad);
+	const uint8_t *f = peek(p);
 	assert_non_null(f);
-	assert_int_equal(len, 70);
-	assert_int_equal(bad, 2);
+	assert_int_equal(p->len, 70);
+	assert_int_equal(p->bad, 2);
 }
 
 static void wild_producer_index_ignored(void **state)
 {
 	struct pair *p = *state;
-	size_t len;
-	uint64_t bad = 0;
-	uint32_t off = 0;
 
 	/* A producer claims far more frames than the ring holds. */
 	atomic_store(&p->prod.hdr->prod, p->l.nslots * 3u);
-	assert_null(nif_ring_cons_peek(&p->cons, &len, &off, &bad));
+	assert_null(peek(p));
 }
 
 static void consumer_with_pending_frames_does_not_sleep(void **state)
@@ -174,10 +171,7 @@ static void publish_signals_only_a_sleeping_consumer(void **state)
 	assert_false(nif_ring_prod_publish(&p->prod));  /* nothing new: nothing to do */
 	nif_ring_cons_prepare_sleep(&p->cons);           /* sees the frame: stays awake */
 	assert_true(nif_ring_cons_prepare_sleep(&p->cons) == false);
-	size_t len;
-	uint64_t bad = 0;
-	uint32_t off = 0;
-	nif_ring_cons_peek(&p->cons, &len, &off, &bad);
+	peek(p);
 	nif_ring_cons_release(&p->cons);
 	assert_true(nif_ring_cons_prepare_sleep(&p->cons));
 	put_frame(&p->prod, 2, 60);
@@ -210,9 +204,6 @@ static void mapping_with_another_layout_refused(void **state)
 static void large_frames_span_slots_and_wrap_without_splitting(void **state)
 {
 	struct pair *p = *state;
-	size_t len;
-	uint64_t bad = 0;
-	uint32_t off = 0;
 	static uint8_t big[65549];
 
 	for (size_t i = 0; i < sizeof(big); i++)
@@ -223,15 +214,15 @@ static void large_frames_span_slots_and_wrap_without_splitting(void **state)
 		memcpy(slot, big, sizeof(big));
 		nif_ring_prod_commit(&p->prod, sizeof(big), 0x11448u);
 		nif_ring_prod_publish(&p->prod);
-		const uint8_t *f = nif_ring_cons_peek(&p->cons, &len, &off, &bad);
+		const uint8_t *f = peek(p);
 		assert_non_null(f);
-		assert_int_equal(len, sizeof(big));
-		assert_int_equal(off, 0x11448u);
+		assert_int_equal(p->len, sizeof(big));
+		assert_int_equal(p->off, 0x11448u);
 		assert_memory_equal(f, big, sizeof(big));
 		nif_ring_cons_release(&p->cons);
 	}
-	assert_int_equal(bad, 0);
-	assert_null(nif_ring_cons_peek(&p->cons, &len, &off, &bad));
+	assert_int_equal(p->bad, 0);
+	assert_null(peek(p));
 	assert_null(nif_ring_prod_slot(&p->prod, 70000));  /* longer than any frame */
 }
 

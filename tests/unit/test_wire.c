@@ -476,7 +476,7 @@ static void ipv6_view_reads_fields_and_icmpv6_checksum_matches_scapy(void **stat
 	uint8_t b[128];
 	size_t n = unhex(b, ECHO6_HEX);
 	struct wire_ipv6 v;
-	struct wire_icmpv6 ic;
+	struct wire_icmp ic;
 	struct wire_ipv6_upper u;
 
 	(void)state;
@@ -492,7 +492,7 @@ static void ipv6_view_reads_fields_and_icmpv6_checksum_matches_scapy(void **stat
 	assert_int_equal(u.off, WIRE_IPV6_HLEN);
 	assert_int_equal(u.nh_off, WIRE_IPV6_OFF_NEXT);
 	assert_false(u.fragment);
-	assert_int_equal(wire_icmpv6_view(&ic, v.payload, v.payload_len), 0);
+	assert_int_equal(wire_icmp_view(&ic, v.payload, v.payload_len), 0);
 	assert_int_equal(ic.type, WIRE_ICMPV6_ECHO_REQUEST);
 	assert_int_equal(ic.checksum, 0x4d48);
 	assert_true(wire_icmpv6_checksum_ok(v.src, v.dst, v.payload, v.payload_len));
