@@ -48,6 +48,10 @@ struct nif_dev_stats {
 	uint64_t rx_pool_empty;        /* frames not lendable: every buffer lent, so copied */
 	uint64_t tx_gather;            /* frames written from the caller's memory (no copy) */
 	uint64_t spin_enters;          /* a spinning thread's entries into the kernel */
+	/* Waits on the device: as one io_uring_enter that submits and sleeps (the wake-up in
+	 * the ring, no other descriptor to watch), and in poll(2) with the ring's descriptor
+	 * (the caller's descriptors watched too, or no wake-up in the ring). */
+	uint64_t ring_waits, poll_waits;
 	/* The direct path's receive (netif/qring.c): frames that came by one read each, and
 	 * by the multishot read; multishot reads armed, ended (for any reason), ended because
 	 * the provided-buffer ring ran dry, and refused at submission (then one read per slot

@@ -615,6 +615,7 @@ static int ring_wait(struct qring *q, int timeout_ms)
 
 	replace_dead_reads(q);
 	arm_wake(q);
+	q->st.ring_waits++;
 	uint64_t now = mono_ns();
 	if (q->hup_fd >= 0) {
 		/* Sleep no longer than the next look at the lease. */
@@ -678,8 +679,10 @@ static int q_wait_fd(struct nif_dev *d, struct pollfd *fds, unsigned n, int time
 	if (n)
 		memcpy(pfd + 3, fds, n * sizeof(*pfd));
 	int rc = 0;
-	if (!io_uring_cq_ready(&q->rx))
+	if (!io_uring_cq_ready(&q->rx)) {
+		q->st.poll_waits++;
 		rc = nif_sys.poll(pfd, n + 3, timeout_ms);
+	}
 	int err = errno;
 	for (unsigned i = 0; i < n; i++)
 		fds[i].revents = rc > 0 ? pfd[3 + i].revents : 0;

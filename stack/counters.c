@@ -224,6 +224,8 @@ int uls_counters(struct uls_counter *out, size_t n)
 	put(&k, "dev_rx_pool_empty", ts.rx_pool_empty);
 	put(&k, "dev_tx_gather", ts.tx_gather);
 	put(&k, "dev_spin_enters", ts.spin_enters);
+	put(&k, "dev_ring_waits", ts.ring_waits);
+	put(&k, "dev_poll_waits", ts.poll_waits);
 	put(&k, "dev_rx_read_cqes", ts.rx_read_cqes);
 	put(&k, "dev_rx_mshot_cqes", ts.rx_mshot_cqes);
 	put(&k, "dev_rx_mshot_arms", ts.rx_mshot_arms);

@@ -504,6 +504,10 @@ void stk__ready_note(void)
 
 void uls_poll_kick(void)
 {
+	/* A process without a stack has no thread on its device (an epoll instance that
+	 * got a kernel descriptor first, apps/preload/uepoll.c kernel_first). */
+	if (!stk__node.up)
+		return;
 	stk__lock();
 	stk__ready_note();
 	stk__unlock();

@@ -30,6 +30,16 @@
  *          complete reads this thread armed, and io_uring's task work interrupts whatever
  *          this thread sleeps in; epoll_wait must still return 0 after its 400 ms, as the
  *          kernel's does when no handler ran (no EINTR).
+ * epollring one epoll set holds a nonblocking connection alone: 300 messages through the
+ *          echo, each awaited in epoll_wait; prints how many device waits the echoes took
+ *          in poll(2) and as one io_uring_enter (dev_poll_waits, dev_ring_waits: with the
+ *          wake-up in the receive ring, netif/qring.c, test_shim.py expects none in
+ *          poll(2)). Then ten times: another thread
+ *          writes a byte to a pipe and adds the pipe to the set while this thread waits in
+ *          epoll_wait (2 s, nothing on the way); the wait must end with the pipe's event
+ *          within 10 ms of the add (at most three of ten later; without the wake-up each
+ *          took 19-23 ms, the next timer's), as Linux's epoll_ctl wakes an epoll_wait: the device's wait does not watch the kernel instance while the
+ *          set has no kernel descriptor, and the add ends it (apps/preload/uepoll.c).
  * Prints "ok" and the stack's rtc_shim_* counters (uls_counters, through dlsym), exits 0;
  * or says what went wrong and exits 1.
  */
@@ -277,6 +287,97 @@ static int epoll_mode(enum waiter how)
 	return 0;
 }
 
+/* One of the stack's counters by name (uls_counters through dlsym); -1 without it. */
+static long long counter(const char *name)
+{
+	int (*get)(struct counter *, size_t) =
+		(int (*)(struct counter *, size_t))dlsym(RTLD_DEFAULT, "uls_counters");
+	static struct counter c[512];
+
+	if (!get)
+		return -1;
+	int n = get(c, 512);
+	for (int i = 0; i < n && i < 512; i++)
+		if (strcmp(c[i].name, name) == 0)
+			return (long long)c[i].value;
+	return -1;
+}
+
+static int ring_ep;
+static double ring_added_ms;
+static long long ring_delta, poll_delta;  /* epollring: the echoes' device waits */
+
+static void *pipe_adder(void *arg)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = pipefd[0] };
+
+	(void)arg;
+	usleep(30000);
+	if (write(pipefd[1], "p", 1) != 1)
+		failed = 1;
+	ring_added_ms = now_ms();
+	if (epoll_ctl(ring_ep, EPOLL_CTL_ADD, pipefd[0], &ev) < 0)
+		failed = 1;
+	return NULL;
+}
+
+static int epollring_mode(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN }, got;
+	char out[100], in[100];
+	pthread_t t;
+	int sd = dial();
+
+	ring_ep = epoll_create1(0);
+	if (sd < 0 || ring_ep < 0 || pipe(pipefd) < 0)
+		return -1;
+	fcntl(sd, F_SETFL, O_NONBLOCK);
+	ev.data.fd = sd;
+	epoll_ctl(ring_ep, EPOLL_CTL_ADD, sd, &ev);
+	long long ring0 = counter("dev_ring_waits"), poll0 = counter("dev_poll_waits");
+	for (int i = 0; i < 300; i++) {
+		memset(out, 'a' + i % 26, sizeof(out));
+		if (send(sd, out, sizeof(out), 0) != (ssize_t)sizeof(out))
+			return fprintf(stderr, "send %d: %s\n", i, strerror(errno)), -1;
+		for (size_t o = 0; o < sizeof(in);) {
+			int n = epoll_wait(ring_ep, &got, 1, 5000);
+			if (n != 1 || got.data.fd != sd)
+				return fprintf(stderr, "epoll_wait %d: %d %s\n", i, n, strerror(errno)), -1;
+			ssize_t r = recv(sd, in + o, sizeof(in) - o, 0);
+			if (r < 0 && errno == EAGAIN)
+				continue;
+			if (r <= 0)
+				return fprintf(stderr, "recv %d: %s\n", i, strerror(errno)), -1;
+			o += (size_t)r;
+		}
+		if (memcmp(in, out, sizeof(in)) != 0)
+			return fprintf(stderr, "echo %d differs\n", i), -1;
+	}
+	ring_delta = counter("dev_ring_waits") - ring0;
+	poll_delta = counter("dev_poll_waits") - poll0;
+	int late = 0;
+	for (int i = 0; i < 10 && !failed; i++) {
+		char c;
+		pthread_create(&t, NULL, pipe_adder, NULL);
+		int n = epoll_wait(ring_ep, &got, 1, 2000);
+		double took = now_ms() - ring_added_ms;
+		pthread_join(t, NULL);
+		if (n != 1 || got.data.fd != pipefd[0])
+			return fprintf(stderr, "add %d: epoll_wait %d (%s)\n", i, n,
+				       n < 0 ? strerror(errno) : "-"), -1;
+		if (took > 10)
+			late++;
+		fprintf(stderr, "add%d=%.0fms\n", i, took);
+		if (epoll_ctl(ring_ep, EPOLL_CTL_DEL, pipefd[0], NULL) < 0 ||
+		    read(pipefd[0], &c, 1) != 1)
+			return -1;
+	}
+	if (late > 3)
+		return fprintf(stderr, "%d of 10 adds ended the wait more than 10 ms later\n",
+			       late), -1;
+	return failed ? -1 : 0;
+}
+
 static int idle_sd;
 
 static void *idle_talker(void *arg)
@@ -357,6 +458,9 @@ int main(int argc, char **argv)
 				strcmp(mode, "pselect") == 0 ? W_PSELECT : W_EPOLL;
 		if (epoll_mode(w) < 0)
 			failed = 1;
+	} else if (strcmp(mode, "epollring") == 0) {
+		if (epollring_mode() < 0)
+			failed = 1;
 	} else if (strcmp(mode, "idle") == 0) {
 		if (idle_mode() < 0)
 			failed = 1;
@@ -371,6 +475,8 @@ int main(int argc, char **argv)
 		return 1;
 	printf("ok");
 	print_counters();
+	if (strcmp(mode, "epollring") == 0)
+		printf(" echo_ring_waits=%lld echo_poll_waits=%lld", ring_delta, poll_delta);
 	printf("\n");
 	return 0;
 }

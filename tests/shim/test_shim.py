@@ -352,6 +352,23 @@ def test_blocking_calls_drive_the_stack_with_threads_racing_and_fork_and_exec_in
         assert c["rtc_shim_waits_driven"] == 0 and c["rtc_shim_poll_rounds"] == 0, c
 
 
+def test_epoll_wait_on_sockets_alone_is_one_ring_wait_and_an_added_pipe_ends_it(bed):
+    """A user-level epoll set without kernel descriptors: its device waits are one
+    io_uring_enter each (dev_ring_waits), none a poll(2) (dev_poll_waits: the submit, the
+    poll the reads' task work interrupts and its restart, three system calls); a pipe added
+    by another thread while epoll_wait waits ends the wait at once (epollring in
+    rtcwait.c)."""
+    env = dict(os.environ, ULS_RTC="1")
+    r = bed.ulsrun([f"{BUILD}/tests/shim/rtcwait", bed.kip, "7100", "epollring"], timeout=60,
+                   env=env)
+    print(r.stderr.decode(errors="replace"))
+    assert r.returncode == 0 and r.stdout.startswith(b"ok"), r
+    c = {k: int(v) for k, v in (f.split("=") for f in r.stdout.decode().split()[1:])}
+    print(c)
+    if os.environ.get("ULS_DATAPATH") != "relay":  # the relay's device waits in poll(2)
+        assert c["echo_poll_waits"] == 0, c
+
+
 def test_epoll_wait_with_user_level_epoll_off_waits_on_the_mirrors(bed):
     """ULS_USER_EPOLL=0: the epoll set is the kernel's, each echo's readiness reaches it
     through the mirror's token (none skipped), and the waits drive the stack (rounds)."""
