@@ -6,7 +6,8 @@ pkglib_LTLIBRARIES += apps/libuls-preload.la
 apps_libuls_preload_la_SOURCES = apps/preload/shim.h apps/preload/real.c \
 	apps/preload/fdtab.c apps/preload/socket.c apps/preload/io.c apps/preload/fd.c \
 	apps/preload/poll.c apps/preload/fork.c apps/preload/exec.c apps/preload/ifaddr.c \
-	apps/preload/signal.c apps/preload/sockaddr.c apps/preload/uepoll.c
+	apps/preload/signal.c apps/preload/sockaddr.c apps/preload/uepoll.c apps/preload/uepoll.h \
+	apps/preload/uepwait.c
 apps_libuls_preload_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/stack/include
 apps_libuls_preload_la_LIBADD = stack/libuls-internal.la -ldl -lpthread
 apps_libuls_preload_la_LDFLAGS = -module -avoid-version -shared \

@@ -24,7 +24,7 @@
  * the set's size (before the ready list, sets over 1,024 sockets used the mirrors).
  *
  * Where the shim cannot keep up, the instance falls back to the mirror path for good
- * (fallback(): its sockets are registered in the kernel instance with their events and
+ * (uep__fallback(): its sockets are registered in the kernel instance with their events and
  * data, as before issue 14): when the instance's descriptor is dup'ed, put into another
  * epoll set, or watched by poll or select, and before exec. After fork, parent and child
  * each keep their own copy of the ulstack part of the interest list.
@@ -35,6 +35,7 @@
  * kernel descriptors. ULS_USER_EPOLL=0: the mirror path alone.
  */
 #include "shim.h"
+#include "uepoll.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -49,44 +50,10 @@
 #include "uls.h"
 
 #define UEP_FDS 65536  /* epoll descriptor numbers tracked; higher ones use the mirrors */
-#define KCHECK_NS 1000000  /* kernel descriptors asked at least this often when busy */
-#define UEP_BATCH 1024     /* ready sockets taken from the stack per look, at most */
 /* The events a registration may carry (the kernel refuses others with EINVAL only for
  * EPOLLEXCLUSIVE: EPOLLEXCLUSIVE_OK_BITS). */
 #define EXCL_OK (EPOLLIN | EPOLLOUT | EPOLLERR | EPOLLHUP | EPOLLWAKEUP | EPOLLET | \
 		 EPOLLEXCLUSIVE)
-#define REPORTABLE (EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLERR | EPOLLHUP)
-
-struct uep_item {
-	int fd;                /* the program's descriptor number */
-	struct shim_file *f;   /* the socket (the registration is the pair's, as Linux's) */
-	uint32_t events;       /* as given, EPOLLERR | EPOLLHUP added */
-	epoll_data_t data;
-	struct uls_epi *epi;   /* its registration on the instance's ready list */
-	bool disarmed;         /* EPOLLONESHOT: reported, until EPOLL_CTL_MOD */
-};
-
-struct uep {
-	pthread_mutex_t lock;
-	int epfd;
-	bool dead;             /* closed, or fell back to the mirrors */
-	struct uls_rl *rl;     /* the ready list (the stack's) */
-	struct uep_item **v;   /* the registrations; each is its ready list entry's cookie */
-	unsigned n, cap;
-	unsigned nkernel;      /* kernel descriptors added (an upper bound: close drops them) */
-	int64_t kcheck_ns;     /* when the kernel instance was last asked */
-	unsigned gen;          /* the fork generation its sockets were counted lazy in */
-	unsigned sleepers;     /* threads waiting in the kernel on its sockets' mirrors */
-	int wakefd;            /* eventfd that ends their wait (epoll_ctl), or -1 */
-	struct uep *next_free;  /* in the pool of freed instances (reg_lock) */
-	/* The table's reference and each call's inside, and UEP_DEAD while the instance is
-	 * not in the table's hands (new, or freed into the pool). Last: the one member a
-	 * reused instance keeps (see uep_get). */
-	_Atomic uint64_t refs;
-};
-
-#define UEP_DEAD (UINT64_C(1) << 63)
-
 static struct uep *insts[UEP_FDS];
 static int insts_hi = -1;
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -103,7 +70,7 @@ static bool uep_enabled(void)
 	return enabled;
 }
 
-static int64_t now_ns(void)
+int64_t uep__now_ns(void)
 {
 	struct timespec ts;
 
@@ -123,14 +90,12 @@ static void reg_leave(const sigset_t *old)
 	shim__signals_release(old);
 }
 
-static void uep_put(struct uep *u);
-
 /* The instance of epfd with a reference, or NULL. No lock (issue 14: every epoll_wait
  * and epoll_ctl took reg_lock twice): an instance's memory is never given back, only
  * kept in the pool for the next one (type-stable, as fdtab.c's files), so a lookup that
  * read insts[epfd] just before the instance was freed still counts itself on an
  * instance, sees UEP_DEAD or that epfd names another now, and lets go. */
-static struct uep *uep_get(int epfd)
+struct uep *uep__get(int epfd)
 {
 	if (epfd < 0 || epfd >= UEP_FDS)
 		return NULL;
@@ -145,7 +110,7 @@ static struct uep *uep_get(int epfd)
 			sched_yield();
 		if (!(was & UEP_DEAD) && __atomic_load_n(&insts[epfd], __ATOMIC_SEQ_CST) == u)
 			return u;
-		uep_put(u);  /* closed or replaced meanwhile: look again */
+		uep__put(u);  /* closed or replaced meanwhile: look again */
 	}
 }
 
@@ -170,7 +135,7 @@ static void uep_free(struct uep *u)
 
 /* Whoever takes the count to 0 frees the instance, once: it claims it (0 -> UEP_DEAD);
  * a failed claim means a lookup counted itself meanwhile, and its put frees it. */
-static void uep_put(struct uep *u)
+void uep__put(struct uep *u)
 {
 	uint64_t zero = 0;
 
@@ -194,7 +159,7 @@ static struct uep *uep_unlink(int epfd)
 	return u;  /* the table's reference, now the caller's */
 }
 
-static void watch(int sd, int lazy, int armed)
+void uep__watch(int sd, int lazy, int armed)
 {
 	sigset_t old;
 
@@ -209,7 +174,7 @@ static void watch(int sd, int lazy, int armed)
 static void pin(struct shim_file *f)
 {
 	if (!atomic_exchange(&f->kernel_epoll, true))
-		watch(f->sd, 0, 1);
+		uep__watch(f->sd, 0, 1);
 }
 
 static void pin_fd(int fd)
@@ -235,7 +200,7 @@ static void wake_sleepers(struct uep *u)
 
 /* Wake this instance's waiters: a driver waiting on the device, and threads waiting in
  * the kernel on the mirrors. Instance lock held. */
-static void kick(struct uep *u)
+void uep__kick(struct uep *u)
 {
 	sigset_t old;
 
@@ -245,13 +210,13 @@ static void kick(struct uep *u)
 	wake_sleepers(u);
 }
 
-static void lock(struct uep *u, sigset_t *old)
+void uep__lock(struct uep *u, sigset_t *old)
 {
 	shim__signals_hold(old);
 	pthread_mutex_lock(&u->lock);
 }
 
-static void unlock(struct uep *u, const sigset_t *old)
+void uep__unlock(struct uep *u, const sigset_t *old)
 {
 	pthread_mutex_unlock(&u->lock);
 	shim__signals_release(old);
@@ -271,14 +236,14 @@ static void item_drop(struct uep *u, unsigned i, bool unwatch)
 
 /* The mirror path for good: the sockets go into the kernel instance (disarmed one-shot
  * ones without events, as the kernel keeps them), and the instance leaves the table. */
-static void fallback(int epfd)
+void uep__fallback(int epfd)
 {
 	struct uep *u = uep_unlink(epfd);
 	sigset_t old;
 
 	if (!u)
 		return;
-	lock(u, &old);
+	uep__lock(u, &old);
 	while (u->n) {
 		struct uep_item *it = u->v[u->n - 1];
 		struct epoll_event ev = { .events = it->disarmed ? it->events & ~REPORTABLE :
@@ -290,9 +255,9 @@ static void fallback(int epfd)
 		item_drop(u, u->n - 1, true);
 	}
 	u->dead = true;
-	kick(u);
-	unlock(u, &old);
-	uep_put(u);
+	uep__kick(u);
+	uep__unlock(u, &old);
+	uep__put(u);
 }
 
 /* epoll_create(2), epoll_create1(2): a new instance the shim keeps. */
@@ -341,10 +306,10 @@ static int created(int epfd)
 	reg_leave(&old);
 	if (old_u) {
 		/* Under its lock, where its waiters look (collect). */
-		lock(old_u, &old);
+		uep__lock(old_u, &old);
 		old_u->dead = true;
-		unlock(old_u, &old);
-		uep_put(old_u);
+		uep__unlock(old_u, &old);
+		uep__put(old_u);
 	}
 	return epfd;
 }
@@ -377,13 +342,13 @@ void shim__uep_closed(int fd)
 
 	if (!u)
 		return;
-	lock(u, &old);
+	uep__lock(u, &old);
 	while (u->n)
 		item_drop(u, u->n - 1, true);
 	u->dead = true;
-	kick(u);
-	unlock(u, &old);
-	uep_put(u);
+	uep__kick(u);
+	uep__unlock(u, &old);
+	uep__put(u);
 }
 
 /* fd is being copied (dup, F_DUPFD), watched by poll/select, or nested in another
@@ -391,7 +356,7 @@ void shim__uep_closed(int fd)
 void shim__uep_exposed(int fd)
 {
 	if (fd >= 0 && fd < UEP_FDS && __atomic_load_n(&insts[fd], __ATOMIC_ACQUIRE))
-		fallback(fd);
+		uep__fallback(fd);
 }
 
 /* fork(2) in a process with threads: a lock another thread holds at that moment is
@@ -455,7 +420,7 @@ void shim__uep_exec(void)
  * (uls_poll_drive_gen's gen), and a thread waiting on the device for an epoll set is
  * woken there; its next round watches the kernel instance. No instance lock held (the
  * core lock is taken). */
-static void kernel_first(void)
+void uep__kernel_first(void)
 {
 	sigset_t old;
 
@@ -499,7 +464,7 @@ static void drop_regs_of(struct shim_file *f, bool to_kernel)
 	}
 	reg_leave(&old);
 	if (first)
-		kernel_first();
+		uep__kernel_first();
 }
 
 /* Every registration of f, whose last descriptor is closing (fdtab.c finish), goes. */
@@ -550,9 +515,9 @@ static int ctl_ours(struct uep *u, int op, int fd, struct epoll_event *ev)
 	}
 	if (op != EPOLL_CTL_DEL)
 		shim__adopt_set(&fd, 1);
-	lock(u, &old);
+	uep__lock(u, &old);
 	if (u->dead) {
-		unlock(u, &old);
+		uep__unlock(u, &old);
 		shim__put(f);
 		return 1;  /* fell back meanwhile: the kernel's */
 	}
@@ -620,7 +585,7 @@ static int ctl_ours(struct uep *u, int op, int fd, struct epoll_event *ev)
 			item_drop(u, (unsigned)i, true);
 		break;
 	}
-	unlock(u, &old);
+	uep__unlock(u, &old);
 out:
 	shim__put(f);
 	return rc;
@@ -631,11 +596,11 @@ SHIM_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	shim__real_init();
 	if (fd != epfd)
 		shim__uep_exposed(fd);  /* an instance nested in another: the mirror path */
-	struct uep *u = uep_get(epfd);
+	struct uep *u = uep__get(epfd);
 	if (u) {
 		int rc = fd == epfd ? -EINVAL : ctl_ours(u, op, fd, ev);
 		if (rc != 1) {
-			uep_put(u);
+			uep__put(u);
 			return shim__ret(rc);
 		}
 		rc = shim__real.epoll_ctl(epfd, op, fd, ev);
@@ -644,16 +609,16 @@ SHIM_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 		if (rc == 0) {
 			sigset_t old;
 			bool first = false;
-			lock(u, &old);
+			uep__lock(u, &old);
 			if (op == EPOLL_CTL_ADD)
 				first = u->nkernel++ == 0;
 			else if (op == EPOLL_CTL_DEL && u->nkernel)
 				u->nkernel--;
-			unlock(u, &old);
+			uep__unlock(u, &old);
 			if (first)
-				kernel_first();
+				uep__kernel_first();
 		}
-		uep_put(u);
+		uep__put(u);
 		return rc;
 	}
 	if (op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD)
@@ -661,264 +626,6 @@ SHIM_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	int rc = shim__real.epoll_ctl(epfd, op, fd, ev);
 	if (rc == 0 && op == EPOLL_CTL_ADD)
 		pin_fd(fd);
-	return rc;
-}
-
-/* Per thread: what one look took from the ready list. */
-static __thread struct uls_rlev *rv;
-static __thread unsigned rcap;
-
-/* A fork child: its sockets are adopted (its own from now on) and counted lazy in its
- * own stack. */
-static void after_fork(struct uep *u)
-{
-	sigset_t old;
-
-	lock(u, &old);
-	unsigned n = u->n;
-	int *fds = n ? malloc(n * sizeof(*fds)) : NULL;
-	for (unsigned i = 0; fds && i < n; i++)
-		fds[i] = u->v[i]->fd;
-	unlock(u, &old);
-	if (fds)
-		shim__adopt_set(fds, n);
-	free(fds);
-	lock(u, &old);
-	if (u->gen != shim__generation()) {
-		/* Read without the lock by uep_wait's first look: atomic. */
-		__atomic_store_n(&u->gen, shim__generation(), __ATOMIC_RELEASE);
-		for (unsigned i = 0; i < u->n; i++)
-			watch(u->v[i]->f->sd, 1, 0);
-		uls_rl_requeue(u->rl);  /* the child's sockets moved unseen (adopted, claimed) */
-	}
-	unlock(u, &old);
-}
-
-/* Collect the instance's ready sockets into ev (at most max), from its ready list.
- * *gen: the stack's ready count as of the look; *nkernel: the instance's kernel
- * descriptors then. Returns how many, -ENOMEM, or -EAGAIN: fallen back (or closed)
- * meanwhile, or nothing of ours in a process without sockets.
- *
- * dead, n and nkernel are read here, under the instance's lock, not by uep_wait before
- * it: other threads change them under that lock (fallback, close, epoll_ctl), and a
- * plain read outside it was a data race (ThreadSanitizer, tests/shim closerace). Under
- * the lock the look is also one step with the fallback's: a fallback that sets dead
- * after it still moves the stack's ready count past *gen (kick), so the wait that
- * follows ends at once instead of sleeping until the kernel instance has an event. */
-static int collect(struct uep *u, struct epoll_event *ev, int max, unsigned *gen,
-		   unsigned *nkernel)
-{
-	unsigned want = (unsigned)max < UEP_BATCH ? (unsigned)max : UEP_BATCH;
-	sigset_t old;
-
-	if (want > rcap) {
-		struct uls_rlev *v = realloc(rv, want * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		rv = v;
-		rcap = want;
-	}
-	lock(u, &old);
-	if (u->dead || (!u->n && shim__maxfd() < 0)) {
-		unlock(u, &old);
-		return -EAGAIN;
-	}
-	*nkernel = u->nkernel;
-	int n = uls_rl_collect(u->rl, rv, want, gen);
-	for (int i = 0; i < n; i++) {
-		struct uep_item *it = rv[i].cookie;
-		if (it->events & EPOLLONESHOT)
-			it->disarmed = true;  /* as the stack's entry is */
-		/* poll's bits and epoll's are the same numbers on Linux */
-		ev[i].events = (uint32_t)(unsigned short)rv[i].revents & it->events;
-		ev[i].data = it->data;
-	}
-	unlock(u, &old);
-	return n;
-}
-
-/* When the kernel instance was last asked: a hint for fairness, stored and read by every
- * thread waiting on the instance without its lock (relaxed: it orders nothing). */
-static int64_t kcheck_age(const struct uep *u)
-{
-	return now_ns() - __atomic_load_n(&u->kcheck_ns, __ATOMIC_RELAXED);
-}
-
-static int kernel_look(struct uep *u, struct epoll_event *ev, int max)
-{
-	__atomic_store_n(&u->kcheck_ns, now_ns(), __ATOMIC_RELAXED);
-	int k = shim__real.epoll_wait(u->epfd, ev, max, 0);
-	return k < 0 ? 0 : k;
-}
-
-/* Another thread drives (or run to completion is off): wait in the kernel on the kernel
- * instance, the sockets' mirrors (armed: exact while this thread waits) and the
- * instance's eventfd (epoll_ctl ends the wait). Returns 0 (look again) or -EINTR. */
-static int kernel_sleep(struct uep *u, int timeout, const sigset_t *mask)
-{
-	sigset_t old;
-	struct pollfd *p;
-	unsigned n = 0;
-	int *sds;
-
-	lock(u, &old);
-	if (u->wakefd < 0)
-		u->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	p = calloc(u->n + 2, sizeof(*p));
-	sds = calloc(u->n + 1, sizeof(*sds));
-	if (!p || !sds) {
-		unlock(u, &old);
-		free(p);
-		free(sds);
-		struct timespec ts = { 0, 1000000 };
-		nanosleep(&ts, NULL);
-		return 0;
-	}
-	p[n++] = (struct pollfd){ .fd = u->epfd, .events = POLLIN };
-	p[n++] = (struct pollfd){ .fd = u->wakefd, .events = POLLIN };
-	unsigned ns = 0;
-	for (unsigned i = 0; i < u->n; i++) {
-		struct uep_item *it = u->v[i];
-		if (it->disarmed || !shim__table_at(it->fd, it->f))
-			continue;
-		p[n++] = (struct pollfd){ .fd = it->fd, .events = (short)(it->events & REPORTABLE) };
-		sds[ns++] = it->f->sd;
-		watch(it->f->sd, 0, 1);  /* a token now if readable, and on every change */
-	}
-	u->sleepers++;
-	unlock(u, &old);
-	unsigned ran = shim__handlers_run();
-	int rc;
-	if (mask) {
-		struct timespec ts = { timeout / 1000, (long)(timeout % 1000) * 1000000 };
-		rc = shim__real.ppoll(p, n, timeout < 0 ? NULL : &ts, mask);
-	} else {
-		rc = shim__real.poll(p, n, timeout);
-	}
-	int err = rc < 0 ? errno : 0;
-	lock(u, &old);
-	u->sleepers--;
-	if (p[1].revents & POLLIN) {
-		uint64_t v;
-		ssize_t r = shim__real.read(u->wakefd, &v, sizeof(v));
-		(void)r;
-	}
-	unlock(u, &old);
-	for (unsigned i = 0; i < ns; i++)
-		watch(sds[i], 0, -1);
-	free(p);
-	free(sds);
-	/* As kernel_epoll_wait (poll.c): EINTR only when a handler ran. */
-	if (err == EINTR && shim__handlers_run() != ran)
-		return -EINTR;
-	return 0;
-}
-
-static int64_t now_ms(void)
-{
-	return now_ns() / 1000000;
-}
-
-/* epoll_wait/epoll_pwait on an instance the shim keeps. Returns -EAGAIN when it has no
- * socket of ours (the caller takes the kernel's path), else the count or -errno. */
-static int uep_wait(struct uep *u, struct epoll_event *ev, int max, int timeout,
-		    const sigset_t *mask, int *left_out)
-{
-	int64_t end = timeout > 0 ? now_ms() + timeout : 0;
-	struct pollfd set = { .fd = u->epfd, .events = POLLIN };
-
-	if (max <= 0 || (size_t)max > INT32_MAX / sizeof(struct epoll_event))
-		return -EINVAL;
-	if (!ev)
-		return -EFAULT;
-	/* Without the lock (after_fork looks again under it). */
-	if (__atomic_load_n(&u->gen, __ATOMIC_ACQUIRE) != shim__generation())
-		after_fork(u);
-	/* The last round's sends not yet flushed leave with the look below (uls_tx_batch). */
-	uls_tx_batch(0);
-	for (int round = 0;; round++) {
-		unsigned gen = 0, nkernel = 0;
-		int n = collect(u, ev, max, &gen, &nkernel);
-		if (n == -EAGAIN) {
-			/* Fallen back (or closed) meanwhile, or nothing of ours in a process
-			 * without sockets: the kernel's path, for the time left. */
-			if (timeout > 0) {
-				int64_t l = end - now_ms();
-				*left_out = l <= 0 ? 0 : l > INT32_MAX ? INT32_MAX : (int)l;
-			}
-			return -EAGAIN;
-		}
-		if (n < 0)
-			return n;
-		bool kready = (set.revents & POLLIN) != 0;
-		set.revents = 0;
-		if (n > 0) {
-			/* Fairness: the kernel's descriptors are asked too when the device wait
-			 * said they are ready, or at least every KCHECK_NS while sockets keep
-			 * being ready (a zero-timeout epoll_wait: a system call we skip
-			 * otherwise). */
-			if (nkernel && n < max && (kready || kcheck_age(u) >= KCHECK_NS))
-				n += kernel_look(u, ev + n, max - n);
-			/* An event loop answers its events before it waits again: one flush
-			 * for the round's sends instead of one system call each (issue 14). */
-			if (n > 1)
-				uls_tx_batch((unsigned)n);
-			return n;
-		}
-		/* Nothing of ours: the kernel's descriptors too, when the device wait said so,
-		 * for a zero timeout, or when not asked for KCHECK_NS (else the device wait
-		 * below, which watches the kernel's instance, answers for them). */
-		if (nkernel && (kready || timeout == 0 ||
-				(round == 0 && kcheck_age(u) >= KCHECK_NS))) {
-			int k = kernel_look(u, ev, max);
-			if (k > 0)
-				return k;
-		}
-		int left = -1;
-		if (timeout == 0)
-			return 0;
-		if (timeout > 0) {
-			int64_t l = end - now_ms();
-			if (l <= 0)
-				return 0;
-			left = l > INT32_MAX ? INT32_MAX : (int)l;
-		}
-		sigset_t old;
-		shim__enter(&old);
-		/* Without kernel descriptors the device's wait is one io_uring_enter that
-		 * submits the re-armed reads and sleeps (netif/qring.c ring_wait). With the
-		 * kernel instance in the set it is poll(2), three system calls: the submit,
-		 * the poll, which the reads' completions interrupt (io_uring runs them as
-		 * task work of the thread that submitted them), and its restart
-		 * (redis-benchmark with one client: 3.07 system calls per request against
-		 * 2.03). An epoll_ctl that gives the instance its first kernel descriptor
-		 * wakes this wait (kernel_first), as Linux's epoll_ctl wakes an epoll_wait. */
-		int d = uls_poll_drive_gen(&set, u->nkernel ? 1 : 0, left,
-					   mask ? mask : shim__program_mask(&old), &gen);
-		shim__leave(&old);
-		if (d == -EINTR)
-			return -EINTR;
-		if (d == -EBUSY || d == -EINVAL || d == -ENOMEM) {
-			set.revents = 0;
-			d = kernel_sleep(u, left, mask);
-			if (d == -EINTR)
-				return -EINTR;
-			set.revents = POLLIN;  /* ask the kernel's descriptors next round */
-		}
-	}
-}
-
-/* poll.c's epoll_wait and epoll_pwait: -EAGAIN when epfd is not an instance of ours
- * (or holds no socket), else the answer (count or -errno). */
-int shim__uep_wait(int epfd, struct epoll_event *ev, int max, int timeout,
-		   const sigset_t *mask, int *left)
-{
-	struct uep *u = uep_get(epfd);
-
-	if (!u)
-		return -EAGAIN;
-	int rc = uep_wait(u, ev, max, timeout, mask, left);
-	uep_put(u);
 	return rc;
 }
 
@@ -940,7 +647,7 @@ void shim__uep_arm(const int *fds, size_t n, int delta)
 		struct shim_file *f = shim__get(fds[i]);
 		if (!f)
 			continue;
-		watch(f->sd, 0, delta);
+		uep__watch(f->sd, 0, delta);
 		shim__put(f);
 	}
 }
