@@ -41,8 +41,10 @@
  * the device's wait (off by default; SO_BUSY_POLL sets it per socket). ULS_RTC=0 turns run
  * to completion off (the stack thread alone waits on the device, as before), for
  * comparison.
+ *
+ * The stack thread's park is stack/park.c; the batching of a thread's sends, stack/txbatch.c.
  */
-#include "sock.h"
+#include "drive.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -55,14 +57,11 @@
 
 #include "lwip/timeouts.h"
 
-#define RX_BUDGET 256        /* frames per round before timers run again */
-#define GRACE_MS 2           /* the stack thread's park after the last driver's round */
 #define SPIN_US_MAX 1000000u
 
 /* A thread driving for the POSIX shim (uls_socket_drive) waits on the device with the
  * program's signal mask, so that its handlers run during the wait, as they run during a
- * kernel recv(). Initial-exec TLS: uls_signal_note reads it from a signal handler. */
-#define TLS __thread __attribute__((tls_model("initial-exec")))
+ * kernel recv(). uls_signal_note reads these from a signal handler (drive.h's TLS). */
 static TLS const sigset_t *drive_mask;        /* the mask for the device wait, or NULL */
 static TLS bool drive_open;                   /* the device wait is open to handlers */
 static TLS struct nif_dev *volatile waiting_dev;  /* set while that wait is open */
@@ -70,10 +69,8 @@ static TLS volatile sig_atomic_t sig_noted;   /* a noted handler ran since the c
 static TLS volatile sig_atomic_t sig_intr;    /* ... and one of them had no SA_RESTART */
 static TLS struct pollfd *drive_fds;          /* uls_poll_drive: the kernel's descriptors */
 static TLS unsigned drive_nfds;
-/* uls_tx_batch: the sends this thread still expects before its next wait, and whether a
- * leave of this thread kept frames queued for a later flush since its last flush. */
-static TLS unsigned tx_batch_left;
-static TLS bool tx_deferred;
+TLS unsigned stk__tx_batch_left;  /* drive.h */
+TLS bool stk__tx_deferred;
 
 /* An application thread blocked in stk__sock_sleep (a FIFO list in stk__node). */
 struct stk_sleeper {
@@ -82,7 +79,7 @@ struct stk_sleeper {
 	struct stk_sleeper *next;
 };
 
-static uint64_t now_ns(void)
+uint64_t stk__now_ns(void)
 {
 	struct timespec ts;
 
@@ -101,7 +98,7 @@ static void cond_init(pthread_cond_t *c)
 }
 
 /* Wait on c with the core lock (held), until deadline (ns, CLOCK_MONOTONIC; 0: none). */
-static int cond_wait_until(pthread_cond_t *c, uint64_t deadline)
+int stk__cond_wait_until(pthread_cond_t *c, uint64_t deadline)
 {
 	int rc;
 
@@ -183,7 +180,7 @@ void stk__drive_forked(void)
 
 /* The frames waiting on the device, up to RX_BUDGET, as one batch (core lock held): each
  * connection they reach answers once, at the batch's end (stack/outbatch.c). */
-static int take_frames(struct stk_node *n)
+int stk__take_frames(struct stk_node *n)
 {
 	stk__outbatch_begin();
 	int got = n->dev->ops->rx(n->dev, stk__ethif_input, &n->netif, RX_BUDGET);
@@ -193,7 +190,7 @@ static int take_frames(struct stk_node *n)
 
 /* What follows a wait on the device, whoever waited (core lock held): a lost lease, the
  * frames, lwIP's timers, and what they sent. */
-static void round_after_wait(struct stk_node *n, int wrc)
+void stk__round_after_wait(struct stk_node *n, int wrc)
 {
 	if (wrc == -ECONNRESET && !n->lost) {
 		/* ulsd closed the lease (it stopped or crashed). Its rings are gone with it,
@@ -205,7 +202,7 @@ static void round_after_wait(struct stk_node *n, int wrc)
 	}
 	/* The timers run at the time a batch of frames ended (a frame or two take
 	 * microseconds: the hold's reading stands). */
-	if (take_frames(n) > 2)
+	if (stk__take_frames(n) > 2)
 		stk__now_forget();
 	sys_check_timeouts();
 	stk__sock_pay_owed();
@@ -214,7 +211,7 @@ static void round_after_wait(struct stk_node *n, int wrc)
 
 /* How long a waiter may sleep before lwIP's next timer (ms, -1: none), at most limit_ms
  * (-1: no limit). */
-static int timer_timeout(int64_t limit_ms)
+int stk__timer_timeout(int64_t limit_ms)
 {
 	u32_t sleep = sys_timeouts_sleeptime();
 	int64_t t = sleep == SYS_TIMEOUTS_SLEEPTIME_INFINITE ? -1 : (int64_t)sleep;
@@ -229,7 +226,7 @@ static int timer_timeout(int64_t limit_ms)
 /* The device is free and threads are blocked: the first of them takes it. A broadcast,
  * because other threads may sleep on the same socket; those that find the device taken
  * sleep again. */
-static void hand_over(struct stk_node *n)
+void stk__hand_over(struct stk_node *n)
 {
 	if (n->rtc && n->dev_waiter == STK_W_NONE && n->sleepers)
 		pthread_cond_broadcast(n->sleepers->cond);
@@ -240,7 +237,7 @@ static bool spin(struct nif_dev *dev, unsigned us)
 {
 	if (!us || !dev->ops->ready)
 		return false;
-	uint64_t end = now_ns() + (uint64_t)us * 1000u;
+	uint64_t end = stk__now_ns() + (uint64_t)us * 1000u;
 	if (dev->ops->spin_poll) {
 		/* The device enters the kernel only to submit reads it re-armed
 		 * (netif/qring.c): no wait of timeout 0 between looks, which cost a system
@@ -257,7 +254,7 @@ static bool spin(struct nif_dev *dev, unsigned us)
 #endif
 			}
 			sched_yield();
-		} while (now_ns() < end);
+		} while (stk__now_ns() < end);
 		return false;
 	}
 	do {
@@ -277,7 +274,7 @@ static bool spin(struct nif_dev *dev, unsigned us)
 		 * against 27 without spinning; 26.5 with the yield). */
 		dev->ops->wait(dev, 0);
 		sched_yield();
-	} while (now_ns() < end);
+	} while (stk__now_ns() < end);
 	return false;
 }
 
@@ -285,15 +282,15 @@ static bool spin(struct nif_dev *dev, unsigned us)
  * uls_poll_drive) (core lock held, the device free): wait on the device until frames, a
  * wake-up, lwIP's next timer or deadline (ns, 0: none), then take the frames and run the
  * timers. */
-static void drive(struct stk_node *n, struct stk_sock *s, uint64_t deadline)
+void stk__drive(struct stk_node *n, struct stk_sock *s, uint64_t deadline)
 {
 	int64_t limit = -1;
 
 	if (deadline) {
-		uint64_t now = now_ns();
+		uint64_t now = stk__now_ns();
 		limit = now >= deadline ? 0 : (int64_t)((deadline - now + 999999u) / 1000000u);
 	}
-	int timeout = timer_timeout(limit);
+	int timeout = stk__timer_timeout(limit);
 	n->dev_waiter = STK_W_APP;
 	n->driver_sock = s;
 	n->ready_kicked = false;
@@ -335,7 +332,7 @@ static void drive(struct stk_node *n, struct stk_sock *s, uint64_t deadline)
 	if (hit)
 		stk__count(STK_CNT_RTC_SPIN_HITS);
 	if (n->running)
-		round_after_wait(n, wrc);
+		stk__round_after_wait(n, wrc);
 	else
 		pthread_cond_broadcast(&n->idle_cond);  /* uls_node_stop() waits for the device */
 }
@@ -350,7 +347,7 @@ int stk__sock_sleep(struct stk_sock *s, const struct timespec *timeout)
 	uint64_t deadline = 0;
 
 	if (timeout && (timeout->tv_sec || timeout->tv_nsec))
-		deadline = now_ns() + (uint64_t)timeout->tv_sec * 1000000000u +
+		deadline = stk__now_ns() + (uint64_t)timeout->tv_sec * 1000000000u +
 			   (uint64_t)timeout->tv_nsec;
 	return sleep_until(s, deadline, false);
 }
@@ -367,7 +364,7 @@ static int sleep_until(struct stk_sock *s, uint64_t deadline, bool shim)
 
 	/* What the caller queued must leave before it sleeps, and a waiter on the device
 	 * must know about timers the caller armed. */
-	tx_batch_left = 0;
+	stk__tx_batch_left = 0;
 	stk__leave();
 	struct stk_sleeper me = { .s = s, .cond = &s->cond }, **tail = &n->sleepers;
 	while (*tail)
@@ -377,7 +374,7 @@ static int sleep_until(struct stk_sock *s, uint64_t deadline, bool shim)
 	for (;;) {
 		if (s->gen != gen)
 			break;
-		if (deadline && now_ns() >= deadline) {
+		if (deadline && stk__now_ns() >= deadline) {
 			rc = -ETIMEDOUT;
 			break;
 		}
@@ -395,7 +392,7 @@ static int sleep_until(struct stk_sock *s, uint64_t deadline, bool shim)
 			break;
 		}
 		if (n->rtc && n->running && n->dev_waiter == STK_W_NONE) {
-			drive(n, s, deadline);
+			stk__drive(n, s, deadline);
 			continue;
 		}
 		if (n->rtc && n->running && n->dev_waiter == STK_W_STACK && !n->want_drive) {
@@ -403,7 +400,7 @@ static int sleep_until(struct stk_sock *s, uint64_t deadline, bool shim)
 			stk__count(STK_CNT_RTC_HANDOVERS);
 			n->dev->ops->wake(n->dev);
 		}
-		if (cond_wait_until(&s->cond, deadline) == ETIMEDOUT && s->gen == gen) {
+		if (stk__cond_wait_until(&s->cond, deadline) == ETIMEDOUT && s->gen == gen) {
 			rc = -ETIMEDOUT;
 			break;
 		}
@@ -414,7 +411,7 @@ static int sleep_until(struct stk_sock *s, uint64_t deadline, bool shim)
 			break;
 		}
 	}
-	hand_over(n);
+	stk__hand_over(n);
 	return rc;
 }
 
@@ -455,7 +452,7 @@ int uls_socket_drive(int sd, int events, const sigset_t *mask)
 		const struct timespec *t = events == POLLIN ? &s->rcvtimeo : &s->sndtimeo;
 		uint64_t deadline = 0;
 		if (t->tv_sec || t->tv_nsec)
-			deadline = now_ns() + (uint64_t)t->tv_sec * 1000000000u +
+			deadline = stk__now_ns() + (uint64_t)t->tv_sec * 1000000000u +
 				   (uint64_t)t->tv_nsec;
 		sig_noted = sig_intr = 0;
 		drive_mask = mask;
@@ -517,7 +514,7 @@ int uls_poll_drive_gen(struct pollfd *fds, unsigned nfds, int timeout_ms,
 		       const sigset_t *mask, const unsigned *ready_gen)
 {
 	struct stk_node *n = &stk__node;
-	uint64_t deadline = timeout_ms < 0 ? 0 : now_ns() + (uint64_t)timeout_ms * 1000000u;
+	uint64_t deadline = timeout_ms < 0 ? 0 : stk__now_ns() + (uint64_t)timeout_ms * 1000000u;
 	pthread_cond_t cond;
 	int rc = -EBUSY;
 
@@ -531,7 +528,7 @@ int uls_poll_drive_gen(struct pollfd *fds, unsigned nfds, int timeout_ms,
 		return -EBUSY;
 	}
 	stk__drive_entry();
-	tx_batch_left = 0;  /* what the caller queued leaves before it sleeps */
+	stk__tx_batch_left = 0;  /* what the caller queued leaves before it sleeps */
 	stk__leave();
 	cond_init(&cond);
 	struct stk_sleeper me = { .cond = &cond }, **tail = &n->sleepers;
@@ -540,7 +537,7 @@ int uls_poll_drive_gen(struct pollfd *fds, unsigned nfds, int timeout_ms,
 	*tail = &me;
 	sig_noted = sig_intr = 0;
 	for (int tries = 0; tries < 3; tries++) {
-		if (deadline && now_ns() >= deadline) {
+		if (deadline && stk__now_ns() >= deadline) {
 			rc = -ETIMEDOUT;
 			break;
 		}
@@ -555,7 +552,7 @@ int uls_poll_drive_gen(struct pollfd *fds, unsigned nfds, int timeout_ms,
 			drive_open = true;
 			drive_fds = fds;
 			drive_nfds = nfds;
-			drive(n, NULL, deadline);
+			stk__drive(n, NULL, deadline);
 			drive_fds = NULL;
 			drive_open = false;
 			drive_mask = NULL;
@@ -570,7 +567,7 @@ int uls_poll_drive_gen(struct pollfd *fds, unsigned nfds, int timeout_ms,
 			n->dev->ops->wake(n->dev);
 		}
 		/* Signals are held off here: a bounded wait, then the kernel's own. */
-		cond_wait_until(&cond, now_ns() + 2000000u);
+		stk__cond_wait_until(&cond, stk__now_ns() + 2000000u);
 	}
 	for (struct stk_sleeper **p = &n->sleepers; *p; p = &(*p)->next) {
 		if (*p == &me) {
@@ -578,7 +575,7 @@ int uls_poll_drive_gen(struct pollfd *fds, unsigned nfds, int timeout_ms,
 			break;
 		}
 	}
-	hand_over(n);
+	stk__hand_over(n);
 	pthread_cond_destroy(&cond);
 	stk__count(rc == -EBUSY ? STK_CNT_RTC_POLL_KERNEL :
 		   rc == -EINTR ? STK_CNT_RTC_SHIM_EINTR : STK_CNT_RTC_POLL_DRIVES);
@@ -619,7 +616,7 @@ void stk__drive_entry(void)
 	if (n->dev_waiter != STK_W_NONE)
 		return;
 	if (dev->ops->ready && dev->ops->ready(dev)) {
-		if (take_frames(n) > 2)
+		if (stk__take_frames(n) > 2)
 			stk__now_forget();  /* as after a wait (round_after_wait) */
 		stk__count(STK_CNT_RTC_ENTRY_RX);
 	}
@@ -631,380 +628,3 @@ void stk__drive_entry(void)
 		dev->ops->rx_refill(dev);
 }
 
-void uls_tx_batch(unsigned sends)
-{
-	tx_batch_left = sends;
-}
-
-/* May this leave keep the frames its call queued for a later flush (uls_tx_batch; core
- * lock held)? Only while sends are still expected in the batch, and only while the stack
- * thread is parked: it wakes within GRACE_MS of its park (park: at most GRACE_MS) and
- * flushes, as every later leave does (this thread's next call, another thread's), so
- * nothing waits longer than that, or 2 x GRACE_MS when the park ran out while a thread
- * held the lock and that holder's unlock missed the round it was left (park()). A thread on the device would not flush before a frame
- * or a timer woke it: then every flush is made at once, as without a batch.
- * Deviation: a program that sends during a batch and then does not call into the stack
- * (its own work, or a wait in the kernel on something else) sends those frames up to
- * GRACE_MS (at worst 2 x GRACE_MS) late; Linux hands each send's segment to the device inside the call. Event
- * loops call epoll_wait next, whose look at the ready list flushes. */
-static bool flush_deferred(struct stk_node *n)
-{
-	if (tx_batch_left <= 1) {
-		tx_batch_left = 0;
-		return false;
-	}
-	if (!n->dev->ops->tx_pending || !n->dev->ops->tx_pending(n->dev))
-		return false;  /* nothing queued: the batch's count is kept for the sends */
-	/* A send of the round either way: one flushed at once still counts, or the round's
-	 * last send would find sends expected and keep its flush past the round. */
-	tx_batch_left--;
-	if (!n->rtc || !n->parked || n->dev_waiter != STK_W_NONE) {
-		stk__count(STK_CNT_TX_FLUSH_BATCH_AT_ONCE);
-		return false;
-	}
-	tx_deferred = true;
-	stk__count(STK_CNT_TX_FLUSH_DEFERRED);
-	return true;
-}
-
-/* Before a wait that does not enter the stack (a poll or select answered by the mirrors
- * alone): the batch ends, and frames this thread's batch kept back leave now. Without a
- * deferral since the last flush there is nothing of this thread's to send: no lock. */
-int uls_tx_kept(void)
-{
-	return tx_deferred;
-}
-
-void uls_tx_flush(void)
-{
-	tx_batch_left = 0;
-	if (!tx_deferred)
-		return;
-	tx_deferred = false;
-	stk__lock();
-	stk__count(STK_CNT_TX_FLUSH_AT_WAIT);
-	stk__unlock();  /* stk__leave flushes: the batch is over */
-}
-
-/* The process ends without the stack's leave (_exit): frames queued on the device for a
- * later flush (uls_tx_batch's, any thread's) would die with its rings. Hand them to the
- * kernel, which sends what a submitted write carries even if the process is gone at once
- * (a TAP write completes inside the submission). Not from inside the stack: a handler that
- * calls _exit while its thread holds the core lock may have interrupted the device's own
- * transmit (Deviation: that thread's queued frames are lost, as they are on a crash). A
- * lock another thread holds is waited for: that thread's leave would flush them too, but
- * the exit kills it first. At most EXIT_LOCK_MS, long enough for a holder descheduled on
- * a loaded machine (no holder waits long with it), short enough that a program
- * does not hang in its exit. */
-#define EXIT_LOCK_MS 1000
-void uls_tx_flush_exit(void)
-{
-	struct stk_node *n = &stk__node;
-
-	tx_batch_left = 0;
-	tx_deferred = false;
-	if (!stk__node_up_hint() || stk__core_lock_mine())
-		return;
-	/* The monotonic clock: a step of the wall clock must not stretch the bound. */
-	struct timespec until;
-	clock_gettime(CLOCK_MONOTONIC, &until);
-	until.tv_nsec += EXIT_LOCK_MS * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
-	if (pthread_mutex_clocklock(&n->lock, CLOCK_MONOTONIC, &until) != 0)
-		return;
-	stk__core_owner_take();
-	stk__now_held(true);
-	if (n->up && n->dev->ops->tx_pending && n->dev->ops->tx_pending(n->dev))
-		n->dev->ops->tx_flush(n->dev);
-	stk__unlock_raw();
-}
-
-/* The parked stack thread must be up by when (ms; core lock held): lower its deadline and
- * wake it to sleep again until then; or, now, take the core lock (uls_node_stop). */
-static void park_signal(struct stk_node *n, uint64_t when, bool now)
-{
-	__atomic_store_n(&n->park_deadline, when, __ATOMIC_RELEASE);
-	pthread_mutex_lock(&n->park_mtx);
-	n->park_woken = true;
-	if (now)
-		n->park_now = true;
-	pthread_mutex_unlock(&n->park_mtx);
-	/* After the unlock: signalled under park_mtx, the woken thread met it still held
-	 * and slept on it once more. The flag is set under park_mtx, which the park reads
-	 * it under before each wait, so the wake is not lost. */
-	pthread_cond_signal(&n->park_cond);
-	stk__count(STK_CNT_RTC_PARK_SIGNALLED);
-}
-
-/* Before a thread lets go of lwIP (core lock held): send what its call queued, and wake
- * the waiter on the device (or the parked stack thread) only if the call armed a timer
- * that fires before its planned wake-up. Waking it otherwise costs two context switches
- * for nothing, once per blocking call: a sender that fills its window sleeps on every
- * ACK. */
-void stk__leave(void)
-{
-	struct stk_node *n = &stk__node;
-
-	if (!n->up)
-		return;
-	if (!flush_deferred(n)) {
-		n->dev->ops->tx_flush(n->dev);
-		tx_deferred = false;
-	}
-	if (n->dev_waiter == STK_W_NONE && !n->parked)
-		return;
-	u32_t sleep = sys_timeouts_sleeptime();
-	if (sleep == SYS_TIMEOUTS_SLEEPTIME_INFINITE) {
-		if (n->parked && n->dev_waiter != STK_W_APP)
-			__atomic_store_n(&n->timer_next, UINT64_MAX, __ATOMIC_RELAXED);
-		return;
-	}
-	uint64_t when = stk__now_ms() + sleep;
-	if (n->dev_waiter != STK_W_NONE && when < n->dev_deadline) {
-		n->dev_deadline = 0;
-		n->dev->ops->wake(n->dev);
-	}
-	if (n->parked && n->dev_waiter != STK_W_APP) {  /* else the driver's (park()) */
-		/* Sequentially consistent, with park()'s store of a handed round's deadline
-		 * and its second look at timer_next: of this store and that one, at least one
-		 * sees the other, so an earlier timer is never lost to a deadline the park
-		 * raises while this thread holds the lock. */
-		__atomic_store_n(&n->timer_next, when, __ATOMIC_SEQ_CST);
-		if (when < __atomic_load_n(&n->park_deadline, __ATOMIC_SEQ_CST))
-			park_signal(n, when, false);
-	}
-}
-
-void stk__park_wake(void)
-{
-	park_signal(&stk__node, 0, true);
-}
-
-/* Are application threads driving the stack, or did one just now? Then the stack thread
- * keeps off the device. */
-static bool apps_drive(const struct stk_node *n)
-{
-	return n->rtc && (n->sleepers || n->dev_waiter == STK_W_APP ||
-			  stk__now_ms() < n->drive_last_ms + GRACE_MS);
-}
-
-/* The parked stack thread's round (core lock held): frames that arrived while no
- * application thread was inside, lwIP's timers, what they sent, and the device for a
- * thread that blocked meanwhile. The stack thread runs it when its park ends, or the
- * thread that held the core lock then runs it at its unlock (stk__drive_owed). */
-static void park_round(struct stk_node *n)
-{
-	if (n->dev_waiter == STK_W_NONE) {
-		take_frames(n);
-		/* Nobody waits on the device, where the lease's hang-up is seen. */
-		if (n->dev->ops->lease_check && n->dev->ops->lease_check(n->dev) < 0) {
-			round_after_wait(n, -ECONNRESET);
-			hand_over(n);
-			return;
-		}
-	} else if (n->dev->ops->ready && n->dev->ops->ready(n->dev)) {
-		/* Frames wait for the thread on the device, which takes them and then runs
-		 * the timers itself (round_after_wait). Timers run now would act on a state
-		 * those frames change: a loss probe for data whose ACK is already here. */
-		stk__count(STK_CNT_RTC_PARK_TIMERS_LEFT);
-		hand_over(n);
-		return;
-	}
-	sys_check_timeouts();
-	stk__sock_pay_owed();
-	n->dev->ops->tx_flush(n->dev);
-	hand_over(n);  /* blocked threads left the device to nobody meanwhile? */
-}
-
-/* The stack thread while applications drive: lwIP's timers, and frames that arrived while
- * no application thread was inside, at most GRACE_MS late (2 x GRACE_MS, below).
- *
- * It sleeps on park_cond with park_mtx, not with the core lock. A condition wait on the
- * core lock takes that lock back when it ends, and while an application thread held it
- * (inside a call, copying 64 KiB) the stack thread slept a second time on the lock and
- * was woken again at the holder's unlock: a wake-up and two context switches for a round
- * that usually found nothing to do (606 of the stack threads' 1,762 wake-ups in 3 s of one
- * stream, docs/bench/cpu12/wakeups; docs/bench/wake12). Now:
- * - A park that runs out with no timer due tries the lock. Held, it leaves its round to
- *   the holder (round_owed, taken at the holder's stk__unlock: stk__drive_owed) and parks
- *   again for GRACE_MS (or until lwIP's next timer as last seen, if sooner), without the
- *   lock. A park that runs out for a timer waits for the lock, as before: the holder
- *   would run it no sooner.
- * - A thread that arms a timer earlier than the park's deadline (stk__leave) lowers the
- *   deadline and wakes it; it sleeps again until then, without taking the lock (it took
- *   the lock at once before, and met the waker still holding it). uls_node_stop wakes it
- *   to take the lock now (park_now).
- *
- * Races, each a wake-up that must not be lost:
- * - A wake between the core lock's release here and the wait: park_woken and park_now are
- *   set under park_mtx after the waker stored the deadline; the loop clears park_woken
- *   and reads the deadline under park_mtx, which it holds until the wait releases it, so
- *   a later wake ends that wait and the loop reads again. Both are cleared at the park's
- *   start under the core lock, which every waker holds.
- * - The holder's unlock checks round_owed before the stack thread sets it: that holder
- *   does not take the round. The next unlock of any thread does; without one, the
- *   stack thread's next park runs out GRACE_MS later and tries again. Frames that came
- *   while nobody was inside wait at most that long more (2 x GRACE_MS after the last
- *   call, against GRACE_MS plus the holder's hold before). Timers are not delayed: a
- *   due one takes the lock. A round handed twice before it is taken is one round.
- * - park_deadline is stored (release) before round_owed is set; the holder that takes
- *   round_owed (acquire) runs the round and then its stk__leave compares the next timer
- *   against the new deadline. timer_next may be stale: later than the truth only if a
- *   call armed an earlier timer, and that call's stk__leave lowers park_deadline and
- *   wakes the park; earlier than the truth costs a round that finds nothing due.
- * - uls_node_stop: running goes false under the core lock, then stk__park_wake; the
- *   park takes the lock (waiting for it) and returns. */
-static void park(struct stk_node *n)
-{
-	/* A driver on the device runs lwIP's timers after each of its waits, which end at
-	 * the next timer (stk__leave wakes it for an earlier one): the park does not wake
-	 * for them. Woken for one, it found the frames that ended the driver's wait still
-	 * there, left the timers to the driver (rtc_park_timers_left) and parked again
-	 * with the timer still due: a loop until the driver ran (37,000 rounds in a 64 MiB
-	 * stream). Deviation: if the driver then leaves the device and its program stops
-	 * calling, a timer runs up to GRACE_MS late (this park's end). */
-	bool driver = n->dev_waiter == STK_W_APP;
-	uint64_t now = stk__now_ms();
-	int t = driver ? GRACE_MS : timer_timeout(GRACE_MS);
-	u32_t sleep = driver ? SYS_TIMEOUTS_SLEEPTIME_INFINITE : sys_timeouts_sleeptime();
-	bool take = false, timer_wait = false;
-
-	n->parked = true;
-	__atomic_store_n(&n->park_deadline, now + (uint64_t)t, __ATOMIC_RELAXED);
-	__atomic_store_n(&n->timer_next, sleep == SYS_TIMEOUTS_SLEEPTIME_INFINITE ? UINT64_MAX :
-			 now + sleep, __ATOMIC_RELAXED);
-	n->park_woken = n->park_now = false;  /* every waker holds the core lock */
-	stk__unlock_raw();
-	pthread_mutex_lock(&n->park_mtx);
-	for (;;) {
-		if (n->park_now) {
-			take = true;
-			break;
-		}
-		/* The deadline, as lowered by any waker so far: a wake that comes after this
-		 * reading sets park_woken under park_mtx, which is held from here until the
-		 * wait releases it, so the wait returns and the loop reads again. */
-		n->park_woken = false;
-		uint64_t until = __atomic_load_n(&n->park_deadline, __ATOMIC_ACQUIRE) * 1000000u;
-		if (now_ns() < until) {
-			struct timespec ts = { .tv_sec = (time_t)(until / 1000000000u),
-					       .tv_nsec = (long)(until % 1000000000u) };
-			while (!n->park_woken &&
-			       pthread_cond_timedwait(&n->park_cond, &n->park_mtx, &ts) != ETIMEDOUT)
-				;
-			continue;
-		}
-		/* Run out. For a timer that is due: the lock, waiting for it, as always (a
-		 * holder that took the round at its unlock would run the timer no sooner). */
-		pthread_mutex_unlock(&n->park_mtx);
-		uint64_t timer = __atomic_load_n(&n->timer_next, __ATOMIC_RELAXED);
-		uint64_t ms = stk__now_ms();
-		if (timer <= ms) {
-			take = true;
-			timer_wait = true;
-			pthread_mutex_lock(&n->park_mtx);
-			break;
-		}
-		if (pthread_mutex_trylock(&n->lock) == 0) {
-			stk__core_owner_take();
-			stk__now_held(true);
-			pthread_mutex_lock(&n->park_mtx);
-			break;
-		}
-		/* Held: the holder takes the round at its unlock; back at GRACE_MS, or at
-		 * lwIP's next timer as last seen (later than now), if that is sooner. */
-		__atomic_add_fetch(&n->park_handed, 1, __ATOMIC_RELAXED);
-		uint64_t next = ms + GRACE_MS, d = timer < next ? timer : next;
-		__atomic_store_n(&n->park_deadline, d, __ATOMIC_SEQ_CST);
-		/* The holder may have armed an earlier timer after timer_next was read above
-		 * and compared it with the deadline that had run out (no wake): look again
-		 * (the pairing is in stk__leave). Due timers then take the lock at their time,
-		 * not GRACE_MS later. */
-		uint64_t again = __atomic_load_n(&n->timer_next, __ATOMIC_SEQ_CST);
-		if (again < d)
-			__atomic_store_n(&n->park_deadline, again, __ATOMIC_SEQ_CST);
-		__atomic_store_n(&n->round_owed, true, __ATOMIC_RELEASE);
-		pthread_mutex_lock(&n->park_mtx);
-	}
-	pthread_mutex_unlock(&n->park_mtx);
-	if (take)
-		stk__lock();
-	if (timer_wait)
-		stk__count(STK_CNT_RTC_PARK_TIMER_WAITS);
-	n->parked = false;
-	__atomic_store_n(&n->round_owed, false, __ATOMIC_RELAXED);
-	stk__count(STK_CNT_RTC_PARK_WAKES);
-	if (!n->running)
-		return;
-	park_round(n);
-}
-
-void stk__drive_owed(void)
-{
-	struct stk_node *n = &stk__node;
-
-	if (!__atomic_load_n(&n->round_owed, __ATOMIC_RELAXED) ||
-	    !__atomic_exchange_n(&n->round_owed, false, __ATOMIC_ACQUIRE))
-		return;
-	if (!n->up || !n->running || !n->parked)
-		return;
-	stk__count(STK_CNT_RTC_OWED_TAKEN);
-	/* The round's flush takes what this call queued, before its leave (stk__unlock): for
-	 * this thread's batch (uls_tx_batch) a send flushed at once. Its leave, finding
-	 * nothing queued, would not count it, and the batch's last send would then find a
-	 * send still expected and keep its flush past the round. */
-	if (tx_batch_left > 1 && n->dev->ops->tx_pending && n->dev->ops->tx_pending(n->dev)) {
-		tx_batch_left--;
-		stk__count(STK_CNT_TX_FLUSH_BATCH_AT_ONCE);
-	}
-	park_round(n);
-}
-
-/* The stack thread on the device: no application thread drives. */
-static void wait_device(struct stk_node *n)
-{
-	int timeout = timer_timeout(-1);
-
-	n->dev_deadline = timeout < 0 ? UINT64_MAX : stk__now_ms() + (uint64_t)timeout;
-	n->dev_waiter = STK_W_STACK;
-	stk__unlock_raw();
-	int wrc = n->dev->ops->wait(n->dev, timeout);
-	stk__lock();
-	n->dev_waiter = STK_W_NONE;
-	if (!n->running)
-		return;
-	round_after_wait(n, wrc);
-	n->want_drive = false;
-	hand_over(n);  /* a thread blocked meanwhile: the device is its now */
-}
-
-void *stk__stack_thread(void *arg)
-{
-	struct stk_node *n = arg;
-
-	stk__lock();
-	while (n->running) {
-		if (apps_drive(n))
-			park(n);
-		else
-			wait_device(n);
-	}
-	stk__unlock_raw();
-	return NULL;
-}
-
-/* uls_node_stop(), after the stack thread ended (core lock held): no application thread
- * may still be waiting on the device when it closes. Drivers take no new round once
- * running is false, and the one inside is woken. */
-void stk__drive_stop(void)
-{
-	struct stk_node *n = &stk__node;
-
-	while (n->dev_waiter == STK_W_APP) {
-		n->dev->ops->wake(n->dev);
-		cond_wait_until(&n->idle_cond, now_ns() + 10000000u);
-	}
-}

@@ -22,7 +22,8 @@ ULS_STACK_SOURCES = \
 	stack/counters.c stack/socket.c stack/sockopt.c stack/stream.c stack/dgram.c stack/rxq.c \
 	stack/endpoints.c stack/mirror.c stack/privfd.c stack/fixedfd.c stack/fork.c stack/handoff.c \
 	stack/breakdown.c stack/tso.c stack/tcpconf.c stack/heap.c stack/tcp_checks.c \
-	stack/icmperr.c stack/icmp6err.c stack/cubic.c stack/cubic.h stack/drive.c stack/readylist.c stack/outbatch.c \
+	stack/icmperr.c stack/icmp6err.c stack/cubic.c stack/cubic.h stack/drive.c stack/drive.h \
+	stack/txbatch.c stack/park.c stack/readylist.c stack/outbatch.c \
 	stack/syncookie.c stack/synshed.c stack/conntab.c stack/sigdefer.c stack/hoffstate.c stack/hoffstate.h \
 	stack/internal.h stack/sock.h stack/hooks.h stack/lwipopts.h stack/arch/cc.h
 

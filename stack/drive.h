@@ -1,0 +1,40 @@
+/* What the application threads' driving (drive.c), the batching of a thread's sends
+ * (txbatch.c) and the stack thread's park (park.c) share. Nothing here is installed. */
+#ifndef ULS_STACK_DRIVE_H
+#define ULS_STACK_DRIVE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sock.h"
+
+#define RX_BUDGET 256        /* frames per round before timers run again */
+#define GRACE_MS 2           /* the stack thread's park after the last driver's round */
+
+/* Initial-exec TLS: uls_signal_note reads drive.c's from a signal handler. */
+#define TLS __thread __attribute__((tls_model("initial-exec")))
+
+/* uls_tx_batch: the sends this thread still expects before its next wait, and whether a
+ * leave of this thread kept frames queued for a later flush since its last flush. */
+extern TLS unsigned stk__tx_batch_left;
+extern TLS bool stk__tx_deferred;
+
+/* drive.c */
+uint64_t stk__now_ns(void);  /* CLOCK_MONOTONIC */
+/* Wait on c with the core lock (held), until deadline (ns, CLOCK_MONOTONIC; 0: none). */
+int stk__cond_wait_until(pthread_cond_t *c, uint64_t deadline);
+int stk__take_frames(struct stk_node *n);
+void stk__round_after_wait(struct stk_node *n, int wrc);
+int stk__timer_timeout(int64_t limit_ms);
+void stk__hand_over(struct stk_node *n);  /* the device to the first blocked thread */
+/* Drive the stack for s (NULL: the stack thread's own round) until deadline. */
+void stk__drive(struct stk_node *n, struct stk_sock *s, uint64_t deadline);
+
+/* txbatch.c: may this leave keep its call's frames for a later flush? */
+bool stk__flush_deferred(struct stk_node *n);
+
+/* park.c: do application threads drive now (the stack thread stays parked)? */
+bool stk__apps_drive(const struct stk_node *n);
+
+#endif
