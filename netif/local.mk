@@ -20,7 +20,8 @@ netif_libnif_la_SOURCES = netif/frame.c netif/frame.h netif/tap.c netif/tap.h ne
 	netif/ring.c netif/ring.h netif/ringdev.c netif/ringdev.h \
 	netif/conntab.c netif/conntab.h \
 	netif/chksum.c netif/chksum.h netif/copy.c netif/copy.h netif/breakdown.c netif/breakdown.h \
-	netif/vnet.c netif/vnet.h netif/qring.c netif/qring.h netif/rxpool.c netif/rxpool.h \
+	netif/vnet.c netif/vnet.h netif/qring.c netif/qring.h netif/qring_priv.h netif/qring_rx.c \
+	netif/qring_tx.c netif/rxpool.c netif/rxpool.h \
 	netif/sys.c netif/sys.h netif/siphash.c netif/siphash.h netif/synshed.c netif/synshed.h \
 	netif/txwait.c netif/txwait.h
 netif_libnif_la_CFLAGS = $(AM_CFLAGS) $(LIBURING_CFLAGS)

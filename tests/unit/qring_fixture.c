@@ -204,3 +204,13 @@ double ms_since(const struct timespec *t0)
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (double)(t.tv_sec - t0->tv_sec) * 1e3 + (double)(t.tv_nsec - t0->tv_nsec) / 1e6;
 }
+
+void qring_fixture_init(void)
+{
+	struct nif_qring_prep p;
+
+	if (nif_qring_prepare(&p) == 0) {
+		have_mshot = p.mshot;
+		nif_qring_discard(&p);
+	}
+}

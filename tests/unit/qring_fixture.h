@@ -17,6 +17,7 @@
 /* Which receive the device fixtures get: the multishot read (mshot_mode, where the kernel
  * has it: have_mshot, which main sets) or one read per slot. */
 extern bool mshot_mode, have_mshot;
+void qring_fixture_init(void);  /* sets have_mshot: main calls it first */
 
 struct fx {
 	struct nif_dev *dev;

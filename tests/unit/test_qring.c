@@ -388,12 +388,7 @@ static void write_of_an_exited_submitter_completes_at_the_files_next_event(void 
 
 int main(void)
 {
-	struct nif_qring_prep p;
-
-	if (nif_qring_prepare(&p) == 0) {
-		have_mshot = p.mshot;
-		nif_qring_discard(&p);
-	}
+	qring_fixture_init();
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(pool_with_all_buffers_out_gives_none_until_one_comes_back),
 		cmocka_unit_test(pool_closed_with_buffers_lent_frees_them_when_they_come_back),

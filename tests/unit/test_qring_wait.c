@@ -588,12 +588,7 @@ static void close_under_a_ulsd_that_refuses_cancelling_leaks_the_buffers_counted
 
 int main(void)
 {
-	struct nif_qring_prep p;
-
-	if (nif_qring_prepare(&p) == 0) {
-		have_mshot = p.mshot;
-		nif_qring_discard(&p);
-	}
+	qring_fixture_init();
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(each_frame_is_one_completion_of_the_path_in_use, setup, teardown),
 		cmocka_unit_test_setup_teardown(each_frame_is_one_completion_of_the_path_in_use, setup_wake_in_ring, teardown),
