@@ -23,7 +23,7 @@ apps_ulsnode_SOURCES = apps/ulsnode.c
 apps_ulsnode_LDADD = apps/libapps.la stack/libuls.la netif/libnif.la -lpthread
 
 bin_PROGRAMS += apps/ulsstat
-apps_ulsstat_SOURCES = apps/ulsstat.c
+apps_ulsstat_SOURCES = apps/ulsstat.c apps/ulsstat.h apps/statprom.c
 apps_ulsstat_LDADD = netif/libopt.la netif/libnif.la
 
 bin_PROGRAMS += apps/ulsrelay
