@@ -432,3 +432,31 @@ def server_results(p, n, timeout=10.0):
     for r in lines:
         assert r["verified"] is True, f"{p.name}: {r}"
     return lines
+
+
+def delta(before, after, key):
+    return after[key] - before[key]
+
+
+def capture(tb, pcap, flt, name):
+    """tcpdump on the bridge (where every frame a node sends arrives), once it captures.
+    Immediate mode: otherwise frames wait in the kernel's capture buffer for up to a second,
+    and a capture stopped sooner misses them (0 captured, N received by filter); a 32 MiB
+    buffer, since a burst overflowed the default on this busy machine. stop_capture checks
+    that it lost nothing."""
+    cap = tb.start(["tcpdump", "-i", "br0", "-nn", "--immediate-mode", "-B", "32768", "-U", "-w",
+                    pcap, flt], name=name, netns=tb.env["TB_NETNS"])
+    deadline = time.monotonic() + 10
+    while "listening on" not in cap.stderr():
+        assert cap.poll() is None and time.monotonic() < deadline, cap.stderr()
+        time.sleep(0.05)
+    time.sleep(0.2)
+    return cap
+
+
+def stop_capture(cap):
+    """Stop a capture; a capture that dropped frames could make "nothing seen" vacuous."""
+    time.sleep(0.5)
+    cap.kill(signal.SIGINT)
+    err = cap.stderr()
+    assert "0 packets dropped by kernel" in err, err
