@@ -101,6 +101,7 @@ static const char *const counter_names[SRV_COUNTER_MAX] = {
 	[SRV_SYN_SHED_KNOWN_PEER] = "syn_shed_known_peer",
 	[SRV_SYN_SHED_MEMORY_FULL] = "syn_shed_memory_full",
 	[SRV_DROP_TX_RST_RELEASED] = "drop_tx_rst_released",
+	[SRV_CUSTODY_TIMEWAIT] = "custody_timewait",
 };
 
 const char *srv__counter_name(enum srv_counter c)

@@ -69,6 +69,9 @@ enum srv_counter {
 	/* a process's RST for a connection it had released, refused but no denial
 	 * (demux.c, late_rst) */
 	SRV_DROP_TX_RST_RELEASED,
+	/* connections taken into custody without probes: their process had left them in
+	 * TIME-WAIT, as its connection table said at its end (lease.c) */
+	SRV_CUSTODY_TIMEWAIT,
 	SRV_COUNTER_MAX
 };
 

@@ -1,7 +1,7 @@
 /* TIME-WAIT custody of a dead process's TCP connections (custody.h).
  *
- * Read first: RFC 9293 §3.4.2 (TIME-WAIT, 2 MSL) and §3.10.7.1 (RST for a connection that
- * does not exist).
+ * Read first: RFC 9293 §3.4.2 (TIME-WAIT, 2 MSL), §3.3.2 (what TIME-WAIT may send) and
+ * §3.10.7.1 (RST for a connection that does not exist).
  */
 #include "server/custody.h"
 
@@ -36,8 +36,8 @@ int srv__custody_add(struct srv_custody_set *cs, uint64_t now, uint16_t lport, u
 	return srv__custody_add_addr(cs, now, lport, &a, rport);
 }
 
-int srv__custody_add_addr(struct srv_custody_set *cs, uint64_t now, uint16_t lport,
-			  const struct flt_addr *rip, uint16_t rport)
+static int add(struct srv_custody_set *cs, uint64_t now, uint16_t lport,
+	       const struct flt_addr *rip, uint16_t rport, unsigned probes)
 {
 	if (srv__custody_holds_addr(cs, lport, rip, rport))
 		return 0;
@@ -52,9 +52,21 @@ int srv__custody_add_addr(struct srv_custody_set *cs, uint64_t now, uint16_t lpo
 	cs->c[cs->n++] = (struct srv_custody){
 		.lport = lport, .rip = *rip, .rport = rport,
 		.expires_ms = now + SRV_TIMEWAIT_MS, .next_probe_ms = now,
-		.probes_left = SRV_CUSTODY_PROBES,
+		.probes_left = probes,
 	};
 	return 0;
+}
+
+int srv__custody_add_addr(struct srv_custody_set *cs, uint64_t now, uint16_t lport,
+			  const struct flt_addr *rip, uint16_t rport)
+{
+	return add(cs, now, lport, rip, rport, SRV_CUSTODY_PROBES);
+}
+
+int srv__custody_add_timewait(struct srv_custody_set *cs, uint64_t now, uint16_t lport,
+			      const struct flt_addr *rip, uint16_t rport)
+{
+	return add(cs, now, lport, rip, rport, 0);
 }
 
 int srv__custody_tick(struct srv_custody_set *cs, uint64_t now, srv_custody_probe_fn *probe,

@@ -3,7 +3,8 @@
  * A connection whose process died keeps its tuple reserved for 2 MSL (RFC 9293 §3.4.2,
  * what the process's own TIME-WAIT would have held), segments for it are answered with RST
  * (RFC 9293 §3.10.7.1, reply.c), and its peer is probed a few times so that it learns at
- * once instead of at its next timeout.
+ * once instead of at its next timeout. A connection its process had closed in both
+ * directions (TIME-WAIT) is held without probes: its peer has nothing left to learn.
  *
  * The set knows nothing of the rest of ulsd: time comes in as an argument and probes go out
  * through the function the caller passes to srv__custody_tick. Its owner serialises calls
@@ -48,6 +49,12 @@ int srv__custody_add_addr(struct srv_custody_set *cs, uint64_t now, uint16_t lpo
 			  const struct flt_addr *rip, uint16_t rport);
 int srv__custody_add(struct srv_custody_set *cs, uint64_t now, uint16_t lport, uint32_t rip,
 		     uint16_t rport);
+/* The same for a connection its process left in TIME-WAIT: held for 2 MSL, never probed.
+ * RFC 9293 §3.3.2's TIME-WAIT sends nothing of its own ("The only thing that can arrive in
+ * this state is a retransmission of the remote FIN"); a probe would only draw a RST from
+ * a peer that has closed (§3.10.7.1). A tuple held already is left as it is. */
+int srv__custody_add_timewait(struct srv_custody_set *cs, uint64_t now, uint16_t lport,
+			      const struct flt_addr *rip, uint16_t rport);
 /* Send due probes through probe(arg, c) and forget expired entries; returns ms until the
  * next due event (at most 1000). */
 int srv__custody_tick(struct srv_custody_set *cs, uint64_t now, srv_custody_probe_fn *probe,

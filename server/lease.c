@@ -95,23 +95,67 @@ struct end_ctx {
 	struct srv *s;
 	uint32_t owner;
 	uint64_t now;
+	/* The process's connection table as it left it (NULL: none, or not readable) */
+	struct uls_conntab_ent *tab;
+	uint32_t ntab;
 };
+
+/* The connection table a process's stack writes a last time when it stops, after its
+ * closed connections finished (stack/conntab.c, stk__conntab_last): copied before the
+ * lease's table is unmapped. A process killed before that left an older copy (at most
+ * ULS_CONNTAB_PERIOD_MS old while it had connections); whatever the table says only
+ * spares a peer the probes, and a peer that still holds the connection gets a RST for its
+ * next segment all the same. */
+static void read_last_table(struct end_ctx *c, const struct srv_lease *l)
+{
+	uint32_t total;
+	uint64_t published;
+
+	if (!l->conntab)
+		return;
+	c->tab = malloc(sizeof(*c->tab) * l->conntab_cap);
+	if (c->tab && uls_conntab_snapshot(l->conntab, l->conntab_cap, c->tab, &c->ntab, &total,
+					   &published) != ULS_CONNTAB_OK)
+		c->ntab = 0;
+}
+
+/* Did the process leave (lport, rip, rport) in TIME-WAIT? A linear search: at most
+ * ULS_CONNTAB_CAPACITY entries, once per connection at the end of a lease. */
+static bool left_in_time_wait(const struct end_ctx *c, const struct flt_rule *r)
+{
+	for (uint32_t i = 0; i < c->ntab; i++) {
+		const struct uls_conntab_ent *e = &c->tab[i];
+		if (e->state == ULS_TCP_TIME_WAIT && e->lport == r->lport && e->rport == r->rport &&
+		    memcmp(e->rip, r->rip6.b, sizeof(e->rip)) == 0)
+			return true;
+	}
+	return false;
+}
 
 static int take_custody(const struct flt_rule *r, void *arg)
 {
 	struct end_ctx *c = arg;
+	int rc;
 
+	if (r->owner != c->owner || r->kind != FLT_RULE_CONNECTED || r->proto != WIRE_IPPROTO_TCP)
+		return 0;
 	/* Both families: the tuple stays reserved for 2 MSL (RFC 9293 §3.4.2). */
-	if (r->owner == c->owner && r->kind == FLT_RULE_CONNECTED && r->proto == WIRE_IPPROTO_TCP)
-		if (srv__custody_add_addr(&c->s->custody, c->now, r->lport, &r->rip6, r->rport) < 0)
-			c->s->ctr.v[SRV_DROP_CUSTODY_NO_MEMORY]++;  /* its peer's next segment gets a RST */
+	if (left_in_time_wait(c, r)) {
+		rc = srv__custody_add_timewait(&c->s->custody, c->now, r->lport, &r->rip6, r->rport);
+		if (rc == 0)
+			c->s->ctr.v[SRV_CUSTODY_TIMEWAIT]++;
+	} else {
+		rc = srv__custody_add_addr(&c->s->custody, c->now, r->lport, &r->rip6, r->rport);
+	}
+	if (rc < 0)
+		c->s->ctr.v[SRV_DROP_CUSTODY_NO_MEMORY]++;  /* its peer's next segment gets a RST */
 	return 0;
 }
 
 /* The process is gone (control thread, lock held). */
 void srv__lease_end(struct srv *s, struct srv_lease *l)
 {
-	struct end_ctx c = { s, l->id, srv__now_ms() };
+	struct end_ctx c = { s, l->id, srv__now_ms(), NULL, 0 };
 
 	if (l->dead)
 		return;
@@ -122,7 +166,9 @@ void srv__lease_end(struct srv *s, struct srv_lease *l)
 	/* The direct path's map entries go first: from here on the kernel steers its frames
 	 * to ulsd, which answers them from custody. */
 	srv__dp_lease_end(s, l);
+	read_last_table(&c, l);
 	flt_foreach(s->flt, take_custody, &c);
+	free(c.tab);
 	flt_del_owner(s->flt, l->id);
 	srv__ports_drop_owner(s->ports, SRV_OWNER(l));
 	srv__lease_conntab_close(l);

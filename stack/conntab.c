@@ -172,6 +172,15 @@ void stk__conntab_kick(void)
 	sys_timeout(ULS_CONNTAB_PERIOD_MS, tick, NULL);
 }
 
+/* The node stops (core lock held): the table a last time, after uls_node_stop let closed
+ * connections finish, so that ulsd, which reads it when the lease ends, takes those left in
+ * TIME-WAIT into custody without probing their peers (server/lease.c). */
+void stk__conntab_last(void)
+{
+	if (tab)
+		publish();
+}
+
 /* The node stops, or a fork child lets go of its parent's node (core lock held): the
  * table is the parent's (a child maps its own with its own lease) or goes with the lease. */
 void stk__conntab_close(void)

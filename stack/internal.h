@@ -213,6 +213,7 @@ int stk__lease_reattach(void);
  * registered connection's retransmissions for it. */
 int stk__conntab_map(int fd);
 void stk__conntab_kick(void);
+void stk__conntab_last(void);
 void stk__conntab_close(void);
 struct tcp_pcb;
 void stk__ep_count_rexmit(struct tcp_pcb *pcb);

@@ -699,6 +699,8 @@ void stk__node_down_hook(void)
 {
 	sys_untimeout(retry, NULL);
 	lease.retry_armed = false;
+	if (!forgetting)
+		stk__conntab_last();  /* a fork child's table is its parent's */
 	stk__conntab_close();
 	if (lease.fd >= 0 && forgetting) {
 		stk__fd_close(lease.fd);

@@ -93,7 +93,10 @@ class Receiver:
         The counters are read before the last ACK, so an RTO between that read and the ACK
         would not show: if the last ACK left more than GROW_GAP_MAX after slow start's last
         one (this process off the CPU), the connection is not trusted either.
-        What the tests check starts after grow() returns; nothing they check is retried."""
+        What the tests check starts after grow() returns; nothing they check is retried.
+        The node's count of loss probes at that same read, before the fresh window left,
+        is kept in tlp_before_window: a probe of the fresh window can leave before grow()
+        returns (the PTO is 2 * SRTT, a few ms on this link)."""
         for attempt in range(GROW_ATTEMPTS):
             before = self._cwnd_events()
             una = self._grow_once(acks)
@@ -102,6 +105,7 @@ class Receiver:
             after = self._cwnd_events()
             moved = {k: after[k] - before[k] for k in CWND_EVENTS if after[k] != before[k]}
             if not moved:
+                self.tlp_before_window = self._tlp_read
                 self.peer.rcv_nxt = una
                 gap = self.ack(una) - self._last_grow_ack
                 if gap <= GROW_GAP_MAX:
@@ -119,6 +123,7 @@ class Receiver:
 
     def _cwnd_events(self):
         c = self.link.node._process_counters()
+        self._tlp_read = c["tcp_tlp_probe"]
         return {k: c[k] for k in CWND_EVENTS}
 
     def _grow_once(self, acks):

@@ -373,6 +373,37 @@ def test_idle_peer_of_a_killed_process_is_reset_by_the_probe(tb):
     assert got["rst_probes"] >= 1 and got["drop_probe_no_neighbour"] == 0, got
 
 
+def test_connection_its_process_left_in_time_wait_goes_to_custody_unprobed(tb):
+    """A client on node 2 closes first (its FIN, then the server's), so its connection is in
+    TIME-WAIT when the process exits; ulsd keeps the tuple in custody for 2 MSL (RFC 9293
+    §3.4.2) but sends its peer no probe: TIME-WAIT sends nothing of its own (§3.3.2, "The
+    only thing that can arrive in this state is a retransmission of the remote FIN"), and
+    node 1's closed end would only answer each probe with a RST (§3.10.7.1). ulsd knows the
+    state from the table the client's stack writes a last time when it stops
+    (stack/conntab.c); custody_timewait counts such connections, rst_probes stays put over
+    the probes' whole schedule (4 at 250 ms)."""
+    port = 7610
+    srv = tb.start(tb.uls(1, [PYTHON, PEER, "server", "--port", str(port)]), "tw-server")
+    tb.wait_line(srv, "listening")
+    wait_endpoint(tb, 1, listening(port))
+    before = tb.stat(2)["counters"]
+    cli = tb.start(tb.uls(2, [PYTHON, PEER, "client", "--to", tb.ip6(1), "--port", str(port),
+                              "--bytes", "100000"]), "tw-client")
+    c = tb.wait_line(cli, "match", 60)
+    assert c["match"], tb.output(cli)
+    assert cli.wait(20) == 0, tb.output(cli)
+    remote = f"[{tb.ip6(1)}]:{port}"
+    eps = wait_endpoint(tb, 2, lambda e: e["state"] == "custody" and e["remote"] == remote and
+                        e["local"].endswith(f":{c['sockname'][1]}"))
+    time.sleep(1.2)   # past the last probe the old schedule would have sent
+    after = tb.stat(2)["counters"]
+    got = {k: after.get(k, 0) - before.get(k, 0)
+           for k in ("custody_timewait", "rst_probes", "rst_probes_deferred",
+                     "drop_custody_no_memory")}
+    assert got == {"custody_timewait": 1, "rst_probes": 0, "rst_probes_deferred": 0,
+                   "drop_custody_no_memory": 0}, (got, eps)
+
+
 def test_ulsstat_lists_ipv6_connections_with_their_state(tb):
     """The connection table each process publishes (netif/conntab.h, version 2) carries
     16-octet addresses and the family: ulsstat lists a TCPv6 connection at both ends as

@@ -331,6 +331,26 @@ static void custody_probes_peer_a_few_times_then_stops(void **state)
 	assert_int_equal(probes_sent, 1);
 }
 
+/* A connection its process left in TIME-WAIT: held as long, never probed (RFC 9293 §3.3.2:
+ * TIME-WAIT only acknowledges a retransmitted FIN). */
+static void custody_of_a_time_wait_connection_holds_it_without_probes(void **state)
+{
+	(void)state;
+	struct flt_addr a = flt_addr_v4(peer);
+
+	assert_int_equal(srv__custody_add_timewait(&custody, now_ms, 40000, &a, 5001), 0);
+	assert_true(srv__custody_holds(&custody, 40000, peer, 5001));
+	for (int i = 0; i < 20; i++) {
+		srv__custody_tick(&custody, now_ms, probe, NULL);
+		now_ms += 250;
+	}
+	assert_int_equal(probes_sent, 0);
+	assert_true(srv__custody_holds(&custody, 40000, peer, 5001));
+	now_ms += SRV_TIMEWAIT_MS;
+	srv__custody_tick(&custody, now_ms, probe, NULL);
+	assert_false(srv__custody_holds(&custody, 40000, peer, 5001));
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -358,6 +378,7 @@ int main(void)
 		T(custody_tuple_not_reused_until_it_expires),
 		T(custody_lasts_as_long_as_a_processs_time_wait),
 		T(custody_probes_peer_a_few_times_then_stops),
+		T(custody_of_a_time_wait_connection_holds_it_without_probes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
