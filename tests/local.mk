@@ -30,7 +30,7 @@ TESTS += tests/node/run-relay tests/shim/run-relay
 # the suites leave their logs) over the source tree's.
 EXTRA_DIST += tests/testbed/README.md tests/testbed/test_testbed.sh tests/testbed/testbed \
 	tests/conformance/conftest.py tests/conformance/run tests/conformance/test_rfc1122_ip.py \
-	tests/conformance/flight.py tests/conformance/test_rfc6298_rto.py \
+	tests/conformance/flight.py tests/conformance/tcppeer.py tests/conformance/test_rfc6298_rto.py \
 	tests/conformance/test_rfc5681_recovery.py tests/conformance/test_rfc3042_limited_transmit.py \
 	tests/conformance/test_rfc6582_newreno.py tests/conformance/test_rfc6675_sack.py \
 	tests/conformance/test_rfc8985_rack_tlp.py \
@@ -50,13 +50,14 @@ EXTRA_DIST += tests/testbed/README.md tests/testbed/test_testbed.sh tests/testbe
 	tests/conformance/test_rfc9293_tiny_window.py \
 	tests/conformance/test_rfc9293_segment_checks.py tests/conformance/test_rfc7323_paws.py \
 	tests/e2e/conftest.py tests/e2e/run tests/e2e/test_transfer.py \
-	tests/node/run tests/node/conftest.py tests/node/test_node.py tests/node/test_node_ipv6.py tests/node/test_node_wire.py tests/node/test_ulsstat.py tests/node/test_rtc.py tests/node/test_lease.py tests/bench/run tests/pytest-tap \
+	tests/node/run tests/node/conftest.py tests/node/test_node.py tests/node/test_node_hostile.py tests/node/test_node_ipv6.py tests/node/test_node_wire.py tests/node/test_ulsstat.py tests/node/test_rtc.py tests/node/test_lease.py tests/bench/run tests/pytest-tap \
 	tests/bench/test_sweep_logic.py tests/bench/test_ping_breakdown.py tests/bench/test_ulsbench_runs.py
 # Conformance tests of issue 13's last items (simultaneous open, per-state matrix).
 EXTRA_DIST += tests/conformance/test_rfc9293_simultaneous_open.py tests/conformance/test_rfc9293_syn_received.py
 EXTRA_DIST += tests/node/run-relay tests/shim/run-relay
 EXTRA_DIST += tests/tblib.py tests/peerlib.py tests/shim/run tests/shim/conftest.py tests/shim/test_shim.py tests/shim/cases.py \
 	tests/shim/peer.py tests/shim/test_interfaces.py tests/shim/casebase.py tests/shim/cases_epoll.py \
+	tests/shim/cases_rounds.py \
 	tests/shim/cases_fork.py
 EXTRA_DIST += tests/interop/run tests/interop/conftest.py tests/interop/asyncio_echo.py \
 	tests/interop/test_asyncio.py tests/interop/test_curl.py tests/interop/test_iperf3.py \

@@ -122,3 +122,19 @@ def interrupted(call, seconds, what):
     except Alarm:
         pass
     return time.monotonic() - t0
+
+
+def counter(name):
+    """A counter of this process's stack (uls_counters, exported by libuls-preload.so)."""
+    import ctypes
+
+    class C(ctypes.Structure):
+        _fields_ = [("name", ctypes.c_char_p), ("value", ctypes.c_uint64)]
+    get = ctypes.CDLL(None).uls_counters
+    get.restype = ctypes.c_int
+    v = (C * 512)()
+    n = get(v, 512)
+    for c in v[:min(n, 512)]:
+        if c.name.decode() == name:
+            return c.value
+    raise KeyError(name)

@@ -20,6 +20,7 @@ from casebase import (CASE, CONNECTOR, ECHO, FAMILY, KIP, LATE, NIP, SINK, SOCK_
                       UDPECHO, Alarm, alarm_in, ask_connector, connect, connector_result,
                       echo_round_trip, interrupted, listener, node_addr, peer_addr, serve_echo)
 from cases_epoll import *  # noqa: F401,F403 (the case_uepoll_* functions main() looks up)
+from cases_rounds import *  # noqa: F401,F403 (the rounds' flush cases)
 from cases_fork import *  # noqa: F401,F403 (the case_fork_* functions)
 
 
