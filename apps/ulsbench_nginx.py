@@ -1,3 +1,4 @@
+#!/usr/bin/python3
 """The nginx configuration that `ulsbench apps` (apps/ulsbench_apps.py) and the interop
 tests (tests/interop/test_nginx.py and the tests that import it) run nginx with: one
 place for what they share, each caller giving only what its measurement or check needs.
