@@ -216,28 +216,13 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static int epoll_mode(enum waiter how)
+/* 300 rounds: 100 bytes sent, and their echo read back with a wait (how, on ep) before
+ * each read. 0, or -1 said on stderr. */
+static int echo_rounds(enum waiter how, int ep, int sd)
 {
-	struct epoll_event ev;
 	char out[100], in[100];
 	int which;
-	pthread_t t;
-	int sd = dial(), ep = epoll_create1(0);
 
-	if (sd < 0 || ep < 0 || pipe(pipefd) < 0)
-		return -1;
-	fcntl(sd, F_SETFL, O_NONBLOCK);
-	if (how == W_PSELECT) {
-		sigset_t alrm;
-		sigemptyset(&alrm);
-		sigaddset(&alrm, SIGALRM);
-		pthread_sigmask(SIG_BLOCK, &alrm, NULL);
-	}
-	ev.events = EPOLLIN;
-	ev.data.fd = sd;
-	epoll_ctl(ep, EPOLL_CTL_ADD, sd, &ev);
-	ev.data.fd = pipefd[0];
-	epoll_ctl(ep, EPOLL_CTL_ADD, pipefd[0], &ev);
 	for (int i = 0; i < 300; i++) {
 		memset(out, 'a' + i % 26, sizeof(out));
 		if (send(sd, out, sizeof(out), 0) != (ssize_t)sizeof(out))
@@ -256,6 +241,32 @@ static int epoll_mode(enum waiter how)
 		if (memcmp(in, out, sizeof(in)) != 0)
 			return fprintf(stderr, "echo %d differs\n", i), -1;
 	}
+	return 0;
+}
+
+static int epoll_mode(enum waiter how)
+{
+	struct epoll_event ev;
+	int which;
+	pthread_t t;
+	int sd = dial(), ep = epoll_create1(0);
+
+	if (sd < 0 || ep < 0 || pipe(pipefd) < 0)
+		return -1;
+	fcntl(sd, F_SETFL, O_NONBLOCK);
+	if (how == W_PSELECT) {
+		sigset_t alrm;
+		sigemptyset(&alrm);
+		sigaddset(&alrm, SIGALRM);
+		pthread_sigmask(SIG_BLOCK, &alrm, NULL);
+	}
+	ev.events = EPOLLIN;
+	ev.data.fd = sd;
+	epoll_ctl(ep, EPOLL_CTL_ADD, sd, &ev);
+	ev.data.fd = pipefd[0];
+	epoll_ctl(ep, EPOLL_CTL_ADD, pipefd[0], &ev);
+	if (echo_rounds(how, ep, sd) < 0)
+		return -1;
 	pthread_create(&t, NULL, pipe_writer, NULL);
 	int n = wait_set(how, ep, sd, 5000, &which);
 	pthread_join(t, NULL);
@@ -324,7 +335,6 @@ static void *pipe_adder(void *arg)
 static int epollring_mode(void)
 {
 	struct epoll_event ev = { .events = EPOLLIN }, got;
-	char out[100], in[100];
 	pthread_t t;
 	int sd = dial();
 
@@ -335,24 +345,8 @@ static int epollring_mode(void)
 	ev.data.fd = sd;
 	epoll_ctl(ring_ep, EPOLL_CTL_ADD, sd, &ev);
 	long long ring0 = counter("dev_ring_waits"), poll0 = counter("dev_poll_waits");
-	for (int i = 0; i < 300; i++) {
-		memset(out, 'a' + i % 26, sizeof(out));
-		if (send(sd, out, sizeof(out), 0) != (ssize_t)sizeof(out))
-			return fprintf(stderr, "send %d: %s\n", i, strerror(errno)), -1;
-		for (size_t o = 0; o < sizeof(in);) {
-			int n = epoll_wait(ring_ep, &got, 1, 5000);
-			if (n != 1 || got.data.fd != sd)
-				return fprintf(stderr, "epoll_wait %d: %d %s\n", i, n, strerror(errno)), -1;
-			ssize_t r = recv(sd, in + o, sizeof(in) - o, 0);
-			if (r < 0 && errno == EAGAIN)
-				continue;
-			if (r <= 0)
-				return fprintf(stderr, "recv %d: %s\n", i, strerror(errno)), -1;
-			o += (size_t)r;
-		}
-		if (memcmp(in, out, sizeof(in)) != 0)
-			return fprintf(stderr, "echo %d differs\n", i), -1;
-	}
+	if (echo_rounds(W_EPOLL, ring_ep, sd) < 0)
+		return -1;
 	ring_delta = counter("dev_ring_waits") - ring0;
 	poll_delta = counter("dev_poll_waits") - poll0;
 	int late = 0;
