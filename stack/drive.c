@@ -16,7 +16,7 @@
  * While application threads drive, or enter calls (stk__drive_entry: a busy program that
  * always finds a socket ready never waits on the device), the stack thread parks on
  * park_cond (park()): it wakes for lwIP's timers (unless a driver on the device runs them)
- * and at least every GRACE_MS, takes frames that arrived while no application thread was
+ * and at least every GRACE_MS (PARK_LONG_MS while a driver stays on the device), takes frames that arrived while no application thread was
  * inside, or leaves that round to the thread that holds the core lock then, and waits on
  * the device again only after GRACE_MS without a driver (a blocked thread that finds it
  * there asks it to leave: want_drive). Frames that arrive
@@ -27,7 +27,8 @@
  *
  * Deviation: while a program alternates between calls and its own work, frames that
  * arrive during its work (ACKs, data for other sockets) wait until its next call, or at
- * most GRACE_MS for the parked stack thread; the kernel's softirq takes them at once.
+ * most GRACE_MS for the parked stack thread (PARK_LONG_MS when its calls had been waiting
+ * on the device, park.c); the kernel's softirq takes them at once.
  *
  * Programs under ulsrun drive too (uls_socket_drive for blocking calls, uls_poll_drive for
  * poll and epoll_wait): the shim calls with every signal blocked and passes the program's

@@ -11,6 +11,11 @@
 
 #define RX_BUDGET 256        /* frames per round before timers run again */
 #define GRACE_MS 2           /* the stack thread's park after the last driver's round */
+/* The longest park while an application thread waits on the device: each park that runs
+ * out with a thread still waiting there doubles the next (GRACE_MS, 4, 8), so that a
+ * process whose threads sleep in their calls does not wake its stack thread 500 times a
+ * second for nothing (park.c). */
+#define PARK_LONG_MS 8
 
 /* Initial-exec TLS: uls_signal_note reads drive.c's from a signal handler. */
 #define TLS __thread __attribute__((tls_model("initial-exec")))
@@ -19,6 +24,10 @@
  * leave of this thread kept frames queued for a later flush since its last flush. */
 extern TLS unsigned stk__tx_batch_left;
 extern TLS bool stk__tx_deferred;
+
+/* park.c: a thread kept frames back for a later flush (txbatch.c): the park that would
+ * send them must end within GRACE_MS, and not lengthen. */
+void stk__park_shorten(struct stk_node *n);
 
 /* drive.c */
 uint64_t stk__now_ns(void);  /* CLOCK_MONOTONIC */

@@ -77,6 +77,11 @@ struct stk_node {
 	bool park_now;
 	bool round_owed;
 	uint64_t timer_next;
+	/* The next park's length while a thread waits on the device (GRACE_MS up to
+	 * PARK_LONG_MS; the stack thread's alone), and whether a thread kept frames back for
+	 * the park's flush since the park began (core lock). */
+	unsigned park_ms;
+	bool park_keep_short;
 	/* Rounds the park left to a holder, counted (__atomic) as it leaves each, before
 	 * round_owed is set: a holder that takes one has it counted already
 	 * (rtc_park_rounds_handed >= rtc_owed_rounds_taken in any reading). */
@@ -312,6 +317,7 @@ enum stk_counter {
 	STK_CNT_RTC_ENTRY_RX,
 	STK_CNT_RTC_PARK_TIMERS_LEFT,
 	STK_CNT_RTC_PARK_WAKES,
+	STK_CNT_RTC_PARK_LONG,
 	STK_CNT_RTC_PARK_SIGNALLED,
 	STK_CNT_RTC_PARK_TIMER_WAITS,
 	STK_CNT_RTC_PARK_HANDED,

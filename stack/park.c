@@ -70,6 +70,14 @@ void stk__park_wake(void)
 	park_signal(&stk__node, 0, true);
 }
 
+void stk__park_shorten(struct stk_node *n)
+{
+	n->park_keep_short = true;
+	uint64_t when = stk__now_ms() + GRACE_MS;
+	if (n->parked && __atomic_load_n(&n->park_deadline, __ATOMIC_SEQ_CST) > when)
+		park_signal(n, when, false);
+}
+
 /* Are application threads driving the stack, or did one just now? Then the stack thread
  * keeps off the device. */
 bool stk__apps_drive(const struct stk_node *n)
@@ -151,11 +159,23 @@ static void park(struct stk_node *n)
 	 * for them. Woken for one, it found the frames that ended the driver's wait still
 	 * there, left the timers to the driver (rtc_park_timers_left) and parked again
 	 * with the timer still due: a loop until the driver ran (37,000 rounds in a 64 MiB
-	 * stream). Deviation: if the driver then leaves the device and its program stops
-	 * calling, a timer runs up to GRACE_MS late (this park's end). */
+	 * stream).
+	 *
+	 * Nor does it wake every GRACE_MS while a driver waits there: the driver takes the
+	 * frames. A park that runs out and finds a thread still on the device doubles the
+	 * next one, up to PARK_LONG_MS; one that finds nobody there is back to GRACE_MS. A
+	 * receiver that sleeps in recv between frames woke its stack thread 500 times a
+	 * second for nothing: at 64 streams, with 128 processes on 2 vCPUs, half of the
+	 * receivers' context switches (docs/bench/s32). Timers a call arms after the driver
+	 * left the device wake the park at their time (stk__leave), and frames kept back
+	 * for its flush keep it at GRACE_MS (stk__park_shorten). Deviation: if the driver
+	 * leaves the device and its program stops calling, frames that arrive meanwhile, and
+	 * timers armed while it waited, wait up to PARK_LONG_MS (this park's end). */
 	bool driver = n->dev_waiter == STK_W_APP;
 	uint64_t now = stk__now_ms();
-	int t = driver ? GRACE_MS : stk__timer_timeout(GRACE_MS);
+	if (n->park_ms < GRACE_MS || n->park_ms > PARK_LONG_MS)
+		n->park_ms = GRACE_MS;
+	int t = driver ? (int)n->park_ms : stk__timer_timeout(GRACE_MS);
 	u32_t sleep = driver ? SYS_TIMEOUTS_SLEEPTIME_INFINITE : sys_timeouts_sleeptime();
 	bool take = false, timer_wait = false;
 
@@ -164,6 +184,9 @@ static void park(struct stk_node *n)
 	__atomic_store_n(&n->timer_next, sleep == SYS_TIMEOUTS_SLEEPTIME_INFINITE ? UINT64_MAX :
 			 now + sleep, __ATOMIC_RELAXED);
 	n->park_woken = n->park_now = false;  /* every waker holds the core lock */
+	n->park_keep_short = false;
+	if (driver && t > GRACE_MS)
+		stk__count(STK_CNT_RTC_PARK_LONG);
 	stk__unlock_raw();
 	pthread_mutex_lock(&n->park_mtx);
 	for (;;) {
@@ -224,6 +247,10 @@ static void park(struct stk_node *n)
 	n->parked = false;
 	__atomic_store_n(&n->round_owed, false, __ATOMIC_RELAXED);
 	stk__count(STK_CNT_RTC_PARK_WAKES);
+	if (driver && !timer_wait && !n->park_keep_short && n->dev_waiter == STK_W_APP)
+		n->park_ms = n->park_ms * 2 > PARK_LONG_MS ? PARK_LONG_MS : n->park_ms * 2;
+	else
+		n->park_ms = GRACE_MS;
 	if (!n->running)
 		return;
 	park_round(n);

@@ -42,6 +42,7 @@ bool stk__flush_deferred(struct stk_node *n)
 	}
 	stk__tx_deferred = true;
 	stk__count(STK_CNT_TX_FLUSH_DEFERRED);
+	stk__park_shorten(n);
 	return true;
 }
 

@@ -4,7 +4,7 @@
  *
  *   rtc server --ctl PATH --port P --conns K --count N --mode pingpong|duplex|nbsend|stream
  *   rtc client --ctl PATH --to IP:P --conns K --count N --mode pingpong|duplex|nbsend|stream
- *              [--pause-every M] [--fork] [--busy-poll US]
+ *              [--pause-every M] [--fork] [--busy-poll US] [--idle-ms T]
  *
  * pingpong: K connections, one thread each on both sides; the client's thread sends N
  * 8-byte messages (connection, round), each echoed by the server's thread. Every M rounds
@@ -22,6 +22,8 @@
  * child attaches a stack of its own, opens one more connection (the server accepts K + 1)
  * and runs the same ping-pong on it, while the parent's threads go on.
  * --busy-poll US: SO_BUSY_POLL on every connection (read back to check).
+ * --idle-ms T (client, pingpong): the client's threads wait T ms before their first
+ * message, while the server's threads wait for it in recv (one of them on the device).
  * Every byte is checked. Prints "ok" and the stack's run-to-completion counters (name=value)
  * and exits 0; otherwise says what went wrong and exits 1.
  */
@@ -45,7 +47,7 @@
 #define CHUNK 1024
 
 static const char *ctl;
-static int conns = 1, count = 100, pause_every, busy_poll;
+static int conns = 1, count = 100, pause_every, busy_poll, idle_ms;
 static bool duplex, nbsend, stream, do_fork;
 static volatile int failed;
 
@@ -102,6 +104,8 @@ static void *pingpong(void *arg)
 	for (int r = 0; r < count && !failed; r++) {
 		if (pause_every && r && r % pause_every == 0)
 			usleep(5000);
+		if (!j->server && r == 0 && idle_ms)
+			usleep((useconds_t)idle_ms * 1000u);
 		if (j->server) {
 			int rc = recv_all(j->sd, got, sizeof(got));
 			if (rc < 0) {
@@ -390,6 +394,8 @@ int main(int argc, char **argv)
 			count = atoi(argv[i + 1]);
 		} else if (!strcmp(argv[i], "--busy-poll")) {
 			busy_poll = atoi(argv[i + 1]);
+		} else if (!strcmp(argv[i], "--idle-ms")) {
+			idle_ms = atoi(argv[i + 1]);
 		} else if (!strcmp(argv[i], "--pause-every")) {
 			pause_every = atoi(argv[i + 1]);
 		} else if (!strcmp(argv[i], "--mode")) {

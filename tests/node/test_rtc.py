@@ -130,6 +130,21 @@ def test_a_sender_that_never_blocks_takes_its_acks_at_each_call_and_the_stack_th
         assert cli["rtc_entry_rx"] == 0, cli
 
 
+def test_a_stack_thread_parked_behind_a_thread_on_the_device_lengthens_its_park(tb):
+    """The server's thread waits in recv, on the device, for the 1 s the client idles
+    before its first message. The parked stack thread has nothing to do meanwhile: each
+    park that runs out with a thread still on the device doubles the next, up to
+    PARK_LONG_MS (8 ms; stack/park.c), instead of waking every GRACE_MS (2 ms), 500 times
+    a second. Counted: rtc_park_long (parks longer than GRACE_MS) against
+    rtc_park_wakes. Before the change there was no long park and the idle second alone
+    cost about 500 wakes; now about 125, and the ping-pong after it still runs."""
+    srv, cli = run(tb, 7370, "pingpong", 1, 200, client_args=["--idle-ms", "1000"])
+    print("server", srv)
+    assert srv["rtc_park_long"] > 0, srv
+    assert srv["rtc_park_long"] * 2 >= srv["rtc_park_wakes"], srv
+    assert srv["rtc_park_wakes"] < 400, srv
+
+
 @pytest.mark.parametrize("rtc", ["1", "0"])
 def test_a_parked_stack_thread_leaves_its_round_to_the_lock_holder_and_each_is_taken_once(tb, rtc):
     """A bulk stream (64 KiB blocking sends and receives, both sides driving, every byte
