@@ -233,6 +233,12 @@ int srv__lease_rings(struct srv *s, struct srv_lease *l);
 void srv__lease_end(struct srv *s, struct srv_lease *l);   /* control thread */
 void srv__lease_conntab_close(struct srv_lease *l);
 void srv__lease_free(struct srv *s, struct srv_lease *l);  /* demux thread */
+/* TIME-WAIT lookup in a process's last connection table (struct uls_conntab_ent,
+ * netif/conntab.h): keep and sort its TIME-WAIT entries once, then search. */
+struct uls_conntab_ent;
+uint32_t srv__tw_sort(struct uls_conntab_ent *tab, uint32_t n);
+bool srv__tw_find(const struct uls_conntab_ent *tw, uint32_t n, uint16_t lport,
+		  const uint8_t rip[16], uint16_t rport);
 
 /* bpf.c (or bpf_none.c): the direct data path (s->lock held) */
 int srv__dp_init(struct srv *s);

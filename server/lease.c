@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 int srv__leases_add(struct srv_leases *t, struct srv_lease **out)
@@ -95,10 +96,57 @@ struct end_ctx {
 	struct srv *s;
 	uint32_t owner;
 	uint64_t now;
-	/* The process's connection table as it left it (NULL: none, or not readable) */
+	/* The TIME-WAIT entries of the process's connection table as it left it, sorted
+	 * (srv__tw_sort; NULL: no table, or not readable) */
 	struct uls_conntab_ent *tab;
 	uint32_t ntab;
+	uint32_t custody, timewait;  /* what this lease's end put in custody (the log line) */
 };
+
+/* The order of srv__tw_sort and srv__tw_find: local port, remote port, remote address. */
+static int tw_cmp(const void *a, const void *b)
+{
+	const struct uls_conntab_ent *x = a, *y = b;
+
+	if (x->lport != y->lport)
+		return x->lport < y->lport ? -1 : 1;
+	if (x->rport != y->rport)
+		return x->rport < y->rport ? -1 : 1;
+	return memcmp(x->rip, y->rip, sizeof(x->rip));
+}
+
+/* Keep only the TIME-WAIT entries of tab[0..n), at its front, sorted for srv__tw_find;
+ * returns their count. A lease's end asks once per connected TCP rule of the process
+ * whether it left that tuple in TIME-WAIT: searching the whole table (up to
+ * ULS_CONNTAB_CAPACITY entries) each time, under ulsd's lock, cost N x M compares for N
+ * rules and M entries; sorting once and searching in halves costs O((N + M) log M). */
+uint32_t srv__tw_sort(struct uls_conntab_ent *tab, uint32_t n)
+{
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < n; i++) {
+		if (tab[i].state != ULS_TCP_TIME_WAIT)
+			continue;
+		if (k != i)
+			tab[k] = tab[i];
+		k++;
+	}
+	qsort(tab, k, sizeof(*tab), tw_cmp);
+	return k;
+}
+
+/* Is (lport, rip, rport) among tw[0..n), the output of srv__tw_sort? rip is 16 octets,
+ * an IPv4 address v4-mapped as the table holds it (netif/conntab.h). */
+bool srv__tw_find(const struct uls_conntab_ent *tw, uint32_t n, uint16_t lport,
+		  const uint8_t rip[16], uint16_t rport)
+{
+	struct uls_conntab_ent key;
+
+	key.lport = lport;
+	key.rport = rport;
+	memcpy(key.rip, rip, sizeof(key.rip));
+	return n && bsearch(&key, tw, n, sizeof(*tw), tw_cmp) != NULL;
+}
 
 /* The connection table a process's stack writes a last time when it stops, after its
  * closed connections finished (stack/conntab.c, stk__conntab_last): copied before the
@@ -117,19 +165,8 @@ static void read_last_table(struct end_ctx *c, const struct srv_lease *l)
 	if (c->tab && uls_conntab_snapshot(l->conntab, l->conntab_cap, c->tab, &c->ntab, &total,
 					   &published) != ULS_CONNTAB_OK)
 		c->ntab = 0;
-}
-
-/* Did the process leave (lport, rip, rport) in TIME-WAIT? A linear search: at most
- * ULS_CONNTAB_CAPACITY entries, once per connection at the end of a lease. */
-static bool left_in_time_wait(const struct end_ctx *c, const struct flt_rule *r)
-{
-	for (uint32_t i = 0; i < c->ntab; i++) {
-		const struct uls_conntab_ent *e = &c->tab[i];
-		if (e->state == ULS_TCP_TIME_WAIT && e->lport == r->lport && e->rport == r->rport &&
-		    memcmp(e->rip, r->rip6.b, sizeof(e->rip)) == 0)
-			return true;
-	}
-	return false;
+	if (c->tab)
+		c->ntab = srv__tw_sort(c->tab, c->ntab);
 }
 
 static int take_custody(const struct flt_rule *r, void *arg)
@@ -140,25 +177,39 @@ static int take_custody(const struct flt_rule *r, void *arg)
 	if (r->owner != c->owner || r->kind != FLT_RULE_CONNECTED || r->proto != WIRE_IPPROTO_TCP)
 		return 0;
 	/* Both families: the tuple stays reserved for 2 MSL (RFC 9293 §3.4.2). */
-	if (left_in_time_wait(c, r)) {
+	if (srv__tw_find(c->tab, c->ntab, r->lport, r->rip6.b, r->rport)) {
 		rc = srv__custody_add_timewait(&c->s->custody, c->now, r->lport, &r->rip6, r->rport);
-		if (rc == 0)
+		if (rc == 0) {
 			c->s->ctr.v[SRV_CUSTODY_TIMEWAIT]++;
+			c->timewait++;
+		}
 	} else {
 		rc = srv__custody_add_addr(&c->s->custody, c->now, r->lport, &r->rip6, r->rport);
 	}
 	if (rc < 0)
 		c->s->ctr.v[SRV_DROP_CUSTODY_NO_MEMORY]++;  /* its peer's next segment gets a RST */
+	else
+		c->custody++;
 	return 0;
+}
+
+static uint64_t mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 /* The process is gone (control thread, lock held). */
 void srv__lease_end(struct srv *s, struct srv_lease *l)
 {
-	struct end_ctx c = { s, l->id, srv__now_ms(), NULL, 0 };
+	struct end_ctx c = { s, l->id, srv__now_ms(), NULL, 0, 0, 0 };
+	uint64_t t0, t1;
 
 	if (l->dead)
 		return;
+	t0 = mono_us();
 	/* What the process queued before it went (its last FINs and RSTs) still leaves under
 	 * its rules. The demux thread cannot be in the ring: we hold the lock. */
 	srv__drain_tx(s, l);
@@ -166,9 +217,11 @@ void srv__lease_end(struct srv *s, struct srv_lease *l)
 	/* The direct path's map entries go first: from here on the kernel steers its frames
 	 * to ulsd, which answers them from custody. */
 	srv__dp_lease_end(s, l);
+	t1 = mono_us();
 	read_last_table(&c, l);
 	flt_foreach(s->flt, take_custody, &c);
 	free(c.tab);
+	t1 = mono_us() - t1;
 	flt_del_owner(s->flt, l->id);
 	srv__ports_drop_owner(s->ports, SRV_OWNER(l));
 	srv__lease_conntab_close(l);
@@ -178,6 +231,11 @@ void srv__lease_end(struct srv *s, struct srv_lease *l)
 	s->leases.changed = true;
 	srv__custody_run(s);  /* first probes now, not at the next tick */
 	nif_tap_wake(s->tap);  /* the demux thread unwatches and frees it */
+	/* What a big lease's end costs ulsd, all of it under its lock (docs/limits.md). */
+	if (c.custody)
+		srv__log(2, "lease %u: %u connections to custody (%u in TIME-WAIT) in %llu us, "
+			 "%llu us of it taking custody", l->id, c.custody, c.timewait,
+			 (unsigned long long)(mono_us() - t0), (unsigned long long)t1);
 }
 
 /* The process's connection table: unmapped when the lease ends (control thread, lock

@@ -14,7 +14,7 @@ EXTRA_DIST += filter/datapath.bpf.c filter/datapath_pick.bpf.h filter/datapath.h
 if ULS_DIRECT
 server_ulsd_SOURCES += server/bpf.c
 nodist_server_ulsd_SOURCES = server/datapath.skel.h
-BUILT_SOURCES = server/datapath.skel.h
+BUILT_SOURCES += server/datapath.skel.h
 CLEANFILES += server/datapath.bpf.o server/datapath.skel.h
 server_ulsd_CFLAGS += $(LIBBPF_CFLAGS)
 server_ulsd_LDADD += $(LIBBPF_LIBS)

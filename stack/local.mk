@@ -17,6 +17,23 @@ nodist_stack_liblwipcore_la_SOURCES = \
 stack_liblwipcore_la_CPPFLAGS = $(LWIP_CPPFLAGS)
 stack_liblwipcore_la_CFLAGS = -std=gnu11 -Wall -Wno-address -fvisibility=hidden $(SAN_FLAGS)
 
+# The copy follows our patches: one `make` after a patch is edited, added or removed redoes
+# it and rebuilds every lwIP object from it. lwip/.uls-patches is make's stamp: older than a
+# patch or than the patch directory (a patch added, removed or renamed) means "ask
+# prepare-lwip". prepare-lwip rewrites lwip/.uls-stamp only when the patched copy changed
+# (it sums every patch's name and content), and the lwIP objects depend on that one, so a
+# touched but unchanged patch rebuilds nothing. BUILT_SOURCES makes the stamps before
+# anything else in all, check and install, and the objects' own prerequisite covers a make
+# of one target. Our objects that include lwIP's headers follow a changed header through
+# their dependency files: prepare-lwip writes only the files whose text changed.
+LWIP_PATCHES = $(wildcard $(top_srcdir)/stack/patches/*.patch)
+BUILT_SOURCES += lwip/.uls-stamp
+lwip/.uls-patches: $(LWIP_PATCHES) $(top_srcdir)/stack/patches $(top_srcdir)/build-aux/prepare-lwip
+	$(AM_V_GEN)$(top_srcdir)/build-aux/prepare-lwip '$(LWIP_UPSTREAM)' lwip $(top_srcdir)/stack/patches && touch $@
+lwip/.uls-stamp: lwip/.uls-patches
+	@:
+$(stack_liblwipcore_la_OBJECTS): lwip/.uls-stamp
+
 ULS_STACK_SOURCES = \
 	stack/core.c stack/ethif.c stack/port.c stack/errmap.c stack/isn.c stack/lease.c \
 	stack/counters.c stack/socket.c stack/sockopt.c stack/stream.c stack/dgram.c stack/rxq.c \

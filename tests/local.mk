@@ -125,3 +125,7 @@ EXTRA_DIST += tests/layout/test_module_map
 # Every file git tracks is in `make dist`, and every file it lists exists.
 TESTS += tests/layout/test_dist_files
 EXTRA_DIST += tests/layout/test_dist_files
+# One make after a change of stack/patches/ rebuilds lwIP and the library from the patches
+# (in scratch copies of the source and build trees; about 35 s of CPU).
+TESTS += tests/layout/test_lwip_patches
+EXTRA_DIST += tests/layout/test_lwip_patches

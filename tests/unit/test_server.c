@@ -25,6 +25,7 @@
 #include <cmocka.h>
 #include <netinet/in.h>
 
+#include "netif/conntab.h"
 #include "netif/ctl/ctl.h"
 #include "netif/dev.h"
 #include "netif/ring.h"
@@ -119,6 +120,86 @@ static void test_lease_end_puts_its_tcp_connections_in_custody_and_frees_its_por
 	/* Its UDP port is free for another process; the TCP tuple is not. */
 	assert_int_equal(srv__port_bind(srv.ports, SRV_OWNER(b), IPPROTO_UDP, 6001, 0), 6001);
 	assert_int_equal(connected(b, 5001), -EADDRINUSE);
+}
+
+/* A connection table entry with only what the TIME-WAIT lookup reads spelled out. */
+static struct uls_conntab_ent tw_ent(uint16_t lport, uint8_t rip_last, uint16_t rport,
+				     uint8_t tcp_state)
+{
+	struct uls_conntab_ent e;
+
+	memset(&e, 0, sizeof(e));
+	e.rip[10] = e.rip[11] = 0xff;  /* ::ffff:192.0.2.x */
+	e.rip[12] = 192;
+	e.rip[14] = 2;
+	e.rip[15] = rip_last;
+	e.lport = lport;
+	e.rport = rport;
+	e.state = tcp_state;
+	return e;
+}
+
+static void test_time_wait_lookup_finds_only_the_tuples_left_in_time_wait(void **state)
+{
+	(void)state;
+	struct uls_conntab_ent tab[] = {
+		tw_ent(5001, 7, 80, ULS_TCP_ESTABLISHED),
+		tw_ent(5002, 7, 80, ULS_TCP_TIME_WAIT),
+		tw_ent(5003, 7, 80, ULS_TCP_FIN_WAIT_2),
+		tw_ent(5000, 9, 443, ULS_TCP_TIME_WAIT),
+		tw_ent(5002, 8, 80, ULS_TCP_TIME_WAIT),
+	};
+	struct uls_conntab_ent probe;
+	uint32_t n = srv__tw_sort(tab, 5);
+
+	assert_int_equal(n, 3);
+	probe = tw_ent(5002, 7, 80, 0);
+	assert_true(srv__tw_find(tab, n, 5002, probe.rip, 80));
+	probe = tw_ent(5002, 8, 80, 0);
+	assert_true(srv__tw_find(tab, n, 5002, probe.rip, 80));
+	probe = tw_ent(5000, 9, 443, 0);
+	assert_true(srv__tw_find(tab, n, 5000, probe.rip, 443));
+	/* Not in TIME-WAIT, or one field away from a tuple that is. */
+	probe = tw_ent(5001, 7, 80, 0);
+	assert_false(srv__tw_find(tab, n, 5001, probe.rip, 80));
+	assert_false(srv__tw_find(tab, n, 5003, probe.rip, 80));
+	assert_false(srv__tw_find(tab, n, 5002, probe.rip, 81));
+	probe = tw_ent(5002, 6, 80, 0);
+	assert_false(srv__tw_find(tab, n, 5002, probe.rip, 80));
+	probe.rip[15] = 7;
+	probe.rip[0] = 1;  /* the same last octet, another address */
+	assert_false(srv__tw_find(tab, n, 5002, probe.rip, 80));
+	/* No table (none mapped, or not readable): nothing is in TIME-WAIT. */
+	assert_false(srv__tw_find(NULL, 0, 5002, tab[0].rip, 80));
+}
+
+/* The sorted lookup answers as a search of the whole table did, over a full table whose
+ * tuples share ports and addresses, so that every comparison has ties to break. */
+static void test_time_wait_lookup_agrees_with_a_linear_search_of_a_full_table(void **state)
+{
+	(void)state;
+	enum { N = ULS_CONNTAB_CAPACITY };
+	static struct uls_conntab_ent all[N], tw[N];
+	uint32_t x = 12345, n;
+
+	for (unsigned i = 0; i < N; i++) {
+		x = x * 1103515245u + 12345u;
+		all[i] = tw_ent(5000 + (x >> 8) % 8, (uint8_t)((x >> 12) % 8), 80 + (x >> 16) % 4,
+				(x >> 20) % 3 ? ULS_TCP_ESTABLISHED : ULS_TCP_TIME_WAIT);
+		all[i].rip[(x >> 24) % 2 ? 0 : 15] ^= (uint8_t)((x >> 26) % 2);
+	}
+	memcpy(tw, all, sizeof(tw));
+	n = srv__tw_sort(tw, N);
+	assert_true(n > 0 && n < N);
+	for (unsigned i = 0; i < N; i++) {
+		const struct uls_conntab_ent *e = &all[i];
+		bool want = false;
+
+		for (unsigned j = 0; j < N && !want; j++)
+			want = all[j].state == ULS_TCP_TIME_WAIT && all[j].lport == e->lport &&
+			       all[j].rport == e->rport && !memcmp(all[j].rip, e->rip, 16);
+		assert_int_equal(srv__tw_find(tw, n, e->lport, e->rip, e->rport), want);
+	}
 }
 
 static void test_lease_rings_give_a_relay_lease_its_ring_pair_and_eventfds(void **state)
@@ -640,6 +721,8 @@ int main(void)
 		T(test_lease_table_finds_only_live_leases_by_id),
 		T(test_every_counter_has_a_name_of_its_own),
 		T(test_lease_end_puts_its_tcp_connections_in_custody_and_frees_its_ports),
+		T(test_time_wait_lookup_finds_only_the_tuples_left_in_time_wait),
+		T(test_time_wait_lookup_agrees_with_a_linear_search_of_a_full_table),
 		T(test_lease_rings_give_a_relay_lease_its_ring_pair_and_eventfds),
 		T(test_handoff_with_a_zero_nonce_is_refused),
 		T(test_claim_with_the_nonce_moves_the_connection_to_the_taker),
