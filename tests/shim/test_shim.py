@@ -167,9 +167,12 @@ def test_socket_calls_racing_close_and_reuse_of_the_numbers(bed):
     not, a socket or an epoll instance of another number; nothing may crash.
     ULS_DEBUG_LOOKUP_YIELD=1 makes the lookups yield where a close must be able to land
     (fails with the table's recheck, the claim of the last drop, or uep_get's recheck
-    removed)."""
+    removed). It runs 3 s, and on (45 s at most) until the amount asserted below is
+    reached: each yield gives the CPU to any other runnable thread, so on a loaded machine
+    the same 3 s hold 100 times fewer rounds (16-21 at load 11)."""
     env = dict(os.environ, ULS_DEBUG_LOOKUP_YIELD="1")
-    r = bed.ulsrun([f"{BUILD}/tests/shim/closerace", "3"], timeout=60, env=env)
+    r = bed.ulsrun([f"{BUILD}/tests/shim/closerace", "3", "200", "500", "45"], timeout=90,
+                   env=env)
     assert r.returncode == 0 and r.stdout.startswith(b"ok "), r
     f = r.stdout.split()
     calls, checked, reopened = int(f[2]), int(f[4]), int(f[6])
