@@ -1,7 +1,14 @@
 /* Socket calls racing close() and the reuse of the same descriptor numbers (run under
  * ulsrun by test_shim.py).
  *
- *   closerace SECONDS
+ *   closerace SECONDS ROUNDS CHECKS LIMIT
+ *
+ * runs for SECONDS, and on until more than ROUNDS reopenings and CHECKS checked calls
+ * have been made, for LIMIT seconds at most. The amount of racing is what the test needs,
+ * not a time: ULS_DEBUG_LOOKUP_YIELD makes every lookup sched_yield() (below), and on a
+ * machine whose CPUs other runnable threads share each yield gives one of them a time
+ * slice, so a second holds 100 times fewer rounds at load 11 (4 busy loops: 16-21
+ * reopenings in 3 s, against 1,600-2,600 idle).
  *
  * The shim looks descriptors up without a lock (apps/preload/fdtab.c) and reuses a closed
  * socket's memory for the next one, and does the same for its epoll instances
@@ -22,8 +29,8 @@
  *     file finished twice, or handed out after it was finished, fails this), or crash.
  *   - at the end, with every socket closed, every port the run used binds again (a
  *     socket the shim never closed, a count left in its file, keeps its port).
- * Prints "ok calls N checked M reopened R" and exits 0, else says what went wrong and
- * exits 1.
+ * Prints "ok calls N checked M reopened R" and exits 0 (also when LIMIT ended the run
+ * first: the caller judges the amount), else says what went wrong and exits 1.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -128,13 +135,24 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
 int main(int argc, char **argv)
 {
 	pthread_t t[WORKERS];
 
-	if (argc != 2)
+	if (argc != 5)
 		return 2;
-	int seconds = atoi(argv[1]);
+	int seconds = atoi(argv[1]), limit = atoi(argv[4]);
+	long want_rounds = atol(argv[2]), want_checks = atol(argv[3]);
+	if (seconds <= 0 || limit < seconds || want_rounds < 0 || want_checks < 0)
+		return 2;
 	for (int i = 0; i < SLOTS; i++) {
 		fds[i] = open_bound((unsigned)i, 0);
 		if (fds[i] < 0) {
@@ -158,10 +176,14 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < WORKERS; i++)
 		pthread_create(&t[i], NULL, worker, (void *)(size_t)(i + 1));
-	time_t end = time(NULL) + seconds;
+	double start = now_s();
 	bool failed = false;
 	unsigned last_gen = 0;  /* the ports the run used: generations 0 to this */
-	for (unsigned n = 0; time(NULL) < end && !failed; n++) {
+	for (unsigned n = 0; !failed; n++) {
+		double ran = now_s() - start;
+		if (ran >= limit || (ran >= seconds && atomic_load(&reopened) > want_rounds &&
+				   atomic_load(&checked) > want_checks))
+			break;
 		/* Two at a time: the second closed is reopened first (the shim reuses the
 		 * last freed memory first), so a stale lookup finds its file under the other
 		 * number. */

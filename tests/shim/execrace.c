@@ -13,14 +13,15 @@
  *     exec preparation waits at descriptor 20 for a claim that never comes (up to its 2 s);
  *   - the child connects f (a low descriptor A, the first the preparation exports) and
  *     names it 30 too (dup2), then execs itself ("after" mode) while a thread of it waits
- *     until A has been replaced by the closed socket exec puts there (the preparation is
- *     past A and waiting at 20), closes A and 30 (f's last numbers), and connects a new
+ *     until A holds another file than before exec, the closed socket exec puts there
+ *     (the preparation is past A and waiting at 20), closes A and 30 (f's last numbers), and connects a new
  *     socket g, which it names 30; g's local port goes to the new program through a pipe;
  *   - the new program must find g's connection at 30: its local port, and an echo.
  *
- * Without the preparation's hold on the files it exported, f is finished by those closes,
- * g takes its memory, and descriptor 30 is passed as f's export (or the export of a
- * closed socket): the new program finds another port there, or no connection. Prints
+ * Without the preparation's holds on f (exec_prepare's and export_of's; either one keeps
+ * it), f is finished by those closes, g takes its memory, and descriptor 30 is passed as
+ * f's export (or the export of a closed socket): the new program finds another port
+ * there, or no connection. Prints
  * "ok PORT" and exits 0 (the parent, with the child's status), else says what went
  * wrong and exits 1.
  */
@@ -44,6 +45,7 @@
 
 static struct sockaddr_in peer;
 static int fd_a, report_fd;
+static struct stat a_before;  /* f's file at A, taken before exec begins */
 
 static int connected(void)
 {
@@ -76,19 +78,23 @@ static void sleep_ms(long ms)
 }
 
 /* The racing thread: once exec's preparation has put its closed socket at A (fstat sees
- * another file there: the preparation is past A), f's numbers are closed and g made. */
+ * another file there than main saw before exec: the preparation is past A), f's numbers
+ * are closed and g made. The file to compare with is main's, taken before the thread
+ * exists: the preparation reaches A within microseconds of exec's call, often before a
+ * new thread first runs, and a thread that took its own "before" then saw the closed
+ * socket already, waited for a change that never came, and lost the round to exec (the
+ * "no word from the racing thread" of stop 31, 10 of 15 runs on the relay path at load
+ * 20-35). */
 static void *racer(void *arg)
 {
-	struct stat before, now;
+	struct stat now;
 	char line[32];
 	int port = -1;
 
 	(void)arg;
-	if (fstat(fd_a, &before) < 0)
-		goto out;
-	for (int i = 0; i < 3000; i++) {  /* bounded: 3 s */
-		if (fstat(fd_a, &now) < 0 || now.st_ino != before.st_ino ||
-		    now.st_dev != before.st_dev)
+	for (int i = 0; i < 3000; i++) {  /* bounded: 3000 sleeps of 1 ms or more */
+		if (fstat(fd_a, &now) < 0 || now.st_ino != a_before.st_ino ||
+		    now.st_dev != a_before.st_dev)
 			break;
 		sleep_ms(1);
 	}
@@ -177,7 +183,7 @@ int main(int argc, char **argv)
 	fd_a = connected();
 	int pr[2];
 	if (fd_a < 0 || fd_a >= INHERITED_FD || dup2(fd_a, SECOND_FD) != SECOND_FD ||
-	    pipe(pr) < 0) {
+	    pipe(pr) < 0 || fstat(fd_a, &a_before) < 0) {
 		fprintf(stderr, "execrace: child setup failed (A = %d)\n", fd_a);
 		_exit(1);
 	}
