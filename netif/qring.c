@@ -152,7 +152,7 @@ static void br_free(struct io_uring_buf_ring *br)
  * thread with an IPI when it runs in user space; a spinning reader always does, and on this
  * kind of virtual machine each IPI cost the writer 5-12 us inside its write (a VM exit),
  * twice per frame with two reads in flight, and the reader as much again to take it:
- * traced 2026-11-27, docs/benchmarks.md "Round-trip latency: ulsping". A thread that sleeps
+ * traced 2026-11-27, docs/benchmarks.md "Two spinning ends". A thread that sleeps
  * is still woken at once (TWA_SIGNAL_NO_IPI wakes a sleeper), and one that runs in user
  * space without system calls takes its task work at its next interrupt return (the tick,
  * 4 ms at HZ=250): a frame whose read such a thread submitted waits that long for another
