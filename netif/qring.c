@@ -146,7 +146,18 @@ static void br_free(struct io_uring_buf_ring *br)
 		munmap(br, br_bytes());
 }
 
-int nif_qring_prepare(struct nif_qring_prep *p)
+/* coop: the receive ring runs task work only when its thread enters the kernel, and says
+ * when it waits (IORING_SQ_TASKRUN). A read's completion is task work of the thread that
+ * submitted it (see the top of this file). Without COOP_TASKRUN, io_uring interrupts that
+ * thread with an IPI when it runs in user space; a spinning reader always does, and on this
+ * kind of virtual machine each IPI cost the writer 5-12 us inside its write (a VM exit),
+ * twice per frame with two reads in flight, and the reader as much again to take it:
+ * traced 2026-11-27, docs/benchmarks.md "Two spinning ends". A thread that sleeps
+ * is still woken at once (TWA_SIGNAL_NO_IPI wakes a sleeper), and one that runs in user
+ * space without system calls takes its task work at its next interrupt return (the tick,
+ * 4 ms at HZ=250): a frame whose read such a thread submitted waits that long for another
+ * thread that waits on the ring. Deviation: so only a process that asked to spin gets it. */
+static int prepare(struct nif_qring_prep *p, bool coop)
 {
 	unsigned entries[2] = { RX_DEPTH * 2, TX_DEPTH };
 	int rc;
@@ -154,7 +165,15 @@ int nif_qring_prepare(struct nif_qring_prep *p)
 	memset(p, 0, sizeof(*p));
 	for (int i = 0; i < 2; i++) {
 		struct io_uring_params par = { .flags = IORING_SETUP_R_DISABLED };
+		if (i == 0 && coop)
+			par.flags |= IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG;
 		rc = io_uring_queue_init_params(entries[i], &p->ring[i], &par);
+		if (rc == -EINVAL && i == 0 && coop) {
+			/* A kernel before 5.19: the interrupting kind. */
+			coop = false;
+			par = (struct io_uring_params){ .flags = IORING_SETUP_R_DISABLED };
+			rc = io_uring_queue_init_params(entries[i], &p->ring[i], &par);
+		}
 		if (rc < 0) {
 			if (i == 1)
 				io_uring_queue_exit(&p->ring[0]);
@@ -163,8 +182,19 @@ int nif_qring_prepare(struct nif_qring_prep *p)
 		fill_sq_array(&p->ring[i]);
 	}
 	p->made = true;
+	p->coop = coop;
 	p->mshot = mshot_prepare(p) == 0;
 	return 0;
+}
+
+int nif_qring_prepare(struct nif_qring_prep *p)
+{
+	return prepare(p, false);
+}
+
+int nif_qring_prepare_spin(struct nif_qring_prep *p)
+{
+	return prepare(p, true);
 }
 
 int nif_qring_fd(const struct nif_qring_prep *p, int i)
@@ -378,16 +408,25 @@ static bool q_ready(const struct nif_dev *d)
 
 /* A spinning thread's look: completions, else reads that q_rx re-armed and no wait has
  * submitted yet, which one io_uring_enter submits (a frame that comes before then waits
- * in tun's queue for them). Nothing else needs the kernel: the read of a frame that
- * comes while we spin completes as task work that io_uring interrupts this thread for
- * (the thread that submitted it), as the test shows
- * (test_qring spin_poll_sees_frames_whose_reads_it_rearmed_without_a_wait). */
+ * in tun's queue for them). The read of a frame that comes while we spin completes as
+ * task work of the thread that submitted it: io_uring interrupts that thread for it, as
+ * the test shows (test_qring spin_poll_sees_frames_whose_reads_it_rearmed_without_a_wait),
+ * except on a cooperative ring (coop: nif_qring_prepare_spin), which instead sets
+ * IORING_SQ_TASKRUN and leaves it to us to enter the kernel, one io_uring_enter that runs
+ * the task work and waits for nothing (test_qring
+ * spin_poll_runs_the_task_work_that_a_cooperative_ring_left_to_it). */
 static bool q_spin_poll(struct nif_dev *d)
 {
 	struct qring *q = nif__qring_of(d);
 
 	if (io_uring_cq_ready(&q->rx))
 		return true;
+	if (q->coop && (IO_URING_READ_ONCE(*q->rx.sq.kflags) & IORING_SQ_TASKRUN)) {
+		nif__wait_count(&q->wst.spin_enters, 1);
+		(void)io_uring_get_events(&q->rx);
+		if (io_uring_cq_ready(&q->rx))
+			return true;
+	}
 	nif__q_replace_dead_reads(q);
 	if (!io_uring_sq_ready(&q->rx))
 		return false;
@@ -587,6 +626,7 @@ int nif_qring_open(struct nif_dev **out, struct nif_qring_prep *p, unsigned mtu,
 	q->tx = p->ring[1];
 	q->br = p->br;
 	q->mshot = p->mshot && p->br;
+	q->coop = p->coop;
 	p->br = NULL;
 	p->made = false;
 	for (unsigned i = 0; i < RX_DEPTH; i++)

@@ -24,6 +24,8 @@ struct nif_qring_prep {
 	 * the device then keeps one read per receive slot in flight instead. */
 	struct io_uring_buf_ring *br;
 	bool mshot;
+	/* The receive ring runs its task work cooperatively (nif_qring_prepare_spin). */
+	bool coop;
 };
 
 /* Not in liburing 2.3's header; the kernel's number since 6.7. */
@@ -33,6 +35,11 @@ struct nif_qring_prep {
  * registers libuls's own (stack/fork.c). */
 void nif_qring_fork_init(void);
 int nif_qring_prepare(struct nif_qring_prep *p);
+/* As nif_qring_prepare, for a process whose threads spin on the device (ULS_SPIN_US): the
+ * receive ring is made with IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG where
+ * the kernel has them (p->coop), so that a frame costs its writer no IPI to a spinning
+ * reader, which enters the kernel itself when the ring says so (netif/qring.c). */
+int nif_qring_prepare_spin(struct nif_qring_prep *p);
 int nif_qring_fd(const struct nif_qring_prep *p, int i);
 /* The descriptor of ring i moved to fd (the caller dup'ed it elsewhere and closed it). */
 void nif_qring_set_fd(struct nif_qring_prep *p, int i, int fd);

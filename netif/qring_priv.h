@@ -80,6 +80,7 @@ struct qring {
 	/* Multishot: rx_slot[i] is buffer id i of br; rx_free holds the ids with no buffer
 	 * in br (their buffer lent, the pool had no other); rx_target is 1, rx_armed 0 or 1. */
 	bool mshot;
+	bool coop;                             /* nif_qring_prepare_spin's receive ring */
 	struct io_uring_buf_ring *br;
 	unsigned br_added;     /* buffers added to br and not yet made visible */
 	unsigned *tx_free, tx_nfree, tx_unsubmitted, tx_inflight;

@@ -119,7 +119,7 @@ int stk__cond_wait_until(pthread_cond_t *c, uint64_t deadline)
 
 /* A number of microseconds from the environment, read once: absent means 0; anything but
  * a decimal number up to SPIN_US_MAX is refused with a message saying so. */
-static unsigned env_us(const char *name)
+static unsigned env_us_said(const char *name, bool say)
 {
 	const char *e = getenv(name);
 	char *end;
@@ -129,11 +129,25 @@ static unsigned env_us(const char *name)
 	errno = 0;
 	unsigned long v = strtoul(e, &end, 10);
 	if (*e < '0' || *e > '9' || *end || errno || v > SPIN_US_MAX) {
-		stk__log(0, "%s=%s refused: expected microseconds, 0 to %u; not spinning", name,
-			 e, SPIN_US_MAX);
+		if (say)
+			stk__log(0, "%s=%s refused: expected microseconds, 0 to %u; not spinning",
+				 name, e, SPIN_US_MAX);
 		return 0;
 	}
 	return (unsigned)v;
+}
+
+static unsigned env_us(const char *name)
+{
+	return env_us_said(name, true);
+}
+
+/* Will this process spin (ULS_SPIN_US, as stk__drive_init reads it)? Asked by the lease
+ * before the node's device exists (stack/lease.c), which makes the device's receive ring
+ * for spinning then (nif_qring_prepare_spin). */
+bool stk__spin_wanted(void)
+{
+	return env_us_said("ULS_SPIN_US", false) != 0;
 }
 
 /* Nobody on the device, parked, sleeping or owed a round: the state of a node's threads

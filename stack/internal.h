@@ -141,6 +141,7 @@ static inline void stk__node_set_up(bool up)
 void stk__leave(void);
 /* Run to completion (drive.c). */
 void stk__drive_init(void);
+bool stk__spin_wanted(void);
 /* Ask the parked stack thread to come back now and take the core lock (core lock held;
  * uls_node_stop). */
 void stk__park_wake(void);

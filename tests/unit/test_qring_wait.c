@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -169,6 +170,76 @@ static void spin_poll_sees_frames_whose_reads_it_rearmed_without_a_wait(void **s
 		assert_int_equal(st.spin_enters, 1);
 	else
 		assert_in_range(st.spin_enters, 1, 10);
+}
+
+/* The receive ring as nif_qring_prepare_spin made it (setup_spin): a copy of its mapping,
+ * to look at the flags and completions that the device's thread sees. */
+static struct io_uring spin_ring;
+
+static int setup_spin(void **state)
+{
+	struct nif_qring_prep p;
+
+	assert_int_equal(nif_qring_prepare_spin(&p), 0);
+	assert_true(p.coop);   /* Linux 5.19 and later */
+	p.mshot = false;       /* one read per slot: the kind that ulsd allows by default */
+	spin_ring = p.ring[0];
+	return open_fx(state, &p, NULL, NULL, true, true);
+}
+
+struct sender {
+	struct fx *f;
+	atomic_bool sent;
+};
+
+static void *send_now(void *arg)
+{
+	struct sender *s = arg;
+
+	peer_send(s->f, 120, 0x3c);
+	atomic_store(&s->sent, true);
+	return NULL;
+}
+
+/* A cooperative ring interrupts no thread for a read's completion: the kernel sets
+ * IORING_SQ_TASKRUN and the completion waits for the submitter's next entry into the
+ * kernel. A spinner that makes none between its looks must make that entry when the flag
+ * says so. The rounds count where the frame's task work was found pending (flag set, no
+ * completion yet) at the look; a round where something else ran it first (this thread was
+ * preempted or interrupted meanwhile) proves nothing and is not counted. */
+static void spin_poll_runs_the_task_work_that_a_cooperative_ring_left_to_it(void **state)
+{
+	struct fx *f = *state;
+	struct taker t = { .len = 120, .fill = 0x3c };
+	unsigned pending_rounds = 0;
+	pthread_t th;
+
+	f->dev->rx_take = take;
+	for (unsigned i = 0; i < 200 && pending_rounds < 5; i++) {
+		struct sender s = { .f = f };
+		/* Submits what the last round re-armed: the look below has nothing to submit,
+		 * which would enter the kernel anyway. */
+		assert_false(f->dev->ops->spin_poll(f->dev));
+		assert_int_equal(pthread_create(&th, NULL, send_now, &s), 0);
+		while (!atomic_load(&s.sent))
+			;  /* no system call here */
+		bool pending = (IO_URING_READ_ONCE(*spin_ring.sq.kflags) & IORING_SQ_TASKRUN) &&
+			       !io_uring_cq_ready(&spin_ring);
+		bool seen = f->dev->ops->spin_poll(f->dev);
+		if (pending) {
+			pending_rounds++;
+			assert_true(seen);
+		}
+		struct timespec t0;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		while (!seen && ms_since(&t0) < 2000)
+			seen = f->dev->ops->spin_poll(f->dev);
+		pthread_join(th, NULL);
+		assert_true(seen);
+		f->dev->ops->rx(f->dev, not_taken, &t, 64);
+		assert_int_equal(t.offered, i + 1);
+	}
+	assert_true(pending_rounds > 0);
 }
 
 static void wait_in_ring_reports_the_lease_hang_up_within_a_second(void **state)
@@ -599,6 +670,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(lease_check_reports_the_hang_up_without_a_wait, setup_wake_in_ring, teardown),
 		cmocka_unit_test_setup_teardown(refill_keeps_reads_in_flight_for_a_caller_that_never_waits, setup_wake_in_ring, teardown),
 		cmocka_unit_test_setup_teardown(spin_poll_sees_frames_whose_reads_it_rearmed_without_a_wait, setup_wake_in_ring, teardown),
+		cmocka_unit_test_setup_teardown(spin_poll_sees_frames_whose_reads_it_rearmed_without_a_wait, setup_spin, teardown),
+		cmocka_unit_test_setup_teardown(spin_poll_runs_the_task_work_that_a_cooperative_ring_left_to_it, setup_spin, teardown),
 		cmocka_unit_test_setup_teardown(each_frame_is_one_completion_of_the_path_in_use, setup_m, teardown_m),
 		cmocka_unit_test_setup_teardown(each_frame_is_one_completion_of_the_path_in_use, setup_wake_in_ring_m, teardown_m),
 		cmocka_unit_test_setup_teardown(wait_in_ring_ends_on_a_wake_up_from_another_thread, setup_wake_in_ring_no_lease_m, teardown_m),
