@@ -115,7 +115,8 @@ static void park_round(struct stk_node *n)
 }
 
 /* The stack thread while applications drive: lwIP's timers, and frames that arrived while
- * no application thread was inside, at most GRACE_MS late (2 x GRACE_MS, below).
+ * no application thread was inside, at most GRACE_MS late (2 x GRACE_MS, below; up to
+ * PARK_LONG_MS after a driver's long wait, in park()).
  *
  * It sleeps on park_cond with park_mtx, not with the core lock. A condition wait on the
  * core lock takes that lock back when it ends, and while an application thread held it
