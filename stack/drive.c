@@ -16,8 +16,9 @@
  * While application threads drive, or enter calls (stk__drive_entry: a busy program that
  * always finds a socket ready never waits on the device), the stack thread parks on
  * park_cond (park()): it wakes for lwIP's timers (unless a driver on the device runs them)
- * and at least every GRACE_MS (PARK_LONG_MS while a driver stays on the device), takes frames that arrived while no application thread was
- * inside, or leaves that round to the thread that holds the core lock then, and waits on
+ * and at least every GRACE_MS (PARK_LONG_MS while a driver stays on the device), takes
+ * frames that arrived while no application thread was inside, or leaves that round to the
+ * thread that holds the core lock then, and waits on
  * the device again only after GRACE_MS without a driver (a blocked thread that finds it
  * there asks it to leave: want_drive). Frames that arrive
  * while no thread is inside a call are also taken at the next call's entry

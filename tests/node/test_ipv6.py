@@ -166,6 +166,17 @@ def listening(port, local_prefix="[::]"):
     return lambda e: e["state"] == "listen" and e["local"] == f"{local_prefix}:{port}"
 
 
+def serve_tcp(tb, port, name, *args, groups=("[::]",)):
+    """Start the peer's TCP server on node 1 (port, and args) and wait until it says it
+    listens and ulsd lists its listening endpoint in each group (a local address prefix:
+    "[::]" the IPv6 group, "*" the IPv4 one)."""
+    srv = tb.start(tb.uls(1, [PYTHON, PEER, "server", "--port", str(port), *args]), name)
+    tb.wait_line(srv, "listening")
+    for group in groups:
+        wait_endpoint(tb, 1, listening(port, group))
+    return srv
+
+
 def test_tcp_over_ipv6_between_two_nodes(tb):
     """A process on node 2 connects to node 1's IPv6 address; 4 MiB echoed and compared.
     Both ends name each other by IPv6 addresses, ulsd lists the connection with its IPv6
@@ -175,9 +186,7 @@ def test_tcp_over_ipv6_between_two_nodes(tb):
     the client's TCPv6 super-segments whole (dev_rx_gso): the TAP asks for them
     (TUN_F_TSO6), where the kernel would otherwise cut each into wire-sized frames."""
     port = 7601
-    srv = tb.start(tb.uls(1, [PYTHON, PEER, "server", "--port", str(port)]), "tcp6-server")
-    tb.wait_line(srv, "listening")
-    wait_endpoint(tb, 1, listening(port))
+    srv = serve_tcp(tb, port, "tcp6-server")
     before = tb.stat(1)["counters"]
     cli = tb.start(tb.uls(2, [PYTHON, PEER, "client", "--to", tb.ip6(1), "--port", str(port),
                               "--bytes", str(4 * MIB)]), "tcp6-client")
@@ -257,11 +266,7 @@ def test_dual_stack_listener_takes_an_ipv4_peer_as_v4_mapped(tb):
     """ipv6(7): a [::] socket without IPV6_V6ONLY holds the port for IPv4 too; an IPv4
     client from the other node is accepted as ::ffff:a.b.c.d. Then an IPv6 one."""
     port = 7603
-    srv = tb.start(tb.uls(1, [PYTHON, PEER, "server", "--port", str(port), "--count", "2"]),
-                   "dual-server")
-    tb.wait_line(srv, "listening")
-    wait_endpoint(tb, 1, listening(port, "*"))      # the IPv4 group
-    wait_endpoint(tb, 1, listening(port))           # the IPv6 group
+    srv = serve_tcp(tb, port, "dual-server", "--count", "2", groups=("*", "[::]"))
     for to in (tb.ip(1), tb.ip6(1)):
         cli = tb.start(tb.uls(2, [PYTHON, PEER, "client", "--to", to, "--port", str(port),
                                   "--bytes", str(MIB)]), f"dual-client-{to}")
@@ -301,9 +306,7 @@ def test_kernel_peer_reaches_a_node_over_ipv6(tb):
     """The kernel peer (Linux's IPv6 and neighbour discovery) connects to a process on
     node 1 over IPv6: 2 MiB echoed and compared."""
     port = 7605
-    srv = tb.start(tb.uls(1, [PYTHON, PEER, "server", "--port", str(port)]), "k-server")
-    tb.wait_line(srv, "listening")
-    wait_endpoint(tb, 1, listening(port))
+    srv = serve_tcp(tb, port, "k-server")
     cli = tb.start(tb.kernel([PYTHON, PEER, "client", "--to", tb.ip6(1), "--port", str(port),
                               "--bytes", str(2 * MIB)]), "k-client")
     c = tb.wait_line(cli, "match", 60)
@@ -383,9 +386,7 @@ def test_connection_its_process_left_in_time_wait_goes_to_custody_unprobed(tb):
     (stack/conntab.c); custody_timewait counts such connections, rst_probes stays put over
     the probes' whole schedule (4 at 250 ms)."""
     port = 7610
-    srv = tb.start(tb.uls(1, [PYTHON, PEER, "server", "--port", str(port)]), "tw-server")
-    tb.wait_line(srv, "listening")
-    wait_endpoint(tb, 1, listening(port))
+    srv = serve_tcp(tb, port, "tw-server")
     before = tb.stat(2)["counters"]
     cli = tb.start(tb.uls(2, [PYTHON, PEER, "client", "--to", tb.ip6(1), "--port", str(port),
                               "--bytes", "100000"]), "tw-client")
@@ -411,11 +412,7 @@ def test_ulsstat_lists_ipv6_connections_with_their_state(tb):
     and a dual-stack listener's IPv4 connection (v4-mapped to the program; it waits in the
     accept queue) with its IPv4 addresses; no entry is refused as out of range."""
     port = 7609
-    srv = tb.start(tb.uls(1, [PYTHON, PEER, "server", "--port", str(port), "--count", "2"]),
-                   "stat-server")
-    tb.wait_line(srv, "listening")
-    wait_endpoint(tb, 1, listening(port))
-    wait_endpoint(tb, 1, listening(port, "*"))
+    srv = serve_tcp(tb, port, "stat-server", "--count", "2", groups=("[::]", "*"))
     before = [tb.stat(i)["drops"]["conntab_bad_entries"] for i in (1, 2)]
     h6 = tb.start(tb.uls(2, [PYTHON, PEER, "hold", "--to", tb.ip6(1), "--port", str(port)]),
                   "stat-hold6")
