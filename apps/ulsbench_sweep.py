@@ -66,8 +66,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ulsbench_common import (  # noqa: E402
     DEFAULT_OFFLOAD, POLL, BenchError, Procs, Testbed, UsageError, find_paths, finish, log,
-    loss_arg, machine_info, parse_as_root, progress, read_cpu_ticks, run_guarded, save_doc,
-    save_plots, take_lock_or_say)
+    loss_arg, machine_info, parse_as_root, progress, read_cpu_ticks, run_guarded, run_unwrapped,
+    save_doc, save_plots, take_lock_or_say)
 # The pure parts, in modules of their own next to this file: parameters, command line and
 # plan; what the points' output means, tables and plots.
 from ulsbench_sweepargs import *  # noqa: E402,F401,F403
@@ -527,7 +527,7 @@ def main(argv=None):
     opts, rc = parse_as_root("ulsbench", argv, parse_args, build_parser)
     if opts is None:
         return rc
-    paths = find_paths()
+    paths = run_unwrapped(find_paths(), ("ulsbench", "ulsrelay", "ulsraw", "ulsstat"))
     lock = take_lock_or_say(check_tools(paths, opts["modes"], opts["loss"] is not None,
                                         opts["offloads"]),
                             "build the tree (make) or choose other modes with --mode")
