@@ -66,8 +66,8 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ulsbench_common import (  # noqa: E402
     DEFAULT_OFFLOAD, POLL, BenchError, Procs, Testbed, UsageError, find_paths, finish, log,
-    loss_arg, machine_info, parse_as_root, progress, read_cpu_ticks, run_guarded, run_unwrapped,
-    save_doc, save_plots, take_lock_or_say)
+    driver_first, loss_arg, machine_info, parse_as_root, progress, read_cpu_ticks, run_guarded,
+    run_unwrapped, save_doc, save_plots, take_lock_or_say, tree_cpu_ns)
 # The pure parts, in modules of their own next to this file: parameters, command line and
 # plan; what the points' output means, tables and plots.
 from ulsbench_sweepargs import *  # noqa: E402,F401,F403
@@ -97,6 +97,8 @@ class Point:
             n, None if seconds is None else seconds + self.warmup, nbytes,
             loss=bool(loss))
         self.window = None      # seconds the streams moved data (see transfer_window)
+        self.start_at = None    # the clients' common start (CLOCK_MONOTONIC = time.monotonic)
+        self.window_cpu = None  # CPU of the point's processes inside the measured part
 
     # -- helpers ---------------------------------------------------------------
     def spawn(self, name, argv):
@@ -223,7 +225,14 @@ class Point:
         last_t, last_b = t0, b0
         next_report = t0 + 1.0
         total = self.seconds
+        marks = self.window_marks()
+        samples = []
         while True:
+            if marks and time.monotonic() >= marks[0]:
+                marks.pop(0)
+                samples.append(self.cpu_sample())
+                if not marks:
+                    self.window_cpu = window_cpu(*samples)
             self.procs.poll()
             bad = [p for p in senders if not p.alive and p.rc != 0]
             if bad:
@@ -248,6 +257,23 @@ class Point:
                                                              len(senders)))
                 next_report = now + 1.0
             time.sleep(POLL)
+
+    def window_marks(self):
+        """When to sample the processes' CPU: the measured part's start (the clients'
+        common start plus the warm-up) and 0.1 s before its planned end, while every
+        process still runs. None without a time-limited measured part."""
+        if self.seconds is None or self.start_at is None or self.seconds < 0.3:
+            return None
+        start = self.start_at + self.warmup
+        return [start, start + self.seconds - 0.1]
+
+    def cpu_sample(self):
+        """(time, {pid: CPU ns}) of the point's processes (and ulsd's, in its modes)."""
+        pids = [p.pid for p in self.started if p.alive]
+        if self.mode in ULSD_MODES:
+            pids += list(self.tb.ulsd_pids())
+        t = time.monotonic()
+        return t, {pid: tree_cpu_ns(pid) for pid in pids}
 
     def wait_exit(self, procs, what):
         while True:
@@ -285,6 +311,8 @@ class Point:
             extra["wall_seconds"] = round(wall, 6)
             if self.window is not None and 0 < self.window <= wall + 0.05:
                 wall = self.window
+            if self.window_cpu is not None:
+                extra["cpu_window"] = self.window_cpu
         finally:
             self.procs.stop([p for p in self.started if p.alive])
         ulsd = max(0.0, self.ulsd_cpu() - cpu0) if self.mode in ULSD_MODES else 0.0
@@ -321,6 +349,7 @@ class Point:
         starting one after another while the point's clock runs."""
         out = []
         start_at = time.monotonic() + START_MARGIN_S + START_PER_PROCESS_S * len(groups)
+        self.start_at = start_at
         for i, k in enumerate(groups):
             js = os.path.join(self.workdir, "%s-n%d-client%d.json" % (self.mode, self.n, i))
             try:
@@ -528,6 +557,7 @@ def main(argv=None):
     if opts is None:
         return rc
     paths = run_unwrapped(find_paths(), ("ulsbench", "ulsrelay", "ulsraw", "ulsstat"))
+    driver_first()
     lock = take_lock_or_say(check_tools(paths, opts["modes"], opts["loss"] is not None,
                                         opts["offloads"]),
                             "build the tree (make) or choose other modes with --mode")
@@ -635,6 +665,17 @@ def main(argv=None):
                           "default, which is the host's net.ipv4.tcp_congestion_control "
                           "(bbr on the guest of docs/benchmarks.md, not Linux's cubic)",
             "cpu_seconds": CPU_INCLUDES,
+            "cpu_s_per_gb": "cpu_seconds / (bytes_verified / 1e9): whole lives, start-up, "
+                            "warm-up and exit included; at 64 streams the start and end of "
+                            "128 processes weigh on a point of a few seconds",
+            "cpu_window": "the point's processes' CPU (their threads' and descendants' "
+                          "scheduler run time, /proc/PID/task/TID/schedstat; ulsd's too in "
+                          "its modes) between two samples the driver takes while all of "
+                          "them run: at the end of the warm-up and 0.1 s before the "
+                          "measured part's planned end. Only with --seconds",
+            "cpu_s_per_gb_measured": "the steady state's CPU per GB: cpu_window's CPU "
+                                     "seconds per second over measured_bytes per second "
+                                     "of the measured span",
             "load_average": "the machine's 1-minute load average when the point started "
                             "(other sessions' work included: on a shared machine it says how "
                             "much CPU the point's processes could get)",

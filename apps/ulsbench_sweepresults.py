@@ -128,6 +128,19 @@ def transfer_window(ends):
     return max(e for e, _ in ends) - min(e - sec for e, sec in ends)
 
 
+def window_cpu(first, last):
+    """The CPU the point's processes used between two samples ((time, {pid: CPU ns}), see
+    Point.cpu_sample): processes in both samples only (one that started or ended between
+    them is left out and counted)."""
+    (t0, a), (t1, b) = first, last
+    both = [pid for pid in a if pid in b and b[pid] >= a[pid] > 0]
+    return {"seconds": round(t1 - t0, 6),
+            "cpu_seconds": round(sum(b[p] - a[p] for p in both) / 1e9, 4),
+            "processes": len(both),
+            "processes_left_out": len(set(a) ^ set(b)) + sum(1 for p in a if p in b
+                                                              and p not in both)}
+
+
 def make_run(mode, n, mtu, wall, streams, cpu, extra=None):
     """The JSON object of one point. `streams` are verified per-stream results
     ({bytes, seconds, gbps}); `wall` is the point's wall time; `cpu` is a dict with a
@@ -163,6 +176,13 @@ def make_run(mode, n, mtu, wall, streams, cpu, extra=None):
     }
     if extra:
         run.update(extra)
+    w = run.get("cpu_window")
+    if w and w["seconds"] > 0 and counted:
+        # The steady state's CPU per GB: the processes' CPU per second inside the measured
+        # part over the bytes per second of that part (process start, the warm-up and the
+        # end are out of both).
+        run["cpu_s_per_gb_measured"] = round(w["cpu_seconds"] / w["seconds"] /
+                                             (counted / wall / 1e9), 3)
     cs = run.get("context_switches")
     if cs and total:
         cs["per_gb"] = {k: round(v / (total / 1e9)) for k, v in cs.items()
@@ -367,9 +387,9 @@ def format_table(runs):
     """The results table (a string); runs of a loss sweep get their offload, loss rate,
     the frames dropped during the point and the mean size of the frames the rule saw."""
     loss = any("loss_pct" in r for r in runs)
-    head = ("%-8s %6s %7s %10s %9s %9s %9s %6s %8s %8s %12s" %
+    head = ("%-8s %6s %7s %10s %9s %9s %9s %6s %8s %8s %12s %9s" %
             ("mode", "mtu", "streams", "aggr Gb/s", "min Gb/s", "med Gb/s", "max Gb/s",
-             "Jain", "CPU s", "CPU s/GB", "verified MB"))
+             "Jain", "CPU s", "CPU s/GB", "verified MB", "meas s/GB"))
     if loss:
         head = "%-7s %6s " % ("offload", "loss%") + head + " %9s %8s" % ("dropped", "frame B")
     lines = [head, "-" * len(head)]
@@ -379,6 +399,9 @@ def format_table(runs):
         line = "%-8s %6d %7d %10.3f %9.3f %9.3f %9.3f %6.3f %8.2f %8.3f %12.1f" % (
             r["mode"], r["mtu"], r["streams"], r["aggregate_gbps"], ps["min"], ps["median"],
             ps["max"], r["jain"], r["cpu_seconds"], per_gb, r["bytes_verified"] / 1e6)
+        # the steady state's CPU per GB (cpu_s_per_gb_measured), "-" without a window
+        meas = r.get("cpu_s_per_gb_measured")
+        line += " %9s" % ("-" if meas is None else "%.3f" % meas)
         if loss:
             imp = r.get("impairment") or {}
             mean = (imp.get("bytes", 0) / imp["frames"]) if imp.get("frames") else 0

@@ -9,6 +9,7 @@ import math
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -740,3 +741,46 @@ def test_sweep_leaves_programs_that_are_not_libtool_wrappers_alone(tmp_path):
     env = {}
     cm.run_unwrapped({"ulsd": str(elf)}, ("ulsd",), env)
     assert "LD_LIBRARY_PATH" not in env
+
+
+# --- CPU over the measured part ----------------------------------------------------------
+def test_window_cpu_counts_processes_in_both_samples_only():
+    first = (10.0, {1: 5_000_000_000, 2: 1_000_000_000, 3: 7})
+    last = (12.0, {1: 6_500_000_000, 2: 1_500_000_000, 4: 9})
+    w = sw.window_cpu(first, last)
+    assert w == {"seconds": 2.0, "cpu_seconds": 2.0, "processes": 2, "processes_left_out": 2}
+
+
+def test_window_cpu_leaves_out_a_pid_whose_clock_went_back():
+    w = sw.window_cpu((0.0, {1: 9, 2: 4}), (1.0, {1: 3, 2: 1_000_000_004}))
+    assert w["processes"] == 1 and w["processes_left_out"] == 1 and w["cpu_seconds"] == 1.0
+
+
+def test_steady_state_cpu_per_gb_is_cpu_per_second_over_bytes_per_second():
+    streams = [{"bytes": 3_000_000_000, "measured_bytes": 2_000_000_000, "gbps": 8.0,
+                "from": 100.0, "to": 102.0, "seconds": 2.0}]
+    run = sw.make_run("perproc", 1, 1500, 3.0, streams, {"total": 6.0},
+                      {"cpu_window": {"seconds": 1.5, "cpu_seconds": 2.4, "processes": 2,
+                                      "processes_left_out": 0}})
+    # 1.6 CPU s per s over 1 GB/s; the whole-life figure divides by every verified byte
+    assert run["cpu_s_per_gb_measured"] == 1.6
+    assert run["cpu_s_per_gb"] == 2.0
+    assert "cpu_s_per_gb_measured" not in sw.make_run("perproc", 1, 1500, 3.0, streams,
+                                                      {"total": 6.0})
+
+
+def test_tree_cpu_counts_a_process_and_its_children_and_zero_when_gone():
+    cm = _common()
+    child = subprocess.Popen([sys.executable, "-c", "import time\nt = time.process_time()\n"
+                              "while time.process_time() - t < 0.2: pass\ntime.sleep(5)"])
+    try:
+        deadline = time.monotonic() + 10
+        while cm.tree_cpu_ns(child.pid) < 150_000_000 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        own = cm.tree_cpu_ns(os.getpid())
+        assert cm.tree_cpu_ns(child.pid) >= 150_000_000
+        assert own >= cm.tree_cpu_ns(child.pid)         # the child is in our tree
+    finally:
+        child.kill()
+        child.wait()
+    assert cm.tree_cpu_ns(child.pid) == 0
