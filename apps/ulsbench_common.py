@@ -305,14 +305,19 @@ def tree_cpu_ns(pid):
     return total
 
 
-def driver_first():
+def driver_first(on=True):
     """Lets a driver that runs as root take its samples on time: at 64 streams its 128
     worker processes, each a scheduling group of its own (autogroup), kept a normal
     process off the CPU for seconds. SCHED_FIFO with SCHED_RESET_ON_FORK: what it starts
     runs as usual. The driver sleeps between its polls; its own CPU is a few percent of
-    one core. Returns whether it took effect."""
+    one core. on=False: back to the usual policy (for the plots, which are CPU work).
+    Returns whether it took effect."""
     try:
-        os.sched_setscheduler(0, os.SCHED_FIFO | os.SCHED_RESET_ON_FORK, os.sched_param(10))
+        if on:
+            os.sched_setscheduler(0, os.SCHED_FIFO | os.SCHED_RESET_ON_FORK,
+                                  os.sched_param(10))
+        else:
+            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
         return True
     except (OSError, AttributeError):
         return False

@@ -616,6 +616,7 @@ def main(argv=None):
                 runs.append(run)
             tb.down()
     error, rc = run_guarded(body, procs, tb)
+    driver_first(False)     # plots and files at the usual priority
 
     elapsed = time.monotonic() - t_start
     runs = sort_runs(runs)
