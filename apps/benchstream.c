@@ -111,9 +111,13 @@ int bench__stream_in(const struct netops *ops, int sd, uint64_t seed, uint64_t b
 			break;
 		}
 		if (!marked && now >= mark) {
+			/* The span starts at the mark (or at this call, if the mark was before
+			 * it), not at the first receive after it: a stream of one message
+			 * (--bytes 64K) then has a span, and no stream gains the time between
+			 * the mark and its next receive. */
 			marked = true;
 			mark_off = off;
-			m->from = now;
+			m->from = mark > begin ? mark : begin;
 		}
 		uint64_t bad = bench__pattern_check(seed, off, buf, (size_t)n);
 		if (bad != UINT64_MAX) {

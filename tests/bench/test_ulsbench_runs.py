@@ -168,6 +168,11 @@ def test_one_short_run_of_every_mode_verifies_and_writes_schema_and_plots(tmp_pa
         assert run["warmup_seconds"] == (0.0 if run["mode"] == "raw" else 0.3)
         if run["mode"] != "raw":
             assert run["measured_bytes"] < run["bytes_verified"]
+            # CPU over the measured part, from every process of the point
+            w = run["cpu_window"]
+            assert w["processes"] >= 3 and w["processes_left_out"] == 0, run
+            assert 0 < w["seconds"] <= 0.5 and w["cpu_seconds"] > 0, run
+            assert run["cpu_s_per_gb_measured"] > 0, run
         # each ulstack mode on the data path it asked for, and who moved its frames
         if run["mode"] in ("perproc", "relay", "central"):
             assert run["datapath"] == ("relay" if run["mode"] == "relay" else "direct"), run
@@ -179,6 +184,16 @@ def test_one_short_run_of_every_mode_verifies_and_writes_schema_and_plots(tmp_pa
     for png in ("aggregate.png", "per_stream.png"):
         with open(tmp_path / png, "rb") as f:
             assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_smallest_transfer_a_stream_may_ask_for_is_measured(tmp_path):
+    """--bytes 64K, one message per stream: a receiver that took it in one read measured
+    no span (from = to) and failed the point."""
+    _, doc = run_sweep(["--mode", "kernel,perproc", "--streams", "2", "--bytes", "64K"],
+                       tmp_path / "small.json", 180)
+    assert doc["complete"] is True and len(doc["runs"]) == 2
+    for run in doc["runs"]:
+        assert run["bytes_verified"] == 2 * 65536 and run["aggregate_gbps"] > 0, run
 
 
 def test_a_short_loss_run_records_the_rate_and_the_frames_dropped_and_verifies(tmp_path):
