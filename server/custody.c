@@ -8,16 +8,97 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+
+#include "netif/siphash.h"
+
+static size_t home(const struct srv_custody_set *cs, uint16_t lport, const struct flt_addr *rip,
+		   uint16_t rport)
+{
+	uint8_t b[4 + sizeof(rip->b)];
+
+	memcpy(b, &lport, 2);
+	memcpy(b + 2, &rport, 2);
+	memcpy(b + 4, rip->b, sizeof(rip->b));
+	return (size_t)nif_siphash24(cs->key, b, sizeof(b)) & (cs->nslots - 1);
+}
+
+static bool is(const struct srv_custody *c, uint16_t lport, const struct flt_addr *rip,
+	       uint16_t rport)
+{
+	return c->lport == lport && c->rport == rport && !memcmp(&c->rip, rip, sizeof(*rip));
+}
+
+/* The slot of (lport, rip, rport): the one that holds it, or the empty one where it would
+ * go. The table is never full (nslots >= 2 * cap). */
+static size_t find(const struct srv_custody_set *cs, uint16_t lport, const struct flt_addr *rip,
+		   uint16_t rport)
+{
+	size_t mask = cs->nslots - 1, h = home(cs, lport, rip, rport);
+
+	while (cs->slot[h] && !is(&cs->c[cs->slot[h] - 1], lport, rip, rport))
+		h = (h + 1) & mask;
+	return h;
+}
+
+static size_t home_of(const struct srv_custody_set *cs, uint32_t pos1)
+{
+	const struct srv_custody *c = &cs->c[pos1 - 1];
+
+	return home(cs, c->lport, &c->rip, c->rport);
+}
+
+/* Empty slot h and move later entries of its run back, so that each stays reachable from
+ * its home slot (linear probing's deletion without tombstones). */
+static void unslot(struct srv_custody_set *cs, size_t h)
+{
+	size_t mask = cs->nslots - 1, j = h;
+
+	for (;;) {
+		j = (j + 1) & mask;
+		if (!cs->slot[j])
+			break;
+		size_t k = home_of(cs, cs->slot[j]);
+		/* The entry at j may move to h unless its home lies cyclically in (h, j]. */
+		bool stays = h <= j ? (h < k && k <= j) : (h < k || k <= j);
+		if (!stays) {
+			cs->slot[h] = cs->slot[j];
+			h = j;
+		}
+	}
+	cs->slot[h] = 0;
+}
+
+/* An index for at least `cap` entries: a new table when it would pass half full. */
+static int reindex(struct srv_custody_set *cs, size_t cap)
+{
+	if (cs->nslots >= 2 * cap)
+		return 0;
+	if (!cs->keyed) {
+		/* Without the kernel's random bytes the key stays zero: the index still
+		 * works, only its spread no longer hides from a chooser of tuples. */
+		if (getrandom(cs->key, sizeof(cs->key), GRND_NONBLOCK) != (ssize_t)sizeof(cs->key))
+			memset(cs->key, 0, sizeof(cs->key));
+		cs->keyed = true;
+	}
+	size_t ns = cs->nslots ? cs->nslots : 128;
+	while (ns < 2 * cap)
+		ns *= 2;
+	uint32_t *slot = calloc(ns, sizeof(*slot));
+	if (!slot)
+		return -ENOMEM;
+	free(cs->slot);
+	cs->slot = slot;
+	cs->nslots = ns;
+	for (size_t i = 0; i < cs->n; i++)
+		cs->slot[find(cs, cs->c[i].lport, &cs->c[i].rip, cs->c[i].rport)] = (uint32_t)i + 1;
+	return 0;
+}
 
 bool srv__custody_holds_addr(const struct srv_custody_set *cs, uint16_t lport,
 			     const struct flt_addr *rip, uint16_t rport)
 {
-	for (size_t i = 0; i < cs->n; i++) {
-		const struct srv_custody *c = &cs->c[i];
-		if (c->lport == lport && c->rport == rport && !memcmp(&c->rip, rip, sizeof(*rip)))
-			return true;
-	}
-	return false;
+	return cs->n && cs->slot[find(cs, lport, rip, rport)] != 0;
 }
 
 bool srv__custody_holds(const struct srv_custody_set *cs, uint16_t lport, uint32_t rip,
@@ -43,18 +124,33 @@ static int add(struct srv_custody_set *cs, uint64_t now, uint16_t lport,
 		return 0;
 	if (cs->n == cs->cap) {
 		size_t ncap = cs->cap ? cs->cap * 2 : 64;
+		if (ncap > UINT32_MAX / 2)
+			return -ENOMEM;
 		struct srv_custody *n = realloc(cs->c, sizeof(*n) * ncap);
 		if (!n)
 			return -ENOMEM;
 		cs->c = n;
 		cs->cap = ncap;
 	}
-	cs->c[cs->n++] = (struct srv_custody){
+	if (reindex(cs, cs->cap) < 0)
+		return -ENOMEM;
+	cs->c[cs->n] = (struct srv_custody){
 		.lport = lport, .rip = *rip, .rport = rport,
 		.expires_ms = now + SRV_TIMEWAIT_MS, .next_probe_ms = now,
 		.probes_left = probes,
 	};
+	cs->slot[find(cs, lport, rip, rport)] = (uint32_t)++cs->n;
 	return 0;
+}
+
+/* Forget entry i: out of the index, and the last entry moves into its place. */
+static void drop(struct srv_custody_set *cs, size_t i)
+{
+	unslot(cs, find(cs, cs->c[i].lport, &cs->c[i].rip, cs->c[i].rport));
+	if (i != --cs->n) {
+		cs->c[i] = cs->c[cs->n];
+		cs->slot[find(cs, cs->c[i].lport, &cs->c[i].rip, cs->c[i].rport)] = (uint32_t)i + 1;
+	}
 }
 
 int srv__custody_add_addr(struct srv_custody_set *cs, uint64_t now, uint16_t lport,
@@ -77,7 +173,7 @@ int srv__custody_tick(struct srv_custody_set *cs, uint64_t now, srv_custody_prob
 	for (size_t i = 0; i < cs->n;) {
 		struct srv_custody *c = &cs->c[i];
 		if (c->expires_ms <= now) {
-			cs->c[i] = cs->c[--cs->n];
+			drop(cs, i);
 			continue;
 		}
 		if (c->probes_left && c->next_probe_ms <= now) {
@@ -97,5 +193,6 @@ int srv__custody_tick(struct srv_custody_set *cs, uint64_t now, srv_custody_prob
 void srv__custody_free(struct srv_custody_set *cs)
 {
 	free(cs->c);
+	free(cs->slot);
 	*cs = (struct srv_custody_set){ 0 };
 }

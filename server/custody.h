@@ -31,9 +31,19 @@ struct srv_custody {
 	unsigned probes_left;
 };
 
+/* The entries in an array (probes and expiry walk it once a tick) and an index over it: a
+ * lease that ends with 10,000 connections asks "held already?" for each, and so does every
+ * port choice (ports.c), so a walk per question was quadratic (about 75 ms of ulsd's one
+ * thread for 10,000). Open addressing with linear probing; the slot holds the entry's
+ * position + 1 (0: empty); SipHash with a key of the set's own, so that peers that choose
+ * their addresses and ports cannot make the tuples of a dead process collide. */
 struct srv_custody_set {
 	struct srv_custody *c;
 	size_t n, cap;
+	uint32_t *slot;
+	size_t nslots;          /* 0, or a power of two at least twice cap */
+	uint8_t key[16];
+	bool keyed;
 };
 
 typedef void srv_custody_probe_fn(void *arg, const struct srv_custody *c);

@@ -351,6 +351,60 @@ static void custody_of_a_time_wait_connection_holds_it_without_probes(void **sta
 	assert_false(srv__custody_holds(&custody, 40000, peer, 5001));
 }
 
+/* The index over custody's entries (custody.h) answers as a walk of the entries would,
+ * through 20,000 connections of both families taken in at two times, a tuple added twice,
+ * tuples never added, and the first half expiring (each expiry moves the last entry into
+ * the freed place, and deletion moves index entries back along their runs). */
+static void custody_index_agrees_with_the_entries_through_adds_and_expiries(void **state)
+{
+	(void)state;
+	enum { N = 20000 };
+	static struct flt_addr rip[N];
+	static uint16_t lp[N], rp[N];
+
+	for (unsigned i = 0; i < N; i++) {
+		/* few distinct ports and addresses: many tuples share all but one field */
+		uint32_t a = htonl(0xc6120000u | (i % 97));
+		if (i % 3 == 0) {
+			rip[i] = (struct flt_addr){ 0 };
+			rip[i].b[0] = 0x20;
+			rip[i].b[1] = 0x01;
+			rip[i].b[15] = (uint8_t)(i % 89);
+		} else {
+			rip[i] = flt_addr_v4(a);
+		}
+		lp[i] = (uint16_t)(40000 + i / 7);
+		rp[i] = (uint16_t)(5000 + i % 7);
+		uint64_t t = i < N / 2 ? now_ms : now_ms + 1000;
+		assert_int_equal(srv__custody_add_addr(&custody, t, lp[i], &rip[i], rp[i]), 0);
+		if (i % 1000 == 0)  /* held already: left as it is */
+			assert_int_equal(srv__custody_add_addr(&custody, t, lp[i], &rip[i], rp[i]), 0);
+	}
+	assert_int_equal(custody.n, N);
+	for (unsigned i = 0; i < N; i++) {
+		assert_true(srv__custody_holds_addr(&custody, lp[i], &rip[i], rp[i]));
+		/* the same tuple with another remote port, local port or address is not held */
+		assert_false(srv__custody_holds_addr(&custody, lp[i], &rip[i], 4999));
+		assert_false(srv__custody_holds_addr(&custody, 39999, &rip[i], rp[i]));
+	}
+	struct flt_addr none = flt_addr_v4(htonl(0x0a000001u));
+	assert_false(srv__custody_holds_addr(&custody, lp[0], &none, rp[0]));
+	/* the first half's 2 MSL ends: only the second half is held */
+	srv__custody_tick(&custody, now_ms + SRV_TIMEWAIT_MS, probe, NULL);
+	assert_int_equal(custody.n, N / 2);
+	for (unsigned i = 0; i < N; i++)
+		assert_int_equal(srv__custody_holds_addr(&custody, lp[i], &rip[i], rp[i]), i >= N / 2);
+	for (size_t k = 0; k < custody.n; k++)   /* and every entry is found where it is */
+		assert_true(srv__custody_holds_addr(&custody, custody.c[k].lport, &custody.c[k].rip,
+						    custody.c[k].rport));
+	/* a freed tuple can be taken in again */
+	assert_int_equal(srv__custody_add_addr(&custody, now_ms, lp[0], &rip[0], rp[0]), 0);
+	assert_true(srv__custody_holds_addr(&custody, lp[0], &rip[0], rp[0]));
+	srv__custody_tick(&custody, now_ms + 1000 + SRV_TIMEWAIT_MS, probe, NULL);
+	assert_int_equal(custody.n, 0);
+	assert_false(srv__custody_holds_addr(&custody, lp[N - 1], &rip[N - 1], rp[N - 1]));
+}
+
 int main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
@@ -378,6 +432,7 @@ int main(void)
 		T(custody_tuple_not_reused_until_it_expires),
 		T(custody_lasts_as_long_as_a_processs_time_wait),
 		T(custody_probes_peer_a_few_times_then_stops),
+		T(custody_index_agrees_with_the_entries_through_adds_and_expiries),
 		T(custody_of_a_time_wait_connection_holds_it_without_probes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
