@@ -24,5 +24,5 @@ apps_ulspingpong_LDADD = apps/libapps.la
 # Unit tests of the drivers' pure logic (pytest; no root, no network):
 #     $(PYTHON_TESTS) -m pytest tests/bench/test_sweep_logic.py tests/bench/test_apps_logic.py
 # and the smoke run of `ulsbench apps` (root): tests/bench/test_ulsbench_apps.py
-EXTRA_DIST += tests/bench/test_sweep_logic.py tests/bench/test_apps_logic.py \
+EXTRA_DIST += tests/bench/test_sweep_logic.py tests/bench/test_apps_logic.py tests/bench/appmod.py \
 	tests/bench/test_ulsbench_apps.py

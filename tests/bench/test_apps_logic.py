@@ -3,21 +3,15 @@
 What the driver parses from the programs' reports, what it counts as a verified run, how it
 orders the runs, the medians and ratios it reports, and the schema of its JSON records.
 """
-import importlib.util
-import os
 
 import pytest
 
-SRC = os.environ.get("ULS_SRCDIR") or os.path.abspath(
-    os.path.join(os.path.dirname(__file__), "..", ".."))
+import appmod
+
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location(
-        "ulsbench_apps", os.path.join(SRC, "apps", "ulsbench_apps.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return appmod.load("ulsbench_apps")
 
 
 ap = _load()

@@ -3,7 +3,6 @@
 No root, no network, no processes: the module is imported by path, which must not run
 anything.
 """
-import importlib.util
 import json
 import math
 import os
@@ -13,16 +12,15 @@ import time
 
 import pytest
 
+import appmod
+
 SRC = os.environ.get("ULS_SRCDIR") or os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", ".."))
 SCRIPT = os.path.join(SRC, "apps", "ulsbench_sweep.py")
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("ulsbench_sweep", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return appmod.load("ulsbench_sweep")
 
 
 sw = _load()
@@ -697,11 +695,7 @@ def test_family_six_runs_every_mode_but_raw():
 
 # --- Programs the sweep starts: past libtool's wrapper ----------------------------------
 def _common():
-    spec = importlib.util.spec_from_file_location(
-        "ulsbench_common_t", os.path.join(SRC, "apps", "ulsbench_common.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return appmod.load("ulsbench_common", "ulsbench_common_t")
 
 
 def _wrapper(tmp_path, libdirs):

@@ -15,6 +15,8 @@ import signal
 import subprocess
 import time
 
+import appmod
+
 SRC = os.environ.get("ULS_SRCDIR") or os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("ULS_BUILDDIR") or os.path.join(SRC, "build")
@@ -22,12 +24,7 @@ BENCH = os.path.join(BUILD, "apps", "ulsbench")
 
 
 def _apps_module():
-    import importlib.util
-    spec = importlib.util.spec_from_file_location(
-        "ulsbench_apps", os.path.join(SRC, "apps", "ulsbench_apps.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return appmod.load("ulsbench_apps")
 
 
 def _env():

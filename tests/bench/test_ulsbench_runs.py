@@ -20,6 +20,8 @@ import uuid
 
 import pytest
 
+import appmod
+
 SRC = os.environ.get("ULS_SRCDIR") or os.path.abspath(
     os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("ULS_BUILDDIR") or os.path.join(SRC, "build")
@@ -266,9 +268,4 @@ def test_raw_frames_under_loss_are_lost_at_the_receiver_as_the_rule_dropped_them
 
 
 def _sweep_module():
-    import importlib.util
-    spec = importlib.util.spec_from_file_location(
-        "ulsbench_sweep", os.path.join(SRC, "apps", "ulsbench_sweep.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return appmod.load("ulsbench_sweep")
