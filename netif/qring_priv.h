@@ -60,6 +60,7 @@ struct txg {
 
 struct qring {
 	struct nif_dev dev;
+	struct qring *kept_next;  /* closed with reads still in flight (qring.c, q_close) */
 	struct io_uring rx, tx;
 	int wake_fd, hup_fd;
 	bool lease_lost;
