@@ -16,8 +16,14 @@ for line in open(sys.argv[1]):
     eps = []
     same = cross = 0
     t_first = t_last = None
-    for m in re.finditer(r"^\s*(\S+)\s+(\d+)\s+\[(\d+)\]\s+([\d.]+):\s+sched:(sched_switch|sched_wakeup): (.*)$", out, re.M):
+    migs = []  # (ts, mover context is a pair thread?, moved tid)
+    for m in re.finditer(r"^\s*(\S+)\s+(\d+)\s+\[(\d+)\]\s+([\d.]+):\s+sched:(sched_switch|sched_wakeup|sched_migrate_task): (.*)$", out, re.M):
         comm, pid, c, ts, ev, rest = m.group(1), m.group(2), int(m.group(3)), float(m.group(4)), m.group(5), m.group(6)
+        if ev == "sched_migrate_task":
+            mm = re.search(r"pid=(\d+) ", rest)
+            if mm and mm.group(1) in mains:
+                migs.append((ts, "wake" if pid in mains else "other:" + comm))
+            continue
         if ev == "sched_switch":
             nm = re.search(r"next_pid=(\d+)", rest)
             if nm and nm.group(1) in mains:
@@ -41,6 +47,10 @@ for line in open(sys.argv[1]):
     if split_since is not None and t_last:
         eps.append(t_last - split_since)
     span = (t_last - t_first) if t_first else 0
-    print("%-7s %2d rps %6.0f p50 %3.0f | pair wake-ups %5d, cross-CPU %.2f | split episodes %d, split %.0f%% of %.2f s, longest %.1f ms"
-          % (r["stack"], r["seq"], r["rps"], r["p50"], same + cross, cross / max(1, same + cross), len(eps),
+    kinds = {}
+    for ts, k in migs:
+        k = "by-peer" if k == "wake" else "by-other"
+        kinds[k] = kinds.get(k, 0) + 1
+    print("%-7s %2d migrations of the pair %s; rps %6.0f p50 %3.0f | pair wake-ups %5d, cross-CPU %.2f | split episodes %d, split %.0f%% of %.2f s, longest %.1f ms"
+          % (r["stack"], r["seq"], kinds, r["rps"], r["p50"], same + cross, cross / max(1, same + cross), len(eps),
              100 * sum(eps) / span if span else 0, span, 1e3 * max(eps) if eps else 0))

@@ -6,7 +6,8 @@ usage: redis1.py BUILD OUT.jsonl RUNS N TEST STACKS [PORT]
   The testbed's variables are read from /tmp/r7/tb.env
   (TB_SUFFIX=r7 TB_NAME=r7tb tests/testbed/testbed up --nodes 2 > /tmp/r7/tb.env).
   SRV_CPU / CLI_CPU: pin the server / the client (taskset -c) for the pinned runs.
-  PERF=1: perf record -a of the scheduler's events for the first second of the client
+  PERF=1: perf record -a of the scheduler's events for the first 2 s of the client (1 s for
+  perf.jsonl and perf2.jsonl)
   (/tmp/r7/perf-STACK-SEQ.data; episodes.py reads them).
 Per run: a fresh redis-server, then redis-benchmark -c 1 -d 3 -n N --csv: rate/p50/p99/avg;
 per thread of server (during the client's run) and client (its whole life): CPU run time and
@@ -107,7 +108,7 @@ def one(stack, seq):
         if os.environ.get("PERF"):
             perf = subprocess.Popen(["perf", "record", "-q", "-a", "-o", "/tmp/r7/perf-%s-%d.data" % (stack, seq), "-e",
                                      "sched:sched_switch,sched:sched_waking,sched:sched_wakeup,sched:sched_migrate_task,sched:sched_wakeup_new",
-                                     "--", "sleep", "1"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                     "--", "sleep", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         last_c = {}
         samples = []
         while cli.poll() is None:
