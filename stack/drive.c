@@ -160,6 +160,7 @@ static void no_threads(struct stk_node *n)
 	n->parked = false;
 	n->park_woken = false;
 	n->park_now = false;
+	n->park_idle = false;
 	n->round_owed = false;
 	n->sleepers = NULL;
 	n->driver_sock = NULL;
@@ -344,6 +345,7 @@ void stk__drive(struct stk_node *n, struct stk_sock *s, uint64_t deadline)
 	n->dev_waiter = STK_W_NONE;
 	n->driver_sock = NULL;
 	n->drive_last_ms = stk__now_ms();
+	n->drive_rounds++;
 	stk__count(STK_CNT_RTC_ROUNDS);
 	if (hit)
 		stk__count(STK_CNT_RTC_SPIN_HITS);
