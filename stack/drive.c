@@ -16,7 +16,9 @@
  * While application threads drive, or enter calls (stk__drive_entry: a busy program that
  * always finds a socket ready never waits on the device), the stack thread parks on
  * park_cond (park()): it wakes for lwIP's timers (unless a driver on the device runs them)
- * and at least every GRACE_MS (PARK_LONG_MS while a driver stays on the device), takes
+ * and at least every GRACE_MS (PARK_LONG_MS while a driver stays on the device; not at all
+ * once a driver stayed there through a whole PARK_LONG_MS park without a round: then the
+ * driver's leaving wakes it, stk__leave, and an idle process sleeps), takes
  * frames that arrived while no application thread was inside, or leaves that round to the
  * thread that holds the core lock then, and waits on
  * the device again only after GRACE_MS without a driver (a blocked thread that finds it
