@@ -242,10 +242,14 @@ static uint64_t mono_ns(void)
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-/* Is the next look at the lease due (HUP_CHECK_MS after the last)? */
+/* Is the next look at the lease due (HUP_CHECK_MS after the last)? Within HUP_SLACK_MS
+ * of it counts: the coarse clock lags the wait's timer by up to a tick (4 ms at HZ=250),
+ * and a wait that ran out at the look's time found it not yet due and slept 1 ms again,
+ * three or four times (an idle process woke about 20 times a second for its 5 looks). */
 static bool hup_due(const struct qring *q)
 {
-	return q->hup_fd >= 0 && mono_ns() >= q->hup_checked_ns + HUP_CHECK_MS * 1000000ull;
+	return q->hup_fd >= 0 && mono_ns() + HUP_SLACK_MS * 1000000ull >=
+				 q->hup_checked_ns + HUP_CHECK_MS * 1000000ull;
 }
 
 /* Look at the lease without waiting: 0, or -ECONNRESET when ulsd hung up. */

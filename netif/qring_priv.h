@@ -36,6 +36,7 @@
 /* With the wake-up in the ring, how often a waiter looks at the lease for a hang-up
  * (ulsd gone): the node must fail its sockets within about a second (tests/node). */
 #define HUP_CHECK_MS 200
+#define HUP_SLACK_MS 10   /* qring.c's hup_due: the coarse clock's lag */
 #define WAKE_TAG UINT64_MAX   /* user_data of the wake-up eventfd's read */
 #define MSHOT_TAG (UINT64_MAX - 1)   /* user_data of the multishot read of the queue */
 #define CANCEL_TAG (UINT64_MAX - 2)  /* user_data of close's cancellation of the reads */

@@ -83,6 +83,7 @@ static const char *const own_names[STK_CNT__COUNT] = {
 	[STK_CNT_RTC_PARK_TIMERS_LEFT] = "rtc_park_timers_left",
 	[STK_CNT_RTC_PARK_WAKES] = "rtc_park_wakes",
 	[STK_CNT_RTC_PARK_LONG] = "rtc_park_long",
+	[STK_CNT_RTC_PARK_IDLE] = "rtc_park_idle",
 	[STK_CNT_RTC_PARK_SIGNALLED] = "rtc_park_signalled",
 	[STK_CNT_RTC_PARK_TIMER_WAITS] = "rtc_park_timer_waits",
 	[STK_CNT_RTC_PARK_HANDED] = "rtc_park_rounds_handed",

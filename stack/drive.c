@@ -16,7 +16,9 @@
  * While application threads drive, or enter calls (stk__drive_entry: a busy program that
  * always finds a socket ready never waits on the device), the stack thread parks on
  * park_cond (park()): it wakes for lwIP's timers (unless a driver on the device runs them)
- * and at least every GRACE_MS (PARK_LONG_MS while a driver stays on the device), takes
+ * and at least every GRACE_MS (PARK_LONG_MS while a driver stays on the device; not at all
+ * once a driver stayed there through a whole PARK_LONG_MS park without a round: then the
+ * driver's leaving wakes it, stk__leave, and an idle process sleeps), takes
  * frames that arrived while no application thread was inside, or leaves that round to the
  * thread that holds the core lock then, and waits on
  * the device again only after GRACE_MS without a driver (a blocked thread that finds it
@@ -160,6 +162,7 @@ static void no_threads(struct stk_node *n)
 	n->parked = false;
 	n->park_woken = false;
 	n->park_now = false;
+	n->park_idle = false;
 	n->round_owed = false;
 	n->sleepers = NULL;
 	n->driver_sock = NULL;
@@ -344,6 +347,7 @@ void stk__drive(struct stk_node *n, struct stk_sock *s, uint64_t deadline)
 	n->dev_waiter = STK_W_NONE;
 	n->driver_sock = NULL;
 	n->drive_last_ms = stk__now_ms();
+	n->drive_rounds++;
 	stk__count(STK_CNT_RTC_ROUNDS);
 	if (hit)
 		stk__count(STK_CNT_RTC_SPIN_HITS);

@@ -16,6 +16,9 @@
  * process whose threads sleep in their calls does not wake its stack thread 500 times a
  * second for nothing (park.c). */
 #define PARK_LONG_MS 8
+/* An idle park's limit (park.c: the driver stayed on the device through a whole
+ * PARK_LONG_MS park without a round; its leaving wakes the park). */
+#define PARK_IDLE_MS 3600000
 
 /* Initial-exec TLS: uls_signal_note reads drive.c's from a signal handler. */
 #define TLS __thread __attribute__((tls_model("initial-exec")))

@@ -82,6 +82,10 @@ struct stk_node {
 	 * the park's flush since the park began (core lock). */
 	unsigned park_ms;
 	bool park_keep_short;
+	/* The park sleeps until woken (park.c: a park of PARK_LONG_MS ran out with no
+	 * driver's round in it), and the driver's rounds so far (core lock). */
+	bool park_idle;
+	unsigned drive_rounds;
 	/* Rounds the park left to a holder, counted (__atomic) as it leaves each, before
 	 * round_owed is set: a holder that takes one has it counted already
 	 * (rtc_park_rounds_handed >= rtc_owed_rounds_taken in any reading). */
@@ -319,6 +323,7 @@ enum stk_counter {
 	STK_CNT_RTC_PARK_TIMERS_LEFT,
 	STK_CNT_RTC_PARK_WAKES,
 	STK_CNT_RTC_PARK_LONG,
+	STK_CNT_RTC_PARK_IDLE,
 	STK_CNT_RTC_PARK_SIGNALLED,
 	STK_CNT_RTC_PARK_TIMER_WAITS,
 	STK_CNT_RTC_PARK_HANDED,

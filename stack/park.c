@@ -41,6 +41,15 @@ void stk__leave(void)
 		n->dev->ops->tx_flush(n->dev);
 		stk__tx_deferred = false;
 	}
+	if (n->park_idle && n->parked && n->dev_waiter == STK_W_NONE) {
+		/* The driver left the device and nobody took it: the park that slept with no
+		 * deadline ends within PARK_LONG_MS, as one that ran while the driver waited
+		 * would have (park()). One wake-up per idle spell, not 125 a second. */
+		n->park_idle = false;
+		uint64_t by = stk__now_ms() + PARK_LONG_MS;
+		if (by < __atomic_load_n(&n->park_deadline, __ATOMIC_SEQ_CST))
+			park_signal(n, by, false);
+	}
 	if (n->dev_waiter == STK_W_NONE && !n->parked)
 		return;
 	u32_t sleep = sys_timeouts_sleeptime();
@@ -171,12 +180,23 @@ static void park(struct stk_node *n)
 	 * left the device wake the park at their time (stk__leave), and frames kept back
 	 * for its flush keep it at GRACE_MS (stk__park_shorten). Deviation: if the driver
 	 * leaves the device and its program stops calling, frames that arrive meanwhile, and
-	 * timers armed while it waited, wait up to PARK_LONG_MS (this park's end). */
+	 * timers armed while it waited, wait up to PARK_LONG_MS (this park's end).
+	 *
+	 * A park of PARK_LONG_MS that runs out with the driver still on the device and no
+	 * round of it since the park began (an idle process: a listener in accept, a
+	 * receiver with nothing coming) makes the next one sleep until woken (park_idle,
+	 * rtc_park_idle; PARK_IDLE_MS at most): 125 wake-ups a second for nothing before.
+	 * The driver's leaving wakes it (stk__leave, when nobody took the device) to end
+	 * within PARK_LONG_MS from then, which keeps the bound above; a busy driver, whose
+	 * rounds come in every park, never lets the park go idle, so it wakes no more often
+	 * than before. */
 	bool driver = n->dev_waiter == STK_W_APP;
+	bool idle = driver && n->park_idle;
 	uint64_t now = stk__now_ms();
+	unsigned rounds = n->drive_rounds;
 	if (n->park_ms < GRACE_MS || n->park_ms > PARK_LONG_MS)
 		n->park_ms = GRACE_MS;
-	int t = driver ? (int)n->park_ms : stk__timer_timeout(GRACE_MS);
+	int t = idle ? PARK_IDLE_MS : driver ? (int)n->park_ms : stk__timer_timeout(GRACE_MS);
 	u32_t sleep = driver ? SYS_TIMEOUTS_SLEEPTIME_INFINITE : sys_timeouts_sleeptime();
 	bool take = false, timer_wait = false;
 
@@ -186,7 +206,10 @@ static void park(struct stk_node *n)
 			 now + sleep, __ATOMIC_RELAXED);
 	n->park_woken = n->park_now = false;  /* every waker holds the core lock */
 	n->park_keep_short = false;
-	if (driver && t > GRACE_MS)
+	n->park_idle = idle;
+	if (idle)
+		stk__count(STK_CNT_RTC_PARK_IDLE);
+	else if (driver && t > GRACE_MS)
 		stk__count(STK_CNT_RTC_PARK_LONG);
 	stk__unlock_raw();
 	pthread_mutex_lock(&n->park_mtx);
@@ -246,12 +269,15 @@ static void park(struct stk_node *n)
 	if (timer_wait)
 		stk__count(STK_CNT_RTC_PARK_TIMER_WAITS);
 	n->parked = false;
+	n->park_idle = false;
 	__atomic_store_n(&n->round_owed, false, __ATOMIC_RELAXED);
 	stk__count(STK_CNT_RTC_PARK_WAKES);
-	if (driver && !timer_wait && !n->park_keep_short && n->dev_waiter == STK_W_APP)
+	if (driver && !timer_wait && !n->park_keep_short && n->dev_waiter == STK_W_APP) {
+		n->park_idle = n->park_ms == PARK_LONG_MS && n->drive_rounds == rounds;
 		n->park_ms = n->park_ms * 2 > PARK_LONG_MS ? PARK_LONG_MS : n->park_ms * 2;
-	else
+	} else {
 		n->park_ms = GRACE_MS;
+	}
 	if (!n->running)
 		return;
 	park_round(n);

@@ -113,6 +113,28 @@ def test_rfc5681_4_2_segment_of_two_full_sized_segments_acked_at_once(node, link
         "times as the delayed-ACK timer's, expected once"
 
 
+@requirement(fix='patch 0127', level='MUST',
+             mutate="tests/conformance/lwip-mutate core/timeouts.c 's/  tcp_timer_check();/  (void)0;/'")
+def test_rfc5681_4_2_delayed_ack_after_an_idle_spell(node, link, counters):
+    """RFC 5681 §4.2: "an ACK SHOULD be generated for at least every second full-sized
+    segment, and MUST be generated within 500 ms of the arrival of the first
+    unacknowledged packet." After 1.5 s with nothing in flight, while the node's TCP timer
+    is off (patch 0127), one small segment is acknowledged by the delayed-ACK timer
+    (counted once) within its tick: the segment's arrival starts the timer again (25 ms;
+    0.2 s allows for this machine's scheduling)."""
+    peer = TcpPeer(link, 9)
+    peer.connect()
+    time.sleep(1.5)
+    timer0 = counters()["tcp_delayed_ack_timer"]
+    peer.send("PA", b"i" * 100)
+    t0 = link.frames[-1][0]
+    p = peer.recv(2, lambda q: q[TCP].ack == peer.snd_nxt)
+    assert p is not None, "the segment sent after the idle spell was not acknowledged"
+    delay = p.time - t0
+    assert delay <= 0.2, f"the delayed ACK left {delay:.3f} s after the segment"
+    assert counters()["tcp_delayed_ack_timer"] - timer0 == 1, "not the delayed-ACK timer's ACK"
+
+
 def _burst_acks(peer, n=8, size=500):
     """n in-order segments sent back to back (built first, so they reach the node within a
     few tens of microseconds, as a sender's flight does); the distinct ACK numbers of the

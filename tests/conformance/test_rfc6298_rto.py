@@ -165,6 +165,24 @@ def test_rfc6298_5_5_data_rto_backs_off_exponentially(node, link):
     peer.ack()
 
 
+@requirement(fix='patch 0127',
+             mutate="tests/conformance/lwip-mutate core/timeouts.c 's/  tcp_timer_check();/  (void)0;/'")
+def test_rfc6298_5_1_rto_after_an_idle_spell(node, link):
+    """RFC 6298 §5.1: "Every time a packet containing data is sent (including a
+    retransmission), if the timer is not running, start it running so that it will expire
+    after RTO seconds". After 1.5 s with nothing in flight, while the node's TCP timer is
+    off (patch 0127: it runs only while a connection has something to time), an
+    unacknowledged echo is still sent again after the RTO (0.2 s from LAN samples, the
+    floor), not later: the echo's sending starts the timer again."""
+    peer = TcpPeer(link, 7)
+    peer.connect()
+    for i in range(3):
+        echo_round(peer, b"sample %d\n" % i)
+    time.sleep(1.5)
+    rto = rto_of(peer, b"after idle\n")
+    assert 0.14 <= rto <= 0.32, f"first retransmission {rto:.3f} s after the echo, expected 0.2"
+
+
 @requirement(fix='patch 0020',
              mutate="tests/conformance/lwip-mutate core/tcp_in.c 's/if ((pcb->flags \\& TF_TIMESTAMP) \\&\\& in_una_advanced \\&\\& in_has_tsecr) {/if (0) {/'")
 def test_rfc7323_4_rtt_measured_from_tsecr(node, link):

@@ -26,3 +26,7 @@ tests_node_synflood_SOURCES = tests/node/synflood.c
 check_PROGRAMS += tests/node/loadconn
 tests_node_loadconn_SOURCES = tests/node/loadconn.c
 tests_node_loadconn_LDADD = stack/libuls.la
+
+# An idle process's wake-ups: a listener, an idle connection on both sides (test_idle.py;
+# its processes are rtc's).
+EXTRA_DIST += tests/node/test_idle.py

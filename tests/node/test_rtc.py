@@ -137,10 +137,13 @@ def test_a_stack_thread_parked_behind_a_thread_on_the_device_lengthens_its_park(
     PARK_LONG_MS (8 ms; stack/park.c), instead of waking every GRACE_MS (2 ms), 500 times
     a second. Counted: rtc_park_long (parks longer than GRACE_MS) against
     rtc_park_wakes. Before the change there was no long park and the idle second alone
-    cost about 500 wakes; now about 125, and the ping-pong after it still runs."""
+    cost about 500 wakes; then about 125. Now a park of PARK_LONG_MS that passes with no
+    round of the driver makes the next one sleep until the driver leaves the device
+    (rtc_park_idle), and the ping-pong after it still runs."""
     srv, cli = run(tb, 7370, "pingpong", 1, 200, client_args=["--idle-ms", "1000"])
     print("server", srv)
     assert srv["rtc_park_long"] > 0, srv
+    assert srv["rtc_park_idle"] > 0, srv
     assert srv["rtc_park_long"] * 2 >= srv["rtc_park_wakes"], srv
     assert srv["rtc_park_wakes"] < 400, srv
 
