@@ -151,6 +151,10 @@ unsigned char stk__ip_reass_maxage(void);
  * round trip (stack/patches/0004). Deviation: zero-window probes back off in slow ticks,
  * so they come at 0.15 s doubling to at most 6 s (lwIP's table), not Linux's 120 s. */
 #define TCP_TMR_INTERVAL                25
+/* The timer stops while no pcb has anything for it to time (patch 0127), as long as a
+ * process has at most this many active pcbs: the check walks them before every sleep
+ * while it is off. A process with more keeps the timer running, as lwIP does. */
+#define TCP_TIMER_IDLE_MAX_PCBS         64
 
 /* Checksums in software unless the node offloads them (stack/tso.c), always verified
  * (RFC 9293 §3.1 MUST-2, MUST-3). Without offload, TCP data is summed as tcp_write copies
