@@ -12,7 +12,7 @@ struct nif_rxpool {
 	 * core lock today; the lock keeps that an assumption nobody has to check). */
 	pthread_mutex_t lock;
 	size_t data_size;
-	unsigned max, out;
+	unsigned max, out, made;
 	bool closed;
 	struct nif_rxbuf *free;
 };
@@ -45,6 +45,7 @@ struct nif_rxbuf *nif_rxpool_get(struct nif_rxpool *p)
 			b->priv = m + HEAD_SIZE - NIF_RXBUF_PRIV;
 			b->data = m + HEAD_SIZE;
 			b->pool = p;
+			p->made++;
 		}
 	}
 	if (b) {
@@ -67,6 +68,14 @@ unsigned nif_rxpool_out(struct nif_rxpool *p)
 {
 	pthread_mutex_lock(&p->lock);
 	unsigned n = p->out;
+	pthread_mutex_unlock(&p->lock);
+	return n;
+}
+
+unsigned nif_rxpool_made(struct nif_rxpool *p)
+{
+	pthread_mutex_lock(&p->lock);
+	unsigned n = p->made;
 	pthread_mutex_unlock(&p->lock);
 	return n;
 }

@@ -48,5 +48,9 @@ void nif_rxbuf_release(struct nif_rxbuf *b);
 void nif_rxpool_close(struct nif_rxpool *p);
 /* Buffers out of the pool now (in reads and lent). */
 unsigned nif_rxpool_out(struct nif_rxpool *p);
+/* Buffers the pool has allocated so far (each one's memory faulted in as far as frames
+ * filled it): what the device's traffic needed at once at most, since buffers that come
+ * back are handed out again before a new one is made. */
+unsigned nif_rxpool_made(struct nif_rxpool *p);
 
 #endif

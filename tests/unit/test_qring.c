@@ -138,6 +138,57 @@ static void full_pool_makes_frames_copied_and_counted_not_blocked(void **state)
 	free(t);
 }
 
+/* A process's receive buffers follow its traffic (issue 12): frames that come one at a
+ * time are read by the few reads kept in flight then, into the same few buffers, so a
+ * device that moved little has made (and faulted in) little. Before, every slot had its
+ * 64 KiB buffer from the open, and the multishot read's ring cycled through all 64. */
+static void frames_one_at_a_time_use_a_few_buffers(void **state)
+{
+	struct fx *f = *state;
+	struct taker t = { .keep = false, .len = 30000, .fill = 0x42 };
+	struct nif_dev_stats st;
+	const unsigned n = 100;
+
+	f->dev->rx_take = take;
+	for (unsigned i = 0; i < n; i++) {
+		peer_send(f, t.len, t.fill);
+		rx_one(f, &t);
+	}
+	f->dev->ops->get_stats(f->dev, &st);
+	assert_int_equal(st.rx_frames, n);
+	assert_int_equal(t.copied_bytes, n * t.len);
+	print_message("rx_buffers %llu after %u frames one at a time\n",
+		      (unsigned long long)st.rx_buffers, n);
+	assert_true(st.rx_buffers >= 1 && st.rx_buffers <= 4);
+}
+
+/* Bursts take every read (or buffer) in flight: the device posts more (doubling, up to
+ * 64), delivers every frame, and has still made no more buffers than it had reads. */
+static void bursts_grow_the_buffers_and_lose_no_frame(void **state)
+{
+	struct fx *f = *state;
+	struct taker t = { .keep = false, .len = 16000, .fill = 0x24 };
+	struct nif_dev_stats st;
+	const unsigned bursts = 30, per = 8;
+
+	f->dev->rx_take = take;
+	for (unsigned b = 0; b < bursts; b++) {
+		unsigned before = t.offered;
+		for (unsigned i = 0; i < per; i++)
+			peer_send(f, t.len, t.fill);
+		for (int tries = 0; tries < 200 && t.offered < before + per; tries++) {
+			assert_true(f->dev->ops->wait(f->dev, 100) >= 0);
+			f->dev->ops->rx(f->dev, not_taken, &t, 64);
+		}
+		assert_int_equal(t.offered, before + per);
+	}
+	f->dev->ops->get_stats(f->dev, &st);
+	assert_int_equal(st.rx_frames, bursts * per);
+	print_message("rx_buffers %llu after %u bursts of %u\n",
+		      (unsigned long long)st.rx_buffers, bursts, per);
+	assert_true(st.rx_buffers > 4 && st.rx_buffers <= 64);
+}
+
 struct done_rec {
 	int calls;
 };
@@ -413,6 +464,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(large_frame_is_lent_in_place_and_the_read_rearmed, setup_wake_in_ring_m, teardown_m),
 		cmocka_unit_test_setup_teardown(full_pool_makes_frames_copied_and_counted_not_blocked, setup_wake_in_ring_m, teardown_m),
 		cmocka_unit_test_setup_teardown(gathered_write_reports_done_only_once_written, setup_wake_in_ring_m, teardown_m),
+		cmocka_unit_test_setup_teardown(frames_one_at_a_time_use_a_few_buffers, setup, teardown),
+		cmocka_unit_test_setup_teardown(frames_one_at_a_time_use_a_few_buffers, setup_wake_in_ring, teardown),
+		cmocka_unit_test_setup_teardown(frames_one_at_a_time_use_a_few_buffers, setup_m, teardown_m),
+		cmocka_unit_test_setup_teardown(frames_one_at_a_time_use_a_few_buffers, setup_wake_in_ring_m, teardown_m),
+		cmocka_unit_test_setup_teardown(bursts_grow_the_buffers_and_lose_no_frame, setup, teardown),
+		cmocka_unit_test_setup_teardown(bursts_grow_the_buffers_and_lose_no_frame, setup_m, teardown_m),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
