@@ -610,6 +610,10 @@ int nif_qring_open(struct nif_dev **out, struct nif_qring_prep *p, unsigned mtu,
 		nif_sys.fcntl(wake_fd, F_SETFL, wake_in_ring ? fl & ~O_NONBLOCK : fl | O_NONBLOCK);
 	unsigned lend = RX_LEND_BYTES / q->buf_size;
 	q->pool = nif_rxpool_new(q->buf_size, RX_DEPTH + (lend > 64 ? lend : 64));
+	/* The slots' buffers in one run, as when all were allocated at open, but faulted
+	 * in only as reads and frames reach them; without the mapping, malloc's. */
+	if (q->pool)
+		(void)nif_rxpool_reserve(q->pool, RX_DEPTH);
 	q->tx_bufs = malloc(q->buf_size * TX_DEPTH);
 	q->txg = calloc(TX_DEPTH, sizeof(*q->txg));
 	q->tx_free = malloc(sizeof(*q->tx_free) * TX_DEPTH);

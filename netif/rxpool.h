@@ -37,6 +37,10 @@ struct nif_rxbuf {
 /* A pool of buffers with data_size bytes of data each, at most max of them in all
  * (in the device's reads and lent). */
 struct nif_rxpool *nif_rxpool_new(size_t data_size, unsigned max);
+/* Reserve the first n buffers as one anonymous mapping, carved in order as they are first
+ * needed: no allocation on the receive path for them, and no page touched until a buffer
+ * is (issue 12). 0 or -errno; the pool works without it. */
+int nif_rxpool_reserve(struct nif_rxpool *p, unsigned n);
 /* A buffer, or NULL when max are out (or memory ran out). */
 struct nif_rxbuf *nif_rxpool_get(struct nif_rxpool *p);
 /* Whether nif_rxpool_get would succeed without allocating beyond max. */
