@@ -67,6 +67,37 @@ static void pool_closed_with_buffers_lent_frees_them_when_they_come_back(void **
 	nif_rxbuf_release(b);         /* frees b and the pool (LeakSanitizer checks) */
 }
 
+/* The reserved run: handed out in order, reused LIFO like the rest, beyond it malloc's;
+ * closed with some out, everything is given back once they return (LeakSanitizer). */
+static void pool_reserve_carves_in_order_then_mallocs(void **state)
+{
+	(void)state;
+	struct nif_rxpool *p = nif_rxpool_new(4000, 5);
+	struct nif_rxbuf *b[5];
+
+	assert_int_equal(nif_rxpool_reserve(p, 3), 0);
+	assert_int_equal(nif_rxpool_reserve(p, 3), -EINVAL);
+	for (int i = 0; i < 5; i++) {
+		b[i] = nif_rxpool_get(p);
+		assert_non_null(b[i]);
+		memset(b[i]->data, 0x5a, 4000);
+	}
+	/* the reserved three are one run, in order, from the mapping's first page */
+	assert_int_equal((uintptr_t)b[0] % 4096, 0);
+	assert_true((uint8_t *)b[1] > (uint8_t *)b[0] && (uint8_t *)b[2] > (uint8_t *)b[1]);
+	assert_int_equal((uint8_t *)b[2] - (uint8_t *)b[1], (uint8_t *)b[1] - (uint8_t *)b[0]);
+	assert_int_equal(nif_rxpool_made(p), 5);
+	assert_null(nif_rxpool_get(p));
+	nif_rxbuf_release(b[1]);
+	assert_ptr_equal(nif_rxpool_get(p), b[1]);   /* warm first */
+	nif_rxbuf_release(b[1]);
+	nif_rxbuf_release(b[3]);
+	nif_rxpool_close(p);          /* b[1], b[3] freed (b[1] stays in the mapping) */
+	nif_rxbuf_release(b[0]);
+	nif_rxbuf_release(b[4]);
+	nif_rxbuf_release(b[2]);      /* the last: the mapping and the pool go */
+}
+
 static void large_frame_is_lent_in_place_and_the_read_rearmed(void **state)
 {
 	struct fx *f = *state;
@@ -443,6 +474,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(pool_with_all_buffers_out_gives_none_until_one_comes_back),
 		cmocka_unit_test(pool_closed_with_buffers_lent_frees_them_when_they_come_back),
+		cmocka_unit_test(pool_reserve_carves_in_order_then_mallocs),
 		cmocka_unit_test_setup_teardown(large_frame_is_lent_in_place_and_the_read_rearmed, setup, teardown),
 		cmocka_unit_test_setup_teardown(small_frame_is_offered_for_copying_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(full_pool_makes_frames_copied_and_counted_not_blocked, setup, teardown),
