@@ -296,6 +296,11 @@ class Run:
                "cpu_seconds": total, "cpu": parts,
                "seconds": round(measured["seconds"], 3), "verified": True,
                "check": measured["check"]}
+        # Minor page faults, whole life (wait4): the memory each process touched for the
+        # first time (issue 12); the server's only once it was reaped.
+        rec["page_faults"] = {"client": getattr(client, "minflt", 0)}
+        if not server.alive:
+            rec["page_faults"]["server"] = getattr(server, "minflt", 0)
         if moved is not None:
             rec["ulsd_frames"] = moved
         return rec

@@ -118,6 +118,7 @@ class Proc:
         self.cpu = 0.0
         self.csw = 0            # context switches, voluntary + involuntary (wait4)
         self.vcsw = 0           # ... voluntary alone (the thread slept: a wake-up follows)
+        self.minflt = 0         # minor page faults, all threads, whole life (wait4)
         self.started = time.monotonic()
         self.ended = None
 
@@ -179,6 +180,7 @@ class Procs:
             proc.cpu = ru.ru_utime + ru.ru_stime
             proc.csw = ru.ru_nvcsw + ru.ru_nivcsw
             proc.vcsw = ru.ru_nvcsw
+            proc.minflt = ru.ru_minflt
         proc.ended = time.monotonic()
         return True
 

@@ -326,6 +326,7 @@ class Point:
             extra["node_frames"] = {k: frames1[k] - frames0[k] for k in frames0}
         cpu = cpu_breakdown(self.started, ulsd if self.mode in ULSD_MODES else None)
         extra["context_switches"] = cs_breakdown(self.started)
+        extra["page_faults"] = fault_breakdown(self.started)
         rep = extra.pop("reported_cpu", None)
         if rep is not None:
             # What the workers measured of themselves (getrusage), for comparison.

@@ -342,6 +342,24 @@ def cs_breakdown(procs):
     return cs
 
 
+def fault_breakdown(procs):
+    """Minor page faults of a point's processes by role (wait4 rusage, all threads, whole
+    life: start-up, the data, exit) and per process (`per_process`: the mean over them): what
+    a process touches for the first time, which the kernel's sockets do not pay (issue 12,
+    "a process's first megabytes")."""
+    out = {}
+    n = total = 0
+    for role in ("sender", "receiver", "relay"):
+        mine = [p for p in procs if role_of(p.name) == role]
+        if mine:
+            out[role + "s"] = sum(getattr(p, "minflt", 0) for p in mine)
+            n += len(mine)
+            total += out[role + "s"]
+    if n:
+        out["per_process"] = round(total / n)
+    return out
+
+
 RUN_KEYS = ("mode", "streams", "mtu", "seconds", "bytes_verified", "aggregate_gbps",
             "per_stream_gbps", "jain", "cpu_seconds")
 

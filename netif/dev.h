@@ -68,6 +68,10 @@ struct nif_dev_stats {
 	 * it) that a live thread replaced with reads of its own, at its next round, rather
 	 * than waiting for the kernel to cancel them: the re-arms of a dead thread's reads. */
 	uint64_t rx_reads_replaced;
+	/* Receive buffers the device allocated (netif/rxpool.h), each up to a 64 KiB frame
+	 * with offloads: they follow the reads in flight and the frames lent at once, which
+	 * start few and grow with the traffic (qring_priv.h RX_ARM_MIN, RX_BR_MIN). */
+	uint64_t rx_buffers;
 };
 
 /* The counters above that the receiving thread bumps in its wait (rx_wakeups, spin_enters,

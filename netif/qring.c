@@ -455,6 +455,7 @@ static void q_get_stats(const struct nif_dev *d, struct nif_dev_stats *out)
 	const struct qring *q = (const struct qring *)d;
 
 	nif__wait_stats_get(&q->st, &q->wst, out);
+	out->rx_buffers = q->pool ? nif_rxpool_made(q->pool) : 0;
 }
 
 
@@ -625,12 +626,14 @@ int nif_qring_open(struct nif_dev **out, struct nif_qring_prep *p, unsigned mtu,
 		nif_sys.fcntl(wake_fd, F_SETFL, wake_in_ring ? fl & ~O_NONBLOCK : fl | O_NONBLOCK);
 	unsigned lend = RX_LEND_BYTES / q->buf_size;
 	q->pool = nif_rxpool_new(q->buf_size, RX_DEPTH + (lend > 64 ? lend : 64));
-	for (unsigned i = 0; q->pool && i < RX_DEPTH; i++)
-		q->rx_slot[i] = nif_rxpool_get(q->pool);
+	/* The slots' buffers in one run, as when all were allocated at open, but faulted
+	 * in only as reads and frames reach them; without the mapping, malloc's. */
+	if (q->pool)
+		(void)nif_rxpool_reserve(q->pool, RX_DEPTH);
 	q->tx_bufs = malloc(q->buf_size * TX_DEPTH);
 	q->txg = calloc(TX_DEPTH, sizeof(*q->txg));
 	q->tx_free = malloc(sizeof(*q->tx_free) * TX_DEPTH);
-	if (wake_fd < 0 || !q->pool || !q->rx_slot[RX_DEPTH - 1] || !q->tx_bufs || !q->txg ||
+	if (wake_fd < 0 || !q->pool || !q->tx_bufs || !q->txg ||
 	    !q->tx_free) {
 		rc = wake_fd < 0 ? -EBADF : -ENOMEM;
 		goto fail;
@@ -648,10 +651,16 @@ int nif_qring_open(struct nif_dev **out, struct nif_qring_prep *p, unsigned mtu,
 	for (unsigned i = 0; i < RX_DEPTH; i++)
 		q->rx_free[q->rx_nfree++] = RX_DEPTH - 1 - i;
 	q->rx_target = q->mshot ? 1 : RX_ARM_MIN;
+	q->br_target = RX_BR_MIN;
 	q->wake_tag = WAKE_TAG;
 	q->mshot_tag = MSHOT_TAG;
+	/* The slots' buffers come from the pool as they are first armed (none armed: no
+	 * memory for them). */
 	nif__q_arm_reads(q);
-	rc = q->mshot ? 0 : nif__q_rx_submit(q);
+	if (q->mshot)
+		rc = q->br_posted ? 0 : -ENOMEM;
+	else
+		rc = q->rx_armed ? nif__q_rx_submit(q) : -ENOMEM;
 	if (rc < 0) {
 		q->wake_fd = -1;  /* the caller's on failure */
 		q_close(&q->dev);

@@ -22,6 +22,13 @@
  * and a 1-byte round trip took 80 us instead of 27. The count doubles when a round takes
  * every read in flight (a burst) and shrinks by one per quiet round (q_rx). */
 #define RX_ARM_MIN 2
+/* Buffers given to the multishot read's provided-buffer ring at first. The kernel takes
+ * the ring's entries in order, so a stream cycles through every buffer in it: with all
+ * RX_DEPTH in at open, a 2 MB transfer faulted in 4 MiB of buffers (64 KiB each, with
+ * offloads) it never needed at once. The count doubles when a round took every buffer in
+ * the ring, or the read ran dry (ENOBUFS, then armed again), up to RX_DEPTH, and never
+ * shrinks: a bulk stream reaches the 64 of before within its first few rounds (q_rx). */
+#define RX_BR_MIN 4
 #define TX_DEPTH 256
 #define TX_SUBMIT_BATCH 64
 #define RX_ERROR_BACKOFF_US 10000
@@ -71,20 +78,26 @@ struct qring {
 	uint64_t hup_checked_ns;
 	size_t vhl, frame_max, buf_size;
 	struct nif_rxpool *pool;
-	/* Receive slot i reads into rx_slot[i], a buffer of the pool, or has none while the
-	 * consumer holds the one it had (lent) and the pool had no other. */
+	/* Receive slot i reads into rx_slot[i], a buffer of the pool, or has none: never
+	 * armed yet (a slot gets its buffer when it is first armed, so that the memory a
+	 * process touches follows the reads its traffic needed), or the consumer holds the
+	 * one it had (lent) and the pool had no other. */
 	struct nif_rxbuf *rx_slot[RX_DEPTH];
 	uint8_t *tx_bufs;
 	struct txg *txg;   /* per transmit buffer index: a gathered write's state */
 	unsigned rx_rearm, rx_errors_in_row;
 	unsigned rx_free[RX_DEPTH], rx_nfree;  /* slots with no read in flight */
 	unsigned rx_armed, rx_target;          /* reads in flight, and how many to keep */
-	/* Multishot: rx_slot[i] is buffer id i of br; rx_free holds the ids with no buffer
-	 * in br (their buffer lent, the pool had no other); rx_target is 1, rx_armed 0 or 1. */
+	/* Multishot: rx_slot[i] is buffer id i of br; rx_free holds the ids not in br (never
+	 * given yet, beyond br_target; or their buffer lent and the pool had no other);
+	 * rx_target is 1, rx_armed 0 or 1. */
 	bool mshot;
 	bool coop;                             /* nif_qring_prepare_spin's receive ring */
 	struct io_uring_buf_ring *br;
 	unsigned br_added;     /* buffers added to br and not yet made visible */
+	unsigned br_posted;    /* buffer ids in br (added, not yet taken by a completion) */
+	unsigned br_target;    /* how many to keep in br: RX_BR_MIN, doubling (RX_BR_MIN) */
+	bool br_dry;           /* the read ended for want of a buffer (ENOBUFS) this round */
 	unsigned *tx_free, tx_nfree, tx_unsubmitted, tx_inflight;
 	bool tx_stalled;   /* a wait for transmit space ran out, and half the buffers are not back since */
 	pid_t owner;   /* the process that opened it: a fork child holds copies of its rings */

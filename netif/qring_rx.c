@@ -188,15 +188,16 @@ static void arm_mshot(struct qring *q)
 {
 	struct io_uring_sqe *sqe;
 
-	while (q->rx_nfree) {
+	while (q->rx_nfree && q->br_posted < q->br_target) {
 		unsigned i = q->rx_free[q->rx_nfree - 1];
 		if (!q->rx_slot[i] && !(q->rx_slot[i] = nif_rxpool_get(q->pool)))
 			break;
 		br_add(q, i);
+		q->br_posted++;
 		q->rx_nfree--;
 	}
 	br_publish(q);
-	if (q->rx_armed || q->rx_nfree == RX_DEPTH)
+	if (q->rx_armed || !q->br_posted)
 		return;
 	if (!(sqe = nif__q_rx_sqe(q)))
 		return;
@@ -386,6 +387,7 @@ static bool mshot_cqe(struct qring *q, const struct io_uring_cqe *cqe, nif_rx_fn
 		q->st.rx_mshot_ends++;
 		if (res == -ENOBUFS) {
 			q->st.rx_mshot_nobufs++;
+			q->br_dry = true;
 		} else if (res == -EACCES || res == -EINVAL || res == -EOPNOTSUPP) {
 			mshot_give_up(q);
 			return false;
@@ -400,15 +402,15 @@ static bool mshot_cqe(struct qring *q, const struct io_uring_cqe *cqe, nif_rx_fn
 	unsigned i = cqe->flags >> IORING_CQE_BUFFER_SHIFT;
 	if (i >= RX_DEPTH || !q->rx_slot[i])
 		return false;   /* not an id we gave */
+	if (q->br_posted)
+		q->br_posted--;
 	if (res > 0) {
 		q->st.rx_mshot_cqes++;
 		delivered = take_frame(q, i, res, fn, arg);
 	}
-	/* The buffer back to the kernel, or a fresh one if the consumer kept it. */
-	if (q->rx_slot[i])
-		br_add(q, i);
-	else
-		q->rx_free[q->rx_nfree++] = i;
+	/* The buffer back to the kernel by arm_mshot, which gives the top of rx_free first
+	 * (this buffer, warm), or a fresh one if the consumer kept it. */
+	q->rx_free[q->rx_nfree++] = i;
 	return delivered;
 }
 
@@ -416,7 +418,7 @@ int nif__q_rx(struct nif_dev *d, nif_rx_fn *fn, void *arg, unsigned budget)
 {
 	struct qring *q = nif__qring_of(d);
 	struct io_uring_cqe *cqe;
-	unsigned n = 0;
+	unsigned n = 0, posted = q->br_posted;
 
 	/* Completed writes hold the caller's pbufs until reaped, and lwIP will not retransmit
 	 * a segment that is still held: reap them every round, before the caller's timers. */
@@ -475,9 +477,14 @@ int nif__q_rx(struct nif_dev *d, nif_rx_fn *fn, void *arg, unsigned budget)
 		}
 		q->rx_free[q->rx_nfree++] = i;
 	}
-	if (q->mshot)
-		;  /* one read, however many frames */
-	else if (n && n >= q->rx_target)
+	if (q->mshot) {
+		/* One read, however many frames; its ring doubles when a round took all it
+		 * had (or more: it ran dry and was armed again), so a burst finds as many
+		 * again in the ring the next time. */
+		if ((q->br_dry || (n && n >= posted)) && q->br_target < RX_DEPTH)
+			q->br_target = q->br_target * 2 > RX_DEPTH ? RX_DEPTH : q->br_target * 2;
+		q->br_dry = false;
+	} else if (n && n >= q->rx_target)
 		q->rx_target = q->rx_target * 2 > RX_DEPTH ? RX_DEPTH : q->rx_target * 2;
 	else if (n <= 1 && q->rx_target > RX_ARM_MIN)
 		q->rx_target--;

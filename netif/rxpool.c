@@ -1,8 +1,10 @@
 /* Receive buffers that a device lends to the stack (see rxpool.h). */
 #include "netif/rxpool.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 /* The data area starts on a cache line; the consumer's room right before it. */
 #define HEAD_SIZE (((sizeof(struct nif_rxbuf) + 63) & ~(size_t)63) + NIF_RXBUF_PRIV)
@@ -12,10 +14,21 @@ struct nif_rxpool {
 	 * core lock today; the lock keeps that an assumption nobody has to check). */
 	pthread_mutex_t lock;
 	size_t data_size;
-	unsigned max, out;
+	unsigned max, out, made;
 	bool closed;
 	struct nif_rxbuf *free;
+	/* nif_rxpool_reserve's mapping: area_n blocks of block bytes, the first carved ones
+	 * in use (handed out in order, each faulted in only as far as it is written). */
+	uint8_t *area;
+	size_t block;
+	unsigned area_n, carved;
 };
+
+static bool in_area(const struct nif_rxpool *p, const void *b)
+{
+	return p->area && (const uint8_t *)b >= p->area &&
+	       (const uint8_t *)b < p->area + (size_t)p->area_n * p->block;
+}
 
 struct nif_rxpool *nif_rxpool_new(size_t data_size, unsigned max)
 {
@@ -26,7 +39,21 @@ struct nif_rxpool *nif_rxpool_new(size_t data_size, unsigned max)
 	pthread_mutex_init(&p->lock, NULL);
 	p->data_size = data_size;
 	p->max = max;
+	p->block = (HEAD_SIZE + data_size + 63) & ~(size_t)63;
 	return p;
+}
+
+int nif_rxpool_reserve(struct nif_rxpool *p, unsigned n)
+{
+	if (p->area || !n)
+		return -EINVAL;
+	void *m = mmap(NULL, (size_t)n * p->block, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m == MAP_FAILED)
+		return -errno;
+	p->area = m;
+	p->area_n = n;
+	return 0;
 }
 
 struct nif_rxbuf *nif_rxpool_get(struct nif_rxpool *p)
@@ -38,13 +65,16 @@ struct nif_rxbuf *nif_rxpool_get(struct nif_rxpool *p)
 	if (b) {
 		p->free = b->next_free;
 	} else if (p->out < p->max) {
-		/* Touched only as far as frames fill it: malloc's pages stay unfaulted. */
-		uint8_t *m = aligned_alloc(64, (HEAD_SIZE + p->data_size + 63) & ~(size_t)63);
+		/* Touched only as far as frames fill it: the area's and malloc's pages stay
+		 * unfaulted until then. */
+		uint8_t *m = p->carved < p->area_n ? p->area + (size_t)p->carved++ * p->block
+						   : aligned_alloc(64, p->block);
 		if (m) {
 			b = (struct nif_rxbuf *)m;
 			b->priv = m + HEAD_SIZE - NIF_RXBUF_PRIV;
 			b->data = m + HEAD_SIZE;
 			b->pool = p;
+			p->made++;
 		}
 	}
 	if (b) {
@@ -71,8 +101,18 @@ unsigned nif_rxpool_out(struct nif_rxpool *p)
 	return n;
 }
 
+unsigned nif_rxpool_made(struct nif_rxpool *p)
+{
+	pthread_mutex_lock(&p->lock);
+	unsigned n = p->made;
+	pthread_mutex_unlock(&p->lock);
+	return n;
+}
+
 static void destroy(struct nif_rxpool *p)
 {
+	if (p->area)
+		munmap(p->area, (size_t)p->area_n * p->block);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
 }
@@ -86,7 +126,8 @@ void nif_rxbuf_release(struct nif_rxbuf *b)
 	if (p->closed) {
 		bool last = p->out == 0;
 		pthread_mutex_unlock(&p->lock);
-		free(b);
+		if (!in_area(p, b))
+			free(b);
 		if (last)
 			destroy(p);
 		return;
@@ -110,7 +151,8 @@ void nif_rxpool_close(struct nif_rxpool *p)
 	pthread_mutex_unlock(&p->lock);
 	for (; b; b = next) {
 		next = b->next_free;
-		free(b);
+		if (!in_area(p, b))
+			free(b);
 	}
 	if (last)
 		destroy(p);

@@ -37,6 +37,10 @@ struct nif_rxbuf {
 /* A pool of buffers with data_size bytes of data each, at most max of them in all
  * (in the device's reads and lent). */
 struct nif_rxpool *nif_rxpool_new(size_t data_size, unsigned max);
+/* Reserve the first n buffers as one anonymous mapping, carved in order as they are first
+ * needed: no allocation on the receive path for them, and no page touched until a buffer
+ * is (issue 12). 0 or -errno; the pool works without it. */
+int nif_rxpool_reserve(struct nif_rxpool *p, unsigned n);
 /* A buffer, or NULL when max are out (or memory ran out). */
 struct nif_rxbuf *nif_rxpool_get(struct nif_rxpool *p);
 /* Whether nif_rxpool_get would succeed without allocating beyond max. */
@@ -48,5 +52,9 @@ void nif_rxbuf_release(struct nif_rxbuf *b);
 void nif_rxpool_close(struct nif_rxpool *p);
 /* Buffers out of the pool now (in reads and lent). */
 unsigned nif_rxpool_out(struct nif_rxpool *p);
+/* Buffers the pool has allocated so far (each one's memory faulted in as far as frames
+ * filled it): what the device's traffic needed at once at most, since buffers that come
+ * back are handed out again before a new one is made. */
+unsigned nif_rxpool_made(struct nif_rxpool *p);
 
 #endif

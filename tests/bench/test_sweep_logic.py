@@ -366,6 +366,17 @@ def test_cpu_breakdown():
     assert cpu["senders"] == 1.5 and cpu["receivers"] == 1.0
 
 
+def test_fault_breakdown():
+    # wait4's minor faults by role, and the mean per process (issue 12)
+    procs = [_P("perproc-n2-server", 0), _P("perproc-n2-client0", 0),
+             _P("perproc-n2-client1", 0)]
+    for p, n in zip(procs, (600, 700, 500)):
+        p.minflt = n
+    pf = sw.fault_breakdown(procs)
+    assert pf == {"senders": 1200, "receivers": 600, "per_process": 600}
+    assert sw.fault_breakdown([]) == {}
+
+
 def test_transfer_window():
     # Two processes: one transferred 100.0..102.0, the other 100.5..102.4.
     assert sw.transfer_window([(102.0, 2.0), (102.4, 1.9)]) == pytest.approx(2.4)

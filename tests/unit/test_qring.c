@@ -67,6 +67,37 @@ static void pool_closed_with_buffers_lent_frees_them_when_they_come_back(void **
 	nif_rxbuf_release(b);         /* frees b and the pool (LeakSanitizer checks) */
 }
 
+/* The reserved run: handed out in order, reused LIFO like the rest, beyond it malloc's;
+ * closed with some out, everything is given back once they return (LeakSanitizer). */
+static void pool_reserve_carves_in_order_then_mallocs(void **state)
+{
+	(void)state;
+	struct nif_rxpool *p = nif_rxpool_new(4000, 5);
+	struct nif_rxbuf *b[5];
+
+	assert_int_equal(nif_rxpool_reserve(p, 3), 0);
+	assert_int_equal(nif_rxpool_reserve(p, 3), -EINVAL);
+	for (int i = 0; i < 5; i++) {
+		b[i] = nif_rxpool_get(p);
+		assert_non_null(b[i]);
+		memset(b[i]->data, 0x5a, 4000);
+	}
+	/* the reserved three are one run, in order, from the mapping's first page */
+	assert_int_equal((uintptr_t)b[0] % 4096, 0);
+	assert_true((uint8_t *)b[1] > (uint8_t *)b[0] && (uint8_t *)b[2] > (uint8_t *)b[1]);
+	assert_int_equal((uint8_t *)b[2] - (uint8_t *)b[1], (uint8_t *)b[1] - (uint8_t *)b[0]);
+	assert_int_equal(nif_rxpool_made(p), 5);
+	assert_null(nif_rxpool_get(p));
+	nif_rxbuf_release(b[1]);
+	assert_ptr_equal(nif_rxpool_get(p), b[1]);   /* warm first */
+	nif_rxbuf_release(b[1]);
+	nif_rxbuf_release(b[3]);
+	nif_rxpool_close(p);          /* b[1], b[3] freed (b[1] stays in the mapping) */
+	nif_rxbuf_release(b[0]);
+	nif_rxbuf_release(b[4]);
+	nif_rxbuf_release(b[2]);      /* the last: the mapping and the pool go */
+}
+
 static void large_frame_is_lent_in_place_and_the_read_rearmed(void **state)
 {
 	struct fx *f = *state;
@@ -136,6 +167,57 @@ static void full_pool_makes_frames_copied_and_counted_not_blocked(void **state)
 	nif_rxbuf_release(t->held[0]);
 	assert_true(kept >= 64);
 	free(t);
+}
+
+/* A process's receive buffers follow its traffic (issue 12): frames that come one at a
+ * time are read by the few reads kept in flight then, into the same few buffers, so a
+ * device that moved little has made (and faulted in) little. Before, every slot had its
+ * 64 KiB buffer from the open, and the multishot read's ring cycled through all 64. */
+static void frames_one_at_a_time_use_a_few_buffers(void **state)
+{
+	struct fx *f = *state;
+	struct taker t = { .keep = false, .len = 30000, .fill = 0x42 };
+	struct nif_dev_stats st;
+	const unsigned n = 100;
+
+	f->dev->rx_take = take;
+	for (unsigned i = 0; i < n; i++) {
+		peer_send(f, t.len, t.fill);
+		rx_one(f, &t);
+	}
+	f->dev->ops->get_stats(f->dev, &st);
+	assert_int_equal(st.rx_frames, n);
+	assert_int_equal(t.copied_bytes, n * t.len);
+	print_message("rx_buffers %llu after %u frames one at a time\n",
+		      (unsigned long long)st.rx_buffers, n);
+	assert_true(st.rx_buffers >= 1 && st.rx_buffers <= 4);
+}
+
+/* Bursts take every read (or buffer) in flight: the device posts more (doubling, up to
+ * 64), delivers every frame, and has still made no more buffers than it had reads. */
+static void bursts_grow_the_buffers_and_lose_no_frame(void **state)
+{
+	struct fx *f = *state;
+	struct taker t = { .keep = false, .len = 16000, .fill = 0x24 };
+	struct nif_dev_stats st;
+	const unsigned bursts = 30, per = 8;
+
+	f->dev->rx_take = take;
+	for (unsigned b = 0; b < bursts; b++) {
+		unsigned before = t.offered;
+		for (unsigned i = 0; i < per; i++)
+			peer_send(f, t.len, t.fill);
+		for (int tries = 0; tries < 200 && t.offered < before + per; tries++) {
+			assert_true(f->dev->ops->wait(f->dev, 100) >= 0);
+			f->dev->ops->rx(f->dev, not_taken, &t, 64);
+		}
+		assert_int_equal(t.offered, before + per);
+	}
+	f->dev->ops->get_stats(f->dev, &st);
+	assert_int_equal(st.rx_frames, bursts * per);
+	print_message("rx_buffers %llu after %u bursts of %u\n",
+		      (unsigned long long)st.rx_buffers, bursts, per);
+	assert_true(st.rx_buffers > 4 && st.rx_buffers <= 64);
 }
 
 struct done_rec {
@@ -392,6 +474,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(pool_with_all_buffers_out_gives_none_until_one_comes_back),
 		cmocka_unit_test(pool_closed_with_buffers_lent_frees_them_when_they_come_back),
+		cmocka_unit_test(pool_reserve_carves_in_order_then_mallocs),
 		cmocka_unit_test_setup_teardown(large_frame_is_lent_in_place_and_the_read_rearmed, setup, teardown),
 		cmocka_unit_test_setup_teardown(small_frame_is_offered_for_copying_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(full_pool_makes_frames_copied_and_counted_not_blocked, setup, teardown),
@@ -413,6 +496,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(large_frame_is_lent_in_place_and_the_read_rearmed, setup_wake_in_ring_m, teardown_m),
 		cmocka_unit_test_setup_teardown(full_pool_makes_frames_copied_and_counted_not_blocked, setup_wake_in_ring_m, teardown_m),
 		cmocka_unit_test_setup_teardown(gathered_write_reports_done_only_once_written, setup_wake_in_ring_m, teardown_m),
+		cmocka_unit_test_setup_teardown(frames_one_at_a_time_use_a_few_buffers, setup, teardown),
+		cmocka_unit_test_setup_teardown(frames_one_at_a_time_use_a_few_buffers, setup_wake_in_ring, teardown),
+		cmocka_unit_test_setup_teardown(frames_one_at_a_time_use_a_few_buffers, setup_m, teardown_m),
+		cmocka_unit_test_setup_teardown(frames_one_at_a_time_use_a_few_buffers, setup_wake_in_ring_m, teardown_m),
+		cmocka_unit_test_setup_teardown(bursts_grow_the_buffers_and_lose_no_frame, setup, teardown),
+		cmocka_unit_test_setup_teardown(bursts_grow_the_buffers_and_lose_no_frame, setup_m, teardown_m),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
