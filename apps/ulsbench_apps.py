@@ -70,7 +70,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ulsbench_common import (  # noqa: E402
     BenchError, Procs, Testbed, UsageError, finish, find_paths, log, machine_info,
-    parse_as_root, progress, read_cpu_ticks, run_guarded, save_doc, save_plots, take_lock_or_say,
+    parse_as_root, process_cpu_ns, progress, run_guarded, save_doc, save_plots, take_lock_or_say,
     tree_cpu)
 # The pure parts, in a module of their own next to this file.
 from ulsbench_appslogic import *  # noqa: E402,F401,F403
@@ -225,8 +225,8 @@ class Run:
     def ulsd_cpu(self):
         if self.stack != "ulstack":
             return 0.0
-        return sum(v for v in (read_cpu_ticks(p) for p in self.tb.ulsd_pids())
-                   if v is not None)
+        return sum(v for v in (process_cpu_ns(p) for p in self.tb.ulsd_pids())
+                   if v is not None) / 1e9
 
     def snapshot(self, server):
         return {"server": tree_cpu(server.pid) if server.alive else None,

@@ -66,7 +66,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ulsbench_common import (  # noqa: E402
     DEFAULT_OFFLOAD, POLL, BenchError, Procs, Testbed, UsageError, find_paths, finish, log,
-    driver_first, loss_arg, machine_info, parse_as_root, progress, read_cpu_ticks, run_guarded,
+    driver_first, loss_arg, machine_info, parse_as_root, process_cpu_ns, progress, run_guarded,
     run_unwrapped, save_doc, save_plots, take_lock_or_say, tree_cpu_ns)
 # The pure parts, in modules of their own next to this file: parameters, command line and
 # plan; what the points' output means, tables and plots.
@@ -210,12 +210,9 @@ class Point:
         return parse_proc_netstat(r.stdout) if r.returncode == 0 else None
 
     def ulsd_cpu(self):
-        total = 0.0
-        for pid in self.tb.ulsd_pids():
-            v = read_cpu_ticks(pid)
-            if v is not None:
-                total += v
-        return total
+        """CPU seconds of the node daemons (process_cpu_ns: nanoseconds, not 10 ms ticks)."""
+        return sum(v for v in (process_cpu_ns(p) for p in self.tb.ulsd_pids())
+                   if v is not None) / 1e9
 
     def run_senders(self, senders, wire_dev):
         """Waits for the senders, printing progress; returns the point's wall time (first

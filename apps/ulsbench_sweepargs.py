@@ -59,7 +59,8 @@ READY_TIMEOUT = 15.0        # a receiver/relay must be listening within this
 
 CPU_INCLUDES = ("user+system CPU of every process the point started (senders, receivers, "
                 "relays; from wait4 rusage) plus the CPU the testbed's ulsd daemons used "
-                "during the point (/proc/PID/stat utime+stime; perproc and central only); "
+                "during the point (their CPU-time clocks, in nanoseconds; perproc and "
+                "central only); "
                 "each run's cpu.includes lists the parts its total has; kernel work done in "
                 "softirq context is counted only where the kernel charges it to one of "
                 "these processes")

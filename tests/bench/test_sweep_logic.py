@@ -789,3 +789,32 @@ def test_tree_cpu_counts_a_process_and_its_children_and_zero_when_gone():
         child.kill()
         child.wait()
     assert cm.tree_cpu_ns(child.pid) == 0
+
+
+def test_process_cpu_counts_threads_that_have_ended_and_is_none_when_gone():
+    """ulsd's CPU in a point (and an application server's) is the process's CPU clock:
+    nanoseconds, and the time of threads that already ended still counts."""
+    cm = _common()
+    child = subprocess.Popen([sys.executable, "-c",
+                              "import threading, time\n"
+                              "def burn():\n"
+                              "    t = time.thread_time()\n"
+                              "    while time.thread_time() - t < 0.2: pass\n"
+                              "th = threading.Thread(target=burn); th.start(); th.join()\n"
+                              "print('done', flush=True)\ntime.sleep(5)"],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "done"
+        deadline = time.monotonic() + 5     # join() can return before the thread is gone
+        while len(os.listdir("/proc/%d/task" % child.pid)) > 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        whole, live = cm.process_cpu_ns(child.pid), cm.tree_cpu_ns(child.pid)
+        assert whole >= 200_000_000
+        assert cm.tree_cpu(child.pid) >= 0.2
+        # the ended thread's 0.2 s is in no live thread's schedstat (the sleeping main
+        # thread's startup is in both)
+        assert whole - live >= 190_000_000, (whole, live)
+    finally:
+        child.kill()
+        child.wait()
+    assert cm.process_cpu_ns(child.pid) is None
