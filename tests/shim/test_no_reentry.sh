@@ -26,8 +26,24 @@ nm -A -u $archives 2>/dev/null | grep -v -- ':libnif_la-sys\.o:' |
 	awk '{ m = $1; sub(/:$/, "", m); n = split(m, p, "/"); print $NF, p[n] }' |
 	sed 's/@.*//' | sort -u >"$tmp/called"
 # Libraries the shim loads, other than the C library and the dynamic loader, called
-# whatever they call (liburing makes its own system calls).
-ldd "$so" | awk '$3 ~ /^\// && $1 !~ /^(libc|libdl|libpthread|ld-linux)/ { print $3 }' |
+# whatever they call (liburing makes its own system calls). In a sanitizer build
+# (--enable-sanitizers) the sanitizers' runtimes intercept those calls on purpose, and
+# bring libraries of their own (libstdc++); those are the tool's, not libuls's: left out
+# unless the shim itself names them (DT_NEEDED).
+ldd "$so" | awk '$3 ~ /^\// { print $1 }' | grep -E '^lib(a|ub|l|t)san\.' >"$tmp/san" || :
+: >"$tmp/sandeps"
+while read -r san; do
+	ldd "$(ldd "$so" | awk -v n="$san" '$1 == n { print $3 }')" | awk '{ print $1 }' >>"$tmp/sandeps"
+done <"$tmp/san"
+readelf -d "$so" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p' >"$tmp/needed"
+ldd "$so" | awk '$3 ~ /^\// && $1 !~ /^(libc|libdl|libpthread|ld-linux)/ { print $1, $3 }' |
+	while read -r name lib; do
+		if grep -qxF "$name" "$tmp/san" ||
+		   { grep -qxF "$name" "$tmp/sandeps" && ! grep -qxF "$name" "$tmp/needed"; }; then
+			continue
+		fi
+		echo "$lib"
+	done |
 	while read -r lib; do
 		nm -D --undefined-only "$lib" | awk -v l="${lib##*/}" '{ sub(/@.*/, "", $2); print $2, l }'
 	done >>"$tmp/called"
