@@ -25,6 +25,9 @@
  * (server/reply6.c, RFC 8200 §4.2), so they go to ulsd, which relays them to an owner on
  * the relay path; an owner on the direct path does not get them.
  *
+ * synguard (tcx egress on the TAP, filter/datapath_syn.bpf.h): sheds a SYN flood's SYNs to a
+ * process's listener before tun queues them; steering notes the known peers it spares.
+ *
  * txcheck (tcx ingress on the TAP): every frame a queue's reader writes passes here, with
  * queue_mapping = queue + 1. A process's queue may send only as the node (MAC, address) and
  * only from endpoints it holds: the policy of flt_check_tx. Frames for the node itself go
@@ -140,6 +143,7 @@ DP_MAP(BPF_MAP_TYPE_LRU_HASH, FLT_DP_ARP_MAX, struct ip6key, struct flt_dp_neigh
 	dp_neigh6 SEC(".maps");
 
 #include "filter/datapath_pick.bpf.h"
+#include "filter/datapath_syn.bpf.h"
 
 /* ---- Receive steering ----------------------------------------------------------------- */
 
@@ -235,6 +239,8 @@ static __u32 steer6(struct __sk_buff *skb, const struct flt_dp_cfg *c, const __u
 			__builtin_memcpy(k.a, ip + WIRE_IPV6_OFF_SRC, 16);
 			__builtin_memcpy(nb.mac, eth + WIRE_ETH_OFF_SRC, WIRE_ETH_ALEN);
 			bpf_map_update_elem(&dp_neigh6, &k, &nb, BPF_ANY);
+			if (!exact)   /* a handshake's last ACK: a known peer (synguard) */
+				syn_known_note(&k);
 		}
 		return lease_queue(owner);
 	}
@@ -340,6 +346,11 @@ static __u32 steer_frame(struct __sk_buff *skb)
 			struct flt_dp_neigh nb = {};
 			__builtin_memcpy(nb.mac, eth + WIRE_ETH_OFF_SRC, WIRE_ETH_ALEN);
 			bpf_map_update_elem(&dp_neigh, &src, &nb, BPF_ANY);
+			if (!exact) {   /* a handshake's last ACK: a known peer (synguard) */
+				struct ip6key k;
+				syn_v4_key(&k, src);
+				syn_known_note(&k);
+			}
 		}
 	} else if (ip[WIRE_IPV4_OFF_PROTOCOL] == WIRE_IPPROTO_ICMP) {
 		/* RFC 1122 §3.2.2: an error goes to the endpoint that sent the datagram it

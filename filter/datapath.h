@@ -50,6 +50,11 @@ struct flt_dp_cfg {
 	__u8 node_ll6[16];
 	__u32 has_ip6;
 	__u32 pad6;
+	/* SYN shedding on the direct path (synguard, filter/datapath_syn.bpf.h): the pure
+	 * SYNs from unknown peers a process's queue takes per FLT_DP_SYN_WINDOW_NS before the
+	 * rest are shed; 0: never shed (ULS_SYN_SHED=0). */
+	__u32 syn_budget;
+	__u32 pad7;
 };
 
 struct flt_dp_conn_key {
@@ -94,6 +99,32 @@ struct flt_dp_qstat {
 	__u64 tx_pass;
 	__u64 tx_pass_gso;
 	__u64 tx_drop[FLT_DP_REASONS];
+	/* synguard (filter/datapath_syn.bpf.h): pure SYNs for the queue dropped before tun
+	 * queued them; shed SYNs' retransmissions taken; SYNs over the budget taken as a
+	 * known peer's; times shedding was suspended for the queue. */
+	__u64 syn_shed;
+	__u64 syn_readmitted;
+	__u64 syn_known_peer;
+	__u64 syn_suspended;
+};
+
+/* SYN shedding on the direct path (filter/datapath_syn.bpf.h). */
+#define FLT_DP_SYN_WINDOW_NS 100000000ull      /* the budget's window: 100 ms */
+#define FLT_DP_SYN_BUDGET_DEFAULT 200          /* per window: 2,000 SYN/s per queue */
+#define FLT_DP_SHED_BITS (1u << 22)            /* per generation of the shed memory */
+#define FLT_DP_SHED_WORDS (FLT_DP_SHED_BITS / 64)
+#define FLT_DP_KNOWN_MAX 65536                 /* known peers (LRU) */
+
+/* Per queue: its budget's window, the shed SYNs that came back, a suspension. Written by
+ * the program without locks on both CPUs: a lost update moves a count by one, which only
+ * moves the budget or the judgement by one SYN. */
+struct flt_dp_synq {
+	__u64 win_start_ns;
+	__u32 win_syns;
+	__u32 judge_shed, judge_back;
+	__u32 pad;
+	__u64 judge_start_ns;
+	__u64 suspend_until_ns;
 };
 
 /* Queues waiting for an ARP reply from one address: bit q set by the transmit check when

@@ -38,6 +38,7 @@
 
 /* Linux 6.6's tcx; Debian 12's headers predate it (kernel-facts.md: attach type 46). */
 #define ATTACH_TCX_INGRESS 46
+#define ATTACH_TCX_EGRESS 47
 #ifndef SO_PEERPIDFD
 #define SO_PEERPIDFD 77
 #endif
@@ -50,6 +51,7 @@
 struct srv_dp {
 	struct uls_dp *skel;
 	int link_fd;
+	int syn_link_fd;             /* synguard's tcx egress link; -1: not attached */
 	int fd_cfg, fd_conn, fd_listen, fd_lease_q, fd_q_owner, fd_qstat;
 	int fd_conn6, fd_listen6;
 	int qfd[FLT_DP_QUEUES];      /* ulsd's own reference to every queue; [0] is the TAP's */
@@ -153,6 +155,26 @@ static int set_u32(int fd, uint32_t key, uint32_t v)
 	return bpf_map_update_elem(fd, &key, &v, BPF_ANY) < 0 ? -errno : 0;
 }
 
+/* SYNs from unknown peers a process's queue takes per FLT_DP_SYN_WINDOW_NS before synguard
+ * sheds the rest: ULS_SYN_BUDGET (SYN/s, at least one per window), 0 with ULS_SYN_SHED=0
+ * (no shedding anywhere, as in the processes and the relay). */
+static uint32_t syn_budget(void)
+{
+	const char *off = getenv("ULS_SYN_SHED"), *e = getenv("ULS_SYN_BUDGET");
+	const uint64_t per_s = 1000000000ull / FLT_DP_SYN_WINDOW_NS;
+	char *end;
+
+	if (off && !strcmp(off, "0"))
+		return 0;
+	if (e && *e) {
+		unsigned long long v = strtoull(e, &end, 10);
+		if (!*end && v > 0 && v <= UINT32_MAX)
+			return (uint32_t)((v + per_s - 1) / per_s);
+		srv__log(1, "ULS_SYN_BUDGET=%s ignored: not a rate in SYN/s", e);
+	}
+	return FLT_DP_SYN_BUDGET_DEFAULT;
+}
+
 int srv__dp_init(struct srv *s)
 {
 	struct srv_dp *d;
@@ -166,6 +188,7 @@ int srv__dp_init(struct srv *s)
 	if (!d)
 		return -ENOMEM;
 	d->link_fd = -1;
+	d->syn_link_fd = -1;
 	libbpf_set_print(libbpf_log);
 	d->skel = uls_dp__open_and_load();
 	if (!d->skel) {
@@ -192,6 +215,7 @@ int srv__dp_init(struct srv *s)
 	flt_table_key(s->flt, &k0, &k1);
 	cfg.k0 = k0;
 	cfg.k1 = k1;
+	cfg.syn_budget = syn_budget();
 	if (!cfg.ifindex || bpf_map_update_elem(d->fd_cfg, &zero, &cfg, BPF_ANY) < 0) {
 		rc = -errno;
 		goto fail;
@@ -211,6 +235,16 @@ int srv__dp_init(struct srv *s)
 		ioctl(nif_tap_fd(s->tap), TUNSETSTEERINGEBPF, &none);
 		goto fail;
 	}
+	/* SYN shedding below the processes (filter/datapath_syn.bpf.h). Without it (a
+	 * kernel without tcx egress) the processes shed for themselves, as before. */
+	if (cfg.syn_budget) {
+		d->syn_link_fd = bpf_link_create(bpf_program__fd(d->skel->progs.synguard),
+						 (int)cfg.ifindex, ATTACH_TCX_EGRESS, NULL);
+		if (d->syn_link_fd < 0)
+			srv__log(1, "synguard not attached (%s): processes shed SYNs themselves",
+				 strerror(-d->syn_link_fd));
+	}
+	s->dp_kshed = d->syn_link_fd >= 0;
 	for (unsigned i = 0; i < FLT_DP_QUEUES; i++)
 		d->qfd[i] = -1;
 	d->qfd[0] = nif_tap_fd(s->tap);
@@ -448,6 +482,10 @@ static void qstat_add(struct flt_dp_qstat *to, const struct flt_dp_qstat *st)
 	to->tx_pass_gso += st->tx_pass_gso;
 	for (unsigned r = 0; r < FLT_DP_REASONS; r++)
 		to->tx_drop[r] += st->tx_drop[r];
+	to->syn_shed += st->syn_shed;
+	to->syn_readmitted += st->syn_readmitted;
+	to->syn_known_peer += st->syn_known_peer;
+	to->syn_suspended += st->syn_suspended;
 }
 
 /* A queue's figures are its owner's: at the lease's end they move into the node's totals
@@ -463,6 +501,9 @@ static void fold_qstat(struct srv_dp *d, unsigned q)
 		return;
 	bpf_map_update_elem(d->fd_qstat, &key, &zero, BPF_ANY);
 	qstat_add(&d->gone, &st);
+	/* synguard's budget and judgement of the queue start again with its next owner. */
+	struct flt_dp_synq sq = { 0 };
+	bpf_map_update_elem(bpf_map__fd(d->skel->maps.dp_synq), &key, &sq, BPF_ANY);
 }
 
 /* The lease ended (control thread, lock held), before its filter rules go: its frames
@@ -545,6 +586,8 @@ void srv__dp_stats(struct srv *s, srv_dp_stat_fn *fn, void *arg)
 			snprintf(name, sizeof(name), "queue.%u.tx_dropped.%s", q, reason[r]);
 			fn(arg, name, st.tx_drop[r]);
 		}
+		snprintf(name, sizeof(name), "queue.%u.syn_shed", q);
+		fn(arg, name, st.syn_shed);
 	}
 	fn(arg, "direct_queues", d->nq - 1);
 	fn(arg, "direct_queues_in_use", used);
@@ -558,6 +601,11 @@ void srv__dp_stats(struct srv *s, srv_dp_stat_fn *fn, void *arg)
 		dropped += tot.tx_drop[r];
 	}
 	fn(arg, "direct_tx_dropped", dropped);
+	fn(arg, "direct_syn_guard", s->dp_kshed);
+	fn(arg, "direct_syn_shed", tot.syn_shed);
+	fn(arg, "direct_syn_shed_readmitted", tot.syn_readmitted);
+	fn(arg, "direct_syn_shed_known_peer", tot.syn_known_peer);
+	fn(arg, "direct_syn_shed_suspended", tot.syn_suspended);
 }
 
 int srv__dp_neighbour(struct srv *s, uint32_t ip, uint8_t mac[6])

@@ -179,6 +179,8 @@ static void hello(struct srv *s, struct srv_conn *c, const struct ctl_msg *req)
 			r.u.hello.flags |= CTL_HELLO_F_WAKE;
 		if (l->dp_mshot)
 			r.u.hello.flags |= CTL_HELLO_F_MSHOT;
+		if (s->dp_kshed)
+			r.u.hello.flags |= CTL_HELLO_F_KSHED;
 		s->ctr.v[SRV_LEASES_DIRECT]++;
 		reply(s, c, &r, NULL, 0);
 	} else {

@@ -128,6 +128,9 @@ struct srv {
 	/* SYN shedding on the relay path (demux.c; demux thread, s->lock held): ULS_SYN_SHED=0
 	 * turns it off, as in the processes. */
 	struct nif_synshed shed;
+	/* The kernel sheds SYN floods on the direct path (synguard, bpf.c): direct leases'
+	 * processes do not shed too (CTL_HELLO_F_KSHED). */
+	bool dp_kshed;
 	atomic_bool stop;       /* no lock: srv__stop(), srv__stopping() */
 	bool trace;             /* ULSD_TRACE=1: log every control message */
 	/* Allow a process that asks (CTL_HELLO_F_MSHOT) a multishot read of its queue;

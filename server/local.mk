@@ -10,7 +10,7 @@ server_ulsd_LDADD = filter/libflt.la netif/libnif.la netif/libopt.la $(LIBURING_
 
 # The direct data path: the BPF programs (filter/datapath.bpf.c) built into a skeleton that
 # ulsd embeds and loads (server/bpf.c).
-EXTRA_DIST += filter/datapath.bpf.c filter/datapath_pick.bpf.h filter/datapath.h
+EXTRA_DIST += filter/datapath.bpf.c filter/datapath_pick.bpf.h filter/datapath_syn.bpf.h filter/datapath.h
 if ULS_DIRECT
 server_ulsd_SOURCES += server/bpf.c
 nodist_server_ulsd_SOURCES = server/datapath.skel.h
@@ -19,6 +19,7 @@ CLEANFILES += server/datapath.bpf.o server/datapath.skel.h
 server_ulsd_CFLAGS += $(LIBBPF_CFLAGS)
 server_ulsd_LDADD += $(LIBBPF_LIBS)
 server/datapath.bpf.o: $(top_srcdir)/filter/datapath.bpf.c $(top_srcdir)/filter/datapath_pick.bpf.h \
+		$(top_srcdir)/filter/datapath_syn.bpf.h \
 		$(top_srcdir)/filter/datapath.h $(top_srcdir)/filter/siphash.h
 	@$(MKDIR_P) server
 	$(AM_V_GEN)$(CLANG) $(BPF_CFLAGS) -iquote $(top_srcdir) -c $(top_srcdir)/filter/datapath.bpf.c -o $@

@@ -165,7 +165,8 @@ void stk__synshed_round_begin(void);
 void stk__synshed_round_end(void);
 bool stk__synshed_drop(const uint8_t *l3, size_t len, bool ipv6);
 bool stk__synshed_pressure(void);
-/* The lease's data path is ulsd's relay, which sheds: the process then sheds nothing. */
+/* Another shedder guards the lease's path (ulsd's relay demultiplexer, or the kernel's
+ * synguard on the direct path): the process then sheds nothing. */
 void stk__synshed_relayed(bool relayed);
 extern uint64_t (*stk__synshed_clock)(void);   /* ms; tests replace it */
 void stk__outbatch_frame(void);

@@ -631,7 +631,7 @@ int uls_attach(const char *ctl_path)
 	lease.fd = fd;
 	memcpy(lease.ring_fds, fds, sizeof(lease.ring_fds));
 	lease.direct = direct;
-	stk__synshed_relayed(!direct);
+	stk__synshed_relayed(!direct || (m.u.hello.flags & CTL_HELLO_F_KSHED));
 	snprintf(lease.path, sizeof(lease.path), "%s", ctl_path);
 	lease.id = m.u.hello.lease_id;
 	struct in_addr addr = { m.u.hello.addr }, gw = { m.u.hello.gateway };

@@ -12,7 +12,10 @@
  * path's frames by the same rule, and two shedders in series lose a client more than its
  * first SYN (ulsd readmits the retransmission after 1 s while the process, behind the
  * flood that a full memory lets through, sheds it; the next comes after 3 s more, when a
- * fast flood's memory has forgotten it: review of stop 30). One shedder per path.
+ * fast flood's memory has forgotten it: review of stop 30). One shedder per path: on the
+ * direct path the kernel sheds before the frame reaches the queue when ulsd attached
+ * synguard (filter/datapath_syn.bpf.h; the hello's CTL_HELLO_F_KSHED), so that a flood
+ * never wakes the process, and the process sheds only on a direct path without it.
  * Core lock held for every call (one receive round at a time).
  */
 #include "internal.h"

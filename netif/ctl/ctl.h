@@ -112,6 +112,10 @@ struct ctl_hello {
  * into buffers the process provides (IORING_OP_READ_MULTISHOT, IOSQE_BUFFER_SELECT);
  * reply: allowed. A ulsd that predates it ignores it and replies without it. */
 #define CTL_HELLO_F_MSHOT   0x10u
+/* Reply (direct path): the kernel sheds SYN floods to the process's queue (synguard,
+ * filter/datapath_syn.bpf.h); the process does not shed too (one shedder per path,
+ * stack/synshed.c). A ulsd that predates it sends no flag, and the process sheds. */
+#define CTL_HELLO_F_KSHED   0x20u
 
 enum ctl_datapath { CTL_DP_DIRECT = 1, CTL_DP_RELAY = 2 };
 

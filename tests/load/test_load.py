@@ -133,6 +133,11 @@ def hold_and_check(tb, servers, per_client, label):
     for srv, s in zip(servers, states):
         print(f"{label} {srv.name}: {s['open']} open, {s['fds']} descriptors, heap "
               f"{s['heap_in_use']}, drops {drops(s['counters'])}")
+    # A burst of real clients from one address is a known peer from its first completed
+    # handshake: the kernel's SYN shedding (filter/datapath_syn.bpf.h) takes it in.
+    c2 = tb.counters(2)
+    print(f"{label} node 2's SYN shedding: " + ", ".join(
+        f"{k} {c2[k]}" for k in sorted(c2) if k.startswith("direct_syn")))
     return starts, opened, closed, rcs, states
 
 

@@ -184,17 +184,18 @@ def _legit(tb, client_argv, netns, flood_t0):
 
 
 def _cpu_of(pid):
-    """(ns on a CPU, ns runnable but waiting for one) summed over pid's threads
-    (/proc/PID/task/*/schedstat), or None once it is gone."""
-    ran = waited = 0
+    """(ns on a CPU, ns runnable but waiting for one, times it was given a CPU: wake-ups
+    and preemptions) summed over pid's threads (/proc/PID/task/*/schedstat), or None once
+    it is gone."""
+    ran = waited = slices = 0
     try:
         for tid in os.listdir(f"/proc/{pid}/task"):
             with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                r, w = f.read().split()[:2]
-            ran, waited = ran + int(r), waited + int(w)
+                r, w, n = f.read().split()[:3]
+            ran, waited, slices = ran + int(r), waited + int(w), slices + int(n)
     except (OSError, ValueError):
         return None
-    return ran, waited
+    return ran, waited, slices
 
 
 def _tap_dropped(tb, tap):
@@ -222,6 +223,7 @@ def _listener_load(tb, pid, tap):
         if c0 and c1:
             out["cpu_ran"] = round((c1[0] - c0[0]) / 1e9 / dt, 3)      # CPUs' worth
             out["cpu_waited"] = round((c1[1] - c0[1]) / 1e9 / dt, 3)
+            out["cpu_slices_per_s"] = round((c1[2] - c0[2]) / dt)
         if d0 is not None and d1 is not None:
             out["tap_dropped"] = d1 - d0
         return out
@@ -294,17 +296,21 @@ def _flood_answered(c, ulsd):
     bound, stack/syncookie.c), or, while the listener was behind its receive queue, SYNs
     shed before lwIP (stack/synshed.c; docs/benchmarks.md, "SYN flood"), or, on the relay
     path, SYNs shed by ulsd's demultiplexer before they were copied to the listener
-    (server/demux.c; `ulsd` is node 2's ulsd counters). Which, and in what share, depends
-    on how far behind the machine's load left each."""
-    return c.get("tcp_syn_cookies_sent", 0) + c.get("syn_shed", 0) + ulsd.get("drop_syn_shed", 0) > 0
+    (server/demux.c; `ulsd` is node 2's ulsd counters), or, on the direct path, SYNs the
+    kernel shed before they reached the listener's queue (synguard,
+    filter/datapath_syn.bpf.h: direct_syn_shed). Which, and in what share, depends on how
+    far behind the machine's load left each."""
+    return c.get("tcp_syn_cookies_sent", 0) + c.get("syn_shed", 0) + ulsd.get("drop_syn_shed", 0) \
+        + ulsd.get("direct_syn_shed", 0) > 0
 
 
 def _legit_met_defence(c, ulsd):
     """A new connection took a cookie, or its SYN was shed once and its retransmission
     taken in, or it was let through the shedding as a known peer's (netif/synshed.c), in
-    the listener or in ulsd's relay demultiplexer."""
+    the listener, in ulsd's relay demultiplexer or in the kernel (synguard)."""
     return sum(d.get(k, 0) for d in (c, ulsd)
-               for k in ("tcp_syn_cookies_ok", "syn_shed_readmitted", "syn_shed_known_peer")) >= 1
+               for k in ("tcp_syn_cookies_ok", "syn_shed_readmitted", "syn_shed_known_peer",
+                         "direct_syn_shed_readmitted", "direct_syn_shed_known_peer")) >= 1
 
 
 def _ulstack_round(tb, attempt):
@@ -337,8 +343,9 @@ def _ulstack_round(tb, attempt):
     uls["server_counters"] = {k: v for k, v in counters.items() if k.startswith(("tcp_syn", "syn_shed"))}
     uls["ulsd2"] = {k: v for k, v in tb.counters(2).items()
                     if k in ("frames_demuxed", "data_frames_relayed", "direct_steered", "ctl_messages",
-                             "frames_to_server", "drop_rx_ring_full", "rst_sent", "drop_rst_rate")
-                    or "syn_shed" in k}
+                             "frames_to_server", "drop_rx_ring_full", "rst_sent", "drop_rst_rate",
+                             "direct_syn_guard")
+                    or ("syn_shed" in k and not k.startswith("queue."))}
     return uls, counters
 
 
@@ -391,6 +398,11 @@ def test_listener_under_syn_flood_keeps_streams_and_accepts_new_connections(tb, 
     assert _flood_answered(counters, uls["ulsd2"]), (counters, uls["ulsd2"])
     # At least one of the four new connections met a defence (_legit_met_defence).
     assert _legit_met_defence(counters, uls["ulsd2"]), (counters, uls["ulsd2"])
+    if uls["ulsd2"].get("direct_syn_guard"):
+        # On the direct path the kernel sheds the flood before the listener's queue
+        # (synguard): the listener is not woken for it, and sheds nothing itself.
+        assert uls["ulsd2"]["direct_syn_shed"] >= uls["flood"]["sent"] // 2, uls
+        assert counters.get("syn_shed", 0) == 0, counters
     assert uls["kept"] >= bar, \
         f"streams kept {uls['kept']:.0%} of their rate, below {bar:.0%} (kernel {kern['kept']:.0%}, " \
         f"other jobs' CPU {busy:.0%}), in {len(rounds)} round(s): {rounds}"

@@ -1,0 +1,482 @@
+/* SYN shedding on the direct data path (synguard, filter/datapath_syn.bpf.h), run in the
+ * kernel with BPF_PROG_TEST_RUN against maps filled from a filter table (as server/bpf.c
+ * fills them): a queue takes its budget of pure SYNs from unknown peers and the rest are
+ * dropped and counted; a shed SYN's retransmission, and SYNs from a peer whose handshake
+ * ACK steering saw, are taken; shedding stops when a quarter of the shed SYNs come back;
+ * only pure SYNs to a listener of a direct-path process are ever shed. The budget here is
+ * small (cfg.syn_budget 4 per window) so that a test sends few frames.
+ *
+ * Needs root (CAP_BPF) and a kernel that runs the programs; skipped otherwise.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/bpf.h>
+
+#include "filter/datapath.h"
+#include "filter/filter.h"
+#include "netif/wire/wire.h"
+#include "server/datapath.skel.h"
+
+#define TCP WIRE_IPPROTO_TCP
+#define BUDGET 4
+#define TCX_PASS 0
+#define TCX_DROP 2
+#define SYN WIRE_TCP_SYN
+#define ACK WIRE_TCP_ACK
+
+static const uint8_t node_mac[6] = { 0x02, 0, 0, 0, 0, 0x01 };
+static const uint8_t peer_mac[6] = { 0x02, 0, 0, 0, 0, 0x02 };
+static const uint8_t node6[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 1, [15] = 1 };
+static const uint8_t ll6[16] = { 0xfe, 0x80, [11] = 0xff, [12] = 0xfe, [15] = 1 };
+
+#define NODE_IP 0x0a000001u     /* host order */
+
+struct fx {
+	struct uls_dp *skel;
+	struct flt_table *t;
+	int fd_conn, fd_listen, fd_listen6, fd_lease_q, fd_q_owner, fd_cfg, fd_qstat;
+	struct flt_dp_cfg cfg;
+};
+
+/* Owner n has queue n; owner 40 has no queue (the relay path). */
+static void give_queue(struct fx *f, uint32_t owner)
+{
+	uint32_t q = owner;
+
+	assert_int_equal(bpf_map_update_elem(f->fd_lease_q, &owner, &q, BPF_ANY), 0);
+	assert_int_equal(bpf_map_update_elem(f->fd_q_owner, &q, &owner, BPF_ANY), 0);
+}
+
+static void mirror_group(struct fx *f, int fd, uint8_t proto, uint16_t lport, unsigned fam)
+{
+	struct flt_dp_listen_key k = { .lport = lport, .proto = proto };
+	struct flt_dp_group *g = calloc(1, sizeof(*g));
+
+	assert_non_null(g);
+	if (flt_group_get_fam(f->t, proto, lport, fam, g->all, &g->n_all, g->pick, &g->n_pick) < 0)
+		bpf_map_delete_elem(fd, &k);
+	else
+		assert_int_equal(bpf_map_update_elem(fd, &k, g, BPF_ANY), 0);
+	free(g);
+}
+
+/* What server/bpf.c's on_change and on_change6 do (IPv6 listeners only here). */
+static void mirror(void *arg, enum flt_kind kind, uint8_t proto, uint16_t lport, uint32_t rip,
+		   uint16_t rport, flt_owner_t owner)
+{
+	struct fx *f = arg;
+
+	if (kind == FLT_RULE_CONNECTED) {
+		struct flt_dp_conn_key k = { .rip = rip, .lport = lport, .rport = rport, .proto = proto };
+		if (owner == FLT_NO_OWNER)
+			bpf_map_delete_elem(f->fd_conn, &k);
+		else
+			assert_int_equal(bpf_map_update_elem(f->fd_conn, &k, &owner, BPF_ANY), 0);
+		return;
+	}
+	mirror_group(f, f->fd_listen, proto, lport, FLT_FAM_V4);
+}
+
+static void mirror6(void *arg, enum flt_kind kind, uint8_t proto, uint16_t lport,
+		    const struct flt_addr *rip, uint16_t rport, flt_owner_t owner)
+{
+	struct fx *f = arg;
+
+	(void)rip; (void)rport; (void)owner;
+	if (kind == FLT_RULE_LISTEN)
+		mirror_group(f, f->fd_listen6, proto, lport, FLT_FAM_V6);
+}
+
+static void set_cfg(struct fx *f)
+{
+	uint32_t zero = 0;
+
+	assert_int_equal(bpf_map_update_elem(f->fd_cfg, &zero, &f->cfg, BPF_ANY), 0);
+}
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	uint64_t k0, k1;
+
+	if (!f)
+		return -1;
+	libbpf_set_print(NULL);
+	f->skel = uls_dp__open_and_load();
+	if (!f->skel) {
+		free(f);
+		*state = NULL;
+		return 0;   /* each test skips */
+	}
+	f->t = flt_table_new();
+	if (!f->t || flt_table_set_seed(f->t, 7) < 0)
+		return -1;
+	f->fd_cfg = bpf_map__fd(f->skel->maps.dp_cfg);
+	f->fd_conn = bpf_map__fd(f->skel->maps.dp_conn);
+	f->fd_listen = bpf_map__fd(f->skel->maps.dp_listen);
+	f->fd_listen6 = bpf_map__fd(f->skel->maps.dp_listen6);
+	f->fd_lease_q = bpf_map__fd(f->skel->maps.dp_lease_q);
+	f->fd_q_owner = bpf_map__fd(f->skel->maps.dp_q_owner);
+	f->fd_qstat = bpf_map__fd(f->skel->maps.dp_qstat);
+	flt_table_key(f->t, &k0, &k1);
+	f->cfg = (struct flt_dp_cfg){ .node_ip = __builtin_bswap32(NODE_IP), .ifindex = 1,
+				      .mtu = 1500, .k0 = k0, .k1 = k1, .has_ip6 = 1,
+				      .syn_budget = BUDGET };
+	memcpy(f->cfg.node_mac, node_mac, 6);
+	memcpy(f->cfg.node_ip6, node6, 16);
+	memcpy(f->cfg.node_ll6, ll6, 16);
+	set_cfg(f);
+	flt_table_set_observer(f->t, mirror, f);
+	flt_table_set_observer6(f->t, mirror6, f);
+	for (uint32_t o = 1; o < 32; o++)
+		give_queue(f, o);
+	assert_int_equal(flt_add_listen(f->t, TCP, 80, 3, false), 0);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	if (!f)
+		return 0;
+	flt_table_free(f->t);
+	uls_dp__destroy(f->skel);
+	free(f);
+	return 0;
+}
+
+#define NEED_BPF(f)                                                                     \
+	do {                                                                            \
+		if (!(f)) {                                                             \
+			print_message("skipped: the BPF programs do not load here\n"); \
+			skip();                                                         \
+		}                                                                       \
+	} while (0)
+
+struct frame {
+	uint8_t b[128];
+	size_t len;
+};
+
+static void tcp_hdr(uint8_t *l4, uint16_t sport, uint16_t dport, uint8_t flags, uint32_t seq)
+{
+	memset(l4, 0, 20);
+	wire_wr16(l4, sport);
+	wire_wr16(l4 + 2, dport);
+	wire_wr32(l4 + 4, seq);
+	l4[12] = 5 << 4;
+	l4[13] = flags;
+}
+
+/* An IPv4 TCP segment from src (host order) to the node. */
+static void seg4(struct frame *fr, uint32_t src, uint16_t sport, uint16_t dport, uint8_t flags,
+		 uint32_t seq)
+{
+	memset(fr, 0, sizeof(*fr));
+	wire_eth_write(fr->b, node_mac, peer_mac, WIRE_ETHERTYPE_IPV4);
+	wire_ipv4_write(fr->b + WIRE_ETH_HLEN, TCP, __builtin_bswap32(src),
+			__builtin_bswap32(NODE_IP), 40, 1, 64);
+	tcp_hdr(fr->b + WIRE_ETH_HLEN + 20, sport, dport, flags, seq);
+	fr->len = WIRE_ETH_HLEN + 40;
+}
+
+static void seg6(struct frame *fr, const uint8_t src[16], uint16_t sport, uint16_t dport,
+		 uint8_t flags, uint32_t seq)
+{
+	memset(fr, 0, sizeof(*fr));
+	wire_eth_write(fr->b, node_mac, peer_mac, WIRE_ETHERTYPE_IPV6);
+	wire_ipv6_write(fr->b + WIRE_ETH_HLEN, TCP, src, node6, 20, 64);
+	tcp_hdr(fr->b + WIRE_ETH_HLEN + 40, sport, dport, flags, seq);
+	fr->len = WIRE_ETH_HLEN + 60;
+}
+
+/* synguard's verdict on a frame (a tc program's test run takes the whole frame). */
+static int guard(struct fx *f, const struct frame *fr)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = fr->b, .data_size_in = (uint32_t)fr->len,
+		    .repeat = 1);
+
+	assert_int_equal(bpf_prog_test_run_opts(bpf_program__fd(f->skel->progs.synguard), &o), 0);
+	assert_true(o.retval == TCX_PASS || o.retval == TCX_DROP);
+	return (int)o.retval;
+}
+
+/* The steering program's queue (a socket filter's test run starts after the Ethernet
+ * header it takes off: test_datapath6.c). */
+static uint32_t steer(struct fx *f, const struct frame *fr)
+{
+	uint8_t in[sizeof(fr->b) + WIRE_ETH_HLEN];
+
+	memcpy(in, fr->b, WIRE_ETH_HLEN);
+	memcpy(in + WIRE_ETH_HLEN, fr->b, fr->len);
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = in,
+		    .data_size_in = (uint32_t)(fr->len + WIRE_ETH_HLEN), .repeat = 1);
+	assert_int_equal(bpf_prog_test_run_opts(bpf_program__fd(f->skel->progs.steer), &o), 0);
+	return o.retval;
+}
+
+static struct flt_dp_qstat qstat(struct fx *f, uint32_t q)
+{
+	struct flt_dp_qstat st;
+
+	assert_int_equal(bpf_map_lookup_elem(f->fd_qstat, &q, &st), 0);
+	return st;
+}
+
+/* A flood's SYN number i: its own source and port. */
+static void flood_syn(struct frame *fr, unsigned i)
+{
+	seg4(fr, 0xc6130000u + i, (uint16_t)(1024 + i % 60000), 80, SYN, 0x1000u * i + 7);
+}
+
+/* The budget's SYNs pass, the rest of the window's are dropped and counted for the queue. */
+static void syns_over_the_budget_are_shed_and_counted(void **state)
+{
+	struct fx *f = *state;
+	struct frame fr;
+
+	NEED_BPF(f);
+	for (unsigned i = 0; i < BUDGET; i++) {
+		flood_syn(&fr, i);
+		assert_int_equal(guard(f, &fr), TCX_PASS);
+	}
+	for (unsigned i = BUDGET; i < BUDGET + 20; i++) {
+		flood_syn(&fr, i);
+		assert_int_equal(guard(f, &fr), TCX_DROP);
+	}
+	assert_int_equal(qstat(f, 3).syn_shed, 20);
+	assert_int_equal(qstat(f, 3).syn_readmitted, 0);
+	/* The next window takes the budget again. */
+	usleep(FLT_DP_SYN_WINDOW_NS / 1000 + 20000);
+	flood_syn(&fr, 100);
+	assert_int_equal(guard(f, &fr), TCX_PASS);
+}
+
+/* RFC 9293 §3.8.1: a retransmitted SYN carries the same ISN; a shed SYN's retransmission is
+ * taken (counted), a new SYN of the same tuple with another ISN is not. */
+static void shed_syns_retransmission_is_taken(void **state)
+{
+	struct fx *f = *state;
+	struct frame fr;
+
+	NEED_BPF(f);
+	for (unsigned i = 0; i < BUDGET + 3; i++) {
+		flood_syn(&fr, i);
+		assert_int_equal(guard(f, &fr), i < BUDGET ? TCX_PASS : TCX_DROP);
+	}
+	flood_syn(&fr, BUDGET + 1);
+	assert_int_equal(guard(f, &fr), TCX_PASS);
+	assert_int_equal(guard(f, &fr), TCX_PASS);   /* and the one after it */
+	assert_int_equal(qstat(f, 3).syn_readmitted, 2);
+	flood_syn(&fr, BUDGET + 1);
+	wire_wr32(fr.b + WIRE_ETH_HLEN + 24, 12345);
+	assert_int_equal(guard(f, &fr), TCX_DROP);
+}
+
+/* The memory of shed SYNs outlives a generation (3 s: the client's retransmissions after
+ * 1 s and 3 s more) and forgets after two. */
+static void shed_syn_remembered_for_a_generation_then_forgotten(void **state)
+{
+	struct fx *f = *state;
+	struct frame fr, x;
+
+	NEED_BPF(f);
+	f->cfg.syn_budget = 1;
+	set_cfg(f);
+	flood_syn(&fr, 0);
+	assert_int_equal(guard(f, &fr), TCX_PASS);
+	flood_syn(&x, 1);
+	assert_int_equal(guard(f, &x), TCX_DROP);        /* remembered */
+	usleep(3100000);
+	flood_syn(&fr, 2);
+	assert_int_equal(guard(f, &fr), TCX_PASS);       /* the window's budget */
+	flood_syn(&fr, 3);
+	assert_int_equal(guard(f, &fr), TCX_DROP);       /* the generations turn over */
+	assert_int_equal(guard(f, &x), TCX_PASS);        /* x still remembered */
+	usleep(3100000);
+	flood_syn(&fr, 4);
+	assert_int_equal(guard(f, &fr), TCX_PASS);
+	flood_syn(&fr, 5);
+	assert_int_equal(guard(f, &fr), TCX_DROP);       /* x's generation cleared */
+	assert_int_equal(guard(f, &x), TCX_DROP);
+}
+
+/* A peer whose handshake-completing ACK steering saw is a known peer: its SYNs pass over the
+ * budget (counted); its neighbour's do not. An ACK of a tuple a process holds does not make
+ * its source known (steering notes handshakes to listeners only). */
+static void known_peers_syns_pass_over_the_budget(void **state)
+{
+	struct fx *f = *state;
+	struct frame fr;
+	const uint32_t peer = 0x0a000009u, held = 0x0a00000bu;
+
+	NEED_BPF(f);
+	seg4(&fr, peer, 5000, 80, ACK, 1);
+	assert_int_equal(steer(f, &fr), 3);
+	assert_int_equal(flt_add_connected(f->t, TCP, 80, __builtin_bswap32(held), 6000, 3), 0);
+	seg4(&fr, held, 6000, 80, ACK, 1);
+	assert_int_equal(steer(f, &fr), 3);
+	for (unsigned i = 0; i < BUDGET; i++) {
+		flood_syn(&fr, i);
+		assert_int_equal(guard(f, &fr), TCX_PASS);
+	}
+	for (unsigned i = 0; i < 10; i++) {
+		seg4(&fr, peer, (uint16_t)(5001 + i), 80, SYN, 77 + i);
+		assert_int_equal(guard(f, &fr), TCX_PASS);
+	}
+	assert_int_equal(qstat(f, 3).syn_known_peer, 10);
+	seg4(&fr, peer + 1, 5001, 80, SYN, 77);
+	assert_int_equal(guard(f, &fr), TCX_DROP);
+	seg4(&fr, held, 6001, 80, SYN, 99);
+	assert_int_equal(guard(f, &fr), TCX_DROP);
+}
+
+/* When a quarter of the shed SYNs (256 or more) come back they are a burst of real clients:
+ * shedding stops for the queue (counted once), other queues are not affected. */
+static void shedding_suspended_when_a_quarter_come_back(void **state)
+{
+	struct fx *f = *state;
+	struct frame fr;
+	bool shed[400];
+	unsigned nshed = 0, dropped = 0, back = 0;
+
+	NEED_BPF(f);
+	f->cfg.syn_budget = 1;
+	set_cfg(f);
+	for (unsigned i = 0; i < 400; i++) {
+		flood_syn(&fr, i);
+		shed[i] = guard(f, &fr) == TCX_DROP;
+		nshed += shed[i];
+	}
+	assert_true(nshed >= 256);
+	for (unsigned i = 0; i < 3; i++) {     /* a window takes 1: at most one more passes */
+		flood_syn(&fr, 5000 + i);
+		dropped += guard(f, &fr) == TCX_DROP;
+	}
+	assert_true(dropped >= 2);
+	for (unsigned i = 0; i < 400 && back * 4 < nshed + dropped; i++) {
+		if (!shed[i])
+			continue;
+		flood_syn(&fr, i);
+		assert_int_equal(guard(f, &fr), TCX_PASS);
+		back++;
+	}
+	assert_int_equal(qstat(f, 3).syn_suspended, 1);
+	for (unsigned i = 0; i < 10; i++) {
+		flood_syn(&fr, 7000 + i);
+		assert_int_equal(guard(f, &fr), TCX_PASS);
+	}
+	/* Another queue still sheds. */
+	assert_int_equal(flt_add_listen(f->t, TCP, 81, 4, false), 0);
+	dropped = 0;
+	for (unsigned i = 0; i < 3; i++) {
+		seg4(&fr, 0xc6140000u + i, 1024, 81, SYN, i);
+		dropped += guard(f, &fr) == TCX_DROP;
+	}
+	assert_true(dropped >= 1);
+}
+
+/* Only pure SYNs to a listener of a process on the direct path: not a SYN,ACK or other
+ * segment, nor a SYN of a tuple a process holds, nor one to ulsd (no listener, or a
+ * listener on the relay path), nor a fragment; and nothing with a budget of 0
+ * (ULS_SYN_SHED=0). */
+static void only_pure_syns_to_a_direct_listener_are_shed(void **state)
+{
+	struct fx *f = *state;
+	struct frame fr;
+
+	NEED_BPF(f);
+	assert_int_equal(flt_add_listen(f->t, TCP, 90, 40, false), 0);   /* owner 40: relay */
+	/* The listener's own connection: its queue is over the budget too. */
+	assert_int_equal(flt_add_connected(f->t, TCP, 80, __builtin_bswap32(0x0a000007u), 4000, 3), 0);
+	for (unsigned i = 0; i < BUDGET; i++) {
+		flood_syn(&fr, i);
+		assert_int_equal(guard(f, &fr), TCX_PASS);
+	}
+	flood_syn(&fr, 50);
+	assert_int_equal(guard(f, &fr), TCX_DROP);
+	seg4(&fr, 0xc6130100u, 1000, 80, SYN | ACK, 1);
+	assert_int_equal(guard(f, &fr), TCX_PASS);
+	seg4(&fr, 0xc6130101u, 1000, 80, SYN | WIRE_TCP_RST, 1);
+	assert_int_equal(guard(f, &fr), TCX_PASS);
+	seg4(&fr, 0xc6130102u, 1000, 80, ACK | WIRE_TCP_PSH, 1);
+	assert_int_equal(guard(f, &fr), TCX_PASS);
+	seg4(&fr, 0x0a000007u, 4000, 80, SYN, 1);
+	assert_int_equal(guard(f, &fr), TCX_PASS);
+	for (unsigned i = 0; i < 2 * BUDGET; i++) {
+		seg4(&fr, 0xc6130200u + i, 1000, 90, SYN, 1);
+		assert_int_equal(guard(f, &fr), TCX_PASS);
+		seg4(&fr, 0xc6130200u + i, 1000, 91, SYN, 1);
+		assert_int_equal(guard(f, &fr), TCX_PASS);
+	}
+	flood_syn(&fr, 51);
+	wire_wr16(fr.b + WIRE_ETH_HLEN + 6, WIRE_IPV4_MF);
+	assert_int_equal(guard(f, &fr), TCX_PASS);
+	f->cfg.syn_budget = 0;
+	set_cfg(f);
+	flood_syn(&fr, 52);
+	assert_int_equal(guard(f, &fr), TCX_PASS);
+	assert_int_equal(qstat(f, 3).syn_shed, 1);
+	assert_int_equal(qstat(f, 0).syn_shed, 0);
+}
+
+/* IPv6 (RFC 8200) likewise: shed over the budget, the retransmission taken, a known peer's
+ * SYN taken. */
+static void ipv6_syns_shed_and_retransmission_taken(void **state)
+{
+	struct fx *f = *state;
+	struct frame fr;
+	uint8_t src[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 9, [15] = 1 };
+
+	NEED_BPF(f);
+	assert_int_equal(flt_add_listen_fam(f->t, TCP, 443, FLT_FAM_V6, 6, false), 0);
+	for (unsigned i = 0; i < BUDGET + 5; i++) {
+		src[14] = (uint8_t)i;
+		seg6(&fr, src, (uint16_t)(2000 + i), 443, SYN, i);
+		assert_int_equal(guard(f, &fr), i < BUDGET ? TCX_PASS : TCX_DROP);
+	}
+	src[14] = BUDGET + 2;
+	seg6(&fr, src, (uint16_t)(2000 + BUDGET + 2), 443, SYN, BUDGET + 2);
+	assert_int_equal(guard(f, &fr), TCX_PASS);
+	assert_int_equal(qstat(f, 6).syn_shed, 5);
+	assert_int_equal(qstat(f, 6).syn_readmitted, 1);
+	src[14] = 200;
+	seg6(&fr, src, 3000, 443, ACK, 1);
+	assert_int_equal(steer(f, &fr), 6);
+	seg6(&fr, src, 3001, 443, SYN, 5);
+	assert_int_equal(guard(f, &fr), TCX_PASS);
+	assert_int_equal(qstat(f, 6).syn_known_peer, 1);
+}
+
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		T(syns_over_the_budget_are_shed_and_counted),
+		T(shed_syns_retransmission_is_taken),
+		T(shed_syn_remembered_for_a_generation_then_forgotten),
+		T(known_peers_syns_pass_over_the_budget),
+		T(shedding_suspended_when_a_quarter_come_back),
+		T(only_pure_syns_to_a_direct_listener_are_shed),
+		T(ipv6_syns_shed_and_retransmission_taken),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
