@@ -125,8 +125,11 @@ void nif_rxbuf_release(struct nif_rxbuf *b)
 	p->out--;
 	if (p->closed) {
 		bool last = p->out == 0;
+		/* Asked under the lock: once it is released, another thread's release of the
+		 * last buffer may destroy p (and unmap the area) at any time. */
+		bool heap = !in_area(p, b);
 		pthread_mutex_unlock(&p->lock);
-		if (!in_area(p, b))
+		if (heap)
 			free(b);
 		if (last)
 			destroy(p);
@@ -148,12 +151,14 @@ void nif_rxpool_close(struct nif_rxpool *p)
 	b = p->free;
 	p->free = NULL;
 	bool last = p->out == 0;
-	pthread_mutex_unlock(&p->lock);
+	/* The free buffers go under the lock: with some still out, the release of the last
+	 * one (another thread) destroys p and unmaps the area, where free buffers link on. */
 	for (; b; b = next) {
 		next = b->next_free;
 		if (!in_area(p, b))
 			free(b);
 	}
+	pthread_mutex_unlock(&p->lock);
 	if (last)
 		destroy(p);
 }
