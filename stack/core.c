@@ -8,6 +8,7 @@
  */
 #include "internal.h"
 #include "hooks.h"
+#include "drive.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -34,6 +35,8 @@
 #include "netif/sys.h"
 
 #define STOP_LINGER_MS 3000  /* uls_node_stop(): time closed connections get to finish */
+/* ... looking again after every round of the stack and at least this often (ns). */
+#define STOP_LOOK_NS 50000000u
 
 struct stk_node stk__node = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
@@ -429,13 +432,23 @@ void uls_node_stop(void)
 	 * closed socket's last segments going after close() and exit, but this stack dies with
 	 * the process. So the stack thread runs on until closed connections have had their data
 	 * and FIN acknowledged, for at most STOP_LINGER_MS (a peer that stopped answering
-	 * gets nothing more; ulsd resets it once the lease ends). */
+	 * gets nothing more; ulsd resets it once the lease ends).
+	 *
+	 * It waits for the stack's rounds (stop_cond), not in 5 ms naps: a receiver whose
+	 * peer exited before it acknowledged the receiver's FIN (ulsbench's sender does:
+	 * traced 2026-11-28) waits out the FIN's retransmission timeout, about 170 ms, and
+	 * its 34 naps were a third of its context switches (docs/benchmarks.md, "What a
+	 * ulstack process costs beyond its data"). */
 	uint64_t deadline = stk__now_ms() + STOP_LINGER_MS;
+	stk__node.stopping = true;
 	while (!stk__node.lost && close_pending() && stk__now_ms() < deadline) {
-		stk__unlock();
-		usleep(5000);
-		stk__lock();
+		/* what stk__unlock() does before it lets go: what is queued leaves, and the
+		 * stack thread learns that nobody drives */
+		stk__drive_owed();
+		stk__leave();
+		stk__cond_wait_until(&stk__node.stop_cond, stk__now_ns() + STOP_LOOK_NS);
 	}
+	stk__node.stopping = false;
 	stk__node.dev->ops->tx_flush(stk__node.dev);
 	stk__node.running = false;
 	stk__node.dev->ops->wake(stk__node.dev);

@@ -181,6 +181,7 @@ void stk__drive_init(void)
 		pthread_mutex_init(&n->park_mtx, NULL);
 		cond_init(&n->park_cond);
 		cond_init(&n->idle_cond);
+		cond_init(&n->stop_cond);
 	}
 	no_threads(n);
 	n->drive_last_ms = 0;
@@ -194,6 +195,8 @@ void stk__drive_forked(void)
 	pthread_mutex_init(&n->park_mtx, NULL);
 	cond_init(&n->park_cond);
 	cond_init(&n->idle_cond);
+	cond_init(&n->stop_cond);
+	n->stopping = false;
 	no_threads(n);
 }
 
@@ -221,11 +224,18 @@ void stk__round_after_wait(struct stk_node *n, int wrc)
 	}
 	/* The timers run at the time a batch of frames ended (a frame or two take
 	 * microseconds: the hold's reading stands). */
-	if (stk__take_frames(n) > 2)
+	int got = stk__take_frames(n);
+	if (got > 2)
 		stk__now_forget();
 	sys_check_timeouts();
 	stk__sock_pay_owed();
 	n->dev->ops->tx_flush(n->dev);
+	/* Only a frame (an ACK, a RST) or the lease's end can finish what uls_node_stop()
+	 * waits for; the timers' rounds (lwIP's TCP timer runs while a FIN is unacknowledged)
+	 * cannot, but for an abort after the last retransmission, which its 50 ms look
+	 * catches. */
+	if (n->stopping && (got > 0 || n->lost))
+		pthread_cond_broadcast(&n->stop_cond);
 }
 
 /* How long a waiter may sleep before lwIP's next timer (ms, -1: none), at most limit_ms

@@ -91,6 +91,10 @@ struct stk_node {
 	 * (rtc_park_rounds_handed >= rtc_owed_rounds_taken in any reading). */
 	uint64_t park_handed;
 	pthread_cond_t idle_cond;   /* a driver left the device after the node stopped */
+	/* uls_node_stop() waits for closed connections to finish (stopping): every round
+	 * (stk__round_after_wait) tells it to look again (core lock). */
+	bool stopping;
+	pthread_cond_t stop_cond;
 };
 
 extern struct stk_node stk__node;

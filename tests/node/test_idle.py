@@ -11,6 +11,7 @@ receiver blocked in recv switched about 160 times in that second (the park's 125
 TCP timer's 40), its idle peer about 40.
 """
 import os
+import subprocess
 import time
 
 from conftest import BUILD
@@ -18,6 +19,9 @@ from conftest import BUILD
 RTC = os.path.join(BUILD, "tests", "node", "rtc")
 TIMEOUT = 90
 IDLE_WAKES_MAX = 12  # in one second: lwIP's 1 s cyclic timers (a few phases) and slack
+# In one second of uls_node_stop()'s wait: 20 looks, lwIP's TCP timer's rounds on the
+# stack thread (25 ms: 40) while the FIN is unacknowledged, and slack; 5 ms naps were 200.
+STOP_WAKES_MAX = 100
 
 
 def switches(pid):
@@ -74,3 +78,44 @@ def test_an_idle_listener_and_an_idle_connection_sleep(tb):
     assert accept_wakes <= IDLE_WAKES_MAX, accept_wakes
     assert srv_wakes <= IDLE_WAKES_MAX, srv_wakes
     assert cli_wakes <= IDLE_WAKES_MAX, cli_wakes
+
+
+def _nft(tb, *cmd):
+    subprocess.run(["ip", "netns", "exec", tb.kernel_ns, "nft", *cmd], check=True,
+                   capture_output=True, text=True, timeout=10)
+
+
+def test_a_process_waiting_for_the_ack_of_its_fin_at_exit_sleeps(tb):
+    """uls_node_stop() lets a closed connection's FIN be acknowledged, for up to 3 s
+    (stack/core.c). A ulsbench receiver on node 2 takes 64 KiB from a kernel sender whose
+    namespace drops every segment with FIN from it (nftables, in the kernel peer's
+    namespace only): the receiver's FIN is never acknowledged and it waits the 3 s out.
+    Over one second of that wait its threads switch at most STOP_WAKES_MAX times: the
+    retransmissions' rounds and a look every 50 ms, not a nap every 5 ms (about 200 a
+    second before). It still waits (alive after 1.5 s) and still ends by itself."""
+    port = 7390
+    _nft(tb, "add", "table", "inet", "fxstop")
+    try:
+        _nft(tb, "add", "chain", "inet", "fxstop", "in",
+             "{ type filter hook input priority 0 ; }")
+        _nft(tb, "add", "rule", "inet", "fxstop", "in", "tcp", "sport", str(port),
+             "tcp", "flags", "&", "fin", "==", "fin", "drop")
+        srv = tb.server(2, port, count=1)
+        cli = tb.kernel_client(f"{tb.ip(2)}:{port}", 64 * 1024)
+        deadline = time.monotonic() + 20
+        while '"verified": true' not in srv.stdout():
+            assert srv.poll() is None and time.monotonic() < deadline, (srv.stdout(), srv.stderr())
+            time.sleep(0.02)
+        time.sleep(0.3)  # closed and stopping, its FIN unacknowledged
+        a = switches(srv.p.pid)
+        time.sleep(1.0)
+        b = switches(srv.p.pid)
+        still = srv.poll() is None
+        rc = srv.wait(TIMEOUT)
+        print("stopping receiver: context switches in one second", b - a)
+        assert still, "the receiver did not wait for the ACK of its FIN"
+        assert rc == 0, (srv.stdout(), srv.stderr())
+        assert b - a <= STOP_WAKES_MAX, b - a
+        cli.kill()
+    finally:
+        _nft(tb, "delete", "table", "inet", "fxstop")

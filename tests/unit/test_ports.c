@@ -190,6 +190,47 @@ static void dead_lease_ports_freed(void **state)
 	assert_int_equal(srv__port_bind(ports, &root_b, IPPROTO_UDP, 5353, 0), 5353);
 }
 
+/* A lease's end visits only the ports that have holders (the table's held bits): the
+ * ports at both ends of the table and of a 64-port word, in both protocols, are freed;
+ * a port shared with another lease stays that lease's until it ends too; a port released
+ * before the end, and held again by another lease, is not touched. */
+static void dead_lease_ports_freed_at_the_table_edges_shared_ones_kept(void **state)
+{
+	static const uint16_t edge[] = { 1, 63, 64, 127, 4096, 65535 };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(edge) / sizeof(edge[0]); i++) {
+		assert_int_equal(srv__port_bind(ports, &root_a, IPPROTO_TCP, edge[i], 0), edge[i]);
+		assert_int_equal(srv__port_bind(ports, &root_a, IPPROTO_UDP, edge[i], 0), edge[i]);
+	}
+	assert_int_equal(srv__port_bind(ports, &user_c, IPPROTO_TCP, 8080, CTL_F_REUSEPORT), 8080);
+	assert_int_equal(srv__port_bind(ports, &user_d, IPPROTO_TCP, 8080, CTL_F_REUSEPORT), 8080);
+	assert_int_equal(srv__port_bind(ports, &user_c, IPPROTO_UDP, 9090, 0), 9090);
+	srv__port_release(ports, &user_c, IPPROTO_UDP, 9090);
+	assert_int_equal(srv__port_bind(ports, &root_b, IPPROTO_UDP, 9090, 0), 9090);
+
+	flt_del_owner(flt, root_a.id);
+	srv__ports_drop_owner(ports, &root_a);
+	flt_del_owner(flt, user_c.id);
+	srv__ports_drop_owner(ports, &user_c);
+	for (size_t i = 0; i < sizeof(edge) / sizeof(edge[0]); i++) {
+		assert_int_equal(srv__port_bind(ports, &root_b, IPPROTO_TCP, edge[i], 0), edge[i]);
+		assert_int_equal(srv__port_bind(ports, &root_b, IPPROTO_UDP, edge[i], 0), edge[i]);
+	}
+	/* user_d still holds 8080 (another user's lease may not take it) ... */
+	assert_int_equal(srv__port_bind(ports, &other_e, IPPROTO_TCP, 8080, CTL_F_REUSEPORT),
+			 -EADDRINUSE);
+	assert_int_equal(srv__port_bind(ports, &other_e, IPPROTO_UDP, 9090, 0), -EADDRINUSE);
+	/* ... until its lease ends */
+	flt_del_owner(flt, user_d.id);
+	srv__ports_drop_owner(ports, &user_d);
+	assert_int_equal(srv__port_bind(ports, &other_e, IPPROTO_TCP, 8080, CTL_F_REUSEPORT), 8080);
+	flt_del_owner(flt, root_b.id);
+	srv__ports_drop_owner(ports, &root_b);
+	assert_int_equal(srv__port_bind(ports, &other_e, IPPROTO_UDP, 9090, 0), 9090);
+	assert_int_equal(srv__port_bind(ports, &user_c, IPPROTO_TCP, 65535, 0), 65535);
+}
+
 static void udp_bind_installs_receive_rule(void **state)
 {
 	struct flt_stats st;
@@ -422,6 +463,7 @@ int main(void)
 		T(port_free_again_after_last_reference_released),
 		T(ref_on_a_port_not_held_refused),
 		T(dead_lease_ports_freed),
+		T(dead_lease_ports_freed_at_the_table_edges_shared_ones_kept),
 		T(udp_bind_installs_receive_rule),
 		T(connect_from_port_zero_installs_tuple_on_ephemeral_port),
 		T(ephemeral_ports_to_one_destination_do_not_repeat_until_range_wraps),
