@@ -58,6 +58,17 @@ int nif__tun_attach(const char *ifname, bool offload, bool *mq)
 		nif_sys.close(fd);
 		return -ENODEV;
 	}
+	/* tun takes a TUNSETIFF's features (IFF_VNET_HDR among them) only from the first
+	 * queue of a device that has none, attached or detached. A previous owner's queue that
+	 * outlives it (a killed process's io_uring goes after the process, with the files it
+	 * holds) keeps that owner's setting, and every frame we write would then be read
+	 * against the other one: each write failed (EINVAL), a node with no transmit at all
+	 * (CI of stop 34, ulsd restarted from --offload on to off). Busy, as a queue that is
+	 * still attached says (nif_tap_open): ulsd waits for it to go (server/ulsd.c). */
+	if (!!(ifr.ifr_flags & IFF_VNET_HDR) != offload) {
+		nif_sys.close(fd);
+		return -EBUSY;
+	}
 	/* A persistent TAP keeps the offloads (and header size) a previous owner set: without
 	 * a virtio-net header we must receive plain, fully checksummed frames, so reset them;
 	 * with one, say exactly what we read: partial checksums and TCP super-segments of

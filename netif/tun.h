@@ -10,7 +10,8 @@
  * out: what the device is. */
 int nif__tun_attach_queue(const char *ifname, bool offload, bool *mq);
 /* The first queue of a persistent TAP with its offloads set (-ENODEV if the device is not
- * persistent: TUNSETIFF would have created it). */
+ * persistent: TUNSETIFF would have created it; -EBUSY while a previous owner's queue keeps
+ * the device on the other virtio-net header setting). */
 int nif__tun_attach(const char *ifname, bool offload, bool *mq);
 /* Queues attached to the device (sysfs); 0 when sysfs does not show it. */
 unsigned nif__tun_count_queues(const char *ifname);

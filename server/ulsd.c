@@ -84,9 +84,11 @@ static bool offload_default(void)
 
 /* A ulsd that was just killed may still hold the TAP for a moment: the kernel tears down its
  * io_uring, whose reads in flight keep the device's file open, after the process has gone
- * (seen as "Device or resource busy" when tests/node restarts ulsd under load). A busy
- * TAP is tried again for up to TAP_BUSY_WAIT_MS before ulsd gives up. */
-#define TAP_BUSY_WAIT_MS 3000
+ * (seen as "Device or resource busy" when tests/node restarts ulsd under load); so may its
+ * processes' queues, and one that keeps the device on the other virtio-net header setting
+ * would leave the node unable to send (netif/tun.c). A busy TAP is tried again for up to
+ * TAP_BUSY_WAIT_MS before ulsd gives up: 3 s did not always do on a loaded machine. */
+#define TAP_BUSY_WAIT_MS 10000
 #define TAP_BUSY_STEP_MS 50
 
 static int open_tap(struct nif_tap **tap, const struct nif_tap_config *tc)
