@@ -1,7 +1,8 @@
 /* TIME-WAIT custody of a dead process's TCP connections (custody.h).
  *
- * Read first: RFC 9293 §3.4.2 (TIME-WAIT, 2 MSL), §3.3.2 (what TIME-WAIT may send) and
- * §3.10.7.1 (RST for a connection that does not exist).
+ * Read first: RFC 9293 §3.4.2 (TIME-WAIT, 2 MSL), §3.3.2 (what TIME-WAIT may send),
+ * §3.10.7.1 (RST for a connection that does not exist) and §3.10.7.4 (a FIN in FIN-WAIT-2
+ * and TIME-WAIT).
  */
 #include "server/custody.h"
 

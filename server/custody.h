@@ -4,7 +4,9 @@
  * what the process's own TIME-WAIT would have held), segments for it are answered with RST
  * (RFC 9293 §3.10.7.1, reply.c), and its peer is probed a few times so that it learns at
  * once instead of at its next timeout. A connection its process had closed in both
- * directions (TIME-WAIT) is held without probes: its peer has nothing left to learn.
+ * directions (TIME-WAIT) is held without probes: its peer has nothing left to learn. One
+ * it had left in FIN-WAIT-2 (its FIN acknowledged) is held without probes too, and its
+ * peer's FIN, or a retransmitted FIN in TIME-WAIT, gets an ACK (srv__custody_segment).
  *
  * The set knows nothing of the rest of ulsd: time comes in as an argument and probes go out
  * through the function the caller passes to srv__custody_tick. Its owner serialises calls

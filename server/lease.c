@@ -96,11 +96,12 @@ struct end_ctx {
 	struct srv *s;
 	uint32_t owner;
 	uint64_t now;
-	/* The FIN-WAIT-2 and TIME-WAIT entries of the process's connection table as it left it, sorted
-	 * (srv__tw_sort; NULL: no table, or not readable) */
+	/* The FIN-WAIT-2 and TIME-WAIT entries of the process's connection table as it left
+	 * it, sorted (srv__tw_sort; NULL: no table, or not readable) */
 	struct uls_conntab_ent *tab;
 	uint32_t ntab;
-	uint32_t custody, timewait, finwait2;  /* what this lease's end put in custody (the log line) */
+	/* what this lease's end put in custody (the log line) */
+	uint32_t custody, timewait, finwait2;
 };
 
 /* The order of srv__tw_sort and srv__tw_find: local port, remote port, remote address. */
@@ -116,9 +117,8 @@ static int tw_cmp(const void *a, const void *b)
 }
 
 /* Keep only the FIN-WAIT-2 and TIME-WAIT entries of tab[0..n), at its front, sorted for
- * srv__tw_find;
- * returns their count. A lease's end asks once per connected TCP rule of the process
- * whether it left that tuple in TIME-WAIT: searching the whole table (up to
+ * srv__tw_find; returns their count. A lease's end asks once per connected TCP rule of the
+ * process whether it left that tuple in one of them: searching the whole table (up to
  * ULS_CONNTAB_CAPACITY entries) each time, under ulsd's lock, cost N x M compares for N
  * rules and M entries; sorting once and searching in halves costs O((N + M) log M). */
 uint32_t srv__tw_sort(struct uls_conntab_ent *tab, uint32_t n)
@@ -178,7 +178,8 @@ static int take_custody(const struct flt_rule *r, void *arg)
 	if (r->owner != c->owner || r->kind != FLT_RULE_CONNECTED || r->proto != WIRE_IPPROTO_TCP)
 		return 0;
 	/* Both families: the tuple stays reserved for 2 MSL (RFC 9293 §3.4.2). */
-	const struct uls_conntab_ent *e = srv__tw_find(c->tab, c->ntab, r->lport, r->rip6.b, r->rport);
+	const struct uls_conntab_ent *e = srv__tw_find(c->tab, c->ntab, r->lport, r->rip6.b,
+						       r->rport);
 	if (e && e->state == ULS_TCP_TIME_WAIT) {
 		rc = srv__custody_add_timewait(&c->s->custody, c->now, r->lport, &r->rip6, r->rport,
 					       e->snd_nxt, e->rcv_nxt);

@@ -566,8 +566,8 @@ static void input_icmp6(struct srv *s, const struct in6 *in)
 	}
 }
 
-/* RFC 9293 §3.10.7.1, as srv__reply_rst for IPv4 (and its ACK for a custody FIN); the checksum over RFC 8200 §8.1's
- * pseudo-header. */
+/* RFC 9293 §3.10.7.1, as srv__reply_rst for IPv4 (and its ACK for a custody FIN); the
+ * checksum over RFC 8200 §8.1's pseudo-header. */
 static void reply_rst(struct srv *s, const struct in6 *in)
 {
 	uint8_t f[ETH_HLEN + IP6_HLEN + TCP_HLEN];
