@@ -13,6 +13,8 @@
  * Layout (native byte order, both ends on one host; addresses in network order):
  *   header (64 bytes), then `capacity` entries of 96 bytes. Version 2 (issue 17): entries
  *   carry 16-octet addresses and the connection's family; version 1's were IPv4 only.
+ *   Version 3: the last 8 octets carry SND.NXT and RCV.NXT (ulsd answers the peer's FIN
+ *   for a connection its process left in FIN-WAIT-2, server/custody.h).
  *   ulsd writes the header's magic, version, entry size and capacity and refuses (and
  *   counts) a table whose process changed them; the process refuses a table whose header
  *   it does not know (an older or newer ulsd), and then publishes nothing.
@@ -30,7 +32,7 @@
 #include <stdint.h>
 
 #define ULS_CONNTAB_MAGIC     0x554c5354u  /* "ULST" */
-#define ULS_CONNTAB_VERSION   2u
+#define ULS_CONNTAB_VERSION   3u
 #define ULS_CONNTAB_CAPACITY  1024u        /* connections listed per process; more are counted */
 #define ULS_CONNTAB_PERIOD_MS 250u         /* how often the stack rewrites its table */
 
@@ -71,7 +73,8 @@ struct uls_conntab_ent {
 	uint32_t mss;
 	uint32_t snd_wnd;       /* the peer's advertised window, bytes */
 	uint32_t rcv_wnd;       /* ours, bytes */
-	uint32_t pad[2];
+	uint32_t snd_nxt;       /* RFC 9293 §3.3.1 SND.NXT: past our FIN once it is sent */
+	uint32_t rcv_nxt;       /* RCV.NXT: past the peer's FIN once it arrived */
 };
 
 #define ULS_CONNTAB_F_TIMESTAMPS 0x01u

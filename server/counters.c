@@ -102,6 +102,9 @@ static const char *const counter_names[SRV_COUNTER_MAX] = {
 	[SRV_SYN_SHED_MEMORY_FULL] = "syn_shed_memory_full",
 	[SRV_DROP_TX_RST_RELEASED] = "drop_tx_rst_released",
 	[SRV_CUSTODY_TIMEWAIT] = "custody_timewait",
+	[SRV_CUSTODY_FINWAIT2] = "custody_finwait2",
+	[SRV_CUSTODY_FIN_ACKED] = "custody_fin_acked",
+	[SRV_CUSTODY_NOT_FIN] = "custody_not_fin",
 };
 
 const char *srv__counter_name(enum srv_counter c)

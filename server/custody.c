@@ -1,7 +1,8 @@
 /* TIME-WAIT custody of a dead process's TCP connections (custody.h).
  *
- * Read first: RFC 9293 §3.4.2 (TIME-WAIT, 2 MSL), §3.3.2 (what TIME-WAIT may send) and
- * §3.10.7.1 (RST for a connection that does not exist).
+ * Read first: RFC 9293 §3.4.2 (TIME-WAIT, 2 MSL), §3.3.2 (what TIME-WAIT may send),
+ * §3.10.7.1 (RST for a connection that does not exist) and §3.10.7.4 (a FIN in FIN-WAIT-2
+ * and TIME-WAIT).
  */
 #include "server/custody.h"
 
@@ -11,6 +12,7 @@
 #include <sys/random.h>
 
 #include "netif/siphash.h"
+#include "netif/wire/wire.h"
 
 static size_t home(const struct srv_custody_set *cs, uint16_t lport, const struct flt_addr *rip,
 		   uint16_t rport)
@@ -118,7 +120,7 @@ int srv__custody_add(struct srv_custody_set *cs, uint64_t now, uint16_t lport, u
 }
 
 static int add(struct srv_custody_set *cs, uint64_t now, uint16_t lport,
-	       const struct flt_addr *rip, uint16_t rport, unsigned probes)
+	       const struct flt_addr *rip, uint16_t rport, const struct srv_custody *how)
 {
 	if (srv__custody_holds_addr(cs, lport, rip, rport))
 		return 0;
@@ -134,11 +136,13 @@ static int add(struct srv_custody_set *cs, uint64_t now, uint16_t lport,
 	}
 	if (reindex(cs, cs->cap) < 0)
 		return -ENOMEM;
-	cs->c[cs->n] = (struct srv_custody){
-		.lport = lport, .rip = *rip, .rport = rport,
-		.expires_ms = now + SRV_TIMEWAIT_MS, .next_probe_ms = now,
-		.probes_left = probes,
-	};
+	cs->c[cs->n] = *how;
+	cs->c[cs->n].lport = lport;
+	cs->c[cs->n].rip = *rip;
+	cs->c[cs->n].rport = rport;
+	cs->c[cs->n].expires_ms = now + (how->state == SRV_CUSTODY_FIN_WAIT_2 ?
+					 SRV_FIN_WAIT_2_MS : SRV_TIMEWAIT_MS);
+	cs->c[cs->n].next_probe_ms = now;
 	cs->slot[find(cs, lport, rip, rport)] = (uint32_t)++cs->n;
 	return 0;
 }
@@ -156,13 +160,61 @@ static void drop(struct srv_custody_set *cs, size_t i)
 int srv__custody_add_addr(struct srv_custody_set *cs, uint64_t now, uint16_t lport,
 			  const struct flt_addr *rip, uint16_t rport)
 {
-	return add(cs, now, lport, rip, rport, SRV_CUSTODY_PROBES);
+	struct srv_custody how = { .state = SRV_CUSTODY_DEAD, .probes_left = SRV_CUSTODY_PROBES };
+
+	return add(cs, now, lport, rip, rport, &how);
 }
 
 int srv__custody_add_timewait(struct srv_custody_set *cs, uint64_t now, uint16_t lport,
-			      const struct flt_addr *rip, uint16_t rport)
+			      const struct flt_addr *rip, uint16_t rport, uint32_t snd_nxt,
+			      uint32_t rcv_nxt)
 {
-	return add(cs, now, lport, rip, rport, 0);
+	/* rcv_nxt is past the peer's FIN: its retransmission carries rcv_nxt - 1. */
+	struct srv_custody how = { .state = SRV_CUSTODY_TIME_WAIT, .snd_nxt = snd_nxt,
+				   .fin_seq = rcv_nxt - 1 };
+
+	return add(cs, now, lport, rip, rport, &how);
+}
+
+int srv__custody_add_finwait2(struct srv_custody_set *cs, uint64_t now, uint16_t lport,
+			      const struct flt_addr *rip, uint16_t rport, uint32_t snd_nxt,
+			      uint32_t rcv_nxt)
+{
+	struct srv_custody how = { .state = SRV_CUSTODY_FIN_WAIT_2, .snd_nxt = snd_nxt,
+				   .fin_seq = rcv_nxt };
+
+	return add(cs, now, lport, rip, rport, &how);
+}
+
+enum srv_custody_verdict srv__custody_segment(struct srv_custody_set *cs, uint64_t now,
+					      uint16_t lport, const struct flt_addr *rip,
+					      uint16_t rport, const struct srv_custody_seg *g,
+					      uint32_t *seq, uint32_t *ack)
+{
+	if (!cs->n || !cs->nslots)
+		return SRV_CUSTODY_RST;
+	uint32_t pos1 = cs->slot[find(cs, lport, rip, rport)];
+	if (!pos1)
+		return SRV_CUSTODY_RST;
+	struct srv_custody *c = &cs->c[pos1 - 1];
+	if (c->state == SRV_CUSTODY_DEAD)
+		return SRV_CUSTODY_RST;
+	/* Only the peer's FIN, exactly where it must be: no data (the process never read
+	 * it; nobody will, RFC 9293 §3.10.7.4 "seventh" check in a closed receive half),
+	 * acknowledging our FIN (SEG.ACK = SND.NXT: in FIN-WAIT-2 nothing else of ours is
+	 * outstanding) and at RCV.NXT as the process left it. Anything else is answered as
+	 * before this tuple had a state: a RST. */
+	const uint8_t want = WIRE_TCP_FIN | WIRE_TCP_ACK;
+	if ((g->flags & (want | WIRE_TCP_SYN | WIRE_TCP_RST)) != want || g->payload_len ||
+	    g->ack != c->snd_nxt || g->seq != c->fin_seq)
+		return SRV_CUSTODY_RST_BAD_FIN;
+	/* FIN-WAIT-2: "enter the TIME-WAIT state"; TIME-WAIT: "Acknowledge it, and restart
+	 * the 2 MSL timeout" (§3.10.7.4). */
+	c->state = SRV_CUSTODY_TIME_WAIT;
+	c->expires_ms = now + SRV_TIMEWAIT_MS;
+	*seq = c->snd_nxt;
+	*ack = c->fin_seq + 1;
+	return SRV_CUSTODY_ACK;
 }
 
 int srv__custody_tick(struct srv_custody_set *cs, uint64_t now, srv_custody_probe_fn *probe,

@@ -4,7 +4,9 @@
  * what the process's own TIME-WAIT would have held), segments for it are answered with RST
  * (RFC 9293 §3.10.7.1, reply.c), and its peer is probed a few times so that it learns at
  * once instead of at its next timeout. A connection its process had closed in both
- * directions (TIME-WAIT) is held without probes: its peer has nothing left to learn.
+ * directions (TIME-WAIT) is held without probes: its peer has nothing left to learn. One
+ * it had left in FIN-WAIT-2 (its FIN acknowledged) is held without probes too, and its
+ * peer's FIN, or a retransmitted FIN in TIME-WAIT, gets an ACK (srv__custody_segment).
  *
  * The set knows nothing of the rest of ulsd: time comes in as an argument and probes go out
  * through the function the caller passes to srv__custody_tick. Its owner serialises calls
@@ -22,6 +24,19 @@
 #define SRV_TIMEWAIT_MS     60000   /* 2 MSL (RFC 9293 §3.4.2 "MSL ... 2 minutes"; Linux uses 60 s) */
 #define SRV_CUSTODY_PROBES  4
 #define SRV_CUSTODY_PROBE_GAP_MS 250
+/* How long a connection left in FIN-WAIT-2 waits for its peer's FIN: Linux's
+ * tcp_fin_timeout for an orphaned socket (RFC 9293 §3.10.7.4 sets no limit). */
+#define SRV_FIN_WAIT_2_MS   60000
+
+/* What ulsd knows of a held connection. A connection its process left in FIN-WAIT-2 (its
+ * FIN sent and acknowledged) or TIME-WAIT is held with the sequence numbers of its last
+ * connection table (netif/conntab.h), so that the peer's FIN, or its retransmission, gets
+ * the ACK the process would have sent (RFC 9293 §3.10.7.4) instead of a RST. */
+enum srv_custody_state {
+	SRV_CUSTODY_DEAD = 0,   /* probed; everything gets a RST */
+	SRV_CUSTODY_FIN_WAIT_2,
+	SRV_CUSTODY_TIME_WAIT,
+};
 
 struct srv_custody {
 	uint16_t lport, rport;
@@ -29,6 +44,9 @@ struct srv_custody {
 	uint64_t expires_ms;
 	uint64_t next_probe_ms;
 	unsigned probes_left;
+	uint8_t state;          /* enum srv_custody_state */
+	uint32_t snd_nxt;       /* FIN-WAIT-2, TIME-WAIT: past our FIN */
+	uint32_t fin_seq;       /* the sequence number the peer's FIN must carry */
 };
 
 /* The entries in an array (probes and expiry walk it once a tick) and an index over it: a
@@ -62,9 +80,39 @@ int srv__custody_add(struct srv_custody_set *cs, uint64_t now, uint16_t lport, u
 /* The same for a connection its process left in TIME-WAIT: held for 2 MSL, never probed.
  * RFC 9293 §3.3.2's TIME-WAIT sends nothing of its own ("The only thing that can arrive in
  * this state is a retransmission of the remote FIN"); a probe would only draw a RST from
- * a peer that has closed (§3.10.7.1). A tuple held already is left as it is. */
+ * a peer that has closed (§3.10.7.1). snd_nxt and rcv_nxt as the process left them (past
+ * both FINs). A tuple held already is left as it is. */
 int srv__custody_add_timewait(struct srv_custody_set *cs, uint64_t now, uint16_t lport,
-			      const struct flt_addr *rip, uint16_t rport);
+			      const struct flt_addr *rip, uint16_t rport, uint32_t snd_nxt,
+			      uint32_t rcv_nxt);
+/* The same for a connection its process left in FIN-WAIT-2 (our FIN acknowledged, the
+ * peer's half open): held SRV_FIN_WAIT_2_MS for the peer's FIN, never probed (a probe
+ * would reset a peer that may still send its last data and FIN in good order). */
+int srv__custody_add_finwait2(struct srv_custody_set *cs, uint64_t now, uint16_t lport,
+			      const struct flt_addr *rip, uint16_t rport, uint32_t snd_nxt,
+			      uint32_t rcv_nxt);
+
+/* A TCP segment for a held tuple (the fields of its header; payload_len: its data). */
+struct srv_custody_seg {
+	uint32_t seq, ack;
+	uint8_t flags;          /* WIRE_TCP_* */
+	size_t payload_len;
+};
+enum srv_custody_verdict {
+	SRV_CUSTODY_RST = 0,    /* not held, or held as DEAD: a RST as for CLOSED (§3.10.7.1) */
+	SRV_CUSTODY_ACK,        /* the peer's FIN: send <SEQ=*seq><ACK=*ack><CTL=ACK> */
+	SRV_CUSTODY_RST_BAD_FIN,/* a FIN-WAIT-2 or TIME-WAIT tuple, a segment that is not its
+				 * peer's FIN (data, wrong SEQ or ACK): a RST as today */
+};
+/* What to answer segment g for (lport, rip, rport), which no process owns. The peer's
+ * FIN (FIN and ACK, no data, SYN or RST; SEG.ACK our snd_nxt; SEG.SEQ the one the table
+ * recorded, so that a blind FIN cannot end the connection, RFC 5961's spirit) moves a
+ * FIN-WAIT-2 tuple to TIME-WAIT and restarts a TIME-WAIT tuple's 2 MSL (RFC 9293
+ * §3.10.7.4, "FIN bit" check, FIN-WAIT-2 and TIME-WAIT). */
+enum srv_custody_verdict srv__custody_segment(struct srv_custody_set *cs, uint64_t now,
+					      uint16_t lport, const struct flt_addr *rip,
+					      uint16_t rport, const struct srv_custody_seg *g,
+					      uint32_t *seq, uint32_t *ack);
 /* Send due probes through probe(arg, c) and forget expired entries; returns ms until the
  * next due event (at most 1000). */
 int srv__custody_tick(struct srv_custody_set *cs, uint64_t now, srv_custody_probe_fn *probe,

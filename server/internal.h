@@ -175,6 +175,8 @@ int srv__reass_tick(struct srv *s);
 void srv__reply_arp(struct srv *s, const struct flt_pkt *p);
 void srv__reply_echo(struct srv *s, const uint8_t *frame, size_t len, const struct flt_pkt *p);
 void srv__reply_rst(struct srv *s, const uint8_t *frame, const struct flt_pkt *p);
+bool srv__custody_fin(struct srv *s, uint16_t lport, const struct flt_addr *rip, uint16_t rport,
+		      const struct srv_custody_seg *g, uint32_t *seq, uint32_t *ack);
 void srv__reply_port_unreachable(struct srv *s, const uint8_t *frame, size_t len,
 				const struct flt_pkt *p);
 void srv__reply_reass_time_exceeded(struct srv *s, const uint8_t *frame, size_t len,
@@ -236,12 +238,12 @@ int srv__lease_rings(struct srv *s, struct srv_lease *l);
 void srv__lease_end(struct srv *s, struct srv_lease *l);   /* control thread */
 void srv__lease_conntab_close(struct srv_lease *l);
 void srv__lease_free(struct srv *s, struct srv_lease *l);  /* demux thread */
-/* TIME-WAIT lookup in a process's last connection table (struct uls_conntab_ent,
- * netif/conntab.h): keep and sort its TIME-WAIT entries once, then search. */
+/* FIN-WAIT-2 and TIME-WAIT lookup in a process's last connection table (struct
+ * uls_conntab_ent, netif/conntab.h): keep and sort those entries once, then search. */
 struct uls_conntab_ent;
 uint32_t srv__tw_sort(struct uls_conntab_ent *tab, uint32_t n);
-bool srv__tw_find(const struct uls_conntab_ent *tw, uint32_t n, uint16_t lport,
-		  const uint8_t rip[16], uint16_t rport);
+const struct uls_conntab_ent *srv__tw_find(const struct uls_conntab_ent *tw, uint32_t n,
+					   uint16_t lport, const uint8_t rip[16], uint16_t rport);
 
 /* bpf.c (or bpf_none.c): the direct data path (s->lock held) */
 int srv__dp_init(struct srv *s);

@@ -96,11 +96,12 @@ struct end_ctx {
 	struct srv *s;
 	uint32_t owner;
 	uint64_t now;
-	/* The TIME-WAIT entries of the process's connection table as it left it, sorted
-	 * (srv__tw_sort; NULL: no table, or not readable) */
+	/* The FIN-WAIT-2 and TIME-WAIT entries of the process's connection table as it left
+	 * it, sorted (srv__tw_sort; NULL: no table, or not readable) */
 	struct uls_conntab_ent *tab;
 	uint32_t ntab;
-	uint32_t custody, timewait;  /* what this lease's end put in custody (the log line) */
+	/* what this lease's end put in custody (the log line) */
+	uint32_t custody, timewait, finwait2;
 };
 
 /* The order of srv__tw_sort and srv__tw_find: local port, remote port, remote address. */
@@ -115,9 +116,9 @@ static int tw_cmp(const void *a, const void *b)
 	return memcmp(x->rip, y->rip, sizeof(x->rip));
 }
 
-/* Keep only the TIME-WAIT entries of tab[0..n), at its front, sorted for srv__tw_find;
- * returns their count. A lease's end asks once per connected TCP rule of the process
- * whether it left that tuple in TIME-WAIT: searching the whole table (up to
+/* Keep only the FIN-WAIT-2 and TIME-WAIT entries of tab[0..n), at its front, sorted for
+ * srv__tw_find; returns their count. A lease's end asks once per connected TCP rule of the
+ * process whether it left that tuple in one of them: searching the whole table (up to
  * ULS_CONNTAB_CAPACITY entries) each time, under ulsd's lock, cost N x M compares for N
  * rules and M entries; sorting once and searching in halves costs O((N + M) log M). */
 uint32_t srv__tw_sort(struct uls_conntab_ent *tab, uint32_t n)
@@ -125,7 +126,7 @@ uint32_t srv__tw_sort(struct uls_conntab_ent *tab, uint32_t n)
 	uint32_t k = 0;
 
 	for (uint32_t i = 0; i < n; i++) {
-		if (tab[i].state != ULS_TCP_TIME_WAIT)
+		if (tab[i].state != ULS_TCP_TIME_WAIT && tab[i].state != ULS_TCP_FIN_WAIT_2)
 			continue;
 		if (k != i)
 			tab[k] = tab[i];
@@ -135,17 +136,17 @@ uint32_t srv__tw_sort(struct uls_conntab_ent *tab, uint32_t n)
 	return k;
 }
 
-/* Is (lport, rip, rport) among tw[0..n), the output of srv__tw_sort? rip is 16 octets,
- * an IPv4 address v4-mapped as the table holds it (netif/conntab.h). */
-bool srv__tw_find(const struct uls_conntab_ent *tw, uint32_t n, uint16_t lport,
-		  const uint8_t rip[16], uint16_t rport)
+/* The entry of (lport, rip, rport) among tw[0..n), the output of srv__tw_sort, or NULL.
+ * rip is 16 octets, an IPv4 address v4-mapped as the table holds it (netif/conntab.h). */
+const struct uls_conntab_ent *srv__tw_find(const struct uls_conntab_ent *tw, uint32_t n,
+					   uint16_t lport, const uint8_t rip[16], uint16_t rport)
 {
 	struct uls_conntab_ent key;
 
 	key.lport = lport;
 	key.rport = rport;
 	memcpy(key.rip, rip, sizeof(key.rip));
-	return n && bsearch(&key, tw, n, sizeof(*tw), tw_cmp) != NULL;
+	return n ? bsearch(&key, tw, n, sizeof(*tw), tw_cmp) : NULL;
 }
 
 /* The connection table a process's stack writes a last time when it stops, after its
@@ -177,11 +178,23 @@ static int take_custody(const struct flt_rule *r, void *arg)
 	if (r->owner != c->owner || r->kind != FLT_RULE_CONNECTED || r->proto != WIRE_IPPROTO_TCP)
 		return 0;
 	/* Both families: the tuple stays reserved for 2 MSL (RFC 9293 §3.4.2). */
-	if (srv__tw_find(c->tab, c->ntab, r->lport, r->rip6.b, r->rport)) {
-		rc = srv__custody_add_timewait(&c->s->custody, c->now, r->lport, &r->rip6, r->rport);
+	const struct uls_conntab_ent *e = srv__tw_find(c->tab, c->ntab, r->lport, r->rip6.b,
+						       r->rport);
+	if (e && e->state == ULS_TCP_TIME_WAIT) {
+		rc = srv__custody_add_timewait(&c->s->custody, c->now, r->lport, &r->rip6, r->rport,
+					       e->snd_nxt, e->rcv_nxt);
 		if (rc == 0) {
 			c->s->ctr.v[SRV_CUSTODY_TIMEWAIT]++;
 			c->timewait++;
+		}
+	} else if (e) {
+		/* FIN-WAIT-2: the process's FIN was acknowledged and it exited, as Linux lets
+		 * an orphaned socket do; ulsd waits for the peer's FIN (custody.h). */
+		rc = srv__custody_add_finwait2(&c->s->custody, c->now, r->lport, &r->rip6, r->rport,
+					       e->snd_nxt, e->rcv_nxt);
+		if (rc == 0) {
+			c->s->ctr.v[SRV_CUSTODY_FINWAIT2]++;
+			c->finwait2++;
 		}
 	} else {
 		rc = srv__custody_add_addr(&c->s->custody, c->now, r->lport, &r->rip6, r->rport);
@@ -204,7 +217,7 @@ static uint64_t mono_us(void)
 /* The process is gone (control thread, lock held). */
 void srv__lease_end(struct srv *s, struct srv_lease *l)
 {
-	struct end_ctx c = { s, l->id, srv__now_ms(), NULL, 0, 0, 0 };
+	struct end_ctx c = { s, l->id, srv__now_ms(), NULL, 0, 0, 0, 0 };
 	uint64_t t0, t1;
 
 	if (l->dead)
@@ -233,8 +246,9 @@ void srv__lease_end(struct srv *s, struct srv_lease *l)
 	nif_tap_wake(s->tap);  /* the demux thread unwatches and frees it */
 	/* What a big lease's end costs ulsd, all of it under its lock (docs/limits.md). */
 	if (c.custody)
-		srv__log(2, "lease %u: %u connections to custody (%u in TIME-WAIT) in %llu us, "
-			 "%llu us of it taking custody", l->id, c.custody, c.timewait,
+		srv__log(2, "lease %u: %u connections to custody (%u in TIME-WAIT, %u in "
+			 "FIN-WAIT-2) in %llu us, %llu us of it taking custody", l->id, c.custody,
+			 c.timewait, c.finwait2,
 			 (unsigned long long)(mono_us() - t0), (unsigned long long)t1);
 }
 

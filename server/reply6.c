@@ -566,8 +566,8 @@ static void input_icmp6(struct srv *s, const struct in6 *in)
 	}
 }
 
-/* RFC 9293 §3.10.7.1, as srv__reply_rst for IPv4; the checksum over RFC 8200 §8.1's
- * pseudo-header. */
+/* RFC 9293 §3.10.7.1, as srv__reply_rst for IPv4 (and its ACK for a custody FIN); the
+ * checksum over RFC 8200 §8.1's pseudo-header. */
 static void reply_rst(struct srv *s, const struct in6 *in)
 {
 	uint8_t f[ETH_HLEN + IP6_HLEN + TCP_HLEN];
@@ -587,11 +587,16 @@ static void reply_rst(struct srv *s, const struct in6 *in)
 		s->ctr.v[SRV_DROP_RST_NOT_UNICAST]++;
 		return;
 	}
-	if (!srv__tokens_allow(&s->rst_tokens_ms, &s->rst_tokens, SRV_RST_RATE_PER_S)) {
+	struct flt_addr rip = flt_addr_v6(in->ip.src);
+	struct srv_custody_seg g = { t.seq, t.ack, t.flags, t.payload_len };
+	uint32_t seq, ack;
+	bool fin = srv__custody_fin(s, t.dport, &rip, t.sport, &g, &seq, &ack);
+	if (fin)  /* the peer's FIN for a connection its process left closing (custody.h) */
+		wire_tcp_write(tcp, t.dport, t.sport, seq, ack, WIRE_TCP_ACK, 0);
+	else if (!srv__tokens_allow(&s->rst_tokens_ms, &s->rst_tokens, SRV_RST_RATE_PER_S)) {
 		s->ctr.v[SRV_DROP_RST_RATE]++;
 		return;
-	}
-	if (t.flags & WIRE_TCP_ACK)
+	} else if (t.flags & WIRE_TCP_ACK)
 		wire_tcp_write(tcp, t.dport, t.sport, t.ack, 0, WIRE_TCP_RST, 0);
 	else
 		wire_tcp_write(tcp, t.dport, t.sport, 0, t.seq + wire_tcp_seg_len(&t),
@@ -601,7 +606,8 @@ static void reply_rst(struct srv *s, const struct in6 *in)
 	uint32_t sum = wire_sum_pseudo6(0, in->ip.dst, in->ip.src, WIRE_IPPROTO_TCP, TCP_HLEN);
 	wire_wr16(tcp + WIRE_TCP_OFF_CHECKSUM, wire_sum_finish(wire_sum(sum, tcp, TCP_HLEN)));
 	srv__send_frame(s, f, sizeof(f));
-	s->ctr.v[SRV_RST_SENT]++;
+	if (!fin)
+		s->ctr.v[SRV_RST_SENT]++;
 }
 
 /* RFC 4443 §3.1: "If the transport protocol ... has no listener, the destination node

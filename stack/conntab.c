@@ -28,6 +28,7 @@
 static struct uls_conntab_hdr *tab;
 static size_t tab_len;
 static bool armed;
+static bool final;      /* the last table is written: nothing after it (stk__conntab_last) */
 
 /* The descriptor ulsd sent with its CONNTAB reply (core lock held, before the node is up).
  * Closed here; the mapping stays. */
@@ -88,6 +89,9 @@ static void fill(struct uls_conntab_ent *e, const struct tcp_pcb *pcb)
 	e->lport = pcb->local_port;
 	e->rport = pcb->remote_port;
 	e->state = (uint8_t)pcb->state;
+	/* Kept in TIME-WAIT too: ulsd answers the peer's FIN from them after we are gone. */
+	e->snd_nxt = pcb->snd_nxt;
+	e->rcv_nxt = pcb->rcv_nxt;
 	if (pcb->state == TIME_WAIT)
 		return;  /* a TIME-WAIT pcb keeps only what tcp_pcb_purge left */
 	/* What the application wrote that the peer has not acknowledged, as ss's Send-Q. */
@@ -155,7 +159,7 @@ static void tick(void *arg)
 {
 	(void)arg;
 	armed = false;
-	if (!tab)
+	if (!tab || final)
 		return;
 	if (publish() > 0 && stk__node.up) {
 		armed = true;
@@ -174,11 +178,14 @@ void stk__conntab_kick(void)
 
 /* The node stops (core lock held): the table a last time, after uls_node_stop let closed
  * connections finish, so that ulsd, which reads it when the lease ends, takes those left in
- * TIME-WAIT into custody without probing their peers (server/lease.c). */
+ * TIME-WAIT or FIN-WAIT-2 into custody without probing their peers (server/lease.c). Once:
+ * uls_node_stop writes it before netif_remove aborts the FIN-WAIT-2 pcbs, and the lease's
+ * end (stk__node_down_hook) after. */
 void stk__conntab_last(void)
 {
-	if (tab)
+	if (tab && !final)
 		publish();
+	final = true;
 }
 
 /* The node stops, or a fork child lets go of its parent's node (core lock held): the
@@ -192,4 +199,5 @@ void stk__conntab_close(void)
 		munmap(tab, tab_len);
 	tab = NULL;
 	tab_len = 0;
+	final = false;
 }

@@ -457,6 +457,11 @@ void uls_node_stop(void)
 	pthread_join(stk__node.thread, NULL);
 	stk__lock();
 	stk__drive_stop();
+	/* Connections left in FIN-WAIT-2 go to ulsd as they are (endpoints.c): listed in the
+	 * last table, and not released, before netif_remove aborts their pcbs (the interface
+	 * is down by then: no RST leaves). */
+	stk__ep_keep_fin_wait_2();
+	stk__conntab_last();
 	netif_set_down(&stk__node.netif);
 	netif_remove(&stk__node.netif);
 	stk__node_set_up(false);

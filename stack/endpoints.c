@@ -236,6 +236,19 @@ void stk__ep_forget(struct tcp_pcb *pcb)
 	tcp_ext_arg_set(pcb, ext_id, NULL);
 }
 
+/* The node stops (core lock held, the stack thread gone): connections left in FIN-WAIT-2
+ * (our FIN acknowledged, the peer's half open) are not released when netif_remove aborts
+ * their pcbs. ulsd keeps their tuples at the lease's end and, from the last connection
+ * table (which lists them), acknowledges the peer's FIN as Linux's orphaned FIN-WAIT-2
+ * socket does (RFC 9293 §3.10.7.4; server/custody.h). Released, a tuple has no owner and
+ * the peer's FIN got a RST (§3.10.7.1). */
+void stk__ep_keep_fin_wait_2(void)
+{
+	for (struct tcp_pcb *pcb = tcp_active_pcbs; pcb; pcb = pcb->next)
+		if (pcb->state == FIN_WAIT_2)
+			stk__ep_forget(pcb);
+}
+
 /* A connection accepted on a listener of ours: ulsd delivers its segments by tuple from
  * now on and keeps it in custody if we die. */
 void stk__ep_accepted(struct tcp_pcb *pcb)

@@ -230,6 +230,7 @@ int stk__conntab_map(int fd);
 void stk__conntab_kick(void);
 void stk__conntab_last(void);
 void stk__conntab_close(void);
+void stk__ep_keep_fin_wait_2(void);
 struct tcp_pcb;
 void stk__ep_count_rexmit(struct tcp_pcb *pcb);
 

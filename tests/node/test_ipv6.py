@@ -406,7 +406,7 @@ def test_connection_its_process_left_in_time_wait_goes_to_custody_unprobed(tb):
 
 
 def test_ulsstat_lists_ipv6_connections_with_their_state(tb):
-    """The connection table each process publishes (netif/conntab.h, version 2) carries
+    """The connection table each process publishes (netif/conntab.h, since version 2) carries
     16-octet addresses and the family: ulsstat lists a TCPv6 connection at both ends as
     [addr]:port, ESTABLISHED, with the echoed octet the holder left unread in its Recv-Q,
     and a dual-stack listener's IPv4 connection (v4-mapped to the program; it waits in the

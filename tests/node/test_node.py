@@ -375,6 +375,191 @@ def test_killed_sender_peer_gets_reset_within_a_second_and_other_streams_finish(
     assert rst + probes > 0, (rst, probes)
 
 
+# The kernel peer of a process that closes first and exits: it reads to the end and keeps
+# its half open until `go` appears, then closes it (mode fin) or sends data (mode data),
+# and reports how its socket ended. In mode fin it captures its FIN and the ACK that
+# answers it (AF_PACKET on eth0, its own namespace), then sends that FIN again, as a
+# retransmission in TIME-WAIT would be, and reports the answer to it too.
+HALF_OPEN_PEER = r"""
+import json, os, socket, struct, sys, time
+port, go, mode = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+ls = socket.socket()
+ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(("0.0.0.0", port))
+ls.listen(1)
+print("listening", flush=True)
+ls.settimeout(30)
+c, peer = ls.accept()
+c.settimeout(30)
+n = 0
+while True:
+    k = c.recv(65536)
+    if not k:
+        break
+    n += len(k)
+print(json.dumps({"eof": n, "peer_port": peer[1]}), flush=True)
+deadline = time.monotonic() + 30
+while not os.path.exists(go) and time.monotonic() < deadline:
+    time.sleep(0.02)
+pk = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+pk.bind(("eth0", 0))
+pk.settimeout(0.05)
+
+def info():
+    b = c.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
+    return b[0], struct.unpack_from("I", b, 100)[0]   # tcpi_state, tcpi_total_retrans
+
+def tcp_of(f):
+    # (ip header offset, tcp offset, sport, dport, seq, ack, flags) of an IPv4 TCP frame
+    if len(f) < 54 or f[12:14] != b"\x08\x00" or f[23] != 6:
+        return None
+    t = 14 + (f[14] & 15) * 4
+    sp, dp, sq, ak = struct.unpack_from("!HHII", f, t)
+    return t, sp, dp, sq, ak, f[t + 13]
+
+def segs(until, want):
+    got = []
+    while time.monotonic() < until:
+        try:
+            f, a = pk.recvfrom(65536)
+        except socket.timeout:
+            if want and want(got):
+                break
+            continue
+        v = tcp_of(f)
+        if v and {v[1], v[2]} == {port, peer[1]}:
+            got.append((a[2] == socket.PACKET_OUTGOING, f, v))
+    return got
+
+def summary(g):
+    return [("out" if o else "in", v[5], v[3], v[4]) for o, f, v in g]
+
+state0, _ = info()
+t0 = time.monotonic()
+if mode == "fin":
+    c.shutdown(socket.SHUT_WR) if state0 == 8 else None   # 8: CLOSE-WAIT
+else:
+    try:
+        c.send(b"x" * 100)
+    except OSError as e:
+        print(json.dumps({"send_errno": e.errno}), flush=True)
+got = []
+while time.monotonic() < t0 + 5:
+    got += segs(time.monotonic() + 0.05, None)
+    if info()[0] == 7:    # CLOSE
+        break
+state, retrans = info()
+t_closed = time.monotonic() - t0
+got += segs(time.monotonic() + 0.3, None)
+err = c.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+out = {"state_before": state0, "state": state, "closed_after": t_closed, "so_error": err,
+       "total_retrans": retrans, "segments": summary(got)}
+fins = [f for o, f, v in got if o and v[5] & 1]
+if mode == "fin" and fins:
+    # Our FIN again, its TCP checksum computed here (a captured outgoing frame may carry
+    # a partial one, the NIC's to finish).
+    f = bytearray(fins[0])
+    v = tcp_of(f)
+    t, ip = v[0], 14
+    tlen = struct.unpack_from("!H", f, ip + 2)[0] - (t - ip)
+    f[t + 16:t + 18] = b"\0\0"
+    pseudo = bytes(f[ip + 12:ip + 20]) + struct.pack("!BBH", 0, 6, tlen)
+    data = pseudo + bytes(f[t:t + tlen]) + (b"\0" if tlen & 1 else b"")
+    sm = sum(struct.unpack("!%dH" % (len(data) // 2), data))
+    while sm >> 16:
+        sm = (sm & 0xffff) + (sm >> 16)
+    f[t + 16:t + 18] = struct.pack("!H", ~sm & 0xffff)
+    pk.send(bytes(f))
+    out["again"] = summary([x for x in segs(time.monotonic() + 1.0, lambda g: any(not o for o, _, _ in g))
+                            if not x[0]])
+print(json.dumps(out), flush=True)
+"""
+
+# A process on the node that sends, closes and exits once its FIN is acknowledged (its stack
+# lingers until then, stack/core.c uls_node_stop): it leaves its connection in FIN-WAIT-2.
+CLOSER = r"""
+import socket, sys
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10)
+s.sendall(b"y" * 1000)
+s.close()
+print("closed", flush=True)
+"""
+
+
+def after_keys():
+    return ("custody_finwait2", "custody_timewait", "custody_fin_acked", "custody_not_fin",
+            "rst_sent", "rst_probes", "leases_closed", "custody_connections")
+
+
+def close_after_exit(tb, port, mode):
+    """HALF_OPEN_PEER in `mode` against CLOSER on node 1; its report and node 1's counter
+    deltas."""
+    go = os.path.join(tb.outdir, f"go-{port}")
+    kp = tb.kernel_python(HALF_OPEN_PEER, port, go, mode, name=f"halfopen-{mode}")
+    deadline = time.monotonic() + 5
+    while "listening" not in kp.stdout():
+        assert kp.poll() is None and time.monotonic() < deadline, kp.stderr()
+        time.sleep(0.02)
+    before = tb.counters(1)
+    ulsrun = os.path.join(os.path.dirname(BENCH), "ulsrun")
+    cl = tb.start([ulsrun, "--ctl", tb.ctl(1), "--", "/usr/bin/python3", "-c", CLOSER,
+                   tb.kernel_ip, str(port)], name=f"closer-{mode}")
+    assert cl.wait(30) == 0, cl.stderr()
+    eof = None
+    deadline = time.monotonic() + 10
+    while eof is None and time.monotonic() < deadline:
+        eof = next((j for j in kp.json_lines() if "eof" in j), None)
+        time.sleep(0.02)
+    assert eof and eof["eof"] == 1000, (kp.stdout(), kp.stderr())
+    # The process is gone: ulsd holds its connection (the lease's end, lease.c).
+    deadline = time.monotonic() + 5
+    while not any(e["state"] == "custody" and e["local"].endswith(f":{eof['peer_port']}")
+                  for e in tb.stat(1)["endpoints"]):
+        assert time.monotonic() < deadline, (
+            tb.stat(1)["endpoints"], {k: delta(before, tb.counters(1), k) for k in after_keys()},
+            cl.stderr())
+        time.sleep(0.05)
+    open(go, "w").close()
+    assert kp.wait(20) == 0, kp.stderr()
+    r = [j for j in kp.json_lines() if "state" in j][-1]
+    after = tb.counters(1)
+    d = {k: delta(before, after, k) for k in ("custody_finwait2", "custody_fin_acked",
+                                               "custody_not_fin", "rst_sent", "rst_probes")}
+    print(f"{mode}: {r} {d}")
+    return r, d
+
+
+def test_custody_acks_the_fin_of_a_peer_whose_process_exited_in_fin_wait_2(tb):
+    """A process on node 1 sends, closes and exits once its FIN is acknowledged (FIN-WAIT-2),
+    while its kernel peer keeps its half open. ulsd holds the connection as FIN-WAIT-2,
+    unprobed; when the peer closes, its FIN gets an ACK (RFC 9293 §3.10.7.4), not a RST: the
+    peer's socket closes at once, without an error or a retransmission (before, it
+    retransmitted its FIN after its RTO and was reset). The FIN sent again, as a
+    retransmission in TIME-WAIT, gets the same ACK again."""
+    r, d = close_after_exit(tb, 6310, "fin")
+    assert r["state_before"] == 8, r    # CLOSE-WAIT: no probe reset it meanwhile
+    assert r["state"] == 7 and r["so_error"] == 0 and r["total_retrans"] == 0, r
+    assert r["closed_after"] < 1.0, r
+    acks = [s for s in r["segments"] if s[0] == "in"]
+    fin = next(s for s in r["segments"] if s[0] == "out" and s[1] & 1)
+    assert acks and all(s[1] == 0x10 for s in acks), r      # ACK, never RST
+    assert acks[0][3] == (fin[2] + 1) % (1 << 32), (fin, acks)   # ACK = its FIN's SEQ + 1
+    assert r["again"] == [acks[0]], r
+    assert d["custody_finwait2"] == 1 and d["custody_fin_acked"] == 2, d
+    assert d["custody_not_fin"] == 0 and d["rst_probes"] == 0, d
+
+
+def test_custody_resets_data_from_a_peer_whose_process_exited_in_fin_wait_2(tb):
+    """The control: the same connection, but the peer sends data after the process is gone.
+    Nobody will read it: it gets a RST, as for any connection whose process died (RFC 9293
+    §3.10.7.1), counted in custody_not_fin."""
+    r, d = close_after_exit(tb, 6311, "data")
+    assert r["state_before"] == 8, r
+    assert r["state"] == 7 and r["so_error"] in (errno.EPIPE, errno.ECONNRESET), r
+    assert any(s[0] == "in" and s[1] & 4 for s in r["segments"]), r   # RST
+    assert d["custody_not_fin"] >= 1 and d["rst_sent"] >= 1, d
+
+
 def test_killed_listener_frees_its_port_for_a_new_process(tb):
     """kill -9 of a process listening on a port releases the port with its lease: a new
     process binds and listens on it right after and receives a verified stream."""

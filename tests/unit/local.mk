@@ -113,11 +113,11 @@ tests_unit_test_neigh6_SOURCES = tests/unit/test_neigh6.c server/neigh6.c
 tests_unit_test_neigh6_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_neigh6_LDADD = $(CMOCKA_LIBS)
 tests_unit_test_reply_SOURCES = tests/unit/test_reply.c tests/unit/reply_fixture.c \
-	tests/unit/reply_fixture.h server/reply.c
+	tests/unit/reply_fixture.h server/reply.c server/custody.c
 tests_unit_test_reply_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
 tests_unit_test_reply_LDADD = filter/libflt.la netif/libnif.la $(CMOCKA_LIBS)
 tests_unit_test_reply6_SOURCES = tests/unit/test_reply6.c tests/unit/reply_fixture.c \
-	tests/unit/reply_fixture.h server/reply6.c server/reply.c server/neigh6.c
+	tests/unit/reply_fixture.h server/reply6.c server/reply.c server/neigh6.c server/custody.c
 tests_unit_test_reply6_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
 tests_unit_test_reply6_LDADD = filter/libflt.la netif/libnif.la $(CMOCKA_LIBS)
 tests_unit_test_reass_SOURCES = tests/unit/test_reass.c server/reass.c

@@ -379,7 +379,7 @@ static void custody_of_a_time_wait_connection_holds_it_without_probes(void **sta
 	(void)state;
 	struct flt_addr a = flt_addr_v4(peer);
 
-	assert_int_equal(srv__custody_add_timewait(&custody, now_ms, 40000, &a, 5001), 0);
+	assert_int_equal(srv__custody_add_timewait(&custody, now_ms, 40000, &a, 5001, 1, 1), 0);
 	assert_true(srv__custody_holds(&custody, 40000, peer, 5001));
 	for (int i = 0; i < 20; i++) {
 		srv__custody_tick(&custody, now_ms, probe, NULL);

@@ -330,6 +330,43 @@ static void tcp_to_nobody_gets_rst(void **state)
 	assert_int_equal(srv.ctr.v[SRV_RST_SENT], 2);
 }
 
+/* A tuple in custody that its process left in FIN-WAIT-2 (custody.h): the peer's FIN gets
+ * <SEQ=SND.NXT><ACK=SEG.SEQ+1><CTL=ACK> over IPv6 as over IPv4 (RFC 9293 §3.10.7.4), from
+ * the address it was sent to; its data gets a RST. */
+static void fin_for_a_fin_wait_2_tuple_in_custody_gets_an_ack(void **state)
+{
+	uint8_t t[20];
+	struct wire_ipv6 ip;
+	struct wire_tcp tcp;
+	struct flt_addr rip = flt_addr_v6(peer_ip6);
+
+	(void)state;
+	assert_int_equal(srv__custody_add_finwait2(&srv.custody, now_ms, 80, &rip, 40000, 700, 1000), 0);
+	for (int i = 0; i < 2; i++) {   /* the FIN, then its retransmission in TIME-WAIT */
+		wire_tcp_write(t, 40000, 80, 1000, 700, WIRE_TCP_FIN | WIRE_TCP_ACK, 1024);
+		input(WIRE_IPPROTO_TCP, t, sizeof(t));
+		assert_int_equal(nsent, i + 1);
+		assert_int_equal(wire_ipv6_view(&ip, sent + 14, sent_len - 14), 0);
+		assert_memory_equal(ip.src, node_ip6, 16);
+		assert_memory_equal(ip.dst, peer_ip6, 16);
+		assert_int_equal(wire_tcp_view(&tcp, ip.payload, ip.payload_len), 0);
+		assert_rst(&tcp, WIRE_TCP_ACK, 700, 1001, 80, 40000);
+		uint32_t sum = wire_sum_pseudo6(0, ip.src, ip.dst, WIRE_IPPROTO_TCP, 20);
+		assert_int_equal(wire_sum_finish(wire_sum(sum, ip.payload, 20)), 0);
+	}
+	assert_int_equal(srv.ctr.v[SRV_CUSTODY_FIN_ACKED], 2);
+	assert_int_equal(srv.ctr.v[SRV_RST_SENT], 0);
+	/* A FIN one octet off: a RST at its ACK, as for any dead connection. */
+	wire_tcp_write(t, 40000, 80, 1001, 700, WIRE_TCP_FIN | WIRE_TCP_ACK, 1024);
+	input(WIRE_IPPROTO_TCP, t, sizeof(t));
+	assert_int_equal(wire_ipv6_view(&ip, sent + 14, sent_len - 14), 0);
+	assert_int_equal(wire_tcp_view(&tcp, ip.payload, ip.payload_len), 0);
+	assert_int_equal(tcp.flags, WIRE_TCP_RST);
+	assert_int_equal(srv.ctr.v[SRV_CUSTODY_NOT_FIN], 1);
+	assert_int_equal(srv.ctr.v[SRV_RST_SENT], 1);
+	srv__custody_free(&srv.custody);
+}
+
 /* RFC 8200 §3 and §4: what is dropped before anything is answered. */
 static void bad_headers_dropped_and_counted(void **state)
 {
@@ -713,6 +750,7 @@ int main(void)
 		cmocka_unit_test_setup(echo_request_answered_with_its_data, setup),
 		cmocka_unit_test_setup(udp_to_nobody_gets_port_unreachable_quoting_it, setup),
 		cmocka_unit_test_setup(tcp_to_nobody_gets_rst, setup),
+		cmocka_unit_test_setup(fin_for_a_fin_wait_2_tuple_in_custody_gets_an_ack, setup),
 		cmocka_unit_test_setup(bad_headers_dropped_and_counted, setup),
 		cmocka_unit_test_setup(unknown_next_header_gets_parameter_problem_pointing_at_it, setup),
 		cmocka_unit_test_setup(unrecognized_options_acted_on_by_their_high_bits, setup),

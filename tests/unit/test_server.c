@@ -122,7 +122,8 @@ static void test_lease_end_puts_its_tcp_connections_in_custody_and_frees_its_por
 	assert_int_equal(connected(b, 5001), -EADDRINUSE);
 }
 
-/* A connection table entry with only what the TIME-WAIT lookup reads spelled out. */
+/* A connection table entry with only what the FIN-WAIT-2 and TIME-WAIT lookup reads
+ * spelled out. */
 static struct uls_conntab_ent tw_ent(uint16_t lport, uint8_t rip_last, uint16_t rport,
 				     uint8_t tcp_state)
 {
@@ -145,7 +146,7 @@ static void test_time_wait_lookup_finds_only_the_tuples_left_in_time_wait(void *
 	struct uls_conntab_ent tab[] = {
 		tw_ent(5001, 7, 80, ULS_TCP_ESTABLISHED),
 		tw_ent(5002, 7, 80, ULS_TCP_TIME_WAIT),
-		tw_ent(5003, 7, 80, ULS_TCP_FIN_WAIT_2),
+		tw_ent(5003, 7, 80, ULS_TCP_FIN_WAIT_1),
 		tw_ent(5000, 9, 443, ULS_TCP_TIME_WAIT),
 		tw_ent(5002, 8, 80, ULS_TCP_TIME_WAIT),
 	};
@@ -198,7 +199,7 @@ static void test_time_wait_lookup_agrees_with_a_linear_search_of_a_full_table(vo
 		for (unsigned j = 0; j < N && !want; j++)
 			want = all[j].state == ULS_TCP_TIME_WAIT && all[j].lport == e->lport &&
 			       all[j].rport == e->rport && !memcmp(all[j].rip, e->rip, 16);
-		assert_int_equal(srv__tw_find(tw, n, e->lport, e->rip, e->rport), want);
+		assert_int_equal(srv__tw_find(tw, n, e->lport, e->rip, e->rport) != NULL, want);
 	}
 }
 
@@ -211,6 +212,168 @@ static void test_lease_rings_give_a_relay_lease_its_ring_pair_and_eventfds(void 
 	assert_true(l->has_rings);
 	assert_true(l->memfd >= 0 && l->rx_efd >= 0 && l->tx_efd >= 0);
 	assert_true(srv.leases.changed);
+}
+
+/* ---- custody of connections left closing (custody.c, reply.c) ------------------------ */
+
+static const struct flt_addr *peer4(void)
+{
+	static struct flt_addr a;
+
+	a = flt_addr_v4(PEER_IP);
+	return &a;
+}
+
+static enum srv_custody_verdict seg(uint8_t flags, uint32_t seq, uint32_t ack, size_t len,
+				    uint32_t *oseq, uint32_t *oack)
+{
+	struct srv_custody_seg g = { seq, ack, flags, len };
+
+	return srv__custody_segment(&srv.custody, now_ms, 5001, peer4(), 80, &g, oseq, oack);
+}
+
+/* RFC 9293 §3.10.7.4: in FIN-WAIT-2 the peer's FIN is acknowledged and the connection
+ * enters TIME-WAIT; there its retransmission is acknowledged again and 2 MSL restart.
+ * Only a FIN exactly at RCV.NXT acknowledging our FIN does that (a blind one cannot). */
+static void test_custody_acks_the_fin_of_a_connection_left_in_fin_wait_2(void **state)
+{
+	(void)state;
+	const uint8_t fa = WIRE_TCP_FIN | WIRE_TCP_ACK;
+	uint32_t sq = 0, ak = 0;
+
+	assert_int_equal(srv__custody_add_finwait2(&srv.custody, now_ms, 5001, peer4(), 80,
+						   1000, 5000), 0);
+	const struct srv_custody *c = &srv.custody.c[0];
+	assert_int_equal(c->probes_left, 0);  /* no probe: its peer may still close in order */
+	assert_true(c->expires_ms == now_ms + SRV_FIN_WAIT_2_MS);
+	/* Anything but the peer's FIN is answered as today (a RST) and changes nothing. */
+	assert_int_equal(seg(fa, 4999, 1000, 0, &sq, &ak), SRV_CUSTODY_RST_BAD_FIN);
+	assert_int_equal(seg(fa, 5001, 1000, 0, &sq, &ak), SRV_CUSTODY_RST_BAD_FIN);
+	assert_int_equal(seg(fa, 5000, 999, 0, &sq, &ak), SRV_CUSTODY_RST_BAD_FIN);
+	assert_int_equal(seg(fa, 5000, 1000, 1, &sq, &ak), SRV_CUSTODY_RST_BAD_FIN);
+	assert_int_equal(seg(WIRE_TCP_FIN, 5000, 1000, 0, &sq, &ak), SRV_CUSTODY_RST_BAD_FIN);
+	assert_int_equal(seg(fa | WIRE_TCP_SYN, 5000, 1000, 0, &sq, &ak), SRV_CUSTODY_RST_BAD_FIN);
+	assert_int_equal(seg(WIRE_TCP_ACK, 5000, 1000, 10, &sq, &ak), SRV_CUSTODY_RST_BAD_FIN);
+	assert_int_equal(c->state, SRV_CUSTODY_FIN_WAIT_2);
+	/* The FIN: <SEQ=SND.NXT><ACK=SEG.SEQ+1>, TIME-WAIT for 2 MSL from now. */
+	now_ms += 100;
+	assert_int_equal(seg(fa, 5000, 1000, 0, &sq, &ak), SRV_CUSTODY_ACK);
+	assert_int_equal(sq, 1000);
+	assert_int_equal(ak, 5001);
+	assert_int_equal(c->state, SRV_CUSTODY_TIME_WAIT);
+	assert_true(c->expires_ms == now_ms + SRV_TIMEWAIT_MS);
+	/* Its retransmission: the same ACK, 2 MSL again. */
+	now_ms += 200;
+	sq = ak = 0;
+	assert_int_equal(seg(fa, 5000, 1000, 0, &sq, &ak), SRV_CUSTODY_ACK);
+	assert_int_equal(sq, 1000);
+	assert_int_equal(ak, 5001);
+	assert_true(c->expires_ms == now_ms + SRV_TIMEWAIT_MS);
+	assert_int_equal(seg(fa, 5001, 1000, 0, &sq, &ak), SRV_CUSTODY_RST_BAD_FIN);
+	assert_true(srv__custody_holds(&srv.custody, 5001, PEER_IP, 80));
+}
+
+/* A connection its process left in TIME-WAIT: RCV.NXT is past the peer's FIN, so its
+ * retransmission carries RCV.NXT - 1. A probed (dead) connection and a tuple not held get
+ * RSTs as before. */
+static void test_custody_acks_a_retransmitted_fin_in_time_wait_only(void **state)
+{
+	(void)state;
+	uint32_t sq = 0, ak = 0;
+	struct srv_custody_seg g = { 5000, 1000, WIRE_TCP_FIN | WIRE_TCP_ACK, 0 };
+
+	assert_int_equal(srv__custody_add_timewait(&srv.custody, now_ms, 5001, peer4(), 80,
+						   1000, 5001), 0);
+	assert_int_equal(seg(WIRE_TCP_FIN | WIRE_TCP_ACK, 5000, 1000, 0, &sq, &ak), SRV_CUSTODY_ACK);
+	assert_int_equal(ak, 5001);
+	assert_int_equal(srv__custody_add_addr(&srv.custody, now_ms, 5002, peer4(), 80), 0);
+	assert_int_equal(srv__custody_segment(&srv.custody, now_ms, 5002, peer4(), 80, &g, &sq, &ak),
+			 SRV_CUSTODY_RST);
+	assert_int_equal(srv__custody_segment(&srv.custody, now_ms, 5003, peer4(), 80, &g, &sq, &ak),
+			 SRV_CUSTODY_RST);
+}
+
+static void no_probe(void *arg, const struct srv_custody *c)
+{
+	(void)arg;
+	(void)c;
+	fail_msg("a connection left in FIN-WAIT-2 was probed");
+}
+
+/* Without the peer's FIN a FIN-WAIT-2 tuple is forgotten after SRV_FIN_WAIT_2_MS (Linux's
+ * tcp_fin_timeout), never probed. */
+static void test_custody_forgets_a_fin_wait_2_connection_whose_peer_never_closes(void **state)
+{
+	(void)state;
+	assert_int_equal(srv__custody_add_finwait2(&srv.custody, now_ms, 5001, peer4(), 80, 1, 2), 0);
+	srv__custody_tick(&srv.custody, now_ms + SRV_FIN_WAIT_2_MS - 1, no_probe, NULL);
+	assert_true(srv__custody_holds(&srv.custody, 5001, PEER_IP, 80));
+	srv__custody_tick(&srv.custody, now_ms + SRV_FIN_WAIT_2_MS, no_probe, NULL);
+	assert_false(srv__custody_holds(&srv.custody, 5001, PEER_IP, 80));
+}
+
+/* A frame from the peer, with its SEQ and ACK fields (the TCP checksum is not checked
+ * here: the TAP's). */
+static void peer_segment(struct frame *f, uint8_t flags, uint32_t seq, uint32_t ack,
+			 size_t payload)
+{
+	struct fspec fs = { .sport = 80, .dport = 5001, .tcp_flags = flags, .payload = payload };
+
+	build(f, &fs);
+	wire_wr32(f->b + 14 + 20 + 4, seq);
+	wire_wr32(f->b + 14 + 20 + 8, ack);
+}
+
+/* The lease's end reads the process's last connection table: a connection in FIN-WAIT-2
+ * is held without a probe; its peer's FIN gets an ACK on the wire (twice, the second a
+ * retransmission in TIME-WAIT), its data a RST, each counted. */
+static void test_lease_end_holds_a_fin_wait_2_connection_and_acks_its_peers_fin(void **state)
+{
+	(void)state;
+	struct srv_lease *a = new_lease(1000);
+	struct frame f;
+	void *map;
+
+	assert_int_equal(connected(a, 5001), 5001);
+	int fd = uls_conntab_create(4, &map);
+	assert_true(fd >= 0);
+	close(fd);
+	struct uls_conntab_hdr *h = map;
+	struct uls_conntab_ent *e = (void *)(h + 1);
+	uls_conntab_write_begin(h);
+	*e = tw_ent(5001, 2, 80, ULS_TCP_FIN_WAIT_2);
+	ctl_addr_set4(e->rip, PEER_IP);
+	e->snd_nxt = 1000;
+	e->rcv_nxt = 5000;
+	uls_conntab_write_end(h, 1, 1, 1);
+	a->conntab = map;
+	a->conntab_cap = 4;
+	srv__learn_neighbour(&srv, PEER_IP, peer_mac);
+	srv__lease_end(&srv, a);
+	assert_true(srv__custody_holds(&srv.custody, 5001, PEER_IP, 80));
+	assert_int_equal(srv.ctr.v[SRV_CUSTODY_FINWAIT2], 1);
+	assert_int_equal(srv.ctr.v[SRV_RST_PROBES], 0);
+	assert_int_equal(nsent, 0);
+	for (int i = 0; i < 2; i++) {
+		peer_segment(&f, WIRE_TCP_FIN | WIRE_TCP_ACK, 5000, 1000, 0);
+		demux(&f, 1);
+		assert_int_equal(nsent, i + 1);
+		const uint8_t *t = tcp_of(sent[i].b);
+		assert_int_equal(t[13], WIRE_TCP_ACK);
+		assert_int_equal(rd32(t + 4), 1000);
+		assert_int_equal(rd32(t + 8), 5001);
+		assert_int_equal(rd16(t), 5001);
+		assert_int_equal(rd16(t + 2), 80);
+	}
+	assert_int_equal(srv.ctr.v[SRV_CUSTODY_FIN_ACKED], 2);
+	assert_int_equal(srv.ctr.v[SRV_RST_SENT], 0);
+	/* Data after the process is gone: a RST at its ACK, as for any dead connection. */
+	peer_segment(&f, WIRE_TCP_ACK | WIRE_TCP_PSH, 5001, 1000, 10);
+	demux(&f, 1);
+	assert_int_equal(nsent, 3);
+	assert_int_equal(tcp_of(sent[2].b)[13], WIRE_TCP_RST);
+	assert_int_equal(srv.ctr.v[SRV_RST_SENT], 1);
+	assert_int_equal(srv.ctr.v[SRV_CUSTODY_NOT_FIN], 1);
 }
 
 /* ---- handoff.c ------------------------------------------------------------------------ */
@@ -730,6 +893,10 @@ int main(void)
 		T(test_handoff_of_a_tuple_already_in_transit_is_busy),
 		T(test_port_of_a_connection_in_transit_stays_taken_after_the_giver_ends),
 		T(test_unclaimed_handoff_expires_into_custody),
+		T(test_custody_acks_the_fin_of_a_connection_left_in_fin_wait_2),
+		T(test_custody_acks_a_retransmitted_fin_in_time_wait_only),
+		T(test_custody_forgets_a_fin_wait_2_connection_whose_peer_never_closes),
+		T(test_lease_end_holds_a_fin_wait_2_connection_and_acks_its_peers_fin),
 		T(test_demux_delivers_a_frame_to_the_process_owning_its_tuple),
 		T(test_demux_drops_a_frame_for_another_station_and_counts_it),
 		T(test_demux_answers_a_segment_no_process_owns_with_a_reset),
