@@ -21,14 +21,14 @@ tests_unit_test_filter_table6_LDADD = filter/libflt.la $(CMOCKA_LIBS)
 if ULS_DIRECT
 check_PROGRAMS += tests/unit/test_datapath6
 TESTS += tests/unit/test_datapath6
-tests_unit_test_datapath6_SOURCES = tests/unit/test_datapath6.c
+tests_unit_test_datapath6_SOURCES = tests/unit/test_datapath6.c tests/unit/dp_fixture.h
 nodist_tests_unit_test_datapath6_SOURCES = server/datapath.skel.h
 tests_unit_test_datapath6_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBBPF_CFLAGS)
 tests_unit_test_datapath6_LDADD = filter/libflt.la $(LIBBPF_LIBS) $(CMOCKA_LIBS)
 # synguard, the direct path's SYN shedding (filter/datapath_syn.bpf.h).
 check_PROGRAMS += tests/unit/test_datapath_syn
 TESTS += tests/unit/test_datapath_syn
-tests_unit_test_datapath_syn_SOURCES = tests/unit/test_datapath_syn.c
+tests_unit_test_datapath_syn_SOURCES = tests/unit/test_datapath_syn.c tests/unit/dp_fixture.h
 nodist_tests_unit_test_datapath_syn_SOURCES = server/datapath.skel.h
 tests_unit_test_datapath_syn_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBBPF_CFLAGS)
 tests_unit_test_datapath_syn_LDADD = filter/libflt.la $(LIBBPF_LIBS) $(CMOCKA_LIBS)

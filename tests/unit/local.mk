@@ -152,7 +152,7 @@ tests_unit_test_pingbreakdown_SOURCES = tests/unit/test_pingbreakdown.c
 tests_unit_test_pingbreakdown_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_pingbreakdown_LDADD = apps/libapps.la $(CMOCKA_LIBS)
 
-tests_unit_test_tun_attach_SOURCES = tests/unit/test_tun_attach.c
+tests_unit_test_tun_attach_SOURCES = tests/unit/test_tun_attach.c tests/unit/owntap.h
 tests_unit_test_tun_attach_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_tun_attach_LDADD = netif/libnif.la $(CMOCKA_LIBS)
 QRING_FIXTURE = tests/unit/qring_fixture.c tests/unit/qring_fixture.h
@@ -193,12 +193,12 @@ tests_unit_test_tso_LDADD = $(UNIT_LDADD)
 # (tests/unit/node_fixture.h): stack/stream.c's calls, stack/mirror.c's readiness.
 check_PROGRAMS += tests/unit/test_stream
 TESTS += tests/unit/test_stream
-tests_unit_test_stream_SOURCES = tests/unit/test_stream.c tests/unit/node_fixture.h
+tests_unit_test_stream_SOURCES = tests/unit/test_stream.c tests/unit/node_fixture.h tests/unit/owntap.h
 tests_unit_test_stream_CPPFLAGS = $(UNIT_CPPFLAGS) -I$(top_srcdir)/stack/include
 tests_unit_test_stream_LDADD = $(UNIT_LDADD)
 check_PROGRAMS += tests/unit/test_mirror
 TESTS += tests/unit/test_mirror
-tests_unit_test_mirror_SOURCES = tests/unit/test_mirror.c tests/unit/node_fixture.h \
+tests_unit_test_mirror_SOURCES = tests/unit/test_mirror.c tests/unit/node_fixture.h tests/unit/owntap.h \
 	tests/unit/counter_fixture.h
 tests_unit_test_mirror_CPPFLAGS = $(UNIT_CPPFLAGS) -I$(top_srcdir)/stack/include
 tests_unit_test_mirror_LDADD = $(UNIT_LDADD)

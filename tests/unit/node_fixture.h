@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "uls.h"
+#include "tests/unit/owntap.h"
 
 #define NODE_ADDR "198.18.0.1"
 #define PEER_ADDR "198.18.0.2"
@@ -43,21 +44,8 @@ static __attribute__((unused)) struct sockaddr_in sin_of(const char *ip, uint16_
 /* 0, or -1 when this process cannot have a namespace of its own (the tests skip). */
 static __attribute__((unused)) int node_fixture_start(void)
 {
-	struct ifreq ifr = { 0 };
-	int fd;
-
-	if (geteuid() != 0 || unshare(CLONE_NEWNET) < 0)
+	if (owntap_make(FIXTURE_TAP, 0) < 0)
 		return -1;
-	fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", FIXTURE_TAP);
-	ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
-	if (ioctl(fd, TUNSETIFF, &ifr) < 0 || ioctl(fd, TUNSETPERSIST, 1) < 0) {
-		close(fd);
-		return -1;
-	}
-	close(fd);
 	if (system("ip link set lo up && ip addr add " PEER_ADDR "/24 dev " FIXTURE_TAP
 		   " && ip link set " FIXTURE_TAP " up") != 0)
 		return -1;

@@ -20,48 +20,24 @@
 
 #include <cmocka.h>
 
-#include <bpf/bpf.h>
-#include <bpf/libbpf.h>
 #include <linux/bpf.h>
 
-#include "filter/datapath.h"
-#include "filter/filter.h"
 #include "netif/wire/wire.h"
-#include "server/datapath.skel.h"
+#include "tests/unit/dp_fixture.h"
 
 #define TCP WIRE_IPPROTO_TCP
 #define UDP WIRE_IPPROTO_UDP
 #define ICMP6 WIRE_IPPROTO_ICMPV6
 
-static const uint8_t node_mac[6] = { 0x02, 0, 0, 0, 0, 0x01 };
-static const uint8_t peer_mac[6] = { 0x02, 0, 0, 0, 0, 0x02 };
-static const uint8_t node6[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 1, [15] = 1 };
-static const uint8_t ll6[16] = { 0xfe, 0x80, [8] = 0x00, [11] = 0xff, [12] = 0xfe, [15] = 1 };
 static const uint8_t peer6[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 1, [15] = 2 };
 
-struct fx {
-	struct uls_dp *skel;
-	struct flt_table *t;
-	int fd_conn6, fd_listen6, fd_lease_q, fd_q_owner, fd_cfg;
-	struct flt_dp_cfg cfg;
-};
-
-static struct fx *cur;
-
-/* Owner n has queue n (lease ids and queues are small numbers alike here). */
-static void give_queue(struct fx *f, uint32_t owner)
-{
-	uint32_t q = owner;
-
-	assert_int_equal(bpf_map_update_elem(f->fd_lease_q, &owner, &q, BPF_ANY), 0);
-	assert_int_equal(bpf_map_update_elem(f->fd_q_owner, &q, &owner, BPF_ANY), 0);
-}
+static struct dp_fx *cur;
 
 /* What server/bpf.c's on_change6 does with a change. */
 static void mirror6(void *arg, enum flt_kind kind, uint8_t proto, uint16_t lport,
 		    const struct flt_addr *rip, uint16_t rport, flt_owner_t owner)
 {
-	struct fx *f = arg;
+	struct dp_fx *f = arg;
 
 	if (kind == FLT_RULE_CONNECTED) {
 		struct flt_dp_conn6_key k = { .lport = lport, .rport = rport, .proto = proto };
@@ -72,80 +48,22 @@ static void mirror6(void *arg, enum flt_kind kind, uint8_t proto, uint16_t lport
 			assert_int_equal(bpf_map_update_elem(f->fd_conn6, &k, &owner, BPF_ANY), 0);
 		return;
 	}
-	struct flt_dp_listen_key k = { .lport = lport, .proto = proto };
-	struct flt_dp_group *g = calloc(1, sizeof(*g));
-	assert_non_null(g);
-	if (flt_group_get_fam(f->t, proto, lport, FLT_FAM_V6, g->all, &g->n_all, g->pick,
-			      &g->n_pick) < 0)
-		bpf_map_delete_elem(f->fd_listen6, &k);
-	else
-		assert_int_equal(bpf_map_update_elem(f->fd_listen6, &k, g, BPF_ANY), 0);
-	free(g);
-}
-
-static void set_cfg(struct fx *f)
-{
-	uint32_t zero = 0;
-
-	assert_int_equal(bpf_map_update_elem(f->fd_cfg, &zero, &f->cfg, BPF_ANY), 0);
+	dp_mirror_group(f, f->fd_listen6, proto, lport, FLT_FAM_V6);
 }
 
 static int setup(void **state)
 {
-	struct fx *f = calloc(1, sizeof(*f));
-	uint64_t k0, k1;
+	struct dp_fx *f;
 
-	if (!f)
+	if (dp_fx_open(&f, 0x0a000001, 0) < 0)
 		return -1;
-	libbpf_set_print(NULL);
-	f->skel = uls_dp__open_and_load();
-	if (!f->skel) {
-		free(f);
-		*state = NULL;
-		return 0;   /* each test skips */
-	}
-	f->t = flt_table_new();
-	if (!f->t || flt_table_set_seed(f->t, 7) < 0)
-		return -1;
-	f->fd_cfg = bpf_map__fd(f->skel->maps.dp_cfg);
-	f->fd_conn6 = bpf_map__fd(f->skel->maps.dp_conn6);
-	f->fd_listen6 = bpf_map__fd(f->skel->maps.dp_listen6);
-	f->fd_lease_q = bpf_map__fd(f->skel->maps.dp_lease_q);
-	f->fd_q_owner = bpf_map__fd(f->skel->maps.dp_q_owner);
-	flt_table_key(f->t, &k0, &k1);
-	f->cfg = (struct flt_dp_cfg){ .node_ip = __builtin_bswap32(0x0a000001), .ifindex = 1,
-				      .mtu = 1500, .k0 = k0, .k1 = k1, .has_ip6 = 1 };
-	memcpy(f->cfg.node_mac, node_mac, 6);
-	memcpy(f->cfg.node_ip6, node6, 16);
-	memcpy(f->cfg.node_ll6, ll6, 16);
-	set_cfg(f);
-	flt_table_set_observer6(f->t, mirror6, f);
-	for (uint32_t o = 1; o < 32; o++)
-		give_queue(f, o);
-	cur = f;
 	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fx *f = *state;
-
 	if (!f)
-		return 0;
-	flt_table_free(f->t);
-	uls_dp__destroy(f->skel);
-	free(f);
+		return 0;   /* each test skips */
+	flt_table_set_observer6(f->t, mirror6, f);
+	cur = f;
 	return 0;
 }
-
-#define NEED_BPF(f)                                                                     \
-	do {                                                                            \
-		if (!(f)) {                                                             \
-			print_message("skipped: the BPF programs do not load here\n"); \
-			skip();                                                         \
-		}                                                                       \
-	} while (0)
 
 /* An IPv6 frame: Ethernet, the fixed header with next header nh, then l4 (len octets). */
 struct frame {
@@ -196,7 +114,7 @@ static uint32_t run(int prog, const struct frame *fr, int *err)
 	return o.retval;
 }
 
-static uint32_t steer(struct fx *f, const struct frame *fr)
+static uint32_t steer(struct dp_fx *f, const struct frame *fr)
 {
 	int err;
 	uint32_t q = run(bpf_program__fd(f->skel->progs.steer), fr, &err);
@@ -206,7 +124,7 @@ static uint32_t steer(struct fx *f, const struct frame *fr)
 }
 
 /* The queue flt_lookup_rx's owner has (0: ulsd). */
-static uint32_t expect(struct fx *f, const struct frame *fr)
+static uint32_t expect(struct dp_fx *f, const struct frame *fr)
 {
 	struct flt_pkt p;
 
@@ -215,7 +133,7 @@ static uint32_t expect(struct fx *f, const struct frame *fr)
 	return o == FLT_NO_OWNER ? 0 : o;
 }
 
-static void rx_tuple(struct fx *f, struct frame *fr, uint8_t proto, const uint8_t *src,
+static void rx_tuple(struct dp_fx *f, struct frame *fr, uint8_t proto, const uint8_t *src,
 		     uint16_t sport, const uint8_t *dst, uint16_t dport)
 {
 	uint8_t l4[20];
@@ -230,7 +148,7 @@ static void rx_tuple(struct fx *f, struct frame *fr, uint8_t proto, const uint8_
  * queue of the owner flt_lookup_rx picks, and the members all win some. */
 static void steering_picks_the_filter_tables_owner(void **state)
 {
-	struct fx *f = *state;
+	struct dp_fx *f = *state;
 	unsigned wins[32] = { 0 };
 	struct frame fr;
 
@@ -272,7 +190,7 @@ static void steering_picks_the_filter_tables_owner(void **state)
  * multicast group, or with the node's IPv6 switched off, is ulsd's. */
 static void steering_keeps_families_and_addresses_apart(void **state)
 {
-	struct fx *f = *state;
+	struct dp_fx *f = *state;
 	struct frame fr;
 	uint8_t other[16], group[16] = { 0xff, 0x02, [15] = 1 };
 
@@ -290,18 +208,18 @@ static void steering_keeps_families_and_addresses_apart(void **state)
 	rx_tuple(f, &fr, TCP, peer6, 1234, group, 82);
 	assert_int_equal(steer(f, &fr), 0);
 	f->cfg.has_ip6 = 0;
-	set_cfg(f);
+	dp_set_cfg(f);
 	rx_tuple(f, &fr, TCP, peer6, 1234, node6, 82);
 	assert_int_equal(steer(f, &fr), 0);
 	f->cfg.has_ip6 = 1;
-	set_cfg(f);
+	dp_set_cfg(f);
 }
 
 /* RFC 4443 §2.4 (b): an error quoting a packet an endpoint sent goes to its owner, as the
  * filter says; echo, neighbour discovery, fragments and extension headers go to ulsd. */
 static void icmpv6_errors_to_owner_the_rest_to_ulsd(void **state)
 {
-	struct fx *f = *state;
+	struct dp_fx *f = *state;
 	struct frame fr;
 	uint8_t l4[120];
 
@@ -361,7 +279,7 @@ static void icmpv6_errors_to_owner_the_rest_to_ulsd(void **state)
  * per solicitation; with none waiting, to ulsd. */
 static void neighbour_advertisement_to_the_soliciting_queue(void **state)
 {
-	struct fx *f = *state;
+	struct dp_fx *f = *state;
 	struct frame fr;
 	uint8_t l4[32] = { WIRE_ND_NEIGHBOR_ADVERT };
 	struct flt_dp_arpwait w = { .bits = { 1ull << 8 | 1ull << 13 } };
@@ -379,7 +297,7 @@ static void neighbour_advertisement_to_the_soliciting_queue(void **state)
 	assert_int_equal(steer(f, &fr), 0);
 }
 
-#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, dp_fx_teardown)
 
 int main(void)
 {

@@ -22,14 +22,10 @@
 
 #include <cmocka.h>
 
-#include <bpf/bpf.h>
-#include <bpf/libbpf.h>
 #include <linux/bpf.h>
 
-#include "filter/datapath.h"
-#include "filter/filter.h"
 #include "netif/wire/wire.h"
-#include "server/datapath.skel.h"
+#include "tests/unit/dp_fixture.h"
 
 #define TCP WIRE_IPPROTO_TCP
 #define BUDGET 4
@@ -38,47 +34,14 @@
 #define SYN WIRE_TCP_SYN
 #define ACK WIRE_TCP_ACK
 
-static const uint8_t node_mac[6] = { 0x02, 0, 0, 0, 0, 0x01 };
-static const uint8_t peer_mac[6] = { 0x02, 0, 0, 0, 0, 0x02 };
-static const uint8_t node6[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 1, [15] = 1 };
-static const uint8_t ll6[16] = { 0xfe, 0x80, [11] = 0xff, [12] = 0xfe, [15] = 1 };
 
 #define NODE_IP 0x0a000001u     /* host order */
-
-struct fx {
-	struct uls_dp *skel;
-	struct flt_table *t;
-	int fd_conn, fd_listen, fd_listen6, fd_lease_q, fd_q_owner, fd_cfg, fd_qstat;
-	struct flt_dp_cfg cfg;
-};
-
-/* Owner n has queue n; owner 40 has no queue (the relay path). */
-static void give_queue(struct fx *f, uint32_t owner)
-{
-	uint32_t q = owner;
-
-	assert_int_equal(bpf_map_update_elem(f->fd_lease_q, &owner, &q, BPF_ANY), 0);
-	assert_int_equal(bpf_map_update_elem(f->fd_q_owner, &q, &owner, BPF_ANY), 0);
-}
-
-static void mirror_group(struct fx *f, int fd, uint8_t proto, uint16_t lport, unsigned fam)
-{
-	struct flt_dp_listen_key k = { .lport = lport, .proto = proto };
-	struct flt_dp_group *g = calloc(1, sizeof(*g));
-
-	assert_non_null(g);
-	if (flt_group_get_fam(f->t, proto, lport, fam, g->all, &g->n_all, g->pick, &g->n_pick) < 0)
-		bpf_map_delete_elem(fd, &k);
-	else
-		assert_int_equal(bpf_map_update_elem(fd, &k, g, BPF_ANY), 0);
-	free(g);
-}
 
 /* What server/bpf.c's on_change and on_change6 do (IPv6 listeners only here). */
 static void mirror(void *arg, enum flt_kind kind, uint8_t proto, uint16_t lport, uint32_t rip,
 		   uint16_t rport, flt_owner_t owner)
 {
-	struct fx *f = arg;
+	struct dp_fx *f = arg;
 
 	if (kind == FLT_RULE_CONNECTED) {
 		struct flt_dp_conn_key k = { .rip = rip, .lport = lport, .rport = rport, .proto = proto };
@@ -88,86 +51,33 @@ static void mirror(void *arg, enum flt_kind kind, uint8_t proto, uint16_t lport,
 			assert_int_equal(bpf_map_update_elem(f->fd_conn, &k, &owner, BPF_ANY), 0);
 		return;
 	}
-	mirror_group(f, f->fd_listen, proto, lport, FLT_FAM_V4);
+	dp_mirror_group(f, f->fd_listen, proto, lport, FLT_FAM_V4);
 }
 
 static void mirror6(void *arg, enum flt_kind kind, uint8_t proto, uint16_t lport,
 		    const struct flt_addr *rip, uint16_t rport, flt_owner_t owner)
 {
-	struct fx *f = arg;
+	struct dp_fx *f = arg;
 
 	(void)rip; (void)rport; (void)owner;
 	if (kind == FLT_RULE_LISTEN)
-		mirror_group(f, f->fd_listen6, proto, lport, FLT_FAM_V6);
-}
-
-static void set_cfg(struct fx *f)
-{
-	uint32_t zero = 0;
-
-	assert_int_equal(bpf_map_update_elem(f->fd_cfg, &zero, &f->cfg, BPF_ANY), 0);
+		dp_mirror_group(f, f->fd_listen6, proto, lport, FLT_FAM_V6);
 }
 
 static int setup(void **state)
 {
-	struct fx *f = calloc(1, sizeof(*f));
-	uint64_t k0, k1;
+	struct dp_fx *f;
 
+	if (dp_fx_open(&f, NODE_IP, BUDGET) < 0)
+		return -1;
+	*state = f;
 	if (!f)
-		return -1;
-	libbpf_set_print(NULL);
-	f->skel = uls_dp__open_and_load();
-	if (!f->skel) {
-		free(f);
-		*state = NULL;
 		return 0;   /* each test skips */
-	}
-	f->t = flt_table_new();
-	if (!f->t || flt_table_set_seed(f->t, 7) < 0)
-		return -1;
-	f->fd_cfg = bpf_map__fd(f->skel->maps.dp_cfg);
-	f->fd_conn = bpf_map__fd(f->skel->maps.dp_conn);
-	f->fd_listen = bpf_map__fd(f->skel->maps.dp_listen);
-	f->fd_listen6 = bpf_map__fd(f->skel->maps.dp_listen6);
-	f->fd_lease_q = bpf_map__fd(f->skel->maps.dp_lease_q);
-	f->fd_q_owner = bpf_map__fd(f->skel->maps.dp_q_owner);
-	f->fd_qstat = bpf_map__fd(f->skel->maps.dp_qstat);
-	flt_table_key(f->t, &k0, &k1);
-	f->cfg = (struct flt_dp_cfg){ .node_ip = __builtin_bswap32(NODE_IP), .ifindex = 1,
-				      .mtu = 1500, .k0 = k0, .k1 = k1, .has_ip6 = 1,
-				      .syn_budget = BUDGET };
-	memcpy(f->cfg.node_mac, node_mac, 6);
-	memcpy(f->cfg.node_ip6, node6, 16);
-	memcpy(f->cfg.node_ll6, ll6, 16);
-	set_cfg(f);
 	flt_table_set_observer(f->t, mirror, f);
 	flt_table_set_observer6(f->t, mirror6, f);
-	for (uint32_t o = 1; o < 32; o++)
-		give_queue(f, o);
 	assert_int_equal(flt_add_listen(f->t, TCP, 80, 3, false), 0);
-	*state = f;
 	return 0;
 }
-
-static int teardown(void **state)
-{
-	struct fx *f = *state;
-
-	if (!f)
-		return 0;
-	flt_table_free(f->t);
-	uls_dp__destroy(f->skel);
-	free(f);
-	return 0;
-}
-
-#define NEED_BPF(f)                                                                     \
-	do {                                                                            \
-		if (!(f)) {                                                             \
-			print_message("skipped: the BPF programs do not load here\n"); \
-			skip();                                                         \
-		}                                                                       \
-	} while (0)
 
 struct frame {
 	uint8_t b[128];
@@ -207,7 +117,7 @@ static void seg6(struct frame *fr, const uint8_t src[16], uint16_t sport, uint16
 }
 
 /* synguard's verdict on a frame (a tc program's test run takes the whole frame). */
-static int guard(struct fx *f, const struct frame *fr)
+static int guard(struct dp_fx *f, const struct frame *fr)
 {
 	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = fr->b, .data_size_in = (uint32_t)fr->len,
 		    .repeat = 1);
@@ -219,7 +129,7 @@ static int guard(struct fx *f, const struct frame *fr)
 
 /* The steering program's queue (a socket filter's test run starts after the Ethernet
  * header it takes off: test_datapath6.c). */
-static uint32_t steer(struct fx *f, const struct frame *fr)
+static uint32_t steer(struct dp_fx *f, const struct frame *fr)
 {
 	uint8_t in[sizeof(fr->b) + WIRE_ETH_HLEN];
 
@@ -231,7 +141,7 @@ static uint32_t steer(struct fx *f, const struct frame *fr)
 	return o.retval;
 }
 
-static struct flt_dp_qstat qstat(struct fx *f, uint32_t q)
+static struct flt_dp_qstat qstat(struct dp_fx *f, uint32_t q)
 {
 	struct flt_dp_qstat st;
 
@@ -248,7 +158,7 @@ static void flood_syn(struct frame *fr, unsigned i)
 /* The budget's SYNs pass, the rest of the window's are dropped and counted for the queue. */
 static void syns_over_the_budget_are_shed_and_counted(void **state)
 {
-	struct fx *f = *state;
+	struct dp_fx *f = *state;
 	struct frame fr;
 
 	NEED_BPF(f);
@@ -272,7 +182,7 @@ static void syns_over_the_budget_are_shed_and_counted(void **state)
  * taken (counted), a new SYN of the same tuple with another ISN is not. */
 static void shed_syns_retransmission_is_taken(void **state)
 {
-	struct fx *f = *state;
+	struct dp_fx *f = *state;
 	struct frame fr;
 
 	NEED_BPF(f);
@@ -293,12 +203,12 @@ static void shed_syns_retransmission_is_taken(void **state)
  * 1 s and 3 s more) and forgets after two. */
 static void shed_syn_remembered_for_a_generation_then_forgotten(void **state)
 {
-	struct fx *f = *state;
+	struct dp_fx *f = *state;
 	struct frame fr, x;
 
 	NEED_BPF(f);
 	f->cfg.syn_budget = 1;
-	set_cfg(f);
+	dp_set_cfg(f);
 	flood_syn(&fr, 0);
 	assert_int_equal(guard(f, &fr), TCX_PASS);
 	flood_syn(&x, 1);
@@ -322,7 +232,7 @@ static void shed_syn_remembered_for_a_generation_then_forgotten(void **state)
  * its source known (steering notes handshakes to listeners only). */
 static void known_peers_syns_pass_over_the_budget(void **state)
 {
-	struct fx *f = *state;
+	struct dp_fx *f = *state;
 	struct frame fr;
 	const uint32_t peer = 0x0a000009u, held = 0x0a00000bu;
 
@@ -351,14 +261,14 @@ static void known_peers_syns_pass_over_the_budget(void **state)
  * shedding stops for the queue (counted once), other queues are not affected. */
 static void shedding_suspended_when_a_quarter_come_back(void **state)
 {
-	struct fx *f = *state;
+	struct dp_fx *f = *state;
 	struct frame fr;
 	bool shed[400];
 	unsigned nshed = 0, dropped = 0, back = 0;
 
 	NEED_BPF(f);
 	f->cfg.syn_budget = 1;
-	set_cfg(f);
+	dp_set_cfg(f);
 	for (unsigned i = 0; i < 400; i++) {
 		flood_syn(&fr, i);
 		shed[i] = guard(f, &fr) == TCX_DROP;
@@ -398,7 +308,7 @@ static void shedding_suspended_when_a_quarter_come_back(void **state)
  * (ULS_SYN_SHED=0). */
 static void only_pure_syns_to_a_direct_listener_are_shed(void **state)
 {
-	struct fx *f = *state;
+	struct dp_fx *f = *state;
 	struct frame fr;
 
 	NEED_BPF(f);
@@ -429,7 +339,7 @@ static void only_pure_syns_to_a_direct_listener_are_shed(void **state)
 	wire_wr16(fr.b + WIRE_ETH_HLEN + 6, WIRE_IPV4_MF);
 	assert_int_equal(guard(f, &fr), TCX_PASS);
 	f->cfg.syn_budget = 0;
-	set_cfg(f);
+	dp_set_cfg(f);
 	flood_syn(&fr, 52);
 	assert_int_equal(guard(f, &fr), TCX_PASS);
 	assert_int_equal(qstat(f, 3).syn_shed, 1);
@@ -440,7 +350,7 @@ static void only_pure_syns_to_a_direct_listener_are_shed(void **state)
  * SYN taken. */
 static void ipv6_syns_shed_and_retransmission_taken(void **state)
 {
-	struct fx *f = *state;
+	struct dp_fx *f = *state;
 	struct frame fr;
 	uint8_t src[16] = { 0x20, 0x01, 0x0d, 0xb8, 0, 9, [15] = 1 };
 
@@ -464,7 +374,7 @@ static void ipv6_syns_shed_and_retransmission_taken(void **state)
 	assert_int_equal(qstat(f, 6).syn_known_peer, 1);
 }
 
-#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, dp_fx_teardown)
 
 int main(void)
 {

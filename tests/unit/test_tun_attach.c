@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "netif/tun.h"
+#include "tests/unit/owntap.h"
 
 #define TAP "ulsut9"
 
@@ -91,19 +92,7 @@ static void test_a_previous_owner_with_the_same_setting_is_no_obstacle(void **st
 static int setup(void **state)
 {
 	(void)state;
-	struct ifreq ifr = { 0 };
-	int fd;
-
-	if (geteuid() != 0 || unshare(CLONE_NEWNET) < 0)
-		return -1;
-	fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", TAP);
-	ifr.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_MULTI_QUEUE;
-	int rc = ioctl(fd, TUNSETIFF, &ifr) < 0 || ioctl(fd, TUNSETPERSIST, 1) < 0 ? -1 : 0;
-	close(fd);
-	return rc;
+	return owntap_make(TAP, IFF_MULTI_QUEUE);
 }
 
 int main(void)
