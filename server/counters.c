@@ -105,6 +105,7 @@ static const char *const counter_names[SRV_COUNTER_MAX] = {
 	[SRV_CUSTODY_FINWAIT2] = "custody_finwait2",
 	[SRV_CUSTODY_FIN_ACKED] = "custody_fin_acked",
 	[SRV_CUSTODY_NOT_FIN] = "custody_not_fin",
+	[SRV_CUSTODY_ACK_IGNORED] = "custody_ack_ignored",
 };
 
 const char *srv__counter_name(enum srv_counter c)

@@ -14,6 +14,11 @@
 #include "netif/siphash.h"
 #include "netif/wire/wire.h"
 
+/* How far below SND.NXT a bare ACK of the peer may acknowledge and still be a duplicate
+ * of one it sent (RFC 5961 §5.2 bounds it by the peer's largest window; the table does
+ * not record that, and 2^30 is the largest window RFC 7323 allows). */
+#define CUSTODY_ACK_SPAN (1u << 30)
+
 static size_t home(const struct srv_custody_set *cs, uint16_t lport, const struct flt_addr *rip,
 		   uint16_t rport)
 {
@@ -205,8 +210,19 @@ enum srv_custody_verdict srv__custody_segment(struct srv_custody_set *cs, uint64
 	 * outstanding) and at RCV.NXT as the process left it. Anything else is answered as
 	 * before this tuple had a state: a RST. */
 	const uint8_t want = WIRE_TCP_FIN | WIRE_TCP_ACK;
-	if ((g->flags & (want | WIRE_TCP_SYN | WIRE_TCP_RST)) != want || g->payload_len ||
-	    g->ack != c->snd_nxt || g->seq != c->fin_seq)
+	const uint8_t ctl = WIRE_TCP_FIN | WIRE_TCP_ACK | WIRE_TCP_SYN | WIRE_TCP_RST;
+	/* A bare ACK from the peer, at RCV.NXT and acknowledging nothing we did not send: a
+	 * window update, or an ACK of our data that the process's exit overtook (it may reach
+	 * the node after the ACK of our FIN when one went through ulsd's relay). "If the ACK
+	 * is a duplicate (SEG.ACK =< SND.UNA), it can be ignored" (§3.10.7.4, FIN-WAIT-2 and
+	 * TIME-WAIT process it as ESTABLISHED). A RST would be out of the peer's window and
+	 * ignored, or, for SEG.ACK = SND.NXT, reset a peer that may still close in order. */
+	uint32_t rcv_nxt = c->fin_seq + (c->state == SRV_CUSTODY_TIME_WAIT);
+	if ((g->flags & ctl) == WIRE_TCP_ACK && !g->payload_len && g->seq == rcv_nxt &&
+	    c->snd_nxt - g->ack < CUSTODY_ACK_SPAN)
+		return SRV_CUSTODY_IGNORE;
+	if ((g->flags & ctl) != want || g->payload_len || g->ack != c->snd_nxt ||
+	    g->seq != c->fin_seq)
 		return SRV_CUSTODY_RST_BAD_FIN;
 	/* FIN-WAIT-2: "enter the TIME-WAIT state"; TIME-WAIT: "Acknowledge it, and restart
 	 * the 2 MSL timeout" (§3.10.7.4). */

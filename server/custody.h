@@ -103,12 +103,16 @@ enum srv_custody_verdict {
 	SRV_CUSTODY_ACK,        /* the peer's FIN: send <SEQ=*seq><ACK=*ack><CTL=ACK> */
 	SRV_CUSTODY_RST_BAD_FIN,/* a FIN-WAIT-2 or TIME-WAIT tuple, a segment that is not its
 				 * peer's FIN (data, wrong SEQ or ACK): a RST as today */
+	SRV_CUSTODY_IGNORE,     /* such a tuple, its peer's bare ACK (a late or duplicate
+				 * one, a window update): nothing to answer */
 };
 /* What to answer segment g for (lport, rip, rport), which no process owns. The peer's
  * FIN (FIN and ACK, no data, SYN or RST; SEG.ACK our snd_nxt; SEG.SEQ the one the table
  * recorded, so that a blind FIN cannot end the connection, RFC 5961's spirit) moves a
  * FIN-WAIT-2 tuple to TIME-WAIT and restarts a TIME-WAIT tuple's 2 MSL (RFC 9293
- * §3.10.7.4, "FIN bit" check, FIN-WAIT-2 and TIME-WAIT). */
+ * §3.10.7.4, "FIN bit" check, FIN-WAIT-2 and TIME-WAIT). The peer's bare ACK at the same
+ * SEQ, acknowledging no more than our snd_nxt, is ignored (§3.10.7.4, "ACK bit" check: a
+ * duplicate ACK "can be ignored"). */
 enum srv_custody_verdict srv__custody_segment(struct srv_custody_set *cs, uint64_t now,
 					      uint16_t lport, const struct flt_addr *rip,
 					      uint16_t rport, const struct srv_custody_seg *g,

@@ -175,8 +175,10 @@ int srv__reass_tick(struct srv *s);
 void srv__reply_arp(struct srv *s, const struct flt_pkt *p);
 void srv__reply_echo(struct srv *s, const uint8_t *frame, size_t len, const struct flt_pkt *p);
 void srv__reply_rst(struct srv *s, const uint8_t *frame, const struct flt_pkt *p);
-bool srv__custody_fin(struct srv *s, uint16_t lport, const struct flt_addr *rip, uint16_t rport,
-		      const struct srv_custody_seg *g, uint32_t *seq, uint32_t *ack);
+enum srv_custody_verdict srv__custody_answer(struct srv *s, uint16_t lport,
+					     const struct flt_addr *rip, uint16_t rport,
+					     const struct srv_custody_seg *g, uint32_t *seq,
+					     uint32_t *ack);
 void srv__reply_port_unreachable(struct srv *s, const uint8_t *frame, size_t len,
 				const struct flt_pkt *p);
 void srv__reply_reass_time_exceeded(struct srv *s, const uint8_t *frame, size_t len,

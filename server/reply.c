@@ -96,23 +96,25 @@ void srv__reply_echo(struct srv *s, const uint8_t *frame, size_t len, const stru
 }
 
 /* A segment for a tuple in custody that its process left in FIN-WAIT-2 or TIME-WAIT
- * (custody.h, srv__custody_segment): true for the peer's FIN, which gets
- * <SEQ=*seq><ACK=*ack><CTL=ACK>; false for anything else, which gets a RST. The ACK is
- * not rate-limited as resets are: only the peer, which knows both sequence numbers, draws
- * one, one for each of its FINs. */
-bool srv__custody_fin(struct srv *s, uint16_t lport, const struct flt_addr *rip, uint16_t rport,
-		      const struct srv_custody_seg *g, uint32_t *seq, uint32_t *ack)
+ * (custody.h, srv__custody_segment), counted: SRV_CUSTODY_ACK for the peer's FIN, which
+ * gets <SEQ=*seq><ACK=*ack><CTL=ACK>; SRV_CUSTODY_IGNORE for its bare ACK, which gets
+ * nothing; anything else gets a RST. The ACK is not rate-limited as resets are: only the
+ * peer, which knows both sequence numbers, draws one, one for each of its FINs. */
+enum srv_custody_verdict srv__custody_answer(struct srv *s, uint16_t lport,
+					     const struct flt_addr *rip, uint16_t rport,
+					     const struct srv_custody_seg *g, uint32_t *seq,
+					     uint32_t *ack)
 {
-	switch (srv__custody_segment(&s->custody, srv__now_ms(), lport, rip, rport, g, seq, ack)) {
-	case SRV_CUSTODY_ACK:
+	enum srv_custody_verdict v =
+		srv__custody_segment(&s->custody, srv__now_ms(), lport, rip, rport, g, seq, ack);
+
+	if (v == SRV_CUSTODY_ACK)
 		s->ctr.v[SRV_CUSTODY_FIN_ACKED]++;
-		return true;
-	case SRV_CUSTODY_RST_BAD_FIN:
+	else if (v == SRV_CUSTODY_IGNORE)
+		s->ctr.v[SRV_CUSTODY_ACK_IGNORED]++;
+	else if (v == SRV_CUSTODY_RST_BAD_FIN)
 		s->ctr.v[SRV_CUSTODY_NOT_FIN]++;
-		return false;
-	default:
-		return false;
-	}
+	return v;
 }
 
 /* RFC 9293 §3.10.7.1, CLOSED: "If the ACK bit is off, sequence number zero is used,
@@ -135,9 +137,14 @@ void srv__reply_rst(struct srv *s, const uint8_t *frame, const struct flt_pkt *p
 	struct flt_addr rip = flt_addr_v4(p->ip.src);
 	struct srv_custody_seg g = { p->tcp.seq, p->tcp.ack, p->tcp.flags, p->tcp.payload_len };
 	uint32_t seq, ack;
-	if (srv__custody_fin(s, p->dport, &rip, p->sport, &g, &seq, &ack)) {
+	switch (srv__custody_answer(s, p->dport, &rip, p->sport, &g, &seq, &ack)) {
+	case SRV_CUSTODY_ACK:
 		send_tcp(s, p->src_mac, p->ip.src, p->dport, p->sport, seq, ack, WIRE_TCP_ACK);
 		return;
+	case SRV_CUSTODY_IGNORE:
+		return;
+	default:
+		break;
 	}
 	if (!srv__tokens_allow(&s->rst_tokens_ms, &s->rst_tokens, RST_RATE_PER_S)) {
 		s->ctr.v[SRV_DROP_RST_RATE]++;

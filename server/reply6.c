@@ -590,7 +590,10 @@ static void reply_rst(struct srv *s, const struct in6 *in)
 	struct flt_addr rip = flt_addr_v6(in->ip.src);
 	struct srv_custody_seg g = { t.seq, t.ack, t.flags, t.payload_len };
 	uint32_t seq, ack;
-	bool fin = srv__custody_fin(s, t.dport, &rip, t.sport, &g, &seq, &ack);
+	enum srv_custody_verdict v = srv__custody_answer(s, t.dport, &rip, t.sport, &g, &seq, &ack);
+	if (v == SRV_CUSTODY_IGNORE)
+		return;
+	bool fin = v == SRV_CUSTODY_ACK;
 	if (fin)  /* the peer's FIN for a connection its process left closing (custody.h) */
 		wire_tcp_write(tcp, t.dport, t.sport, seq, ack, WIRE_TCP_ACK, 0);
 	else if (!srv__tokens_allow(&s->rst_tokens_ms, &s->rst_tokens, SRV_RST_RATE_PER_S)) {

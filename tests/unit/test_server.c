@@ -235,7 +235,7 @@ static enum srv_custody_verdict seg(uint8_t flags, uint32_t seq, uint32_t ack, s
 /* RFC 9293 §3.10.7.4: in FIN-WAIT-2 the peer's FIN is acknowledged and the connection
  * enters TIME-WAIT; there its retransmission is acknowledged again and 2 MSL restart.
  * Only a FIN exactly at RCV.NXT acknowledging our FIN does that (a blind one cannot). */
-static void test_custody_acks_the_fin_of_a_connection_left_in_fin_wait_2(void **state)
+static void test_custody_acks_the_fin_and_ignores_a_bare_ack_of_a_connection_left_in_fin_wait_2(void **state)
 {
 	(void)state;
 	const uint8_t fa = WIRE_TCP_FIN | WIRE_TCP_ACK;
@@ -254,7 +254,22 @@ static void test_custody_acks_the_fin_of_a_connection_left_in_fin_wait_2(void **
 	assert_int_equal(seg(WIRE_TCP_FIN, 5000, 1000, 0, &sq, &ak), SRV_CUSTODY_RST_BAD_FIN);
 	assert_int_equal(seg(fa | WIRE_TCP_SYN, 5000, 1000, 0, &sq, &ak), SRV_CUSTODY_RST_BAD_FIN);
 	assert_int_equal(seg(WIRE_TCP_ACK, 5000, 1000, 10, &sq, &ak), SRV_CUSTODY_RST_BAD_FIN);
+	/* A bare ACK acknowledging more than we sent, or off RCV.NXT, is reset too. */
+	assert_int_equal(seg(WIRE_TCP_ACK, 5000, 1001, 0, &sq, &ak), SRV_CUSTODY_RST_BAD_FIN);
+	assert_int_equal(seg(WIRE_TCP_ACK, 5001, 1000, 0, &sq, &ak), SRV_CUSTODY_RST_BAD_FIN);
+	assert_int_equal(seg(WIRE_TCP_ACK, 4999, 999, 0, &sq, &ak), SRV_CUSTODY_RST_BAD_FIN);
+	assert_int_equal(seg(WIRE_TCP_ACK, 5000, 1000 - (1u << 30), 0, &sq, &ak),
+			 SRV_CUSTODY_RST_BAD_FIN);
+	/* Its bare ACK at RCV.NXT (a window update, or one for our data that the process's
+	 * exit overtook) is ignored: "If the ACK is a duplicate (SEG.ACK =< SND.UNA), it can
+	 * be ignored" (§3.10.7.4). */
+	sq = ak = 7;
+	assert_int_equal(seg(WIRE_TCP_ACK, 5000, 1000, 0, &sq, &ak), SRV_CUSTODY_IGNORE);
+	assert_int_equal(seg(WIRE_TCP_ACK | WIRE_TCP_PSH, 5000, 999, 0, &sq, &ak),
+			 SRV_CUSTODY_IGNORE);
+	assert_int_equal(sq, 7);
 	assert_int_equal(c->state, SRV_CUSTODY_FIN_WAIT_2);
+	assert_true(c->expires_ms == now_ms + SRV_FIN_WAIT_2_MS);
 	/* The FIN: <SEQ=SND.NXT><ACK=SEG.SEQ+1>, TIME-WAIT for 2 MSL from now. */
 	now_ms += 100;
 	assert_int_equal(seg(fa, 5000, 1000, 0, &sq, &ak), SRV_CUSTODY_ACK);
@@ -270,6 +285,10 @@ static void test_custody_acks_the_fin_of_a_connection_left_in_fin_wait_2(void **
 	assert_int_equal(ak, 5001);
 	assert_true(c->expires_ms == now_ms + SRV_TIMEWAIT_MS);
 	assert_int_equal(seg(fa, 5001, 1000, 0, &sq, &ak), SRV_CUSTODY_RST_BAD_FIN);
+	/* In TIME-WAIT, RCV.NXT is past the FIN: a bare ACK there is ignored, one at the FIN's
+	 * SEQ is not. */
+	assert_int_equal(seg(WIRE_TCP_ACK, 5001, 1000, 0, &sq, &ak), SRV_CUSTODY_IGNORE);
+	assert_int_equal(seg(WIRE_TCP_ACK, 5000, 1000, 0, &sq, &ak), SRV_CUSTODY_RST_BAD_FIN);
 	assert_true(srv__custody_holds(&srv.custody, 5001, PEER_IP, 80));
 }
 
@@ -327,7 +346,7 @@ static void peer_segment(struct frame *f, uint8_t flags, uint32_t seq, uint32_t 
 /* The lease's end reads the process's last connection table: a connection in FIN-WAIT-2
  * is held without a probe; its peer's FIN gets an ACK on the wire (twice, the second a
  * retransmission in TIME-WAIT), its data a RST, each counted. */
-static void test_lease_end_holds_a_fin_wait_2_connection_and_acks_its_peers_fin(void **state)
+static void test_lease_end_holds_a_fin_wait_2_connection_acks_its_peers_fin_and_ignores_its_bare_ack(void **state)
 {
 	(void)state;
 	struct srv_lease *a = new_lease(1000);
@@ -354,6 +373,11 @@ static void test_lease_end_holds_a_fin_wait_2_connection_and_acks_its_peers_fin(
 	assert_int_equal(srv.ctr.v[SRV_CUSTODY_FINWAIT2], 1);
 	assert_int_equal(srv.ctr.v[SRV_RST_PROBES], 0);
 	assert_int_equal(nsent, 0);
+	/* The peer's bare ACK (one the process's exit overtook): no answer, counted. */
+	peer_segment(&f, WIRE_TCP_ACK, 5000, 990, 0);
+	demux(&f, 1);
+	assert_int_equal(nsent, 0);
+	assert_int_equal(srv.ctr.v[SRV_CUSTODY_ACK_IGNORED], 1);
 	for (int i = 0; i < 2; i++) {
 		peer_segment(&f, WIRE_TCP_FIN | WIRE_TCP_ACK, 5000, 1000, 0);
 		demux(&f, 1);
@@ -893,10 +917,10 @@ int main(void)
 		T(test_handoff_of_a_tuple_already_in_transit_is_busy),
 		T(test_port_of_a_connection_in_transit_stays_taken_after_the_giver_ends),
 		T(test_unclaimed_handoff_expires_into_custody),
-		T(test_custody_acks_the_fin_of_a_connection_left_in_fin_wait_2),
+		T(test_custody_acks_the_fin_and_ignores_a_bare_ack_of_a_connection_left_in_fin_wait_2),
 		T(test_custody_acks_a_retransmitted_fin_in_time_wait_only),
 		T(test_custody_forgets_a_fin_wait_2_connection_whose_peer_never_closes),
-		T(test_lease_end_holds_a_fin_wait_2_connection_and_acks_its_peers_fin),
+		T(test_lease_end_holds_a_fin_wait_2_connection_acks_its_peers_fin_and_ignores_its_bare_ack),
 		T(test_demux_delivers_a_frame_to_the_process_owning_its_tuple),
 		T(test_demux_drops_a_frame_for_another_station_and_counts_it),
 		T(test_demux_answers_a_segment_no_process_owns_with_a_reset),
