@@ -423,23 +423,20 @@ def relay_node2(request, tb):
                          request.param)
 
 
-def test_relay_ulsd_sheds_a_syn_flood_and_takes_a_shed_clients_retransmission(tb, relay_node2, capsys):
-    """ulsd's relay demultiplexer sheds a SYN flood's SYNs before it copies them to the
-    listener (server/demux.c, netif/synshed.c), counted in drop_syn_shed, and a new client
-    is let through: its SYN, if shed, comes back after 1 s and is taken in
-    (syn_shed_readmitted), or its address is a known peer's. With ULS_SYN_SHED=0 (the
-    control) ulsd sheds nothing and every flood SYN it reads goes to the listener's ring;
-    the client's time is reported for both."""
+def _relay_attempt(tb, attempt):
+    """One flood of node 2's relay ulsd, with a new client 1.5 s into it; the client's time
+    (None: not in time), the flood's report, ulsd's counter deltas and the listener's."""
     srv = tb.start([BENCH, "server", "--ctl", tb.ctl(2), "--port", str(PORT), "--count", "1"],
-                   name="relay-flood-server", env={"ULSBENCH_COUNTERS": "1"})
+                   name=f"relay-flood-server{attempt}", env={"ULSBENCH_COUNTERS": "1"})
     tb.wait_listening(srv)
     before = tb.counters(2)
-    flood = _flood(tb, tb.env["TB_NODE2_MAC"], tb.ip(2), RELAY_FLOOD_SECONDS)
+    flood = _flood(tb, tb.env["TB_NODE2_MAC"], tb.ip(2), RELAY_FLOOD_SECONDS,
+                   name=f"synflood{attempt}")
     t0 = time.monotonic()
     _at(t0, RELAY_LEGIT_AT)
     started = time.monotonic()
     client = tb.start([BENCH, "client", "--ctl", tb.ctl(1), "--to", f"{tb.ip(2)}:{PORT}",
-                       "--bytes", "65536"], name="relay-legit")
+                       "--bytes", "65536"], name=f"relay-legit{attempt}")
     took = None
     while time.monotonic() - started < RELAY_LEGIT_TIMEOUT:
         rc = client.poll()
@@ -456,23 +453,53 @@ def test_relay_ulsd_sheds_a_syn_flood_and_takes_a_shed_clients_retransmission(tb
     d = {k: after.get(k, 0) - before.get(k, 0)
          for k in ("drop_syn_shed", "syn_shed_readmitted", "syn_shed_known_peer", "syn_shed_suspended",
                    "frames_demuxed", "drop_rx_ring_full")}
+    d["leases_relay"] = after.get("leases_relay", 0)
     try:
-        srv.p.wait(timeout=10)
+        srv.p.wait(timeout=10 if took is not None else 0.5)
     except subprocess.TimeoutExpired:
         srv.kill()
     c = _server_counters(srv) if srv.poll() == 0 else {}
-    with capsys.disabled():
-        print(f"\n  relay SYN flood, ulsd {relay_node2}: client took {took} s; flood {f}; ulsd2 {d}; "
-              f"listener {{{', '.join(f'{k}: {v}' for k, v in c.items() if k.startswith(('tcp_syn', 'syn_shed')))}}}")
-    assert f["rate"] >= FLOOD_RATE_FLOOR, f"synflood reached only {f['rate']} SYN/s: {f}"
-    assert tb.ulsd_alive(2)
-    assert after.get("leases_relay", 0) >= 1, after   # the listener is on the relay
-    if relay_node2 == "no-shed":
-        assert d["drop_syn_shed"] == 0 and d["syn_shed_readmitted"] == 0, d
-        return
-    # The client's time is reported, not judged: on a machine other jobs keep busy the
-    # flood's reads alone can starve ulsd's thread (docs/benchmarks.md, "SYN flood");
-    # the main test above judges new connections. Most of the flood was shed in ulsd (its first rounds, before the pressure, and the
-    # rounds after a pause are taken).
-    assert d["drop_syn_shed"] >= f["sent"] // 2, (d, f)
-    assert d["syn_shed_readmitted"] + d["syn_shed_known_peer"] >= 1, d
+    return took, f, d, c
+
+
+# How much of the flood ulsd must have read for a round to judge the new client by: SYNs
+# that the kernel drops at the TAP's full queue, while other jobs starve ulsd's thread, never
+# reach ulsd's shedding, and the client's may be among them (CI of stop 35 at load 15: ulsd
+# read 48% of the flood, and none of the client's three SYNs was seen).
+RELAY_READ_FLOOR = 0.9
+RELAY_ATTEMPTS = 3
+
+
+def test_relay_ulsd_sheds_a_syn_flood_and_takes_a_shed_clients_retransmission(tb, relay_node2, capsys):
+    """ulsd's relay demultiplexer sheds a SYN flood's SYNs before it copies them to the
+    listener (server/demux.c, netif/synshed.c), counted in drop_syn_shed, and a new client
+    is let through: its SYN, if shed, comes back after 1 s and is taken in
+    (syn_shed_readmitted), or its address is a known peer's. With ULS_SYN_SHED=0 (the
+    control) ulsd sheds nothing and every flood SYN it reads goes to the listener's ring;
+    the client's time is reported for both. A round in which ulsd read less than
+    RELAY_READ_FLOOR of the flood (a starved machine) is run again, up to RELAY_ATTEMPTS."""
+    rounds = []
+    for attempt in range(RELAY_ATTEMPTS):
+        took, f, d, c = _relay_attempt(tb, attempt)
+        read = d["drop_syn_shed"] + d["frames_demuxed"]
+        rounds.append({"took": took, "sent": f["sent"], "read": read, **d})
+        with capsys.disabled():
+            print(f"\n  relay SYN flood, ulsd {relay_node2}, round {attempt}: client took {took} s; "
+                  f"flood {f}; ulsd2 {d}; listener "
+                  f"{{{', '.join(f'{k}: {v}' for k, v in c.items() if k.startswith(('tcp_syn', 'syn_shed')))}}}")
+        assert f["rate"] >= FLOOD_RATE_FLOOR, f"synflood reached only {f['rate']} SYN/s: {f}"
+        assert tb.ulsd_alive(2)
+        assert d["leases_relay"] >= 1, d   # the listener is on the relay
+        if relay_node2 == "no-shed":
+            assert d["drop_syn_shed"] == 0 and d["syn_shed_readmitted"] == 0, d
+            return
+        # The client's time is reported, not judged: on a machine other jobs keep busy the
+        # flood's reads alone can starve ulsd's thread (docs/benchmarks.md, "SYN flood");
+        # the main test above judges new connections. Most of what ulsd read of the flood
+        # was shed (its first rounds, before the pressure, and the rounds after a pause are
+        # taken); a mutation that sheds nothing fails here in any round.
+        assert d["drop_syn_shed"] >= read // 2, (d, f)
+        if read >= RELAY_READ_FLOOR * f["sent"]:
+            assert d["syn_shed_readmitted"] + d["syn_shed_known_peer"] >= 1, d
+            return
+    assert False, f"ulsd read less than {RELAY_READ_FLOOR:.0%} of the flood in every round: {rounds}"
