@@ -77,7 +77,7 @@ enum srv_counter {
 	 * FIN); segments for such a tuple that were not its peer's FIN (data, a FIN at
 	 * another SEQ or ACK), reset as for any dead connection; their peers' bare ACKs at
 	 * RCV.NXT, ignored (reply.c, reply6.c); retransmissions of data the process had
-	 * received, acknowledged */
+	 * received and keepalive probes, acknowledged */
 	SRV_CUSTODY_FINWAIT2, SRV_CUSTODY_FIN_ACKED, SRV_CUSTODY_NOT_FIN, SRV_CUSTODY_ACK_IGNORED,
 	SRV_CUSTODY_OLD_ACKED,
 	SRV_COUNTER_MAX

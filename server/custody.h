@@ -113,7 +113,8 @@ enum srv_custody_verdict {
 	SRV_CUSTODY_IGNORE,     /* such a tuple, its peer's bare ACK (a late or duplicate
 				 * one, a window update): nothing to answer */
 	SRV_CUSTODY_ACK_OLD,    /* such a tuple, a retransmission of data the process had
-				 * received: send <SEQ=*seq><ACK=*ack><CTL=ACK>, nothing changes */
+				 * received, or a keepalive probe: send
+				 * <SEQ=*seq><ACK=*ack><CTL=ACK>, nothing changes */
 };
 /* What to answer segment g for (lport, rip, rport), which no process owns. The peer's
  * FIN (FIN and ACK, no data, SYN or RST; SEG.ACK our snd_nxt; SEG.SEQ the one the table
@@ -122,9 +123,9 @@ enum srv_custody_verdict {
  * §3.10.7.4, "FIN bit" check, FIN-WAIT-2 and TIME-WAIT). The peer's bare ACK at the same
  * SEQ, acknowledging no more than our snd_nxt, is ignored (§3.10.7.4, "ACK bit" check: a
  * duplicate ACK "can be ignored"). A retransmission of data the process had received
- * (ending exactly at the FIN's SEQ, SEG.ACK our snd_nxt) gets an ACK (§3.10.7.4, first
- * check: a segment not acceptable is acknowledged); with the FIN, the FIN is taken as
- * above. */
+ * (ending exactly at the FIN's SEQ, SEG.ACK our snd_nxt), or in FIN-WAIT-2 the peer's
+ * keepalive (SEG.SEQ one below the FIN's, no data), gets an ACK (§3.10.7.4, first check: a
+ * segment not acceptable is acknowledged); with the FIN, the FIN is taken as above. */
 enum srv_custody_verdict srv__custody_segment(struct srv_custody_set *cs, uint64_t now,
 					      uint16_t lport, const struct flt_addr *rip,
 					      uint16_t rport, const struct srv_custody_seg *g,

@@ -478,8 +478,17 @@ elif mode == "olddata":
     if last:
         resend(last[-1])
         dup = answers(0.3)
+elif mode == "keepalive":
+    # Keepalive from our CLOSE-WAIT (SEG.SEQ = RCV.NXT - 1, RFC 9293 §3.8.4): what answers
+    # its probes, over 2.5 s of 1 s idle and interval.
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 1)
+    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, 1)
+    ka = segs(time.monotonic() + 2.5, None)
+    dup = summary([x for x in ka if not x[0]])
+    early += [x for x in ka if x[0]]
 t0 = time.monotonic()
-if mode in ("fin", "olddata"):
+if mode in ("fin", "olddata", "keepalive"):
     try:
         c.shutdown(socket.SHUT_WR) if info()[0] == 8 else None   # 8: CLOSE-WAIT
     except OSError as e:    # reset meanwhile: the report says so
@@ -502,7 +511,7 @@ out = {"state_before": state0, "state": state, "closed_after": t_closed, "so_err
        "total_retrans": retrans, "segments": summary(got), "early": summary(early),
        "dup_answers": dup}
 fins = [f for o, f, v in got if o and v[5] & 1]
-if mode in ("fin", "olddata") and fins:
+if mode in ("fin", "olddata", "keepalive") and fins:
     # Our FIN again, as a retransmission in TIME-WAIT would be.
     resend(fins[0])
     out["again"] = answers(1.0)
@@ -632,6 +641,19 @@ def test_custody_acks_old_data_of_a_peer_whose_process_exited_in_fin_wait_2(tb):
     # (the kernel may have retransmitted the data itself too: the same answer)
     assert r["state"] == 7 and r["so_error"] == 0, r
     assert not any(s[0] == "in" and s[1] & 4 for s in r["early"] + r["segments"]), r
+    assert d["custody_old_acked"] >= 1 and d["custody_fin_acked"] >= 1, d
+
+
+def test_custody_acks_keepalives_of_a_peer_whose_process_exited_in_fin_wait_2(tb):
+    """The kernel peer of a process that exited in FIN-WAIT-2 turns keepalive on (1 s) in
+    its CLOSE-WAIT: its probes (SEG.SEQ = RCV.NXT - 1, RFC 9293 §3.8.4) get ACKs from ulsd,
+    as from Linux's orphaned socket, not a RST; the peer then closes in order."""
+    r, d = close_after_exit(tb, 6313, "keepalive")
+    assert r["state_before"] == 8, r
+    probes = [s for s in r["early"] if s[0] == "out" and s[1] == 0x10]
+    assert probes and r["dup_answers"], r
+    assert all(s[1] == 0x10 for s in r["dup_answers"]), r
+    assert r["state"] == 7 and r["so_error"] == 0, r
     assert d["custody_old_acked"] >= 1 and d["custody_fin_acked"] >= 1, d
 
 

@@ -341,6 +341,15 @@ static void test_custody_acks_a_retransmission_of_data_the_process_had_received(
 	assert_int_equal(ak, 5000);
 	assert_int_equal(c->state, SRV_CUSTODY_FIN_WAIT_2);
 	assert_true(c->expires_ms == now_ms - 50 + SRV_FIN_WAIT_2_MS);
+	/* The peer's keepalive or window probe from its CLOSE-WAIT (SEG.SEQ = RCV.NXT - 1, no
+	 * data; RFC 9293 §3.8.4): acknowledged too, only exactly there. */
+	assert_int_equal(seg(WIRE_TCP_ACK, 4998, 1000, 0, &sq, &ak), SRV_CUSTODY_RST_BAD_FIN);
+	assert_int_equal(seg(WIRE_TCP_ACK, 4999, 1001, 0, &sq, &ak), SRV_CUSTODY_RST_BAD_FIN);
+	sq = ak = 0;
+	assert_int_equal(seg(WIRE_TCP_ACK, 4999, 1000, 0, &sq, &ak), SRV_CUSTODY_ACK_OLD);
+	assert_int_equal(sq, 1000);
+	assert_int_equal(ak, 5000);
+	assert_int_equal(c->state, SRV_CUSTODY_FIN_WAIT_2);
 	/* The same data with the peer's FIN: the FIN is new, TIME-WAIT. */
 	assert_int_equal(seg(fa | WIRE_TCP_PSH, 4900, 1000, 100, &sq, &ak), SRV_CUSTODY_ACK);
 	assert_int_equal(ak, 5001);
