@@ -137,7 +137,11 @@ static __always_inline int syn_remember(__u64 fp, __u64 now)
 	if (!s)
 		return -1;
 	bpf_spin_lock(&s->lock);
-	if (s->used[s->cur & 1] && now - s->start_ns >= SYN_GEN_NS) {
+	/* Signed: now was read before the lock, and another CPU may have turned the
+	 * generations over since, at a later reading (start_ns > now). Unsigned, that
+	 * difference wrapped to 2^64 - x and turned them over again, clearing the generation
+	 * with the SYNs shed in the last SYN_GEN_NS (their clients lost a second RTO). */
+	if (s->used[s->cur & 1] && (__s64)(now - s->start_ns) >= (__s64)SYN_GEN_NS) {
 		clear = (s->cur & 1) ^ 1;
 		s->start_ns = now;    /* claimed: no other CPU turns it over now */
 	}
@@ -179,11 +183,14 @@ static __attribute__((noinline)) int syn_decide(const struct flt_dp_cfg *c, __u3
 
 	if (!sq || !st)
 		return TCX_PASS;
-	if (now - sq->win_start_ns >= FLT_DP_SYN_WINDOW_NS) {
+	/* Signed differences: the other CPU may have started a window (or a judgement
+	 * period) at a clock reading later than this one's; that is the current window, not
+	 * one 2^64 ns old to start again with a fresh budget. */
+	if ((__s64)(now - sq->win_start_ns) >= (__s64)FLT_DP_SYN_WINDOW_NS) {
 		sq->win_start_ns = now;
 		sq->win_syns = 0;
 	}
-	if (now - sq->judge_start_ns >= SYN_GEN_NS) {
+	if ((__s64)(now - sq->judge_start_ns) >= (__s64)SYN_GEN_NS) {
 		sq->judge_start_ns = now;
 		sq->judge_shed /= 2;
 		sq->judge_back /= 2;

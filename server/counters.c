@@ -106,6 +106,7 @@ static const char *const counter_names[SRV_COUNTER_MAX] = {
 	[SRV_CUSTODY_FIN_ACKED] = "custody_fin_acked",
 	[SRV_CUSTODY_NOT_FIN] = "custody_not_fin",
 	[SRV_CUSTODY_ACK_IGNORED] = "custody_ack_ignored",
+	[SRV_CUSTODY_OLD_ACKED] = "custody_old_acked",
 };
 
 const char *srv__counter_name(enum srv_counter c)

@@ -76,8 +76,10 @@ enum srv_counter {
 	 * acknowledged (a FIN-WAIT-2 one now in TIME-WAIT, or a TIME-WAIT one's retransmitted
 	 * FIN); segments for such a tuple that were not its peer's FIN (data, a FIN at
 	 * another SEQ or ACK), reset as for any dead connection; their peers' bare ACKs at
-	 * RCV.NXT, ignored (reply.c, reply6.c) */
+	 * RCV.NXT, ignored (reply.c, reply6.c); retransmissions of data the process had
+	 * received and keepalive probes, acknowledged */
 	SRV_CUSTODY_FINWAIT2, SRV_CUSTODY_FIN_ACKED, SRV_CUSTODY_NOT_FIN, SRV_CUSTODY_ACK_IGNORED,
+	SRV_CUSTODY_OLD_ACKED,
 	SRV_COUNTER_MAX
 };
 

@@ -221,8 +221,24 @@ enum srv_custody_verdict srv__custody_segment(struct srv_custody_set *cs, uint64
 	if ((g->flags & ctl) == WIRE_TCP_ACK && !g->payload_len && g->seq == rcv_nxt &&
 	    c->snd_nxt - g->ack < CUSTODY_ACK_SPAN)
 		return SRV_CUSTODY_IGNORE;
-	if ((g->flags & ctl) != want || g->payload_len || g->ack != c->snd_nxt ||
-	    g->seq != c->fin_seq)
+	/* Where the segment's data ends: at the peer's FIN for a retransmission of data the
+	 * process had received (in FIN-WAIT-2 the FIN's place is the recorded RCV.NXT). Its
+	 * ACK was lost, or delayed and never sent (uls_node_stop waits for none): such a
+	 * segment is not acceptable, and "an acknowledgment should be sent in reply"
+	 * (§3.10.7.4, first check), as Linux's orphaned FIN-WAIT-2 and TIME-WAIT sockets do.
+	 * So is the peer's keepalive or window probe in FIN-WAIT-2 (its CLOSE-WAIT may probe:
+	 * SEG.SEQ = RCV.NXT - 1, no data; §3.8.4). Only one ending exactly there and
+	 * acknowledging exactly SND.NXT (a blind one cannot); with the FIN too, its old data
+	 * is trimmed and the FIN taken as below. */
+	uint32_t end = g->seq + (uint32_t)g->payload_len;
+	bool old = g->payload_len ? end == c->fin_seq :
+		   c->state == SRV_CUSTODY_FIN_WAIT_2 && g->seq == c->fin_seq - 1;
+	if ((g->flags & ctl) == WIRE_TCP_ACK && old && g->ack == c->snd_nxt) {
+		*seq = c->snd_nxt;
+		*ack = rcv_nxt;
+		return SRV_CUSTODY_ACK_OLD;
+	}
+	if ((g->flags & ctl) != want || g->ack != c->snd_nxt || end != c->fin_seq)
 		return SRV_CUSTODY_RST_BAD_FIN;
 	/* FIN-WAIT-2: "enter the TIME-WAIT state"; TIME-WAIT: "Acknowledge it, and restart
 	 * the 2 MSL timeout" (§3.10.7.4). */

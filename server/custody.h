@@ -28,6 +28,13 @@
  * tcp_fin_timeout for an orphaned socket (RFC 9293 §3.10.7.4 sets no limit). */
 #define SRV_FIN_WAIT_2_MS   60000
 
+/* The window field of ulsd's ACKs for such a connection: not zero. An ACK of the peer's
+ * retransmitted data may come before the peer's FIN, and a zero window there would hold
+ * the FIN back (it takes a sequence number: Linux then probes the window with SEG.SEQ =
+ * RCV.NXT - 1, which, not its FIN, drew a RST). The peer scales it by the process's shift
+ * (RFC 7323 §2.3): room for the FIN at least; more data gets a RST as before. */
+#define SRV_CUSTODY_ACK_WND 1
+
 /* What ulsd knows of a held connection. A connection its process left in FIN-WAIT-2 (its
  * FIN sent and acknowledged) or TIME-WAIT is held with the sequence numbers of its last
  * connection table (netif/conntab.h), so that the peer's FIN, or its retransmission, gets
@@ -105,6 +112,9 @@ enum srv_custody_verdict {
 				 * peer's FIN (data, wrong SEQ or ACK): a RST as today */
 	SRV_CUSTODY_IGNORE,     /* such a tuple, its peer's bare ACK (a late or duplicate
 				 * one, a window update): nothing to answer */
+	SRV_CUSTODY_ACK_OLD,    /* such a tuple, a retransmission of data the process had
+				 * received, or a keepalive probe: send
+				 * <SEQ=*seq><ACK=*ack><CTL=ACK>, nothing changes */
 };
 /* What to answer segment g for (lport, rip, rport), which no process owns. The peer's
  * FIN (FIN and ACK, no data, SYN or RST; SEG.ACK our snd_nxt; SEG.SEQ the one the table
@@ -112,7 +122,10 @@ enum srv_custody_verdict {
  * FIN-WAIT-2 tuple to TIME-WAIT and restarts a TIME-WAIT tuple's 2 MSL (RFC 9293
  * §3.10.7.4, "FIN bit" check, FIN-WAIT-2 and TIME-WAIT). The peer's bare ACK at the same
  * SEQ, acknowledging no more than our snd_nxt, is ignored (§3.10.7.4, "ACK bit" check: a
- * duplicate ACK "can be ignored"). */
+ * duplicate ACK "can be ignored"). A retransmission of data the process had received
+ * (ending exactly at the FIN's SEQ, SEG.ACK our snd_nxt), or in FIN-WAIT-2 the peer's
+ * keepalive (SEG.SEQ one below the FIN's, no data), gets an ACK (§3.10.7.4, first check: a
+ * segment not acceptable is acknowledged); with the FIN, the FIN is taken as above. */
 enum srv_custody_verdict srv__custody_segment(struct srv_custody_set *cs, uint64_t now,
 					      uint16_t lport, const struct flt_addr *rip,
 					      uint16_t rport, const struct srv_custody_seg *g,

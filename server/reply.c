@@ -38,9 +38,11 @@ static void put_ipv4(uint8_t *ip, uint8_t proto, uint32_t src, uint32_t dst, uin
 	wire_ipv4_write(ip, proto, src, dst, total, id, WIRE_IPV4_DEFAULT_TTL);
 }
 
-/* A segment without options or data, its checksum over the pseudo-header (RFC 9293 §3.1). */
+/* A segment without options or data, its checksum over the pseudo-header (RFC 9293 §3.1);
+ * wnd: its window field. */
 static void send_tcp(struct srv *s, const uint8_t dst_mac[WIRE_ETH_ALEN], uint32_t dst_ip,
-		     uint16_t sport, uint16_t dport, uint32_t seq, uint32_t ack, uint8_t flags)
+		     uint16_t sport, uint16_t dport, uint32_t seq, uint32_t ack, uint8_t flags,
+		     uint16_t wnd)
 {
 	uint8_t f[ETH_HLEN + IP_HLEN + TCP_HLEN];
 	uint8_t *ip = f + ETH_HLEN, *tcp = ip + IP_HLEN;
@@ -48,7 +50,7 @@ static void send_tcp(struct srv *s, const uint8_t dst_mac[WIRE_ETH_ALEN], uint32
 
 	wire_eth_write(f, dst_mac, s->mac, WIRE_ETHERTYPE_IPV4);
 	put_ipv4(ip, WIRE_IPPROTO_TCP, s->ip, dst_ip, IP_HLEN + TCP_HLEN);
-	wire_tcp_write(tcp, sport, dport, seq, ack, flags, 0);
+	wire_tcp_write(tcp, sport, dport, seq, ack, flags, wnd);
 	sum = wire_sum_pseudo4(0, s->ip, dst_ip, WIRE_IPPROTO_TCP, TCP_HLEN);
 	wire_wr16(tcp + WIRE_TCP_OFF_CHECKSUM, wire_sum_finish(wire_sum(sum, tcp, TCP_HLEN)));
 	srv__send_frame(s, f, sizeof(f));
@@ -97,7 +99,8 @@ void srv__reply_echo(struct srv *s, const uint8_t *frame, size_t len, const stru
 
 /* A segment for a tuple in custody that its process left in FIN-WAIT-2 or TIME-WAIT
  * (custody.h, srv__custody_segment), counted: SRV_CUSTODY_ACK for the peer's FIN, which
- * gets <SEQ=*seq><ACK=*ack><CTL=ACK>; SRV_CUSTODY_IGNORE for its bare ACK, which gets
+ * gets <SEQ=*seq><ACK=*ack><CTL=ACK>, and SRV_CUSTODY_ACK_OLD for a retransmission of data
+ * the process had received, which gets one too; SRV_CUSTODY_IGNORE for its bare ACK, which gets
  * nothing; anything else gets a RST. The ACK is not rate-limited as resets are: only the
  * peer, which knows both sequence numbers, draws one, one for each of its FINs. */
 enum srv_custody_verdict srv__custody_answer(struct srv *s, uint16_t lport,
@@ -110,6 +113,8 @@ enum srv_custody_verdict srv__custody_answer(struct srv *s, uint16_t lport,
 
 	if (v == SRV_CUSTODY_ACK)
 		s->ctr.v[SRV_CUSTODY_FIN_ACKED]++;
+	else if (v == SRV_CUSTODY_ACK_OLD)
+		s->ctr.v[SRV_CUSTODY_OLD_ACKED]++;
 	else if (v == SRV_CUSTODY_IGNORE)
 		s->ctr.v[SRV_CUSTODY_ACK_IGNORED]++;
 	else if (v == SRV_CUSTODY_RST_BAD_FIN)
@@ -139,7 +144,9 @@ void srv__reply_rst(struct srv *s, const uint8_t *frame, const struct flt_pkt *p
 	uint32_t seq, ack;
 	switch (srv__custody_answer(s, p->dport, &rip, p->sport, &g, &seq, &ack)) {
 	case SRV_CUSTODY_ACK:
-		send_tcp(s, p->src_mac, p->ip.src, p->dport, p->sport, seq, ack, WIRE_TCP_ACK);
+	case SRV_CUSTODY_ACK_OLD:
+		send_tcp(s, p->src_mac, p->ip.src, p->dport, p->sport, seq, ack, WIRE_TCP_ACK,
+			 SRV_CUSTODY_ACK_WND);
 		return;
 	case SRV_CUSTODY_IGNORE:
 		return;
@@ -151,12 +158,12 @@ void srv__reply_rst(struct srv *s, const uint8_t *frame, const struct flt_pkt *p
 		return;
 	}
 	if (p->tcp.flags & WIRE_TCP_ACK) {
-		send_tcp(s, p->src_mac, p->ip.src, p->dport, p->sport, p->tcp.ack, 0, WIRE_TCP_RST);
+		send_tcp(s, p->src_mac, p->ip.src, p->dport, p->sport, p->tcp.ack, 0, WIRE_TCP_RST, 0);
 	} else {
 		uint32_t seglen = p->tcp.payload_len + !!(p->tcp.flags & WIRE_TCP_SYN) +
 				  !!(p->tcp.flags & WIRE_TCP_FIN);
 		send_tcp(s, p->src_mac, p->ip.src, p->dport, p->sport, 0, p->tcp.seq + seglen,
-			    WIRE_TCP_RST | WIRE_TCP_ACK);
+			    WIRE_TCP_RST | WIRE_TCP_ACK, 0);
 	}
 	s->ctr.v[SRV_RST_SENT]++;
 }
@@ -277,6 +284,6 @@ void srv__send_probe(void *arg, const struct srv_custody *c)
 	if (getrandom(&seq, sizeof(seq), GRND_NONBLOCK) != sizeof(seq))
 		seq = (uint32_t)srv__now_ms();
 	send_tcp(s, s->neigh[i].mac, rip, c->lport, c->rport, seq, seq ^ 0x80000000u,
-		    WIRE_TCP_ACK);
+		    WIRE_TCP_ACK, 0);
 	s->ctr.v[SRV_RST_PROBES]++;
 }

@@ -593,9 +593,9 @@ static void reply_rst(struct srv *s, const struct in6 *in)
 	enum srv_custody_verdict v = srv__custody_answer(s, t.dport, &rip, t.sport, &g, &seq, &ack);
 	if (v == SRV_CUSTODY_IGNORE)
 		return;
-	bool fin = v == SRV_CUSTODY_ACK;
+	bool fin = v == SRV_CUSTODY_ACK || v == SRV_CUSTODY_ACK_OLD;
 	if (fin)  /* the peer's FIN for a connection its process left closing (custody.h) */
-		wire_tcp_write(tcp, t.dport, t.sport, seq, ack, WIRE_TCP_ACK, 0);
+		wire_tcp_write(tcp, t.dport, t.sport, seq, ack, WIRE_TCP_ACK, SRV_CUSTODY_ACK_WND);
 	else if (!srv__tokens_allow(&s->rst_tokens_ms, &s->rst_tokens, SRV_RST_RATE_PER_S)) {
 		s->ctr.v[SRV_DROP_RST_RATE]++;
 		return;

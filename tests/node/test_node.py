@@ -408,6 +408,8 @@ while True:
         break
     n += len(k)
 print(json.dumps({"eof": n, "peer_port": peer[1]}), flush=True)
+if mode == "olddata":
+    c.send(b"z" * 100)    # the process reads it and exits
 deadline = time.monotonic() + 30
 while not os.path.exists(go) and time.monotonic() < deadline:
     time.sleep(0.02)
@@ -469,9 +471,28 @@ if mode == "fin":
     if last:
         resend(last[-1])
         dup = answers(0.3)
+elif mode == "olddata":
+    # Our data again, which the process had received, as a retransmission would come
+    # when its ACK was lost or never left.
+    last = [f for o, f, v in early if o and v[5] & 0x08]
+    if last:
+        resend(last[-1])
+        dup = answers(0.3)
+elif mode == "keepalive":
+    # Keepalive from our CLOSE-WAIT (SEG.SEQ = RCV.NXT - 1, RFC 9293 §3.8.4): what answers
+    # its probes, over 2.5 s of 1 s idle and interval.
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 1)
+    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, 1)
+    ka = segs(time.monotonic() + 2.5, None)
+    dup = summary([x for x in ka if not x[0]])
+    early += [x for x in ka if x[0]]
 t0 = time.monotonic()
-if mode == "fin":
-    c.shutdown(socket.SHUT_WR) if state0 == 8 else None   # 8: CLOSE-WAIT
+if mode in ("fin", "olddata", "keepalive"):
+    try:
+        c.shutdown(socket.SHUT_WR) if info()[0] == 8 else None   # 8: CLOSE-WAIT
+    except OSError as e:    # reset meanwhile: the report says so
+        print(json.dumps({"shutdown_errno": e.errno}), flush=True)
 else:
     try:
         c.send(b"x" * 100)
@@ -490,7 +511,7 @@ out = {"state_before": state0, "state": state, "closed_after": t_closed, "so_err
        "total_retrans": retrans, "segments": summary(got), "early": summary(early),
        "dup_answers": dup}
 fins = [f for o, f, v in got if o and v[5] & 1]
-if mode == "fin" and fins:
+if mode in ("fin", "olddata", "keepalive") and fins:
     # Our FIN again, as a retransmission in TIME-WAIT would be.
     resend(fins[0])
     out["again"] = answers(1.0)
@@ -507,14 +528,31 @@ s.close()
 print("closed", flush=True)
 """
 
+# The same, but it shuts down its sending half, reads the peer's 100 octets (mode olddata)
+# and then exits: FIN-WAIT-2 with the peer's data received.
+HALF_CLOSER = r"""
+import socket, sys
+s = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10)
+s.sendall(b"y" * 1000)
+s.shutdown(socket.SHUT_WR)
+n = 0
+while n < 100:
+    k = s.recv(100 - n)
+    if not k:
+        break
+    n += len(k)
+s.close()
+print("read", n, flush=True)
+"""
+
 
 def after_keys():
     return ("custody_finwait2", "custody_timewait", "custody_fin_acked", "custody_not_fin",
             "custody_ack_ignored", "rst_sent", "rst_probes", "leases_closed", "custody_connections")
 
 
-def close_after_exit(tb, port, mode):
-    """HALF_OPEN_PEER in `mode` against CLOSER on node 1; its report and node 1's counter
+def close_after_exit(tb, port, mode, closer=CLOSER):
+    """HALF_OPEN_PEER in `mode` against closer on node 1; its report and node 1's counter
     deltas."""
     go = os.path.join(tb.outdir, f"go-{port}")
     kp = tb.kernel_python(HALF_OPEN_PEER, port, go, mode, name=f"halfopen-{mode}")
@@ -524,7 +562,7 @@ def close_after_exit(tb, port, mode):
         time.sleep(0.02)
     before = tb.counters(1)
     ulsrun = os.path.join(os.path.dirname(BENCH), "ulsrun")
-    cl = tb.start([ulsrun, "--ctl", tb.ctl(1), "--", "/usr/bin/python3", "-c", CLOSER,
+    cl = tb.start([ulsrun, "--ctl", tb.ctl(1), "--", "/usr/bin/python3", "-c", closer,
                    tb.kernel_ip, str(port)], name=f"closer-{mode}")
     assert cl.wait(30) == 0, cl.stderr()
     eof = None
@@ -547,7 +585,7 @@ def close_after_exit(tb, port, mode):
     after = tb.counters(1)
     d = {k: delta(before, after, k) for k in ("custody_finwait2", "custody_fin_acked",
                                                "custody_not_fin", "custody_ack_ignored",
-                                               "rst_sent", "rst_probes")}
+                                               "custody_old_acked", "rst_sent", "rst_probes")}
     print(f"{mode}: {r} {d}")
     return r, d
 
@@ -588,6 +626,35 @@ def test_custody_resets_data_from_a_peer_whose_process_exited_in_fin_wait_2(tb):
     assert r["state"] == 7 and r["so_error"] in (errno.EPIPE, errno.ECONNRESET), r
     assert any(s[0] == "in" and s[1] & 4 for s in r["segments"]), r   # RST
     assert d["custody_not_fin"] >= 1 and d["rst_sent"] >= 1, d
+
+
+def test_custody_acks_old_data_of_a_peer_whose_process_exited_in_fin_wait_2(tb):
+    """A process on node 1 shuts down its sending half, reads its kernel peer's 100 octets
+    and exits (FIN-WAIT-2, the data received). The peer sends that data again, as its
+    retransmission would come when the process's ACK was lost or, delayed, never left
+    before the stack stopped: ulsd acknowledges it (RFC 9293 §3.10.7.4, first check: a
+    segment not acceptable gets an ACK; custody_old_acked) instead of resetting the peer,
+    which then closes in order, its FIN acknowledged; no RST in the connection's life."""
+    r, d = close_after_exit(tb, 6312, "olddata", HALF_CLOSER)
+    assert r["state_before"] == 8, r
+    assert r["dup_answers"] and all(s[1] == 0x10 for s in r["dup_answers"]), r
+    # (the kernel may have retransmitted the data itself too: the same answer)
+    assert r["state"] == 7 and r["so_error"] == 0, r
+    assert not any(s[0] == "in" and s[1] & 4 for s in r["early"] + r["segments"]), r
+    assert d["custody_old_acked"] >= 1 and d["custody_fin_acked"] >= 1, d
+
+
+def test_custody_acks_keepalives_of_a_peer_whose_process_exited_in_fin_wait_2(tb):
+    """The kernel peer of a process that exited in FIN-WAIT-2 turns keepalive on (1 s) in
+    its CLOSE-WAIT: its probes (SEG.SEQ = RCV.NXT - 1, RFC 9293 §3.8.4) get ACKs from ulsd,
+    as from Linux's orphaned socket, not a RST; the peer then closes in order."""
+    r, d = close_after_exit(tb, 6313, "keepalive")
+    assert r["state_before"] == 8, r
+    probes = [s for s in r["early"] if s[0] == "out" and s[1] == 0x10]
+    assert probes and r["dup_answers"], r
+    assert all(s[1] == 0x10 for s in r["dup_answers"]), r
+    assert r["state"] == 7 and r["so_error"] == 0, r
+    assert d["custody_old_acked"] >= 1 and d["custody_fin_acked"] >= 1, d
 
 
 def test_killed_listener_frees_its_port_for_a_new_process(tb):

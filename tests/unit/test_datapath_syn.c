@@ -227,6 +227,78 @@ static void shed_syn_remembered_for_a_generation_then_forgotten(void **state)
 	assert_int_equal(guard(f, &x), TCX_DROP);
 }
 
+/* struct syn_gen of filter/datapath_syn.bpf.h (dp_syngen's one value), as user space sees
+ * it: the spin lock is one 32-bit word. */
+struct syn_gen_view {
+	uint32_t lock, cur;
+	uint64_t start_ns;
+	uint32_t used[2];
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);   /* bpf_ktime_get_ns's clock */
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Both CPUs run the program without a lock on the queue's window: a CPU that read the
+ * clock just before another one started a new window (win_start_ns later than its own
+ * reading) is in that window, not one 2^64 ns old. It must not start the window again and
+ * take a second budget. */
+static void a_window_started_after_the_clock_was_read_is_not_started_again(void **state)
+{
+	struct dp_fx *f = *state;
+	struct frame fr;
+	uint32_t q = 3;
+	int fd = bpf_map__fd(f->skel->maps.dp_synq);
+
+	NEED_BPF(f);
+	struct flt_dp_synq sq = { .win_start_ns = mono_ns() + 1000000000u, .win_syns = BUDGET,
+				  .judge_start_ns = mono_ns() + 1000000000u };
+	assert_int_equal(bpf_map_update_elem(fd, &q, &sq, BPF_ANY), 0);
+	for (unsigned i = 0; i < 3; i++) {
+		flood_syn(&fr, i);
+		assert_int_equal(guard(f, &fr), TCX_DROP);
+	}
+	assert_int_equal(qstat(f, 3).syn_shed, 3);
+}
+
+/* Likewise the memory's turnover: a CPU that read the clock before another CPU turned the
+ * generations over (start_ns later than its reading) must not turn them over once more,
+ * which would clear the generation that holds the SYNs shed in the last 3 s (each client
+ * would lose a second RTO). */
+static void a_turnover_after_the_clock_was_read_is_not_repeated(void **state)
+{
+	struct dp_fx *f = *state;
+	struct frame fr, x;
+	uint32_t zero = 0;
+	struct syn_gen_view g;
+	int fd = bpf_map__fd(f->skel->maps.dp_syngen);
+
+	NEED_BPF(f);
+	f->cfg.syn_budget = 1;
+	dp_set_cfg(f);
+	flood_syn(&fr, 0);
+	assert_int_equal(guard(f, &fr), TCX_PASS);
+	flood_syn(&x, 1);
+	assert_int_equal(guard(f, &x), TCX_DROP);        /* x in generation cur */
+	assert_int_equal(bpf_map_lookup_elem(fd, &zero, &g), 0);
+	/* Another CPU has just turned it over, at a clock reading later than ours: x's
+	 * generation is the older one now, the newer one has a SYN. */
+	g.cur ^= 1;
+	g.used[g.cur & 1] = 1;
+	g.start_ns = mono_ns() + 1000000000u;
+	const uint32_t cur = g.cur & 1;
+	assert_int_equal(bpf_map_update_elem(fd, &zero, &g, BPF_ANY), 0);
+	flood_syn(&fr, 2);
+	assert_int_equal(guard(f, &fr), TCX_DROP);
+	assert_int_equal(bpf_map_lookup_elem(fd, &zero, &g), 0);
+	assert_int_equal(g.cur & 1, cur);                /* not turned over again */
+	assert_int_equal(guard(f, &x), TCX_PASS);        /* x still remembered */
+}
+
 /* A peer whose handshake-completing ACK steering saw is a known peer: its SYNs pass over the
  * budget (counted); its neighbour's do not. An ACK of a tuple a process holds does not make
  * its source known (steering notes handshakes to listeners only). */
@@ -386,6 +458,8 @@ int main(void)
 		T(shedding_suspended_when_a_quarter_come_back),
 		T(only_pure_syns_to_a_direct_listener_are_shed),
 		T(ipv6_syns_shed_and_retransmission_taken),
+		T(a_window_started_after_the_clock_was_read_is_not_started_again),
+		T(a_turnover_after_the_clock_was_read_is_not_repeated),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

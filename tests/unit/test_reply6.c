@@ -367,6 +367,29 @@ static void fin_for_a_fin_wait_2_tuple_in_custody_gets_an_ack(void **state)
 	srv__custody_free(&srv.custody);
 }
 
+/* The peer's retransmission of data the process had received (ending at the recorded
+ * RCV.NXT, custody.h) gets <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK> over IPv6 too, counted. */
+static void old_data_for_a_fin_wait_2_tuple_in_custody_gets_an_ack(void **state)
+{
+	uint8_t t[20 + 100] = { 0 };
+	struct wire_ipv6 ip;
+	struct wire_tcp tcp;
+	struct flt_addr rip = flt_addr_v6(peer_ip6);
+
+	(void)state;
+	assert_int_equal(srv__custody_add_finwait2(&srv.custody, now_ms, 80, &rip, 40000, 700, 1000), 0);
+	wire_tcp_write(t, 40000, 80, 900, 700, WIRE_TCP_PSH | WIRE_TCP_ACK, 1024);
+	input(WIRE_IPPROTO_TCP, t, sizeof(t));
+	assert_int_equal(nsent, 1);
+	assert_int_equal(wire_ipv6_view(&ip, sent + 14, sent_len - 14), 0);
+	assert_int_equal(wire_tcp_view(&tcp, ip.payload, ip.payload_len), 0);
+	assert_rst(&tcp, WIRE_TCP_ACK, 700, 1000, 80, 40000);
+	assert_int_not_equal(tcp.window, 0);
+	assert_int_equal(srv.ctr.v[SRV_CUSTODY_OLD_ACKED], 1);
+	assert_int_equal(srv.ctr.v[SRV_RST_SENT], 0);
+	srv__custody_free(&srv.custody);
+}
+
 /* RFC 8200 §3 and §4: what is dropped before anything is answered. */
 static void bad_headers_dropped_and_counted(void **state)
 {
@@ -751,6 +774,7 @@ int main(void)
 		cmocka_unit_test_setup(udp_to_nobody_gets_port_unreachable_quoting_it, setup),
 		cmocka_unit_test_setup(tcp_to_nobody_gets_rst, setup),
 		cmocka_unit_test_setup(fin_for_a_fin_wait_2_tuple_in_custody_gets_an_ack, setup),
+		cmocka_unit_test_setup(old_data_for_a_fin_wait_2_tuple_in_custody_gets_an_ack, setup),
 		cmocka_unit_test_setup(bad_headers_dropped_and_counted, setup),
 		cmocka_unit_test_setup(unknown_next_header_gets_parameter_problem_pointing_at_it, setup),
 		cmocka_unit_test_setup(unrecognized_options_acted_on_by_their_high_bits, setup),

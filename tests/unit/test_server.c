@@ -312,6 +312,59 @@ static void test_custody_acks_a_retransmitted_fin_in_time_wait_only(void **state
 			 SRV_CUSTODY_RST);
 }
 
+/* RFC 9293 §3.10.7.4, first check: a segment wholly before RCV.NXT is not acceptable
+ * and gets an ACK. The peer's last data, which the process received before it stopped but
+ * whose ACK never left (lost, or delayed and the stack stopped first: uls_node_stop does
+ * not wait for a delayed ACK), is retransmitted after the peer's RTO: in FIN-WAIT-2 it ends
+ * exactly at the recorded RCV.NXT, in TIME-WAIT at the FIN, with or without the FIN
+ * (retransmissions coalesce). It gets <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK>, not a RST that
+ * resets a peer still to close in order (Linux's orphaned FIN-WAIT-2 and TIME-WAIT sockets
+ * acknowledge it). Only a segment ending exactly there, acknowledging exactly SND.NXT:
+ * a blind one cannot draw the ACK. */
+static void test_custody_acks_a_retransmission_of_data_the_process_had_received(void **state)
+{
+	(void)state;
+	const uint8_t fa = WIRE_TCP_FIN | WIRE_TCP_ACK, pa = WIRE_TCP_PSH | WIRE_TCP_ACK;
+	uint32_t sq = 0, ak = 0;
+
+	assert_int_equal(srv__custody_add_finwait2(&srv.custody, now_ms, 5001, peer4(), 80,
+						   1000, 5000), 0);
+	const struct srv_custody *c = &srv.custody.c[0];
+	/* Off by one either way, or acknowledging other than SND.NXT: a RST as before. */
+	assert_int_equal(seg(pa, 4900, 1000, 99, &sq, &ak), SRV_CUSTODY_RST_BAD_FIN);
+	assert_int_equal(seg(pa, 4900, 1000, 101, &sq, &ak), SRV_CUSTODY_RST_BAD_FIN);
+	assert_int_equal(seg(pa, 4900, 999, 100, &sq, &ak), SRV_CUSTODY_RST_BAD_FIN);
+	/* The retransmission: acknowledged, the state and its timer as they were. */
+	now_ms += 50;
+	assert_int_equal(seg(pa, 4900, 1000, 100, &sq, &ak), SRV_CUSTODY_ACK_OLD);
+	assert_int_equal(sq, 1000);
+	assert_int_equal(ak, 5000);
+	assert_int_equal(c->state, SRV_CUSTODY_FIN_WAIT_2);
+	assert_true(c->expires_ms == now_ms - 50 + SRV_FIN_WAIT_2_MS);
+	/* The peer's keepalive or window probe from its CLOSE-WAIT (SEG.SEQ = RCV.NXT - 1, no
+	 * data; RFC 9293 §3.8.4): acknowledged too, only exactly there. */
+	assert_int_equal(seg(WIRE_TCP_ACK, 4998, 1000, 0, &sq, &ak), SRV_CUSTODY_RST_BAD_FIN);
+	assert_int_equal(seg(WIRE_TCP_ACK, 4999, 1001, 0, &sq, &ak), SRV_CUSTODY_RST_BAD_FIN);
+	sq = ak = 0;
+	assert_int_equal(seg(WIRE_TCP_ACK, 4999, 1000, 0, &sq, &ak), SRV_CUSTODY_ACK_OLD);
+	assert_int_equal(sq, 1000);
+	assert_int_equal(ak, 5000);
+	assert_int_equal(c->state, SRV_CUSTODY_FIN_WAIT_2);
+	/* The same data with the peer's FIN: the FIN is new, TIME-WAIT. */
+	assert_int_equal(seg(fa | WIRE_TCP_PSH, 4900, 1000, 100, &sq, &ak), SRV_CUSTODY_ACK);
+	assert_int_equal(ak, 5001);
+	assert_int_equal(c->state, SRV_CUSTODY_TIME_WAIT);
+	/* In TIME-WAIT: the data alone, and the data with the FIN, again. */
+	sq = ak = 0;
+	assert_int_equal(seg(pa, 4900, 1000, 100, &sq, &ak), SRV_CUSTODY_ACK_OLD);
+	assert_int_equal(sq, 1000);
+	assert_int_equal(ak, 5001);
+	assert_int_equal(seg(fa, 4900, 1000, 100, &sq, &ak), SRV_CUSTODY_ACK);
+	assert_int_equal(ak, 5001);
+	/* Data past the FIN is new: a RST. */
+	assert_int_equal(seg(pa, 5001, 1000, 10, &sq, &ak), SRV_CUSTODY_RST_BAD_FIN);
+}
+
 static void no_probe(void *arg, const struct srv_custody *c)
 {
 	(void)arg;
@@ -398,6 +451,29 @@ static void test_lease_end_holds_a_fin_wait_2_connection_acks_its_peers_fin_and_
 	assert_int_equal(tcp_of(sent[2].b)[13], WIRE_TCP_RST);
 	assert_int_equal(srv.ctr.v[SRV_RST_SENT], 1);
 	assert_int_equal(srv.ctr.v[SRV_CUSTODY_NOT_FIN], 1);
+}
+
+/* On the wire (reply.c): the retransmission of data the process had received gets the
+ * ACK, counted, no RST; its window is not zero, which would hold the peer's FIN back
+ * (custody.h, SRV_CUSTODY_ACK_WND). */
+static void test_custody_acks_a_retransmission_of_received_data_on_the_wire(void **state)
+{
+	(void)state;
+	struct frame f;
+
+	assert_int_equal(srv__custody_add_finwait2(&srv.custody, now_ms, 5001, peer4(), 80,
+						   1000, 5000), 0);
+	srv__learn_neighbour(&srv, PEER_IP, peer_mac);
+	peer_segment(&f, WIRE_TCP_ACK | WIRE_TCP_PSH, 4990, 1000, 10);
+	demux(&f, 1);
+	assert_int_equal(nsent, 1);
+	const uint8_t *t = tcp_of(sent[0].b);
+	assert_int_equal(t[13], WIRE_TCP_ACK);
+	assert_int_equal(rd32(t + 4), 1000);
+	assert_int_equal(rd32(t + 8), 5000);
+	assert_int_not_equal(rd16(t + 14), 0);   /* a window: the peer's FIN may follow */
+	assert_int_equal(srv.ctr.v[SRV_CUSTODY_OLD_ACKED], 1);
+	assert_int_equal(srv.ctr.v[SRV_RST_SENT], 0);
 }
 
 /* ---- handoff.c ------------------------------------------------------------------------ */
@@ -919,6 +995,8 @@ int main(void)
 		T(test_unclaimed_handoff_expires_into_custody),
 		T(test_custody_acks_the_fin_and_ignores_a_bare_ack_of_a_connection_left_in_fin_wait_2),
 		T(test_custody_acks_a_retransmitted_fin_in_time_wait_only),
+		T(test_custody_acks_a_retransmission_of_data_the_process_had_received),
+		T(test_custody_acks_a_retransmission_of_received_data_on_the_wire),
 		T(test_custody_forgets_a_fin_wait_2_connection_whose_peer_never_closes),
 		T(test_lease_end_holds_a_fin_wait_2_connection_acks_its_peers_fin_and_ignores_its_bare_ack),
 		T(test_demux_delivers_a_frame_to_the_process_owning_its_tuple),
