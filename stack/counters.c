@@ -29,6 +29,7 @@ static const char *const own_names[STK_CNT__COUNT] = {
 	[STK_CNT_TCP_MSS_NONSYN] = "tcp_mss_nonsyn_ignored",
 	[STK_CNT_TCP_MSS_CLAMPED] = "tcp_mss_clamped",
 	[STK_CNT_TCP_OOSEQ_TRIMMED] = "tcp_ooseq_trimmed",
+	[STK_CNT_TCP_OOSEQ_LIMIT] = "tcp_ooseq_limit",
 	[STK_CNT_TCP_PAST_FIN_DROPPED] = "tcp_data_past_fin_dropped",
 	[STK_CNT_TCP_SEQ_UNACCEPTABLE] = "tcp_seq_unacceptable",
 	[STK_CNT_TCP_RST_OUT_OF_WINDOW] = "tcp_rst_out_of_window",

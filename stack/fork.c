@@ -57,6 +57,7 @@ static void forget_socket(struct stk_sock *s)
 	s->rxq.count = 0;
 	s->rxq.bytes = 0;
 	s->rxq.off = 0;
+	s->rxq.tail_room = 0;
 	s->rx_eof = s->rd_shut = s->wr_shut = false;
 	s->users = 0;
 	s->ctl_busy = false;  /* a parent's thread was with ulsd for it: not this process's */

@@ -33,6 +33,7 @@ enum stk_tcp_note {
 	STK_TCP_NOTE_MSS_NONSYN,     /* MSS option in a segment without SYN, ignored */
 	STK_TCP_NOTE_MSS_CLAMPED,    /* MSS option below the floor, raised to it */
 	STK_TCP_NOTE_OOSEQ_TRIMMED,  /* out-of-order data beyond the window, cut off */
+	STK_TCP_NOTE_OOSEQ_LIMIT,    /* out-of-order segment past TCP_OOSEQ_MAX_SEGS (0128) */
 	STK_TCP_NOTE_PAST_FIN,       /* data beyond the peer's FIN, cut off */
 	STK_TCP_NOTE_SIMOPEN,        /* SYN-SENT received a SYN: simultaneous open */
 	/* loss recovery of the sending side (LWIP_HOOK_TCP_LOSS_NOTE, patches 0022-0029) */

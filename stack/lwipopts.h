@@ -125,6 +125,11 @@ unsigned char stk__ip_reass_maxage(void);
 #define LWIP_TCP_SACK_OUT               1      /* RFC 2018: SACK-permitted and SACK blocks */
 #define LWIP_TCP_MAX_SACK_NUM           4
 #define TCP_QUEUE_OOSEQ                 1
+/* Out-of-order segments one connection keeps (patch 0128); the window alone let a peer
+ * queue two million one-octet segments. A 4 MiB window of 1448-octet segments is 2,900.
+ * Deviation: a peer with an MSS below 1024 whose out-of-order data fills the window has the
+ * segments past the bound dropped and sends them again (RFC 2018 §8 allows it). */
+#define TCP_OOSEQ_MAX_SEGS              4096
 #define TCP_LISTEN_BACKLOG              1
 #define TCP_DEFAULT_LISTEN_BACKLOG      128
 #define LWIP_TCP_KEEPALIVE              1

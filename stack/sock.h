@@ -32,9 +32,12 @@ struct stk_rxq {
 	unsigned cap, head, count;
 	size_t off;     /* bytes of the head entry already consumed (streams) */
 	size_t bytes;   /* bytes queued, not yet consumed */
+	size_t tail_room;  /* room after the last entry's data when the queue made that
+			    * entry to collapse small segments into (stk__rxq_push_stream) */
 };
 
 int stk__rxq_push(struct stk_rxq *q, struct pbuf *p, const ip_addr_t *addr, uint16_t port);
+int stk__rxq_push_stream(struct stk_rxq *q, struct pbuf *p);
 size_t stk__rxq_read(struct stk_rxq *q, void *buf, size_t len, bool peek);
 struct stk_rxent *stk__rxq_head(struct stk_rxq *q);
 void stk__rxq_pop(struct stk_rxq *q);

@@ -66,7 +66,7 @@ static err_t on_recv(void *arg, struct tcp_pcb *pcb, struct pbuf *p, err_t err)
 		tcp_recved(pcb, p->tot_len);
 		pbuf_free(p);
 		return ERR_OK;
-	} else if (stk__rxq_push(&s->rxq, p, NULL, 0) < 0) {
+	} else if (stk__rxq_push_stream(&s->rxq, p) < 0) {
 		/* lwIP keeps refused data and offers it again from its timer. */
 		stk__count(STK_CNT_RX_NOMEM);
 		return ERR_MEM;

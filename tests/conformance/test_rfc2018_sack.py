@@ -1,6 +1,10 @@
 """RFC 2018: TCP Selective Acknowledgment Options."""
 
+import os
+import select
+
 from scapy.layers.inet import TCP
+from scapy.layers.l2 import Ether
 
 from conftest import TcpPeer, curated_pcap, requirement, tcp_opts
 
@@ -74,3 +78,58 @@ def test_rfc2018_4_first_sack_block_is_the_whole_contiguous_block(node, link):
     peer.snd_nxt = (base + 7000) & 0xFFFFFFFF
     p = peer.recv(3, lambda q: q[TCP].ack == peer.snd_nxt)
     assert p is not None, "filling the first hole was not acknowledged up to the end of the data"
+
+
+def _drain_last(link, mine, quiet=0.5):
+    """Read every frame waiting on the link without parsing it (thousands of ACKs would take
+    Python seconds), and return the last one mine() accepts, parsed."""
+    ins = link.sock.ins
+    tail = []
+    while True:
+        r, _, _ = select.select([ins], [], [], quiet)
+        if not r:
+            break
+        tail = (tail + [ins.recv(65536)])[-64:]
+    for data in reversed(tail):
+        p = Ether(data)
+        if mine(p):
+            return p
+    return None
+
+
+@requirement(fix='patch 0128 (ooseq bounded to TCP_OOSEQ_MAX_SEGS segments)',
+             mutate="rm stack/patches/0128-ooseq-bounded.patch", level="MAY")
+def test_rfc2018_8_out_of_order_queue_bounded_and_connection_recovers(node, link, counters):
+    """RFC 2018 §8: "the data receiver is permitted to discard data in its queue that has
+    not been acknowledged to the data sender, even if the data has already been reported in
+    a SACK block. Such discarding of SACKed packets is discouraged, but may be used if the
+    receiver runs out of buffer space." Issue 13: no packet sequence may exhaust a process.
+    The receive window alone bounded the out-of-order queue, and one octet in every other
+    position of a 4 MiB window was two million segments (440 MB). We send 5,000 such
+    segments: the node keeps the first 4,096 (TCP_OOSEQ_MAX_SEGS), drops and counts the rest
+    (tcp_ooseq_limit), reports none of them in a SACK block, and when the holes are filled
+    echoes every octet, in order."""
+    n, bound = 5000, 4096
+    peer = TcpPeer(link, 7, sack=True)
+    peer.connect()
+    base = peer.snd_nxt
+    data = os.urandom(2 * n + 1)
+    before = counters()["tcp_ooseq_limit"]
+    out = link.sock.outs
+    for i in range(n):
+        off = 2 * i + 1
+        out.send(bytes(peer.segment("A", data[off:off + 1], seq=(base + off) & 0xFFFFFFFF)))
+    last = _drain_last(link, lambda q: peer.mine(q) and q[TCP].ack == base)
+    assert last is not None, "no duplicate ACK for the out-of-order segments"
+    blocks = dict(last[TCP].options).get("SAck", ())
+    assert blocks, f"the last duplicate ACK carries no SACK block: {last[TCP].options}"
+    highest = max((r - base) & 0xFFFFFFFF for r in blocks[1::2])
+    assert highest <= 2 * bound, \
+        f"a SACK block reaches octet {highest}: segments past the first {bound} were kept"
+    dropped = counters()["tcp_ooseq_limit"] - before
+    assert dropped >= n - bound - 100, f"tcp_ooseq_limit counted {dropped} drops"
+    for off in range(0, len(data), 1000):
+        peer.send("PA", data[off:off + 1000], seq=(base + off) & 0xFFFFFFFF)
+    peer.snd_nxt = (base + len(data)) & 0xFFFFFFFF
+    got = peer.recv_data(len(data), timeout=10)
+    assert got == data, f"echo after the holes were filled: {len(got)} of {len(data)} octets"

@@ -237,3 +237,38 @@ def test_rfc4963_3_flood_of_first_fragments_stays_within_bound(node, link, count
     for _, f in udp_fragments(node, sport, payload, new_ipid()):
         link.send(f)
     assert recv_echo(link, node, sport) == payload, "no echo after the flood expired"
+
+
+def _time_exceeded(node, ipids):
+    """A matcher of the node's ICMP Time Exceeded (fragment reassembly) quoting one of ipids."""
+    def match(q):
+        return (ICMP in q and q[IP].src == node.ip and q[ICMP].type == 11 and
+                q[ICMP].code == 1 and IPerror in q and q[IPerror].id in ipids)
+    return match
+
+
+@requirement(fix="ulsd: server/reass.c; own: patch 0129",
+             mutate="rm stack/patches/0129-reass-evicted-no-time-exceeded.patch")
+def test_rfc792_time_exceeded_only_for_datagrams_whose_time_limit_passed(node, link, counters):
+    """RFC 792 (Time Exceeded Message): "If a host reassembling a fragmented datagram cannot
+    complete the reassembly due to missing fragments within its time limit it discards the
+    datagram, and it may send a time exceeded message." A datagram dropped to make room
+    for others has not run out of time: 300 first fragments of different datagrams (more
+    than the reassembly bound holds) get no Time Exceeded within the first second; lwIP
+    sent one for each datagram it evicted, one ICMP message per fragment of a flood, to any
+    source address. Positive control: once the timeout (REASS_TIMEOUT_S) has passed, the
+    datagrams that were held get their Time Exceeded."""
+    sport = fresh_port()
+    before = counters()["ip_reass_limit"]
+    base = new_ipid()
+    ipids = set()
+    for i in range(300):
+        ipid = (base + i) % 65535 + 1
+        ipids.add(ipid)
+        link.send(fragment_frame(node, ipid, 0, bytes(UDP(sport=sport, dport=ECHO, len=3008))
+                                 + b"x" * 8, False))
+    assert wait_counter(counters, "ip_reass_limit", before + 1) > before, "no bound was reached"
+    early = link.recv_all(_time_exceeded(node, ipids), 1.0)
+    assert early == [], f"{len(early)} Time Exceeded messages before any time limit passed"
+    late = link.recv_all(_time_exceeded(node, ipids), REASS_TIMEOUT_S + 2)
+    assert late, "no Time Exceeded once the reassembly time limit had passed"

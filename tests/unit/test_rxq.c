@@ -311,6 +311,78 @@ static void full_queue_clear_frees_everything(void **state)
 	assert_int_equal(f->q.bytes, 9);
 }
 
+/* A stream segment of len pattern bytes through stk__rxq_push_stream (the queue may free it:
+ * the fixture keeps no reference). */
+static void push_stream(struct fx *f, size_t len)
+{
+	stk__lock();
+	struct pbuf *p = make_pbuf(f, len);
+	assert_int_equal(stk__rxq_push_stream(&f->q, p), 0);
+	stk__unlock();
+}
+
+static void stream_one_octet_segments_behind_others_collapse_into_few_entries(void **state)
+{
+	struct fx *f = *state;
+	uint8_t buf[512];
+	size_t read = 0;
+
+	/* 20,000 one-octet segments to a reader that falls behind: a peer's way to make a
+	 * queue of 20,000 buffers out of 20,000 octets of window. */
+	for (int i = 0; i < 20000; i++) {
+		push_stream(f, 1);
+		if (i % 1000 == 999) {
+			assert_int_equal(rd(f, buf, 333, false), 333);
+			assert_stream(buf, read, 333);
+			read += 333;
+		}
+	}
+	assert_int_equal(f->q.bytes, 20000 - read);
+	assert_true(f->q.count <= 2 + 20000 / 4096);
+	while (f->q.bytes) {
+		size_t n = rd(f, buf, sizeof(buf), false);
+		assert_true(n > 0);
+		assert_stream(buf, read, n);
+		read += n;
+	}
+	assert_int_equal(read, 20000);
+	assert_int_equal(f->q.count, 0);
+}
+
+static void stream_segment_into_empty_queue_kept_as_it_came(void **state)
+{
+	struct fx *f = *state;
+
+	/* push_chain holds a reference: the entry must be that very pbuf */
+	stk__lock();
+	struct pbuf *p = make_pbuf(f, 10);
+	pbuf_ref(p);
+	f->held[f->nheld++] = p;
+	assert_int_equal(stk__rxq_push_stream(&f->q, p), 0);
+	stk__unlock();
+	assert_int_equal(f->q.count, 1);
+	assert_ptr_equal(stk__rxq_head(&f->q)->p, p);
+}
+
+static void stream_large_segment_after_small_ones_fills_their_entry(void **state)
+{
+	struct fx *f = *state;
+	uint8_t buf[2048];
+
+	push_stream(f, 5);      /* as it came */
+	push_stream(f, 7);      /* a new entry with room */
+	push_stream(f, 1400);   /* fits in that room */
+	assert_int_equal(f->q.count, 2);
+	assert_int_equal(f->q.bytes, 1412);
+	push_stream(f, 4000);   /* does not fit: as it came */
+	assert_int_equal(f->q.count, 3);
+	assert_int_equal(rd(f, buf, 1412, true), 1412);
+	assert_stream(buf, 0, 1412);
+	assert_int_equal(rd(f, buf, sizeof(buf), false), sizeof(buf));
+	assert_stream(buf, 0, sizeof(buf));
+	assert_int_equal(f->q.bytes, 1412 + 4000 - sizeof(buf));
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -326,6 +398,9 @@ int main(void)
 		T(pop_after_partial_read_drops_rest_of_head),
 		T(datagram_push_head_keeps_sender),
 		T(full_queue_clear_frees_everything),
+		T(stream_one_octet_segments_behind_others_collapse_into_few_entries),
+		T(stream_segment_into_empty_queue_kept_as_it_came),
+		T(stream_large_segment_after_small_ones_fills_their_entry),
 	};
 #undef T
 	return cmocka_run_group_tests(tests, lwip_group_setup, NULL);
