@@ -23,6 +23,6 @@ netif_libnif_la_SOURCES = netif/frame.c netif/frame.h netif/tap.c netif/tap.h ne
 	netif/vnet.c netif/vnet.h netif/qring.c netif/qring.h netif/qring_priv.h netif/qring_rx.c \
 	netif/qring_tx.c netif/rxpool.c netif/rxpool.h \
 	netif/sys.c netif/sys.h netif/siphash.c netif/siphash.h netif/synshed.c netif/synshed.h \
-	netif/txwait.c netif/txwait.h
+	netif/txwait.c netif/txwait.h netif/qdisc.c
 netif_libnif_la_CFLAGS = $(AM_CFLAGS) $(LIBURING_CFLAGS)
 netif_libnif_la_LIBADD = netif/libctl.la netif/libwire.la $(LIBURING_LIBS)

@@ -90,6 +90,15 @@ bool nif_tap_multiqueue(const struct nif_tap *tap);
 int nif_tap_queue_open(const struct nif_tap *tap);
 int nif_tap_queue_detach(int fd);
 
+/* The TAP's root qdisc (netif/qdisc.c, rtnetlink; CAP_NET_ADMIN). nif_tap_noqueue: if
+ * ifindex has the kernel's default root (mq or pfifo_fast, handle 0), replace it by
+ * noqueue: 1 replaced, 0 left as it was (an operator's own, or noqueue already), -errno.
+ * nif_qdisc_root: the root's kind and handle (-ENOENT: none listed). nif_qdisc_set_root:
+ * create or replace the root (tests set an operator's). */
+int nif_tap_noqueue(unsigned ifindex);
+int nif_qdisc_root(unsigned ifindex, char kind[16], uint32_t *handle);
+int nif_qdisc_set_root(unsigned ifindex, const char *kind, uint32_t handle);
+
 /* Logging hook: the host program decides where messages go (default: stderr). */
 typedef void nif_log_fn(int level, const char *msg);
 void nif_set_log(nif_log_fn *fn);

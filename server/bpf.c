@@ -245,6 +245,14 @@ int srv__dp_init(struct srv *s)
 				 strerror(-d->syn_link_fd));
 	}
 	s->dp_kshed = d->syn_link_fd >= 0;
+	/* The kernel's default qdiscs (mq, 256 pfifo_fast) hold nothing on a TAP but are
+	 * all reset at every queue's renewal (recycle_queue): noqueue instead, unless the
+	 * operator chose a root of their own (netif/qdisc.c). */
+	rc = nif_tap_noqueue(cfg.ifindex);
+	if (rc > 0)
+		srv__log(2, "%s: the kernel's default qdisc replaced by noqueue", s->tap_name);
+	else if (rc < 0)
+		srv__log(1, "%s: qdisc left as it is (%s)", s->tap_name, strerror(-rc));
 	for (unsigned i = 0; i < FLT_DP_QUEUES; i++)
 		d->qfd[i] = -1;
 	d->qfd[0] = nif_tap_fd(s->tap);

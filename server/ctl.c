@@ -41,7 +41,7 @@ static void reply(struct srv *s, struct srv_conn *c, struct ctl_msg *m, const in
 {
 	if (!nfds && srv__answer_add(m))
 		return;
-	char cbuf[CMSG_SPACE(sizeof(int) * 3)];
+	char cbuf[CMSG_SPACE(sizeof(int) * CTL_MAX_FDS)];
 	struct iovec iov = { m, sizeof(*m) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 
@@ -102,6 +102,26 @@ static void remember_released(struct srv_lease *l, uint16_t lport, const struct 
 	memcpy(r->rip, rip->b, sizeof(r->rip));
 	r->lport = lport;
 	r->rport = rport;
+}
+
+/* The process's connection table (netif/conntab.h): its memfd, or -errno. ulsd creates and
+ * seals the memfd and maps it first, so what the process does to it can change its contents
+ * but not its size: ulsd's reads never fault. */
+static int conntab_make(struct srv *s, struct srv_lease *l)
+{
+	void *map;
+
+	if (l->conntab)
+		return -EALREADY;
+	int fd = uls_conntab_create(ULS_CONNTAB_CAPACITY, &map);
+	if (fd < 0) {
+		srv__log(1, "lease %u: no connection table: %s", l->id, strerror(-fd));
+		return fd;
+	}
+	l->conntab = map;
+	l->conntab_cap = ULS_CONNTAB_CAPACITY;
+	s->ctr.v[SRV_CONNTABS_GIVEN]++;
+	return fd;
 }
 
 /* A lease that could not be set up goes again at once (nothing else refers to it). */
@@ -172,6 +192,10 @@ static void hello(struct srv *s, struct srv_conn *c, const struct ctl_msg *req)
 		if (s->has_gw6)
 			r.u.hello.flags |= CTL_HELLO_F_ROUTER6;
 	}
+	/* The descriptors: the relay's three, then the connection table if the process asked
+	 * for it here (CTL_HELLO_F_CONNTAB). Without a table (no memory for it) the reply
+	 * goes without the flag, and the process asks with CONNTAB, which says why. */
+	int fds[CTL_MAX_FDS], nfds = 0, tfd = -1;
 	if (l->direct) {
 		r.u.hello.datapath = CTL_DP_DIRECT;
 		r.u.hello.queue = (uint8_t)l->queue;
@@ -182,39 +206,35 @@ static void hello(struct srv *s, struct srv_conn *c, const struct ctl_msg *req)
 		if (s->dp_kshed)
 			r.u.hello.flags |= CTL_HELLO_F_KSHED;
 		s->ctr.v[SRV_LEASES_DIRECT]++;
-		reply(s, c, &r, NULL, 0);
 	} else {
-		int fds[3] = { l->memfd, l->rx_efd, l->tx_efd };
+		fds[nfds++] = l->memfd;
+		fds[nfds++] = l->rx_efd;
+		fds[nfds++] = l->tx_efd;
 		r.u.hello.datapath = CTL_DP_RELAY;
 		s->ctr.v[SRV_LEASES_RELAY]++;
-		reply(s, c, &r, fds, 3);
 	}
+	if ((req->u.hello.flags & CTL_HELLO_F_CONNTAB) && (tfd = conntab_make(s, l)) >= 0) {
+		fds[nfds++] = tfd;
+		r.u.hello.flags |= CTL_HELLO_F_CONNTAB;
+	}
+	reply(s, c, &r, nfds ? fds : NULL, (size_t)nfds);
+	if (tfd >= 0)
+		close(tfd);  /* both ends keep their mapping */
 	srv__log(2, "lease %u: pid %d uid %u, %s path", l->id, (int)c->pid, (unsigned)c->uid,
 		l->direct ? "direct" : "relay");
 }
 
-/* CONNTAB: the process's connection table (netif/conntab.h). ulsd creates and seals the
- * memfd and maps it first, so what the process does to it can change its contents but not
- * its size: ulsd's reads never fault. */
+/* CONNTAB: the table asked for on its own (a process that did not ask in HELLO). */
 static void conntab(struct srv *s, struct srv_conn *c, struct srv_lease *l,
 		    const struct ctl_msg *req)
 {
 	struct ctl_msg r;
-	void *map;
+	int fd = conntab_make(s, l);
 
-	if (l->conntab) {
-		reply_status(s, c, req, -EALREADY);
-		return;
-	}
-	int fd = uls_conntab_create(ULS_CONNTAB_CAPACITY, &map);
 	if (fd < 0) {
-		srv__log(1, "lease %u: no connection table: %s", l->id, strerror(-fd));
 		reply_status(s, c, req, fd);
 		return;
 	}
-	l->conntab = map;
-	l->conntab_cap = ULS_CONNTAB_CAPACITY;
-	s->ctr.v[SRV_CONNTABS_GIVEN]++;
 	ctl_init(&r, CTL_CONNTAB, req->seq);
 	reply(s, c, &r, &fd, 1);
 	close(fd);  /* both ends keep their mapping */

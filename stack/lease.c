@@ -98,7 +98,7 @@ static int recv_reply(int fd, struct ctl_msg *m, int *fds, size_t nfds, size_t *
 		      int flags)
 {
 	uint8_t buf[CTL_MSG_SIZE + 1];
-	char cbuf[CMSG_SPACE(sizeof(int) * 3)];
+	char cbuf[CMSG_SPACE(sizeof(int) * CTL_MAX_FDS)];
 	struct iovec iov = { buf, sizeof(buf) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
 			     .msg_control = cbuf, .msg_controllen = sizeof(cbuf) };
@@ -451,10 +451,19 @@ void stk__lease_notify(struct ctl_msg *m)
 
 void stk__isn_set_secret(const uint8_t secret[16]);
 
-/* The connection table ulsstat reads (conntab.c), asked for right after HELLO on the
- * fresh lease (core lock held, no other thread uses the lease yet). A ulsd that has none
- * to give (an older one refuses the type) leaves the process without: its connections
- * are then missing from ulsstat, nothing else changes. */
+/* The connection table ulsstat reads (conntab.c): it comes with HELLO's reply
+ * (CTL_HELLO_F_CONNTAB, take_conntab), else it is asked for right after HELLO on the fresh
+ * lease (core lock held, no other thread uses the lease yet). A ulsd that has none to give
+ * (an older one refuses the type) leaves the process without: its connections are then
+ * missing from ulsstat, nothing else changes. */
+static void take_conntab(int tfd)
+{
+	int rc = stk__conntab_map(tfd);
+
+	if (rc < 0)
+		stk__log(1, "lease: connection table refused: %s", strerror(-rc));
+}
+
 static void ask_conntab(int fd)
 {
 	struct ctl_msg m;
@@ -519,7 +528,7 @@ int uls_attach(const char *ctl_path)
 	struct ctl_msg m;
 	struct nif_dev *dev;
 	struct nif_qring_prep qp = { .made = false };
-	int fds[3] = { -1, -1, -1 }, fd, rc, wake = -1;
+	int fds[CTL_MAX_FDS] = { -1, -1, -1, -1 }, fd, rc, wake = -1, tfd = -1;
 	size_t got = 0;
 
 	if (!ctl_path || !*ctl_path || strlen(ctl_path) >= sizeof(sun.sun_path))
@@ -543,6 +552,7 @@ int uls_attach(const char *ctl_path)
 	}
 	ctl_init(&m, CTL_HELLO, ++lease.seq);
 	m.u.hello.ring_fd[0] = m.u.hello.ring_fd[1] = -1;
+	m.u.hello.flags = CTL_HELLO_F_CONNTAB;  /* the table with the reply: one round trip less */
 	if (offer_direct() &&
 	    (stk__spin_wanted() ? nif_qring_prepare_spin(&qp) : nif_qring_prepare(&qp)) == 0) {
 		/* The library's own descriptors: high, and out of the program's reach. */
@@ -574,19 +584,28 @@ int uls_attach(const char *ctl_path)
 		rc = -errno;
 		goto fail_fd;
 	}
-	rc = recv_reply(fd, &m, fds, 3, &got, 0);
+	rc = recv_reply(fd, &m, fds, CTL_MAX_FDS, &got, 0);
 	if (rc < 0)
 		goto fail_fd;
 	bool direct = m.u.hello.datapath == CTL_DP_DIRECT && qp.made;
+	size_t want = direct ? 0u : 3u;  /* the relay's; the table's comes last */
+	bool with_tab = (m.u.hello.flags & CTL_HELLO_F_CONNTAB) != 0;
 	if (m.type != CTL_HELLO || m.status < 0 || m.u.hello.mtu == 0 ||
-	    got != (direct ? 0u : 3u)) {
+	    got != want + with_tab) {
 		rc = m.status < 0 ? m.status : -EPROTO;
 		for (size_t i = 0; i < got; i++)
 			nif_sys.close(fds[i]);
 		goto fail_fd;
 	}
+	if (with_tab) {
+		tfd = fds[want];
+		fds[want] = -1;
+	}
 	fd = stk__fd_hide(fd);
-	ask_conntab(fd);
+	if (tfd >= 0)
+		take_conntab(tfd);
+	else
+		ask_conntab(fd);
 	struct in6_addr gw6;
 	int gw6_rc = -ENOENT;
 	if (m.family == AF_INET6 && (m.u.hello.flags & CTL_HELLO_F_ROUTER6)) {

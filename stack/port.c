@@ -3,6 +3,8 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,15 +60,40 @@ u32_t sys_now(void)
 	return (u32_t)stk__now_ms();
 }
 
-uint32_t stk__random32(void)
-{
-	uint32_t v;
+/* Random values come from a buffer of the calling thread's, filled by one getrandom(2)
+ * of RAND_BUF values: lwIP and the stack ask for 4 octets at a time (LWIP_RAND, the ISN
+ * secret, the handoff nonces, synshed's and syncookie's keys), about a dozen system calls in
+ * a short process's start (strace, docs/benchmarks.md "second round"). A value is used once
+ * and then wiped. A fork child must not draw what its parent draws too (a handoff nonce is
+ * a capability, ISNs a secret): fork's child handler moves rand_gen on, and a buffer
+ * filled in another generation is thrown away. Deviation: a child made by a raw clone(2)
+ * or _Fork(), which run no fork handlers, shares its parent's unused values; neither
+ * ulstack nor the shim's fork wrapper makes one. */
+#define RAND_BUF 16
 
-	while (getrandom(&v, sizeof(v), 0) != (ssize_t)sizeof(v)) {
+static _Atomic unsigned rand_gen;
+static __thread __attribute__((tls_model("initial-exec"))) struct {
+	uint32_t v[RAND_BUF];
+	unsigned left, gen;
+} rand_buf;
+
+static void rand_forked(void)
+{
+	rand_gen++;
+}
+
+static void rand_handlers(void)
+{
+	pthread_atfork(NULL, NULL, rand_forked);
+}
+
+static void rand_fill(void *to, size_t len)
+{
+	while (getrandom(to, len, 0) != (ssize_t)len) {
 		if (errno == EINTR)
 			continue;
 		FILE *f = fopen("/dev/urandom", "re");
-		size_t n = f ? fread(&v, sizeof(v), 1, f) : 0;
+		size_t n = f ? fread(to, len, 1, f) : 0;
 		if (f)
 			fclose(f);
 		if (n == 1)
@@ -76,6 +103,23 @@ uint32_t stk__random32(void)
 		stk__log(0, "no random numbers (getrandom, /dev/urandom): %s", strerror(errno));
 		abort();
 	}
+}
+
+uint32_t stk__random32(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	unsigned gen;
+	uint32_t v;
+
+	pthread_once(&once, rand_handlers);
+	gen = rand_gen;
+	if (!rand_buf.left || rand_buf.gen != gen) {
+		rand_fill(rand_buf.v, sizeof(rand_buf.v));
+		rand_buf.left = RAND_BUF;
+		rand_buf.gen = gen;
+	}
+	v = rand_buf.v[--rand_buf.left];
+	rand_buf.v[rand_buf.left] = 0;
 	return v;
 }
 

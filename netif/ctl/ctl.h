@@ -116,6 +116,13 @@ struct ctl_hello {
  * filter/datapath_syn.bpf.h); the process does not shed too (one shedder per path,
  * stack/synshed.c). A ulsd that predates it sends no flag, and the process sheds. */
 #define CTL_HELLO_F_KSHED   0x20u
+/* Request: send the process's connection table (as CTL_CONNTAB's reply would) with the
+ * reply, saving a round trip at every process's start; reply: its memfd is the reply's
+ * last descriptor. A ulsd that predates it replies without it, and the process asks with
+ * CTL_CONNTAB as before. */
+#define CTL_HELLO_F_CONNTAB 0x40u
+/* The most descriptors one reply carries: HELLO's relay rings and the table. */
+#define CTL_MAX_FDS 4u
 
 enum ctl_datapath { CTL_DP_DIRECT = 1, CTL_DP_RELAY = 2 };
 

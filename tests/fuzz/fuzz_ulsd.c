@@ -55,7 +55,7 @@ static void drain(int fd)
 {
 	for (;;) {
 		struct ctl_msg r;
-		char cbuf[CMSG_SPACE(sizeof(int) * 3)];
+		char cbuf[CMSG_SPACE(sizeof(int) * CTL_MAX_FDS)];
 		struct iovec iov = { &r, sizeof(r) };
 		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
 				     .msg_controllen = sizeof(cbuf) };

@@ -132,7 +132,7 @@ int hostile_ctl_connect(const char *path)
 /* One request, one reply; up to nfds descriptors (how many came: *got). */
 int hostile_call_fds(struct ctl_msg *m, int *fds, int nfds, int *got)
 {
-	char cbuf[CMSG_SPACE(sizeof(int) * 3)];
+	char cbuf[CMSG_SPACE(sizeof(int) * CTL_MAX_FDS)];
 	struct iovec iov = { m, sizeof(*m) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
 			     .msg_controllen = sizeof(cbuf) };

@@ -100,7 +100,8 @@ class SlowCtlPeer:
     def _pass(self, src, dst, from_ulsd):
         try:
             while True:
-                msg, fds, _, _ = socket.recv_fds(src, 256, 3)
+                # CTL_MAX_FDS: HELLO's relay rings and the connection table
+                msg, fds, _, _ = socket.recv_fds(src, 256, 4)
                 if not msg:
                     break
                 if len(msg) >= HDR.size:

@@ -91,7 +91,7 @@ include tests/unit/filter.mk
 # The control protocol, the rings and ulsd's port space.
 SERVER_UNIT_TESTS = tests/unit/test_ctl tests/unit/test_ring tests/unit/test_ports \
 	tests/unit/test_vnet tests/unit/test_reass tests/unit/test_reply tests/unit/test_reply6 tests/unit/test_qring tests/unit/test_qring_wait tests/unit/test_conntab \
-	tests/unit/test_neigh6 tests/unit/test_tun_attach
+	tests/unit/test_neigh6 tests/unit/test_tun_attach tests/unit/test_qdisc
 check_PROGRAMS += $(SERVER_UNIT_TESTS)
 TESTS += $(SERVER_UNIT_TESTS)
 tests_unit_test_ctl_SOURCES = tests/unit/test_ctl.c
@@ -155,6 +155,9 @@ tests_unit_test_pingbreakdown_LDADD = apps/libapps.la $(CMOCKA_LIBS)
 tests_unit_test_tun_attach_SOURCES = tests/unit/test_tun_attach.c tests/unit/owntap.h
 tests_unit_test_tun_attach_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_tun_attach_LDADD = netif/libnif.la $(CMOCKA_LIBS)
+tests_unit_test_qdisc_SOURCES = tests/unit/test_qdisc.c tests/unit/owntap.h
+tests_unit_test_qdisc_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
+tests_unit_test_qdisc_LDADD = netif/libnif.la $(CMOCKA_LIBS)
 QRING_FIXTURE = tests/unit/qring_fixture.c tests/unit/qring_fixture.h
 tests_unit_test_qring_SOURCES = tests/unit/test_qring.c $(QRING_FIXTURE)
 tests_unit_test_qring_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)

@@ -1,10 +1,13 @@
-/* netif/siphash.c: SipHash-2-4, and stack/isn.c: the RFC 6528 initial sequence number generator. */
+/* netif/siphash.c: SipHash-2-4, stack/isn.c: the RFC 6528 initial sequence number generator,
+ * and stack/port.c's random values (the ISN secret's, the handoff nonces' source). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -156,6 +159,42 @@ static void same_tuple_10ms_later_isn_advances_by_4us_ticks(void **state)
 	assert_true(d >= 2500 - 1);
 }
 
+uint32_t stk__random32(void);
+
+/* Random values are drawn from a buffer filled ahead (port.c): a fork child must not draw
+ * the values its parent draws next, though both hold the same buffer. The child sends its
+ * next 4 values through a pipe; the parent draws its own 4 and compares. Also: no two of
+ * 64 values in a row repeat (a buffer handed out twice would). */
+static void fork_child_draws_values_its_parent_does_not(void **state)
+{
+	uint32_t mine[4], theirs[4], seen[64];
+	int pfd[2], status;
+	(void)state;
+
+	for (int i = 0; i < 64; i++) {
+		seen[i] = stk__random32();
+		for (int j = 0; j < i; j++)
+			assert_true(seen[i] != seen[j]);
+	}
+	(void)stk__random32();  /* the buffer is now part used */
+	assert_int_equal(pipe(pfd), 0);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		for (int i = 0; i < 4; i++)
+			theirs[i] = stk__random32();
+		_exit(write(pfd[1], theirs, sizeof(theirs)) == (ssize_t)sizeof(theirs) ? 0 : 1);
+	}
+	for (int i = 0; i < 4; i++)
+		mine[i] = stk__random32();
+	assert_int_equal(read(pfd[0], theirs, sizeof(theirs)), (ssize_t)sizeof(theirs));
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(pfd[0]);
+	close(pfd[1]);
+	assert_true(memcmp(mine, theirs, sizeof(mine)) != 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -166,6 +205,7 @@ int main(void)
 		cmocka_unit_test(different_tuples_isn_differs_beyond_clock),
 		cmocka_unit_test(ipv6_tuples_differing_past_the_first_4_octets_isn_differs),
 		cmocka_unit_test(same_tuple_10ms_later_isn_advances_by_4us_ticks),
+		cmocka_unit_test(fork_child_draws_values_its_parent_does_not),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -79,7 +79,7 @@ static int ctl_teardown(void **state)
 static struct ctl_msg ask(int fd, const struct ctl_msg *m, int *nfds)
 {
 	struct ctl_msg r;
-	char cbuf[CMSG_SPACE(sizeof(int) * 3)];
+	char cbuf[CMSG_SPACE(sizeof(int) * CTL_MAX_FDS)];
 	struct iovec iov = { &r, sizeof(r) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
 			     .msg_controllen = sizeof(cbuf) };
@@ -150,6 +150,35 @@ static void test_ctl_answers_hello_with_the_node_and_the_relay_rings(void **stat
 	assert_int_equal(r.u.hello.datapath, CTL_DP_RELAY);
 	assert_int_equal(nfds, 3);  /* ring memory, two eventfds */
 	assert_int_equal(counter(SRV_LEASES_RELAY), 1);
+	close(fd);
+}
+
+/* HELLO may ask for the connection table (CTL_HELLO_F_CONNTAB): it comes as the reply's
+ * fourth descriptor, the reply keeps the flag, and a CONNTAB after it is refused as the
+ * second request for one. Without the flag: three descriptors, no flag, CONNTAB gives it. */
+static void test_ctl_sends_the_connection_table_with_hello_when_asked(void **state)
+{
+	(void)state;
+	int fd = ctl_connect(), nfds = 0;
+	struct ctl_msg m = msg(CTL_HELLO, 0, 0);
+	m.u.hello.flags = CTL_HELLO_F_CONNTAB;
+	struct ctl_msg r = ask(fd, &m, &nfds);
+	assert_int_equal(r.status, 0);
+	assert_true(r.u.hello.flags & CTL_HELLO_F_CONNTAB);
+	assert_int_equal(nfds, 4);  /* ring memory, two eventfds, the table */
+	assert_int_equal(counter(SRV_CONNTABS_GIVEN), 1);
+	struct ctl_msg t = msg(CTL_CONNTAB, 0, 0);
+	t.family = 0;
+	assert_int_equal(ask(fd, &t, &nfds).status, -EALREADY);
+	assert_int_equal(nfds, 0);
+	close(fd);
+
+	fd = hello();  /* no flag */
+	assert_int_equal(counter(SRV_CONNTABS_GIVEN), 1);
+	r = ask(fd, &t, &nfds);
+	assert_int_equal(r.status, 0);
+	assert_int_equal(nfds, 1);
+	assert_int_equal(counter(SRV_CONNTABS_GIVEN), 2);
 	close(fd);
 }
 
@@ -310,6 +339,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 #define C(f) cmocka_unit_test_setup_teardown(f, ctl_setup, ctl_teardown)
 		C(test_ctl_answers_hello_with_the_node_and_the_relay_rings),
+		C(test_ctl_sends_the_connection_table_with_hello_when_asked),
 		C(test_ctl_refuses_any_request_before_hello),
 		C(test_ctl_refuses_a_second_hello),
 		C(test_ctl_refuses_a_malformed_message_and_counts_why),
