@@ -261,7 +261,7 @@ def test_churn_of_1000_short_lived_processes_delivers_nothing_to_the_wrong_one(t
     slots alternates between two ports) and 20 ms of life, while a kernel peer probes all
     eight ports every millisecond, also between one holder's end and the next one's start.
     No process receives a frame that is not for its own port; most receive probes for
-    theirs (the control: delivery works); the churn ends within 60 s. On the direct path
+    theirs (the control: delivery works); the churn ends within 150 s. On the direct path
     every lease is direct and every queue is renewed before its next owner gets it."""
     children, parallel, base = 1000, 4, 6800
     ports = [base + i for i in range(2 * parallel)]
@@ -273,7 +273,7 @@ def test_churn_of_1000_short_lived_processes_delivers_nothing_to_the_wrong_one(t
         time.sleep(0.02)
     before = tb.counters(1)
     try:
-        out = tb.hostile(1, "churn", children, parallel, base, 20, timeout=90)
+        out = tb.hostile(1, "churn", children, parallel, base, 20, timeout=180)
     finally:
         with open(stop, "w"):
             pass
@@ -287,7 +287,9 @@ def test_churn_of_1000_short_lived_processes_delivers_nothing_to_the_wrong_one(t
     assert int(got["children"]) == children and int(got["failed"]) == 0, out
     assert int(got["foreign"]) == 0, out
     assert int(got["got_own"]) >= children // 2, out
-    assert float(got["seconds"]) < 60, out
+    # A bound on the run, not a speed target: 16 s on a quiet machine, 58-62 s on both
+    # 6ceee84 and its successor at load average 12-14 (helper fixed35), where 60 s failed.
+    assert float(got["seconds"]) < 150, out
     if DATAPATH == "direct":
         assert int(got["direct"]) == children, out
         assert delta(before, after, "dp_queues_recycled") >= children, (before, after)
