@@ -434,9 +434,6 @@ def test_relay_ulsd_sheds_a_syn_flood_and_takes_a_shed_clients_retransmission(tb
                    name="relay-flood-server", env={"ULSBENCH_COUNTERS": "1"})
     tb.wait_listening(srv)
     before = tb.counters(2)
-    # ulsd's CPU and its TAP's drops over the flood: the frames it never read (the TAP's
-    # queue full while it waited for a CPU) are neither shed nor demultiplexed.
-    load = _listener_load(tb, tb.ulsd_pid(2), tb.env["TB_NODE2_TAP"])
     flood = _flood(tb, tb.env["TB_NODE2_MAC"], tb.ip(2), RELAY_FLOOD_SECONDS)
     t0 = time.monotonic()
     _at(t0, RELAY_LEGIT_AT)
@@ -454,7 +451,6 @@ def test_relay_ulsd_sheds_a_syn_flood_and_takes_a_shed_clients_retransmission(tb
     if client.poll() is None:
         client.kill()
     assert flood.wait(RELAY_FLOOD_SECONDS + 20) == 0, flood.stderr()
-    during = load()
     (f,) = flood.json_lines()
     after = tb.counters(2)
     d = {k: after.get(k, 0) - before.get(k, 0)
@@ -467,8 +463,7 @@ def test_relay_ulsd_sheds_a_syn_flood_and_takes_a_shed_clients_retransmission(tb
     c = _server_counters(srv) if srv.poll() == 0 else {}
     with capsys.disabled():
         print(f"\n  relay SYN flood, ulsd {relay_node2}: client took {took} s; flood {f}; ulsd2 {d}; "
-              f"listener {{{', '.join(f'{k}: {v}' for k, v in c.items() if k.startswith(('tcp_syn', 'syn_shed')))}}}; "
-              f"ulsd2 during the flood {during}")
+              f"listener {{{', '.join(f'{k}: {v}' for k, v in c.items() if k.startswith(('tcp_syn', 'syn_shed')))}}}")
     assert f["rate"] >= FLOOD_RATE_FLOOR, f"synflood reached only {f['rate']} SYN/s: {f}"
     assert tb.ulsd_alive(2)
     assert after.get("leases_relay", 0) >= 1, after   # the listener is on the relay
