@@ -217,9 +217,10 @@ def test_frames_with_a_foreign_source_address_are_denied(tb):
     before = tb.counters(1)
     out = tb.hostile(1, "spoofip", 3)
     assert out.split() == ["queued", "3"], out
-    time.sleep(0.2)
-    after = tb.counters(1)
-    assert tx_dropped(before, after, "src_ip") == 3
+    # Queued frames are counted once ulsd (relay) or the kernel (direct) has taken them:
+    # wait for that rather than a fixed pause.
+    after = counters_once(tb, 1, lambda c: tx_dropped(before, c, "src_ip") >= 3)
+    assert tx_dropped(before, after, "src_ip") == 3, (before, after)
 
 
 def test_process_cannot_receive_another_process_segments(tb):
@@ -609,7 +610,11 @@ def test_custody_acks_the_fin_of_a_peer_whose_process_exited_in_fin_wait_2(tb):
     assert acks and all(s[1] == 0x10 for s in acks), r      # ACK, never RST
     assert acks[0][3] == (fin[2] + 1) % (1 << 32), (fin, acks)   # ACK = its FIN's SEQ + 1
     assert r["again"] == [acks[0]], r
-    assert d["custody_finwait2"] == 1 and d["custody_fin_acked"] == 2, d
+    # Node-wide, at least this connection's: its FIN-WAIT-2, and its FIN and the FIN again
+    # acknowledged (exactly, per connection, on the wire above). An earlier test's process
+    # that exited in FIN-WAIT-2 (a ulsbench client closes as its kernel peer does, and may
+    # go first) leaves a tuple whose peer's FIN, late on a loaded machine, can move them too.
+    assert d["custody_finwait2"] >= 1 and d["custody_fin_acked"] >= 2, d
     assert r["dup_answers"] == [] and d["custody_ack_ignored"] >= 1, (r, d)
     # Per connection, not node-wide: a stray segment of an earlier test's tuple may reach
     # another custody entry meanwhile.

@@ -260,10 +260,15 @@ def case_peek_and_waitall():
     threading.Thread(target=later).start()
     s.sendall(b"hello ")
     assert s.recv(11, socket.MSG_WAITALL) == b"hello world"
-    # FIONREAD
+    # FIONREAD, asked until the echo is in (a fixed pause of 0.2 s was a margin a loaded
+    # machine could exceed), then the count must be exactly the echo's.
     s.sendall(b"abc")
-    time.sleep(0.2)
-    n = struct.unpack("i", fcntl.ioctl(s, termios.FIONREAD, b"\0\0\0\0"))[0]
+    deadline = time.monotonic() + 5
+    while True:
+        n = struct.unpack("i", fcntl.ioctl(s, termios.FIONREAD, b"\0\0\0\0"))[0]
+        if n >= 3 or time.monotonic() > deadline:
+            break
+        time.sleep(0.01)
     assert n == 3, n
     # MSG_DONTWAIT on a blocking socket
     assert s.recv(3) == b"abc"
