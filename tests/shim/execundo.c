@@ -1,7 +1,11 @@
 /* A failed exec while another thread closes a socket's number and opens something else
  * there (run under ulsrun by test_shim.py).
  *
- *   execundo ROUNDS PORT
+ *   execundo ROUNDS PORT [MIN_SEEN MIN_AT_X MAX_ROUNDS]
+ *
+ * With the last three, rounds go on past ROUNDS until MIN_SEEN of them saw the thread act
+ * during exec and MIN_AT_X at X, up to MAX_ROUNDS and EXTEND_MS: how often the thread
+ * lands inside exec's preparation is the scheduler's (on the relay at load 5, 2 of 40).
  *
  * Before exec the shim turns every socket that would survive it into a closed socket
  * under the same number and keeps a copy of the number's mirror; if exec fails it puts
@@ -40,6 +44,7 @@
 #include <unistd.h>
 
 #define FILL 120
+#define EXTEND_MS 150000   /* no round begins after this, past ROUNDS */
 
 static int X;
 static atomic_int go;           /* round number the thread is to act in, 0: none */
@@ -148,10 +153,15 @@ static int count_fds(void)
 
 int main(int argc, char **argv)
 {
-	if (argc != 3)
+	if (argc != 3 && argc != 6)
 		return 2;
 	int rounds = atoi(argv[1]);
 	unsigned short port = (unsigned short)atoi(argv[2]);
+	int min_seen = argc == 6 ? atoi(argv[3]) : 0, min_at_x = argc == 6 ? atoi(argv[4]) : 0;
+	int max_rounds = argc == 6 ? atoi(argv[5]) : rounds;
+	long t0 = now_ms();
+	if (rounds < 1 || max_rounds < rounds || port + max_rounds > 65535)
+		return 2;
 	int fill[FILL], fport[FILL];
 	ino_t fino[FILL];
 
@@ -171,7 +181,11 @@ int main(int argc, char **argv)
 	char *args[] = { "/", NULL };
 	extern char **environ;
 
-	for (int r = 1; r <= rounds && !bad; r++) {
+	int r;
+	for (r = 1; !bad; r++) {
+		if (r > rounds && (r > max_rounds || now_ms() - t0 > EXTEND_MS ||
+				   (nseen >= min_seen && at_x >= min_at_x)))
+			break;
 		int u = udp((unsigned short)(port + r));
 		if (u < 0) {
 			fprintf(stderr, "execundo: round %d: socket at %d: %s\n", r, port + r,
@@ -259,6 +273,6 @@ int main(int argc, char **argv)
 	pthread_join(t, NULL);
 	if (bad)
 		return 1;
-	printf("ok rounds %d seen %d at_x %d\n", rounds, nseen, at_x);
+	printf("ok rounds %d seen %d at_x %d\n", r - 1, nseen, at_x);
 	return 0;
 }
