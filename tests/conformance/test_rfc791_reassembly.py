@@ -276,14 +276,20 @@ def test_rfc792_time_exceeded_only_for_datagrams_whose_time_limit_passed(node, l
     sport = fresh_port()
     before = counters()["ip_reass_limit"]
     base = new_ipid()
-    ipids = set()
-    for i in range(300):
-        ipid = (base + i) % 65535 + 1
-        ipids.add(ipid)
-        link.send(fragment_frame(node, ipid, 0, bytes(UDP(sport=sport, dport=ECHO, len=3008))
-                                 + b"x" * 8, False))
+    ipids = [(base + i) % 65535 + 1 for i in range(300)]
+    # Built first, then sent back to back: the first datagram's time limit runs from its
+    # own arrival, and the early look below must end before it.
+    frames = [fragment_frame(node, ipid, 0, bytes(UDP(sport=sport, dport=ECHO, len=3008))
+                             + b"x" * 8, False) for ipid in ipids]
+    t0 = time.monotonic()
+    for f in frames:
+        link.send(f)
+    took = time.monotonic() - t0
+    assert took < 1.5, f"sending the 300 fragments took {took:.2f} s"
+    ipids = set(ipids)
     assert wait_counter(counters, "ip_reass_limit", before + 1) > before, "no bound was reached"
-    early = link.recv_all(_time_exceeded(node, ipids), 1.0)
+    early = link.recv_all(_time_exceeded(node, ipids),
+                          min(1.0, t0 + REASS_TIMEOUT_S - 0.5 - time.monotonic()))
     assert early == [], f"{len(early)} Time Exceeded messages before any time limit passed"
     late = link.recv_all(_time_exceeded(node, ipids), REASS_TIMEOUT_S + 2)
     assert late, "no Time Exceeded once the reassembly time limit had passed"
