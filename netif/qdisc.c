@@ -10,6 +10,7 @@
  * frame to a process's queue no longer passes a qdisc on its way.
  */
 #include "netif/tap.h"
+#include "netif/sys.h"
 
 #include <errno.h>
 #include <linux/netlink.h>
@@ -29,16 +30,17 @@ struct qd_req {
 
 static int nl_open(void)
 {
-	int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
-	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+	/* Through nif_sys (sys.h): this file is part of libnif, which libuls links, and the
+	 * shim interposes these names. No bind: the kernel gives the socket its port id at
+	 * its first send (netlink's autobind), which is all an explicit bind to 0 did. */
+	int fd = nif_sys.socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
 	struct timeval tv = { 2, 0 };  /* the kernel answers at once; never hang ulsd's start */
 
 	if (fd < 0)
 		return -errno;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0) {
+	if (nif_sys.setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0) {
 		int rc = -errno;
-		close(fd);
+		nif_sys.close(fd);
 		return rc;
 	}
 	return fd;
@@ -56,10 +58,10 @@ static int root_of(int fd, unsigned ifindex, char kind[16], uint32_t *handle)
 	static char buf[65536];  /* a dump's messages fit in 32 KiB; init only, one caller */
 	bool found = false;
 
-	if (send(fd, &q, q.nh.nlmsg_len, 0) < 0)
+	if (nif_sys.send(fd, &q, q.nh.nlmsg_len, 0) < 0)
 		return -errno;
 	for (int rounds = 0; rounds < 4096; rounds++) {  /* bounded: a dump of every qdisc */
-		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+		ssize_t n = nif_sys.recv(fd, buf, sizeof(buf), 0);
 		if (n < 0)
 			return errno == EAGAIN ? -ETIMEDOUT : -errno;
 		for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (size_t)n);
@@ -115,9 +117,9 @@ int nif_qdisc_set_root(unsigned ifindex, const char *kind, uint32_t handle)
 	fd = nl_open();
 	if (fd < 0)
 		return fd;
-	rc = send(fd, &q, q.nh.nlmsg_len, 0) < 0 ? -errno : -EPROTO;
+	rc = nif_sys.send(fd, &q, q.nh.nlmsg_len, 0) < 0 ? -errno : -EPROTO;
 	if (rc == -EPROTO) {
-		ssize_t n = recv(fd, buf, sizeof(buf), 0);
+		ssize_t n = nif_sys.recv(fd, buf, sizeof(buf), 0);
 		const struct nlmsghdr *h = (const struct nlmsghdr *)buf;
 		if (n < 0)
 			rc = errno == EAGAIN ? -ETIMEDOUT : -errno;
@@ -125,7 +127,7 @@ int nif_qdisc_set_root(unsigned ifindex, const char *kind, uint32_t handle)
 			 h->nlmsg_len >= NLMSG_LENGTH(sizeof(struct nlmsgerr)))
 			rc = ((const struct nlmsgerr *)NLMSG_DATA(h))->error;  /* 0: done */
 	}
-	close(fd);
+	nif_sys.close(fd);
 	return rc;
 }
 
@@ -136,7 +138,7 @@ int nif_qdisc_root(unsigned ifindex, char kind[16], uint32_t *handle)
 	if (fd < 0)
 		return fd;
 	rc = root_of(fd, ifindex, kind, handle);
-	close(fd);
+	nif_sys.close(fd);
 	return rc;
 }
 
