@@ -199,6 +199,17 @@ static void shed_syns_retransmission_is_taken(void **state)
 	assert_int_equal(guard(f, &fr), TCX_DROP);
 }
 
+/* A budget of one SYN a window, taken by SYN 0; SYN 1, in x, shed and so remembered. */
+static void shed_one(struct dp_fx *f, struct frame *fr, struct frame *x)
+{
+	f->cfg.syn_budget = 1;
+	dp_set_cfg(f);
+	flood_syn(fr, 0);
+	assert_int_equal(guard(f, fr), TCX_PASS);
+	flood_syn(x, 1);
+	assert_int_equal(guard(f, x), TCX_DROP);
+}
+
 /* The memory of shed SYNs outlives a generation (3 s: the client's retransmissions after
  * 1 s and 3 s more) and forgets after two. */
 static void shed_syn_remembered_for_a_generation_then_forgotten(void **state)
@@ -207,12 +218,7 @@ static void shed_syn_remembered_for_a_generation_then_forgotten(void **state)
 	struct frame fr, x;
 
 	NEED_BPF(f);
-	f->cfg.syn_budget = 1;
-	dp_set_cfg(f);
-	flood_syn(&fr, 0);
-	assert_int_equal(guard(f, &fr), TCX_PASS);
-	flood_syn(&x, 1);
-	assert_int_equal(guard(f, &x), TCX_DROP);        /* remembered */
+	shed_one(f, &fr, &x);        /* remembered */
 	usleep(3100000);
 	flood_syn(&fr, 2);
 	assert_int_equal(guard(f, &fr), TCX_PASS);       /* the window's budget */
@@ -278,12 +284,7 @@ static void a_turnover_after_the_clock_was_read_is_not_repeated(void **state)
 	int fd = bpf_map__fd(f->skel->maps.dp_syngen);
 
 	NEED_BPF(f);
-	f->cfg.syn_budget = 1;
-	dp_set_cfg(f);
-	flood_syn(&fr, 0);
-	assert_int_equal(guard(f, &fr), TCX_PASS);
-	flood_syn(&x, 1);
-	assert_int_equal(guard(f, &x), TCX_DROP);        /* x in generation cur */
+	shed_one(f, &fr, &x);        /* x in generation cur */
 	assert_int_equal(bpf_map_lookup_elem(fd, &zero, &g), 0);
 	/* Another CPU has just turned it over, at a clock reading later than ours: x's
 	 * generation is the older one now, the newer one has a SYN. */
