@@ -141,7 +141,8 @@ int main(int argc, char **argv)
 	if (restart)
 		pthread_join(t, NULL);
 	if (handled != 1) {
-		fprintf(stderr, "handler ran %d times\n", (int)handled);
+		fprintf(stderr, "handler ran %d times; recv returned %zd (%s) after %.0f ms\n",
+			(int)handled, n, n < 0 ? strerror(err) : "data", took);
 		return 1;
 	}
 	if (!restart && !(n < 0 && err == EINTR && took < 500)) {
