@@ -71,6 +71,7 @@ uint64_t stk__pmtu_age_ms(void);
 /* IPv4 reassembly (stack/tcpconf.c, stack/patches/0050): the timeout in seconds, and what
  * lwIP's reassembly reports (LWIP_HOOK_IP4_REASS_NOTE), each counted by name. */
 u8_t stk__ip_reass_maxage(void);
+u8_t stk__ip6_reass_maxage(void);
 enum stk_reass_note {
 	STK_REASS_NOTE_OVERLAP,    /* overlapping fragment: the whole datagram dropped */
 	STK_REASS_NOTE_DUPLICATE,  /* the same fragment again: that copy dropped */

@@ -88,6 +88,10 @@ void stk__heap_free(void *p);
  * (stack/tcpconf.c). Overlaps drop the whole datagram (patch 0050, RFC 5722 §4). */
 #define IP_REASS_MAXAGE                 stk__ip_reass_maxage()
 unsigned char stk__ip_reass_maxage(void);
+/* IPv6 (RFC 8200 §4.5): 60 s, lwIP's default and Linux's; ULS_REASS_TIMEOUT sets it too
+ * (tests watch datagrams expire). */
+#define IPV6_REASS_MAXAGE               stk__ip6_reass_maxage()
+unsigned char stk__ip6_reass_maxage(void);
 #define LWIP_HOOK_IP4_REASS_NOTE(what)  stk__ip_reass_note(what)
 #define IP_DEFAULT_TTL                  64
 

@@ -33,7 +33,7 @@ u8_t stk__syn_retries(void)
  * value ... is 60 seconds" (Linux: 30 s, ipfrag_time). lwIP counts it in seconds in a u8_t
  * (IP_REASS_MAXAGE, read per new datagram under the core lock). ULS_REASS_TIMEOUT=N (1-255
  * s, read once per process) changes it; tests use a few seconds. */
-u8_t stk__ip_reass_maxage(void)
+static int reass_timeout_env(void)
 {
 	static int secs = -1;
 
@@ -41,9 +41,26 @@ u8_t stk__ip_reass_maxage(void)
 		const char *e = getenv("ULS_REASS_TIMEOUT");
 		char *end;
 		long v = e ? strtol(e, &end, 10) : -1;
-		secs = (e && *e && !*end && v >= 1 && v <= 255) ? (int)v : 30;
+		secs = (e && *e && !*end && v >= 1 && v <= 255) ? (int)v : 0;
 	}
-	return (u8_t)secs;
+	return secs;
+}
+
+u8_t stk__ip_reass_maxage(void)
+{
+	int secs = reass_timeout_env();
+
+	return (u8_t)(secs ? secs : 30);
+}
+
+/* RFC 8200 §4.5: "within 60 seconds of the reception of the first-arriving fragment"
+ * (IPV6_REASS_MAXAGE, seconds in a u8_t, read per new datagram under the core lock);
+ * ULS_REASS_TIMEOUT changes it as it does IPv4's. */
+u8_t stk__ip6_reass_maxage(void)
+{
+	int secs = reass_timeout_env();
+
+	return (u8_t)(secs ? secs : 60);
 }
 
 void stk__ip_reass_note(enum stk_reass_note what)

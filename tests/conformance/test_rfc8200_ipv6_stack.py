@@ -289,3 +289,63 @@ def test_rfc8200_8_1_udp_zero_checksum_dropped_and_counted(stack6, link, counter
     assert link.recv(echoed, 1.0) is None, "a zero-checksum datagram was echoed"
     link.send(dgram(None))
     assert link.recv(echoed, 3) is not None, "control: the checksummed datagram was not echoed"
+
+
+
+def _frag6(node, ident, offset, data, m):
+    """One fragment of an ICMPv6 datagram from Scapy to the node: data at offset octets."""
+    from scapy.layers.inet6 import IPv6ExtHdrFragment
+    return (Ether(src=node.my_mac, dst=node.mac) / IPv6(src=node.my_ip6, dst=node.ip6) /
+            IPv6ExtHdrFragment(nh=58, offset=offset // 8, m=int(m), id=ident) / Raw(data))
+
+
+@requirement(fix="patches 0134, 0135", level="SHOULD",
+             mutate="rm stack/patches/0134-reass6-evicted-no-time-exceeded.patch")
+def test_rfc8200_4_5_time_exceeded_only_for_datagrams_whose_time_limit_passed(stack6, link):
+    """RFC 8200 §4.5: "If insufficient fragments are received to complete reassembly of a
+    packet within 60 seconds of the reception of the first-arriving fragment of that
+    packet, reassembly of that packet must be abandoned ... If the first fragment ... has
+    been received, an ICMP Time Exceeded -- Fragment Reassembly Time Exceeded message
+    should be sent to the source of that fragment." (The limit is REASS_TIMEOUT_S here:
+    ULS_REASS_TIMEOUT.) A datagram dropped to make room for others has not run out of
+    time: 300 first fragments of different datagrams (more than IP_REASS_MAX_PBUFS holds)
+    get no Time Exceeded before the first one's limit; lwIP sent one for each datagram it
+    evicted (44), to any source address the fragments named (patch 0134; 0129 is IPv4's).
+    Positive control: once the limit has passed, the datagrams held get theirs, each
+    quoting the Fragment header as sent (RFC 4443 §3.3; patch 0135: lwIP restored 8 of the
+    12 octets its helper overwrote, and the Identification quoted was the helper's); and a
+    datagram in two fragments sent after the flood is reassembled and answered."""
+    from scapy.layers.inet6 import ICMPv6EchoRequest, ICMPv6TimeExceeded, IPv6ExtHdrFragment
+    from conftest import REASS_TIMEOUT_S
+    import time
+    node = stack6
+    base = 0x5a000000 + (os.getpid() % 0x10000) * 0x100
+    idents = [base + i for i in range(300)]
+    head = bytes(IPv6(src=node.my_ip6, dst=node.ip6) /
+                 ICMPv6EchoRequest(id=0x7e57, seq=1, data=bytes(56)))[40:]
+    frames = [_frag6(node, ident, 0, head[:16], True) for ident in idents]
+    t0 = time.monotonic()
+    for f in frames:
+        link.send(f)
+    took = time.monotonic() - t0
+    assert took < 1.5, f"sending the 300 fragments took {took:.2f} s"
+
+    def time_exceeded(p):
+        # matched by the quoted echo's identifier: the quoted Identification is checked below
+        return (ICMPv6TimeExceeded in p and p[ICMPv6TimeExceeded].code == 1 and
+                ICMPv6EchoRequest in p[ICMPv6TimeExceeded].payload and
+                p[ICMPv6TimeExceeded].payload[ICMPv6EchoRequest].id == 0x7e57)
+    early = link.recv_all(time_exceeded, min(1.0, t0 + REASS_TIMEOUT_S - 0.5 - time.monotonic()))
+    assert early == [], f"{len(early)} Time Exceeded messages before any time limit passed"
+    ident = base + 300
+    data = bytes(IPv6(src=node.my_ip6, dst=node.ip6) /
+                 ICMPv6EchoRequest(id=0x7e58, seq=1, data=bytes(120)))[40:]
+    link.send(_frag6(node, ident, 0, data[:64], True))
+    link.send(_frag6(node, ident, 64, data[64:], False))
+    r = link.recv(_reply_to(node, 0x7e58), 3)
+    assert r is not None, "control: the datagram in two fragments was not answered"
+    late = link.recv_all(time_exceeded, REASS_TIMEOUT_S + 3)
+    assert late, "no Time Exceeded once the reassembly time limit had passed"
+    quoted = {p[ICMPv6TimeExceeded].payload[IPv6ExtHdrFragment].id for p in late}
+    assert quoted <= set(idents), \
+        f"Identification quoted not as sent: {sorted(hex(q) for q in quoted - set(idents))[:3]}"
