@@ -68,6 +68,10 @@ struct nif_dev_stats {
 	 * it) that a live thread replaced with reads of its own, at its next round, rather
 	 * than waiting for the kernel to cancel them: the re-arms of a dead thread's reads. */
 	uint64_t rx_reads_replaced;
+	/* Reads in flight that another live thread had submitted, which a thread about to
+	 * sleep on a cooperative receive ring cancelled and armed again as its own (their
+	 * completions would wait for that thread's next system call: netif/qring.c). */
+	uint64_t rx_reads_taken_over;
 	/* Receive buffers the device allocated (netif/rxpool.h), each up to a 64 KiB frame
 	 * with offloads: they follow the reads in flight and the frames lent at once, which
 	 * start few and grow with the traffic (qring_priv.h RX_ARM_MIN, RX_BR_MIN). */
@@ -75,13 +79,14 @@ struct nif_dev_stats {
 };
 
 /* The counters above that the receiving thread bumps in its wait (rx_wakeups, spin_enters,
- * rx_reads_replaced), where it holds no caller's lock, while get_stats copies them under
+ * rx_reads_replaced, rx_reads_taken_over), where it holds no caller's lock, while
+ * get_stats copies them under
  * that lock from another thread (uls_counters, ulsstat): kept apart, and read and written
  * with relaxed atomics, so that the copy is no data race and neither side tears them
  * (ThreadSanitizer saw rx_wakeups in tests/shim rtcwait). Relaxed: they order nothing. One
  * writer at a time (the receiving thread), so a load and a store, not a locked add. */
 struct nif_wait_stats {
-	uint64_t rx_wakeups, spin_enters, rx_reads_replaced;
+	uint64_t rx_wakeups, spin_enters, rx_reads_replaced, rx_reads_taken_over;
 };
 
 static inline void nif__wait_count(uint64_t *c, uint64_t n)
@@ -97,6 +102,7 @@ static inline void nif__wait_stats_get(const struct nif_dev_stats *st,
 	out->rx_wakeups = __atomic_load_n(&w->rx_wakeups, __ATOMIC_RELAXED);
 	out->spin_enters = __atomic_load_n(&w->spin_enters, __ATOMIC_RELAXED);
 	out->rx_reads_replaced = __atomic_load_n(&w->rx_reads_replaced, __ATOMIC_RELAXED);
+	out->rx_reads_taken_over = __atomic_load_n(&w->rx_reads_taken_over, __ATOMIC_RELAXED);
 }
 
 struct nif_dev;

@@ -147,16 +147,26 @@ static void br_free(struct io_uring_buf_ring *br)
 }
 
 /* coop: the receive ring runs task work only when its thread enters the kernel, and says
- * when it waits (IORING_SQ_TASKRUN). A read's completion is task work of the thread that
+ * when some waits (IORING_SQ_TASKRUN). A read's completion is task work of the thread that
  * submitted it (see the top of this file). Without COOP_TASKRUN, io_uring interrupts that
- * thread with an IPI when it runs in user space; a spinning reader always does, and on this
- * kind of virtual machine each IPI cost the writer 5-12 us inside its write (a VM exit),
- * twice per frame with two reads in flight, and the reader as much again to take it:
- * traced 2026-11-27, docs/benchmarks.md "Two spinning ends". A thread that sleeps
- * is still woken at once (TWA_SIGNAL_NO_IPI wakes a sleeper), and one that runs in user
- * space without system calls takes its task work at its next interrupt return (the tick,
- * 4 ms at HZ=250): a frame whose read such a thread submitted waits that long for another
- * thread that waits on the ring. Deviation: so only a process that asked to spin gets it. */
+ * thread with an IPI when it runs in user space, and on this kind of virtual machine each
+ * IPI is a VM exit for the frame's writer, inside its write, and another for the reader:
+ * traced 2026-11-27 for spinning readers (docs/benchmarks.md "Two spinning ends"), and
+ * 2026-11-28 for one stream, whose receiving application thread (the driver that had
+ * submitted the read) was interrupted about 20,000 times per GB while it checked the data
+ * it had received: 28% of the stream's CPU, in the writer's wake-up and the reader's
+ * interrupt return ("The IPIs of a read's completion"). Cooperative, the frames wait as
+ * task work until that thread's next system call, where it takes them in one batch.
+ * A thread that sleeps is still woken at once (TWA_SIGNAL_NO_IPI wakes a sleeper), and
+ * one that runs in user space without system calls takes its task work at its next
+ * interrupt return (the tick, 4 ms at HZ=250). So a thread that is to sleep on the ring
+ * first takes over the reads another thread submitted (nif__q_take_over_reads), and a
+ * look that finds IORING_SQ_TASKRUN set enters the kernel to run its own (q_ready,
+ * q_spin_poll).
+ * Deviation: frames for a program that computes between calls wait as its task work until
+ * its next call, the tick, or the parked stack thread's wait (stack/drive.c), where the
+ * kernel's softirq would take them at once; with an interrupting ring they waited for
+ * the park's end anyway, copied. */
 static int prepare(struct nif_qring_prep *p, bool coop)
 {
 	unsigned entries[2] = { RX_DEPTH * 2, TX_DEPTH };
@@ -189,12 +199,12 @@ static int prepare(struct nif_qring_prep *p, bool coop)
 
 int nif_qring_prepare(struct nif_qring_prep *p)
 {
-	return prepare(p, false);
+	return prepare(p, true);
 }
 
-int nif_qring_prepare_spin(struct nif_qring_prep *p)
+int nif_qring_prepare_interrupting(struct nif_qring_prep *p)
 {
-	return prepare(p, true);
+	return prepare(p, false);
 }
 
 int nif_qring_fd(const struct nif_qring_prep *p, int i)
@@ -290,6 +300,7 @@ static int ring_wait(struct qring *q, int timeout_ms)
 	int rc = 0;
 
 	nif__q_replace_dead_reads(q);
+	nif__q_take_over_reads(q);
 	arm_wake(q);
 	q->st.ring_waits++;
 	uint64_t now = mono_ns();
@@ -339,6 +350,7 @@ static int q_wait_fd(struct nif_dev *d, struct pollfd *fds, unsigned n, int time
 	if (q->wake_in_ring && !n)
 		return ring_wait(q, timeout_ms);
 	nif__q_replace_dead_reads(q);
+	nif__q_take_over_reads(q);
 	/* Reads q_rx re-armed and left for the wait to submit. */
 	if (io_uring_sq_ready(&q->rx))
 		nif__q_rx_submit(q);
@@ -405,9 +417,20 @@ static bool q_tx_pending(const struct nif_dev *d)
 	return ((const struct qring *)d)->tx_unsubmitted != 0;
 }
 
+/* Frames waiting: completions, or on a cooperative ring task work, which only the thread
+ * that submitted the reads can run (one io_uring_enter that waits for nothing; another
+ * thread's leaves the flag set, and its frames come at that thread's next entry or to the
+ * next waiter, which takes its reads over). Any thread, no lock: the ring's own atomics. */
 static bool q_ready(const struct nif_dev *d)
 {
-	return io_uring_cq_ready(&((const struct qring *)d)->rx) != 0;
+	struct qring *q = (struct qring *)d;
+
+	if (io_uring_cq_ready(&q->rx))
+		return true;
+	if (!q->coop || !(IO_URING_READ_ONCE(*q->rx.sq.kflags) & IORING_SQ_TASKRUN))
+		return false;
+	(void)io_uring_get_events(&q->rx);
+	return io_uring_cq_ready(&q->rx) != 0;
 }
 
 /* A spinning thread's look: completions, else reads that q_rx re-armed and no wait has
@@ -415,16 +438,18 @@ static bool q_ready(const struct nif_dev *d)
  * in tun's queue for them). The read of a frame that comes while we spin completes as
  * task work of the thread that submitted it: io_uring interrupts that thread for it, as
  * the test shows (test_qring spin_poll_sees_frames_whose_reads_it_rearmed_without_a_wait),
- * except on a cooperative ring (coop: nif_qring_prepare_spin), which instead sets
+ * except on a cooperative ring (coop: nif_qring_prepare), which instead sets
  * IORING_SQ_TASKRUN and leaves it to us to enter the kernel, one io_uring_enter that runs
  * the task work and waits for nothing (test_qring
- * spin_poll_runs_the_task_work_that_a_cooperative_ring_left_to_it). */
+ * spin_poll_runs_the_task_work_that_a_cooperative_ring_left_to_it): for reads of ours,
+ * so the spinner takes over those of another thread first. */
 static bool q_spin_poll(struct nif_dev *d)
 {
 	struct qring *q = nif__qring_of(d);
 
 	if (io_uring_cq_ready(&q->rx))
 		return true;
+	nif__q_take_over_reads(q);
 	if (q->coop && (IO_URING_READ_ONCE(*q->rx.sq.kflags) & IORING_SQ_TASKRUN)) {
 		nif__wait_count(&q->wst.spin_enters, 1);
 		(void)io_uring_get_events(&q->rx);

@@ -24,7 +24,7 @@ struct nif_qring_prep {
 	 * the device then keeps one read per receive slot in flight instead. */
 	struct io_uring_buf_ring *br;
 	bool mshot;
-	/* The receive ring runs its task work cooperatively (nif_qring_prepare_spin). */
+	/* The receive ring runs its task work cooperatively (nif_qring_prepare). */
 	bool coop;
 };
 
@@ -34,12 +34,15 @@ struct nif_qring_prep {
 /* Registers the rings' fork child handler, once; stk__fork_init calls it before it
  * registers libuls's own (stack/fork.c). */
 void nif_qring_fork_init(void);
+/* The receive ring is made with IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG where
+ * the kernel has them (p->coop): a read's completion is task work of the thread that
+ * submitted it, and a cooperative ring runs it when that thread next enters the kernel
+ * instead of interrupting it with an IPI, which on a virtual machine cost the frame's
+ * writer and its reader a VM exit each (netif/qring.c, prepare). */
 int nif_qring_prepare(struct nif_qring_prep *p);
-/* As nif_qring_prepare, for a process whose threads spin on the device (ULS_SPIN_US): the
- * receive ring is made with IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG where
- * the kernel has them (p->coop), so that a frame costs its writer no IPI to a spinning
- * reader, which enters the kernel itself when the ring says so (netif/qring.c). */
-int nif_qring_prepare_spin(struct nif_qring_prep *p);
+/* As nif_qring_prepare, with a receive ring of the interrupting kind (ULS_RX_COOP=0, for
+ * comparison). */
+int nif_qring_prepare_interrupting(struct nif_qring_prep *p);
 int nif_qring_fd(const struct nif_qring_prep *p, int i);
 /* The descriptor of ring i moved to fd (the caller dup'ed it elsewhere and closed it). */
 void nif_qring_set_fd(struct nif_qring_prep *p, int i, int fd);

@@ -92,7 +92,9 @@ struct qring {
 	 * given yet, beyond br_target; or their buffer lent and the pool had no other);
 	 * rx_target is 1, rx_armed 0 or 1. */
 	bool mshot;
-	bool coop;                             /* nif_qring_prepare_spin's receive ring */
+	/* The receive ring is cooperative (nif_qring_prepare); takeover_off: ulsd refused the
+	 * cancellation that taking reads over needs (a ring whose restrictions predate it). */
+	bool coop, takeover_off;
 	struct io_uring_buf_ring *br;
 	unsigned br_added;     /* buffers added to br and not yet made visible */
 	unsigned br_posted;    /* buffer ids in br (added, not yet taken by a completion) */
@@ -135,6 +137,7 @@ void nif__q_reg_remove(struct qring *q);
 struct io_uring_sqe *nif__q_rx_sqe(struct qring *q);
 void nif__q_arm_reads(struct qring *q);
 void nif__q_replace_dead_reads(struct qring *q);
+void nif__q_take_over_reads(struct qring *q);
 int nif__q_rx(struct nif_dev *d, nif_rx_fn *fn, void *arg, unsigned budget);
 
 /* qring_tx.c: the transmit side */

@@ -293,6 +293,72 @@ void nif__q_replace_dead_reads(struct qring *q)
 	}
 }
 
+/* Cancel the read of user_data tag, with the next submission; false without an entry. */
+static bool cancel_read(struct qring *q, uint64_t tag)
+{
+	struct io_uring_sqe *sqe = nif__q_rx_sqe(q);
+
+	if (!sqe)
+		return false;
+	io_uring_prep_cancel64(sqe, tag, 0);
+	sqe->flags |= IOSQE_FIXED_FILE;   /* ulsd requires it of every request; unused here */
+	io_uring_sqe_set_data64(sqe, CANCEL_TAG);
+	return true;
+}
+
+/* A thread about to sleep on a cooperative receive ring (or to spin on it): the reads it
+ * is to be woken by must be its own. A read another live thread submitted completes as
+ * that thread's task work, which a cooperative ring leaves until that thread enters the
+ * kernel (netif/qring.c, prepare): while it computes, up to a tick (4 ms at HZ=250) after
+ * the frame. Such reads are cancelled (IORING_OP_ASYNC_CANCEL of their tag, which ulsd
+ * allows; it reaches only this ring's requests) and armed again, with the wait's
+ * submission, as this thread's; the cancelled ones end as the replaced reads of a thread
+ * that exited do (replace_dead_reads: a frame one of them still read is delivered). The
+ * multishot read and the wake-up's change hands only once their predecessor with the
+ * other tag ended, so at most one of each is cancelled and not yet ended; one thread
+ * driving all along (a stream) never gives its reads away. */
+void nif__q_take_over_reads(struct qring *q)
+{
+	unsigned taken = 0;
+
+	if (!q->coop || q->takeover_off)
+		return;
+	uint64_t me = nif__q_token();
+	if (q->mshot) {
+		if (q->rx_armed && !q->mshot_pend && !q->mshot_orphan && q->mshot_tok != me &&
+		    cancel_read(q, q->mshot_tag)) {
+			q->mshot_orphan = true;
+			q->mshot_tag = q->mshot_tag == MSHOT_TAG ? MSHOT_TAG_ALT : MSHOT_TAG;
+			q->rx_armed = 0;
+			taken++;
+		}
+	} else {
+		/* A slot's read is in flight and submitted when it has a token; the slot
+		 * is armed again only once the cancelled read ended (q_rx frees it). */
+		for (unsigned i = 0; i < RX_DEPTH; i++) {
+			if (!q->rx_tok[i] || q->rx_tok[i] == me || q->rx_orphan[i] ||
+			    !cancel_read(q, i))
+				continue;
+			q->rx_tok[i] = 0;
+			q->rx_orphan[i] = true;
+			q->rx_orphans++;
+			q->rx_armed--;
+			taken++;
+		}
+	}
+	if (q->wake_armed && !q->wake_pend && !q->wake_orphan && q->wake_tok != me &&
+	    cancel_read(q, q->wake_tag)) {
+		q->wake_orphan = true;
+		q->wake_tag = q->wake_tag == WAKE_TAG ? WAKE_TAG_ALT : WAKE_TAG;
+		q->wake_armed = false;
+		taken++;
+	}
+	if (taken) {
+		nif__wait_count(&q->wst.rx_reads_taken_over, taken);
+		nif__q_arm_reads(q);   /* the wake-up's: the wait's arm_wake */
+	}
+}
+
 static void rx_error(struct qring *q)
 {
 	q->st.rx_errors++;
@@ -440,6 +506,14 @@ int nif__q_rx(struct nif_dev *d, nif_rx_fn *fn, void *arg, unsigned budget)
 			continue;
 		}
 		io_uring_cqe_seen(&q->rx, cqe);
+		if (tag == CANCEL_TAG) {
+			/* A take-over's cancellation (ENOENT, EALREADY: the read had ended or
+			 * was ending). Refused (a ulsd whose restrictions predate it): the
+			 * cancelled read never ends, so no more are taken over. */
+			if (res == -EACCES || res == -EINVAL || res == -EOPNOTSUPP)
+				q->takeover_off = true;
+			continue;
+		}
 		if (tag == WAKE_TAG || tag == WAKE_TAG_ALT) {
 			/* A wake-up (its count is in wake_buf), or the read failed: the next
 			 * wait arms it again. The replaced one's end changes nothing. */

@@ -42,7 +42,10 @@
  * would end that sleep): it returns -EBUSY and the shim waits in the kernel on the mirror.
  *
  * ULS_SPIN_US=N: a driver polls the device for up to N microseconds before it sleeps in
- * the device's wait (off by default; SO_BUSY_POLL sets it per socket). ULS_RTC=0 turns run
+ * the device's wait (off by default; SO_BUSY_POLL sets it per socket). The device's
+ * receive ring is cooperative (netif/qring.h: a frame's read completes when the thread
+ * that submitted it next enters the kernel, not by interrupting it); ULS_RX_COOP=0 makes
+ * it of the interrupting kind, for comparison. ULS_RTC=0 turns run
  * to completion off (the stack thread alone waits on the device, as before), for
  * comparison.
  *
@@ -145,12 +148,20 @@ static unsigned env_us(const char *name)
 	return env_us_said(name, true);
 }
 
-/* Will this process spin (ULS_SPIN_US, as stk__drive_init reads it)? Asked by the lease
- * before the node's device exists (stack/lease.c), which makes the device's receive ring
- * for spinning then (nif_qring_prepare_spin). */
-bool stk__spin_wanted(void)
+/* Does this process want the device's receive ring of the interrupting kind (ULS_RX_COOP=0,
+ * for comparison; by default it is cooperative: netif/qring.h)? Asked by the lease before
+ * the node's device exists (stack/lease.c). Anything but "0" and "1" is refused, said once,
+ * and leaves the default. */
+bool stk__rx_coop_wanted(void)
 {
-	return env_us_said("ULS_SPIN_US", false) != 0;
+	const char *e = getenv("ULS_RX_COOP");
+
+	if (!e || !strcmp(e, "1"))
+		return true;
+	if (!strcmp(e, "0"))
+		return false;
+	stk__log(0, "ULS_RX_COOP=%s refused: expected 0 or 1; cooperative", e);
+	return true;
 }
 
 /* Nobody on the device, parked, sleeping or owed a round: the state of a node's threads

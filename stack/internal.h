@@ -149,7 +149,7 @@ static inline void stk__node_set_up(bool up)
 void stk__leave(void);
 /* Run to completion (drive.c). */
 void stk__drive_init(void);
-bool stk__spin_wanted(void);
+bool stk__rx_coop_wanted(void);
 /* Ask the parked stack thread to come back now and take the core lock (core lock held;
  * uls_node_stop). */
 void stk__park_wake(void);

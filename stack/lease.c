@@ -553,8 +553,8 @@ int uls_attach(const char *ctl_path)
 	ctl_init(&m, CTL_HELLO, ++lease.seq);
 	m.u.hello.ring_fd[0] = m.u.hello.ring_fd[1] = -1;
 	m.u.hello.flags = CTL_HELLO_F_CONNTAB;  /* the table with the reply: one round trip less */
-	if (offer_direct() &&
-	    (stk__spin_wanted() ? nif_qring_prepare_spin(&qp) : nif_qring_prepare(&qp)) == 0) {
+	if (offer_direct() && (stk__rx_coop_wanted() ? nif_qring_prepare(&qp)
+						    : nif_qring_prepare_interrupting(&qp)) == 0) {
 		/* The library's own descriptors: high, and out of the program's reach. */
 		for (int i = 0; i < 2; i++) {
 			nif_qring_set_fd(&qp, i, stk__fd_hide(nif_qring_fd(&qp, i)));

@@ -379,17 +379,20 @@ def test_direct_path_receives_by_one_multishot_read_else_by_reads_per_slot(tb):
         got[mode] = {k: c.get(k, 0) for k in (
             "dev_rx_frames", "dev_rx_read_cqes", "dev_rx_mshot_cqes", "dev_rx_mshot_arms",
             "dev_rx_mshot_ends", "dev_rx_mshot_nobufs", "dev_rx_mshot_refused",
-            "dev_rx_reads_replaced")}
+            "dev_rx_reads_replaced", "dev_rx_reads_taken_over")}
     on, off = got["1"], got["0"]
     if DATAPATH == "direct":
         assert on["dev_rx_frames"] > 0 and on["dev_rx_mshot_cqes"] >= on["dev_rx_frames"], on
         assert on["dev_rx_read_cqes"] == 0 and on["dev_rx_mshot_refused"] == 0, on
         # armed once at the lease's start, then once after each end, or in place of a
-        # read whose submitting thread exited (its end is a cancellation, counted with
-        # the replaced reads: dev_rx_reads_replaced, which also counts the wake-up's);
-        # still armed or not at exit (arms 4, ends 2 in a run of stop 34)
+        # read whose submitting thread exited or that a thread about to wait took over
+        # from another (their ends are cancellations, counted with the replaced and the
+        # taken-over reads: dev_rx_reads_replaced, dev_rx_reads_taken_over, which also
+        # count the wake-up's); still armed or not at exit (arms 4, ends 2 in a run of
+        # stop 34)
         extra = on["dev_rx_mshot_arms"] - on["dev_rx_mshot_ends"]
-        assert 0 <= extra <= 1 + on["dev_rx_reads_replaced"], on
+        assert 0 <= extra <= (1 + on["dev_rx_reads_replaced"]
+                              + on["dev_rx_reads_taken_over"]), on
         assert on["dev_rx_mshot_ends"] >= on["dev_rx_mshot_nobufs"], on
         assert off["dev_rx_read_cqes"] >= off["dev_rx_frames"] > 0, off
         assert off["dev_rx_mshot_cqes"] == 0 and off["dev_rx_mshot_arms"] == 0, off
