@@ -693,6 +693,9 @@ def main(argv=None):
                           "its modes) between two samples the driver takes while all of "
                           "them run: at the end of the warm-up and 0.1 s before the "
                           "measured part's planned end. Only with --seconds",
+            "receiver_counters": "perproc and relay: the receivers' stack counters over "
+                                 "their lives, summed (ulsbench server's last stderr line "
+                                 "with ULSBENCH_COUNTERS set)",
             "cpu_s_per_gb_measured": "the steady state's CPU per GB: cpu_window's CPU "
                                      "seconds per second over measured_bytes per second "
                                      "of the measured span",
@@ -728,9 +731,6 @@ def main(argv=None):
                                "the sender namespace's /proc/net/snmp and netstat (Tcp "
                                "OutSegs/RetransSegs count wire segments; TCPSackRecovery "
                                "and TCPTimeouts are recovery episodes and RTOs)",
-            "receiver_counters": "perproc and central: the receivers' stack counters over "
-                                 "their lives, summed (ulsbench server's last stderr line "
-                                 "with ULSBENCH_COUNTERS set)",
             "offload": "segmentation offload of the senders: ulsd's TSO through the TAP, "
                        "and under --loss the kernel peers' TSO/GSO too",
         })

@@ -213,8 +213,8 @@ bool stk__handoff_park(struct stk_sock *s);
  * stream; with many streams sharing the node each one's flight is small, and a buffer
  * filled far ahead of the window had the application's copy into pbufs go cold before the
  * TAP write read it again, and made the heap of 64 senders 256 MiB (docs/benchmarks.md,
- * "The 64-stream point"). Linux bounds its send buffer by the flight the same way
- * (tcp_sndbuf_expand: twice the congestion window's bytes). */
+ * "The 64-stream point: what grows per byte"). Linux bounds its send buffer by the
+ * flight much the same way (tcp_sndbuf_expand: twice the congestion window's bytes). */
 #define STK_NOTSENT_FLOOR (256u * 1024u)
 static inline u32_t stk__stream_notsent(const struct tcp_pcb *pcb)
 {
