@@ -101,8 +101,8 @@ class Point:
         self.window_cpu = None  # CPU of the point's processes inside the measured part
 
     # -- helpers ---------------------------------------------------------------
-    def spawn(self, name, argv):
-        p = self.procs.spawn("%s-n%d-%s" % (self.mode, self.n, name), argv)
+    def spawn(self, name, argv, env=None):
+        p = self.procs.spawn("%s-n%d-%s" % (self.mode, self.n, name), argv, env=env)
         self.started.append(p)
         return p
 
@@ -422,8 +422,11 @@ class Point:
         dp = ["--datapath", DATAPATH[self.mode]]
         groups = split_streams(self.n)
         ports = [PERPROC_BASE_PORT + i for i in range(len(groups))]
+        # The receivers print their stack counters on stderr at exit (receiver_counters).
+        senv = dict(os.environ, ULSBENCH_COUNTERS="1")
         servers = [self.spawn("server%d" % i, [bench, "server", "--ctl", env["TB_NODE2_CTL"],
-                                               "--port", str(port), "--count", str(k)] + dp)
+                                               "--port", str(port), "--count", str(k)] + dp,
+                              env=senv)
                    for i, (port, k) in enumerate(zip(ports, groups))]
         self.wait_ready(servers, lambda: self.listening_ulstack(env["TB_NODE2_CTL"], ports),
                         "ulstack receivers")
@@ -438,7 +441,8 @@ class Point:
         return streams, wall, {"processes": {"senders": len(groups),
                                              "receivers": len(groups)},
                                "reported_cpu": rep,
-                               "sender_counters": dict(sorted(self.sender_counters.items()))}
+                               "sender_counters": dict(sorted(self.sender_counters.items())),
+                               "receiver_counters": server_counters(servers)}
 
     def _run_relay(self):
         return self._run_perproc()
@@ -532,6 +536,23 @@ class Point:
 # ---------------------------------------------------------------------------
 # The sweep
 # ---------------------------------------------------------------------------
+def server_counters(servers):
+    """The receivers' stack counters, summed: each ulsbench server's "counters" line on
+    stderr (ULSBENCH_COUNTERS); {} where none printed one."""
+    tot = {}
+    for p in servers:
+        try:
+            with open(p.err, errors="replace") as f:
+                lines = [l for l in f if l.startswith("ulsbench server: counters ")]
+            doc = json.loads(lines[-1].split("counters ", 1)[1]) if lines else {}
+        except (OSError, ValueError):
+            doc = {}
+        for k, v in doc.items():
+            if isinstance(v, int):
+                tot[k] = tot.get(k, 0) + v
+    return dict(sorted(tot.items()))
+
+
 def sweep_phases(opts):
     return plan_sweep(opts["modes"], opts["mtus"], opts.get("offloads", [DEFAULT_OFFLOAD]),
                       opts.get("loss"))
@@ -672,6 +693,9 @@ def main(argv=None):
                           "its modes) between two samples the driver takes while all of "
                           "them run: at the end of the warm-up and 0.1 s before the "
                           "measured part's planned end. Only with --seconds",
+            "receiver_counters": "perproc and relay: the receivers' stack counters over "
+                                 "their lives, summed (ulsbench server's last stderr line "
+                                 "with ULSBENCH_COUNTERS set)",
             "cpu_s_per_gb_measured": "the steady state's CPU per GB: cpu_window's CPU "
                                      "seconds per second over measured_bytes per second "
                                      "of the measured span",

@@ -76,6 +76,10 @@ struct nif_dev_stats {
 	 * with offloads: they follow the reads in flight and the frames lent at once, which
 	 * start few and grow with the traffic (qring_priv.h RX_ARM_MIN, RX_BR_MIN). */
 	uint64_t rx_buffers;
+	/* Reads of the queue in flight, summed over the waits (ring_waits, poll_waits): each
+	 * is a poll entry on the queue that a frame wakes, so their mean per wait says what a
+	 * frame's arrival costs the waiter in re-arms (netif/qring.c). */
+	uint64_t rx_armed_at_wait;
 };
 
 /* The counters above that the receiving thread bumps in its wait (rx_wakeups, spin_enters,

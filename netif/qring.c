@@ -303,6 +303,7 @@ static int ring_wait(struct qring *q, int timeout_ms)
 	nif__q_take_over_reads(q);
 	arm_wake(q);
 	q->st.ring_waits++;
+	q->st.rx_armed_at_wait += q->rx_armed;
 	uint64_t now = mono_ns();
 	if (q->hup_fd >= 0) {
 		/* Sleep no longer than the next look at the lease. */
@@ -369,6 +370,7 @@ static int q_wait_fd(struct nif_dev *d, struct pollfd *fds, unsigned n, int time
 	int rc = 0;
 	if (!io_uring_cq_ready(&q->rx)) {
 		q->st.poll_waits++;
+		q->st.rx_armed_at_wait += q->rx_armed;
 		rc = nif_sys.poll(pfd, n + 3, timeout_ms);
 	}
 	int err = errno;

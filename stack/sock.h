@@ -208,12 +208,32 @@ int stk__mirror_give(struct stk_sock *s, int state_fd);
 bool stk__handoff_park(struct stk_sock *s);
 
 /* stream.c */
+/* Bytes a connection may hold written but not yet sent: as many as it has in flight, at
+ * least STK_NOTSENT_FLOOR. The send buffer (TCP_SND_BUF, 4 MiB) is sized for one fast
+ * stream; with many streams sharing the node each one's flight is small, and a buffer
+ * filled far ahead of the window had the application's copy into pbufs go cold before the
+ * TAP write read it again, and made the heap of 64 senders 256 MiB (docs/benchmarks.md,
+ * "The 64-stream point: what grows per byte"). Linux bounds its send buffer by the
+ * flight much the same way (tcp_sndbuf_expand: twice the congestion window's bytes). */
+#define STK_NOTSENT_FLOOR (256u * 1024u)
+static inline u32_t stk__stream_notsent(const struct tcp_pcb *pcb)
+{
+	return pcb->snd_lbb - pcb->snd_nxt;
+}
+static inline u32_t stk__stream_notsent_max(const struct tcp_pcb *pcb)
+{
+	u32_t flight = pcb->snd_nxt - pcb->lastack;
+
+	return flight > STK_NOTSENT_FLOOR ? flight : STK_NOTSENT_FLOOR;
+}
 /* Whether a connection's send buffer has room enough to report it writable: lwIP's own
  * low-water marks, half the bytes and half the segments free (tcp_sndbuf() clamps to 16
- * bits, so snd_buf itself). poll() and a blocked send wake at the same mark. */
+ * bits, so snd_buf itself), and at most half the unsent bytes it may hold. poll() and a
+ * blocked send wake at the same mark. */
 static inline bool stk__stream_has_room(const struct tcp_pcb *pcb)
 {
-	return pcb->snd_buf > TCP_SNDLOWAT && tcp_sndqueuelen(pcb) < TCP_SNDQUEUELOWAT;
+	return pcb->snd_buf > TCP_SNDLOWAT && tcp_sndqueuelen(pcb) < TCP_SNDQUEUELOWAT &&
+	       stk__stream_notsent(pcb) <= stk__stream_notsent_max(pcb) / 2;
 }
 int stk__stream_open(struct stk_sock *s);
 int stk__stream_bind(struct stk_sock *s, const ip_addr_t *ip, uint16_t port);

@@ -465,6 +465,9 @@ ssize_t stk__stream_send(struct stk_sock *s, const void *buf, size_t len, int fl
 			break;
 		}
 		size_t room = tcp_sndbuf(s->tcp);
+		u32_t ns = stk__stream_notsent(s->tcp), ns_max = stk__stream_notsent_max(s->tcp);
+		if (room > (ns < ns_max ? ns_max - ns : 0))
+			room = ns < ns_max ? ns_max - ns : 0;
 		size_t n = len - sent;
 		if (n > room)
 			n = room;
@@ -495,6 +498,13 @@ ssize_t stk__stream_send(struct stk_sock *s, const void *buf, size_t len, int fl
 		/* The send buffer is full: push out what is queued and wait for ACKs. */
 		s->nospace = true;
 		tcp_output(s->tcp);
+		/* Held back by the unsent bytes alone, and that output sent enough of them:
+		 * write more now (each pass sends, so this ends within the window). */
+		if (ns >= ns_max && s->tcp && stk__stream_notsent(s->tcp) < ns &&
+		    stk__stream_has_room(s->tcp)) {
+			s->nospace = false;
+			continue;
+		}
 		if (nonblock) {
 			rc = -EAGAIN;
 			break;

@@ -4,12 +4,16 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <pthread.h>
 
 #include <cmocka.h>
 
 #include "node_fixture.h"
 
 static uint16_t next_port = 6000;
+
+/* stack/sock.h's STK_NOTSENT_FLOOR (not a public header). */
+#define STK_NOTSENT_FLOOR_BYTES (256u * 1024u)
 
 static int need_node(void **state)
 {
@@ -206,6 +210,70 @@ static void test_nonblocking_accept_without_a_connection_fails_eagain(void **sta
 	uls_close(sd);
 }
 
+/* What a send may queue beyond the flight (stack/sock.h, STK_NOTSENT_FLOOR): against a
+ * peer that reads nothing through a small window, the socket takes the window's bytes
+ * and STK_NOTSENT_FLOOR more, not its 4 MiB send buffer; and a blocked sender is woken
+ * as the peer reads, so every byte arrives in order. */
+struct bulk {
+	int sd;
+	const uint8_t *buf;
+	size_t len;
+	ssize_t rc;
+};
+
+static void *bulk_send(void *arg)
+{
+	struct bulk *b = arg;
+	b->rc = uls_send(b->sd, b->buf, b->len, 0);
+	return NULL;
+}
+
+static void test_send_queues_no_more_unsent_bytes_than_the_flight_or_the_floor(void **state)
+{
+	need_node(state);
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, small = 16384;
+	struct sockaddr_in la = sin_of(PEER_ADDR, 7002);
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	setsockopt(l, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));  /* inherited */
+	assert_int_equal(bind(l, (struct sockaddr *)&la, sizeof(la)), 0);
+	assert_int_equal(listen(l, 4), 0);
+	int sd = uls_socket(SOCK_STREAM);
+	assert_int_equal(uls_connect(sd, &la), 0);
+	assert_true(wait_fd(l, POLLIN, 5000));
+	int peer = accept(l, NULL, NULL);
+	assert_true(peer >= 0);
+	enum { TOTAL = 4 << 20 };
+	static uint8_t out[TOTAL], in[TOTAL];
+	for (size_t i = 0; i < sizeof(out); i++)
+		out[i] = (uint8_t)(i * 13 + (i >> 12));
+	/* Fill without blocking; ACKs of the window come within the pauses. */
+	size_t took = 0;
+	for (int round = 0; round < 20 && took < sizeof(out); round++) {
+		ssize_t n = uls_send(sd, out + took, sizeof(out) - took, MSG_DONTWAIT);
+		if (n > 0)
+			took += (size_t)n;
+		else
+			assert_int_equal(n, -EAGAIN);
+		usleep(10000);
+	}
+	/* The peer's window is tens of KiB (twice SO_RCVBUF at most, plus what its queue
+	 * holds); without the bound the socket took its whole 4 MiB buffer. */
+	print_message("# queued against a closed window: %zu bytes\n", took);
+	assert_true(took > 0);
+	assert_true(took <= STK_NOTSENT_FLOOR_BYTES + 512 * 1024);
+	/* The rest by a blocked sender that only the peer's reading can wake. */
+	struct bulk b = { .sd = sd, .buf = out + took, .len = sizeof(out) - took };
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, bulk_send, &b), 0);
+	assert_int_equal(peer_read(peer, in, sizeof(in)), sizeof(in));
+	pthread_join(t, NULL);
+	assert_int_equal(b.rc, (ssize_t)(sizeof(out) - took));
+	assert_memory_equal(in, out, sizeof(out));
+	uls_close(sd);
+	close(peer);
+	close(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -222,6 +290,7 @@ int main(void)
 		cmocka_unit_test(test_accept_on_a_socket_that_does_not_listen_fails_einval),
 		cmocka_unit_test(test_send_and_recv_on_an_unconnected_socket_fail_enotconn),
 		cmocka_unit_test(test_nonblocking_accept_without_a_connection_fails_eagain),
+		cmocka_unit_test(test_send_queues_no_more_unsent_bytes_than_the_flight_or_the_floor),
 	};
 	return NODE_FIXTURE_RUN(tests);
 }
