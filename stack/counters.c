@@ -59,6 +59,8 @@ static const char *const own_names[STK_CNT__COUNT] = {
 	[STK_CNT_TCP_TLP_REPAIRED] = "tcp_tlp_repaired_loss",
 	[STK_CNT_TCP_RACK_TAIL] = "tcp_rack_tail_lost",
 	[STK_CNT_TCP_REXMIT_LOST] = "tcp_rack_rexmit_lost",
+	/* RFC 5682 F-RTO / RFC 3522 (lwIP patch 0130): timeouts found spurious and undone */
+	[STK_CNT_TCP_RTO_SPURIOUS] = "tcp_rto_spurious",
 	/* ACKs sent by the delayed-ACK timer (lwIP patch 0113) */
 	[STK_CNT_TCP_DELAYED_ACK_TIMER] = "tcp_delayed_ack_timer",
 	/* IPv4 reassembly (lwIP patch 0050) */

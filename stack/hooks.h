@@ -45,6 +45,7 @@ enum stk_tcp_note {
 	STK_TCP_NOTE_TLP_REPAIRED,     /* a retransmitted probe repaired a loss */
 	STK_TCP_NOTE_RACK_TAIL,        /* octets below a SACKed probe declared lost */
 	STK_TCP_NOTE_REXMIT_LOST,      /* recovery's retransmissions declared lost again */
+	STK_TCP_NOTE_RTO_SPURIOUS,     /* a timeout found spurious and undone (patch 0130) */
 	/* timers (LWIP_HOOK_TCP_TIMER_NOTE, patch 0113) */
 	STK_TCP_NOTE_DELAYED_ACK,      /* an ACK sent by the delayed-ACK timer (tcp_fasttmr) */
 };

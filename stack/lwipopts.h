@@ -248,10 +248,14 @@ struct ip_addr;
  * event and cwnd in congestion avoidance; slow start and loss recovery stay lwIP's with
  * patches 0006 and 0021-0023. */
 #include "cubic.h"
-#define LWIP_TCP_CC_PCB_STATE           struct stk_cubic cubic;
+#define LWIP_TCP_CC_PCB_STATE           struct stk_cubic cubic; struct stk_cubic cubic_undo;
 #define LWIP_HOOK_TCP_CC_LOSS(pcb, flight) \
         ((tcpwnd_size_t)stk__cubic_loss(&(pcb)->cubic, (pcb)->cwnd, (flight), (pcb)->mss))
 #define LWIP_HOOK_TCP_CC_TIMEOUT(pcb)   stk__cubic_timeout(&(pcb)->cubic)
+/* A spurious timeout (patch 0130, RFC 5682) puts back the CUBIC state the timeout found:
+ * RFC 9438 section 4.9 restores W_max, K and the epoch with cwnd and ssthresh. */
+#define LWIP_HOOK_TCP_CC_UNDO_SAVE(pcb) ((pcb)->cubic_undo = (pcb)->cubic)
+#define LWIP_HOOK_TCP_CC_UNDO(pcb)      ((pcb)->cubic = (pcb)->cubic_undo)
 #define LWIP_HOOK_TCP_CC_AVOID(pcb, acked) \
         ((tcpwnd_size_t)stk__cubic_ack(&(pcb)->cubic, (pcb)->cwnd, (acked), (pcb)->mss, \
                                        sys_now(), (pcb)->rtt_sampled ? \

@@ -117,7 +117,10 @@ def test_rfc5681_3_1_after_rto_one_segment_is_sent(node, link):
     """RFC 5681 §3.1: "Furthermore, upon a timeout (as specified in [RFC2988]) cwnd MUST be
     set to no more than the loss window, LW, which equals 1 full-sized segment (regardless
     of the value of IW)." We acknowledge nothing of a 10-segment window: at the RTO exactly
-    one segment is retransmitted, and nothing else until it is acknowledged."""
+    one segment is retransmitted, and nothing else until it is acknowledged. The ACK of
+    it keeps the window's right edge where it was (no room for new data), so that the
+    node goes on with the conventional recovery's slow start (RFC 5682 §2.1 step 2b: F-RTO,
+    patch 0130, needs new data to send; test_rfc5682_frto.py)."""
     r = Receiver(link, window=10 * SMSS)
     r.start()
     s = r.grow()
@@ -128,7 +131,7 @@ def test_rfc5681_3_1_after_rto_one_segment_is_sent(node, link):
         f"RTO retransmission {offsets([p], s)}, expected the first segment"
     more = r.segments(0.1)
     assert not more, f"after the RTO more than one segment went out: {offsets(more, s)}"
-    r.ack(s + SMSS)
+    r.ack(s + SMSS, window=9 * SMSS)
     two = r.segments(0.1)
     assert [o for o, _ in offsets(two, s)][:2] == [SMSS, 2 * SMSS], \
         f"after the first ACK: {offsets(two, s)}"
