@@ -299,7 +299,7 @@ def test_rfc792_time_exceeded_only_for_datagrams_whose_time_limit_passed(node, l
              mutate="sed -i 's/^#define SRV_REASS_FRAGS .*/#define SRV_REASS_FRAGS 64/' server/reass.c && "
                     "sed -i 's/^#define IP_REASS_MAX_PBUFS .*/#define IP_REASS_MAX_PBUFS 64/' "
                     "stack/lwipopts.h")
-def test_rfc791_3_2_576_octet_datagram_in_8_octet_fragments_reassembled(node, link):
+def test_rfc791_3_2_datagram_of_576_octets_in_8_octet_fragments_reassembled(node, link):
     """RFC 791 §3.2: "Every internet destination must be able to receive a datagram of 576
     octets either in one piece or in fragments to be reassembled", and "the minimum
     fragment is 8 octets" (a 68-octet MTU under a 60-octet header). A 576-octet UDP
