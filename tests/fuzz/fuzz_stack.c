@@ -54,7 +54,7 @@
  *
  * and such a record whose 16 bits have bits 5-7 set (which FLOOD ignored) is
  *
- *   BURST up to 5,952 one-octet out-of-order segments on the connection, every other octet
+ *   BURST up to 4,345 one-octet out-of-order segments on the connection, every other octet
  *         from RCV.NXT + 1, ascending, descending or shuffled (and then the holes filled):
  *         more than TCP_OOSEQ_MAX_SEGS, which 64 records never reached (lwIP patch 0128).
  *         The queue must hold exactly min(n, TCP_OOSEQ_MAX_SEGS) segments, and the filled
