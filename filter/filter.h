@@ -47,6 +47,7 @@ enum flt_reason {
 	FLT_DROP_IPV6_HEADER,    /* bad version, or Payload Length past the frame */
 	FLT_DROP_IPV6_EXT,       /* an extension header past the payload, Hop-by-Hop not
 				  * first, or more than WIRE_IPV6_EXT_MAX of them */
+	FLT_DROP_IPV4_OPTIONS,   /* an IPv4 option of length 0 or 1, or past the header */
 	/* flt_check_tx */
 	FLT_DENY_SRC_MAC,        /* Ethernet source is not the node's MAC */
 	FLT_DENY_SRC_IP,         /* IPv4 source is not the node's address */

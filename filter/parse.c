@@ -165,6 +165,10 @@ static int parse_ipv4(const uint8_t *ip, size_t avail, struct flt_pkt *p)
 		return -FLT_DROP_IPV4_HEADER;
 	if (!wire_ipv4_checksum_ok(&v))
 		return -FLT_DROP_IPV4_CHECKSUM;
+	/* RFC 792 (Parameter Problem): a datagram with "incorrect arguments in an option" is
+	 * discarded. Deviation: silently (counted), no Parameter Problem is sent. */
+	if (wire_ipv4_options_check(&v) < 0)
+		return -FLT_DROP_IPV4_OPTIONS;
 
 	p->ip.src = v.src;
 	p->ip.dst = v.dst;
@@ -298,6 +302,7 @@ const char *flt_reason_name(enum flt_reason r)
 		[FLT_DROP_ICMP_HEADER - FLT_REASON_BASE] = "drop_icmp_header",
 		[FLT_DROP_IPV6_HEADER - FLT_REASON_BASE] = "drop_ipv6_malformed",
 		[FLT_DROP_IPV6_EXT - FLT_REASON_BASE] = "drop_ipv6_ext_chain",
+		[FLT_DROP_IPV4_OPTIONS - FLT_REASON_BASE] = "drop_ipv4_options",
 		[FLT_DENY_SRC_MAC - FLT_REASON_BASE] = "deny_src_mac",
 		[FLT_DENY_SRC_IP - FLT_REASON_BASE] = "deny_src_ip",
 		[FLT_DENY_ARP - FLT_REASON_BASE] = "deny_arp",

@@ -12,6 +12,11 @@ static enum nif_verdict check_ipv4(const uint8_t *ip, size_t avail, struct nif_f
 	/* RFC 791 §3.1: IHL is at least 5 words; Total Length covers header and data. */
 	if (wire_ipv4_view(&v, ip, avail) < 0)
 		return NIF_DROP_IPV4_HEADER;
+	/* lwIP skips the options unread (ip4.c), so a datagram whose options cannot be
+	 * parsed would be taken as if they were fine; RFC 792 has it discarded. Deviation:
+	 * silently (counted), no Parameter Problem is sent (RFC 1122 §3.2.2.5 SHOULD). */
+	if (wire_ipv4_options_check(&v) < 0)
+		return NIF_DROP_IPV4_OPTIONS;
 	info->l3_len = v.total;  /* anything past Total Length is Ethernet padding */
 	return NIF_PASS_IPV4;
 }
@@ -111,6 +116,7 @@ const char *nif_verdict_name(enum nif_verdict v)
 		[NIF_DROP_ARP_HEADER] = "frame_arp_header",
 		[NIF_DROP_IPV6_HEADER] = "frame_ipv6_header",
 		[NIF_DROP_IPV6_LENGTH] = "frame_ipv6_length",
+		[NIF_DROP_IPV4_OPTIONS] = "frame_ipv4_options",
 	};
 	return (unsigned)v < NIF_VERDICT_COUNT ? names[v] : "unknown";
 }

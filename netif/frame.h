@@ -33,6 +33,7 @@ enum nif_verdict {
 	NIF_DROP_ARP_HEADER,     /* ARP not for Ethernet/IPv4, or too short */
 	NIF_DROP_IPV6_HEADER,    /* IPv6: shorter than the fixed header, or version not 6 */
 	NIF_DROP_IPV6_LENGTH,    /* IPv6: Payload Length runs past the end of the frame */
+	NIF_DROP_IPV4_OPTIONS,   /* IPv4: an option of length 0 or 1, or past the header */
 	NIF_VERDICT_COUNT
 };
 

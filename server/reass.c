@@ -44,7 +44,11 @@
 
 #define SRV_REASS_MAX        256         /* datagrams in progress */
 #define SRV_REASS_BYTES      (4u << 20)  /* octets held, overhead included (Linux: 4 MB) */
-#define SRV_REASS_FRAGS      64          /* fragments of one datagram (lwIP takes 256) */
+/* Fragments of one datagram. RFC 791 §3.2: "Every internet destination must be able to
+ * receive a datagram of 576 octets either in one piece or in fragments to be reassembled",
+ * and "the minimum fragment is 8 octets": 70 fragments (64 dropped such a datagram). At
+ * most lwIP's IP_REASS_MAX_PBUFS (256), which the owner reassembles them with. */
+#define SRV_REASS_FRAGS      128
 #define SRV_REASS_OVERHEAD   64          /* charged per fragment besides its frame */
 /* RFC 1122 §3.3.2: "The IP module MUST ... if the timer expires, ... discard the
  * reassembly"; "The recommended value for the reassembly timeout is 60 seconds". Linux

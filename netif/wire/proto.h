@@ -67,6 +67,8 @@
 #define WIRE_IPV4_MAX_LEN        65535  /* §3.2: Total Length is 16 bits */
 #define WIRE_IPV4_MIN_MTU        68     /* §3.2: every module must forward 68 octets */
 #define WIRE_IPV4_DEFAULT_TTL    64     /* RFC 1700 / RFC 1122 §3.2.1.7 (recommended) */
+#define WIRE_IPOPT_EOL           0      /* §3.1 End of Option List: one octet */
+#define WIRE_IPOPT_NOP           1      /* §3.1 No Operation: one octet */
 /* Assigned Internet Protocol Numbers (IANA; RFC 791 "Protocol"). */
 #define WIRE_IPPROTO_ICMP        1
 #define WIRE_IPPROTO_TCP         6

@@ -18,6 +18,7 @@ const char *wire_reason_name(int reason)
 		[WIRE_BAD_LENGTH - WIRE_REASON_BASE] = "bad_length",
 		[WIRE_BAD_FORMAT - WIRE_REASON_BASE] = "bad_format",
 		[WIRE_TOO_DEEP - WIRE_REASON_BASE] = "too_deep",
+		[WIRE_BAD_OPTION - WIRE_REASON_BASE] = "bad_option",
 	};
 
 	if (reason < 0)
@@ -172,6 +173,36 @@ bool wire_ipv4_checksum_ok(const struct wire_ipv4 *v)
 	/* "the 16 bit one's complement of the one's complement sum of all 16 bit words in
 	 * the header": a correct header, checksum included, sums to 0xffff. */
 	return wire_sum_finish(wire_sum(0, v->hdr, v->hlen)) == 0;
+}
+
+int wire_ipv4_options_check(const struct wire_ipv4 *v)
+{
+	size_t i = 0, n = v->options_len, len;
+
+	/* RFC 791 §3.1: "Case 1: A single octet of option-type. Case 2: An option-type octet,
+	 * an option-length octet, and the actual option-data octets. The option-length octet
+	 * counts the option-type octet and the option-length octet as well as the
+	 * option-data octets." A length below 2 (which would never advance), one past the
+	 * header, or a type with no room for its length cannot be parsed, and RFC 792
+	 * (Parameter Problem) has the host "discard the datagram" for "incorrect arguments in
+	 * an option". End of Option List ends the walk: what follows it is padding. */
+	while (i < n) {
+		uint8_t type = v->options[i];
+
+		if (type == WIRE_IPOPT_EOL)
+			return 0;
+		if (type == WIRE_IPOPT_NOP) {
+			i++;
+			continue;
+		}
+		if (n - i < 2)
+			return -WIRE_BAD_OPTION;
+		len = v->options[i + 1];
+		if (len < 2 || len > n - i)
+			return -WIRE_BAD_OPTION;
+		i += len;
+	}
+	return 0;
 }
 
 void wire_ipv4_write(uint8_t *p, uint8_t proto, uint32_t src, uint32_t dst, uint16_t total,

@@ -38,6 +38,7 @@ enum wire_reason {
 	WIRE_BAD_LENGTH,        /* a length field below its minimum or past the octets */
 	WIRE_BAD_FORMAT,        /* ARP not for Ethernet and IPv4; an ND option of length 0 */
 	WIRE_TOO_DEEP,          /* more IPv6 extension headers than WIRE_IPV6_EXT_MAX */
+	WIRE_BAD_OPTION,        /* an IPv4 option of length < 2 or past the header */
 	WIRE_REASON_END
 };
 const char *wire_reason_name(int reason);
@@ -163,6 +164,10 @@ int wire_ipv4_view(struct wire_ipv4 *v, const uint8_t *p, size_t len);
 int wire_ipv4_view_quoted(struct wire_ipv4 *v, const uint8_t *p, size_t len);
 /* RFC 791 §3.1: the header, checksum field included, sums to 0xffff. */
 bool wire_ipv4_checksum_ok(const struct wire_ipv4 *v);
+/* RFC 791 §3.1: the options are well formed: each one a single octet (End of Option List,
+ * No Operation) or a type, a length of at least 2 and that many octets within the header.
+ * 0 or -WIRE_BAD_OPTION. The options' contents are not judged (RFC 1122 §3.2.1.8). */
+int wire_ipv4_options_check(const struct wire_ipv4 *v);
 static inline bool wire_ipv4_df(const struct wire_ipv4 *v)
 {
 	return (v->frag & WIRE_IPV4_DF) != 0;

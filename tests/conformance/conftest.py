@@ -180,6 +180,7 @@ ULSD_COUNTER_OF = {
     "ip_chkerr": "drop_ipv4_checksum",
     "frame_ethertype": "drop_ethertype",
     "frame_ipv4_header": "drop_ipv4_header",
+    "frame_ipv4_options": "drop_ipv4_options",
     "frame_arp_header": "drop_arp",
     # IPv4 reassembly: ulsd's on a ulsd node (server/reass.c), lwIP's on a node of its own
     # (patch 0050); the process behind ulsd only ever sees whole datagrams' fragments.

@@ -1,9 +1,13 @@
 """RFC 1122 §3.2.1 / RFC 894: IP layer input checks of the node."""
 
+import struct
+
 from scapy.layers.inet import ICMP, IP
 from scapy.layers.l2 import ARP, Ether
+from scapy.packet import Raw
+from scapy.utils import checksum
 
-from conftest import requirement, wait_counter
+from conftest import TcpPeer, requirement, wait_counter
 
 
 def _echo(node, ident, **ipfields):
@@ -95,3 +99,93 @@ def test_rfc1122_3_2_1_3_datagram_for_other_address_not_answered(node, link, cou
     assert r is None, "node answered a datagram addressed to another host"
     assert _answers_ping(node, link, 0x0E03) is not None, \
         "control: the same request to the node's address was not answered"
+
+
+# IPv4 option areas (RFC 791 §3.1) that no correct header carries: what each gets wrong.
+BAD_IPV4_OPTIONS = [
+    ("length 0", b"\x07\x00\x00\x00"),               # Record Route, length octet 0
+    ("length 1", b"\x07\x01\x00\x00"),               # shorter than type + length
+    ("past the IHL", b"\x94\x08\x00\x00"),           # Router Alert claiming 8 of 4
+    ("no length octet", b"\x01\x01\x01\x83"),        # LSRR in the area's last octet
+    ("second option past", b"\x01\x94\x04\x00\x00\x07\x0b\x04"),  # RR of 11 in 3
+]
+# Well-formed ones, accepted: padding, End of Option List then anything (RFC 791: "the end
+# of the option list ... might not coincide with the end of the internet header"), a
+# Router Alert (RFC 2113), and an option nobody knows (RFC 1122 §3.2.1.8: ignored).
+GOOD_IPV4_OPTIONS = [
+    ("NOPs", b"\x01\x01\x01\x00"),
+    ("EOL then garbage", b"\x00\x07\x00\xff"),
+    ("Router Alert", b"\x94\x04\x00\x00"),
+    ("unknown option", b"\x9e\x06\x00\x00\x00\x00\x01\x00"),
+]
+
+
+def _with_ipv4_options(pkt, opts):
+    """pkt (Ether/IP/...) with opts (a multiple of 4 octets) in its IPv4 header: IHL,
+    Total Length and the header checksum follow; the transport checksum does not change
+    (its pseudo-header has no options)."""
+    ip = bytes(pkt[IP])
+    hdr = bytearray(ip[:20] + opts)
+    hdr[0] = 0x40 | len(hdr) // 4
+    struct.pack_into("!H", hdr, 2, len(ip) + len(opts))
+    struct.pack_into("!H", hdr, 10, 0)
+    struct.pack_into("!H", hdr, 10, checksum(bytes(hdr)))
+    return Ether(src=pkt[Ether].src, dst=pkt[Ether].dst, type=0x0800) / Raw(bytes(hdr) + ip[20:])
+
+
+@requirement(fix='ulsd: filter/parse.c; own and processes: netif/frame.c (netif/wire/wire.c)',
+             mutate="sed -i 's/return -WIRE_BAD_OPTION;/return 0;/' netif/wire/wire.c")
+def test_rfc791_3_1_malformed_ipv4_options_on_a_connection_dropped_and_counted(node, link,
+                                                                               counters):
+    """RFC 791 §3.1: an option is "Case 1: A single octet of option-type" or "Case 2: An
+    option-type octet, an option-length octet, and the actual option-data octets. The
+    option-length octet counts the option-type octet and the option-length octet as well
+    as the option-data octets." RFC 792 (Parameter Problem): "If the gateway or host
+    processing a datagram finds a problem with the header parameters such that it cannot
+    complete processing the datagram it must discard the datagram. One potential source of
+    such a problem is with incorrect arguments in an option." A data segment of a live echo
+    connection whose IPv4 options have length 0 or 1, run past the header, or lack their
+    length octet is discarded (not acknowledged, not echoed) and counted
+    (frame_ipv4_options). Positive control: the same data with well-formed options (NOPs,
+    EOL then anything, Router Alert, an unknown option, RFC 1122 §3.2.1.8: "silently
+    ignore the others") is echoed, and the connection goes on."""
+    peer = TcpPeer(link, 7)
+    peer.connect()
+    try:
+        for what, opts in BAD_IPV4_OPTIONS:
+            before = counters().get("frame_ipv4_options", 0)
+            link.send(_with_ipv4_options(peer.segment("PA", b"bad options\n"), opts))
+            r = peer.recv(0.7)
+            assert r is None, f"options with {what}: the node answered {r!r}"
+            assert wait_counter(counters, "frame_ipv4_options", before + 1) == before + 1, \
+                f"options with {what}: frame_ipv4_options did not grow by 1"
+        for what, opts in GOOD_IPV4_OPTIONS:
+            data = f"good options: {what}\n".encode()
+            link.send(_with_ipv4_options(peer.segment("PA", data), opts))
+            peer.snd_nxt = (peer.snd_nxt + len(data)) & 0xFFFFFFFF
+            assert peer.recv_data(len(data)) == data, \
+                f"control: the data with options ({what}) was not echoed"
+    finally:
+        peer.abort()
+
+
+@requirement(fix='ulsd: filter/parse.c; own and processes: netif/frame.c (netif/wire/wire.c)',
+             mutate="sed -i 's/return -WIRE_BAD_OPTION;/return 0;/' netif/wire/wire.c")
+def test_rfc791_3_1_malformed_ipv4_options_on_echo_request_dropped_and_counted(node, link,
+                                                                              counters):
+    """RFC 791 §3.1 and RFC 792 as above, for what no process owns (ulsd answers echo
+    requests on a ulsd node; lwIP on a node of its own): an echo request whose options have
+    length 0 or 1, run past the header or lack their length octet is discarded, not
+    answered, and counted (frame_ipv4_options). Positive control: with well-formed options
+    it is answered."""
+    for i, (what, opts) in enumerate(BAD_IPV4_OPTIONS):
+        before = counters().get("frame_ipv4_options", 0)
+        link.send(_with_ipv4_options(_echo(node, 0x0E10 + i), opts))
+        r = link.recv(lambda p: ICMP in p and p[ICMP].id == 0x0E10 + i, 0.7)
+        assert r is None, f"options with {what}: echo request answered"
+        assert wait_counter(counters, "frame_ipv4_options", before + 1) == before + 1, \
+            f"options with {what}: frame_ipv4_options did not grow by 1"
+    for i, (what, opts) in enumerate(GOOD_IPV4_OPTIONS):
+        link.send(_with_ipv4_options(_echo(node, 0x0E20 + i), opts))
+        r = link.recv(lambda p: ICMP in p and p[ICMP].type == 0 and p[ICMP].id == 0x0E20 + i, 3)
+        assert r is not None, f"control: the echo request with options ({what}) not answered"

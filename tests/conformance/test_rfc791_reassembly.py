@@ -293,3 +293,64 @@ def test_rfc792_time_exceeded_only_for_datagrams_whose_time_limit_passed(node, l
     assert early == [], f"{len(early)} Time Exceeded messages before any time limit passed"
     late = link.recv_all(_time_exceeded(node, ipids), REASS_TIMEOUT_S + 2)
     assert late, "no Time Exceeded once the reassembly time limit had passed"
+
+
+@requirement(fix="ulsd: server/reass.c (SRV_REASS_FRAGS); own: lwIP 2.1.3 (IP_REASS_MAX_PBUFS)",
+             mutate="sed -i 's/^#define SRV_REASS_FRAGS .*/#define SRV_REASS_FRAGS 64/' server/reass.c && "
+                    "sed -i 's/^#define IP_REASS_MAX_PBUFS .*/#define IP_REASS_MAX_PBUFS 64/' "
+                    "stack/lwipopts.h")
+def test_rfc791_3_2_datagram_of_576_octets_in_8_octet_fragments_reassembled(node, link):
+    """RFC 791 §3.2: "Every internet destination must be able to receive a datagram of 576
+    octets either in one piece or in fragments to be reassembled", and "the minimum
+    fragment is 8 octets" (a 68-octet MTU under a 60-octet header). A 576-octet UDP
+    datagram in 70 fragments of 8 data octets, in order and then shuffled, reaches the echo
+    service, whose echo carries the same octets."""
+    for order in ("in order", "shuffled"):
+        sport, payload = fresh_port(), os.urandom(576 - 28)
+        frags = udp_fragments(node, sport, payload, new_ipid(), size=8)
+        assert len(frags) == 70
+        if order == "shuffled":
+            random.shuffle(frags)
+        for _, f in frags:
+            link.send(f)
+        echo = recv_echo(link, node, sport)
+        assert echo == payload, f"the 576-octet datagram in 8-octet fragments ({order}) " \
+            f"was not echoed ({'nothing' if echo is None else len(echo)})"
+
+
+@requirement(fix="ulsd: server/reass.c (SRV_REASS_FRAGS); own: lwIP 2.1.3 (IP_REASS_MAX_PBUFS)",
+             mutate="sed -i 's/d->nfrags == SRV_REASS_FRAGS ||/0 \\&\\&/' server/reass.c && "
+                    "sed -i 's/^#define IP_REASS_MAX_PBUFS .*/#define IP_REASS_MAX_PBUFS 4096/' "
+                    "stack/lwipopts.h", level="MAY")
+def test_rfc4963_3_datagram_in_too_many_fragments_dropped_and_counted(node, link, counters):
+    """RFC 4963 §3 (a reassembly buffer is a resource a remote host can exhaust), and RFC
+    791 asks a destination for no more than 576 octets: a 4000-octet UDP datagram in 498
+    fragments of 8 octets, more than the node keeps of one datagram (ulsd 128, lwIP 256
+    pbufs), is not delivered; the drop is counted (ip_reass_limit) and the node holds no
+    more than the bound (its RSS grows by less than 1 MB). Positive control: the same
+    datagram in 1480-octet fragments is echoed."""
+    before = counters()["ip_reass_limit"]
+    rss0 = node_rss(node)
+    sport, payload = fresh_port(), os.urandom(4000 - 28)
+    frags = udp_fragments(node, sport, payload, new_ipid(), size=8)
+    random.shuffle(frags)
+    for _, f in frags:
+        link.send(f)
+    assert recv_echo(link, node, sport, 2.0) is None, "a 498-fragment datagram was delivered"
+    assert wait_counter(counters, "ip_reass_limit", before + 1) > before, \
+        "no reassembly limit was counted"
+    assert node_rss(node) - rss0 < 1024, "the node held more than the bound"
+    assert node.alive()
+    sport = fresh_port()
+    for _, f in udp_fragments(node, sport, payload, new_ipid()):
+        link.send(f)
+    assert recv_echo(link, node, sport) == payload, "control: the datagram was not echoed"
+
+
+def node_rss(node):
+    """The node process's resident set, in kB."""
+    with open(f"/proc/{node.proc.pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS")

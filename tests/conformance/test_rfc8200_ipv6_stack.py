@@ -13,7 +13,9 @@ import pytest
 
 from scapy.layers.inet import TCP
 from scapy.layers.inet6 import (IPv6, ICMPv6EchoReply, ICMPv6EchoRequest, ICMPv6ND_NA,
-                                ICMPv6ND_NS, ICMPv6NDOptDstLLAddr, ICMPv6NDOptSrcLLAddr)
+                                ICMPv6ND_NS, ICMPv6NDOptDstLLAddr, ICMPv6NDOptSrcLLAddr,
+                                ICMPv6ParamProblem, IPv6ExtHdrDestOpt, IPv6ExtHdrFragment,
+                                IPv6ExtHdrHopByHop)
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 from scapy.utils6 import in6_getnsma, in6_getnsmac
@@ -349,3 +351,57 @@ def test_rfc8200_4_5_time_exceeded_only_for_datagrams_whose_time_limit_passed(st
     quoted = {p[ICMPv6TimeExceeded].payload[IPv6ExtHdrFragment].id for p in late}
     assert quoted <= set(idents), \
         f"Identification quoted not as sent: {sorted(hex(q) for q in quoted - set(idents))[:3]}"
+
+
+@requirement(fix='lwIP 2.1.3 (ip6.c)',
+             mutate="tests/conformance/lwip-mutate core/ipv6/ip6.c '0,/if (\\*nexth == IP6_NEXTH_HOPBYHOP) {/s//if (0) {/'")
+def test_rfc8200_4_hop_by_hop_not_first_gets_parameter_problem(stack6, link, counters):
+    """RFC 8200 §4.3: "The Hop-by-Hop Options header ... is identified by a Next Header value
+    of 0 in the IPv6 header"; §4: "extension headers ... are not processed ... until the
+    packet reaches the node ... identified in the Destination Address field", except that
+    "the Hop-by-Hop Options header ... is restricted to appear immediately after an IPv6
+    header only" (§4.1). An echo request whose Hop-by-Hop header follows a Destination
+    Options header (or a first Hop-by-Hop header) is not answered: the process answers with
+    Parameter Problem code 1 pointing at the Next Header that names it (what Linux does) and
+    counts the drop (ip6_drop). Positive control: a Hop-by-Hop header first, and a chain of
+    40 Destination Options headers, are answered."""
+    node = stack6
+    for ident, ext in ((0x7A01, IPv6ExtHdrDestOpt() / IPv6ExtHdrHopByHop()),
+                       (0x7A02, IPv6ExtHdrHopByHop() / IPv6ExtHdrHopByHop())):
+        before = counters()["ip6_drop"]
+        link.send(Ether(src=node.my_mac, dst=node.mac) / IPv6(src=node.my_ip6, dst=node.ip6) /
+                  ext / ICMPv6EchoRequest(id=ident, seq=1, data=b"hbh"))
+        r = link.recv(lambda p: (ICMPv6EchoReply in p and p[ICMPv6EchoReply].id == ident) or
+                      ICMPv6ParamProblem in p, 3)
+        assert r is not None and ICMPv6ParamProblem in r, \
+            f"no Parameter Problem for a Hop-by-Hop header not first: {r!r}"
+        assert (r[ICMPv6ParamProblem].code, r[ICMPv6ParamProblem].ptr) == (1, 40)
+        assert counters()["ip6_drop"] == before + 1
+    chain = IPv6ExtHdrDestOpt()
+    for _ in range(39):
+        chain = chain / IPv6ExtHdrDestOpt()
+    for ident, ext in ((0x7A03, IPv6ExtHdrHopByHop()), (0x7A04, chain)):
+        link.send(Ether(src=node.my_mac, dst=node.mac) / IPv6(src=node.my_ip6, dst=node.ip6) /
+                  ext / ICMPv6EchoRequest(id=ident, seq=1, data=b"hbh"))
+        assert link.recv(lambda p: ICMPv6EchoReply in p and p[ICMPv6EchoReply].id == ident,
+                         3) is not None, "control: the echo request was not answered"
+
+
+@requirement(fix='lwIP 2.1.3 (ip6.c)',
+             mutate="tests/conformance/lwip-mutate core/ipv6/ip6.c '/This is a 1-fragment packet/{n;s/pbuf_remove_header(p, hlen);/pbuf_free(p); goto ip6_input_cleanup;/}'")
+def test_rfc6946_4_atomic_fragment_inside_a_chain_processed_in_isolation(stack6, link):
+    """RFC 6946 §4: "A host that receives an IPv6 packet that includes a Fragment Header with
+    the "Fragment Offset" equal to 0 and the "M" flag equal to 0 MUST process such packet in
+    isolation from any other packets/fragments, even if such packets/fragments contain the
+    same set {IPv6 Source Address, IPv6 Destination Address, Fragment Identification}."
+    Echo requests carrying such a Fragment header alone, behind a Destination Options
+    header, and twice with one Identification, are each answered at once."""
+    node = stack6
+    for ident, ext in ((0x7B01, IPv6ExtHdrFragment(offset=0, m=0, id=0x7B00)),
+                       (0x7B02, IPv6ExtHdrDestOpt() / IPv6ExtHdrFragment(offset=0, m=0, id=0x7B00)),
+                       (0x7B03, IPv6ExtHdrFragment(offset=0, m=0, id=0x7B00) /
+                        IPv6ExtHdrFragment(offset=0, m=0, id=0x7B00))):
+        link.send(Ether(src=node.my_mac, dst=node.mac) / IPv6(src=node.my_ip6, dst=node.ip6) /
+                  ext / ICMPv6EchoRequest(id=ident, seq=1, data=b"atomic"))
+        assert link.recv(lambda p: ICMPv6EchoReply in p and p[ICMPv6EchoReply].id == ident,
+                         3) is not None, f"the atomic fragment {ident:#x} was not answered"

@@ -51,11 +51,20 @@
  *         §3.6, stack/syncookie.c), the ACKs that complete them (with the cookie or
  *         another number), data, FIN or RST on them, and the application accepting,
  *         closing or aborting them.
+ *
+ * and such a record whose 16 bits have bits 5-7 set (which FLOOD ignored) is
+ *
+ *   BURST up to 4,345 one-octet out-of-order segments on the connection, every other octet
+ *         from RCV.NXT + 1, ascending, descending or shuffled (and then the holes filled):
+ *         more than TCP_OOSEQ_MAX_SEGS, which 64 records never reached (lwIP patch 0128).
+ *         The queue must hold exactly min(n, TCP_OOSEQ_MAX_SEGS) segments, and the filled
+ *         stream reach exactly the last octet kept. One per input.
  */
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -317,6 +326,13 @@ static void fuzz_udp_echo(void *arg, struct udp_pcb *pcb, struct pbuf *p, const 
 static u16_t mtu6;  /* the netif's IPv6 MTU, which an RA's MTU option lowers */
 #endif
 
+/* FUZZ_BURST_REPORT=1: how many BURST records ran, passed the bound, filled their holes. */
+static void burst_report(void)
+{
+	fprintf(stderr, "BURST records %lu, past TCP_OOSEQ_MAX_SEGS (tcp_ooseq_limit) %lu, "
+		"holes filled %lu\n", burst_stats.bursts, burst_stats.limit_reached, burst_stats.filled);
+}
+
 static void setup_once(void)
 {
 	static bool done;
@@ -324,6 +340,8 @@ static void setup_once(void)
 	if (done)
 		return;
 	done = true;
+	if (getenv("FUZZ_BURST_REPORT"))
+		atexit(burst_report);
 	stk__lock();  /* held for good: the harness is the only thread in lwIP */
 	/* What stk__node_up() does, without the stack thread: the harness plays its part. */
 	ip4_addr_t ip, mask, gw;
@@ -458,12 +476,20 @@ static void rec_time(struct input *in)
 	sys_check_timeouts();
 }
 
+static bool input_ts, burst_done;
+
 static void rec_app(struct input *in)
 {
 	uint8_t what = u8(in);
 	uint16_t len = u16(in);
 	static uint8_t buf[0x10000];
 
+	if ((what & 0xfc) == 0xfc && (len & 0xe0) == 0xe0) {
+		if (!burst_done)
+			rec_burst(what & 3, len, input_ts);
+		burst_done = true;
+		return;
+	}
 	if ((what & 0xfc) == 0xfc) {
 		rec_flood(what & 3, len);
 		return;
@@ -541,6 +567,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	 * the records below would test nothing. */
 	CHECK(handshake(how));
 	bool ts = how & 8;
+	input_ts = ts;
+	burst_done = false;
 	/* With bit 32, consecutive frame records form one receive batch, as the stack's device
 	 * rounds do (stack/outbatch.c): lwIP's output for them waits for the batch's end, which
 	 * comes before a timer or an application record, as in the stack. */

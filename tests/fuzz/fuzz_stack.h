@@ -69,5 +69,18 @@ void rec_raw(struct input *in);
 void rec_icmp(struct input *in);
 void rec_frag(struct input *in);
 void rec_nd(struct input *in);
+/* BURST: an APP record of FLOOD's (first octet with bits 2-7 set) whose 16 bits have bits
+ * 5-7 set: BURST_MIN + BURST_STEP * (bits 0-4) one-octet out-of-order segments, always past
+ * TCP_OOSEQ_MAX_SEGS (fewer are SEG's); order 0 ascending, 1 descending, 2 shuffled by the
+ * high octet, 3 shuffled and then the holes filled. At most one per input: a shuffled one
+ * costs seconds under ASan (each insert walks ooseq). */
+#define BURST_MIN  (TCP_OOSEQ_MAX_SEGS + 1u)
+#define BURST_STEP 8u
+#define BURST_MAX  (BURST_MIN + 31u * BURST_STEP)
+struct burst_stats {
+	unsigned long bursts, limit_reached, filled;
+};
+extern struct burst_stats burst_stats;
+void rec_burst(unsigned order, uint16_t v, bool ts);
 
 #endif

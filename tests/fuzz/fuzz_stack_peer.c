@@ -157,6 +157,70 @@ static size_t ts_option(uint8_t *o)
 	return 12;
 }
 
+/* BURST (see fuzz_stack.h): n one-octet out-of-order segments, every other octet of the
+ * window from RCV.NXT + 1 (distinct, none overlapping), in the order `order` says; a walk of
+ * ooseq may cost what it likes, but the queue must stay within TCP_OOSEQ_MAX_SEGS (lwIP
+ * patch 0128) and, once the holes are filled, the stream must reach exactly the last octet
+ * kept. */
+struct burst_stats burst_stats;
+
+void rec_burst(unsigned order, uint16_t v, bool ts)
+{
+	static uint16_t idx[BURST_MAX];
+	unsigned n = BURST_MIN + BURST_STEP * (v & 0x1f);
+	uint32_t x = (uint32_t)(v >> 8) * 2654435761u | 1, base;
+	uint8_t opts[12], octet;
+	size_t optlen;
+	unsigned kept = 0;
+
+	if (!conn || conn->state != ESTABLISHED || conn->ooseq != NULL ||
+	    conn->rcv_wnd < 2 * n + 2)
+		return;
+	base = conn->rcv_nxt;
+	for (unsigned i = 0; i < n; i++)
+		idx[i] = (uint16_t)(order == 1 ? n - 1 - i : i);
+	if (order >= 2) {
+		for (unsigned i = n - 1; i > 0; i--) {  /* Fisher-Yates, xorshift32 */
+			x ^= x << 13;
+			x ^= x >> 17;
+			x ^= x << 5;
+			unsigned j = x % (i + 1);
+			uint16_t t = idx[i];
+			idx[i] = idx[j];
+			idx[j] = t;
+		}
+	}
+	for (unsigned i = 0; i < n && conn; i++) {
+		optlen = ts ? ts_option(opts) : 0;
+		octet = (uint8_t)idx[i];
+		send_tcp(base + 1 + 2u * idx[i], peer.snd_nxt, 0x10, 65535, opts, optlen, &octet, 1,
+			 false, NULL);
+	}
+	burst_stats.bursts++;
+	if (!conn || conn->state != ESTABLISHED || conn->rcv_nxt != base)
+		return;
+	for (struct tcp_seg *s = conn->ooseq; s; s = s->next)
+		kept++;
+	CHECK(kept <= TCP_OOSEQ_MAX_SEGS);
+	CHECK(kept == TCP_OOSEQ_MAX_SEGS);  /* n is past it: the limit path ran */
+	burst_stats.limit_reached++;
+	if (order != 3)
+		return;
+	/* Fill the holes in order: what was kept joins the stream, up to the first octet that
+	 * the bound dropped. */
+	for (unsigned j = 0; j < n && conn; j++) {
+		optlen = ts ? ts_option(opts) : 0;
+		octet = (uint8_t)j;
+		send_tcp(base + 2u * j, peer.snd_nxt, 0x10, 65535, opts, optlen, &octet, 1, false,
+			 NULL);
+	}
+	if (!conn)
+		return;
+	CHECK(conn->rcv_nxt - base == 2u * TCP_OOSEQ_MAX_SEGS + 1);
+	peer.rcv_nxt = conn->rcv_nxt;
+	burst_stats.filled++;
+}
+
 #if !FUZZ_IPV6
 void arp_request(void)
 {

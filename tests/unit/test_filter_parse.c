@@ -408,6 +408,29 @@ static void ipv4_options_parse_finds_tcp_after_them(void **state)
 	assert_int_equal(p.dport, 8080);
 }
 
+/* RFC 791 §3.1 / RFC 792: an option of length 1 cannot be parsed (the cases are test_wire's):
+ * the datagram is dropped before its TCP header is read; the checksum is made right again so
+ * that only the option is wrong. */
+static void ipv4_option_of_length_1_parse_drops_ipv4_options(void **state)
+{
+	struct frame f;
+	struct flt_pkt p;
+	uint8_t *ip = f.b + 14;
+	(void)state;
+
+	build(&f, &(struct fspec){ .opt_len = 4 });
+	ip[20] = 0x07;
+	ip[21] = 0x01;
+	wire_wr16(ip + 10, 0);
+	wire_wr16(ip + 10, ip_csum(ip, 24));
+	assert_int_equal(parse(&f, &p), -FLT_DROP_IPV4_OPTIONS);
+	ip[21] = 0x04;                           /* control: Record Route of 4 octets */
+	wire_wr16(ip + 10, 0);
+	wire_wr16(ip + 10, ip_csum(ip, 24));
+	assert_int_equal(parse(&f, &p), 0);
+	assert_string_equal(flt_reason_name(FLT_DROP_IPV4_OPTIONS), "drop_ipv4_options");
+}
+
 static void tcp_data_offset_below_five_parse_drops_tcp_header(void **state)
 {
 	struct frame f;
@@ -684,6 +707,7 @@ int main(void)
 		cmocka_unit_test(total_length_lies_parse_drops_ipv4_header),
 		cmocka_unit_test(bad_header_checksum_parse_drops_ipv4_checksum),
 		cmocka_unit_test(ipv4_options_parse_finds_tcp_after_them),
+		cmocka_unit_test(ipv4_option_of_length_1_parse_drops_ipv4_options),
 		cmocka_unit_test(tcp_data_offset_below_five_parse_drops_tcp_header),
 		cmocka_unit_test(tcp_data_offset_past_datagram_parse_drops_tcp_header),
 		cmocka_unit_test(udp_datagram_parse_fills_ports_and_length),

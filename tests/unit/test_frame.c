@@ -300,6 +300,25 @@ static void ipv4_ihl_beyond_total_length_check_drops_ipv4_header(void **state)
 	assert_untouched(&info);
 }
 
+/* RFC 791 §3.1: an option is one octet (EOL, NOP) or a type, a length counting itself and
+ * the type, and data; lwIP never reads them, so the frame check refuses ones that cannot be
+ * parsed (the cases are test_wire's). IHL 6: four octets of options. */
+static void ipv4_option_of_length_1_check_drops_ipv4_options(void **state)
+{
+	struct frame f;
+	struct nif_frame_info info;
+	uint8_t *opt = f.b + WIRE_ETH_HLEN + WIRE_IPV4_HLEN_MIN;
+	(void)state;
+
+	build(&f, &(struct frame_spec){ .ver_ihl = 0x46, .ip_payload = 12 });
+	memcpy(opt, (const uint8_t[]){ 0x07, 0x01, 0, 0 }, 4);
+	assert_int_equal(check(&f, &info), NIF_DROP_IPV4_OPTIONS);
+	assert_untouched(&info);
+	memcpy(opt, (const uint8_t[]){ 0x94, 0x04, 0, 0 }, 4);  /* control: Router Alert */
+	assert_int_equal(check(&f, &info), NIF_PASS_IPV4);
+	assert_string_equal(nif_verdict_name(NIF_DROP_IPV4_OPTIONS), "frame_ipv4_options");
+}
+
 static void ipv4_total_length_beyond_frame_check_drops_ipv4_header(void **state)
 {
 	struct frame f;
@@ -485,6 +504,7 @@ int main(void)
 		cmocka_unit_test(ipv4_version_6_check_drops_ipv4_header),
 		cmocka_unit_test(ipv4_ihl_below_5_check_drops_ipv4_header),
 		cmocka_unit_test(ipv4_ihl_beyond_total_length_check_drops_ipv4_header),
+		cmocka_unit_test(ipv4_option_of_length_1_check_drops_ipv4_options),
 		cmocka_unit_test(ipv4_total_length_beyond_frame_check_drops_ipv4_header),
 		cmocka_unit_test(ipv4_total_length_below_header_check_drops_ipv4_header),
 		cmocka_unit_test(ipv4_shorter_than_min_header_check_drops_ipv4_header),

@@ -265,6 +265,49 @@ static void ipv4_options_view_points_past_them(void **state)
 	assert_false(wire_ipv4_checksum_ok(&v));
 }
 
+/* RFC 791 §3.1: "Case 1: A single octet of option-type. Case 2: An option-type octet, an
+ * option-length octet, and the actual option-data octets. The option-length octet counts
+ * the option-type octet and the option-length octet as well as the option-data octets."
+ * Every option area below is 8 octets (IHL 7). */
+static void ipv4_options_malformed_check_refuses(void **state)
+{
+	static const struct {
+		uint8_t o[8];
+		int want;
+	} cases[] = {
+		{ { 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x00 }, 0 },   /* NOPs, EOL */
+		{ { 0x00, 0x07, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff }, 0 },   /* EOL, then padding */
+		{ { 0x94, 0x04, 0x00, 0x00, 0x9e, 0x04, 0x01, 0x02 }, 0 },   /* RA, an unknown one */
+		{ { 0x07, 0x08, 0x04, 0, 0, 0, 0, 0 }, 0 },                  /* exactly the area */
+		{ { 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x83, 0x02 }, 0 },   /* length 2, last */
+		{ { 0x07, 0x00, 0, 0, 0, 0, 0, 0 }, -WIRE_BAD_OPTION },      /* length 0 */
+		{ { 0x07, 0x01, 0, 0, 0, 0, 0, 0 }, -WIRE_BAD_OPTION },      /* length 1 */
+		{ { 0x07, 0x09, 0x04, 0, 0, 0, 0, 0 }, -WIRE_BAD_OPTION },   /* one past the area */
+		{ { 0x94, 0xff, 0, 0, 0, 0, 0, 0 }, -WIRE_BAD_OPTION },      /* far past it */
+		{ { 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x83 }, -WIRE_BAD_OPTION }, /* no length */
+		{ { 0x94, 0x04, 0, 0, 0x07, 0x05, 0x04, 0 }, -WIRE_BAD_OPTION },  /* the second past */
+	};
+	uint8_t b[40];
+	struct wire_ipv4 v;
+	uint32_t a;
+
+	(void)state;
+	memcpy(&a, addr_a, 4);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		memset(b, 0, sizeof(b));
+		wire_ipv4_write(b, WIRE_IPPROTO_UDP, a, a, 28 + 8, 1, 64);
+		b[0] = 0x47;
+		memcpy(b + 20, cases[i].o, 8);
+		assert_int_equal(wire_ipv4_view(&v, b, 36), 0);
+		assert_int_equal(wire_ipv4_options_check(&v), cases[i].want);
+	}
+	/* No options at all. */
+	wire_ipv4_write(b, WIRE_IPPROTO_UDP, a, a, 20 + 8, 1, 64);
+	assert_int_equal(wire_ipv4_view(&v, b, 28), 0);
+	assert_int_equal(wire_ipv4_options_check(&v), 0);
+	assert_string_equal(wire_reason_name(-WIRE_BAD_OPTION), "bad_option");
+}
+
 static void fragment_fields_ipv4_view_decodes(void **state)
 {
 	struct frame f;
@@ -678,6 +721,7 @@ int main(void)
 		cmocka_unit_test(total_length_beyond_frame_or_below_header_ipv4_view_refuses),
 		cmocka_unit_test(quoted_header_total_length_not_checked),
 		cmocka_unit_test(ipv4_options_view_points_past_them),
+		cmocka_unit_test(ipv4_options_malformed_check_refuses),
 		cmocka_unit_test(fragment_fields_ipv4_view_decodes),
 		cmocka_unit_test(tcp_data_offset_below_five_or_past_segment_view_refuses),
 		cmocka_unit_test(tcp_options_view_points_at_them_and_payload_after),
