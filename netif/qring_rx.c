@@ -242,6 +242,31 @@ static bool tok_dead(uint64_t tok, const uint64_t *dead, unsigned n, bool overfl
 	return false;
 }
 
+/* A read in flight is left to end on its own, an orphan, not counted as armed: a slot's is
+ * re-armed once it ended; the multishot read and the wake-up's are armed again at once
+ * with the other tag, so that the two are told apart. */
+static void orphan_mshot(struct qring *q)
+{
+	q->mshot_orphan = true;
+	q->mshot_tag = q->mshot_tag == MSHOT_TAG ? MSHOT_TAG_ALT : MSHOT_TAG;
+	q->rx_armed = 0;
+}
+
+static void orphan_slot(struct qring *q, unsigned i)
+{
+	q->rx_tok[i] = 0;
+	q->rx_orphan[i] = true;
+	q->rx_orphans++;
+	q->rx_armed--;
+}
+
+static void orphan_wake(struct qring *q)
+{
+	q->wake_orphan = true;
+	q->wake_tag = q->wake_tag == WAKE_TAG ? WAKE_TAG_ALT : WAKE_TAG;
+	q->wake_armed = false;
+}
+
 /* The receiving thread's round, before it takes or waits: reads whose submitter exited
  * (thread_gone) are replaced by reads armed now, which this round submits. A replaced
  * wake-up or multishot read is replaced only once its predecessor with the other tag has
@@ -267,24 +292,17 @@ void nif__q_replace_dead_reads(struct qring *q)
 		for (unsigned i = 0; i < RX_DEPTH; i++) {
 			if (q->rx_orphan[i] || !tok_dead(q->rx_tok[i], dead, n, overflow))
 				continue;
-			q->rx_tok[i] = 0;
-			q->rx_orphan[i] = true;
-			q->rx_orphans++;
-			q->rx_armed--;
+			orphan_slot(q, i);
 			replaced++;
 		}
 	} else if (q->rx_armed && !q->mshot_orphan && !q->mshot_pend &&
 		   tok_dead(q->mshot_tok, dead, n, overflow)) {
-		q->mshot_orphan = true;
-		q->mshot_tag = q->mshot_tag == MSHOT_TAG ? MSHOT_TAG_ALT : MSHOT_TAG;
-		q->rx_armed = 0;
+		orphan_mshot(q);
 		replaced++;
 	}
 	if (q->wake_armed && !q->wake_orphan && !q->wake_pend &&
 	    tok_dead(q->wake_tok, dead, n, overflow)) {
-		q->wake_orphan = true;
-		q->wake_tag = q->wake_tag == WAKE_TAG ? WAKE_TAG_ALT : WAKE_TAG;
-		q->wake_armed = false;
+		orphan_wake(q);
 		replaced++;
 	}
 	if (replaced) {
@@ -327,9 +345,7 @@ void nif__q_take_over_reads(struct qring *q)
 	if (q->mshot) {
 		if (q->rx_armed && !q->mshot_pend && !q->mshot_orphan && q->mshot_tok != me &&
 		    cancel_read(q, q->mshot_tag)) {
-			q->mshot_orphan = true;
-			q->mshot_tag = q->mshot_tag == MSHOT_TAG ? MSHOT_TAG_ALT : MSHOT_TAG;
-			q->rx_armed = 0;
+			orphan_mshot(q);
 			taken++;
 		}
 	} else {
@@ -339,18 +355,13 @@ void nif__q_take_over_reads(struct qring *q)
 			if (!q->rx_tok[i] || q->rx_tok[i] == me || q->rx_orphan[i] ||
 			    !cancel_read(q, i))
 				continue;
-			q->rx_tok[i] = 0;
-			q->rx_orphan[i] = true;
-			q->rx_orphans++;
-			q->rx_armed--;
+			orphan_slot(q, i);
 			taken++;
 		}
 	}
 	if (q->wake_armed && !q->wake_pend && !q->wake_orphan && q->wake_tok != me &&
 	    cancel_read(q, q->wake_tag)) {
-		q->wake_orphan = true;
-		q->wake_tag = q->wake_tag == WAKE_TAG ? WAKE_TAG_ALT : WAKE_TAG;
-		q->wake_armed = false;
+		orphan_wake(q);
 		taken++;
 	}
 	if (taken) {

@@ -72,6 +72,33 @@ def _spurious_then_burst(link, r, s, new_end):
     r.peer.rcv_nxt = end
 
 
+def _spurious_timeout_undone(link, sack):
+    """Steps 2b and 3b (both algorithms), and the undo."""
+    r, s = _timeout(link, sack=sack)
+    new_end = _step2_sends_new_data(r, s)
+    _spurious_then_burst(link, r, s, new_end)
+
+
+def _real_loss_goes_back_n(link, sack):
+    """Step 3a (both algorithms): the retransmission is acknowledged alone, the node sends
+    new data (step 2b), and a duplicate ACK follows (with SACK, of that new data only): the
+    node resends the window from s + SMSS, at most 3 segments before the next ACK, and
+    counts no spurious timeout."""
+    r, s = _timeout(link, sack=sack)
+    before = _counters(link)["tcp_rto_spurious"]
+    got = offsets(r.answers(r.ack(s + SMSS, window=(W + 1) * SMSS), 0.15), s)
+    assert got and all(o >= W * SMSS for o, _ in got), f"step 2b sent {got}, expected new data"
+    hi = max(o + n for o, n in got)
+    blocks = [(s + W * SMSS, s + hi)] if sack else ()
+    sent = r.ack(s + SMSS, sack=blocks, window=(W + 1) * SMSS)
+    again = offsets(r.answers(sent, 0.15), s)
+    assert again and again[0] == (SMSS, SMSS), \
+        f"after the duplicate ACK the node sent {again}, expected the rest of the window " \
+        f"from offset {SMSS}"
+    assert len([o for o, _ in again if o < W * SMSS]) <= 3, f"more than 3 SMSS: {again}"
+    assert _counters(link)["tcp_rto_spurious"] == before, "a real loss counted as spurious"
+
+
 @requirement(fix='patch 0130', level='SHOULD',
              mutate="tests/conformance/lwip-mutate core/tcp_out.c "
                     "'s/  pcb->frto = TCP_FRTO_STEP2;/  pcb->frto = TCP_FRTO_OFF;/'")
@@ -89,9 +116,7 @@ def test_rfc5682_3_spurious_timeout_sends_new_data_and_restores_cwnd(node, link)
     timeout (tcp_rto_spurious), resend nothing below RecoveryPoint, and, with cwnd and
     ssthresh as the timeout found them (patch 0130's response), send the whole next window
     at once."""
-    r, s = _timeout(link, sack=True)
-    new_end = _step2_sends_new_data(r, s)
-    _spurious_then_burst(link, r, s, new_end)
+    _spurious_timeout_undone(link, sack=True)
 
 
 @requirement(fix='patch 0130', level='SHOULD',
@@ -101,22 +126,11 @@ def test_rfc5682_3_real_loss_falls_back_to_conventional_recovery(node, link):
     """RFC 5682 §3 step 3: "a) If the Cumulative Acknowledgment field or the SACK
     information covers more than "RecoveryPoint", set the congestion window to no more
     than 3 * MSS and proceed with the conventional RTO recovery, retransmitting
-    unacknowledged segments." The whole window was lost: the retransmission is acknowledged alone, the
-    node sends new data (step 2b), and our duplicate ACK SACKs only that new data. The node
-    resends the rest of the window from s + SMSS (go-back-N, at most 3 segments before the
-    next ACK) and counts no spurious timeout."""
-    r, s = _timeout(link, sack=True)
-    before = _counters(link)["tcp_rto_spurious"]
-    got = offsets(r.answers(r.ack(s + SMSS, window=(W + 1) * SMSS), 0.15), s)
-    assert got and all(o >= W * SMSS for o, _ in got), f"step 2b sent {got}, expected new data"
-    hi = max(o + n for o, n in got)
-    sent = r.ack(s + SMSS, sack=[(s + W * SMSS, s + hi)], window=(W + 1) * SMSS)
-    again = offsets(r.answers(sent, 0.15), s)
-    assert again and again[0] == (SMSS, SMSS), \
-        f"after the duplicate ACK the node sent {again}, expected the rest of the window " \
-        f"from offset {SMSS}"
-    assert len([o for o, _ in again if o < W * SMSS]) <= 3, f"more than 3 SMSS: {again}"
-    assert _counters(link)["tcp_rto_spurious"] == before, "a real loss counted as spurious"
+    unacknowledged segments." The whole window was lost: the retransmission is
+    acknowledged alone, the node sends new data (step 2b), and our duplicate ACK SACKs only
+    that new data. The node resends the rest of the window from s + SMSS (go-back-N, at
+    most 3 segments before the next ACK) and counts no spurious timeout."""
+    _real_loss_goes_back_n(link, sack=True)
 
 
 @requirement(fix='patch 0130', level='SHOULD',
@@ -130,9 +144,7 @@ def test_rfc5682_2_1_basic_spurious_timeout_without_sack(node, link):
     that was not retransmitted after the timeout), the TCP sender SHOULD declare the
     timeout spurious". The exchange of the SACK test, without SACK: new data after the
     first ACK, a spurious timeout counted after the second, cwnd restored."""
-    r, s = _timeout(link, sack=False)
-    new_end = _step2_sends_new_data(r, s)
-    _spurious_then_burst(link, r, s, new_end)
+    _spurious_timeout_undone(link, sack=False)
 
 
 @requirement(fix='patch 0130', level='SHOULD',
@@ -144,14 +156,4 @@ def test_rfc5682_2_1_basic_duplicate_ack_falls_back_to_conventional_recovery(nod
     retransmitting unacknowledged segments." Without SACK: the retransmission is
     acknowledged alone, new data goes out, and a duplicate ACK follows: the node resends
     the window from s + SMSS, at most 3 segments, and counts no spurious timeout."""
-    r, s = _timeout(link, sack=False)
-    before = _counters(link)["tcp_rto_spurious"]
-    got = offsets(r.answers(r.ack(s + SMSS, window=(W + 1) * SMSS), 0.15), s)
-    assert got and all(o >= W * SMSS for o, _ in got), f"step 2b sent {got}, expected new data"
-    sent = r.ack(s + SMSS, window=(W + 1) * SMSS)
-    again = offsets(r.answers(sent, 0.15), s)
-    assert again and again[0] == (SMSS, SMSS), \
-        f"after the duplicate ACK the node sent {again}, expected the rest of the window " \
-        f"from offset {SMSS}"
-    assert len([o for o, _ in again if o < W * SMSS]) <= 3, f"more than 3 SMSS: {again}"
-    assert _counters(link)["tcp_rto_spurious"] == before, "a real loss counted as spurious"
+    _real_loss_goes_back_n(link, sack=False)

@@ -41,19 +41,32 @@ static void test_connect_to_a_port_nobody_listens_on_is_refused(void **state)
 	uls_close(sd);
 }
 
+/* A ulstack socket connected to a kernel listener at la (the peer namespace), and the
+ * accepted end (*peer) and the listener (*l), which the caller closes. rcvbuf: the
+ * listener's SO_RCVBUF, which the accepted socket inherits (0: the default). */
+static int connect_to_kernel_peer(const struct sockaddr_in *la, int rcvbuf, int *l, int *peer)
+{
+	int one = 1;
+
+	*l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	setsockopt(*l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (rcvbuf)
+		setsockopt(*l, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	assert_int_equal(bind(*l, (const struct sockaddr *)la, sizeof(*la)), 0);
+	assert_int_equal(listen(*l, 4), 0);
+	int sd = uls_socket(SOCK_STREAM);
+	assert_int_equal(uls_connect(sd, la), 0);
+	assert_true(wait_fd(*l, POLLIN, 5000));
+	*peer = accept(*l, NULL, NULL);
+	assert_true(*peer >= 0);
+	return sd;
+}
+
 static void test_connect_reaches_a_peer_listener_and_data_flows_both_ways(void **state)
 {
 	need_node(state);
-	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
 	struct sockaddr_in la = sin_of(PEER_ADDR, 7001);
-	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	assert_int_equal(bind(l, (struct sockaddr *)&la, sizeof(la)), 0);
-	assert_int_equal(listen(l, 4), 0);
-	int sd = uls_socket(SOCK_STREAM);
-	assert_int_equal(uls_connect(sd, &la), 0);
-	assert_true(wait_fd(l, POLLIN, 5000));
-	int peer = accept(l, NULL, NULL);
-	assert_true(peer >= 0);
+	int l, peer, sd = connect_to_kernel_peer(&la, 0, &l, &peer);
 	assert_int_equal(uls_send(sd, "ping", 4, 0), 4);
 	char buf[8];
 	assert_int_equal(peer_read(peer, buf, 4), 4);
@@ -231,17 +244,8 @@ static void *bulk_send(void *arg)
 static void test_send_queues_no_more_unsent_bytes_than_the_flight_or_the_floor(void **state)
 {
 	need_node(state);
-	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1, small = 16384;
 	struct sockaddr_in la = sin_of(PEER_ADDR, 7002);
-	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	setsockopt(l, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));  /* inherited */
-	assert_int_equal(bind(l, (struct sockaddr *)&la, sizeof(la)), 0);
-	assert_int_equal(listen(l, 4), 0);
-	int sd = uls_socket(SOCK_STREAM);
-	assert_int_equal(uls_connect(sd, &la), 0);
-	assert_true(wait_fd(l, POLLIN, 5000));
-	int peer = accept(l, NULL, NULL);
-	assert_true(peer >= 0);
+	int l, peer, sd = connect_to_kernel_peer(&la, 16384, &l, &peer);
 	enum { TOTAL = 4 << 20 };
 	static uint8_t out[TOTAL], in[TOTAL];
 	for (size_t i = 0; i < sizeof(out); i++)
