@@ -533,16 +533,10 @@ static bool rx_cancel(struct qring *q)
 {
 	struct __kernel_timespec ts = { .tv_nsec = 10 * 1000 * 1000 };
 	struct io_uring_cqe *cqe;
-	struct io_uring_sqe *sqe;
 	int cancel_res = 1;
 
 	/* Reads armed but not yet submitted go in with the cancellation, before it. */
-	if (!(sqe = nif__q_rx_sqe(q)))
-		return false;
-	io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
-	sqe->flags |= IOSQE_FIXED_FILE;   /* ulsd requires it of every request; unused here */
-	io_uring_sqe_set_data64(sqe, CANCEL_TAG);
-	if (io_uring_submit(&q->rx) < 0)
+	if (!nif__q_rx_cancel(q, 0, IORING_ASYNC_CANCEL_ANY) || io_uring_submit(&q->rx) < 0)
 		return false;
 	for (int t = 0; t < RX_CLOSE_WAIT_MS / 10; t++) {
 		while (io_uring_peek_cqe(&q->rx, &cqe) == 0) {

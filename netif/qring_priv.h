@@ -138,6 +138,7 @@ struct io_uring_sqe *nif__q_rx_sqe(struct qring *q);
 void nif__q_arm_reads(struct qring *q);
 void nif__q_replace_dead_reads(struct qring *q);
 void nif__q_take_over_reads(struct qring *q);
+bool nif__q_rx_cancel(struct qring *q, uint64_t tag, unsigned flags);
 int nif__q_rx(struct nif_dev *d, nif_rx_fn *fn, void *arg, unsigned budget);
 
 /* qring_tx.c: the transmit side */

@@ -311,14 +311,16 @@ void nif__q_replace_dead_reads(struct qring *q)
 	}
 }
 
-/* Cancel the read of user_data tag, with the next submission; false without an entry. */
-static bool cancel_read(struct qring *q, uint64_t tag)
+/* Queue a cancellation of the receive ring's requests of user_data tag (flags: io_uring's
+ * IORING_ASYNC_CANCEL_*; ANY: all of them), for the next submission; its completion is
+ * CANCEL_TAG's. False without a submission entry. */
+bool nif__q_rx_cancel(struct qring *q, uint64_t tag, unsigned flags)
 {
 	struct io_uring_sqe *sqe = nif__q_rx_sqe(q);
 
 	if (!sqe)
 		return false;
-	io_uring_prep_cancel64(sqe, tag, 0);
+	io_uring_prep_cancel64(sqe, tag, (int)flags);
 	sqe->flags |= IOSQE_FIXED_FILE;   /* ulsd requires it of every request; unused here */
 	io_uring_sqe_set_data64(sqe, CANCEL_TAG);
 	return true;
@@ -344,7 +346,7 @@ void nif__q_take_over_reads(struct qring *q)
 	uint64_t me = nif__q_token();
 	if (q->mshot) {
 		if (q->rx_armed && !q->mshot_pend && !q->mshot_orphan && q->mshot_tok != me &&
-		    cancel_read(q, q->mshot_tag)) {
+		    nif__q_rx_cancel(q, q->mshot_tag, 0)) {
 			orphan_mshot(q);
 			taken++;
 		}
@@ -353,14 +355,14 @@ void nif__q_take_over_reads(struct qring *q)
 		 * is armed again only once the cancelled read ended (q_rx frees it). */
 		for (unsigned i = 0; i < RX_DEPTH; i++) {
 			if (!q->rx_tok[i] || q->rx_tok[i] == me || q->rx_orphan[i] ||
-			    !cancel_read(q, i))
+			    !nif__q_rx_cancel(q, i, 0))
 				continue;
 			orphan_slot(q, i);
 			taken++;
 		}
 	}
 	if (q->wake_armed && !q->wake_pend && !q->wake_orphan && q->wake_tok != me &&
-	    cancel_read(q, q->wake_tag)) {
+	    nif__q_rx_cancel(q, q->wake_tag, 0)) {
 		orphan_wake(q);
 		taken++;
 	}
