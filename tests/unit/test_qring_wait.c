@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -309,7 +310,11 @@ static void *send_now(void *arg)
  * kernel. A spinner that makes none between its looks must make that entry when the flag
  * says so. The rounds count where the frame's task work was found pending (flag set, no
  * completion yet) at the look; a round where something else ran it first (this thread was
- * preempted or interrupted meanwhile) proves nothing and is not counted. */
+ * preempted or interrupted meanwhile: the kernel runs task work on any return to user
+ * space once it is flagged) proves nothing and is not counted. On a loaded machine every
+ * round can be such a round, so where it may (root), the test runs at SCHED_FIFO, the
+ * sender one priority above the spinner (on a shared CPU it preempts the spinner rather
+ * than wait behind it), and it looks for up to 20 s. */
 static void spin_poll_runs_the_task_work_that_a_cooperative_ring_left_to_it(void **state)
 {
 	struct fx *f = *state;
@@ -317,13 +322,25 @@ static void spin_poll_runs_the_task_work_that_a_cooperative_ring_left_to_it(void
 	unsigned pending_rounds = 0;
 	pthread_t th;
 
+	struct sched_param spin_prio = { .sched_priority = 1 }, send_prio = { .sched_priority = 2 };
+	bool fifo = pthread_setschedparam(pthread_self(), SCHED_FIFO, &spin_prio) == 0;
+	pthread_attr_t attr;
+	struct timespec start;
+
+	assert_int_equal(pthread_attr_init(&attr), 0);
+	if (fifo) {
+		assert_int_equal(pthread_attr_setinheritsched(&attr, PTHREAD_EXPLICIT_SCHED), 0);
+		assert_int_equal(pthread_attr_setschedpolicy(&attr, SCHED_FIFO), 0);
+		assert_int_equal(pthread_attr_setschedparam(&attr, &send_prio), 0);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &start);
 	f->dev->rx_take = take;
-	for (unsigned i = 0; i < 200 && pending_rounds < 5; i++) {
+	for (unsigned i = 0; pending_rounds < 5 && (i < 200 || ms_since(&start) < 20000); i++) {
 		struct sender s = { .f = f };
 		/* Submits what the last round re-armed: the look below has nothing to submit,
 		 * which would enter the kernel anyway. */
 		assert_false(f->dev->ops->spin_poll(f->dev));
-		assert_int_equal(pthread_create(&th, NULL, send_now, &s), 0);
+		assert_int_equal(pthread_create(&th, &attr, send_now, &s), 0);
 		while (!atomic_load(&s.sent))
 			;  /* no system call here */
 		bool pending = (IO_URING_READ_ONCE(*spin_ring.sq.kflags) & IORING_SQ_TASKRUN) &&
@@ -341,6 +358,11 @@ static void spin_poll_runs_the_task_work_that_a_cooperative_ring_left_to_it(void
 		assert_true(seen);
 		f->dev->ops->rx(f->dev, not_taken, &t, 64);
 		assert_int_equal(t.offered, i + 1);
+	}
+	pthread_attr_destroy(&attr);
+	if (fifo) {
+		struct sched_param normal = { .sched_priority = 0 };
+		pthread_setschedparam(pthread_self(), SCHED_OTHER, &normal);
 	}
 	assert_true(pending_rounds > 0);
 }
