@@ -175,6 +175,8 @@ static bool relay_ip6(struct srv *s, const uint8_t *frame, size_t len, uint32_t 
 	return true;
 }
 
+static void answer_ip4(struct srv *s, const uint8_t *frame, size_t len, const struct flt_pkt *p);
+
 static void for_server(struct srv *s, const uint8_t *frame, size_t len, const struct flt_pkt *p)
 {
 	s->ctr.v[SRV_FRAMES_TO_SERVER]++;
@@ -192,6 +194,24 @@ static void for_server(struct srv *s, const uint8_t *frame, size_t len, const st
 		srv__reass_input(s, frame, len, p);
 		return;
 	}
+	answer_ip4(s, frame, len, p);
+}
+
+void srv__input_ip4_whole(struct srv *s, const uint8_t *frame, size_t len)
+{
+	struct flt_pkt p;
+	int rc = flt_parse(frame, len, &p);
+
+	if (rc < 0) {
+		flt_count_rx_drop(s->flt, (enum flt_reason)-rc);
+		return;
+	}
+	answer_ip4(s, frame, len, &p);
+}
+
+/* An IPv4 packet for the node that no process owns: the node's own answer. */
+static void answer_ip4(struct srv *s, const uint8_t *frame, size_t len, const struct flt_pkt *p)
+{
 	switch (p->ip.proto) {
 	case WIRE_IPPROTO_ICMP:
 		if (p->icmp.type == WIRE_ICMP_ECHO)

@@ -165,6 +165,14 @@ void srv__tx_flush(struct srv *s);   /* s->lock not held */
 void srv__drain_tx(struct srv *s, struct srv_lease *l);
 /* A frame for a process on the relay path, into its ring. */
 void srv__deliver(struct srv *s, struct srv_lease *l, const uint8_t *frame, size_t len);
+/* A reassembled IPv4 datagram nobody owns (reass.c), answered by the node as an
+ * unfragmented packet for it would be. */
+void srv__input_ip4_whole(struct srv *s, const uint8_t *frame, size_t len);
+
+/* fragment.c: the node's own IPv4 / IPv6 packet in frame, sent whole when it fits the link
+ * and in fragments when it does not (an echo reply to a reassembled request). */
+void srv__send_ip4(struct srv *s, const uint8_t *frame, size_t len);
+void srv__send_ip6(struct srv *s, const uint8_t *frame, size_t len);
 
 /* reass.c: IPv4 and IPv6 reassembly for processes (demux thread, s->lock held) */
 int srv__reass_init(struct srv *s);
@@ -194,6 +202,9 @@ bool srv__tokens_allow(uint64_t *at_ms, unsigned *tokens, unsigned per_s);
 /* reply6.c: an IPv6 frame for the node (demux thread, s->lock held): neighbour discovery,
  * echo, and the answers for ports nobody holds. Every frame is answered or counted. */
 void srv__input_ip6(struct srv *s, const uint8_t *frame, size_t len);
+/* A reassembled IPv6 packet nobody owns (reass.c), without its Fragment header: answered
+ * as an unfragmented one would be. */
+void srv__input_ip6_whole(struct srv *s, const uint8_t *frame, size_t len);
 bool srv__is_node_ip6(const struct srv *s, const uint8_t *a);
 /* ICMPv6 errors about a fragment reass.c holds (RFC 8200 §4.5): Parameter Problem with
  * code and pointer, and Time Exceeded code 1 about the first fragment. */

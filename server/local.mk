@@ -4,6 +4,7 @@ server_ulsd_SOURCES = server/ulsd.c server/ctl.c server/stats.c server/stats.h s
 	server/lease.h server/ports.c server/ports.h \
 	server/custody.c server/custody.h server/counters.c server/counters.h server/handoff.c \
 	server/demux.c server/reply.c server/reply6.c server/neigh6.c server/neigh6.h server/reass.c \
+	server/fragment.c \
 	server/internal.h
 server_ulsd_CFLAGS = $(AM_CFLAGS) $(LIBURING_CFLAGS)
 server_ulsd_LDADD = filter/libflt.la netif/libnif.la netif/libopt.la $(LIBURING_LIBS) -lpthread

@@ -42,6 +42,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "netif/wire/wire.h"
+
 #define SRV_REASS_MAX        256         /* datagrams in progress */
 #define SRV_REASS_BYTES      (4u << 20)  /* octets held, overhead included (Linux: 4 MB) */
 /* Fragments of one datagram. RFC 791 §3.2: "Every internet destination must be able to
@@ -69,6 +71,7 @@
 struct frag {
 	struct frag *next;     /* by offset */
 	uint32_t off, end;     /* octets of the datagram's data: [off, end) */
+	size_t data_at;        /* where the data is in frame */
 	size_t len;
 	uint8_t frame[];
 };
@@ -209,6 +212,130 @@ static bool recently_steered(const struct srv_reass *r, const struct reass_key *
 	return false;
 }
 
+static void drop_fragment(struct srv *s, enum srv_counter why)
+{
+	s->ctr.v[why]++;
+	s->ctr.v[SRV_DROP_FRAGMENT]++;
+}
+
+/* The datagram whose fragments are frags (by offset, the first at offset 0; total octets
+ * of data) rebuilt as one unfragmented packet in a new frame (*len octets; the caller
+ * frees it), or NULL (counted). From the first fragment's headers: IPv4's without MF and
+ * offset, with the whole Total Length; IPv6's unfragmentable part without the Fragment
+ * header, whose Next Header goes into the field that named it. */
+static uint8_t *rebuild(struct srv *s, const struct frag *frags, uint32_t total, bool v6,
+			size_t *len)
+{
+	const struct frag *first = frags;
+	size_t head = v6 ? first->data_at - WIRE_IPV6_FRAG_HLEN : first->data_at;
+	size_t l3 = head - WIRE_ETH_HLEN + total;   /* IPv4: Total Length; IPv6: 40 + plen */
+
+	if (!v6 && l3 > WIRE_IPV4_MAX_LEN) {
+		/* RFC 791 §3.2: Total Length is 16 bits; offsets let fragments claim more (the
+		 * "ping of death"). The processes' lwIP refuses those too. */
+		s->ctr.v[SRV_DROP_REASS_BAD]++;
+		return NULL;
+	}
+	uint8_t *f = malloc(head + total);
+	if (!f) {
+		s->ctr.v[SRV_DROP_REASS_LIMIT]++;
+		return NULL;
+	}
+	memcpy(f, first->frame, head);
+	for (const struct frag *g = frags; g; g = g->next)
+		memcpy(f + head + g->off, g->frame + g->data_at, g->end - g->off);
+	uint8_t *ip = f + WIRE_ETH_HLEN;
+	if (v6) {
+		/* The headers before the Fragment header are Hop-by-Hop, Destination Options
+		 * and Routing (RFC 8200 §4.1), each (Hdr Ext Len + 1) * 8 octets; flt_parse
+		 * walked them in bounds when the first fragment came. */
+		size_t nh = WIRE_IPV6_OFF_NEXT, at = WIRE_IPV6_HLEN, fh = head - WIRE_ETH_HLEN;
+		while (at < fh) {
+			nh = at;
+			at += ((size_t)ip[at + 1] + 1) * WIRE_IPV6_EXT_UNIT;
+		}
+		ip[nh] = first->frame[first->data_at - WIRE_IPV6_FRAG_HLEN];
+		wire_wr16(ip + WIRE_IPV6_OFF_PLEN, (uint16_t)(l3 - WIRE_IPV6_HLEN));
+	} else {
+		size_t hlen = head - WIRE_ETH_HLEN;
+		wire_wr16(ip + WIRE_IPV4_OFF_TOTAL_LEN, (uint16_t)l3);
+		wire_wr16(ip + WIRE_IPV4_OFF_FRAG, 0);
+		wire_wr16(ip + WIRE_IPV4_OFF_CHECKSUM, 0);
+		wire_wr16(ip + WIRE_IPV4_OFF_CHECKSUM, wire_sum_finish(wire_sum(0, ip, hlen)));
+	}
+	*len = head + total;
+	return f;
+}
+
+/* A whole datagram nobody owns: the node answers it as it answers an unfragmented packet
+ * (an echo reply, a reset, a port unreachable), as Linux does; a fragmented echo request
+ * gets all of its data back (RFC 1122 §3.2.2.6, in fragments: server/fragment.c). */
+static bool for_node(struct srv *s, const struct frag *frags, uint32_t total, bool v6)
+{
+	size_t len;
+	uint8_t *f = rebuild(s, frags, total, v6, &len);
+
+	if (!f)
+		return false;
+	s->ctr.v[SRV_REASS_FOR_NODE]++;
+	if (v6)
+		srv__input_ip6_whole(s, f, len);
+	else
+		srv__input_ip4_whole(s, f, len);
+	free(f);
+	return true;
+}
+
+/* RFC 6946 §4: "A host that receives an IPv6 packet that includes a Fragment Header with
+ * the "Fragment Offset" equal to 0 and the "M" flag equal to 0 MUST process such packet in
+ * isolation from any other packets/fragments, even if such packets/fragments contain the
+ * same set {IPv6 Source Address, IPv6 Destination Address, Fragment Identification}."
+ * So an atomic fragment never meets the datagrams in progress (one of the same key is left
+ * as it was): it is rebuilt without its Fragment header at once and goes where that packet
+ * would go: into its owner's ring, back into the TAP for the kernel's steering to find its
+ * owner's queue by its ports (the direct path; it is no fragment any more), or to the
+ * node. */
+static void atomic6(struct srv *s, const uint8_t *frame, size_t len, const struct flt_pkt *p,
+		    uint32_t end)
+{
+	struct frag *one = malloc(sizeof(*one) + len);
+	struct flt_pkt q;
+	size_t wlen;
+	uint8_t *w;
+
+	if (!one) {
+		drop_fragment(s, SRV_DROP_REASS_LIMIT);
+		return;
+	}
+	*one = (struct frag){ .off = 0, .end = end, .len = len,
+			      .data_at = (size_t)p->l3_off + p->ip6.frag_data_off };
+	memcpy(one->frame, frame, len);
+	w = rebuild(s, one, end, true, &wlen);
+	free(one);
+	if (!w)
+		return;
+	s->ctr.v[SRV_REASS_ATOMIC]++;
+	flt_owner_t o = flt_parse(w, wlen, &q) < 0 ? FLT_NO_OWNER : flt_lookup_rx(s->flt, &q);
+	struct srv_lease *l = o != FLT_NO_OWNER && o != SRV_IN_TRANSIT ?
+			      srv__leases_live(&s->leases, o) : NULL;
+	if (o == SRV_IN_TRANSIT) {
+		s->ctr.v[SRV_DROP_IN_TRANSIT]++;
+	} else if (!l) {
+		s->ctr.v[SRV_REASS_FOR_NODE]++;
+		srv__input_ip6_whole(s, w, wlen);
+	} else if (l->has_rings) {
+		srv__deliver(s, l, w, wlen);
+	} else if (p->ip6.frag_data_off != WIRE_IPV6_HLEN + WIRE_IPV6_FRAG_HLEN) {
+		/* As for a datagram (complete): the steering program would not find its ports
+		 * behind an extension header. */
+		drop_fragment(s, SRV_DROP_REASS_IPV6_DIRECT);
+	} else {
+		memcpy(w, s->mac, WIRE_ETH_ALEN);  /* for the node: back into the TAP */
+		srv__send_frame(s, w, wlen);
+	}
+	free(w);
+}
+
 /* The datagram is whole: hand its fragments to the owner of its first fragment's
  * endpoint, in order of offset. */
 static void complete(struct srv *s, struct dgram *d)
@@ -224,11 +351,13 @@ static void complete(struct srv *s, struct dgram *d)
 	o = flt_lookup_rx(s->flt, &p);
 	if (o != FLT_NO_OWNER)
 		l = srv__leases_live(&s->leases, o);
-	if (!l) {
-		/* Deviation: ulsd does not answer a reassembled datagram itself (no port
-		 * unreachable, no echo reply for a fragmented echo request); Linux does. */
-		s->ctr.v[o == SRV_IN_TRANSIT ? SRV_DROP_IN_TRANSIT : SRV_DROP_REASS_NO_OWNER]++;
+	if (o == SRV_IN_TRANSIT) {
+		s->ctr.v[SRV_DROP_IN_TRANSIT]++;
 		release(s, d, true);
+		return;
+	}
+	if (!l) {
+		release(s, d, !for_node(s, d->frags, d->total, d->k.v6));
 		return;
 	}
 	if (!l->has_rings && d->k.v6 &&
@@ -305,12 +434,6 @@ static void piece_of(const struct flt_pkt *p, struct piece *x)
 	x->mf = p->ip.mf;
 }
 
-static void drop_fragment(struct srv *s, enum srv_counter why)
-{
-	s->ctr.v[why]++;
-	s->ctr.v[SRV_DROP_FRAGMENT]++;
-}
-
 /* RFC 8200 §4.5's checks of one IPv6 fragment, with their answers. 0: go on. */
 static int check6(struct srv *s, const uint8_t *frame, size_t len, const struct flt_pkt *p,
 		  const struct piece *x)
@@ -350,6 +473,10 @@ void srv__reass_input(struct srv *s, const uint8_t *frame, size_t len, const str
 
 	piece_of(p, &x);
 	uint32_t off = x.off, end = x.end, dlen = end - off;
+	if (x.k.v6 && off == 0 && !x.mf && dlen) {
+		atomic6(s, frame, len, p, end);
+		return;
+	}
 	if (recently_steered(r, &x.k)) {
 		/* A fragment we handed to a process came back: its owner is gone. */
 		drop_fragment(s, SRV_DROP_REASS_UNSTEERED);
@@ -423,6 +550,7 @@ void srv__reass_input(struct srv *s, const uint8_t *frame, size_t len, const str
 	}
 	f->off = off;
 	f->end = end;
+	f->data_at = (size_t)p->l3_off + (x.k.v6 ? p->ip6.frag_data_off : p->ip.hlen);
 	f->len = len;
 	memcpy(f->frame, frame, len);
 	f->next = *at;

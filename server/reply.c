@@ -93,7 +93,7 @@ void srv__reply_echo(struct srv *s, const uint8_t *frame, size_t len, const stru
 	icmp[WIRE_ICMP_OFF_TYPE] = WIRE_ICMP_ECHO_REPLY;
 	wire_wr16(icmp + WIRE_ICMP_OFF_CHECKSUM, 0);
 	wire_wr16(icmp + WIRE_ICMP_OFF_CHECKSUM, wire_sum_finish(wire_sum(0, icmp, icmp_len)));
-	srv__send_frame(s, f, ETH_HLEN + IP_HLEN + icmp_len);
+	srv__send_ip4(s, f, ETH_HLEN + IP_HLEN + icmp_len);
 	s->ctr.v[SRV_ICMP_ECHO_REPLIES]++;
 }
 

@@ -186,18 +186,14 @@ static void reply_echo(struct srv *s, const struct in6 *in)
 	uint8_t *icmp = f + ETH_HLEN + IP6_HLEN;
 	const uint8_t *src = reply_src(s, in);
 
-	if (in->l4_len + IP6_HLEN > s->mtu) {
-		/* Only a fragmented request is longer than the link; those are dropped before. */
-		s->ctr.v[SRV_DROP_ECHO_UNANSWERED]++;
-		return;
-	}
 	put_headers(s, f, in->eth.src, src, in->ip.src, WIRE_IPPROTO_ICMPV6, in->l4_len,
 		    WIRE_IPV6_DEFAULT_HLIM);
 	memcpy(icmp, in->l4, in->l4_len);
 	icmp[WIRE_ICMPV6_OFF_TYPE] = WIRE_ICMPV6_ECHO_REPLY;
 	icmp[WIRE_ICMPV6_OFF_CODE] = 0;
 	wire_icmpv6_set_checksum(src, in->ip.src, icmp, in->l4_len);
-	srv__send_frame(s, f, ETH_HLEN + IP6_HLEN + in->l4_len);
+	/* A reassembled request may be longer than the link: so is its reply. */
+	srv__send_ip6(s, f, ETH_HLEN + IP6_HLEN + in->l4_len);
 	s->ctr.v[SRV_ICMP_ECHO_REPLIES]++;
 }
 
@@ -626,10 +622,9 @@ static void reply_port_unreachable(struct srv *s, const struct in6 *in)
 }
 
 /* A fragment for the node (RFC 8200 §4.5): reass.c collects its datagram for the process
- * whose endpoint the first fragment names. Fragments to a multicast group are not
- * reassembled (nothing of the node's is reached that way).
- * Deviation: a datagram nobody owns is dropped whole after reassembly (no port
- * unreachable, no echo reply for a fragmented echo request), as for IPv4 (reass.c). */
+ * whose endpoint the first fragment names, or, when nobody owns it, for the node's own
+ * answer (srv__input_ip6_whole). Fragments to a multicast group are not reassembled
+ * (nothing of the node's is reached that way). */
 static void reassemble(struct srv *s, const struct in6 *in)
 {
 	struct flt_pkt p;
@@ -678,6 +673,8 @@ void srv__reply6_reass_time_exceeded(struct srv *s, const uint8_t *frame, size_t
 	error_about(s, frame, len, WIRE_ICMPV6_TIME_EXCEEDED, 1, 0);
 }
 
+static void answer(struct srv *s, struct in6 *in);
+
 void srv__input_ip6(struct srv *s, const uint8_t *frame, size_t len)
 {
 	struct in6 in = { .frame = frame, .len = len };
@@ -713,19 +710,40 @@ void srv__input_ip6(struct srv *s, const uint8_t *frame, size_t len)
 		reassemble(s, &in);
 		return;
 	}
-	if (check_options(s, &in) < 0)
+	answer(s, &in);
+}
+
+void srv__input_ip6_whole(struct srv *s, const uint8_t *frame, size_t len)
+{
+	struct in6 in = { .frame = frame, .len = len };
+
+	/* reass.c rebuilt it from fragments that passed srv__input_ip6's checks. */
+	if (wire_eth_view(&in.eth, frame, len) < 0 ||
+	    wire_ipv6_view(&in.ip, in.eth.payload, in.eth.payload_len) < 0 ||
+	    wire_ipv6_upper(&in.up, &in.ip) < 0 || in.up.fragment) {
+		s->ctr.v[SRV_DROP_IPV6_EXT_HEADERS]++;
 		return;
-	in.l4 = in.ip.hdr + in.up.off;
-	in.l4_len = IP6_HLEN + in.ip.payload_len - in.up.off;
-	switch (in.up.proto) {
+	}
+	answer(s, &in);
+}
+
+/* An IPv6 packet for the node, whole, that no process owns: its options' verdicts, then
+ * the node's own answer. */
+static void answer(struct srv *s, struct in6 *in)
+{
+	if (check_options(s, in) < 0)
+		return;
+	in->l4 = in->ip.hdr + in->up.off;
+	in->l4_len = IP6_HLEN + in->ip.payload_len - in->up.off;
+	switch (in->up.proto) {
 	case WIRE_IPPROTO_ICMPV6:
-		input_icmp6(s, &in);
+		input_icmp6(s, in);
 		break;
 	case WIRE_IPPROTO_TCP:
-		reply_rst(s, &in);
+		reply_rst(s, in);
 		break;
 	case WIRE_IPPROTO_UDP:
-		reply_port_unreachable(s, &in);
+		reply_port_unreachable(s, in);
 		break;
 	case WIRE_IPPROTO_NONE:
 		/* RFC 8200 §4.7: nothing follows; nothing to do. */
@@ -737,9 +755,9 @@ void srv__input_ip6(struct srv *s, const uint8_t *frame, size_t len)
 		 * Code value of 1 ... and the ICMP Pointer field containing the offset of the
 		 * unrecognized value within the original packet". */
 		s->ctr.v[SRV_DROP_IPV6_NEXT_HEADER]++;
-		if (may_send_error(&in) &&
-		    send_error(s, &in, WIRE_ICMPV6_PARAM_PROB, PARAM_PROB_NEXT_HEADER,
-			       (uint32_t)in.up.nh_off) == 0)
+		if (may_send_error(in) &&
+		    send_error(s, in, WIRE_ICMPV6_PARAM_PROB, PARAM_PROB_NEXT_HEADER,
+			       (uint32_t)in->up.nh_off) == 0)
 			s->ctr.v[SRV_ICMPV6_PARAM_PROB_SENT]++;
 		break;
 	}

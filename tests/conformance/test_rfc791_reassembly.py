@@ -40,28 +40,42 @@ def fragment_frame(node, ipid, off, chunk, last, proto=17):
                flags=0 if last else "MF") / chunk)
 
 
-def recv_echo(link, node, sport, timeout=3.0):
-    """The node's UDP datagram to sport, reassembled from its fragments; its UDP payload
-    (bytes) or None."""
-    held = {}
+def recv_datagram(link, node, proto, timeout=3.0, held=None, sizes=None):
+    """The node's next IPv4 datagram of protocol proto to us, reassembled from its
+    fragments (it may come whole); its IP payload (bytes) or None. held: the fragments
+    of datagrams not yet whole, kept across calls; sizes: a list that gets the Total
+    Length of every frame taken."""
+    held = {} if held is None else held
     deadline = time.monotonic() + timeout
     while True:
         p = link.recv(lambda q: IP in q and q[IP].src == node.ip and q[IP].dst == node.my_ip
-                      and q[IP].proto == 17, max(0.0, deadline - time.monotonic()))
+                      and q[IP].proto == proto, max(0.0, deadline - time.monotonic()))
         if p is None:
             return None
         ip = p[IP]
+        if sizes is not None:
+            sizes.append(ip.len)
         frags = held.setdefault(ip.id, {})
         frags[ip.frag * 8] = (bytes(ip.payload)[:ip.len - ip.ihl * 4], not ip.flags.MF)
-        data, off, done = b"", 0, False
+        data, off = b"", 0
         while off in frags:
             chunk, last = frags[off]
             data += chunk
             off += len(chunk)
             if last:
-                done = True
-                break
-        if done and len(data) >= 8:
+                del held[ip.id]
+                return data
+
+
+def recv_echo(link, node, sport, timeout=3.0):
+    """The node's UDP datagram to sport, reassembled from its fragments; its UDP payload
+    (bytes) or None."""
+    deadline, held = time.monotonic() + timeout, {}
+    while True:
+        data = recv_datagram(link, node, 17, max(0.0, deadline - time.monotonic()), held)
+        if data is None:
+            return None
+        if len(data) >= 8:
             u = UDP(data)
             if u.dport == sport and u.sport == ECHO:
                 return bytes(data[8:u.len])
@@ -354,3 +368,37 @@ def node_rss(node):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     raise AssertionError("no VmRSS")
+
+
+def echo_fragments(node, payload, ipid, ident, seq):
+    """The fragments (Ether frames) of one ICMP echo request to the node."""
+    data = bytes(ICMP(type=8, id=ident, seq=seq) / payload)
+    return [fragment_frame(node, ipid, off, data[off:off + FRAG], off + FRAG >= len(data), proto=1)
+            for off in range(0, len(data), FRAG)]
+
+
+@requirement(fix="ulsd: server/reass.c (for_node), server/fragment.c; own: lwIP 2.1.3",
+             mutate="sed -i 's/release(s, d, !for_node(/release(s, d, 1 || !for_node(/' "
+                    "server/reass.c && "
+                    "sed -i 's/#define IP_FRAG  *1/#define IP_FRAG 0/' stack/lwipopts.h")
+def test_rfc1122_3_2_2_6_fragmented_echo_request_answered_with_all_its_data(node, link):
+    """RFC 1122 §3.2.2.6: "Data received in an ICMP Echo Request MUST be entirely included
+    in the resulting Echo Reply." A 4000-octet echo request in three fragments, to the
+    node's own address (no process owns ICMP echo: on a ulsd node, ulsd answers the
+    datagram it reassembled): the reply carries the same identifier, sequence number and
+    4000 octets, in fragments no longer than the link's 1500 octets."""
+    payload, ident, seq = os.urandom(4000), random.randrange(1, 1 << 16), 7
+    sizes = []
+    for f in echo_fragments(node, payload, new_ipid(), ident, seq):
+        link.send(f)
+    held, deadline = {}, time.monotonic() + 3
+    while True:
+        data = recv_datagram(link, node, 1, max(0.0, deadline - time.monotonic()), held, sizes)
+        assert data is not None, "no (whole) echo reply to the fragmented echo request"
+        reply = ICMP(data)
+        if reply.type == 0 and reply.id == ident:
+            break
+    assert reply.seq == seq
+    assert bytes(reply.payload) == payload, f"the reply's data differs ({len(reply.payload)} octets)"
+    assert max(sizes) <= FRAG + 20, f"a fragment of the reply is longer than the link: {sizes}"
+    assert len(sizes) >= 3, f"the reply came in {len(sizes)} frames"

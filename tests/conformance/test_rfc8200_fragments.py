@@ -1,12 +1,15 @@
 """RFC 8200 §4.5: the Fragment header and reassembly, as ulsd reassembles IPv6 datagrams
 for the node's processes (server/reass.c; its answers in server/reply6.c). The fragments
-carry an echo request to the node: a datagram nobody owns is dropped whole after
-reassembly (a Deviation, as for IPv4), so these tests watch ulsd's answers and counters.
-ulsd deployment only (the node6 fixture); the reassembly timeout is REASS_TIMEOUT_S."""
+carry an echo request to the node: a datagram nobody owns is answered by ulsd once whole
+(its reply fragmented by server/fragment.c when longer than the link), so these tests
+watch ulsd's answers and counters. ulsd deployment only (the node6 fixture); the
+reassembly timeout is REASS_TIMEOUT_S."""
+import os
+import random
 import time
 
-from scapy.layers.inet6 import (ICMPv6ParamProblem, ICMPv6TimeExceeded, IPv6,
-                                IPv6ExtHdrFragment)
+from scapy.layers.inet6 import (ICMPv6EchoReply, ICMPv6EchoRequest, ICMPv6ParamProblem,
+                                ICMPv6TimeExceeded, IPv6, IPv6ExtHdrFragment)
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
@@ -95,3 +98,87 @@ def test_rfc8200_incomplete_reassembly_abandoned_with_time_exceeded(node6, link)
         "Time Exceeded for a datagram whose first fragment never came"
     assert wait_counter(node.ulsd_counters, "drop_reass_timeout", before + 2) >= before + 2
     time.sleep(0.1)
+
+
+def echo_request(node, ident, payload):
+    """A whole echo request's ICMPv6 message (its checksum over the node's addresses)."""
+    whole = IPv6(src=node.my_ip6, dst=node.ip6) / ICMPv6EchoRequest(id=ident, seq=1, data=payload)
+    return bytes(whole)[40:]
+
+
+def recv_reply(link, node, ident, timeout=3.0, sizes=None):
+    """The node's echo reply with identifier ident, reassembled from its fragments when it
+    comes in them: its data (bytes) or None. sizes gets every frame's Payload Length."""
+    held, deadline = {}, time.monotonic() + timeout
+    while True:
+        p = link.recv(lambda q: IPv6 in q and q[IPv6].src == node.ip6 and
+                      q[IPv6].dst == node.my_ip6 and
+                      (ICMPv6EchoReply in q or IPv6ExtHdrFragment in q),
+                      max(0.0, deadline - time.monotonic()))
+        if p is None:
+            return None
+        if sizes is not None:
+            sizes.append(p[IPv6].plen)
+        if IPv6ExtHdrFragment not in p:
+            if p[ICMPv6EchoReply].id == ident:
+                return bytes(p[ICMPv6EchoReply].data)
+            continue
+        fh = p[IPv6ExtHdrFragment]
+        frags = held.setdefault(fh.id, {})
+        frags[fh.offset * 8] = (bytes(fh.payload), not fh.m)
+        data, off = b"", 0
+        while off in frags:
+            chunk, last = frags[off]
+            data, off = data + chunk, off + len(chunk)
+            if last:
+                del held[fh.id]
+                r = ICMPv6EchoReply(data)
+                if r.type == 129 and r.id == ident:
+                    return bytes(r.data)
+                break
+
+
+@requirement(fix='ulsd: server/reass.c (for_node), server/fragment.c',
+             mutate="sed -i 's/release(s, d, !for_node(/release(s, d, 1 || !for_node(/' "
+                    "server/reass.c")
+def test_rfc4443_4_2_fragmented_echo_request_answered_with_all_its_data(node6, link):
+    """RFC 4443 §4.2: "The data received in the ICMPv6 Echo Request message MUST be
+    returned entirely and unmodified in the ICMPv6 Echo Reply message." An echo request of
+    3000 octets of data in three fragments: ulsd reassembles it (no process owns it) and
+    answers with the same 3000 octets, in fragments that fit the link (1500 octets)."""
+    node = node6
+    ident, payload = random.randrange(1, 1 << 16), os.urandom(3000)
+    msg, ipid, sizes = echo_request(node, ident, payload), random.randrange(1, 1 << 32), []
+    for off in range(0, len(msg), 1232):
+        link.send(frag(node, ipid, off, msg[off:off + 1232], off + 1232 < len(msg)))
+    got = recv_reply(link, node, ident, 3, sizes)
+    assert got is not None, "no echo reply to the fragmented echo request"
+    assert got == payload, f"the reply's data differs ({len(got)} octets)"
+    assert max(sizes) <= 1500 - 40, f"a frame of the reply is longer than the link: {sizes}"
+    assert wait_counter(node.ulsd_counters, "reass_for_node", 1) >= 1
+
+
+@requirement(fix='ulsd: server/reass.c (atomic6)',
+             mutate="sed -i 's/if (x.k.v6 \\&\\& off == 0 \\&\\& !x.mf \\&\\& dlen) {/if (0) {/' "
+                    "server/reass.c")
+def test_rfc6946_4_atomic_fragment_to_the_node_processed_in_isolation(node6, link):
+    """RFC 6946 §4: "A host that receives an IPv6 packet that includes a Fragment Header with
+    the "Fragment Offset" equal to 0 and the "M" flag equal to 0 MUST process such packet in
+    isolation from any other packets/fragments, even if such packets/fragments contain the
+    same set {IPv6 Source Address, IPv6 Destination Address, Fragment Identification}."
+    The first fragment of an echo request is held by ulsd; an atomic fragment with the same
+    Identification, carrying another echo request, is answered at once; then the held
+    datagram's last fragment comes and it is answered too, whole: neither spoiled the
+    other."""
+    node = node6
+    ipid = random.randrange(1, 1 << 32)
+    a, b = random.randrange(1, 1 << 15), random.randrange(1 << 15, 1 << 16)
+    pa, pb = os.urandom(2000), os.urandom(100)
+    ma = echo_request(node, a, pa)
+    link.send(frag(node, ipid, 0, ma[:1232], True))
+    link.send(frag(node, ipid, 0, echo_request(node, b, pb), False))
+    assert recv_reply(link, node, b) == pb, "the atomic fragment's echo request was not answered"
+    link.send(frag(node, ipid, 1232, ma[1232:], False))
+    assert recv_reply(link, node, a) == pa, \
+        "the datagram in progress did not survive the atomic fragment of its Identification"
+    assert wait_counter(node.ulsd_counters, "reass_atomic", 1) >= 1

@@ -51,7 +51,7 @@ tests/fuzz/fuzz_conntab: tests/fuzz/fuzz_conntab.c netif/conntab.c netif/sys.c
 # tests/unit/faketap.c instead of netif/tap.c).
 FUZZ_ULSD_SRC = tests/fuzz/fuzz_ulsd.c tests/fuzz/fuzz_srv.c tests/unit/faketap.c server/ctl.c server/stats.c server/lease.c \
 	server/ports.c server/custody.c server/counters.c server/handoff.c server/demux.c server/reply.c \
-	server/reply6.c server/neigh6.c server/reass.c \
+	server/reply6.c server/neigh6.c server/reass.c server/fragment.c \
 	server/bpf_none.c $(filter %.c,$(filter_libflt_la_SOURCES)) netif/ring.c \
 	netif/ctl/ctl.c netif/conntab.c netif/chksum.c netif/vnet.c netif/breakdown.c netif/frame.c \
 	netif/sys.c netif/siphash.c netif/synshed.c netif/wire/wire.c

@@ -120,7 +120,7 @@ def test_fragmented_udp_datagrams_from_kernel_peer_reach_the_process_and_verify(
     after = tb.counters(1)
     assert delta(before, after, "reass_datagrams") == 3
     assert delta(before, after, "reass_fragments") == 3 + 14 + 45
-    for k in ("drop_fragment_reass", "drop_reass_unsteered", "drop_reass_no_owner"):
+    for k in ("drop_fragment_reass", "drop_reass_unsteered", "reass_for_node"):
         assert delta(before, after, k) == 0, k
     assert after["reass_bytes_held"] == 0
     # The echo server's lease took the suite's data path.

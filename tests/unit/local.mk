@@ -113,11 +113,12 @@ tests_unit_test_neigh6_SOURCES = tests/unit/test_neigh6.c server/neigh6.c
 tests_unit_test_neigh6_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS)
 tests_unit_test_neigh6_LDADD = $(CMOCKA_LIBS)
 tests_unit_test_reply_SOURCES = tests/unit/test_reply.c tests/unit/reply_fixture.c \
-	tests/unit/reply_fixture.h server/reply.c server/custody.c
+	tests/unit/reply_fixture.h server/reply.c server/fragment.c server/custody.c
 tests_unit_test_reply_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
 tests_unit_test_reply_LDADD = filter/libflt.la netif/libnif.la $(CMOCKA_LIBS)
 tests_unit_test_reply6_SOURCES = tests/unit/test_reply6.c tests/unit/reply_fixture.c \
-	tests/unit/reply_fixture.h server/reply6.c server/reply.c server/neigh6.c server/custody.c
+	tests/unit/reply_fixture.h server/reply6.c server/reply.c server/fragment.c server/neigh6.c \
+	server/custody.c
 tests_unit_test_reply6_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
 tests_unit_test_reply6_LDADD = filter/libflt.la netif/libnif.la $(CMOCKA_LIBS)
 tests_unit_test_reass_SOURCES = tests/unit/test_reass.c server/reass.c
@@ -172,7 +173,7 @@ tests_unit_test_qring_wait_LDADD = $(tests_unit_test_qring_LDADD)
 SERVER_FIXTURE_SOURCES = tests/unit/server_fixture.c tests/unit/server_fixture.h \
 	tests/unit/faketap.c tests/unit/faketap.h server/ctl.c server/stats.c server/lease.c \
 	server/ports.c server/custody.c server/counters.c server/handoff.c server/demux.c server/reply.c \
-	server/reply6.c server/neigh6.c server/reass.c \
+	server/reply6.c server/neigh6.c server/reass.c server/fragment.c \
 	server/bpf_none.c
 SERVER_FIXTURE_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBURING_CFLAGS)
 SERVER_FIXTURE_LDADD = filter/libflt.la netif/libnif.la $(LIBURING_LIBS) $(CMOCKA_LIBS) -lpthread

@@ -23,6 +23,9 @@ static unsigned time_exceeded6, param_problems6, steered6, unsteered6;
 static bool with_dstopts;   /* fragment6: a Destination Options header before the Fragment header */
 static uint32_t param_pointer6;
 static uint16_t delivered_off[80];
+static unsigned for_node;   /* whole datagrams handed to the node's own answers */
+static uint8_t whole[14 + 65535];
+static size_t whole_len;
 uint64_t srv__now_ms(void) { return now_ms; }
 void srv__log(int level, const char *fmt, ...) { (void)level; (void)fmt; }
 void srv__deliver(struct srv *s, struct srv_lease *l, const uint8_t *frame, size_t len)
@@ -39,6 +42,17 @@ void srv__send_frame(struct srv *s, const uint8_t *frame, size_t len)
 	(void)len;
 	assert_memory_equal(frame, s->mac, 6);  /* for the node: back into the TAP */
 	sent++;
+}
+void srv__input_ip4_whole(struct srv *s, const uint8_t *frame, size_t len)
+{
+	(void)s;
+	memcpy(whole, frame, len);
+	whole_len = len;
+	for_node++;
+}
+void srv__input_ip6_whole(struct srv *s, const uint8_t *frame, size_t len)
+{
+	srv__input_ip4_whole(s, frame, len);
 }
 int srv__dp_frag_steer(struct srv *s, uint32_t src, uint16_t id, uint8_t proto, uint32_t owner)
 {
@@ -164,7 +178,9 @@ static size_t fragment6(uint8_t *f, uint32_t id, uint32_t off, uint16_t len, boo
 		uint8_t *u = fh + 8;
 		u[0] = 0x9c; u[1] = 0x40;
 		u[2] = 0; u[3] = PORT;
-		u[4] = 3008 >> 8; u[5] = 3008 & 0xff;
+		/* An atomic fragment is a whole datagram of len octets. */
+		uint16_t ul = more ? 3008 : len;
+		u[4] = (uint8_t)(ul >> 8); u[5] = (uint8_t)ul;
 	}
 	return 14 + 40 + x + 8 + len;
 }
@@ -187,7 +203,7 @@ static int setup_with(struct srv_lease *owner)
 	srv.flt = flt_table_new();
 	srv.leases.by_id[owner->id] = owner;
 	now_ms = 1000;
-	delivered = sent = time_exceeded = steered = unsteered = 0;
+	delivered = sent = time_exceeded = steered = unsteered = for_node = 0;
 	time_exceeded6 = param_problems6 = param_pointer6 = steered6 = unsteered6 = 0;
 	with_dstopts = false;
 	if (!srv.flt || srv__reass_init(&srv) < 0)
@@ -316,14 +332,40 @@ static void too_many_fragments_in_one_datagram_drop_it(void **state)
 	assert_int_equal(srv.ctr.v[SRV_REASS_IN_PROGRESS], 0);
 }
 
-static void unowned_datagram_dropped_and_counted(void **state)
+/* A datagram nobody owns goes to the node's own answers (a port unreachable here), whole:
+ * one IPv4 header with the whole Total Length, no MF, offset 0, a valid checksum, and the
+ * fragments' data in order. */
+static void unowned_datagram_rebuilt_whole_for_the_node(void **state)
 {
 	(void)state;
 	flt_del_listen(srv.flt, WIRE_IPPROTO_UDP, PORT, relay.id);
-	input(12, 0, 1480, true);
 	input(12, 1480, 16, false);
+	input(12, 0, 1480, true);
 	assert_int_equal(delivered, 0);
-	assert_int_equal(srv.ctr.v[SRV_DROP_REASS_NO_OWNER], 1);
+	assert_int_equal(for_node, 1);
+	assert_int_equal(srv.ctr.v[SRV_REASS_FOR_NODE], 1);
+	assert_int_equal(whole_len, 14 + 20 + 1496);
+	const uint8_t *ip = whole + 14;
+	assert_int_equal(ip[2] << 8 | ip[3], 20 + 1496);
+	assert_int_equal(ip[6] << 8 | ip[7], 0);
+	assert_int_equal(nif_inet_chksum(ip, 20), 0xffff);
+	assert_int_equal(ip[20 + 4] << 8 | ip[20 + 5], 3008);   /* the first fragment's UDP header */
+	assert_int_equal(srv.ctr.v[SRV_REASS_IN_PROGRESS], 0);
+}
+
+/* RFC 791 §3.2: Total Length is 16 bits. The filter lets a fragment's data reach octet
+ * 65535 (filter/parse.c), but with its header the whole datagram would be longer: it is
+ * not rebuilt into anything. */
+static void unowned_datagram_past_65535_octets_dropped(void **state)
+{
+	(void)state;
+	flt_del_listen(srv.flt, WIRE_IPPROTO_UDP, PORT, relay.id);
+	input(15, 0, 1480, true);
+	input(15, 65512, 16, false);   /* data ends at 65528: 65548 octets with the header */
+	for (uint16_t off = 1480; off < 65512; off = (uint16_t)(off + 1480))
+		input(15, off, (uint16_t)(65512 - off < 1480 ? 65512 - off : 1480), true);
+	assert_int_equal(for_node, 0);
+	assert_int_equal(srv.ctr.v[SRV_DROP_REASS_BAD], 1);
 }
 
 static void direct_owner_gets_fragments_through_the_tap_and_steering(void **state)
@@ -377,6 +419,42 @@ static void ipv6_atomic_fragment_delivered_at_once(void **state)
 /* RFC 8200 §4.5: "If the length of a fragment ... is not a multiple of 8 octets and the M
  * flag of that fragment is 1, then that fragment must be discarded and an ICMP Parameter
  * Problem, Code 0, message should be sent ..., pointing to the Payload Length field". */
+/* RFC 6946 §4: an atomic fragment is processed "in isolation from any other packets/
+ * fragments, even if such packets/fragments contain the same set {IPv6 Source Address,
+ * IPv6 Destination Address, Fragment Identification}": one with the Identification of a
+ * datagram in progress leaves that datagram as it was, and it completes later. */
+static void ipv6_atomic_fragment_isolated_from_a_datagram_of_its_identification(void **state)
+{
+	(void)state;
+	input6(8, 0, 1232, true);
+	input6(8, 0, 64, false);
+	assert_int_equal(delivered, 1);
+	assert_int_equal(srv.ctr.v[SRV_REASS_ATOMIC], 1);
+	assert_int_equal(srv.ctr.v[SRV_REASS_IN_PROGRESS], 1);
+	input6(8, 1232, 64, false);
+	assert_int_equal(delivered, 3);
+	assert_int_equal(srv.ctr.v[SRV_REASS_DATAGRAMS], 1);
+	assert_int_equal(srv.ctr.v[SRV_DROP_FRAGMENT], 0);
+}
+
+/* An atomic fragment nobody owns, behind a Destination Options header: the node gets the
+ * packet without its Fragment header, the Destination Options header naming what the
+ * Fragment header named, the Payload Length 8 octets shorter. */
+static void ipv6_unowned_atomic_fragment_rebuilt_without_its_fragment_header(void **state)
+{
+	(void)state;
+	flt_del_listen_fam(srv.flt, WIRE_IPPROTO_UDP, PORT, FLT_FAM_V4 | FLT_FAM_V6, relay.id);
+	with_dstopts = true;
+	input6(9, 0, 64, false);
+	assert_int_equal(for_node, 1);
+	assert_int_equal(whole_len, 14 + 40 + 8 + 64);
+	const uint8_t *ip = whole + 14;
+	assert_int_equal(ip[6], 60);                    /* still Destination Options first */
+	assert_int_equal(ip[40], 17);                   /* which now names UDP */
+	assert_int_equal(ip[4] << 8 | ip[5], 8 + 64);
+	assert_int_equal(ip[48 + 4] << 8 | ip[48 + 5], 64);
+}
+
 static void ipv6_fragment_not_a_multiple_of_8_gets_parameter_problem_at_payload_length(void **state)
 {
 	(void)state;
@@ -485,7 +563,13 @@ int main(void)
 						setup_relay, teardown),
 		cmocka_unit_test_setup_teardown(too_many_fragments_in_one_datagram_drop_it,
 						setup_relay, teardown),
-		cmocka_unit_test_setup_teardown(unowned_datagram_dropped_and_counted, setup_relay,
+		cmocka_unit_test_setup_teardown(unowned_datagram_past_65535_octets_dropped, setup_relay,
+						teardown),
+		cmocka_unit_test_setup_teardown(ipv6_atomic_fragment_isolated_from_a_datagram_of_its_identification,
+						setup_relay, teardown),
+		cmocka_unit_test_setup_teardown(ipv6_unowned_atomic_fragment_rebuilt_without_its_fragment_header,
+						setup_relay, teardown),
+		cmocka_unit_test_setup_teardown(unowned_datagram_rebuilt_whole_for_the_node, setup_relay,
 						teardown),
 		cmocka_unit_test_setup_teardown(
 			direct_owner_gets_fragments_through_the_tap_and_steering, setup_direct,

@@ -52,6 +52,7 @@ static int setup(void **state)
 	bcast_ip = addr(198, 18, 0, 255);
 	srv.ip = node_ip;
 	srv.prefix_len = 24;
+	srv.mtu = 1500;
 	memcpy(srv.mac, node_mac, 6);
 	srv.rst_tokens = 2000;
 	srv.icmp_tokens = 100;
@@ -211,6 +212,40 @@ static void echo_answered_and_broadcast_echo_counted(void **state)
 	assert_int_equal(srv.ctr.v[SRV_DROP_ECHO_UNANSWERED], 1);
 }
 
+/* RFC 1122 §3.2.2.6: "Data received in an ICMP Echo Request MUST be entirely included in
+ * the resulting Echo Reply." A reassembled request of 4000 octets (reass.c) gets its reply
+ * in fragments of at most the MTU (server/fragment.c, RFC 791 §3.2): 1480, 1480 and 1048
+ * octets of ICMP message, one Identification, MF on all but the last; the last one is
+ * what the stub kept. */
+static void echo_longer_than_the_link_answered_in_fragments(void **state)
+{
+	static uint8_t b[WIRE_ETH_HLEN + 20 + 4008];
+	uint8_t *ip = b + WIRE_ETH_HLEN, *ic = ip + 20;
+	struct flt_pkt p;
+	struct wire_eth eth;
+	struct wire_ipv4 v;
+
+	(void)state;
+	wire_eth_write(b, node_mac, peer_mac, WIRE_ETHERTYPE_IPV4);
+	wire_ipv4_write(ip, WIRE_IPPROTO_ICMP, peer_ip, node_ip, 20 + 4008, 7, 64);
+	ic[WIRE_ICMP_OFF_TYPE] = WIRE_ICMP_ECHO;
+	for (unsigned i = 0; i < 4000; i++)
+		ic[8 + i] = (uint8_t)(i * 7);
+	wire_wr16(ic + WIRE_ICMP_OFF_CHECKSUM, wire_sum_finish(wire_sum(0, ic, 4008)));
+	assert_int_equal(flt_parse(b, sizeof(b), &p), 0);
+	srv__reply_echo(&srv, b, sizeof(b), &p);
+	assert_int_equal(nsent, 3);
+	assert_int_equal(srv.ctr.v[SRV_FRAGMENTS_SENT], 3);
+	assert_int_equal(srv.ctr.v[SRV_ICMP_ECHO_REPLIES], 1);
+	assert_int_equal(wire_eth_view(&eth, sent, sent_len), 0);
+	assert_int_equal(wire_ipv4_view(&v, eth.payload, eth.payload_len), 0);
+	assert_int_equal(v.total, 20 + 4008 - 2 * 1480);
+	assert_int_equal(v.frag, 2 * 1480 / 8);                 /* offset 2960, MF clear */
+	assert_int_equal(wire_sum_finish(wire_sum(0, eth.payload, 20)), 0);
+	/* The last fragment holds the request's data from octet 2960 - 8 of it on. */
+	assert_memory_equal(v.data, ic + 2 * 1480, 4008 - 2 * 1480);
+}
+
 /* RFC 1122 §3.2.2: no ICMP error for a datagram to a broadcast or multicast address. */
 static void udp_to_broadcast_gets_no_port_unreachable_and_is_counted(void **state)
 {
@@ -272,6 +307,7 @@ int main(void)
 		cmocka_unit_test_setup(rst_to_closed_port_counted_not_answered, setup),
 		cmocka_unit_test_setup(segment_to_broadcast_address_counted_not_reset, setup),
 		cmocka_unit_test_setup(echo_answered_and_broadcast_echo_counted, setup),
+		cmocka_unit_test_setup(echo_longer_than_the_link_answered_in_fragments, setup),
 		cmocka_unit_test_setup(udp_to_broadcast_gets_no_port_unreachable_and_is_counted,
 				       setup),
 	};
