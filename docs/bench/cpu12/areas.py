@@ -171,8 +171,7 @@ def main(d):
            "run_cpu_s_per_gb": run["cpu_s_per_gb"], "window_seconds": window_s,
            "window_gb": round(gb, 3), "cpu_seconds": round(cpu_s, 3),
            "cpu_s_per_gb": round(cpu_s / gb, 4), "samples": n,
-           "per_gb": {k: round(st.get(k, 0.0) / gb) for k in
-                      ("context-switches", "page-faults", "raw_syscalls:sys_enter")},
+           "per_gb": {k: round(v / gb) for k, v in st.items() if k not in ("task-clock", "seconds")},
            "areas": {}}
     for a in AREAS:
         if counts.get(a):

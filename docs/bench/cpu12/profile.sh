@@ -9,6 +9,8 @@
 # machine is shared, so nothing system-wide), `perf record -a -g -F 999` (areas.py keeps
 # the same processes' samples), and the nodes' frame counters (ulsstat) or the kernel
 # namespaces' TCP counters (nstat) before and after. Then areas.py OUTDIR.
+# PROFILE_EVENTS=e1,e2 adds events to the perf stat (e.g. cpu-migrations,ipi:ipi_send_cpu,
+# io_uring:io_uring_task_add); areas.py reports every counted event per GB.
 # Needs root (the testbed), perf; runs nothing outside the testbed's namespaces.
 set -u
 B=$1; MODE=$2; N=$3; OUT=$4; NOREC=${5:-}
@@ -64,7 +66,7 @@ except Exception:
       done; } > "$1"
 }
 snap "$OUT/snap0.txt"
-perf stat -e task-clock,context-switches,page-faults,raw_syscalls:sys_enter \
+perf stat -e task-clock,context-switches,page-faults,raw_syscalls:sys_enter${PROFILE_EVENTS:+,$PROFILE_EVENTS} \
     -p "$(echo $KEEP | tr ' ' ,)" -o "$OUT/stat.txt" -- sleep 3 &
 SP=$!
 if [ -z "$NOREC" ]; then
