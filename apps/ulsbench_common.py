@@ -17,6 +17,7 @@ Importing this module runs nothing.
 """
 
 import argparse
+import contextlib
 import errno
 import fcntl
 import json
@@ -189,7 +190,8 @@ class Procs:
         if proc.rc is not None:
             return True
         try:
-            pid, status, ru = os.wait4(proc.pid, 0 if block else os.WNOHANG)
+            with usual_priority():
+                pid, status, ru = os.wait4(proc.pid, 0 if block else os.WNOHANG)
         except ChildProcessError:
             pid, status, ru = proc.pid, 0, None
         if pid == 0:
@@ -205,9 +207,18 @@ class Procs:
         return True
 
     def poll(self):
-        for p in self.all:
-            if p.rc is None:
-                self.reap(p)
+        """Reaps the processes that exited. One waitid(WNOWAIT) looks first: when none
+        did, a poll is one system call, not one wait4 per live process (130 of them every
+        POLL at 64 streams)."""
+        try:
+            if os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+                return
+        except ChildProcessError:
+            pass    # no child left: reap() marks the lost ones
+        with usual_priority():
+            for p in self.all:
+                if p.rc is None:
+                    self.reap(p)
 
     def stop(self, procs, grace=GRACE):
         """SIGTERM, then SIGKILL after `grace` seconds, each by its PID; reaps them."""
@@ -338,6 +349,27 @@ def tree_cpu_ns(pid):
     return total
 
 
+_driver_fifo = False    # driver_first(True) took effect
+
+
+@contextlib.contextmanager
+def usual_priority():
+    """The driver at its usual scheduling while it reaps. Reaping a child frees its /proc
+    entries (wait4 -> release_task -> proc_invalidate_siblings_dcache), and the kernel's
+    walk of those dentries retries while another task is busy with them; at SCHED_FIFO
+    the driver kept that task off its CPU and spun in the kernel for minutes (stop 37: a
+    64-stream point's driver at 92% of a CPU in d_walk, SIGKILL pending, the machine's
+    load average at 221 until it was made SCHED_OTHER)."""
+    if not _driver_fifo:
+        yield
+        return
+    driver_first(False)
+    try:
+        yield
+    finally:
+        driver_first(True)
+
+
 def driver_first(on=True):
     """Lets a driver that runs as root take its samples on time: at 64 streams its 128
     worker processes, each a scheduling group of its own (autogroup), kept a normal
@@ -345,12 +377,14 @@ def driver_first(on=True):
     runs as usual. The driver sleeps between its polls; its own CPU is a few percent of
     one core. on=False: back to the usual policy (for the plots, which are CPU work).
     Returns whether it took effect."""
+    global _driver_fifo
     try:
         if on:
             os.sched_setscheduler(0, os.SCHED_FIFO | os.SCHED_RESET_ON_FORK,
                                   os.sched_param(10))
         else:
             os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+        _driver_fifo = on
         return True
     except (OSError, AttributeError):
         return False

@@ -818,3 +818,50 @@ def test_process_cpu_counts_threads_that_have_ended_and_is_none_when_gone():
         child.kill()
         child.wait()
     assert cm.process_cpu_ns(child.pid) is None
+
+
+# --- Procs: reaping ---------------------------------------------------------------------
+def test_procs_poll_makes_no_wait4_while_every_process_runs(tmp_path, monkeypatch):
+    """A driver polls its processes every POLL; with 130 alive (64 streams) a wait4 for
+    each was most of its CPU. poll() looks once (waitid WNOWAIT) and reaps only when one
+    exited; the exited one is then reaped, with its exit code."""
+    cm = _common()
+    procs = cm.Procs(str(tmp_path))
+    calls = []
+    real = os.wait4
+    monkeypatch.setattr(cm.os, "wait4", lambda *a: calls.append(a) or real(*a))
+    a = procs.spawn("a", ["sleep", "30"])
+    b = procs.spawn("b", ["sleep", "30"])
+    try:
+        for _ in range(5):
+            procs.poll()
+        assert calls == []
+        os.kill(b.pid, 15)
+        deadline = time.monotonic() + 5
+        while b.rc is None and time.monotonic() < deadline:
+            procs.poll()
+            time.sleep(0.01)
+        assert b.rc == -15 and a.rc is None
+        assert calls, "the exited process was not reaped through wait4"
+    finally:
+        procs.stop([a, b], grace=1)
+    assert a.rc is not None
+
+
+def test_usual_priority_while_reaping_a_fifo_driver(monkeypatch):
+    """A SCHED_FIFO driver reaps at SCHED_OTHER: wait4 frees the child's /proc entries,
+    and the kernel retries that walk while another task holds them, which a FIFO driver
+    keeps off its CPU (it spun for minutes, stop 37). Outside reaping it is FIFO again."""
+    cm = _common()
+    policies = []
+    monkeypatch.setattr(cm.os, "sched_setscheduler",
+                        lambda pid, policy, param: policies.append(policy & ~getattr(
+                            os, "SCHED_RESET_ON_FORK", 0)))
+    assert cm.driver_first(True)
+    with cm.usual_priority():
+        assert policies[-1] == os.SCHED_OTHER
+    assert policies == [os.SCHED_FIFO, os.SCHED_OTHER, os.SCHED_FIFO]
+    assert cm.driver_first(False)
+    with cm.usual_priority():
+        pass
+    assert policies[-1] == os.SCHED_OTHER and len(policies) == 4
