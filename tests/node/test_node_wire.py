@@ -312,6 +312,23 @@ def test_offload_sender_resends_a_lost_super_segment_in_few_frames(offload_nodes
     assert rxt <= 8 * rec, f"{rxt} retransmissions in {rec} SACK recoveries: {c}"
 
 
+def test_offload_sender_finds_most_losses_without_a_loss_probe(offload_nodes):
+    """RFC 6675 §4 IsLost () and RFC 8985 §6.2 find a lost segment from the SACKs of
+    segments sent after it; a segment with nothing sent after it is found only by a loss
+    probe (RFC 8985 §7: a PTO of at least 2 ms here) and, if the probe or its ACK is lost
+    too, by the 200 ms RTO. With offload and 1% random frame loss CUBIC's window is one
+    super-segment and a part, and outside recovery lwIP held the part back until half
+    the window was free (patch 0087): one frame alone in flight, so about half the losses
+    were tails. With one segment in flight the part that fits now goes at once (patch
+    0136). A 256 MiB stream from node 2's process under 1% loss verifies, and at most a
+    quarter of its SACK recoveries began with a loss found by a probe (tcp_rack_tail_lost):
+    0.37-0.50 of them without 0136 (four 3-s streams), 0.08-0.12 with it."""
+    c = sender_counters_under_loss(offload_nodes, 6769, 256 * MIB, "tail-loss-recv")
+    rec, tail = c.get("tcp_recovery_sack", 0), c.get("tcp_rack_tail_lost", 0)
+    assert rec >= 10, f"only {rec} SACK recoveries at 1% loss: {c}"
+    assert 4 * tail <= rec, f"{tail} of {rec} SACK recoveries found by a loss probe: {c}"
+
+
 def test_plain_sender_retransmits_no_more_than_one_wire_segment(plain_nodes):
     """RFC 9293 §3.7.1: the data in a segment is at most Eff.snd.MSS = "min(SendMSS+20,
     MMS_S) - TCPhdrsize - IPoptionsize", where TCPhdrsize counts the TCP options. Without
