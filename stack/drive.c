@@ -45,7 +45,8 @@
  * the device's wait (off by default; SO_BUSY_POLL sets it per socket). The device's
  * receive ring is cooperative (netif/qring.h: a frame's read completes when the thread
  * that submitted it next enters the kernel, not by interrupting it); ULS_RX_COOP=0 makes
- * it of the interrupting kind, for comparison. ULS_RTC=0 turns run
+ * it of the interrupting kind, for comparison; ULS_RX_MULTISHOT=0 reads it with one read per
+ * slot instead of the one multishot read (netif/qring.c), for comparison. ULS_RTC=0 turns run
  * to completion off (the stack thread alone waits on the device, as before), for
  * comparison.
  *
@@ -162,6 +163,28 @@ bool stk__rx_coop_wanted(void)
 		return false;
 	stk__log(0, "ULS_RX_COOP=%s refused: expected 0 or 1; cooperative", e);
 	return true;
+}
+
+/* Does this process want its receive ring read by one multishot read where the kernel and
+ * ulsd allow it (ULS_RX_MULTISHOT=1; =0: one read per slot, for comparison)? Unset, as its
+ * ring is cooperative (coop): a thread about to wait takes a cooperative ring's reads over
+ * (netif/qring_rx.c), an interrupting ring's never, and a multishot read left with the
+ * thread that armed it woke that thread for every frame (docs/bench/mshot14). Asked by the
+ * lease (stack/lease.c). Anything but "0" and "1" is refused, said once, and leaves the
+ * default. */
+bool stk__rx_mshot_wanted(bool coop)
+{
+	const char *e = getenv("ULS_RX_MULTISHOT");
+
+	if (!e)
+		return coop;
+	if (!strcmp(e, "1"))
+		return true;
+	if (!strcmp(e, "0"))
+		return false;
+	stk__log(0, "ULS_RX_MULTISHOT=%s refused: expected 0 or 1; %s", e,
+		 coop ? "multishot" : "reads per slot");
+	return coop;
 }
 
 /* Nobody on the device, parked, sleeping or owed a round: the state of a node's threads

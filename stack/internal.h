@@ -150,6 +150,7 @@ void stk__leave(void);
 /* Run to completion (drive.c). */
 void stk__drive_init(void);
 bool stk__rx_coop_wanted(void);
+bool stk__rx_mshot_wanted(bool coop);
 /* Ask the parked stack thread to come back now and take the core lock (core lock held;
  * uls_node_stop). */
 void stk__park_wake(void);

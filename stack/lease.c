@@ -553,8 +553,9 @@ int uls_attach(const char *ctl_path)
 	ctl_init(&m, CTL_HELLO, ++lease.seq);
 	m.u.hello.ring_fd[0] = m.u.hello.ring_fd[1] = -1;
 	m.u.hello.flags = CTL_HELLO_F_CONNTAB;  /* the table with the reply: one round trip less */
-	if (offer_direct() && (stk__rx_coop_wanted() ? nif_qring_prepare(&qp)
-						    : nif_qring_prepare_interrupting(&qp)) == 0) {
+	bool coop = stk__rx_coop_wanted();
+	if (offer_direct() && (coop ? nif_qring_prepare(&qp)
+				    : nif_qring_prepare_interrupting(&qp)) == 0) {
 		/* The library's own descriptors: high, and out of the program's reach. */
 		for (int i = 0; i < 2; i++) {
 			nif_qring_set_fd(&qp, i, stk__fd_hide(nif_qring_fd(&qp, i)));
@@ -569,13 +570,15 @@ int uls_attach(const char *ctl_path)
 			m.u.hello.wake_fd = wake;
 			m.u.hello.flags |= CTL_HELLO_F_WAKE;
 		}
-		/* One multishot read for the frames, where the kernel has it (qp.mshot), with
-		 * ULS_RX_MULTISHOT=1 only: io_uring completes its frames as task work of the
-		 * one thread that armed it, while the threads that drive the stack change
-		 * (stack/drive.c), so a frame often woke two threads; the reads per slot
-		 * follow the driver. Measured: docs/bench/mshot14. */
-		const char *e = getenv("ULS_RX_MULTISHOT");
-		if (!(e && !strcmp(e, "1")))
+		/* One multishot read for the frames, where the kernel has it (qp.mshot), unless
+		 * ULS_RX_MULTISHOT=0 (stk__rx_mshot_wanted). It was off by default while it
+		 * stayed with the thread that armed it as the driver changed (a frame woke two
+		 * threads, docs/bench/mshot14); a thread about to wait now takes it over
+		 * (netif/qring_rx.c nif__q_take_over_reads), and one frame is one task work
+		 * with no read to re-arm: 1-byte round trips 2-3 us shorter (docs/benchmarks.md,
+		 * "Stop 37"). An interrupting ring (ULS_RX_COOP=0) takes nothing over, so there
+		 * it stays off unless asked for. */
+		if (!stk__rx_mshot_wanted(coop))
 			qp.mshot = false;
 		if (qp.mshot)
 			m.u.hello.flags |= CTL_HELLO_F_MSHOT;
