@@ -80,6 +80,11 @@ struct nif_dev_stats {
 	 * is a poll entry on the queue that a frame wakes, so their mean per wait says what a
 	 * frame's arrival costs the waiter in re-arms (netif/qring.c). */
 	uint64_t rx_armed_at_wait;
+	/* The direct path's reads that may not wait (netif/qring_rx.c, RWF_NOWAIT): frames
+	 * they took, those that found the queue empty (EAGAIN, armed again only after a
+	 * round that took frames), and refused by the kernel (then the device arms only
+	 * reads that wait, as before). */
+	uint64_t rx_nowait_cqes, rx_nowait_again, rx_nowait_refused;
 };
 
 /* The counters above that the receiving thread bumps in its wait (rx_wakeups, spin_enters,

@@ -193,6 +193,7 @@ static int prepare(struct nif_qring_prep *p, bool coop)
 	}
 	p->made = true;
 	p->coop = coop;
+	p->nowait = true;
 	p->mshot = mshot_prepare(p) == 0;
 	return 0;
 }
@@ -303,7 +304,7 @@ static int ring_wait(struct qring *q, int timeout_ms)
 	nif__q_take_over_reads(q);
 	arm_wake(q);
 	q->st.ring_waits++;
-	q->st.rx_armed_at_wait += q->rx_armed;
+	q->st.rx_armed_at_wait += q->rx_armed - q->rx_nw_armed;
 	uint64_t now = mono_ns();
 	if (q->hup_fd >= 0) {
 		/* Sleep no longer than the next look at the lease. */
@@ -370,7 +371,7 @@ static int q_wait_fd(struct nif_dev *d, struct pollfd *fds, unsigned n, int time
 	int rc = 0;
 	if (!io_uring_cq_ready(&q->rx)) {
 		q->st.poll_waits++;
-		q->st.rx_armed_at_wait += q->rx_armed;
+		q->st.rx_armed_at_wait += q->rx_armed - q->rx_nw_armed;
 		rc = nif_sys.poll(pfd, n + 3, timeout_ms);
 	}
 	int err = errno;
@@ -686,6 +687,8 @@ int nif_qring_open(struct nif_dev **out, struct nif_qring_prep *p, unsigned mtu,
 	q->br = p->br;
 	q->mshot = p->mshot && p->br;
 	q->coop = p->coop;
+	q->nowait = p->nowait;
+	q->rx_nw_target = RX_NW_MIN;
 	p->br = NULL;
 	p->made = false;
 	for (unsigned i = 0; i < RX_DEPTH; i++)

@@ -26,6 +26,10 @@ struct nif_qring_prep {
 	bool mshot;
 	/* The receive ring runs its task work cooperatively (nif_qring_prepare). */
 	bool coop;
+	/* Reads per slot beyond the few that wait for a frame may be reads that do not wait
+	 * (RWF_NOWAIT: netif/qring_rx.c, arm_reads); set by prepare, cleared by the caller
+	 * for comparison (ULS_RX_NOWAIT=0). */
+	bool nowait;
 };
 
 /* Not in liburing 2.3's header; the kernel's number since 6.7. */

@@ -29,6 +29,9 @@
  * the ring, or the read ran dry (ENOBUFS, then armed again), up to RX_DEPTH, and never
  * shrinks: a bulk stream reaches the 64 of before within its first few rounds (q_rx). */
 #define RX_BR_MIN 4
+/* Reads that may not wait (RWF_NOWAIT, qring_rx.c's top of arm_reads): at first, and the
+ * fewest a round that took frames arms after one that found the queue empty. */
+#define RX_NW_MIN 4
 #define TX_DEPTH 256
 #define TX_SUBMIT_BATCH 64
 #define RX_ERROR_BACKOFF_US 10000
@@ -88,6 +91,13 @@ struct qring {
 	unsigned rx_rearm, rx_errors_in_row;
 	unsigned rx_free[RX_DEPTH], rx_nfree;  /* slots with no read in flight */
 	unsigned rx_armed, rx_target;          /* reads in flight, and how many to keep */
+	/* Reads that may not wait (qring_rx.c, arm_reads): slot i's read is one (rx_nw[i]);
+	 * how many are in flight (in rx_armed too); how many the next arming adds (the
+	 * last round took frames), and how many a round's arming adds at most (adapted to
+	 * what they found). nowait: the kernel takes them (cleared when it refuses one). */
+	bool rx_nw[RX_DEPTH];
+	unsigned rx_nw_armed, rx_nw_want, rx_nw_target;
+	bool nowait;
 	/* Multishot: rx_slot[i] is buffer id i of br; rx_free holds the ids not in br (never
 	 * given yet, beyond br_target; or their buffer lent and the pool had no other);
 	 * rx_target is 1, rx_armed 0 or 1. */

@@ -148,8 +148,10 @@ struct io_uring_sqe *nif__q_rx_sqe(struct qring *q)
 }
 
 /* Post a read into slot i, giving the slot a buffer of the pool first if its own was
- * lent; false if there is no buffer or no submission entry (the slot stays free). */
-static bool arm_read(struct qring *q, unsigned i)
+ * lent; false if there is no buffer or no submission entry (the slot stays free). nowait:
+ * a read that does not wait (RWF_NOWAIT; arm_reads): it ends with EAGAIN where the queue
+ * is empty, instead of arming a poll entry on it. */
+static bool arm_read(struct qring *q, unsigned i, bool nowait)
 {
 	struct io_uring_sqe *sqe;
 
@@ -159,7 +161,10 @@ static bool arm_read(struct qring *q, unsigned i)
 		return false;
 	io_uring_prep_read(sqe, 0, q->rx_slot[i]->data, (unsigned)q->buf_size, 0);
 	sqe->flags |= IOSQE_FIXED_FILE;
+	if (nowait)
+		sqe->rw_flags = RWF_NOWAIT;
 	io_uring_sqe_set_data64(sqe, i);
+	q->rx_nw[i] = nowait;
 	q->rx_rearm++;
 	q->rx_tok[i] = 0;
 	q->rx_pend[q->rx_npend++] = i;
@@ -213,18 +218,37 @@ static void arm_mshot(struct qring *q)
 }
 
 /* Keep rx_target reads in flight, in free slots. Slots whose buffer is lent get one
- * again here once the pool has one. */
+ * again here once the pool has one.
+ * With nowait, only RX_ARM_MIN of them wait for a frame; after a round that took frames
+ * as fast as those could (a stream), rx_nw_want more go in as reads that do not wait
+ * (RWF_NOWAIT). Every read that waits is a poll entry on the queue, and each frame's
+ * arrival (tun's sock_def_readable, in the writer's transmit) wakes all of them: those
+ * that then find no frame arm their poll again, per frame. With 64 such reads in flight a
+ * one-stream transfer without offloads (a read per 1514-byte frame) spent about a tenth
+ * of its CPU in that wake-up, the task work of the woken reads and their re-arms
+ * (docs/benchmarks.md, "Stop 37: the per-frame cost"). A read that does not wait takes a
+ * frame already queued inline in the io_uring_enter that submits it, or ends at once with
+ * EAGAIN; it is never a poll entry. */
 void nif__q_arm_reads(struct qring *q)
 {
 	if (q->mshot) {
 		arm_mshot(q);
 		return;
 	}
-	while (q->rx_armed < q->rx_target && q->rx_nfree) {
-		if (!arm_read(q, q->rx_free[q->rx_nfree - 1]))
+	unsigned waiting = q->nowait ? RX_ARM_MIN : q->rx_target;
+	while (q->rx_armed - q->rx_nw_armed < waiting && q->rx_nfree) {
+		if (!arm_read(q, q->rx_free[q->rx_nfree - 1], false))
 			break;
 		q->rx_nfree--;
 		q->rx_armed++;
+	}
+	while (q->nowait && q->rx_nw_want && q->rx_nfree) {
+		if (!arm_read(q, q->rx_free[q->rx_nfree - 1], true))
+			break;
+		q->rx_nfree--;
+		q->rx_armed++;
+		q->rx_nw_armed++;
+		q->rx_nw_want--;
 	}
 }
 
@@ -290,7 +314,10 @@ void nif__q_replace_dead_reads(struct qring *q)
 	reg_unlock();
 	if (!q->mshot) {
 		for (unsigned i = 0; i < RX_DEPTH; i++) {
-			if (q->rx_orphan[i] || !tok_dead(q->rx_tok[i], dead, n, overflow))
+			/* A read that does not wait ended in its submission: its completion
+			 * is in the ring already. */
+			if (q->rx_orphan[i] || q->rx_nw[i] ||
+			    !tok_dead(q->rx_tok[i], dead, n, overflow))
 				continue;
 			orphan_slot(q, i);
 			replaced++;
@@ -355,7 +382,7 @@ void nif__q_take_over_reads(struct qring *q)
 		 * is armed again only once the cancelled read ended (q_rx frees it). */
 		for (unsigned i = 0; i < RX_DEPTH; i++) {
 			if (!q->rx_tok[i] || q->rx_tok[i] == me || q->rx_orphan[i] ||
-			    !nif__q_rx_cancel(q, i, 0))
+			    q->rx_nw[i] || !nif__q_rx_cancel(q, i, 0))
 				continue;
 			orphan_slot(q, i);
 			taken++;
@@ -497,7 +524,7 @@ int nif__q_rx(struct nif_dev *d, nif_rx_fn *fn, void *arg, unsigned budget)
 {
 	struct qring *q = nif__qring_of(d);
 	struct io_uring_cqe *cqe;
-	unsigned n = 0, posted = q->br_posted;
+	unsigned n = 0, posted = q->br_posted, nw_ok = 0, nw_again = 0;
 
 	/* Completed writes hold the caller's pbufs until reaped, and lwIP will not retransmit
 	 * a segment that is still held: reap them every round, before the caller's timers. */
@@ -540,6 +567,8 @@ int nif__q_rx(struct nif_dev *d, nif_rx_fn *fn, void *arg, unsigned budget)
 		}
 		if (q->mshot || i >= RX_DEPTH)
 			continue;
+		bool nw = q->rx_nw[i];
+		q->rx_nw[i] = false;
 		if (q->rx_orphan[i]) {
 			/* A replaced read: not in rx_armed; a frame it read is delivered. */
 			q->rx_orphan[i] = false;
@@ -548,12 +577,27 @@ int nif__q_rx(struct nif_dev *d, nif_rx_fn *fn, void *arg, unsigned budget)
 			continue;
 		} else {
 			q->rx_armed--;
+			if (nw && q->rx_nw_armed)
+				q->rx_nw_armed--;
 		}
 		q->rx_tok[i] = 0;
 		if (res > 0 && q->rx_slot[i]) {
 			q->st.rx_read_cqes++;
+			if (nw) {
+				q->st.rx_nowait_cqes++;
+				nw_ok++;
+			}
 			if (take_frame(q, i, res, fn, arg))
 				n++;
+		} else if (nw && res == -EAGAIN) {
+			/* The queue was empty when it was submitted. */
+			q->st.rx_nowait_again++;
+			nw_again++;
+		} else if (nw && (res == -EOPNOTSUPP || res == -EINVAL)) {
+			/* A kernel or file that refuses RWF_NOWAIT: reads that wait only. */
+			if (q->nowait)
+				q->st.rx_nowait_refused++;
+			q->nowait = false;
 		} else if (res == -ECANCELED) {
 			/* Its submitter exited (io_uring cancels a thread's reads at its exit,
 			 * at the next event on the file): not the queue failing, so no
@@ -571,6 +615,20 @@ int nif__q_rx(struct nif_dev *d, nif_rx_fn *fn, void *arg, unsigned budget)
 		if ((q->br_dry || (n && n >= posted)) && q->br_target < RX_DEPTH)
 			q->br_target = q->br_target * 2 > RX_DEPTH ? RX_DEPTH : q->br_target * 2;
 		q->br_dry = false;
+	} else if (q->nowait) {
+		/* Reads that do not wait: as many again as took a frame when all did, else
+		 * half as many more as did (those that found the queue empty cost a
+		 * completion each). Armed after a round that took a frame from every read
+		 * that waits, not after one frame of a request and its answer, whose reads
+		 * would find nothing and end the next wait at once. */
+		if (nw_ok && !nw_again)
+			q->rx_nw_target = q->rx_nw_target * 2 > RX_DEPTH - RX_ARM_MIN
+						  ? RX_DEPTH - RX_ARM_MIN : q->rx_nw_target * 2;
+		else if (nw_again)
+			q->rx_nw_target = nw_ok + nw_ok / 2 + 1 < RX_NW_MIN
+						  ? RX_NW_MIN : nw_ok + nw_ok / 2 + 1;
+		q->rx_nw_want = n >= RX_ARM_MIN && q->rx_nw_target > q->rx_nw_armed
+					? q->rx_nw_target - q->rx_nw_armed : 0;
 	} else if (n && n >= q->rx_target)
 		q->rx_target = q->rx_target * 2 > RX_DEPTH ? RX_DEPTH : q->rx_target * 2;
 	else if (n <= 1 && q->rx_target > RX_ARM_MIN)

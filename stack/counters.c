@@ -243,6 +243,9 @@ int uls_counters(struct uls_counter *out, size_t n)
 	put(&k, "dev_rx_reads_taken_over", ts.rx_reads_taken_over);
 	put(&k, "dev_rx_buffers", ts.rx_buffers);
 	put(&k, "dev_rx_armed_at_wait", ts.rx_armed_at_wait);
+	put(&k, "dev_rx_nowait_cqes", ts.rx_nowait_cqes);
+	put(&k, "dev_rx_nowait_again", ts.rx_nowait_again);
+	put(&k, "dev_rx_nowait_refused", ts.rx_nowait_refused);
 	/* Reading queues no frame and arms no timer: no stack leave, which would flush or
 	 * use up a send of the thread's round (uls_tx_batch), so that a program (a test) may
 	 * read its counters between the sends of a round without changing what it reads. */

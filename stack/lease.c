@@ -582,6 +582,11 @@ int uls_attach(const char *ctl_path)
 			qp.mshot = false;
 		if (qp.mshot)
 			m.u.hello.flags |= CTL_HELLO_F_MSHOT;
+		/* Reads that do not wait, beyond the few that do (netif/qring_rx.c):
+		 * ULS_RX_NOWAIT=0 arms only reads that wait, for comparison. */
+		e = getenv("ULS_RX_NOWAIT");
+		if (e && !strcmp(e, "0"))
+			qp.nowait = false;
 	}
 	if (nif_sys.send(fd, &m, sizeof(m), MSG_NOSIGNAL) != (ssize_t)sizeof(m)) {
 		rc = -errno;

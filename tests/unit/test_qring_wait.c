@@ -787,6 +787,80 @@ static void close_under_a_ulsd_that_refuses_cancelling_leaks_the_buffers_counted
 	assert_true(nif_qring_rx_leaked() > leaked);
 }
 
+/* --- reads that do not wait (reads per slot) ------------------------------------------ */
+
+/* As setup_wake_in_ring, with only reads that wait (ULS_RX_NOWAIT=0), for comparison. */
+static int setup_wake_in_ring_waiting_only(void **state)
+{
+	struct nif_qring_prep p;
+
+	assert_int_equal(nif_qring_prepare(&p), 0);
+	choose_rx(&p);
+	p.nowait = false;
+	return open_fx(state, &p, NULL, NULL, true, true);
+}
+
+/* Bursts of 8 frames (a socket pair's queue holds 10: net.unix.max_dgram_qlen), each
+ * queued before the device looks. A round that took a frame from each of the two reads
+ * that wait (qring_priv.h RX_ARM_MIN) arms reads that do not wait (RWF_NOWAIT), which
+ * find their frames queued and complete in the submission; so at every wait only the two
+ * reads that wait are poll entries on the queue (with only those, their count doubles in
+ * such bursts, and every frame wakes each). Every frame once, in order. */
+static void bursts(struct fx *f, struct nif_dev_stats *st)
+{
+	struct seq s = { .in_order = true };
+
+	for (unsigned b = 0; b < 30; b++) {
+		for (unsigned i = 0; i < 8; i++)
+			peer_send(f, 100, (uint8_t)(b * 8 + i));
+		rx_until(f, &s, (b + 1) * 8);
+	}
+	f->dev->ops->get_stats(f->dev, st);
+	assert_int_equal(st->rx_frames, 240);
+	assert_int_equal(st->rx_read_cqes, 240);
+	assert_int_equal(st->rx_errors, 0);
+}
+
+static void bursts_are_taken_by_reads_that_do_not_wait(void **state)
+{
+	struct nif_dev_stats st;
+
+	bursts(*state, &st);
+	assert_true(st.rx_nowait_cqes >= 30);
+	assert_int_equal(st.rx_nowait_refused, 0);
+	assert_true(st.rx_armed_at_wait <= 2 * (st.ring_waits + st.poll_waits));
+}
+
+/* The same bursts with only reads that wait: none that does not, and more than two reads
+ * in flight at the waits (what the test above tells apart). */
+static void waiting_only_device_arms_no_read_that_does_not_wait(void **state)
+{
+	struct nif_dev_stats st;
+
+	bursts(*state, &st);
+	assert_int_equal(st.rx_nowait_cqes + st.rx_nowait_again, 0);
+	assert_true(st.rx_armed_at_wait > 2 * (st.ring_waits + st.poll_waits));
+}
+
+/* Frames one at a time (a request and its answer): no round takes a frame from both
+ * reads that wait, so no read that does not wait is armed. One that would find the queue
+ * empty ends the next wait at once with EAGAIN: a system call and a round more per frame
+ * of a ping-pong. */
+static void one_frame_at_a_time_arms_no_read_that_does_not_wait(void **state)
+{
+	struct fx *f = *state;
+	struct nif_dev_stats st;
+	struct seq s = { .in_order = true };
+
+	for (unsigned i = 0; i < 20; i++) {
+		peer_send(f, 100, (uint8_t)i);
+		rx_until(f, &s, i + 1);
+	}
+	f->dev->ops->get_stats(f->dev, &st);
+	assert_int_equal(st.rx_frames, 20);
+	assert_int_equal(st.rx_nowait_cqes + st.rx_nowait_again, 0);
+}
+
 int main(void)
 {
 	qring_fixture_init();
@@ -834,6 +908,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(close_cancels_the_reads_that_the_ring_kept_alive, setup_ulsd_wake_m, teardown_ulsd),
 		cmocka_unit_test_setup_teardown(close_under_a_ulsd_that_refuses_cancelling_leaks_the_buffers_counted, setup_ulsd_old, teardown_ulsd),
 		cmocka_unit_test_setup_teardown(close_under_a_ulsd_that_refuses_cancelling_leaks_the_buffers_counted, setup_ulsd_old_m, teardown_ulsd),
+		cmocka_unit_test_setup_teardown(bursts_are_taken_by_reads_that_do_not_wait, setup_wake_in_ring, teardown),
+		cmocka_unit_test_setup_teardown(bursts_are_taken_by_reads_that_do_not_wait, setup, teardown),
+		cmocka_unit_test_setup_teardown(waiting_only_device_arms_no_read_that_does_not_wait, setup_wake_in_ring_waiting_only, teardown),
+		cmocka_unit_test_setup_teardown(one_frame_at_a_time_arms_no_read_that_does_not_wait, setup_wake_in_ring, teardown),
+		cmocka_unit_test_setup_teardown(one_frame_at_a_time_arms_no_read_that_does_not_wait, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

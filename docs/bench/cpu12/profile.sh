@@ -2,6 +2,7 @@
 # One profiled benchmark point (docs/benchmarks.md, "Where the CPU per byte goes").
 #
 #   TB_SUFFIX=xx docs/bench/cpu12/profile.sh BUILD MODE STREAMS OUTDIR [norecord]
+#   PROFILE_ARGS='--offload off' ... (more ulsbench options for the point; stop 37)
 #
 # Runs `BUILD/apps/ulsbench --mode MODE --streams STREAMS --seconds 9` (its own testbed,
 # ulsbench$TB_SUFFIX) and, 2 s into the measured part, for 3 s: `perf stat` of the point's
@@ -22,7 +23,7 @@ mkdir -p "$OUT"
 # scheduling group of its own (autogroup), starved a normal shell for seconds, and the
 # profile window slid past the point's end. The benchmark itself runs as usual.
 chrt -f -p 10 $$ > /dev/null
-PYTHONUNBUFFERED=1 chrt -o 0 "$B/apps/ulsbench" --mode "$MODE" --streams "$N" --seconds 9 --json "$OUT/run.json" \
+PYTHONUNBUFFERED=1 chrt -o 0 "$B/apps/ulsbench" --mode "$MODE" --streams "$N" --seconds 9 ${PROFILE_ARGS:-} --json "$OUT/run.json" \
     > "$OUT/bench.log" 2>&1 &
 BP=$!
 for _ in $(seq 1 300); do     # the point's processes run and the warm-up second is over
