@@ -19,37 +19,9 @@ B=$1; MODE=$2; N=$3; OUT=$4; NOREC=${5:-}
 TB=ulsbench$TB_SUFFIX
 HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$OUT"
-# This script (and perf) run real-time: at 64 streams 128 busy processes, each a
-# scheduling group of its own (autogroup), starved a normal shell for seconds, and the
-# profile window slid past the point's end. The benchmark itself runs as usual.
-chrt -f -p 10 $$ > /dev/null
-PYTHONUNBUFFERED=1 chrt -o 0 "$B/apps/ulsbench" --mode "$MODE" --streams "$N" --seconds 9 ${PROFILE_ARGS:-} --json "$OUT/run.json" \
-    > "$OUT/bench.log" 2>&1 &
-BP=$!
-for _ in $(seq 1 300); do     # the point's processes run and the warm-up second is over
-    grep -q " 1 s of " "$OUT/bench.log" 2>/dev/null && break
-    sleep 0.2
-done
-sleep 2                       # 2 s into the measured 9 s (64 streams take 3 s to start)
-# The benchmark's descendants, from one ps listing (a shell walk forks per process, and
-# with 128 processes on a saturated machine it outlasted the point).
-PIDS=$(ps -e -o pid=,ppid= | /usr/bin/python3 -c '
-import sys
-root, parent = sys.argv[1], dict(l.split() for l in sys.stdin if l.strip())
-for p in parent:
-    q, n = p, 0
-    while q in parent and q != root and n < 64:
-        q, n = parent[q], n + 1
-    if q == root and p != root:
-        print(p)' "$BP")
-for p in $(pgrep -x ulsd); do
-    grep -q "/$TB.d/" /proc/"$p"/cmdline 2>/dev/null && PIDS="$PIDS $p"
-done
-KEEP=""
-for p in $PIDS; do
-    c=""; read -r c < /proc/"$p"/comm 2>/dev/null     # no fork per process
-    case "$c" in ulsbench|ulsd|uls-*) KEEP="$KEEP $p";; esac
-done
+. "$HERE/point.sh"
+point_start --mode "$MODE" --streams "$N" --seconds 9 ${PROFILE_ARGS:-}
+KEEP=$(point_pids)
 echo $KEEP > "$OUT/pids.txt"
 snap() {
     { date +%s.%N
@@ -75,7 +47,7 @@ if [ -z "$NOREC" ]; then
 fi
 wait $SP
 snap "$OUT/snap1.txt"
-wait $BP
+point_end
 rc=$?
 [ -z "$NOREC" ] && /usr/bin/python3 "$HERE/areas.py" "$OUT" > "$OUT/areas.txt"
 exit $rc
