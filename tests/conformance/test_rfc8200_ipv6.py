@@ -71,7 +71,7 @@ def test_rfc8200_destination_options_header_skipped(node6, link):
 
 
 @requirement(fix='ulsd: server/reply6.c',
-             mutate="sed -i 's/(uint32_t)in.up.nh_off/(uint32_t)in.up.off/' server/reply6.c")
+             mutate="sed -i 's/(uint32_t)in->up.nh_off/(uint32_t)in->up.off/' server/reply6.c")
 def test_rfc8200_unrecognized_next_header_gets_parameter_problem(node6, link):
     """RFC 8200 §4: "If, as a result of processing a header, the destination node is
     required to proceed to the next header but the Next Header value in the current header
