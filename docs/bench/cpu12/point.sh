@@ -22,7 +22,7 @@ point_start() {
     sleep 2                       # 64 streams take 3 s to start
 }
 
-# point_pids: the point's processes (ulsbench, ulsd, uls-* threads' processes), from one
+# point_pids: the point's processes (ulsbench, ulsd, central's ulsrelay, uls-* threads' processes), from one
 # ps listing (a shell walk forks per process, and with 128 processes on a saturated
 # machine it outlasted the point), and the testbed's ulsds.
 point_pids() {
@@ -41,7 +41,7 @@ for p in parent:
     done
     for p in $pids; do
         c=""; read -r c < /proc/"$p"/comm 2>/dev/null     # no fork per process
-        case "$c" in ulsbench|ulsd|uls-*) keep="$keep $p";; esac
+        case "$c" in ulsbench|ulsd|ulsrelay|uls-*) keep="$keep $p";; esac
     done
     echo $keep
 }
