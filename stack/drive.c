@@ -149,20 +149,28 @@ static unsigned env_us(const char *name)
 	return env_us_said(name, true);
 }
 
-/* Does this process want the device's receive ring of the interrupting kind (ULS_RX_COOP=0,
- * for comparison; by default it is cooperative: netif/qring.h)? Asked by the lease before
- * the node's device exists (stack/lease.c). Anything but "0" and "1" is refused, said once,
- * and leaves the default. */
-bool stk__rx_coop_wanted(void)
+/* A switch of the receive ring's, name=0 or =1; unset: dflt. Anything else is refused,
+ * said (with what the default does, dflt_says), and leaves the default. */
+static bool env_switch(const char *name, bool dflt, const char *dflt_says)
 {
-	const char *e = getenv("ULS_RX_COOP");
+	const char *e = getenv(name);
 
-	if (!e || !strcmp(e, "1"))
+	if (!e)
+		return dflt;
+	if (!strcmp(e, "1"))
 		return true;
 	if (!strcmp(e, "0"))
 		return false;
-	stk__log(0, "ULS_RX_COOP=%s refused: expected 0 or 1; cooperative", e);
-	return true;
+	stk__log(0, "%s=%s refused: expected 0 or 1; %s", name, e, dflt_says);
+	return dflt;
+}
+
+/* Does this process want the device's receive ring of the interrupting kind (ULS_RX_COOP=0,
+ * for comparison; by default it is cooperative: netif/qring.h)? Asked by the lease before
+ * the node's device exists (stack/lease.c). */
+bool stk__rx_coop_wanted(void)
+{
+	return env_switch("ULS_RX_COOP", true, "cooperative");
 }
 
 /* Does this process want its receive ring read by one multishot read where the kernel and
@@ -170,21 +178,17 @@ bool stk__rx_coop_wanted(void)
  * ring is cooperative (coop): a thread about to wait takes a cooperative ring's reads over
  * (netif/qring_rx.c), an interrupting ring's never, and a multishot read left with the
  * thread that armed it woke that thread for every frame (docs/bench/mshot14). Asked by the
- * lease (stack/lease.c). Anything but "0" and "1" is refused, said once, and leaves the
- * default. */
+ * lease (stack/lease.c). */
 bool stk__rx_mshot_wanted(bool coop)
 {
-	const char *e = getenv("ULS_RX_MULTISHOT");
+	return env_switch("ULS_RX_MULTISHOT", coop, coop ? "multishot" : "reads per slot");
+}
 
-	if (!e)
-		return coop;
-	if (!strcmp(e, "1"))
-		return true;
-	if (!strcmp(e, "0"))
-		return false;
-	stk__log(0, "ULS_RX_MULTISHOT=%s refused: expected 0 or 1; %s", e,
-		 coop ? "multishot" : "reads per slot");
-	return coop;
+/* Does this process want reads that do not wait beyond the few that do, on the slot path
+ * (netif/qring_rx.c; ULS_RX_NOWAIT=0: reads that wait only, for comparison)? */
+bool stk__rx_nowait_wanted(void)
+{
+	return env_switch("ULS_RX_NOWAIT", true, "reads that do not wait");
 }
 
 /* Nobody on the device, parked, sleeping or owed a round: the state of a node's threads

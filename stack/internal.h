@@ -151,6 +151,7 @@ void stk__leave(void);
 void stk__drive_init(void);
 bool stk__rx_coop_wanted(void);
 bool stk__rx_mshot_wanted(bool coop);
+bool stk__rx_nowait_wanted(void);
 /* Ask the parked stack thread to come back now and take the core lock (core lock held;
  * uls_node_stop). */
 void stk__park_wake(void);

@@ -584,8 +584,7 @@ int uls_attach(const char *ctl_path)
 			m.u.hello.flags |= CTL_HELLO_F_MSHOT;
 		/* Reads that do not wait, beyond the few that do (netif/qring_rx.c):
 		 * ULS_RX_NOWAIT=0 arms only reads that wait, for comparison. */
-		const char *e = getenv("ULS_RX_NOWAIT");
-		if (e && !strcmp(e, "0"))
+		if (!stk__rx_nowait_wanted())
 			qp.nowait = false;
 	}
 	if (nif_sys.send(fd, &m, sizeof(m), MSG_NOSIGNAL) != (ssize_t)sizeof(m)) {
