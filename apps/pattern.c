@@ -5,6 +5,11 @@
  * verification far above the link rate (a splitmix64 per word capped the kernel's own
  * streams at ~5 Gbit/s), while every byte still depends on its stream offset: a lost,
  * duplicated or reordered byte or block is caught.
+ *
+ * The benchmark pays this on every byte in every mode, so it is kept cheap: runs of 64
+ * bytes that the compiler vectorizes, and a check that ORs a run's differences and looks
+ * for the byte only when a run is wrong. Fill and check of 1 GiB in a hot 64 KiB buffer
+ * took 0.17 s word by word and take 0.06-0.09 s so (this machine, GCC 12 -O2).
  */
 #include "apps/pattern.h"
 
@@ -13,6 +18,7 @@
 #include <string.h>
 
 #define TABLE_WORDS 8192u  /* 64 KiB */
+#define RUN_WORDS 8u       /* 64 bytes: the unit fill_run and check_run vectorize */
 
 static uint64_t table[TABLE_WORDS];
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
@@ -53,6 +59,51 @@ static uint8_t byte_at(uint64_t seed, uint64_t off)
 	return b[off % 8];
 }
 
+/* Words [w, w + n) of one 64 KiB block, all under one key, into dst. The fixed-size inner
+ * loop is what GCC's -O2 vectorizer accepts (its cheap cost model wants a trip count that
+ * is a multiple of the vector width), 16 or 32 bytes per instruction instead of 8. */
+static void fill_run(uint64_t key, size_t t, uint8_t *dst, size_t n)
+{
+	size_t k = 0;
+
+	for (; k + RUN_WORDS <= n; k += RUN_WORDS)
+		for (size_t j = 0; j < RUN_WORDS; j++) {
+			uint64_t v = htole64(table[t + k + j] ^ key);
+			memcpy(dst + 8 * (k + j), &v, 8);
+		}
+	for (; k < n; k++) {
+		uint64_t v = htole64(table[t + k] ^ key);
+		memcpy(dst + 8 * k, &v, 8);
+	}
+}
+
+/* The index in [0, n] of the first run of RUN_WORDS words (or the tail word) of src that
+ * differs from words [t, t + n) of the block under key; n when all match. The differences
+ * of a run are ORed together rather than tested word by word, so the loop has no early exit
+ * and vectorizes; the caller finds the byte. */
+static size_t check_run(uint64_t key, size_t t, const uint8_t *src, size_t n)
+{
+	size_t k = 0;
+
+	for (; k + RUN_WORDS <= n; k += RUN_WORDS) {
+		uint64_t diff = 0;
+		for (size_t j = 0; j < RUN_WORDS; j++) {
+			uint64_t v;
+			memcpy(&v, src + 8 * (k + j), 8);
+			diff |= v ^ htole64(table[t + k + j] ^ key);
+		}
+		if (diff)
+			return k;
+	}
+	for (; k < n; k++) {
+		uint64_t v;
+		memcpy(&v, src + 8 * k, 8);
+		if (v != htole64(table[t + k] ^ key))
+			return k;
+	}
+	return n;
+}
+
 void bench__pattern_fill(uint64_t seed, uint64_t off, void *buf, size_t len)
 {
 	uint8_t *p = buf;
@@ -63,13 +114,14 @@ void bench__pattern_fill(uint64_t seed, uint64_t off, void *buf, size_t len)
 		p[i] = byte_at(seed, off + i);
 	while (i + 8 <= len) {
 		uint64_t w = (off + i) / 8;
-		uint64_t key = block_key(seed, w / TABLE_WORDS);
+		size_t t = w % TABLE_WORDS;
 		/* the rest of this 64 KiB block shares one key */
-		uint64_t end = (w / TABLE_WORDS + 1) * TABLE_WORDS;
-		for (; w < end && i + 8 <= len; w++, i += 8) {
-			uint64_t v = htole64(table[w % TABLE_WORDS] ^ key);
-			memcpy(p + i, &v, 8);
-		}
+		size_t n = TABLE_WORDS - t;
+
+		if (n > (len - i) / 8)
+			n = (len - i) / 8;
+		fill_run(block_key(seed, w / TABLE_WORDS), t, p + i, n);
+		i += 8 * n;
 	}
 	for (; i < len; i++)
 		p[i] = byte_at(seed, off + i);
@@ -86,16 +138,19 @@ uint64_t bench__pattern_check(uint64_t seed, uint64_t off, const void *buf, size
 			return off + i;
 	while (i + 8 <= len) {
 		uint64_t w = (off + i) / 8;
-		uint64_t key = block_key(seed, w / TABLE_WORDS);
-		uint64_t end = (w / TABLE_WORDS + 1) * TABLE_WORDS;
-		for (; w < end && i + 8 <= len; w++, i += 8) {
-			uint64_t v, want = htole64(table[w % TABLE_WORDS] ^ key);
-			memcpy(&v, p + i, 8);
-			if (v != want)
-				for (size_t k = 0; k < 8; k++)
-					if (p[i + k] != byte_at(seed, off + i + k))
-						return off + i + k;
+		size_t t = w % TABLE_WORDS;
+		size_t n = TABLE_WORDS - t;
+
+		if (n > (len - i) / 8)
+			n = (len - i) / 8;
+		size_t k = check_run(block_key(seed, w / TABLE_WORDS), t, p + i, n);
+		if (k < n) {
+			/* the run at word k holds the first wrong byte */
+			for (size_t b = i + 8 * k; b < len; b++)
+				if (p[b] != byte_at(seed, off + b))
+					return off + b;
 		}
+		i += 8 * n;
 	}
 	for (; i < len; i++)
 		if (p[i] != byte_at(seed, off + i))

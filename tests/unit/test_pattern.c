@@ -104,6 +104,27 @@ static void one_flipped_byte_check_reports_its_stream_offset(void **state)
 	}
 }
 
+/* Long buffers take the 64-byte runs (fill_run, check_run); a byte flipped anywhere in
+ * them, on either side of a block boundary and in the words after the last whole run, is
+ * still reported at its own offset. */
+static void one_flipped_byte_in_runs_check_reports_its_stream_offset(void **state)
+{
+	enum { LEN = 1000 };
+	uint8_t *buf = malloc(LEN);
+	const uint64_t off = 3 * BLOCK - 517;   /* not word-aligned; a block boundary inside */
+	(void)state;
+
+	assert_non_null(buf);
+	for (size_t i = 0; i < LEN; i++) {
+		bench__pattern_fill(SEED, off, buf, LEN);
+		buf[i] ^= 0x80;
+		if (bench__pattern_check(SEED, off, buf, LEN) != off + i)
+			fail_msg("flipped byte %zu reported at %llu", i,
+				 (unsigned long long)(bench__pattern_check(SEED, off, buf, LEN) - off));
+	}
+	free(buf);
+}
+
 static void two_flipped_bytes_check_reports_first(void **state)
 {
 	uint8_t buf[64];
@@ -154,6 +175,7 @@ int main(void)
 		cmocka_unit_test(swapped_64k_blocks_check_reports_first_block),
 		cmocka_unit_test(duplicated_64k_block_check_reports_second_block),
 		cmocka_unit_test(one_flipped_byte_check_reports_its_stream_offset),
+		cmocka_unit_test(one_flipped_byte_in_runs_check_reports_its_stream_offset),
 		cmocka_unit_test(two_flipped_bytes_check_reports_first),
 		cmocka_unit_test(different_seeds_fill_differs),
 		cmocka_unit_test(different_offsets_fill_differs),
