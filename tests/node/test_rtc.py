@@ -102,6 +102,22 @@ def test_spin_us_takes_frames_while_spinning_and_a_bad_value_is_refused(tb):
     assert "ULS_SPIN_US=50us refused" in client.stderr(), client.stderr()
 
 
+def test_receive_ring_switches_refuse_anything_but_0_or_1_and_keep_their_defaults(tb):
+    """ULS_RX_COOP, ULS_RX_MULTISHOT and ULS_RX_NOWAIT take 0 or 1 (stack/drive.c,
+    env_switch; docs/usage.md). Anything else is refused with a message that names the
+    variable, its value and the default kept, and the program runs on that default: every
+    message gets through and is checked."""
+    env = {"ULS_RX_COOP": "yes", "ULS_RX_MULTISHOT": "on", "ULS_RX_NOWAIT": "2"}
+    run(tb, 7335, "pingpong", 1, 50, env=env)
+    for name, value, kept in (("ULS_RX_COOP", "yes", "cooperative"),
+                              ("ULS_RX_MULTISHOT", "on", "multishot"),
+                              ("ULS_RX_NOWAIT", "2", "reads that do not wait")):
+        for side in ("rtc-client-7335", "rtc-server-7335"):
+            proc = [p for p in tb.procs if p.name.endswith(side)][0]
+            want = f"{name}={value} refused: expected 0 or 1; {kept}"
+            assert want in proc.stderr(), (side, want, proc.stderr())
+
+
 def test_so_busy_poll_spins_on_that_socket_alone(tb):
     """SO_BUSY_POLL (socket(7)): a blocking receive on the socket polls the device for up
     to that many microseconds before it sleeps, without ULS_SPIN_US; the control, the same
