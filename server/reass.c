@@ -236,6 +236,15 @@ static uint8_t *rebuild(struct srv *s, const struct frag *frags, uint32_t total,
 		s->ctr.v[SRV_DROP_REASS_BAD]++;
 		return NULL;
 	}
+	if (v6 && l3 - WIRE_IPV6_HLEN > SRV_REASS6_MAX_PAYLOAD) {
+		/* RFC 8200 §4.5: Payload Length is 16 bits too. check6 holds each fragment
+		 * to 65,535 with its own unfragmentable part, so a first fragment with
+		 * extension headers and a last one without can each pass and still make
+		 * more; written into the field, the length was cut (to 7 for 8 + 65,535).
+		 * Linux drops these at reassembly as well (ip6_frag_reasm, oversize). */
+		s->ctr.v[SRV_DROP_REASS_BAD]++;
+		return NULL;
+	}
 	uint8_t *f = malloc(head + total);
 	if (!f) {
 		s->ctr.v[SRV_DROP_REASS_LIMIT]++;

@@ -479,6 +479,29 @@ static void ipv6_fragment_past_65535_gets_parameter_problem_at_fragment_offset(v
 	assert_int_equal(srv.ctr.v[SRV_REASS_IN_PROGRESS], 1);
 }
 
+/* RFC 8200 §4.5 checks each fragment against 65,535 with its own unfragmentable part; a
+ * first fragment with a Destination Options header before its Fragment header and a last
+ * one without it each pass, but together they make a packet whose Payload Length (8 +
+ * 65,535) does not fit its 16 bits. Nobody owns it: it is dropped and counted, not handed
+ * to the node with a Payload Length cut to 7. */
+static void ipv6_unowned_datagram_past_65535_octets_dropped(void **state)
+{
+	(void)state;
+	flt_del_listen_fam(srv.flt, WIRE_IPPROTO_UDP, PORT, FLT_FAM_V4 | FLT_FAM_V6, relay.id);
+	with_dstopts = true;
+	input6(20, 0, 1232, true);              /* 8 + 1232 fits */
+	with_dstopts = false;
+	uint32_t off = 1232;
+	for (; off + 1232 < 65535; off += 1232)
+		input6(20, off, 1232, true);
+	input6(20, off, (uint16_t)(65535 - off), false);   /* its data ends at 65535: fits */
+	assert_int_equal(param_problems6, 0);
+	assert_int_equal(for_node, 0);
+	assert_int_equal(srv.ctr.v[SRV_DROP_REASS_BAD], 1);
+	assert_int_equal(srv.ctr.v[SRV_REASS_IN_PROGRESS], 0);
+	assert_int_equal(srv.ctr.v[SRV_DROP_FRAGMENT], off / 1232 + 1);
+}
+
 /* RFC 8200 §4.5: abandoned after 60 s (IPv4's is 30 s here), Time Exceeded when the
  * first fragment came. */
 static void ipv6_incomplete_datagram_expires_after_60_s_with_time_exceeded(void **state)
@@ -585,6 +608,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(
 			ipv6_fragment_past_65535_gets_parameter_problem_at_fragment_offset,
 			setup_relay, teardown),
+		cmocka_unit_test_setup_teardown(ipv6_unowned_datagram_past_65535_octets_dropped,
+						setup_relay, teardown),
 		cmocka_unit_test_setup_teardown(
 			ipv6_incomplete_datagram_expires_after_60_s_with_time_exceeded, setup_relay,
 			teardown),
