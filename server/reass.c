@@ -256,12 +256,16 @@ static uint8_t *rebuild(struct srv *s, const struct frag *frags, uint32_t total,
 	uint8_t *ip = f + WIRE_ETH_HLEN;
 	if (v6) {
 		/* The headers before the Fragment header are Hop-by-Hop, Destination Options
-		 * and Routing (RFC 8200 §4.1), each (Hdr Ext Len + 1) * 8 octets; flt_parse
-		 * walked them in bounds when the first fragment came. */
+		 * and Routing (RFC 8200 §4.1), each (Hdr Ext Len + 1) * 8 octets, and other
+		 * Fragment headers at offset 0 (wire_ipv6_upper names the last), 8 octets:
+		 * their second octet is Reserved, "ignored on reception" (§4.5), no length.
+		 * flt_parse walked them in bounds when the first fragment came. */
 		size_t nh = WIRE_IPV6_OFF_NEXT, at = WIRE_IPV6_HLEN, fh = head - WIRE_ETH_HLEN;
 		while (at < fh) {
+			bool frag = ip[nh] == WIRE_IPPROTO_FRAGMENT;
 			nh = at;
-			at += ((size_t)ip[at + 1] + 1) * WIRE_IPV6_EXT_UNIT;
+			at += frag ? WIRE_IPV6_FRAG_HLEN
+				   : ((size_t)ip[at + 1] + 1) * WIRE_IPV6_EXT_UNIT;
 		}
 		ip[nh] = first->frame[first->data_at - WIRE_IPV6_FRAG_HLEN];
 		wire_wr16(ip + WIRE_IPV6_OFF_PLEN, (uint16_t)(l3 - WIRE_IPV6_HLEN));
@@ -324,7 +328,17 @@ static void atomic6(struct srv *s, const uint8_t *frame, size_t len, const struc
 	if (!w)
 		return;
 	s->ctr.v[SRV_REASS_ATOMIC]++;
-	flt_owner_t o = flt_parse(w, wlen, &q) < 0 ? FLT_NO_OWNER : flt_lookup_rx(s->flt, &q);
+	int rc = flt_parse(w, wlen, &q);
+	if (rc == 0 && q.ip6.fragment && q.ip6.frag_off == 0 && !q.ip6.mf) {
+		/* What it carried is an atomic fragment again (wire_ipv6_upper names the last
+		 * Fragment header at offset 0; another came before it): processed in isolation
+		 * too, as Linux and the processes' lwIP do. Each pass removes one Fragment
+		 * header, so there are at most WIRE_IPV6_EXT_MAX of them. */
+		srv__reass_input(s, w, wlen, &q);
+		free(w);
+		return;
+	}
+	flt_owner_t o = rc < 0 ? FLT_NO_OWNER : flt_lookup_rx(s->flt, &q);
 	struct srv_lease *l = o != FLT_NO_OWNER && o != SRV_IN_TRANSIT ?
 			      srv__leases_live(&s->leases, o) : NULL;
 	if (o == SRV_IN_TRANSIT) {

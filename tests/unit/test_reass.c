@@ -455,6 +455,92 @@ static void ipv6_unowned_atomic_fragment_rebuilt_without_its_fragment_header(voi
 	assert_int_equal(ip[48 + 4] << 8 | ip[48 + 5], 64);
 }
 
+/* An Ethernet/IPv6 packet from the peer to the node: the extension headers in ext (xlen
+ * octets, their Next Header fields set; the first one's type is first), then a UDP header
+ * to PORT and len - 8 octets of data. Returns the frame length. */
+static size_t chain6(uint8_t *f, uint8_t first, const uint8_t *ext, size_t xlen, uint16_t len)
+{
+	size_t n = 14 + 40 + xlen + len;
+	uint16_t plen = (uint16_t)(xlen + len);
+	uint8_t *ip = f + 14, *u = ip + 40 + xlen;
+
+	fragment6(f, 1, 0, 0, false);          /* Ethernet and the addresses */
+	memset(ip + 40, 0, xlen + len);
+	ip[4] = (uint8_t)(plen >> 8);
+	ip[5] = (uint8_t)plen;
+	ip[6] = first;
+	memcpy(ip + 40, ext, xlen);
+	u[0] = 0x9c; u[1] = 0x40;
+	u[2] = 0; u[3] = PORT;
+	u[4] = (uint8_t)(len >> 8); u[5] = (uint8_t)len;
+	return n;
+}
+
+static void input_chain6(uint8_t first, const uint8_t *ext, size_t xlen, uint16_t len)
+{
+	static uint8_t f[2048];
+	struct flt_pkt p;
+	size_t n = chain6(f, first, ext, xlen, len);
+
+	assert_int_equal(flt_parse(f, n, &p), 0);
+	srv__reass_input(&srv, f, n, &p);
+}
+
+/* RFC 6946 §4: an atomic fragment is processed "in isolation" - and so is the packet it
+ * carries when that is an atomic fragment again (a Fragment header with offset 0 and M
+ * clear behind another): both Fragment headers go, the node gets the UDP datagram. Before,
+ * the inner one was removed and the outer one was left: the node dropped the packet as a
+ * fragment (Linux and the processes' lwIP answer it). */
+static void ipv6_atomic_fragment_in_an_atomic_fragment_processed_whole(void **state)
+{
+	(void)state;
+	static const uint8_t ext[] = { 44, 0, 0, 0, 0, 0, 0x7b, 0,     /* offset 0, M 0 */
+				       17, 0, 0, 0, 0, 0, 0x7b, 0 };
+	flt_del_listen_fam(srv.flt, WIRE_IPPROTO_UDP, PORT, FLT_FAM_V4 | FLT_FAM_V6, relay.id);
+	input_chain6(44, ext, sizeof(ext), 64);
+	assert_int_equal(for_node, 1);
+	assert_int_equal(srv.ctr.v[SRV_REASS_ATOMIC], 2);
+	assert_int_equal(whole_len, 14 + 40 + 64);
+	const uint8_t *ip = whole + 14;
+	assert_int_equal(ip[6], 17);
+	assert_int_equal(ip[4] << 8 | ip[5], 64);
+	assert_int_equal(ip[40 + 3], PORT);
+	assert_int_equal(srv.ctr.v[SRV_REASS_IN_PROGRESS], 0);
+}
+
+/* The same with a Destination Options header between the two, and the outer Fragment
+ * header's Reserved octet not zero. RFC 8200 §4.5: "8-bit reserved field. Initialized to
+ * zero for transmission; ignored on reception." A Fragment header is 8 octets whatever
+ * that octet says; read as a Hdr Ext Len, it made the rebuilt packet's Destination Options
+ * header the upper layer's. */
+static void ipv6_fragment_header_reserved_octet_ignored_when_rebuilding(void **state)
+{
+	(void)state;
+	static const uint8_t ext[] = { 60, 0xff, 0, 0, 0, 0, 0x7c, 0,  /* Reserved 0xff */
+				       44, 0, 1, 4, 0, 0, 0, 0,        /* PadN */
+				       17, 0, 0, 0, 0, 0, 0x7c, 0 };
+	flt_del_listen_fam(srv.flt, WIRE_IPPROTO_UDP, PORT, FLT_FAM_V4 | FLT_FAM_V6, relay.id);
+	input_chain6(44, ext, sizeof(ext), 64);
+	assert_int_equal(for_node, 1);
+	assert_int_equal(whole_len, 14 + 40 + 8 + 64);
+	const uint8_t *ip = whole + 14;
+	assert_int_equal(ip[6], 60);                    /* Destination Options first */
+	assert_int_equal(ip[40], 17);                   /* naming UDP */
+	assert_int_equal(ip[4] << 8 | ip[5], 8 + 64);
+	assert_int_equal(ip[48 + 3], PORT);
+}
+
+/* The owner of the UDP port gets the packet without either Fragment header. */
+static void ipv6_atomic_fragment_in_an_atomic_fragment_delivered_to_the_owner(void **state)
+{
+	(void)state;
+	static const uint8_t ext[] = { 44, 0, 0, 0, 0, 0, 0x7d, 0,
+				       17, 0, 0, 0, 0, 0, 0x7d, 0 };
+	input_chain6(44, ext, sizeof(ext), 64);
+	assert_int_equal(delivered, 1);
+	assert_int_equal(for_node, 0);
+}
+
 static void ipv6_fragment_not_a_multiple_of_8_gets_parameter_problem_at_payload_length(void **state)
 {
 	(void)state;
@@ -602,6 +688,15 @@ int main(void)
 			teardown),
 		cmocka_unit_test_setup_teardown(ipv6_atomic_fragment_delivered_at_once, setup_relay,
 						teardown),
+		cmocka_unit_test_setup_teardown(
+			ipv6_atomic_fragment_in_an_atomic_fragment_processed_whole, setup_relay,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			ipv6_fragment_header_reserved_octet_ignored_when_rebuilding, setup_relay,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			ipv6_atomic_fragment_in_an_atomic_fragment_delivered_to_the_owner,
+			setup_relay, teardown),
 		cmocka_unit_test_setup_teardown(
 			ipv6_fragment_not_a_multiple_of_8_gets_parameter_problem_at_payload_length,
 			setup_relay, teardown),
