@@ -291,10 +291,21 @@ static bool for_node(struct srv *s, const struct frag *frags, uint32_t total, bo
 	if (!f)
 		return false;
 	s->ctr.v[SRV_REASS_FOR_NODE]++;
-	if (v6)
+	struct flt_pkt q;
+	if (v6 && flt_parse(f, len, &q) == 0 && q.ip6.fragment && q.ip6.frag_off == 0 &&
+	    !q.ip6.mf) {
+		/* The first fragment came behind an atomic Fragment header (wire_ipv6_upper
+		 * names the last one at offset 0), which the packet keeps: processed in
+		 * isolation (RFC 6946 §4) as atomic6 does. srv__reass_input takes an atomic
+		 * fragment (or a data-less one, dropped) before it looks at the datagrams in
+		 * progress, so complete(), whose datagram is still in the table, is not
+		 * re-entered. */
+		srv__reass_input(s, f, len, &q);
+	} else if (v6) {
 		srv__input_ip6_whole(s, f, len);
-	else
+	} else {
 		srv__input_ip4_whole(s, f, len);
+	}
 	free(f);
 	return true;
 }

@@ -541,6 +541,33 @@ static void ipv6_atomic_fragment_in_an_atomic_fragment_delivered_to_the_owner(vo
 	assert_int_equal(for_node, 0);
 }
 
+/* A datagram nobody owns whose first fragment came behind an atomic Fragment header (RFC
+ * 6946 §4: that one is processed in isolation, and what it carries is the first fragment):
+ * once whole, the node gets it without either Fragment header. Before, the rebuilt packet
+ * kept the outer one and the node dropped it as a fragment. */
+static void ipv6_unowned_datagram_whose_first_fragment_was_wrapped_rebuilt_without_either(void **state)
+{
+	(void)state;
+	static uint8_t f[2048];
+	uint8_t ext[16] = { 44, 0, 0, 0, 0, 0, 0x7f, 0,                /* atomic */
+			    17, 0, 0, 1, 0, 0, 0, 21 };                 /* offset 0, M 1, id 21 */
+	struct flt_pkt p;
+
+	flt_del_listen_fam(srv.flt, WIRE_IPPROTO_UDP, PORT, FLT_FAM_V4 | FLT_FAM_V6, relay.id);
+	size_t n = chain6(f, 44, ext, sizeof(ext), 1232);
+	f[14 + 40 + 16 + 4] = (1232 + 64) >> 8;         /* the whole datagram's UDP Length */
+	f[14 + 40 + 16 + 5] = (1232 + 64) & 0xff;
+	assert_int_equal(flt_parse(f, n, &p), 0);
+	srv__reass_input(&srv, f, n, &p);
+	input6(21, 1232, 64, false);
+	assert_int_equal(for_node, 1);
+	assert_int_equal(whole_len, 14 + 40 + 1232 + 64);
+	const uint8_t *ip = whole + 14;
+	assert_int_equal(ip[6], 17);
+	assert_int_equal(ip[4] << 8 | ip[5], 1232 + 64);
+	assert_int_equal(srv.ctr.v[SRV_REASS_IN_PROGRESS], 0);
+}
+
 static void ipv6_fragment_not_a_multiple_of_8_gets_parameter_problem_at_payload_length(void **state)
 {
 	(void)state;
@@ -696,6 +723,9 @@ int main(void)
 			teardown),
 		cmocka_unit_test_setup_teardown(
 			ipv6_atomic_fragment_in_an_atomic_fragment_delivered_to_the_owner,
+			setup_relay, teardown),
+		cmocka_unit_test_setup_teardown(
+			ipv6_unowned_datagram_whose_first_fragment_was_wrapped_rebuilt_without_either,
 			setup_relay, teardown),
 		cmocka_unit_test_setup_teardown(
 			ipv6_fragment_not_a_multiple_of_8_gets_parameter_problem_at_payload_length,
