@@ -236,6 +236,15 @@ static uint8_t *rebuild(struct srv *s, const struct frag *frags, uint32_t total,
 		s->ctr.v[SRV_DROP_REASS_BAD]++;
 		return NULL;
 	}
+	if (v6 && l3 - WIRE_IPV6_HLEN > SRV_REASS6_MAX_PAYLOAD) {
+		/* RFC 8200 §4.5: Payload Length is 16 bits too. check6 holds each fragment
+		 * to 65,535 with its own unfragmentable part, so a first fragment with
+		 * extension headers and a last one without can each pass and still make
+		 * more; written into the field, the length was cut (to 7 for 8 + 65,535).
+		 * Linux drops these at reassembly as well (ip6_frag_reasm, oversize). */
+		s->ctr.v[SRV_DROP_REASS_BAD]++;
+		return NULL;
+	}
 	uint8_t *f = malloc(head + total);
 	if (!f) {
 		s->ctr.v[SRV_DROP_REASS_LIMIT]++;
@@ -247,12 +256,16 @@ static uint8_t *rebuild(struct srv *s, const struct frag *frags, uint32_t total,
 	uint8_t *ip = f + WIRE_ETH_HLEN;
 	if (v6) {
 		/* The headers before the Fragment header are Hop-by-Hop, Destination Options
-		 * and Routing (RFC 8200 §4.1), each (Hdr Ext Len + 1) * 8 octets; flt_parse
-		 * walked them in bounds when the first fragment came. */
+		 * and Routing (RFC 8200 §4.1), each (Hdr Ext Len + 1) * 8 octets, and other
+		 * Fragment headers at offset 0 (wire_ipv6_upper names the last), 8 octets:
+		 * their second octet is Reserved, "ignored on reception" (§4.5), no length.
+		 * flt_parse walked them in bounds when the first fragment came. */
 		size_t nh = WIRE_IPV6_OFF_NEXT, at = WIRE_IPV6_HLEN, fh = head - WIRE_ETH_HLEN;
 		while (at < fh) {
+			bool frag = ip[nh] == WIRE_IPPROTO_FRAGMENT;
 			nh = at;
-			at += ((size_t)ip[at + 1] + 1) * WIRE_IPV6_EXT_UNIT;
+			at += frag ? WIRE_IPV6_FRAG_HLEN
+				   : ((size_t)ip[at + 1] + 1) * WIRE_IPV6_EXT_UNIT;
 		}
 		ip[nh] = first->frame[first->data_at - WIRE_IPV6_FRAG_HLEN];
 		wire_wr16(ip + WIRE_IPV6_OFF_PLEN, (uint16_t)(l3 - WIRE_IPV6_HLEN));
@@ -278,10 +291,21 @@ static bool for_node(struct srv *s, const struct frag *frags, uint32_t total, bo
 	if (!f)
 		return false;
 	s->ctr.v[SRV_REASS_FOR_NODE]++;
-	if (v6)
+	struct flt_pkt q;
+	if (v6 && flt_parse(f, len, &q) == 0 && q.ip6.fragment && q.ip6.frag_off == 0 &&
+	    !q.ip6.mf) {
+		/* The first fragment came behind an atomic Fragment header (wire_ipv6_upper
+		 * names the last one at offset 0), which the packet keeps: processed in
+		 * isolation (RFC 6946 §4) as atomic6 does. srv__reass_input takes an atomic
+		 * fragment (or a data-less one, dropped) before it looks at the datagrams in
+		 * progress, so complete(), whose datagram is still in the table, is not
+		 * re-entered. */
+		srv__reass_input(s, f, len, &q);
+	} else if (v6) {
 		srv__input_ip6_whole(s, f, len);
-	else
+	} else {
 		srv__input_ip4_whole(s, f, len);
+	}
 	free(f);
 	return true;
 }
@@ -315,7 +339,17 @@ static void atomic6(struct srv *s, const uint8_t *frame, size_t len, const struc
 	if (!w)
 		return;
 	s->ctr.v[SRV_REASS_ATOMIC]++;
-	flt_owner_t o = flt_parse(w, wlen, &q) < 0 ? FLT_NO_OWNER : flt_lookup_rx(s->flt, &q);
+	int rc = flt_parse(w, wlen, &q);
+	if (rc == 0 && q.ip6.fragment && q.ip6.frag_off == 0 && !q.ip6.mf) {
+		/* What it carried is an atomic fragment again (wire_ipv6_upper names the last
+		 * Fragment header at offset 0; another came before it): processed in isolation
+		 * too, as Linux and the processes' lwIP do. Each pass removes one Fragment
+		 * header, so there are at most WIRE_IPV6_EXT_MAX of them. */
+		srv__reass_input(s, w, wlen, &q);
+		free(w);
+		return;
+	}
+	flt_owner_t o = rc < 0 ? FLT_NO_OWNER : flt_lookup_rx(s->flt, &q);
 	struct srv_lease *l = o != FLT_NO_OWNER && o != SRV_IN_TRANSIT ?
 			      srv__leases_live(&s->leases, o) : NULL;
 	if (o == SRV_IN_TRANSIT) {

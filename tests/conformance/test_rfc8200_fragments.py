@@ -9,7 +9,7 @@ import random
 import time
 
 from scapy.layers.inet6 import (ICMPv6EchoReply, ICMPv6EchoRequest, ICMPv6ParamProblem,
-                                ICMPv6TimeExceeded, IPv6, IPv6ExtHdrFragment)
+                                ICMPv6TimeExceeded, IPv6, IPv6ExtHdrDestOpt, IPv6ExtHdrFragment)
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
@@ -182,3 +182,43 @@ def test_rfc6946_4_atomic_fragment_to_the_node_processed_in_isolation(node6, lin
     assert recv_reply(link, node, a) == pa, \
         "the datagram in progress did not survive the atomic fragment of its Identification"
     assert wait_counter(node.ulsd_counters, "reass_atomic", 1) >= 1
+
+
+@requirement(fix='ulsd: server/reass.c (atomic6, rebuild, for_node)',
+             mutate="sed -i 's/if (rc == 0 \\&\\& q.ip6.fragment \\&\\& q.ip6.frag_off == 0 \\&\\& !q.ip6.mf) {/if (0) {/' "
+                    "server/reass.c")
+def test_rfc6946_4_atomic_fragment_in_an_atomic_fragment_to_the_node_processed_in_isolation(node6, link):
+    """RFC 6946 §4: "A host that receives an IPv6 packet that includes a Fragment Header with
+    the "Fragment Offset" equal to 0 and the "M" flag equal to 0 MUST process such packet in
+    isolation from any other packets/fragments, even if such packets/fragments contain the
+    same set {IPv6 Source Address, IPv6 Destination Address, Fragment Identification}."
+    Echo requests to the node carrying such a Fragment header twice, and twice with a
+    Destination Options header between the two and the first one's Reserved octet not zero
+    (RFC 8200 §4.5: "8-bit reserved field. Initialized to zero for transmission; ignored on
+    reception."), are each answered at once, as the processes' lwIP answers them
+    (rfc6946_4_atomic_fragment_inside_a_chain_processed_in_isolation); so is a fragmented
+    echo request whose first fragment came behind such a header. Positive control: the
+    same request behind one such header."""
+    node = node6
+    ipid = random.randrange(1, 1 << 32)
+    one = IPv6ExtHdrFragment(offset=0, m=0, id=ipid)
+    cases = ((0x7E01, one),
+             (0x7E02, IPv6ExtHdrFragment(offset=0, m=0, id=ipid) /
+              IPv6ExtHdrFragment(offset=0, m=0, id=ipid)),
+             (0x7E03, IPv6ExtHdrFragment(offset=0, m=0, id=ipid, res1=0xff) / IPv6ExtHdrDestOpt() /
+              IPv6ExtHdrFragment(offset=0, m=0, id=ipid)))
+    for ident, ext in cases:
+        link.send(Ether(src=node.my_mac, dst=node.mac) / IPv6(src=node.my_ip6, dst=node.ip6) /
+                  ext / ICMPv6EchoRequest(id=ident, seq=1, data=b"nested atomic"))
+        assert link.recv(lambda p: ICMPv6EchoReply in p and p[ICMPv6EchoReply].id == ident,
+                         3) is not None, f"the echo request {ident:#x} was not answered"
+    # What such a header carries may be the first fragment of a datagram: once whole, it is
+    # answered with all of its data.
+    ident, payload = 0x7E04, os.urandom(2000)
+    msg, ipid2 = echo_request(node, ident, payload), random.randrange(1, 1 << 32)
+    link.send(Ether(src=node.my_mac, dst=node.mac) / IPv6(src=node.my_ip6, dst=node.ip6) /
+              IPv6ExtHdrFragment(offset=0, m=0, id=ipid) /
+              IPv6ExtHdrFragment(nh=ICMPV6, offset=0, m=1, id=ipid2) / Raw(msg[:1224]))
+    link.send(frag(node, ipid2, 1224, msg[1224:], False))
+    assert recv_reply(link, node, ident) == payload, \
+        "the fragmented echo request whose first fragment was wrapped was not answered whole"

@@ -455,6 +455,119 @@ static void ipv6_unowned_atomic_fragment_rebuilt_without_its_fragment_header(voi
 	assert_int_equal(ip[48 + 4] << 8 | ip[48 + 5], 64);
 }
 
+/* An Ethernet/IPv6 packet from the peer to the node: the extension headers in ext (xlen
+ * octets, their Next Header fields set; the first one's type is first), then a UDP header
+ * to PORT and len - 8 octets of data. Returns the frame length. */
+static size_t chain6(uint8_t *f, uint8_t first, const uint8_t *ext, size_t xlen, uint16_t len)
+{
+	size_t n = 14 + 40 + xlen + len;
+	uint16_t plen = (uint16_t)(xlen + len);
+	uint8_t *ip = f + 14, *u = ip + 40 + xlen;
+
+	fragment6(f, 1, 0, 0, false);          /* Ethernet and the addresses */
+	memset(ip + 40, 0, xlen + len);
+	ip[4] = (uint8_t)(plen >> 8);
+	ip[5] = (uint8_t)plen;
+	ip[6] = first;
+	memcpy(ip + 40, ext, xlen);
+	u[0] = 0x9c; u[1] = 0x40;
+	u[2] = 0; u[3] = PORT;
+	u[4] = (uint8_t)(len >> 8); u[5] = (uint8_t)len;
+	return n;
+}
+
+static void input_chain6(uint8_t first, const uint8_t *ext, size_t xlen, uint16_t len)
+{
+	static uint8_t f[2048];
+	struct flt_pkt p;
+	size_t n = chain6(f, first, ext, xlen, len);
+
+	assert_int_equal(flt_parse(f, n, &p), 0);
+	srv__reass_input(&srv, f, n, &p);
+}
+
+/* RFC 6946 §4: an atomic fragment is processed "in isolation" - and so is the packet it
+ * carries when that is an atomic fragment again (a Fragment header with offset 0 and M
+ * clear behind another): both Fragment headers go, the node gets the UDP datagram. Before,
+ * the inner one was removed and the outer one was left: the node dropped the packet as a
+ * fragment (Linux and the processes' lwIP answer it). */
+static void ipv6_atomic_fragment_in_an_atomic_fragment_processed_whole(void **state)
+{
+	(void)state;
+	static const uint8_t ext[] = { 44, 0, 0, 0, 0, 0, 0x7b, 0,     /* offset 0, M 0 */
+				       17, 0, 0, 0, 0, 0, 0x7b, 0 };
+	flt_del_listen_fam(srv.flt, WIRE_IPPROTO_UDP, PORT, FLT_FAM_V4 | FLT_FAM_V6, relay.id);
+	input_chain6(44, ext, sizeof(ext), 64);
+	assert_int_equal(for_node, 1);
+	assert_int_equal(srv.ctr.v[SRV_REASS_ATOMIC], 2);
+	assert_int_equal(whole_len, 14 + 40 + 64);
+	const uint8_t *ip = whole + 14;
+	assert_int_equal(ip[6], 17);
+	assert_int_equal(ip[4] << 8 | ip[5], 64);
+	assert_int_equal(ip[40 + 3], PORT);
+	assert_int_equal(srv.ctr.v[SRV_REASS_IN_PROGRESS], 0);
+}
+
+/* The same with a Destination Options header between the two, and the outer Fragment
+ * header's Reserved octet not zero. RFC 8200 §4.5: "8-bit reserved field. Initialized to
+ * zero for transmission; ignored on reception." A Fragment header is 8 octets whatever
+ * that octet says; read as a Hdr Ext Len, it made the rebuilt packet's Destination Options
+ * header the upper layer's. */
+static void ipv6_fragment_header_reserved_octet_ignored_when_rebuilding(void **state)
+{
+	(void)state;
+	static const uint8_t ext[] = { 60, 0xff, 0, 0, 0, 0, 0x7c, 0,  /* Reserved 0xff */
+				       44, 0, 1, 4, 0, 0, 0, 0,        /* PadN */
+				       17, 0, 0, 0, 0, 0, 0x7c, 0 };
+	flt_del_listen_fam(srv.flt, WIRE_IPPROTO_UDP, PORT, FLT_FAM_V4 | FLT_FAM_V6, relay.id);
+	input_chain6(44, ext, sizeof(ext), 64);
+	assert_int_equal(for_node, 1);
+	assert_int_equal(whole_len, 14 + 40 + 8 + 64);
+	const uint8_t *ip = whole + 14;
+	assert_int_equal(ip[6], 60);                    /* Destination Options first */
+	assert_int_equal(ip[40], 17);                   /* naming UDP */
+	assert_int_equal(ip[4] << 8 | ip[5], 8 + 64);
+	assert_int_equal(ip[48 + 3], PORT);
+}
+
+/* The owner of the UDP port gets the packet without either Fragment header. */
+static void ipv6_atomic_fragment_in_an_atomic_fragment_delivered_to_the_owner(void **state)
+{
+	(void)state;
+	static const uint8_t ext[] = { 44, 0, 0, 0, 0, 0, 0x7d, 0,
+				       17, 0, 0, 0, 0, 0, 0x7d, 0 };
+	input_chain6(44, ext, sizeof(ext), 64);
+	assert_int_equal(delivered, 1);
+	assert_int_equal(for_node, 0);
+}
+
+/* A datagram nobody owns whose first fragment came behind an atomic Fragment header (RFC
+ * 6946 §4: that one is processed in isolation, and what it carries is the first fragment):
+ * once whole, the node gets it without either Fragment header. Before, the rebuilt packet
+ * kept the outer one and the node dropped it as a fragment. */
+static void ipv6_unowned_datagram_whose_first_fragment_was_wrapped_rebuilt_without_either(void **state)
+{
+	(void)state;
+	static uint8_t f[2048];
+	uint8_t ext[16] = { 44, 0, 0, 0, 0, 0, 0x7f, 0,                /* atomic */
+			    17, 0, 0, 1, 0, 0, 0, 21 };                 /* offset 0, M 1, id 21 */
+	struct flt_pkt p;
+
+	flt_del_listen_fam(srv.flt, WIRE_IPPROTO_UDP, PORT, FLT_FAM_V4 | FLT_FAM_V6, relay.id);
+	size_t n = chain6(f, 44, ext, sizeof(ext), 1232);
+	f[14 + 40 + 16 + 4] = (1232 + 64) >> 8;         /* the whole datagram's UDP Length */
+	f[14 + 40 + 16 + 5] = (1232 + 64) & 0xff;
+	assert_int_equal(flt_parse(f, n, &p), 0);
+	srv__reass_input(&srv, f, n, &p);
+	input6(21, 1232, 64, false);
+	assert_int_equal(for_node, 1);
+	assert_int_equal(whole_len, 14 + 40 + 1232 + 64);
+	const uint8_t *ip = whole + 14;
+	assert_int_equal(ip[6], 17);
+	assert_int_equal(ip[4] << 8 | ip[5], 1232 + 64);
+	assert_int_equal(srv.ctr.v[SRV_REASS_IN_PROGRESS], 0);
+}
+
 static void ipv6_fragment_not_a_multiple_of_8_gets_parameter_problem_at_payload_length(void **state)
 {
 	(void)state;
@@ -477,6 +590,29 @@ static void ipv6_fragment_past_65535_gets_parameter_problem_at_fragment_offset(v
 	input6(9, 65528 - 8 - 16, 16, true);  /* 8 + 65504 + 16 fits */
 	assert_int_equal(param_problems6, 1);
 	assert_int_equal(srv.ctr.v[SRV_REASS_IN_PROGRESS], 1);
+}
+
+/* RFC 8200 §4.5 checks each fragment against 65,535 with its own unfragmentable part; a
+ * first fragment with a Destination Options header before its Fragment header and a last
+ * one without it each pass, but together they make a packet whose Payload Length (8 +
+ * 65,535) does not fit its 16 bits. Nobody owns it: it is dropped and counted, not handed
+ * to the node with a Payload Length cut to 7. */
+static void ipv6_unowned_datagram_past_65535_octets_dropped(void **state)
+{
+	(void)state;
+	flt_del_listen_fam(srv.flt, WIRE_IPPROTO_UDP, PORT, FLT_FAM_V4 | FLT_FAM_V6, relay.id);
+	with_dstopts = true;
+	input6(20, 0, 1232, true);              /* 8 + 1232 fits */
+	with_dstopts = false;
+	uint32_t off = 1232;
+	for (; off + 1232 < 65535; off += 1232)
+		input6(20, off, 1232, true);
+	input6(20, off, (uint16_t)(65535 - off), false);   /* its data ends at 65535: fits */
+	assert_int_equal(param_problems6, 0);
+	assert_int_equal(for_node, 0);
+	assert_int_equal(srv.ctr.v[SRV_DROP_REASS_BAD], 1);
+	assert_int_equal(srv.ctr.v[SRV_REASS_IN_PROGRESS], 0);
+	assert_int_equal(srv.ctr.v[SRV_DROP_FRAGMENT], off / 1232 + 1);
 }
 
 /* RFC 8200 §4.5: abandoned after 60 s (IPv4's is 30 s here), Time Exceeded when the
@@ -580,11 +716,25 @@ int main(void)
 		cmocka_unit_test_setup_teardown(ipv6_atomic_fragment_delivered_at_once, setup_relay,
 						teardown),
 		cmocka_unit_test_setup_teardown(
+			ipv6_atomic_fragment_in_an_atomic_fragment_processed_whole, setup_relay,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			ipv6_fragment_header_reserved_octet_ignored_when_rebuilding, setup_relay,
+			teardown),
+		cmocka_unit_test_setup_teardown(
+			ipv6_atomic_fragment_in_an_atomic_fragment_delivered_to_the_owner,
+			setup_relay, teardown),
+		cmocka_unit_test_setup_teardown(
+			ipv6_unowned_datagram_whose_first_fragment_was_wrapped_rebuilt_without_either,
+			setup_relay, teardown),
+		cmocka_unit_test_setup_teardown(
 			ipv6_fragment_not_a_multiple_of_8_gets_parameter_problem_at_payload_length,
 			setup_relay, teardown),
 		cmocka_unit_test_setup_teardown(
 			ipv6_fragment_past_65535_gets_parameter_problem_at_fragment_offset,
 			setup_relay, teardown),
+		cmocka_unit_test_setup_teardown(ipv6_unowned_datagram_past_65535_octets_dropped,
+						setup_relay, teardown),
 		cmocka_unit_test_setup_teardown(
 			ipv6_incomplete_datagram_expires_after_60_s_with_time_exceeded, setup_relay,
 			teardown),
