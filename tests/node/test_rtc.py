@@ -102,9 +102,11 @@ def test_spin_us_takes_frames_while_spinning_and_a_bad_value_is_refused(tb):
     assert "ULS_SPIN_US=50us refused" in client.stderr(), client.stderr()
 
 
+@pytest.mark.direct
 def test_receive_ring_switches_refuse_anything_but_0_or_1_and_keep_their_defaults(tb):
     """ULS_RX_COOP, ULS_RX_MULTISHOT and ULS_RX_NOWAIT take 0 or 1 (stack/drive.c,
-    env_switch; docs/usage.md). Anything else is refused with a message that names the
+    env_switch; docs/usage.md); they are the direct path's receive ring's (a process on the
+    relay has no ring, and reads only ULS_RX_COOP, at its lease). Anything else is refused with a message that names the
     variable, its value and the default kept, and the program runs on that default: every
     message gets through and is checked."""
     env = {"ULS_RX_COOP": "yes", "ULS_RX_MULTISHOT": "on", "ULS_RX_NOWAIT": "2"}
