@@ -617,9 +617,10 @@ def test_custody_acks_the_fin_of_a_peer_whose_process_exited_in_fin_wait_2(tb):
     assert d["custody_finwait2"] >= 1 and d["custody_fin_acked"] >= 2, d
     assert r["dup_answers"] == [] and d["custody_ack_ignored"] >= 1, (r, d)
     # Per connection, not node-wide: a stray segment of an earlier test's tuple may reach
-    # another custody entry meanwhile.
+    # another custody entry meanwhile, and ulsd's probes of an earlier test's dead process
+    # count in rst_probes (node-wide: +2 in a clean-clone CI run, stop 38, while this
+    # connection saw none). A probe or reset of this connection would reach its peer here.
     assert not any(s[0] == "in" and s[1] & 4 for s in r["early"] + r["segments"]), r
-    assert d["rst_probes"] == 0, d
 
 
 def test_custody_resets_data_from_a_peer_whose_process_exited_in_fin_wait_2(tb):
