@@ -59,6 +59,15 @@ static uint8_t byte_at(uint64_t seed, uint64_t off)
 	return b[off % 8];
 }
 
+/* Whole words from word t of a 64 KiB block to its end (where the key changes) or to the
+ * end of `left` bytes, whichever comes first. */
+static size_t words_in_block(size_t t, size_t left)
+{
+	size_t n = TABLE_WORDS - t;
+
+	return n < left / 8 ? n : left / 8;
+}
+
 /* Words [w, w + n) of one 64 KiB block, all under one key, into dst. The fixed-size inner
  * loop is what GCC's -O2 vectorizer accepts (its cheap cost model wants a trip count that
  * is a multiple of the vector width), 16 or 32 bytes per instruction instead of 8. */
@@ -115,11 +124,7 @@ void bench__pattern_fill(uint64_t seed, uint64_t off, void *buf, size_t len)
 	while (i + 8 <= len) {
 		uint64_t w = (off + i) / 8;
 		size_t t = w % TABLE_WORDS;
-		/* the rest of this 64 KiB block shares one key */
-		size_t n = TABLE_WORDS - t;
-
-		if (n > (len - i) / 8)
-			n = (len - i) / 8;
+		size_t n = words_in_block(t, len - i);
 		fill_run(block_key(seed, w / TABLE_WORDS), t, p + i, n);
 		i += 8 * n;
 	}
@@ -139,10 +144,7 @@ uint64_t bench__pattern_check(uint64_t seed, uint64_t off, const void *buf, size
 	while (i + 8 <= len) {
 		uint64_t w = (off + i) / 8;
 		size_t t = w % TABLE_WORDS;
-		size_t n = TABLE_WORDS - t;
-
-		if (n > (len - i) / 8)
-			n = (len - i) / 8;
+		size_t n = words_in_block(t, len - i);
 		size_t k = check_run(block_key(seed, w / TABLE_WORDS), t, p + i, n);
 		if (k < n) {
 			/* the run at word k holds the first wrong byte */
