@@ -457,7 +457,9 @@ class Testbed:
     def _env(self):
         e = dict(os.environ)
         e["TB_NAME"] = self.name
-        # ulsd reads ULS_TSO when it has no --offload (the testbed starts it without one)
+        # ulsd reads ULS_TSO when it has no --offload (the testbed starts it without one):
+        # 0 is `--offload csum`, segmentation off and checksum offload kept, as the kernel
+        # peers' veths keep theirs (kernel_offload)
         e["ULS_TSO"] = "1" if self.offload == "on" else "0"
         if self.paths["build"]:
             e["ULS_BUILDDIR"] = self.paths["build"]

@@ -33,6 +33,8 @@ counted and dropped during that point (frames_seen, frames_dropped, per port in
 each mode's ratio to the kernel's; the plots are throughput and that ratio against loss.
 Under loss, --offload applies to the kernel peers as well (TSO/GSO on their veths), so
 that with offload off every frame on the bridge is one wire segment in every mode.
+Offload off is segmentation offload off: checksum offload stays on in every mode (ulsd
+runs as with --offload csum; the kernel peers' veths keep tx-checksumming).
 
 For each point it reports the aggregate throughput (total verified bytes / the time the
 streams moved data, see transfer_window), the per-stream throughput (each stream's
@@ -731,7 +733,8 @@ def main(argv=None):
                                "the sender namespace's /proc/net/snmp and netstat (Tcp "
                                "OutSegs/RetransSegs count wire segments; TCPSackRecovery "
                                "and TCPTimeouts are recovery episodes and RTOs)",
-            "offload": "segmentation offload of the senders: ulsd's TSO through the TAP, "
+            "offload": "segmentation offload of the senders (checksum offload stays on "
+                       "in every mode): ulsd's TSO through the TAP, "
                        "and under --loss the kernel peers' TSO/GSO too",
         })
         doc["loss_summary"] = loss_summary(runs)

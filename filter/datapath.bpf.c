@@ -467,9 +467,10 @@ static int check_frame6(struct __sk_buff *skb, const struct flt_dp_cfg *c, __u32
 		return FLT_DP_SRC_IP;
 	__u8 nh = ip[WIRE_IPV6_OFF_NEXT];
 	if (skb->gso_size) {
-		/* A TCPv6 super-segment: every piece within the MTU. */
+		/* A TCPv6 super-segment: every piece within the MTU; none on a node with
+		 * checksum offload alone. */
 		__u8 t[WIRE_TCP_OFF_DOFF + 1];
-		if (nh != WIRE_IPPROTO_TCP || bpf_skb_load_bytes(skb, l4, t, sizeof(t)) < 0 ||
+		if (c->csum_only || nh != WIRE_IPPROTO_TCP || bpf_skb_load_bytes(skb, l4, t, sizeof(t)) < 0 ||
 		    WIRE_IPV6_HLEN + (t[WIRE_TCP_OFF_DOFF] >> 4) * 4 + skb->gso_size > c->mtu)
 			return FLT_DP_SIZE;
 	} else if (skb->len > c->mtu + WIRE_ETH_HLEN) {
@@ -583,9 +584,10 @@ static int check_frame(struct __sk_buff *skb, const struct flt_dp_cfg *c, __u32 
 		return FLT_DP_SRC_IP;
 	__u32 l4 = WIRE_ETH_HLEN + ihl;
 	if (skb->gso_size) {
-		/* A super-segment: TCP only, every piece on the wire within the MTU. */
+		/* A super-segment: TCP only, every piece on the wire within the MTU; none on a
+		 * node with checksum offload alone. */
 		__u8 t[WIRE_TCP_OFF_DOFF + 1];
-		if (ip[WIRE_IPV4_OFF_PROTOCOL] != WIRE_IPPROTO_TCP || bpf_skb_load_bytes(skb, l4, t, sizeof(t)) < 0 ||
+		if (c->csum_only || ip[WIRE_IPV4_OFF_PROTOCOL] != WIRE_IPPROTO_TCP || bpf_skb_load_bytes(skb, l4, t, sizeof(t)) < 0 ||
 		    ihl + (t[WIRE_TCP_OFF_DOFF] >> 4) * 4 + skb->gso_size > c->mtu)
 			return FLT_DP_SIZE;
 	} else if (skb->len > c->mtu + WIRE_ETH_HLEN) {

@@ -54,7 +54,9 @@ struct flt_dp_cfg {
 	 * SYNs from unknown peers a process's queue takes per FLT_DP_SYN_WINDOW_NS before the
 	 * rest are shed; 0: never shed (ULS_SYN_SHED=0). */
 	__u32 syn_budget;
-	__u32 pad7;
+	/* ulsd --offload csum: the TAP takes no super-segment, so a queue may send none
+	 * (FLT_DP_SIZE). */
+	__u32 csum_only;
 };
 
 struct flt_dp_conn_key {

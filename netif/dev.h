@@ -173,12 +173,24 @@ struct nif_dev_ops {
 	bool (*tx_pending)(const struct nif_dev *dev);
 };
 
+/* What a process's device carries (nif_qring_open, nif_ringdev_open): a bool's true is
+ * NIF_OFFLOAD_FULL. */
+enum nif_offload {
+	NIF_OFFLOAD_NONE = 0,   /* plain, fully checksummed frames */
+	NIF_OFFLOAD_FULL = 1,   /* partial checksums and super-segments */
+	NIF_OFFLOAD_CSUM = 2,   /* partial checksums only (nif_dev.csum_only) */
+};
+
 struct nif_dev {
 	const struct nif_dev_ops *ops;
 	unsigned mtu;
 	/* The device carries offload words both ways: partial checksums and super-segments
 	 * up to NIF_OFF_FRAME_MAX (a ulsd node with offloads on, netif/vnet.h). */
 	bool offload;
+	/* With offload: partial checksums only, no super-segment either way (a ulsd node with
+	 * `--offload csum`: a TAP with TUN_F_CSUM alone, like a NIC without TSO); frames stay
+	 * within the MTU. */
+	bool csum_only;
 	/* Set by the consumer (NULL: it always copies): devices that can lend their receive
 	 * buffers (netif/qring.c) call it from rx instead of the nif_rx_fn they were given. */
 	nif_rx_take_fn *rx_take;

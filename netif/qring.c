@@ -640,7 +640,7 @@ static const struct nif_dev_ops qring_ops = {
 	.lease_check = q_lease_check, .tx_pending = q_tx_pending,
 };
 
-int nif_qring_open(struct nif_dev **out, struct nif_qring_prep *p, unsigned mtu, bool offload,
+int nif_qring_open(struct nif_dev **out, struct nif_qring_prep *p, unsigned mtu, enum nif_offload offload,
 		   int hup_fd, int wake_fd, bool wake_in_ring)
 {
 	struct qring *q = calloc(1, sizeof(*q));
@@ -650,11 +650,12 @@ int nif_qring_open(struct nif_dev **out, struct nif_qring_prep *p, unsigned mtu,
 		return -ENOMEM;
 	q->dev.ops = &qring_ops;
 	q->dev.mtu = mtu;
-	q->dev.offload = offload;
+	q->dev.offload = offload != NIF_OFFLOAD_NONE;
+	q->dev.csum_only = offload == NIF_OFFLOAD_CSUM;
 	q->hup_fd = hup_fd;
 	q->owner = getpid();
-	q->vhl = offload ? NIF_VNET_HLEN : 0;
-	q->frame_max = offload ? NIF_OFF_FRAME_MAX : (size_t)mtu + WIRE_ETH_HLEN;
+	q->vhl = q->dev.offload ? NIF_VNET_HLEN : 0;
+	q->frame_max = offload == NIF_OFFLOAD_FULL ? NIF_OFF_FRAME_MAX : (size_t)mtu + WIRE_ETH_HLEN;
 	/* One byte more than the largest frame, to notice truncation; resident only as far
 	 * as frames fill them. */
 	q->buf_size = (q->vhl + q->frame_max + 1 + 63) & ~(size_t)63;

@@ -57,7 +57,7 @@ void nif_qring_discard(struct nif_qring_prep *p);
  * eventfd for wake(), the caller's (so that it can place it out of a program's way); taken
  * over on success. wake_in_ring: ulsd registered wake_fd as the receive ring's fixed file 1
  * (CTL_HELLO_F_WAKE), so a wait is one io_uring_enter that also submits the ring's reads. */
-int nif_qring_open(struct nif_dev **out, struct nif_qring_prep *p, unsigned mtu, bool offload,
+int nif_qring_open(struct nif_dev **out, struct nif_qring_prep *p, unsigned mtu, enum nif_offload offload,
 		   int hup_fd, int wake_fd, bool wake_in_ring);
 /* Receive buffers that closes left allocated because a read of them could not be
  * cancelled (a ulsd that does not allow IORING_OP_ASYNC_CANCEL): process-wide. */

@@ -149,7 +149,8 @@ static int tx_header(struct qring *q, uint8_t *vh, const uint8_t *frame, size_t 
 		     uint32_t off)
 {
 	if (q->vhl) {
-		if (nif_vnet_build(vh, frame, len, off) < 0) {
+		/* A node with checksum offload alone takes no super-segment. */
+		if ((q->dev.csum_only && nif_off_gso(off)) || nif_vnet_build(vh, frame, len, off) < 0) {
 			q->st.tx_bad_offload++;
 			return -EINVAL;
 		}

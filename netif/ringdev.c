@@ -248,8 +248,9 @@ static int rd_tx_queue(struct nif_dev *d, uint8_t *slot, size_t len, uint32_t of
 {
 	struct ringdev *r = of(d);
 
-	/* ulsd checks the offload word against the frame; here only whether it may carry one. */
-	if (off && !r->dev.offload) {
+	/* ulsd checks the offload word against the frame; here only whether it may carry one
+	 * (a super-segment not on a node with checksum offload alone). */
+	if (off && (!r->dev.offload || (r->dev.csum_only && nif_off_gso(off)))) {
 		r->st.tx_bad_offload++;
 		return -EINVAL;
 	}
@@ -288,7 +289,7 @@ static const struct nif_dev_ops ringdev_ops = {
 	.wait_fd = rd_wait_fd,
 };
 
-int nif_ringdev_open(struct nif_dev **out, unsigned mtu, bool offload, int memfd, int rx_efd,
+int nif_ringdev_open(struct nif_dev **out, unsigned mtu, enum nif_offload offload, int memfd, int rx_efd,
 		     int tx_efd, int hup_fd)
 {
 	struct ringdev *r = calloc(1, sizeof(*r));
@@ -306,7 +307,8 @@ int nif_ringdev_open(struct nif_dev **out, unsigned mtu, bool offload, int memfd
 	nif_ring_populate(r->base, &r->layout);
 	r->dev.ops = &ringdev_ops;
 	r->dev.mtu = mtu;
-	r->dev.offload = offload;
+	r->dev.offload = offload != NIF_OFFLOAD_NONE;
+	r->dev.csum_only = offload == NIF_OFFLOAD_CSUM;
 	r->memfd = memfd;
 	r->rx_efd = rx_efd;
 	r->tx_efd = tx_efd;

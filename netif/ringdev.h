@@ -9,7 +9,7 @@
  * tx_efd (ulsd's: we signal it after publishing frames); all three are closed by close().
  * hup_fd (the lease, not taken over) is watched for hang-up: when ulsd goes away, wait()
  * returns -ECONNRESET, once. */
-int nif_ringdev_open(struct nif_dev **out, unsigned mtu, bool offload, int memfd, int rx_efd,
+int nif_ringdev_open(struct nif_dev **out, unsigned mtu, enum nif_offload offload, int memfd, int rx_efd,
 		     int tx_efd, int hup_fd);
 
 #endif

@@ -201,7 +201,7 @@ int nif_tap_open(struct nif_tap **out, const struct nif_tap_config *cfg)
 		return -ENOMEM;
 	t->fd = t->wake_fd = -1;
 	t->dev.ops = &tap_ops;
-	rc = nif__tun_attach(cfg->ifname, cfg->offload, &t->mq);
+	rc = nif__tun_attach(cfg->ifname, cfg->offload, !cfg->csum_only, &t->mq);
 	if (rc < 0)
 		goto fail;
 	t->fd = rc;
@@ -223,7 +223,13 @@ int nif_tap_open(struct nif_tap **out, const struct nif_tap_config *cfg)
 	 * device's MTU whatever the stack was told. */
 	t->frame_max = (size_t)t->mtu + WIRE_ETH_HLEN;
 	t->buf_size = ((devmtu > t->mtu ? devmtu : t->mtu) + WIRE_ETH_HLEN + 1 + 63) & ~(size_t)63;
-	if (cfg->offload) {
+	if (cfg->offload && cfg->csum_only) {
+		/* Partial checksums behind the header; frames no longer than without it. */
+		t->vhl = NIF_VNET_HLEN;
+		t->dev.offload = true;
+		t->dev.csum_only = true;
+		t->buf_size = (NIF_VNET_HLEN + t->buf_size + 63) & ~(size_t)63;
+	} else if (cfg->offload) {
 		/* Super-segments both ways; buffers are resident only as far as they are used. */
 		t->vhl = NIF_VNET_HLEN;
 		t->dev.offload = true;
@@ -591,7 +597,7 @@ static int tx_header(struct nif_tap *t, uint8_t *slot, size_t len, uint32_t off)
 	uint8_t *buf = slot - t->vhl;
 
 	if (t->vhl) {
-		if (nif_vnet_build(buf, slot, len, off) < 0) {
+		if ((t->dev.csum_only && nif_off_gso(off)) || nif_vnet_build(buf, slot, len, off) < 0) {
 			t->st.tx_bad_offload++;
 			return -EINVAL;
 		}

@@ -33,6 +33,9 @@ struct nif_tap_config {
 	 * (netif/vnet.h) and may be up to NIF_OFF_FRAME_MAX long. Off: plain frames of at most
 	 * MTU + 14, every offload of the device reset. */
 	bool offload;
+	/* With offload: checksum offload alone (TUN_F_CSUM): no super-segment either way,
+	 * frames of at most MTU + 14 behind their virtio-net header. */
+	bool csum_only;
 };
 
 int nif_tap_open(struct nif_tap **out, const struct nif_tap_config *cfg);

@@ -42,7 +42,7 @@ int nif__tun_attach_queue(const char *ifname, bool offload, bool *mq)
 	return err;
 }
 
-int nif__tun_attach(const char *ifname, bool offload, bool *mq)
+int nif__tun_attach(const char *ifname, bool offload, bool tso, bool *mq)
 {
 	struct ifreq ifr;
 	int fd;
@@ -74,9 +74,11 @@ int nif__tun_attach(const char *ifname, bool offload, bool *mq)
 	 * with one, say exactly what we read: partial checksums and TCP super-segments of
 	 * either family (linux/if_tun.h; netif/vnet.c takes GSO_TCPV4 and GSO_TCPV6, each
 	 * only on a frame of its own family). The kernel then delivers GSO frames intact
-	 * instead of segmenting them for us, and takes ours whole. */
+	 * instead of segmenting them for us, and takes ours whole. Without tso, partial
+	 * checksums alone: the kernel cuts any super-segment into wire-sized frames before
+	 * it reaches us. */
 	int hsz = NIF_VNET_HLEN;
-	unsigned long feat = offload ? TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 : 0;
+	unsigned long feat = offload ? TUN_F_CSUM | (tso ? TUN_F_TSO4 | TUN_F_TSO6 : 0) : 0;
 	if ((offload && nif_sys.ioctl(fd, TUNSETVNETHDRSZ, &hsz) < 0) ||
 	    nif_sys.ioctl(fd, TUNSETOFFLOAD, feat) < 0) {
 		int err = -errno;

@@ -178,7 +178,7 @@ static uint32_t syn_budget(void)
 int srv__dp_init(struct srv *s)
 {
 	struct srv_dp *d;
-	struct flt_dp_cfg cfg = { .node_ip = s->ip, .mtu = s->mtu };
+	struct flt_dp_cfg cfg = { .node_ip = s->ip, .mtu = s->mtu, .csum_only = s->csum_only };
 	uint32_t zero = 0;
 	int rc, prog;
 

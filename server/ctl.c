@@ -180,7 +180,8 @@ static void hello(struct srv *s, struct srv_conn *c, const struct ctl_msg *req)
 	r.u.hello.lease_id = l->id;
 	r.u.hello.prefix_len = (uint8_t)s->prefix_len;
 	memcpy(r.u.hello.mac, s->mac, 6);
-	r.u.hello.flags = s->offload ? CTL_HELLO_F_OFFLOAD : 0;
+	r.u.hello.flags = !s->offload ? 0 :
+			  s->csum_only ? CTL_HELLO_F_OFFLOAD | CTL_HELLO_F_CSUM_ONLY : CTL_HELLO_F_OFFLOAD;
 	memcpy(r.u.hello.isn_secret, s->isn_secret, 16);
 	r.u.hello.ring_fd[0] = r.u.hello.ring_fd[1] = -1;
 	r.u.hello.ifindex = s->tap_index;

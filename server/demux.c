@@ -327,6 +327,8 @@ static bool tx_size_ok(const struct srv *s, const struct flt_pkt *p, size_t len,
 
 	if (off && !s->offload)
 		return false;
+	if (gso && s->csum_only)
+		return false;   /* no super-segment through a TAP without TSO */
 	if (!gso)
 		return len <= (size_t)s->mtu + WIRE_ETH_HLEN;
 	if (len > NIF_OFF_FRAME_MAX || !p->has_ports)

@@ -86,9 +86,12 @@ struct srv {
 	uint64_t dad_ms;
 	uint8_t mac[WIRE_ETH_ALEN];
 	unsigned mtu;
-	/* The TAP carries a virtio-net header with checksum and TCPv4 segmentation offload
+	/* The TAP carries a virtio-net header with checksum and TCP segmentation offload
 	 * (netif/vnet.h): processes may send super-segments and receive them. */
 	bool offload;
+	/* With offload: checksum offload alone (--offload csum): no super-segment either
+	 * way; frames carry partial checksums and stay within the MTU. */
+	bool csum_only;
 	uint8_t isn_secret[16];
 	const char *ctl_path;
 

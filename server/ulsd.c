@@ -68,17 +68,19 @@ void srv__log(int level, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Offloads are on unless --offload off or ULS_TSO=0 (the same variable that libuls reads,
- * so one variable switches a whole testbed). A build with latency stamps keeps them off:
- * its breakdown follows frames one ring slot each. */
-static bool offload_default(void)
+/* Offloads are on unless --offload; ULS_TSO=0 (the same variable that libuls reads, so one
+ * variable switches a whole testbed) turns segmentation offload off and keeps checksum
+ * offload (--offload csum), as `ethtool -K tso off gso off` leaves a NIC's. A build with
+ * latency stamps keeps them off: its breakdown follows frames one ring slot each. */
+static void offload_default(bool *offload, bool *csum_only)
 {
 #ifdef ULS_BREAKDOWN
-	return false;
+	*offload = *csum_only = false;
 #else
 	const char *e = getenv("ULS_TSO");
 
-	return !(e && !strcmp(e, "0"));
+	*offload = true;
+	*csum_only = e && !strcmp(e, "0");
 #endif
 }
 
@@ -108,7 +110,7 @@ static int open_tap(struct nif_tap **tap, const struct nif_tap_config *tc)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: ulsd --tap IFNAME --ip A.B.C.D/NN [--ip6 ADDR/NN] [--mac MAC]\n"
-		   "            [--gw A.B.C.D] [--gw6 ADDR] [--mtu N] [--offload on|off]\n"
+		   "            [--gw A.B.C.D] [--gw6 ADDR] [--mtu N] [--offload on|csum|off]\n"
 		   "            [--datapath auto|direct|relay]\n"
 		   "            --ctl PATH [-f]\n");
 }
@@ -277,7 +279,7 @@ int main(int argc, char **argv)
 	pthread_mutex_init(&s.tx_lock, NULL);
 	pthread_cond_init(&s.tx_released, NULL);
 	s.datapath = SRV_DP_AUTO;
-	s.offload = offload_default();
+	offload_default(&s.offload, &s.csum_only);
 	s.trace = getenv("ULSD_TRACE") && !strcmp(getenv("ULSD_TRACE"), "1");
 	s.rx_mshot = !(getenv("ULSD_RX_MULTISHOT") && !strcmp(getenv("ULSD_RX_MULTISHOT"), "0"));
 	if (getenv("ULS_DATAPATH") && *getenv("ULS_DATAPATH") &&
@@ -338,11 +340,12 @@ int main(int argc, char **argv)
 			s.ctl_path = optarg;
 			break;
 		case 'o':
-			static const char *const onoff[] = { "on", "off" };
-			int w = opt__word("ulsd", "offload", optarg, onoff, 2);
+			static const char *const modes[] = { "on", "csum", "off" };
+			int w = opt__word("ulsd", "offload", optarg, modes, 3);
 			if (w < 0)
 				return 2;
-			s.offload = w == 0;
+			s.offload = w != 2;
+			s.csum_only = w == 1;
 			break;
 		case 'd':
 			if (parse_datapath(optarg, &s.datapath) < 0) {
@@ -363,7 +366,7 @@ int main(int argc, char **argv)
 	}
 #ifdef ULS_BREAKDOWN
 	if (s.offload) {
-		fprintf(stderr, "ulsd: --offload on needs a build without --enable-breakdown\n");
+		fprintf(stderr, "ulsd: --offload on or csum needs a build without --enable-breakdown\n");
 		return 2;
 	}
 #endif
@@ -397,7 +400,7 @@ int main(int argc, char **argv)
 	nif_set_log(log_sink);
 
 	struct nif_tap_config tc = { .ifname = s.tap_name, .mtu = (unsigned)mtu,
-				     .offload = s.offload };
+				     .offload = s.offload, .csum_only = s.csum_only };
 	int rc = open_tap(&s.tap, &tc);
 	if (rc < 0) {
 		fprintf(stderr, "ulsd: cannot open TAP %s: %s\n", s.tap_name, strerror(-rc));
@@ -472,7 +475,7 @@ int main(int argc, char **argv)
 	}
 	srv__log(2, "node %s/%u on %s, MTU %u, control socket %s (%s, offload %s, data path %s)",
 		ipbuf, s.prefix_len, s.tap_name, s.mtu, s.ctl_path,
-		nif_tap_uses_io_uring(s.tap) ? "io_uring" : "read/write", s.offload ? "on" : "off",
+		nif_tap_uses_io_uring(s.tap) ? "io_uring" : "read/write", !s.offload ? "off" : s.csum_only ? "csum" : "on",
 		s.datapath == SRV_DP_RELAY ? "relay" : s.dp ? "direct" : "relay (no BPF)");
 	rc = srv__ctl_run(&s, lfd);
 	if (rc < 0)

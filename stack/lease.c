@@ -620,7 +620,9 @@ int uls_attach(const char *ctl_path)
 		if (gw6_rc < 0)
 			stk__log(1, "lease: no IPv6 router from ulsd: %s", strerror(-gw6_rc));
 	}
-	bool offload = (m.u.hello.flags & CTL_HELLO_F_OFFLOAD) != 0;
+	enum nif_offload offload = !(m.u.hello.flags & CTL_HELLO_F_OFFLOAD) ? NIF_OFFLOAD_NONE :
+				   (m.u.hello.flags & CTL_HELLO_F_CSUM_ONLY) ? NIF_OFFLOAD_CSUM :
+				   NIF_OFFLOAD_FULL;
 	if (!direct) {
 		for (int i = 0; qp.made && i < 2; i++)
 			stk__fd_unmark(nif_qring_fd(&qp, i));

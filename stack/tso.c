@@ -13,6 +13,11 @@
  * the data at all. Received frames whose checksum the kernel verified, or that a local
  * sender left partial, skip lwIP's check (RFC 9293 §3.1 MUST-3 holds: "the checksum is
  * checked", by the kernel, or there was no wire to corrupt the data).
+ *
+ * Checksum offload alone (a node with `ulsd --offload csum`, or ULS_TSO=0 on any node with
+ * offloads): segments of one MSS, as without offload, but still left partial, as the
+ * kernel's TCP does on a device with checksum offload and TSO off (a veth with `ethtool
+ * -K tso off gso off`).
  */
 #include "internal.h"
 
@@ -33,7 +38,8 @@
 #define TSO_HEADROOM6 (WIRE_ETH_HLEN + WIRE_IPV6_HLEN + WIRE_TCP_HLEN_MIN)
 #define TSO_TS_OPTLEN 12   /* RFC 7323 timestamps as lwIP sends them, with two NOPs */
 
-static bool tso_on;
+static bool tso_on;    /* super-segments out */
+static bool csum_on;   /* TCP checksums left partial (implied by tso_on) */
 /* The MSS of the connection whose segment is on its way to the netif (set by
  * LWIP_HOOK_TCP_TSO_OUTPUT just before ip_output; lwIP is single-threaded under the core
  * lock, and the ports make sure a frame that ARP queued meanwhile is not mistaken). */
@@ -45,9 +51,10 @@ void stk__tso_setup(struct netif *netif, const struct nif_dev *dev)
 {
 	const char *e = getenv("ULS_TSO");
 
-	tso_on = dev->offload && !(e && strcmp(e, "0") == 0);
+	csum_on = dev->offload;
+	tso_on = csum_on && !dev->csum_only && !(e && strcmp(e, "0") == 0);
 	netif->chksum_flags = NETIF_CHECKSUM_ENABLE_ALL;
-	if (tso_on)
+	if (csum_on)
 		NETIF_SET_CHECKSUM_CTRL(netif, NETIF_CHECKSUM_ENABLE_ALL & ~NETIF_CHECKSUM_GEN_TCP);
 }
 
@@ -65,7 +72,7 @@ bool stk__tso_enabled(void)
 u16_t stk__chksum_copy(void *dst, const void *src, u16_t len)
 {
 	nif_copy(dst, src, len);
-	return tso_on ? 0 : nif_inet_chksum(dst, len);
+	return csum_on ? 0 : nif_inet_chksum(dst, len);
 }
 
 static u16_t optlen(const struct tcp_pcb *pcb)
@@ -191,7 +198,7 @@ uint32_t stk__tso_tx_offload(uint8_t *frame, size_t hlen, size_t len)
 {
 	struct tso_seg sg;
 
-	if (!tso_on || !tso_seg(&sg, frame, hlen, len))
+	if (!csum_on || !tso_seg(&sg, frame, hlen, len))
 		return 0;
 	nif_vnet_pseudo_csum(sg.ip, sg.ip_hlen, WIRE_TCP_OFF_CHECKSUM);
 	uint32_t off = NIF_OFF_CSUM_PARTIAL;
@@ -201,8 +208,8 @@ uint32_t stk__tso_tx_offload(uint8_t *frame, size_t hlen, size_t len)
 	 * cut whenever it carries more than one MSS of data, also when the whole of it would
 	 * fit the MTU (a peer that announced MSS 600 and 1100 octets queued), and after path
 	 * MTU discovery lowered the MSS (RFC 1191, stack/icmperr.c). */
-	if ((hinted && hint.mss > opt && payload > hint.mss - opt) ||
-	    payload + sg.ip_hlen + sg.tcp_hlen > stk__node.dev->mtu) {
+	if (tso_on && ((hinted && hint.mss > opt && payload > hint.mss - opt) ||
+		       payload + sg.ip_hlen + sg.tcp_hlen > stk__node.dev->mtu)) {
 		unsigned mss = WIRE_TCP_DEFAULT_MSS;  /* if the hint is not ours */
 		if (hinted)
 			mss = hint.mss;

@@ -121,6 +121,10 @@ struct ctl_hello {
  * last descriptor. A ulsd that predates it replies without it, and the process asks with
  * CTL_CONNTAB as before. */
 #define CTL_HELLO_F_CONNTAB 0x40u
+/* Reply, with CTL_HELLO_F_OFFLOAD: checksum offload alone (ulsd --offload csum): the
+ * node's TAP takes and delivers no super-segment, and the process sends none. A ulsd that
+ * predates it sends no flag (it had no such mode). */
+#define CTL_HELLO_F_CSUM_ONLY 0x80u
 /* The most descriptors one reply carries: HELLO's relay rings and the table. */
 #define CTL_MAX_FDS 4u
 

@@ -131,14 +131,14 @@ def test_fragmented_udp_datagrams_from_kernel_peer_reach_the_process_and_verify(
 
 def restart_ulsd(tb, node, offload):
     """Stop node `node`'s ulsd (TERM, by its PID) and start it again the same way, with
-    `--offload on` (True), `--offload off` (False) or without the option (None: the
-    default, on unless ULS_TSO=0)."""
+    `--offload on` (True), `--offload off` (False), `--offload csum` ("csum") or without
+    the option (None: the default, on; csum with ULS_TSO=0)."""
     argv = tb.ulsd_cmdline(node)
     while "--offload" in argv:
         i = argv.index("--offload")
         del argv[i:i + 2]
     if offload is not None:
-        argv += ["--offload", "on" if offload else "off"]
+        argv += ["--offload", offload if isinstance(offload, str) else "on" if offload else "off"]
     pid = tb.ulsd_pid(node)
     if pid is not None:
         os.kill(pid, signal.SIGTERM)
@@ -177,6 +177,12 @@ def offload_nodes(tb):
 def plain_nodes(tb):
     """Both nodes' ulsd with `--offload off` for one test, back to the default afterwards."""
     yield from _nodes_with(tb, False)
+
+
+@pytest.fixture
+def csum_nodes(tb):
+    """Both nodes' ulsd with `--offload csum` for one test, back to the default afterwards."""
+    yield from _nodes_with(tb, "csum")
 
 
 def run_offload_pairs(tb, npairs, nbytes, base_port, direction, env=None):
@@ -255,6 +261,45 @@ def test_without_offload_concurrent_64mib_streams_verify_as_wire_sized_frames(pl
     for c0, c in ((c1, d1), (c2, d2)):
         for k in (*GSO_SENT.values(), *GSO_RECEIVED.values(), *OFFLOAD_DROPS):
             assert cdelta(c0, c, k) == 0, (k, c)
+
+
+def tap_features(tb, node):
+    """`ethtool -k` of node `node`'s TAP: {feature: "on"/"off"}."""
+    r = subprocess.run(["ip", "netns", "exec", tb.env["TB_NETNS"], "ethtool", "-k",
+                        tb.env[f"TB_NODE{node}_TAP"]], capture_output=True, text=True, timeout=10)
+    assert r.returncode == 0, r.stderr
+    return dict((k.strip(), v.split()[0]) for k, v in
+                (line.split(":", 1) for line in r.stdout.splitlines()[1:] if ":" in line) if v.split())
+
+
+def test_checksum_offload_alone_streams_wire_sized_frames_the_receiver_does_not_sum(csum_nodes):
+    """With `ulsd --offload csum` at both nodes (a TAP with checksum offload and no TSO, as
+    a NIC after `ethtool -K tso off gso off`): the TAP says so, 4 concurrent 64 MiB streams
+    each way verify as wire-sized frames (no super-segment sent or received, at least
+    256 MiB / 1514 frames from node 1, no offload drop), and a receiving process sums no
+    segment's checksum: every one arrived partial from a sender on this machine
+    (rx_csum_offloaded counts them; 0 on a node without offloads)."""
+    tb = csum_nodes
+    for node in (1, 2):
+        feat = tap_features(tb, node)
+        assert feat["tx-checksumming"] == "on", feat
+        assert feat["tcp-segmentation-offload"] == "off", feat
+    c1, c2 = tb.counters(1), tb.counters(2)
+    run_offload_pairs(tb, 4, 64 * MIB, 6760, "send")
+    m1 = tb.counters(1)
+    assert cdelta(c1, m1, SENT[DATAPATH]) >= 4 * 64 * MIB // 1514, m1
+    run_offload_pairs(tb, 4, 64 * MIB, 6770, "recv")
+    d1, d2 = tb.counters(1), tb.counters(2)
+    for c0, c in ((c1, d1), (c2, d2)):
+        for k in (*GSO_SENT.values(), *GSO_RECEIVED.values(), *OFFLOAD_DROPS):
+            assert cdelta(c0, c, k) == 0, (k, c)
+    nbytes = 16 * MIB
+    rx = tb.server(2, 6780, count=1, env={"ULSBENCH_COUNTERS": "1"})
+    check_client(tb.client(1, f"{tb.ip(2)}:6780", nbytes, "send", name="csum-rx"),
+                 TRANSFER_TIMEOUT)
+    assert rx.wait(10) == 0, rx.stderr()
+    got = server_counters(rx)
+    assert got.get("rx_csum_offloaded", 0) >= nbytes // 1448, got
 
 
 def test_offload_node_serves_a_sender_with_tso_off(offload_nodes):

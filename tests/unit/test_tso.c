@@ -21,6 +21,7 @@ static struct netif nif;
 static void offload(bool on)
 {
 	dev.offload = on;
+	dev.csum_only = false;
 	stk__tso_setup(&nif, &dev);
 	stk__node.dev = &dev;
 }
@@ -228,6 +229,40 @@ static void test_super_segment_is_cut_at_the_connections_mss(void **state)
 	assert_int_equal(stk__tso_tx_offload(f, 14 + fam->iphlen + 19, len), 0);
 }
 
+/* Checksum offload alone (ulsd --offload csum, or ULS_TSO=0 on an offload node): wire-sized
+ * segments, each still left partial (as the kernel's TCP leaves them on a device with
+ * checksum offload and TSO off), never a super-segment: not even a frame longer than the
+ * MTU, which only lwIP's own bug could build, gets a gso_size (the TAP would refuse it). */
+static void test_checksum_offload_alone_sends_partial_wire_sized_segments(void **state)
+{
+	const struct family *fam = *state;
+	static uint8_t f[8192];
+	struct tcp_pcb p = pcb_with(1460, true);
+	struct tcp_pcb hinted = pcb_with(1200, false);
+	static const uint8_t data[100] = { 1, 2, 3 };
+	uint8_t copy[100];
+
+	dev.offload = true;
+	dev.csum_only = true;
+	stk__tso_setup(&nif, &dev);
+	stk__node.dev = &dev;
+	assert_false(stk__tso_enabled());
+	assert_int_equal(stk__tso_size(&p), 1460);
+	assert_int_equal(stk__tso_abc_limit(&p), 0xffff);
+	/* the data is copied, not summed: the sum would never be read */
+	assert_int_equal(stk__chksum_copy(copy, data, sizeof(data)), 0);
+	assert_memory_equal(copy, data, sizeof(data));
+	assert_false(nif.chksum_flags & NETIF_CHECKSUM_GEN_TCP);
+	assert_true(nif.chksum_flags & NETIF_CHECKSUM_CHECK_TCP);
+	size_t len = fam->frame(f, 100);
+	stk__tso_output(&hinted);
+	assert_int_equal(stk__tso_tx_offload(f, len, len), NIF_OFF_CSUM_PARTIAL);
+	len = fam->frame(f, 3000);
+	assert_int_equal(stk__tso_tx_offload(f, len, len), NIF_OFF_CSUM_PARTIAL);
+	assert_false(stk__tso_ip4_output_whole(&nif, IP_PROTO_TCP));
+	dev.csum_only = false;
+}
+
 /* RFC 9293 §3.7.1's default MSS when the frame is not the connection the hint names. */
 static void test_unhinted_super_segment_is_cut_at_536(void **state)
 {
@@ -313,6 +348,8 @@ int main(void)
 		FAMILY_TEST(test_super_segment_is_cut_at_the_connections_mss, ipv4),
 		FAMILY_TEST(test_super_segment_is_cut_at_the_connections_mss, ipv6),
 		cmocka_unit_test(test_unhinted_super_segment_is_cut_at_536),
+		FAMILY_TEST(test_checksum_offload_alone_sends_partial_wire_sized_segments, ipv4),
+		FAMILY_TEST(test_checksum_offload_alone_sends_partial_wire_sized_segments, ipv6),
 		cmocka_unit_test(test_frames_other_than_whole_tcp_segments_get_no_offload),
 		cmocka_unit_test(test_ipv6_extension_header_before_tcp_gets_no_offload),
 		cmocka_unit_test(test_ipv6_super_segment_fits_16_bits_with_its_header),

@@ -55,9 +55,9 @@ static void check(bool old_hdr, bool offload, bool detach)
 	bool mq = true;
 	int old = other_owner_queue(old_hdr, detach);
 
-	assert_int_equal(nif__tun_attach(TAP, offload, &mq), -EBUSY);
+	assert_int_equal(nif__tun_attach(TAP, offload, true, &mq), -EBUSY);
 	close(old);
-	int fd = nif__tun_attach(TAP, offload, &mq);
+	int fd = nif__tun_attach(TAP, offload, true, &mq);
 	assert_true(fd >= 0);
 	assert_true(mq);
 	assert_int_equal(has_vnet_hdr(fd), offload);
@@ -81,7 +81,7 @@ static void test_a_previous_owner_with_the_same_setting_is_no_obstacle(void **st
 	(void)state;
 	bool mq = true;
 	int old = other_owner_queue(true, true);
-	int fd = nif__tun_attach(TAP, true, &mq);
+	int fd = nif__tun_attach(TAP, true, true, &mq);
 
 	assert_true(fd >= 0);
 	assert_true(has_vnet_hdr(fd));
