@@ -15,6 +15,12 @@
  *                                        send COUNT TCP segments from SRCPORT (another
  *                                        process's endpoint) to DSTIP:DSTPORT; prints how
  *                                        many it queued
+ *   hostile CTL gso DSTIP DSTPORT COUNT  on a connection's tuple it installed, COUNT super-segments
+ *                                        (2,896 octets of data, gso_size 1,448, checksum
+ *                                        partial) to DSTIP:DSTPORT, whatever the node's
+ *                                        offload (its device is opened with full offload
+ *                                        even on a node with checksum offload alone);
+ *                                        prints "queued N"
  *   hostile CTL spoofip COUNT            send COUNT frames with a foreign source address
  *   hostile CTL spoof COUNT VICTIMPORT DSTIP DSTPORT
  *                                        COUNT frames of each forgery (source MAC, source
@@ -105,6 +111,7 @@
 #include "netif/qring.h"
 #include "netif/ring.h"
 #include "netif/ringdev.h"
+#include "netif/vnet.h"
 #include "tests/node/forge.h"
 #include "tests/node/hostile.h"
 
@@ -261,6 +268,59 @@ static void send_frames(const uint8_t *smac, uint32_t src, uint16_t sport, uint3
 			queued++;
 	settle();
 	printf("queued %d\n", queued);
+}
+
+/* A TCP super-segment from the node's address: ACK, 2 x 1,448 octets of data, DF. */
+static size_t tcp_super_segment(uint8_t *f, uint32_t src, uint16_t sport, uint32_t dst,
+				uint16_t dport)
+{
+	const size_t data = 2 * 1448;
+	uint8_t *tcp = forge_ip(f, hostile_node.mac, src, dst, IPPROTO_TCP, 20 + data);
+
+	f[14 + 6] = 0x40;   /* DF: TSO segments carry it, and the IPv4 header sum skips it */
+	uint16_t c = 0;
+	memcpy(f + 14 + 10, &c, 2);
+	c = (uint16_t)~nif_inet_chksum(f + 14, 20);
+	memcpy(f + 14 + 10, &c, 2);
+	memset(tcp, 0, 20 + data);
+	forge_put16(tcp, sport);
+	forge_put16(tcp + 2, dport);
+	tcp[12] = 5 << 4;
+	tcp[13] = 0x10;
+	forge_put16(tcp + 14, 65535);
+	return 14 + 20 + 20 + data;
+}
+
+static int send_super_segments(uint32_t dst, uint16_t dport, int count)
+{
+	static uint8_t f[4096];
+	struct ctl_msg m;
+	int queued = 0;
+
+	/* Its own connection's tuple (what libuls's connect installs), so that only the
+	 * frame's size can be held against it. */
+	ctl_init(&m, CTL_CONNECT, hostile_seq++);
+	m.family = AF_INET;
+	m.proto = IPPROTO_TCP;
+	ctl_set_rip4(&m, dst);
+	m.rport = dport;
+	int rc = hostile_call(&m), own = m.lport;
+	if (rc < 0 || own <= 0) {
+		fprintf(stderr, "hostile: gso: connect: %d\n", rc);
+		return 1;
+	}
+	for (int i = 0; i < count; i++) {
+		size_t len = tcp_super_segment(f, hostile_node.addr, (uint16_t)own, dst, dport);
+		uint8_t *slot = hostile_dev->ops->tx_slot(hostile_dev, len);
+		if (!slot)
+			continue;
+		memcpy(slot, f, len);
+		queued += hostile_dev->ops->tx_queue(hostile_dev, slot, len,
+						     NIF_OFF_CSUM_PARTIAL | 1448u) == 0;
+	}
+	settle();
+	printf("queued %d\n", queued);
+	return 0;
 }
 
 double hostile_since(const struct timespec *t0)
@@ -566,6 +626,11 @@ static int run(int argc, char **argv)
 		send_frames(hostile_node.mac, hostile_node.addr, (uint16_t)atoi(argv[3]), dst, (uint16_t)atoi(argv[5]),
 			    atoi(argv[6]));
 		return 0;
+	}
+	if (!strcmp(cmd, "gso") && argc == 6) {
+		uint32_t dst;
+		inet_pton(AF_INET, argv[3], &dst);
+		return send_super_segments(dst, (uint16_t)atoi(argv[4]), atoi(argv[5]));
 	}
 	if (!strcmp(cmd, "spoofip") && argc == 4) {
 		send_frames(hostile_node.mac, htonl(0xc6120063), 40000, htonl(0xc6120064), 5001, atoi(argv[3]));

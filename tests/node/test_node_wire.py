@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import BUILD, DATAPATH, MIB, _alive, _testbed, check_client, server_results
+from conftest import BUILD, DATAPATH, HOSTILE, MIB, _alive, _testbed, check_client, server_results
 from test_node import TRANSFER_TIMEOUT, delta
 
 
@@ -300,6 +300,43 @@ def test_checksum_offload_alone_streams_wire_sized_frames_the_receiver_does_not_
     assert rx.wait(10) == 0, rx.stderr()
     got = server_counters(rx)
     assert got.get("rx_csum_offloaded", 0) >= nbytes // 1448, got
+
+
+def hostile_super_segments(tb, n):
+    """A hostile process on node 1 writes n TCP super-segments from its own port into its
+    transmit path (tests/node/hostile.c gso): node 1's counters before and after."""
+    before = tb.counters(1)
+    h = tb.start([HOSTILE, tb.ctl(1), "gso", tb.kernel_ip, "9", str(n)], name="hostile-gso")
+    assert h.wait(30) == 0, h.stderr()
+    assert f"queued {n}" in h.stdout(), (h.stdout(), h.stderr())
+    return before, tb.counters(1)
+
+
+# Where a node counts a process's super-segment that it let out, and one it refused.
+GSO_REFUSED = {"relay": "drop_tx_bad_offload", "direct": "direct_tx_dropped.size"}
+
+
+def test_checksum_offload_alone_refuses_a_processs_super_segments(csum_nodes):
+    """On a node with `ulsd --offload csum` the TAP takes no super-segment, so a process
+    that writes them anyway (its own device told otherwise: tests/node/hostile.c) has all
+    N refused and counted: by ulsd's relay (drop_tx_bad_offload), or by the kernel's
+    transmit check on the direct path (direct_tx_dropped.size). None leaves as one
+    (frames_gso_sent, direct_tx_passed_gso). The positive control is the next test."""
+    n = 20
+    before, after = hostile_super_segments(csum_nodes, n)
+    moved = {k: cdelta(before, after, k) for k in after if cdelta(before, after, k)}
+    assert cdelta(before, after, GSO_REFUSED[DATAPATH]) == n, moved
+    assert cdelta(before, after, GSO_SENT[DATAPATH]) == 0, moved
+
+
+def test_offload_node_lets_a_processs_super_segments_out(offload_nodes):
+    """The control for the test above: with `ulsd --offload on` the same N super-segments
+    from the same hostile process all leave as super-segments, none refused."""
+    n = 20
+    before, after = hostile_super_segments(offload_nodes, n)
+    moved = {k: cdelta(before, after, k) for k in after if cdelta(before, after, k)}
+    assert cdelta(before, after, GSO_SENT[DATAPATH]) == n, moved
+    assert cdelta(before, after, GSO_REFUSED[DATAPATH]) == 0, moved
 
 
 def test_offload_node_serves_a_sender_with_tso_off(offload_nodes):
