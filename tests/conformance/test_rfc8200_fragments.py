@@ -222,3 +222,35 @@ def test_rfc6946_4_atomic_fragment_in_an_atomic_fragment_to_the_node_processed_i
     link.send(frag(node, ipid2, 1224, msg[1224:], False))
     assert recv_reply(link, node, ident) == payload, \
         "the fragmented echo request whose first fragment was wrapped was not answered whole"
+
+
+@requirement(fix='ulsd: server/reass.c (outer_first_fragment6)',
+             mutate="sed -i 's/if (nh != WIRE_IPPROTO_FRAGMENT || at + WIRE_IPV6_FRAG_HLEN >= "
+                    "p->ip6.frag_data_off)/if (1)/' server/reass.c")
+def test_rfc8200_4_first_fragment_wrapping_an_atomic_fragment_reassembled_by_its_outer_header(node6, link):
+    """RFC 8200 §4: "Therefore, extension headers must be processed strictly in the order
+    they appear in the packet; a receiver must not, for example, scan through a packet
+    looking for a particular kind of extension header and process that header prior to
+    processing all preceding ones." The first fragment of an echo request (outer Fragment
+    header: offset 0, M 1) whose Fragmentable Part begins with an atomic Fragment header of
+    another Identification: the outer header keys the datagram, and once its last fragment
+    came the node answers it whole (the inner header is then processed in isolation, RFC
+    6946 §4). Before, ulsd took the packet for the inner atomic fragment, rebuilt it as a
+    fragment nobody owns and dropped it; the datagram never completed. Positive control:
+    the same datagram with the outer header alone."""
+    node = node6
+    ident, payload = random.randrange(1, 1 << 15), os.urandom(2000)
+    msg, outer, inner = (echo_request(node, ident, payload), random.randrange(1, 1 << 32),
+                         random.randrange(1, 1 << 32))
+    link.send(Ether(src=node.my_mac, dst=node.mac) / IPv6(src=node.my_ip6, dst=node.ip6) /
+              IPv6ExtHdrFragment(offset=0, m=1, id=outer) /
+              IPv6ExtHdrFragment(nh=ICMPV6, offset=0, m=0, id=inner) / Raw(msg[:1224]))
+    link.send(frag(node, outer, 8 + 1224, msg[1224:], False))
+    assert recv_reply(link, node, ident) == payload, \
+        "the echo request whose first fragment wrapped an atomic fragment was not answered whole"
+    ident2, ipid = ident + (1 << 15), random.randrange(1, 1 << 32)
+    msg2 = echo_request(node, ident2, payload)
+    link.send(frag(node, ipid, 0, msg2[:1232], True))
+    link.send(frag(node, ipid, 1232, msg2[1232:], False))
+    assert recv_reply(link, node, ident2) == payload, "control: the plain datagram was not answered"
+
