@@ -548,7 +548,14 @@ void srv__reass_input(struct srv *s, const uint8_t *frame, size_t len, const str
 		p = outer_first_fragment6(frame, p, &outer);
 	piece_of(p, &x);
 	uint32_t off = x.off, end = x.end, dlen = end - off;
-	if (x.k.v6 && off == 0 && !x.mf && dlen) {
+	/* RFC 8200 §4.5: an atomic fragment "should be processed as a fully reassembled
+	 * packet". One with no data is one when its Next Header is 59, No Next Header (§4.7:
+	 * "there is nothing following that header"): the node ignores it as it ignores any
+	 * such packet (reply6.c, answer). Without data and with another Next Header, the
+	 * header it names is missing: drop_reass_bad below. */
+	if (x.k.v6 && off == 0 && !x.mf &&
+	    (dlen || frame[p->l3_off + p->ip6.frag_data_off - WIRE_IPV6_FRAG_HLEN] ==
+			     WIRE_IPPROTO_NONE)) {
 		atomic6(s, frame, len, p, end);
 		return;
 	}

@@ -254,3 +254,28 @@ def test_rfc8200_4_first_fragment_wrapping_an_atomic_fragment_reassembled_by_its
     link.send(frag(node, ipid, 1232, msg2[1232:], False))
     assert recv_reply(link, node, ident2) == payload, "control: the plain datagram was not answered"
 
+
+@requirement(fix='ulsd: server/reass.c (srv__reass_input)', level='SHOULD',
+             mutate="sed -i 's/(dlen || frame\\[p->l3_off/(dlen \\&\\& frame[p->l3_off/' server/reass.c")
+def test_rfc8200_4_7_atomic_fragment_with_no_next_header_processed_as_a_whole_packet(node6, link):
+    """RFC 8200 §4.5: "If the fragment is a whole datagram (that is, both the Fragment
+    Offset field and the M flag are zero), then it does not need any further reassembly and
+    should be processed as a fully reassembled packet". §4.7: "The value 59 in the Next
+    Header field of an IPv6 header or any extension header indicates that there is nothing
+    following that header." An atomic fragment to the node whose Next Header is 59 and that
+    carries nothing is such a packet: processed in isolation (reass_atomic), ignored as any
+    No Next Header packet is (drop_no_owner), no ICMPv6 error, not counted a bad fragment
+    (drop_reass_bad). Before, it was dropped as drop_reass_bad. Control: the same with 16
+    octets after the header ("those octets must be ignored")."""
+    node = node6
+    c0 = node.ulsd_counters()
+    for n, ipid in ((0, random.randrange(1, 1 << 32)), (16, random.randrange(1, 1 << 32))):
+        link.send(Ether(src=node.my_mac, dst=node.mac) / IPv6(src=node.my_ip6, dst=node.ip6) /
+                  IPv6ExtHdrFragment(nh=59, offset=0, m=0, id=ipid) / Raw(bytes(n)))
+    assert wait_counter(node.ulsd_counters, "reass_atomic", c0["reass_atomic"] + 2) == \
+        c0["reass_atomic"] + 2, "the atomic fragments were not both processed as whole packets"
+    assert wait_counter(node.ulsd_counters, "drop_no_owner", c0["drop_no_owner"] + 2) >= \
+        c0["drop_no_owner"] + 2
+    assert node.ulsd_counters()["drop_reass_bad"] == c0["drop_reass_bad"], \
+        "a well-formed atomic fragment counted a bad fragment"
+    assert link.recv(lambda p: ICMPv6ParamProblem in p, 1.0) is None, "an ICMPv6 error was sent"

@@ -634,6 +634,55 @@ static void ipv6_unowned_first_fragment_wrapping_an_atomic_fragment_rebuilt_whol
 	assert_int_equal(srv.ctr.v[SRV_DROP_FRAGMENT], 0);
 }
 
+/* An atomic fragment whose Next Header is 59 and nothing after it. RFC 8200 §4.5: "If the
+ * fragment is a whole datagram (that is, both the Fragment Offset field and the M flag are
+ * zero), then it does not need any further reassembly and should be processed as a fully
+ * reassembled packet"; §4.7: "The value 59 in the Next Header field of an IPv6 header or
+ * any extension header indicates that there is nothing following that header." So it is a
+ * well-formed packet with nothing in it: the node gets it as one with no Fragment header
+ * (and ignores it, as it does any No Next Header packet), not counted a bad fragment.
+ * Before, it was dropped as drop_reass_bad, a fragment that carries no data. */
+static void ipv6_atomic_fragment_with_no_next_header_is_a_whole_packet_not_a_bad_fragment(
+	void **state)
+{
+	(void)state;
+	static const uint8_t ext[] = { 59, 0, 0, 0, 0, 0, 0, 24 };  /* offset 0, M 0 */
+	static uint8_t f[2048];
+	struct flt_pkt p;
+	size_t n = chain6(f, 44, ext, sizeof(ext), 0);
+
+	assert_int_equal(flt_parse(f, n, &p), 0);
+	srv__reass_input(&srv, f, n, &p);
+	assert_int_equal(srv.ctr.v[SRV_DROP_REASS_BAD], 0);
+	assert_int_equal(srv.ctr.v[SRV_DROP_FRAGMENT], 0);
+	assert_int_equal(srv.ctr.v[SRV_REASS_ATOMIC], 1);
+	assert_int_equal(for_node, 1);
+	assert_int_equal(whole_len, 14 + 40);
+	const uint8_t *ip = whole + 14;
+	assert_int_equal(ip[6], 59);
+	assert_int_equal(ip[4] << 8 | ip[5], 0);
+	assert_int_equal(srv.ctr.v[SRV_REASS_IN_PROGRESS], 0);
+}
+
+/* The same with octets after it (§4.7: "those octets must be ignored"): the same path. */
+static void ipv6_atomic_fragment_with_no_next_header_and_octets_after_it_a_whole_packet(
+	void **state)
+{
+	(void)state;
+	static const uint8_t ext[] = { 59, 0, 0, 0, 0, 0, 0, 25 };
+	static uint8_t f[2048];
+	struct flt_pkt p;
+	size_t n = chain6(f, 44, ext, sizeof(ext), 16);
+
+	assert_int_equal(flt_parse(f, n, &p), 0);
+	srv__reass_input(&srv, f, n, &p);
+	assert_int_equal(srv.ctr.v[SRV_DROP_REASS_BAD], 0);
+	assert_int_equal(srv.ctr.v[SRV_REASS_ATOMIC], 1);
+	assert_int_equal(for_node, 1);
+	assert_int_equal(whole[14 + 6], 59);
+	assert_int_equal(whole_len, 14 + 40 + 16);
+}
+
 static void ipv6_fragment_not_a_multiple_of_8_gets_parameter_problem_at_payload_length(void **state)
 {
 	(void)state;
@@ -798,6 +847,12 @@ int main(void)
 			setup_relay, teardown),
 		cmocka_unit_test_setup_teardown(
 			ipv6_unowned_first_fragment_wrapping_an_atomic_fragment_rebuilt_whole,
+			setup_relay, teardown),
+		cmocka_unit_test_setup_teardown(
+			ipv6_atomic_fragment_with_no_next_header_is_a_whole_packet_not_a_bad_fragment,
+			setup_relay, teardown),
+		cmocka_unit_test_setup_teardown(
+			ipv6_atomic_fragment_with_no_next_header_and_octets_after_it_a_whole_packet,
 			setup_relay, teardown),
 		cmocka_unit_test_setup_teardown(
 			ipv6_fragment_not_a_multiple_of_8_gets_parameter_problem_at_payload_length,
