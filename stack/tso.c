@@ -43,7 +43,7 @@ static struct {
 
 void stk__tso_setup(struct netif *netif, const struct nif_dev *dev)
 {
-	const char *e = getenv("ULS_TSO");
+	const char *e = stk__getenv("ULS_TSO");
 
 	tso_on = dev->offload && !(e && strcmp(e, "0") == 0);
 	netif->chksum_flags = NETIF_CHECKSUM_ENABLE_ALL;
