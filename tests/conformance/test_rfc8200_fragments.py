@@ -224,7 +224,7 @@ def test_rfc6946_4_atomic_fragment_in_an_atomic_fragment_to_the_node_processed_i
         "the fragmented echo request whose first fragment was wrapped was not answered whole"
 
 
-@requirement(fix='ulsd: server/reass.c (outer_first_fragment6)',
+@requirement(fix='ulsd: server/reass.c (outer_first_fragment6)', level='MUST',
              mutate="sed -i 's/if (nh != WIRE_IPPROTO_FRAGMENT || at + WIRE_IPV6_FRAG_HLEN >= "
                     "p->ip6.frag_data_off)/if (1)/' server/reass.c")
 def test_rfc8200_4_first_fragment_wrapping_an_atomic_fragment_reassembled_by_its_outer_header(node6, link):
