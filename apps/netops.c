@@ -236,9 +236,11 @@ int bench__node_start(struct node_opts *o, const char *prog)
 			return -1;
 		}
 		/* libuls offers the direct path unless ULS_DATAPATH is relay; ulsd decides
-		 * (it gives the relay where the direct path cannot be had). */
+		 * (it gives the relay where the direct path cannot be had). libuls read its
+		 * variables when it was loaded: it reads them again (no other thread yet). */
 		if (o->datapath && setenv("ULS_DATAPATH", o->datapath, 1) < 0)
 			return -1;
+		uls_env_reload();
 		int rc = uls_attach(o->ctl);
 		if (rc < 0) {
 			fprintf(stderr, "%s: cannot join the node at %s: %s\n", prog, o->ctl,

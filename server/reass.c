@@ -498,16 +498,64 @@ static int check6(struct srv *s, const uint8_t *frame, size_t len, const struct 
 	return 0;
 }
 
+/* The packet's first Fragment header, when it is a first fragment's (offset 0, M 1) and
+ * not the one flt_parse named (wire_ipv6_upper walks on past a Fragment header at offset
+ * 0, for the first fragment's ports, and names the last one): p's fragment fields are made
+ * that header's in *q, and q returned; else p. RFC 8200 §4: extension headers "must be
+ * processed strictly in the order they appear in the packet", and §4.5: what follows a
+ * Fragment header is its Fragmentable Part, another Fragment header included. So the outer
+ * header keys the datagram and says where its data starts; the inner one is processed when
+ * the datagram is whole (for_node, or the owner's lwIP, whose ip6_input takes the first
+ * Fragment header it meets). Before, such a first fragment was taken for the inner one,
+ * rebuilt, dropped as a fragment nobody owns, and its datagram never completed. The headers
+ * before it (§4.1: Hop-by-Hop, Routing, Destination Options) were walked in bounds by
+ * flt_parse; the walk stops at p's own Fragment header. */
+static const struct flt_pkt *outer_first_fragment6(const uint8_t *frame, const struct flt_pkt *p,
+						   struct flt_pkt *q)
+{
+	const uint8_t *ip = frame + p->l3_off;
+	uint8_t nh = ip[WIRE_IPV6_OFF_NEXT];
+	size_t at = WIRE_IPV6_HLEN;
+
+	while (at + WIRE_IPV6_FRAG_HLEN <= p->ip6.frag_data_off &&
+	       (nh == WIRE_IPPROTO_HOPOPTS || nh == WIRE_IPPROTO_ROUTING ||
+		nh == WIRE_IPPROTO_DSTOPTS)) {
+		nh = ip[at];
+		at += ((size_t)ip[at + 1] + 1) * WIRE_IPV6_EXT_UNIT;
+	}
+	if (nh != WIRE_IPPROTO_FRAGMENT || at + WIRE_IPV6_FRAG_HLEN >= p->ip6.frag_data_off)
+		return p;   /* p's is the first (or there is none to find) */
+	uint16_t fo = wire_rd16(ip + at + 2);
+	if ((fo & WIRE_IPV6_FRAG_OFFMASK) || !(fo & WIRE_IPV6_FRAG_M))
+		return p;   /* an atomic one: atomic6 takes the packet, one header per pass */
+	*q = *p;
+	q->ip6.frag_off = 0;
+	q->ip6.mf = true;
+	q->ip6.frag_id = wire_rd32(ip + at + 4);
+	q->ip6.frag_data_off = (uint16_t)(at + WIRE_IPV6_FRAG_HLEN);
+	return q;
+}
+
 void srv__reass_input(struct srv *s, const uint8_t *frame, size_t len, const struct flt_pkt *p)
 {
 	struct srv_reass *r = s->reass;
 	struct piece x;
 	size_t cost = len + SRV_REASS_OVERHEAD;
 	struct dgram *d;
+	struct flt_pkt outer;
 
+	if (p->ethertype == WIRE_ETHERTYPE_IPV6 && p->ip6.fragment)
+		p = outer_first_fragment6(frame, p, &outer);
 	piece_of(p, &x);
 	uint32_t off = x.off, end = x.end, dlen = end - off;
-	if (x.k.v6 && off == 0 && !x.mf && dlen) {
+	/* RFC 8200 §4.5: an atomic fragment "should be processed as a fully reassembled
+	 * packet". One with no data is one when its Next Header is 59, No Next Header (§4.7:
+	 * "there is nothing following that header"): the node ignores it as it ignores any
+	 * such packet (reply6.c, answer). Without data and with another Next Header, the
+	 * header it names is missing: drop_reass_bad below. */
+	if (x.k.v6 && off == 0 && !x.mf &&
+	    (dlen || frame[p->l3_off + p->ip6.frag_data_off - WIRE_IPV6_FRAG_HLEN] ==
+			     WIRE_IPPROTO_NONE)) {
 		atomic6(s, frame, len, p, end);
 		return;
 	}

@@ -317,12 +317,12 @@ int uls_node_start_sized(const struct uls_node_config *cfg, size_t size)
 		return rc;
 	/* The IPv6 address may come from the environment, as a program linked with libuls
 	 * need not know about it (ULS_IP6=ADDR/PLEN; uls(3)). */
-	const char *e6 = getenv("ULS_IP6");
+	const char *e6 = stk__getenv("ULS_IP6");
 	if (IN6_IS_ADDR_UNSPECIFIED(&c.addr6) && e6 && *e6 &&
 	    uls_parse_cidr6(e6, &c.addr6, &c.prefix_len6) < 0)
 		return -EINVAL;
 	/* The router likewise (ULS_GW6=ADDR). */
-	const char *eg = getenv("ULS_GW6");
+	const char *eg = stk__getenv("ULS_GW6");
 	if (IN6_IS_ADDR_UNSPECIFIED(&c.gateway6) && eg && *eg &&
 	    inet_pton(AF_INET6, eg, &c.gateway6) != 1)
 		return -EINVAL;

@@ -128,7 +128,7 @@ int stk__cond_wait_until(pthread_cond_t *c, uint64_t deadline)
  * a decimal number up to SPIN_US_MAX is refused with a message saying so. */
 static unsigned env_us_said(const char *name, bool say)
 {
-	const char *e = getenv(name);
+	const char *e = stk__getenv(name);
 	char *end;
 
 	if (!e || !*e)
@@ -153,7 +153,7 @@ static unsigned env_us(const char *name)
  * said (with what the default does, dflt_says), and leaves the default. */
 static bool env_switch(const char *name, bool dflt, const char *dflt_says)
 {
-	const char *e = getenv(name);
+	const char *e = stk__getenv(name);
 
 	if (!e)
 		return dflt;
@@ -212,7 +212,7 @@ void stk__drive_init(void)
 	static bool read_env;
 
 	if (!read_env) {
-		const char *rtc = getenv("ULS_RTC");
+		const char *rtc = stk__getenv("ULS_RTC");
 		read_env = true;
 		n->rtc = !(rtc && strcmp(rtc, "0") == 0);
 		n->spin_us = env_us("ULS_SPIN_US");

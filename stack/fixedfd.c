@@ -115,7 +115,7 @@ static int tab_with_room(void)
 			last = t->size;
 	}
 	if (ids == live_from && !last) {
-		const char *e = getenv("ULS_FIXED_FILES");
+		const char *e = stk__getenv("ULS_FIXED_FILES");
 		if (e && strcmp(e, "0") == 0)
 			unavailable = true;  /* docs/usage.md: descriptors, for comparison */
 	}

@@ -429,6 +429,10 @@ ssize_t stk__ffd_recvmsg(int h, struct msghdr *mh, int flags);
 int stk__ffd_install(int h, bool cloexec);
 void stk__ffd_forget(void);
 
+/* One of libuls's environment variables as it was when libuls was loaded, or NULL
+ * (env.c: glibc's getenv() is not safe while another thread changes the environment). */
+const char *stk__getenv(const char *name);
+
 /* Logging (port.c). */
 void stk__log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

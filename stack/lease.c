@@ -516,7 +516,7 @@ static int ask_router6(int fd, struct in6_addr *gw)
  * ULS_DATAPATH=relay; ulsd decides. */
 static bool offer_direct(void)
 {
-	const char *e = getenv("ULS_DATAPATH");
+	const char *e = stk__getenv("ULS_DATAPATH");
 
 	return !(e && !strcmp(e, "relay"));
 }
@@ -771,7 +771,7 @@ void stk__lease_forget(void)
 /* A fork child's first use of the node: a lease of its own, at the parent's ulsd. */
 int stk__lease_reattach(void)
 {
-	const char *ctl = getenv("ULS_CTL");
+	const char *ctl = stk__getenv("ULS_CTL");
 
 	if (lease.path[0])
 		ctl = lease.path;

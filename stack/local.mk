@@ -41,7 +41,7 @@ ULS_STACK_SOURCES = \
 	stack/breakdown.c stack/tso.c stack/tcpconf.c stack/heap.c stack/tcp_checks.c \
 	stack/icmperr.c stack/icmp6err.c stack/cubic.c stack/cubic.h stack/drive.c stack/drive.h \
 	stack/txbatch.c stack/park.c stack/readylist.c stack/outbatch.c \
-	stack/syncookie.c stack/synshed.c stack/conntab.c stack/sigdefer.c stack/hoffstate.c stack/hoffstate.h \
+	stack/syncookie.c stack/synshed.c stack/conntab.c stack/env.c stack/sigdefer.c stack/hoffstate.c stack/hoffstate.h \
 	stack/internal.h stack/sock.h stack/hooks.h stack/lwipopts.h stack/arch/cc.h
 
 lib_LTLIBRARIES += stack/libuls.la

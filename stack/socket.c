@@ -397,7 +397,7 @@ int uls_socket_af(int domain, int type)
 		return -EAFNOSUPPORT;
 	if (!stk__node_up_hint()) {
 		/* A process on a node gets its stack on its first socket (DESIGN.md). */
-		const char *ctl = getenv("ULS_CTL");
+		const char *ctl = stk__getenv("ULS_CTL");
 		if (ctl && *ctl) {
 			rc = uls_attach(ctl);
 			if (rc < 0 && rc != -EALREADY)

@@ -84,7 +84,7 @@ static int half_open_max = -1;
 static unsigned half_open_bound(const struct tcp_pcb_listen *lpcb)
 {
 	if (half_open_max < 0) {
-		const char *e = getenv("ULS_SYN_BACKLOG");
+		const char *e = stk__getenv("ULS_SYN_BACKLOG");
 		char *end;
 		long v = e ? strtol(e, &end, 10) : -1;
 		half_open_max = (e && *e && !*end && v >= 1 && v <= 255) ? (int)v : SYN_BACKLOG_DEFAULT;
@@ -95,7 +95,7 @@ static unsigned half_open_bound(const struct tcp_pcb_listen *lpcb)
 static bool cookies_on(void)
 {
 	if (enabled < 0) {
-		const char *e = getenv("ULS_SYNCOOKIES");
+		const char *e = stk__getenv("ULS_SYNCOOKIES");
 		enabled = e && *e ? strcmp(e, "0") != 0 : SYNCOOKIES_DEFAULT;
 	}
 	return enabled;

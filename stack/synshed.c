@@ -58,7 +58,7 @@ static void draw_key(uint8_t key[16])
 static struct nif_synshed *state(void)
 {
 	if (!shed_ready) {
-		const char *e = getenv("ULS_SYN_SHED");
+		const char *e = stk__getenv("ULS_SYN_SHED");
 		nif_synshed_init(&shed, mono_ms, draw_key, e && strcmp(e, "0") == 0);
 		shed_ready = true;
 	}

@@ -21,7 +21,7 @@ u8_t stk__syn_retries(void)
 	static int retries = -1;
 
 	if (retries < 0) {
-		const char *e = getenv("ULS_SYN_RETRIES");
+		const char *e = stk__getenv("ULS_SYN_RETRIES");
 		char *end;
 		long v = e ? strtol(e, &end, 10) : -1;
 		retries = (e && *e && !*end && v >= 1 && v <= 12) ? (int)v : TCP_SYNMAXRTX;
@@ -38,7 +38,7 @@ static int reass_timeout_env(void)
 	static int secs = -1;
 
 	if (secs < 0) {
-		const char *e = getenv("ULS_REASS_TIMEOUT");
+		const char *e = stk__getenv("ULS_REASS_TIMEOUT");
 		char *end;
 		long v = e ? strtol(e, &end, 10) : -1;
 		secs = (e && *e && !*end && v >= 1 && v <= 255) ? (int)v : 0;
@@ -85,7 +85,7 @@ uint64_t stk__pmtu_age_ms(void)
 	static long secs = -1;
 
 	if (secs < 0) {
-		const char *e = getenv("ULS_PMTU_AGE");
+		const char *e = stk__getenv("ULS_PMTU_AGE");
 		char *end;
 		long v = e ? strtol(e, &end, 10) : -1;
 		secs = (e && *e && !*end && v >= 1 && v <= 86400) ? v : 600;

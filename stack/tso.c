@@ -49,7 +49,7 @@ static struct {
 
 void stk__tso_setup(struct netif *netif, const struct nif_dev *dev)
 {
-	const char *e = getenv("ULS_TSO");
+	const char *e = stk__getenv("ULS_TSO");
 
 	csum_on = dev->offload;
 	tso_on = csum_on && !dev->csum_only && !(e && strcmp(e, "0") == 0);

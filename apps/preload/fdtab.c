@@ -54,13 +54,19 @@ static struct shim_file *pool;
  * thread is preempted there. */
 bool shim__debug_yield;
 
+/* Read at load, not at the first lookup, when the program's threads may run and one may
+ * change the environment under getenv() (stack/env.c). */
+__attribute__((constructor)) static void debug_env(void)
+{
+	const char *y = getenv("ULS_DEBUG_LOOKUP_YIELD");
+
+	shim__debug_yield = y && y[0] == '1' && !y[1];
+}
+
 static void table_init(void)
 {
 	struct rlimit rl;
 	unsigned len = 65536;
-	const char *y = getenv("ULS_DEBUG_LOOKUP_YIELD");
-
-	shim__debug_yield = y && y[0] == '1' && !y[1];
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
 		len = rl.rlim_max == RLIM_INFINITY || rl.rlim_max > TABLE_MAX ? TABLE_MAX :

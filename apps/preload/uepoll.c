@@ -61,13 +61,18 @@ static struct uep *pool;  /* freed instances, kept for created() (reg_lock) */
 static atomic_uint lazy_regs;  /* registrations of sockets in all instances */
 static int enabled = -1;
 
+/* Read at load, not at the first epoll call, when the program's threads may run and one
+ * may change the environment under getenv() (stack/env.c). */
+__attribute__((constructor)) static void uep_env(void)
+{
+	const char *e = getenv("ULS_USER_EPOLL");
+
+	enabled = !(e && e[0] == '0' && !e[1]);
+}
+
 static bool uep_enabled(void)
 {
-	if (enabled < 0) {
-		const char *e = getenv("ULS_USER_EPOLL");
-		enabled = !(e && e[0] == '0' && !e[1]);
-	}
-	return enabled;
+	return enabled > 0;
 }
 
 int64_t uep__now_ns(void)

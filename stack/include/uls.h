@@ -69,6 +69,11 @@ ULS_EXTERN int uls_node_start(const struct uls_node_config *cfg);
  * then shares the node's address with the node's other processes. uls_socket() does this
  * by itself, with $ULS_CTL, when no node is up yet. */
 ULS_EXTERN int uls_attach(const char *ctl_path);
+/* libuls reads its ULS_* environment variables once, when it is loaded (a later getenv()
+ * could meet another thread's setenv()). A program that sets one for itself after that
+ * calls this, before its first socket or uls_attach() and while none of its other threads
+ * calls libuls or changes the environment: libuls reads them again. */
+ULS_EXTERN void uls_env_reload(void);
 ULS_EXTERN void uls_node_stop(void);
 
 /* The node's network interface as the node's sockets use it: the name and index of the

@@ -222,3 +222,60 @@ def test_rfc6946_4_atomic_fragment_in_an_atomic_fragment_to_the_node_processed_i
     link.send(frag(node, ipid2, 1224, msg[1224:], False))
     assert recv_reply(link, node, ident) == payload, \
         "the fragmented echo request whose first fragment was wrapped was not answered whole"
+
+
+@requirement(fix='ulsd: server/reass.c (outer_first_fragment6)', level='MUST',
+             mutate="sed -i 's/if (nh != WIRE_IPPROTO_FRAGMENT || at + WIRE_IPV6_FRAG_HLEN >= "
+                    "p->ip6.frag_data_off)/if (1)/' server/reass.c")
+def test_rfc8200_4_first_fragment_wrapping_an_atomic_fragment_reassembled_by_its_outer_header(node6, link):
+    """RFC 8200 §4: "Therefore, extension headers must be processed strictly in the order
+    they appear in the packet; a receiver must not, for example, scan through a packet
+    looking for a particular kind of extension header and process that header prior to
+    processing all preceding ones." The first fragment of an echo request (outer Fragment
+    header: offset 0, M 1) whose Fragmentable Part begins with an atomic Fragment header of
+    another Identification: the outer header keys the datagram, and once its last fragment
+    came the node answers it whole (the inner header is then processed in isolation, RFC
+    6946 §4). Before, ulsd took the packet for the inner atomic fragment, rebuilt it as a
+    fragment nobody owns and dropped it; the datagram never completed. Positive control:
+    the same datagram with the outer header alone."""
+    node = node6
+    ident, payload = random.randrange(1, 1 << 15), os.urandom(2000)
+    msg, outer, inner = (echo_request(node, ident, payload), random.randrange(1, 1 << 32),
+                         random.randrange(1, 1 << 32))
+    link.send(Ether(src=node.my_mac, dst=node.mac) / IPv6(src=node.my_ip6, dst=node.ip6) /
+              IPv6ExtHdrFragment(offset=0, m=1, id=outer) /
+              IPv6ExtHdrFragment(nh=ICMPV6, offset=0, m=0, id=inner) / Raw(msg[:1224]))
+    link.send(frag(node, outer, 8 + 1224, msg[1224:], False))
+    assert recv_reply(link, node, ident) == payload, \
+        "the echo request whose first fragment wrapped an atomic fragment was not answered whole"
+    ident2, ipid = ident + (1 << 15), random.randrange(1, 1 << 32)
+    msg2 = echo_request(node, ident2, payload)
+    link.send(frag(node, ipid, 0, msg2[:1232], True))
+    link.send(frag(node, ipid, 1232, msg2[1232:], False))
+    assert recv_reply(link, node, ident2) == payload, "control: the plain datagram was not answered"
+
+
+@requirement(fix='ulsd: server/reass.c (srv__reass_input)', level='SHOULD',
+             mutate="sed -i 's/(dlen || frame\\[p->l3_off/(dlen \\&\\& frame[p->l3_off/' server/reass.c")
+def test_rfc8200_4_7_atomic_fragment_with_no_next_header_processed_as_a_whole_packet(node6, link):
+    """RFC 8200 §4.5: "If the fragment is a whole datagram (that is, both the Fragment
+    Offset field and the M flag are zero), then it does not need any further reassembly and
+    should be processed as a fully reassembled packet". §4.7: "The value 59 in the Next
+    Header field of an IPv6 header or any extension header indicates that there is nothing
+    following that header." An atomic fragment to the node whose Next Header is 59 and that
+    carries nothing is such a packet: processed in isolation (reass_atomic), ignored as any
+    No Next Header packet is (drop_no_owner), no ICMPv6 error, not counted a bad fragment
+    (drop_reass_bad). Before, it was dropped as drop_reass_bad. Control: the same with 16
+    octets after the header ("those octets must be ignored")."""
+    node = node6
+    c0 = node.ulsd_counters()
+    for n, ipid in ((0, random.randrange(1, 1 << 32)), (16, random.randrange(1, 1 << 32))):
+        link.send(Ether(src=node.my_mac, dst=node.mac) / IPv6(src=node.my_ip6, dst=node.ip6) /
+                  IPv6ExtHdrFragment(nh=59, offset=0, m=0, id=ipid) / Raw(bytes(n)))
+    assert wait_counter(node.ulsd_counters, "reass_atomic", c0["reass_atomic"] + 2) == \
+        c0["reass_atomic"] + 2, "the atomic fragments were not both processed as whole packets"
+    assert wait_counter(node.ulsd_counters, "drop_no_owner", c0["drop_no_owner"] + 2) >= \
+        c0["drop_no_owner"] + 2
+    assert node.ulsd_counters()["drop_reass_bad"] == c0["drop_reass_bad"], \
+        "a well-formed atomic fragment counted a bad fragment"
+    assert link.recv(lambda p: ICMPv6ParamProblem in p, 1.0) is None, "an ICMPv6 error was sent"

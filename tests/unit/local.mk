@@ -3,7 +3,7 @@ UNIT_TESTS = \
 	tests/unit/test_wire tests/unit/test_frame tests/unit/test_chksum tests/unit/test_copy tests/unit/test_isn tests/unit/test_rxq \
 	tests/unit/test_api tests/unit/test_timers tests/unit/test_pattern tests/unit/test_netops \
 	tests/unit/test_heap tests/unit/test_tcp_checks tests/unit/test_cubic \
-	tests/unit/test_syncookie tests/unit/test_sigdefer tests/unit/test_synshed \
+	tests/unit/test_syncookie tests/unit/test_sigdefer tests/unit/test_synshed tests/unit/test_env \
 	tests/unit/test_fdtab
 check_PROGRAMS += $(UNIT_TESTS)
 TESTS += $(UNIT_TESTS)
@@ -42,6 +42,10 @@ tests_unit_test_tcp_checks_LDADD = $(UNIT_LDADD)
 tests_unit_test_syncookie_SOURCES = tests/unit/test_syncookie.c
 tests_unit_test_syncookie_CPPFLAGS = $(UNIT_CPPFLAGS) -I$(top_srcdir)/stack
 tests_unit_test_syncookie_LDADD = $(UNIT_LDADD)
+
+tests_unit_test_env_SOURCES = tests/unit/test_env.c
+tests_unit_test_env_CPPFLAGS = $(UNIT_CPPFLAGS) -I$(top_srcdir)/stack -I$(top_srcdir)/stack/include
+tests_unit_test_env_LDADD = $(UNIT_LDADD)
 
 tests_unit_test_synshed_SOURCES = tests/unit/test_synshed.c tests/unit/counter_fixture.h
 tests_unit_test_synshed_CPPFLAGS = $(UNIT_CPPFLAGS) -I$(top_srcdir)/stack -I$(top_srcdir)/stack/include

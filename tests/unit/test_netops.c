@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
 
@@ -314,6 +315,26 @@ static void bad_bench_requests_are_refused(void **state)
 	}
 }
 
+/* --- bench__node_start --- */
+
+const char *stk__getenv(const char *name);   /* stack/internal.h (libuls-internal) */
+
+/* ulsbench --ctl PATH --datapath relay: libuls read ULS_DATAPATH when it was loaded
+ * (stack/env.c), so netops has it read the variable again after setting it; the attach
+ * itself fails here (no ulsd at PATH). Without the reload libuls offered the direct path. */
+static void datapath_option_reaches_libuls_which_read_its_variables_at_load(void **state)
+{
+	struct node_opts o = { .ctl = "/nonexistent/uls-test_netops.ctl", .datapath = "relay" };
+
+	(void)state;
+	unsetenv("ULS_DATAPATH");
+	uls_env_reload();
+	assert_null(stk__getenv("ULS_DATAPATH"));
+	assert_int_equal(bench__node_start(&o, "test_netops"), -1);
+	assert_non_null(stk__getenv("ULS_DATAPATH"));
+	assert_string_equal(stk__getenv("ULS_DATAPATH"), "relay");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -335,6 +356,7 @@ int main(void)
 		cmocka_unit_test(bad_ip_node_opt_rejected),
 		cmocka_unit_test(malformed_mac_node_opt_rejected),
 		cmocka_unit_test(multicast_mac_node_opt_rejected_config_untouched),
+		cmocka_unit_test(datapath_option_reaches_libuls_which_read_its_variables_at_load),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

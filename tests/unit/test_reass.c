@@ -568,6 +568,121 @@ static void ipv6_unowned_datagram_whose_first_fragment_was_wrapped_rebuilt_witho
 	assert_int_equal(srv.ctr.v[SRV_REASS_IN_PROGRESS], 0);
 }
 
+/* The first fragment of datagram 22 (offset 0, M 1) whose fragmentable part begins with an
+ * atomic Fragment header (Identification 23), then UDP: frame f, returns its length. RFC
+ * 8200 §4: extension headers "must be processed strictly in the order they appear in the
+ * packet", so the outer Fragment header is the one reassembly goes by (§4.5: the inner one
+ * is part of the "Fragmentable Part"); the inner atomic fragment is processed in isolation
+ * (RFC 6946 §4) once the datagram is whole. */
+static size_t first_fragment_wrapping_an_atomic_one(uint8_t *f)
+{
+	static const uint8_t ext[16] = { 44, 0, 0, 1, 0, 0, 0, 22,   /* offset 0, M 1, id 22 */
+					 17, 0, 0, 0, 0, 0, 0, 23 }; /* offset 0, M 0, id 23 */
+	size_t n = chain6(f, 44, ext, sizeof(ext), 1232);
+
+	f[14 + 40 + 16 + 4] = (1232 + 64) >> 8;         /* the whole datagram's UDP Length */
+	f[14 + 40 + 16 + 5] = (1232 + 64) & 0xff;
+	return n;
+}
+
+/* Its owner gets both fragments once the last one (offset 8 + 1232) came, as one datagram:
+ * the processes' lwIP reassembles them by the outer header too. Before, the first fragment
+ * was taken for the atomic fragment 23 (wire_ipv6_upper names the last Fragment header at
+ * offset 0), rebuilt as a fragment nobody could own and dropped; the last waited 60 s. */
+static void ipv6_first_fragment_wrapping_an_atomic_fragment_reassembled_by_the_outer_header(
+	void **state)
+{
+	(void)state;
+	static uint8_t f[2048];
+	struct flt_pkt p;
+	size_t n = first_fragment_wrapping_an_atomic_one(f);
+
+	assert_int_equal(flt_parse(f, n, &p), 0);
+	srv__reass_input(&srv, f, n, &p);
+	assert_int_equal(srv.ctr.v[SRV_REASS_ATOMIC], 0);
+	assert_int_equal(srv.ctr.v[SRV_REASS_IN_PROGRESS], 1);
+	assert_int_equal(delivered, 0);
+	input6(22, 8 + 1232, 64, false);
+	assert_int_equal(delivered, 2);
+	assert_int_equal(delivered_off[0], 0);
+	assert_int_equal(delivered_off[1], 8 + 1232);
+	assert_int_equal(srv.ctr.v[SRV_REASS_DATAGRAMS], 1);
+	assert_int_equal(srv.ctr.v[SRV_REASS_IN_PROGRESS], 0);
+	assert_int_equal(srv.ctr.v[SRV_DROP_FRAGMENT], 0);
+}
+
+/* Nobody owns it: the node gets the UDP datagram whole, without either Fragment header. */
+static void ipv6_unowned_first_fragment_wrapping_an_atomic_fragment_rebuilt_whole(void **state)
+{
+	(void)state;
+	static uint8_t f[2048];
+	struct flt_pkt p;
+
+	flt_del_listen_fam(srv.flt, WIRE_IPPROTO_UDP, PORT, FLT_FAM_V4 | FLT_FAM_V6, relay.id);
+	size_t n = first_fragment_wrapping_an_atomic_one(f);
+	assert_int_equal(flt_parse(f, n, &p), 0);
+	srv__reass_input(&srv, f, n, &p);
+	input6(22, 8 + 1232, 64, false);
+	assert_int_equal(for_node, 1);
+	assert_int_equal(whole_len, 14 + 40 + 1232 + 64);
+	const uint8_t *ip = whole + 14;
+	assert_int_equal(ip[6], 17);
+	assert_int_equal(ip[4] << 8 | ip[5], 1232 + 64);
+	assert_int_equal(ip[40 + 3], PORT);
+	assert_int_equal(srv.ctr.v[SRV_REASS_ATOMIC], 1);   /* the inner one, once whole */
+	assert_int_equal(srv.ctr.v[SRV_REASS_IN_PROGRESS], 0);
+	assert_int_equal(srv.ctr.v[SRV_DROP_FRAGMENT], 0);
+}
+
+/* An atomic fragment whose Next Header is 59 and nothing after it. RFC 8200 §4.5: "If the
+ * fragment is a whole datagram (that is, both the Fragment Offset field and the M flag are
+ * zero), then it does not need any further reassembly and should be processed as a fully
+ * reassembled packet"; §4.7: "The value 59 in the Next Header field of an IPv6 header or
+ * any extension header indicates that there is nothing following that header." So it is a
+ * well-formed packet with nothing in it: the node gets it as one with no Fragment header
+ * (and ignores it, as it does any No Next Header packet), not counted a bad fragment.
+ * Before, it was dropped as drop_reass_bad, a fragment that carries no data. */
+static void ipv6_atomic_fragment_with_no_next_header_is_a_whole_packet_not_a_bad_fragment(
+	void **state)
+{
+	(void)state;
+	static const uint8_t ext[] = { 59, 0, 0, 0, 0, 0, 0, 24 };  /* offset 0, M 0 */
+	static uint8_t f[2048];
+	struct flt_pkt p;
+	size_t n = chain6(f, 44, ext, sizeof(ext), 0);
+
+	assert_int_equal(flt_parse(f, n, &p), 0);
+	srv__reass_input(&srv, f, n, &p);
+	assert_int_equal(srv.ctr.v[SRV_DROP_REASS_BAD], 0);
+	assert_int_equal(srv.ctr.v[SRV_DROP_FRAGMENT], 0);
+	assert_int_equal(srv.ctr.v[SRV_REASS_ATOMIC], 1);
+	assert_int_equal(for_node, 1);
+	assert_int_equal(whole_len, 14 + 40);
+	const uint8_t *ip = whole + 14;
+	assert_int_equal(ip[6], 59);
+	assert_int_equal(ip[4] << 8 | ip[5], 0);
+	assert_int_equal(srv.ctr.v[SRV_REASS_IN_PROGRESS], 0);
+}
+
+/* The same with octets after it (§4.7: "those octets must be ignored"): the same path. */
+static void ipv6_atomic_fragment_with_no_next_header_and_octets_after_it_a_whole_packet(
+	void **state)
+{
+	(void)state;
+	static const uint8_t ext[] = { 59, 0, 0, 0, 0, 0, 0, 25 };
+	static uint8_t f[2048];
+	struct flt_pkt p;
+	size_t n = chain6(f, 44, ext, sizeof(ext), 16);
+
+	assert_int_equal(flt_parse(f, n, &p), 0);
+	srv__reass_input(&srv, f, n, &p);
+	assert_int_equal(srv.ctr.v[SRV_DROP_REASS_BAD], 0);
+	assert_int_equal(srv.ctr.v[SRV_REASS_ATOMIC], 1);
+	assert_int_equal(for_node, 1);
+	assert_int_equal(whole[14 + 6], 59);
+	assert_int_equal(whole_len, 14 + 40 + 16);
+}
+
 static void ipv6_fragment_not_a_multiple_of_8_gets_parameter_problem_at_payload_length(void **state)
 {
 	(void)state;
@@ -726,6 +841,18 @@ int main(void)
 			setup_relay, teardown),
 		cmocka_unit_test_setup_teardown(
 			ipv6_unowned_datagram_whose_first_fragment_was_wrapped_rebuilt_without_either,
+			setup_relay, teardown),
+		cmocka_unit_test_setup_teardown(
+			ipv6_first_fragment_wrapping_an_atomic_fragment_reassembled_by_the_outer_header,
+			setup_relay, teardown),
+		cmocka_unit_test_setup_teardown(
+			ipv6_unowned_first_fragment_wrapping_an_atomic_fragment_rebuilt_whole,
+			setup_relay, teardown),
+		cmocka_unit_test_setup_teardown(
+			ipv6_atomic_fragment_with_no_next_header_is_a_whole_packet_not_a_bad_fragment,
+			setup_relay, teardown),
+		cmocka_unit_test_setup_teardown(
+			ipv6_atomic_fragment_with_no_next_header_and_octets_after_it_a_whole_packet,
 			setup_relay, teardown),
 		cmocka_unit_test_setup_teardown(
 			ipv6_fragment_not_a_multiple_of_8_gets_parameter_problem_at_payload_length,

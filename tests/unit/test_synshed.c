@@ -418,6 +418,7 @@ static void a_flood_of_spoofed_acks_does_not_flush_the_known_peers(void **state)
 int main(void)
 {
 	unsetenv("ULS_SYN_SHED");   /* the defaults are under test */
+	uls_env_reload();           /* libuls read it at load (stack/env.c) */
 	stk__synshed_clock = fake_clock;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(a_round_of_data_alone_sheds_nothing_after_it),
