@@ -89,6 +89,7 @@ static const char *const own_names[STK_CNT__COUNT] = {
 	[STK_CNT_RTC_PARK_IDLE] = "rtc_park_idle",
 	[STK_CNT_RTC_PARK_SIGNALLED] = "rtc_park_signalled",
 	[STK_CNT_RTC_PARK_TIMER_WAITS] = "rtc_park_timer_waits",
+	[STK_CNT_RTC_PARK_TIMERS_HANDED] = "rtc_park_timers_handed",
 	[STK_CNT_RTC_PARK_HANDED] = "rtc_park_rounds_handed",
 	[STK_CNT_RTC_OWED_TAKEN] = "rtc_owed_rounds_taken",
 	[STK_CNT_RTC_HANDOVERS] = "rtc_stack_handovers",

@@ -16,6 +16,9 @@
  * process whose threads sleep in their calls does not wake its stack thread 500 times a
  * second for nothing (park.c). */
 #define PARK_LONG_MS 8
+/* A park that ran out for a due timer while an application thread held the core lock left
+ * the round to it (park.c); it looks again this soon in case no unlock took it. */
+#define TIMER_RECHECK_MS 1
 /* An idle park's limit (park.c: the driver stayed on the device through a whole
  * PARK_LONG_MS park without a round; its leaving wakes the park). */
 #define PARK_IDLE_MS 3600000

@@ -136,8 +136,10 @@ static void park_round(struct stk_node *n)
  * - A park that runs out with no timer due tries the lock. Held, it leaves its round to
  *   the holder (round_owed, taken at the holder's stk__unlock: stk__drive_owed) and parks
  *   again for GRACE_MS (or until lwIP's next timer as last seen, if sooner), without the
- *   lock. A park that runs out for a timer waits for the lock, as before: the holder
- *   would run it no sooner.
+ *   lock. A park that runs out for a due timer does the same, and looks again
+ *   TIMER_RECHECK_MS later if no holder took the round by then (it waited for the lock
+ *   before: no sooner for the timer, but a convoy behind a thread that takes the lock
+ *   back at once).
  * - A thread that arms a timer earlier than the park's deadline (stk__leave) lowers the
  *   deadline and wakes it; it sleeps again until then, without taking the lock (it took
  *   the lock at once before, and met the waker still holding it). uls_node_stop wakes it
@@ -153,8 +155,9 @@ static void park_round(struct stk_node *n)
  *   does not take the round. The next unlock of any thread does; without one, the
  *   stack thread's next park runs out GRACE_MS later and tries again. Frames that came
  *   while nobody was inside wait at most that long more (2 x GRACE_MS after the last
- *   call, against GRACE_MS plus the holder's hold before). Timers are not delayed: a
- *   due one takes the lock. A round handed twice before it is taken is one round.
+ *   call, against GRACE_MS plus the holder's hold before). A due timer whose round no
+ *   unlock took waits TIMER_RECHECK_MS more. A round handed twice before it is taken is
+ *   one round.
  * - park_deadline is stored (release) before round_owed is set; the holder that takes
  *   round_owed (acquire) runs the round and then its stk__leave compares the next timer
  *   against the new deadline. timer_next may be stale: later than the truth only if a
@@ -231,17 +234,11 @@ static void park(struct stk_node *n)
 				;
 			continue;
 		}
-		/* Run out. For a timer that is due: the lock, waiting for it, as always (a
-		 * holder that took the round at its unlock would run the timer no sooner). */
+		/* Run out: the core lock if it is free, for a due timer too. */
 		pthread_mutex_unlock(&n->park_mtx);
 		uint64_t timer = __atomic_load_n(&n->timer_next, __ATOMIC_RELAXED);
 		uint64_t ms = stk__now_ms();
-		if (timer <= ms) {
-			take = true;
-			timer_wait = true;
-			pthread_mutex_lock(&n->park_mtx);
-			break;
-		}
+		timer_wait = timer <= ms;
 		if (pthread_mutex_trylock(&n->lock) == 0) {
 			stk__core_owner_take();
 			stk__now_held(true);
@@ -249,16 +246,27 @@ static void park(struct stk_node *n)
 			break;
 		}
 		/* Held: the holder takes the round at its unlock; back at GRACE_MS, or at
-		 * lwIP's next timer as last seen (later than now), if that is sooner. */
+		 * lwIP's next timer as last seen (later than now), if that is sooner, or in
+		 * TIMER_RECHECK_MS for a due timer whose round no holder took by then. A due
+		 * timer used to wait for the lock: the holder runs it at its unlock no later,
+		 * but a sender that takes the lock back at once for its next call had the
+		 * waiting stack thread fail, sleep on the futex and be woken again at every
+		 * unlock, a wake-up (an IPI) per call: 3,300 futex waits a second in one
+		 * stream without offload (docs/benchmarks.md, "Stop 39: the park's convoy"). */
 		__atomic_add_fetch(&n->park_handed, 1, __ATOMIC_RELAXED);
+		if (timer_wait)
+			stk__count(STK_CNT_RTC_PARK_TIMERS_HANDED);
+		timer_wait = false;
 		uint64_t next = ms + GRACE_MS, d = timer < next ? timer : next;
+		if (d <= ms)
+			d = ms + TIMER_RECHECK_MS;
 		__atomic_store_n(&n->park_deadline, d, __ATOMIC_SEQ_CST);
 		/* The holder may have armed an earlier timer after timer_next was read above
 		 * and compared it with the deadline that had run out (no wake): look again
 		 * (the pairing is in stk__leave). Due timers then take the lock at their time,
 		 * not GRACE_MS later. */
 		uint64_t again = __atomic_load_n(&n->timer_next, __ATOMIC_SEQ_CST);
-		if (again < d)
+		if (again < d && again > ms)
 			__atomic_store_n(&n->park_deadline, again, __ATOMIC_SEQ_CST);
 		__atomic_store_n(&n->round_owed, true, __ATOMIC_RELEASE);
 		pthread_mutex_lock(&n->park_mtx);

@@ -176,7 +176,10 @@ def test_a_parked_stack_thread_leaves_its_round_to_the_lock_holder_and_each_is_t
     checked): the stack thread parks, and a park that runs out with no timer due while an
     application thread holds the core lock leaves its round to that thread
     (rtc_park_rounds_handed; taken at the holder's unlock, rtc_owed_rounds_taken) instead
-    of sleeping on the lock until the holder lets go, a second wake-up (docs/bench/wake12).
+    of sleeping on the lock until the holder lets go, a second wake-up (docs/bench/wake12);
+    so does one that runs out for a due timer (rtc_park_timers_handed, among the
+    handings: waiting for the lock made a futex convoy behind a sender, docs/benchmarks.md
+    "Stop 39: the park's convoy").
     Exact accounting, no timing: a round is taken at most once per handing (handings are
     counted as they happen, before a holder can take one). Whether any handing happens
     depends on the scheduler, so their number is printed, not asserted (the lead's
@@ -188,5 +191,6 @@ def test_a_parked_stack_thread_leaves_its_round_to_the_lock_holder_and_each_is_t
         else:
             assert side["rtc_park_wakes"] == 0 and side["rtc_park_rounds_handed"] == 0, side
         assert side["rtc_owed_rounds_taken"] <= side["rtc_park_rounds_handed"], side
+        assert side.get("rtc_park_timers_handed", 0) <= side["rtc_park_rounds_handed"], side
     print("server", srv)
     print("client", cli)
