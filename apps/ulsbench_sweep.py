@@ -700,7 +700,8 @@ def main(argv=None):
                                  "with ULSBENCH_COUNTERS set)",
             "cpu_s_per_gb_measured": "the steady state's CPU per GB: cpu_window's CPU "
                                      "seconds per second over measured_bytes per second "
-                                     "of the measured span",
+                                     "of the measured span; absent when the window left "
+                                     "a process out",
             "load_average": "the machine's 1-minute load average when the point started "
                             "(other sessions' work included: on a shared machine it says how "
                             "much CPU the point's processes could get)",

@@ -177,10 +177,12 @@ def make_run(mode, n, mtu, wall, streams, cpu, extra=None):
     if extra:
         run.update(extra)
     w = run.get("cpu_window")
-    if w and w["seconds"] > 0 and counted:
+    if w and w["seconds"] > 0 and counted and not w.get("processes_left_out"):
         # The steady state's CPU per GB: the processes' CPU per second inside the measured
         # part over the bytes per second of that part (process start, the warm-up and the
-        # end are out of both).
+        # end are out of both). Not when the window left a process out (one that ended
+        # before the late second sample on a loaded machine): its CPU would be missing,
+        # and the figure read about 0 (helper thp12, stop 39); the table shows "-".
         run["cpu_s_per_gb_measured"] = round(w["cpu_seconds"] / w["seconds"] /
                                              (counted / wall / 1e9), 3)
     cs = run.get("context_switches")

@@ -774,6 +774,18 @@ def test_steady_state_cpu_per_gb_is_cpu_per_second_over_bytes_per_second():
                                                       {"total": 6.0})
 
 
+def test_no_steady_state_cpu_per_gb_from_a_window_that_left_processes_out():
+    """A window whose second sample came after some processes had ended counts only the
+    others' CPU: no steady-state figure from it (it read about 0 on a loaded machine)."""
+    streams = [{"bytes": 3_000_000_000, "measured_bytes": 2_000_000_000, "gbps": 8.0,
+                "from": 100.0, "to": 102.0, "seconds": 2.0}]
+    run = sw.make_run("perproc", 2, 1500, 3.0, streams * 2, {"total": 6.0},
+                      {"cpu_window": {"seconds": 1.5, "cpu_seconds": 0.01, "processes": 2,
+                                      "processes_left_out": 4}})
+    assert "cpu_s_per_gb_measured" not in run
+    assert run["cpu_window"]["processes_left_out"] == 4
+
+
 def test_tree_cpu_counts_a_process_and_its_children_and_zero_when_gone():
     cm = _common()
     child = subprocess.Popen([sys.executable, "-c", "import time\nt = time.process_time()\n"
