@@ -159,7 +159,7 @@ def test_rfc4443_4_2_fragmented_echo_request_answered_with_all_its_data(node6, l
 
 
 @requirement(fix='ulsd: server/reass.c (atomic6)',
-             mutate="sed -i 's/if (x.k.v6 \\&\\& off == 0 \\&\\& !x.mf \\&\\& dlen) {/if (0) {/' "
+             mutate="sed -i 's/if (x.k.v6 \\&\\& off == 0 \\&\\& !x.mf \\&\\&$/if (0 \\&\\&/' "
                     "server/reass.c")
 def test_rfc6946_4_atomic_fragment_to_the_node_processed_in_isolation(node6, link):
     """RFC 6946 §4: "A host that receives an IPv6 packet that includes a Fragment Header with
