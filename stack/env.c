@@ -42,7 +42,12 @@ static void env_read(void)
 	}
 }
 
-__attribute__((constructor)) static void env_load(void)
+/* First among the constructors of the object libuls is linked into: the shim (apps/preload)
+ * carries libuls in its own object, and its constructor (exec.c's shim_init) attaches the
+ * stack right away for connections passed across exec, which reads ULS_RTC and the rest:
+ * with the default priority it ran first and read nothing (an exec'd program under
+ * ULS_RTC=0 drove its stack anyway; tests/shim's exec-0 case, this stop's CI). */
+__attribute__((constructor(101))) static void env_load(void)
 {
 	env_read();
 }
