@@ -250,13 +250,19 @@ def test_without_offload_concurrent_64mib_streams_verify_as_wire_sized_frames(pl
     streams each way verify, at least 256 MiB / 1514 frames leave node 1 (frames_sent;
     direct: direct_tx_passed), and no super-segment is sent or received: the path every
     frame took before offloads, still whole."""
-    tb = plain_nodes
+    wire_sized_streams_both_ways(plain_nodes, 6740)
+
+
+def wire_sized_streams_both_ways(tb, base_port):
+    """4 concurrent 64 MiB streams from node 1 to node 2, then 4 back, every byte verified:
+    at least 256 MiB / 1514 frames leave node 1, and no super-segment is sent or received,
+    no frame refused for its offload or size at either node."""
     c1, c2 = tb.counters(1), tb.counters(2)
-    run_offload_pairs(tb, 4, 64 * MIB, 6740, "send")
+    run_offload_pairs(tb, 4, 64 * MIB, base_port, "send")
     m1 = tb.counters(1)
     # 256 MiB left node 1 in frames of at most 1514 bytes, not in super-segments
     assert cdelta(c1, m1, SENT[DATAPATH]) >= 4 * 64 * MIB // 1514, m1
-    run_offload_pairs(tb, 4, 64 * MIB, 6750, "recv")
+    run_offload_pairs(tb, 4, 64 * MIB, base_port + 10, "recv")
     d1, d2 = tb.counters(1), tb.counters(2)
     for c0, c in ((c1, d1), (c2, d2)):
         for k in (*GSO_SENT.values(), *GSO_RECEIVED.values(), *OFFLOAD_DROPS):
@@ -284,15 +290,7 @@ def test_checksum_offload_alone_streams_wire_sized_frames_the_receiver_does_not_
         feat = tap_features(tb, node)
         assert feat["tx-checksumming"] == "on", feat
         assert feat["tcp-segmentation-offload"] == "off", feat
-    c1, c2 = tb.counters(1), tb.counters(2)
-    run_offload_pairs(tb, 4, 64 * MIB, 6760, "send")
-    m1 = tb.counters(1)
-    assert cdelta(c1, m1, SENT[DATAPATH]) >= 4 * 64 * MIB // 1514, m1
-    run_offload_pairs(tb, 4, 64 * MIB, 6770, "recv")
-    d1, d2 = tb.counters(1), tb.counters(2)
-    for c0, c in ((c1, d1), (c2, d2)):
-        for k in (*GSO_SENT.values(), *GSO_RECEIVED.values(), *OFFLOAD_DROPS):
-            assert cdelta(c0, c, k) == 0, (k, c)
+    wire_sized_streams_both_ways(tb, 6760)
     nbytes = 16 * MIB
     rx = tb.server(2, 6780, count=1, env={"ULSBENCH_COUNTERS": "1"})
     check_client(tb.client(1, f"{tb.ip(2)}:6780", nbytes, "send", name="csum-rx"),
@@ -302,14 +300,18 @@ def test_checksum_offload_alone_streams_wire_sized_frames_the_receiver_does_not_
     assert got.get("rx_csum_offloaded", 0) >= nbytes // 1448, got
 
 
-def hostile_super_segments(tb, n):
+def hostile_super_segments(tb, n, refused):
     """A hostile process on node 1 writes n TCP super-segments from its own port into its
-    transmit path (tests/node/hostile.c gso): node 1's counters before and after."""
+    transmit path (tests/node/hostile.c gso): node 1 must have refused `refused` of them
+    and let the rest out as super-segments."""
     before = tb.counters(1)
     h = tb.start([HOSTILE, tb.ctl(1), "gso", tb.kernel_ip, "9", str(n)], name="hostile-gso")
     assert h.wait(30) == 0, h.stderr()
     assert f"queued {n}" in h.stdout(), (h.stdout(), h.stderr())
-    return before, tb.counters(1)
+    after = tb.counters(1)
+    moved = {k: cdelta(before, after, k) for k in after if cdelta(before, after, k)}
+    assert cdelta(before, after, GSO_REFUSED[DATAPATH]) == refused, moved
+    assert cdelta(before, after, GSO_SENT[DATAPATH]) == n - refused, moved
 
 
 # Where a node counts a process's super-segment that it let out, and one it refused.
@@ -322,21 +324,13 @@ def test_checksum_offload_alone_refuses_a_processs_super_segments(csum_nodes):
     N refused and counted: by ulsd's relay (drop_tx_bad_offload), or by the kernel's
     transmit check on the direct path (direct_tx_dropped.size). None leaves as one
     (frames_gso_sent, direct_tx_passed_gso). The positive control is the next test."""
-    n = 20
-    before, after = hostile_super_segments(csum_nodes, n)
-    moved = {k: cdelta(before, after, k) for k in after if cdelta(before, after, k)}
-    assert cdelta(before, after, GSO_REFUSED[DATAPATH]) == n, moved
-    assert cdelta(before, after, GSO_SENT[DATAPATH]) == 0, moved
+    hostile_super_segments(csum_nodes, 20, refused=20)
 
 
 def test_offload_node_lets_a_processs_super_segments_out(offload_nodes):
     """The control for the test above: with `ulsd --offload on` the same N super-segments
     from the same hostile process all leave as super-segments, none refused."""
-    n = 20
-    before, after = hostile_super_segments(offload_nodes, n)
-    moved = {k: cdelta(before, after, k) for k in after if cdelta(before, after, k)}
-    assert cdelta(before, after, GSO_SENT[DATAPATH]) == n, moved
-    assert cdelta(before, after, GSO_REFUSED[DATAPATH]) == 0, moved
+    hostile_super_segments(offload_nodes, 20, refused=0)
 
 
 def test_offload_node_serves_a_sender_with_tso_off(offload_nodes):

@@ -642,25 +642,32 @@ static void ipv6_unowned_first_fragment_wrapping_an_atomic_fragment_rebuilt_whol
  * well-formed packet with nothing in it: the node gets it as one with no Fragment header
  * (and ignores it, as it does any No Next Header packet), not counted a bad fragment.
  * Before, it was dropped as drop_reass_bad, a fragment that carries no data. */
-static void ipv6_atomic_fragment_with_no_next_header_is_a_whole_packet_not_a_bad_fragment(
-	void **state)
+/* An atomic fragment (offset 0, M 0, Identification id) whose Next Header is 59, with
+ * tail octets after it, into the node: processed whole, handed to the node with no
+ * Fragment header, not counted bad. */
+static void atomic_no_next_header_is_whole(uint8_t id, size_t tail)
 {
-	(void)state;
-	static const uint8_t ext[] = { 59, 0, 0, 0, 0, 0, 0, 24 };  /* offset 0, M 0 */
+	const uint8_t ext[] = { 59, 0, 0, 0, 0, 0, 0, id };
 	static uint8_t f[2048];
 	struct flt_pkt p;
-	size_t n = chain6(f, 44, ext, sizeof(ext), 0);
+	size_t n = chain6(f, 44, ext, sizeof(ext), tail);
 
 	assert_int_equal(flt_parse(f, n, &p), 0);
 	srv__reass_input(&srv, f, n, &p);
 	assert_int_equal(srv.ctr.v[SRV_DROP_REASS_BAD], 0);
-	assert_int_equal(srv.ctr.v[SRV_DROP_FRAGMENT], 0);
 	assert_int_equal(srv.ctr.v[SRV_REASS_ATOMIC], 1);
 	assert_int_equal(for_node, 1);
-	assert_int_equal(whole_len, 14 + 40);
-	const uint8_t *ip = whole + 14;
-	assert_int_equal(ip[6], 59);
-	assert_int_equal(ip[4] << 8 | ip[5], 0);
+	assert_int_equal(whole[14 + 6], 59);
+	assert_int_equal(whole_len, 14 + 40 + tail);
+}
+
+static void ipv6_atomic_fragment_with_no_next_header_is_a_whole_packet_not_a_bad_fragment(
+	void **state)
+{
+	(void)state;
+	atomic_no_next_header_is_whole(24, 0);
+	assert_int_equal(srv.ctr.v[SRV_DROP_FRAGMENT], 0);
+	assert_int_equal(whole[14 + 4] << 8 | whole[14 + 5], 0);
 	assert_int_equal(srv.ctr.v[SRV_REASS_IN_PROGRESS], 0);
 }
 
@@ -669,18 +676,7 @@ static void ipv6_atomic_fragment_with_no_next_header_and_octets_after_it_a_whole
 	void **state)
 {
 	(void)state;
-	static const uint8_t ext[] = { 59, 0, 0, 0, 0, 0, 0, 25 };
-	static uint8_t f[2048];
-	struct flt_pkt p;
-	size_t n = chain6(f, 44, ext, sizeof(ext), 16);
-
-	assert_int_equal(flt_parse(f, n, &p), 0);
-	srv__reass_input(&srv, f, n, &p);
-	assert_int_equal(srv.ctr.v[SRV_DROP_REASS_BAD], 0);
-	assert_int_equal(srv.ctr.v[SRV_REASS_ATOMIC], 1);
-	assert_int_equal(for_node, 1);
-	assert_int_equal(whole[14 + 6], 59);
-	assert_int_equal(whole_len, 14 + 40 + 16);
+	atomic_no_next_header_is_whole(25, 16);
 }
 
 static void ipv6_fragment_not_a_multiple_of_8_gets_parameter_problem_at_payload_length(void **state)
