@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "netif/vnet.h"
+
 /* off: the frame's offload word (netif/vnet.h), 0 for a plain, fully checksummed frame. */
 typedef void nif_rx_fn(void *arg, const uint8_t *frame, size_t len, uint32_t off);
 
@@ -195,5 +197,13 @@ struct nif_dev {
 	 * buffers (netif/qring.c) call it from rx instead of the nif_rx_fn they were given. */
 	nif_rx_take_fn *rx_take;
 };
+
+/* Whether a frame with offload word off may go out of device d at all (nif_vnet_build
+ * then checks the word against the frame): none on a device without offload, no
+ * super-segment on one with checksum offload alone. */
+static inline bool nif_dev_takes_offload(const struct nif_dev *d, uint32_t off)
+{
+	return off == 0 || (d->offload && !(d->csum_only && nif_off_gso(off)));
+}
 
 #endif

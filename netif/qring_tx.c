@@ -148,18 +148,13 @@ static void tx_queued(struct qring *q, struct io_uring_sqe *sqe, unsigned i, siz
 static int tx_header(struct qring *q, uint8_t *vh, const uint8_t *frame, size_t len,
 		     uint32_t off)
 {
-	if (q->vhl) {
-		/* A node with checksum offload alone takes no super-segment. */
-		if ((q->dev.csum_only && nif_off_gso(off)) || nif_vnet_build(vh, frame, len, off) < 0) {
-			q->st.tx_bad_offload++;
-			return -EINVAL;
-		}
-		if (vh[1] != 0)
-			q->st.tx_gso++;
-	} else if (off) {
+	if (!nif_dev_takes_offload(&q->dev, off) ||
+	    (q->vhl && nif_vnet_build(vh, frame, len, off) < 0)) {
 		q->st.tx_bad_offload++;
 		return -EINVAL;
 	}
+	if (q->vhl && vh[1] != 0)
+		q->st.tx_gso++;
 	return 0;
 }
 

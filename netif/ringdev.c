@@ -248,9 +248,8 @@ static int rd_tx_queue(struct nif_dev *d, uint8_t *slot, size_t len, uint32_t of
 {
 	struct ringdev *r = of(d);
 
-	/* ulsd checks the offload word against the frame; here only whether it may carry one
-	 * (a super-segment not on a node with checksum offload alone). */
-	if (off && (!r->dev.offload || (r->dev.csum_only && nif_off_gso(off)))) {
+	/* ulsd checks the offload word against the frame; here only whether it may carry one. */
+	if (!nif_dev_takes_offload(&r->dev, off)) {
 		r->st.tx_bad_offload++;
 		return -EINVAL;
 	}

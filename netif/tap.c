@@ -596,17 +596,13 @@ static int tx_header(struct nif_tap *t, uint8_t *slot, size_t len, uint32_t off)
 {
 	uint8_t *buf = slot - t->vhl;
 
-	if (t->vhl) {
-		if ((t->dev.csum_only && nif_off_gso(off)) || nif_vnet_build(buf, slot, len, off) < 0) {
-			t->st.tx_bad_offload++;
-			return -EINVAL;
-		}
-		if (buf[1] != 0)
-			t->st.tx_gso++;
-	} else if (off) {
+	if (!nif_dev_takes_offload(&t->dev, off) ||
+	    (t->vhl && nif_vnet_build(buf, slot, len, off) < 0)) {
 		t->st.tx_bad_offload++;
 		return -EINVAL;
 	}
+	if (t->vhl && buf[1] != 0)
+		t->st.tx_gso++;
 	return 0;
 }
 
