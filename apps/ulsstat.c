@@ -109,6 +109,17 @@ static const char *kind_name(unsigned k)
 	}
 }
 
+/* A custody endpoint's state, by RFC 9293's names ("dead": its process died holding it). */
+static const char *custody_name(unsigned c)
+{
+	switch (c) {
+	case CTL_CUSTODY_DEAD:       return "dead";
+	case CTL_CUSTODY_FIN_WAIT_2: return "FIN-WAIT-2";
+	case CTL_CUSTODY_TIME_WAIT:  return "TIME-WAIT";
+	default:                     return "unknown";
+	}
+}
+
 static const char *proto_name(unsigned p)
 {
 	return p == IPPROTO_TCP ? "tcp" : p == IPPROTO_UDP ? "udp" : "?";
@@ -326,10 +337,16 @@ static void json_endpoint(FILE *f, const struct ctl_msg *e)
 
 	addr_str(rip, sizeof(rip), e->rip);
 	fprintf(f, "{\"proto\": \"%s\", \"local\": \"%s:%u\", \"remote\": \"%s:%u\", "
-		"\"pid\": %u, \"state\": \"%s\", \"datapath\": \"%s\"}",
+		"\"pid\": %u, \"state\": \"%s\", \"datapath\": \"%s\"",
 		proto_name(e->proto), e->family == AF_INET6 ? "[::]" : "*", e->lport, rip, e->rport,
 		e->u.endpoint.pid, kind_name(e->u.endpoint.kind),
 		stat__datapath_name(e->u.endpoint.datapath));
+	/* What the dead process left the connection in, and how many probes its peer got
+	 * (server/custody.h). */
+	if (e->u.endpoint.kind == CTL_K_TIMEWAIT)
+		fprintf(f, ", \"custody\": \"%s\", \"probes\": %u",
+			custody_name(e->u.endpoint.custody), e->u.endpoint.probes);
+	fputc('}', f);
 }
 
 static void json_proc(FILE *f, const struct ctl_msg *p)

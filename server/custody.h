@@ -52,6 +52,11 @@ struct srv_custody {
 	uint64_t next_probe_ms;
 	unsigned probes_left;
 	uint8_t state;          /* enum srv_custody_state */
+	/* A probe of this DEAD connection waits for its IPv6 peer's address (reply6.c);
+	 * the advertisement that brings it sends one probe for each such entry, and no
+	 * other: TIME-WAIT and FIN-WAIT-2 entries are never probed. */
+	bool awaits_neighbour;
+	uint8_t probes_sent;    /* saturating; ulsstat lists it */
 	uint32_t snd_nxt;       /* FIN-WAIT-2, TIME-WAIT: past our FIN */
 	uint32_t fin_seq;       /* the sequence number the peer's FIN must carry */
 };
@@ -71,7 +76,8 @@ struct srv_custody_set {
 	bool keyed;
 };
 
-typedef void srv_custody_probe_fn(void *arg, const struct srv_custody *c);
+/* The probe may mark c as waiting for its peer's link-layer address (awaits_neighbour). */
+typedef void srv_custody_probe_fn(void *arg, struct srv_custody *c);
 
 bool srv__custody_holds_addr(const struct srv_custody_set *cs, uint16_t lport,
 			     const struct flt_addr *rip, uint16_t rport);
@@ -98,6 +104,13 @@ int srv__custody_add_timewait(struct srv_custody_set *cs, uint64_t now, uint16_t
 int srv__custody_add_finwait2(struct srv_custody_set *cs, uint64_t now, uint16_t lport,
 			      const struct flt_addr *rip, uint16_t rport, uint32_t snd_nxt,
 			      uint32_t rcv_nxt);
+
+/* A probe of c went out (the probe function's part: a deferred one does not count). */
+static inline void srv__custody_probed(struct srv_custody *c)
+{
+	if (c->probes_sent < UINT8_MAX)
+		c->probes_sent++;
+}
 
 /* A TCP segment for a held tuple (the fields of its header; payload_len: its data). */
 struct srv_custody_seg {

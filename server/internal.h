@@ -195,7 +195,7 @@ void srv__reply_port_unreachable(struct srv *s, const uint8_t *frame, size_t len
 void srv__reply_reass_time_exceeded(struct srv *s, const uint8_t *frame, size_t len,
 				   const struct flt_pkt *p);
 /* A srv_custody_probe_fn: arg is the struct srv. */
-void srv__send_probe(void *arg, const struct srv_custody *c);
+void srv__send_probe(void *arg, struct srv_custody *c);
 void srv__learn_neighbour(struct srv *s, uint32_t ip, const uint8_t mac[WIRE_ETH_ALEN]);
 /* A token bucket of per_s tokens a second, at most per_s saved: may one more go out? */
 bool srv__tokens_allow(uint64_t *at_ms, unsigned *tokens, unsigned per_s);
@@ -227,7 +227,7 @@ static inline bool srv__dad_pending(const struct srv *s)
 }
 /* srv__send_probe for an IPv6 peer: at once when its link-layer address is known, else
  * after the neighbour solicitation it sends is answered (RFC 4861 §7.2.2). */
-void srv__send_probe6(struct srv *s, const struct srv_custody *c);
+void srv__send_probe6(struct srv *s, struct srv_custody *c);
 /* The neighbour cache's retransmissions and failures (s->lock held); returns ms until the
  * next one (at most 1000). */
 int srv__neigh6_run(struct srv *s);

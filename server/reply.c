@@ -260,7 +260,7 @@ void srv__learn_neighbour(struct srv *s, uint32_t ip, const uint8_t mac[WIRE_ETH
  * outside the peer's window makes the peer answer with <SEQ=SND.NXT><ACK=RCV.NXT> (RFC
  * 9293 §3.10.7.4, first check; RFC 5961 §5.2 for an unacceptable ACK); that answer matches
  * no endpoint, so ulsd resets it with SEQ = its ACK field, exactly in the peer's window. */
-void srv__send_probe(void *arg, const struct srv_custody *c)
+void srv__send_probe(void *arg, struct srv_custody *c)
 {
 	struct srv *s = arg;
 	uint32_t rip = flt_addr_v4_of(&c->rip);
@@ -286,4 +286,5 @@ void srv__send_probe(void *arg, const struct srv_custody *c)
 	send_tcp(s, s->neigh[i].mac, rip, c->lport, c->rport, seq, seq ^ 0x80000000u,
 		    WIRE_TCP_ACK, 0);
 	s->ctr.v[SRV_RST_PROBES]++;
+	srv__custody_probed(c);
 }

@@ -238,7 +238,7 @@ static const uint8_t *src_for(const struct srv *s, const uint8_t *peer)
 
 /* The probe of reply.c's srv__send_probe over IPv6: an ACK far outside the peer's window,
  * its checksum over RFC 8200 §8.1's pseudo-header. */
-static void send_probe(struct srv *s, const uint8_t mac[WIRE_ETH_ALEN], const struct srv_custody *c)
+static void send_probe(struct srv *s, const uint8_t mac[WIRE_ETH_ALEN], struct srv_custody *c)
 {
 	uint8_t f[ETH_HLEN + IP6_HLEN + TCP_HLEN];
 	uint8_t *tcp = f + ETH_HLEN + IP6_HLEN;
@@ -253,6 +253,7 @@ static void send_probe(struct srv *s, const uint8_t mac[WIRE_ETH_ALEN], const st
 	wire_wr16(tcp + WIRE_TCP_OFF_CHECKSUM, wire_sum_finish(wire_sum(sum, tcp, TCP_HLEN)));
 	srv__send_frame(s, f, sizeof(f));
 	s->ctr.v[SRV_RST_PROBES]++;
+	srv__custody_probed(c);
 }
 
 /* RFC 4861 §7.2.2: a Neighbor Solicitation for target, "sent to the solicited-node
@@ -371,7 +372,9 @@ static void dad_duplicate(struct srv *s, const uint8_t *addr, const char *what)
 
 /* The address of ip has come (§7.2.5: the node "sends any packets queued for the neighbor
  * awaiting address resolution"): what ulsd held for it are custody's probes, one for each
- * connection in custody whose peer is ip. */
+ * connection whose probe waited for ip. Only those: a connection its process left in
+ * TIME-WAIT or FIN-WAIT-2 to the same peer is never probed (custody.h), and would reset a
+ * peer that may still close in order. */
 static void probe_waiting(struct srv *s, const uint8_t ip[16])
 {
 	uint8_t mac[WIRE_ETH_ALEN];
@@ -379,13 +382,15 @@ static void probe_waiting(struct srv *s, const uint8_t ip[16])
 	if (srv__neigh6_lookup(&s->neigh6, srv__now_ms(), ip, mac) < 0)
 		return;
 	for (size_t i = 0; i < s->custody.n; i++) {
-		const struct srv_custody *c = &s->custody.c[i];
-		if (!flt_addr_is_v4(&c->rip) && memcmp(c->rip.b, ip, 16) == 0)
+		struct srv_custody *c = &s->custody.c[i];
+		if (c->awaits_neighbour && memcmp(c->rip.b, ip, 16) == 0) {
+			c->awaits_neighbour = false;
 			send_probe(s, mac, c);
+		}
 	}
 }
 
-void srv__send_probe6(struct srv *s, const struct srv_custody *c)
+void srv__send_probe6(struct srv *s, struct srv_custody *c)
 {
 	uint64_t now = srv__now_ms();
 	uint8_t mac[WIRE_ETH_ALEN];
@@ -403,6 +408,7 @@ void srv__send_probe6(struct srv *s, const struct srv_custody *c)
 		rc = 0;
 	}
 	if (rc == 0) {
+		c->awaits_neighbour = false;
 		send_probe(s, mac, c);
 		return;
 	}
@@ -411,6 +417,9 @@ void srv__send_probe6(struct srv *s, const struct srv_custody *c)
 	 * (srv__neigh6_run). */
 	if (srv__neigh6_resolve(&s->neigh6, now, c->rip.b) == 1)
 		send_ns(s, c->rip.b);
+	/* If resolution fails the flag stays: a probe that goes when the peer's address does
+	 * come later is still one this dead connection was due. */
+	c->awaits_neighbour = true;
 	count_evicted(s);
 	s->ctr.v[SRV_RST_PROBES_DEFERRED]++;
 }

@@ -89,6 +89,16 @@ static void stat_one(void *arg, const char *name, uint64_t v)
 	send_counter(sc->s, sc->seq, name, v);
 }
 
+static uint8_t custody_state(uint8_t st)
+{
+	switch ((enum srv_custody_state)st) {
+	case SRV_CUSTODY_DEAD:       return CTL_CUSTODY_DEAD;
+	case SRV_CUSTODY_FIN_WAIT_2: return CTL_CUSTODY_FIN_WAIT_2;
+	case SRV_CUSTODY_TIME_WAIT:  return CTL_CUSTODY_TIME_WAIT;
+	}
+	return 0;
+}
+
 static int send_endpoint(const struct flt_rule *rule, void *arg)
 {
 	struct stat_ctx *e = arg;
@@ -232,6 +242,8 @@ void srv__stats(struct srv *s, int fd, uint32_t seq)
 		memcpy(r.rip, s->custody.c[i].rip.b, 16);
 		r.rport = s->custody.c[i].rport;
 		r.u.endpoint.kind = CTL_K_TIMEWAIT;
+		r.u.endpoint.custody = custody_state(s->custody.c[i].state);
+		r.u.endpoint.probes = s->custody.c[i].probes_sent;
 		collect(s, &r);
 	}
 	struct ctl_msg end;

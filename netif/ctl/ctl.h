@@ -135,11 +135,15 @@ struct ctl_counter {
 	uint64_t value;
 };
 
+/* A custody endpoint's state: what the process left its connection in (server/custody.h). */
+enum ctl_custody { CTL_CUSTODY_DEAD = 1, CTL_CUSTODY_FIN_WAIT_2, CTL_CUSTODY_TIME_WAIT };
+
 struct ctl_endpoint {
 	uint32_t pid;
 	uint8_t kind;
 	uint8_t datapath;     /* enum ctl_datapath of the owner; 0: none (custody) */
-	uint8_t pad[2];
+	uint8_t custody;      /* CTL_K_TIMEWAIT: enum ctl_custody; else 0 */
+	uint8_t probes;       /* CTL_K_TIMEWAIT: the probes ulsd sent its peer (at most 255) */
 };
 
 /* STAT_PROC: a process on the node and what its connection table said. */

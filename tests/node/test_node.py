@@ -580,6 +580,10 @@ def close_after_exit(tb, port, mode, closer=CLOSER):
             tb.stat(1)["endpoints"], {k: delta(before, tb.counters(1), k) for k in after_keys()},
             cl.stderr())
         time.sleep(0.05)
+    # Listed as what the process left it in, unprobed (custody.h).
+    held = [e for e in tb.stat(1)["endpoints"]
+            if e["state"] == "custody" and e["local"].endswith(f":{eof['peer_port']}")]
+    assert [(e["custody"], e["probes"]) for e in held] == [("FIN-WAIT-2", 0)], held
     open(go, "w").close()
     assert kp.wait(20) == 0, kp.stderr()
     r = [j for j in kp.json_lines() if "state" in j][-1]

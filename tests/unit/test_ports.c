@@ -23,7 +23,7 @@
 /* Time and probes are the caller's: the tests give them. */
 static uint64_t now_ms = 1000;
 static unsigned probes_sent;
-static void probe(void *arg, const struct srv_custody *c) { (void)arg; (void)c; probes_sent++; }
+static void probe(void *arg, struct srv_custody *c) { (void)arg; (void)c; probes_sent++; }
 
 static struct flt_table *flt;
 static struct srv_custody_set custody;

@@ -27,7 +27,7 @@ static struct srv srv;
 
 /* reply6.c's, which srv__send_probe hands an IPv6 peer (test_reply6 checks it). */
 static unsigned probes6;
-void srv__send_probe6(struct srv *s, const struct srv_custody *c)
+void srv__send_probe6(struct srv *s, struct srv_custody *c)
 {
 	(void)s; (void)c;
 	probes6++;

@@ -679,6 +679,48 @@ static void unanswered_solicitations_end_in_a_counted_drop(void **state)
 	assert_false(srv__neigh6_resolving(&srv.neigh6));
 }
 
+/* The advertisement that ends a resolution sends the probes that waited for it, and only
+ * those: a connection its process left in TIME-WAIT to the same peer is held unprobed
+ * (custody.h, RFC 9293 §3.3.2), and a DEAD one probed already is not probed twice. Then
+ * the peer's own solicitation, its address known, sends nothing either. */
+static void resolution_sends_only_the_probes_that_waited(void **state)
+{
+	struct srv_custody held[2] = {
+		{ .lport = 5002, .rport = 80, .rip = flt_addr_v6(peer_ip6),
+		  .state = SRV_CUSTODY_TIME_WAIT, .expires_ms = now_ms + SRV_TIMEWAIT_MS },
+		{ .lport = 5001, .rport = 80, .rip = flt_addr_v6(peer_ip6),
+		  .probes_left = SRV_CUSTODY_PROBES, .expires_ms = now_ms + SRV_TIMEWAIT_MS },
+	};
+	struct frame f;
+
+	(void)state;
+	srv.custody.c = held;
+	srv.custody.n = srv.custody.cap = 2;
+	srv__send_probe(&srv, &held[1]);
+	assert_int_equal(nsent, 1);
+	sent_ns(peer_ip6);
+	assert_true(held[1].awaits_neighbour);
+	assert_false(held[0].awaits_neighbour);
+	na_in(&f, peer_ip6, opt_mac, WIRE_ND_NA_SOLICITED | WIRE_ND_NA_OVERRIDE, 255);
+	srv__input_ip6(&srv, f.b, f.len);
+	assert_int_equal(nsent, 2);
+	sent_probe(opt_mac, peer_ip6);   /* port 5001's, the DEAD one */
+	assert_int_equal(srv.ctr.v[SRV_RST_PROBES], 1);
+	assert_false(held[1].awaits_neighbour);
+	assert_int_equal(held[1].probes_sent, 1);   /* ulsstat lists them */
+	assert_int_equal(held[0].probes_sent, 0);
+	/* An unsolicited advertisement with another address, then the peer's solicitation:
+	 * the cache changes, nothing waits, no probe. */
+	static const uint8_t new_mac[6] = { 0x02, 0x75, 0x6c, 0, 0, 0x77 };
+	na_in(&f, peer_ip6, new_mac, WIRE_ND_NA_OVERRIDE, 255);
+	srv__input_ip6(&srv, f.b, f.len);
+	input_ns(peer_ip6, node_ip6, opt_mac, 255);
+	assert_int_equal(nsent, 3);   /* the NA answering the solicitation */
+	assert_int_equal(srv.ctr.v[SRV_RST_PROBES], 1);
+	srv.custody.c = NULL;
+	srv.custody.n = srv.custody.cap = 0;
+}
+
 /* ---- the node's duplicate address detection (RFC 4862 §5.4, optimistic) --------------- */
 
 /* §5.4.2: after a random delay of at most MAX_RTR_SOLICITATION_DELAY, one solicitation per
@@ -785,6 +827,7 @@ int main(void)
 		cmocka_unit_test_setup(probe_to_unknown_peer_solicits_and_goes_when_the_na_comes,
 				       setup),
 		cmocka_unit_test_setup(unanswered_solicitations_end_in_a_counted_drop, setup),
+		cmocka_unit_test_setup(resolution_sends_only_the_probes_that_waited, setup),
 		cmocka_unit_test_setup(dad_solicits_each_address_once_from_unspecified_then_is_done,
 				       setup),
 		cmocka_unit_test_setup(dad_advertisement_for_tentative_address_is_a_counted_duplicate,

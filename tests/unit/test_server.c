@@ -365,7 +365,7 @@ static void test_custody_acks_a_retransmission_of_data_the_process_had_received(
 	assert_int_equal(seg(pa, 5001, 1000, 10, &sq, &ak), SRV_CUSTODY_RST_BAD_FIN);
 }
 
-static void no_probe(void *arg, const struct srv_custody *c)
+static void no_probe(void *arg, struct srv_custody *c)
 {
 	(void)arg;
 	(void)c;
