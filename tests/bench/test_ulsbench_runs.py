@@ -173,7 +173,12 @@ def test_one_short_run_of_every_mode_verifies_and_writes_schema_and_plots(tmp_pa
             # CPU over the measured part, from every process of the point
             w = run["cpu_window"]
             assert w["processes"] >= 3 and w["processes_left_out"] == 0, run
-            assert 0 < w["seconds"] <= 0.5 and w["cpu_seconds"] > 0, run
+            # Inside the point after its warm-up. Not "<= 0.5": the second sample is
+            # taken 0.1 s before the planned end by a loop that sleeps between looks,
+            # and on a loaded machine it came later (every process still running, so
+            # none left out).
+            assert 0 < w["seconds"] < run["wall_seconds"] - run["warmup_seconds"], run
+            assert w["cpu_seconds"] > 0, run
             assert run["cpu_s_per_gb_measured"] > 0, run
         # each ulstack mode on the data path it asked for, and who moved its frames
         if run["mode"] in ("perproc", "relay", "central"):
