@@ -130,7 +130,10 @@ DP_MAP(BPF_MAP_TYPE_ARRAY, FLT_DP_LEASES, __u32, __u32) dp_lease_q SEC(".maps");
 /* Queue -> its lease id (0: free, or ulsd's queue 0). */
 DP_MAP(BPF_MAP_TYPE_ARRAY, FLT_DP_QUEUES, __u32, __u32) dp_q_owner SEC(".maps");
 
-DP_MAP(BPF_MAP_TYPE_ARRAY, FLT_DP_QUEUES, __u32, struct flt_dp_qstat) dp_qstat SEC(".maps");
+/* Per CPU: both CPUs count for the same queue (a data frame's steering on the sender's,
+ * the queue's own writes on its process's), and an atomic add to a shared line moved that
+ * line between them for every frame. ulsd sums the CPUs' figures. */
+DP_MAP(BPF_MAP_TYPE_PERCPU_ARRAY, FLT_DP_QUEUES, __u32, struct flt_dp_qstat) dp_qstat SEC(".maps");
 
 DP_MAP(BPF_MAP_TYPE_HASH, FLT_DP_ARP_MAX, __u32, struct flt_dp_arpwait) dp_arpwait SEC(".maps");
 
@@ -194,9 +197,9 @@ static void count_steered(__u32 q, int gso)
 
 	if (!st)
 		return;
-	__sync_fetch_and_add(&st->steered, 1);
+	st->steered++;
 	if (gso)
-		__sync_fetch_and_add(&st->steered_gso, 1);
+		st->steered_gso++;
 }
 
 /* An ARP reply for the node goes to a queue that asked for that address (RFC 826: each
@@ -696,13 +699,13 @@ int txcheck(struct __sk_buff *skb)
 		struct flt_dp_qstat *st = bpf_map_lookup_elem(&dp_qstat, &q);
 		if (r != FLT_DP_PASS) {
 			if (st && r > 0 && r < FLT_DP_REASONS)
-				__sync_fetch_and_add(&st->tx_drop[r], 1);
+				st->tx_drop[r]++;
 			return TCX_DROP;
 		}
 		if (st) {
-			__sync_fetch_and_add(&st->tx_pass, 1);
+			st->tx_pass++;
 			if (skb->gso_size)
-				__sync_fetch_and_add(&st->tx_pass_gso, 1);
+				st->tx_pass_gso++;
 		}
 	}
 	/* For the node itself: back into the TAP, to steering. An ARP request for the node's

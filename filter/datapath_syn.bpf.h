@@ -197,17 +197,17 @@ static __attribute__((noinline)) int syn_decide(const struct flt_dp_cfg *c, __u3
 	}
 	if (bpf_map_lookup_elem(&dp_known, src)) {
 		if (sq->win_syns >= c->syn_budget)
-			__sync_fetch_and_add(&st->syn_known_peer, 1);
+			st->syn_known_peer++;
 		return TCX_PASS;
 	}
 	if (syn_remembered(fp)) {
-		__sync_fetch_and_add(&st->syn_readmitted, 1);
+		st->syn_readmitted++;
 		sq->judge_back++;
 		/* Shed SYNs that come back are a burst of real clients, not a flood. */
 		if (sq->judge_shed >= SYN_JUDGE_MIN && sq->judge_back * 4 >= sq->judge_shed) {
 			sq->suspend_until_ns = now + SYN_SUSPEND_NS;
 			sq->judge_shed = sq->judge_back = 0;
-			__sync_fetch_and_add(&st->syn_suspended, 1);
+			st->syn_suspended++;
 		}
 		return TCX_PASS;
 	}
@@ -218,7 +218,7 @@ static __attribute__((noinline)) int syn_decide(const struct flt_dp_cfg *c, __u3
 	if (syn_remember(fp, now) < 0)
 		return TCX_PASS;
 	sq->judge_shed++;
-	__sync_fetch_and_add(&st->syn_shed, 1);
+	st->syn_shed++;
 	return TCX_DROP;
 }
 
