@@ -59,6 +59,9 @@ struct srv_dp {
 	unsigned nq;                 /* queues attached */
 	flt_owner_t all[FLT_GROUP_MAX], pick[FLT_GROUP_MAX];
 	struct flt_dp_qstat gone;    /* the figures of processes' queues before their renewal */
+	/* dp_qstat is per CPU: a lookup fills one struct per possible CPU. */
+	unsigned ncpu;
+	struct flt_dp_qstat *percpu;
 };
 
 static int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -204,6 +207,13 @@ int srv__dp_init(struct srv *s)
 	d->fd_lease_q = bpf_map__fd(d->skel->maps.dp_lease_q);
 	d->fd_q_owner = bpf_map__fd(d->skel->maps.dp_q_owner);
 	d->fd_qstat = bpf_map__fd(d->skel->maps.dp_qstat);
+	rc = libbpf_num_possible_cpus();
+	d->ncpu = rc > 0 ? (unsigned)rc : 0;
+	d->percpu = d->ncpu ? calloc(d->ncpu, sizeof(*d->percpu)) : NULL;
+	if (!d->percpu) {
+		rc = rc < 0 ? rc : -ENOMEM;
+		goto fail;
+	}
 	cfg.ifindex = if_nametoindex(s->tap_name);
 	memcpy(cfg.node_mac, s->mac, 6);
 	if (s->has_ip6) {
@@ -267,6 +277,7 @@ int srv__dp_init(struct srv *s)
 	return 0;
 fail:
 	uls_dp__destroy(d->skel);
+	free(d->percpu);
 	free(d);
 	return rc;
 }
@@ -496,18 +507,31 @@ static void qstat_add(struct flt_dp_qstat *to, const struct flt_dp_qstat *st)
 	to->syn_suspended += st->syn_suspended;
 }
 
+/* Queue q's figures, summed over the CPUs (the programs count per CPU: an atomic add on a
+ * line the other CPU writes too cost every frame a transfer of that line). 0 or -errno. */
+static int qstat_read(struct srv_dp *d, uint32_t q, struct flt_dp_qstat *sum)
+{
+	if (bpf_map_lookup_elem(d->fd_qstat, &q, d->percpu) < 0)
+		return -errno;
+	memset(sum, 0, sizeof(*sum));
+	for (unsigned i = 0; i < d->ncpu; i++)
+		qstat_add(sum, &d->percpu[i]);
+	return 0;
+}
+
 /* A queue's figures are its owner's: at the lease's end they move into the node's totals
  * and the queue starts again from zero. Its map entries already point elsewhere, so only a
  * write its rings had in flight can still count, and counts there after the read are
  * lost (not wrong). */
 static void fold_qstat(struct srv_dp *d, unsigned q)
 {
-	struct flt_dp_qstat st, zero = { 0 };
+	struct flt_dp_qstat st;
 	uint32_t key = q;
 
-	if (bpf_map_lookup_elem(d->fd_qstat, &key, &st) < 0)
+	if (qstat_read(d, key, &st) < 0)
 		return;
-	bpf_map_update_elem(d->fd_qstat, &key, &zero, BPF_ANY);
+	memset(d->percpu, 0, sizeof(*d->percpu) * d->ncpu);
+	bpf_map_update_elem(d->fd_qstat, &key, d->percpu, BPF_ANY);
 	qstat_add(&d->gone, &st);
 	/* synguard's budget and judgement of the queue start again with its next owner. */
 	struct flt_dp_synq sq = { 0 };
@@ -570,7 +594,7 @@ void srv__dp_stats(struct srv *s, srv_dp_stat_fn *fn, void *arg)
 		const struct srv_lease *l = NULL;
 		if (q > 0 && (d->qowner[q] == 0 || d->qowner[q] == Q_RETIRED))
 			continue;
-		if (bpf_map_lookup_elem(d->fd_qstat, &key, &st) < 0)
+		if (qstat_read(d, key, &st) < 0)
 			continue;
 		if (q > 0) {
 			qstat_add(&tot, &st);

@@ -25,6 +25,13 @@ tests_unit_test_datapath6_SOURCES = tests/unit/test_datapath6.c tests/unit/dp_fi
 nodist_tests_unit_test_datapath6_SOURCES = server/datapath.skel.h
 tests_unit_test_datapath6_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBBPF_CFLAGS)
 tests_unit_test_datapath6_LDADD = filter/libflt.la $(LIBBPF_LIBS) $(CMOCKA_LIBS)
+# IPv4 steering, with and without IP options (the programs' one-read peek).
+check_PROGRAMS += tests/unit/test_datapath4
+TESTS += tests/unit/test_datapath4
+tests_unit_test_datapath4_SOURCES = tests/unit/test_datapath4.c tests/unit/dp_fixture.h
+nodist_tests_unit_test_datapath4_SOURCES = server/datapath.skel.h
+tests_unit_test_datapath4_CPPFLAGS = $(AM_CPPFLAGS) $(CMOCKA_CFLAGS) $(LIBBPF_CFLAGS)
+tests_unit_test_datapath4_LDADD = filter/libflt.la $(LIBBPF_LIBS) $(CMOCKA_LIBS)
 # synguard, the direct path's SYN shedding (filter/datapath_syn.bpf.h).
 check_PROGRAMS += tests/unit/test_datapath_syn
 TESTS += tests/unit/test_datapath_syn

@@ -141,11 +141,24 @@ static uint32_t steer(struct dp_fx *f, const struct frame *fr)
 	return o.retval;
 }
 
+/* Queue q's SYN figures, summed over the CPUs (dp_qstat is per CPU, as server/bpf.c's
+ * qstat_read sums it). */
 static struct flt_dp_qstat qstat(struct dp_fx *f, uint32_t q)
 {
-	struct flt_dp_qstat st;
+	int n = libbpf_num_possible_cpus();
+	struct flt_dp_qstat st = { 0 }, *v;
 
-	assert_int_equal(bpf_map_lookup_elem(f->fd_qstat, &q, &st), 0);
+	assert_true(n > 0);
+	v = calloc((size_t)n, sizeof(*v));
+	assert_non_null(v);
+	assert_int_equal(bpf_map_lookup_elem(f->fd_qstat, &q, v), 0);
+	for (int i = 0; i < n; i++) {
+		st.syn_shed += v[i].syn_shed;
+		st.syn_readmitted += v[i].syn_readmitted;
+		st.syn_known_peer += v[i].syn_known_peer;
+		st.syn_suspended += v[i].syn_suspended;
+	}
+	free(v);
 	return st;
 }
 
