@@ -88,8 +88,9 @@ def test_rfc1191_3_frag_needed_below_576_ignored(link, counters):
 @requirement(fix='hook stack/icmperr.c, patch 0030',
              mutate="sed -i 's/if (!(TCP_SEQ_GEQ(seq, pcb->lastack)/if (0 \\&\\& !(TCP_SEQ_GEQ(seq, pcb->lastack)/' stack/icmperr.c")
 def test_rfc5927_4_1_frag_needed_quoting_sequence_outside_window_ignored(link, counters):
-    """RFC 5927 §4.1: "TCP SHOULD check that the TCP sequence number contained in the
-    payload of the ICMP error message is within the range SND.UNA =< SEG.SEQ < SND.NXT."
+    """RFC 5927 §4.1 (Informational, no RFC 2119 level): "These implementations check that
+    the TCP sequence number contained in the payload of the ICMP error message is within
+    the range SND.UNA =< SEG.SEQ < SND.NXT."
     (§7.1: forged frag-needed messages degrade throughput). A frag-needed quoting a sequence
     number far outside the window is counted and ignored: the next segment is full-sized;
     the same message quoting the real segment (positive control) shrinks it."""
