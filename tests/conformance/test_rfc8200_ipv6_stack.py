@@ -63,8 +63,10 @@ def _link_local(mac):
 
 @requirement(fix='own: stack/ethif.c, stack/socket.c; lwIP 2.1.3', mutate="sed -i 's|= v6 ? ip6_input : ip4_input;|= ip4_input; (void)v6;  /* IPv6 dropped as a bad version */|' stack/tso.c")
 def test_rfc9293_3_5_handshake_and_data_over_ipv6(stack6, link):
-    """RFC 9293 §3.5 over IPv6 (RFC 8200 §8: "upper-layer protocols ... over IPv6"): "The
-    synchronization requires each side to send its own initial sequence number and to
+    """RFC 9293 §3.5 over IPv6 (RFC 8200 §8.1: "Any transport or other upper-layer protocol
+    that includes the addresses from the IP header in its checksum computation must be
+    modified for use over IPv6, to include the 128-bit IPv6 addresses instead of 32-bit IPv4
+    addresses."): "The synchronization requires each side to send its own initial sequence number and to
     receive a confirmation of it in acknowledgment from the remote TCP peer." A SYN to the
     node's IPv6 address gets a SYN-ACK that acknowledges it, and data sent after the
     handshake comes back from the echo service over IPv6."""
@@ -142,11 +144,11 @@ def test_rfc4443_4_1_echo_request_answered(stack6, link):
                     "'s/case ICMP6_TYPE_NS: \\/\\* Neighbor solicitation. \\*\\//"
                     "case ICMP6_TYPE_NS: pbuf_free(p); return;/'")
 def test_rfc4861_7_2_4_solicitation_answered_with_advertisement(stack6, link):
-    """RFC 4861 §7.2.4: "A valid Neighbor Solicitation where the Target Address is an
-    address assigned to the receiving interface ... the node ... MUST send a Neighbor
-    Advertisement"; "If the source of the solicitation is not the unspecified address, the
-    node MUST set the Solicited flag to one and unicast the advertisement to the source",
-    with the target's link-layer address; §7.1.2: its Hop Limit is 255. A solicitation to
+    """RFC 4861 §7.2.4: "A node sends a Neighbor Advertisement in response to a valid
+    Neighbor Solicitation targeting one of the node's assigned addresses." ... "Otherwise
+    [the source is not the unspecified address], the node MUST set the Solicited flag to one
+    and unicast the advertisement to the Source Address of the solicitation.", with the
+    target's link-layer address; §7.1.2: its Hop Limit is 255. A solicitation to
     the node's solicited-node group (RFC 4291 §2.7.1) gets such an advertisement; one for
     an address the node does not have gets none."""
     def ns(target):
