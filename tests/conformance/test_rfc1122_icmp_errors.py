@@ -181,9 +181,9 @@ def test_rfc5927_7_2_hard_error_does_not_reset_established_connection(link, coun
     analysis, most popular TCP implementations treat all ICMP "hard errors" received for
     connections in any of the synchronized states (ESTABLISHED, FIN-WAIT-1, FIN-WAIT-2,
     CLOSE-WAIT, CLOSING, LAST-ACK, or TIME-WAIT) as "soft errors"." (the counter-measure
-    against the blind connection-reset attack; Linux does it). A port unreachable quoting an unacknowledged
-    echo segment of an established connection is taken (counted as a soft error: the
-    sequence check passed) and the connection goes on: the echo still answers."""
+    against the blind connection-reset attack; Linux does it). A port unreachable quoting an
+    unacknowledged echo segment of an established connection is taken (counted as a soft
+    error: the sequence check passed) and the connection goes on: the echo still answers."""
     before = counters()["icmp_err_soft"]
     peer = TcpPeer(link, 7)
     peer.connect()
