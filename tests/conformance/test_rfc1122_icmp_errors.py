@@ -154,9 +154,10 @@ def test_rfc1122_4_2_3_9_soft_error_reported_on_timeout(link):
 @requirement(fix='hook stack/icmperr.c, patch 0030',
              mutate="sed -i 's/if (!(TCP_SEQ_GEQ(seq, pcb->lastack)/if (0 \\&\\& !(TCP_SEQ_GEQ(seq, pcb->lastack)/' stack/icmperr.c")
 def test_rfc5927_4_1_icmp_quoting_sequence_outside_window_ignored(link, counters):
-    """RFC 5927 §4.1: "TCP SHOULD check that the TCP sequence number contained in the
-    payload of the ICMP error message is within the range SND.UNA =< SEG.SEQ < SND.NXT.
-    ... If an ICMP error message does not pass this check, it SHOULD be discarded." A port
+    """RFC 5927 §4.1 (Informational, no RFC 2119 level): "These implementations check that
+    the TCP sequence number contained in the payload of the ICMP error message is within
+    the range SND.UNA =< SEG.SEQ < SND.NXT.
+    ... If an ICMP error message does not pass this check, it is discarded." A port
     unreachable quoting ISS + 1000 is dropped and counted, the connect goes on; the same
     message with the SYN's own sequence number (positive control) then fails it."""
     c0 = counters()
@@ -176,11 +177,13 @@ def test_rfc5927_4_1_icmp_quoting_sequence_outside_window_ignored(link, counters
 @requirement(fix='hook stack/icmperr.c, patch 0030',
              mutate="sed -i 's/if (hard \\&\\& pcb->state == SYN_SENT) {/if (hard) {/' stack/icmperr.c")
 def test_rfc5927_7_2_hard_error_does_not_reset_established_connection(link, counters):
-    """RFC 5927 §7.2: "... hosts ... treat ICMP 'hard errors' received for connections in
-    any of the synchronized states as 'soft errors'" (the counter-measure against the blind
-    connection-reset attack; Linux does it). A port unreachable quoting an unacknowledged
-    echo segment of an established connection is taken (counted as a soft error: the
-    sequence check passed) and the connection goes on: the echo still answers."""
+    """RFC 5927 §5.2 (the test's name says 7_2; the text is in §5.2): "Based on this
+    analysis, most popular TCP implementations treat all ICMP "hard errors" received for
+    connections in any of the synchronized states (ESTABLISHED, FIN-WAIT-1, FIN-WAIT-2,
+    CLOSE-WAIT, CLOSING, LAST-ACK, or TIME-WAIT) as "soft errors"." (the counter-measure
+    against the blind connection-reset attack; Linux does it). A port unreachable quoting an
+    unacknowledged echo segment of an established connection is taken (counted as a soft
+    error: the sequence check passed) and the connection goes on: the echo still answers."""
     before = counters()["icmp_err_soft"]
     peer = TcpPeer(link, 7)
     peer.connect()

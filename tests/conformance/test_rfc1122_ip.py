@@ -88,9 +88,11 @@ def test_rfc826_truncated_arp_dropped_and_counted(node, link, counters):
 @requirement(fix='ulsd: server/demux.c, server/reply.c; own: lwIP 2.1.3',
              mutate="sed -i 's/if (p.ip.dst != s->ip \\&\\& p.ip.dst != bcast/if (0 \\&\\& p.ip.dst != s->ip \\&\\& p.ip.dst != bcast/' server/demux.c && sed -i 's/p->icmp.type != WIRE_ICMP_ECHO || p->ip.dst != s->ip ||/p->icmp.type != WIRE_ICMP_ECHO ||/' server/reply.c && tests/conformance/lwip-mutate core/ipv4/ip4.c 's/if (ip4_addr_cmp(ip4_current_dest_addr(), netif_ip4_addr(netif)) ||/if (1 ||/'")
 def test_rfc1122_3_2_1_3_datagram_for_other_address_not_answered(node, link, counters):
-    """RFC 1122 §3.2.1.3: "An incoming datagram is destined for the host if the datagram's
-    destination address field is: (1) (one of) the host's IP address(es); or ... broadcast
-    ... or multicast". A unicast echo request to another address, delivered to the node's
+    """RFC 1122 §3.2.1.3: "A host MUST silently discard an incoming datagram that is not
+    destined for the host. An incoming datagram is destined for the host if the datagram's
+    destination address field is: (1) (one of) the host's IP address(es); or (2) an IP
+    broadcast address valid for the connected network; or (3) the address for a multicast
+    group of which the host is a member on the incoming physical interface." A unicast echo request to another address, delivered to the node's
     MAC, is not answered. Positive control: the same request to the node's address is
     answered."""
     link.send(Ether(src=node.my_mac, dst=node.mac) / IP(src=node.my_ip, dst="198.18.0.77") /

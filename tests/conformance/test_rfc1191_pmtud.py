@@ -37,12 +37,12 @@ def test_rfc1191_3_tcp_segments_carry_df(link):
 @requirement(fix='hook stack/icmperr.c, patch 0031',
              mutate="tests/conformance/lwip-mutate core/tcp_out.c 's/if (seg->len > LWIP_HOOK_TCP_TSO_SIZE(pcb) - (LWIP_TCP_OPT_LENGTH_SEGMENT(seg->flags, pcb)) \\&\\&/if (0 \\&\\& seg->len > 0 \\&\\&/'")
 def test_rfc1191_6_1_frag_needed_lowers_mss_and_lost_segment_resent_smaller(link, counters):
-    """RFC 1191 §6.1 (TCP layer actions): "The TCP layer must track the PMTU for the
-    destination of a connection; it should not send datagrams that would be larger than
-    this." and §4: the router's message carries "the MTU of the next-hop network". After a
-    Fragmentation Needed with MTU 1280 for the first echoed segment, that segment's data is
-    sent again in datagrams of at most 1280 octets, and so is everything after it; every
-    byte arrives intact."""
+    """RFC 1191 §6.4 (TCP layer actions; the test's name says 6_1): "The TCP layer must
+    track the PMTU for the destination of a connection; it should not send datagrams that
+    would be larger than this." and §4: the router's message carries "the MTU of that
+    next-hop network". After a Fragmentation Needed with MTU 1280 for the first echoed
+    segment, that segment's data is sent again in datagrams of at most 1280 octets, and so
+    is everything after it; every byte arrives intact."""
     before = counters()["icmp_pmtu_lowered"]
     peer, first = source_first_segment(link, MSS)
     assert len(first[IP]) == 1500
@@ -88,8 +88,9 @@ def test_rfc1191_3_frag_needed_below_576_ignored(link, counters):
 @requirement(fix='hook stack/icmperr.c, patch 0030',
              mutate="sed -i 's/if (!(TCP_SEQ_GEQ(seq, pcb->lastack)/if (0 \\&\\& !(TCP_SEQ_GEQ(seq, pcb->lastack)/' stack/icmperr.c")
 def test_rfc5927_4_1_frag_needed_quoting_sequence_outside_window_ignored(link, counters):
-    """RFC 5927 §4.1: "TCP SHOULD check that the TCP sequence number contained in the
-    payload of the ICMP error message is within the range SND.UNA =< SEG.SEQ < SND.NXT."
+    """RFC 5927 §4.1 (Informational, no RFC 2119 level): "These implementations check that
+    the TCP sequence number contained in the payload of the ICMP error message is within
+    the range SND.UNA =< SEG.SEQ < SND.NXT."
     (§7.1: forged frag-needed messages degrade throughput). A frag-needed quoting a sequence
     number far outside the window is counted and ignored: the next segment is full-sized;
     the same message quoting the real segment (positive control) shrinks it."""
@@ -125,7 +126,7 @@ def _echo_round(peer, msg, timeout=5.0):
 @requirement(fix='hook stack/icmperr.c, stack/tcpconf.c',
              mutate="sed -i 's/if (st->mss_before > pcb->mss) {/if (0) {/' stack/icmperr.c")
 def test_rfc1191_6_3_lowered_pmtu_raised_again_after_aging(link, counters):
-    """RFC 1191 §6.3 (purging stale PMTU information) by §4's rule: "Hosts MAY detect
+    """RFC 1191 §6.3 (purging stale PMTU information) by §3's rule: "Hosts MAY detect
     increases in Path MTU, but ... this MUST be done at infrequent intervals. An attempt to
     detect an increase (by sending a datagram larger than the current estimate) MUST NOT be
     done less than 5 minutes after a Datagram Too Big message has been received for the

@@ -102,7 +102,7 @@ def _drain_last(link, mine, quiet=0.5):
 def test_rfc2018_8_out_of_order_queue_bounded_and_connection_recovers(node, link, counters):
     """RFC 2018 §8: "the data receiver is permitted to discard data in its queue that has
     not been acknowledged to the data sender, even if the data has already been reported in
-    a SACK block. Such discarding of SACKed packets is discouraged, but may be used if the
+    a SACK option. Such discarding of SACKed packets is discouraged, but may be used if the
     receiver runs out of buffer space." Issue 13: no packet sequence may exhaust a process.
     The receive window alone bounded the out-of-order queue, and one octet in every other
     position of a 4 MiB window was two million segments (440 MB). We send 5,000 such

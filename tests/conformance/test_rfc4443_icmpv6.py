@@ -47,12 +47,12 @@ def test_rfc4443_echo_reply_returns_identical_data(node6, link):
 @requirement(fix='ulsd: server/reply6.c',
              mutate="sed -i 's/WIRE_ICMPV6_DST_UNREACH, WIRE_ICMPV6_UNREACH_PORT/WIRE_ICMPV6_DST_UNREACH, WIRE_ICMPV6_UNREACH_ADDR/' server/reply6.c")
 def test_rfc4443_udp_to_closed_port_gets_port_unreachable(node6, link):
-    """RFC 4443 §3.1: "If the transport protocol (e.g., UDP) has no listener, and if that
-    transport protocol has no alternative means to inform the sender, the destination node
-    SHOULD send a Destination Unreachable message with Code 4 in response." §2.4 (c): "Every
-    ICMPv6 error message ... MUST include as much of the IPv6 offending (invoking) packet
-    ... as possible without making the error message packet exceed the minimum IPv6
-    MTU." """
+    """RFC 4443 §3.1: "A destination node SHOULD originate a Destination Unreachable message
+    with Code 4 in response to a packet for which the transport protocol (e.g., UDP) has no
+    listener, if that transport protocol has no alternative means to inform the sender."
+    §2.4 (c): "Every ICMPv6 error message (type < 128) MUST include as much of the IPv6
+    offending (invoking) packet (the packet that caused the error) as possible without
+    making the error message packet exceed the minimum IPv6 MTU [IPv6]." """
     node = node6
     port = fresh_port()
     payload = os.urandom(1400)   # the invoking packet is cut to fit 1280 octets

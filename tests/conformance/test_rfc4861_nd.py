@@ -60,9 +60,10 @@ def check_na(node, r, target, dst, dmac, solicited_flag):
 @requirement(fix='ulsd: server/reply6.c',
              mutate="sed -i 's/flags |= WIRE_ND_NA_SOLICITED;/;/' server/reply6.c")
 def test_rfc4861_ns_to_solicited_node_group_gets_solicited_na(node6, link):
-    """RFC 4861 §7.2.4: "If the source of the solicitation is not the unspecified address,
-    the node MUST set the Solicited flag to one and unicast the advertisement to the Source
-    Address of the solicitation." On the Override flag: "If the Target Address is either an
+    """RFC 4861 §7.2.4: "If the source of the solicitation is the unspecified address, the
+    node MUST set the Solicited flag to zero and multicast the advertisement to the
+    all-nodes address. Otherwise, the node MUST set the Solicited flag to one and unicast
+    the advertisement to the Source Address of the solicitation." On the Override flag: "If the Target Address is either an
     anycast address or a unicast address for which the node is providing proxy service, or
     the Target Link-Layer Address option is not included, the Override flag SHOULD be set
     to zero. Otherwise, the Override flag SHOULD be set to one." §4.4, Target link-layer
@@ -78,9 +79,11 @@ def test_rfc4861_ns_to_solicited_node_group_gets_solicited_na(node6, link):
 @requirement(fix='ulsd: server/reply6.c',
              mutate="sed -i 's/if (!srv__is_node_ip6(s, ns->target)) {/if (!srv__is_node_ip6(s, ns->target) || !wire_ipv6_is_multicast(in->ip.dst)) {/' server/reply6.c")
 def test_rfc4861_unicast_ns_gets_na(node6, link):
-    """RFC 4861 §7.2.3: "A valid Neighbor Solicitation where the Target Address is an
-    address assigned to the receiving interface ... the solicitation is processed" and
-    answered (§7.2.4) whether it came to the solicited-node group or, as in neighbor
+    """RFC 4861 §7.2.3: "A valid Neighbor Solicitation that does not meet any of the
+    following requirements MUST be silently discarded: - The Target Address is a "valid"
+    unicast or anycast address assigned to the receiving interface [ADDRCONF], ..."; §7.2.4:
+    "A node sends a Neighbor Advertisement in response to a valid Neighbor Solicitation
+    targeting one of the node's assigned addresses." It is answered whether it came to the solicited-node group or, as in neighbor
     unreachability detection (§7.3.1), to the address itself."""
     node = node6
     link.send(ns(node, node.ip6, dst=node.ip6, dmac=node.mac, sll=False))

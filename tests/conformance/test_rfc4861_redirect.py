@@ -61,9 +61,11 @@ def test_rfc4861_8_1_redirect_to_global_target_other_than_destination_discarded(
     unspecified address (which lwIP matched with a free neighbour entry, lwIP patch 0126),
     change nothing: the node's next packet to the destination still goes to the
     destination's own MAC. Control: a valid Redirect (a link-local target) for the same
-    destination is honoured, the next packet goes to the target's MAC (§8.3: "the host
-    updates the destination cache entry ... with the target address" and records the
-    target's link-layer address)."""
+    destination is honoured, the next packet goes to the target's MAC (§8.3: "A host
+    receiving a valid redirect SHOULD update its Destination Cache accordingly so that
+    subsequent traffic goes to the specified target." and "If the redirect contains a Target
+    Link-Layer Address option, the host either creates or updates the Neighbor Cache entry
+    for the target.")."""
     dest = fresh_src6(stack6)
     assert _first_hop_of_reply(stack6, link, dest, 0x1261) == stack6.my_mac.lower(), \
         "the node's reply to an on-link address did not go to its resolved MAC"

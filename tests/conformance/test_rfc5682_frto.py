@@ -103,7 +103,7 @@ def _real_loss_goes_back_n(link, sack):
              mutate="tests/conformance/lwip-mutate core/tcp_out.c "
                     "'s/  pcb->frto = TCP_FRTO_STEP2;/  pcb->frto = TCP_FRTO_OFF;/'")
 def test_rfc5682_3_spurious_timeout_sends_new_data_and_restores_cwnd(node, link):
-    """RFC 5682 §3 (SACK-enhanced F-RTO), step 2: "b) Else, if the Cumulative
+    """RFC 5682 §3.1 (SACK-enhanced F-RTO), step 2: "b) Else, if the Cumulative
     Acknowledgment field does not cover "RecoveryPoint" but is larger than SND.UNA,
     transmit up to two new (previously unsent) segments and proceed to step 3." Step 3:
     "b) If the Cumulative Acknowledgment field or a SACK information in the ACK does not
@@ -123,7 +123,7 @@ def test_rfc5682_3_spurious_timeout_sends_new_data_and_restores_cwnd(node, link)
              mutate="tests/conformance/lwip-mutate core/tcp_out.c "
                     "'s/      goto real_loss;/      tcp_frto_spurious(pcb); return;/'")
 def test_rfc5682_3_real_loss_falls_back_to_conventional_recovery(node, link):
-    """RFC 5682 §3 step 3: "a) If the Cumulative Acknowledgment field or the SACK
+    """RFC 5682 §3.1 step 3: "a) If the Cumulative Acknowledgment field or the SACK
     information covers more than "RecoveryPoint", set the congestion window to no more
     than 3 * MSS and proceed with the conventional RTO recovery, retransmitting
     unacknowledged segments." The whole window was lost: the retransmission is
@@ -139,11 +139,13 @@ def test_rfc5682_3_real_loss_falls_back_to_conventional_recovery(node, link):
 def test_rfc5682_2_1_basic_spurious_timeout_without_sack(node, link):
     """RFC 5682 §2.1 (the basic algorithm, for a connection without SACK), step 2: "b)
     Else, if the acknowledgment advances the window AND the Acknowledgment field does not
-    cover "recover", transmit up to two new (previously unsent) segments and enter step 3";
-    step 3: "b) If the acknowledgment advances the window (i.e., if it acknowledges data
-    that was not retransmitted after the timeout), the TCP sender SHOULD declare the
-    timeout spurious". The exchange of the SACK test, without SACK: new data after the
-    first ACK, a spurious timeout counted after the second, cwnd restored."""
+    cover "recover", transmit up to two new (previously unsent) segments and enter step 3
+    of this algorithm."; step 3: "b) If the acknowledgment advances the window (i.e., if
+    it acknowledges data that was not retransmitted after the timeout), declare the timeout
+    spurious, set SpuriousRecovery to SPUR_TO, and set the value of the "recover" variable
+    to SND.UNA (the oldest unacknowledged sequence number [Pos81])." The exchange of the
+    SACK test, without SACK: new data after the first ACK, a spurious timeout counted after
+    the second, cwnd restored."""
     _spurious_timeout_undone(link, sack=False)
 
 
@@ -152,8 +154,9 @@ def test_rfc5682_2_1_basic_spurious_timeout_without_sack(node, link):
                     "'/section 2.1 step 3 \\*\\//,+2 s/  if (advanced) {/  if (1) {/'")
 def test_rfc5682_2_1_basic_duplicate_ack_falls_back_to_conventional_recovery(node, link):
     """RFC 5682 §2.1 step 3: "a) If the acknowledgment is a duplicate ACK, set the
-    congestion window to no more than 3 * MSS, and continue with the slow-start algorithm
-    retransmitting unacknowledged segments." Without SACK: the retransmission is
-    acknowledged alone, new data goes out, and a duplicate ACK follows: the node resends
-    the window from s + SMSS, at most 3 segments, and counts no spurious timeout."""
+    congestion window to no more than 3 * MSS (where MSS indicates Maximum Segment Size),
+    and continue with the slow-start algorithm retransmitting unacknowledged segments."
+    Without SACK: the retransmission is acknowledged alone, new data goes out, and a
+    duplicate ACK follows: the node resends the window from s + SMSS, at most 3 segments,
+    and counts no spurious timeout."""
     _real_loss_goes_back_n(link, sack=False)

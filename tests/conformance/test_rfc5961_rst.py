@@ -15,10 +15,11 @@ def _still_echoes(peer):
              mutate="sed -i 's/stk__count(STK_CNT_TCP_RST_CHALLENGED);/return ERR_ABRT;/' stack/tcp_checks.c && tests/conformance/lwip-mutate core/tcp_in.c '/we send a challenge ACK/,+4 s/tcp_ack_now(pcb);/;/'")
 def test_rfc5961_3_2_in_window_rst_gets_challenge_ack(node, link):
     """RFC 5961 §3.2: "3) If the RST bit is set and the sequence number does not exactly
-    match the next expected sequence value, yet is within the current receive window, TCP
-    MUST send an acknowledgment (challenge ACK): <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK>. After
-    sending the challenge ACK, TCP MUST drop the unacceptable segment and stop processing
-    the incoming packet further." The connection survives."""
+    match the next expected sequence value, yet is within the current receive window
+    (RCV.NXT < SEG.SEQ < RCV.NXT+RCV.WND), TCP MUST send an acknowledgment (challenge ACK):
+    <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK> After sending the challenge ACK, TCP MUST drop the
+    unacceptable segment and stop processing the incoming packet further." The connection
+    survives."""
     peer = TcpPeer(link, 7)
     peer.connect()
     peer.send("R", seq=peer.snd_nxt + 1000, ack=0, options=[])

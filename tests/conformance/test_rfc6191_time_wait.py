@@ -97,7 +97,7 @@ def test_rfc6191_2_syn_with_older_timestamp_gets_challenge_ack_not_reset(link):
     sequence number not greater either), the connection is not reopened; RFC 9293
     §3.10.7.4 (fourth, check the SYN bit, for TIME-WAIT): "RFC 5961 recommends that in
     these synchronized states, if the SYN bit is set, irrespective of the sequence number,
-    TCP endpoints MUST send a 'challenge ACK' to the remote peer". (RFC 6191 asks to drop
+    TCP endpoints MUST send a "challenge ACK" to the remote peer". (RFC 6191 asks to drop
     it silently; Linux sends the ACK, as we do.) lwIP answered with a reset whose SEQ was
     the SYN's ACK field. The answer is an ACK of the old connection's RCV.NXT, no RST; a SYN
     with a newer timestamp (positive control) then reopens it."""

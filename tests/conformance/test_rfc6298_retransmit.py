@@ -9,8 +9,10 @@ from conftest import TcpPeer, requirement
              mutate="sed -i 's/TCP_MAXRTX  *12/TCP_MAXRTX 0/' stack/lwipopts.h")
 def test_rfc6298_5_unacknowledged_segment_is_retransmitted(node, link):
     """RFC 6298 §5: "(5.4) Retransmit the earliest segment that has not been acknowledged
-    by the TCP receiver." when the retransmission timer expires; RFC 9293 §3.8.1: "TCP
-    MUST implement ... retransmission" of unacknowledged data (MUST-4 area). We never
+    by the TCP receiver." when the retransmission timer expires; RFC 9293 §3.10.8
+    (RETRANSMISSION TIMEOUT): "For any state if the retransmission timeout expires on a
+    segment in the retransmission queue, send the segment at the front of the retransmission
+    queue again, reinitialize the retransmission timer, and return." We never
     acknowledge the echo of our data; the node sends the same bytes at the same sequence
     number again, one RTO later: the handshake gave a LAN round trip, so the RTO is the
     200 ms floor (RFC 6298 §2.2, Deviation from §2.4's 1 s as Linux) on 50 ms ticks."""

@@ -34,11 +34,11 @@ def _full_window_and_its_tail_probe(link):
 def test_rfc6675_5_both_holes_retransmitted_without_waiting_for_an_ack(node, link):
     """RFC 6675 §5, step (4.3): "Retransmit the first data segment presumed dropped", then
     (C): "If cwnd - pipe >= 1 SMSS, the sender SHOULD transmit one or more segments as
-    follows: (C.1) The scoreboard MUST be queried via NextSeg () for the sequence range of
-    the next segment to transmit", where NextSeg's rule (1) picks the first "S2 that meets
-    ... (1.a) S2 is greater than HighRxt. (1.b) S2 is less than the highest octet covered
-    by any received SACK. (1.c) IsLost (S2) returns true." Of a 10-segment window, offsets
-    0 and 4000 are "lost"; our duplicate ACKs SACK everything else. Both holes are
+    follows: (C.1) The scoreboard MUST be queried via NextSeg () for the sequence number
+    range of the next segment to transmit", where NextSeg's rule (1) picks the first "S2
+    that meets ... (1.a) S2 is greater than HighRxt. (1.b) S2 is less than the highest octet
+    covered by any received SACK. (1.c) IsLost (S2) returns true." Of a 10-segment window,
+    offsets 0 and 4000 are "lost"; our duplicate ACKs SACK everything else. Both holes are
     retransmitted before any cumulative ACK, and no SACKed segment is."""
     r = Receiver(link, window=W, sack=True)
     r.start()
@@ -97,7 +97,7 @@ def test_rfc6675_5_one_duplicate_ack_sacking_three_segments_starts_recovery(node
 def test_rfc6675_5_burst_of_lost_segments_retransmitted_in_one_round_trip(node, link):
     """RFC 6675 §5 (C): "If cwnd - pipe >= 1 SMSS, the sender SHOULD transmit one or more
     segments", each chosen by NextSeg (); the pipe counts a lost segment only once it is
-    retransmitted (SetPipe: "(a) If IsLost (S1) returns false: pipe is incremented by 1
+    retransmitted (SetPipe: "(a) If IsLost (S1) returns false: Pipe is incremented by 1
     octet. (b) If S1 <= HighRxt: Pipe is incremented by 1 octet."). Three consecutive
     segments (offsets 0-2999) of a 10-segment window are "lost", the other seven SACKed:
     cwnd = FlightSize / 2 = 5 segments leaves room for all three, which are retransmitted

@@ -10,9 +10,10 @@ from conftest import TcpPeer, curated_pcap, requirement, tcp_opts
 @requirement(fix='lwIP 2.1.3 (LWIP_WND_SCALE, TCP_RCV_SCALE 7)',
              mutate="sed -i 's/TCP_RCV_SCALE  *7/TCP_RCV_SCALE 6/; s/TCP_WND  *(4U/TCP_WND (2U/' stack/lwipopts.h")
 def test_rfc7323_2_2_synack_carries_window_scale_shift_at_least_7(node, link):
-    """RFC 7323 §2.2: "This option MAY be sent in an initial <SYN> segment ... It MAY also
-    be sent in a <SYN,ACK> segment, but only if a Window Scale option was received in the
-    initial <SYN> segment." ulstack's 4 MiB receive window needs a shift of at least 7
+    """RFC 7323 §2.2: "This option MAY be sent in an initial <SYN> segment (i.e., a segment
+    with the SYN bit on and the ACK bit off). If a Window Scale option was received in the
+    initial <SYN> segment, then this option MAY be sent in the <SYN,ACK> segment."
+    ulstack's 4 MiB receive window needs a shift of at least 7
     (65535 << 6 is below 4 MiB)."""
     peer = TcpPeer(link, 7, wscale=7)
     sa = peer.connect()
@@ -24,8 +25,8 @@ def test_rfc7323_2_2_synack_carries_window_scale_shift_at_least_7(node, link):
 @requirement(fix='lwIP 2.1.3',
              mutate="tests/conformance/lwip-mutate core/tcp_out.c 's/if ((pcb->state != SYN_RCVD) || (pcb->flags \\& TF_WND_SCALE)) {/if (1) {/'")
 def test_rfc7323_2_2_no_window_scale_in_synack_without_one_in_syn(node, link):
-    """RFC 7323 §2.2: a Window Scale option "MAY also be sent in a <SYN,ACK> segment, but
-    only if a Window Scale option was received in the initial <SYN> segment." Positive
+    """RFC 7323 §2.2: "If a Window Scale option was received in the initial <SYN> segment,
+    then this option MAY be sent in the <SYN,ACK> segment." Positive
     control: a SYN with Window Scale gets one back."""
     peer = TcpPeer(link, 7, wscale=None)
     sa = peer.connect()
@@ -40,9 +41,11 @@ def test_rfc7323_2_2_no_window_scale_in_synack_without_one_in_syn(node, link):
 def test_rfc7323_3_2_synack_carries_timestamps(node, link):
     """RFC 7323 §3.2: "A TCP MAY send the TSopt in an initial <SYN> segment (i.e., segment
     containing a SYN bit and no ACK bit), and MAY send a TSopt in <SYN,ACK> only if it
-    received a TSopt in the initial <SYN> segment for the connection." and the TSecr
-    field "is valid (for the purpose of TS.Recent) only if the ACK bit is set", carrying
-    the TSval of the SYN it answers."""
+    received a TSopt in the initial <SYN> segment for the connection." and "The TSecr
+    field is valid if the ACK bit is set in the TCP header. ... When the ACK bit is set in
+    an outgoing segment, the sender MUST echo a recently received TSval sent by the remote
+    TCP in the TSval field of a Timestamps option.": the SYN-ACK's TSecr carries the TSval
+    of the SYN it answers."""
     peer = TcpPeer(link, 7)
     opts = peer.syn_options()
     syn_tsval = dict(opts)["Timestamp"][0]
@@ -72,11 +75,10 @@ def test_rfc7323_3_2_no_timestamps_in_synack_without_them_in_syn(node, link):
 @requirement(fix='lwIP 2.1.3',
              mutate="tests/conformance/lwip-mutate core/tcp_in.c 's/pcb->ts_recent = lwip_ntohl(tsval);/(void)tsval;/g'")
 def test_rfc7323_4_3_tsecr_echoes_our_tsval(node, link):
-    """RFC 7323 §4.3: "(2) If Last.ACK.sent falls within the range of sequence numbers of
-    an incoming segment: SEG.SEQ <= Last.ACK.sent < SEG.SEQ + SEG.LEN, then the TSval from
-    the segment is copied to TS.Recent" ... "(3) When a TSopt is sent, its TSecr field is
-    set to the current TS.Recent value." Data we send with TSval X is echoed (port 7) in a
-    segment whose TSecr is X."""
+    """RFC 7323 §4.3: "(2) If: SEG.TSval >= TS.Recent and SEG.SEQ <= Last.ACK.sent then
+    SEG.TSval is copied to TS.Recent; otherwise, it is ignored." ... "(3) When a TSopt is
+    sent, its TSecr field is set to the current TS.Recent value." Data we send with TSval X
+    is echoed (port 7) in a segment whose TSecr is X."""
     peer = TcpPeer(link, 7)
     peer.connect()
     assert peer.ts_ok, "timestamps not negotiated"
@@ -95,7 +97,7 @@ def test_rfc7323_4_3_tsecr_echoes_our_tsval(node, link):
 def test_rfc7323_2_more_than_64k_in_flight_with_window_scale(node, link):
     """RFC 7323 §1.1/§2: "The TCP header uses a 16-bit field to report the receive window
     size to the sender. Therefore, the largest window that can be used is 2^16 = 64 KiB."
-    ... "the window scale extension expands the definition of the TCP window to 30 bits".
+    ... "The window scale extension expands the definition of the TCP window to 30 bits".
     Once both SYNs carried Window Scale (we announce 65535 << 7 = 8 MiB), the node sends
     more than 65535 bytes beyond the highest acknowledgment we gave: we ACK what arrives
     so that the congestion window grows, then hold our ACKs for one burst and count."""

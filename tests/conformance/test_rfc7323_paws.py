@@ -17,13 +17,13 @@ def _payload(peer, duration):
              mutate="sed -i 's/if ((int32_t)(tsval - ts_recent) >= 0)/if ((int32_t)(tsval - ts_recent) >= 0 || 1)/' stack/tcp_checks.c")
 def test_rfc7323_5_3_old_tsval_duplicate_dropped(node, link, counters):
     """RFC 7323 §5.3: "R1) If there is a Timestamps option in the arriving segment,
-    SEG.TSval < TS.Recent, TS.Recent is valid (see later discussion), and the RST bit is
+    SEG.TSval < TS.Recent, TS.Recent is valid (see later discussion), and if the RST bit is
     not set, then treat the arriving segment as not acceptable: Send an acknowledgment in
-    reply as specified in [RFC793], page 69 and drop the segment." A data segment at
-    RCV.NXT (acceptable by its sequence number) whose TSval is 100 s older than the last
-    one is answered with an ACK that does not cover it, is not delivered to the echo
-    service, and is counted (tcp_paws_dropped). Positive control: the same segment with a
-    fresh TSval is echoed."""
+    reply as specified in Section 3.9 of [RFC0793], page 69, and drop the segment." A data
+    segment at RCV.NXT (acceptable by its sequence number) whose TSval is 100 s older than
+    the last one is answered with an ACK that does not cover it, is not delivered to the
+    echo service, and is counted (tcp_paws_dropped). Positive control: the same segment with
+    a fresh TSval is echoed."""
     peer = TcpPeer(link, 7)
     peer.connect()
     assert peer.ts_ok, "timestamps not agreed"
@@ -45,9 +45,10 @@ def test_rfc7323_5_3_old_tsval_duplicate_dropped(node, link, counters):
 @requirement(fix='hook stack/tcp_checks.c',
              mutate="sed -i '/^static err_t check_synchronized/,/^}/ {/if (fl \\& TCP_RST)$/{N;d}}' stack/tcp_checks.c")
 def test_rfc7323_5_3_rst_not_subject_to_paws(node, link, counters):
-    """RFC 7323 §5.3 R1 applies only if "the RST bit is not set" (and §5.2: "... a RST
-    segment ... it is recommended that RST segments NOT carry timestamps, and that they be
-    acceptable regardless of their timestamp"). A RST at exactly RCV.NXT with a TSval
+    """RFC 7323 §5.3 R1 applies only "if the RST bit is not set" (and §5.2: "When an <RST>
+    segment is received, it MUST NOT be subjected to the PAWS check by verifying an
+    acceptable value in SEG.TSval, and information from the Timestamps option MUST NOT be
+    used to update connection state information."). A RST at exactly RCV.NXT with a TSval
     100 s old still resets the connection: later data on the tuple is refused with a RST,
     and PAWS counted nothing."""
     peer = TcpPeer(link, 7)
@@ -65,14 +66,14 @@ def test_rfc7323_5_3_rst_not_subject_to_paws(node, link, counters):
 @requirement(fix='hook stack/tcp_checks.c',
              mutate="sed -i 's/if (!stk__tcp_ack_acceptable(/if (0 \\&\\& !stk__tcp_ack_acceptable(/' stack/tcp_checks.c")
 def test_rfc7323_4_3_ts_recent_not_taken_from_unacceptable_segment(node, link, counters):
-    """RFC 7323 §4.3: "(2) If Last.ACK.sent falls within the range of sequence numbers of
-    an incoming segment ... then the TSval from the segment is copied to TS.Recent" and
-    §5.3 R3 runs only after R1 and R2 (the segment is acceptable). A segment at RCV.NXT
-    whose ACK acknowledges unsent data is dropped (RFC 5961 §5.2), so its TSval, 2^30
-    ahead, must not become TS.Recent: the challenge ACK echoes a good TSval (within the
-    last minute), and a
-    following segment with a normal TSval is accepted and echoed (had TS.Recent jumped,
-    PAWS would now drop it)."""
+    """RFC 7323 §4.3: "(2) If: SEG.TSval >= TS.Recent and SEG.SEQ <= Last.ACK.sent then
+    SEG.TSval is copied to TS.Recent; otherwise, it is ignored." and §5.3 R3 ("If an
+    arriving segment satisfies SEG.TSval >= TS.Recent and SEG.SEQ <= Last.ACK.sent (see
+    Section 4.3), then record its timestamp in TS.Recent.") runs only after R1 and R2 (the
+    segment is acceptable). A segment at RCV.NXT whose ACK acknowledges unsent data is
+    dropped (RFC 5961 §5.2), so its TSval, 2^30 ahead, must not become TS.Recent: the
+    challenge ACK echoes a good TSval (within the last minute), and a following segment with
+    a normal TSval is accepted and echoed (had TS.Recent jumped, PAWS would now drop it)."""
     peer = TcpPeer(link, 7)
     peer.connect()
     good = peer.tsval()
@@ -94,11 +95,11 @@ def test_rfc7323_4_3_ts_recent_not_taken_from_unacceptable_segment(node, link, c
 @requirement(fix='hook stack/tcp_checks.c',
              mutate="sed -i 's/if ((int32_t)(tsval - ts_recent) >= 0)/if ((int32_t)(tsval - ts_recent) >= 0 || 1)/' stack/tcp_checks.c")
 def test_rfc7323_4_3_ts_recent_follows_acceptable_segments(node, link):
-    """RFC 7323 §4.3: "(2) If Last.ACK.sent falls within the range of sequence numbers of
-    an incoming segment: SEG.SEQ <= Last.ACK.sent < SEG.SEQ + SEG.LEN then the TSval from
-    the segment is copied to TS.Recent". Positive counterpart of the PAWS tests: an
-    acceptable segment with a TSval far ahead (2^30, still "newer") becomes TS.Recent, the
-    node's ACK echoes it, and from then on a TSval below it fails PAWS (not echoed)."""
+    """RFC 7323 §4.3: "(2) If: SEG.TSval >= TS.Recent and SEG.SEQ <= Last.ACK.sent then
+    SEG.TSval is copied to TS.Recent; otherwise, it is ignored." Positive counterpart of the
+    PAWS tests: an acceptable segment with a TSval far ahead (2^30, still "newer") becomes
+    TS.Recent, the node's ACK echoes it, and from then on a TSval below it fails PAWS (not
+    echoed)."""
     peer = TcpPeer(link, 7)
     peer.connect()
     ahead = peer.tsval() + (1 << 30)

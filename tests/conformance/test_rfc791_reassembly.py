@@ -90,11 +90,11 @@ def new_ipid():
                     "server/demux.c && "
                     "sed -i 's/#define IP_REASSEMBLY  *1/#define IP_REASSEMBLY 0/' stack/lwipopts.h")
 def test_rfc791_3_2_fragments_in_order_reassembled_and_delivered(node, link):
-    """RFC 791 §3.2: "To assemble the fragments of an internet datagram, an internet
-    protocol module (for example at a destination host) combines internet datagrams that
-    all have the same value for the four fields: identification, source, destination, and
-    protocol." A 3000-octet UDP datagram sent as three fragments in order reaches the echo
-    service, whose echo carries the same 3000 octets."""
+    """RFC 791 §2.3 (the test's name says 3_2): "To assemble the fragments of an internet
+    datagram, an internet protocol module (for example at a destination host) combines
+    internet datagrams that all have the same value for the four fields: identification,
+    source, destination, and protocol." A 3000-octet UDP datagram sent as three fragments
+    in order reaches the echo service, whose echo carries the same 3000 octets."""
     sport, payload = fresh_port(), os.urandom(3000)
     for _, f in udp_fragments(node, sport, payload, new_ipid()):
         link.send(f)

@@ -162,14 +162,14 @@ def test_rfc4443_4_2_fragmented_echo_request_answered_with_all_its_data(node6, l
              mutate="sed -i 's/if (x.k.v6 \\&\\& off == 0 \\&\\& !x.mf \\&\\&$/if (0 \\&\\&/' "
                     "server/reass.c")
 def test_rfc6946_4_atomic_fragment_to_the_node_processed_in_isolation(node6, link):
-    """RFC 6946 §4: "A host that receives an IPv6 packet that includes a Fragment Header with
-    the "Fragment Offset" equal to 0 and the "M" flag equal to 0 MUST process such packet in
-    isolation from any other packets/fragments, even if such packets/fragments contain the
-    same set {IPv6 Source Address, IPv6 Destination Address, Fragment Identification}."
-    The first fragment of an echo request is held by ulsd; an atomic fragment with the same
-    Identification, carrying another echo request, is answered at once; then the held
-    datagram's last fragment comes and it is answered too, whole: neither spoiled the
-    other."""
+    """RFC 6946 §4: "A host that receives an IPv6 packet that includes a Fragment Header
+    with the "Fragment Offset" equal to 0 and the "M" flag equal to 0 MUST process that
+    packet in isolation from any other packets/fragments, even if such packets/fragments
+    contain the same set {IPv6 Source Address, IPv6 Destination Address, Fragment
+    Identification}." The first fragment of an echo request is held by ulsd; an atomic
+    fragment with the same Identification, carrying another echo request, is answered at
+    once; then the held datagram's last fragment comes and it is answered too, whole:
+    neither spoiled the other."""
     node = node6
     ipid = random.randrange(1, 1 << 32)
     a, b = random.randrange(1, 1 << 15), random.randrange(1 << 15, 1 << 16)
@@ -188,17 +188,17 @@ def test_rfc6946_4_atomic_fragment_to_the_node_processed_in_isolation(node6, lin
              mutate="sed -i 's/if (rc == 0 \\&\\& q.ip6.fragment \\&\\& q.ip6.frag_off == 0 \\&\\& !q.ip6.mf) {/if (0) {/' "
                     "server/reass.c")
 def test_rfc6946_4_atomic_fragment_in_an_atomic_fragment_to_the_node_processed_in_isolation(node6, link):
-    """RFC 6946 §4: "A host that receives an IPv6 packet that includes a Fragment Header with
-    the "Fragment Offset" equal to 0 and the "M" flag equal to 0 MUST process such packet in
-    isolation from any other packets/fragments, even if such packets/fragments contain the
-    same set {IPv6 Source Address, IPv6 Destination Address, Fragment Identification}."
-    Echo requests to the node carrying such a Fragment header twice, and twice with a
-    Destination Options header between the two and the first one's Reserved octet not zero
-    (RFC 8200 §4.5: "8-bit reserved field. Initialized to zero for transmission; ignored on
-    reception."), are each answered at once, as the processes' lwIP answers them
-    (rfc6946_4_atomic_fragment_inside_a_chain_processed_in_isolation); so is a fragmented
-    echo request whose first fragment came behind such a header. Positive control: the
-    same request behind one such header."""
+    """RFC 6946 §4: "A host that receives an IPv6 packet that includes a Fragment Header
+    with the "Fragment Offset" equal to 0 and the "M" flag equal to 0 MUST process that
+    packet in isolation from any other packets/fragments, even if such packets/fragments
+    contain the same set {IPv6 Source Address, IPv6 Destination Address, Fragment
+    Identification}." Echo requests to the node carrying such a Fragment header twice, and
+    twice with a Destination Options header between the two and the first one's Reserved
+    octet not zero (RFC 8200 §4.5: "8-bit reserved field. Initialized to zero for
+    transmission; ignored on reception."), are each answered at once, as the processes' lwIP
+    answers them (rfc6946_4_atomic_fragment_inside_a_chain_processed_in_isolation); so is a
+    fragmented echo request whose first fragment came behind such a header. Positive
+    control: the same request behind one such header."""
     node = node6
     ipid = random.randrange(1, 1 << 32)
     one = IPv6ExtHdrFragment(offset=0, m=0, id=ipid)

@@ -60,7 +60,7 @@ def test_rfc8200_payload_length_beyond_frame_discarded(node6, link):
 @requirement(fix='ulsd: netif/wire/wire.c',
              mutate="sed -i 's/\t\tcase WIRE_IPPROTO_DSTOPTS:/\t\tcase 255:/' netif/wire/wire.c")
 def test_rfc8200_destination_options_header_skipped(node6, link):
-    """RFC 8200 §4: "a full implementation of IPv6 includes implementation of the following
+    """RFC 8200 §4: "A full implementation of IPv6 includes implementation of the following
     extension headers: Hop-by-Hop Options, Fragment, Destination Options, Routing, ..."; a
     Destination Options header whose options are all Pad ("skip over this option", §4.2)
     leaves the packet to the upper layer: the echo request behind it is answered."""

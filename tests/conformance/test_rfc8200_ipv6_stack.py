@@ -63,11 +63,13 @@ def _link_local(mac):
 
 @requirement(fix='own: stack/ethif.c, stack/socket.c; lwIP 2.1.3', mutate="sed -i 's|= v6 ? ip6_input : ip4_input;|= ip4_input; (void)v6;  /* IPv6 dropped as a bad version */|' stack/tso.c")
 def test_rfc9293_3_5_handshake_and_data_over_ipv6(stack6, link):
-    """RFC 9293 §3.5 over IPv6 (RFC 8200 §8: "upper-layer protocols ... over IPv6"): "The
-    synchronization requires each side to send its own initial sequence number and to
-    receive a confirmation of it in acknowledgment from the remote TCP peer." A SYN to the
-    node's IPv6 address gets a SYN-ACK that acknowledges it, and data sent after the
-    handshake comes back from the echo service over IPv6."""
+    """RFC 9293 §3.5 over IPv6 (RFC 8200 §8.1: "Any transport or other upper-layer protocol
+    that includes the addresses from the IP header in its checksum computation must be
+    modified for use over IPv6, to include the 128-bit IPv6 addresses instead of 32-bit IPv4
+    addresses."): "The synchronization requires each side to send its own initial sequence
+    number and to receive a confirmation of it in acknowledgment from the remote TCP peer."
+    A SYN to the node's IPv6 address gets a SYN-ACK that acknowledges it, and data sent
+    after the handshake comes back from the echo service over IPv6."""
     peer = TcpPeer(link, 7, v6=True)
     sa = peer.connect()
     assert sa[IPv6].src == stack6.ip6 and sa[IPv6].dst == stack6.my_ip6
@@ -142,11 +144,11 @@ def test_rfc4443_4_1_echo_request_answered(stack6, link):
                     "'s/case ICMP6_TYPE_NS: \\/\\* Neighbor solicitation. \\*\\//"
                     "case ICMP6_TYPE_NS: pbuf_free(p); return;/'")
 def test_rfc4861_7_2_4_solicitation_answered_with_advertisement(stack6, link):
-    """RFC 4861 §7.2.4: "A valid Neighbor Solicitation where the Target Address is an
-    address assigned to the receiving interface ... the node ... MUST send a Neighbor
-    Advertisement"; "If the source of the solicitation is not the unspecified address, the
-    node MUST set the Solicited flag to one and unicast the advertisement to the source",
-    with the target's link-layer address; §7.1.2: its Hop Limit is 255. A solicitation to
+    """RFC 4861 §7.2.4: "A node sends a Neighbor Advertisement in response to a valid
+    Neighbor Solicitation targeting one of the node's assigned addresses." ... "Otherwise
+    [the source is not the unspecified address], the node MUST set the Solicited flag to one
+    and unicast the advertisement to the Source Address of the solicitation.", with the
+    target's link-layer address; §7.1.2: its Hop Limit is 255. A solicitation to
     the node's solicited-node group (RFC 4291 §2.7.1) gets such an advertisement; one for
     an address the node does not have gets none."""
     def ns(target):
@@ -356,11 +358,11 @@ def test_rfc8200_4_5_time_exceeded_only_for_datagrams_whose_time_limit_passed(st
 @requirement(fix='lwIP 2.1.3 (ip6.c)',
              mutate="tests/conformance/lwip-mutate core/ipv6/ip6.c '0,/if (\\*nexth == IP6_NEXTH_HOPBYHOP) {/s//if (0) {/'")
 def test_rfc8200_4_hop_by_hop_not_first_gets_parameter_problem(stack6, link, counters):
-    """RFC 8200 §4.3: "The Hop-by-Hop Options header ... is identified by a Next Header value
-    of 0 in the IPv6 header"; §4: "extension headers ... are not processed ... until the
-    packet reaches the node ... identified in the Destination Address field", except that
-    "the Hop-by-Hop Options header ... is restricted to appear immediately after an IPv6
-    header only" (§4.1). An echo request whose Hop-by-Hop header follows a Destination
+    """RFC 8200 §4.3: "The Hop-by-Hop Options header ... is identified by a Next Header
+    value of 0 in the IPv6 header"; §4: "extension headers ... are not processed ... until
+    the packet reaches the node ... identified in the Destination Address field", except
+    that "the Hop-by-Hop Options header ... is restricted to appear immediately after an
+    IPv6 header only" (§4.1). An echo request whose Hop-by-Hop header follows a Destination
     Options header (or a first Hop-by-Hop header) is not answered: the process answers with
     Parameter Problem code 1 pointing at the Next Header that names it (what Linux does) and
     counts the drop (ip6_drop). Positive control: a Hop-by-Hop header first, and a chain of
@@ -390,12 +392,13 @@ def test_rfc8200_4_hop_by_hop_not_first_gets_parameter_problem(stack6, link, cou
 @requirement(fix='lwIP 2.1.3 (ip6.c)',
              mutate="tests/conformance/lwip-mutate core/ipv6/ip6.c '/This is a 1-fragment packet/{n;s/pbuf_remove_header(p, hlen);/pbuf_free(p); goto ip6_input_cleanup;/}'")
 def test_rfc6946_4_atomic_fragment_inside_a_chain_processed_in_isolation(stack6, link):
-    """RFC 6946 §4: "A host that receives an IPv6 packet that includes a Fragment Header with
-    the "Fragment Offset" equal to 0 and the "M" flag equal to 0 MUST process such packet in
-    isolation from any other packets/fragments, even if such packets/fragments contain the
-    same set {IPv6 Source Address, IPv6 Destination Address, Fragment Identification}."
-    Echo requests carrying such a Fragment header alone, behind a Destination Options
-    header, and twice with one Identification, are each answered at once."""
+    """RFC 6946 §4: "A host that receives an IPv6 packet that includes a Fragment Header
+    with the "Fragment Offset" equal to 0 and the "M" flag equal to 0 MUST process that
+    packet in isolation from any other packets/fragments, even if such packets/fragments
+    contain the same set {IPv6 Source Address, IPv6 Destination Address, Fragment
+    Identification}." Echo requests carrying such a Fragment header alone, behind a
+    Destination Options header, and twice with one Identification, are each answered at
+    once."""
     node = stack6
     for ident, ext in ((0x7B01, IPv6ExtHdrFragment(offset=0, m=0, id=0x7B00)),
                        (0x7B02, IPv6ExtHdrDestOpt() / IPv6ExtHdrFragment(offset=0, m=0, id=0x7B00)),

@@ -151,8 +151,9 @@ def test_rfc8201_4_packet_too_big_below_1280_discarded(stack6, link, counters):
              mutate="sed -i 's/if (!(TCP_SEQ_GEQ(seq, pcb->lastack)/if (0 \\&\\& !(TCP_SEQ_GEQ(seq, pcb->lastack)/' stack/icmperr.c")
 def test_rfc5927_4_1_packet_too_big_quoting_sequence_outside_window_ignored(stack6, link,
                                                                            counters):
-    """RFC 5927 §4.1: "TCP SHOULD check that the TCP sequence number contained in the
-    payload of the ICMP error message is within the range SND.UNA =< SEG.SEQ < SND.NXT."
+    """RFC 5927 §4.1 (Informational, no RFC 2119 level): "These implementations check that
+    the TCP sequence number contained in the payload of the ICMP error message is within
+    the range SND.UNA =< SEG.SEQ < SND.NXT."
     RFC 8201 §4: "Nodes should appropriately validate the payload of ICMPv6 PTB messages
     to ensure these are received in response to transmitted traffic". A Packet Too Big
     quoting a sequence number far outside the window is counted (icmp_err_out_of_window)

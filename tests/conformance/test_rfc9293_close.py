@@ -33,12 +33,14 @@ def _reset(peer, what):
 @requirement(fix='lwIP 2.1.3',
              mutate="tests/conformance/lwip-mutate core/tcp.c 's/err = tcp_send_fin(pcb);/err = ERR_OK;/'")
 def test_rfc9293_3_6_active_close_fin_handshake(node, link):
-    """RFC 9293 §3.6 (Case 1: Local user initiates the close): "a FIN segment can be
-    constructed and placed on the outgoing segment queue ... the TCP endpoint enters
-    FIN-WAIT-1 ... any remaining data will be delivered"; and in FIN-WAIT-2 / TIME-WAIT
-    (§3.10.7.4, "eighth, check the FIN bit"): "If the FIN bit is set, signal the user
-    'connection closing' ... advance RCV.NXT over the FIN, and send an acknowledgment for
-    the FIN." The node sends its data and FIN; our FIN is acknowledged."""
+    """RFC 9293 §3.6 (Case 1: Local user initiates the close): "In this case, a FIN segment
+    can be constructed and placed on the outgoing segment queue. No further SENDs from the
+    user will be accepted by the TCP implementation, and it enters the FIN-WAIT-1 state.
+    ... All segments preceding and including FIN will be retransmitted until
+    acknowledged."; and in FIN-WAIT-2 / TIME-WAIT (§3.10.7.4, "Eighth, check the FIN
+    bit"): "If the FIN bit is set, signal the user "connection closing" and return any
+    pending RECEIVEs with same message, advance RCV.NXT over the FIN, and send an
+    acknowledgment for the FIN." The node sends its data and FIN; our FIN is acknowledged."""
     peer = TcpPeer(link, 13)
     _node_closes(peer)
     peer.send("FA")
@@ -53,10 +55,10 @@ def test_rfc9293_3_6_active_close_fin_handshake(node, link):
 @requirement(fix='lwIP 2.1.3',
              mutate="tests/conformance/lwip-mutate core/tcp_in.c '/^tcp_timewait_input/,/^}/ s/tcp_ack_now(pcb);/;/'")
 def test_rfc9293_3_6_time_wait_acks_retransmitted_fin(node, link):
-    """RFC 9293 §3.10.7.4, TIME-WAIT, "eighth, check the FIN bit": "TIME-WAIT STATE:
-    Remain in the TIME-WAIT state. Restart the 2 MSL time-wait timeout." and "first, check
-    sequence number ... If an incoming segment is not acceptable, an acknowledgment should
-    be sent in reply"; §3.6: the TIME-WAIT state exists so that a lost ACK of the peer's
+    """RFC 9293 §3.10.7.4, "Eighth, check the FIN bit", in TIME-WAIT STATE: "Remain in the
+    TIME-WAIT state. Restart the 2 MSL time-wait timeout." and "First, check sequence
+    number: ... If an incoming segment is not acceptable, an acknowledgment should be sent
+    in reply"; §3.6: the TIME-WAIT state exists so that a lost ACK of the peer's
     FIN can be repeated. A retransmission of our FIN gets the same ACK again."""
     peer = TcpPeer(link, 13)
     _node_closes(peer)
@@ -124,9 +126,9 @@ def test_rfc1122_4_2_2_13_data_after_close_gets_rst(node, link):
 @requirement(fix='lwIP 2.1.3',
              mutate="tests/conformance/lwip-mutate core/tcp_in.c 's/if ((tcplen > 0) \\&\\& (pcb->state < CLOSE_WAIT)) {/if (tcplen > 0) {/'")
 def test_rfc9293_3_10_7_4_text_after_fin_ignored_in_close_wait(node, link):
-    """RFC 9293 §3.10.7.4, seventh, process the segment text: "CLOSE-WAIT STATE, CLOSING
-    STATE, LAST-ACK STATE, TIME-WAIT STATE: This should not occur since a FIN has been
-    received from the remote side. Ignore the segment text." The hold service (port 10)
+    """RFC 9293 §3.10.7.4, "Seventh, process the segment text:", for CLOSE-WAIT, CLOSING,
+    LAST-ACK and TIME-WAIT STATE: "This should not occur since a FIN has been received from
+    the remote side. Ignore the segment text." The hold service (port 10)
     never reads, so our FIN leaves the node in CLOSE-WAIT; 100 bytes sent after the FIN
     are not acknowledged (no ACK beyond our FIN). Positive control: the same 100 bytes
     before the FIN were acknowledged."""

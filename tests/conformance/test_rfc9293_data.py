@@ -11,8 +11,9 @@ from conftest import TcpPeer, requirement
              mutate="sed -i 's/CHECKSUM_CHECK_TCP  *1/CHECKSUM_CHECK_TCP 0/' stack/lwipopts.h")
 def test_rfc9293_3_1_bad_checksum_segment_dropped_and_counted(node, link, counters):
     """RFC 9293 §3.1: "The checksum field is the 16-bit ones' complement of the ones'
-    complement sum of all 16-bit words in the header and text." ... (MUST-2/MUST-3: a TCP
-    "MUST ... check the checksum in incoming segments"). A segment whose checksum is wrong
+    complement sum of all 16-bit words in the header and text." ... "The TCP checksum is
+    never optional. The sender MUST generate it (MUST-2) and the receiver MUST check it
+    (MUST-3)." A segment whose checksum is wrong
     is dropped: it is neither acknowledged nor echoed, and the node counts it
     (tcp_chkerr). The same data with the right checksum is then echoed."""
     peer = TcpPeer(link, 7)
@@ -32,9 +33,11 @@ def test_rfc9293_3_1_bad_checksum_segment_dropped_and_counted(node, link, counte
 @requirement(fix='lwIP 2.1.3 (TCP_QUEUE_OOSEQ)',
              mutate="tests/conformance/lwip-mutate core/tcp_in.c 's/pcb->ooseq = tcp_seg_copy(&inseg);/(void)0;/'")
 def test_rfc9293_3_10_7_4_out_of_order_data_reassembled(node, link):
-    """RFC 9293 §3.10.7.4: "Segments with higher beginning sequence numbers that are not
-    acceptable [next] may be held for later processing." and §3.4: "... the receiver ...
-    [delivers] in-sequence data to the user". The second half of a message is sent before
+    """RFC 9293 §3.10.7.4: "Segments with higher beginning sequence numbers SHOULD be held
+    for later processing (SHLD-31)." and §3.10: incoming segments "are first tested for
+    proper sequence number (i.e., that their contents lie in the range of the expected
+    "receive window" in the sequence number space) and then that they are generally queued
+    and processed in sequence number order." The second half of a message is sent before
     the first; the echo service (port 7) returns every byte, in order."""
     peer = TcpPeer(link, 7)
     peer.connect()

@@ -12,8 +12,8 @@ CLOSED_PORT = 4444
              mutate="tests/conformance/lwip-mutate core/tcp_out.c 's/optflags = TF_SEG_OPTS_MSS;/optflags = 0;/'")
 def test_rfc9293_3_7_1_synack_carries_mss(node, link):
     """RFC 9293 §3.7.1: "TCP implementations SHOULD send an MSS Option in every SYN
-    segment when its receive MSS differs from the default 536, and MAY send it always
-    (SHLD-5, MAY-3)." The node's MTU is 1500, so its receive MSS is 1500 - 40 = 1460."""
+    segment when its receive MSS differs from the default 536 for IPv4 or 1220 for IPv6
+    (SHLD-5), and MAY send it always (MAY-3)." The node's MTU is 1500, so its receive MSS is 1500 - 40 = 1460."""
     peer = TcpPeer(link, 7)
     sa = peer.connect()
     assert tcp_opts(sa).get("MSS") == 1460, f"SYN-ACK options: {sa[TCP].options}"
@@ -22,9 +22,10 @@ def test_rfc9293_3_7_1_synack_carries_mss(node, link):
 @requirement(fix='lwIP 2.1.3',
              mutate="tests/conformance/lwip-mutate core/tcp_in.c 's/pcb->mss = ((mss > TCP_MSS) || (mss == 0)) ? TCP_MSS : mss;/pcb->mss = TCP_MSS;/'")
 def test_rfc9293_3_7_1_peer_mss_respected(node, link):
-    """RFC 9293 §3.7.1: "The MSS value to be sent in an MSS option must be less than or
-    equal to: MMS_R - 20" and the sender "MUST NOT send a segment larger than the
-    effective MSS": Eff.snd.MSS = min(SendMSS+20, MMS_S) - TCPhdrsize - IPoptionsize,
+    """RFC 9293 §3.7.1: "The MSS value to be sent in an MSS Option must be less than or
+    equal to: MMS_R - 20" and "The maximum size of a segment that a TCP endpoint really
+    sends, the "effective send MSS", MUST be the smaller (MUST-16) of the send MSS ... and
+    the largest transmission size permitted by the IP layer": Eff.snd.MSS = min(SendMSS+20, MMS_S) - TCPhdrsize - IPoptionsize,
     where TCPhdrsize counts the options. With our MSS option of 536 and timestamps agreed
     (12 bytes of options on every segment), no segment from the node carries more than
     524 bytes of data, and the source's segments are that full (at least 500). Positive

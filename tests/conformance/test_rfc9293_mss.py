@@ -40,10 +40,10 @@ def _sizes(segs, options=False):
 @requirement(fix='patch 0010',
              mutate="tests/conformance/lwip-mutate core/tcp_in.c 's/if (!(flags \\& TCP_SYN) || !tcp_syn_opts_ok(pcb)) {/if (0) {/'")
 def test_rfc9293_3_7_1_mss_option_in_non_syn_ignored(node, link, counters):
-    """RFC 9293 §3.7.1: "TCP implementations MUST be able to receive an MSS Option in
-    every SYN segment" and the option "MUST only be sent in the initial connection request
-    (i.e., in segments with the SYN control bit set)" (RFC 9293 §3.2, MSS: "This field
-    MUST only be sent in the initial connection request"). An MSS option in an ACK of an
+    """RFC 9293 §3.7.1: "TCP endpoints MUST implement both sending and receiving the MSS
+    Option (MUST-14)." and §3.2, Maximum Segment Size Option: "This field may be sent in
+    the initial connection request (i.e., in segments with the SYN control bit set) and
+    MUST NOT be sent in other segments (MUST-65)." An MSS option in an ACK of an
     established echo connection (port 7) is ignored and counted (tcp_mss_nonsyn_ignored):
     echo still works, its segments stay full-size, and the node stays up. Positive
     control: the same option in a SYN (MSS=500) is honoured: that connection's echo comes
@@ -71,8 +71,10 @@ def test_rfc9293_3_7_1_mss_option_in_non_syn_ignored(node, link, counters):
 @requirement(fix='patch 0010, TCP_MSS_FLOOR',
              mutate="sed -i 's/#define TCP_MSS_FLOOR  *48/#define TCP_MSS_FLOOR 1/' stack/lwipopts.h")
 def test_rfc9293_3_7_1_tiny_syn_mss_clamped_to_48(node, link, counters):
-    """RFC 9293 §3.7.1: the sender "MUST NOT send a segment larger than the effective MSS"
-    ... "Eff.snd.MSS = min(SendMSS+20, MMS_S) - TCPhdrsize - IPoptionsize". A SYN with
+    """RFC 9293 §3.7.1: "The maximum size of a segment that a TCP endpoint really sends, the
+    "effective send MSS", MUST be the smaller (MUST-16) of the send MSS ... and the largest
+    transmission size permitted by the IP layer (EMTU_S [19]): Eff.snd.MSS = min(SendMSS+20,
+    MMS_S) - TCPhdrsize - IPoptionsize". A SYN with
     MSS=1 would make every segment carry at most one byte (and left lwIP's segmentation
     no room for its 12-byte timestamp option). Deviation: as Linux (net.ipv4.
     tcp_min_snd_mss, default 48), ulstack raises an announced MSS below 48 to 48 and counts

@@ -121,7 +121,7 @@ def test_rfc9293_3_10_7_4_fin_with_ack_above_snd_nxt_not_processed(node, link, c
              mutate="sed -i 's/if (!stk__tcp_ack_acceptable(/if (0 \\&\\& !stk__tcp_ack_acceptable(/' stack/tcp_checks.c")
 def test_rfc5961_5_2_ack_above_snd_nxt_data_dropped(node, link, counters):
     """RFC 5961 §5.2: "The ACK value is considered acceptable only if it is in the range
-    of ((SND.UNA - MAX.SND.WND) =< SEG.ACK =< SND.NXT). All incoming segments whose ACK
+    of ((SND.UNA - MAX.SND.WND) <= SEG.ACK <= SND.NXT). All incoming segments whose ACK
     value doesn't satisfy the above condition MUST be discarded and an ACK sent back."
     Data at RCV.NXT whose ACK is beyond SND.NXT is not echoed; a challenge ACK comes back
     (tcp_ack_unacceptable, tcp_challenge_ack_sent). Positive control: the same data with
@@ -144,7 +144,7 @@ def test_rfc5961_5_2_ack_above_snd_nxt_data_dropped(node, link, counters):
 @requirement(fix='hook stack/tcp_checks.c',
              mutate="sed -i 's/if (!stk__tcp_ack_acceptable(/if (0 \\&\\& !stk__tcp_ack_acceptable(/' stack/tcp_checks.c")
 def test_rfc5961_5_2_ack_below_snd_una_minus_max_window_dropped(node, link, counters):
-    """RFC 5961 §5.2: "... ((SND.UNA - MAX.SND.WND) =< SEG.ACK =< SND.NXT). All incoming
+    """RFC 5961 §5.2: "... ((SND.UNA - MAX.SND.WND) <= SEG.ACK <= SND.NXT). All incoming
     segments whose ACK value doesn't satisfy the above condition MUST be discarded and an
     ACK sent back." Our window is 65535 << 7 (8 MiB) here, so an ACK 16 MiB below SND.UNA
     is out of range: its data is not echoed, and a challenge ACK comes back. Positive

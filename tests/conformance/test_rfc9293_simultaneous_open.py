@@ -112,8 +112,8 @@ def test_rfc9293_3_10_7_3_synack_with_wrong_ack_gets_rst(node, link):
 @requirement(fix='patch 0014',
              mutate="tests/conformance/lwip-mutate core/tcp_in.c 's/if ((flags \\& TCP_ACK) \\&\\& ackno == pcb->snd_nxt) {/if (ackno == pcb->snd_nxt) {/'")
 def test_rfc9293_3_10_7_3_rst_without_ack_ignored_in_syn_sent(node, link):
-    """RFC 9293 §3.10.7.3 (SYN-SENT), second, check the RST bit: "If the RST bit is set, If
-    the ACK was acceptable, then signal to the user "error: connection reset", drop the
+    """RFC 9293 §3.10.7.3 (SYN-SENT), "Second, check the RST bit:": "If the RST bit
+    is set, ... If the ACK was acceptable, then signal to the user "error: connection reset", drop the
     segment, enter CLOSED state, delete TCB, and return. Otherwise (no ACK), drop the
     segment and return." A RST without the ACK bit, even with the acknowledgment field
     that would be acceptable (ISS+1), leaves the node's connect going: its SYN is

@@ -76,9 +76,9 @@ def test_rfc9293_3_10_7_4_rst_in_syn_received_returns_to_listen(node, link):
 def test_rfc5961_3_2_in_window_rst_in_syn_received_gets_challenge_ack(node, link):
     """RFC 5961 §3.2 (which applies "In all states except SYN-SENT"): "3) If the RST bit
     is set and the sequence number does not exactly match the next expected sequence
-    value, yet is within the current receive window, TCP MUST send an acknowledgment
-    (challenge ACK): <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK>. After sending the challenge ACK,
-    TCP MUST drop the unacceptable segment". A RST 100 bytes into the window of a
+    value, yet is within the current receive window (RCV.NXT < SEG.SEQ < RCV.NXT+RCV.WND),
+    TCP MUST send an acknowledgment (challenge ACK): <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK>
+    After sending the challenge ACK, TCP MUST drop the unacceptable segment". A RST 100 bytes into the window of a
     half-open connection gets that ACK, and the handshake then completes: the connection
     echoes 2000 bytes."""
     peer, sa = _half_open(link)

@@ -25,8 +25,9 @@ def _first_octets(link, n, **kw):
              mutate="tests/conformance/lwip-mutate core/tcp_out.c "
                     "'s/mss_local = LWIP_MAX(mss_local, (u16_t)(optlen + 1));/;/'")
 def test_rfc9293_3_8_6_2_1_peer_offering_a_two_octet_window_gets_the_data(link):
-    """RFC 9293 §3.8.6.2.1: the sender may send when "(3) at least a fraction Fs of the
-    maximum window can be sent now ... Fs is a fraction whose recommended value is 1/2."
+    """RFC 9293 §3.8.6.2.1: the sender may send data "(3) or if at least a fraction Fs of
+    the maximum window can be sent, i.e., if: [SND.NXT = SND.UNA and] min(D,U) >= Fs *
+    Max(SND.WND); ... Here Fs is a fraction whose recommended value is 1/2."
     With timestamps agreed and a peer whose largest window is 2 octets, the node sends
     segments of one or two octets of data (no more than the window), the bytes are the
     ones a normal connection gets, and the process lives on: the echo service answers."""

@@ -14,10 +14,9 @@ from conftest import TcpPeer, requirement
 @requirement(fix='lwIP 2.1.3 (Deviation: in band)',
              mutate="tests/conformance/lwip-mutate core/tcp_in.c 's/^  flags = TCPH_FLAGS(tcphdr);\\r$/  flags = TCPH_FLAGS(tcphdr);\\r\\n  if (flags \\& TCP_URG) { pbuf_free(p); return; }\\r/'")
 def test_rfc9293_3_8_5_urgent_data_delivered_in_band_not_lost(link):
-    """RFC 9293 §3.8.5: "A TCP implementation MUST inform the application layer
+    """RFC 9293 §3.8.5: "A TCP implementation MUST (MUST-32) inform the application layer
     asynchronously whenever it receives an urgent pointer and there was previously no
-    pending urgent data, or whenever the urgent pointer advances in the data stream"
-    (MUST-32). Deviation (docs/compatibility.md): ulstack does not (lwIP ignores the urgent
+    pending urgent data, or whenever the urgent pointer advances in the data stream." Deviation (docs/compatibility.md): ulstack does not (lwIP ignores the urgent
     pointer); it delivers urgent octets in band, as Linux does with SO_OOBINLINE, which is
     what RFC 6093 §6 advises applications that still use urgent data to ask for. What must
     hold regardless: a segment with URG and an urgent pointer, between two ordinary ones,

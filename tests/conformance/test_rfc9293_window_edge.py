@@ -40,7 +40,7 @@ def test_rfc9293_3_10_7_4_out_of_order_segment_past_right_edge_trimmed(node, lin
     """RFC 9293 §3.10.7.4: "In the following it is assumed that the segment is the
     idealized segment that begins at RCV.NXT and does not exceed the window. One could
     tailor actual segments to fit this assumption by trimming off any portions that lie
-    outside the window (including SYN and FIN), and only processing further if the
+    outside the window (including SYN and FIN) and only processing further if the
     segment then begins at RCV.NXT." An out-of-order segment that starts 100 bytes before
     the right edge and runs 900 past it is kept trimmed (tcp_ooseq_trimmed); when the gap
     before it fills, the node acknowledges exactly the right edge and stays up."""
@@ -62,9 +62,10 @@ def test_rfc9293_3_10_7_4_out_of_order_segment_past_right_edge_trimmed(node, lin
 @requirement(fix='patch 0011',
              mutate="tests/conformance/lwip-mutate core/tcp_in.c 's/if (TCP_SEQ_GT(seqno + inseg.len, fin_at)) {/if (0) {/; s/if (TCP_SEQ_GT(seqno + cseg->len, fin_at)) {/if (0) {/'")
 def test_rfc9293_3_10_7_4_data_past_queued_fin_not_taken(node, link, counters):
-    """RFC 9293 §3.10.7.4, eighth: "If the FIN bit is set, ... the user ... [is told]
-    "connection closing" ... FIN implies PUSH for any segment text not yet delivered", and
-    §3.4: the FIN occupies the sequence number after the last data octet, so nothing
+    """RFC 9293 §3.10.7.4, "Eighth, check the FIN bit:": "If the FIN bit is set, signal the
+    user "connection closing" and return any pending RECEIVEs with same message, advance
+    RCV.NXT over the FIN, and send an acknowledgment for the FIN. Note that FIN implies PUSH
+    for any segment text not yet delivered to the user.", and §3.4: the FIN occupies the sequence number after the last data octet, so nothing
     follows it. A FIN is queued out of order 100 bytes before the right edge; then one
     segment covers the gap, the FIN's place and the rest of the window. The node keeps the
     first FIN (its data past the FIN is dropped and counted: tcp_data_past_fin_dropped),

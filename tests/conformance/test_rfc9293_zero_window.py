@@ -56,9 +56,10 @@ def zero_window(node):
 @requirement(fix='lwIP 2.1.3',
              mutate="tests/conformance/lwip-mutate core/tcp.c 's/if (tcp_zero_window_probe(pcb) != ERR_OK) {/if (0) {/'")
 def test_rfc9293_3_8_6_1_zero_window_is_probed(zero_window):
-    """RFC 9293 §3.8.6.1: "The sending TCP peer must regularly retransmit to the receiving
-    TCP peer even when the window is zero, in order to "probe" the window. ... A TCP
-    implementation MUST include support for probing of zero windows (MUST-36)." The first
+    """RFC 9293 §3.8.6.1: "The sending TCP peer must regularly transmit at least one octet
+    of new data (if available), or retransmit to the receiving TCP peer even if the send
+    window is zero, in order to "probe" the window. ... Probing of zero (offered) windows
+    MUST be supported (MUST-36)." The first
     probe is due after about one RTO (SHLD-29): we allow 5 s; each probe starts at RCV.NXT
     so that its acknowledgment reports the window."""
     probes = zero_window["probes"]
@@ -91,8 +92,9 @@ def test_rfc9293_3_8_6_1_zero_window_probe_interval_grows(zero_window):
 @requirement(fix='lwIP 2.1.3',
              mutate="tests/conformance/lwip-mutate core/tcp_in.c 's/pcb->snd_wnd = SND_WND_SCALE(pcb, tcphdr->wnd);/if (pcb->snd_wnd != 0) pcb->snd_wnd = SND_WND_SCALE(pcb, tcphdr->wnd);/'")
 def test_rfc9293_3_8_6_1_transfer_resumes_when_window_opens(zero_window):
-    """RFC 9293 §3.8.6.1: probing continues "until the window is opened"; once we announce
-    a non-zero window the data continues at the first unacknowledged byte. Within 1 s of
+    """RFC 9293 §3.8.6.1: "This retransmission is essential to guarantee that when either
+    TCP peer has a zero window the reopening of the window will be reliably reported to the
+    other."; once we announce a non-zero window the data continues at the first unacknowledged byte. Within 1 s of
     our window update (the next probe would be due seconds later) full segments come, not
     only one-byte probes, the first at the first unacknowledged byte."""
     r = zero_window["resumed"]
@@ -119,8 +121,9 @@ def test_rfc7323_3_2_zero_window_probe_carries_timestamps(zero_window):
              mutate="tests/conformance/lwip-mutate core/tcp_in.c "
                     "'s/if (pcb->unsent == NULL \\&\\& pcb->persist_backoff > 0) {/if (0) {/'")
 def test_rfc9293_3_8_6_1_probe_octet_acked_into_a_still_zero_window_ends_probing(node, link):
-    """RFC 9293 §3.8.6.1: "The sending TCP peer must regularly retransmit to the receiving
-    TCP peer even when the window is zero, in order to "probe" the window." Probing is for
+    """RFC 9293 §3.8.6.1: "The sending TCP peer must regularly transmit at least one octet
+    of new data (if available), or retransmit to the receiving TCP peer even if the send
+    window is zero, in order to "probe" the window." Probing is for
     data waiting to be sent: when the peer acknowledges the probe's only octet and keeps
     its window at zero, nothing is left to probe with. The echo service's one-octet answer
     meets our zero window; its probe carries that octet, we acknowledge it with window 0

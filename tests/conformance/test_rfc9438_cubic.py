@@ -69,7 +69,7 @@ def test_rfc9438_4_6_window_after_fast_retransmit_is_0_7_of_flight_size(node, li
 def test_rfc9438_4_6_flight_size_is_what_was_sent_before_a_stretch_ack(node, link):
     """RFC 9438 §4.6: "ssthresh = flight_size * β_cubic" on a congestion event, with
     FlightSize "the amount of data that has been sent but not yet cumulatively
-    acknowledged" (RFC 5681 §3.1). ulstack sends once per batch of received segments
+    acknowledged" (RFC 5681 §2). ulstack sends once per batch of received segments
     (patch 0088), so a batch's ACKs first empty the flight and a loss found at its end saw
     only what lay above the hole; one stretch ACK does the same. A 20-segment flight (the
     receive window's limit, cwnd far above it) with SACK: one ACK acknowledges segments
