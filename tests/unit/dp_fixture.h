@@ -63,6 +63,54 @@ static __attribute__((unused)) void dp_mirror_group(struct dp_fx *f, int fd, uin
 	free(g);
 }
 
+/* What server/bpf.c's on_change does with a change of an IPv4 rule (an observer for
+ * flt_table_set_observer, arg the fixture): a connected rule into dp_conn or out of it,
+ * a listening group into dp_listen. */
+static __attribute__((unused)) void dp_mirror4(void *arg, enum flt_kind kind, uint8_t proto,
+					       uint16_t lport, uint32_t rip, uint16_t rport,
+					       flt_owner_t owner)
+{
+	struct dp_fx *f = arg;
+
+	if (kind == FLT_RULE_CONNECTED) {
+		struct flt_dp_conn_key k = { .rip = rip, .lport = lport, .rport = rport, .proto = proto };
+		if (owner == FLT_NO_OWNER)
+			bpf_map_delete_elem(f->fd_conn, &k);
+		else
+			assert_int_equal(bpf_map_update_elem(f->fd_conn, &k, &owner, BPF_ANY), 0);
+		return;
+	}
+	dp_mirror_group(f, f->fd_listen, proto, lport, FLT_FAM_V4);
+}
+
+/* The steering program's queue for the frame b (len octets, at most 256). A socket
+ * filter's test run starts the packet after the Ethernet header it takes off
+ * (eth_type_trans), where tun runs the steering program on the whole frame: the frame goes
+ * in behind 14 octets of its own Ethernet header. */
+static __attribute__((unused)) uint32_t dp_steer(struct dp_fx *f, const uint8_t *b, size_t len)
+{
+	uint8_t in[256 + 14];
+
+	assert_true(len >= 14 && len <= 256);
+	memcpy(in, b, 14);
+	memcpy(in + 14, b, len);
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = in, .data_size_in = (uint32_t)(len + 14),
+		    .repeat = 1);
+	assert_int_equal(bpf_prog_test_run_opts(bpf_program__fd(f->skel->progs.steer), &o), 0);
+	return o.retval;
+}
+
+/* The queue of the owner flt_lookup_rx names for the frame b (0: ulsd): what steering
+ * must agree with. The frame must parse. */
+static __attribute__((unused)) uint32_t dp_expect(struct dp_fx *f, const uint8_t *b, size_t len)
+{
+	struct flt_pkt p;
+
+	assert_int_equal(flt_parse(b, len, &p), 0);
+	flt_owner_t o = flt_lookup_rx(f->t, &p);
+	return o == FLT_NO_OWNER ? 0 : o;
+}
+
 /* The programs loaded and the maps set for a node at node_ip (host order) with the given
  * SYN budget: 0 and *out the fixture, 0 and *out NULL where the programs do not load
  * (the tests skip), -1 on any other failure. */

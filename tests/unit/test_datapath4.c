@@ -32,23 +32,6 @@
 #define NODE_IP 0x0a000001u     /* host order */
 #define PEER_IP 0x0a000002u
 
-/* What server/bpf.c's on_change does with a change. */
-static void mirror(void *arg, enum flt_kind kind, uint8_t proto, uint16_t lport, uint32_t rip,
-		   uint16_t rport, flt_owner_t owner)
-{
-	struct dp_fx *f = arg;
-
-	if (kind == FLT_RULE_CONNECTED) {
-		struct flt_dp_conn_key k = { .rip = rip, .lport = lport, .rport = rport, .proto = proto };
-		if (owner == FLT_NO_OWNER)
-			bpf_map_delete_elem(f->fd_conn, &k);
-		else
-			assert_int_equal(bpf_map_update_elem(f->fd_conn, &k, &owner, BPF_ANY), 0);
-		return;
-	}
-	dp_mirror_group(f, f->fd_listen, proto, lport, FLT_FAM_V4);
-}
-
 static int setup(void **state)
 {
 	struct dp_fx *f;
@@ -57,7 +40,7 @@ static int setup(void **state)
 		return -1;
 	*state = f;
 	if (f)
-		flt_table_set_observer(f->t, mirror, f);
+		flt_table_set_observer(f->t, dp_mirror4, f);
 	return 0;
 }
 
@@ -94,28 +77,16 @@ static void frame4(struct frame *fr, uint32_t src, uint8_t proto, uint16_t sport
 	fr->len = WIRE_ETH_HLEN + hlen + l4len;
 }
 
-/* The steering program's queue for fr (the socket filter's test run takes 14 octets off
- * the front, as test_datapath6's run() explains). */
+/* The steering program's queue for fr (dp_fixture.h's dp_steer). */
 static uint32_t steer(struct dp_fx *f, const struct frame *fr)
 {
-	uint8_t in[sizeof(fr->b) + WIRE_ETH_HLEN];
-
-	memcpy(in, fr->b, WIRE_ETH_HLEN);
-	memcpy(in + WIRE_ETH_HLEN, fr->b, fr->len);
-	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = in,
-		    .data_size_in = (uint32_t)(fr->len + WIRE_ETH_HLEN), .repeat = 1);
-	assert_int_equal(bpf_prog_test_run_opts(bpf_program__fd(f->skel->progs.steer), &o), 0);
-	return o.retval;
+	return dp_steer(f, fr->b, fr->len);
 }
 
-/* The queue flt_lookup_rx's owner has (0: ulsd). */
+/* The queue flt_lookup_rx's owner has (0: ulsd; dp_fixture.h). */
 static uint32_t expect(struct dp_fx *f, const struct frame *fr)
 {
-	struct flt_pkt p;
-
-	assert_int_equal(flt_parse(fr->b, fr->len, &p), 0);
-	flt_owner_t o = flt_lookup_rx(f->t, &p);
-	return o == FLT_NO_OWNER ? 0 : o;
+	return dp_expect(f, fr->b, fr->len);
 }
 
 /* A shared listening group, a connected rule and a UDP listener: for 200 peers, with and

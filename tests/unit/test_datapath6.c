@@ -98,39 +98,16 @@ static size_t ports_hdr(uint8_t *l4, uint8_t proto, uint16_t sport, uint16_t dpo
 	return 8;
 }
 
-/* A socket filter's test run starts the packet after the Ethernet header it takes off
- * (eth_type_trans), where tun runs the steering program on the whole frame: the frame
- * goes in behind 14 octets of its own Ethernet header for the socket filter. */
-static uint32_t run(int prog, const struct frame *fr, int *err)
-{
-	uint8_t in[sizeof(fr->b) + WIRE_ETH_HLEN];
-
-	memcpy(in, fr->b, WIRE_ETH_HLEN);
-	memcpy(in + WIRE_ETH_HLEN, fr->b, fr->len);
-	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = in,
-		    .data_size_in = (uint32_t)(fr->len + WIRE_ETH_HLEN), .repeat = 1);
-
-	*err = bpf_prog_test_run_opts(prog, &o) < 0 ? -errno : 0;
-	return o.retval;
-}
-
+/* The steering program's queue for fr (dp_fixture.h's dp_steer). */
 static uint32_t steer(struct dp_fx *f, const struct frame *fr)
 {
-	int err;
-	uint32_t q = run(bpf_program__fd(f->skel->progs.steer), fr, &err);
-
-	assert_int_equal(err, 0);
-	return q;
+	return dp_steer(f, fr->b, fr->len);
 }
 
-/* The queue flt_lookup_rx's owner has (0: ulsd). */
+/* The queue flt_lookup_rx's owner has (0: ulsd; dp_fixture.h). */
 static uint32_t expect(struct dp_fx *f, const struct frame *fr)
 {
-	struct flt_pkt p;
-
-	assert_int_equal(flt_parse(fr->b, fr->len, &p), 0);
-	flt_owner_t o = flt_lookup_rx(f->t, &p);
-	return o == FLT_NO_OWNER ? 0 : o;
+	return dp_expect(f, fr->b, fr->len);
 }
 
 static void rx_tuple(struct dp_fx *f, struct frame *fr, uint8_t proto, const uint8_t *src,

@@ -37,23 +37,7 @@
 
 #define NODE_IP 0x0a000001u     /* host order */
 
-/* What server/bpf.c's on_change and on_change6 do (IPv6 listeners only here). */
-static void mirror(void *arg, enum flt_kind kind, uint8_t proto, uint16_t lport, uint32_t rip,
-		   uint16_t rport, flt_owner_t owner)
-{
-	struct dp_fx *f = arg;
-
-	if (kind == FLT_RULE_CONNECTED) {
-		struct flt_dp_conn_key k = { .rip = rip, .lport = lport, .rport = rport, .proto = proto };
-		if (owner == FLT_NO_OWNER)
-			bpf_map_delete_elem(f->fd_conn, &k);
-		else
-			assert_int_equal(bpf_map_update_elem(f->fd_conn, &k, &owner, BPF_ANY), 0);
-		return;
-	}
-	dp_mirror_group(f, f->fd_listen, proto, lport, FLT_FAM_V4);
-}
-
+/* What server/bpf.c's on_change6 does (IPv6 listeners only here; IPv4: dp_mirror4). */
 static void mirror6(void *arg, enum flt_kind kind, uint8_t proto, uint16_t lport,
 		    const struct flt_addr *rip, uint16_t rport, flt_owner_t owner)
 {
@@ -73,7 +57,7 @@ static int setup(void **state)
 	*state = f;
 	if (!f)
 		return 0;   /* each test skips */
-	flt_table_set_observer(f->t, mirror, f);
+	flt_table_set_observer(f->t, dp_mirror4, f);
 	flt_table_set_observer6(f->t, mirror6, f);
 	assert_int_equal(flt_add_listen(f->t, TCP, 80, 3, false), 0);
 	return 0;
@@ -127,18 +111,10 @@ static int guard(struct dp_fx *f, const struct frame *fr)
 	return (int)o.retval;
 }
 
-/* The steering program's queue (a socket filter's test run starts after the Ethernet
- * header it takes off: test_datapath6.c). */
+/* The steering program's queue (dp_fixture.h's dp_steer). */
 static uint32_t steer(struct dp_fx *f, const struct frame *fr)
 {
-	uint8_t in[sizeof(fr->b) + WIRE_ETH_HLEN];
-
-	memcpy(in, fr->b, WIRE_ETH_HLEN);
-	memcpy(in + WIRE_ETH_HLEN, fr->b, fr->len);
-	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = in,
-		    .data_size_in = (uint32_t)(fr->len + WIRE_ETH_HLEN), .repeat = 1);
-	assert_int_equal(bpf_prog_test_run_opts(bpf_program__fd(f->skel->progs.steer), &o), 0);
-	return o.retval;
+	return dp_steer(f, fr->b, fr->len);
 }
 
 /* Queue q's SYN figures, summed over the CPUs (dp_qstat is per CPU, as server/bpf.c's
