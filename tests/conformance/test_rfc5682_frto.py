@@ -9,6 +9,12 @@ window is opened by each ACK (the right edge moves with it), so that the node ma
 data: F-RTO needs it (§2.1 step 2b: without new data to send it keeps to the conventional
 recovery). No timestamps: with them the node decides already on the first ACK from its
 TSecr (RFC 3522, patch 0130), which is not what these tests look at.
+
+The level is MUST: F-RTO itself is optional (an Experimental RFC; §3.1 makes the
+SACK-enhanced version a MAY), but §2.1 says "A TCP sender implementing the basic F-RTO
+algorithm MUST take the following steps", and §3.1 holds a sender that applies the
+SACK-enhanced version to its steps the same way; the steps quoted below carry no RFC 2119
+word of their own.
 """
 
 from scapy.layers.inet import TCP
@@ -99,7 +105,7 @@ def _real_loss_goes_back_n(link, sack):
     assert _counters(link)["tcp_rto_spurious"] == before, "a real loss counted as spurious"
 
 
-@requirement(fix='patch 0130', level='SHOULD',
+@requirement(fix='patch 0130', level='MUST',
              mutate="tests/conformance/lwip-mutate core/tcp_out.c "
                     "'s/  pcb->frto = TCP_FRTO_STEP2;/  pcb->frto = TCP_FRTO_OFF;/'")
 def test_rfc5682_3_spurious_timeout_sends_new_data_and_restores_cwnd(node, link):
@@ -119,7 +125,7 @@ def test_rfc5682_3_spurious_timeout_sends_new_data_and_restores_cwnd(node, link)
     _spurious_timeout_undone(link, sack=True)
 
 
-@requirement(fix='patch 0130', level='SHOULD',
+@requirement(fix='patch 0130', level='MUST',
              mutate="tests/conformance/lwip-mutate core/tcp_out.c "
                     "'s/      goto real_loss;/      tcp_frto_spurious(pcb); return;/'")
 def test_rfc5682_3_real_loss_falls_back_to_conventional_recovery(node, link):
@@ -133,7 +139,7 @@ def test_rfc5682_3_real_loss_falls_back_to_conventional_recovery(node, link):
     _real_loss_goes_back_n(link, sack=True)
 
 
-@requirement(fix='patch 0130', level='SHOULD',
+@requirement(fix='patch 0130', level='MUST',
              mutate="tests/conformance/lwip-mutate core/tcp_out.c "
                     "'/section 2.1 step 3 \\*\\//,+2 s/  if (advanced) {/  if (0) {/'")
 def test_rfc5682_2_1_basic_spurious_timeout_without_sack(node, link):
@@ -149,7 +155,7 @@ def test_rfc5682_2_1_basic_spurious_timeout_without_sack(node, link):
     _spurious_timeout_undone(link, sack=False)
 
 
-@requirement(fix='patch 0130', level='SHOULD',
+@requirement(fix='patch 0130', level='MUST',
              mutate="tests/conformance/lwip-mutate core/tcp_out.c "
                     "'/section 2.1 step 3 \\*\\//,+2 s/  if (advanced) {/  if (1) {/'")
 def test_rfc5682_2_1_basic_duplicate_ack_falls_back_to_conventional_recovery(node, link):

@@ -69,11 +69,14 @@ def test_rfc7323_4_3_ts_recent_not_taken_from_unacceptable_segment(node, link, c
     """RFC 7323 §4.3: "(2) If: SEG.TSval >= TS.Recent and SEG.SEQ <= Last.ACK.sent then
     SEG.TSval is copied to TS.Recent; otherwise, it is ignored." and §5.3 R3 ("If an
     arriving segment satisfies SEG.TSval >= TS.Recent and SEG.SEQ <= Last.ACK.sent (see
-    Section 4.3), then record its timestamp in TS.Recent.") runs only after R1 and R2 (the
-    segment is acceptable). A segment at RCV.NXT whose ACK acknowledges unsent data is
-    dropped (RFC 5961 §5.2), so its TSval, 2^30 ahead, must not become TS.Recent: the
-    challenge ACK echoes a good TSval (within the last minute), and a following segment with
-    a normal TSval is accepted and echoed (had TS.Recent jumped, PAWS would now drop it)."""
+    Section 4.3), then record its timestamp in TS.Recent."). Deviation (docs/limits.md):
+    R3 comes after the PAWS and window checks (R1, R2) but before the ACK is looked at, so
+    RFC 7323 alone would record the TSval of this segment; ulstack, like Linux (tcp_ack's
+    FLAG_UPDATE_TS_RECENT), records it only from a segment whose ACK is acceptable. A
+    segment at RCV.NXT whose ACK acknowledges unsent data is dropped (RFC 5961 §5.2), so its
+    TSval, 2^30 ahead, must not become TS.Recent: the challenge ACK echoes a good TSval
+    (within the last minute), and a following segment with a normal TSval is accepted and
+    echoed (had TS.Recent jumped, PAWS would now drop it)."""
     peer = TcpPeer(link, 7)
     peer.connect()
     good = peer.tsval()
