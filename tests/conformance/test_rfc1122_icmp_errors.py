@@ -176,8 +176,8 @@ def test_rfc5927_4_1_icmp_quoting_sequence_outside_window_ignored(link, counters
 
 @requirement(fix='hook stack/icmperr.c, patch 0030',
              mutate="sed -i 's/if (hard \\&\\& pcb->state == SYN_SENT) {/if (hard) {/' stack/icmperr.c")
-def test_rfc5927_7_2_hard_error_does_not_reset_established_connection(link, counters):
-    """RFC 5927 §5.2 (the test's name says 7_2; the text is in §5.2): "Based on this
+def test_rfc5927_5_2_hard_error_does_not_reset_established_connection(link, counters):
+    """RFC 5927 §5.2: "Based on this
     analysis, most popular TCP implementations treat all ICMP "hard errors" received for
     connections in any of the synchronized states (ESTABLISHED, FIN-WAIT-1, FIN-WAIT-2,
     CLOSE-WAIT, CLOSING, LAST-ACK, or TIME-WAIT) as "soft errors"." (the counter-measure

@@ -36,8 +36,8 @@ def test_rfc1191_3_tcp_segments_carry_df(link):
 
 @requirement(fix='hook stack/icmperr.c, patch 0031',
              mutate="tests/conformance/lwip-mutate core/tcp_out.c 's/if (seg->len > LWIP_HOOK_TCP_TSO_SIZE(pcb) - (LWIP_TCP_OPT_LENGTH_SEGMENT(seg->flags, pcb)) \\&\\&/if (0 \\&\\& seg->len > 0 \\&\\&/'")
-def test_rfc1191_6_1_frag_needed_lowers_mss_and_lost_segment_resent_smaller(link, counters):
-    """RFC 1191 §6.4 (TCP layer actions; the test's name says 6_1): "The TCP layer must
+def test_rfc1191_6_4_frag_needed_lowers_mss_and_lost_segment_resent_smaller(link, counters):
+    """RFC 1191 §6.4 (TCP layer actions): "The TCP layer must
     track the PMTU for the destination of a connection; it should not send datagrams that
     would be larger than this." and §4: the router's message carries "the MTU of that
     next-hop network". After a Fragmentation Needed with MTU 1280 for the first echoed
@@ -54,7 +54,7 @@ def test_rfc1191_6_1_frag_needed_lowers_mss_and_lost_segment_resent_smaller(link
     big = [len(p[IP]) for p in segs if len(p[IP]) > 1280]
     assert not big, f"datagrams above the path MTU after frag-needed: {big}"
     assert counters()["icmp_pmtu_lowered"] == before + 1
-    curated_pcap(link, "rfc1191_6_1_frag_needed_lowers_mss_and_lost_segment_resent_smaller.pcap")
+    curated_pcap(link, "rfc1191_6_4_frag_needed_lowers_mss_and_lost_segment_resent_smaller.pcap")
     peer.abort()
 
 

@@ -108,7 +108,7 @@ def _real_loss_goes_back_n(link, sack):
 @requirement(fix='patch 0130', level='MUST',
              mutate="tests/conformance/lwip-mutate core/tcp_out.c "
                     "'s/  pcb->frto = TCP_FRTO_STEP2;/  pcb->frto = TCP_FRTO_OFF;/'")
-def test_rfc5682_3_spurious_timeout_sends_new_data_and_restores_cwnd(node, link):
+def test_rfc5682_3_1_spurious_timeout_sends_new_data_and_restores_cwnd(node, link):
     """RFC 5682 §3.1 (SACK-enhanced F-RTO), step 2: "b) Else, if the Cumulative
     Acknowledgment field does not cover "RecoveryPoint" but is larger than SND.UNA,
     transmit up to two new (previously unsent) segments and proceed to step 3." Step 3:
@@ -128,7 +128,7 @@ def test_rfc5682_3_spurious_timeout_sends_new_data_and_restores_cwnd(node, link)
 @requirement(fix='patch 0130', level='MUST',
              mutate="tests/conformance/lwip-mutate core/tcp_out.c "
                     "'s/      goto real_loss;/      tcp_frto_spurious(pcb); return;/'")
-def test_rfc5682_3_real_loss_falls_back_to_conventional_recovery(node, link):
+def test_rfc5682_3_1_real_loss_falls_back_to_conventional_recovery(node, link):
     """RFC 5682 §3.1 step 3: "a) If the Cumulative Acknowledgment field or the SACK
     information covers more than "RecoveryPoint", set the congestion window to no more
     than 3 * MSS and proceed with the conventional RTO recovery, retransmitting

@@ -89,8 +89,8 @@ def new_ipid():
              mutate="sed -i 's/srv__reass_input(s, frame, len, p);/s->ctr.v[SRV_DROP_FRAGMENT]++;/' "
                     "server/demux.c && "
                     "sed -i 's/#define IP_REASSEMBLY  *1/#define IP_REASSEMBLY 0/' stack/lwipopts.h")
-def test_rfc791_3_2_fragments_in_order_reassembled_and_delivered(node, link):
-    """RFC 791 §2.3 (the test's name says 3_2): "To assemble the fragments of an internet
+def test_rfc791_2_3_fragments_in_order_reassembled_and_delivered(node, link):
+    """RFC 791 §2.3: "To assemble the fragments of an internet
     datagram, an internet protocol module (for example at a destination host) combines
     internet datagrams that all have the same value for the four fields: identification,
     source, destination, and protocol." A 3000-octet UDP datagram sent as three fragments
@@ -101,14 +101,14 @@ def test_rfc791_3_2_fragments_in_order_reassembled_and_delivered(node, link):
     echo = recv_echo(link, node, sport)
     assert echo is not None, "no echo of the fragmented datagram"
     assert echo == payload, f"echo differs ({len(echo)} octets)"
-    curated_pcap(link, "rfc791_3_2_fragments_in_order_reassembled_and_delivered.pcap")
+    curated_pcap(link, "rfc791_2_3_fragments_in_order_reassembled_and_delivered.pcap")
 
 
 @requirement(fix="ulsd: server/reass.c, filter/datapath.bpf.c; own: lwIP 2.1.3",
              mutate="sed -i 's/srv__reass_input(s, frame, len, p);/s->ctr.v[SRV_DROP_FRAGMENT]++;/' "
                     "server/demux.c && "
                     "sed -i 's/#define IP_REASSEMBLY  *1/#define IP_REASSEMBLY 0/' stack/lwipopts.h")
-def test_rfc791_3_2_fragments_out_of_order_reassembled_and_delivered(node, link):
+def test_rfc791_2_3_fragments_out_of_order_reassembled_and_delivered(node, link):
     """RFC 791 §2.3: "The fragment offset field tells the receiver the position of a
     fragment in the original datagram. The fragment offset and length determine the portion
     of the original datagram covered by this fragment." A 5000-octet UDP datagram sent as
