@@ -342,8 +342,9 @@ static void json_endpoint(FILE *f, const struct ctl_msg *e)
 		e->u.endpoint.pid, kind_name(e->u.endpoint.kind),
 		stat__datapath_name(e->u.endpoint.datapath));
 	/* What the dead process left the connection in, and how many probes its peer got
-	 * (server/custody.h). */
-	if (e->u.endpoint.kind == CTL_K_TIMEWAIT)
+	 * (server/custody.h). An older ulsd leaves both octets zero (they were padding): then
+	 * nothing is claimed. */
+	if (e->u.endpoint.kind == CTL_K_TIMEWAIT && e->u.endpoint.custody)
 		fprintf(f, ", \"custody\": \"%s\", \"probes\": %u",
 			custody_name(e->u.endpoint.custody), e->u.endpoint.probes);
 	fputc('}', f);

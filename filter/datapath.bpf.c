@@ -372,7 +372,9 @@ static __u32 steer_frame(struct __sk_buff *skb)
 	__u32 l4 = WIRE_ETH_HLEN + ihl;
 	if (ip[WIRE_IPV4_OFF_PROTOCOL] == WIRE_IPPROTO_TCP || ip[WIRE_IPV4_OFF_PROTOCOL] == WIRE_IPPROTO_UDP) {
 		/* The ports, and TCP's flags: a TCP header is at least 20 octets, so a
-		 * segment that is one has the 14 read here. */
+		 * segment has the 14 read here; a frame with fewer octets of TCP goes to
+		 * ulsd, which drops it (flt_parse: tcp_header). One with 14 to 19 still goes
+		 * to the owner, whose stack drops it. */
 		__u8 l4h[WIRE_TCP_OFF_FLAGS + 1];
 		int tcp = ip[WIRE_IPV4_OFF_PROTOCOL] == WIRE_IPPROTO_TCP;
 		if (l4_hdr(skb, h, whole, l4, l4h, tcp ? sizeof(l4h) : 4) < 0)

@@ -417,9 +417,7 @@ void srv__send_probe6(struct srv *s, struct srv_custody *c)
 	 * (srv__neigh6_run). */
 	if (srv__neigh6_resolve(&s->neigh6, now, c->rip.b) == 1)
 		send_ns(s, c->rip.b);
-	/* If resolution fails the flag stays: a probe that goes when the peer's address does
-	 * come later is still one this dead connection was due. */
-	c->awaits_neighbour = true;
+	c->awaits_neighbour = true;   /* cleared if the resolution fails (srv__neigh6_run) */
 	count_evicted(s);
 	s->ctr.v[SRV_RST_PROBES_DEFERRED]++;
 }
@@ -431,8 +429,19 @@ int srv__neigh6_run(struct srv *s)
 
 	s->ctr.v[SRV_ND_RESOLVE_FAILED] += failed;
 	/* The probes that waited for an address that never came: the peer learns from the
-	 * RST its next segment gets (§3.10.7.1) instead. */
+	 * RST its next segment gets (§3.10.7.1) instead. They are dropped, counted, and no
+	 * longer wait: a later resolution of that address, started by another connection's
+	 * probe, sends that connection's probe only. */
 	s->ctr.v[SRV_DROP_PROBE_NO_NEIGHBOUR] += failed_waiting;
+	if (failed_waiting) {
+		uint64_t now = srv__now_ms();
+		for (size_t i = 0; i < s->custody.n; i++) {
+			struct srv_custody *c = &s->custody.c[i];
+			if (c->awaits_neighbour &&
+			    srv__neigh6_state(&s->neigh6, now, c->rip.b) == SRV_NEIGH6_FREE)
+				c->awaits_neighbour = false;
+		}
+	}
 	return t;
 }
 

@@ -142,7 +142,8 @@ struct ctl_endpoint {
 	uint32_t pid;
 	uint8_t kind;
 	uint8_t datapath;     /* enum ctl_datapath of the owner; 0: none (custody) */
-	uint8_t custody;      /* CTL_K_TIMEWAIT: enum ctl_custody; else 0 */
+	uint8_t custody;      /* CTL_K_TIMEWAIT: enum ctl_custody; else 0 (and from a ulsd
+			       * before stop 40, whose padding this was) */
 	uint8_t probes;       /* CTL_K_TIMEWAIT: the probes ulsd sent its peer (at most 255) */
 };
 

@@ -14,6 +14,11 @@ uint8_t *forge_ip(uint8_t *f, const uint8_t *smac, uint32_t src, uint32_t dst, u
 /* A TCP RST: the most harmful thing to forge into someone's connection. */
 size_t forge_tcp_rst(uint8_t *f, const uint8_t *smac, uint32_t src, uint16_t sport,
 		     uint32_t dst, uint16_t dport);
+/* UDP behind 4 NOP options, which read as ports 257 and 257 (FORGE_NOP_PORT) where a
+ * header without options has the ports. */
+#define FORGE_NOP_PORT 257
+size_t forge_udp_behind_nops(uint8_t *f, const uint8_t *smac, uint32_t src, uint16_t sport,
+			     uint32_t dst, uint16_t dport);
 /* UDP with 8 octets of payload and no checksum (RFC 768: zero means none). */
 size_t forge_udp(uint8_t *f, const uint8_t *smac, uint32_t src, uint16_t sport, uint32_t dst,
 		 uint16_t dport);

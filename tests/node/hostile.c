@@ -517,8 +517,17 @@ static size_t spoof4_frame(int k, const struct spoof *s, uint8_t *f)
 		return forge_tcp_rst(f, other_mac, hostile_node.addr, own, s->dst, s->dport);
 	if (k == 1)
 		return forge_tcp_rst(f, hostile_node.mac, htonl(0xc6120063), own, s->dst, s->dport);
-	if (k == 2)
+	if (k == 2) {
+		/* Every other one a UDP datagram from the victim's port behind IP options
+		 * that read as a port we hold (FORGE_NOP_PORT, bound by "spoof") where the
+		 * transmit check's one-read peek has the ports of a header without options
+		 * (filter/datapath.bpf.c): it must see the victim's port all the same. */
+		static unsigned n;
+		if (n++ % 2)
+			return forge_udp_behind_nops(f, hostile_node.mac, hostile_node.addr,
+						     s->victim, s->dst, s->dport);
 		return forge_tcp_rst(f, hostile_node.mac, hostile_node.addr, s->victim, s->dst, s->dport);
+	}
 	if (k == 3)
 		return forge_arp(f, hostile_node.mac, s->dst, s->dst);
 	if (k == 4) {
@@ -640,6 +649,11 @@ static int run(int argc, char **argv)
 		struct spoof sp = { .victim = (uint16_t)atoi(argv[4]),
 				    .dport = (uint16_t)atoi(argv[6]) };
 		inet_pton(AF_INET, argv[5], &sp.dst);
+		int rc = bind_port(IPPROTO_UDP, FORGE_NOP_PORT);
+		if (rc != FORGE_NOP_PORT) {
+			fprintf(stderr, "hostile: spoof: bind of UDP port %d: %d\n", FORGE_NOP_PORT, rc);
+			return 1;
+		}
 		if (spoof_each("spoof", spoof4_kinds, atoi(argv[3]), spoof4_frame, &sp))
 			return 1;
 		printf("own_port %d\n", sp.own);

@@ -140,8 +140,11 @@ SPOOF_KINDS = ("src_mac", "src_ip", "port", "arp", "proto")
 def test_forged_frames_are_all_dropped_and_counted_by_reason(tb):
     """Frames with forged sources that a process writes into its transmit path (its queue,
     or its ring) are all dropped and counted, N of N by reason: another MAC (src_mac),
-    another address (src_ip), a live victim's port (port), an ARP reply claiming the kernel
-    peer's address (arp), IP protocol 47 (proto). A capture on the bridge sees none of them.
+    another address (src_ip), a live victim's port (port; every other one behind IP options
+    that read as the process's own port where a header without options has the ports: the
+    BPF transmit check reads the ports at the header's real end), an ARP reply claiming the
+    kernel peer's address (arp), IP protocol 47 (proto). A capture on the bridge sees none
+    of them.
     The control: the same process's N UDP datagrams from a port it holds pass and are on
     the wire. On the direct path the process's own queue counts them too, while it lives
     (queue.Q.tx_dropped.REASON = N, tx_passed = N)."""

@@ -1,6 +1,6 @@
 /* The fixture of the unit tests that run the direct data path's BPF programs
- * (filter/datapath.bpf.c) in the kernel with BPF_PROG_TEST_RUN (test_datapath6,
- * test_datapath_syn): the programs loaded from ulsd's skeleton, a filter table whose
+ * (filter/datapath.bpf.c) in the kernel with BPF_PROG_TEST_RUN (test_datapath4,
+ * test_datapath6, test_datapath_syn): the programs loaded from ulsd's skeleton, a filter table whose
  * changes each test mirrors into the maps as server/bpf.c does, the node's configuration,
  * and owner n holding queue n for n = 1..31. Static functions: each test program that
  * includes it has its own copy. Needs root (CAP_BPF); where the programs do not load, the
@@ -17,6 +17,7 @@
 
 #include "filter/datapath.h"
 #include "filter/filter.h"
+#include "netif/wire/proto.h"
 #include "server/datapath.skel.h"
 
 static const uint8_t node_mac[6] = { 0x02, 0, 0, 0, 0, 0x01 };
@@ -89,13 +90,13 @@ static __attribute__((unused)) void dp_mirror4(void *arg, enum flt_kind kind, ui
  * in behind 14 octets of its own Ethernet header. */
 static __attribute__((unused)) uint32_t dp_steer(struct dp_fx *f, const uint8_t *b, size_t len)
 {
-	uint8_t in[256 + 14];
+	uint8_t in[256 + WIRE_ETH_HLEN];
 
-	assert_true(len >= 14 && len <= 256);
-	memcpy(in, b, 14);
-	memcpy(in + 14, b, len);
-	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = in, .data_size_in = (uint32_t)(len + 14),
-		    .repeat = 1);
+	assert_true(len >= WIRE_ETH_HLEN && len <= 256);
+	memcpy(in, b, WIRE_ETH_HLEN);
+	memcpy(in + WIRE_ETH_HLEN, b, len);
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = in,
+		    .data_size_in = (uint32_t)(len + WIRE_ETH_HLEN), .repeat = 1);
 	assert_int_equal(bpf_prog_test_run_opts(bpf_program__fd(f->skel->progs.steer), &o), 0);
 	return o.retval;
 }

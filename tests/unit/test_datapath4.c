@@ -133,10 +133,10 @@ static void steering_agrees_with_the_filter_with_and_without_ip_options(void **s
 	assert_int_equal(steer(f, &fr), 0);
 }
 
-/* RFC 9293 §3.1: a TCP header is at least 20 octets. A segment whose datagram ends inside
- * the first 14 (ports, sequence numbers, flags) is one the filter drops
- * (FLT_DROP_TCP_HEADER); it goes to ulsd, which counts the drop, not to the tuple's
- * owner. Its 20-octet control reaches the owner. */
+/* RFC 9293 §3.1: a TCP header is at least 20 octets. A frame with fewer than 14 octets of
+ * TCP (ports, sequence numbers, flags) is one the filter drops (FLT_DROP_TCP_HEADER); it
+ * goes to ulsd, which counts the drop, not to the tuple's owner. Its 20-octet control
+ * reaches the owner. */
 static void a_segment_too_short_for_its_tcp_header_goes_to_ulsd(void **state)
 {
 	struct dp_fx *f = *state;

@@ -144,6 +144,41 @@ static void flood_syn(struct frame *fr, unsigned i)
 	seg4(fr, 0xc6130000u + i, (uint16_t)(1024 + i % 60000), 80, SYN, 0x1000u * i + 7);
 }
 
+/* SYN number i of a flood whose IPv4 headers carry 4 octets of options (NOPs, RFC 791
+ * §3.1): the TCP header starts 4 octets later, and the octet where a header without
+ * options has TCP's flags is the acknowledgment number's second, set to ACK's bit. */
+static void flood_syn_with_options(struct frame *fr, unsigned i)
+{
+	uint8_t *ip = fr->b + WIRE_ETH_HLEN;
+
+	memset(fr, 0, sizeof(*fr));
+	wire_eth_write(fr->b, node_mac, peer_mac, WIRE_ETHERTYPE_IPV4);
+	wire_ipv4_write(ip, TCP, __builtin_bswap32(0xc6140000u + i), __builtin_bswap32(NODE_IP),
+			44, 1, 64);
+	ip[WIRE_IPV4_OFF_VIHL] = WIRE_IPV4_VERSION << 4 | 6;
+	memset(ip + 20, 1, 4);
+	wire_wr16(ip + WIRE_IPV4_OFF_CHECKSUM, 0);
+	wire_wr16(ip + WIRE_IPV4_OFF_CHECKSUM, wire_sum_finish(wire_sum(0, ip, 24)));
+	tcp_hdr(ip + 24, (uint16_t)(1024 + i % 60000), 80, SYN, 0x1000u * i + 7);
+	ip[24 + 9] = ACK;
+	fr->len = WIRE_ETH_HLEN + 44;
+}
+
+/* A flood whose SYNs carry IP options is shed as one without: the one-read pass for
+ * frames that are not pure SYNs is only for headers without options. */
+static void a_syn_flood_with_ip_options_is_shed_too(void **state)
+{
+	struct dp_fx *f = *state;
+	struct frame fr;
+
+	NEED_BPF(f);
+	for (unsigned i = 0; i < BUDGET + 20; i++) {
+		flood_syn_with_options(&fr, i);
+		assert_int_equal(guard(f, &fr), i < BUDGET ? TCX_PASS : TCX_DROP);
+	}
+	assert_int_equal(qstat(f, 3).syn_shed, 20);
+}
+
 /* The budget's SYNs pass, the rest of the window's are dropped and counted for the queue. */
 static void syns_over_the_budget_are_shed_and_counted(void **state)
 {
@@ -447,6 +482,7 @@ int main(void)
 		T(known_peers_syns_pass_over_the_budget),
 		T(shedding_suspended_when_a_quarter_come_back),
 		T(only_pure_syns_to_a_direct_listener_are_shed),
+		T(a_syn_flood_with_ip_options_is_shed_too),
 		T(ipv6_syns_shed_and_retransmission_taken),
 		T(a_window_started_after_the_clock_was_read_is_not_started_again),
 		T(a_turnover_after_the_clock_was_read_is_not_repeated),

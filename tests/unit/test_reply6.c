@@ -664,6 +664,7 @@ static void unanswered_solicitations_end_in_a_counted_drop(void **state)
 	hold(peer_ip6);
 	srv__send_probe(&srv, &custody1);
 	assert_int_equal(nsent, 1);
+	assert_true(custody1.awaits_neighbour);
 	assert_int_equal(srv__neigh6_run(&srv), SRV_NEIGH6_RETRANS_MS);
 	assert_int_equal(nsent, 1);
 	for (unsigned i = 1; i <= SRV_NEIGH6_SOLICITS; i++) {
@@ -677,6 +678,8 @@ static void unanswered_solicitations_end_in_a_counted_drop(void **state)
 	assert_int_equal(srv.ctr.v[SRV_DROP_PROBE_NO_NEIGHBOUR], 1);
 	assert_int_equal(srv.ctr.v[SRV_RST_PROBES], 0);
 	assert_false(srv__neigh6_resolving(&srv.neigh6));
+	/* Counted as dropped, it waits no more: a later resolution does not send it. */
+	assert_false(custody1.awaits_neighbour);
 }
 
 /* The advertisement that ends a resolution sends the probes that waited for it, and only
