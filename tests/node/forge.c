@@ -54,6 +54,17 @@ size_t forge_tcp_rst(uint8_t *f, const uint8_t *smac, uint32_t src, uint16_t spo
 	return 54;
 }
 
+/* A UDP header and 8 octets of data at udp, without a checksum (RFC 768: zero means
+ * none). */
+static void udp_datagram(uint8_t *udp, uint16_t sport, uint16_t dport)
+{
+	memset(udp, 0, 16);
+	forge_put16(udp, sport);
+	forge_put16(udp + 2, dport);
+	forge_put16(udp + 4, 16);
+	memcpy(udp + 8, "hostile!", 8);
+}
+
 /* UDP from sport behind 4 octets of IP options, all NOPs (RFC 791 §3.1: option type 1):
  * a valid header, whose options read as ports 257 and 257 where a header without options
  * has the ports. */
@@ -67,11 +78,7 @@ size_t forge_udp_behind_nops(uint8_t *f, const uint8_t *smac, uint32_t src, uint
 	memset(ip + 10, 0, 2);
 	uint16_t c = (uint16_t)~nif_inet_chksum(ip, 24);
 	memcpy(ip + 10, &c, 2);
-	memset(udp, 0, 16);
-	forge_put16(udp, sport);
-	forge_put16(udp + 2, dport);
-	forge_put16(udp + 4, 16);
-	memcpy(udp + 8, "hostile!", 8);
+	udp_datagram(udp, sport, dport);
 	return 14 + 24 + 16;
 }
 
@@ -79,13 +86,7 @@ size_t forge_udp_behind_nops(uint8_t *f, const uint8_t *smac, uint32_t src, uint
 size_t forge_udp(uint8_t *f, const uint8_t *smac, uint32_t src, uint16_t sport, uint32_t dst,
 		 uint16_t dport)
 {
-	uint8_t *udp = forge_ip(f, smac, src, dst, IPPROTO_UDP, 8 + 8);
-
-	memset(udp, 0, 16);
-	forge_put16(udp, sport);
-	forge_put16(udp + 2, dport);
-	forge_put16(udp + 4, 16);
-	memcpy(udp + 8, "hostile!", 8);
+	udp_datagram(forge_ip(f, smac, src, dst, IPPROTO_UDP, 8 + 8), sport, dport);
 	return 14 + 20 + 16;
 }
 

@@ -164,19 +164,27 @@ static void flood_syn_with_options(struct frame *fr, unsigned i)
 	fr->len = WIRE_ETH_HLEN + 44;
 }
 
+/* BUDGET + 20 of a flood's SYNs (make builds number i) in one window: the budget's pass,
+ * the other 20 are dropped and counted for the listener's queue. */
+static void flood_past_the_budget(struct dp_fx *f, void (*make)(struct frame *, unsigned))
+{
+	struct frame fr;
+
+	for (unsigned i = 0; i < BUDGET + 20; i++) {
+		make(&fr, i);
+		assert_int_equal(guard(f, &fr), i < BUDGET ? TCX_PASS : TCX_DROP);
+	}
+	assert_int_equal(qstat(f, 3).syn_shed, 20);
+}
+
 /* A flood whose SYNs carry IP options is shed as one without: the one-read pass for
  * frames that are not pure SYNs is only for headers without options. */
 static void a_syn_flood_with_ip_options_is_shed_too(void **state)
 {
 	struct dp_fx *f = *state;
-	struct frame fr;
 
 	NEED_BPF(f);
-	for (unsigned i = 0; i < BUDGET + 20; i++) {
-		flood_syn_with_options(&fr, i);
-		assert_int_equal(guard(f, &fr), i < BUDGET ? TCX_PASS : TCX_DROP);
-	}
-	assert_int_equal(qstat(f, 3).syn_shed, 20);
+	flood_past_the_budget(f, flood_syn_with_options);
 }
 
 /* The budget's SYNs pass, the rest of the window's are dropped and counted for the queue. */
@@ -186,15 +194,7 @@ static void syns_over_the_budget_are_shed_and_counted(void **state)
 	struct frame fr;
 
 	NEED_BPF(f);
-	for (unsigned i = 0; i < BUDGET; i++) {
-		flood_syn(&fr, i);
-		assert_int_equal(guard(f, &fr), TCX_PASS);
-	}
-	for (unsigned i = BUDGET; i < BUDGET + 20; i++) {
-		flood_syn(&fr, i);
-		assert_int_equal(guard(f, &fr), TCX_DROP);
-	}
-	assert_int_equal(qstat(f, 3).syn_shed, 20);
+	flood_past_the_budget(f, flood_syn);
 	assert_int_equal(qstat(f, 3).syn_readmitted, 0);
 	/* The next window takes the budget again. */
 	usleep(FLT_DP_SYN_WINDOW_NS / 1000 + 20000);
