@@ -59,7 +59,11 @@
  * without options and the transport header up to TCP's flags (ports, sequence numbers,
  * flags). Each helper call costs a call and its return, and every return is a thunk on
  * this kind of host (AMD's SRSO "Safe RET"): a data frame took four reads in steer, three
- * in txcheck and synguard (docs/benchmarks.md, "The data path's programs, per frame"). */
+ * in txcheck and synguard (docs/benchmarks.md, "Stop 40: the data path's programs, per
+ * frame"). */
+/* TCP's control flags that say what a segment is (RFC 9293 §3.1): a pure SYN, a bare ACK
+ * of a handshake; PSH, URG and the ECN bits aside. */
+#define TCP_CTL (WIRE_TCP_SYN | WIRE_TCP_ACK | WIRE_TCP_RST | WIRE_TCP_FIN)
 #define PEEK_LEN (WIRE_ETH_HLEN + WIRE_IPV4_HLEN_MIN + WIRE_TCP_OFF_FLAGS + 1)
 #define PEEK_L4 (WIRE_ETH_HLEN + WIRE_IPV4_HLEN_MIN)
 
@@ -276,8 +280,7 @@ static __u32 steer6(struct __sk_buff *skb, const struct flt_dp_cfg *c, const __u
 		if (owner && nh == WIRE_IPPROTO_TCP &&
 		    bpf_skb_load_bytes(skb, l4, l4h, sizeof(l4h)) == 0 &&
 		    (exact ? (l4h[WIRE_TCP_OFF_FLAGS] & WIRE_TCP_SYN) :
-			     (l4h[WIRE_TCP_OFF_FLAGS] &
-			      (WIRE_TCP_SYN | WIRE_TCP_RST | WIRE_TCP_FIN | WIRE_TCP_ACK)) == WIRE_TCP_ACK)) {
+			     (l4h[WIRE_TCP_OFF_FLAGS] & TCP_CTL) == WIRE_TCP_ACK)) {
 			struct flt_dp_neigh nb = {};
 			struct ip6key k;
 			__builtin_memcpy(k.a, ip + WIRE_IPV6_OFF_SRC, 16);
@@ -390,8 +393,7 @@ static __u32 steer_frame(struct __sk_buff *skb)
 		 * peer's entry in the LRU map, at the cost of a map update per SYN. */
 		if (owner && tcp &&
 		    (exact ? (l4h[WIRE_TCP_OFF_FLAGS] & WIRE_TCP_SYN) :
-			     (l4h[WIRE_TCP_OFF_FLAGS] &
-			      (WIRE_TCP_SYN | WIRE_TCP_RST | WIRE_TCP_FIN | WIRE_TCP_ACK)) == WIRE_TCP_ACK)) {
+			     (l4h[WIRE_TCP_OFF_FLAGS] & TCP_CTL) == WIRE_TCP_ACK)) {
 			struct flt_dp_neigh nb = {};
 			__builtin_memcpy(nb.mac, eth + WIRE_ETH_OFF_SRC, WIRE_ETH_ALEN);
 			bpf_map_update_elem(&dp_neigh, &src, &nb, BPF_ANY);

@@ -235,8 +235,7 @@ static __always_inline int syn_pure(struct __sk_buff *skb, __u32 l4, __u16 ports
 	__u8 h[WIRE_TCP_OFF_FLAGS + 1];
 
 	if (bpf_skb_load_bytes(skb, l4, h, sizeof(h)) < 0 ||
-	    (h[WIRE_TCP_OFF_FLAGS] & (WIRE_TCP_SYN | WIRE_TCP_ACK | WIRE_TCP_RST | WIRE_TCP_FIN)) !=
-		    WIRE_TCP_SYN)
+	    (h[WIRE_TCP_OFF_FLAGS] & TCP_CTL) != WIRE_TCP_SYN)
 		return 0;
 	__builtin_memcpy(ports, h, 4);
 	__builtin_memcpy(seq, h + 4, 4);
@@ -321,8 +320,7 @@ int synguard(struct __sk_buff *skb)
 	if (whole && type == WIRE_ETHERTYPE_IPV4 &&
 	    h[WIRE_ETH_HLEN + WIRE_IPV4_OFF_VIHL] == (WIRE_IPV4_VERSION << 4 | 5) &&
 	    (h[WIRE_ETH_HLEN + WIRE_IPV4_OFF_PROTOCOL] != WIRE_IPPROTO_TCP ||
-	     (h[PEEK_L4 + WIRE_TCP_OFF_FLAGS] &
-	      (WIRE_TCP_SYN | WIRE_TCP_ACK | WIRE_TCP_RST | WIRE_TCP_FIN)) != WIRE_TCP_SYN))
+	     (h[PEEK_L4 + WIRE_TCP_OFF_FLAGS] & TCP_CTL) != WIRE_TCP_SYN))
 		return TCX_PASS;
 	if (type == WIRE_ETHERTYPE_IPV4)
 		return syn_guard4(skb, c);
