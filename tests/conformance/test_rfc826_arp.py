@@ -8,11 +8,11 @@ from conftest import curated_pcap, requirement
 @requirement(fix='ulsd: server/reply.c; own: lwIP 2.1.3',
              mutate="sed -i 's/if (p->arp.op != WIRE_ARP_OP_REQUEST || p->arp.tpa != s->ip) {/if (1) {/' server/reply.c && tests/conformance/lwip-mutate core/ipv4/etharp.c 's/      if (for_us) {/      if (0) {/'")
 def test_rfc826_request_for_our_address_gets_reply(node, link):
-    """RFC 826, "Packet Reception": "If the opcode is ares_op$REQUEST (NOW look at the
-    opcode!!), then swap hardware and protocol fields, putting the local hardware and
-    protocol addresses in the sender fields. Set the ar$op field to ares_op$REPLY. Send
-    the packet to the (new) target hardware address on the same hardware on which the
-    request was received." """
+    """RFC 826, "Packet Reception": "?Is the opcode ares_op$REQUEST? (NOW look at the
+    opcode!!) Yes: Swap hardware and protocol fields, putting the local hardware and
+    protocol addresses in the sender fields. Set the ar$op field to ares_op$REPLY Send the
+    packet to the (new) target hardware address on the same hardware on which the request
+    was received." """
     link.send(Ether(src=node.my_mac, dst="ff:ff:ff:ff:ff:ff") /
               ARP(op=1, hwsrc=node.my_mac, psrc=node.my_ip, pdst=node.ip))
     r = link.recv(lambda p: ARP in p and p[ARP].op == 2 and p[ARP].psrc == node.ip, 3)
@@ -27,9 +27,10 @@ def test_rfc826_request_for_our_address_gets_reply(node, link):
 @requirement(fix='ulsd: server/reply.c; own: lwIP 2.1.3',
              mutate="sed -i 's/if (p->arp.op != WIRE_ARP_OP_REQUEST || p->arp.tpa != s->ip) {/if (p->arp.op != WIRE_ARP_OP_REQUEST) {/' server/reply.c && tests/conformance/lwip-mutate core/ipv4/etharp.c 's/for_us = (u8_t)ip4_addr_cmp(&dipaddr, netif_ip4_addr(netif));/for_us = 1;/'")
 def test_rfc826_request_for_other_address_not_answered(node, link):
-    """RFC 826, "Packet Reception": "?Am I the target protocol address? Yes: ... (reply)";
-    a request for an address that is not ours gets no reply. Positive control: the same
-    request for the node's address gets one."""
+    """RFC 826, "Packet Reception": "Negative conditionals indicate an end of processing
+    and a discarding of the packet." and "?Am I the target protocol address?": a request
+    for an address that is not ours gets no reply. Positive control: the same request for
+    the node's address gets one."""
     link.send(Ether(src=node.my_mac, dst="ff:ff:ff:ff:ff:ff") /
               ARP(op=1, hwsrc=node.my_mac, psrc=node.my_ip, pdst="198.18.0.77"))
     r = link.recv(lambda p: ARP in p and p[ARP].op == 2, 1.0)
