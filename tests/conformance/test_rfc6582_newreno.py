@@ -9,7 +9,8 @@ from flight import SMSS, Receiver, offsets
 @requirement(fix='patch 0021',
              mutate="tests/conformance/lwip-mutate core/tcp_out.c '/the first unacknowledged segment goes out again/ s/pcb->high_rxt = pcb->lastack;/;/'")
 def test_rfc6582_3_2_partial_ack_retransmits_next_hole_at_once(node, link):
-    """RFC 6582 §3.2, step 5 (partial acknowledgments): "If this ACK does *not* acknowledge
+    """RFC 6582 §3.2, step 3 ("Response to newly acknowledged data"), "Partial
+    acknowledgments": "If this ACK does *not* acknowledge
     all of the data up to and including recover, then this is a partial ACK. In this case,
     retransmit the first unacknowledged segment." Two segments of a 10-segment window are
     "lost" (offsets 0 and 4000). Three duplicate ACKs bring fast retransmit of the first;
