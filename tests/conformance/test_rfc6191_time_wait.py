@@ -75,8 +75,8 @@ def test_rfc6191_2_syn_with_higher_isn_and_no_timestamps_reopens(link):
     """RFC 6191 §2: "If TCP Timestamps would not be enabled for the new incarnation of the
     connection, but the Sequence Number of the incoming SYN segment is greater than the last
     sequence number seen on the previous incarnation of the connection (for the same
-    direction of the data transfer), honor the connection request". A SYN without TSopt and
-    with an ISN above the old RCV.NXT gets a SYN-ACK."""
+    direction of the data transfer), honor the incoming connection request". A SYN without
+    TSopt and with an ISN above the old RCV.NXT gets a SYN-ACK."""
     old = _time_wait(link)
     new = TcpPeer(link, 13, sport=old.sport, ts=False)
     new.iss = new.snd_nxt = (old.snd_nxt + 5000) & 0xFFFFFFFF
@@ -118,11 +118,13 @@ def test_rfc6191_2_syn_with_older_timestamp_gets_challenge_ack_not_reset(link):
 @requirement(fix='patch 0032',
              mutate="tests/conformance/lwip-mutate core/tcp_in.c 's/return TCP_SEQ_GEQ(seqno, pcb->rcv_nxt);/return 1;/'")
 def test_rfc6191_2_syn_with_lower_isn_and_no_timestamps_not_reopened(link):
-    """RFC 6191 §2 (previous incarnation without timestamps): "if the Sequence Number of the
+    """RFC 6191 §2 (previous incarnation without timestamps): "If TCP Timestamps would not
+    be enabled for the new incarnation of the connection, but the Sequence Number of the
     incoming SYN segment is greater than the last sequence number seen on the previous
-    incarnation of the connection ..., honor the connection request. Otherwise, silently
-    drop the incoming SYN segment, thus leaving the previous incarnation of the connection
-    in the TIME-WAIT state." A SYN below RCV.NXT gets a challenge ACK (RFC 9293 §3.10.7.4),
+    incarnation of the connection (for the same direction of the data transfer), honor the
+    incoming connection request", and "Otherwise, silently drop the incoming SYN segment,
+    thus leaving the previous incarnation of the connection in the TIME-WAIT state." A SYN
+    below RCV.NXT gets a challenge ACK (RFC 9293 §3.10.7.4),
     not a SYN-ACK; one above it (positive control) reopens the connection."""
     old = TcpPeer(link, 13, ts=False)
     old.connect()
