@@ -252,9 +252,10 @@ def test_rfc768_udp_echo_over_ipv6(stack6, link):
 
 @requirement(fix='own: stack/ethif.c', mutate="sed -i 's|= v6 ? ip6_input : ip4_input;|= ip4_input; (void)v6;  /* IPv6 dropped as a bad version */|' stack/tso.c")
 def test_rfc4213_2_ipv4_and_ipv6_on_one_port(stack6, link):
-    """RFC 4213 §2 ("dual stack": "IPv6/IPv4 nodes ... are able to send and receive IPv4
-    and IPv6 packets"): with IPv6 on, the node's IPv4 TCP service answers as before, and
-    an IPv6 connection on the same port answers too."""
+    """RFC 4213 §2 (Dual IP Layer Operation); the RFC's Abstract: "Dual stack implies
+    providing complete implementations of both versions of the Internet Protocol (IPv4 and
+    IPv6)". With IPv6 on, the node's IPv4 TCP service answers as before, and an IPv6
+    connection on the same port answers too."""
     p4 = TcpPeer(link, 7)
     p4.connect()
     p4.send("PA", b"v4\n")
