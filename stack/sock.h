@@ -56,10 +56,16 @@ enum stk_state {
  * keep-alive connection its client has just reset), an accepted socket inherits its
  * listener's, and each pcb the socket gets (socket(), accept, a handed-off connection)
  * takes them from here. */
+/* The smallest TCP window SO_RCVBUF sets: Linux's smallest receive buffer (SOCK_MIN_RCVBUF)
+ * is about 2.3 KB. A window below a full segment still works: the peer sends less at a
+ * time. */
+#define STK_RCVBUF_MIN 2048u
+
 struct stk_opts {
 	bool reuseaddr, keepalive, nodelay;
 	uint8_t tos;
 	uint32_t keep_idle_s, keep_intvl_s, keep_cnt;
+	uint32_t rcv_wnd_cap;      /* SO_RCVBUF of a TCP socket: its window's cap; 0: TCP_WND */
 };
 
 struct stk_sock {

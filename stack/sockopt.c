@@ -101,10 +101,25 @@ static int setopt(struct stk_sock *s, int level, int name, const void *val, sock
 			s->busy_poll_us = v > 1000000 ? 1000000u : (unsigned)v;
 			return 0;
 		case SO_RCVBUF:
+			if (v < 0)
+				return -EINVAL;
+			/* socket(7): the receive buffer; a TCP connection's window is about the
+			 * size asked for (Linux doubles the buffer for its overhead and offers
+			 * about half as window). Here the window is capped at it (patch 0137),
+			 * from STK_RCVBUF_MIN up to TCP_WND, the default. Few fast streams
+			 * gain from a smaller one: their data stays in cache between the two
+			 * ends (docs/benchmarks.md, "Stop 41"). Deviation: Linux bounds it by
+			 * net.core.rmem_max unless SO_RCVBUFFORCE; here by TCP_WND. Datagram
+			 * sockets keep their fixed queue (stack/dgram.c). */
+			if (s->type == SOCK_STREAM)
+				s->opts.rcv_wnd_cap = (uint32_t)v >= TCP_WND ? 0 :
+						      (uint32_t)v < STK_RCVBUF_MIN ? STK_RCVBUF_MIN : (uint32_t)v;
+			break;
 		case SO_SNDBUF:
-			/* Deviation: lwIP's window and send buffer are compile-time constants
-			 * (4 MiB); the request is accepted and the sizes stay (Linux, too,
-			 * adjusts what it is given). */
+			/* Deviation: lwIP's send buffer is a compile-time constant (4 MiB),
+			 * bounded in use by the flight (stk__stream_notsent_max); the request
+			 * is accepted and the size stays (Linux, too, adjusts what it is
+			 * given). */
 			return v < 0 ? -EINVAL : 0;
 		default:
 			return -ENOPROTOOPT;
@@ -167,6 +182,8 @@ void stk__sock_apply_opts(struct stk_sock *s)
 	else
 		ip_reset_option(pcb, SOF_KEEPALIVE);
 	pcb->tos = o->tos;
+	if (s->tcp)
+		tcp_set_rcv_wnd_cap(s->tcp, o->rcv_wnd_cap);  /* a listener's reaches its children */
 	if (!s->tcp || s->tcp->state == LISTEN)
 		return;
 	if (o->nodelay)
@@ -191,6 +208,7 @@ void stk__sock_take_opts(struct stk_sock *s, const struct tcp_pcb *pcb)
 	o->keep_idle_s = pcb->keep_idle / 1000u;
 	o->keep_intvl_s = pcb->keep_intvl / 1000u;
 	o->keep_cnt = pcb->keep_cnt;
+	o->rcv_wnd_cap = pcb->rcv_wnd_cap;
 }
 
 int uls_setsockopt(int sd, int level, int name, const void *val, socklen_t len)
@@ -213,7 +231,10 @@ static int getopt_int(struct stk_sock *s, int level, int name, int *v)
 		case SO_TYPE:      *v = s->type; return 0;
 		case SO_DOMAIN:    *v = s->family; return 0;
 		case SO_ERROR:     *v = -s->err; s->err = 0; return 0;
-		case SO_RCVBUF:    *v = s->type == SOCK_STREAM ? (int)TCP_WND : 4 << 20; return 0;
+		/* Set, twice the window's cap, as Linux reports twice what it was given. */
+		case SO_RCVBUF:    *v = s->type != SOCK_STREAM ? 4 << 20 :
+					o->rcv_wnd_cap ? (int)(2 * o->rcv_wnd_cap) : (int)TCP_WND;
+				   return 0;
 		case SO_SNDBUF:    *v = (int)TCP_SND_BUF; return 0;
 		case SO_REUSEADDR: *v = o->reuseaddr; return 0;
 		case SO_KEEPALIVE: *v = o->keepalive; return 0;

@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <pthread.h>
+#include <sys/ioctl.h>
+#include <linux/sockios.h>
 
 #include <cmocka.h>
 
@@ -278,6 +280,153 @@ static void test_send_queues_no_more_unsent_bytes_than_the_flight_or_the_floor(v
 	close(l);
 }
 
+/* SO_RCVBUF caps the window (patch 0137). The kernel peer writes without blocking until its
+ * send buffer is full; what the node took is what the peer wrote less what it still holds
+ * (SIOCOUTQ: sent but unacknowledged, and unsent). Then the node reads all of it through
+ * the small window, every byte checked: the window opens again as it reads. */
+enum { PEER_SNDBUF = 512 * 1024, FILL_MAX = 8 << 20 };
+
+static uint8_t fill_byte(size_t i)
+{
+	return (uint8_t)(i * 7 + (i >> 10));
+}
+
+/* Write the pattern to the kernel socket until it would block: the bytes written. */
+static size_t peer_fill(int peer)
+{
+	static uint8_t chunk[65536];
+	int sndbuf = PEER_SNDBUF;
+	size_t off = 0;
+
+	assert_int_equal(setsockopt(peer, SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof(sndbuf)), 0);
+	fcntl(peer, F_SETFL, fcntl(peer, F_GETFL) | O_NONBLOCK);
+	for (int idle = 0; idle < 3 && off < FILL_MAX;) {
+		for (size_t i = 0; i < sizeof(chunk); i++)
+			chunk[i] = fill_byte(off + i);
+		ssize_t n = write(peer, chunk, sizeof(chunk));
+		if (n > 0) {
+			off += (size_t)n;
+			idle = 0;
+		} else {
+			assert_int_equal(errno, EAGAIN);
+			idle++;
+			usleep(100000);  /* the node's ACKs may open more window meanwhile */
+		}
+	}
+	return off;
+}
+
+/* What the node took of the peer's written bytes. */
+static size_t node_took(int peer, size_t written)
+{
+	int outq = -1;
+
+	usleep(300000);  /* the node's ACK of what it took, delayed or not */
+	assert_int_equal(ioctl(peer, SIOCOUTQ, &outq), 0);
+	return written - (size_t)outq;
+}
+
+/* The kernel's window probes so far (TcpExt TCPWinProbe of the test's own namespace). */
+static long peer_window_probes(void)
+{
+	char names[4096], values[4096];
+	FILE *f = fopen("/proc/net/netstat", "r");
+	long v = -1;
+
+	assert_non_null(f);
+	while (fgets(names, sizeof(names), f) && fgets(values, sizeof(values), f)) {
+		if (strncmp(names, "TcpExt:", 7))
+			continue;
+		char *sn, *sv, *n = strtok_r(names, " \n", &sn), *x = strtok_r(values, " \n", &sv);
+		for (; n && x; n = strtok_r(NULL, " \n", &sn), x = strtok_r(NULL, " \n", &sv))
+			if (!strcmp(n, "TCPWinProbe"))
+				v = strtol(x, NULL, 10);
+	}
+	fclose(f);
+	assert_true(v >= 0);
+	return v;
+}
+
+/* Read n bytes of the pattern on the node socket, checking each. The window opens as the
+ * node reads (an update at a quarter of it, patch 0137): the peer should not have to probe
+ * for it. With lwIP's fixed threshold (min(TCP_WND / 4, 4 * MSS), 256 KiB here) a small
+ * window's opening went out only with some other segment, and the peer's probes (its
+ * persist timer, 200 ms and more) found it: 42 probes for 1 MiB through the 32 KiB window
+ * of the second test below, 0 with the threshold at a quarter. */
+static void node_read_pattern(int sd, size_t n)
+{
+	static uint8_t buf[65536];
+	struct timeval tv = { .tv_sec = 10 };
+	size_t got = 0;
+	long probes = peer_window_probes();
+
+	assert_int_equal(uls_setsockopt(sd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+	while (got < n) {
+		ssize_t r = uls_recv(sd, buf, sizeof(buf) < n - got ? sizeof(buf) : n - got, 0);
+		assert_true(r > 0);
+		for (ssize_t i = 0; i < r; i++)
+			if (buf[i] != fill_byte(got + (size_t)i))
+				fail_msg("byte %zu differs", got + (size_t)i);
+		got += (size_t)r;
+	}
+	probes = peer_window_probes() - probes;
+	print_message("# the peer probed the window %ld times while the node read\n", probes);
+	assert_true(probes < 4);
+}
+
+static void test_so_rcvbuf_caps_the_window_a_peer_may_fill_and_the_data_still_flows(void **state)
+{
+	need_node(state);
+	struct sockaddr_in la = sin_of(PEER_ADDR, 7003);
+	int one = 1, l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	assert_int_equal(bind(l, (const struct sockaddr *)&la, sizeof(la)), 0);
+	assert_int_equal(listen(l, 4), 0);
+	int sd = uls_socket(SOCK_STREAM), cap = 65536, v = 0;
+	socklen_t vl = sizeof(v);
+	assert_int_equal(uls_setsockopt(sd, SOL_SOCKET, SO_RCVBUF, &cap, sizeof(cap)), 0);
+	assert_int_equal(uls_getsockopt(sd, SOL_SOCKET, SO_RCVBUF, &v, &vl), 0);
+	assert_int_equal(v, 2 * cap);  /* reported doubled, as Linux does */
+	assert_int_equal(uls_connect(sd, &la), 0);
+	assert_true(wait_fd(l, POLLIN, 5000));
+	int peer = accept(l, NULL, NULL);
+	assert_true(peer >= 0);
+
+	size_t written = peer_fill(peer), took = node_took(peer, written);
+	print_message("# peer wrote %zu bytes, the node took %zu\n", written, took);
+	assert_true(took > 0);
+	assert_true(took <= (size_t)cap);  /* the default window took ~1 MiB here */
+	node_read_pattern(sd, written);
+	uls_close(sd);
+	close(peer);
+	close(l);
+}
+
+static void test_an_accepted_connection_takes_its_listeners_so_rcvbuf(void **state)
+{
+	need_node(state);
+	uint16_t port = next_port++;
+	int lsd = uls_socket(SOCK_STREAM), cap = 32768, v = 0, peer = -1;
+	socklen_t vl = sizeof(v);
+	struct sockaddr_in a = sin_of(NODE_ADDR, port);
+	assert_int_equal(uls_setsockopt(lsd, SOL_SOCKET, SO_RCVBUF, &cap, sizeof(cap)), 0);
+	assert_int_equal(uls_bind(lsd, &a), 0);
+	assert_int_equal(uls_listen(lsd, 4), 0);
+	int sd = peer_connects(lsd, port, &peer);
+	assert_true(sd >= 0);
+	assert_int_equal(uls_getsockopt(sd, SOL_SOCKET, SO_RCVBUF, &v, &vl), 0);
+	assert_int_equal(v, 2 * cap);
+
+	size_t written = peer_fill(peer), took = node_took(peer, written);
+	print_message("# peer wrote %zu bytes, the node took %zu\n", written, took);
+	assert_true(took > 0);
+	assert_true(took <= (size_t)cap);
+	node_read_pattern(sd, written);
+	uls_close(sd);
+	uls_close(lsd);
+	close(peer);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -295,6 +444,8 @@ int main(void)
 		cmocka_unit_test(test_send_and_recv_on_an_unconnected_socket_fail_enotconn),
 		cmocka_unit_test(test_nonblocking_accept_without_a_connection_fails_eagain),
 		cmocka_unit_test(test_send_queues_no_more_unsent_bytes_than_the_flight_or_the_floor),
+		cmocka_unit_test(test_so_rcvbuf_caps_the_window_a_peer_may_fill_and_the_data_still_flows),
+		cmocka_unit_test(test_an_accepted_connection_takes_its_listeners_so_rcvbuf),
 	};
 	return NODE_FIXTURE_RUN(tests);
 }
