@@ -363,6 +363,10 @@ static void node_read_pattern(int sd, size_t n)
 	assert_int_equal(uls_setsockopt(sd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
 	while (got < n) {
 		ssize_t r = uls_recv(sd, buf, sizeof(buf) < n - got ? sizeof(buf) : n - got, 0);
+		if (r == -EAGAIN) {  /* a non-blocking socket: wait, bounded by SO_RCVTIMEO */
+			assert_int_equal(uls_socket_wait(sd, POLLIN), 0);
+			continue;
+		}
 		assert_true(r > 0);
 		for (ssize_t i = 0; i < r; i++)
 			if (buf[i] != fill_byte(got + (size_t)i))
@@ -427,6 +431,53 @@ static void test_an_accepted_connection_takes_its_listeners_so_rcvbuf(void **sta
 	close(peer);
 }
 
+/* SO_RCVBUF set while the SYN is out: the SYN announced the default's 65,535 octets, and
+ * the peer's SYN,ACK with a window scale then met lwIP's assert that the SYN's window was
+ * the cap's (an abort() of the process). The kernel peer's accept queue is held full so
+ * that the first SYN is dropped and the connection stays in SYN-SENT for its
+ * retransmission (1 s, RFC 6298 section 2.1's initial RTO). The window then starts at what
+ * the SYN announced and does not shrink below it (RFC 9293 section 3.8.6). */
+static void test_so_rcvbuf_set_while_the_syn_is_out_neither_aborts_nor_shrinks_the_window(void **state)
+{
+	need_node(state);
+	struct sockaddr_in la = sin_of(PEER_ADDR, 7004);
+	int one = 1, l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	assert_int_equal(bind(l, (const struct sockaddr *)&la, sizeof(la)), 0);
+	assert_int_equal(listen(l, 0), 0);
+	/* A connection of the kernel's own fills the accept queue (backlog 0: one). */
+	int filler = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(connect(filler, (const struct sockaddr *)&la, sizeof(la)), 0);
+
+	int sd = uls_socket(SOCK_STREAM | SOCK_NONBLOCK), cap = 16384, err = -1;
+	socklen_t el = sizeof(err);
+	assert_int_equal(uls_connect(sd, &la), -EINPROGRESS);
+	usleep(100000);  /* the SYN went, and the full queue dropped it */
+	assert_int_equal(uls_setsockopt(sd, SOL_SOCKET, SO_RCVBUF, &cap, sizeof(cap)), 0);
+	int first = accept(l, NULL, NULL);  /* room for the retransmitted SYN */
+	assert_true(first >= 0);
+	close(first);
+	close(filler);
+	int fd = uls_socket_fd(sd, SOCK_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_true(wait_fd(fd, POLLOUT, 5000));
+	assert_int_equal(uls_getsockopt(sd, SOL_SOCKET, SO_ERROR, &err, &el), 0);
+	assert_int_equal(err, 0);
+	assert_true(wait_fd(l, POLLIN, 5000));
+	int peer = accept(l, NULL, NULL);
+	assert_true(peer >= 0);
+
+	size_t written = peer_fill(peer), took = node_took(peer, written);
+	print_message("# peer wrote %zu bytes, the node took %zu\n", written, took);
+	assert_true(took > 0);
+	assert_true(took <= 65535);  /* what the SYN announced, not the 4 MiB default */
+	node_read_pattern(sd, written);
+	close(fd);
+	uls_close(sd);
+	close(peer);
+	close(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -446,6 +497,7 @@ int main(void)
 		cmocka_unit_test(test_send_queues_no_more_unsent_bytes_than_the_flight_or_the_floor),
 		cmocka_unit_test(test_so_rcvbuf_caps_the_window_a_peer_may_fill_and_the_data_still_flows),
 		cmocka_unit_test(test_an_accepted_connection_takes_its_listeners_so_rcvbuf),
+		cmocka_unit_test(test_so_rcvbuf_set_while_the_syn_is_out_neither_aborts_nor_shrinks_the_window),
 	};
 	return NODE_FIXTURE_RUN(tests);
 }
