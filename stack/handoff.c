@@ -199,6 +199,7 @@ static int pack(struct stk_sock *s, uint64_t nonce)
 		.ts_lastacksent = pcb->ts_lastacksent, .keep_idle = pcb->keep_idle,
 		.keep_intvl = pcb->keep_intvl, .keep_cnt = pcb->keep_cnt, .mss = pcb->mss,
 		.sa = pcb->sa, .sv = pcb->sv, .rto = pcb->rto, .rx_eof = s->rx_eof, .cork = s->cork,
+		.rcv_wnd_cap = pcb->rcv_wnd_cap,
 	};
 	int fd, rc;
 
@@ -517,6 +518,10 @@ static void restore(struct tcp_pcb *pcb, const struct stk_hoff_state *h)
 	pcb->rcv_nxt = h->rcv_nxt;
 	pcb->rcv_wnd = h->rcv_wnd;
 	pcb->rcv_ann_wnd = h->rcv_ann_wnd;
+	/* Not through tcp_set_rcv_wnd_cap: the window that was announced stays (0137). */
+	pcb->rcv_wnd_cap = h->rcv_wnd_cap >= TCP_WND ? 0 :
+			   h->rcv_wnd_cap && h->rcv_wnd_cap < STK_RCVBUF_MIN ? STK_RCVBUF_MIN :
+			   h->rcv_wnd_cap;
 	pcb->rcv_ann_right_edge = h->rcv_ann_right_edge;
 	pcb->mss = h->mss;
 	pcb->sa = h->sa;

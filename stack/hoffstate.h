@@ -10,7 +10,9 @@
 #include <stdint.h>
 
 #define STK_HOFF_MAGIC   0x554c5348u  /* "ULSH" */
-#define STK_HOFF_VERSION 2u          /* 2: 16-octet addresses and the families (issue 17) */
+/* 2: 16-octet addresses and the families (issue 17); 3: the receive window's cap (SO_RCVBUF,
+ * patch 0137) */
+#define STK_HOFF_VERSION 3u
 #define STK_HOFF_MAX     (64u << 20) /* no state is larger: two 4 MiB buffers and a header */
 
 /* The connection, field by field: only values, nothing that points anywhere, so that it
@@ -43,8 +45,12 @@ struct stk_hoff_state {
 	/* Socket-level state. */
 	uint8_t rx_eof, cork;
 	uint8_t pad2[2];
+	/* The receive window's cap (pcb->rcv_wnd_cap; 0: TCP_WND). Any value is safe: the
+	 * taker holds it within STK_RCVBUF_MIN..TCP_WND (handoff.c, restore). */
+	uint32_t rcv_wnd_cap;
 	/* Then rx_len bytes the application had not read, and tx_len bytes from SND.UNA. */
 	uint32_t rx_len, tx_len;
+	uint32_t pad3;                    /* the size a multiple of 8 without hidden padding */
 };
 
 /* Why a state was refused (returned negated). */

@@ -231,9 +231,10 @@ static int getopt_int(struct stk_sock *s, int level, int name, int *v)
 		case SO_TYPE:      *v = s->type; return 0;
 		case SO_DOMAIN:    *v = s->family; return 0;
 		case SO_ERROR:     *v = -s->err; s->err = 0; return 0;
-		/* Set, twice the window's cap, as Linux reports twice what it was given. */
+		/* A TCP socket's: twice its window's cap (TCP_WND by default), as Linux reports
+		 * twice what it was given. */
 		case SO_RCVBUF:    *v = s->type != SOCK_STREAM ? 4 << 20 :
-					o->rcv_wnd_cap ? (int)(2 * o->rcv_wnd_cap) : (int)TCP_WND;
+					2 * (int)(o->rcv_wnd_cap ? o->rcv_wnd_cap : TCP_WND);
 				   return 0;
 		case SO_SNDBUF:    *v = (int)TCP_SND_BUF; return 0;
 		case SO_REUSEADDR: *v = o->reuseaddr; return 0;

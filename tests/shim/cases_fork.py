@@ -122,6 +122,26 @@ def case_fork_connected_moves_to_child():
     assert os.waitstatus_to_exitcode(st) == 0, st
 
 
+def case_fork_connected_keeps_its_so_rcvbuf():
+    """A connection that moves to the child keeps the receive window's cap its socket had
+    (SO_RCVBUF, patch 0137; the state handed over carries it, stack/hoffstate.h version 3):
+    the child's socket reports it, and the connection carries 4 MiB both ways, verified."""
+    s = connect(ECHO)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    assert s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) == 131072
+
+    def child():
+        echo_round_trip(s, 4 << 20)   # the child's first call takes the connection over
+        got = s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF)
+        assert got == 131072, "the moved connection's SO_RCVBUF reads %d" % got
+        s.close()
+
+    pid = _child(child)
+    s.close()                 # hands the connection over
+    _, st = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(st) == 0, st
+
+
 def case_fork_connected_moves_with_data_in_flight():
     """The parent queues 4 MiB and closes at once, most of it unacknowledged; the child
     sends 4 MiB more and half-closes. The peer's hash of all it read must be that of the

@@ -45,6 +45,7 @@ from conftest import BUILD, ULSRUN
     "fork_listener_both_accept",
     "fork_connected_child_closes",
     "fork_connected_moves_to_child",
+    "fork_connected_keeps_its_so_rcvbuf",
     "fork_connected_moves_with_data_in_flight",
     "fork_connected_parent_keeps_using",
     "fork_connected_claim_interrupted_by_signal",
@@ -87,7 +88,7 @@ def test_handoff_case_on_a_node_with_ipv6(bed6, name, family):
     where they are libuls's own AF_INET6 sockets: over TCPv6 ("6"), the same with
     IPV6_V6ONLY set ("6only"), and a dual-stack socket's IPv4 connection, named
     ::ffff:a.b.c.d ("mapped"). The state handed over
-    carries the families and 16-octet addresses (stack/hoffstate.h, version 2)."""
+    carries the families and 16-octet addresses (stack/hoffstate.h, version 3)."""
     bed6.case(name, env=dict(os.environ, CASE_FAMILY=family))
 
 

@@ -478,6 +478,63 @@ static void test_so_rcvbuf_set_while_the_syn_is_out_neither_aborts_nor_shrinks_t
 	close(l);
 }
 
+/* A cap below what an unscaled SYN can announce, set before connect(): the SYN announces
+ * the cap (tcp_connect set the default's 65,535 before, and the peer's SYN,ACK then met the
+ * assert that the SYN had announced the cap's window). */
+static void test_so_rcvbuf_below_64_kib_set_before_connect_is_the_syns_window(void **state)
+{
+	need_node(state);
+	struct sockaddr_in la = sin_of(PEER_ADDR, 7005);
+	int one = 1, l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	assert_int_equal(bind(l, (const struct sockaddr *)&la, sizeof(la)), 0);
+	assert_int_equal(listen(l, 4), 0);
+	int sd = uls_socket(SOCK_STREAM), cap = 16384;
+	assert_int_equal(uls_setsockopt(sd, SOL_SOCKET, SO_RCVBUF, &cap, sizeof(cap)), 0);
+	assert_int_equal(uls_connect(sd, &la), 0);
+	assert_true(wait_fd(l, POLLIN, 5000));
+	int peer = accept(l, NULL, NULL);
+	assert_true(peer >= 0);
+	size_t written = peer_fill(peer), took = node_took(peer, written);
+	print_message("# peer wrote %zu bytes, the node took %zu\n", written, took);
+	assert_true(took > 0);
+	assert_true(took <= (size_t)cap);
+	node_read_pattern(sd, written);
+	uls_close(sd);
+	close(peer);
+	close(l);
+}
+
+/* A cap raised on an open connection opens the window at once, and a clean close after
+ * everything was read is a FIN: lwIP takes a window below its largest at close for unread
+ * data and resets, and the window had stayed at the old cap. */
+static void test_a_raised_so_rcvbuf_opens_the_window_and_a_clean_close_is_still_a_fin(void **state)
+{
+	need_node(state);
+	uint16_t port = next_port++;
+	int lsd = uls_socket(SOCK_STREAM), cap = 32768, big = 1 << 20, peer = -1;
+	struct sockaddr_in a = sin_of(NODE_ADDR, port);
+	assert_int_equal(uls_setsockopt(lsd, SOL_SOCKET, SO_RCVBUF, &cap, sizeof(cap)), 0);
+	assert_int_equal(uls_bind(lsd, &a), 0);
+	assert_int_equal(uls_listen(lsd, 4), 0);
+	int sd = peer_connects(lsd, port, &peer);
+	assert_true(sd >= 0);
+	assert_int_equal(uls_setsockopt(sd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big)), 0);
+
+	size_t written = peer_fill(peer), took = node_took(peer, written);
+	print_message("# peer wrote %zu bytes, the node took %zu\n", written, took);
+	assert_true(took > (size_t)cap);  /* the window opened past the old cap */
+	assert_true(took <= (size_t)big);
+	node_read_pattern(sd, written);
+	assert_int_equal(uls_close(sd), 0);
+	char c;
+	fcntl(peer, F_SETFL, fcntl(peer, F_GETFL) & ~O_NONBLOCK);
+	assert_true(wait_fd(peer, POLLIN, 5000));
+	assert_int_equal(read(peer, &c, 1), 0);  /* the FIN: end of file, not ECONNRESET */
+	uls_close(lsd);
+	close(peer);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -498,6 +555,8 @@ int main(void)
 		cmocka_unit_test(test_so_rcvbuf_caps_the_window_a_peer_may_fill_and_the_data_still_flows),
 		cmocka_unit_test(test_an_accepted_connection_takes_its_listeners_so_rcvbuf),
 		cmocka_unit_test(test_so_rcvbuf_set_while_the_syn_is_out_neither_aborts_nor_shrinks_the_window),
+		cmocka_unit_test(test_so_rcvbuf_below_64_kib_set_before_connect_is_the_syns_window),
+		cmocka_unit_test(test_a_raised_so_rcvbuf_opens_the_window_and_a_clean_close_is_still_a_fin),
 	};
 	return NODE_FIXTURE_RUN(tests);
 }
