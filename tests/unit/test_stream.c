@@ -378,29 +378,74 @@ static void node_read_pattern(int sd, size_t n)
 	assert_true(probes < 4);
 }
 
+/* A kernel listener on la (the peer namespace). */
+static int kernel_listener(const struct sockaddr_in *la, int backlog)
+{
+	int one = 1, l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	assert_int_equal(bind(l, (const struct sockaddr *)la, sizeof(*la)), 0);
+	assert_int_equal(listen(l, backlog), 0);
+	return l;
+}
+
+/* The connection the kernel listener l accepts. */
+static int kernel_accept(int l)
+{
+	assert_true(wait_fd(l, POLLIN, 5000));
+	int peer = accept(l, NULL, NULL);
+	assert_true(peer >= 0);
+	return peer;
+}
+
+/* A node socket with SO_RCVBUF cap connected to a new kernel listener on la (*l), and the
+ * kernel's accepted end (*peer). */
+static int connect_capped(const struct sockaddr_in *la, int cap, int *l, int *peer)
+{
+	*l = kernel_listener(la, 4);
+	int sd = uls_socket(SOCK_STREAM);
+	assert_int_equal(uls_setsockopt(sd, SOL_SOCKET, SO_RCVBUF, &cap, sizeof(cap)), 0);
+	assert_int_equal(uls_connect(sd, la), 0);
+	*peer = kernel_accept(*l);
+	return sd;
+}
+
+/* A node listener on port with SO_RCVBUF cap, and a connection the kernel opened to it:
+ * the accepted socket, *peer the kernel's end. */
+static int accept_capped(uint16_t port, int cap, int *lsd, int *peer)
+{
+	struct sockaddr_in a = sin_of(NODE_ADDR, port);
+	*lsd = uls_socket(SOCK_STREAM);
+	assert_int_equal(uls_setsockopt(*lsd, SOL_SOCKET, SO_RCVBUF, &cap, sizeof(cap)), 0);
+	assert_int_equal(uls_bind(*lsd, &a), 0);
+	assert_int_equal(uls_listen(*lsd, 4), 0);
+	int sd = peer_connects(*lsd, port, peer);
+	assert_true(sd >= 0);
+	return sd;
+}
+
+/* The peer fills the node's window; the node took at least one octet and at most `most`
+ * (and `least` or more when least > 0), then reads everything, checked. */
+static void window_took(int sd, int peer, size_t least, size_t most)
+{
+	size_t written = peer_fill(peer), took = node_took(peer, written);
+
+	print_message("# peer wrote %zu bytes, the node took %zu\n", written, took);
+	assert_true(took > least);
+	assert_true(took <= most);
+	node_read_pattern(sd, written);
+}
+
 static void test_so_rcvbuf_caps_the_window_a_peer_may_fill_and_the_data_still_flows(void **state)
 {
 	need_node(state);
 	struct sockaddr_in la = sin_of(PEER_ADDR, 7003);
-	int one = 1, l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	assert_int_equal(bind(l, (const struct sockaddr *)&la, sizeof(la)), 0);
-	assert_int_equal(listen(l, 4), 0);
-	int sd = uls_socket(SOCK_STREAM), cap = 65536, v = 0;
+	int l, peer, cap = 65536, v = 0;
 	socklen_t vl = sizeof(v);
-	assert_int_equal(uls_setsockopt(sd, SOL_SOCKET, SO_RCVBUF, &cap, sizeof(cap)), 0);
+	int sd = connect_capped(&la, cap, &l, &peer);
 	assert_int_equal(uls_getsockopt(sd, SOL_SOCKET, SO_RCVBUF, &v, &vl), 0);
 	assert_int_equal(v, 2 * cap);  /* reported doubled, as Linux does */
-	assert_int_equal(uls_connect(sd, &la), 0);
-	assert_true(wait_fd(l, POLLIN, 5000));
-	int peer = accept(l, NULL, NULL);
-	assert_true(peer >= 0);
-
-	size_t written = peer_fill(peer), took = node_took(peer, written);
-	print_message("# peer wrote %zu bytes, the node took %zu\n", written, took);
-	assert_true(took > 0);
-	assert_true(took <= (size_t)cap);  /* the default window took ~1 MiB here */
-	node_read_pattern(sd, written);
+	window_took(sd, peer, 0, (size_t)cap);  /* the default window took ~1 MiB here */
 	uls_close(sd);
 	close(peer);
 	close(l);
@@ -409,23 +454,12 @@ static void test_so_rcvbuf_caps_the_window_a_peer_may_fill_and_the_data_still_fl
 static void test_an_accepted_connection_takes_its_listeners_so_rcvbuf(void **state)
 {
 	need_node(state);
-	uint16_t port = next_port++;
-	int lsd = uls_socket(SOCK_STREAM), cap = 32768, v = 0, peer = -1;
+	int lsd, peer, cap = 32768, v = 0;
 	socklen_t vl = sizeof(v);
-	struct sockaddr_in a = sin_of(NODE_ADDR, port);
-	assert_int_equal(uls_setsockopt(lsd, SOL_SOCKET, SO_RCVBUF, &cap, sizeof(cap)), 0);
-	assert_int_equal(uls_bind(lsd, &a), 0);
-	assert_int_equal(uls_listen(lsd, 4), 0);
-	int sd = peer_connects(lsd, port, &peer);
-	assert_true(sd >= 0);
+	int sd = accept_capped(next_port++, cap, &lsd, &peer);
 	assert_int_equal(uls_getsockopt(sd, SOL_SOCKET, SO_RCVBUF, &v, &vl), 0);
 	assert_int_equal(v, 2 * cap);
-
-	size_t written = peer_fill(peer), took = node_took(peer, written);
-	print_message("# peer wrote %zu bytes, the node took %zu\n", written, took);
-	assert_true(took > 0);
-	assert_true(took <= (size_t)cap);
-	node_read_pattern(sd, written);
+	window_took(sd, peer, 0, (size_t)cap);
 	uls_close(sd);
 	uls_close(lsd);
 	close(peer);
@@ -441,10 +475,7 @@ static void test_so_rcvbuf_set_while_the_syn_is_out_neither_aborts_nor_shrinks_t
 {
 	need_node(state);
 	struct sockaddr_in la = sin_of(PEER_ADDR, 7004);
-	int one = 1, l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	assert_int_equal(bind(l, (const struct sockaddr *)&la, sizeof(la)), 0);
-	assert_int_equal(listen(l, 0), 0);
+	int l = kernel_listener(&la, 0);
 	/* A connection of the kernel's own fills the accept queue (backlog 0: one). */
 	int filler = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	assert_int_equal(connect(filler, (const struct sockaddr *)&la, sizeof(la)), 0);
@@ -454,24 +485,15 @@ static void test_so_rcvbuf_set_while_the_syn_is_out_neither_aborts_nor_shrinks_t
 	assert_int_equal(uls_connect(sd, &la), -EINPROGRESS);
 	usleep(100000);  /* the SYN went, and the full queue dropped it */
 	assert_int_equal(uls_setsockopt(sd, SOL_SOCKET, SO_RCVBUF, &cap, sizeof(cap)), 0);
-	int first = accept(l, NULL, NULL);  /* room for the retransmitted SYN */
-	assert_true(first >= 0);
-	close(first);
+	close(kernel_accept(l));  /* room for the retransmitted SYN */
 	close(filler);
 	int fd = uls_socket_fd(sd, SOCK_CLOEXEC);
 	assert_true(fd >= 0);
 	assert_true(wait_fd(fd, POLLOUT, 5000));
 	assert_int_equal(uls_getsockopt(sd, SOL_SOCKET, SO_ERROR, &err, &el), 0);
 	assert_int_equal(err, 0);
-	assert_true(wait_fd(l, POLLIN, 5000));
-	int peer = accept(l, NULL, NULL);
-	assert_true(peer >= 0);
-
-	size_t written = peer_fill(peer), took = node_took(peer, written);
-	print_message("# peer wrote %zu bytes, the node took %zu\n", written, took);
-	assert_true(took > 0);
-	assert_true(took <= 65535);  /* what the SYN announced, not the 4 MiB default */
-	node_read_pattern(sd, written);
+	int peer = kernel_accept(l);
+	window_took(sd, peer, 0, 65535);  /* what the SYN announced, not the 4 MiB default */
 	close(fd);
 	uls_close(sd);
 	close(peer);
@@ -485,21 +507,9 @@ static void test_so_rcvbuf_below_64_kib_set_before_connect_is_the_syns_window(vo
 {
 	need_node(state);
 	struct sockaddr_in la = sin_of(PEER_ADDR, 7005);
-	int one = 1, l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	assert_int_equal(bind(l, (const struct sockaddr *)&la, sizeof(la)), 0);
-	assert_int_equal(listen(l, 4), 0);
-	int sd = uls_socket(SOCK_STREAM), cap = 16384;
-	assert_int_equal(uls_setsockopt(sd, SOL_SOCKET, SO_RCVBUF, &cap, sizeof(cap)), 0);
-	assert_int_equal(uls_connect(sd, &la), 0);
-	assert_true(wait_fd(l, POLLIN, 5000));
-	int peer = accept(l, NULL, NULL);
-	assert_true(peer >= 0);
-	size_t written = peer_fill(peer), took = node_took(peer, written);
-	print_message("# peer wrote %zu bytes, the node took %zu\n", written, took);
-	assert_true(took > 0);
-	assert_true(took <= (size_t)cap);
-	node_read_pattern(sd, written);
+	int l, peer, cap = 16384;
+	int sd = connect_capped(&la, cap, &l, &peer);
+	window_took(sd, peer, 0, (size_t)cap);
 	uls_close(sd);
 	close(peer);
 	close(l);
@@ -511,21 +521,10 @@ static void test_so_rcvbuf_below_64_kib_set_before_connect_is_the_syns_window(vo
 static void test_a_raised_so_rcvbuf_opens_the_window_and_a_clean_close_is_still_a_fin(void **state)
 {
 	need_node(state);
-	uint16_t port = next_port++;
-	int lsd = uls_socket(SOCK_STREAM), cap = 32768, big = 1 << 20, peer = -1;
-	struct sockaddr_in a = sin_of(NODE_ADDR, port);
-	assert_int_equal(uls_setsockopt(lsd, SOL_SOCKET, SO_RCVBUF, &cap, sizeof(cap)), 0);
-	assert_int_equal(uls_bind(lsd, &a), 0);
-	assert_int_equal(uls_listen(lsd, 4), 0);
-	int sd = peer_connects(lsd, port, &peer);
-	assert_true(sd >= 0);
+	int lsd, peer, cap = 32768, big = 1 << 20;
+	int sd = accept_capped(next_port++, cap, &lsd, &peer);
 	assert_int_equal(uls_setsockopt(sd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big)), 0);
-
-	size_t written = peer_fill(peer), took = node_took(peer, written);
-	print_message("# peer wrote %zu bytes, the node took %zu\n", written, took);
-	assert_true(took > (size_t)cap);  /* the window opened past the old cap */
-	assert_true(took <= (size_t)big);
-	node_read_pattern(sd, written);
+	window_took(sd, peer, (size_t)cap, (size_t)big);  /* opened past the old cap */
 	assert_int_equal(uls_close(sd), 0);
 	char c;
 	fcntl(peer, F_SETFL, fcntl(peer, F_GETFL) & ~O_NONBLOCK);
