@@ -52,6 +52,10 @@ struct stk_hoff_state {
 	uint32_t rx_len, tx_len;
 	uint32_t pad3;                    /* the size a multiple of 8 without hidden padding */
 };
+/* The layout is the one contract between giver and taker: version 3's. */
+_Static_assert(sizeof(struct stk_hoff_state) == 168, "stk_hoff_state: version 3 is 168 octets");
+_Static_assert(offsetof(struct stk_hoff_state, rcv_wnd_cap) == 152,
+	       "stk_hoff_state: version 3's window cap at 152");
 
 /* Why a state was refused (returned negated). */
 enum stk_hoff_reason {
