@@ -519,9 +519,7 @@ static void restore(struct tcp_pcb *pcb, const struct stk_hoff_state *h)
 	pcb->rcv_wnd = h->rcv_wnd;
 	pcb->rcv_ann_wnd = h->rcv_ann_wnd;
 	/* Not through tcp_set_rcv_wnd_cap: the window that was announced stays (0137). */
-	pcb->rcv_wnd_cap = h->rcv_wnd_cap >= TCP_WND ? 0 :
-			   h->rcv_wnd_cap && h->rcv_wnd_cap < STK_RCVBUF_MIN ? STK_RCVBUF_MIN :
-			   h->rcv_wnd_cap;
+	pcb->rcv_wnd_cap = h->rcv_wnd_cap ? stk__rcv_wnd_cap(h->rcv_wnd_cap) : 0;
 	pcb->rcv_ann_right_edge = h->rcv_ann_right_edge;
 	pcb->mss = h->mss;
 	pcb->sa = h->sa;

@@ -51,16 +51,25 @@ enum stk_state {
 	STK_S_DEAD,        /* TCP connection gone (reset, timed out, closed) */
 };
 
+/* The smallest TCP window SO_RCVBUF sets: Linux's smallest receive buffer (SOCK_MIN_RCVBUF)
+ * is about 2.3 KB. A window below a full segment still works: the peer sends less at a
+ * time. */
+#define STK_RCVBUF_MIN 2048u
+/* A receive window's cap (patch 0137) from any size asked for, by SO_RCVBUF or in a handed
+ * over state: 0 (TCP_WND) from TCP_WND up; else at least STK_RCVBUF_MIN, rounded down to the
+ * window scale's unit (128 octets), so that an unscaled SYN's window is one the scaled
+ * windows after it can say again (RFC 9293 section 3.8.6: no shrinking). */
+static inline uint32_t stk__rcv_wnd_cap(uint32_t v)
+{
+	return v >= TCP_WND ? 0 : v < STK_RCVBUF_MIN ? STK_RCVBUF_MIN :
+	       v & ~((1u << TCP_RCV_SCALE) - 1);
+}
+
 /* Options the application set, kept in the socket as Linux keeps them in its struct sock:
  * they outlive the connection (setsockopt after a reset still succeeds: nginx uncorks a
  * keep-alive connection its client has just reset), an accepted socket inherits its
  * listener's, and each pcb the socket gets (socket(), accept, a handed-off connection)
  * takes them from here. */
-/* The smallest TCP window SO_RCVBUF sets: Linux's smallest receive buffer (SOCK_MIN_RCVBUF)
- * is about 2.3 KB. A window below a full segment still works: the peer sends less at a
- * time. */
-#define STK_RCVBUF_MIN 2048u
-
 struct stk_opts {
 	bool reuseaddr, keepalive, nodelay;
 	uint8_t tos;

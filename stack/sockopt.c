@@ -111,13 +111,8 @@ static int setopt(struct stk_sock *s, int level, int name, const void *val, sock
 			 * ends (docs/benchmarks.md, "Stop 41"). Deviation: Linux bounds it by
 			 * net.core.rmem_max unless SO_RCVBUFFORCE; here by TCP_WND. Datagram
 			 * sockets keep their fixed queue (stack/dgram.c). */
-			/* Rounded down to the window scale's unit (128 octets), so that an
-			 * unscaled SYN's window is one the scaled windows after it can say
-			 * again (RFC 9293 section 3.8.6: no shrinking). */
 			if (s->type == SOCK_STREAM)
-				s->opts.rcv_wnd_cap = (uint32_t)v >= TCP_WND ? 0 :
-						      (uint32_t)v < STK_RCVBUF_MIN ? STK_RCVBUF_MIN :
-						      (uint32_t)v & ~((1u << TCP_RCV_SCALE) - 1);
+				s->opts.rcv_wnd_cap = stk__rcv_wnd_cap((uint32_t)v);
 			break;
 		case SO_SNDBUF:
 			/* Deviation: lwIP's send buffer is a compile-time constant (4 MiB),
