@@ -7,6 +7,8 @@
  *   UDP 11 dial: a datagram holding a decimal port number makes the node connect to the
  *   sender's address at that port (an active open, for the tests of SYN retransmission)
  *   and serve echo on the connection;
+ *   a datagram "PORT RCVBUF" does the same with SO_RCVBUF set to RCVBUF octets before the
+ *   connect (the tests of the SYN's window);
  *   TCP 11 dial: reads one line "ADDR PORT" (ADDR IPv4 or IPv6), connects there (a
  *   blocking connect) and answers "ok" or "err ERRNAME" (e.g. "err ECONNREFUSED"), so that
  *   tests can watch the node's active open and what it reports to the application; a line
@@ -22,7 +24,10 @@
  *   answer the request with what that second call returned: "data", "timeout", "ok" or
  *   "err ERRNAME", so that tests can watch what ICMP errors do to UDP sockets;
  *   TCP 20 echo with a listen backlog of SMALL_BACKLOG, so that a few SYNs fill its bound on
- *   half-open connections (the SYN cookie tests, RFC 4987)
+ *   half-open connections (the SYN cookie tests, RFC 4987);
+ *   TCP 21 hold with SO_RCVBUF SMALL_RCVBUF on the listener, and its backlog SMALL_BACKLOG,
+ *   so that tests can watch a capped receive window fill, on connections from a SYN cookie
+ *   too
  *
  * --stats PATH creates a UNIX socket; each connection to it receives the node's counters
  * as one JSON object and is closed. The socket appears once the node is up (tests wait for
@@ -49,7 +54,9 @@
 #define SOURCE_SEED  19
 #define HOLD_SECONDS 120
 #define HALF_HOLD_MS 1500
-#define SMALL_BACKLOG 4           /* port 20: its listen backlog */
+#define SMALL_BACKLOG 4           /* ports 20 and 21: their listen backlog */
+#define SMALL_RCVBUF 16384        /* port 21: the listener's SO_RCVBUF */
+#define RCVBUF_REQ_MAX (1 << 30)  /* the largest SO_RCVBUF a UDP 11 request may ask for */
 
 enum service { SVC_ECHO, SVC_DISCARD, SVC_GREET, SVC_SOURCE, SVC_HOLD, SVC_DIAL, SVC_HALF };
 
@@ -255,15 +262,20 @@ static int start_listener(int sd, int rc, enum service svc, int backlog)
 	return 0;
 }
 
-static int listen_on(unsigned port, enum service svc, int backlog)
+/* rcvbuf: the listener's SO_RCVBUF, which the connections it accepts take; 0: not set. */
+static int listen_on(unsigned port, enum service svc, int backlog, int rcvbuf)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-	int sd = uls_socket(SOCK_STREAM), one = 1;
+	int sd = uls_socket(SOCK_STREAM), one = 1, rc = 0;
 
 	if (sd < 0)
 		return sd;
 	uls_setsockopt(sd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	return start_listener(sd, uls_bind(sd, &a), svc, backlog);
+	if (rcvbuf)
+		rc = uls_setsockopt(sd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	if (rc == 0)
+		rc = uls_bind(sd, &a);
+	return start_listener(sd, rc, svc, backlog);
 }
 
 /* The same service for IPv6 peers, on a node with an IPv6 address: an IPv6-only socket
@@ -315,15 +327,25 @@ static void *serve_udp_echo(void *arg)
 	}
 }
 
+struct dial_req {
+	struct sockaddr_in to;
+	int rcvbuf;                 /* SO_RCVBUF before the connect; 0: not set */
+};
+
 static void *dial_conn(void *arg)
 {
-	struct sockaddr_in to = *(struct sockaddr_in *)arg;
+	struct dial_req req = *(struct dial_req *)arg;
 	int sd = uls_socket(SOCK_STREAM);
 	char *b = malloc(65536);
 	ssize_t n;
 
 	free(arg);
-	if (sd >= 0 && b && uls_connect(sd, &to) == 0)
+	if (sd >= 0 && req.rcvbuf &&
+	    uls_setsockopt(sd, SOL_SOCKET, SO_RCVBUF, &req.rcvbuf, sizeof(req.rcvbuf)) < 0) {
+		uls_close(sd);
+		sd = -1;
+	}
+	if (sd >= 0 && b && uls_connect(sd, &req.to) == 0)
 		while ((n = uls_recv(sd, b, 65536, 0)) > 0)
 			if (uls_send(sd, b, (size_t)n, 0) != n)
 				break;
@@ -338,14 +360,15 @@ struct probe_req {
 	struct sockaddr_in from;    /* who asked */
 	char op;
 	uint16_t port;
+	int rcvbuf;                 /* UDP 11's "PORT RCVBUF"; 0 when not given */
 };
 
-/* The next request to the UDP services 11 and 12: "PORT", or with ops "OP PORT" where OP
- * is one of ops. Fills *r; -EBADF or -ENETDOWN once the socket is gone. Anything else that
- * arrives is not a request and is skipped. */
+/* The next request to the UDP services 11 and 12: "PORT" or "PORT RCVBUF", or with ops
+ * "OP PORT" where OP is one of ops. Fills *r; -EBADF or -ENETDOWN once the socket is gone.
+ * Anything else that arrives is not a request and is skipped. */
 static int next_request(int sd, const char *ops, struct probe_req *r)
 {
-	char buf[16];
+	char buf[32];
 
 	for (;;) {
 		ssize_t n = uls_recvfrom(sd, buf, sizeof(buf) - 1, 0, &r->from);
@@ -366,6 +389,14 @@ static int next_request(int sd, const char *ops, struct probe_req *r)
 		unsigned long port = strtoul(p, &end, 10);
 		if (end == p || port == 0 || port > 65535)
 			continue;
+		r->rcvbuf = 0;
+		if (!ops && *end == ' ') {
+			const char *q = end + 1;
+			unsigned long v = strtoul(q, &end, 10);
+			if (end == q || v == 0 || v > RCVBUF_REQ_MAX)
+				continue;
+			r->rcvbuf = (int)v;
+		}
 		r->sd = sd;
 		r->port = (uint16_t)port;
 		return 0;
@@ -384,19 +415,21 @@ static void spawn_detached(void *(*fn)(void *), void *arg)
 	pthread_detach(t);
 }
 
-/* UDP 11: "PORT" -> connect to the sender's address at PORT, one thread per request. */
+/* UDP 11: "PORT" or "PORT RCVBUF" -> connect to the sender's address at PORT, one thread per
+ * request. */
 static void *serve_udp_dial(void *arg)
 {
 	int sd = *(int *)arg;
 	struct probe_req req;
 
 	while (next_request(sd, NULL, &req) == 0) {
-		struct sockaddr_in *to = malloc(sizeof(*to));
-		if (!to)
+		struct dial_req *d = malloc(sizeof(*d));
+		if (!d)
 			continue;
-		*to = req.from;
-		to->sin_port = htons(req.port);
-		spawn_detached(dial_conn, to);
+		d->to = req.from;
+		d->to.sin_port = htons(req.port);
+		d->rcvbuf = req.rcvbuf;
+		spawn_detached(dial_conn, d);
 	}
 	return NULL;
 }
@@ -536,13 +569,14 @@ int main(int argc, char **argv)
 
 	if (bench__node_start(&no, "ulsnode") < 0)
 		return 1;
-	static const struct { unsigned port; enum service svc; int backlog; } svcs[] = {
-		{ 7, SVC_ECHO, 128 }, { 9, SVC_DISCARD, 128 }, { 10, SVC_HOLD, 128 },
-		{ 11, SVC_DIAL, 128 }, { 12, SVC_HALF, 128 }, { 13, SVC_GREET, 128 },
-		{ 19, SVC_SOURCE, 128 }, { 20, SVC_ECHO, SMALL_BACKLOG },
+	static const struct { unsigned port; enum service svc; int backlog, rcvbuf; } svcs[] = {
+		{ 7, SVC_ECHO, 128, 0 }, { 9, SVC_DISCARD, 128, 0 }, { 10, SVC_HOLD, 128, 0 },
+		{ 11, SVC_DIAL, 128, 0 }, { 12, SVC_HALF, 128, 0 }, { 13, SVC_GREET, 128, 0 },
+		{ 19, SVC_SOURCE, 128, 0 }, { 20, SVC_ECHO, SMALL_BACKLOG, 0 },
+		{ 21, SVC_HOLD, SMALL_BACKLOG, SMALL_RCVBUF },
 	};
 	for (size_t i = 0; i < sizeof(svcs) / sizeof(svcs[0]); i++) {
-		int rc = listen_on(svcs[i].port, svcs[i].svc, svcs[i].backlog);
+		int rc = listen_on(svcs[i].port, svcs[i].svc, svcs[i].backlog, svcs[i].rcvbuf);
 		if (rc < 0) {
 			fprintf(stderr, "ulsnode: port %u: %s\n", svcs[i].port, strerror(-rc));
 			return 1;
