@@ -7,8 +7,8 @@
  *   UDP 11 dial: a datagram holding a decimal port number makes the node connect to the
  *   sender's address at that port (an active open, for the tests of SYN retransmission)
  *   and serve echo on the connection;
- *   a datagram "PORT RCVBUF" does the same with SO_RCVBUF set to RCVBUF octets before the
- *   connect (the tests of the SYN's window);
+ *   "PORT rcvbuf=N" and "PORT user_timeout=MS" (either or both) set SO_RCVBUF or
+ *   TCP_USER_TIMEOUT before the connect (the tests of the SYN's window, and of R2);
  *   TCP 11 dial: reads one line "ADDR PORT" (ADDR IPv4 or IPv6), connects there (a
  *   blocking connect) and answers "ok" or "err ERRNAME" (e.g. "err ECONNREFUSED"), so that
  *   tests can watch the node's active open and what it reports to the application; a line
@@ -27,7 +27,9 @@
  *   half-open connections (the SYN cookie tests, RFC 4987);
  *   TCP 21 hold with SO_RCVBUF SMALL_RCVBUF on the listener, and its backlog SMALL_BACKLOG,
  *   so that tests can watch a capped receive window fill, on connections from a SYN cookie
- *   too
+ *   too;
+ *   TCP 22 pattern source (as 19) with TCP_USER_TIMEOUT USER_TIMEOUT_MS on the listener
+ *   (R2 as the application's time: the tests of RFC 9293 §3.8.3)
  *
  * --stats PATH creates a UNIX socket; each connection to it receives the node's counters
  * as one JSON object and is closed. The socket appears once the node is up (tests wait for
@@ -36,6 +38,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -56,7 +60,8 @@
 #define HALF_HOLD_MS 1500
 #define SMALL_BACKLOG 4           /* ports 20 and 21: their listen backlog */
 #define SMALL_RCVBUF 16384        /* port 21: the listener's SO_RCVBUF */
-#define RCVBUF_REQ_MAX (1 << 30)  /* the largest SO_RCVBUF a UDP 11 request may ask for */
+#define USER_TIMEOUT_MS 1500      /* port 22: the listener's TCP_USER_TIMEOUT */
+#define OPT_REQ_MAX (1 << 30)     /* the largest option value a UDP 11 request may ask for */
 
 enum service { SVC_ECHO, SVC_DISCARD, SVC_GREET, SVC_SOURCE, SVC_HOLD, SVC_DIAL, SVC_HALF };
 
@@ -262,8 +267,9 @@ static int start_listener(int sd, int rc, enum service svc, int backlog)
 	return 0;
 }
 
-/* rcvbuf: the listener's SO_RCVBUF, which the connections it accepts take; 0: not set. */
-static int listen_on(unsigned port, enum service svc, int backlog, int rcvbuf)
+/* rcvbuf, user_timeout: the listener's SO_RCVBUF and TCP_USER_TIMEOUT, which the
+ * connections it accepts take; 0: not set. */
+static int listen_on(unsigned port, enum service svc, int backlog, int rcvbuf, int user_timeout)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
 	int sd = uls_socket(SOCK_STREAM), one = 1, rc = 0;
@@ -273,6 +279,9 @@ static int listen_on(unsigned port, enum service svc, int backlog, int rcvbuf)
 	uls_setsockopt(sd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (rcvbuf)
 		rc = uls_setsockopt(sd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	if (rc == 0 && user_timeout)
+		rc = uls_setsockopt(sd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout,
+				    sizeof(user_timeout));
 	if (rc == 0)
 		rc = uls_bind(sd, &a);
 	return start_listener(sd, rc, svc, backlog);
@@ -330,6 +339,7 @@ static void *serve_udp_echo(void *arg)
 struct dial_req {
 	struct sockaddr_in to;
 	int rcvbuf;                 /* SO_RCVBUF before the connect; 0: not set */
+	int user_timeout;           /* TCP_USER_TIMEOUT before the connect; 0: not set */
 };
 
 static void *dial_conn(void *arg)
@@ -340,8 +350,11 @@ static void *dial_conn(void *arg)
 	ssize_t n;
 
 	free(arg);
-	if (sd >= 0 && req.rcvbuf &&
-	    uls_setsockopt(sd, SOL_SOCKET, SO_RCVBUF, &req.rcvbuf, sizeof(req.rcvbuf)) < 0) {
+	if (sd >= 0 && ((req.rcvbuf &&
+			 uls_setsockopt(sd, SOL_SOCKET, SO_RCVBUF, &req.rcvbuf, sizeof(int)) < 0) ||
+			(req.user_timeout &&
+			 uls_setsockopt(sd, IPPROTO_TCP, TCP_USER_TIMEOUT, &req.user_timeout,
+					sizeof(int)) < 0))) {
 		uls_close(sd);
 		sd = -1;
 	}
@@ -360,15 +373,17 @@ struct probe_req {
 	struct sockaddr_in from;    /* who asked */
 	char op;
 	uint16_t port;
-	int rcvbuf;                 /* UDP 11's "PORT RCVBUF"; 0 when not given */
+	int rcvbuf, user_timeout;   /* UDP 11's "rcvbuf=N", "user_timeout=MS"; 0: not given */
 };
 
-/* The next request to the UDP services 11 and 12: "PORT" or "PORT RCVBUF", or with ops
- * "OP PORT" where OP is one of ops. Fills *r; -EBADF or -ENETDOWN once the socket is gone.
- * Anything else that arrives is not a request and is skipped. */
+/* The next request to the UDP services 11 and 12: "PORT" followed by options
+ * " rcvbuf=N" and " user_timeout=MS" (11), or with ops "OP PORT" where OP is one of ops
+ * (12). Fills *r; -EBADF or -ENETDOWN once the socket is gone. Anything else that arrives,
+ * an unknown option or a value out of 1..OPT_REQ_MAX too, is not a request and is
+ * skipped. */
 static int next_request(int sd, const char *ops, struct probe_req *r)
 {
-	char buf[32];
+	char buf[64];
 
 	for (;;) {
 		ssize_t n = uls_recvfrom(sd, buf, sizeof(buf) - 1, 0, &r->from);
@@ -389,14 +404,26 @@ static int next_request(int sd, const char *ops, struct probe_req *r)
 		unsigned long port = strtoul(p, &end, 10);
 		if (end == p || port == 0 || port > 65535)
 			continue;
-		r->rcvbuf = 0;
-		if (!ops && *end == ' ') {
+		r->rcvbuf = r->user_timeout = 0;
+		bool bad = false;
+		while (!ops && !bad && *end == ' ') {
+			static const char rb[] = "rcvbuf=", ut[] = "user_timeout=";
 			const char *q = end + 1;
-			unsigned long v = strtoul(q, &end, 10);
-			if (end == q || v == 0 || v > RCVBUF_REQ_MAX)
-				continue;
-			r->rcvbuf = (int)v;
+			int *to = NULL;
+			if (strncmp(q, rb, sizeof(rb) - 1) == 0) {
+				to = &r->rcvbuf;
+				q += sizeof(rb) - 1;
+			} else if (strncmp(q, ut, sizeof(ut) - 1) == 0) {
+				to = &r->user_timeout;
+				q += sizeof(ut) - 1;
+			}
+			unsigned long v = to ? strtoul(q, &end, 10) : 0;
+			bad = !to || end == q || v == 0 || v > OPT_REQ_MAX;
+			if (!bad)
+				*to = (int)v;
 		}
+		if (bad || (*end && *end != '\n'))
+			continue;
 		r->sd = sd;
 		r->port = (uint16_t)port;
 		return 0;
@@ -415,8 +442,8 @@ static void spawn_detached(void *(*fn)(void *), void *arg)
 	pthread_detach(t);
 }
 
-/* UDP 11: "PORT" or "PORT RCVBUF" -> connect to the sender's address at PORT, one thread per
- * request. */
+/* UDP 11: "PORT [rcvbuf=N] [user_timeout=MS]" -> connect to the sender's address at PORT,
+ * one thread per request. */
 static void *serve_udp_dial(void *arg)
 {
 	int sd = *(int *)arg;
@@ -429,6 +456,7 @@ static void *serve_udp_dial(void *arg)
 		d->to = req.from;
 		d->to.sin_port = htons(req.port);
 		d->rcvbuf = req.rcvbuf;
+		d->user_timeout = req.user_timeout;
 		spawn_detached(dial_conn, d);
 	}
 	return NULL;
@@ -569,14 +597,21 @@ int main(int argc, char **argv)
 
 	if (bench__node_start(&no, "ulsnode") < 0)
 		return 1;
-	static const struct { unsigned port; enum service svc; int backlog, rcvbuf; } svcs[] = {
-		{ 7, SVC_ECHO, 128, 0 }, { 9, SVC_DISCARD, 128, 0 }, { 10, SVC_HOLD, 128, 0 },
-		{ 11, SVC_DIAL, 128, 0 }, { 12, SVC_HALF, 128, 0 }, { 13, SVC_GREET, 128, 0 },
-		{ 19, SVC_SOURCE, 128, 0 }, { 20, SVC_ECHO, SMALL_BACKLOG, 0 },
-		{ 21, SVC_HOLD, SMALL_BACKLOG, SMALL_RCVBUF },
+	static const struct {
+		unsigned port;
+		enum service svc;
+		int backlog, rcvbuf, user_timeout;
+	} svcs[] = {
+		{ 7, SVC_ECHO, 128, 0, 0 }, { 9, SVC_DISCARD, 128, 0, 0 },
+		{ 10, SVC_HOLD, 128, 0, 0 }, { 11, SVC_DIAL, 128, 0, 0 },
+		{ 12, SVC_HALF, 128, 0, 0 }, { 13, SVC_GREET, 128, 0, 0 },
+		{ 19, SVC_SOURCE, 128, 0, 0 }, { 20, SVC_ECHO, SMALL_BACKLOG, 0, 0 },
+		{ 21, SVC_HOLD, SMALL_BACKLOG, SMALL_RCVBUF, 0 },
+		{ 22, SVC_SOURCE, 128, 0, USER_TIMEOUT_MS },
 	};
 	for (size_t i = 0; i < sizeof(svcs) / sizeof(svcs[0]); i++) {
-		int rc = listen_on(svcs[i].port, svcs[i].svc, svcs[i].backlog, svcs[i].rcvbuf);
+		int rc = listen_on(svcs[i].port, svcs[i].svc, svcs[i].backlog, svcs[i].rcvbuf,
+				   svcs[i].user_timeout);
 		if (rc < 0) {
 			fprintf(stderr, "ulsnode: port %u: %s\n", svcs[i].port, strerror(-rc));
 			return 1;

@@ -30,6 +30,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -199,7 +200,7 @@ static int pack(struct stk_sock *s, uint64_t nonce)
 		.ts_lastacksent = pcb->ts_lastacksent, .keep_idle = pcb->keep_idle,
 		.keep_intvl = pcb->keep_intvl, .keep_cnt = pcb->keep_cnt, .mss = pcb->mss,
 		.sa = pcb->sa, .sv = pcb->sv, .rto = pcb->rto, .rx_eof = s->rx_eof, .cork = s->cork,
-		.rcv_wnd_cap = pcb->rcv_wnd_cap,
+		.rcv_wnd_cap = pcb->rcv_wnd_cap, .user_timeout = pcb->user_timeout,
 	};
 	int fd, rc;
 
@@ -546,6 +547,7 @@ static void restore(struct tcp_pcb *pcb, const struct stk_hoff_state *h)
 	pcb->keep_idle = h->keep_idle;
 	pcb->keep_intvl = h->keep_intvl;
 	pcb->keep_cnt = h->keep_cnt;
+	pcb->user_timeout = LWIP_MIN(h->user_timeout, (u32_t)INT_MAX);
 	pcb->tmr = tcp_ticks;
 	pcb->netif_idx = NETIF_NO_INDEX;
 }

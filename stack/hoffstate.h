@@ -11,8 +11,8 @@
 
 #define STK_HOFF_MAGIC   0x554c5348u  /* "ULSH" */
 /* 2: 16-octet addresses and the families (issue 17); 3: the receive window's cap (SO_RCVBUF,
- * patch 0137) */
-#define STK_HOFF_VERSION 3u
+ * patch 0137); 4: the user timeout (TCP_USER_TIMEOUT, patch 0138), where 3 had padding */
+#define STK_HOFF_VERSION 4u
 #define STK_HOFF_MAX     (64u << 20) /* no state is larger: two 4 MiB buffers and a header */
 
 /* The connection, field by field: only values, nothing that points anywhere, so that it
@@ -50,12 +50,16 @@ struct stk_hoff_state {
 	uint32_t rcv_wnd_cap;
 	/* Then rx_len bytes the application had not read, and tx_len bytes from SND.UNA. */
 	uint32_t rx_len, tx_len;
-	uint32_t pad3;                    /* the size a multiple of 8 without hidden padding */
+	/* TCP_USER_TIMEOUT in milliseconds (pcb->user_timeout; 0: the retransmission counts).
+	 * Any value is safe: the taker holds it to INT_MAX, what setsockopt could have set. */
+	uint32_t user_timeout;
 };
-/* The layout is the one contract between giver and taker: version 3's. */
-_Static_assert(sizeof(struct stk_hoff_state) == 168, "stk_hoff_state: version 3 is 168 octets");
+/* The layout is the one contract between giver and taker: version 4's. */
+_Static_assert(sizeof(struct stk_hoff_state) == 168, "stk_hoff_state: version 4 is 168 octets");
 _Static_assert(offsetof(struct stk_hoff_state, rcv_wnd_cap) == 152,
-	       "stk_hoff_state: version 3's window cap at 152");
+	       "stk_hoff_state: version 4's window cap at 152");
+_Static_assert(offsetof(struct stk_hoff_state, user_timeout) == 164,
+	       "stk_hoff_state: version 4's user timeout at 164");
 
 /* Why a state was refused (returned negated). */
 enum stk_hoff_reason {

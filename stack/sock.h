@@ -75,6 +75,7 @@ struct stk_opts {
 	uint8_t tos;
 	uint32_t keep_idle_s, keep_intvl_s, keep_cnt;
 	uint32_t rcv_wnd_cap;      /* SO_RCVBUF of a TCP socket: its window's cap; 0: TCP_WND */
+	uint32_t user_timeout_ms;  /* TCP_USER_TIMEOUT (patch 0138); 0: the retransmission counts */
 };
 
 struct stk_sock {

@@ -152,6 +152,13 @@ static int setopt(struct stk_sock *s, int level, int name, const void *val, sock
 				return -EINVAL;
 			s->opts.keep_cnt = (uint32_t)v;
 			break;
+		case TCP_USER_TIMEOUT:
+			/* tcp(7): milliseconds, 0 for the system's retransmission counts;
+			 * negative is EINVAL, as Linux (patch 0138) */
+			if (v < 0)
+				return -EINVAL;
+			s->opts.user_timeout_ms = (uint32_t)v;
+			break;
 		default:
 			return -ENOPROTOOPT;
 		}
@@ -192,6 +199,7 @@ void stk__sock_apply_opts(struct stk_sock *s)
 	s->tcp->keep_idle = o->keep_idle_s * 1000u;
 	s->tcp->keep_intvl = o->keep_intvl_s * 1000u;
 	s->tcp->keep_cnt = o->keep_cnt;
+	s->tcp->user_timeout = o->user_timeout_ms;
 }
 
 /* The other way: a connection handed over from another process (handoff.c) arrives with
@@ -208,6 +216,7 @@ void stk__sock_take_opts(struct stk_sock *s, const struct tcp_pcb *pcb)
 	o->keep_intvl_s = pcb->keep_intvl / 1000u;
 	o->keep_cnt = pcb->keep_cnt;
 	o->rcv_wnd_cap = pcb->rcv_wnd_cap;
+	o->user_timeout_ms = pcb->user_timeout;
 }
 
 int uls_setsockopt(int sd, int level, int name, const void *val, socklen_t len)
@@ -252,6 +261,7 @@ static int getopt_int(struct stk_sock *s, int level, int name, int *v)
 		case TCP_KEEPIDLE:  *v = (int)o->keep_idle_s; return 0;
 		case TCP_KEEPINTVL: *v = (int)o->keep_intvl_s; return 0;
 		case TCP_KEEPCNT:   *v = (int)o->keep_cnt; return 0;
+		case TCP_USER_TIMEOUT: *v = (int)o->user_timeout_ms; return 0;
 		case TCP_MAXSEG:
 			/* Without a connection, RFC 9293 §3.7.1's default send MSS, as Linux. */
 			*v = s->tcp && s->tcp->state != LISTEN ? s->tcp->mss : 536;

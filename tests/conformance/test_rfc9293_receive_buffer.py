@@ -167,7 +167,7 @@ def test_rfc9293_3_8_6_so_rcvbuf_set_before_connect_is_the_syns_window(node, lin
     assert syn[TCP].window == UNCAPPED_SYN_WINDOW, f"control SYN window {syn[TCP].window}"
     ctl.abort()
 
-    peer, syn = _dial(link, f" {SMALL_RCVBUF}")
+    peer, syn = _dial(link, f" rcvbuf={SMALL_RCVBUF}")
     assert syn[TCP].window == SMALL_RCVBUF, \
         f"SYN window {syn[TCP].window}, expected SO_RCVBUF's {SMALL_RCVBUF}"
     peer.send("SA", options=[("MSS", SMSS)])

@@ -474,7 +474,9 @@ def case_options_outlive_the_connection():
             (socket.IPPROTO_TCP, socket.TCP_NODELAY, 1), (socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 30),
             (socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, 5), (socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 3),
             (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1), (socket.SOL_SOCKET, socket.SO_REUSEADDR, 1),
-            (socket.IPPROTO_IP, socket.IP_TOS, 0x10)]
+            (socket.IPPROTO_IP, socket.IP_TOS, 0x10),
+            (socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, 2500),
+            (socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, 0)]
     for level, name, v in opts:
         s.setsockopt(level, name, v)
         assert s.getsockopt(level, name) == v, (level, name, s.getsockopt(level, name))
@@ -482,6 +484,11 @@ def case_options_outlive_the_connection():
     try:
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 0)
         raise AssertionError("TCP_KEEPCNT 0 accepted")
+    except OSError as e:
+        assert e.errno == errno.EINVAL, e
+    try:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, -1)
+        raise AssertionError("TCP_USER_TIMEOUT -1 accepted")
     except OSError as e:
         assert e.errno == errno.EINVAL, e
     s.close()
@@ -496,6 +503,7 @@ def case_accepted_socket_inherits_listener_options():
     l.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
     l.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 77)
     l.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, 0x20)
+    l.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, 4321)
     l.bind((NIP, 0))
     l.listen()
     assert l.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
@@ -505,8 +513,9 @@ def case_accepted_socket_inherits_listener_options():
     got = [a.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY),
            a.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE),
            a.getsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE),
-           a.getsockopt(socket.IPPROTO_IP, socket.IP_TOS)]
-    assert got == [1, 1, 77, 0x20], got
+           a.getsockopt(socket.IPPROTO_IP, socket.IP_TOS),
+           a.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT)]
+    assert got == [1, 1, 77, 0x20, 4321], got
     assert a.getsockopt(socket.IPPROTO_TCP, socket.TCP_MAXSEG) > 536
     a.sendall(a.makefile("rb").readline())
     a.close()

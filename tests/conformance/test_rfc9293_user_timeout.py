@@ -1,0 +1,164 @@
+"""RFC 9293 §3.8.3: R2, the point at which a connection whose segments go unacknowledged is
+closed, set by the application for one connection (TCP_USER_TIMEOUT, lwIP patch 0138).
+
+The node's port 22 is a pattern source (as port 19) on a listener with TCP_USER_TIMEOUT
+1500 ms (apps/ulsnode.c USER_TIMEOUT_MS); port 19 has none (the controls). A UDP 11
+request "PORT user_timeout=1500" makes the node connect to us with it set. Scapy never
+acknowledges, or offers only a zero window, and then asks whether the connection still
+exists: a segment for a connection the node dropped gets a reset (RFC 9293 §3.10.7.1),
+one for a live connection does not.
+"""
+
+import time
+
+from scapy.layers.inet import IP, TCP, UDP
+from scapy.layers.l2 import Ether
+from scapy.packet import Raw
+
+from conftest import TcpPeer, requirement
+from flight import SMSS
+from tcppeer import fresh_port
+
+SOURCE = 19                # apps/ulsnode.c: pattern source, no user timeout (control)
+SOURCE_TIMED = 22          # the same with TCP_USER_TIMEOUT USER_TIMEOUT_MS
+USER_TIMEOUT = 1.5         # s
+# The node ends the connection within one slow-timer tick (50 ms) of the timeout, which
+# counts from the first tick that saw the wait; a probe this long after the wait began
+# finds it gone, well before the control's next retransmission would prove nothing.
+PROBE_AT = 2.2             # s
+
+
+def _alive(peer):
+    """Whether the node still has the connection: a segment within its window (an ACK of
+    nothing new) gets no reset."""
+    peer.send("A", ack=peer.rcv_nxt, window=0)
+    r = peer.recv(1.0, lambda q: q[TCP].flags.R)
+    return r is None
+
+
+def _watch(peer, until, pred):
+    """The node's segments matching pred until monotonic time `until`, with their arrival
+    times."""
+    got = []
+    while True:
+        left = until - time.monotonic()
+        if left <= 0:
+            return got
+        p = peer.recv(left, pred)
+        if p is not None:
+            got.append((time.monotonic(), p))
+
+
+def _unacknowledged(link, port):
+    """Connect to port (a pattern source), take its first data segment and acknowledge
+    nothing after the handshake: returns (peer, t0, the node's segments until t0+PROBE_AT
+    with their times, whether the connection was alive at PROBE_AT)."""
+    peer = TcpPeer(link, port)
+    peer.connect()
+    first = peer.recv(3, lambda q: len(q[TCP].payload) > 0)
+    assert first is not None, f"port {port} sent no data"
+    t0 = time.monotonic()
+    segs = _watch(peer, t0 + PROBE_AT, lambda q: len(q[TCP].payload) > 0 or q[TCP].flags.R)
+    rexmit = [t - t0 for t, p in segs if p[TCP].seq == first[TCP].seq and not p[TCP].flags.R]
+    resets = [t - t0 for t, p in segs if p[TCP].flags.R]
+    alive = _alive(peer)
+    if alive:
+        peer.abort()
+    else:
+        peer.closed = True
+    return rexmit, resets, alive
+
+
+@requirement(fix='patch 0138',
+             mutate="tests/conformance/lwip-mutate core/tcp.c "
+                    "'s/if (pcb->user_timeout != 0 \\&\\& tcp_user_timeout_expired(pcb)) {/if (0) {/'")
+def test_rfc9293_3_8_3_application_sets_r2_for_unacknowledged_data(node, link):
+    """RFC 9293 §3.8.3 (d): "An application MUST (MUST-21) be able to set the value for R2
+    for a particular connection." A connection accepted by a listener with
+    TCP_USER_TIMEOUT 1500 ms retransmits its unacknowledged data and is gone (a reset
+    answers our next segment) 2.2 s after that data first went, with no reset of its own,
+    as Linux ends it. Control: the same service without the option still has the
+    connection then."""
+    rexmit, resets, alive = _unacknowledged(link, SOURCE)
+    assert rexmit, "control: the unacknowledged data was never retransmitted"
+    assert alive, f"control: the connection without a user timeout was gone at {PROBE_AT} s"
+
+    rexmit, resets, alive = _unacknowledged(link, SOURCE_TIMED)
+    assert rexmit and rexmit[0] < USER_TIMEOUT, \
+        f"no retransmission before the user timeout: {rexmit}"
+    assert not resets, f"the node sent a reset when it gave up (at {resets} s)"
+    assert not alive, \
+        f"the connection outlived its {USER_TIMEOUT} s user timeout (probed at {PROBE_AT} s)"
+
+
+@requirement(fix='patch 0138',
+             mutate="tests/conformance/lwip-mutate core/tcp.c "
+                    "'s/((pcb->persist_backoff > 0) ? 2 : 0)/0/'")
+def test_rfc9293_3_8_3_r2_ends_a_window_that_stays_closed(node, link):
+    """RFC 9293 §3.8.3 (d): "An application MUST (MUST-21) be able to set the value for R2
+    for a particular connection." With TCP_USER_TIMEOUT 1500 ms, a connection whose peer
+    answers every zero-window probe with a zero window is gone 2.2 s later, as tcp(7)
+    defines the option ("buffered data may remain untransmitted (due to zero window
+    size)"). Control: without the option it keeps probing, and is there."""
+    for port, want_alive in ((SOURCE, True), (SOURCE_TIMED, False)):
+        peer = TcpPeer(link, port, window=0)
+        peer.connect()
+        t0 = time.monotonic()
+        probes = 0
+        while time.monotonic() < t0 + PROBE_AT:
+            p = peer.recv(max(0.0, t0 + PROBE_AT - time.monotonic()),
+                          lambda q: len(q[TCP].payload) > 0 or q[TCP].flags.R)
+            if p is None:
+                break
+            assert not p[TCP].flags.R, f"port {port}: a reset while probing"
+            assert len(p[TCP].payload) <= 1, \
+                f"port {port}: {len(p[TCP].payload)} octets into a zero window"
+            probes += 1
+            peer.send("A", ack=peer.rcv_nxt, window=0)   # the window stays shut
+        assert probes >= 1, f"port {port}: no zero-window probe in {PROBE_AT} s"
+        alive = _alive(peer)
+        if alive:
+            peer.abort()
+        else:
+            peer.closed = True
+        assert alive == want_alive, \
+            f"port {port}: alive {alive} at {PROBE_AT} s with the window shut ({probes} probes)"
+
+
+def _dial_syns(link, request, watch):
+    """Ask the node to connect to us (UDP 11) and never answer: the arrival times of its
+    SYNs, from the first, over `watch` seconds."""
+    node = link.node
+    port = fresh_port()
+    link.send(Ether(src=node.my_mac, dst=node.mac) / IP(src=node.my_ip, dst=node.ip) /
+              UDP(sport=port, dport=11) / Raw(f"{port}{request}".encode()))
+    is_syn = (lambda q: TCP in q and q[IP].src == node.ip and q[TCP].dport == port
+              and q[TCP].flags.S and not q[TCP].flags.A)
+    first = link.recv(is_syn, 3)
+    assert first is not None, "the node did not dial out"
+    t0 = time.monotonic()
+    times = [0.0]
+    while time.monotonic() < t0 + watch:
+        p = link.recv(is_syn, max(0.0, t0 + watch - time.monotonic()))
+        if p is not None:
+            times.append(time.monotonic() - t0)
+    return times
+
+
+@requirement(fix='patch 0138',
+             mutate="tests/conformance/lwip-mutate core/tcp.c "
+                    "'s/if (pcb->user_timeout != 0 \\&\\& tcp_user_timeout_expired(pcb)) {/if (0) {/'")
+def test_rfc9293_3_8_3_r2_set_by_the_application_shortens_an_open_attempt(node, link):
+    """RFC 9293 §3.8.3: "SYN retransmissions MUST be handled in the general way just
+    described for data retransmissions" and (d) "An application MUST (MUST-21) be able to
+    set the value for R2 for a particular connection." An active open with
+    TCP_USER_TIMEOUT 1500 ms retransmits its SYN after the initial 1 s RTO and then gives
+    up: no SYN after 1.8 s (Linux 6.18 fails such a connect with ETIMEDOUT after 2 s).
+    Control: without it the SYN goes again at 3 s (RTO backed off to 2 s)."""
+    ctl = _dial_syns(link, "", 3.6)
+    assert any(2.5 < t < 3.6 for t in ctl), f"control: SYNs at {ctl} s, none near 3 s"
+
+    syns = _dial_syns(link, f" user_timeout={int(USER_TIMEOUT * 1000)}", 3.6)
+    assert len(syns) >= 2, f"SYNs at {syns} s: the SYN was never retransmitted"
+    assert max(syns) < USER_TIMEOUT + 0.3, \
+        f"SYNs at {syns} s: still trying past the {USER_TIMEOUT} s user timeout"
