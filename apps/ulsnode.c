@@ -379,8 +379,8 @@ struct probe_req {
 /* The next request to the UDP services 11 and 12: "PORT" followed by options
  * " rcvbuf=N" and " user_timeout=MS" (11), or with ops "OP PORT" where OP is one of ops
  * (12). Fills *r; -EBADF or -ENETDOWN once the socket is gone. Anything else that arrives,
- * an unknown option or a value out of 1..OPT_REQ_MAX too, is not a request and is
- * skipped. */
+ * an unknown option, a value out of 1..OPT_REQ_MAX or anything after the options too, is
+ * not a request and is skipped. */
 static int next_request(int sd, const char *ops, struct probe_req *r)
 {
 	char buf[64];
@@ -417,12 +417,15 @@ static int next_request(int sd, const char *ops, struct probe_req *r)
 				to = &r->user_timeout;
 				q += sizeof(ut) - 1;
 			}
-			unsigned long v = to ? strtoul(q, &end, 10) : 0;
-			bad = !to || end == q || v == 0 || v > OPT_REQ_MAX;
+			/* digits only: strtoul would also take spaces and a sign */
+			unsigned long v = to && *q >= '0' && *q <= '9' ? strtoul(q, &end, 10) : 0;
+			bad = v == 0 || v > OPT_REQ_MAX;
 			if (!bad)
 				*to = (int)v;
 		}
-		if (bad || (*end && *end != '\n'))
+		/* UDP 11's request is the whole datagram: one cut short by the buffer, or with
+		 * anything after its options, is not one */
+		if (bad || (!ops && ((size_t)n == sizeof(buf) - 1 || (*end && *end != '\n'))))
 			continue;
 		r->sd = sd;
 		r->port = (uint16_t)port;

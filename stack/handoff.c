@@ -201,6 +201,7 @@ static int pack(struct stk_sock *s, uint64_t nonce)
 		.keep_intvl = pcb->keep_intvl, .keep_cnt = pcb->keep_cnt, .mss = pcb->mss,
 		.sa = pcb->sa, .sv = pcb->sv, .rto = pcb->rto, .rx_eof = s->rx_eof, .cork = s->cork,
 		.rcv_wnd_cap = pcb->rcv_wnd_cap, .user_timeout = pcb->user_timeout,
+		.snd_buf_cap = s->opts.snd_buf_cap,
 	};
 	int fd, rc;
 
@@ -611,6 +612,7 @@ static int claim(struct stk_sock *s, const struct stk_hoff_state *h, const uint8
 	stk__stream_adopted(s, pcb);  /* callbacks, and RELEASE at its end */
 	s->rx_eof = h->rx_eof;
 	s->cork = h->cork;
+	s->opts.snd_buf_cap = stk__snd_buf_cap(h->snd_buf_cap ? h->snd_buf_cap : TCP_SND_BUF);
 	if (queue_rx(s, data, h->rx_len) < 0 || queue_tx(pcb, data + h->rx_len, h->tx_len) < 0) {
 		/* Some bytes cannot be kept: the connection cannot go on intact, and the peer
 		 * must not take it for a clean end (RST, not FIN). */

@@ -11,8 +11,9 @@
 
 #define STK_HOFF_MAGIC   0x554c5348u  /* "ULSH" */
 /* 2: 16-octet addresses and the families (issue 17); 3: the receive window's cap (SO_RCVBUF,
- * patch 0137); 4: the user timeout (TCP_USER_TIMEOUT, patch 0138), where 3 had padding */
-#define STK_HOFF_VERSION 4u
+ * patch 0137); 4: the user timeout (TCP_USER_TIMEOUT, patch 0138), where 3 had padding;
+ * 5: the send buffer's cap (SO_SNDBUF), 8 octets more */
+#define STK_HOFF_VERSION 5u
 #define STK_HOFF_MAX     (64u << 20) /* no state is larger: two 4 MiB buffers and a header */
 
 /* The connection, field by field: only values, nothing that points anywhere, so that it
@@ -53,13 +54,17 @@ struct stk_hoff_state {
 	/* TCP_USER_TIMEOUT in milliseconds (pcb->user_timeout; 0: the retransmission counts).
 	 * Any value is safe: the taker holds it to INT_MAX, what setsockopt could have set. */
 	uint32_t user_timeout;
+	/* SO_SNDBUF's bound on unacknowledged octets (0: TCP_SND_BUF); the taker holds it
+	 * within STK_SNDBUF_MIN..TCP_SND_BUF (stk__snd_buf_cap). */
+	uint32_t snd_buf_cap;
+	uint32_t pad3;                    /* the size a multiple of 8 without hidden padding */
 };
-/* The layout is the one contract between giver and taker: version 4's. */
-_Static_assert(sizeof(struct stk_hoff_state) == 168, "stk_hoff_state: version 4 is 168 octets");
+/* The layout is the one contract between giver and taker: version 5's. */
+_Static_assert(sizeof(struct stk_hoff_state) == 176, "stk_hoff_state: version 5 is 176 octets");
 _Static_assert(offsetof(struct stk_hoff_state, rcv_wnd_cap) == 152,
-	       "stk_hoff_state: version 4's window cap at 152");
+	       "stk_hoff_state: version 5's window cap at 152");
 _Static_assert(offsetof(struct stk_hoff_state, user_timeout) == 164,
-	       "stk_hoff_state: version 4's user timeout at 164");
+	       "stk_hoff_state: version 5's user timeout at 164");
 
 /* Why a state was refused (returned negated). */
 enum stk_hoff_reason {

@@ -82,7 +82,7 @@ static struct readiness want(const struct stk_sock *s)
 	case STK_S_CONNECTED:
 		r.eof = s->rx_eof;
 		r.rd = s->rxq.bytes > 0 || s->rx_eof || s->rd_shut || s->err;
-		r.wr = s->wr_shut || !s->tcp || stk__stream_has_room(s->tcp);
+		r.wr = s->wr_shut || !s->tcp || stk__stream_has_room(s->tcp, s->opts.snd_buf_cap);
 		r.hup = s->rx_eof && s->wr_shut;
 		break;
 	case STK_S_DEAD:

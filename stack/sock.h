@@ -64,6 +64,16 @@ static inline uint32_t stk__rcv_wnd_cap(uint32_t v)
 	return v >= TCP_WND ? 0 : v < STK_RCVBUF_MIN ? STK_RCVBUF_MIN :
 	       v & ~((1u << TCP_RCV_SCALE) - 1);
 }
+/* The smallest send buffer SO_SNDBUF sets (Linux's SOCK_MIN_SNDBUF is about 4.6 KB, twice
+ * the smallest it takes). */
+#define STK_SNDBUF_MIN 2048u
+/* A send buffer's cap from any size asked for, by SO_SNDBUF or in a handed-over state: the
+ * octets a connection may hold written and not yet acknowledged. 0 (TCP_SND_BUF, lwIP's
+ * own bound) from TCP_SND_BUF up; else at least STK_SNDBUF_MIN. */
+static inline uint32_t stk__snd_buf_cap(uint32_t v)
+{
+	return v >= TCP_SND_BUF ? 0 : v < STK_SNDBUF_MIN ? STK_SNDBUF_MIN : v;
+}
 
 /* Options the application set, kept in the socket as Linux keeps them in its struct sock:
  * they outlive the connection (setsockopt after a reset still succeeds: nginx uncorks a
@@ -76,6 +86,7 @@ struct stk_opts {
 	uint32_t keep_idle_s, keep_intvl_s, keep_cnt;
 	uint32_t rcv_wnd_cap;      /* SO_RCVBUF of a TCP socket: its window's cap; 0: TCP_WND */
 	uint32_t user_timeout_ms;  /* TCP_USER_TIMEOUT (patch 0138); 0: the retransmission counts */
+	uint32_t snd_buf_cap;      /* SO_SNDBUF of a TCP socket (stk__snd_buf_cap); 0: TCP_SND_BUF */
 };
 
 struct stk_sock {
@@ -242,14 +253,22 @@ static inline u32_t stk__stream_notsent_max(const struct tcp_pcb *pcb)
 
 	return flight > STK_NOTSENT_FLOOR ? flight : STK_NOTSENT_FLOOR;
 }
+/* Bytes a connection holds written and not yet acknowledged: what SO_SNDBUF bounds. */
+static inline u32_t stk__stream_queued(const struct tcp_pcb *pcb)
+{
+	return pcb->snd_lbb - pcb->lastack;
+}
 /* Whether a connection's send buffer has room enough to report it writable: lwIP's own
  * low-water marks, half the bytes and half the segments free (tcp_sndbuf() clamps to 16
- * bits, so snd_buf itself), and at most half the unsent bytes it may hold. poll() and a
- * blocked send wake at the same mark. */
-static inline bool stk__stream_has_room(const struct tcp_pcb *pcb)
+ * bits, so snd_buf itself), at most half the unsent bytes it may hold, and with a send
+ * buffer's cap (SO_SNDBUF, snd_cap; 0: none) half of it free, as Linux's
+ * sk_stream_wspace() >= sk_stream_min_wspace(). poll() and a blocked send wake at the same
+ * mark. */
+static inline bool stk__stream_has_room(const struct tcp_pcb *pcb, uint32_t snd_cap)
 {
 	return pcb->snd_buf > TCP_SNDLOWAT && tcp_sndqueuelen(pcb) < TCP_SNDQUEUELOWAT &&
-	       stk__stream_notsent(pcb) <= stk__stream_notsent_max(pcb) / 2;
+	       stk__stream_notsent(pcb) <= stk__stream_notsent_max(pcb) / 2 &&
+	       (snd_cap == 0 || stk__stream_queued(pcb) <= snd_cap / 2);
 }
 int stk__stream_open(struct stk_sock *s);
 int stk__stream_bind(struct stk_sock *s, const ip_addr_t *ip, uint16_t port);

@@ -115,11 +115,18 @@ static int setopt(struct stk_sock *s, int level, int name, const void *val, sock
 				s->opts.rcv_wnd_cap = stk__rcv_wnd_cap((uint32_t)v);
 			break;
 		case SO_SNDBUF:
-			/* Deviation: lwIP's send buffer is a compile-time constant (4 MiB),
-			 * bounded in use by the flight (stk__stream_notsent_max); the request
-			 * is accepted and the size stays (Linux, too, adjusts what it is
-			 * given). */
-			return v < 0 ? -EINVAL : 0;
+			if (v < 0)
+				return -EINVAL;
+			/* socket(7): the send buffer. A TCP socket holds at most this many
+			 * octets written and not yet acknowledged (stk__stream_send), from
+			 * STK_SNDBUF_MIN up to TCP_SND_BUF, the default; it is writable again
+			 * when half of it is free. Deviation: Linux doubles the size for its
+			 * bookkeeping and bounds it by net.core.wmem_max; here the payload is
+			 * bounded by the size itself, up to TCP_SND_BUF. Datagram sockets
+			 * send at once and keep nothing. */
+			if (s->type == SOCK_STREAM)
+				s->opts.snd_buf_cap = stk__snd_buf_cap((uint32_t)v);
+			return 0;
 		default:
 			return -ENOPROTOOPT;
 		}
@@ -244,7 +251,11 @@ static int getopt_int(struct stk_sock *s, int level, int name, int *v)
 		case SO_RCVBUF:    *v = s->type != SOCK_STREAM ? 4 << 20 :
 					2 * (int)(o->rcv_wnd_cap ? o->rcv_wnd_cap : TCP_WND);
 				   return 0;
-		case SO_SNDBUF:    *v = (int)TCP_SND_BUF; return 0;
+		/* As SO_RCVBUF: twice the bound (TCP_SND_BUF by default), as Linux reports
+		 * twice what it was given. */
+		case SO_SNDBUF:    *v = s->type != SOCK_STREAM ? (int)TCP_SND_BUF :
+					2 * (int)(o->snd_buf_cap ? o->snd_buf_cap : TCP_SND_BUF);
+				   return 0;
 		case SO_REUSEADDR: *v = o->reuseaddr; return 0;
 		case SO_KEEPALIVE: *v = o->keepalive; return 0;
 		case SO_ACCEPTCONN: *v = s->state == STK_S_LISTEN; return 0;

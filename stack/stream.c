@@ -86,7 +86,7 @@ static err_t on_sent(void *arg, struct tcp_pcb *pcb, u16_t len)
 	(void)len;
 	if (s)
 		s->icmp_err = 0;  /* progress: an older soft error no longer explains anything */
-	if (s && stk__stream_has_room(pcb)) {
+	if (s && stk__stream_has_room(pcb, s->opts.snd_buf_cap)) {
 		/* Freed space is an event for user-level epoll sets only when the socket was
 		 * seen without it (send filled it, or poll found it not writable), as Linux's
 		 * tcp_check_space wakes only under SOCK_NOSPACE: an EPOLLET set is not told
@@ -468,6 +468,9 @@ ssize_t stk__stream_send(struct stk_sock *s, const void *buf, size_t len, int fl
 		u32_t ns = stk__stream_notsent(s->tcp), ns_max = stk__stream_notsent_max(s->tcp);
 		if (room > (ns < ns_max ? ns_max - ns : 0))
 			room = ns < ns_max ? ns_max - ns : 0;
+		uint32_t cap = s->opts.snd_buf_cap, q = stk__stream_queued(s->tcp);
+		if (cap && room > (q < cap ? cap - q : 0))
+			room = q < cap ? cap - q : 0;   /* SO_SNDBUF: at most cap unacknowledged */
 		size_t n = len - sent;
 		if (n > room)
 			n = room;
@@ -501,7 +504,7 @@ ssize_t stk__stream_send(struct stk_sock *s, const void *buf, size_t len, int fl
 		/* Held back by the unsent bytes alone, and that output sent enough of them:
 		 * write more now (each pass sends, so this ends within the window). */
 		if (ns >= ns_max && s->tcp && stk__stream_notsent(s->tcp) < ns &&
-		    stk__stream_has_room(s->tcp)) {
+		    stk__stream_has_room(s->tcp, s->opts.snd_buf_cap)) {
 			s->nospace = false;
 			continue;
 		}

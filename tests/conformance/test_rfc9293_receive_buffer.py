@@ -3,7 +3,7 @@ asked for (SO_RCVBUF, lwIP patch 0137).
 
 The node's port 21 holds what it accepts without reading it, on a listener whose SO_RCVBUF
 is 16384 octets and whose backlog is 4 (apps/ulsnode.c SMALL_RCVBUF, SMALL_BACKLOG); port
-10 is the same service with neither set (the controls). A UDP 11 request "PORT RCVBUF"
+10 is the same service with neither set (the controls). A UDP 11 request "PORT rcvbuf=N"
 makes the node connect to us with SO_RCVBUF set before its connect. Scapy sends data as far
 as the node's window reaches and no further, and watches where the node puts the window's
 right edge and what it acknowledges.
@@ -114,7 +114,7 @@ def test_rfc9293_3_8_6_listener_so_rcvbuf_is_the_window_of_what_it_accepts(node,
 
 @requirement(fix='patch 0137',
              mutate="tests/conformance/lwip-mutate core/tcp_in.c "
-                    "'/npcb->rcv_wnd_cap = pcb->rcv_wnd_cap;  \\/\\* ulstack (patch 0137) \\*\\/$/d'")
+                    "'/npcb->rcv_wnd_cap = pcb->rcv_wnd_cap;  \\/\\* ulstack (patch 0137) \\*\\//d'")
 def test_rfc9293_3_8_6_syn_cookie_connection_keeps_its_listeners_so_rcvbuf(node, link, counters):
     """RFC 9293 §3.8.6: "The window sent in each segment indicates the range of sequence
     numbers the sender of the window (the data receiver) is currently prepared to accept.

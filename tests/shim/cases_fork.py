@@ -122,15 +122,18 @@ def case_fork_connected_moves_to_child():
     assert os.waitstatus_to_exitcode(st) == 0, st
 
 
-def case_fork_connected_keeps_its_so_rcvbuf_and_user_timeout():
-    """A connection that moves to the child keeps the receive window's cap and the user
-    timeout its socket had (SO_RCVBUF, patch 0137; TCP_USER_TIMEOUT, patch 0138; the state
-    handed over carries both, stack/hoffstate.h version 4): the child's socket reports
-    them, and the connection carries 4 MiB both ways, verified."""
+def case_fork_connected_keeps_its_buffer_sizes_and_user_timeout():
+    """A connection that moves to the child keeps the receive window's cap, the send
+    buffer's and the user timeout its socket had (SO_RCVBUF, patch 0137; SO_SNDBUF;
+    TCP_USER_TIMEOUT, patch 0138; the state handed over carries them, stack/hoffstate.h
+    version 5): the child's socket reports them, and the connection carries 4 MiB both
+    ways, verified."""
     s = connect(ECHO)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 98304)
     s.setsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT, 7777)
     assert s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF) == 131072
+    assert s.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF) == 196608
 
     def child():
         echo_round_trip(s, 4 << 20)   # the child's first call takes the connection over
@@ -138,6 +141,8 @@ def case_fork_connected_keeps_its_so_rcvbuf_and_user_timeout():
         assert got == 131072, "the moved connection's SO_RCVBUF reads %d" % got
         got = s.getsockopt(socket.IPPROTO_TCP, socket.TCP_USER_TIMEOUT)
         assert got == 7777, "the moved connection's TCP_USER_TIMEOUT reads %d" % got
+        got = s.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)
+        assert got == 196608, "the moved connection's SO_SNDBUF reads %d" % got
         s.close()
 
     pid = _child(child)

@@ -45,7 +45,7 @@ from conftest import BUILD, ULSRUN
     "fork_listener_both_accept",
     "fork_connected_child_closes",
     "fork_connected_moves_to_child",
-    "fork_connected_keeps_its_so_rcvbuf_and_user_timeout",
+    "fork_connected_keeps_its_buffer_sizes_and_user_timeout",
     "fork_connected_moves_with_data_in_flight",
     "fork_connected_parent_keeps_using",
     "fork_connected_claim_interrupted_by_signal",

@@ -126,7 +126,8 @@ static void test_each_broken_field_is_refused_with_its_reason(void **state)
 	REFUSED(x->version = 1, STK_HOFF_DROP_MAGIC);  /* version 1's IPv4-only layout */
 	REFUSED(x->version = 2, STK_HOFF_DROP_MAGIC);  /* version 2's, without the window cap */
 	REFUSED(x->version = 3, STK_HOFF_DROP_MAGIC);  /* version 3's, without the user timeout */
-	REFUSED(x->version = 5, STK_HOFF_DROP_MAGIC);
+	REFUSED(x->version = 4, STK_HOFF_DROP_MAGIC);  /* version 4's, without SO_SNDBUF */
+	REFUSED(x->version = 6, STK_HOFF_DROP_MAGIC);
 	REFUSED(x->nonce = 0, STK_HOFF_DROP_NONCE);
 	REFUSED(x->state = SYN_SENT, STK_HOFF_DROP_STATE);
 	REFUSED(x->state = TIME_WAIT, STK_HOFF_DROP_STATE);

@@ -280,6 +280,60 @@ static void test_send_queues_no_more_unsent_bytes_than_the_flight_or_the_floor(v
 	close(l);
 }
 
+/* SO_SNDBUF (stack/sockopt.c) bounds the octets a connection holds written and not yet
+ * acknowledged. Against a peer that reads nothing through a small window, non-blocking
+ * sends take the cap and what the peer's buffer holds, not STK_NOTSENT_FLOOR and more (the
+ * test above, without SO_SNDBUF); the socket is not writable while more than half of the
+ * cap is in use; a blocked sender is woken as the peer reads, and every byte arrives in
+ * order. */
+static void test_so_sndbuf_bounds_the_unacknowledged_bytes_and_writability_waits_for_half(
+	void **state)
+{
+	need_node(state);
+	struct sockaddr_in la = sin_of(PEER_ADDR, 7010);
+	int l, peer, sd = connect_to_kernel_peer(&la, 4096, &l, &peer);
+	int cap = 32768, v = 0, peer_buf = 0;
+	socklen_t vl = sizeof(v);
+	assert_int_equal(uls_setsockopt(sd, SOL_SOCKET, SO_SNDBUF, &cap, sizeof(cap)), 0);
+	assert_int_equal(uls_getsockopt(sd, SOL_SOCKET, SO_SNDBUF, &v, &vl), 0);
+	assert_int_equal(v, 2 * cap);  /* reported doubled, as Linux does */
+	vl = sizeof(peer_buf);
+	assert_int_equal(getsockopt(peer, SOL_SOCKET, SO_RCVBUF, &peer_buf, &vl), 0);
+	enum { TOTAL = 1 << 20 };
+	static uint8_t out[TOTAL], in[TOTAL];
+	for (size_t i = 0; i < sizeof(out); i++)
+		out[i] = (uint8_t)(i * 7 + (i >> 11));
+	size_t took = 0;
+	for (int round = 0; round < 20 && took < sizeof(out); round++) {
+		ssize_t n = uls_send(sd, out + took, sizeof(out) - took, MSG_DONTWAIT);
+		if (n > 0)
+			took += (size_t)n;
+		else
+			assert_int_equal(n, -EAGAIN);
+		usleep(10000);
+	}
+	print_message("# took %zu bytes with SO_SNDBUF %d, the peer's buffer %d\n", took, cap,
+		      peer_buf);
+	assert_true(took >= (size_t)cap);
+	assert_true(took <= (size_t)cap + (size_t)peer_buf);
+	int fd = uls_socket_fd(sd, SOCK_CLOEXEC);
+	assert_true(fd >= 0);
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
+	assert_int_equal(poll(&p, 1, 300), 0);  /* the cap is full: not writable */
+	struct bulk b = { .sd = sd, .buf = out + took, .len = sizeof(out) - took };
+	pthread_t t;
+	assert_int_equal(pthread_create(&t, NULL, bulk_send, &b), 0);
+	assert_int_equal(peer_read(peer, in, sizeof(in)), sizeof(in));
+	pthread_join(t, NULL);
+	assert_int_equal(b.rc, (ssize_t)(sizeof(out) - took));
+	assert_memory_equal(in, out, sizeof(out));
+	assert_int_equal(poll(&p, 1, 1000), 1);  /* all acknowledged: writable again */
+	close(fd);
+	uls_close(sd);
+	close(peer);
+	close(l);
+}
+
 /* SO_RCVBUF caps the window (patch 0137). The kernel peer writes without blocking until its
  * send buffer is full; what the node took is what the peer wrote less what it still holds
  * (SIOCOUTQ: sent but unacknowledged, and unsent). Then the node reads all of it through
@@ -603,6 +657,7 @@ int main(void)
 		cmocka_unit_test(test_send_and_recv_on_an_unconnected_socket_fail_enotconn),
 		cmocka_unit_test(test_nonblocking_accept_without_a_connection_fails_eagain),
 		cmocka_unit_test(test_send_queues_no_more_unsent_bytes_than_the_flight_or_the_floor),
+		cmocka_unit_test(test_so_sndbuf_bounds_the_unacknowledged_bytes_and_writability_waits_for_half),
 		cmocka_unit_test(test_so_rcvbuf_caps_the_window_a_peer_may_fill_and_the_data_still_flows),
 		cmocka_unit_test(test_an_accepted_connection_takes_its_listeners_so_rcvbuf),
 		cmocka_unit_test(test_so_rcvbuf_set_while_the_syn_is_out_neither_aborts_nor_shrinks_the_window),
