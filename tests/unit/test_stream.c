@@ -243,6 +243,38 @@ static void *bulk_send(void *arg)
 	return NULL;
 }
 
+/* Non-blocking sends of out[0..len) until 20 rounds 10 ms apart have passed (ACKs of the
+ * peer's window come within the pauses) or all went: the bytes the socket took. */
+static size_t send_nonblocking(int sd, const uint8_t *out, size_t len)
+{
+	size_t took = 0;
+
+	for (int round = 0; round < 20 && took < len; round++) {
+		ssize_t n = uls_send(sd, out + took, len - took, MSG_DONTWAIT);
+		if (n > 0)
+			took += (size_t)n;
+		else
+			assert_int_equal(n, -EAGAIN);
+		usleep(10000);
+	}
+	return took;
+}
+
+/* The rest of out, from took, by a blocked sender that only the peer's reading can wake;
+ * the peer reads all len bytes into in, which must equal out. */
+static void send_rest_blocked(int sd, int peer, const uint8_t *out, uint8_t *in, size_t len,
+			      size_t took)
+{
+	struct bulk b = { .sd = sd, .buf = out + took, .len = len - took };
+	pthread_t t;
+
+	assert_int_equal(pthread_create(&t, NULL, bulk_send, &b), 0);
+	assert_int_equal(peer_read(peer, in, len), (ssize_t)len);
+	pthread_join(t, NULL);
+	assert_int_equal(b.rc, (ssize_t)(len - took));
+	assert_memory_equal(in, out, len);
+}
+
 static void test_send_queues_no_more_unsent_bytes_than_the_flight_or_the_floor(void **state)
 {
 	need_node(state);
@@ -252,29 +284,13 @@ static void test_send_queues_no_more_unsent_bytes_than_the_flight_or_the_floor(v
 	static uint8_t out[TOTAL], in[TOTAL];
 	for (size_t i = 0; i < sizeof(out); i++)
 		out[i] = (uint8_t)(i * 13 + (i >> 12));
-	/* Fill without blocking; ACKs of the window come within the pauses. */
-	size_t took = 0;
-	for (int round = 0; round < 20 && took < sizeof(out); round++) {
-		ssize_t n = uls_send(sd, out + took, sizeof(out) - took, MSG_DONTWAIT);
-		if (n > 0)
-			took += (size_t)n;
-		else
-			assert_int_equal(n, -EAGAIN);
-		usleep(10000);
-	}
+	size_t took = send_nonblocking(sd, out, sizeof(out));
 	/* The peer's window is tens of KiB (twice SO_RCVBUF at most, plus what its queue
 	 * holds); without the bound the socket took its whole 4 MiB buffer. */
 	print_message("# queued against a closed window: %zu bytes\n", took);
 	assert_true(took > 0);
 	assert_true(took <= STK_NOTSENT_FLOOR_BYTES + 512 * 1024);
-	/* The rest by a blocked sender that only the peer's reading can wake. */
-	struct bulk b = { .sd = sd, .buf = out + took, .len = sizeof(out) - took };
-	pthread_t t;
-	assert_int_equal(pthread_create(&t, NULL, bulk_send, &b), 0);
-	assert_int_equal(peer_read(peer, in, sizeof(in)), sizeof(in));
-	pthread_join(t, NULL);
-	assert_int_equal(b.rc, (ssize_t)(sizeof(out) - took));
-	assert_memory_equal(in, out, sizeof(out));
+	send_rest_blocked(sd, peer, out, in, sizeof(out), took);
 	uls_close(sd);
 	close(peer);
 	close(l);
@@ -303,15 +319,7 @@ static void test_so_sndbuf_bounds_the_unacknowledged_bytes_and_writability_waits
 	static uint8_t out[TOTAL], in[TOTAL];
 	for (size_t i = 0; i < sizeof(out); i++)
 		out[i] = (uint8_t)(i * 7 + (i >> 11));
-	size_t took = 0;
-	for (int round = 0; round < 20 && took < sizeof(out); round++) {
-		ssize_t n = uls_send(sd, out + took, sizeof(out) - took, MSG_DONTWAIT);
-		if (n > 0)
-			took += (size_t)n;
-		else
-			assert_int_equal(n, -EAGAIN);
-		usleep(10000);
-	}
+	size_t took = send_nonblocking(sd, out, sizeof(out));
 	print_message("# took %zu bytes with SO_SNDBUF %d, the peer's buffer %d\n", took, cap,
 		      peer_buf);
 	assert_true(took >= (size_t)cap);
@@ -320,13 +328,7 @@ static void test_so_sndbuf_bounds_the_unacknowledged_bytes_and_writability_waits
 	assert_true(fd >= 0);
 	struct pollfd p = { .fd = fd, .events = POLLOUT };
 	assert_int_equal(poll(&p, 1, 300), 0);  /* the cap is full: not writable */
-	struct bulk b = { .sd = sd, .buf = out + took, .len = sizeof(out) - took };
-	pthread_t t;
-	assert_int_equal(pthread_create(&t, NULL, bulk_send, &b), 0);
-	assert_int_equal(peer_read(peer, in, sizeof(in)), sizeof(in));
-	pthread_join(t, NULL);
-	assert_int_equal(b.rc, (ssize_t)(sizeof(out) - took));
-	assert_memory_equal(in, out, sizeof(out));
+	send_rest_blocked(sd, peer, out, in, sizeof(out), took);
 	assert_int_equal(poll(&p, 1, 1000), 1);  /* all acknowledged: writable again */
 	close(fd);
 	uls_close(sd);
