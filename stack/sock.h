@@ -261,9 +261,9 @@ static inline u32_t stk__stream_queued(const struct tcp_pcb *pcb)
 /* Whether a connection's send buffer has room enough to report it writable: lwIP's own
  * low-water marks, half the bytes and half the segments free (tcp_sndbuf() clamps to 16
  * bits, so snd_buf itself), at most half the unsent bytes it may hold, and with a send
- * buffer's cap (SO_SNDBUF, snd_cap; 0: none) half of it free, as Linux's
- * sk_stream_wspace() >= sk_stream_min_wspace(). poll() and a blocked send wake at the same
- * mark. */
+ * buffer's cap (SO_SNDBUF, snd_cap; 0: none) half of it free (Linux's mark,
+ * sk_stream_wspace() >= sk_stream_min_wspace(), is two thirds in use; half matches lwIP's
+ * own). poll() and a blocked send wake at the same mark. */
 static inline bool stk__stream_has_room(const struct tcp_pcb *pcb, uint32_t snd_cap)
 {
 	return pcb->snd_buf > TCP_SNDLOWAT && tcp_sndqueuelen(pcb) < TCP_SNDQUEUELOWAT &&

@@ -123,9 +123,19 @@ static int setopt(struct stk_sock *s, int level, int name, const void *val, sock
 			 * when half of it is free. Deviation: Linux doubles the size for its
 			 * bookkeeping and bounds it by net.core.wmem_max; here the payload is
 			 * bounded by the size itself, up to TCP_SND_BUF. Datagram sockets
-			 * send at once and keep nothing. */
-			if (s->type == SOCK_STREAM)
-				s->opts.snd_buf_cap = stk__snd_buf_cap((uint32_t)v);
+			 * send at once and keep nothing (their SO_SNDBUF reads 4 MiB
+			 * whatever was set). */
+			if (s->type != SOCK_STREAM)
+				return 0;  /* Deviation: kept at 4 MiB for getsockopt */
+			s->opts.snd_buf_cap = stk__snd_buf_cap((uint32_t)v);
+			/* A raised bound may make room now: tell a blocked sender and the
+			 * poll sets, as Linux's setsockopt calls sk_write_space. */
+			if (s->tcp && s->state == STK_S_CONNECTED &&
+			    stk__stream_has_room(s->tcp, s->opts.snd_buf_cap)) {
+				bool edge = s->nospace;
+				s->nospace = false;
+				stk__sock_signal_ev(s, edge ? POLLOUT : 0);
+			}
 			return 0;
 		default:
 			return -ENOPROTOOPT;

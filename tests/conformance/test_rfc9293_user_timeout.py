@@ -195,3 +195,20 @@ def test_rfc9293_3_8_3_r2_set_by_the_application_shortens_an_open_attempt(node, 
     assert len(syns) >= 2, f"SYNs at {syns} s: the SYN was never retransmitted"
     assert max(syns) < USER_TIMEOUT + 0.5, \
         f"SYNs at {syns} s: still trying past the {USER_TIMEOUT} s user timeout"
+
+
+@requirement(fix='patch 0138',
+             mutate="tests/conformance/lwip-mutate core/tcp.c "
+                    "'s/          pcb->rtime = pcb->rto;/          ;/'")
+def test_rfc9293_3_8_3_r2_shorter_than_the_rto_retransmits_once_first(node, link):
+    """RFC 9293 §3.8.3: "When the number of transmissions of the same segment reaches a
+    threshold R2 greater than R1, close the connection." and (d) "An application MUST
+    (MUST-21) be able to set the value for R2 for a particular connection." A user timeout
+    (500 ms) shorter than the initial 1 s RTO still lets the segment go twice: the
+    retransmission timer expires when the time is up (Linux clamps its RTO to the user
+    timeout), the SYN goes again at about 0.5 s, and the node then gives up: no SYN at
+    1 s or later."""
+    syns = _dial_syns(link, " user_timeout=500", 2.5)
+    again = [t for t in syns[1:] if 0.3 < t < 0.9]
+    assert again, f"SYNs at {syns} s: no retransmission when the 0.5 s user timeout was up"
+    assert max(syns) < 0.9, f"SYNs at {syns} s: still trying after the 0.5 s user timeout"

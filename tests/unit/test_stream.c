@@ -261,15 +261,16 @@ static size_t send_nonblocking(int sd, const uint8_t *out, size_t len)
 }
 
 /* The rest of out, from took, by a blocked sender that only the peer's reading can wake;
- * the peer reads all len bytes into in, which must equal out. */
+ * the peer, which read the first `got` bytes already, reads the rest of the len bytes into
+ * in, which must then equal out. */
 static void send_rest_blocked(int sd, int peer, const uint8_t *out, uint8_t *in, size_t len,
-			      size_t took)
+			      size_t took, size_t got)
 {
 	struct bulk b = { .sd = sd, .buf = out + took, .len = len - took };
 	pthread_t t;
 
 	assert_int_equal(pthread_create(&t, NULL, bulk_send, &b), 0);
-	assert_int_equal(peer_read(peer, in, len), (ssize_t)len);
+	assert_int_equal(peer_read(peer, in + got, len - got), (ssize_t)(len - got));
 	pthread_join(t, NULL);
 	assert_int_equal(b.rc, (ssize_t)(len - took));
 	assert_memory_equal(in, out, len);
@@ -290,7 +291,7 @@ static void test_send_queues_no_more_unsent_bytes_than_the_flight_or_the_floor(v
 	print_message("# queued against a closed window: %zu bytes\n", took);
 	assert_true(took > 0);
 	assert_true(took <= STK_NOTSENT_FLOOR_BYTES + 512 * 1024);
-	send_rest_blocked(sd, peer, out, in, sizeof(out), took);
+	send_rest_blocked(sd, peer, out, in, sizeof(out), took, 0);
 	uls_close(sd);
 	close(peer);
 	close(l);
@@ -300,15 +301,16 @@ static void test_send_queues_no_more_unsent_bytes_than_the_flight_or_the_floor(v
  * acknowledged. Against a peer that reads nothing through a small window, non-blocking
  * sends take the cap and what the peer's buffer holds, not STK_NOTSENT_FLOOR and more (the
  * test above, without SO_SNDBUF); the socket is not writable while more than half of the
- * cap is in use; a blocked sender is woken as the peer reads, and every byte arrives in
- * order. */
+ * cap is in use (after the peer read a quarter of it) and is once less is (after it read
+ * five eighths, the peer's own buffer being far smaller); a blocked sender is woken as the
+ * peer reads, and every byte arrives in order. */
 static void test_so_sndbuf_bounds_the_unacknowledged_bytes_and_writability_waits_for_half(
 	void **state)
 {
 	need_node(state);
 	struct sockaddr_in la = sin_of(PEER_ADDR, 7010);
 	int l, peer, sd = connect_to_kernel_peer(&la, 4096, &l, &peer);
-	int cap = 32768, v = 0, peer_buf = 0;
+	int cap = 131072, v = 0, peer_buf = 0;
 	socklen_t vl = sizeof(v);
 	assert_int_equal(uls_setsockopt(sd, SOL_SOCKET, SO_SNDBUF, &cap, sizeof(cap)), 0);
 	assert_int_equal(uls_getsockopt(sd, SOL_SOCKET, SO_SNDBUF, &v, &vl), 0);
@@ -328,7 +330,13 @@ static void test_so_sndbuf_bounds_the_unacknowledged_bytes_and_writability_waits
 	assert_true(fd >= 0);
 	struct pollfd p = { .fd = fd, .events = POLLOUT };
 	assert_int_equal(poll(&p, 1, 300), 0);  /* the cap is full: not writable */
-	send_rest_blocked(sd, peer, out, in, sizeof(out), took);
+	size_t got = (size_t)cap / 4;
+	assert_int_equal(peer_read(peer, in, got), (ssize_t)got);
+	assert_int_equal(poll(&p, 1, 300), 0);  /* three quarters in use */
+	assert_int_equal(peer_read(peer, in + got, (size_t)cap * 3 / 8), (ssize_t)cap * 3 / 8);
+	got += (size_t)cap * 3 / 8;
+	assert_int_equal(poll(&p, 1, 1000), 1);  /* three eighths in use: writable */
+	send_rest_blocked(sd, peer, out, in, sizeof(out), took, got);
 	assert_int_equal(poll(&p, 1, 1000), 1);  /* all acknowledged: writable again */
 	close(fd);
 	uls_close(sd);
