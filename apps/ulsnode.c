@@ -29,7 +29,11 @@
  *   so that tests can watch a capped receive window fill, on connections from a SYN cookie
  *   too;
  *   TCP 22 pattern source (as 19) with TCP_USER_TIMEOUT USER_TIMEOUT_MS on the listener
- *   (R2 as the application's time: the tests of RFC 9293 §3.8.3)
+ *   (R2 as the application's time: the tests of RFC 9293 §3.8.3);
+ *   TCP 23 hold with keep-alive (SO_KEEPALIVE, TCP_KEEPIDLE and TCP_KEEPINTVL KEEPALIVE_S)
+ *   and TCP_USER_TIMEOUT KEEPALIVE_USER_TIMEOUT_MS; TCP 24 the same without the user
+ *   timeout; TCP 25 pattern source with that keep-alive (RFC 9293 §3.8.4, and with §3.8.3's
+ *   R2)
  *
  * --stats PATH creates a UNIX socket; each connection to it receives the node's counters
  * as one JSON object and is closed. The socket appears once the node is up (tests wait for
@@ -61,6 +65,8 @@
 #define SMALL_BACKLOG 4           /* ports 20 and 21: their listen backlog */
 #define SMALL_RCVBUF 16384        /* port 21: the listener's SO_RCVBUF */
 #define USER_TIMEOUT_MS 1500      /* port 22: the listener's TCP_USER_TIMEOUT */
+#define KEEPALIVE_S 1             /* ports 23-25: keep-alive idle time and interval */
+#define KEEPALIVE_USER_TIMEOUT_MS 2500  /* port 23: TCP_USER_TIMEOUT with keep-alive */
 #define OPT_REQ_MAX (1 << 30)     /* the largest option value a UDP 11 request may ask for */
 
 enum service { SVC_ECHO, SVC_DISCARD, SVC_GREET, SVC_SOURCE, SVC_HOLD, SVC_DIAL, SVC_HALF };
@@ -267,24 +273,42 @@ static int start_listener(int sd, int rc, enum service svc, int backlog)
 	return 0;
 }
 
-/* rcvbuf, user_timeout: the listener's SO_RCVBUF and TCP_USER_TIMEOUT, which the
- * connections it accepts take; 0: not set. */
-static int listen_on(unsigned port, enum service svc, int backlog, int rcvbuf, int user_timeout)
+/* An IPv4 service: its port, what it does, its listen backlog, and options of the listener
+ * that the connections it accepts take (0: not set): SO_RCVBUF, TCP_USER_TIMEOUT (ms), and
+ * keep-alive (SO_KEEPALIVE with TCP_KEEPIDLE and TCP_KEEPINTVL both keepalive_s). */
+struct listen_spec {
+	unsigned port;
+	enum service svc;
+	int backlog, rcvbuf, user_timeout, keepalive_s;
+};
+
+static int set_int(int sd, int level, int name, int v)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-	int sd = uls_socket(SOCK_STREAM), one = 1, rc = 0;
+	return uls_setsockopt(sd, level, name, &v, sizeof(v));
+}
+
+static int listen_on(const struct listen_spec *l)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)l->port) };
+	int sd = uls_socket(SOCK_STREAM), rc = 0;
 
 	if (sd < 0)
 		return sd;
-	uls_setsockopt(sd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (rcvbuf)
-		rc = uls_setsockopt(sd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
-	if (rc == 0 && user_timeout)
-		rc = uls_setsockopt(sd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout,
-				    sizeof(user_timeout));
+	set_int(sd, SOL_SOCKET, SO_REUSEADDR, 1);
+	if (l->rcvbuf)
+		rc = set_int(sd, SOL_SOCKET, SO_RCVBUF, l->rcvbuf);
+	if (rc == 0 && l->user_timeout)
+		rc = set_int(sd, IPPROTO_TCP, TCP_USER_TIMEOUT, l->user_timeout);
+	if (rc == 0 && l->keepalive_s) {
+		rc = set_int(sd, SOL_SOCKET, SO_KEEPALIVE, 1);
+		if (rc == 0)
+			rc = set_int(sd, IPPROTO_TCP, TCP_KEEPIDLE, l->keepalive_s);
+		if (rc == 0)
+			rc = set_int(sd, IPPROTO_TCP, TCP_KEEPINTVL, l->keepalive_s);
+	}
 	if (rc == 0)
 		rc = uls_bind(sd, &a);
-	return start_listener(sd, rc, svc, backlog);
+	return start_listener(sd, rc, l->svc, l->backlog);
 }
 
 /* The same service for IPv6 peers, on a node with an IPv6 address: an IPv6-only socket
@@ -600,21 +624,19 @@ int main(int argc, char **argv)
 
 	if (bench__node_start(&no, "ulsnode") < 0)
 		return 1;
-	static const struct {
-		unsigned port;
-		enum service svc;
-		int backlog, rcvbuf, user_timeout;
-	} svcs[] = {
-		{ 7, SVC_ECHO, 128, 0, 0 }, { 9, SVC_DISCARD, 128, 0, 0 },
-		{ 10, SVC_HOLD, 128, 0, 0 }, { 11, SVC_DIAL, 128, 0, 0 },
-		{ 12, SVC_HALF, 128, 0, 0 }, { 13, SVC_GREET, 128, 0, 0 },
-		{ 19, SVC_SOURCE, 128, 0, 0 }, { 20, SVC_ECHO, SMALL_BACKLOG, 0, 0 },
-		{ 21, SVC_HOLD, SMALL_BACKLOG, SMALL_RCVBUF, 0 },
-		{ 22, SVC_SOURCE, 128, 0, USER_TIMEOUT_MS },
+	static const struct listen_spec svcs[] = {
+		{ 7, SVC_ECHO, 128, 0, 0, 0 }, { 9, SVC_DISCARD, 128, 0, 0, 0 },
+		{ 10, SVC_HOLD, 128, 0, 0, 0 }, { 11, SVC_DIAL, 128, 0, 0, 0 },
+		{ 12, SVC_HALF, 128, 0, 0, 0 }, { 13, SVC_GREET, 128, 0, 0, 0 },
+		{ 19, SVC_SOURCE, 128, 0, 0, 0 }, { 20, SVC_ECHO, SMALL_BACKLOG, 0, 0, 0 },
+		{ 21, SVC_HOLD, SMALL_BACKLOG, SMALL_RCVBUF, 0, 0 },
+		{ 22, SVC_SOURCE, 128, 0, USER_TIMEOUT_MS, 0 },
+		{ 23, SVC_HOLD, 128, 0, KEEPALIVE_USER_TIMEOUT_MS, KEEPALIVE_S },
+		{ 24, SVC_HOLD, 128, 0, 0, KEEPALIVE_S },
+		{ 25, SVC_SOURCE, 128, 0, 0, KEEPALIVE_S },
 	};
 	for (size_t i = 0; i < sizeof(svcs) / sizeof(svcs[0]); i++) {
-		int rc = listen_on(svcs[i].port, svcs[i].svc, svcs[i].backlog, svcs[i].rcvbuf,
-				   svcs[i].user_timeout);
+		int rc = listen_on(&svcs[i]);
 		if (rc < 0) {
 			fprintf(stderr, "ulsnode: port %u: %s\n", svcs[i].port, strerror(-rc));
 			return 1;

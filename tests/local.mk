@@ -50,6 +50,7 @@ EXTRA_DIST += tests/testbed/README.md tests/testbed/test_testbed.sh tests/testbe
 	tests/conformance/test_rfc9293_tiny_window.py \
 	tests/conformance/test_rfc9293_receive_buffer.py \
 	tests/conformance/test_rfc9293_user_timeout.py \
+	tests/conformance/test_rfc9293_keepalive.py \
 	tests/conformance/test_rfc9293_segment_checks.py tests/conformance/test_rfc7323_paws.py \
 	tests/e2e/conftest.py tests/e2e/run tests/e2e/test_transfer.py \
 	tests/node/run tests/node/conftest.py tests/node/test_node.py tests/node/test_node_hostile.py tests/node/test_node_ipv6.py tests/node/test_node_wire.py tests/node/test_ulsstat.py tests/node/test_rtc.py tests/node/test_lease.py tests/bench/run tests/pytest-tap \
