@@ -15,7 +15,7 @@ from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from conftest import TcpPeer, requirement, tcp_opts, wait_counter
+from conftest import TcpPeer, curated_pcap, requirement, tcp_opts, wait_counter
 from flight import SMSS
 from tcppeer import fresh_port
 
@@ -116,6 +116,7 @@ def test_rfc9293_3_8_6_listener_so_rcvbuf_is_the_window_of_what_it_accepts(node,
         f"SYN,ACK window {sa[TCP].window}, expected SO_RCVBUF's {SMALL_RCVBUF}"
     _fill_to_the_cap(peer, sa)
     peer.abort()
+    curated_pcap(link, "test_rfc9293_3_8_6_listener_so_rcvbuf_is_the_window_of_what_it_accepts.pcap")
 
 
 @requirement(fix='patch 0137',

@@ -15,7 +15,7 @@ from scapy.layers.inet import IP, TCP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from conftest import TcpPeer, requirement
+from conftest import TcpPeer, curated_pcap, requirement
 from flight import SMSS
 from tcppeer import fresh_port
 
@@ -94,6 +94,7 @@ def test_rfc9293_3_8_3_application_sets_r2_for_unacknowledged_data(node, link):
     assert not resets, f"the node sent a reset when it gave up (at {resets} s)"
     assert not alive, \
         f"the connection outlived its {USER_TIMEOUT} s user timeout (probed at {PROBE_AT} s)"
+    curated_pcap(link, "test_rfc9293_3_8_3_application_sets_r2_for_unacknowledged_data.pcap")
 
 
 @requirement(fix='patch 0138',
