@@ -174,14 +174,16 @@ def offsets(segs, start):
     return [((p[TCP].seq - start) & 0xFFFFFFFF, len(p[TCP].payload)) for p in segs]
 
 
-def dial(link, timeout=3.0, ts=False):
-    """Ask the node to connect to us (UDP 11, apps/ulsnode.c); returns (peer, syn, t) with
-    the node's SYN and the time it arrived. The peer is ready to answer with syn_ack()."""
+def dial(link, timeout=3.0, ts=False, options=""):
+    """Ask the node to connect to us (UDP 11, apps/ulsnode.c; options: the request's
+    " rcvbuf=N user_timeout=MS" part, set on the node's socket before its connect); returns
+    (peer, syn, t) with the node's SYN and the time it arrived. The peer is ready to answer
+    with syn_ack()."""
     node = link.node
     port = fresh_port()
     link.send(Ether(src=node.my_mac, dst=node.mac) /
               IP(src=node.my_ip, dst=node.ip) / UDP(sport=port, dport=11) /
-              Raw(str(port).encode()))
+              Raw(f"{port}{options}".encode()))
     syn = link.recv(lambda q: TCP in q and q[IP].src == node.ip and q[TCP].dport == port
                     and q[TCP].flags.S and not q[TCP].flags.A, timeout)
     t = time.monotonic()

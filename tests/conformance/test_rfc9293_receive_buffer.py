@@ -11,13 +11,10 @@ right edge and what it acknowledges.
 
 import time
 
-from scapy.layers.inet import IP, TCP, UDP
-from scapy.layers.l2 import Ether
-from scapy.packet import Raw
+from scapy.layers.inet import TCP
 
 from conftest import TcpPeer, curated_pcap, requirement, tcp_opts, wait_counter
-from flight import SMSS
-from tcppeer import fresh_port
+from flight import SMSS, dial
 
 HOLD = 10            # apps/ulsnode.c: hold, no SO_RCVBUF (control)
 HOLD_CAPPED = 21     # hold, SO_RCVBUF SMALL_RCVBUF, backlog SMALL_BACKLOG
@@ -72,23 +69,6 @@ def _fill_to_the_cap(peer, synack):
     assert far == SMALL_RCVBUF, f"the right edge reached ISN+1+{far}, beyond SO_RCVBUF"
     assert acked == SMALL_RCVBUF, \
         f"{acked} of the {SMALL_RCVBUF} octets the window offered were acknowledged"
-
-
-def _dial(link, request):
-    """Ask the node to connect to us (UDP 11) with the request line's extra field; returns
-    a TcpPeer for the connection and the node's SYN."""
-    node = link.node
-    port = fresh_port()
-    link.send(Ether(src=node.my_mac, dst=node.mac) / IP(src=node.my_ip, dst=node.ip) /
-              UDP(sport=port, dport=11) / Raw(f"{port}{request}".encode()))
-    syn = link.recv(lambda q: TCP in q and q[IP].src == node.ip and q[TCP].dport == port
-                    and q[TCP].flags.S and not q[TCP].flags.A, 3)
-    assert syn is not None, "the node did not dial out"
-    peer = TcpPeer(link, syn[TCP].sport, sport=port, mss=SMSS, wscale=None, ts=False,
-                   sack=False)
-    peer.irs = syn[TCP].seq
-    peer.rcv_nxt = (syn[TCP].seq + 1) & 0xFFFFFFFF
-    return peer, syn
 
 
 @requirement(fix='patch 0137',
@@ -167,11 +147,11 @@ def test_rfc9293_3_8_6_so_rcvbuf_set_before_connect_is_the_syns_window(node, lin
     available for this connection." A connection whose application set SO_RCVBUF to 16384
     before connect offers 16384 in its SYN and, with no window scaling agreed, in the ACK
     that completes the handshake. Control: a connect without SO_RCVBUF offers 65535."""
-    ctl, syn = _dial(link, "")
+    ctl, syn, _ = dial(link)
     assert syn[TCP].window == UNCAPPED_SYN_WINDOW, f"control SYN window {syn[TCP].window}"
     ctl.abort()
 
-    peer, syn = _dial(link, f" rcvbuf={SMALL_RCVBUF}")
+    peer, syn, _ = dial(link, options=f" rcvbuf={SMALL_RCVBUF}")
     assert syn[TCP].window == SMALL_RCVBUF, \
         f"SYN window {syn[TCP].window}, expected SO_RCVBUF's {SMALL_RCVBUF}"
     peer.send("SA", options=[("MSS", SMSS)])

@@ -11,13 +11,10 @@ one for a live connection does not.
 
 import time
 
-from scapy.layers.inet import IP, TCP, UDP
-from scapy.layers.l2 import Ether
-from scapy.packet import Raw
+from scapy.layers.inet import TCP
 
 from conftest import TcpPeer, curated_pcap, requirement
-from flight import SMSS
-from tcppeer import fresh_port
+from flight import dial
 
 SOURCE = 19                # apps/ulsnode.c: pattern source, no user timeout (control)
 SOURCE_TIMED = 22          # the same with TCP_USER_TIMEOUT USER_TIMEOUT_MS
@@ -162,18 +159,12 @@ def test_rfc9293_3_8_3_r2_ends_a_window_that_stays_closed(node, link):
 def _dial_syns(link, request, watch):
     """Ask the node to connect to us (UDP 11) and never answer: the arrival times of its
     SYNs, from the first, over `watch` seconds."""
-    node = link.node
-    port = fresh_port()
-    link.send(Ether(src=node.my_mac, dst=node.mac) / IP(src=node.my_ip, dst=node.ip) /
-              UDP(sport=port, dport=11) / Raw(f"{port}{request}".encode()))
-    is_syn = (lambda q: TCP in q and q[IP].src == node.ip and q[TCP].dport == port
-              and q[TCP].flags.S and not q[TCP].flags.A)
-    first = link.recv(is_syn, 3)
-    assert first is not None, "the node did not dial out"
-    t0 = time.monotonic()
+    peer, _, t0 = dial(link, options=request)
+    peer.closed = True        # never opened: nothing to reset at the end
     times = [0.0]
     while time.monotonic() < t0 + watch:
-        p = link.recv(is_syn, max(0.0, t0 + watch - time.monotonic()))
+        p = peer.recv(max(0.0, t0 + watch - time.monotonic()),
+                      lambda q: q[TCP].flags.S and not q[TCP].flags.A)
         if p is not None:
             times.append(time.monotonic() - t0)
     return times
