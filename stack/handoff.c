@@ -612,7 +612,7 @@ static int claim(struct stk_sock *s, const struct stk_hoff_state *h, const uint8
 	stk__stream_adopted(s, pcb);  /* callbacks, and RELEASE at its end */
 	s->rx_eof = h->rx_eof;
 	s->cork = h->cork;
-	s->opts.snd_buf_cap = stk__snd_buf_cap(h->snd_buf_cap ? h->snd_buf_cap : TCP_SND_BUF);
+	s->opts.snd_buf_cap = h->snd_buf_cap ? stk__snd_buf_cap(h->snd_buf_cap) : 0;
 	if (queue_rx(s, data, h->rx_len) < 0 || queue_tx(pcb, data + h->rx_len, h->tx_len) < 0) {
 		/* Some bytes cannot be kept: the connection cannot go on intact, and the peer
 		 * must not take it for a clean end (RST, not FIN). */
