@@ -145,6 +145,22 @@ static void owed_ack(struct tcp_pcb *pcb, struct conn_checks *c, uint64_t now, b
 	tcp_send_empty_ack(pcb);
 }
 
+/* RFC 2883 §4: data below RCV.NXT that arrives again is reported in the ACK it draws, as
+ * the first SACK block (patch 0139 writes it). §4.3: "The D-SACK block can be included in
+ * the SACK option of the ACK, as outlined in Section 4, independently of the use of PAWS by
+ * the TCP receiver", so a segment PAWS refuses is reported too. Only the part below RCV.NXT:
+ * a refused segment may reach past it when the window is zero. */
+static void note_duplicate(struct tcp_pcb *pcb, uint32_t seq, uint32_t datalen)
+{
+	uint32_t end = seq + datalen;
+
+	if (datalen == 0 || !TCP_SEQ_LT(seq, pcb->rcv_nxt))
+		return;
+	if (TCP_SEQ_GT(end, pcb->rcv_nxt))
+		end = pcb->rcv_nxt;
+	tcp_dsack_note(pcb, seq, end);
+}
+
 /* RFC 7323 §5.3 R1 and §5.5: reject a segment whose TSval is older than TS.Recent, unless
  * TS.Recent has gone stale (not updated for 24 days), which *expired reports. Sequence
  * space arithmetic: "older" is TSval - TS.Recent < 0 as a signed 32-bit number. */
@@ -287,6 +303,7 @@ static err_t check_synchronized(struct tcp_pcb *pcb, const struct tcp_hdr *hdr, 
 		if (stk__tcp_paws_reject(tsval, pcb->ts_recent, now, c ? c->ts_recent_at : now,
 					 &expired)) {
 			stk__count(STK_CNT_TCP_PAWS_DROPPED);
+			note_duplicate(pcb, seq, datalen);
 			owed_ack(pcb, c, now, datalen == 0, false);
 			return ERR_ABRT;
 		}
@@ -306,6 +323,7 @@ static err_t check_synchronized(struct tcp_pcb *pcb, const struct tcp_hdr *hdr, 
 		 * the next in-order segments are acknowledged one by one (patch 0091). */
 		if (datalen > 0 && TCP_SEQ_LEQ(seq + len, pcb->rcv_nxt))
 			pcb->quickack = TCP_QUICKACK_SEGS;
+		note_duplicate(pcb, seq, datalen);
 		owed_ack(pcb, c, now, datalen == 0, false);
 		return ERR_ABRT;
 	}
