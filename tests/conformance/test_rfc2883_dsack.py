@@ -10,9 +10,6 @@ from scapy.layers.inet import TCP
 
 from conftest import TcpPeer, curated_pcap, requirement, tcp_opts
 
-MUTATE_OFF = ("tests/conformance/lwip-mutate core/tcp_in.c "
-              "'/^tcp_dsack_note(/,/^}/ s/if (pcb->flags \\& TF_SACK) {/if (0) {/'")
-
 
 def _seq(peer, off):
     return (peer.base + off) & 0xFFFFFFFF
@@ -51,7 +48,9 @@ def _send(peer, lo, hi, fill=b"D"):
     peer.send("PA", fill * (hi - lo), seq=_seq(peer, lo))
 
 
-@requirement(fix="patch 0139 (D-SACK, RFC 2883)", mutate=MUTATE_OFF, level="SHOULD")
+@requirement(fix="patch 0139 (D-SACK, RFC 2883)", mutate="tests/conformance/lwip-mutate core/tcp_in.c "
+                    "'/^tcp_dsack_note(/,/^}/ s/if (pcb->flags \\& TF_SACK) {/if (0) {/'",
+             level="SHOULD")
 def test_rfc2883_4_duplicate_below_the_cumulative_ack_is_the_first_block(node, link):
     """RFC 2883 §4: "When D-SACK is used, the first block of the SACK option should be a
     D-SACK block specifying the sequence numbers for the duplicate segment that triggers
@@ -71,7 +70,9 @@ def test_rfc2883_4_duplicate_below_the_cumulative_ack_is_the_first_block(node, l
     curated_pcap(link, "test_rfc2883_4_duplicate_below_the_cumulative_ack_is_the_first_block.pcap")
 
 
-@requirement(fix="patch 0139 (D-SACK, RFC 2883)", mutate=MUTATE_OFF, level="SHOULD")
+@requirement(fix="patch 0139 (D-SACK, RFC 2883)", mutate="tests/conformance/lwip-mutate core/tcp_in.c "
+                    "'/^tcp_dsack_note(/,/^}/ s/if (pcb->flags \\& TF_SACK) {/if (0) {/'",
+             level="SHOULD")
 def test_rfc2883_4_partly_duplicate_segment_reports_only_the_duplicate_part(node, link):
     """RFC 2883 §4: "(3) The left edge of the D-SACK block specifies the first sequence
     number of the duplicate contiguous sequence, and the right edge of the D-SACK block
@@ -88,7 +89,9 @@ def test_rfc2883_4_partly_duplicate_segment_reports_only_the_duplicate_part(node
         f"SACK blocks {_blocks(p, peer.base)}, expected one D-SACK block (500, 1000)"
 
 
-@requirement(fix="patch 0139 (D-SACK, RFC 2883)", mutate=MUTATE_OFF, level="SHOULD")
+@requirement(fix="patch 0139 (D-SACK, RFC 2883)", mutate="tests/conformance/lwip-mutate core/tcp_in.c "
+                    "'/^tcp_dsack_note(/,/^}/ s/if (pcb->flags \\& TF_SACK) {/if (0) {/'",
+             level="SHOULD")
 def test_rfc2883_4_2_3_duplicate_out_of_order_segment_then_its_block(node, link):
     """RFC 2883 §4: "(4) If the D-SACK block reports a duplicate contiguous sequence from a
     (possibly larger) block of data in the receiver's data queue above the cumulative
@@ -117,7 +120,9 @@ def test_rfc2883_4_2_3_duplicate_out_of_order_segment_then_its_block(node, link)
     curated_pcap(link, "test_rfc2883_4_2_3_duplicate_out_of_order_segment_then_its_block.pcap")
 
 
-@requirement(fix="patch 0139 (D-SACK, RFC 2883)", mutate=MUTATE_OFF, level="SHOULD")
+@requirement(fix="patch 0139 (D-SACK, RFC 2883)", mutate="tests/conformance/lwip-mutate core/tcp_in.c "
+                    "'/^tcp_dsack_note(/,/^}/ s/if (pcb->flags \\& TF_SACK) {/if (0) {/'",
+             level="SHOULD")
 def test_rfc2883_4_2_partial_overlap_with_queued_data_reports_the_overlap(node, link):
     """RFC 2883 §4: "When D-SACK is used, the first block of the SACK option should be a
     D-SACK block specifying the sequence numbers for the duplicate segment that triggers
@@ -134,7 +139,9 @@ def test_rfc2883_4_2_partial_overlap_with_queued_data_reports_the_overlap(node, 
         f"SACK blocks {_blocks(p, peer.base)}, expected (2000, 2500), (1500, 3000)"
 
 
-@requirement(fix="patch 0139 (D-SACK, RFC 2883)", mutate=MUTATE_OFF, level="SHOULD")
+@requirement(fix="patch 0139 (D-SACK, RFC 2883)", mutate="tests/conformance/lwip-mutate core/tcp_in.c "
+                    "'/^tcp_dsack_note(/,/^}/ s/if (pcb->flags \\& TF_SACK) {/if (0) {/'",
+             level="SHOULD")
 def test_rfc2883_4_each_duplicate_reported_in_one_ack_only(node, link):
     """RFC 2883 §4: "(1) A D-SACK block is only used to report a duplicate contiguous
     sequence of data received by the receiver in the most recent packet." and "(2) Each
@@ -159,7 +166,9 @@ def test_rfc2883_4_each_duplicate_reported_in_one_ack_only(node, link):
         f"SACK blocks {_blocks(p, peer.base)} after new data: the duplicate was reported again"
 
 
-@requirement(fix="patch 0139 (D-SACK, RFC 2883)", mutate=MUTATE_OFF, level="SHOULD")
+@requirement(fix="patch 0139 (D-SACK, RFC 2883)", mutate="tests/conformance/lwip-mutate core/tcp_in.c "
+                    "'/^tcp_dsack_note(/,/^}/ s/if (pcb->flags \\& TF_SACK) {/if (0) {/'",
+             level="SHOULD")
 def test_rfc2883_4_3_duplicate_refused_by_paws_still_reported(node, link):
     """RFC 2883 §4.3: "Since PAWS still requires sending an ACK, there is no harmful
     interaction between PAWS and the use of D-SACK. The D-SACK block can be included in the
