@@ -35,7 +35,8 @@ EXTRA_DIST += tests/testbed/README.md tests/testbed/test_testbed.sh tests/testbe
 	tests/conformance/test_rfc6582_newreno.py tests/conformance/test_rfc6675_sack.py \
 	tests/conformance/test_rfc8985_rack_tlp.py tests/conformance/test_rfc5682_frto.py \
 	tests/conformance/test_rfc9438_cubic.py \
-	tests/conformance/test_rfc2018_sack.py tests/conformance/test_rfc5681_ack.py \
+	tests/conformance/test_rfc2018_sack.py tests/conformance/test_rfc2883_dsack.py \
+	tests/conformance/test_rfc5681_ack.py \
 	tests/conformance/test_rfc5961_rst.py tests/conformance/test_rfc6298_retransmit.py \
 	tests/conformance/test_rfc7323_options.py tests/conformance/test_rfc768_udp.py \
 	tests/conformance/test_rfc8200_ipv6_stack.py tests/conformance/test_rfc8201_pmtu6.py \
