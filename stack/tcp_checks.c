@@ -152,6 +152,7 @@ static void owed_ack(struct tcp_pcb *pcb, struct conn_checks *c, uint64_t now, b
  * a refused segment may reach past it when the window is zero. */
 static void note_duplicate(struct tcp_pcb *pcb, uint32_t seq, uint32_t datalen)
 {
+#if LWIP_TCP_SACK_OUT
 	uint32_t end = seq + datalen;
 
 	if (datalen == 0 || !TCP_SEQ_LT(seq, pcb->rcv_nxt))
@@ -159,6 +160,9 @@ static void note_duplicate(struct tcp_pcb *pcb, uint32_t seq, uint32_t datalen)
 	if (TCP_SEQ_GT(end, pcb->rcv_nxt))
 		end = pcb->rcv_nxt;
 	tcp_dsack_note(pcb, seq, end);
+#else
+	(void)pcb, (void)seq, (void)datalen;
+#endif
 }
 
 /* RFC 7323 §5.3 R1 and §5.5: reject a segment whose TSval is older than TS.Recent, unless

@@ -92,7 +92,7 @@ def test_rfc2883_4_partly_duplicate_segment_reports_only_the_duplicate_part(node
 @requirement(fix="patch 0139 (D-SACK, RFC 2883)", mutate="tests/conformance/lwip-mutate core/tcp_in.c "
                     "'/^tcp_dsack_note(/,/^}/ s/if (pcb->flags \\& TF_SACK) {/if (0) {/'",
              level="SHOULD")
-def test_rfc2883_4_2_3_duplicate_out_of_order_segment_then_its_block(node, link):
+def test_rfc2883_4_1_3_duplicate_out_of_order_segment_then_its_block(node, link):
     """RFC 2883 §4: "(4) If the D-SACK block reports a duplicate contiguous sequence from a
     (possibly larger) block of data in the receiver's data queue above the cumulative
     acknowledgement, then the second SACK block in that SACK option should specify that
@@ -117,7 +117,7 @@ def test_rfc2883_4_2_3_duplicate_out_of_order_segment_then_its_block(node, link)
     p = _ack_for(peer, 3000, "the filled hole")
     assert _blocks(p, peer.base) == [(4000, 5000)], \
         f"SACK blocks {_blocks(p, peer.base)} after the hole was filled"
-    curated_pcap(link, "test_rfc2883_4_2_3_duplicate_out_of_order_segment_then_its_block.pcap")
+    curated_pcap(link, "test_rfc2883_4_1_3_duplicate_out_of_order_segment_then_its_block.pcap")
 
 
 @requirement(fix="patch 0139 (D-SACK, RFC 2883)", mutate="tests/conformance/lwip-mutate core/tcp_in.c "
@@ -166,25 +166,31 @@ def test_rfc2883_4_each_duplicate_reported_in_one_ack_only(node, link):
         f"SACK blocks {_blocks(p, peer.base)} after new data: the duplicate was reported again"
 
 
-@requirement(fix="patch 0139 (D-SACK, RFC 2883)", mutate="tests/conformance/lwip-mutate core/tcp_in.c "
-                    "'/^tcp_dsack_note(/,/^}/ s/if (pcb->flags \\& TF_SACK) {/if (0) {/'",
+@requirement(fix="patch 0139 (D-SACK, RFC 2883); hook stack/tcp_checks.c (note_duplicate)",
+             mutate="sed -i '/stk__count(STK_CNT_TCP_PAWS_DROPPED);/{n;/note_duplicate/d}' "
+                    "stack/tcp_checks.c",
              level="SHOULD")
-def test_rfc2883_4_3_duplicate_refused_by_paws_still_reported(node, link):
+def test_rfc2883_4_3_duplicate_refused_by_paws_still_reported(node, link, counters):
     """RFC 2883 §4.3: "Since PAWS still requires sending an ACK, there is no harmful
     interaction between PAWS and the use of D-SACK. The D-SACK block can be included in the
     SACK option of the ACK, as outlined in Section 4, independently of the use of PAWS by the
     TCP receiver, and independently of the determination by PAWS of the validity or
-    invalidity of the data segment." Octets 0..999 arrive; the same octets come again with
-    an older TSval (PAWS refuses them): the ACK still reports them."""
+    invalidity of the data segment." Octets 0..999 arrive; then 500..1499 with an older
+    TSval. The sequence check alone would take the segment (its second half is new), so only
+    PAWS refuses it: the ACK does not move past 1000 (the positive control) and still reports
+    500..1000."""
     peer = _connect(link)
     _send(peer, 0, 1000)
     _ack_for(peer, 1000, "the first copy", sack_wanted=False)
+    _settle(peer)
+    before = counters()["tcp_paws_dropped"]
     older = (peer.tsval() - 100000) & 0xFFFFFFFF
-    peer.send("PA", b"D" * 1000, seq=_seq(peer, 0),
+    peer.send("PA", b"D" * 1000, seq=_seq(peer, 500),
               options=[("NOP", None), ("NOP", None), ("Timestamp", (older, peer.ts_recent))])
-    p = _ack_for(peer, 1000, "the duplicate with an older TSval")
-    assert _blocks(p, peer.base) == [(0, 1000)], \
-        f"SACK blocks {_blocks(p, peer.base)}, expected one D-SACK block (0, 1000)"
+    p = _ack_for(peer, 1000, "the segment with an older TSval", sack_wanted=False)
+    assert counters()["tcp_paws_dropped"] == before + 1, "PAWS did not refuse the segment"
+    assert _blocks(p, peer.base) == [(500, 1000)], \
+        f"SACK blocks {_blocks(p, peer.base)}, expected one D-SACK block (500, 1000)"
 
 
 @requirement(fix="lwIP 2.1.3 (LWIP_TCP_SACK_OUT); patch 0139",
@@ -203,11 +209,13 @@ def test_rfc2883_2_no_dsack_without_sack_permitted(node, link):
     ctl = _connect(link)
     _send(ctl, 0, 1000)
     _ack_for(ctl, 1000, "the first copy (control)", sack_wanted=False)
+    _settle(ctl)
     _send(ctl, 0, 1000)
     _ack_for(ctl, 1000, "the duplicate (control, SACK permitted)")
     peer = _connect(link, sack=False)
     _send(peer, 0, 1000)
     _ack_for(peer, 1000, "the first copy", sack_wanted=False)
+    _settle(peer)
     _send(peer, 0, 1000)
     p = _ack_for(peer, 1000, "the duplicate", sack_wanted=False)
     assert "SAck" not in tcp_opts(p), f"SACK option without SACK-permitted: {p[TCP].options}"
