@@ -650,6 +650,52 @@ static void test_a_close_after_lowering_so_rcvbuf_with_nothing_unread_is_a_fin(v
 	close(peer);
 }
 
+static double mono_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* TCP_USER_TIMEOUT (lwIP patch 0138, RFC 9293 §3.8.3 (d)): once the peer stops
+ * acknowledging, the connection ends when the time set has passed, and the application's
+ * next call fails with ETIMEDOUT (tcp(7)), not ECONNRESET. The peer's kernel is cut off by a
+ * drop rule on its input, in this test's own namespace (it goes with the process). The
+ * receive is bounded by SO_RCVTIMEO: without the option it would give EAGAIN after 10 s
+ * (lwIP's own retransmission limit takes minutes). */
+static void test_user_timeout_ends_a_connection_the_peer_stopped_acknowledging_with_etimedout(
+	void **state)
+{
+	need_node(state);
+	struct fixture_conn p = connection();
+	struct timeval tv = { .tv_sec = 10 };
+	int ut = 800;
+	char out[1000] = { 0 }, in[64];
+	ssize_t r;
+
+	assert_int_equal(uls_setsockopt(p.sd, IPPROTO_TCP, TCP_USER_TIMEOUT, &ut, sizeof(ut)), 0);
+	assert_int_equal(uls_setsockopt(p.sd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+	assert_int_equal(system("nft add table ip ulsut_blackhole && "
+				"nft add chain ip ulsut_blackhole in "
+				"'{ type filter hook input priority 0; }' && "
+				"nft add rule ip ulsut_blackhole in ip saddr " NODE_ADDR " drop"), 0);
+	double t0 = mono_s();
+	assert_int_equal(uls_send(p.sd, out, sizeof(out), 0), (ssize_t)sizeof(out));
+	for (;;) {  /* blocking, or polled when non-blocking; 10 s at most either way */
+		r = uls_recv(p.sd, in, sizeof(in), 0);
+		if (r != -EAGAIN || mono_s() - t0 >= 10)
+			break;
+		usleep(10000);
+	}
+	double took = mono_s() - t0;
+	int rc = system("nft delete table ip ulsut_blackhole");
+	assert_int_equal(r, -ETIMEDOUT);
+	assert_true(took >= 0.75);   /* not before the time set (less the clock's tick) */
+	assert_true(took < 5.0);
+	assert_int_equal(rc, 0);
+	fixture_done(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -675,6 +721,7 @@ int main(void)
 		cmocka_unit_test(test_a_raised_so_rcvbuf_opens_the_window_and_a_clean_close_is_still_a_fin),
 		cmocka_unit_test(test_a_lowered_then_raised_so_rcvbuf_never_opens_past_the_largest_window),
 		cmocka_unit_test(test_a_close_after_lowering_so_rcvbuf_with_nothing_unread_is_a_fin),
+		cmocka_unit_test(test_user_timeout_ends_a_connection_the_peer_stopped_acknowledging_with_etimedout),
 	};
 	return NODE_FIXTURE_RUN(tests);
 }
