@@ -34,7 +34,8 @@ def _ack_for(peer, ack_off, why, sack_wanted=True):
     want = _seq(peer, ack_off)
     p = peer.recv(3, lambda q: q[TCP].ack == want and
                   (not sack_wanted or tcp_opts(q).get("SAck")))
-    assert p is not None, f"no ACK of {ack_off}{' with SACK blocks' if sack_wanted else ''} ({why})"
+    with_sack = " with SACK blocks" if sack_wanted else ""
+    assert p is not None, f"no ACK of {ack_off}{with_sack} ({why})"
     return p
 
 
@@ -44,11 +45,31 @@ def _settle(peer):
     peer.recv_all(0.3)
 
 
-def _send(peer, lo, hi, fill=b"D"):
-    peer.send("PA", fill * (hi - lo), seq=_seq(peer, lo))
+def _expect_blocks(p, peer, want, what):
+    got = _blocks(p, peer.base)
+    assert got == want, f"SACK blocks {got}: expected {want} ({what})"
 
 
-@requirement(fix="patch 0139 (D-SACK, RFC 2883)", mutate="tests/conformance/lwip-mutate core/tcp_in.c "
+def _send(peer, lo, hi, **kw):
+    peer.send("PA", b"D" * (hi - lo), seq=_seq(peer, lo), **kw)
+
+
+def _first_kilobyte(peer):
+    """Octets 0..999 sent and acknowledged."""
+    _send(peer, 0, 1000)
+    _ack_for(peer, 1000, "the first copy", sack_wanted=False)
+
+
+def _again(peer, lo, hi, ack_off, sack_wanted=True, **kw):
+    """The ACKs drawn so far read; octets lo..hi-1 sent (again, in part or whole): the ACK
+    of ack_off that they draw."""
+    _settle(peer)
+    _send(peer, lo, hi, **kw)
+    return _ack_for(peer, ack_off, f"{lo}..{hi - 1} sent again", sack_wanted)
+
+
+@requirement(fix="patch 0139 (D-SACK, RFC 2883)",
+             mutate="tests/conformance/lwip-mutate core/tcp_in.c "
                     "'/^tcp_dsack_note(/,/^}/ s/if (pcb->flags \\& TF_SACK) {/if (0) {/'",
              level="SHOULD")
 def test_rfc2883_4_duplicate_below_the_cumulative_ack_is_the_first_block(node, link):
@@ -61,16 +82,14 @@ def test_rfc2883_4_duplicate_below_the_cumulative_ack_is_the_first_block(node, l
     again (a retransmission whose original was not lost): the ACK reports 0..1000 below
     its own acknowledgment number."""
     peer = _connect(link)
-    _send(peer, 0, 1000)
-    _ack_for(peer, 1000, "the first copy", sack_wanted=False)
-    _send(peer, 0, 1000)
-    p = _ack_for(peer, 1000, "the duplicate")
-    assert _blocks(p, peer.base) == [(0, 1000)], \
-        f"SACK blocks {_blocks(p, peer.base)}, expected one D-SACK block (0, 1000)"
+    _first_kilobyte(peer)
+    p = _again(peer, 0, 1000, 1000)
+    _expect_blocks(p, peer, [(0, 1000)], "one D-SACK block")
     curated_pcap(link, "test_rfc2883_4_duplicate_below_the_cumulative_ack_is_the_first_block.pcap")
 
 
-@requirement(fix="patch 0139 (D-SACK, RFC 2883)", mutate="tests/conformance/lwip-mutate core/tcp_in.c "
+@requirement(fix="patch 0139 (D-SACK, RFC 2883)",
+             mutate="tests/conformance/lwip-mutate core/tcp_in.c "
                     "'/^tcp_dsack_note(/,/^}/ s/if (pcb->flags \\& TF_SACK) {/if (0) {/'",
              level="SHOULD")
 def test_rfc2883_4_partly_duplicate_segment_reports_only_the_duplicate_part(node, link):
@@ -81,15 +100,13 @@ def test_rfc2883_4_partly_duplicate_segment_reports_only_the_duplicate_part(node
     retransmission): its first half is a duplicate, its second half new data. The ACK
     acknowledges 1500 and reports 500..1000, not the whole segment."""
     peer = _connect(link)
-    _send(peer, 0, 1000)
-    _ack_for(peer, 1000, "the first segment", sack_wanted=False)
-    _send(peer, 500, 1500)
-    p = _ack_for(peer, 1500, "the partly duplicate segment")
-    assert _blocks(p, peer.base) == [(500, 1000)], \
-        f"SACK blocks {_blocks(p, peer.base)}, expected one D-SACK block (500, 1000)"
+    _first_kilobyte(peer)
+    p = _again(peer, 500, 1500, 1500)
+    _expect_blocks(p, peer, [(500, 1000)], "the duplicate part only")
 
 
-@requirement(fix="patch 0139 (D-SACK, RFC 2883)", mutate="tests/conformance/lwip-mutate core/tcp_in.c "
+@requirement(fix="patch 0139 (D-SACK, RFC 2883)",
+             mutate="tests/conformance/lwip-mutate core/tcp_in.c "
                     "'/^tcp_dsack_note(/,/^}/ s/if (pcb->flags \\& TF_SACK) {/if (0) {/'",
              level="SHOULD")
 def test_rfc2883_4_1_3_duplicate_out_of_order_segment_then_its_block(node, link):
@@ -108,19 +125,17 @@ def test_rfc2883_4_1_3_duplicate_out_of_order_segment_then_its_block(node, link)
     p = peer.recv(3, lambda q: q[TCP].ack == _seq(peer, 0) and
                   _blocks(q, peer.base) == [(4000, 5000), (1000, 3000)])
     assert p is not None, "no ACK reporting the blocks 4000..5000 and 1000..3000"
-    _settle(peer)
-    _send(peer, 1000, 2000)
-    p = _ack_for(peer, 0, "the duplicate")
-    assert _blocks(p, peer.base) == [(1000, 2000), (1000, 3000), (4000, 5000)], \
-        f"SACK blocks {_blocks(p, peer.base)}, expected the D-SACK block, its block, the other"
+    p = _again(peer, 1000, 2000, 0)
+    _expect_blocks(p, peer, [(1000, 2000), (1000, 3000), (4000, 5000)],
+                   "the D-SACK block, its block, the other")
     _send(peer, 0, 1000)                 # the hole filled; 3000..3999 still missing
     p = _ack_for(peer, 3000, "the filled hole")
-    assert _blocks(p, peer.base) == [(4000, 5000)], \
-        f"SACK blocks {_blocks(p, peer.base)} after the hole was filled"
+    _expect_blocks(p, peer, [(4000, 5000)], "after the hole was filled")
     curated_pcap(link, "test_rfc2883_4_1_3_duplicate_out_of_order_segment_then_its_block.pcap")
 
 
-@requirement(fix="patch 0139 (D-SACK, RFC 2883)", mutate="tests/conformance/lwip-mutate core/tcp_in.c "
+@requirement(fix="patch 0139 (D-SACK, RFC 2883)",
+             mutate="tests/conformance/lwip-mutate core/tcp_in.c "
                     "'/^tcp_dsack_note(/,/^}/ s/if (pcb->flags \\& TF_SACK) {/if (0) {/'",
              level="SHOULD")
 def test_rfc2883_4_2_partial_overlap_with_queued_data_reports_the_overlap(node, link):
@@ -132,14 +147,12 @@ def test_rfc2883_4_2_partial_overlap_with_queued_data_reports_the_overlap(node, 
     peer = _connect(link)
     _send(peer, 2000, 3000)
     _ack_for(peer, 0, "the out-of-order segment")
-    _settle(peer)
-    _send(peer, 1500, 2500)
-    p = _ack_for(peer, 0, "the overlapping segment")
-    assert _blocks(p, peer.base) == [(2000, 2500), (1500, 3000)], \
-        f"SACK blocks {_blocks(p, peer.base)}, expected (2000, 2500), (1500, 3000)"
+    p = _again(peer, 1500, 2500, 0)
+    _expect_blocks(p, peer, [(2000, 2500), (1500, 3000)], "the overlap, then its block")
 
 
-@requirement(fix="patch 0139 (D-SACK, RFC 2883)", mutate="tests/conformance/lwip-mutate core/tcp_in.c "
+@requirement(fix="patch 0139 (D-SACK, RFC 2883)",
+             mutate="tests/conformance/lwip-mutate core/tcp_in.c "
                     "'/^tcp_dsack_note(/,/^}/ s/if (pcb->flags \\& TF_SACK) {/if (0) {/'",
              level="SHOULD")
 def test_rfc2883_4_each_duplicate_reported_in_one_ack_only(node, link):
@@ -154,16 +167,11 @@ def test_rfc2883_4_each_duplicate_reported_in_one_ack_only(node, link):
     peer = _connect(link)
     _send(peer, 1000, 2000)
     _ack_for(peer, 0, "the out-of-order segment")
-    _settle(peer)
-    _send(peer, 1000, 2000)
-    p = _ack_for(peer, 0, "the duplicate")
-    assert _blocks(p, peer.base) == [(1000, 2000), (1000, 2000)], \
-        f"SACK blocks {_blocks(p, peer.base)}: the duplicate was not reported (the positive control)"
-    _settle(peer)
-    _send(peer, 2000, 3000)
-    p = _ack_for(peer, 0, "the new data")
-    assert _blocks(p, peer.base) == [(1000, 3000)], \
-        f"SACK blocks {_blocks(p, peer.base)} after new data: the duplicate was reported again"
+    p = _again(peer, 1000, 2000, 0)
+    _expect_blocks(p, peer, [(1000, 2000), (1000, 2000)],
+                   "the duplicate and its block: the positive control")
+    p = _again(peer, 2000, 3000, 0)   # new data, not a duplicate
+    _expect_blocks(p, peer, [(1000, 3000)], "new data only: no second report")
 
 
 @requirement(fix="patch 0139 (D-SACK, RFC 2883); hook stack/tcp_checks.c (note_duplicate)",
@@ -180,17 +188,13 @@ def test_rfc2883_4_3_duplicate_refused_by_paws_still_reported(node, link, counte
     PAWS refuses it: the ACK does not move past 1000 (the positive control) and still reports
     500..1000."""
     peer = _connect(link)
-    _send(peer, 0, 1000)
-    _ack_for(peer, 1000, "the first copy", sack_wanted=False)
-    _settle(peer)
+    _first_kilobyte(peer)
     before = counters()["tcp_paws_dropped"]
     older = (peer.tsval() - 100000) & 0xFFFFFFFF
-    peer.send("PA", b"D" * 1000, seq=_seq(peer, 500),
-              options=[("NOP", None), ("NOP", None), ("Timestamp", (older, peer.ts_recent))])
-    p = _ack_for(peer, 1000, "the segment with an older TSval", sack_wanted=False)
+    p = _again(peer, 500, 1500, 1000, sack_wanted=False,
+               options=[("NOP", None), ("NOP", None), ("Timestamp", (older, peer.ts_recent))])
     assert counters()["tcp_paws_dropped"] == before + 1, "PAWS did not refuse the segment"
-    assert _blocks(p, peer.base) == [(500, 1000)], \
-        f"SACK blocks {_blocks(p, peer.base)}, expected one D-SACK block (500, 1000)"
+    _expect_blocks(p, peer, [(500, 1000)], "the duplicate part only")
 
 
 @requirement(fix="lwIP 2.1.3 (LWIP_TCP_SACK_OUT); patch 0139",
@@ -203,19 +207,13 @@ def test_rfc2883_2_no_dsack_without_sack_permitted(node, link):
     """RFC 2018 §4: "If the data receiver has not received a SACK-Permitted option for a
     given connection, it MUST NOT send SACK options on that connection." (RFC 2883 §2:
     "The use of D-SACK does not require separate negotiation between a TCP sender and
-    receiver that have already negotiated SACK capability.") A connection whose SYN had no SACK-permitted gets a duplicate: its ACK
-    carries no SACK option. A positive control first: the same exchange with SACK
-    permitted draws a D-SACK block."""
+    receiver that have already negotiated SACK capability.") A connection whose SYN had no
+    SACK-permitted gets a duplicate: its ACK carries no SACK option. A positive control
+    first: the same exchange with SACK permitted draws a D-SACK block."""
     ctl = _connect(link)
-    _send(ctl, 0, 1000)
-    _ack_for(ctl, 1000, "the first copy (control)", sack_wanted=False)
-    _settle(ctl)
-    _send(ctl, 0, 1000)
-    _ack_for(ctl, 1000, "the duplicate (control, SACK permitted)")
+    _first_kilobyte(ctl)
+    _again(ctl, 0, 1000, 1000)          # the control: a SACK option with SACK permitted
     peer = _connect(link, sack=False)
-    _send(peer, 0, 1000)
-    _ack_for(peer, 1000, "the first copy", sack_wanted=False)
-    _settle(peer)
-    _send(peer, 0, 1000)
-    p = _ack_for(peer, 1000, "the duplicate", sack_wanted=False)
+    _first_kilobyte(peer)
+    p = _again(peer, 0, 1000, 1000, sack_wanted=False)
     assert "SAck" not in tcp_opts(p), f"SACK option without SACK-permitted: {p[TCP].options}"
