@@ -572,17 +572,22 @@ def close_after_exit(tb, port, mode, closer=CLOSER):
         eof = next((j for j in kp.json_lines() if "eof" in j), None)
         time.sleep(0.02)
     assert eof and eof["eof"] == 1000, (kp.stdout(), kp.stderr())
+    def held_here(e):
+        # This connection's: the local port alone is not enough, as an earlier test's
+        # connection from the same ephemeral port to another service may still be held
+        # in TIME-WAIT (seen once in CI on the relay path).
+        return (e["state"] == "custody" and e["local"].endswith(f":{eof['peer_port']}")
+                and e["remote"].endswith(f":{port}"))
+
     # The process is gone: ulsd holds its connection (the lease's end, lease.c).
     deadline = time.monotonic() + 5
-    while not any(e["state"] == "custody" and e["local"].endswith(f":{eof['peer_port']}")
-                  for e in tb.stat(1)["endpoints"]):
+    while not any(held_here(e) for e in tb.stat(1)["endpoints"]):
         assert time.monotonic() < deadline, (
             tb.stat(1)["endpoints"], {k: delta(before, tb.counters(1), k) for k in after_keys()},
             cl.stderr())
         time.sleep(0.05)
     # Listed as what the process left it in, unprobed (custody.h).
-    held = [e for e in tb.stat(1)["endpoints"]
-            if e["state"] == "custody" and e["local"].endswith(f":{eof['peer_port']}")]
+    held = [e for e in tb.stat(1)["endpoints"] if held_here(e)]
     assert [(e["custody"], e["probes"]) for e in held] == [("FIN-WAIT-2", 0)], held
     open(go, "w").close()
     assert kp.wait(20) == 0, kp.stderr()
