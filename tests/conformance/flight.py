@@ -184,8 +184,8 @@ def dial(link, timeout=3.0, ts=False, options=""):
     link.send(Ether(src=node.my_mac, dst=node.mac) /
               IP(src=node.my_ip, dst=node.ip) / UDP(sport=port, dport=11) /
               Raw(f"{port}{options}".encode()))
-    syn = link.recv(lambda q: TCP in q and q[IP].src == node.ip and q[TCP].dport == port
-                    and q[TCP].flags.S and not q[TCP].flags.A, timeout)
+    syn = link.recv(lambda q: IP in q and TCP in q and q[IP].src == node.ip
+                    and q[TCP].dport == port and q[TCP].flags.S and not q[TCP].flags.A, timeout)
     t = time.monotonic()
     assert syn is not None, "the node did not dial out"
     peer = TcpPeer(link, syn[TCP].sport, sport=port, mss=SMSS, wscale=None, ts=ts, sack=False)

@@ -48,7 +48,8 @@ class Dial:
         self.ctl.send("PA", payload=f"{link.node.my_ip} {self.port}\n".encode())
 
     def is_syn(self, q):
-        return (TCP in q and q[IP].src == self.link.node.ip and q[TCP].dport == self.port
+        return (IP in q and TCP in q and q[IP].src == self.link.node.ip
+                and q[TCP].dport == self.port
                 and q[TCP].flags.S and not q[TCP].flags.A)
 
     def syn(self, timeout=5.0):

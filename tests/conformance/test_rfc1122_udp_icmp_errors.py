@@ -24,11 +24,12 @@ def probe(link, op, answer_with):
     me, target = fresh_port(), fresh_port()
     link.send(Ether(src=node.my_mac, dst=node.mac) / IP(src=node.my_ip, dst=node.ip) /
               UDP(sport=me, dport=PROBE) / f"{op} {target}".encode())
-    p = link.recv(lambda q: UDP in q and q[IP].src == node.ip and q[UDP].dport == target, 3)
+    p = link.recv(lambda q: IP in q and UDP in q and q[IP].src == node.ip
+                  and q[UDP].dport == target, 3)
     assert p is not None, "the probe service sent no probe"
     assert bytes(p[UDP].payload) == b"probe"
     answer_with(p[IP])
-    r = link.recv(lambda q: UDP in q and q[IP].src == node.ip and q[UDP].dport == me
+    r = link.recv(lambda q: IP in q and UDP in q and q[IP].src == node.ip and q[UDP].dport == me
                   and q[UDP].sport == PROBE, 5)
     assert r is not None, "the probe service did not answer"
     return bytes(r[UDP].payload).decode()

@@ -22,7 +22,9 @@ def test_rfc9293_3_1_bad_checksum_segment_dropped_and_counted(node, link, counte
     good = peer.segment("PA", payload)
     good_sum = TCP(bytes(good[TCP])).chksum
     before = counters()["tcp_chkerr"]
-    link.send(peer.segment("PA", payload, chksum=good_sum ^ 0x0101))
+    bad = good.copy()   # the same TSval: only the checksum differs
+    bad[TCP].chksum = good_sum ^ 0x0101
+    link.send(bad)
     answers = peer.recv_all(1.0)
     assert answers == [], f"node answered a bad-checksum segment: {[a.summary() for a in answers]}"
     assert counters()["tcp_chkerr"] == before + 1, "tcp_chkerr did not grow by 1"
