@@ -22,7 +22,8 @@ def _answers_ping(node, link, ident):
 
 
 @requirement(fix='ulsd: filter/parse.c; own: lwIP 2.1.3 (CHECKSUM_CHECK_IP)',
-             mutate="sed -i 's/if (!ipv4_checksum_ok(ip, hlen))/if (0 \\&\\& !ipv4_checksum_ok(ip, hlen))/' filter/parse.c && sed -i 's/CHECKSUM_CHECK_IP  *1/CHECKSUM_CHECK_IP 0/' stack/lwipopts.h")
+             mutate="sed -i 's/if (!wire_ipv4_checksum_ok(/if (0 \\&\\& !wire_ipv4_checksum_ok(/' filter/parse.c"
+                    " && sed -i 's/CHECKSUM_CHECK_IP  *1/CHECKSUM_CHECK_IP 0/' stack/lwipopts.h")
 def test_rfc1122_3_2_1_2_bad_ip_checksum_dropped_and_counted(node, link, counters):
     """RFC 1122 §3.2.1.2: "A host MUST verify the IP header checksum on every received
     datagram and silently discard every datagram that has a bad checksum." The drop is

@@ -87,7 +87,7 @@ def test_rfc9293_3_10_7_1_rst_seq_zero_when_ack_bit_off(node, link):
 
 
 @requirement(fix='ulsd: server/reply.c; own: lwIP 2.1.3',
-             mutate="sed -i 's/p->dport, p->sport, p->tcp.ack, 0, WIRE_TCP_RST)/p->dport, p->sport, p->tcp.ack + 1, 0, WIRE_TCP_RST)/' server/reply.c && tests/conformance/lwip-mutate core/tcp_in.c 's/(TCPH_FLAGS(tcphdr) \\& TCP_ACK) ? ackno : 0/(TCPH_FLAGS(tcphdr) \\& TCP_ACK) ? ackno + 1 : 0/'")
+             mutate="sed -i 's/p->dport, p->sport, p->tcp.ack, 0, WIRE_TCP_RST, 0)/p->dport, p->sport, p->tcp.ack + 1, 0, WIRE_TCP_RST, 0)/' server/reply.c && tests/conformance/lwip-mutate core/tcp_in.c 's/(TCPH_FLAGS(tcphdr) \\& TCP_ACK) ? ackno : 0/(TCPH_FLAGS(tcphdr) \\& TCP_ACK) ? ackno + 1 : 0/'")
 def test_rfc9293_3_10_7_1_ack_to_closed_port_gets_rst_with_seq_ack(node, link):
     """RFC 9293 §3.10.7.1 (CLOSED): "If the ACK bit is on, <SEQ=SEG.ACK><CTL=RST>"."""
     sport, ack = fresh_port(), 0x7000_0001
