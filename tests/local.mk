@@ -133,3 +133,7 @@ EXTRA_DIST += tests/layout/test_dist_files
 # (in scratch copies of the source and build trees; about 35 s of CPU).
 TESTS += tests/layout/test_lwip_patches
 EXTRA_DIST += tests/layout/test_lwip_patches
+# Every plain sed of a conformance test's mutation changes its file (a stale one hid in
+# a command whose other part still mutated something; stop 43 found two).
+TESTS += tests/layout/test_mutation_seds
+EXTRA_DIST += tests/layout/test_mutation_seds
