@@ -203,7 +203,7 @@ def test_rfc2883_4_3_duplicate_refused_by_paws_still_reported(node, link, counte
                     "tests/conformance/lwip-mutate core/tcp_out.c "
                     "'/^tcp_get_num_sacks/,/^}/ s/if (pcb->flags \\& TF_SACK) {/if (1) {/'",
              level="MUST NOT")
-def test_rfc2883_2_no_dsack_without_sack_permitted(node, link):
+def test_rfc2018_4_no_sack_option_even_for_a_duplicate_without_sack_permitted(node, link):
     """RFC 2018 §4: "If the data receiver has not received a SACK-Permitted option for a
     given connection, it MUST NOT send SACK options on that connection." (RFC 2883 §2:
     "The use of D-SACK does not require separate negotiation between a TCP sender and
