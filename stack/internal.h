@@ -308,6 +308,7 @@ enum stk_counter {
 	STK_CNT_TCP_RACK_TAIL,
 	STK_CNT_TCP_REXMIT_LOST,
 	STK_CNT_TCP_RTO_SPURIOUS,
+	STK_CNT_TCP_FR_SPURIOUS,
 	/* ACKs sent by the delayed-ACK timer (lwIP patch 0113, LWIP_HOOK_TCP_TIMER_NOTE) */
 	STK_CNT_TCP_DELAYED_ACK_TIMER,
 	/* IPv4 reassembly (lwIP patch 0050, stack/tcpconf.c) */
