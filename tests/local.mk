@@ -34,7 +34,7 @@ EXTRA_DIST += tests/testbed/README.md tests/testbed/test_testbed.sh tests/testbe
 	tests/conformance/test_rfc5681_recovery.py tests/conformance/test_rfc3042_limited_transmit.py \
 	tests/conformance/test_rfc6582_newreno.py tests/conformance/test_rfc6675_sack.py \
 	tests/conformance/test_rfc8985_rack_tlp.py tests/conformance/test_rfc5682_frto.py \
-	tests/conformance/test_rfc9438_cubic.py \
+	tests/conformance/test_rfc9438_cubic.py tests/conformance/test_rfc9438_spurious_undo.py \
 	tests/conformance/test_rfc2018_sack.py tests/conformance/test_rfc2883_dsack.py \
 	tests/conformance/test_rfc5681_ack.py \
 	tests/conformance/test_rfc5961_rst.py tests/conformance/test_rfc6298_retransmit.py \

@@ -102,13 +102,14 @@ def test_rfc9438_4_9_spurious_fast_retransmit_undone_on_dsack(node, link):
     curated_pcap(link, "test_rfc9438_4_9_spurious_fast_retransmit_undone_on_dsack.pcap")
 
 
-@requirement(fix='patch 0140',
+@requirement(fix='patch 0140', level='SHOULD',
              mutate="tests/conformance/lwip-mutate core/tcp_out.c "
                     "'/^tcp_fr_undo_check/,/^}/ s/pcb->fr_undo_rexmit != 0 ||/0 ||/'")
 def test_rfc9438_4_9_undo_waits_for_a_dsack_of_every_retransmission(node, link):
-    """RFC 9438 §4.9 as above, with RFC 3708's detection, which declares a retransmission
-    spurious when the duplicate it caused is reported: a recovery is spurious only if each
-    of its retransmissions was. Segments 0 and 4 are late and both resent. A D-SACK of
+    """RFC 9438 §4.9: "Once a spurious congestion event is detected, CUBIC SHOULD restore
+    the original values of above-mentioned variables", with the first detection it names,
+    RFC 3708's D-SACKs: a retransmission was spurious when the duplicate it caused is
+    reported, and a recovery only if each of its retransmissions was. Segments 0 and 4 are late and both resent. A D-SACK of
     segment 0 alone undoes nothing (no burst, nothing counted): segment 4's retransmission
     may have repaired a real loss. The D-SACK of segment 4 then completes the proof, and
     the node restores its window."""
