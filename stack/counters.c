@@ -62,7 +62,7 @@ static const char *const own_names[STK_CNT__COUNT] = {
 	/* RFC 5682 F-RTO / RFC 3522 (lwIP patch 0130): timeouts found spurious and undone */
 	[STK_CNT_TCP_RTO_SPURIOUS] = "tcp_rto_spurious",
 	/* RFC 3708 / RFC 9438 section 4.9 (lwIP patch 0140): fast retransmits whose every
-	 * resent octet a D-SACK reported received twice, undone */
+	 * resent copy a D-SACK reported received twice (the window restored if it was lower) */
 	[STK_CNT_TCP_FR_SPURIOUS] = "tcp_fast_rexmit_spurious",
 	/* ACKs sent by the delayed-ACK timer (lwIP patch 0113) */
 	[STK_CNT_TCP_DELAYED_ACK_TIMER] = "tcp_delayed_ack_timer",

@@ -46,7 +46,7 @@ enum stk_tcp_note {
 	STK_TCP_NOTE_RACK_TAIL,        /* octets below a SACKed probe declared lost */
 	STK_TCP_NOTE_REXMIT_LOST,      /* recovery's retransmissions declared lost again */
 	STK_TCP_NOTE_RTO_SPURIOUS,     /* a timeout found spurious and undone (patch 0130) */
-	STK_TCP_NOTE_FR_SPURIOUS,      /* a fast retransmit found spurious and undone (0140) */
+	STK_TCP_NOTE_FR_SPURIOUS,      /* a fast retransmit found spurious (0140)   */
 	/* timers (LWIP_HOOK_TCP_TIMER_NOTE, patch 0113) */
 	STK_TCP_NOTE_DELAYED_ACK,      /* an ACK sent by the delayed-ACK timer (tcp_fasttmr) */
 };
